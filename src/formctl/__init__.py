@@ -1,0 +1,1 @@
+"""formctl: run conversational forms in a terminal."""

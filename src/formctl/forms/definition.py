@@ -1,0 +1,214 @@
+"""Form definitions as code: the builder chain, and the effects an executor may return.
+
+A definition holds schemas, gate closures and executors. It is never serialised; only
+instances are stored. ``define_form(...).step(...).field(...).build()`` returns a
+compiled form (see ``compile.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from formctl.forms.errors import FormDefinitionError
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+
+Gate = Callable[[Mapping[str, Any], Any], Any]
+Executor = Callable[[Any], Any]
+Migrate = Callable[[dict[str, Any], int], dict[str, Any]]
+
+
+# --------------------------------------------------------------------------- effects
+
+
+class Effect:
+    """Base of what an executor may return (alone, or several in a list)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Patch(Effect):
+    """Derived values, committed as ordinary writes in a further commit round."""
+
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Fail(Effect):
+    """A rejection: recorded as an open failure the agent sees until the hook next succeeds."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Jump(Effect):
+    """Open this step (by id or title, forgivingly): forward to skip ahead, back to revisit."""
+
+    step: str
+
+
+@dataclass(frozen=True, slots=True)
+class Complete(Effect):
+    """Force the instance complete. Sticky until the host reopens it or a required answer turns invalid."""
+
+
+@dataclass(frozen=True, slots=True)
+class Terminate(Effect):
+    """Stop collection: the instance is abandoned with this reason, and nothing later in the round runs."""
+
+    reason: str
+
+
+# --------------------------------------------------------------------------- definition data
+
+
+@dataclass(slots=True)
+class FieldDef:
+    id: str
+    schema: Any
+    label: str
+    ask: str | None = None
+    hint: str | None = None
+    when: Gate | None = None
+    on_fill: Executor | None = None
+    sensitive: bool = False
+
+
+@dataclass(slots=True)
+class StepDef:
+    id: str
+    title: str
+    ask: str | None = None
+    preview: str | None = None
+    when: Gate | None = None
+    on_complete: Executor | None = None
+    fields: list[FieldDef] = dc_field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CheckpointDef:
+    id: str
+    when: Gate
+    run: Executor | None = None
+    blocking: bool = False
+    wait_message: str | None = None
+    wait_for_host: bool = False
+
+
+@dataclass(slots=True)
+class FormDef:
+    id: str
+    version: Any
+    name: str
+    description: str = ""
+    conduct: str | None = None
+    migrate: Migrate | None = None
+    steps: list[StepDef] = dc_field(default_factory=list)
+    checkpoints: list[CheckpointDef] = dc_field(default_factory=list)
+    on_complete: Executor | None = None
+
+
+# --------------------------------------------------------------------------- builder
+
+
+class FormBuilder:
+    """Accumulates a definition in declaration order; ``build()`` compiles it."""
+
+    def __init__(self, definition: FormDef) -> None:
+        self._def = definition
+        self._pending_errors: list[str] = []
+
+    def step(
+        self,
+        id: str,
+        *,
+        title: str,
+        ask: str | None = None,
+        preview: str | None = None,
+        when: Gate | None = None,
+        on_complete: Executor | None = None,
+    ) -> "FormBuilder":
+        """Open a step; the fields that follow belong to it."""
+        self._def.steps.append(
+            StepDef(id=id, title=title, ask=ask, preview=preview, when=when, on_complete=on_complete)
+        )
+        return self
+
+    def field(
+        self,
+        id: str,
+        schema: Any,
+        *,
+        label: str,
+        ask: str | None = None,
+        hint: str | None = None,
+        when: Gate | None = None,
+        on_fill: Executor | None = None,
+        sensitive: bool = False,
+    ) -> "FormBuilder":
+        """Add a field to the most recent step. Optional iff ``schema`` accepts ``None``."""
+        if not self._def.steps:
+            raise FormDefinitionError(
+                f'Form "{self._def.id}" declares field "{id}" before any step — call .step() first.', [id]
+            )
+        if not isinstance(label, str) or not label.strip():
+            raise FormDefinitionError(f'Form "{self._def.id}": field "{id}" needs a label.', [id])
+        self._def.steps[-1].fields.append(
+            FieldDef(id=id, schema=schema, label=label, ask=ask, hint=hint, when=when, on_fill=on_fill, sensitive=sensitive)
+        )
+        return self
+
+    def checkpoint(
+        self,
+        id: str,
+        *,
+        when: Gate,
+        run: Executor | None = None,
+        blocking: bool = False,
+        wait_message: str | None = None,
+        wait_for_host: bool = False,
+    ) -> "FormBuilder":
+        """A trigger: fires ``run`` on the rising edge of ``when``.
+
+        A blocking checkpoint with no ``run``, or declared ``wait_for_host=True`` and
+        whose run returns None, leaves the instance awaiting until
+        ``FormRunner.resolve_checkpoint``.
+        """
+        if when is None or not callable(when):
+            raise FormDefinitionError(f'Form "{self._def.id}": checkpoint "{id}" needs a when gate.', [id])
+        self._def.checkpoints.append(
+            CheckpointDef(id=id, when=when, run=run, blocking=blocking, wait_message=wait_message, wait_for_host=wait_for_host)
+        )
+        return self
+
+    def on_complete(self, fn: Executor) -> "FormBuilder":
+        """The form-level executor, fired on the rising edge of completion."""
+        self._def.on_complete = fn
+        return self
+
+    @property
+    def definition(self) -> FormDef:
+        return self._def
+
+    def build(self) -> "CompiledForm":
+        from formctl.forms.compile import compile_form
+
+        return compile_form(self._def)
+
+
+def define_form(
+    id: str,
+    *,
+    version: int = 1,
+    name: str,
+    description: str = "",
+    conduct: str | None = None,
+    migrate: Migrate | None = None,
+) -> FormBuilder:
+    """Start a form definition: ``define_form(...).step(...).field(...).build()``."""
+    return FormBuilder(
+        FormDef(id=id, version=version, name=name, description=description, conduct=conduct, migrate=migrate)
+    )

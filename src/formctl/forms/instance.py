@@ -1,0 +1,407 @@
+"""The stored state of one form run: the instance, its answer logs and its dispatch log.
+
+An instance is the only thing formctl persists. Everything else (liveness, held values,
+completion, the open step) is recomputed from it and the compiled definition.
+
+Revisions and dispatch records are immutable once made, so copying an instance copies
+its maps but shares the records: a copy costs O(fields), not O(revisions). That is what
+keeps a read cheap when a field's log is long (the reference engine deep-copies the whole
+instance twice per write, and its per-operation cost grows with the log).
+
+The JSON form (``instance_to_json``) is compact on purpose: a revision is a short list
+``[seq, at, provenance_index, value?, error?]`` and the provenance triples
+(source, actor, note) are interned in one table per instance. The reference writes each
+timestamp twice and the provenance inline, about 160 bytes per revision; this is well
+under half that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+INSTANCE_STATUSES = ("active", "awaiting", "complete", "abandoned", "stale")
+
+
+def now_iso() -> str:
+    """The wall clock as an ISO-8601 UTC string with milliseconds (``2026-11-29T16:16:33.123Z``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Who wrote a revision, from where, when, and why (the operation's note)."""
+
+    source: str
+    actor: str
+    timestamp: str
+    note: str | None = None
+
+    def with_note(self, note: str | None) -> "Provenance":
+        return Provenance(self.source, self.actor, self.timestamp, note)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"source": self.source, "actor": self.actor, "timestamp": self.timestamp}
+        if self.note is not None:
+            d["note"] = self.note
+        return d
+
+
+class Entry:
+    """One revision of a field: immutable once appended.
+
+    ``value`` is the raw value as supplied (never the parsed one); ``error`` is the
+    validation error computed when it was written. A retraction has no value.
+    ``_parsed`` is a cache slot the evaluator fills; it is not part of the entry's meaning.
+    """
+
+    __slots__ = ("seq", "value", "provenance", "error", "retracted", "_parsed")
+
+    def __init__(
+        self,
+        seq: int,
+        value: Any,
+        provenance: Provenance,
+        error: str | None = None,
+        retracted: bool = False,
+    ) -> None:
+        self.seq = seq
+        self.value = None if retracted else value
+        self.provenance = provenance
+        self.error = error
+        self.retracted = retracted
+        self._parsed: Any = None
+
+    @property
+    def at(self) -> str:
+        return self.provenance.timestamp
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"seq": self.seq, "at": self.at, "provenance": self.provenance.to_dict()}
+        if self.retracted:
+            d["retracted"] = True
+        else:
+            d["value"] = self.value
+        if self.error:
+            d["error"] = self.error
+        return d
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Entry):
+            return NotImplemented
+        return (
+            self.seq == other.seq
+            and self.retracted == other.retracted
+            and self.value == other.value
+            and self.error == other.error
+            and self.provenance == other.provenance
+        )
+
+    def __repr__(self) -> str:
+        if self.retracted:
+            return f"Entry(seq={self.seq}, retracted)"
+        return f"Entry(seq={self.seq}, value={self.value!r}{', error' if self.error else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldLog:
+    """A field's answer log: every revision ever given, oldest first, and the cursor in force.
+
+    ``cursor`` is the index of the revision in force, or -1 for none.
+    """
+
+    revisions: tuple[Entry, ...] = ()
+    cursor: int = -1
+
+    @property
+    def at_cursor(self) -> Entry | None:
+        if 0 <= self.cursor < len(self.revisions):
+            return self.revisions[self.cursor]
+        return None
+
+    @property
+    def in_force(self) -> Entry | None:
+        """The revision in force: the one at the cursor, unless that is a retraction."""
+        entry = self.at_cursor
+        if entry is None or entry.retracted:
+            return None
+        return entry
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchState:
+    """One executor run under one idempotency key.
+
+    ``owner`` names the process that set ``running`` (``host:pid``), so a record left
+    ``running`` by a process that died can be told from one whose executor is in flight.
+    """
+
+    hook_id: str
+    status: str  # "running" | "ok" | "failed"
+    attempts: int
+    at: str
+    error: str | None = None
+    owner: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"hook_id": self.hook_id, "status": self.status, "attempts": self.attempts, "at": self.at}
+        if self.error is not None:
+            d["error"] = self.error
+        if self.owner is not None:
+            d["owner"] = self.owner
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "DispatchState":
+        return cls(d["hook_id"], d["status"], int(d["attempts"]), d["at"], d.get("error"), d.get("owner"))
+
+
+class Instance:
+    """One stored run of a form for a subject. Plain data with snake_case attributes."""
+
+    __slots__ = (
+        "id",
+        "def_id",
+        "def_version",
+        "subject",
+        "status",
+        "entries",
+        "revision_seq",
+        "occurrences",
+        "dispatches",
+        "blocked_on",
+        "open_step_override",
+        "closed_reason",
+        "forced_complete",
+        "version",
+        "created_at",
+        "updated_at",
+        "completed_at",
+    )
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        def_id: str,
+        def_version: int,
+        subject: str,
+        status: str = "active",
+        entries: dict[str, FieldLog] | None = None,
+        revision_seq: int = 0,
+        occurrences: dict[str, int] | None = None,
+        dispatches: dict[str, DispatchState] | None = None,
+        blocked_on: str | None = None,
+        open_step_override: str | None = None,
+        closed_reason: str | None = None,
+        forced_complete: bool = False,
+        version: int = 1,
+        created_at: str = "",
+        updated_at: str = "",
+        completed_at: str | None = None,
+    ) -> None:
+        self.id = id
+        self.def_id = def_id
+        self.def_version = def_version
+        self.subject = subject
+        self.status = status
+        self.entries = entries if entries is not None else {}
+        self.revision_seq = revision_seq
+        self.occurrences = occurrences if occurrences is not None else {}
+        self.dispatches = dispatches if dispatches is not None else {}
+        self.blocked_on = blocked_on
+        self.open_step_override = open_step_override
+        self.closed_reason = closed_reason
+        self.forced_complete = forced_complete
+        self.version = version
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.completed_at = completed_at
+
+    def copy(self) -> "Instance":
+        """A snapshot: new maps, shared immutable records. Mutating it never touches the original."""
+        clone = Instance.__new__(Instance)
+        for name in Instance.__slots__:
+            setattr(clone, name, getattr(self, name))
+        clone.entries = dict(self.entries)
+        clone.occurrences = dict(self.occurrences)
+        clone.dispatches = dict(self.dispatches)
+        return clone
+
+    def in_force_values(self) -> dict[str, Any]:
+        """The raw value in force of every key in ``entries`` (retracted and empty ones left out)."""
+        out: dict[str, Any] = {}
+        for field_id, log in self.entries.items():
+            entry = log.in_force
+            if entry is not None:
+                out[field_id] = entry.value
+        return out
+
+    def __repr__(self) -> str:
+        return f"Instance(id={self.id!r}, def_id={self.def_id!r}, status={self.status!r}, version={self.version})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Instance):
+            return NotImplemented
+        return instance_to_json(self) == instance_to_json(other)
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+"""Marks a commit property as absent (leave it alone); ``None`` clears it where clearing is allowed."""
+
+
+@dataclass(slots=True)
+class EntryCommit:
+    """What one commit does to one field's log: append revisions, then (optionally) set the cursor."""
+
+    append: tuple[Entry, ...] = ()
+    cursor: int | None = None
+
+
+@dataclass(slots=True)
+class Commit:
+    """One atomic write to an instance. Every property is optional; ``UNSET`` leaves it alone.
+
+    ``occurrences`` and ``dispatches`` merge key by key. For ``blocked_on``,
+    ``open_step_override``, ``closed_reason`` and ``completed_at``, ``None`` clears.
+    """
+
+    entries: dict[str, EntryCommit] | None = None
+    revision_seq: Any = UNSET
+    occurrences: dict[str, int] | None = None
+    dispatches: dict[str, DispatchState] | None = None
+    status: Any = UNSET
+    def_version: Any = UNSET
+    closed_reason: Any = UNSET
+    completed_at: Any = UNSET
+    blocked_on: Any = UNSET
+    open_step_override: Any = UNSET
+    forced_complete: Any = UNSET
+
+    def is_empty(self) -> bool:
+        return (
+            not self.entries
+            and not self.occurrences
+            and not self.dispatches
+            and all(
+                getattr(self, name) is UNSET
+                for name in (
+                    "revision_seq",
+                    "status",
+                    "def_version",
+                    "closed_reason",
+                    "completed_at",
+                    "blocked_on",
+                    "open_step_override",
+                    "forced_complete",
+                )
+            )
+        )
+
+
+# --------------------------------------------------------------------------- JSON codec
+
+
+def _encode_entry(entry: Entry, prov_index: dict[tuple, int], prov_table: list) -> list:
+    p = entry.provenance
+    key = (p.source, p.actor, p.note)
+    idx = prov_index.get(key)
+    if idx is None:
+        idx = prov_index[key] = len(prov_table)
+        prov_table.append([p.source, p.actor, p.note] if p.note is not None else [p.source, p.actor])
+    if entry.retracted:
+        return [entry.seq, p.timestamp, idx]
+    if entry.error:
+        return [entry.seq, p.timestamp, idx, entry.value, entry.error]
+    return [entry.seq, p.timestamp, idx, entry.value]
+
+
+def _decode_entry(raw: list, prov_table: list) -> Entry:
+    seq, at, idx = raw[0], raw[1], raw[2]
+    p = prov_table[idx]
+    prov = Provenance(p[0], p[1], at, p[2] if len(p) > 2 else None)
+    if len(raw) == 3:
+        return Entry(seq, None, prov, retracted=True)
+    return Entry(seq, raw[3], prov, error=raw[4] if len(raw) > 4 else None)
+
+
+def encode_entries(entries: dict[str, FieldLog]) -> tuple[dict[str, Any], list]:
+    """Encode answer logs compactly: ``({field: {"c": cursor, "r": [...]}}, provenance_table)``."""
+    prov_index: dict[tuple, int] = {}
+    prov_table: list = []
+    out = {
+        field_id: {"c": log.cursor, "r": [_encode_entry(e, prov_index, prov_table) for e in log.revisions]}
+        for field_id, log in entries.items()
+    }
+    return out, prov_table
+
+
+def decode_entries(raw: dict[str, Any], prov_table: list) -> dict[str, FieldLog]:
+    return {
+        field_id: FieldLog(tuple(_decode_entry(r, prov_table) for r in log["r"]), int(log["c"]))
+        for field_id, log in raw.items()
+    }
+
+
+def instance_to_json(instance: Instance) -> dict[str, Any]:
+    """The instance as plain JSON data; ``instance_from_json`` reverses it exactly."""
+    entries, prov_table = encode_entries(instance.entries)
+    d: dict[str, Any] = {
+        "id": instance.id,
+        "def_id": instance.def_id,
+        "def_version": instance.def_version,
+        "subject": instance.subject,
+        "status": instance.status,
+        "version": instance.version,
+        "created_at": instance.created_at,
+        "updated_at": instance.updated_at,
+        "revision_seq": instance.revision_seq,
+        "prov": prov_table,
+        "entries": entries,
+        "occurrences": instance.occurrences,
+        "dispatches": {k: v.to_dict() for k, v in instance.dispatches.items()},
+    }
+    for name in ("blocked_on", "open_step_override", "closed_reason", "completed_at"):
+        value = getattr(instance, name)
+        if value is not None:
+            d[name] = value
+    if instance.forced_complete:
+        d["forced_complete"] = True
+    return d
+
+
+def instance_from_json(d: dict[str, Any]) -> Instance:
+    return Instance(
+        id=d["id"],
+        def_id=d["def_id"],
+        def_version=d["def_version"],
+        subject=d["subject"],
+        status=d["status"],
+        entries=decode_entries(d.get("entries", {}), d.get("prov", [])),
+        revision_seq=d.get("revision_seq", 0),
+        occurrences=dict(d.get("occurrences", {})),
+        dispatches={k: DispatchState.from_dict(v) for k, v in d.get("dispatches", {}).items()},
+        blocked_on=d.get("blocked_on"),
+        open_step_override=d.get("open_step_override"),
+        closed_reason=d.get("closed_reason"),
+        forced_complete=bool(d.get("forced_complete", False)),
+        version=d["version"],
+        created_at=d.get("created_at", ""),
+        updated_at=d.get("updated_at", ""),
+        completed_at=d.get("completed_at"),
+    )
+
+
+def highest_seq(entries: Iterable[FieldLog]) -> int:
+    return max((e.seq for log in entries for e in log.revisions), default=0)

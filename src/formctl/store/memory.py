@@ -1,0 +1,101 @@
+"""An in-memory adapter: the reference implementation of the store contract.
+
+Short enough to read end to end before writing another adapter. Snapshots share the
+immutable revision and dispatch records and copy only the maps, so a read costs
+O(fields) however long the answer logs grow.
+"""
+
+from __future__ import annotations
+
+import time
+
+from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, highest_seq, now_iso
+from formctl.store.base import apply_commit, check_provenance, missing, sort_recent_first
+from formctl.store.ids import new_instance_id
+
+
+class MemoryAdapter:
+    """Keeps instances in a dict for the life of the process."""
+
+    def __init__(self, identifier: str | None = None) -> None:
+        self.identifier = identifier or f"in-memory-forms-{int(time.time() * 1000)}"
+        self._instances: dict[str, Instance] = {}
+
+    def create_instance(
+        self,
+        def_id: str,
+        def_version: int,
+        subject: str,
+        provenance: Provenance,
+        *,
+        entries: dict[str, FieldLog] | None = None,
+        status: str = "active",
+    ) -> Instance:
+        check_provenance(provenance)
+        now = now_iso()
+        instance = Instance(
+            id=new_instance_id(),
+            def_id=def_id,
+            def_version=def_version,
+            subject=subject,
+            status=status,
+            entries=dict(entries or {}),
+            revision_seq=highest_seq((entries or {}).values()),
+            created_at=now,
+            updated_at=now,
+        )
+        self._instances[instance.id] = instance
+        return instance.copy()
+
+    def get_instance(self, instance_id: str) -> Instance | None:
+        stored = self._instances.get(instance_id)
+        return stored.copy() if stored is not None else None
+
+    def find_instances(
+        self,
+        *,
+        subject: str | None = None,
+        def_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Instance]:
+        rows = [
+            i
+            for i in self._instances.values()
+            if (subject is None or i.subject == subject)
+            and (def_id is None or i.def_id == def_id)
+            and (status is None or i.status == status)
+        ]
+        rows = sort_recent_first(rows)
+        if limit:
+            rows = rows[:limit]
+        return [i.copy() for i in rows]
+
+    def find_open_instance(self, subject: str) -> Instance | None:
+        rows = [i for i in self._instances.values() if i.subject == subject and i.status != "abandoned"]
+        if not rows:
+            return None
+        return sort_recent_first(rows)[0].copy()
+
+    def commit_instance(
+        self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
+    ) -> Instance:
+        check_provenance(provenance)
+        stored = self._instances.get(instance_id)
+        if stored is None:
+            raise missing(instance_id)
+        new = apply_commit(stored, commit, if_version=if_version, now=now_iso())
+        self._instances[instance_id] = new
+        return new.copy()
+
+    def record_dispatch(
+        self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
+    ) -> None:
+        check_provenance(provenance)
+        stored = self._instances.get(instance_id)
+        if stored is None:
+            raise missing(instance_id)
+        new = stored.copy()
+        new.dispatches[key] = state
+        new.updated_at = now_iso()
+        self._instances[instance_id] = new
