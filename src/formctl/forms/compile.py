@@ -1,0 +1,276 @@
+"""Compile a definition into the index every read and write uses.
+
+Compilation checks the definition (ENGINE-SPEC §2), flattens the fields in declaration
+order, and builds the alias indexes that make ids forgiving (§3). Schemas are turned
+into validators and type strings lazily, on first use, so compiling a 300-field form
+costs microseconds per field rather than a pydantic build per field.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from formctl.forms.definition import CheckpointDef, FieldDef, FormDef, StepDef
+from formctl.forms.errors import FormDefinitionError
+
+
+def normalise(text: Any) -> str:
+    """Lower-case, then keep only ``[a-z0-9]``: ``Full-Name``, ``full_name`` and ``fullName`` all become ``fullname``."""
+    if not isinstance(text, str):
+        text = str(text)
+    return "".join(ch for ch in text.lower() if ("a" <= ch <= "z") or ("0" <= ch <= "9"))
+
+
+def dice(a: str, b: str) -> float:
+    """Sørensen–Dice coefficient over character bigrams, counting repeats as a multiset."""
+    if a == b:
+        return 1.0
+    if len(a) < 2 or len(b) < 2:
+        return 0.0
+    bigrams: dict[str, int] = {}
+    for i in range(len(a) - 1):
+        pair = a[i : i + 2]
+        bigrams[pair] = bigrams.get(pair, 0) + 1
+    hits = 0
+    for i in range(len(b) - 1):
+        pair = b[i : i + 2]
+        if bigrams.get(pair, 0) > 0:
+            bigrams[pair] -= 1
+            hits += 1
+    return 2 * hits / ((len(a) - 1) + (len(b) - 1))
+
+
+class CompiledField:
+    """A field with its place in the form and its lazily built validator and type string."""
+
+    __slots__ = (
+        "id", "label", "schema", "ask", "hint", "when", "on_fill", "sensitive",
+        "step_id", "step_index", "order", "description", "__dict__",
+    )
+
+    def __init__(self, definition: FieldDef, step_id: str, step_index: int, order: int) -> None:
+        from formctl.forms.validate import describe_field
+
+        self.id = definition.id
+        self.label = definition.label
+        self.schema = definition.schema
+        self.ask = definition.ask
+        self.hint = definition.hint
+        self.when = definition.when
+        self.on_fill = definition.on_fill
+        self.sensitive = definition.sensitive
+        self.step_id = step_id
+        self.step_index = step_index
+        self.order = order
+        self.description = describe_field(definition.ask, definition.hint)
+
+    @cached_property
+    def validator(self):
+        from formctl.forms.validate import FieldValidator
+
+        return FieldValidator(self.schema)
+
+    @cached_property
+    def type(self) -> str:
+        from formctl.forms.describe import type_string
+
+        return type_string(self.schema)
+
+    @cached_property
+    def required(self) -> bool:
+        """Required unless the schema accepts None (departure 1: there is no ``required=`` flag)."""
+        from formctl.forms.describe import accepts_none
+
+        try:
+            return not accepts_none(self.schema)
+        except Exception:  # a probe that raises means "required" (§5)
+            return True
+
+    def __repr__(self) -> str:
+        return f"CompiledField({self.id!r})"
+
+
+class CompiledStep:
+    __slots__ = ("id", "title", "ask", "preview", "when", "on_complete", "index", "fields")
+
+    def __init__(self, definition: StepDef, index: int) -> None:
+        self.id = definition.id
+        self.title = definition.title
+        self.ask = definition.ask
+        self.preview = definition.preview
+        self.when = definition.when
+        self.on_complete = definition.on_complete
+        self.index = index  # 1-based
+        self.fields: list[CompiledField] = []
+
+    def __repr__(self) -> str:
+        return f"CompiledStep({self.id!r})"
+
+
+class CompiledCheckpoint:
+    __slots__ = ("id", "when", "run", "blocking", "wait_message", "wait_for_host", "index")
+
+    def __init__(self, definition: CheckpointDef, index: int) -> None:
+        self.id = definition.id
+        self.when = definition.when
+        self.run = definition.run
+        self.blocking = bool(definition.blocking)
+        self.wait_message = definition.wait_message
+        self.wait_for_host = bool(definition.wait_for_host)
+        self.index = index  # 0-based
+
+    @property
+    def waits_for_host(self) -> bool:
+        """A blocking checkpoint with no run, or declared to wait, waits for ``resolve_checkpoint``."""
+        return self.blocking and (self.run is None or self.wait_for_host)
+
+
+class CompiledForm:
+    """The compiled index of one definition. Immutable after ``compile_form``."""
+
+    def __init__(self, definition: FormDef) -> None:
+        self.definition = definition
+        self.id: str = definition.id
+        self.version: int = definition.version
+        self.name = definition.name
+        self.description = definition.description
+        self.conduct = definition.conduct
+        self.migrate = definition.migrate
+        self.on_complete = definition.on_complete
+        self.steps: list[CompiledStep] = []
+        self.fields: list[CompiledField] = []
+        self.checkpoints: list[CompiledCheckpoint] = []
+        self.field_by_id: dict[str, CompiledField] = {}
+        self.step_by_id: dict[str, CompiledStep] = {}
+        self.checkpoint_by_id: dict[str, CompiledCheckpoint] = {}
+        self.field_position: dict[str, int] = {}
+        self.aliases: dict[str, str] = {}
+        self.step_aliases: dict[str, str] = {}
+
+    # -- id resolution (§3, departure 9) ------------------------------------------------
+
+    def resolve_field(self, sent: Any) -> str | None:
+        """The field a sent id means: exact id first, else the normalised id or label; None if unknown."""
+        if isinstance(sent, str) and sent in self.field_by_id:
+            return sent
+        return self.aliases.get(normalise(sent))
+
+    def resolve_step(self, sent: Any) -> str | None:
+        """The step a sent id or title means, by the same normalisation; None if unknown."""
+        if isinstance(sent, str) and sent in self.step_by_id:
+            return sent
+        return self.step_aliases.get(normalise(sent))
+
+    def did_you_mean(self, sent: Any) -> list[str]:
+        """At most two field ids whose id or label is close to ``sent`` (Dice >= 0.4), best first."""
+        target = normalise(sent)
+        if not target:
+            return []
+        scored = []
+        for f in self.fields:
+            score = max(dice(target, normalise(f.id)), dice(target, normalise(f.label)))
+            if score >= 0.4:
+                scored.append((score, f.id))
+        scored.sort(key=lambda pair: -pair[0])  # stable: ties keep declaration order
+        return [field_id for _, field_id in scored[:2]]
+
+    def __repr__(self) -> str:
+        return f"CompiledForm({self.id!r}, version={self.version})"
+
+
+def _unique_in_order(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _index_aliases(
+    form_id: str, candidates: list[tuple[str, list[str]]]
+) -> tuple[dict[str, str], list[str]]:
+    index: dict[str, str] = {}
+    clashes: list[str] = []
+    for owner, names in candidates:
+        for name in names:
+            key = normalise(name)
+            if not key:
+                continue
+            existing = index.get(key)
+            if existing is not None and existing != owner:
+                clashes.append(f'{existing}/{owner} both normalise to "{key}"')
+            elif existing is None:
+                index[key] = owner
+    return index, _unique_in_order(clashes)
+
+
+def compile_form(definition: FormDef) -> CompiledForm:
+    """Check a definition and build its index, raising ``FormDefinitionError`` with the offending ids."""
+    if not definition.id:
+        raise FormDefinitionError("A form definition needs an id.")
+    form_id = definition.id
+    version = definition.version
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise FormDefinitionError(f'Form "{form_id}" needs an integer version — instances pin it at start.')
+
+    compiled = CompiledForm(definition)
+    duplicate_steps: list[str] = []
+    duplicate_fields: list[str] = []
+    for step_def in definition.steps:
+        if step_def.id in compiled.step_by_id:
+            duplicate_steps.append(step_def.id)
+            continue
+        step = CompiledStep(step_def, len(compiled.steps) + 1)
+        compiled.steps.append(step)
+        compiled.step_by_id[step.id] = step
+        for field_def in step_def.fields:
+            if field_def.id in compiled.field_by_id:
+                duplicate_fields.append(field_def.id)
+                continue
+            field = CompiledField(field_def, step.id, step.index - 1, len(compiled.fields))
+            step.fields.append(field)
+            compiled.fields.append(field)
+            compiled.field_by_id[field.id] = field
+            compiled.field_position[field.id] = field.order
+
+    if duplicate_fields:
+        ids = _unique_in_order(duplicate_fields)
+        raise FormDefinitionError(
+            f'Form "{form_id}" declares duplicate field ids: {", ".join(ids)}. '
+            "Field ids are unique across the whole form, not per step.",
+            ids,
+        )
+    if duplicate_steps:
+        ids = _unique_in_order(duplicate_steps)
+        raise FormDefinitionError(f'Form "{form_id}" declares duplicate step ids: {", ".join(ids)}.', ids)
+
+    compiled.aliases, clashes = _index_aliases(form_id, [(f.id, [f.id, f.label]) for f in compiled.fields])
+    if clashes:
+        raise FormDefinitionError(
+            f'Form "{form_id}" has fields that can\'t be told apart once case and punctuation are ignored: '
+            + "; ".join(clashes)
+            + ".",
+            clashes,
+        )
+    # Departure 9: steps resolve forgivingly too (inspect and Jump), so they must be distinguishable.
+    compiled.step_aliases, step_clashes = _index_aliases(form_id, [(s.id, [s.id, s.title]) for s in compiled.steps])
+    if step_clashes:
+        raise FormDefinitionError(
+            f'Form "{form_id}" has steps that can\'t be told apart once case and punctuation are ignored: '
+            + "; ".join(step_clashes)
+            + ".",
+            step_clashes,
+        )
+
+    duplicate_checkpoints: list[str] = []
+    for cp_def in definition.checkpoints:
+        if cp_def.id in compiled.checkpoint_by_id:
+            duplicate_checkpoints.append(cp_def.id)
+            continue
+        checkpoint = CompiledCheckpoint(cp_def, len(compiled.checkpoints))
+        compiled.checkpoints.append(checkpoint)
+        compiled.checkpoint_by_id[checkpoint.id] = checkpoint
+    if duplicate_checkpoints:
+        ids = _unique_in_order(duplicate_checkpoints)
+        raise FormDefinitionError(f'Form "{form_id}" declares duplicate checkpoint ids: {", ".join(ids)}.', ids)
+
+    if not compiled.fields:
+        raise FormDefinitionError(f'Form "{form_id}" declares no fields.', [form_id])
+    return compiled

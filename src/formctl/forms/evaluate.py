@@ -1,0 +1,365 @@
+"""Evaluation: what an instance means under a compiled definition. A pure function.
+
+``evaluate(compiled, instance)`` decides, from the stored answer logs alone, which
+answers are live, which are held, which are invalid, which steps and the form are
+complete, which checkpoints are active, and which step is open. It reads no clock,
+touches no storage and calls no model; the runner and every view call it.
+
+Cost: each revision is parsed once in its life (the outcome is cached on the immutable
+revision, keyed by the validator that produced it), so an evaluation costs one pass over
+the fields plus one call per gate, however long the logs are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from formctl.forms.compile import CompiledForm
+from formctl.forms.instance import Entry, Instance
+
+EMPTY, FILLED, INVALID, HELD = "empty", "filled", "invalid", "held"
+
+
+class GateValues(dict):
+    """The read-only values a gate or executor sees.
+
+    ``v["x"]`` and ``v.get("x")`` both give None for a declared field with no live
+    answer, so ``v["mode"] == "car"`` reads naturally; an id the form does not declare
+    raises KeyError, which surfaces as a gate defect (a typo in a gate is a bug worth
+    hearing about, not a silent False).
+    """
+
+    __slots__ = ("_declared",)
+
+    def __init__(self, values: dict[str, Any], declared: dict[str, Any]) -> None:
+        super().__init__(values)
+        self._declared = declared
+
+    def __missing__(self, key: str) -> Any:
+        if key in self._declared:
+            return None
+        raise KeyError(f"no field {key!r} on this form")
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("form values are read-only here; return Patch({...}) to change them")
+
+    __setitem__ = __delitem__ = _read_only  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+
+
+def parse_entry(field: Any, entry: Entry):
+    """The validation outcome of one revision under one field's validator, cached on the revision."""
+    validator = field.validator
+    cached = entry._parsed
+    if cached is not None and cached[0] is validator:
+        return cached[1]
+    outcome = validator.validate(entry.value)
+    entry._parsed = (validator, outcome)
+    return outcome
+
+
+class GateState:
+    """What gates and executors may ask beyond the values: step completion, checkpoints fired, completion."""
+
+    __slots__ = ("_pass", "_fired")
+
+    def __init__(self, evaluation_pass: "_Pass", fired: dict[str, int]) -> None:
+        self._pass = evaluation_pass
+        self._fired = fired
+
+    def step_complete(self, step_id: str) -> bool:
+        return self._pass.step_complete(step_id)
+
+    def checkpoint_fired(self, checkpoint_id: str) -> bool:
+        """True iff the checkpoint's rising edge was counted before the write being evaluated."""
+        self._pass.ev.read_fired = True
+        return self._fired.get(f"checkpoint:{checkpoint_id}", 0) > 0
+
+    @property
+    def complete(self) -> bool:
+        return self._pass.form_complete()
+
+    # camelCase aliases for authors porting definitions from the reference design
+    stepComplete = step_complete
+    checkpointFired = checkpoint_fired
+
+
+class FrozenState:
+    """A state frozen from a finished evaluation: what executors get as ``ctx.state``."""
+
+    __slots__ = ("_steps", "_fired", "complete")
+
+    def __init__(self, step_complete: dict[str, bool], fired: dict[str, int], complete: bool) -> None:
+        self._steps = step_complete
+        self._fired = fired
+        self.complete = complete
+
+    def step_complete(self, step_id: str) -> bool:
+        return self._steps.get(step_id, False)
+
+    def checkpoint_fired(self, checkpoint_id: str) -> bool:
+        return self._fired.get(f"checkpoint:{checkpoint_id}", 0) > 0
+
+    stepComplete = step_complete
+    checkpointFired = checkpoint_fired
+
+
+class _Pass:
+    """One pass of the liveness fixpoint: applicability with a given exclusion set, computed lazily."""
+
+    __slots__ = ("ev", "excluded", "values", "state", "applicable", "_steps", "_complete", "_busy")
+
+    def __init__(self, ev: "Evaluation", excluded: set[int], fired: dict[str, int]) -> None:
+        self.ev = ev
+        self.excluded = excluded
+        values = {}
+        for i, parsed in ev._valid.items():
+            if i not in excluded:
+                values[ev.compiled.fields[i].id] = parsed
+        self.values = GateValues(values, ev.compiled.field_by_id)
+        self.state = GateState(self, fired)
+        self.applicable: dict[int, bool] = {}
+        self._steps: dict[int, bool] = {}
+        self._complete: bool | None = None
+        self._busy: set[Any] = set()
+
+    def field_applicable(self, i: int) -> bool:
+        known = self.applicable.get(i)
+        if known is not None:
+            return known
+        if i in self.excluded:
+            self.applicable[i] = False
+            return False
+        field = self.ev.compiled.fields[i]
+        gate = field.when
+        if gate is None:
+            self.applicable[i] = True
+            return True
+        token = ("field", i)
+        if token in self._busy:
+            return True  # re-entrant: optimistic fallback, not memoised
+        self._busy.add(token)
+        try:
+            result = bool(gate(self.values, self.state))
+        except Exception as exc:  # a gate that raises counts as true, and is a defect
+            self.ev._defect(f'gate "{field.id}" threw: {_message(exc)}')
+            result = True
+        finally:
+            self._busy.discard(token)
+        self.applicable[i] = result
+        return result
+
+    def field_filled(self, i: int) -> bool:
+        return i in self.ev._valid and i not in self.excluded and self.field_applicable(i)
+
+    def step_done(self, step_index: int) -> bool:
+        known = self._steps.get(step_index)
+        if known is not None:
+            return known
+        token = ("step", step_index)
+        if token in self._busy:
+            return False
+        self._busy.add(token)
+        try:
+            result = True
+            for field in self.ev.compiled.steps[step_index].fields:
+                i = field.order
+                if field.required and self.field_applicable(i) and not self.field_filled(i):
+                    result = False
+                    break
+        finally:
+            self._busy.discard(token)
+        self._steps[step_index] = result
+        return result
+
+    def step_complete(self, step_id: str) -> bool:
+        step = self.ev.compiled.step_by_id.get(step_id)
+        if step is None:
+            return False
+        return self.step_done(step.index - 1)
+
+    def form_complete(self) -> bool:
+        if self._complete is not None:
+            return self._complete
+        token = ("form",)
+        if token in self._busy:
+            return False
+        self._busy.add(token)
+        try:
+            result = True
+            for field in self.ev.compiled.fields:
+                i = field.order
+                if field.required and self.field_applicable(i) and not self.field_filled(i):
+                    result = False
+                    break
+        finally:
+            self._busy.discard(token)
+        self._complete = result
+        return result
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc) or exc.__class__.__name__
+
+
+class Evaluation:
+    """The meaning of one instance under one compiled form. Build it with :func:`evaluate`."""
+
+    def __init__(self, compiled: CompiledForm) -> None:
+        self.compiled = compiled
+        n = len(compiled.fields)
+        self.status: list[str] = [EMPTY] * n
+        self.applicable: list[bool] = [False] * n
+        self.values: dict[str, Any] = {}
+        self.held: dict[str, Any] = {}
+        self.errors: dict[str, str] = {}
+        self.live: set[str] = set()
+        self.step_complete: list[bool] = [False] * len(compiled.steps)
+        self.step_open: list[bool] = [False] * len(compiled.steps)
+        self.checkpoint_active: list[bool] = [False] * len(compiled.checkpoints)
+        self.complete = False
+        self.defects: list[str] = []
+        self.passes = 0
+        self.open_step: int | None = None  # 0-based step index
+        self.revisiting = False
+        self.read_fired = False  # did any gate ask checkpoint_fired? (then the result depends on counters)
+        self._valid: dict[int, Any] = {}
+        self._in_force: dict[int, Entry] = {}
+        self._final: _Pass | None = None
+
+    def _defect(self, text: str) -> None:
+        if text not in self.defects:
+            self.defects.append(text)
+
+    # -- conveniences for views and the runner ---------------------------------------
+
+    def step_complete_map(self) -> dict[str, bool]:
+        return {s.id: self.step_complete[s.index - 1] for s in self.compiled.steps}
+
+    def field_status(self, field_id: str) -> str:
+        return self.status[self.compiled.field_position[field_id]]
+
+    def frozen_state(self, fired: dict[str, int]) -> FrozenState:
+        return FrozenState(self.step_complete_map(), fired, self.complete)
+
+    def gate_values(self) -> GateValues:
+        return GateValues(self.values, self.compiled.field_by_id)
+
+
+def empty_evaluation(compiled: CompiledForm) -> Evaluation:
+    """The evaluation before ``start``: nothing live, nothing complete, nothing active."""
+    return Evaluation(compiled)
+
+
+def evaluate(compiled: CompiledForm, instance: Instance, *, fired: dict[str, int] | None = None) -> Evaluation:
+    """Evaluate an instance: parse what is in force, run the liveness fixpoint, derive the rest.
+
+    ``fired`` is the occurrence map ``checkpoint_fired`` reads; by default the instance's own.
+    """
+    ev = Evaluation(compiled)
+    fields = compiled.fields
+    entries = instance.entries
+    occurrences = instance.occurrences if fired is None else fired
+
+    for field in fields:
+        log = entries.get(field.id)
+        if log is None:
+            continue
+        entry = log.in_force
+        if entry is None:
+            continue
+        i = field.order
+        ev._in_force[i] = entry
+        outcome = parse_entry(field, entry)
+        if outcome.ok:
+            ev._valid[i] = outcome.value
+
+    # Liveness fixpoint (§8.2): start with everything live, drop what its gate rejects, repeat
+    # until the set stops shrinking. Shrink-only, so it always ends.
+    excluded: set[int] = set()
+    current = _Pass(ev, excluded, occurrences)
+    ev.passes = 1
+    cap = len(fields) + 1
+    gated_answered = [i for i in ev._in_force if fields[i].when is not None]
+    while True:
+        newly = [i for i in gated_answered if i not in excluded and not current.field_applicable(i)]
+        if not newly:
+            break
+        excluded = excluded | set(newly)
+        ev.passes += 1
+        if ev.passes > cap:
+            ev._defect(f"repartition did not settle after {cap} passes ({len(fields)} fields)")
+            break
+        current = _Pass(ev, excluded, occurrences)
+    ev._final = current
+
+    for field in fields:
+        i = field.order
+        applicable = current.field_applicable(i)
+        ev.applicable[i] = applicable
+        entry = ev._in_force.get(i)
+        if entry is None:
+            continue
+        if not applicable:
+            ev.status[i] = HELD
+            ev.held[field.id] = entry.value
+        elif i in ev._valid:
+            ev.status[i] = FILLED
+            ev.values[field.id] = ev._valid[i]
+            ev.live.add(field.id)
+        else:
+            ev.status[i] = INVALID
+            ev.errors[field.id] = parse_entry(field, entry).error or "invalid"
+
+    for step in compiled.steps:
+        k = step.index - 1
+        ev.step_complete[k] = current.step_done(k)
+    ev.complete = current.form_complete()
+
+    for step in compiled.steps:
+        k = step.index - 1
+        if step.when is None:
+            ev.step_open[k] = True
+            continue
+        try:
+            ev.step_open[k] = bool(step.when(current.values, current.state))
+        except Exception as exc:
+            ev._defect(f'gate "step-gate:{step.id}" threw: {_message(exc)}')
+            ev.step_open[k] = True
+
+    for checkpoint in compiled.checkpoints:
+        try:
+            ev.checkpoint_active[checkpoint.index] = bool(checkpoint.when(current.values, current.state))
+        except Exception as exc:
+            ev._defect(f'gate "{checkpoint.id}" threw: {_message(exc)}')
+            ev.checkpoint_active[checkpoint.index] = True
+
+    _choose_open_step(ev, instance.open_step_override)
+    return ev
+
+
+def _choose_open_step(ev: Evaluation, override: str | None) -> None:
+    """§8.5: the override if it names a step; else the first open, incomplete step; else the first incomplete."""
+    compiled = ev.compiled
+    if override is not None and override in compiled.step_by_id:
+        k = compiled.step_by_id[override].index - 1
+        ev.open_step = k
+        ev.revisiting = ev.step_complete[k]
+        return
+    for k in range(len(compiled.steps)):
+        if ev.step_open[k] and not ev.step_complete[k]:
+            ev.open_step = k
+            return
+    for k in range(len(compiled.steps)):
+        if not ev.step_complete[k]:
+            ev.open_step = k
+            return
+    ev.open_step = None
+
+
+def in_force_entry(ev: Evaluation, field_id: str) -> Entry | None:
+    return ev._in_force.get(ev.compiled.field_position[field_id])
+
+
+def live_ids(ev: Evaluation) -> Iterable[str]:
+    return ev.live

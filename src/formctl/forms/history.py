@@ -1,0 +1,138 @@
+"""The answer log: which field an undo or redo moves, what it would become, and a field's history.
+
+A correction appends; retract, undo and redo only move the cursor. So every earlier
+answer stays readable and every change stays reversible. These functions read the logs
+and never write; the runner commits the cursor moves they choose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from formctl.forms.instance import FieldLog, Instance
+
+_ABSENT: Any = object()
+
+
+def last_touched(instance: Instance) -> str | None:
+    """The bare-undo target: the field whose revision at the cursor (retractions included) has the highest seq."""
+    best_id, best_seq = None, -1
+    for field_id, log in instance.entries.items():
+        entry = log.at_cursor
+        if entry is not None and entry.seq > best_seq:
+            best_id, best_seq = field_id, entry.seq
+    return best_id
+
+
+def next_redo(instance: Instance) -> str | None:
+    """The bare-redo target: among fields that can redo, the one whose pending revision is oldest by seq."""
+    best_id, best_seq = None, None
+    for field_id, log in instance.entries.items():
+        if log.cursor < len(log.revisions) - 1:
+            seq = log.revisions[log.cursor + 1].seq
+            if best_seq is None or seq < best_seq:
+                best_id, best_seq = field_id, seq
+    return best_id
+
+
+def can_undo(log: FieldLog | None) -> bool:
+    return log is not None and log.cursor >= 0
+
+
+def can_redo(log: FieldLog | None) -> bool:
+    return log is not None and log.cursor < len(log.revisions) - 1
+
+
+def becomes_after(log: FieldLog, step: int) -> Any:
+    """The raw value the field would hold after moving the cursor by ``step``; ``_ABSENT`` for empty."""
+    target = log.cursor + step
+    if 0 <= target < len(log.revisions):
+        entry = log.revisions[target]
+        if not entry.retracted:
+            return entry.value
+    return _ABSENT
+
+
+@dataclass(frozen=True, slots=True)
+class MoveTarget:
+    """What ``undo``/``redo`` without a field would do: ``field`` would become ``value`` (or empty)."""
+
+    field: str
+    label: str
+    value: Any = _ABSENT
+
+    @property
+    def empties(self) -> bool:
+        return self.value is _ABSENT
+
+
+def undo_target(instance: Instance, labels: dict[str, str]) -> MoveTarget | None:
+    field_id = last_touched(instance)
+    if field_id is None:
+        return None
+    return MoveTarget(field_id, labels.get(field_id, field_id), becomes_after(instance.entries[field_id], -1))
+
+
+def redo_target(instance: Instance, labels: dict[str, str]) -> MoveTarget | None:
+    field_id = next_redo(instance)
+    if field_id is None:
+        return None
+    return MoveTarget(field_id, labels.get(field_id, field_id), becomes_after(instance.entries[field_id], +1))
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionView:
+    value: Any
+    at: str
+    retracted: bool
+    invalid: bool
+    in_force: bool
+    actor: str
+    source: str
+    note: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if not self.retracted:
+            d["value"] = self.value
+        d["at"] = self.at
+        if self.retracted:
+            d["retracted"] = True
+        d["invalid"] = self.invalid
+        d["in_force"] = self.in_force
+        d["actor"] = self.actor
+        d["source"] = self.source
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class FieldHistory:
+    """Every answer ever given to one field, oldest first (§7.7)."""
+
+    field: str
+    label: str
+    revisions: tuple[RevisionView, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "label": self.label, "revisions": [r.to_dict() for r in self.revisions]}
+
+
+def field_history(instance: Instance, field_id: str, label: str) -> FieldHistory:
+    log = instance.entries.get(field_id) or FieldLog()
+    rows = tuple(
+        RevisionView(
+            value=None if e.retracted else e.value,
+            at=e.at,
+            retracted=e.retracted,
+            invalid=bool(e.error),
+            in_force=(i == log.cursor),
+            actor=e.provenance.actor,
+            source=e.provenance.source,
+            note=e.provenance.note,
+        )
+        for i, e in enumerate(log.revisions)
+    )
+    return FieldHistory(field_id, label, rows)

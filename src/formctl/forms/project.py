@@ -1,0 +1,458 @@
+"""Projection: the views a model (and a person) reads, and the tier-0 line. Pure functions.
+
+Tier 0 is one cheap standing line (the open step and what it still needs, plus what
+comes later); tier 1 is the open step in full (``form_status``); tier 2 is any step, one
+field, or the whole outline (``form_inspect``). Every view's ``to_dict()`` is the exact
+JSON the model sees: keys with no value are left out, never sent as null.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+from formctl.forms.compile import CompiledForm
+from formctl.forms.evaluate import FILLED, HELD, Evaluation
+from formctl.forms.history import MoveTarget, redo_target, undo_target
+from formctl.forms.instance import Instance
+from formctl.forms.validate import to_jsonable
+
+HELD_NOTE = (
+    "Kept, but not applicable given the current answers: these don't count toward "
+    "completion and come back if the answers change."
+)
+UNKNOWN_NOTE = (
+    "Nothing was stored for these ids. Use did_you_mean where offered, or call "
+    "form_inspect for the real ids; don't guess again."
+)
+IGNORED_NOTE = "Blank values are ignored, never written. To withdraw an answer use form_revise action=retract."
+CLOSED_NOTE = (
+    "Collection has stopped: don't ask for the remaining fields. Tell the user why, using closed_reason."
+)
+
+
+# --------------------------------------------------------------------------- failures
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    hook_id: str
+    message: str
+    at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hook": self.hook_id, "message": self.message}
+
+
+def open_failures(
+    instance: Instance, compiled: CompiledForm | None = None, ev: Evaluation | None = None
+) -> list[Failure]:
+    """Failures still standing (departure 3).
+
+    A hook's failure stays open until a later run of the same hook succeeds, or the host
+    resolves it (``resolve_checkpoint`` records an ``ok`` for the checkpoint). So for each
+    hook the latest finished record decides; ``running`` records decide nothing.
+
+    Given the evaluation, a checkpoint's failure also closes once its condition no longer
+    holds: a claim over the cap that Finance rejected stops being "blocked" as soon as the
+    total is brought under the cap, without anyone having to clear it by hand.
+    """
+    latest: dict[str, tuple[str, int, Any]] = {}
+    for order, record in enumerate(instance.dispatches.values()):
+        if record.status not in ("ok", "failed"):
+            continue
+        previous = latest.get(record.hook_id)
+        if previous is None or (record.at, order) >= (previous[0], previous[1]):
+            latest[record.hook_id] = (record.at, order, record)
+    out = [
+        Failure(hook_id, rec.error, rec.at)
+        for hook_id, (_, _, rec) in latest.items()
+        if rec.status == "failed" and rec.error
+    ]
+    if compiled is not None and ev is not None:
+        out = [f for f in out if _checkpoint_still_active(compiled, ev, f.hook_id)]
+    out.sort(key=lambda f: f.at)
+    return out
+
+
+def _checkpoint_still_active(compiled: CompiledForm, ev: Evaluation, hook_id: str) -> bool:
+    if not hook_id.startswith("checkpoint:"):
+        return True
+    checkpoint = compiled.checkpoint_by_id.get(hook_id[len("checkpoint:"):])
+    return checkpoint is None or ev.checkpoint_active[checkpoint.index]
+
+
+def blocking_failure_open(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
+    """A blocking checkpoint that was rejected, and whose condition still holds, keeps the form from completing."""
+    for failure in open_failures(instance, compiled, ev):
+        if failure.hook_id.startswith("checkpoint:"):
+            checkpoint = compiled.checkpoint_by_id.get(failure.hook_id[len("checkpoint:"):])
+            if checkpoint is not None and checkpoint.blocking:
+                return True
+    return False
+
+
+# --------------------------------------------------------------------------- views
+
+
+def _json_literal(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@dataclass(slots=True)
+class FieldRow:
+    id: str
+    label: str
+    type: str
+    required: bool
+    status: str
+    ask: bool
+    description: str | None = None
+    value: Any = None
+    has_value: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id,
+            "label": self.label,
+            "type": self.type,
+            "required": self.required,
+            "status": self.status,
+            "ask": self.ask,
+        }
+        if self.description:
+            d["description"] = self.description
+        if self.has_value:
+            d["value"] = self.value
+        if self.error:
+            d["error"] = self.error
+        return d
+
+
+@dataclass(slots=True)
+class StepBlock:
+    id: str
+    title: str
+    index: int
+    of: int
+    ask: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.index}/{self.of}"}
+        if self.ask:
+            d["ask"] = self.ask
+        return d
+
+
+@dataclass(slots=True)
+class StepSummary:
+    id: str
+    title: str
+    index: int
+    of: int
+    preview: str | None
+    required: int
+    filled: int
+    complete: bool
+    open: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.index}/{self.of}"}
+        if self.preview:
+            d["collects"] = self.preview
+        d["progress"] = f"{self.filled}/{self.required}"
+        d["complete"] = self.complete
+        d["open"] = self.open
+        return d
+
+
+@dataclass(slots=True)
+class FormView:
+    """A step, field or outline view of one instance (tiers 1 and 2)."""
+
+    instance_id: str
+    def_id: str
+    def_version: int
+    name: str
+    status: str
+    scope: str
+    complete: bool
+    conduct: str | None = None
+    step: StepBlock | None = None
+    steps: list[StepSummary] | None = None
+    fields: list[FieldRow] = dc_field(default_factory=list)
+    blocked_on: str | None = None
+    wait_message: str | None = None
+    failures: list[Failure] = dc_field(default_factory=list)
+    revisiting: bool = False
+    closed_reason: str | None = None
+    undo: MoveTarget | None = None
+    redo: MoveTarget | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        # The form's conduct is sent once, in the fixed system prompt (departure 13), so views
+        # leave it out rather than re-send it in every tool result.
+        d: dict[str, Any] = {
+            "instance_id": self.instance_id,
+            "form": self.def_id,
+            "name": self.name,
+            "status": self.status,
+            "complete": self.complete,
+        }
+        if self.revisiting:
+            d["revisiting"] = True
+        if self.step is not None:
+            d["step"] = self.step.to_dict()
+        if self.steps is not None:
+            d["steps"] = [s.to_dict() for s in self.steps]
+        d["fields"] = [f.to_dict() for f in self.fields]
+        if self.blocked_on:
+            d["blocked_on"] = self.blocked_on
+            if self.wait_message:
+                d["waiting"] = self.wait_message
+        if self.failures:
+            d["failures"] = [f.to_dict() for f in self.failures]
+        if self.undo is not None:
+            d["undo_would"] = _move_text(self.undo)
+        if self.redo is not None:
+            d["redo_would"] = _move_text(self.redo)
+        if self.closed_reason:
+            d["closed_reason"] = self.closed_reason
+            d["closed_note"] = CLOSED_NOTE
+        return d
+
+
+def _move_text(target: MoveTarget) -> str:
+    if target.empties:
+        return f"{target.field} → empty"
+    return f"{target.field} → {_json_literal(target.value)}"
+
+
+def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: int, open_k: int | None) -> FieldRow:
+    field = compiled.fields[k]
+    status = ev.status[k]
+    applicable = ev.applicable[k]
+    answered = status == FILLED and not ev.revisiting
+    ask = (
+        instance.status != "abandoned"
+        and applicable
+        and not answered
+        and open_k is not None
+        and field.step_index == open_k
+    )
+    row = FieldRow(field.id, field.label, field.type, field.required, status, ask, field.description)
+    if status == FILLED:
+        row.value = to_jsonable(ev.values[field.id])
+        row.has_value = True
+    elif status == HELD:
+        row.value = ev.held[field.id]
+        row.has_value = True
+    elif status == "invalid":
+        row.error = ev.errors.get(field.id)
+    return row
+
+
+def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: str) -> FormView:
+    labels = {f.id: f.label for f in compiled.fields}
+    wait = None
+    if instance.blocked_on:
+        cp = compiled.checkpoint_by_id.get(instance.blocked_on)
+        wait = cp.wait_message if cp is not None else None
+    return FormView(
+        instance_id=instance.id,
+        def_id=compiled.id,
+        def_version=instance.def_version,
+        name=compiled.name,
+        status=instance.status,
+        scope=scope,
+        complete=_complete_flag(ev, instance),
+        conduct=compiled.conduct,
+        blocked_on=instance.blocked_on,
+        wait_message=wait,
+        failures=open_failures(instance, compiled, ev),
+        revisiting=ev.revisiting,
+        closed_reason=instance.closed_reason or None,
+        undo=undo_target(instance, labels),
+        redo=redo_target(instance, labels),
+    )
+
+
+def _complete_flag(ev: Evaluation, instance: Instance) -> bool:
+    # Departure 4: a terminated (abandoned) instance never reads complete.
+    if instance.status == "abandoned":
+        return False
+    return ev.complete or instance.status == "complete"
+
+
+def step_view(compiled: CompiledForm, ev: Evaluation, instance: Instance, step_id: str | None = None) -> FormView:
+    """Tier 1: a step in full, by id or title; by default the open step, else the last step."""
+    view = _header(compiled, ev, instance, "step")
+    if step_id is not None:
+        resolved = compiled.resolve_step(step_id)
+        if resolved is None:
+            return view
+        k = compiled.step_by_id[resolved].index - 1
+    elif ev.open_step is not None:
+        k = ev.open_step
+    else:
+        k = len(compiled.steps) - 1
+    return _fill_step(compiled, ev, instance, view, k)
+
+
+def _fill_step(compiled: CompiledForm, ev: Evaluation, instance: Instance, view: FormView, k: int) -> FormView:
+    step = compiled.steps[k]
+    view.step = StepBlock(step.id, step.title, step.index, len(compiled.steps), step.ask)
+    view.fields = [_field_row(compiled, ev, instance, f.order, ev.open_step) for f in step.fields]
+    return view
+
+
+def field_view(compiled: CompiledForm, ev: Evaluation, instance: Instance, field_id: str) -> FormView:
+    """Tier 2: one field (by id or label, forgivingly) with its step block; an unknown id gives the header only."""
+    view = _header(compiled, ev, instance, "field")
+    resolved = compiled.resolve_field(field_id)
+    if resolved is None:
+        return view
+    field = compiled.field_by_id[resolved]
+    step = compiled.steps[field.step_index]
+    view.step = StepBlock(step.id, step.title, step.index, len(compiled.steps), step.ask)
+    view.fields = [_field_row(compiled, ev, instance, field.order, ev.open_step)]
+    return view
+
+
+def outline_view(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> FormView:
+    """Tier 2: every step summarised and every field, in declaration order."""
+    view = _header(compiled, ev, instance, "outline")
+    summaries = []
+    for step in compiled.steps:
+        k = step.index - 1
+        required = filled = 0
+        for f in step.fields:
+            if f.required and ev.applicable[f.order]:
+                required += 1
+                if ev.status[f.order] == FILLED:
+                    filled += 1
+        summaries.append(
+            StepSummary(step.id, step.title, step.index, len(compiled.steps), step.preview,
+                        required, filled, ev.step_complete[k], ev.step_open[k])
+        )
+    view.steps = summaries
+    view.fields = [_field_row(compiled, ev, instance, f.order, ev.open_step) for f in compiled.fields]
+    return view
+
+
+# --------------------------------------------------------------------------- fill results
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    field: str
+    message: str
+    hint: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"field": self.field, "message": self.message}
+        if self.hint:
+            d["hint"] = self.hint
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    field: str
+    did_you_mean: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"field": self.field}
+        if self.did_you_mean:
+            d["did_you_mean"] = list(self.did_you_mean)
+        return d
+
+
+@dataclass(slots=True)
+class FillResult:
+    """What a write did: the step view after it, and what was captured, held, renamed, unknown, rejected, ignored."""
+
+    view: FormView
+    captured: list[str] = dc_field(default_factory=list)
+    held: list[str] = dc_field(default_factory=list)
+    renamed: list[tuple[str, str]] = dc_field(default_factory=list)
+    unknown: list[Unknown] = dc_field(default_factory=list)
+    rejected: list[Rejected] = dc_field(default_factory=list)
+    ignored: list[str] = dc_field(default_factory=list)
+    failures: list[Failure] = dc_field(default_factory=list)
+
+    @property
+    def instance_id(self) -> str:
+        return self.view.instance_id
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.view.to_dict()
+        if self.captured:
+            d["captured"] = list(self.captured)
+        if self.held:
+            d["held"] = list(self.held)
+            d["held_note"] = HELD_NOTE
+        if self.renamed:
+            d["renamed"] = [f"{sent} → {resolved}" for sent, resolved in self.renamed]
+        if self.unknown:
+            d["unknown_fields"] = [u.to_dict() for u in self.unknown]
+            d["unknown_note"] = UNKNOWN_NOTE
+        if self.rejected:
+            d["rejected"] = [r.to_dict() for r in self.rejected]
+        if self.ignored:
+            d["ignored"] = list(self.ignored)
+            d["ignored_note"] = IGNORED_NOTE
+        return d
+
+
+# --------------------------------------------------------------------------- tier 0
+
+
+def stale_line(def_id: str) -> str:
+    return f"[form: {def_id}] stale — the definition changed since this was started; it can't be continued."
+
+
+def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
+    """The standing one-line state (§14), without the conduct line (departure 13)."""
+    tag = f"[form: {compiled.id}]"
+    if instance.status == "awaiting" and instance.blocked_on:
+        line = f'{tag} awaiting "{instance.blocked_on}"'
+        cp = compiled.checkpoint_by_id.get(instance.blocked_on)
+        if cp is not None and cp.wait_message:
+            line += f" — {cp.wait_message}"
+        return line
+    if instance.status == "stale":
+        return stale_line(compiled.id)
+    if instance.status == "abandoned":
+        return ""
+    if instance.status == "complete" and not ev.revisiting:
+        return ""
+    lines = []
+    steps = compiled.steps
+    k = ev.open_step
+    if k is not None:
+        step = steps[k]
+        pending = [
+            f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED
+        ]
+        if ev.revisiting:
+            head = f'{tag} back at step {step.index}/{len(steps)} "{step.title}" — go through it again'
+        else:
+            head = f'{tag} step {step.index}/{len(steps)} "{step.title}"'
+        lines.append(f"{head} · pending: {', '.join(pending)}" if pending else head)
+        later_from = k + 1
+    else:
+        lines.append(f"{tag} nothing pending")
+        later_from = 0
+    later = [
+        f"{s.title} ({s.preview})" if s.preview else s.title
+        for s in steps[later_from:]
+        if not ev.step_complete[s.index - 1]
+    ]
+    if later:
+        lines.append("later: " + " · ".join(later))
+    for failure in open_failures(instance, compiled, ev):
+        lines.append(f"blocked earlier: {failure.hook_id} — {failure.message}")
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""The registry: form ids mapped to lazy loaders.
+
+Listing reads only the registrations, so ``formctl list`` never imports a form module.
+A form is imported and compiled on first use, once; the compile is cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+import threading
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from formctl.forms.errors import FormDefinitionError, FormError, UnknownFormError
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    id: str
+    name: str
+    description: str
+    load: Callable[[], Any]
+    module: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name, "description": self.description}
+
+
+class RegistryError(FormError):
+    """The registry file itself is unreadable or malformed."""
+
+    code = "registry_error"
+
+
+class FormRegistry:
+    """Form ids → lazy loaders, with each compile cached after its first successful load."""
+
+    def __init__(self) -> None:
+        self._registrations: dict[str, Registration] = {}
+        self._compiled: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self.folder: Path | None = None
+
+    def register(
+        self,
+        id: str,
+        *,
+        name: str,
+        description: str = "",
+        load: Callable[[], Any],
+        module: str | None = None,
+    ) -> "FormRegistry":
+        """Register a form without loading it. Returns the registry, so calls chain."""
+        self._registrations[id] = Registration(id, name, description, load, module)
+        self._compiled.pop(id, None)
+        return self
+
+    def has(self, id: str) -> bool:
+        return id in self._registrations
+
+    def list(self) -> list[dict[str, str]]:
+        """``[{id, name, description}]`` in registration order, straight from the registrations."""
+        return [r.to_dict() for r in self._registrations.values()]
+
+    def registrations(self) -> list[Registration]:
+        return list(self._registrations.values())
+
+    def load(self, id: str):
+        """The compiled form for ``id``: loaded and compiled on first call, cached on success."""
+        cached = self._compiled.get(id)
+        if cached is not None:
+            return cached
+        with self._lock:
+            cached = self._compiled.get(id)
+            if cached is not None:
+                return cached
+            registration = self._registrations.get(id)
+            if registration is None:
+                raise UnknownFormError(f'No form registered as "{id}".')
+            compiled = _compile_loaded(_call_loader(registration.load))
+            if compiled.id != id:
+                raise FormDefinitionError(f'Form registered as "{id}" defines itself as "{compiled.id}".', [id])
+            self._compiled[id] = compiled
+            return compiled
+
+    def invalidate(self, id: str | None = None) -> None:
+        """Drop one cached compile, or all of them."""
+        if id is None:
+            self._compiled.clear()
+        else:
+            self._compiled.pop(id, None)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "FormRegistry":
+        """Read ``registry.toml``: ``[forms.ID]`` tables with name, description and ``module = "mod:attr"``.
+
+        Modules are imported from the registry file's folder, on first load only.
+        """
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RegistryError(f"No form registry at {path}.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RegistryError(f"Cannot read form registry {path}: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise RegistryError(f"Form registry {path} is not valid TOML: {exc}") from None
+        registry = cls()
+        registry.folder = path.resolve().parent
+        forms = data.get("forms", {})
+        if not isinstance(forms, dict):
+            raise RegistryError(f"Form registry {path}: [forms] must be a table of forms.")
+        for form_id, entry in forms.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("module"), str) or ":" not in entry["module"]:
+                raise RegistryError(
+                    f'Form registry {path}: [forms.{form_id}] needs module = "module:attribute".'
+                )
+            registry.register(
+                form_id,
+                name=str(entry.get("name", form_id)),
+                description=str(entry.get("description", "")),
+                load=_module_loader(entry["module"], registry.folder),
+                module=entry["module"],
+            )
+        return registry
+
+
+def _module_loader(spec: str, folder: Path) -> Callable[[], Any]:
+    module_name, _, attribute = spec.partition(":")
+
+    def load() -> Any:
+        folder_text = str(folder)
+        if folder_text not in sys.path:
+            sys.path.insert(0, folder_text)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise RegistryError(f'Cannot import form module "{module_name}" from {folder}: {exc}') from exc
+        try:
+            return getattr(module, attribute)
+        except AttributeError:
+            raise RegistryError(f'Form module "{module_name}" has no attribute "{attribute}".') from None
+
+    return load
+
+
+def _call_loader(load: Callable[[], Any]) -> Any:
+    result = load()
+    if inspect.isawaitable(result):
+        result = asyncio.run(_await(result))
+    return result
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _compile_loaded(loaded: Any):
+    from formctl.forms.compile import CompiledForm, compile_form
+    from formctl.forms.definition import FormBuilder, FormDef
+
+    if isinstance(loaded, CompiledForm):
+        return loaded
+    if isinstance(loaded, FormBuilder):
+        return loaded.build()
+    if isinstance(loaded, FormDef):
+        return compile_form(loaded)
+    raise FormDefinitionError(
+        f"A form loader returned {type(loaded).__name__}, not a form (use define_form(...).build()).", []
+    )

@@ -1,0 +1,1079 @@
+"""The runner: the only place that commits. Commit, then run.
+
+Every write (start, fill, revise, retract, undo, redo, resolve_checkpoint, migrate)
+follows one cycle:
+
+1. stage the revisions (validated once, here, and never again);
+2. evaluate the stored instance (``before``) and the projected one (``after``), find the
+   rising edges, and commit entries, occurrence counters and status in one
+   compare-and-set write, re-reading and re-applying on a conflict (at most 5 attempts);
+3. only then run the executors the edges imply, in the fixed order (field ``on_fill``,
+   step ``on_complete``, checkpoint ``run``, form ``on_complete``), each under its
+   idempotency key ``instance:hook:occurrence``;
+4. apply their effects in a closing commit, and write any patches in further rounds.
+
+Evaluations are cached per (instance id, version), so a write evaluates the instance it
+stores once and the next operation starts from that evaluation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import socket
+import threading
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Callable, Iterable
+
+from formctl.forms.compile import CompiledField, CompiledForm
+from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
+from formctl.forms.errors import (
+    ConflictError,
+    FormBlockedError,
+    FormDefinitionError,
+    FormError,
+    FormStaleError,
+    InvalidArgumentError,
+    NotFoundError,
+)
+from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, empty_evaluation, evaluate
+from formctl.forms.history import FieldHistory, can_redo, can_undo, field_history, last_touched, next_redo
+from formctl.forms.instance import (
+    Commit,
+    DispatchState,
+    Entry,
+    EntryCommit,
+    Instance,
+    Provenance,
+    UNSET,
+    now_iso,
+)
+from formctl.forms.project import (
+    Failure,
+    blocking_failure_open,
+    FillResult,
+    FormView,
+    Rejected,
+    Unknown,
+    field_view,
+    open_failures,
+    outline_view,
+    stale_line,
+    step_view,
+    tier0 as render_tier0,
+)
+from formctl.forms.validate import issue_hint
+from formctl.store.base import apply_entry_commit
+
+MAX_ATTEMPTS = 5
+MAX_ROUNDS = 8
+
+_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner() -> str:
+    # Recomputed after a fork, so a child process never claims its parent's records.
+    global _OWNER
+    pid = os.getpid()
+    if not _OWNER.endswith(f":{pid}"):
+        _OWNER = f"{socket.gethostname()}:{pid}"
+    return _OWNER
+
+
+def is_blank(value: Any) -> bool:
+    """Blank means "leave it alone" (departure 2): None, "", whitespace, or an object whose leaves are all blank."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, dict):
+        return all(is_blank(v) for v in value.values())
+    return False
+
+
+@dataclass(slots=True)
+class ExecutorContext:
+    """What an executor receives."""
+
+    values: Any
+    state: Any
+    instance: Instance
+    hook_id: str
+    idempotency_key: str
+    form_id: str
+    replaying: bool = False
+
+
+@dataclass(slots=True)
+class _Staged:
+    field_id: str
+    value: Any
+    outcome: Any = None
+    validator: Any = None
+    retract: bool = False
+
+
+@dataclass(slots=True)
+class _Hook:
+    hook_id: str
+    fn: Callable[[Any], Any] | None
+    occurrence: int
+    checkpoint: Any = None  # CompiledCheckpoint for checkpoint hooks
+
+
+@dataclass(slots=True)
+class _RoundEffects:
+    patch: dict[str, Any] = dc_field(default_factory=dict)
+    jump: str | None = None
+    complete: bool = False
+    terminate: str | None = None
+    failures: list[Failure] = dc_field(default_factory=list)
+    waiting_on: str | None = None
+
+
+class FormRunner:
+    """Drives form instances for one subject over one adapter."""
+
+    def __init__(
+        self,
+        adapter: Any,
+        *,
+        registry: Any,
+        subject: str | Callable[[], str] = "default",
+        actor: str = "agent",
+        source: str | None = None,
+        replaying: bool = False,
+    ) -> None:
+        self.adapter = adapter
+        self.registry = registry
+        self._subject = subject
+        self.actor = actor or "agent"
+        self.source = source or "forms"
+        self.replaying = replaying
+        self.conflict_retries = 0
+        self._cache: dict[str, tuple[int, CompiledForm, Evaluation]] = {}
+        self._in_flight: set[str] = set()
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def subject(self) -> str:
+        return self._subject() if callable(self._subject) else self._subject
+
+    def _provenance(self, note: str | None = None) -> Provenance:
+        return Provenance(self.source, self.actor, now_iso(), note)
+
+    # ------------------------------------------------------------------ reads
+
+    def list(self) -> list[dict[str, str]]:
+        """The registered forms, ``[{id, name, description}]``, without loading any of them."""
+        return self.registry.list()
+
+    def open_instance(self, instance_id: str | None = None) -> Instance | None:
+        """The stored instance by id, or the subject's open form; None when there is none."""
+        if instance_id is not None:
+            return self.adapter.get_instance(instance_id)
+        return self.adapter.find_open_instance(self.subject)
+
+    def status(self, instance_id: str | None = None) -> FormView:
+        """Tier 1: the open step in full (or the last step of a finished form)."""
+        compiled, instance = self._resolve(instance_id)
+        return step_view(compiled, self._evaluation(compiled, instance), instance)
+
+    def inspect(self, scope: str = "outline", id: str | None = None, instance_id: str | None = None) -> FormView:
+        """Tier 2: a step (by id or title), one field (by id or label), or the whole outline."""
+        compiled, instance = self._resolve(instance_id)
+        ev = self._evaluation(compiled, instance)
+        if scope == "outline":
+            return outline_view(compiled, ev, instance)
+        if scope == "step":
+            return step_view(compiled, ev, instance, id)
+        if scope == "field":
+            if not id:
+                raise InvalidArgumentError("scope=field needs an id.")
+            return field_view(compiled, ev, instance, id)
+        raise InvalidArgumentError(f'Unknown scope "{scope}": use outline, step or field.')
+
+    def tier0(self, subject: str | None = None) -> str:
+        """The standing status line of the subject's open form; "" when there is none or it cannot load.
+
+        Read-only: it never migrates, marks stale, or re-runs anything.
+        """
+        try:
+            instance = self.adapter.find_open_instance(subject or self.subject)
+            if instance is None:
+                return ""
+            compiled = self.registry.load(instance.def_id)
+            if instance.def_version != compiled.version and compiled.migrate is None:
+                return stale_line(compiled.id)
+            return render_tier0(compiled, self._evaluation(compiled, instance), instance)
+        except Exception:
+            return ""
+
+    def history(self, field: str, instance_id: str | None = None) -> FieldHistory:
+        """Every answer ever given to one field, oldest first."""
+        compiled, instance = self._resolve(instance_id)
+        field_id = compiled.resolve_field(field)
+        if field_id is None:
+            if field in instance.entries:  # a field a later definition dropped: its log is still there
+                return field_history(instance, field, field)
+            raise NotFoundError(f'No field "{field}" on this form.')
+        return field_history(instance, field_id, compiled.field_by_id[field_id].label)
+
+    def evaluation(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance, Evaluation]:
+        """The compiled form, stored instance and its evaluation (for views the CLI renders itself)."""
+        compiled, instance = self._resolve(instance_id)
+        return compiled, instance, self._evaluation(compiled, instance)
+
+    # ------------------------------------------------------------------ writes
+
+    def start(self, form_id: str, seed: dict[str, Any] | None = None) -> FillResult:
+        """Start a new instance of ``form_id`` for the subject, seeding any values already known."""
+        if seed is not None and not isinstance(seed, dict):
+            raise InvalidArgumentError("seed must be an object of field ids to values.")
+        compiled = self.registry.load(form_id)
+        prov = self._provenance("start")
+        instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
+        staged, result = self._stage(compiled, seed or {})
+        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None, is_start=True)
+
+    def fill(self, values: dict[str, Any], instance_id: str | None = None) -> FillResult:
+        """Write any fields, from any step. Each value is checked on its own; nothing is gated."""
+        if not isinstance(values, dict):
+            raise InvalidArgumentError("values must be an object of field ids to values.")
+        compiled, instance = self._writable(instance_id)
+        staged, result = self._stage(compiled, values)
+        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None)
+
+    def revise(
+        self, field: str, value: Any, reason: str | None = None, instance_id: str | None = None
+    ) -> FillResult:
+        """Correct one field: a one-key fill whose provenance note records the reason."""
+        compiled, instance = self._writable(instance_id)
+        staged, result = self._stage(compiled, {field: value})
+        note = f"revision: {reason}" if reason else "revision"
+        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note)
+
+    def retract(self, field: str, reason: str | None = None, instance_id: str | None = None) -> FillResult:
+        """Withdraw an answer: a retraction revision, so it can be undone."""
+        compiled, instance = self._writable(instance_id)
+        result = FillResult(view=None)  # type: ignore[arg-type]
+        field_id = self._resolve_or_report(compiled, field, result)
+        if field_id is None:
+            return self._result_only(compiled, instance, result)
+        staged = [_Staged(field_id, None, retract=True)]
+        note = f"retracted: {reason}" if reason else "retracted"
+        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note)
+
+    def undo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
+        """Move a field's cursor back one revision: the named field, or the last one touched."""
+        return self._move(field, -1, instance_id)
+
+    def redo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
+        """Move a field's cursor forward one revision: the named field, or the oldest pending redo."""
+        return self._move(field, +1, instance_id)
+
+    def abandon(self, reason: str, instance_id: str | None = None) -> Instance:
+        """Close the instance without finishing; every answer is kept."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidArgumentError("abandon needs a reason.")
+        compiled, instance = self._resolve(instance_id, allow_stale=True)
+        prov = self._provenance("abandoned")
+
+        def build(inst: Instance) -> Commit:
+            return Commit(status="abandoned", closed_reason=reason, blocked_on=None)
+
+        return self._commit_retrying(instance, build, prov)
+
+    def reopen(self, instance_id: str | None = None) -> FormView:
+        """Host only: undo a forced completion, so the form reads complete only when its fields are."""
+        compiled, instance = self._resolve(instance_id)
+        prov = self._provenance("reopened")
+
+        def build(inst: Instance) -> Commit:
+            ev = self._evaluation(compiled, inst)
+            status = inst.status
+            if status == "complete" and not ev.complete:
+                status = "active"
+            return Commit(forced_complete=False, status=status)
+
+        instance = self._commit_retrying(instance, build, prov)
+        return step_view(compiled, self._evaluation(compiled, instance), instance)
+
+    def resolve_checkpoint(
+        self,
+        instance_id: str | None = None,
+        fail: str | None = None,
+        values: dict[str, Any] | None = None,
+        checkpoint: str | None = None,
+    ) -> FillResult:
+        """The host's answer to a checkpoint: unblock it (or record ``fail``), then write any ``values``.
+
+        Without ``checkpoint`` it resolves the one the instance is waiting on. A failed
+        outcome becomes an open failure the agent sees; an ok outcome clears an earlier one.
+        """
+        if values is not None and not isinstance(values, dict):
+            raise InvalidArgumentError("values must be an object of field ids to values.")
+        compiled, instance = self._resolve(instance_id)
+        if instance.status == "abandoned":
+            raise FormError(f'Form instance "{instance.id}" was abandoned and no longer accepts answers.')
+        cp_id = checkpoint if checkpoint is not None else instance.blocked_on
+        if cp_id is None:
+            raise FormError(f'Form instance "{instance.id}" is not waiting on a checkpoint.', code="not_waiting")
+        if cp_id not in compiled.checkpoint_by_id:
+            raise NotFoundError(f'No checkpoint "{cp_id}" on form "{compiled.id}".')
+        prov = self._provenance("checkpoint rejected" if fail else "checkpoint resolved")
+        key = f"{instance.id}:checkpoint:{cp_id}:resolved"
+
+        def build(inst: Instance) -> Commit:
+            previous = inst.dispatches.get(key)
+            record = DispatchState(
+                f"checkpoint:{cp_id}",
+                "failed" if fail else "ok",
+                (previous.attempts if previous else 0) + 1,
+                now_iso(),
+                (fail or "checkpoint rejected") if fail else None,
+            )
+            commit = Commit(dispatches={key: record})
+            if inst.blocked_on == cp_id:
+                commit.blocked_on = None
+            if inst.status == "awaiting" or (fail is None and inst.status == "active"):
+                projected = inst.copy()
+                projected.dispatches[key] = record
+                status = _settled(compiled, self._evaluation(compiled, inst), projected, inst.forced_complete)
+                if status != inst.status:
+                    commit.status = status
+                    if status == "complete" and not inst.completed_at:
+                        commit.completed_at = prov.timestamp
+            return commit
+
+        was = instance.status
+        instance = self._commit_retrying(instance, build, prov)
+        if instance.status == "complete" and was != "complete":
+            instance = self._fire_completion(compiled, instance, prov, [])
+        staged, result = self._stage(compiled, values or {})
+        if not staged:
+            return self._result_only(compiled, instance, result)
+        return self._write(compiled, instance, lambda inst: (staged, {}), result, note="checkpoint values")
+
+    # ------------------------------------------------------------------ resolution
+
+    def _load(self, instance: Instance) -> CompiledForm:
+        return self.registry.load(instance.def_id)
+
+    def _resolve(self, instance_id: str | None = None, *, allow_stale: bool = False) -> tuple[CompiledForm, Instance]:
+        if instance_id is not None:
+            instance = self.adapter.get_instance(instance_id)
+            if instance is None:
+                raise NotFoundError(f'No form instance "{instance_id}".')
+        else:
+            instance = self.adapter.find_open_instance(self.subject)
+            if instance is None:
+                raise NotFoundError(f'No open form instance for subject "{self.subject}".')
+        compiled = self._load(instance)
+        if instance.def_version != compiled.version:
+            if compiled.migrate is not None and instance.status != "abandoned":
+                instance = self._migrate(compiled, instance)
+            else:
+                if instance.status not in ("stale", "abandoned"):
+                    prov = self._provenance(f"def drift {instance.def_version} → {compiled.version}")
+                    instance = self._commit_retrying(instance, lambda inst: Commit(status="stale"), prov)
+                if not allow_stale and instance.status != "abandoned":
+                    raise FormStaleError(instance.def_version, compiled.version)
+                return compiled, instance
+        if instance.status != "abandoned":
+            instance = self._recover(compiled, instance)
+        return compiled, instance
+
+    def _writable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
+        compiled, instance = self._resolve(instance_id)
+        _check_writable(compiled, instance)
+        return compiled, instance
+
+    def _evaluation(self, compiled: CompiledForm, instance: Instance) -> Evaluation:
+        cached = self._cache.get(instance.id)
+        if cached is not None and cached[0] == instance.version and cached[1] is compiled:
+            return cached[2]
+        ev = evaluate(compiled, instance)
+        self._remember(instance, compiled, ev)
+        return ev
+
+    def _remember(self, instance: Instance, compiled: CompiledForm, ev: Evaluation) -> None:
+        if len(self._cache) > 64:
+            self._cache.clear()
+        self._cache[instance.id] = (instance.version, compiled, ev)
+
+    def _reload(self, instance_id: str) -> Instance:
+        instance = self.adapter.get_instance(instance_id)
+        if instance is None:
+            raise NotFoundError(f'No form instance "{instance_id}".')
+        return instance
+
+    def _commit_retrying(
+        self, instance: Instance, build: Callable[[Instance], Commit | None], prov: Provenance
+    ) -> Instance:
+        """Commit ``build(instance)``; on a conflict re-read and rebuild, at most 5 attempts (departure 10)."""
+        for attempt in range(MAX_ATTEMPTS):
+            commit = build(instance)
+            if commit is None or commit.is_empty():
+                return instance
+            try:
+                return self.adapter.commit_instance(instance.id, commit, if_version=instance.version, provenance=prov)
+            except ConflictError:
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise
+                self.conflict_retries += 1
+                instance = self._reload(instance.id)
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ staging
+
+    def _stage(self, compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[_Staged], FillResult]:
+        result = FillResult(view=None)  # type: ignore[arg-type]
+        staged: dict[str, _Staged] = {}
+        for key, value in values.items():
+            if is_blank(value):
+                result.ignored.append(str(key))
+                continue
+            field_id = self._resolve_or_report(compiled, key, result)
+            if field_id is None:
+                continue
+            field = compiled.field_by_id[field_id]
+            outcome = field.validator.validate(value)
+            if not outcome.ok:
+                for issue in outcome.issues:
+                    result.rejected.append(
+                        Rejected(field_id, issue.message, issue_hint(issue, value, field.description, field.type))
+                    )
+            staged.pop(field_id, None)  # a later key for the same field wins, at its own position
+            staged[field_id] = _Staged(field_id, value, outcome, field.validator)
+        return list(staged.values()), result
+
+    def _resolve_or_report(self, compiled: CompiledForm, sent: Any, result: FillResult) -> str | None:
+        field_id = compiled.resolve_field(sent)
+        if field_id is None:
+            result.unknown.append(Unknown(str(sent), tuple(compiled.did_you_mean(sent))))
+            return None
+        if field_id != sent:
+            result.renamed.append((str(sent), field_id))
+        return field_id
+
+    # ------------------------------------------------------------------ undo / redo
+
+    def _move(self, field: str | None, step: int, instance_id: str | None) -> FillResult:
+        compiled, instance = self._writable(instance_id)
+        word = "undo" if step < 0 else "redo"
+        result = FillResult(view=None)  # type: ignore[arg-type]
+        field_id: str | None = None
+        if field is not None:
+            field_id = self._resolve_or_report(compiled, field, result)
+            if field_id is None:
+                return self._result_only(compiled, instance, result)
+
+        def plan(inst: Instance) -> tuple[list[_Staged], dict[str, int]]:
+            target = field_id
+            if target is None:
+                target = last_touched(inst) if step < 0 else next_redo(inst)
+                if target is None:
+                    if step < 0:
+                        raise FormError("There is nothing to undo — no answer has been given yet.")
+                    raise FormError("There is nothing to redo.")
+            log = inst.entries.get(target)
+            if not (can_undo(log) if step < 0 else can_redo(log)):
+                raise FormError(f'Nothing to {word} on "{target}".')
+            return [], {target: log.cursor + step}
+
+        plan(instance)  # raise "nothing to undo" before any work
+        return self._write(compiled, instance, plan, result, note=word)
+
+    # ------------------------------------------------------------------ the commit cycle
+
+    def _write(
+        self,
+        compiled: CompiledForm,
+        instance: Instance,
+        plan: Callable[[Instance], tuple[list[_Staged], dict[str, int]]],
+        result: FillResult,
+        *,
+        note: str | None,
+        is_start: bool = False,
+        extra: Callable[[Instance], dict[str, Any]] | None = None,
+    ) -> FillResult:
+        with self._lock:
+            prov = self._provenance(note)
+            staged_ids: list[str] = []
+            failures: list[Failure] = []
+            instance, first_staged = self._cycle(
+                compiled, instance, plan, prov, failures, is_start=is_start, extra=extra
+            )
+            staged_ids.extend(first_staged)
+            final = instance
+            ev = self._evaluation(compiled, final)
+            result.view = self._result_view(compiled, ev, final, staged_ids)
+            for field_id in dict.fromkeys(staged_ids):
+                status = ev.field_status(field_id)
+                if status == FILLED:
+                    result.captured.append(field_id)
+                elif status == HELD:
+                    result.held.append(field_id)
+            result.failures = failures or open_failures(final)
+            return result
+
+    def _result_view(self, compiled: CompiledForm, ev: Evaluation, instance: Instance, staged_ids: list[str]) -> FormView:
+        if ev.open_step is None and staged_ids:
+            return step_view(compiled, ev, instance, compiled.steps[compiled.field_by_id[staged_ids[0]].step_index].id)
+        return step_view(compiled, ev, instance)
+
+    def _result_only(self, compiled: CompiledForm, instance: Instance, result: FillResult) -> FillResult:
+        ev = self._evaluation(compiled, instance)
+        result.view = step_view(compiled, ev, instance)
+        result.failures = open_failures(instance)
+        return result
+
+    def _cycle(
+        self,
+        compiled: CompiledForm,
+        instance: Instance,
+        plan: Callable[[Instance], tuple[list[_Staged], dict[str, int]]],
+        prov: Provenance,
+        failures: list[Failure],
+        *,
+        is_start: bool = False,
+        extra: Callable[[Instance], dict[str, Any]] | None = None,
+        round_no: int = 0,
+    ) -> tuple[Instance, list[str]]:
+        """One commit round and the rounds its patches cause. Returns the final instance and staged ids."""
+        for attempt in range(MAX_ATTEMPTS):
+            staged, moves = plan(instance)
+            before = empty_evaluation(compiled) if is_start else self._evaluation(compiled, instance)
+            entries_commit, projected, appended = self._project(instance, staged, moves, prov)
+            fired_before = instance.occurrences
+            after = evaluate(compiled, projected, fired=fired_before)
+            if after.defects:
+                raise FormDefinitionError(
+                    f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects
+                )
+            queue, occurrences = _rising_edges(compiled, instance, before, after)
+            commit = Commit(entries=entries_commit or None, occurrences=occurrences or None)
+            if appended:
+                commit.revision_seq = instance.revision_seq + len(appended)
+            forced_after = instance.forced_complete and not _required_invalid(compiled, after)
+            if instance.forced_complete and not forced_after:
+                commit.forced_complete = False
+            stored_status = instance.status
+            extra_fields = extra(instance) if extra is not None else {}
+            if extra_fields.get("status") is not None:
+                stored_status = extra_fields["status"]
+            for name, value in extra_fields.items():
+                setattr(commit, name, value)
+            blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
+            done = _settled(compiled, after, projected, forced_after) == "complete"
+            if blocking is not None:
+                commit.status = "awaiting"
+                commit.blocked_on = blocking.id
+            elif done and stored_status != "complete":
+                commit.status = "complete"
+                commit.completed_at = prov.timestamp
+            elif stored_status == "awaiting" and not instance.blocked_on:
+                commit.status = "active"
+            elif stored_status == "complete" and not done:
+                commit.status = "active"
+            # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
+            # person, or held by a rejected blocking checkpoint, completes (and announces it) only
+            # once it really is complete, and a forced completion is announced exactly once.
+            completes = commit.status == "complete" and instance.status != "complete"
+            if completes:
+                n = instance.occurrences.get("form", 0) + 1
+                commit.occurrences = {**(commit.occurrences or {}), "form": n}
+                if compiled.on_complete is not None:
+                    queue.append(_Hook("form", compiled.on_complete, n))
+            try:
+                committed = self.adapter.commit_instance(
+                    instance.id, commit, if_version=instance.version, provenance=prov
+                )
+            except ConflictError:
+                if attempt == MAX_ATTEMPTS - 1:
+                    raise
+                self.conflict_retries += 1
+                instance = self._reload(instance.id)
+                continue
+            break
+        if not after.read_fired:
+            self._remember(committed, compiled, after)
+        staged_ids = [s.field_id for s in staged]
+        set_completed_now = commit.completed_at is not UNSET
+
+        effects = self._dispatch(compiled, committed, queue, after, fired_before, failures)
+        committed = self._close_and_announce(
+            compiled, committed, effects, prov, failures, appended_fields=[s.field_id for s in staged],
+            set_completed_now=set_completed_now,
+        )
+        if effects.terminate is None and effects.patch and round_no < MAX_ROUNDS:
+            patch_staged = self._stage_patch(compiled, effects.patch)
+            if patch_staged:
+                committed, _ = self._cycle(
+                    compiled, committed, lambda inst: (patch_staged, {}), prov, failures, round_no=round_no + 1
+                )
+        return committed, staged_ids
+
+    def _project(
+        self, instance: Instance, staged: list[_Staged], moves: dict[str, int], prov: Provenance
+    ) -> tuple[dict[str, EntryCommit], Instance, list[Entry]]:
+        projected = instance.copy()
+        changes: dict[str, EntryCommit] = {}
+        appended: list[Entry] = []
+        seq = instance.revision_seq
+        for item in staged:
+            seq += 1
+            if item.retract:
+                entry = Entry(seq, None, prov, retracted=True)
+            else:
+                entry = Entry(seq, item.value, prov, error=item.outcome.error)
+                entry._parsed = (item.validator, item.outcome)  # validated once, when written
+            appended.append(entry)
+            change = EntryCommit(append=(entry,))
+            changes[item.field_id] = change
+            projected.entries[item.field_id] = apply_entry_commit(projected.entries.get(item.field_id), change)
+        for field_id, cursor in moves.items():
+            change = EntryCommit(cursor=cursor)
+            changes[field_id] = change
+            projected.entries[field_id] = apply_entry_commit(projected.entries.get(field_id), change)
+        projected.revision_seq = seq
+        return changes, projected, appended
+
+    def _stage_patch(self, compiled: CompiledForm, patch: dict[str, Any]) -> list[_Staged]:
+        staged: dict[str, _Staged] = {}
+        for key, value in patch.items():
+            field_id = compiled.resolve_field(key)
+            if field_id is None or is_blank(value):
+                continue
+            field = compiled.field_by_id[field_id]
+            staged.pop(field_id, None)
+            staged[field_id] = _Staged(field_id, value, field.validator.validate(value), field.validator)
+        return list(staged.values())
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _dispatch(
+        self,
+        compiled: CompiledForm,
+        committed: Instance,
+        queue: list[_Hook],
+        after: Evaluation,
+        fired_before: dict[str, int],
+        failures: list[Failure],
+    ) -> _RoundEffects:
+        effects = _RoundEffects()
+        if not queue:
+            return effects
+        state = after.frozen_state(fired_before)
+        values = after.gate_values()
+        snapshot = committed
+        for hook in queue:
+            if effects.terminate is not None:
+                break  # departure 4: once a hook terminates, no later hook of the round runs
+            self._run_hook(compiled, snapshot, hook, values, state, effects, failures)
+            if hook is not queue[-1]:
+                snapshot = self.adapter.get_instance(committed.id) or snapshot
+        return effects
+
+    def _run_hook(
+        self,
+        compiled: CompiledForm,
+        snapshot: Instance,
+        hook: _Hook,
+        values: Any,
+        state: Any,
+        effects: _RoundEffects,
+        failures: list[Failure],
+    ) -> None:
+        iid = snapshot.id
+        checkpoint = hook.checkpoint
+        if hook.fn is None:
+            if checkpoint is not None and checkpoint.waits_for_host and effects.waiting_on is None:
+                effects.waiting_on = checkpoint.id
+            return
+        key = f"{iid}:{hook.hook_id}:{hook.occurrence}"
+        previous = snapshot.dispatches.get(key)
+        if previous is not None and previous.status == "ok":
+            return
+        attempts = (previous.attempts if previous else 0) + 1
+        prov = self._provenance("dispatch")
+        self._record(iid, key, DispatchState(hook.hook_id, "running", attempts, now_iso(), owner=_owner()), prov)
+        self._in_flight.add(key)
+        try:
+            ctx = ExecutorContext(values, state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
+            error, items = _call_executor(hook.fn, ctx)
+        finally:
+            self._in_flight.discard(key)
+        if error is None:
+            error = _check_effects(compiled, items)
+        at = now_iso()
+        if error is not None:
+            failures.append(Failure(hook.hook_id, error, at))
+        else:
+            _apply_effects(compiled, items, effects)
+            if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:
+                effects.waiting_on = checkpoint.id
+        self._record(iid, key, DispatchState(hook.hook_id, "failed" if error else "ok", attempts, at, error), prov)
+
+    def _record(self, iid: str, key: str, state: DispatchState, prov: Provenance) -> None:
+        try:
+            self.adapter.record_dispatch(iid, key, state, prov)
+        except FormError:
+            # Dispatch bookkeeping is outside compare-and-set and never fails a write; a lost
+            # record costs at most a repeated executor run, which the idempotency key absorbs.
+            pass
+
+    def _close(
+        self,
+        compiled: CompiledForm,
+        committed: Instance,
+        effects: _RoundEffects,
+        prov: Provenance,
+        *,
+        appended_fields: list[str],
+        set_completed_now: bool,
+    ) -> Instance:
+        """The closing commit of a round: unblock, jump or release the override, settle the status."""
+
+        def build(inst: Instance) -> Commit:
+            commit = Commit()
+            if effects.waiting_on is not None:
+                if inst.blocked_on != effects.waiting_on:
+                    commit.blocked_on = effects.waiting_on
+                if inst.status != "awaiting":
+                    commit.status = "awaiting"
+            elif inst.blocked_on is not None:
+                commit.blocked_on = None
+            if effects.jump is not None:
+                if inst.open_step_override != effects.jump:
+                    commit.open_step_override = effects.jump
+            elif inst.open_step_override is not None:
+                override_step = inst.open_step_override
+                if any(compiled.field_by_id[f].step_id == override_step for f in appended_fields if f in compiled.field_by_id):
+                    commit.open_step_override = None
+            if effects.terminate is not None:
+                commit.status = "abandoned"
+                commit.closed_reason = effects.terminate
+                if inst.open_step_override is not None or effects.jump is not None:
+                    commit.open_step_override = None
+                commit.blocked_on = None if inst.blocked_on is not None else UNSET
+                if set_completed_now and inst.completed_at is not None:
+                    commit.completed_at = None  # departure 4: a terminated form never completed
+                if inst.forced_complete:
+                    commit.forced_complete = False
+                return commit
+            if effects.waiting_on is not None:
+                return commit
+            ev = self._evaluation(compiled, inst)
+            forced = effects.complete or inst.forced_complete
+            if effects.complete and not inst.forced_complete:
+                commit.forced_complete = True
+            status = _settled(compiled, ev, inst, forced)
+            if inst.status != status and inst.status != "abandoned":
+                commit.status = status
+                if status == "complete" and not inst.completed_at:
+                    commit.completed_at = now_iso()
+            return commit
+
+        return self._commit_retrying(committed, build, prov)
+
+    def _close_and_announce(
+        self,
+        compiled: CompiledForm,
+        committed: Instance,
+        effects: _RoundEffects,
+        prov: Provenance,
+        failures: list[Failure],
+        *,
+        appended_fields: list[str],
+        set_completed_now: bool,
+    ) -> Instance:
+        """Close the round; if that moved the status into complete, announce it (form on_complete)."""
+        was = committed.status
+        closed = self._close(
+            compiled, committed, effects, prov, appended_fields=appended_fields, set_completed_now=set_completed_now
+        )
+        if closed.status == "complete" and was != "complete":
+            closed = self._fire_completion(compiled, closed, prov, failures)
+        return closed
+
+    def _fire_completion(
+        self, compiled: CompiledForm, instance: Instance, prov: Provenance, failures: list[Failure]
+    ) -> Instance:
+        """Bump the form's occurrence counter, then run its on_complete (commit, then run)."""
+
+        def build(inst: Instance) -> Commit:
+            return Commit(occurrences={"form": inst.occurrences.get("form", 0) + 1})
+
+        instance = self._commit_retrying(instance, build, prov)
+        if compiled.on_complete is None:
+            return instance
+        occurrence = instance.occurrences["form"]
+        ev = self._evaluation(compiled, instance)
+        effects = _RoundEffects()
+        self._run_hook(
+            compiled, instance, _Hook("form", compiled.on_complete, occurrence), ev.gate_values(),
+            ev.frozen_state(instance.occurrences), effects, failures,
+        )
+        instance = self._reload(instance.id)
+        return self._close_and_announce(
+            compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=False
+        )
+
+    # ------------------------------------------------------------------ recovery and drift
+
+    def _recover(self, compiled: CompiledForm, instance: Instance) -> Instance:
+        """Departure 6: re-run, under the same key, any executor a dead process left ``running``."""
+        orphans = [
+            (key, record)
+            for key, record in instance.dispatches.items()
+            if record.status == "running" and key not in self._in_flight and not _owner_alive(record.owner)
+        ]
+        if not orphans:
+            return instance
+        with self._lock:
+            ev = self._evaluation(compiled, instance)
+            failures: list[Failure] = []
+            effects = _RoundEffects()
+            for key, record in orphans:
+                hook = _hook_for(compiled, record.hook_id, key)
+                if hook is None:
+                    prov = self._provenance("recovery")
+                    self._record(instance.id, key, DispatchState(record.hook_id, "failed", record.attempts, now_iso(),
+                                                                 "The definition no longer has this hook."), prov)
+                    continue
+                self._run_hook(compiled, instance, hook, ev.gate_values(), ev.frozen_state(instance.occurrences),
+                               effects, failures)
+                if effects.terminate is not None:
+                    break
+            prov = self._provenance("recovery")
+            instance = self._reload(instance.id)
+            instance = self._close_and_announce(
+                compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=False
+            )
+            if effects.terminate is None and effects.patch:
+                staged = self._stage_patch(compiled, effects.patch)
+                if staged:
+                    instance, _ = self._cycle(compiled, instance, lambda inst: (staged, {}), prov, failures, round_no=1)
+            return instance
+
+    def _migrate(self, compiled: CompiledForm, instance: Instance) -> Instance:
+        """Departure 8: carry the answers forward through an ordinary commit."""
+        old_version = instance.def_version
+        old_values = instance.in_force_values()
+        try:
+            carried = compiled.migrate(dict(old_values), old_version)
+        except Exception as exc:
+            raise FormError(
+                f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
+                code="form_migration_failed",
+            ) from exc
+        if not isinstance(carried, dict):
+            raise FormError(
+                f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
+                code="form_migration_failed",
+            )
+        staged: dict[str, _Staged] = {}
+        kept: set[str] = set()
+        for key, value in carried.items():
+            field_id = compiled.resolve_field(key)
+            if field_id is None or is_blank(value):
+                continue
+            kept.add(field_id)
+            if field_id in old_values and old_values[field_id] == value:
+                continue
+            field = compiled.field_by_id[field_id]
+            staged[field_id] = _Staged(field_id, value, field.validator.validate(value), field.validator)
+        for field_id in old_values:
+            if field_id not in kept:
+                staged[field_id] = _Staged(field_id, None, retract=True)
+        items = list(staged.values())
+        new_version = compiled.version
+
+        def extra(inst: Instance) -> dict[str, Any]:
+            out: dict[str, Any] = {"def_version": new_version}
+            if inst.status == "stale":
+                out["status"] = "active"
+            return out
+
+        failures: list[Failure] = []
+        prov = self._provenance(f"migrated {old_version} → {new_version}")
+        with self._lock:
+            instance, _ = self._cycle(compiled, instance, lambda inst: (items, {}), prov, failures, extra=extra)
+        return instance
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _check_writable(compiled: CompiledForm, instance: Instance) -> None:
+    if instance.status == "abandoned":
+        raise FormError(f'Form instance "{instance.id}" was abandoned and no longer accepts answers.')
+    if instance.status == "awaiting" and instance.blocked_on:
+        cp = compiled.checkpoint_by_id.get(instance.blocked_on)
+        raise FormBlockedError(instance.blocked_on, cp.wait_message if cp is not None else None)
+
+
+def _required_invalid(compiled: CompiledForm, ev: Evaluation) -> bool:
+    return any(f.required and ev.status[f.order] == INVALID for f in compiled.fields)
+
+
+def _settled(compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool) -> str:
+    """The status a settled (not awaiting) instance should have: complete or active."""
+    if (ev.complete or forced) and not blocking_failure_open(compiled, ev, instance):
+        return "complete"
+    return "active"
+
+
+def _rising_edges(
+    compiled: CompiledForm, instance: Instance, before: Evaluation, after: Evaluation
+) -> tuple[list[_Hook], dict[str, int]]:
+    """Field, step and checkpoint hooks to run, in the fixed order, and the counters their edges bump.
+
+    The form's own edge is the status moving into complete; the cycle adds it.
+    """
+    stored = instance.occurrences
+    bumped: dict[str, int] = {}
+    queue: list[_Hook] = []
+
+    def bump(key: str) -> int:
+        n = stored.get(key, 0) + 1
+        bumped[key] = n
+        return n
+
+    before_live = before.live
+    for field in compiled.fields:
+        fid = field.id
+        if fid in after.live and fid not in before_live:
+            n = bump(f"field:{fid}")
+            if field.on_fill is not None:
+                queue.append(_Hook(f"field:{fid}", field.on_fill, n))
+    for step in compiled.steps:
+        k = step.index - 1
+        if after.step_complete[k] and not before.step_complete[k]:
+            n = bump(f"step:{step.id}")
+            if step.on_complete is not None:
+                queue.append(_Hook(f"step:{step.id}", step.on_complete, n))
+    for cp in compiled.checkpoints:
+        if after.checkpoint_active[cp.index] and not before.checkpoint_active[cp.index]:
+            n = bump(f"checkpoint:{cp.id}")
+            queue.append(_Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
+    return queue, bumped
+
+
+def _call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str | None, list[Any]]:
+    try:
+        result = fn(ctx)
+        if inspect.isawaitable(result):
+            result = _run_awaitable(result)
+    except Exception as exc:
+        return (str(exc) or exc.__class__.__name__), []
+    if result is None or result is False:
+        return None, []
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    for item in items:
+        if not isinstance(item, Effect):
+            return (
+                f"Executor returned {type(item).__name__} {item!r:.60}, not an effect "
+                "(Patch, Fail, Jump, Complete or Terminate).",
+                [],
+            )
+    for item in items:
+        if isinstance(item, Fail):
+            return (item.reason or "Rejected."), []
+    return None, items
+
+
+def _check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
+    """Effects naming what the form does not have fail the hook (departure 9), applying none of them."""
+    for item in items:
+        if isinstance(item, Jump) and compiled.resolve_step(item.step) is None:
+            return f'Jump to unknown step "{item.step}".'
+        if isinstance(item, Patch):
+            if not isinstance(item.values, dict):
+                return "Patch needs a dict of field ids to values."
+            for key in item.values:
+                if compiled.resolve_field(key) is None:
+                    return f'Patch names unknown field "{key}".'
+    return None
+
+
+def _apply_effects(compiled: CompiledForm, items: list[Any], effects: _RoundEffects) -> None:
+    for item in items:
+        if isinstance(item, Patch):
+            effects.patch.update(item.values)
+        elif isinstance(item, Jump):
+            effects.jump = compiled.resolve_step(item.step)
+        elif isinstance(item, Complete):
+            effects.complete = True
+        elif isinstance(item, Terminate):
+            effects.terminate = item.reason or "Terminated."
+
+
+def _run_awaitable(awaitable: Any) -> Any:
+    async def wrapper() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wrapper())
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(wrapper())
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _owner_alive(owner: str | None) -> bool:
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid_text = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True  # another machine's process: we cannot tell, so we do not steal its work
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False  # ours, and not in flight (checked by the caller): left by an earlier crash
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _hook_for(compiled: CompiledForm, hook_id: str, key: str) -> _Hook | None:
+    try:
+        occurrence = int(key.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        occurrence = 0
+    kind, _, name = hook_id.partition(":")
+    if kind == "field" and name in compiled.field_by_id:
+        fn = compiled.field_by_id[name].on_fill
+        return _Hook(hook_id, fn, occurrence) if fn is not None else None
+    if kind == "step" and name in compiled.step_by_id:
+        fn = compiled.step_by_id[name].on_complete
+        return _Hook(hook_id, fn, occurrence) if fn is not None else None
+    if kind == "checkpoint" and name in compiled.checkpoint_by_id:
+        cp = compiled.checkpoint_by_id[name]
+        return _Hook(hook_id, cp.run, occurrence, cp) if cp.run is not None else None
+    if hook_id == "form" and compiled.on_complete is not None:
+        return _Hook(hook_id, compiled.on_complete, occurrence)
+    return None
