@@ -1,0 +1,67 @@
+"""One interface for every model the chat loop can drive: Anthropic, guided (offline), scripted.
+
+The loop builds a :class:`ModelRequest` (a fixed system prompt, a fixed tool list, and the
+conversation with tier 0 appended to the newest user turn) and the model answers with a
+:class:`ModelReply`: text and tool calls as content blocks, in the Anthropic Messages
+shape, which every model here speaks:
+
+- ``{"type": "text", "text": ...}``
+- ``{"type": "tool_use", "id": ..., "name": ..., "input": {...}}``
+- ``{"type": "tool_result", "tool_use_id": ..., "content": "<json text>", "is_error": bool}`` (user turns)
+
+The loop does not know which model it drives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from formctl.forms.errors import FormError
+
+TextSink = Callable[[str], None]
+
+
+class ModelError(FormError):
+    """The model could not answer (bad key, rate limit past the retries, overload, a dropped
+    connection, a malformed reply). ``message`` is one line a person can act on; nothing
+    committed is affected, and the next message simply tries again."""
+
+    code = "model_error"
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    system: str
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    max_tokens: int = 1024
+
+
+@dataclass(slots=True)
+class ModelReply:
+    content: list[dict[str, Any]]
+    stop_reason: str = "end_turn"  # end_turn | tool_use | max_tokens | stop_sequence | refusal
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A model the loop can drive. ``name`` appears in transcripts and the CLI's header line."""
+
+    name: str
+
+    def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        """Answer one request. Stream text through ``on_text`` as it arrives, if given.
+
+        Raise :class:`ModelError` (never anything else) when no answer can be had.
+        """
+        ...
