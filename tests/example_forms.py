@@ -1,0 +1,271 @@
+"""The one shared module of example forms for the engine tests.
+
+Every engine test builds its forms here, so a form is written once and every test that
+uses it reads the same definition. Each builder is a plain function returning a fresh
+``CompiledForm`` (gates and executors are closures, so tests that need their own
+recording hooks call the ``make_*`` variants with arguments).
+
+``ALL_FORMS`` maps a form id to its zero-argument factory; ``tests/conftest.py`` registers
+every entry in the shared ``registry`` fixture. Other helpers may append forms at the end
+of this module: add the factory and an ``ALL_FORMS`` entry next to it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import EmailStr, Field
+
+from formctl import Fail, Jump, define_form
+
+# --------------------------------------------------------------------------- pi-intake
+# The form of ENGINE-SPEC §3.4's verified did_you_mean table and §14's first rendering.
+
+
+def pi_intake():
+    return (
+        define_form("pi-intake", version=1, name="Personal injury intake",
+                    description="Claimant and incident details.",
+                    conduct="Conversational, one or two questions at a time.")
+        .step("claimant", title="Claimant", preview="name, email, phone")
+        .field("fullName", Annotated[str, Field(min_length=2)], label="Full name",
+               ask="Their full legal name.")
+        .field("email", EmailStr, label="Email")
+        .field("phone", str, label="Phone")
+        .step("incident", title="Incident", preview="date, type, what happened")
+        .field("incidentType", Literal["vehicle", "premises", "medical"], label="Type of incident")
+        .field("incidentDate", str, label="Date of incident")
+        .field("vehicleCount", Annotated[int, Field(ge=1)], label="Vehicles involved",
+               when=lambda v, s: v["incidentType"] == "vehicle")
+        .field("treated", bool, label="Sought treatment")
+        .build()
+    )
+
+
+# --------------------------------------------------------------------------- basic
+# Small two-step form with one of everything the views and log tests need.
+
+
+def basic():
+    return (
+        define_form("basic", version=1, name="Basic form", description="Two small steps.")
+        .step("one", title="One", preview="name, age")
+        .field("name", Annotated[str, Field(min_length=2)], label="Name", ask="Their name.",
+               hint="At least two letters.")
+        .field("age", Annotated[int, Field(ge=0)], label="Age")
+        .field("nick", str | None, label="Nickname")
+        .step("two", title="Two")
+        .field("colour", Literal["red", "green"], label="Colour")
+        .field("agree", bool, label="Agree")
+        .build()
+    )
+
+
+# --------------------------------------------------------------------------- trio
+# Three plain text fields for the undo/redo sequences of §7.5.
+
+
+def trio():
+    return (
+        define_form("trio", version=1, name="Trio")
+        .step("s", title="S")
+        .field("a", str, label="A")
+        .field("b", str, label="B")
+        .field("c", str, label="C")
+        .field("n", int | None, label="N")
+        .build()
+    )
+
+
+# --------------------------------------------------------------------------- chain
+# §8.2's verified multi-pass example and the negation-gate hazard.
+
+
+def chain(order: tuple[str, ...] = ("a", "b", "c", "d")):
+    """a; b when a=="yes"; c when b=="yes"; d (optional) when not c. ``order`` permutes declaration."""
+    specs: dict[str, tuple[Any, Callable | None]] = {
+        "a": (str, None),
+        "b": (str, lambda v, s: v["a"] == "yes"),
+        "c": (str, lambda v, s: v["b"] == "yes"),
+        "d": (str | None, lambda v, s: not v["c"]),
+    }
+    builder = define_form("chain", version=1, name="Chain").step("main", title="Main")
+    for fid in order:
+        schema, gate = specs[fid]
+        builder = builder.field(fid, schema, label=fid.upper(), when=gate)
+    return builder.build()
+
+
+# --------------------------------------------------------------------------- gate defects
+
+
+def throwing_gate():
+    """Field y's gate raises: reads tolerate it, writes raise FormDefinitionError."""
+
+    def boom(v, s):
+        raise RuntimeError("kaboom")
+
+    return (
+        define_form("throwing-gate", version=1, name="Throwing gate")
+        .step("s", title="S")
+        .field("x", str, label="X")
+        .field("y", str, label="Y", when=boom)
+        .build()
+    )
+
+
+def reentrant_gate():
+    """Field y's gate asks for its own step's completion: it gets the optimistic fallback."""
+    return (
+        define_form("reentrant", version=1, name="Re-entrant gate")
+        .step("s", title="S")
+        .field("x", str, label="X")
+        .field("y", str, label="Y", when=lambda v, s: s.step_complete("s"))
+        .step("t", title="T")
+        .field("z", str, label="Z")
+        .build()
+    )
+
+
+def undeclared_gate():
+    """Field y's gate reads an id the form does not declare: a gate defect."""
+    return (
+        define_form("undeclared-gate", version=1, name="Undeclared gate")
+        .step("s", title="S")
+        .field("x", str, label="X")
+        .field("y", str, label="Y", when=lambda v, s: v["nope"] == 1)
+        .build()
+    )
+
+
+# --------------------------------------------------------------------------- optionality
+
+
+def optionality():
+    return (
+        define_form("optionality", version=1, name="Optionality")
+        .step("s", title="S")
+        .field("req_int", Annotated[int, Field(ge=1)], label="Required int")
+        .field("opt_int", Annotated[int, Field(ge=1)] | None, label="Optional int")
+        .field("opt_text", str | None, label="Optional text")
+        .field("opt_bool", bool | None, label="Optional bool")
+        .step("all-optional", title="All optional")
+        .field("maybe", str | None, label="Maybe")
+        .step("empty-step", title="Empty step")
+        .build()
+    )
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validation():
+    return (
+        define_form("validation", version=1, name="Validation")
+        .step("s", title="S")
+        .field("count", int, label="Count")
+        .field("ratio", float, label="Ratio")
+        .field("flag", bool, label="Flag")
+        .field("kind", Literal["vehicle", "premises"], label="Kind")
+        .field("mail", EmailStr, label="Mail")
+        .field("code", Annotated[str, Field(min_length=2)], label="Code", ask="A short code.",
+               hint="Two letters at least.")
+        .field("opt_count", int | None, label="Optional count")
+        .field("exact", Literal[5], label="Exact five")
+        .field("address", dict[str, str] | None, label="Address")
+        .build()
+    )
+
+
+# --------------------------------------------------------------------------- tier 0 renderings of §14
+
+
+def rv():
+    """§14's revisit rendering: a checkpoint sends the talk back to the finished step 1."""
+    return (
+        define_form("rv", version=1, name="Revisit", conduct="C.")
+        .step("claimant", title="Claimant")
+        .field("name", str, label="Name")
+        .field("nick", str | None, label="Nick")
+        .step("details", title="Details")
+        .field("detail", str, label="Detail")
+        .step("signoff", title="Sign-off", preview="sig")
+        .field("sig", str, label="Signature")
+        .checkpoint("back", when=lambda v, s: v["detail"] == "changed", run=lambda ctx: Jump("claimant"))
+        .build()
+    )
+
+
+def failing_fill():
+    """§14's failure rendering: x's on_fill fails with "boom"."""
+
+    def on_x(ctx):
+        if ctx.values.get("x") == "bad":
+            return Fail("boom")
+        return None
+
+    return (
+        define_form("f", version=1, name="F")
+        .step("a", title="A")
+        .field("x", str, label="X", on_fill=on_x)
+        .field("y", str, label="Y")
+        .build()
+    )
+
+
+def blk():
+    """§14's awaiting rendering: a blocking checkpoint with no run waits for the host."""
+    return (
+        define_form("blk", version=1, name="Blocking")
+        .step("s", title="S")
+        .field("x", str, label="X")
+        .field("y", str, label="Y")
+        .checkpoint("cp", when=lambda v, s: v["x"] == "hit", blocking=True, wait_message="Hold on.")
+        .build()
+    )
+
+
+def opt():
+    """§14's gated-off step: step 1 all optional, step 3 gated by q=="go", step 4 has a preview."""
+    return (
+        define_form("opt", version=1, name="Optional and gated")
+        .step("a", title="A")
+        .field("p", str | None, label="P")
+        .step("b", title="B")
+        .field("q", str, label="Q")
+        .step("c", title="C", when=lambda v, s: v["q"] == "go")
+        .field("r", str, label="R")
+        .step("d", title="D", preview="pd")
+        .field("t", str, label="T")
+        .build()
+    )
+
+
+def gated_steps():
+    """Every incomplete step is gated off: the open step falls back to the first incomplete one."""
+    return (
+        define_form("gated-steps", version=1, name="Gated steps")
+        .step("one", title="One", when=lambda v, s: v["k"] == "open")
+        .field("x", str, label="X")
+        .step("two", title="Two", when=lambda v, s: v["k"] == "open")
+        .field("k", str, label="K")
+        .build()
+    )
+
+
+ALL_FORMS: dict[str, Callable[[], Any]] = {
+    "pi-intake": pi_intake,
+    "basic": basic,
+    "trio": trio,
+    "chain": chain,
+    "throwing-gate": throwing_gate,
+    "reentrant": reentrant_gate,
+    "undeclared-gate": undeclared_gate,
+    "optionality": optionality,
+    "validation": validation,
+    "rv": rv,
+    "f": failing_fill,
+    "blk": blk,
+    "opt": opt,
+    "gated-steps": gated_steps,
+}
