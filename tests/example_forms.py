@@ -17,6 +17,43 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import EmailStr, Field
 
 from formctl import Fail, Jump, define_form
+from formctl.forms.instance import Entry, FieldLog, Instance, Provenance
+
+RETRACT = object()
+"""In ``build_instance`` answers, a retraction revision."""
+
+
+def build_instance(form, answers: dict[str, Any] | None = None, *, cursors: dict[str, int] | None = None,
+                   **attrs: Any) -> Instance:
+    """A stored-looking instance of ``form`` built by hand, for the pure evaluate/project tests.
+
+    ``answers`` maps a field id to a value, or to a list of values (its revisions, oldest
+    first; ``RETRACT`` for a retraction). Each field's cursor is on its last revision
+    unless ``cursors`` says otherwise. Values are stored raw, with the write-time error
+    the field's validator gives. Other keyword arguments set ``Instance`` attributes
+    (``status``, ``open_step_override``, ``occurrences``...).
+    """
+    prov = Provenance("tests", "agent", "2026-01-01T00:00:00.000Z")
+    entries: dict[str, FieldLog] = {}
+    seq = 0
+    for field_id, given in (answers or {}).items():
+        revisions = given if isinstance(given, list) else [given]
+        field = form.field_by_id.get(field_id)
+        logged = []
+        for value in revisions:
+            seq += 1
+            if value is RETRACT:
+                logged.append(Entry(seq, None, prov, retracted=True))
+            else:
+                error = field.validator.validate(value).error if field is not None else None
+                logged.append(Entry(seq, value, prov, error=error))
+        cursor = (cursors or {}).get(field_id, len(logged) - 1)
+        entries[field_id] = FieldLog(tuple(logged), cursor)
+    attrs.setdefault("id", "form_test")
+    attrs.setdefault("def_id", form.id)
+    attrs.setdefault("def_version", form.version)
+    attrs.setdefault("subject", "s1")
+    return Instance(entries=entries, revision_seq=seq, **attrs)
 
 # --------------------------------------------------------------------------- pi-intake
 # The form of ENGINE-SPEC §3.4's verified did_you_mean table and §14's first rendering.
@@ -46,9 +83,9 @@ def pi_intake():
 # Small two-step form with one of everything the views and log tests need.
 
 
-def basic():
+def basic(version: int = 1):
     return (
-        define_form("basic", version=1, name="Basic form", description="Two small steps.")
+        define_form("basic", version=version, name="Basic form", description="Two small steps.")
         .step("one", title="One", preview="name, age")
         .field("name", Annotated[str, Field(min_length=2)], label="Name", ask="Their name.",
                hint="At least two letters.")
@@ -100,10 +137,12 @@ def chain(order: tuple[str, ...] = ("a", "b", "c", "d")):
 
 
 def throwing_gate():
-    """Field y's gate raises: reads tolerate it, writes raise FormDefinitionError."""
+    """Field y's gate raises once x is "boom": reads tolerate it, writes raise FormDefinitionError."""
 
     def boom(v, s):
-        raise RuntimeError("kaboom")
+        if v["x"] == "boom":
+            raise RuntimeError("kaboom")
+        return True
 
     return (
         define_form("throwing-gate", version=1, name="Throwing gate")
