@@ -308,3 +308,181 @@ ALL_FORMS: dict[str, Callable[[], Any]] = {
     "opt": opt,
     "gated-steps": gated_steps,
 }
+
+
+# =========================================================================== engine tests part B
+# Forms for the commit cycle, hooks, checkpoints, lifecycle, drift and recovery tests.
+# Their executors report to a HookLog, so a test can see which hooks ran, in what order,
+# under which idempotency keys, and make any hook answer with the effects it needs.
+
+from formctl import Patch  # noqa: E402
+
+
+class HookLog:
+    """Records every executor run and answers with the behaviour set for that hook id.
+
+    ``behaviours`` maps a hook id (``field:x``, ``step:s``, ``checkpoint:c``, ``form``) to
+    an effect (returned as is) or to a function of the context (its result is returned,
+    so it may also be a coroutine function). Behaviours may be changed between writes.
+    """
+
+    def __init__(self, behaviours: dict[str, Any] | None = None) -> None:
+        self.behaviours: dict[str, Any] = dict(behaviours or {})
+        self.contexts: list[Any] = []
+
+    def hook(self, hook_id: str) -> Callable[[Any], Any]:
+        def run(ctx):
+            self.contexts.append(ctx)
+            behaviour = self.behaviours.get(hook_id)
+            if callable(behaviour):
+                return behaviour(ctx)
+            return behaviour
+
+        return run
+
+    @property
+    def keys(self) -> list[str]:
+        """The idempotency keys of every run, without the instance id: ``["field:x:1", "form:1"]``."""
+        return [ctx.idempotency_key.split(":", 1)[1] for ctx in self.contexts]
+
+    @property
+    def hook_ids(self) -> list[str]:
+        return [ctx.hook_id for ctx in self.contexts]
+
+    def clear(self) -> None:
+        self.contexts.clear()
+
+
+def register(registry, form):
+    """Register an already-built form under its own id, replacing any registration (and cached compile)."""
+    registry.register(form.id, name=form.name, description=form.description, load=lambda: form)
+    return form
+
+
+def lab(log: HookLog | None = None):
+    """A hook on everything. Required: trigger (step one) and extra (step two, 2+ chars).
+
+    ``trigger == "watch"`` activates checkpoints watch and also (non-blocking).
+    """
+    log = log or HookLog()
+    return (
+        define_form("lab", version=1, name="Hook lab", description="Every kind of hook, reporting to a log.")
+        .step("one", title="One", on_complete=log.hook("step:one"))
+        .field("trigger", str, label="Trigger", on_fill=log.hook("field:trigger"))
+        .field("derived", str | None, label="Derived value", on_fill=log.hook("field:derived"))
+        .field("amount", int | None, label="Amount", on_fill=log.hook("field:amount"))
+        .step("two", title="Two", on_complete=log.hook("step:two"))
+        .field("extra", Annotated[str, Field(min_length=2)], label="Extra", on_fill=log.hook("field:extra"))
+        .field("auto", str | None, label="Auto")
+        .checkpoint("watch", when=lambda v, s: v["trigger"] == "watch", run=log.hook("checkpoint:watch"))
+        .checkpoint("also", when=lambda v, s: v["trigger"] == "watch", run=log.hook("checkpoint:also"))
+        .on_complete(log.hook("form"))
+        .build()
+    )
+
+
+def occurrence_seq(log: HookLog | None = None):
+    """ENGINE-SPEC §10's verified sequence: checkpoint cp when x=="hit", and a form on_complete."""
+    log = log or HookLog()
+    return (
+        define_form("seq", version=1, name="Occurrence sequence")
+        .step("a", title="A")
+        .field("x", str, label="X")
+        .checkpoint("cp", when=lambda v, s: v["x"] == "hit", run=log.hook("checkpoint:cp"))
+        .on_complete(log.hook("form"))
+        .build()
+    )
+
+
+def cap_lab(log: HookLog | None = None, *, with_run: bool = True, wait_for_host: bool = False, blocking: bool = True):
+    """A claim whose total over 100 hits the blocking checkpoint "cap".
+
+    ``with_run=False`` gives a checkpoint with no run (it waits for the host);
+    ``wait_for_host=True`` makes a run that returns None wait too. Required: total, sign.
+    """
+    log = log or HookLog()
+    return (
+        define_form("cap-lab", version=1, name="Capped claim")
+        .step("claim", title="Claim")
+        .field("total", int, label="Total", on_fill=log.hook("field:total"))
+        .field("note", str | None, label="Note", on_fill=log.hook("field:note"))
+        .step("signoff", title="Sign-off")
+        .field("sign", str, label="Signature", on_fill=log.hook("field:sign"))
+        .checkpoint("cap", when=lambda v, s: (v["total"] or 0) > 100, blocking=blocking,
+                    wait_message="Checking with Finance.", wait_for_host=wait_for_host,
+                    run=log.hook("checkpoint:cap") if with_run else None)
+        .checkpoint("second", when=lambda v, s: (v["total"] or 0) > 100, blocking=blocking,
+                    run=log.hook("checkpoint:second"))
+        .on_complete(log.hook("form"))
+        .build()
+    )
+
+
+def relay(log: HookLog | None = None, length: int = 12):
+    """r0 … r«length-1»: each field's on_fill patches the next one, so one fill starts a chain of patch rounds."""
+    log = log or HookLog()
+    builder = define_form("relay", version=1, name="Relay").step("s", title="S")
+    for i in range(length):
+        hook = log.hook(f"field:r{i}")
+
+        def on_fill(ctx, i=i, hook=hook):
+            hook(ctx)
+            return Patch({f"r{i + 1}": f"from r{i}"}) if i + 1 < length else None
+
+        builder = builder.field(f"r{i}", str | None, label=f"Relay {i}", on_fill=on_fill)
+    return builder.build()
+
+
+def async_hooks(log: HookLog | None = None):
+    """Executors written as ``async def``: x's on_fill patches y; z's on_fill raises after awaiting."""
+    import asyncio
+
+    log = log or HookLog()
+
+    async def on_x(ctx):
+        log.contexts.append(ctx)
+        await asyncio.sleep(0)
+        return Patch({"y": f"derived from {ctx.values['x']}"})
+
+    async def on_z(ctx):
+        log.contexts.append(ctx)
+        await asyncio.sleep(0)
+        raise RuntimeError("async boom")
+
+    return (
+        define_form("async-hooks", version=1, name="Async hooks")
+        .step("s", title="S")
+        .field("x", str, label="X", on_fill=on_x)
+        .field("y", str | None, label="Y")
+        .field("z", str | None, label="Z", on_fill=on_z)
+        .build()
+    )
+
+
+def drift(version: int = 1, migrate=None, log: HookLog | None = None, *, with_e: bool = False):
+    """A form whose definition changes under its instances.
+
+    Version 1: a, b required; c optional. ``with_e=True`` adds a required field e with an
+    on_fill hook (as a later version might). ``migrate`` is passed through.
+    """
+    log = log or HookLog()
+    builder = (
+        define_form("drift", version=version, name="Drifting form", migrate=migrate)
+        .step("s", title="S")
+        .field("a", str, label="A", on_fill=log.hook("field:a"))
+        .field("b", str, label="B", on_fill=log.hook("field:b"))
+        .field("c", str | None, label="C", on_fill=log.hook("field:c"))
+    )
+    if with_e:
+        builder = builder.field("e", str, label="E", on_fill=log.hook("field:e"))
+    return builder.on_complete(log.hook("form")).build()
+
+
+ALL_FORMS.update({
+    "lab": lab,
+    "seq": occurrence_seq,
+    "cap-lab": cap_lab,
+    "relay": relay,
+    "async-hooks": async_hooks,
+    "drift": drift,
+})
