@@ -6,7 +6,6 @@ A form is imported and compiled on first use, once; the compile is cached.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import sys
@@ -152,6 +151,10 @@ def _module_loader(spec: str, folder: Path) -> Callable[[], Any]:
 def _call_loader(load: Callable[[], Any]) -> Any:
     result = load()
     if inspect.isawaitable(result):
+        # Imported here: asyncio costs ~50 ms to import, and ``formctl list`` (which reads
+        # this module) has a start-up budget of 3x ``python -c pass``.
+        import asyncio
+
         result = asyncio.run(_await(result))
     return result
 
