@@ -1,0 +1,335 @@
+"""The chat loop: user message → model → tools → results → model … until it answers in text.
+
+One :meth:`ChatLoop.send` is one user turn. Before every model call the loop renders tier 0
+from stored state (``runner.tier0()``) and appends it to the newest user turn as a
+transient text block, after any ``tool_result`` blocks (the Messages API answers 400 when
+a turn that answers tool calls does not *begin* with its results). Tier 0 is never put
+in the system prompt, and never saved: ``messages`` holds the conversation without it,
+so earlier turns carry no stale status and the saved conversation resumes cleanly. The
+system prompt and the tool list are fixed at construction and byte-identical on every
+request, which is what lets a provider's prompt cache hold them (departure 13).
+
+What the loop promises when things go wrong:
+
+- A model failure (``ModelError``) ends the turn with one clear line (``LoopError``,
+  ``Turn.error``); ``send`` never raises for it. Every answer a tool committed stays
+  committed, and ``messages`` stays a valid conversation: the next ``send`` simply tries
+  again, its text joined to the unanswered user turn (two user turns in a row would be a
+  malformed conversation).
+- A reply cut off at ``max_tokens`` is reported, not taken for an answer; its tool calls
+  (whose input may be truncated) are not run.
+- ``cancel()`` (thread-safe, e.g. from a Ctrl-C handler) stops the turn at the next safe
+  point: before a model call, after it returns (its reply is discarded), or between tool
+  calls (the calls not run get an error result, so the conversation stays valid). A
+  ``KeyboardInterrupt`` inside ``send`` is treated the same way.
+- The iteration limit (default 12 model calls per turn) stops a model that keeps calling
+  tools without answering.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from formctl.agent.events import (
+    LoopError,
+    ModelCall,
+    ModelTurn,
+    Tier0Changed,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+)
+from formctl.agent.models.base import ModelError, ModelReply, ModelRequest
+from formctl.agent.prompt import system_prompt as build_system_prompt
+from formctl.agent.tools import FormTools, is_error
+from formctl.forms.errors import FormError
+
+__all__ = ["ChatLoop", "Turn", "tool_result_block"]
+
+DEFAULT_MAX_ITERATIONS = 12
+CANCELLED = "Cancelled. Every answer already given is saved."
+_NOT_RUN = {"status": "error", "message": "Not run: the turn was cancelled.", "data": {"code": "cancelled"}}
+
+
+@dataclass
+class Turn:
+    """The outcome of one :meth:`ChatLoop.send`."""
+
+    text: str
+    stop_reason: str  # end_turn | tool_use | max_tokens | refusal | stop_sequence | error | iteration_limit | cancelled | empty
+    iterations: int
+    error: str | None = None
+    tool_calls: int = 0
+
+
+def tool_result_block(tool_use_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
+    """The ``tool_result`` block carrying one envelope (compact JSON: every character is re-sent)."""
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": json.dumps(envelope, ensure_ascii=False, separators=(",", ":")),
+        "is_error": is_error(envelope),
+    }
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content or [])
+
+
+def _clean(reply: ModelReply) -> ModelReply:
+    """Drop empty text blocks: the API refuses them when the reply is sent back as history."""
+    content = [b for b in reply.content if not (b.get("type") == "text" and not b.get("text"))]
+    if len(content) == len(reply.content):
+        return reply
+    return ModelReply(content=content, stop_reason=reply.stop_reason, usage=dict(reply.usage))
+
+
+class ChatLoop:
+    """Drives one conversation between a person and a model over one runner's forms.
+
+    ``system`` replaces the base prompt (the tools' conventions); the form's name,
+    description and conduct are appended either way. The form is ``form_id`` if given,
+    else the subject's open form, if any. ``messages`` resumes an earlier conversation
+    (as saved by :class:`~formctl.agent.conversation.ConversationStore`); pass
+    ``conversation_store`` to have the loop save it after every turn, under the instance
+    the conversation is about (``instance_id``).
+    """
+
+    def __init__(
+        self,
+        runner: Any,
+        model: Any,
+        *,
+        form_id: str | None = None,
+        system: str | None = None,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+        on_event: Callable[[Any], None] | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        allow: list[str] | None = None,
+        deny: list[str] | None = None,
+        conversation_store: Any | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.runner = runner
+        self.model = model
+        self.max_iterations = max(1, int(max_iterations))
+        self.on_event = on_event
+        self.conversation_store = conversation_store
+        self.max_tokens = int(max_tokens or getattr(model, "max_tokens", None) or 1024)
+        self.tools = FormTools(runner, allow=allow, deny=deny)
+        self.tool_definitions: list[dict[str, Any]] = self.tools.definitions
+        open_instance = None
+        try:
+            open_instance = runner.open_instance()
+        except FormError:
+            open_instance = None
+        self.instance_id: str | None = open_instance.id if open_instance is not None else None
+        form = None
+        if form_id is not None:
+            form = runner.registry.load(form_id)
+        elif open_instance is not None:
+            try:
+                form = runner.registry.load(open_instance.def_id)
+            except FormError:
+                form = None
+        self.form_id: str | None = form.id if form is not None else form_id
+        self.system_prompt: str = build_system_prompt(form, base=system)
+        self.messages: list[dict[str, Any]] = _repair([dict(m) for m in (messages or [])])
+        self._cancel = threading.Event()
+        self._busy = threading.Lock()
+        self._tier0: str | None = None
+
+    # ------------------------------------------------------------------ public
+
+    def cancel(self) -> None:
+        """Stop the current turn at the next safe point. Safe to call from any thread."""
+        self._cancel.set()
+
+    @property
+    def tier0(self) -> str:
+        """The tier-0 line as of now, from stored state ("" when there is no open form)."""
+        return self._render_tier0()
+
+    def send(self, text: str) -> Turn:
+        """One user turn. Never raises for a model failure: see :class:`Turn` ``.error``."""
+        with self._busy:
+            self._cancel.clear()
+            if not isinstance(text, str) or not text.strip():
+                return self._finish(Turn("", "empty", 0, "Nothing to send: the message is empty."))
+            self._append_user_text(text)
+            try:
+                turn = self._run()
+            except KeyboardInterrupt:
+                self._settle_unanswered()
+                turn = Turn("", "cancelled", 0, CANCELLED)
+            return self._finish(turn)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _run(self) -> Turn:
+        iterations = 0
+        tool_calls = 0
+        self._turn_iterations = 0
+        while True:
+            if self._cancel.is_set():
+                return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
+            if iterations >= self.max_iterations:
+                return Turn(
+                    "", "iteration_limit", iterations,
+                    f"Stopped after {iterations} model calls without a reply (the iteration limit). "
+                    "Every answer given is saved; send another message to continue.",
+                    tool_calls,
+                )
+            iterations += 1
+            self._turn_iterations = iterations
+            tier0 = self._render_tier0()
+            self._tier0 = tier0
+            request = ModelRequest(
+                system=self.system_prompt,
+                tools=self.tool_definitions,
+                messages=self._request_messages(tier0),
+                max_tokens=self.max_tokens,
+            )
+            self._emit(ModelCall(iterations, request, tier0))
+            try:
+                reply = self.model.respond(request, on_text=self._on_text)
+            except ModelError as exc:
+                return Turn("", "error", iterations, exc.message, tool_calls)
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # a model that broke its contract: still one line, still no traceback
+                return Turn("", "error", iterations, f"The model failed: {type(exc).__name__}: {exc}", tool_calls)
+            if self._cancel.is_set():
+                return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
+            reply = _clean(reply)
+            self._emit(ModelTurn(iterations, reply))
+            if reply.stop_reason == "max_tokens":
+                text_only = [b for b in reply.content if b.get("type") == "text"]
+                if text_only:
+                    self.messages.append({"role": "assistant", "content": text_only})
+                return Turn(
+                    reply.text, "max_tokens", iterations,
+                    f"The model's reply was cut off at its token limit ({self.max_tokens}); "
+                    "nothing in it was applied. Send another message to continue.",
+                    tool_calls,
+                )
+            calls = reply.tool_calls
+            if reply.content:
+                self.messages.append({"role": "assistant", "content": list(reply.content)})
+            if not calls:
+                return Turn(reply.text, reply.stop_reason or "end_turn", iterations, None, tool_calls)
+            results: list[dict[str, Any]] = []
+            self.messages.append({"role": "user", "content": results})  # filled in place, call by call
+            for call in calls:
+                if self._cancel.is_set():
+                    results.append(tool_result_block(call.get("id", ""), _NOT_RUN))
+                    continue
+                tool_calls += 1
+                results.append(self._run_tool(call))
+            if self._cancel.is_set():
+                return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
+
+    def _run_tool(self, call: dict[str, Any]) -> dict[str, Any]:
+        call_id, name, arguments = call.get("id", ""), call.get("name", ""), call.get("input")
+        self._emit(ToolCall(call_id, name, arguments))
+        envelope = self.tools.call(name, arguments)
+        self._emit(ToolResult(call_id, name, envelope, is_error(envelope)))
+        data = envelope.get("data")
+        if envelope.get("status") == "success" and isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+            if name != "form_history":
+                self.instance_id = data["instance_id"]
+        tier0 = self._render_tier0()
+        if tier0 != self._tier0:
+            self._tier0 = tier0
+            self._emit(Tier0Changed(tier0))
+        return tool_result_block(call_id, envelope)
+
+    # ------------------------------------------------------------------ messages
+
+    def _append_user_text(self, text: str) -> None:
+        block = {"type": "text", "text": text}
+        if self.messages and self.messages[-1].get("role") == "user":
+            # The last turn went unanswered (a model error, a cancel, the iteration limit):
+            # join it, so the conversation keeps alternating and nothing the person said is lost.
+            last = self.messages[-1]
+            self.messages[-1] = {"role": "user", "content": [*_blocks(last.get("content")), block]}
+        else:
+            self.messages.append({"role": "user", "content": [block]})
+
+    def _request_messages(self, tier0: str) -> list[dict[str, Any]]:
+        """The conversation as sent: ``messages`` with tier 0 appended to the newest user turn only."""
+        messages = list(self.messages)
+        if tier0 and messages and messages[-1].get("role") == "user":
+            last = messages[-1]
+            messages[-1] = {**last, "content": [*_blocks(last.get("content")), {"type": "text", "text": tier0}]}
+        return messages
+
+    def _settle_unanswered(self) -> None:
+        """After an interrupt: give every tool call still lacking a result a "not run" result."""
+        self.messages[:] = _repair(self.messages)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _render_tier0(self) -> str:
+        try:
+            return self.runner.tier0() or ""
+        except Exception:
+            return ""
+
+    def _on_text(self, text: str) -> None:
+        if text and not self._cancel.is_set():
+            self._emit(TextDelta(text))
+
+    def _emit(self, event: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _finish(self, turn: Turn) -> Turn:
+        if turn.error:
+            self._emit(LoopError(turn.error))
+        self._emit(TurnEnd(turn.text, turn.stop_reason, turn.iterations))
+        self._save()
+        return turn
+
+    def _save(self) -> None:
+        if self.conversation_store is None or self.instance_id is None:
+            return
+        try:
+            self.conversation_store.save(self.instance_id, self.messages)
+        except FormError as exc:
+            self._emit(LoopError(f"Could not save the conversation: {exc.message}"))
+
+
+def _repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Make the tail valid: tool calls of the last assistant turn all answered, in a turn that begins with them.
+
+    A conversation saved by a process that died between a tool call and its result (or
+    interrupted mid-tool) would otherwise be refused by the API on the next request.
+    """
+    if not messages:
+        return messages
+    index = len(messages) - 1
+    if messages[index].get("role") == "user" and index > 0:
+        index -= 1
+    last_assistant = messages[index]
+    if last_assistant.get("role") != "assistant":
+        return messages
+    wanted = [b.get("id", "") for b in _blocks(last_assistant.get("content")) if b.get("type") == "tool_use"]
+    if not wanted:
+        return messages
+    following = messages[index + 1] if index + 1 < len(messages) else None
+    existing = _blocks(following.get("content")) if following is not None else []
+    answered = {b.get("tool_use_id") for b in existing if b.get("type") == "tool_result"}
+    missing = [tool_result_block(i, _NOT_RUN) for i in wanted if i not in answered]
+    if not missing:
+        return messages
+    results = [b for b in existing if b.get("type") == "tool_result"] + missing
+    others = [b for b in existing if b.get("type") != "tool_result"]
+    repaired = {"role": "user", "content": results + others}
+    return [*messages[: index + 1], repaired]

@@ -1,0 +1,433 @@
+"""The model-facing tool surface: eight tools over a :class:`~formctl.forms.runner.FormRunner`.
+
+``form_list``, ``form_start``, ``form_status``, ``form_inspect``, ``form_fill``,
+``form_revise`` (action = set | retract | undo | redo), ``form_abandon`` and the read-only
+``form_history`` (ENGINE-SPEC §16.4). Each tool is one pydantic model (its arguments,
+validated strictly) plus one handler; the JSON schema the model reads is generated from
+the same model, so the schema and the validation can never disagree.
+
+Why the descriptions are so short: the tool list is re-sent with every model call, so
+every character here is paid for on every turn (the reference's eight tools cost 6,842
+characters; see ``benchmarks/context.py``). Conventions shared by every tool (omit
+``instance_id`` for the open form, what the envelope means, what the tier-0 line is) are
+said once, in the fixed system prompt (``formctl.agent.prompt``), not eight times here.
+
+Results use the §16.1 envelope: ``{"status": "success", "data": ...}`` or
+``{"status": "error", "message": ..., "data": {"code": ...}}``. Departures from §16.1,
+decided here:
+
+- Malformed arguments (a non-object input, a wrong type, a missing or an extra
+  parameter) come back with ``data: {"code": "invalid_arguments"}`` rather than
+  ``data: null``, so a model (and a transcript diff) can tell a shape error from a bug;
+  nothing is applied.
+- An optional parameter sent as ``null`` or ``""`` counts as omitted. Strict tool calling
+  sends ``""`` for every parameter the model did not mean to set (seed 002), and an
+  ``instance_id: ""`` must mean "the open form", not "no such instance".
+- ``form_start`` refuses to open a second active (or awaiting) instance of the same form
+  for the same subject (code ``form_open``): a model that calls it twice would otherwise
+  strand the first instance's answers in a form nobody continues. Finish or abandon the
+  open one first.
+- An exception that is not a ``FormError`` (a bug in a form's gate, say) is returned as
+  ``data: null`` with its message, so one broken executor never ends the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
+
+__all__ = [
+    "INVALID_ARGUMENTS",
+    "TOOL_NAMES",
+    "FormTools",
+    "ToolSelectionError",
+    "error_envelope",
+    "select_tools",
+    "success_envelope",
+    "tool_definitions",
+]
+
+INVALID_ARGUMENTS = InvalidArgumentError.code  # "invalid_arguments"
+UNKNOWN_TOOL = "unknown_tool"
+
+INSTANCE_STATUSES = ("active", "awaiting", "complete", "abandoned", "stale")
+
+
+class ToolSelectionError(FormError):
+    """An allow/deny selector that matches no tool (§16.4: ``MemoryToolSelectionError``)."""
+
+    code = UNKNOWN_TOOL
+
+
+# --------------------------------------------------------------------------- envelopes
+
+
+def success_envelope(data: Any) -> dict[str, Any]:
+    return {"status": "success", "data": data}
+
+
+def error_envelope(message: str, code: str | None) -> dict[str, Any]:
+    return {"status": "error", "message": message, "data": {"code": code} if code else None}
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+class _Args(BaseModel):
+    """Strict (no "2" → 2, no 1 → true), closed (an unknown parameter is an error)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_means_omitted(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = {}
+        for key, value in data.items():
+            spec = cls.model_fields.get(key)
+            if spec is not None and not spec.is_required() and (
+                value is None or (isinstance(value, str) and not value.strip())
+            ):
+                continue
+            out[key] = value
+        return out
+
+
+_InstanceId = Field(default=None)
+
+
+class _NoArgs(_Args):
+    pass
+
+
+class _StartArgs(_Args):
+    form: str = Field(min_length=1, description="Form id, from form_list.")
+    values: dict[str, Any] | None = Field(default=None, description="Values already known, from any step.")
+
+
+class _StatusArgs(_Args):
+    instance_id: str | None = _InstanceId
+
+
+class _InspectArgs(_Args):
+    scope: Literal["outline", "step", "field"] = "outline"
+    id: str | None = Field(default=None, description="Step id or title; field id for scope=field.")
+    instance_id: str | None = _InstanceId
+
+
+class _FillArgs(_Args):
+    values: dict[str, Any] = Field(description="{field id: value}")
+    instance_id: str | None = _InstanceId
+
+
+class _ReviseArgs(_Args):
+    action: Literal["set", "retract", "undo", "redo"] = "set"
+    field: str | None = Field(default=None, description="Field id; optional for undo/redo.")
+    value: Any = Field(default=None, description="The corrected value (set).")
+    reason: str | None = Field(default=None, description="Why; kept in the history.")
+    instance_id: str | None = _InstanceId
+
+
+class _AbandonArgs(_Args):
+    reason: str = Field(min_length=1)
+    instance_id: str | None = _InstanceId
+
+
+class _HistoryArgs(_Args):
+    form: str | None = None
+    subject: str | None = None
+    status: Literal["active", "awaiting", "complete", "abandoned", "stale"] | None = None
+    instance_id: str | None = Field(default=None, description="One form's answers.")
+    limit: int = Field(default=10, ge=1, le=50)
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def _form_list(runner: Any, a: _NoArgs) -> Any:
+    return {"forms": runner.list()}
+
+
+def _form_start(runner: Any, a: _StartArgs) -> Any:
+    compiled = runner.registry.load(a.form)
+    for status in ("active", "awaiting"):
+        found = runner.adapter.find_instances(subject=runner.subject, def_id=compiled.id, status=status, limit=1)
+        if found:
+            raise FormError(
+                f'Form "{compiled.id}" is already open (instance {found[0].id}): continue it, '
+                "or form_abandon it before starting again.",
+                code="form_open",
+            )
+    return runner.start(compiled.id, seed=a.values).to_dict()
+
+
+def _form_status(runner: Any, a: _StatusArgs) -> Any:
+    return runner.status(instance_id=a.instance_id).to_dict()
+
+
+def _form_inspect(runner: Any, a: _InspectArgs) -> Any:
+    return runner.inspect(a.scope, a.id, instance_id=a.instance_id).to_dict()
+
+
+def _form_fill(runner: Any, a: _FillArgs) -> Any:
+    return runner.fill(a.values, instance_id=a.instance_id).to_dict()
+
+
+def _form_revise(runner: Any, a: _ReviseArgs) -> Any:
+    if a.action in ("set", "retract") and a.field is None:
+        raise InvalidArgumentError(f"action={a.action} needs a field.")
+    if a.action == "set":
+        result = runner.revise(a.field, a.value, reason=a.reason, instance_id=a.instance_id)
+    elif a.action == "retract":
+        result = runner.retract(a.field, reason=a.reason, instance_id=a.instance_id)
+    elif a.action == "undo":
+        result = runner.undo(a.field, instance_id=a.instance_id)
+    else:
+        result = runner.redo(a.field, instance_id=a.instance_id)
+    return result.to_dict()
+
+
+def _form_abandon(runner: Any, a: _AbandonArgs) -> Any:
+    instance = runner.abandon(a.reason, instance_id=a.instance_id)
+    return {"instance_id": instance.id, "status": instance.status}
+
+
+def _form_history(runner: Any, a: _HistoryArgs) -> Any:
+    """§16.4: one instance (outline + values + held), or a list of the subject's instances.
+
+    Read-only: it evaluates the stored instance directly (no drift check, no recovery of
+    orphaned executors, no commit), so reading history can never change anything.
+    """
+    if a.instance_id is not None:
+        instance = runner.adapter.get_instance(a.instance_id)
+        if instance is None:
+            raise NotFoundError(f'No form instance "{a.instance_id}".')
+        try:
+            compiled = runner.registry.load(instance.def_id)
+        except FormError:
+            compiled = None
+        if compiled is None:
+            return {
+                "instance_id": instance.id,
+                "form": instance.def_id,
+                "status": instance.status,
+                "values": instance.in_force_values(),
+                "updated_at": instance.updated_at,
+            }
+        from formctl.forms.evaluate import evaluate
+        from formctl.forms.project import outline_view
+        from formctl.forms.validate import to_jsonable
+
+        ev = evaluate(compiled, instance)
+        out = outline_view(compiled, ev, instance).to_dict()
+        out["values"] = {k: to_jsonable(v) for k, v in ev.values.items()}
+        out["held"] = dict(ev.held)
+        return out
+    rows = runner.adapter.find_instances(
+        subject=a.subject or runner.subject, def_id=a.form, status=a.status, limit=a.limit
+    )
+    instances = []
+    for inst in rows:
+        row = {
+            "instance_id": inst.id,
+            "form": inst.def_id,
+            "status": inst.status,
+            "answered": len(inst.entries),
+            "updated_at": inst.updated_at,
+        }
+        if inst.closed_reason:
+            row["closed_reason"] = inst.closed_reason
+        instances.append(row)
+    return {"instances": instances}
+
+
+# --------------------------------------------------------------------------- the surface
+
+
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    name: str
+    description: str
+    args: type[_Args]
+    handler: Callable[[Any, Any], Any]
+
+
+# Descriptions paraphrase §16.4's, cut to what changes the model's behaviour. Each clause
+# is there because a model got it wrong without it (the reference's agentic bench):
+# reading the field list aloud, promising ask=false fields, blanking a field with "".
+_TOOLS: tuple[_Tool, ...] = (
+    _Tool("form_list", "Forms that can be started: id, name, description.", _NoArgs, _form_list),
+    _Tool(
+        "form_start",
+        "Start a form. Seed anything already known, from any step. Don't read the field list aloud.",
+        _StartArgs,
+        _form_start,
+    ),
+    _Tool(
+        "form_status",
+        "The current step in full. ask=true: steer toward it now; ask=false: answered, not applicable or later.",
+        _StatusArgs,
+        _form_status,
+    ),
+    _Tool(
+        "form_inspect",
+        "Look beyond the current step: the outline, a step, or a field. ask=false fields may be skipped; "
+        "don't promise them.",
+        _InspectArgs,
+        _form_inspect,
+    ),
+    _Tool(
+        "form_fill",
+        "Send every value learned, from any step, in one call. Each is checked alone: see captured, "
+        "rejected (fix and resend), held (kept, not applicable now).",
+        _FillArgs,
+        _form_fill,
+    ),
+    _Tool(
+        "form_revise",
+        "Correct (set), withdraw (retract), undo or redo an answer. Nothing is lost. Never blank a field "
+        'with "" or 0: retract it.',
+        _ReviseArgs,
+        _form_revise,
+    ),
+    _Tool("form_abandon", "Close the form unfinished, when the user wants to stop. Answers are kept.",
+          _AbandonArgs, _form_abandon),
+    _Tool("form_history", "Read-only: earlier forms, or one form's answers by instance_id.", _HistoryArgs,
+          _form_history),
+)
+
+_BY_NAME = {t.name: t for t in _TOOLS}
+TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in _TOOLS)
+
+
+def _compact(node: Any) -> Any:
+    """pydantic's JSON schema without what the model does not need: titles, ``null`` branches
+    of optional parameters (omitting is the way to say nothing), ``default: null``, and
+    ``additionalProperties: true`` (the default)."""
+    if isinstance(node, list):
+        return [_compact(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    any_of = node.get("anyOf")
+    if isinstance(any_of, list):
+        rest = [b for b in any_of if b != {"type": "null"}]
+        if len(rest) == 1 and len(rest) < len(any_of):
+            merged = {k: v for k, v in node.items() if k != "anyOf"}
+            merged.update(rest[0])
+            node = merged
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        if key == "additionalProperties" and value is True:
+            continue
+        if key == "properties":
+            out[key] = {name: _compact(prop) for name, prop in value.items()}
+            continue
+        out[key] = _compact(value)
+    return out
+
+
+def _schema(args: type[_Args]) -> dict[str, Any]:
+    schema = _compact(args.model_json_schema())
+    schema.pop("description", None)
+    schema.setdefault("properties", {})
+    return schema
+
+
+_DEFINITIONS: dict[str, dict[str, Any]] = {}
+
+
+def _definition(tool: _Tool) -> dict[str, Any]:
+    cached = _DEFINITIONS.get(tool.name)
+    if cached is None:
+        cached = {"name": tool.name, "description": tool.description, "input_schema": _schema(tool.args)}
+        _DEFINITIONS[tool.name] = cached
+    return json.loads(json.dumps(cached))  # a private copy: callers may add cache_control
+
+
+def _matches(name: str, selector: str) -> bool:
+    return name == selector or name.endswith("_" + selector)
+
+
+def select_tools(allow: list[str] | None = None, deny: list[str] | None = None) -> list[str]:
+    """The tool names left after ``allow`` narrows and ``deny`` subtracts (§16.4), in surface order.
+
+    A selector matches a tool named exactly so, or ending in ``_«selector»`` (``fill``,
+    ``history``). Both lists are resolved against the full surface, and a selector that
+    matches nothing raises :class:`ToolSelectionError` (code ``unknown_tool``): a typo in a
+    deny list must not silently leave a tool enabled.
+    """
+    for selector in [*(allow or []), *(deny or [])]:
+        if not isinstance(selector, str) or not any(_matches(n, selector) for n in TOOL_NAMES):
+            raise ToolSelectionError(f'No tool matches "{selector}"; tools are {", ".join(TOOL_NAMES)}.')
+    names = list(TOOL_NAMES)
+    if allow is not None:
+        names = [n for n in names if any(_matches(n, s) for s in allow)]
+    if deny:
+        names = [n for n in names if not any(_matches(n, s) for s in deny)]
+    return names
+
+
+def tool_definitions(allow: list[str] | None = None, deny: list[str] | None = None) -> list[dict[str, Any]]:
+    """The JSON-schema definitions (Anthropic ``tools`` shape) of the selected tools, in surface order."""
+    return [_definition(_BY_NAME[n]) for n in select_tools(allow, deny)]
+
+
+def _describe_validation(name: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"{where}: not a parameter of {name}")
+        elif err["type"] == "missing":
+            parts.append(f"{where}: required")
+        else:
+            parts.append(f"{where}: {err['msg']}")
+    return f"Bad arguments for {name} ({'; '.join(parts)}). Nothing was applied."
+
+
+class FormTools:
+    """The selected tools bound to one runner: ``definitions`` to send, ``call`` to run one.
+
+    ``call`` never raises: every outcome, including a malformed call or an unknown tool,
+    is an envelope the model can read.
+    """
+
+    def __init__(self, runner: Any, *, allow: list[str] | None = None, deny: list[str] | None = None) -> None:
+        self.runner = runner
+        self.names: list[str] = select_tools(allow, deny)
+        self.definitions: list[dict[str, Any]] = [_definition(_BY_NAME[n]) for n in self.names]
+
+    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        tool = _BY_NAME.get(name) if name in self.names else None
+        if tool is None:
+            return error_envelope(f'No tool "{name}". Tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
+        if not isinstance(arguments, dict):
+            return error_envelope(
+                f"Bad arguments for {name}: expected a JSON object, got {type(arguments).__name__}. "
+                "Nothing was applied.",
+                INVALID_ARGUMENTS,
+            )
+        try:
+            args = tool.args.model_validate(arguments)
+        except ValidationError as exc:
+            return error_envelope(_describe_validation(name, exc), INVALID_ARGUMENTS)
+        try:
+            return success_envelope(tool.handler(self.runner, args))
+        except FormError as exc:
+            return error_envelope(exc.message, exc.code)
+        except Exception as exc:  # a bug in a form's code: tell the model, keep the conversation
+            return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
+
+
+def is_error(envelope: dict[str, Any]) -> bool:
+    return envelope.get("status") == "error"
