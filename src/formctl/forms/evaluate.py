@@ -107,7 +107,7 @@ class FrozenState:
 class _Pass:
     """One pass of the liveness fixpoint: applicability with a given exclusion set, computed lazily."""
 
-    __slots__ = ("ev", "excluded", "values", "state", "applicable", "_steps", "_complete", "_busy")
+    __slots__ = ("ev", "excluded", "values", "state", "applicable", "_steps", "_complete", "_busy", "_fallbacks")
 
     def __init__(self, ev: "Evaluation", excluded: set[int], fired: dict[str, int]) -> None:
         self.ev = ev
@@ -122,6 +122,11 @@ class _Pass:
         self._steps: dict[int, bool] = {}
         self._complete: bool | None = None
         self._busy: set[Any] = set()
+        # Tokens that answered with a re-entrancy fallback. An answer computed while some
+        # *other* question fell back is provisional and is not memoised (§8.4: "fallback
+        # answers are not memoised"); otherwise a step asked about inside its own field's
+        # gate would keep the answer it had with that field optimistically applicable.
+        self._fallbacks: list[Any] = []
 
     def field_applicable(self, i: int) -> bool:
         known = self.applicable.get(i)
@@ -137,7 +142,9 @@ class _Pass:
             return True
         token = ("field", i)
         if token in self._busy:
+            self._fallbacks.append(token)
             return True  # re-entrant: optimistic fallback, not memoised
+        mark = len(self._fallbacks)
         self._busy.add(token)
         try:
             result = bool(gate(self.values, self.state))
@@ -146,7 +153,8 @@ class _Pass:
             result = True
         finally:
             self._busy.discard(token)
-        self.applicable[i] = result
+        if self._settled(mark, token):
+            self.applicable[i] = result
         return result
 
     def field_filled(self, i: int) -> bool:
@@ -158,7 +166,9 @@ class _Pass:
             return known
         token = ("step", step_index)
         if token in self._busy:
+            self._fallbacks.append(token)
             return False
+        mark = len(self._fallbacks)
         self._busy.add(token)
         try:
             result = True
@@ -169,7 +179,8 @@ class _Pass:
                     break
         finally:
             self._busy.discard(token)
-        self._steps[step_index] = result
+        if self._settled(mark, token):
+            self._steps[step_index] = result
         return result
 
     def step_complete(self, step_id: str) -> bool:
@@ -183,7 +194,9 @@ class _Pass:
             return self._complete
         token = ("form",)
         if token in self._busy:
+            self._fallbacks.append(token)
             return False
+        mark = len(self._fallbacks)
         self._busy.add(token)
         try:
             result = True
@@ -194,8 +207,13 @@ class _Pass:
                     break
         finally:
             self._busy.discard(token)
-        self._complete = result
+        if self._settled(mark, token):
+            self._complete = result
         return result
+
+    def _settled(self, mark: int, token: Any) -> bool:
+        """No question other than ``token`` itself fell back while ``token`` was being answered."""
+        return all(t == token for t in self._fallbacks[mark:])
 
 
 def _message(exc: BaseException) -> str:
