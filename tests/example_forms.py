@@ -91,7 +91,7 @@ def basic(version: int = 1):
                hint="At least two letters.")
         .field("age", Annotated[int, Field(ge=0)], label="Age")
         .field("nick", str | None, label="Nickname")
-        .step("two", title="Two")
+        .step("two", title="Two", ask="Ask about their preferences.")
         .field("colour", Literal["red", "green"], label="Colour")
         .field("agree", bool, label="Agree")
         .build()
