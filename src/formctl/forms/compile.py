@@ -175,6 +175,20 @@ class CompiledForm:
         scored.sort(key=lambda pair: -pair[0])  # stable: ties keep declaration order
         return [field_id for _, field_id in scored[:2]]
 
+    @cached_property
+    def gated_positions(self) -> frozenset[int]:
+        """Positions of the fields that have an applicability gate."""
+        return frozenset(f.order for f in self.fields if f.when is not None)
+
+    @cached_property
+    def required_in_step(self) -> list[list[tuple[int, bool]]]:
+        """Per step, ``(position, gated)`` of its required fields: what step completion checks."""
+        return [[(f.order, f.when is not None) for f in step.fields if f.required] for step in self.steps]
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        return {f.id: f.label for f in self.fields}
+
     def __repr__(self) -> str:
         return f"CompiledForm({self.id!r}, version={self.version})"
 

@@ -109,13 +109,9 @@ class _Pass:
 
     __slots__ = ("ev", "excluded", "values", "state", "applicable", "_steps", "_complete", "_busy", "_fallbacks")
 
-    def __init__(self, ev: "Evaluation", excluded: set[int], fired: dict[str, int]) -> None:
+    def __init__(self, ev: "Evaluation", excluded: set[int], fired: dict[str, int], values: dict[str, Any]) -> None:
         self.ev = ev
         self.excluded = excluded
-        values = {}
-        for i, parsed in ev._valid.items():
-            if i not in excluded:
-                values[ev.compiled.fields[i].id] = parsed
         self.values = GateValues(values, ev.compiled.field_by_id)
         self.state = GateState(self, fired)
         self.applicable: dict[int, bool] = {}
@@ -161,6 +157,7 @@ class _Pass:
         return i in self.ev._valid and i not in self.excluded and self.field_applicable(i)
 
     def step_done(self, step_index: int) -> bool:
+        """Every required, applicable field of the step is filled (valid and live)."""
         known = self._steps.get(step_index)
         if known is not None:
             return known
@@ -172,9 +169,14 @@ class _Pass:
         self._busy.add(token)
         try:
             result = True
-            for field in self.ev.compiled.steps[step_index].fields:
-                i = field.order
-                if field.required and self.field_applicable(i) and not self.field_filled(i):
+            excluded = self.excluded
+            valid = self.ev._valid
+            for i, gated in self.ev.compiled.required_in_step[step_index]:
+                if i in excluded:
+                    continue
+                if gated and not self.field_applicable(i):
+                    continue
+                if i not in valid:
                     result = False
                     break
         finally:
@@ -190,6 +192,7 @@ class _Pass:
         return self.step_done(step.index - 1)
 
     def form_complete(self) -> bool:
+        """Every required, applicable field of the form is filled: every step is done (step gates ignored)."""
         if self._complete is not None:
             return self._complete
         token = ("form",)
@@ -199,12 +202,7 @@ class _Pass:
         mark = len(self._fallbacks)
         self._busy.add(token)
         try:
-            result = True
-            for field in self.ev.compiled.fields:
-                i = field.order
-                if field.required and self.field_applicable(i) and not self.field_filled(i):
-                    result = False
-                    break
+            result = all(self.step_done(k) for k in range(len(self.ev.compiled.steps)))
         finally:
             self._busy.discard(token)
         if self._settled(mark, token):
@@ -243,6 +241,9 @@ class Evaluation:
         self.read_fired = False  # did any gate ask checkpoint_fired? (then the result depends on counters)
         self._valid: dict[int, Any] = {}
         self._in_force: dict[int, Entry] = {}
+        self._base_values: dict[str, Any] = {}  # every valid answer in force, live or not, by field id
+        self.cursor_seq: dict[str, int] = {}  # field id -> seq of the revision at its cursor (undo's target)
+        self.redo_seq: dict[str, int] = {}  # field id -> seq of the revision a redo would restore
         self._final: _Pass | None = None
 
     def _defect(self, text: str) -> None:
@@ -275,31 +276,111 @@ def evaluate(compiled: CompiledForm, instance: Instance, *, fired: dict[str, int
     ``fired`` is the occurrence map ``checkpoint_fired`` reads; by default the instance's own.
     """
     ev = Evaluation(compiled)
-    fields = compiled.fields
-    entries = instance.entries
-    occurrences = instance.occurrences if fired is None else fired
+    for field_id, log in instance.entries.items():
+        _read_log(ev, field_id, log)
+    _settle(ev, instance, instance.occurrences if fired is None else fired, None)
+    return ev
 
-    for field in fields:
-        log = entries.get(field.id)
-        if log is None:
-            continue
-        entry = log.in_force
-        if entry is None:
-            continue
-        i = field.order
-        ev._in_force[i] = entry
+
+def evaluate_change(
+    compiled: CompiledForm,
+    before: Evaluation,
+    instance: Instance,
+    changed: Iterable[str],
+    *,
+    fired: dict[str, int] | None = None,
+) -> Evaluation:
+    """The evaluation of ``instance``, given ``before`` = the evaluation of the same instance
+    as it was before the logs of the ``changed`` fields moved.
+
+    Gives exactly what :func:`evaluate` gives, but visits only the changed fields and the
+    gated ones: an ungated field whose log did not move cannot change status. This is what
+    keeps a write's cost proportional to what it touches rather than to the form's size.
+    """
+    if before.compiled is not compiled:
+        return evaluate(compiled, instance, fired=fired)
+    ev = Evaluation(compiled)
+    ev._valid = dict(before._valid)
+    ev._in_force = dict(before._in_force)
+    ev._base_values = dict(before._base_values)
+    ev.cursor_seq = dict(before.cursor_seq)
+    ev.redo_seq = dict(before.redo_seq)
+    ev.status = before.status[:]
+    ev.applicable = before.applicable[:]
+    ev.values = dict(before.values)
+    ev.held = dict(before.held)
+    ev.errors = dict(before.errors)
+    ev.live = set(before.live)
+    position = compiled.field_position
+    visit = set(compiled.gated_positions)
+    for field_id in changed:
+        i = position.get(field_id)
+        if i is not None:
+            ev._valid.pop(i, None)
+            ev._in_force.pop(i, None)
+            ev._base_values.pop(field_id, None)
+            visit.add(i)
+        ev.cursor_seq.pop(field_id, None)
+        ev.redo_seq.pop(field_id, None)
+        log = instance.entries.get(field_id)
+        if log is not None:
+            _read_log(ev, field_id, log)
+    for i in visit:
+        field_id = compiled.fields[i].id
+        ev.status[i] = EMPTY
+        ev.values.pop(field_id, None)
+        ev.held.pop(field_id, None)
+        ev.errors.pop(field_id, None)
+        ev.live.discard(field_id)
+    _settle(ev, instance, instance.occurrences if fired is None else fired, visit)
+    return ev
+
+
+def _read_log(ev: Evaluation, field_id: str, log: Any) -> None:
+    """Take one field's log into the evaluation: its cursor, redo target, and (parsed) answer in force."""
+    cursor = log.cursor
+    revisions = log.revisions
+    if cursor >= 0:
+        ev.cursor_seq[field_id] = revisions[cursor].seq
+    if cursor < len(revisions) - 1:
+        ev.redo_seq[field_id] = revisions[cursor + 1].seq
+    i = ev.compiled.field_position.get(field_id)
+    if i is None or cursor < 0:
+        return  # a field this definition does not have, or nothing in force
+    entry = revisions[cursor]
+    if entry.retracted:
+        return
+    ev._in_force[i] = entry
+    field = ev.compiled.fields[i]
+    # Each revision is parsed once in its life: the outcome is cached on the (immutable)
+    # revision, keyed by the validator that produced it.
+    cached = entry._parsed
+    if cached is not None and cached[0] is field.validator:
+        outcome = cached[1]
+    else:
         outcome = parse_entry(field, entry)
-        if outcome.ok:
-            ev._valid[i] = outcome.value
+    if outcome.ok:
+        ev._valid[i] = outcome.value
+        ev._base_values[field_id] = outcome.value
+
+
+def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], visit: set[int] | None) -> None:
+    """The liveness fixpoint and everything derived from it. ``visit=None`` means every field."""
+    compiled = ev.compiled
+    fields = compiled.fields
+    in_force = ev._in_force
+    valid = ev._valid
+    values = ev._base_values
 
     # Liveness fixpoint (§8.2): start with everything live, drop what its gate rejects, repeat
     # until the set stops shrinking. Shrink-only, so it always ends.
     excluded: set[int] = set()
-    current = _Pass(ev, excluded, occurrences)
+    current = _Pass(ev, excluded, occurrences, values)
     ev.passes = 1
     cap = len(fields) + 1
-    gated_answered = [i for i in ev._in_force if fields[i].when is not None]
-    while True:
+    gated = compiled.gated_positions
+    gated_answered = [i for i in in_force if i in gated]
+    while gated_answered:
         newly = [i for i in gated_answered if i not in excluded and not current.field_applicable(i)]
         if not newly:
             break
@@ -308,29 +389,35 @@ def evaluate(compiled: CompiledForm, instance: Instance, *, fired: dict[str, int
         if ev.passes > cap:
             ev._defect(f"repartition did not settle after {cap} passes ({len(fields)} fields)")
             break
-        current = _Pass(ev, excluded, occurrences)
+        dropped = {fields[i].id for i in newly}
+        values = {k: v for k, v in values.items() if k not in dropped}
+        current = _Pass(ev, excluded, occurrences, values)
     ev._final = current
 
-    for field in fields:
-        i = field.order
-        applicable = current.field_applicable(i)
-        ev.applicable[i] = applicable
-        entry = ev._in_force.get(i)
+    status = ev.status
+    applicable_list = ev.applicable
+    for i in (range(len(fields)) if visit is None else visit):
+        field = fields[i]
+        if i in gated:
+            applicable = current.field_applicable(i)
+        else:
+            applicable = i not in excluded
+        applicable_list[i] = applicable
+        entry = in_force.get(i)
         if entry is None:
             continue
         if not applicable:
-            ev.status[i] = HELD
+            status[i] = HELD
             ev.held[field.id] = entry.value
-        elif i in ev._valid:
-            ev.status[i] = FILLED
-            ev.values[field.id] = ev._valid[i]
+        elif i in valid:
+            status[i] = FILLED
+            ev.values[field.id] = valid[i]
             ev.live.add(field.id)
         else:
-            ev.status[i] = INVALID
+            status[i] = INVALID
             ev.errors[field.id] = parse_entry(field, entry).error or "invalid"
 
-    for step in compiled.steps:
-        k = step.index - 1
+    for k in range(len(compiled.steps)):
         ev.step_complete[k] = current.step_done(k)
     ev.complete = current.form_complete()
 
@@ -353,7 +440,6 @@ def evaluate(compiled: CompiledForm, instance: Instance, *, fired: dict[str, int
             ev.checkpoint_active[checkpoint.index] = True
 
     _choose_open_step(ev, instance.open_step_override)
-    return ev
 
 
 def _choose_open_step(ev: Evaluation, override: str | None) -> None:

@@ -19,9 +19,11 @@ def last_touched(instance: Instance) -> str | None:
     """The bare-undo target: the field whose revision at the cursor (retractions included) has the highest seq."""
     best_id, best_seq = None, -1
     for field_id, log in instance.entries.items():
-        entry = log.at_cursor
-        if entry is not None and entry.seq > best_seq:
-            best_id, best_seq = field_id, entry.seq
+        cursor = log.cursor
+        if cursor >= 0:
+            seq = log.revisions[cursor].seq
+            if seq > best_seq:
+                best_id, best_seq = field_id, seq
     return best_id
 
 
@@ -67,15 +69,27 @@ class MoveTarget:
         return self.value is _ABSENT
 
 
-def undo_target(instance: Instance, labels: dict[str, str]) -> MoveTarget | None:
-    field_id = last_touched(instance)
+def undo_target(
+    instance: Instance, labels: dict[str, str], cursor_seq: dict[str, int] | None = None
+) -> MoveTarget | None:
+    """What a bare undo would do. ``cursor_seq`` (field -> seq at cursor, from an evaluation) saves a scan."""
+    if cursor_seq is not None:
+        field_id = max(cursor_seq, key=cursor_seq.__getitem__) if cursor_seq else None
+    else:
+        field_id = last_touched(instance)
     if field_id is None:
         return None
     return MoveTarget(field_id, labels.get(field_id, field_id), becomes_after(instance.entries[field_id], -1))
 
 
-def redo_target(instance: Instance, labels: dict[str, str]) -> MoveTarget | None:
-    field_id = next_redo(instance)
+def redo_target(
+    instance: Instance, labels: dict[str, str], redo_seq: dict[str, int] | None = None
+) -> MoveTarget | None:
+    """What a bare redo would do. ``redo_seq`` (field -> seq a redo restores, from an evaluation) saves a scan."""
+    if redo_seq is not None:
+        field_id = min(redo_seq, key=redo_seq.__getitem__) if redo_seq else None
+    else:
+        field_id = next_redo(instance)
     if field_id is None:
         return None
     return MoveTarget(field_id, labels.get(field_id, field_id), becomes_after(instance.entries[field_id], +1))

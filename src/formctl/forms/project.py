@@ -255,7 +255,7 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
 
 
 def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: str) -> FormView:
-    labels = {f.id: f.label for f in compiled.fields}
+    labels = compiled.labels
     wait = None
     if instance.blocked_on:
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
@@ -274,8 +274,8 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         failures=open_failures(instance, compiled, ev),
         revisiting=ev.revisiting,
         closed_reason=instance.closed_reason or None,
-        undo=undo_target(instance, labels),
-        redo=redo_target(instance, labels),
+        undo=undo_target(instance, labels, ev.cursor_seq if ev.compiled is compiled and ev.passes else None),
+        redo=redo_target(instance, labels, ev.redo_seq if ev.compiled is compiled and ev.passes else None),
     )
 
 

@@ -37,7 +37,7 @@ from formctl.forms.errors import (
     InvalidArgumentError,
     NotFoundError,
 )
-from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, empty_evaluation, evaluate
+from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, empty_evaluation, evaluate, evaluate_change
 from formctl.forms.history import FieldHistory, can_redo, can_undo, field_history, last_touched, next_redo
 from formctl.forms.instance import (
     Commit,
@@ -550,7 +550,10 @@ class FormRunner:
             before = empty_evaluation(compiled) if is_start else self._evaluation(compiled, instance)
             entries_commit, projected, appended = self._project(instance, staged, moves, prov)
             fired_before = instance.occurrences
-            after = evaluate(compiled, projected, fired=fired_before)
+            if is_start:
+                after = evaluate(compiled, projected, fired=fired_before)
+            else:
+                after = evaluate_change(compiled, before, projected, entries_commit, fired=fired_before)
             if after.defects:
                 raise FormDefinitionError(
                     f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects
@@ -606,6 +609,10 @@ class FormRunner:
         set_completed_now = commit.completed_at is not UNSET
 
         effects = self._dispatch(compiled, committed, queue, after, fired_before, failures)
+        if queue:
+            # §9.3 step 8: re-read, so the closing commit and the result see the dispatch
+            # records (written outside compare-and-set, without a version bump).
+            committed = self._reload(committed.id)
         committed = self._close_and_announce(
             compiled, committed, effects, prov, failures, appended_fields=[s.field_id for s in staged],
             set_completed_now=set_completed_now,

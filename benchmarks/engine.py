@@ -1,0 +1,303 @@
+"""The engine benchmark: the workload of shared/benchmarks/engine-workload.md.
+
+Runs the generated operation list through ``FormRunner`` over ``MemoryAdapter`` (and, in
+a second column, over ``JsonFileAdapter`` in a temporary folder), in separate processes,
+and prints per-operation median / p95 / p99 microseconds, operations per second,
+``start()`` time, ``tier0()`` and ``status()`` on the final instance (median of 200
+calls), and the final instance's JSON size per revision. Figures are the median over
+``--processes`` processes (5 by default), min–max in brackets.
+
+    python benchmarks/engine.py                 # medium and large, memory and jsonfile
+    python benchmarks/engine.py --variant medium --processes 3 --no-jsonfile
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Annotated, Literal
+
+VARIANTS = {
+    "medium": dict(S=8, K=5, seed=42, nops=2000,
+                   sha="7318a6f4fa0bbc6bb03c15237aa8f08b86494d8f8141cbedac4d3f67248f7a11"),
+    "large": dict(S=30, K=10, seed=4242, nops=5000,
+                  sha="9660ace8c57ef46760cd7db5f985df369428bb72cfd1bd50ab89a4cb4b0c0c8e"),
+}
+
+REFERENCE = {  # shared/benchmarks/reference.md (TypeScript reference, JIT-warm)
+    "medium": dict(median_ms=0.468, p95_ms=1.01, wall_s=1.22, start_ms=2.2, tier0_ms=0.061, status_ms=0.065,
+                   bytes_per_rev=160),
+    "large": dict(median_ms=5.46, p95_ms=10.5, wall_s=31.3, start_ms=12.9, tier0_ms=1.27, status_ms=1.69,
+                  bytes_per_rev=None),
+}
+
+
+# --------------------------------------------------------------------------- the workload (verbatim)
+
+
+class Rng:
+    def __init__(self, seed):
+        self.x = seed % 2147483647
+        if self.x <= 0:
+            self.x += 2147483646
+
+    def next(self):
+        self.x = (self.x * 48271) % 2147483647
+        return self.x
+
+    def int(self, n):
+        return self.next() % n
+
+
+def field_id(g, nf):
+    return f"s{g // nf}_f{g % nf}"
+
+
+def gen_value(rng, g, nf):
+    t = (g % nf) % 5
+    invalid = rng.int(100) < 5
+    if t == 0:
+        return "x" if invalid else f"s{rng.int(100000)}"
+    if t == 1:
+        return str(rng.int(1001)) if invalid else rng.int(1001)
+    if t == 2:
+        return "z" if invalid else ["a", "b", "c"][rng.int(3)]
+    if t == 3:
+        return "not-an-email" if invalid else f"u{rng.int(100000)}@example.com"
+    return "" if invalid else f"o{rng.int(100000)}"
+
+
+def gen_ops(ns, nf, nops, seed):
+    F = ns * nf
+    rng = Rng(seed)
+    P = 0
+    written, seen = [], set()
+
+    def mark(g):
+        if g not in seen:
+            seen.add(g)
+            written.append(g)
+
+    def pick():
+        return written[rng.int(len(written))] if written else rng.int(F)
+
+    ops = []
+    for _ in range(nops):
+        k = rng.int(100)
+        if k < 50:
+            c = 1 + rng.int(3)
+            idxs = []
+            if rng.int(100) < 20:
+                raw = [rng.int(F) for _ in range(c)]
+                for g in raw:
+                    if g not in idxs:
+                        idxs.append(g)
+            else:
+                idxs = [(P + j) % F for j in range(c)]
+                P = (P + c) % F
+            values = {}
+            for g in idxs:
+                values[field_id(g, nf)] = gen_value(rng, g, nf)
+            for g in idxs:
+                mark(g)
+            ops.append({"op": "fill", "values": values})
+        elif k < 70:
+            g = pick()
+            ops.append({"op": "set", "field": field_id(g, nf), "value": gen_value(rng, g, nf)})
+            mark(g)
+        elif k < 80:
+            g = pick()
+            ops.append({"op": "retract", "field": field_id(g, nf)})
+            mark(g)
+        else:
+            kind = "undo" if k < 90 else "redo"
+            if rng.int(2) == 0:
+                ops.append({"op": kind})
+            else:
+                ops.append({"op": kind, "field": field_id(pick(), nf)})
+    return ops
+
+
+def build_form(S, K):
+    from pydantic import EmailStr, Field
+
+    from formctl import define_form
+
+    b = define_form(f"bench-{S}x{K}", version=1, name=f"Bench form {S}x{K}",
+                    description="Synthetic benchmark form.", conduct="Ask one or two questions at a time.")
+    for i in range(S):
+        gate = None if i == 0 else (lambda prev: (lambda v, s: s.step_complete(prev)))(f"step{i - 1}")
+        b.step(f"step{i}", title=f"Step {i}", preview=f"section {i} details", when=gate)
+        for p in range(K):
+            t = p % 5
+            schema = [
+                Annotated[str, Field(min_length=2)],
+                Annotated[int, Field(ge=0, le=1000)],
+                Literal["a", "b", "c"],
+                EmailStr,
+                Annotated[str, Field(min_length=1)] | None,
+            ][t]
+            when = None
+            if t == 4:
+                enum_id = f"s{i}_f{p - 2}"
+                when = (lambda e: (lambda v, s: v[e] == "a"))(enum_id)
+            elif p == 1 and i > 0 and i % 3 == 0:
+                prev = f"s{i - 1}_f2"
+                when = (lambda e: (lambda v, s: v[e] in ("a", "b")))(prev)
+            b.field(f"s{i}_f{p}", schema, label=f"S{i} field {p}", when=when)
+    b.checkpoint("big-int", when=lambda v, s: isinstance(v["s0_f1"], int) and v["s0_f1"] > 500, run=lambda ctx: None)
+    half = f"step{S // 2 - 1}"
+    b.checkpoint("half-done", when=lambda v, s: s.step_complete(half), run=lambda ctx: None)
+    return b.build()
+
+
+# --------------------------------------------------------------------------- one process
+
+
+def _q(sorted_values, q):
+    return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
+
+
+def run_once(variant: str, store: str) -> dict:
+    from formctl import FormRegistry, FormRunner, MemoryAdapter
+    from formctl.forms.instance import instance_to_json
+
+    v = VARIANTS[variant]
+    ops = gen_ops(v["S"], v["K"], v["nops"], v["seed"])
+    blob = json.dumps(ops, separators=(",", ":"), ensure_ascii=False)
+    if hashlib.sha256(blob.encode()).hexdigest() != v["sha"]:
+        raise SystemExit(f"{variant}: the generated operation list does not match the reference's sha256")
+
+    def one_pass():
+        tmp = None
+        if store == "jsonfile":
+            from formctl import JsonFileAdapter
+
+            tmp = tempfile.TemporaryDirectory()
+            adapter = JsonFileAdapter(tmp.name)
+        else:
+            adapter = MemoryAdapter()
+        form_id = f"bench-{v['S']}x{v['K']}"
+        registry = FormRegistry().register(form_id, name="bench", load=lambda: build_form(v["S"], v["K"]))
+        runner = FormRunner(adapter, registry=registry, subject="bench", actor="bench", source="refbench")
+        t0 = time.perf_counter()
+        runner.start(form_id)
+        start_ms = (time.perf_counter() - t0) * 1000
+        times = []
+        errors = 0
+        loop_start = time.perf_counter()
+        for op in ops:
+            t = time.perf_counter()
+            try:
+                kind = op["op"]
+                if kind == "fill":
+                    runner.fill(op["values"])
+                elif kind == "set":
+                    runner.revise(op["field"], op["value"])
+                elif kind == "retract":
+                    runner.retract(op["field"])
+                elif kind == "undo":
+                    runner.undo(op.get("field"))
+                else:
+                    runner.redo(op.get("field"))
+            except Exception:
+                errors += 1
+            times.append(time.perf_counter() - t)
+        wall = time.perf_counter() - loop_start
+        return runner, times, errors, wall, start_ms, tmp
+
+    one_pass()  # cold pass (imports, first compile of everything); the warm pass is reported
+    runner, times, errors, wall, start_ms, tmp = one_pass()
+    finals = {}
+    for name, fn in (("tier0", runner.tier0), ("status", runner.status)):
+        samples = []
+        for _ in range(200):
+            t = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - t)
+        finals[name] = statistics.median(samples) * 1000
+    instance = runner.open_instance()
+    size = len(json.dumps(instance_to_json(instance), separators=(",", ":"), ensure_ascii=False).encode())
+    revisions = sum(len(log.revisions) for log in instance.entries.values())
+    s = sorted(times)
+    if tmp is not None:
+        tmp.cleanup()
+    return {
+        "median_us": statistics.median(s) * 1e6,
+        "p95_us": _q(s, 0.95) * 1e6,
+        "p99_us": _q(s, 0.99) * 1e6,
+        "wall_s": wall,
+        "ops_per_s": len(s) / wall,
+        "start_ms": start_ms,
+        "tier0_ms": finals["tier0"],
+        "status_ms": finals["status"],
+        "bytes": size,
+        "revisions": revisions,
+        "bytes_per_rev": size / max(1, revisions),
+        "errors": errors,
+    }
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def _fmt(values, unit=""):
+    med = statistics.median(values)
+    return f"{med:,.3f}{unit} [{min(values):,.3f}–{max(values):,.3f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variant", choices=["medium", "large", "all"], default="all")
+    parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument("--no-jsonfile", action="store_true", help="skip the JsonFileAdapter column")
+    parser.add_argument("--child", nargs=2, metavar=("VARIANT", "STORE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_once(*args.child)))
+        return
+    variants = ["medium", "large"] if args.variant == "all" else [args.variant]
+    stores = ["memory"] if args.no_jsonfile else ["memory", "jsonfile"]
+    results: dict[tuple[str, str], list[dict]] = {}
+    for variant in variants:
+        for store in stores:
+            runs = []
+            for _ in range(args.processes):
+                out = subprocess.run([sys.executable, __file__, "--child", variant, store],
+                                     capture_output=True, text=True, check=True)
+                runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            results[(variant, store)] = runs
+    for variant in variants:
+        ref = REFERENCE[variant]
+        print(f"\n== {variant} ({VARIANTS[variant]['nops']} ops; median over {args.processes} processes, min–max) ==")
+        for store in stores:
+            runs = results[(variant, store)]
+            col = lambda k: [r[k] for r in runs]  # noqa: E731
+            print(f"-- {store}")
+            print(f"  per-op median   {_fmt([x / 1000 for x in col('median_us')], ' ms')}   (reference {ref['median_ms']} ms)")
+            print(f"  per-op p95      {_fmt([x / 1000 for x in col('p95_us')], ' ms')}   (reference {ref['p95_ms']} ms)")
+            print(f"  per-op p99      {_fmt([x / 1000 for x in col('p99_us')], ' ms')}")
+            print(f"  ops per second  {_fmt(col('ops_per_s'))}")
+            print(f"  op-loop wall    {_fmt(col('wall_s'), ' s')}   (reference {ref['wall_s']} s)")
+            print(f"  start()         {_fmt(col('start_ms'), ' ms')}   (reference {ref['start_ms']} ms)")
+            print(f"  tier0()         {_fmt(col('tier0_ms'), ' ms')}   (reference {ref['tier0_ms']} ms)")
+            print(f"  status()        {_fmt(col('status_ms'), ' ms')}   (reference {ref['status_ms']} ms)")
+            print(f"  instance JSON   {statistics.median(col('bytes')):,.0f} B, {statistics.median(col('revisions')):,.0f} revisions, "
+                  f"{statistics.median(col('bytes_per_rev')):.1f} B/revision   (reference {ref['bytes_per_rev']} B/revision)")
+            print(f"  errors (undo/redo with nothing to move): {runs[0]['errors']}")
+    if len(variants) == 2:
+        for store in stores:
+            m = statistics.median(r["median_us"] for r in results[("medium", store)])
+            l = statistics.median(r["median_us"] for r in results[("large", store)])
+            print(f"\nlarge ÷ medium per-op median ({store}): {l / m:.2f}×   (reference 12×)")
+
+
+if __name__ == "__main__":
+    main()
