@@ -1,0 +1,99 @@
+"""Durable file primitives: the only place the JSON store writes, syncs and renames.
+
+Every byte the store puts on disk goes through :func:`write_all`, :func:`sync` or
+:func:`sync_data`, so a test can inject a full disk or an I/O error at exactly the
+point where a real one would strike (``monkeypatch.setattr(_durable, "write_all", ...)``).
+
+Files are created ``0600`` and folders ``0700`` whatever the umask leaves: answers in a
+form are personal data, and a store folder is normally inside a user's home.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+TEMP_SUFFIX = ".tmp"
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte (``os.write`` may write fewer than asked on a nearly full disk)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def sync(fd: int) -> None:
+    """Flush a file's data and metadata to the device."""
+    os.fsync(fd)
+
+
+def sync_data(fd: int) -> None:
+    """Flush a file's data, and the metadata needed to read it back (its size), to the device.
+
+    ``fdatasync`` skips the mtime update that ``fsync`` also forces out; for an append
+    that grows the file the new size is still made durable (POSIX requires it).
+    """
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
+def sync_dir(path: str) -> None:
+    """Make a folder's entries (a rename, a new file) durable."""
+    fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    try:
+        sync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_dir(path: str) -> bool:
+    """Create ``path`` private (``0700``) if missing; True when this call created it."""
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        return False
+    os.chmod(path, DIR_MODE)  # the umask may have removed bits; it never adds any, but be exact
+    return True
+
+
+def open_private(path: str, flags: int) -> int:
+    """``os.open`` with close-on-exec and a private mode for any file it creates."""
+    fd = os.open(path, flags | _O_CLOEXEC, FILE_MODE)
+    return fd
+
+
+def replace_atomically(path: str, data: bytes) -> None:
+    """All-or-nothing file replacement that survives a crash at any instant.
+
+    Write a temporary file in the same folder, flush and fsync it, ``os.replace`` it
+    over ``path``, then fsync the folder so the rename itself is durable. A crash before
+    the rename leaves the old file untouched (and a stray ``*.tmp`` that the store's
+    ``reindex`` removes); a crash after it leaves the new file complete.
+    """
+    folder = os.path.dirname(path)
+    temp = f"{path}.{os.getpid()}-{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    fd = open_private(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        try:
+            write_all(fd, data)
+            sync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        remove_quietly(temp)
+        raise
+    sync_dir(folder)
+
+
+def remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,50 @@
+"""The tiny form the store's crash and concurrency helpers fill: a few free-text fields.
+
+``never`` is required and never filled, so the instance stays active however many
+answers land, and every fill is exactly one commit (no hooks, no status change).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from formctl import FormRegistry, JsonFileAdapter, define_form
+
+FIELDS = ("f0", "f1", "f2", "w0", "w1", "w2", "w3")
+
+race = (
+    define_form("race", version=1, name="Race", description="Fields filled by competing processes.")
+    .step("only", title="Only step")
+    .field("never", Annotated[str, Field(min_length=1)], label="Never filled")
+)
+for _field in FIELDS:
+    race = race.field(_field, Annotated[str, Field(min_length=1)] | None, label=_field)
+race = race.build()
+
+
+def registry() -> FormRegistry:
+    return FormRegistry().register("race", name="Race", description="", load=lambda: race)
+
+
+class Acknowledging:
+    """Wraps a JsonFileAdapter and notes every version a commit acknowledged (and every attempt)."""
+
+    def __init__(self, inner: JsonFileAdapter, on_ack=None) -> None:
+        self.inner = inner
+        self.identifier = inner.identifier
+        self.versions: list[int] = []
+        self.attempts = 0
+        self._on_ack = on_ack
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def commit_instance(self, instance_id, commit, *, if_version, provenance):
+        self.attempts += 1
+        new = self.inner.commit_instance(instance_id, commit, if_version=if_version, provenance=provenance)
+        self.versions.append(new.version)
+        if self._on_ack is not None:
+            self._on_ack(new)
+        return new

@@ -1,0 +1,58 @@
+"""Crash-test helper: a zygote that forks writers for the parent test to SIGKILL.
+
+    python store_crash_child.py STORE INSTANCE_ID
+
+It imports formctl once (half a second), prints ``ready``, then for each ``go RUN`` line on
+stdin forks a child that fills the instance through ``FormRunner`` in an endless loop and
+prints ``ack RUN I VERSION VALUE`` after every fill the store acknowledged (the version is
+the one ``commit_instance`` returned). The zygote prints ``pid PID`` for the test to kill
+and, once the child is gone, ``exit PID``. Forking from a warm interpreter is what lets the
+test kill 50+ writers in a few seconds; each child opens its own adapter, as a process would.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from race_form import Acknowledging, registry  # noqa: E402
+
+from formctl import FormRunner, JsonFileAdapter  # noqa: E402
+
+
+def write_forever(store: str, instance_id: str, run: int, forms) -> None:
+    # compact_after=8: kills land inside compactions too, not only inside appends.
+    adapter = Acknowledging(JsonFileAdapter(store, compact_after=8))
+    runner = FormRunner(adapter, registry=forms, subject="crash", actor="crash-test")
+    i = 0
+    while True:
+        value = f"r{run}-{i}"
+        runner.fill({f"f{i % 3}": value}, instance_id=instance_id)
+        os.write(1, f"ack {run} {i} {adapter.versions[-1]} {value}\n".encode())
+        i += 1
+
+
+def main() -> None:
+    store, instance_id = sys.argv[1], sys.argv[2]
+    forms = registry()
+    forms.load("race")  # compile once, before forking
+    print("ready", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] != "go":
+            break
+        pid = os.fork()
+        if pid == 0:
+            try:
+                write_forever(store, instance_id, int(words[1]), forms)
+            finally:
+                os._exit(1)
+        print(f"pid {pid}", flush=True)
+        os.waitpid(pid, 0)
+        print(f"exit {pid}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
