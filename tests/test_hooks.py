@@ -228,7 +228,6 @@ def test_a_failure_stays_open_until_the_same_hook_later_runs_without_failing(lab
     later = lab_runner.fill({"extra": "ok"})  # another hook succeeding does not clear it
     assert failures_of(later) == [("field:trigger", "no such code")]
     assert failures_of(lab_runner.status()) == [("field:trigger", "no such code")]
-    assert "blocked earlier: field:trigger — no such code" in lab_runner.tier0() or lab_runner.tier0() == ""
 
     lab_runner.retract("trigger")
     fixed = lab_runner.fill({"trigger": "good"})
@@ -265,7 +264,7 @@ def test_patch_keys_resolve_through_labels_and_case(lab_runner, log):
 
     lab_runner.fill({"trigger": "t"})
 
-    assert values_of(lab_runner) | {} == {"trigger": "t", "derived": "by label", "auto": "by case"}
+    assert values_of(lab_runner) == {"trigger": "t", "derived": "by label", "auto": "by case"}
 
 
 def test_a_patch_naming_an_unknown_field_fails_the_hook_and_writes_none_of_it(lab_runner, log):
