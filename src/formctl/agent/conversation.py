@@ -1,0 +1,118 @@
+"""Conversations saved beside their instance, so ``formctl resume ID`` continues with its context.
+
+One file per instance, ``<store>/conversations/<instance id>.json``::
+
+    {"format": 1, "instance_id": "...", "saved_at": "...", "messages": [...]}
+
+``messages`` is :attr:`ChatLoop.messages`: the conversation without tier-0 text (that is
+re-rendered from stored state on every call, so a resumed conversation sees the form as
+it is now, not as it was). Writes are atomic (a temp file in the same folder, fsync,
+``os.replace``) and files are created ``0600``: a conversation holds what the person
+said. Ids are checked before they become a path. A corrupt file is reported with its
+path, never silently replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from formctl.forms.errors import InvalidArgumentError, StoreError
+
+__all__ = ["ConversationStore"]
+
+FORMAT = 1
+# Instance ids are generated (store/ids.py); this is the looser shape any adapter's ids
+# must have to be a file name here: no separators, no dots, nothing a path could escape with.
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+
+
+class ConversationStore:
+    """``load(instance_id)`` / ``save(instance_id, messages)`` under ``<directory>/conversations``."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self.folder = self.directory / "conversations"
+
+    def path(self, instance_id: str) -> Path:
+        if not isinstance(instance_id, str) or not _SAFE_ID.match(instance_id):
+            raise InvalidArgumentError(f"Not an instance id: {instance_id!r}.")
+        return self.folder / f"{instance_id}.json"
+
+    def load(self, instance_id: str) -> list[dict[str, Any]]:
+        """The saved messages, or ``[]`` when this instance has no saved conversation."""
+        path = self.path(instance_id)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"Cannot read the conversation {path}: {exc.strerror or exc}.") from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"The conversation file {path} is corrupt (not JSON: {exc.msg}, line {exc.lineno}).") from exc
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("messages"), list):
+            raise StoreError(f"The conversation file {path} is not a formctl conversation (format {FORMAT}).")
+        messages = data["messages"]
+        if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in messages):
+            raise StoreError(f"The conversation file {path} is corrupt (a message without a user/assistant role).")
+        return messages
+
+    def save(self, instance_id: str, messages: list[dict[str, Any]]) -> Path:
+        """Write the whole conversation atomically; returns the file's path."""
+        path = self.path(instance_id)
+        payload = {
+            "format": FORMAT,
+            "instance_id": instance_id,
+            "saved_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "messages": messages,
+        }
+        try:
+            text = json.dumps(payload, ensure_ascii=False, indent=1)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"The conversation for {instance_id} cannot be saved as JSON: {exc}.") from exc
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd, tmp = tempfile.mkstemp(prefix=f".{instance_id}.", suffix=".tmp", dir=self.folder)
+            try:
+                os.fchmod(fd, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+            _fsync_dir(self.folder)
+        except OSError as exc:
+            raise StoreError(f"Cannot save the conversation {path}: {exc.strerror or exc}.") from exc
+        return path
+
+    def delete(self, instance_id: str) -> None:
+        try:
+            self.path(instance_id).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

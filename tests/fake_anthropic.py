@@ -1,0 +1,333 @@
+"""A fake Anthropic Messages API on 127.0.0.1, for driving the real ``anthropic`` SDK in tests.
+
+Real HTTP (``http.server`` in a thread), real JSON and real server-sent-event streams, so
+the SDK's own request building, retries, streaming and error mapping all run. Replies are
+scripted in order; every request is recorded (method, path, headers, parsed body, raw
+bytes). Faults can be queued like replies:
+
+    with FakeAnthropic() as api:
+        api.reply(text("Hello!"), tool_use("form_start", {"form": "travel-claim"}))
+        api.fault(429, times=2)          # rate-limited twice (outlasts max_retries=1)
+        api.drop_mid_stream("Partial")   # headers and some events, then the socket closes
+        api.malformed()                  # an event whose data is not JSON
+        api.stream_error("overloaded_error")  # an SSE error event after a 200
+        model = AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=1)
+
+Faults carry ``retry-after-ms: 1`` so the SDK's retries take a millisecond, not seconds.
+When the script runs out the server answers 500 with ``x-should-retry: false`` and the
+request is listed in ``unexpected``, so a test that sends more than it scripted fails
+clearly instead of hanging.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_ids = itertools.count(1)
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def tool_use(name: str, input: dict[str, Any], id: str | None = None) -> dict[str, Any]:
+    return {"type": "tool_use", "id": id or f"toolu_{next(_ids):04d}", "name": name, "input": input}
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+
+
+@dataclass
+class _Reply:
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Fault:
+    status: int
+    error_type: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Drop:
+    text: str
+
+
+@dataclass
+class _Malformed:
+    pass
+
+
+@dataclass
+class _StreamError:
+    error_type: str
+    message: str
+
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+class FakeAnthropic:
+    """A scripted Messages API server. Use as a context manager, or call ``close()``."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.unexpected: list[RecordedRequest] = []
+        self._script: deque[Any] = deque()
+        self._lock = threading.Lock()
+        fake = self
+
+        class Handler(_Handler):
+            server_fake = fake
+
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ scripting
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def reply(self, *content: dict[str, Any], stop_reason: str | None = None, usage: dict[str, int] | None = None) -> None:
+        """Queue one assistant reply. ``stop_reason`` defaults to tool_use when it calls tools, else end_turn."""
+        if stop_reason is None:
+            stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+        self._push(_Reply(list(content), stop_reason, dict(usage or {})))
+
+    def fault(self, status: int, *, times: int = 1, error_type: str | None = None, message: str | None = None) -> None:
+        """Queue ``times`` HTTP error responses with the API's error body."""
+        kind = error_type or _ERROR_TYPES.get(status, "api_error")
+        for _ in range(times):
+            self._push(_Fault(status, kind, message or f"fake {kind}", {"retry-after-ms": "1"}))
+
+    def drop_mid_stream(self, partial_text: str = "Let me") -> None:
+        """Queue a 200 stream that sends some text, then closes the connection before the body ends."""
+        self._push(_Drop(partial_text))
+
+    def malformed(self) -> None:
+        """Queue a 200 stream with an event whose data is not JSON."""
+        self._push(_Malformed())
+
+    def stream_error(self, error_type: str = "overloaded_error", message: str = "Overloaded") -> None:
+        """Queue a 200 stream that reports an error event mid-stream (as the API does when overloaded)."""
+        self._push(_StreamError(error_type, message))
+
+    def _push(self, item: Any) -> None:
+        with self._lock:
+            self._script.append(item)
+
+    def _next(self) -> Any:
+        with self._lock:
+            return self._script.popleft() if self._script else None
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    # ------------------------------------------------------------------ reading what was sent
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        """Parsed bodies of the Messages requests, in order (retries included)."""
+        return [r.body for r in self.requests if r.path.endswith("/v1/messages")]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeAnthropic":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hangs up (the SDK after a dropped stream) is not a test failure
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_fake: FakeAnthropic
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = None
+        fake = self.server_fake
+        record = RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw)
+        with fake._lock:
+            fake.requests.append(record)
+        if not self.path.split("?")[0].endswith("/v1/messages"):
+            self._json(404, _error_body("not_found_error", f"fake: no route {self.path}"))
+            return
+        item = fake._next()
+        if item is None:
+            with fake._lock:
+                fake.unexpected.append(record)
+            self._json(500, _error_body("api_error", "fake: the script has no more replies"), {"x-should-retry": "false"})
+            return
+        streaming = isinstance(body, dict) and body.get("stream") is True
+        model = body.get("model", "claude-test") if isinstance(body, dict) else "claude-test"
+        if isinstance(item, _Fault):
+            self._json(item.status, _error_body(item.error_type, item.message), item.headers)
+        elif isinstance(item, _Reply):
+            if streaming:
+                self._sse(_reply_events(item, model))
+            else:
+                self._json(200, _message(item, model))
+        elif isinstance(item, _Drop):
+            events = _reply_events(_Reply([text(item.text + " and then some more text")], "end_turn"), model)
+            payload = _encode(events)
+            cut = payload.index(b"content_block_delta") + 200  # after the first text delta, before the end
+            self._sse_partial(payload, cut)
+        elif isinstance(item, _Malformed):
+            events = _reply_events(_Reply([text("Fine")], "end_turn"), model)
+            payload = _encode(events[:1]) + b'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, \n\n'
+            payload += _encode(events[1:])
+            self._raw_sse(payload)
+        elif isinstance(item, _StreamError):
+            events = _reply_events(_Reply([text("")], "end_turn"), model)[:1]
+            events.append(("error", {"type": "error", "error": {"type": item.error_type, "message": item.message}}))
+            self._sse(events)
+
+    # ------------------------------------------------------------------ writers
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", f"req_fake_{next(_ids)}")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _sse(self, events: list[tuple[str, Any]]) -> None:
+        self._raw_sse(_encode(events))
+
+    def _raw_sse(self, payload: bytes) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("content-length", str(len(payload)))
+        self.send_header("request-id", f"req_fake_{next(_ids)}")
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+    def _sse_partial(self, payload: bytes, cut: int) -> None:
+        """Promise the whole body, send part of it, then close: a connection dropped mid-stream."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload[:cut])
+        self.wfile.flush()
+        self.close_connection = True
+        try:
+            import socket
+
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _error_body(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _usage(reply: _Reply) -> dict[str, int]:
+    return {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0, **reply.usage}
+
+
+def _message(reply: _Reply, model: str) -> dict[str, Any]:
+    return {
+        "id": f"msg_fake_{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": reply.content,
+        "stop_reason": reply.stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(reply),
+    }
+
+
+def _reply_events(reply: _Reply, model: str) -> list[tuple[str, Any]]:
+    usage = _usage(reply)
+    start = _message(_Reply([], reply.stop_reason), model)
+    start["stop_reason"] = None
+    start["usage"] = {**usage, "output_tokens": 1}
+    events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(reply.content):
+        if block["type"] == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "text", "text": ""}}))
+            words = block["text"].split(" ")
+            pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+            for piece in pieces:
+                if piece:
+                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                           "delta": {"type": "text_delta", "text": piece}}))
+        else:
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": {"type": "tool_use", "id": block["id"],
+                                                                     "name": block["name"], "input": {}}}))
+            encoded = json.dumps(block["input"])
+            half = len(encoded) // 2
+            for part in (encoded[:half], encoded[half:]):
+                if part:
+                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                           "delta": {"type": "input_json_delta", "partial_json": part}}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                                     "usage": {"output_tokens": usage["output_tokens"]}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _encode(events: list[tuple[str, Any]]) -> bytes:
+    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
