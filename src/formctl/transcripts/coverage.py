@@ -1,0 +1,135 @@
+"""Coverage over a set of transcripts: what of each form the conversations exercised.
+
+Sampled after every tool result and host action of a replay, from the engine's own
+evaluation (so "applicable" means exactly what the engine decided, not a re-implementation):
+
+- steps opened (the open step at some point);
+- fields filled (live and valid at some point);
+- ``when`` gates (fields, steps, checkpoints) seen true *and* false — a gate seen only one
+  way has half its behaviour untested;
+- checkpoints fired (their rising edge counted);
+- effects run (executors: field ``on_fill``, step ``on_complete``, checkpoint ``run``,
+  form ``on_complete``), from the dispatch log.
+
+The report lists, per form, what was never exercised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class FormCoverage:
+    compiled: Any
+    transcripts: set[str] = field(default_factory=set)
+    steps_opened: set[str] = field(default_factory=set)
+    fields_filled: set[str] = field(default_factory=set)
+    gates: dict[str, set[bool]] = field(default_factory=dict)
+    checkpoints_fired: set[str] = field(default_factory=set)
+    effects_ran: set[str] = field(default_factory=set)
+
+    # -- what the form declares -----------------------------------------------------------
+
+    def declared_gates(self) -> list[str]:
+        c = self.compiled
+        out = [f"step:{s.id}" for s in c.steps if s.when is not None]
+        out += [f"field:{f.id}" for f in c.fields if f.when is not None]
+        out += [f"checkpoint:{cp.id}" for cp in c.checkpoints]
+        return out
+
+    def declared_effects(self) -> list[str]:
+        c = self.compiled
+        out = [f"field:{f.id}" for f in c.fields if f.on_fill is not None]
+        out += [f"step:{s.id}" for s in c.steps if s.on_complete is not None]
+        out += [f"checkpoint:{cp.id}" for cp in c.checkpoints if cp.run is not None]
+        if c.on_complete is not None:
+            out.append("form")
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        c = self.compiled
+        gates = self.declared_gates()
+        both = [g for g in gates if self.gates.get(g) == {True, False}]
+        effects = self.declared_effects()
+        return {
+            "form": c.id,
+            "transcripts": len(self.transcripts),
+            "steps": (len([s for s in c.steps if s.id in self.steps_opened]), len(c.steps)),
+            "fields": (len([f for f in c.fields if f.id in self.fields_filled]), len(c.fields)),
+            "gates": (len(both), len(gates)),
+            "checkpoints": (len([cp for cp in c.checkpoints if cp.id in self.checkpoints_fired]), len(c.checkpoints)),
+            "effects": (len([e for e in effects if e in self.effects_ran]), len(effects)),
+            "never": {
+                "steps opened": [s.id for s in c.steps if s.id not in self.steps_opened],
+                "fields filled": [f.id for f in c.fields if f.id not in self.fields_filled],
+                "gates seen both ways": [
+                    f"{g} (only {'true' if self.gates.get(g) == {True} else 'false' if self.gates.get(g) == {False} else 'never evaluated'})"
+                    for g in gates
+                    if g not in both
+                ],
+                "checkpoints fired": [cp.id for cp in c.checkpoints if cp.id not in self.checkpoints_fired],
+                "effects run": [e for e in effects if e not in self.effects_ran],
+            },
+        }
+
+
+class Coverage:
+    """Accumulates samples across replays, one :class:`FormCoverage` per form."""
+
+    def __init__(self) -> None:
+        self.forms: dict[str, FormCoverage] = {}
+
+    def sample(self, runner: Any, instance_id: str | None, transcript: str) -> None:
+        try:
+            compiled, instance, ev = runner.evaluation(instance_id)
+        except Exception:
+            return  # no instance yet (before form_start), or one that cannot load
+        cov = self.forms.get(compiled.id)
+        if cov is None:
+            cov = self.forms[compiled.id] = FormCoverage(compiled)
+        elif cov.compiled is not compiled:
+            cov.compiled = compiled
+        cov.transcripts.add(transcript)
+        if ev.open_step is not None and instance.status in ("active", "awaiting"):
+            cov.steps_opened.add(compiled.steps[ev.open_step].id)
+        for f in compiled.fields:
+            if ev.status[f.order] == "filled":
+                cov.fields_filled.add(f.id)
+            if f.when is not None:
+                cov.gates.setdefault(f"field:{f.id}", set()).add(bool(ev.applicable[f.order]))
+        for s in compiled.steps:
+            if s.when is not None:
+                cov.gates.setdefault(f"step:{s.id}", set()).add(bool(ev.step_open[s.index - 1]))
+        for cp in compiled.checkpoints:
+            cov.gates.setdefault(f"checkpoint:{cp.id}", set()).add(bool(ev.checkpoint_active[cp.index]))
+            if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0:
+                cov.checkpoints_fired.add(cp.id)
+        for key, record in instance.dispatches.items():
+            if key.endswith(":resolved"):
+                continue  # the host's answer to a checkpoint, not an executor run
+            if record.status in ("ok", "failed"):
+                cov.effects_ran.add(record.hook_id)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [self.forms[k].summary() for k in sorted(self.forms)]
+
+    def render(self) -> str:
+        lines = ["coverage:"]
+        for s in self.summaries():
+            def frac(key: str) -> str:
+                done, total = s[key]
+                return f"{done}/{total}"
+
+            lines.append(
+                f"  {s['form']} ({s['transcripts']} transcripts): steps opened {frac('steps')}, "
+                f"fields filled {frac('fields')}, gates both ways {frac('gates')}, "
+                f"checkpoints fired {frac('checkpoints')}, effects run {frac('effects')}"
+            )
+            for what, items in s["never"].items():
+                if items:
+                    lines.append(f"    never {what}: {', '.join(items)}")
+        if len(lines) == 1:
+            lines.append("  (no form was started)")
+        return "\n".join(lines)

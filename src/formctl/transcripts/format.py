@@ -1,0 +1,505 @@
+"""The transcript file: TOML, ``format = 1``. Read with ``tomllib``, written with ``tomli-w``.
+
+A transcript holds the form id and version, the model, and the conversation as a list of
+turns, then the state the conversation ended in::
+
+    format = 1
+    form = "travel-claim"
+    form_version = 1
+    model = "guided"
+
+    [[turns]]                  # what the person typed
+    kind = "person"
+    text = "Dana Reeve"
+
+    [[turns.iterations]]       # each model call that answered it
+    tier0 = '[form: travel-claim] step 1/4 "Claimant" · pending: Full name, Staff ID, Work email'
+    text = "Thanks, Dana."
+    stop_reason = "tool_use"
+
+    [[turns.iterations.calls]] # each tool the model called, with the result it got back
+    id = "call_1"
+    name = "form_fill"
+    input = { values = { full_name = "Dana Reeve" } }
+    result_json = '''{ ...the JSON the model saw... }'''
+
+    [[turns]]                  # something the host did mid-conversation (Finance approving)
+    kind = "host"
+    action = "resolve"
+    args = { fail = "Needs a receipt." }
+
+    [expect]                   # the instance at the end
+    status = "complete"
+    values = { full_name = "Dana Reeve" }
+    held = {}
+    checkpoints = ["policy-cap"]
+
+    [request]                  # the fixed part of every model request
+    system = "..."
+    tools_digest = "sha256:..."
+
+Decisions, and why:
+
+- **Tool results are stored as the JSON text the model saw** (``result_json``, pretty
+  printed so a file diff reads line by line). A tool result *is* JSON text in the
+  Messages API, and as TOML it would become dozens of ``[[turns.iterations.calls.result
+  .data.fields]]`` headers per call, which nobody can read.
+- **Any other value TOML cannot hold** (anything containing ``null``) is written as JSON
+  text under the same name with ``_json`` appended (``input_json``, ``values_json``,
+  ``args_json``), and read back from either spelling. A hand-written file can use TOML
+  dates (``departure_date = 2026-03-02``); they are read as ISO strings, as the model sees them.
+- A hand-written transcript is just person (and host) turns plus ``[expect]``: no
+  ``iterations``. ``formctl replay --live`` plays it against a model; ``--live --update``
+  records the model's turns into it, which is how the shipped set was made.
+- Errors name the file and the line: a truncated or malformed file is a
+  :class:`TranscriptError`, never a traceback.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+HOST_ACTIONS = ("resolve", "fill", "revise", "retract", "undo", "redo", "abandon", "reopen")
+
+
+class TranscriptError(Exception):
+    """A transcript file that cannot be read: the message names the file and, where known, the line."""
+
+    code = "transcript_invalid"
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        where = self.path or "transcript"
+        if line is not None:
+            where += f", line {line}"
+        super().__init__(f"{where}: {message}")
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@dataclass(slots=True)
+class Call:
+    """One tool call of a model iteration and the result the tools returned (None: not recorded yet)."""
+
+    id: str
+    name: str
+    input: Any
+    result: Any = None
+    is_error: bool = False
+
+
+@dataclass(slots=True)
+class Iteration:
+    """One model call: the tier-0 line it was sent, then its reply (text and tool calls)."""
+
+    tier0: str | None = None
+    text: str = ""
+    stop_reason: str = "end_turn"
+    calls: list[Call] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Turn:
+    """A person's message (with the model iterations answering it) or a host action."""
+
+    kind: str  # "person" | "host"
+    text: str = ""
+    iterations: list[Iteration] = field(default_factory=list)
+    error: str | None = None
+    action: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    result: Any = None  # host actions: the fill result, as JSON
+
+    def label(self) -> str:
+        if self.kind == "host":
+            return f"host: {self.action}"
+        text = self.text if len(self.text) <= 60 else self.text[:57] + "…"
+        return f"person: {json.dumps(text, ensure_ascii=False)}"
+
+
+@dataclass(slots=True)
+class Transcript:
+    form: str
+    form_version: int | None = None
+    model: str = "scripted"
+    turns: list[Turn] = field(default_factory=list)
+    expect: dict[str, Any] | None = None
+    system: str | None = None
+    tools_digest: str | None = None
+    masked: list[str] = field(default_factory=list)
+    path: str | None = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem if self.path else self.form
+
+    @property
+    def recorded(self) -> bool:
+        """True when the file holds model turns (an exact replay is possible)."""
+        return any(t.iterations for t in self.turns if t.kind == "person")
+
+
+# --------------------------------------------------------------------------- values
+
+
+def toml_safe(value: Any) -> bool:
+    """Can TOML hold this JSON value as it is? (No null anywhere; keys are strings.)"""
+    if value is None:
+        return False
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and toml_safe(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(toml_safe(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (str, int, bool))
+
+
+def put_value(table: dict[str, Any], key: str, value: Any) -> None:
+    """``table[key] = value`` if TOML can hold it, else ``table[key + "_json"]`` = its JSON text."""
+    if toml_safe(value):
+        table[key] = value
+    else:
+        table[f"{key}_json"] = json.dumps(value, ensure_ascii=False)
+
+
+def get_value(table: dict[str, Any], key: str, default: Any = None, *, where: str = "") -> Any:
+    """Read a value written by :func:`put_value` (either spelling)."""
+    if key in table:
+        return plain(table[key])
+    text = table.get(f"{key}_json")
+    if text is None:
+        return default
+    if not isinstance(text, str):
+        raise TranscriptError(f"{where}{key}_json must be a string of JSON text")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(f"{where}{key}_json is not valid JSON ({exc.msg}, JSON line {exc.lineno})") from exc
+
+
+def plain(value: Any) -> Any:
+    """TOML dates and times as the ISO strings the model sees; everything else as is."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, (_dt.date, _dt.time)):
+        return value.isoformat()
+    return value
+
+
+def result_text(value: Any) -> str:
+    """A tool result as pretty JSON: one key per line, so a file diff points at the change."""
+    return json.dumps(value, ensure_ascii=False, indent=1) + "\n"
+
+
+# --------------------------------------------------------------------------- reading
+
+_AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def loads(text: str, *, path: str | os.PathLike[str] | None = None) -> Transcript:
+    """Parse transcript text. Malformed TOML and missing keys raise :class:`TranscriptError`."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _decode_error(exc, text, path) from None
+    return _from_doc(doc, text, path)
+
+
+def load(path: str | os.PathLike[str]) -> Transcript:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
+    except OSError as exc:
+        raise TranscriptError(exc.strerror or str(exc), path=path) from None
+    return loads(text, path=path)
+
+
+def _decode_error(exc: tomllib.TOMLDecodeError, text: str, path: Any) -> TranscriptError:
+    message = str(exc)
+    match = _AT_LINE.search(message)
+    if match:
+        line = int(match.group(1))
+        reason = message[: match.start()].strip()
+        return TranscriptError(f"{reason} (column {match.group(2)}) — not valid TOML", path=path, line=line)
+    # tomllib reports some errors "at end of document", without a line: that is a file cut
+    # short (a crash mid-write, a bad copy). Name the last line, which is where it stops.
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    reason = re.sub(r"\s*\(at end of document\)", "", message)
+    return TranscriptError(
+        f"{reason} at the end of the file — the transcript looks truncated", path=path, line=max(lines, 1)
+    )
+
+
+def _turn_lines(text: str) -> list[int]:
+    """The line number of each ``[[turns]]`` header, so errors about turn N can name its line."""
+    return [i + 1 for i, line in enumerate(text.splitlines()) if line.strip().startswith("[[turns]]")]
+
+
+def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
+    turn_lines = _turn_lines(text)
+
+    def fail(message: str, turn_no: int | None = None) -> TranscriptError:
+        line = None
+        if turn_no is not None and turn_no - 1 < len(turn_lines):
+            line = turn_lines[turn_no - 1]
+        return TranscriptError(message, path=path, line=line)
+
+    version = doc.get("format")
+    if version is None:
+        raise TranscriptError("missing `format = 1` at the top — is this a formctl transcript?", path=path, line=1)
+    if version != FORMAT:
+        raise TranscriptError(f"format {version!r} is not one this formctl reads (it reads format {FORMAT})", path=path)
+    form = doc.get("form")
+    if not isinstance(form, str) or not form:
+        raise TranscriptError("missing `form = \"<form id>\"`", path=path)
+    raw_turns = doc.get("turns", [])
+    if not isinstance(raw_turns, list):
+        raise TranscriptError("`turns` must be an array of tables ([[turns]])", path=path)
+    turns: list[Turn] = []
+    for n, raw in enumerate(raw_turns, 1):
+        where = f"turn {n}: "
+        if not isinstance(raw, dict):
+            raise fail(f"{where}must be a table", n)
+        kind = raw.get("kind", "person")
+        if kind == "person":
+            text_value = raw.get("text")
+            if not isinstance(text_value, str):
+                raise fail(f"{where}a person turn needs `text = \"...\"`", n)
+            turn = Turn("person", text=text_value, error=raw.get("error"))
+            for k, it in enumerate(raw.get("iterations", []), 1):
+                turn.iterations.append(_iteration(it, f"{where}iteration {k}: ", fail, n))
+        elif kind == "host":
+            action = raw.get("action")
+            if action not in HOST_ACTIONS:
+                raise fail(f"{where}host action must be one of {', '.join(HOST_ACTIONS)}, not {action!r}", n)
+            args = get_value(raw, "args", {}, where=where)
+            if not isinstance(args, dict):
+                raise fail(f"{where}`args` must be a table", n)
+            turn = Turn("host", action=action, args=args, result=get_value(raw, "result", where=where))
+            turn.error = raw.get("error")
+        else:
+            raise fail(f"{where}kind must be \"person\" or \"host\", not {kind!r}", n)
+        turns.append(turn)
+    expect = doc.get("expect")
+    if expect is not None:
+        if not isinstance(expect, dict):
+            raise TranscriptError("`[expect]` must be a table", path=path)
+        expect = {
+            key: get_value(expect, key, where="expect: ")
+            for key in ("status", "values", "held", "checkpoints")
+            if key in expect or f"{key}_json" in expect
+        }
+    request = doc.get("request", {})
+    return Transcript(
+        form=form,
+        form_version=doc.get("form_version"),
+        model=str(doc.get("model", "scripted")),
+        turns=turns,
+        expect=expect,
+        system=request.get("system"),
+        tools_digest=request.get("tools_digest"),
+        masked=list(doc.get("masked", [])),
+        path=str(path) if path is not None else None,
+    )
+
+
+def _iteration(raw: Any, where: str, fail: Any, turn_no: int) -> Iteration:
+    if not isinstance(raw, dict):
+        raise fail(f"{where}must be a table", turn_no)
+    it = Iteration(tier0=raw.get("tier0"), text=raw.get("text", ""), stop_reason=raw.get("stop_reason", ""))
+    for j, call in enumerate(raw.get("calls", []), 1):
+        w = f"{where}call {j}: "
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise fail(f"{w}a tool call needs `name`", turn_no)
+        it.calls.append(
+            Call(
+                id=str(call.get("id") or f"call_{turn_no}_{j}"),
+                name=call["name"],
+                input=get_value(call, "input", {}, where=w),
+                result=get_value(call, "result", where=w),
+                is_error=bool(call.get("is_error", False)),
+            )
+        )
+    if not it.stop_reason:
+        it.stop_reason = "tool_use" if it.calls else "end_turn"
+    return it
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def to_doc(t: Transcript) -> dict[str, Any]:
+    doc: dict[str, Any] = {"format": FORMAT, "form": t.form}
+    if t.form_version is not None:
+        doc["form_version"] = t.form_version
+    doc["model"] = t.model
+    if t.masked:
+        doc["masked"] = list(t.masked)
+    turns = []
+    for turn in t.turns:
+        if turn.kind == "host":
+            row: dict[str, Any] = {"kind": "host", "action": turn.action}
+            if turn.args:
+                put_value(row, "args", turn.args)
+            if turn.error:
+                row["error"] = turn.error
+            if turn.result is not None:
+                row["result_json"] = result_text(turn.result)
+            turns.append(row)
+            continue
+        row = {"kind": "person", "text": turn.text}
+        if turn.error:
+            row["error"] = turn.error
+        its = []
+        for it in turn.iterations:
+            r: dict[str, Any] = {}
+            if it.tier0 is not None:
+                r["tier0"] = it.tier0
+            if it.text:
+                r["text"] = it.text
+            r["stop_reason"] = it.stop_reason
+            calls = []
+            for c in it.calls:
+                cr: dict[str, Any] = {"id": c.id, "name": c.name}
+                put_value(cr, "input", c.input if c.input is not None else {})
+                if c.is_error:
+                    cr["is_error"] = True
+                if c.result is not None:
+                    cr["result_json"] = result_text(c.result)
+                calls.append(cr)
+            if calls:
+                r["calls"] = calls
+            its.append(r)
+        if its:
+            row["iterations"] = its
+        turns.append(row)
+    doc["turns"] = turns
+    if t.expect is not None:
+        expect: dict[str, Any] = {}
+        for key in ("status", "values", "held", "checkpoints"):
+            if key in t.expect:
+                put_value(expect, key, t.expect[key])
+        doc["expect"] = expect
+    if t.system is not None or t.tools_digest is not None:
+        request: dict[str, Any] = {}
+        if t.system is not None:
+            request["system"] = t.system
+        if t.tools_digest is not None:
+            request["tools_digest"] = t.tools_digest
+        doc["request"] = request
+    return doc
+
+
+def dumps(t: Transcript) -> str:
+    """The transcript as TOML text, laid out for people: see :func:`_layout`."""
+    import tomli_w
+
+    doc = to_doc(t)
+    tokens: dict[str, str] = {}
+    _layout(doc, tokens)
+    text = tomli_w.dumps(doc, multiline_strings=True, indent=1)
+    for token, literal in tokens.items():
+        text = text.replace(f'"{token}"', literal, 1)
+    header = "# formctl transcript — replay with `formctl replay`; refresh with `formctl replay --update`.\n"
+    return header + text
+
+
+_INLINE_KEYS = ("input", "args")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _layout(node: Any, tokens: dict[str, str]) -> None:
+    """Swap some values for placeholders that are replaced after ``tomli_w`` has written the file.
+
+    tomli-w writes every string as a basic string (so JSON and tier-0 lines fill up with
+    ``\\"``) and every nested table as its own ``[a.b.c]`` header. Two readability fixes:
+    strings holding quotes or newlines become TOML *literal* strings (``'...'`` or
+    ``\'\'\'...\'\'\'``, no escapes) when they can be, and a tool call's ``input`` (and a host
+    action's ``args``) is written as one inline table next to the call's name.
+    """
+    if isinstance(node, list):
+        for item in node:
+            _layout(item, tokens)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in list(node.items()):
+        if key in _INLINE_KEYS and isinstance(value, dict):
+            node[key] = _token(tokens, _inline(value))
+        elif isinstance(value, str):
+            literal = _literal(value)
+            if literal is not None:
+                node[key] = _token(tokens, literal)
+        else:
+            _layout(value, tokens)
+
+
+def _token(tokens: dict[str, str], literal: str) -> str:
+    # Longer than tomli-w's 100-character line, so it never folds the surrounding table
+    # into an inline one on the strength of a short placeholder.
+    token = f"\u27e6formctl-{len(tokens)}-{'.' * 100}\u27e7"
+    tokens[token] = literal
+    return token
+
+
+def _literal(text: str) -> str | None:
+    """``text`` as a TOML literal string, if it needs no escapes and holds a quote or a newline."""
+    if '"' not in text and "\n" not in text and "\\" not in text:
+        return None
+    if any(ord(ch) < 32 and ch not in "\n\t" or ord(ch) == 127 for ch in text):
+        return None
+    if "\n" in text:
+        if "\'\'\'" in text or text.endswith("\'"):
+            return None
+        return "\'\'\'\n" + text + "\'\'\'"
+    if "\'" in text:
+        return None
+    return "\'" + text + "\'"
+
+
+def _inline(value: Any) -> str:
+    """A JSON value as inline TOML (JSON's string escapes are all valid TOML escapes)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = []
+        for k, v in value.items():
+            key = k if _BARE_KEY.match(k) else json.dumps(k, ensure_ascii=False)
+            items.append(f"{key} = {_inline(v)}")
+        return "{ " + ", ".join(items) + " }"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def dump(t: Transcript, path: str | os.PathLike[str]) -> None:
+    """Write atomically (temp file, flush, fsync, replace): a crash leaves the previous complete file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(dumps(t))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)

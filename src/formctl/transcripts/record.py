@@ -1,0 +1,236 @@
+"""Recording: build a transcript from the chat loop's events, and write it after every turn.
+
+``formctl run FORM --record PATH`` wires it like this::
+
+    rec = Recorder(path, form_id=form, form_version=compiled.version, model=model.name,
+                   subject=runner.subject, runner=runner)
+    loop = ChatLoop(runner, model, on_event=lambda ev: (draw(ev), rec.event(ev)))
+    rec.person(text); loop.send(text)          # each turn; the file is rewritten at TurnEnd
+    rec.host("resolve", fail=None)             # a host action seen mid-conversation
+    rec.finish(runner)                         # the end state, as [expect]
+
+The file is rewritten whole and atomically at the end of every turn (temp file, fsync,
+rename), so a crash leaves the last complete turn on disk, never half a file. The replay
+builds its own transcript with this same class (``path=None``), so a recording and a
+replay are normalised by the same code.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from typing import Any
+
+from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
+from formctl.transcripts.normalise import Normaliser, stand_in
+
+
+def tools_digest(tools: list[dict[str, Any]]) -> str:
+    text = json.dumps(tools, sort_keys=True, ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> dict[str, Any] | None:
+    """The instance at the end: status, live values (parsed, as JSON), held values, checkpoints fired."""
+    from formctl.forms.validate import to_jsonable
+
+    instance = runner.open_instance(instance_id) if instance_id else None
+    if instance is None:
+        found = runner.adapter.find_instances(subject=runner.subject, limit=1)
+        instance = found[0] if found else None
+    if instance is None:
+        return None
+    compiled, instance, ev = runner.evaluation(instance.id)
+    fired = [cp.id for cp in compiled.checkpoints if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0]
+    return normaliser.value(
+        {
+            "status": instance.status,
+            "values": to_jsonable(dict(ev.values)),
+            "held": to_jsonable(dict(ev.held)),
+            "checkpoints": fired,
+        }
+    )
+
+
+def host_result(result: Any) -> Any:
+    """A host action's outcome as JSON: a fill result's or view's ``to_dict()``, or a stored instance's status."""
+    if result is None or isinstance(result, dict):
+        return result
+    if hasattr(result, "to_dict"):
+        return result.to_dict()
+    if hasattr(result, "status") and hasattr(result, "id"):
+        return {"instance_id": result.id, "status": result.status}
+    return {"result": repr(result)}
+
+
+class Recorder:
+    """Collects one conversation into a :class:`Transcript` and keeps ``path`` up to date."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        *,
+        form_id: str,
+        form_version: int | None = None,
+        model: str = "scripted",
+        subject: str | None = None,
+        runner: Any = None,
+    ) -> None:
+        self.path = path
+        self.runner = runner
+        self.normaliser = Normaliser(subject)
+        self.transcript = Transcript(form=form_id, form_version=form_version, model=model, path=str(path) if path else None)
+        self.instance_id: str | None = None  # the raw id, as seen in tool results
+        self._turn: Turn | None = None
+        self._iteration: Iteration | None = None
+        self._masked_fields: dict[str, Any] = {}
+
+    # -- the conversation --------------------------------------------------------------
+
+    def person(self, text: str) -> Turn:
+        """The person's message, before it is sent to the loop."""
+        turn = Turn("person", text=text)
+        self.transcript.turns.append(turn)
+        self._turn, self._iteration = turn, None
+        return turn
+
+    def host(self, action: str, *, result: Any = None, error: str | None = None, **args: Any) -> Turn:
+        """A host action at this point of the conversation (``resolve`` with ``fail=``/``values=``, ...)."""
+        turn = Turn(
+            "host",
+            action=action,
+            args=self.normaliser.value({k: v for k, v in args.items() if v is not None}),
+            result=self.normaliser.value(host_result(result)),
+            error=error,
+        )
+        self.transcript.turns.append(turn)
+        self._turn, self._iteration = None, None
+        self.flush()
+        return turn
+
+    def event(self, ev: Any) -> None:
+        """Every loop event goes here; the ones a transcript keeps are recorded, the rest ignored."""
+        kind = getattr(ev, "kind", "")
+        norm = self.normaliser
+        if kind == "model_call":
+            if self._turn is None:
+                self.person("")
+            request = ev.request
+            if self.transcript.system is None and request is not None:
+                self.transcript.system = norm.text(request.system or "")
+                self.transcript.tools_digest = tools_digest(list(request.tools or []))
+            self._iteration = Iteration(tier0=norm.text(ev.tier0 or ""))
+            self._turn.iterations.append(self._iteration)
+        elif kind == "model_turn":
+            if self._iteration is None:
+                return
+            reply = ev.reply
+            self._iteration.text = reply.text
+            self._iteration.stop_reason = reply.stop_reason
+            self._iteration.calls = [
+                Call(id=norm.tool_id(b.get("id", "")), name=b.get("name", ""), input=norm.value(copy.deepcopy(b.get("input"))))
+                for b in reply.tool_calls
+            ]
+        elif kind == "tool_result":
+            data = ev.result.get("data") if isinstance(ev.result, dict) else None
+            if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+                self.instance_id = data["instance_id"]
+            call = self._find_call(norm.tool_id(ev.id))
+            if call is not None:
+                call.result = norm.value(ev.result)
+                call.is_error = bool(ev.is_error)
+        elif kind == "loop_error":
+            if self._turn is not None:
+                self._turn.error = ev.message
+        elif kind == "turn_end":
+            self.flush()
+
+    def _find_call(self, call_id: str) -> Call | None:
+        if self._iteration is None:
+            return None
+        for call in self._iteration.calls:
+            if call.id == call_id:
+                return call
+        return None
+
+    def finish(self, runner: Any = None, instance_id: str | None = None) -> Transcript:
+        """Record the end state as ``[expect]`` and write the file a last time."""
+        runner = runner or self.runner
+        if runner is not None:
+            self.runner = runner
+            self.transcript.expect = end_state(runner, instance_id or self.instance_id, self.normaliser)
+            if self.transcript.form_version is None:
+                try:
+                    self.transcript.form_version = runner.registry.load(self.transcript.form).version
+                except Exception:
+                    pass
+        self.flush()
+        return self.transcript
+
+    # -- writing -----------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Rewrite the file with everything so far (masked). No-op without a path."""
+        if self.path is None:
+            return
+        dump(self.masked(), self.path)
+
+    def masked(self) -> Transcript:
+        """The transcript with every value given to a ``sensitive=True`` field replaced by its stand-in."""
+        fields = self._learn_sensitive()
+        if not fields:
+            return self.transcript
+        t = copy.deepcopy(self.transcript)
+        t.masked = sorted(fields)
+        masker = Normaliser()
+        masker.masks, masker._exact_masks = self.normaliser.masks, self.normaliser._exact_masks
+        for turn in t.turns:
+            turn.text = masker.text(turn.text)
+            turn.args = masker.value(turn.args)
+            turn.result = masker.value(turn.result)
+            for it in turn.iterations:
+                it.text = masker.text(it.text)
+                it.tier0 = masker.text(it.tier0) if it.tier0 is not None else None
+                for call in it.calls:
+                    call.input = masker.value(call.input)
+                    call.result = masker.value(call.result)
+        if t.expect is not None:
+            t.expect = masker.value(t.expect)
+        return t
+
+    def _learn_sensitive(self) -> set[str]:
+        """Find the sensitive fields and every value given to them (from the store: all revisions)."""
+        runner = self.runner
+        if runner is None:
+            return set()
+        try:
+            compiled = runner.registry.load(self.transcript.form)
+        except Exception:
+            return set()
+        sensitive = {f.id: f for f in compiled.fields if getattr(f, "sensitive", False)}
+        if not sensitive:
+            return set()
+        instance = runner.open_instance(self.instance_id) if self.instance_id else None
+        seen: set[str] = set()
+        if instance is not None:
+            for field_id, fld in sensitive.items():
+                log = instance.entries.get(field_id)
+                for rev in getattr(log, "revisions", ()) or ():
+                    value = getattr(rev, "value", None)
+                    if value is None:
+                        continue
+                    seen.add(field_id)
+                    self._mask_value(fld, value)
+        return seen | set(self.transcript.masked)
+
+    def _mask_value(self, fld: Any, value: Any) -> None:
+        if isinstance(value, (dict, list)):
+            return
+        key = (fld.id, type(value).__name__, value)
+        if key in self._masked_fields:
+            return
+        replacement = stand_in(value, lambda v: bool(fld.validator.validate(v).ok))
+        self._masked_fields[key] = replacement
+        self.normaliser.add_mask(value, replacement)

@@ -1,0 +1,458 @@
+"""Replay a transcript: the regression test of a form definition.
+
+**Exact** (the default, offline). A fresh in-memory store and a fixed subject; the
+recorded person turns go through the real chat loop, the recorded model turns are played
+back by :class:`~formctl.agent.models.scripted.ScriptedModel`, and the tools and executors
+run for real (executors see ``ctx.replaying``, so one that calls an outside service can
+skip it). Host actions (Finance resolving a checkpoint) are performed at the point they
+were recorded. After every turn the replay is normalised the way the recording was
+(:mod:`.normalise`) and compared with it:
+
+- the tier-0 line each model call was sent, and the fixed system prompt and tools: a
+  model turn whose *request* no longer matches what was recorded is a divergence, since
+  the recorded reply answered a different question;
+- every tool result and host-action result;
+- the end state (``[expect]``: status, live values, held values, checkpoints fired).
+
+The first divergence is reported as a readable diff naming the turn, the step and the
+field (:mod:`.diff`); later ones are usually its echoes. ``update=True`` replays to the
+end, rewrites every expectation from the new run, and reports everything that changed.
+
+**Live** (``live=True``). The person turns (and host actions) of a transcript, usually a
+hand-written one with only ``[expect]``, are played against a real model (``model``: a
+``ChatModel``, a model name for :func:`pick_model`, or ``None`` for the offline guided
+model) and graded on ``[expect]``: ``status`` and ``checkpoints`` must match, and every
+value listed in ``values``/``held`` must be there (a model may also fill optional fields
+the author did not list). ``live=True, update=True`` records the model's turns into the
+file, turning a hand-written transcript into an exact one: that is how the shipped set
+was made. A transcript with no model turns is replayed live against the guided model even
+without ``live=True``, since there is nothing to play back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from formctl.transcripts import diff as _diff
+from formctl.transcripts.format import Transcript, TranscriptError, Turn, dump, dumps, load
+from formctl.transcripts.record import Recorder, end_state
+
+REPLAY_SUBJECT = "transcript-replay"
+_STEP = re.compile(r'step (\d+/\d+) "([^"]*)"')
+_registries: dict[str, Any] = {}
+
+
+@dataclass
+class ReplayResult:
+    """The outcome of one transcript. ``diff`` is the failure message (or, after ``update``, what changed)."""
+
+    name: str
+    path: str
+    passed: bool
+    diff: str = ""
+    mode: str = "exact"
+    turns: int = 0
+    updated: bool = False
+    seconds: float = 0.0
+
+    def __bool__(self) -> bool:  # pragma: no cover - convenience
+        return self.passed
+
+
+@dataclass
+class Divergence:
+    turn: int
+    where: str
+    details: str
+    step: str | None = None
+
+    def render(self) -> str:
+        head = f"  diverged at turn {self.turn} ({self.where})"
+        if self.step:
+            head += f", step {self.step}"
+        return f"{head}:\n{self.details}"
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def find_registry(path: str | os.PathLike[str] | None = None, forms: str | os.PathLike[str] | None = None) -> Any:
+    """The forms registry: ``forms`` (a folder or registry.toml) > ``$FORMCTL_FORMS`` >
+    the nearest ``forms/registry.toml`` above the transcript > ``./forms``. Cached per file."""
+    from formctl.forms.registry import FormRegistry
+
+    candidates: list[Path] = []
+    given = forms or os.environ.get("FORMCTL_FORMS")
+    if given:
+        candidates.append(Path(given))
+    else:
+        if path is not None:
+            for parent in Path(path).resolve().parents:
+                candidates.append(parent / "forms")
+        candidates.append(Path("forms"))
+    for c in candidates:
+        reg = c if c.suffix == ".toml" else c / "registry.toml"
+        if reg.is_file():
+            key = str(reg.resolve())
+            if key not in _registries:
+                _registries[key] = FormRegistry.from_toml(reg)
+            return _registries[key]
+    raise TranscriptError(
+        "no forms registry found (looked for forms/registry.toml above the transcript and in the current "
+        "folder); pass --forms DIR or set FORMCTL_FORMS",
+        path=path,
+    )
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def replay_file(
+    path: str | os.PathLike[str],
+    *,
+    update: bool = False,
+    live: bool = False,
+    model: Any = None,
+    registry: Any = None,
+    forms: str | os.PathLike[str] | None = None,
+    coverage: Any = None,
+) -> ReplayResult:
+    """Replay one transcript file. Never raises for a bad file: that is a failed result naming the line."""
+    started = time.perf_counter()
+    name = Path(path).stem
+    try:
+        transcript = load(path)
+        if registry is None:
+            registry = find_registry(path, forms)
+        result = replay(transcript, registry, update=update, live=live, model=model, coverage=coverage)
+    except TranscriptError as exc:
+        result = ReplayResult(name, str(path), False, f"  {exc}", mode="live" if live else "exact")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def replay(
+    transcript: Transcript,
+    registry: Any,
+    *,
+    update: bool = False,
+    live: bool = False,
+    model: Any = None,
+    coverage: Any = None,
+) -> ReplayResult:
+    """Replay a loaded transcript against ``registry`` (see the module docstring for the modes)."""
+    path = transcript.path or transcript.name
+    live = live or not transcript.recorded
+    try:
+        compiled = registry.load(transcript.form)
+    except Exception as exc:
+        message = getattr(exc, "message", None) or str(exc)
+        return ReplayResult(transcript.name, path, False, f"  cannot load form {transcript.form!r}: {message}",
+                            mode="live" if live else "exact")
+    if live:
+        return _live(transcript, registry, compiled, model=model, update=update, coverage=coverage)
+    return _exact(transcript, registry, compiled, update=update, coverage=coverage)
+
+
+# --------------------------------------------------------------------------- running a conversation
+
+
+def _runner(registry: Any) -> Any:
+    from formctl.forms.runner import FormRunner
+    from formctl.store.memory import MemoryAdapter
+
+    return FormRunner(MemoryAdapter("transcript-replay"), registry=registry, subject=REPLAY_SUBJECT, replaying=True)
+
+
+def _replies(transcript: Transcript) -> list[Any]:
+    from formctl.agent.models.base import ModelReply
+
+    out: list[Any] = []
+    for turn in transcript.turns:
+        for it in turn.iterations:
+            if it.stop_reason == "error":
+                out.append(turn.error or "The model failed.")
+                continue
+            content: list[dict[str, Any]] = []
+            if it.text:
+                content.append({"type": "text", "text": it.text})
+            for c in it.calls:
+                content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input})
+            out.append(ModelReply(content=content, stop_reason=it.stop_reason or ("tool_use" if it.calls else "end_turn")))
+    return out
+
+
+def _recorded_model(replies: list[Any], name: str) -> Any:
+    """A ScriptedModel that also re-raises the model errors the recording saw, at the same point."""
+    from formctl.agent.models.base import ModelError
+    from formctl.agent.models.scripted import ScriptedModel
+
+    class _Recorded(ScriptedModel):
+        def respond(self, request, on_text=None):  # type: ignore[override]
+            if self.played < len(self._replies) and isinstance(self._replies[self.played], str):
+                message = self._replies[self.played]
+                self.requests.append(request)
+                self.played += 1
+                raise ModelError(message)
+            return super().respond(request, on_text)
+
+    return _Recorded(replies, name=name)
+
+
+def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
+    """Do what a host did mid-conversation; returns the result as JSON (errors too, as data)."""
+    from formctl.forms.errors import FormError
+    from formctl.transcripts.record import host_result
+
+    try:
+        if action == "resolve":
+            out = runner.resolve_checkpoint(fail=args.get("fail"), values=args.get("values"),
+                                            checkpoint=args.get("checkpoint"))
+        elif action == "fill":
+            out = runner.fill(args.get("values") or {})
+        elif action == "revise":
+            out = runner.revise(args["field"], args.get("value"), reason=args.get("reason"))
+        elif action == "retract":
+            out = runner.retract(args["field"], reason=args.get("reason"))
+        elif action == "undo":
+            out = runner.undo(args.get("field"))
+        elif action == "redo":
+            out = runner.redo(args.get("field"))
+        elif action == "abandon":
+            out = runner.abandon(args.get("reason") or "Abandoned by the host.")
+        elif action == "reopen":
+            out = runner.reopen()
+        else:
+            raise TranscriptError(f"unknown host action {action!r}")
+    except FormError as exc:
+        return {"status": "error", "message": exc.message, "code": exc.code}
+    except KeyError as exc:
+        raise TranscriptError(f"host action {action!r} needs `{exc.args[0]}` in its args") from None
+    return host_result(out)
+
+
+def _play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, *, coverage: Any,
+          on_turn: Any = None) -> tuple[Recorder, Any, Any]:
+    """Feed the transcript's person turns and host actions through a fresh runner and loop.
+
+    ``on_turn(n, recorded_turn, new_turn)`` is called after each turn; returning True stops.
+    """
+    from formctl.agent.loop import ChatLoop
+
+    runner = _runner(registry)
+    rec = Recorder(None, form_id=transcript.form, form_version=compiled.version, model=transcript.model,
+                   subject=REPLAY_SUBJECT, runner=runner)
+    rec.transcript.masked = list(transcript.masked)
+    name = transcript.name
+    loop_box: list[Any] = []
+
+    def on_event(ev: Any) -> None:
+        rec.event(ev)
+        if coverage is not None and ev.kind == "tool_result":
+            coverage.sample(runner, loop_box[0].instance_id if loop_box else None, name)
+
+    model = make_model(runner)
+    loop = ChatLoop(runner, model, form_id=transcript.form, on_event=on_event)
+    loop_box.append(loop)
+    for n, turn in enumerate(transcript.turns, 1):
+        if turn.kind == "host":
+            result = perform_host_action(runner, turn.action or "", turn.args)
+            new = rec.host(turn.action or "", result=result, **turn.args)
+            if coverage is not None:
+                coverage.sample(runner, loop.instance_id, name)
+        else:
+            new = rec.person(turn.text)
+            loop.send(turn.text)
+        if on_turn is not None and on_turn(n, turn, new):
+            break
+    rec.transcript.expect = end_state(runner, loop.instance_id, rec.normaliser)
+    return rec, runner, model
+
+
+# --------------------------------------------------------------------------- exact
+
+
+def _step_label(tier0: str | None, result: Any) -> str | None:
+    data = result.get("data") if isinstance(result, dict) else None
+    step = data.get("step") if isinstance(data, dict) else None
+    if isinstance(step, dict) and step.get("title"):
+        return f'{step.get("position", "")} "{step["title"]}"'.strip()
+    match = _STEP.search(tier0 or "")
+    if match:
+        return f'{match.group(1)} "{match.group(2)}"'
+    return None
+
+
+def _call_line(call: Any) -> str:
+    import json
+
+    text = json.dumps(call.input, ensure_ascii=False)
+    if len(text) > 120:
+        text = text[:117] + "…"
+    return f"{call.name} {text}"
+
+
+def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
+    """The first way the replayed turn ``new`` differs from the recorded ``old``, or None."""
+    where = old.label()
+    if old.kind == "host":
+        if old.result is not None and new.result is not None:
+            diffs = _diff.differences(old.result, new.result)
+            if diffs:
+                return Divergence(n, where, "    the host action's result changed:\n" + _diff.render(diffs, indent="      "),
+                                  _step_label(None, old.result))
+        return None
+    for k, (a, b) in enumerate(zip(old.iterations, new.iterations), 1):
+        at = f"{where}, model call {k}" if len(old.iterations) > 1 else where
+        if a.tier0 is not None and b.tier0 is not None and a.tier0 != b.tier0:
+            return Divergence(
+                n, at,
+                "    the model was sent a different tier-0 line, so the recorded reply answers another question:\n"
+                + _diff.text_diff(a.tier0, b.tier0, indent="      "),
+                _step_label(a.tier0, None),
+            )
+        for c_old, c_new in zip(a.calls, b.calls):
+            if c_old.result is None:
+                return Divergence(n, at, f"    {c_old.name}: no result recorded — run `formctl replay --update` to record one",
+                                  _step_label(a.tier0, None))
+            diffs = _diff.differences(c_old.result, c_new.result)
+            if diffs:
+                return Divergence(
+                    n, at,
+                    f"    {_call_line(c_old)} returned something else:\n" + _diff.render(diffs, indent="      "),
+                    _step_label(a.tier0, c_old.result),
+                )
+    if len(old.iterations) != len(new.iterations) or (old.error or None) != (new.error or None):
+        details = f"    recorded {len(old.iterations)} model call(s), the replay made {len(new.iterations)}"
+        if new.error and new.error != old.error:
+            details += f"\n    the turn ended with an error: {new.error}"
+        elif old.error and not new.error:
+            details += f"\n    the recording ended with an error the replay did not hit: {old.error}"
+        return Divergence(n, where, details)
+    return None
+
+
+def compare_end(old: dict[str, Any] | None, new: dict[str, Any] | None, *, exact: bool = True) -> str | None:
+    """The end-state diff (``[expect]``), or None. Non-exact (live) grading accepts extra values."""
+    if old is None:
+        return None
+    if new is None:
+        return "    no form instance was started"
+    lines: list[str] = []
+    for key in ("status", "values", "held", "checkpoints"):
+        if key not in old:
+            continue
+        want, got = old[key], new.get(key)
+        if not exact and key in ("values", "held") and isinstance(want, dict) and isinstance(got, dict):
+            got = {k: got[k] for k in want if k in got}
+        if key == "checkpoints" and not exact:
+            want, got = sorted(want or []), sorted(got or [])
+        diffs = _diff.differences(want, got, key)
+        if diffs:
+            lines.append(_diff.render(diffs, indent="    "))
+    return "\n".join(lines) or None
+
+
+def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool, coverage: Any) -> ReplayResult:
+    path = transcript.path or transcript.name
+    model = _recorded_model(_replies(transcript), transcript.model)
+    divergences: list[Divergence] = []
+
+    def on_turn(n: int, old: Turn, new: Turn) -> bool:
+        d = compare_turn(n, old, new)
+        if d is not None:
+            divergences.append(d)
+            return not update
+        return False
+
+    rec, _, _ = _play(transcript, registry, compiled, lambda runner: model, coverage=coverage, on_turn=on_turn)
+    new_t = rec.transcript
+    request_changed = _request_diff(transcript, new_t)
+    if request_changed and not divergences:
+        divergences.insert(0, Divergence(1, transcript.turns[0].label() if transcript.turns else "start", request_changed))
+    elif request_changed and update:
+        divergences.insert(0, Divergence(1, "start", request_changed))
+    end = None
+    if not divergences or update:
+        end = compare_end(transcript.expect, new_t.expect)
+        if end is not None and model.remaining:
+            end = f"    {model.remaining} recorded model call(s) were never played\n" + end
+    played_all = model.remaining == 0
+    text = "\n".join(d.render() for d in (divergences if update else divergences[:1]))
+    if end:
+        text = (text + "\n" if text else "") + "  the end state differs:\n" + end
+    elif not divergences and not played_all:
+        text = f"  {model.remaining} recorded model call(s) were never played"
+    passed = not text
+    if update:
+        written = _rewrite(transcript, new_t)
+        return ReplayResult(transcript.name, path, True, text, "exact", len(transcript.turns), updated=written)
+    return ReplayResult(transcript.name, path, passed, text, "exact", len(transcript.turns))
+
+
+def _request_diff(old: Transcript, new: Transcript) -> str | None:
+    parts = []
+    if old.system is not None and new.system is not None and old.system != new.system:
+        parts.append("    the system prompt changed:\n" + _diff.text_diff(old.system, new.system, indent="      "))
+    if old.tools_digest and new.tools_digest and old.tools_digest != new.tools_digest:
+        parts.append(f"    the tool definitions changed ({old.tools_digest} → {new.tools_digest})")
+    return "\n".join(parts) or None
+
+
+def _rewrite(old: Transcript, new: Transcript) -> bool:
+    """Write the replayed transcript over the old file; False when the file already said exactly that."""
+    new.path = old.path
+    new.model = old.model
+    new.masked = old.masked or new.masked
+    if not old.path:
+        return False
+    try:
+        if Path(old.path).read_text(encoding="utf-8") == dumps(new):
+            return False
+    except OSError:
+        pass
+    dump(new, old.path)
+    return True
+
+
+# --------------------------------------------------------------------------- live
+
+
+def _live(transcript: Transcript, registry: Any, compiled: Any, *, model: Any, update: bool, coverage: Any) -> ReplayResult:
+    path = transcript.path or transcript.name
+    rec, _, chat_model = _play(transcript, registry, compiled, _model_factory(model, transcript.form), coverage=coverage)
+    new_t = rec.transcript
+    problems = [f"    turn {n} ({t.label()}): {t.error}" for n, t in enumerate(new_t.turns, 1) if t.error]
+    if transcript.expect is None:
+        end = "    the transcript has no [expect] table to grade against"
+    else:
+        end = compare_end(transcript.expect, new_t.expect, exact=False)
+    text = ""
+    if end:
+        text = "  the end state differs from [expect]:\n" + end
+        if problems:
+            text += "\n  the model reported:\n" + "\n".join(problems)
+    passed = not text
+    if update and new_t.expect is not None:
+        transcript.model = getattr(chat_model, "name", new_t.model)
+        written = _rewrite(transcript, new_t)
+        return ReplayResult(transcript.name, path, passed, text, "live", len(transcript.turns), updated=written)
+    return ReplayResult(transcript.name, path, passed, text, "live", len(transcript.turns))
+
+
+def _model_factory(model: Any, form_id: str) -> Any:
+    """How to get the live model for a replay's runner: one given, one named (``pick_model``), or guided."""
+    if model is not None and not isinstance(model, str):
+        return lambda runner: model
+
+    def build(runner: Any) -> Any:
+        from formctl.agent.models import pick_model
+
+        return pick_model(runner, model_name=model, offline=model is None, form_id=form_id)
+
+    return build
