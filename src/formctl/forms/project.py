@@ -267,7 +267,7 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         name=compiled.name,
         status=instance.status,
         scope=scope,
-        complete=_complete_flag(ev, instance),
+        complete=_complete_flag(compiled, ev, instance),
         conduct=compiled.conduct,
         blocked_on=instance.blocked_on,
         wait_message=wait,
@@ -279,11 +279,15 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
     )
 
 
-def _complete_flag(ev: Evaluation, instance: Instance) -> bool:
+def _complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
     # Departure 4: a terminated (abandoned) instance never reads complete.
     if instance.status == "abandoned":
         return False
-    return ev.complete or instance.status == "complete"
+    # A rejected blocking checkpoint whose condition still holds keeps the form from
+    # reading complete, as it keeps the status from becoming complete (runner._settled).
+    if instance.status == "complete":
+        return True
+    return ev.complete and not blocking_failure_open(compiled, ev, instance)
 
 
 def step_view(compiled: CompiledForm, ev: Evaluation, instance: Instance, step_id: str | None = None) -> FormView:
