@@ -1,0 +1,317 @@
+"""Blocking checkpoints and resolve_checkpoint (ENGINE-SPEC §11, departures 3 and 5).
+
+The form is ``cap-lab``: a total over 100 hits two blocking checkpoints, "cap" (waiting
+message "Checking with Finance.") then "second"; total and a signature are required.
+"""
+
+from __future__ import annotations
+
+import pytest
+from example_forms import HookLog, cap_lab, register
+
+from formctl import ConflictError, Fail, FormBlockedError, FormError, FormRunner, Patch
+
+
+@pytest.fixture
+def log():
+    return HookLog()
+
+
+def make(runner, registry, log, **options):
+    register(registry, cap_lab(log, **options))
+    r = runner()
+    r.start("cap-lab")
+    return r
+
+
+@pytest.fixture
+def waiting(runner, registry, log):
+    """A runner whose "cap" checkpoint has no run: it waits for the host."""
+    return make(runner, registry, log, with_run=False)
+
+
+def failures_of(view_or_result):
+    return [(f["hook"], f["message"]) for f in view_or_result.to_dict().get("failures", [])]
+
+
+def form_runs(log):
+    return [k for k in log.keys if k.startswith("form")]
+
+
+# --------------------------------------------------------------------------- §11: a run that returns unblocks
+
+
+def test_a_blocking_checkpoint_whose_run_returns_is_awaiting_only_while_it_runs(runner, registry, log, adapter):
+    seen = []
+    log.behaviours["checkpoint:cap"] = lambda ctx: seen.append(adapter.get_instance(ctx.instance.id).status)
+    r = make(runner, registry, log)
+
+    r.fill({"total": 500})
+
+    assert seen == ["awaiting"]
+    stored = r.open_instance()
+    assert (stored.status, stored.blocked_on) == ("active", None)
+    assert log.keys[-2:] == ["checkpoint:cap:1", "checkpoint:second:1"]  # the rest of the round still runs
+
+
+def test_blocked_on_names_the_first_blocking_checkpoint_in_queue_order(runner, registry, log):
+    seen = []
+    log.behaviours["checkpoint:second"] = lambda ctx: seen.append(ctx.instance.blocked_on)
+    r = make(runner, registry, log)
+
+    r.fill({"total": 500})
+
+    assert seen == ["cap"]
+
+
+def test_a_failed_blocking_run_unblocks_with_an_open_failure(runner, registry, log):
+    log.behaviours["checkpoint:cap"] = Fail("Over the limit: needs pre-approval.")
+    r = make(runner, registry, log)
+
+    result = r.fill({"total": 500})
+
+    assert result.view.status == "active"
+    assert failures_of(result) == [("checkpoint:cap", "Over the limit: needs pre-approval.")]
+
+
+# --------------------------------------------------------------------------- departure 5: waiting for a person
+
+
+def test_a_blocking_checkpoint_with_no_run_leaves_the_instance_awaiting(waiting):
+    view = waiting.fill({"total": 500}).view.to_dict()
+
+    assert view["status"] == "awaiting"
+    assert view["blocked_on"] == "cap"
+    assert view["waiting"] == "Checking with Finance."
+    assert waiting.status().to_dict()["blocked_on"] == "cap"  # reads still work
+    assert waiting.inspect("outline").status == "awaiting"
+    assert waiting.tier0() == '[form: cap-lab] awaiting "cap" — Checking with Finance.'
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda r: r.fill({"note": "n"}),
+        lambda r: r.revise("total", 50),
+        lambda r: r.retract("total"),
+        lambda r: r.undo(),
+        lambda r: r.redo("total"),
+    ],
+    ids=["fill", "revise", "retract", "undo", "redo"],
+)
+def test_writes_while_awaiting_raise_form_blocked_with_the_wait_message(waiting, write):
+    waiting.fill({"total": 500})
+    version = waiting.open_instance().version
+
+    with pytest.raises(FormBlockedError) as err:
+        write(waiting)
+
+    assert err.value.code == "form_blocked"
+    assert err.value.checkpoint_id == "cap"
+    assert "Checking with Finance." in str(err.value)
+    assert waiting.open_instance().version == version
+
+
+def test_a_run_that_returns_none_waits_when_declared_wait_for_host(runner, registry, log):
+    r = make(runner, registry, log, wait_for_host=True)
+
+    r.fill({"total": 500})
+
+    assert log.keys.count("checkpoint:cap:1") == 1
+    assert (r.open_instance().status, r.open_instance().blocked_on) == ("awaiting", "cap")
+
+
+@pytest.mark.parametrize("behaviour", [Patch({"note": "auto-approved"}), Fail("rejected by rule")])
+def test_a_wait_for_host_run_that_returns_an_effect_unblocks(runner, registry, log, behaviour):
+    log.behaviours["checkpoint:cap"] = behaviour
+    r = make(runner, registry, log, wait_for_host=True)
+
+    r.fill({"total": 500})
+
+    assert (r.open_instance().status, r.open_instance().blocked_on) == ("active", None)
+
+
+def test_a_wait_for_host_run_that_raises_unblocks_with_a_failure(runner, registry, log):
+    def down(ctx):
+        raise ConnectionError("finance system down")
+
+    log.behaviours["checkpoint:cap"] = down
+    r = make(runner, registry, log, wait_for_host=True)
+
+    result = r.fill({"total": 500})
+
+    assert result.view.status == "active"
+    assert failures_of(result) == [("checkpoint:cap", "finance system down")]
+
+
+# --------------------------------------------------------------------------- resolve_checkpoint
+
+
+def test_resolving_ok_unblocks_and_the_form_completes_and_announces_it_then(waiting, log):
+    waiting.fill({"total": 500, "sign": "Dana"})
+    assert waiting.open_instance().status == "awaiting"
+    assert form_runs(log) == []  # on_complete waits for the checkpoint
+
+    result = waiting.resolve_checkpoint()
+
+    assert result.view.status == "complete"
+    assert form_runs(log) == ["form:1"]
+    stored = waiting.open_instance()
+    assert stored.blocked_on is None
+    record = stored.dispatches[f"{stored.id}:checkpoint:cap:resolved"]
+    assert (record.hook_id, record.status, record.attempts) == ("checkpoint:cap", "ok", 1)
+
+
+def test_resolving_ok_with_fields_still_missing_leaves_the_form_active(waiting):
+    waiting.fill({"total": 500})
+
+    result = waiting.resolve_checkpoint()
+
+    assert result.view.status == "active"
+    assert waiting.fill({"note": "now writable"}).captured == ["note"]
+
+
+def test_resolving_with_fail_records_an_open_failure_and_the_form_does_not_read_complete(waiting, log):
+    waiting.fill({"total": 500, "sign": "Dana"})
+
+    result = waiting.resolve_checkpoint(fail="Over the limit: needs Finance pre-approval.")
+
+    expected = [("checkpoint:cap", "Over the limit: needs Finance pre-approval.")]
+    assert failures_of(result) == expected
+    view = waiting.status().to_dict()
+    assert failures_of(waiting.status()) == expected
+    assert (view["status"], view["complete"]) == ("active", False)
+    assert "blocked earlier: checkpoint:cap — Over the limit: needs Finance pre-approval." in waiting.tier0()
+    assert form_runs(log) == []
+    stored = waiting.open_instance()
+    record = stored.dispatches[f"{stored.id}:checkpoint:cap:resolved"]
+    assert (record.status, record.error) == ("failed", "Over the limit: needs Finance pre-approval.")
+
+
+def test_a_rejected_checkpoint_failure_closes_once_its_condition_no_longer_holds(waiting, log):
+    waiting.fill({"total": 500, "sign": "Dana"})
+    waiting.resolve_checkpoint(fail="Over the limit.")
+
+    result = waiting.revise("total", 90)
+
+    assert failures_of(result) == []
+    assert result.view.status == "complete"
+    assert form_runs(log) == ["form:1"]
+    assert any(d.status == "failed" for d in waiting.open_instance().dispatches.values())  # kept in the log
+
+
+def test_resolving_ok_after_a_rejection_clears_the_failure(waiting, log):
+    waiting.fill({"total": 500, "sign": "Dana"})
+    waiting.resolve_checkpoint(fail="Over the limit.")
+
+    result = waiting.resolve_checkpoint(checkpoint="cap")
+
+    assert failures_of(result) == []
+    assert result.view.status == "complete"
+    assert form_runs(log) == ["form:1"]
+
+
+def test_a_failed_blocking_run_whose_condition_still_holds_keeps_the_form_from_completing(runner, registry, log):
+    log.behaviours["checkpoint:cap"] = Fail("needs approval")
+    r = make(runner, registry, log)
+
+    view = r.fill({"total": 500, "sign": "Dana"}).view.to_dict()
+
+    assert (view["status"], view["complete"]) == ("active", False)
+    assert r.status().to_dict()["complete"] is False
+    assert form_runs(log) == []
+
+
+def test_values_passed_to_resolve_are_written_through_the_cycle(waiting, log):
+    waiting.fill({"total": 500})
+
+    result = waiting.resolve_checkpoint(values={"sign": "Finance", "Note": "approved"})
+
+    assert result.captured == ["sign", "note"]
+    assert result.renamed == [("Note", "note")]
+    assert "field:sign:1" in log.keys and "field:note:1" in log.keys
+    assert result.view.status == "complete"
+    assert form_runs(log) == ["form:1"]
+    stored = waiting.open_instance()
+    assert stored.in_force_values() == {"total": 500, "sign": "Finance", "note": "approved"}
+
+
+def test_resolve_on_an_instance_that_is_not_waiting_is_an_error(runner, registry, log):
+    r = make(runner, registry, log)
+    r.fill({"total": 5})
+
+    with pytest.raises(FormError) as err:
+        r.resolve_checkpoint()
+
+    assert err.value.code == "not_waiting"
+
+
+def test_resolve_on_an_abandoned_instance_is_refused(waiting):
+    waiting.fill({"total": 500})
+    iid = waiting.abandon("withdrawn").id
+
+    with pytest.raises(FormError) as err:
+        waiting.resolve_checkpoint(instance_id=iid)
+
+    assert err.value.code == "form_validation_failed"
+
+
+def test_a_checkpoint_rising_again_blocks_again_under_a_new_occurrence(waiting):
+    waiting.fill({"total": 500})
+    waiting.resolve_checkpoint()
+    waiting.revise("total", 50)
+
+    waiting.revise("total", 600)
+
+    stored = waiting.open_instance()
+    assert (stored.status, stored.blocked_on) == ("awaiting", "cap")
+    assert stored.occurrences["checkpoint:cap"] == 2
+
+
+def test_abandon_while_awaiting_clears_blocked_on(waiting):
+    waiting.fill({"total": 500})
+
+    stored = waiting.abandon("claimant withdrew")
+
+    assert (stored.status, stored.blocked_on, stored.closed_reason) == ("abandoned", None, "claimant withdrew")
+
+
+def test_resolve_retries_conflicts(adapter, registry, log):
+    from test_cycle import FlakyAdapter
+
+    register(registry, cap_lab(log, with_run=False))
+    flaky = FlakyAdapter(adapter)
+    r = FormRunner(flaky, registry=registry, subject="s1")
+    r.start("cap-lab", seed={"total": 500})
+    flaky.conflicts = 4
+
+    r.resolve_checkpoint()
+
+    assert r.open_instance().status == "active"
+    assert r.conflict_retries == 4
+
+
+def test_resolve_gives_up_after_five_conflicts_and_the_instance_still_waits(adapter, registry, log):
+    from test_cycle import FlakyAdapter
+
+    register(registry, cap_lab(log, with_run=False))
+    flaky = FlakyAdapter(adapter)
+    r = FormRunner(flaky, registry=registry, subject="s1")
+    r.start("cap-lab", seed={"total": 500})
+    flaky.conflicts = 5
+
+    with pytest.raises(ConflictError):
+        r.resolve_checkpoint()
+
+    assert r.open_instance().status == "awaiting"
+
+
+def test_a_non_blocking_checkpoint_never_blocks(runner, registry, log):
+    r = make(runner, registry, log, with_run=True, blocking=False)
+    seen = []
+    log.behaviours["checkpoint:cap"] = lambda ctx: seen.append(ctx.instance.status)
+
+    r.fill({"total": 500})
+
+    assert seen == ["active"]
+    assert r.open_instance().status == "active"
