@@ -1,0 +1,684 @@
+"""The ``formctl`` command: a typer app whose commands open the store and registry on demand.
+
+Start-up is a benchmark (``benchmarks/startup.py``): ``formctl --help`` and ``formctl list``
+should cost at most about 3x ``python -c pass``. So this module imports only typer and
+the standard library at the top; each command imports what it needs (the engine,
+pydantic, rich, prompt-toolkit, anthropic) when it runs. Typer is told not to use rich
+(``rich_markup_mode=None``, no pretty exceptions): its rich help costs ~60 ms to import
+and ``--help`` would pay it on every call.
+
+Errors: every command runs inside :class:`_Group.invoke`, which turns a
+:class:`~formctl.forms.errors.FormError` (and any other unexpected exception) into one
+line on stderr and exit status 1. ``--debug`` (anywhere on the line) or ``FORMCTL_DEBUG=1``
+shows the traceback instead. Usage errors are typer's own (exit status 2).
+
+Exit statuses: 0 ok; 1 an error, a definition that does not compile, a store with
+problems, or a write that rejected some of its values (the rest were saved); 2 usage;
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, List, Optional
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+_debug = os.environ.get("FORMCTL_DEBUG", "") not in ("", "0")
+
+
+# --------------------------------------------------------------------------- start-up cost
+#
+# Typer (0.2x) coerces every non-flag parameter through a pydantic TypeAdapter, built on
+# first use: ``formctl list --forms DIR`` would import pydantic (~50 ms, more than the
+# whole of ``python -c pass``) to check that a string is a string. Our parameters are all
+# plain str, int, bool or lists of str, so each command pre-seeds its parameters with the
+# light coercion below. Anything else falls back to typer's own, and so does a typer
+# without these internals.
+
+try:
+    from typer._coercion import RuntimeParam as _RuntimeParam
+except ImportError:  # pragma: no cover - another typer: it does its own coercion
+    _RuntimeParam = None
+
+
+def _plain_type(annotation: Any) -> tuple[type, bool] | None:
+    """(str|int|bool, is_list) for the annotations the light coercion handles, else None."""
+    from typing import Union, get_args, get_origin
+
+    if get_origin(annotation) is Union:
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) != 1:
+            return None
+        annotation = args[0]
+    if get_origin(annotation) in (list, List):
+        (item,) = get_args(annotation) or (str,)
+        return (item, True) if item in (str, int) else None
+    return (annotation, False) if annotation in (str, int, bool) else None
+
+
+if _RuntimeParam is not None:
+    from dataclasses import dataclass as _dataclass
+
+    @_dataclass(frozen=True)
+    class _PlainParam(_RuntimeParam):  # type: ignore[misc, valid-type]
+        kind: type = str
+        many: bool = False
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.many:
+                return [self._one(v, param, ctx) for v in value]
+            return self._one(value, param, ctx)
+
+        def _one(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.kind is str:
+                return value if isinstance(value, str) else str(value)
+            if self.kind is bool:
+                if isinstance(value, bool):
+                    return value
+                text = str(value).strip().lower()
+                if text in ("1", "true", "yes", "on", "y", "t"):
+                    return True
+                if text in ("0", "false", "no", "off", "n", "f", ""):
+                    return False
+                raise typer.BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
+            try:
+                number = int(value)
+            except (TypeError, ValueError):
+                raise typer.BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
+            low = getattr(self.parameter_info, "min", None)
+            if low is not None and number < low:
+                raise typer.BadParameter(f"{number} is below {low}.", ctx=ctx, param=param)
+            return number
+
+
+def _light_params(params: list[Any]) -> None:
+    if _RuntimeParam is None:
+        return
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is None or getattr(param, "_runtime_param", 0) is not None:
+            continue
+        plain = _plain_type(descriptor.annotation)
+        if plain is not None:
+            param._runtime_param = _PlainParam(descriptor.parameter_info, descriptor.annotation, plain[0], plain[1])
+
+
+class _Command(TyperCommand):
+    """A typer command whose plain parameters skip typer's pydantic coercion (see above)."""
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        # Here, not in __init__: the help option is made on demand.
+        params = super().get_params(ctx)
+        _light_params(params)
+        return params
+
+
+class _Group(TyperGroup):
+    """Turns errors from any command into one line on stderr and a non-zero exit."""
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        # Here, not in __init__: typer adds its completion and help options later.
+        params = super().get_params(ctx)
+        _light_params(params)
+        return params
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if type(exc).__module__.startswith(("typer", "click")) or _debug:
+                raise  # typer's own exits and usage errors, or --debug: let them through
+            from formctl.forms.errors import FormError
+
+            if isinstance(exc, FormError):
+                _fail(exc.message)
+            if isinstance(exc, BrokenPipeError):
+                raise typer.Exit(1) from None
+            _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
+
+
+def _fail(message: str, code: int = 1) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(code)
+
+
+app = typer.Typer(
+    name="formctl",
+    cls=_Group,
+    help="Run conversational forms in a terminal: a model collects typed values, every answer kept.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExamples:\n  formctl run travel-claim\n  formctl instances --status awaiting\n"
+    "  formctl resolve form_lx2k9_ab12cd",
+)
+store_app = typer.Typer(
+    name="store",
+    cls=_Group,
+    help="Check or repair the local store folder.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+)
+app.add_typer(store_app)
+
+
+# --------------------------------------------------------------------------- completion
+
+
+def _complete_form(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Form ids from the registry file, read with tomllib (no form module is imported)."""
+    import tomllib
+
+    from formctl.cli.workspace import registry_path
+
+    try:
+        with open(registry_path(ctx.params.get("forms") or os.environ.get("FORMCTL_FORMS")), "rb") as fh:
+            forms = tomllib.load(fh).get("forms", {})
+    except (OSError, ValueError):
+        return []
+    return [f for f in forms if f.startswith(incomplete)]
+
+
+def _complete_instance(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Instance ids from the store's file names (the store's own id check guards any use)."""
+    from formctl.cli.workspace import store_path
+
+    folder = store_path(ctx.params.get("store") or os.environ.get("FORMCTL_STORE")) / "instances"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    ids = {n.partition(".")[0] for n in names if n.endswith(".json")}
+    return sorted(i for i in ids if i.startswith(incomplete))
+
+
+# --------------------------------------------------------------------------- shared options
+
+_STORE_HELP = "Store folder [default: ./.formctl]."
+_FORMS_HELP = "Forms folder holding registry.toml, or the TOML file [default: ./forms]."
+
+StoreOpt = typer.Option(None, "--store", envvar="FORMCTL_STORE", metavar="DIR", help=_STORE_HELP)
+FormsOpt = typer.Option(None, "--forms", envvar="FORMCTL_FORMS", metavar="DIR", help=_FORMS_HELP)
+JsonOpt = typer.Option(False, "--json", help="Print JSON for scripts.")
+InstanceArg = typer.Argument(..., metavar="ID", help="Instance id (see formctl instances).",
+                             autocompletion=_complete_instance)
+
+
+def _example(*lines: str) -> str:
+    # "\b" stops click from re-wrapping the example lines.
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _labels(runner: Any, def_id: str) -> dict[str, str]:
+    try:
+        return {f.id: f.label for f in runner.registry.load(def_id).fields}
+    except Exception:
+        return {}
+
+
+def _write_outcome(runner: Any, result: Any, as_json: bool) -> None:
+    """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved)."""
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        from formctl.cli import render
+
+        render.print_fill_result(result, _labels(runner, result.view.def_id))
+    if result.rejected or result.unknown:
+        raise typer.Exit(1)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    global _debug
+    if debug:
+        _debug = True
+    if version:
+        from formctl import __version__
+
+        typer.echo(f"formctl {__version__}")
+        raise typer.Exit()
+
+
+# --------------------------------------------------------------------------- forms
+
+
+@app.command("list", cls=_Command, epilog=_example("formctl list", "formctl list --json | jq -r '.forms[].id'"))
+def list_forms(forms: Optional[str] = FormsOpt, as_json: bool = JsonOpt) -> None:
+    """List the registered forms (reads registry.toml; imports no form)."""
+    from formctl.cli.workspace import open_registry
+
+    listing = open_registry(forms).list()
+    if as_json:
+        _print_json({"forms": listing})
+        return
+    if not listing:
+        typer.echo("no forms registered")
+        return
+    width = max(len(f["id"]) for f in listing)
+    for f in listing:
+        line = f"{f['id']:<{width}}  {f['name']}"
+        if f["description"]:
+            line += f" — {f['description']}"
+        typer.echo(line)
+
+
+@app.command(cls=_Command, epilog=_example("formctl check travel-claim"))
+def check(
+    form: str = typer.Argument(..., metavar="FORM", help="Form id.", autocompletion=_complete_form),
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Compile a form and print its outline with each field's type; exit 1 with the definition error."""
+    from formctl.cli.workspace import open_registry
+    from formctl.forms.errors import FormDefinitionError
+
+    registry = open_registry(forms)
+    try:
+        compiled = registry.load(form)
+        for f in compiled.fields:  # type strings and validators are built lazily: build them now
+            f.type, f.validator, f.required  # noqa: B018
+    except FormDefinitionError as exc:
+        if as_json:
+            _print_json({"form": form, "ok": False, "error": exc.message, "code": exc.code})
+            raise typer.Exit(1)
+        _fail(f"{form}: {exc.message}")
+    except Exception as exc:
+        from formctl.forms.errors import FormError
+
+        if isinstance(exc, FormError) and exc.code == "not_found":
+            raise
+        message = exc.message if isinstance(exc, FormError) else f"{type(exc).__name__}: {exc}"
+        if _debug:
+            raise
+        if as_json:
+            _print_json({"form": form, "ok": False, "error": message,
+                         "code": getattr(exc, "code", "form_definition_error")})
+            raise typer.Exit(1)
+        _fail(f"{form}: {message}")
+    from formctl.cli import render
+
+    if as_json:
+        _print_json(render.check_dict(compiled))
+    else:
+        render.print_check(compiled)
+
+
+@app.command(cls=_Command, epilog=_example("formctl new expense-report --name 'Expense report'", "formctl check expense-report"))
+def new(
+    form_id: str = typer.Argument(..., metavar="FORM-ID", help="Id of the new form, like expense-report."),
+    name: Optional[str] = typer.Option(None, "--name", help="Display name [default: from the id]."),
+    description: str = typer.Option("", "--description", help="One line on what it collects."),
+    forms: Optional[str] = FormsOpt,
+) -> None:
+    """Scaffold a form module in the forms folder and register it in registry.toml."""
+    from formctl.cli.scaffold import scaffold
+
+    module_path, registry_file = scaffold(form_id, forms, name=name, description=description)
+    typer.echo(f"created {module_path}")
+    typer.echo(f"registered {form_id} in {registry_file}")
+    typer.echo(f"next: edit {module_path}, then formctl check {form_id} and formctl run {form_id}")
+
+
+# --------------------------------------------------------------------------- the chat
+
+
+@app.command(cls=_Command, epilog=_example(
+    "formctl run travel-claim",
+    "formctl run travel-claim --subject dana --seed mode=car --record transcripts/dana.toml",
+    "printf 'Dana Reeve\\nAB1234\\n' | formctl run travel-claim --offline",
+))
+def run(
+    form: str = typer.Argument(..., metavar="FORM", help="Form id.", autocompletion=_complete_form),
+    subject: Optional[str] = typer.Option(None, "--subject", envvar="FORMCTL_SUBJECT",
+                                          help="Who the form is for [default: your login name]."),
+    model: Optional[str] = typer.Option(None, "--model", envvar="FORMCTL_MODEL",
+                                        help="Model name (needs ANTHROPIC_API_KEY)."),
+    offline: bool = typer.Option(False, "--offline", help="Use the guided offline model."),
+    record: Optional[str] = typer.Option(None, "--record", metavar="PATH", help="Write a transcript as it goes."),
+    seed: List[str] = typer.Option([], "--seed", metavar="K=V", help="A value already known (repeatable)."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+) -> None:
+    """Start the subject's FORM, or continue their open one, and open the chat.
+
+    In a terminal: a chat with a status bar; type /help for commands. With stdin not a
+    terminal, each input line is one message and output is plain text.
+    """
+    from formctl.cli.chat import ChatOptions, run_chat
+
+    code = run_chat(ChatOptions(form=form, subject=subject, model=model, offline=offline, record=record,
+                                seed=seed, store=store, forms=forms, debug=_debug))
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command(cls=_Command, epilog=_example("formctl resume form_lx2k9_ab12cd"))
+def resume(
+    instance_id: str = InstanceArg,
+    model: Optional[str] = typer.Option(None, "--model", envvar="FORMCTL_MODEL",
+                                        help="Model name (needs ANTHROPIC_API_KEY)."),
+    offline: bool = typer.Option(False, "--offline", help="Use the guided offline model."),
+    record: Optional[str] = typer.Option(None, "--record", metavar="PATH", help="Write a transcript as it goes."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+) -> None:
+    """Come back to an instance's conversation where it left off."""
+    from formctl.cli.chat import ChatOptions, run_chat
+
+    code = run_chat(ChatOptions(instance_id=instance_id, model=model, offline=offline, record=record,
+                                store=store, forms=forms, debug=_debug))
+    if code:
+        raise typer.Exit(code)
+
+
+# --------------------------------------------------------------------------- instances and views
+
+
+@app.command(cls=_Command, epilog=_example("formctl instances --form travel-claim --status awaiting"))
+def instances(
+    subject: Optional[str] = typer.Option(None, "--subject", help="Only this subject's."),
+    form: Optional[str] = typer.Option(None, "--form", help="Only this form's.", autocompletion=_complete_form),
+    status: Optional[str] = typer.Option(None, "--status", help="active, awaiting, complete, abandoned or stale."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, most recent first."),
+    store: Optional[str] = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List stored instances, most recently updated first."""
+    from formctl.cli.workspace import open_store
+    from formctl.forms.instance import INSTANCE_STATUSES
+
+    if status is not None and status not in INSTANCE_STATUSES:
+        _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
+    found = open_store(store).find_instances(subject=subject, def_id=form, status=status, limit=limit)
+    rows = []
+    for i in found:
+        row = {"instance_id": i.id, "form": i.def_id, "subject": i.subject, "status": i.status,
+               "answered": len(i.entries), "updated_at": i.updated_at}
+        if i.closed_reason:
+            row["closed_reason"] = i.closed_reason
+        rows.append(row)
+    if as_json:
+        _print_json({"instances": rows})
+        return
+    from formctl.cli import render
+
+    render.print_instances(rows)
+
+
+@app.command(cls=_Command, epilog=_example("formctl inspect form_lx2k9_ab12cd --step trip",
+                             "formctl inspect form_lx2k9_ab12cd --json"))
+def inspect(
+    instance_id: str = InstanceArg,
+    step: Optional[str] = typer.Option(None, "--step", help="One step, by id or title ('open' for the open one)."),
+    field: Optional[str] = typer.Option(None, "--field", help="One field, by id or label."),
+    outline: bool = typer.Option(False, "--outline", help="Every step and field (the default)."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show an instance: the outline, one step or one field, as the model sees it."""
+    from formctl.cli.workspace import open_runner
+
+    if sum(x is not None for x in (step, field)) + outline > 1:
+        _fail("Give at most one of --step, --field and --outline.", 2)
+    runner = open_runner(store, forms)
+    if field is not None:
+        view = runner.inspect("field", field, instance_id=instance_id)
+    elif step is not None:
+        view = runner.inspect("step", None if step == "open" else step, instance_id=instance_id)
+    else:
+        view = runner.inspect("outline", instance_id=instance_id)
+    if as_json:
+        _print_json(view.to_dict())
+        return
+    from formctl.cli import render
+
+    render.print_view(view)
+
+
+@app.command(cls=_Command, epilog=_example("formctl history form_lx2k9_ab12cd email"))
+def history(
+    instance_id: str = InstanceArg,
+    field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="One field [default: every answered field]."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Every answer ever given, oldest first, with who gave it and why it changed."""
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    if field is not None:
+        histories = [runner.history(field, instance_id=instance_id).to_dict()]
+    else:
+        compiled, instance, _ = runner.evaluation(instance_id)
+        ordered = [f.id for f in compiled.fields if f.id in instance.entries]
+        ordered += [f for f in instance.entries if f not in compiled.field_by_id]
+        histories = [runner.history(f, instance_id=instance_id).to_dict() for f in ordered]
+    if as_json:
+        _print_json(histories[0] if field is not None else {"instance_id": instance_id, "fields": histories})
+        return
+    from formctl.cli import render
+
+    render.print_histories(histories)
+
+
+@app.command(cls=_Command, epilog=_example("formctl export form_lx2k9_ab12cd --json > claim.json"))
+def export(
+    instance_id: str = InstanceArg,
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """The instance's live values, with held ones (kept but not applicable) apart."""
+    from formctl.cli.workspace import open_runner
+    from formctl.forms.validate import to_jsonable
+
+    runner = open_runner(store, forms)
+    compiled, instance, ev = runner.evaluation(instance_id)
+    data = {
+        "instance_id": instance.id,
+        "form": instance.def_id,
+        "version": instance.def_version,
+        "subject": instance.subject,
+        "status": instance.status,
+        "complete": instance.status == "complete" or (ev.complete and instance.status != "abandoned"),
+        "values": {f.id: to_jsonable(ev.values[f.id]) for f in compiled.fields if f.id in ev.values},
+        "held": {f.id: ev.held[f.id] for f in compiled.fields if f.id in ev.held},
+        "created_at": instance.created_at,
+        "updated_at": instance.updated_at,
+    }
+    if instance.completed_at:
+        data["completed_at"] = instance.completed_at
+    if instance.closed_reason:
+        data["closed_reason"] = instance.closed_reason
+    if as_json:
+        _print_json(data)
+        return
+    from formctl.cli import render
+
+    render.print_export(data, {f.id: f.label for f in compiled.fields})
+
+
+# --------------------------------------------------------------------------- host writes
+
+
+@app.command(cls=_Command, epilog=_example("formctl fill form_lx2k9_ab12cd email=dana@example.org total=812.5"))
+def fill(
+    instance_id: str = InstanceArg,
+    assignments: List[str] = typer.Argument(..., metavar="FIELD=VALUE...",
+                                            help="Values: JSON when it parses (812.5, true), text otherwise."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write values to any fields; exit 1 if any value was rejected (the others are saved)."""
+    from formctl.cli.args import parse_assignments
+    from formctl.cli.workspace import open_runner
+
+    values = parse_assignments(assignments)
+    runner = open_runner(store, forms)
+    _write_outcome(runner, runner.fill(values, instance_id=instance_id), as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl undo form_lx2k9_ab12cd email"))
+def undo(
+    instance_id: str = InstanceArg,
+    field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the last one changed]."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Step a field back to its previous answer (nothing is lost: redo brings it back)."""
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
+def redo(
+    instance_id: str = InstanceArg,
+    field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the oldest undone]."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Re-apply an answer that undo stepped back from."""
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
+def retract(
+    instance_id: str = InstanceArg,
+    field: str = typer.Argument(..., metavar="FIELD", help="Field id or label."),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why (kept in the history)."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Withdraw an answer (kept in the history; undo brings it back)."""
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl resolve form_lx2k9_ab12cd",
+                             "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval'"))
+def resolve(
+    instance_id: str = InstanceArg,
+    assignments: Optional[List[str]] = typer.Argument(None, metavar="[FIELD=VALUE...]",
+                                                      help="Values to write with the answer."),
+    fail: Optional[str] = typer.Option(None, "--fail", metavar="REASON", help="Reject, with the reason the person is told."),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Answer the checkpoint an instance waits on: approve it, or --fail with a reason."""
+    from formctl.cli.args import parse_assignments
+    from formctl.cli.workspace import open_runner
+
+    values = parse_assignments(assignments or [])
+    runner = open_runner(store, forms)
+    result = runner.resolve_checkpoint(instance_id, fail=fail, values=values or None, checkpoint=checkpoint)
+    _write_outcome(runner, result, as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl abandon form_lx2k9_ab12cd --reason 'duplicate claim'"))
+def abandon(
+    instance_id: str = InstanceArg,
+    reason: str = typer.Option(..., "--reason", help="Why (kept on the instance)."),
+    store: Optional[str] = StoreOpt,
+    forms: Optional[str] = FormsOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Close an instance without finishing it; every answer is kept."""
+    from formctl.cli.workspace import open_runner
+
+    instance = open_runner(store, forms).abandon(reason, instance_id=instance_id)
+    if as_json:
+        _print_json({"instance_id": instance.id, "status": instance.status, "closed_reason": instance.closed_reason})
+    else:
+        typer.echo(f"abandoned {instance.id}: {instance.closed_reason}")
+
+
+# --------------------------------------------------------------------------- the store
+
+
+@store_app.command("check", cls=_Command, epilog=_example("formctl store check --store ./.formctl"))
+def store_check(store: Optional[str] = StoreOpt, as_json: bool = JsonOpt) -> None:
+    """Read every instance file and compare the index with them; change nothing. Exit 1 unless all is well."""
+    from formctl.cli.workspace import open_store
+
+    _store_report(open_store(store).check().to_dict(), as_json)
+
+
+@store_app.command("reindex", cls=_Command, epilog=_example("formctl store reindex"))
+def store_reindex(store: Optional[str] = StoreOpt, as_json: bool = JsonOpt) -> None:
+    """Rebuild the index from the instance files (corrupt files are reported, never touched)."""
+    from formctl.cli.workspace import open_store
+
+    _store_report(open_store(store).reindex().to_dict(), as_json)
+
+
+def _store_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _print_json(report)
+    else:
+        from formctl.cli import render
+
+        render.print_store_report(report)
+    if not report["ok"]:
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- replay (another module's)
+
+
+def _register_transcripts() -> None:
+    """``formctl replay`` lives in formctl.transcripts.cli; a missing or broken module must not
+    take the rest of the CLI down with it."""
+    try:
+        from formctl.transcripts.cli import register
+    except ImportError:
+        return
+    register(app)
+
+
+_register_transcripts()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The console script. ``--debug`` may appear anywhere before ``--``."""
+    global _debug
+    args = list(sys.argv[1:] if argv is None else argv)
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" in args[:end]:
+        args.remove("--debug")
+        _debug = True
+    app(args=args, prog_name="formctl")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Values typed on the command line: ``field=value`` pairs.
+
+A value is JSON when it parses as JSON, and text otherwise, so the common cases need no
+quoting: ``total=812.5`` is a number, ``mode=car`` and ``staff_id=AB1234`` are text,
+``details_changed=true`` is a boolean, ``tags='["a","b"]'`` is a list. To send text that
+happens to look like JSON, quote it as a JSON string: ``staff_id='"123456"'``.
+Leading zeros are not JSON, so ``phone=0123456`` stays text.
+
+An empty value (``phone=``) is sent as ``""``, which the engine ignores (blanks never
+overwrite); withdrawing an answer is ``formctl retract``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from formctl.forms.errors import InvalidArgumentError
+
+
+def parse_value(text: str) -> Any:
+    """JSON when ``text`` parses as JSON, the text itself otherwise."""
+    try:
+        return json.loads(text, parse_constant=_not_json)
+    except ValueError:
+        return text
+
+
+def _not_json(name: str) -> Any:
+    # json.loads accepts NaN and Infinity, which no form means; they stay text.
+    raise ValueError(name)
+
+
+def parse_assignments(pairs: Iterable[str]) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` → ``{"a": 1, "b": "x"}``. A later pair for the same key wins."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InvalidArgumentError(f'Expected field=value, got "{pair}".')
+        values[key] = parse_value(raw)
+    return values

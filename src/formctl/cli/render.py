@@ -1,0 +1,339 @@
+"""What a person sees: rich tables for views, histories, instance lists and store reports,
+and the short tool-activity lines of the chat.
+
+Everything here turns engine objects (or the JSON the model sees) into text; nothing here
+decides a rule. Type strings, statuses, ``ask`` and the tier-0 line all come from the
+engine's own projection, so ``formctl inspect`` shows exactly what the model is told.
+
+Colour follows the terminal: rich turns it off when ``NO_COLOR`` is set or output is not
+a terminal, and this module never forces it on. ``--json`` output does not come through
+here at all (see ``app.py``), so scripts never import rich.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+_STATUS_STYLE = {
+    "filled": "green",
+    "held": "yellow",
+    "invalid": "red",
+    "empty": "dim",
+    "active": "cyan",
+    "awaiting": "yellow",
+    "complete": "green",
+    "abandoned": "dim",
+    "stale": "red",
+}
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console for stdout (or stderr). ``soft_wrap`` so piped text is never re-wrapped."""
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def value_text(value: Any) -> str:
+    """A value for people: text as it is, anything else as compact JSON (``812.5``, ``true``, ``["a"]``)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _status(text: str) -> Text:
+    return Text(text, style=_STATUS_STYLE.get(text, ""))
+
+
+# --------------------------------------------------------------------------- views
+
+
+def view_header(view: Any) -> Text:
+    """``Travel reimbursement claim · form_… · active`` plus what is blocking or closed."""
+    line = Text()
+    line.append(view.name, style="bold")
+    line.append(f"  {view.instance_id}  ", style="dim")
+    line.append_text(_status(view.status))
+    if view.complete and view.status != "complete":
+        line.append(" (complete)", style="green")
+    if view.blocked_on:
+        line.append(f"\nwaiting on {view.blocked_on}", style="yellow")
+        if view.wait_message:
+            line.append(f": {view.wait_message}", style="yellow")
+    if view.closed_reason:
+        line.append(f"\nclosed: {view.closed_reason}", style="dim")
+    for failure in view.failures:
+        line.append(f"\nblocked earlier: {failure.hook_id} — {failure.message}", style="red")
+    return line
+
+
+def _fields_table(rows: Iterable[Any], *, title: str | None = None, show_step: dict[str, str] | None = None) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+    if show_step is not None:
+        table.add_column("step", style="dim", no_wrap=True)
+    table.add_column("field", no_wrap=True)
+    table.add_column("label")
+    table.add_column("type", style="cyan")
+    table.add_column("req", justify="center")
+    table.add_column("status", no_wrap=True)
+    table.add_column("value")
+    for row in rows:
+        mark = "*" if row.ask else ""
+        value = ""
+        if row.has_value:
+            value = value_text(row.value)
+        elif row.error:
+            value = row.error
+        cells = [
+            f"{row.id}{mark}",
+            row.label,
+            row.type,
+            "yes" if row.required else "no",
+            _status(row.status),
+            Text(value, style="red" if row.status == "invalid" else ""),
+        ]
+        if show_step is not None:
+            cells.insert(0, show_step.get(row.id, ""))
+        table.add_row(*cells)
+    return table
+
+
+def print_view(view: Any, out: Console | None = None) -> None:
+    """A step, field or outline view: header, then the rows (``*`` marks fields to ask now)."""
+    out = out or console()
+    out.print(view_header(view))
+    if view.scope == "outline" and view.steps is not None:
+        steps = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        for name in ("#", "step", "title", "collects", "progress", "state"):
+            steps.add_column(name)
+        for s in view.steps:
+            state = "complete" if s.complete else ("open" if s.open else "")
+            steps.add_row(f"{s.index}/{s.of}", s.id, s.title, s.preview or "", f"{s.filled}/{s.required}",
+                          _status(state))
+        out.print(steps)
+        out.print()
+        out.print(_fields_table(view.fields))
+    elif view.step is not None:
+        title = f"step {view.step.index}/{view.step.of} · {view.step.title} ({view.step.id})"
+        out.print(_fields_table(view.fields, title=title))
+    else:
+        out.print(Text("nothing by that id on this form", style="dim"))
+    if view.undo is not None:
+        out.print(Text(f"undo would set {_move(view.undo)}", style="dim"))
+    if view.redo is not None:
+        out.print(Text(f"redo would set {_move(view.redo)}", style="dim"))
+
+
+def _move(target: Any) -> str:
+    return f"{target.label} → empty" if target.empties else f"{target.label} → {value_text(target.value)}"
+
+
+def print_fill_result(result: Any, labels: dict[str, str], out: Console | None = None) -> None:
+    """A write's outcome: one activity line, then the step it left the form on."""
+    out = out or console()
+    line = activity_line("form_fill", {"status": "success", "data": result.to_dict()}, labels)
+    if line:
+        out.print(Text(line, style="dim"))
+    print_view(result.view, out)
+
+
+# --------------------------------------------------------------------------- a form without an instance
+
+
+def print_check(compiled: Any, out: Console | None = None) -> None:
+    """``formctl check``: the compiled outline, each field with the type string the model reads."""
+    out = out or console()
+    head = Text()
+    head.append(compiled.name, style="bold")
+    head.append(f"  {compiled.id} v{compiled.version}", style="dim")
+    out.print(head)
+    if compiled.description:
+        out.print(Text(compiled.description, style="dim"))
+    for step in compiled.steps:
+        title = f"{step.index}/{len(compiled.steps)} {step.title} ({step.id})"
+        if step.preview:
+            title += f" — {step.preview}"
+        if step.when is not None:
+            title += "  [gated]"
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None,
+                      header_style="bold")
+        for name in ("field", "label", "type", "req", "notes"):
+            table.add_column(name)
+        for f in step.fields:
+            notes = []
+            if f.when is not None:
+                notes.append("conditional")
+            if f.on_fill is not None:
+                notes.append("on_fill")
+            if f.sensitive:
+                notes.append("sensitive")
+            table.add_row(f.id, f.label, Text(f.type, style="cyan"), "yes" if f.required else "no", ", ".join(notes))
+        out.print(table)
+    for cp in compiled.checkpoints:
+        kind = "blocking checkpoint" if cp.blocking else "checkpoint"
+        waits = " (waits for formctl resolve)" if cp.blocking and (cp.run is None or cp.wait_for_host) else ""
+        out.print(Text(f"{kind} {cp.id}{waits}", style="yellow"))
+
+
+def check_dict(compiled: Any) -> dict[str, Any]:
+    """``formctl check --json``: the same outline as data."""
+    return {
+        "form": compiled.id,
+        "version": compiled.version,
+        "name": compiled.name,
+        "ok": True,
+        "steps": [
+            {
+                "id": s.id,
+                "title": s.title,
+                "position": f"{s.index}/{len(compiled.steps)}",
+                **({"collects": s.preview} if s.preview else {}),
+                "gated": s.when is not None,
+                "fields": [
+                    {"id": f.id, "label": f.label, "type": f.type, "required": f.required,
+                     "conditional": f.when is not None}
+                    for f in s.fields
+                ],
+            }
+            for s in compiled.steps
+        ],
+        "checkpoints": [
+            {"id": cp.id, "blocking": cp.blocking,
+             "waits_for_host": bool(cp.blocking and (cp.run is None or cp.wait_for_host))}
+            for cp in compiled.checkpoints
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- history, instances, export
+
+
+def print_histories(histories: list[dict[str, Any]], out: Console | None = None) -> None:
+    """Every revision of each field, oldest first; ``▸`` marks the one in force."""
+    out = out or console()
+    if not histories:
+        out.print(Text("no answers yet", style="dim"))
+    for h in histories:
+        table = Table(title=f"{h['label']} ({h['field']})", title_justify="left", show_edge=False,
+                      pad_edge=False, box=None, header_style="bold")
+        for name in ("", "at", "value", "by", "note"):
+            table.add_column(name)
+        for r in h["revisions"]:
+            if r.get("retracted"):
+                value = Text("retracted", style="dim")
+            else:
+                value = Text(value_text(r.get("value")), style="red" if r.get("invalid") else "")
+            table.add_row("▸" if r.get("in_force") else "", r["at"], value, f"{r['actor']}/{r['source']}",
+                          r.get("note") or "")
+        if not h["revisions"]:
+            table.add_row("", "", Text("never answered", style="dim"), "", "")
+        out.print(table)
+
+
+def print_instances(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+    out = out or console()
+    if not rows:
+        out.print(Text("no instances", style="dim"))
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in ("id", "form", "subject", "status", "answered", "updated"):
+        table.add_column(name, no_wrap=name in ("id", "updated"))
+    for r in rows:
+        status = _status(r["status"])
+        if r.get("closed_reason"):
+            status.append(f" ({r['closed_reason']})", style="dim")
+        table.add_row(r["instance_id"], r["form"], r["subject"], status, str(r["answered"]), r["updated_at"])
+    out.print(table)
+
+
+def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | None = None) -> None:
+    out = out or console()
+    head = Text()
+    head.append(f"{data['form']} v{data['version']}", style="bold")
+    head.append(f"  {data['instance_id']}  {data['subject']}  ", style="dim")
+    head.append_text(_status(data["status"]))
+    out.print(head)
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in ("field", "label", "value"):
+        table.add_column(name)
+    for key, value in data["values"].items():
+        table.add_row(key, labels.get(key, key), value_text(value))
+    out.print(table)
+    if data["held"]:
+        held = Table(title="held (not applicable now, kept)", title_justify="left", show_edge=False,
+                     pad_edge=False, box=None, header_style="bold")
+        for name in ("field", "label", "value"):
+            held.add_column(name)
+        for key, value in data["held"].items():
+            held.add_row(key, labels.get(key, key), Text(value_text(value), style="yellow"))
+        out.print(held)
+
+
+def print_store_report(report: dict[str, Any], out: Console | None = None) -> None:
+    out = out or console()
+    verdict = Text("ok", style="green") if report["ok"] else Text("problems found", style="red")
+    head = Text(f"{report['directory']}: {report['instances']} instance(s), {report['files_checked']} file(s) read — ")
+    head.append_text(verdict)
+    out.print(head)
+    for p in report["problems"]:
+        out.print(Text(f"problem: {p['path']}: {p['message']}", style="red"))
+    for note in report["notes"]:
+        out.print(Text(f"note: {note}", style="dim"))
+    if report.get("index_rebuilt"):
+        out.print(Text("index rebuilt", style="dim"))
+    elif not report["index_ok"]:
+        out.print(Text("the index is out of date: run formctl store reindex", style="yellow"))
+
+
+def print_error(message: str) -> None:
+    """One line on stderr. Kept free of rich so an error path imports nothing."""
+    sys.stderr.write(f"error: {message}\n")
+
+
+# --------------------------------------------------------------------------- tool activity (pure text)
+
+
+def activity_line(tool: str, envelope: dict[str, Any], labels: dict[str, str], tool_input: dict[str, Any] | None = None) -> str:
+    """One short line for what a tool call did, for the dim activity trail of the chat.
+
+    ``saved Full name, Work email · held Miles driven · rejected Email: not an email address``.
+    Reads the envelope the model was given (ENGINE-SPEC §16), so the person sees what the
+    model saw. Reads return "" (a status look is not worth a line).
+    """
+    name = lambda fid: labels.get(fid, fid)  # noqa: E731
+    if envelope.get("status") == "error":
+        return f"{tool.removeprefix('form_')} failed: {envelope.get('message', '')}"
+    data = envelope.get("data") or {}
+    parts: list[str] = []
+    action = (tool_input or {}).get("action", "set") if tool == "form_revise" else None
+    if tool == "form_start":
+        parts.append(f"started {data.get('name') or data.get('form', '')}".rstrip())
+    if tool == "form_abandon":
+        parts.append(f"abandoned {data.get('instance_id', '')}".rstrip())
+    if action in ("undo", "redo", "retract"):
+        field = (tool_input or {}).get("field")
+        verb = {"undo": "undid", "redo": "redid", "retract": "withdrew"}[action]
+        parts.append(f"{verb} {name(field)}" if field else verb)
+    if data.get("captured"):
+        verb = "corrected" if tool == "form_revise" else "saved"
+        parts.append(f"{verb} " + ", ".join(name(f) for f in data["captured"]))
+    if data.get("held"):
+        parts.append("held " + ", ".join(name(f) for f in data["held"]))
+    for r in data.get("rejected") or []:
+        parts.append(f"rejected {name(r['field'])}: {r['message']}")
+    for u in data.get("unknown_fields") or []:
+        guess = f" (did you mean {', '.join(u['did_you_mean'])}?)" if u.get("did_you_mean") else ""
+        parts.append(f"no field {u['field']}{guess}")
+    if tool in ("form_fill", "form_start", "form_revise") or parts:
+        if data.get("blocked_on"):
+            parts.append(f"waiting on {data['blocked_on']}")
+        elif data.get("closed_reason"):
+            parts.append(f"closed: {data['closed_reason']}")
+        elif data.get("complete") and tool != "form_abandon":
+            parts.append("complete")
+    return " · ".join(p for p in parts if p)

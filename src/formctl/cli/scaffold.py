@@ -1,0 +1,116 @@
+"""``formctl new FORM-ID``: write a starter form module and register it.
+
+The new ``[forms.ID]`` table is rendered with tomli-w and *appended* to ``registry.toml``
+rather than the whole file being re-serialised, so the comments and layout a person gave
+the registry survive. The module compiles as written (``formctl check ID`` passes), so the
+author starts from something that runs and edits towards their form.
+"""
+
+from __future__ import annotations
+
+import keyword
+import os
+import re
+from pathlib import Path
+
+from formctl.forms.errors import FormError, InvalidArgumentError
+
+_FORM_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+REGISTRY_HEADER = (
+    "# Forms formctl can run. Modules are imported from this folder on first start only,\n"
+    "# so `formctl list` never imports them.\n"
+)
+
+TEMPLATE = '''\
+"""{name}.
+
+Scaffolded by `formctl new {form_id}`. Edit the steps and fields, then:
+
+    formctl check {form_id}     # compile it and see each field's type as the model reads it
+    formctl run {form_id}       # try it in the chat (offline with --offline)
+
+A field is optional iff its schema accepts None (``str | None``); gates ``when=`` get the
+live values and a state with ``step_complete(id)``; executors get ``ctx.values``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import EmailStr, Field
+
+from formctl import define_form
+
+{attr} = (
+    define_form(
+        {form_id!r},
+        version=1,
+        name={name!r},
+        description={description!r},
+        conduct="Conversational: one or two questions at a time.",
+    )
+    .step("contact", title="Contact", preview="name, email")
+    .field("full_name", Annotated[str, Field(min_length=2)], label="Full name")
+    .field("email", EmailStr, label="Email")
+    .step("details", title="Details", preview="what this is about",
+          when=lambda v, s: s.step_complete("contact"))
+    .field("topic", Literal["question", "request", "other"], label="Topic")
+    .field("notes", Annotated[str, Field(min_length=3)] | None, label="Notes",
+           ask="Anything else they want to add.")
+    .build()
+)
+'''
+
+
+def module_name(form_id: str) -> str:
+    return form_id.replace("-", "_")
+
+
+def scaffold(
+    form_id: str, forms: str | os.PathLike[str] | None, *, name: str | None = None, description: str = ""
+) -> tuple[Path, Path]:
+    """Write ``<forms>/<module>.py`` and append its registration. Returns (module path, registry path)."""
+    import tomllib
+
+    import tomli_w
+
+    from formctl.cli.workspace import registry_path
+
+    if not _FORM_ID.match(form_id):
+        raise InvalidArgumentError(
+            f'"{form_id}" is not a form id: use lower-case letters, digits and single hyphens, like expense-report.'
+        )
+    module = module_name(form_id)
+    if keyword.iskeyword(module):
+        raise InvalidArgumentError(f'"{form_id}" would make a module named after a Python keyword.')
+    registry_file = registry_path(forms)
+    folder = registry_file.parent
+    existing = ""
+    if registry_file.exists():
+        existing = registry_file.read_text(encoding="utf-8")
+        try:
+            registered = tomllib.loads(existing).get("forms", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise FormError(f"Form registry {registry_file} is not valid TOML: {exc}", code="registry_error") from None
+        if form_id in registered:
+            raise FormError(f'A form "{form_id}" is already registered in {registry_file}.', code="already_exists")
+    module_path = folder / f"{module}.py"
+    if module_path.exists():
+        raise FormError(f"{module_path} already exists; pick another id or remove it.", code="already_exists")
+
+    title = name or form_id.replace("-", " ").capitalize()
+    folder.mkdir(parents=True, exist_ok=True)
+    module_path.write_text(
+        TEMPLATE.format(form_id=form_id, name=title, description=description, attr=module), encoding="utf-8"
+    )
+    table = tomli_w.dumps({"forms": {form_id: {"name": title, "description": description,
+                                               "module": f"{module}:{module}"}}})
+    if not existing:
+        text = REGISTRY_HEADER + "\n" + table
+    else:
+        text = existing + ("" if existing.endswith("\n") else "\n") + "\n" + table
+    temp = registry_file.with_name(f".{registry_file.name}.{os.getpid()}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, registry_file)  # a reader never sees half a registry
+    return module_path, registry_file

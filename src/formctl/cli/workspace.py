@@ -1,0 +1,111 @@
+"""Where things live for the CLI: the forms registry and the store, and how a command opens them.
+
+Defaults are chosen so a fresh clone works with no configuration: forms come from
+``./forms/registry.toml`` and answers go to ``./.formctl/``, both relative to the current
+directory (like ``git`` or ``uv``, the tool acts on the project you are standing in).
+
+* forms: ``--forms PATH`` > ``FORMCTL_FORMS`` > ``./forms``. ``PATH`` may name the folder
+  holding ``registry.toml`` or the TOML file itself.
+* store: ``--store DIR`` > ``FORMCTL_STORE`` > ``./.formctl``.
+
+Typer reads the environment variables into the options, so by the time a path reaches
+this module it is either what the user gave or ``None`` for "the default".
+
+Nothing heavy is imported at module level: ``formctl list`` opens only the registry
+(``tomllib``), and the store and engine load when a command first needs them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from formctl.forms.registry import FormRegistry
+    from formctl.forms.runner import FormRunner
+    from formctl.store.jsonfile import JsonFileAdapter
+
+DEFAULT_FORMS = "forms"
+DEFAULT_STORE = ".formctl"
+REGISTRY_FILE = "registry.toml"
+
+HOST_SOURCE = "cli"
+"""``source`` on every revision the CLI writes (the runner's provenance)."""
+
+
+def registry_path(forms: str | os.PathLike[str] | None) -> Path:
+    """The registry file for ``--forms``: a TOML file as given, or ``registry.toml`` inside a folder."""
+    base = Path(forms) if forms else Path(DEFAULT_FORMS)
+    if base.suffix == ".toml" or base.is_file():
+        return base
+    return base / REGISTRY_FILE
+
+
+def store_path(store: str | os.PathLike[str] | None) -> Path:
+    return Path(store) if store else Path(DEFAULT_STORE)
+
+
+def open_registry(forms: str | os.PathLike[str] | None) -> "FormRegistry":
+    from formctl.forms.registry import FormRegistry, RegistryError
+
+    path = registry_path(forms)
+    if not path.exists():
+        hint = "" if forms else " (run from your project's folder, or pass --forms DIR / set FORMCTL_FORMS)"
+        raise RegistryError(f"No form registry at {path}{hint}.")
+    return FormRegistry.from_toml(path)
+
+
+def open_store(store: str | os.PathLike[str] | None) -> "JsonFileAdapter":
+    from formctl.store.jsonfile import JsonFileAdapter
+
+    return JsonFileAdapter(store_path(store))
+
+
+def open_runner(
+    store: Any,
+    forms: Any,
+    *,
+    subject: str = "default",
+    actor: str = "host",
+    adapter: Any = None,
+    registry: Any = None,
+) -> "FormRunner":
+    """A runner over the store and registry. Host commands write as ``actor="host"``."""
+    from formctl.forms.runner import FormRunner
+
+    return FormRunner(
+        adapter if adapter is not None else open_store(store),
+        registry=registry if registry is not None else open_registry(forms),
+        subject=subject,
+        actor=actor,
+        source=HOST_SOURCE,
+    )
+
+
+def runner_for_instance(store: Any, forms: Any, instance_id: str, *, actor: str = "host") -> "FormRunner":
+    """A runner whose subject is the instance's own, so ``instance_id=None`` calls also find it.
+
+    Raises ``NotFoundError`` for an id the store does not hold.
+    """
+    from formctl.forms.errors import NotFoundError
+
+    adapter = open_store(store)
+    instance = adapter.get_instance(instance_id)
+    if instance is None:
+        raise NotFoundError(f'No form instance "{instance_id}".')
+    return open_runner(store, forms, subject=instance.subject, actor=actor, adapter=adapter)
+
+
+def default_subject() -> str:
+    """Who the chat is with when ``--subject`` is not given: ``FORMCTL_SUBJECT``, else the login name.
+
+    One person at one terminal is the common case, so their login name keeps their
+    instances apart from a colleague's in a shared store without any flag.
+    """
+    import getpass
+
+    try:
+        return getpass.getuser() or "default"
+    except Exception:  # no login name (some containers)
+        return "default"
