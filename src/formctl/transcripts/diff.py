@@ -40,11 +40,11 @@ def _show(value: Any) -> str:
     return text if len(text) <= 100 else text[:97] + "…"
 
 
-def _row_key(items: list[Any]) -> str | None:
+def _row_key(a: list[Any], b: list[Any]) -> str | None:
+    """The key naming the rows of both lists (unique within each), if there is one."""
     for key in _ROW_KEYS:
-        if items and all(isinstance(i, dict) and isinstance(i.get(key), str) for i in items):
-            names = [i[key] for i in items]
-            if len(set(names)) == len(names):
+        if all(isinstance(i, dict) and isinstance(i.get(key), str) for i in a + b):
+            if all(len({i[key] for i in side}) == len(side) for side in (a, b)):
                 return key
     return None
 
@@ -66,7 +66,7 @@ def _walk(a: Any, b: Any, path: str, out: list[Difference]) -> None:
             _walk(a.get(key, _ABSENT), b.get(key, _ABSENT), _join(path, key), out)
         return
     if isinstance(a, list) and isinstance(b, list) and a != b:
-        key = _row_key(a + b) if (a or b) else None
+        key = _row_key(a, b) if (a or b) else None
         if key is not None:
             left = {i[key]: i for i in a}
             right = {i[key]: i for i in b}

@@ -405,8 +405,25 @@ def to_doc(t: Transcript) -> dict[str, Any]:
     return doc
 
 
-def dumps(t: Transcript) -> str:
-    """The transcript as TOML text, laid out for people: see :func:`_layout`."""
+DEFAULT_HEADER = "# formctl transcript — replay with `formctl replay`; refresh with `formctl replay --update`.\n"
+
+
+def leading_comments(text: str) -> str:
+    """The comment block at the top of a file (kept when ``--update`` rewrites it)."""
+    lines = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("#"):
+            lines.append(line)
+        elif line.strip():
+            break
+    return "".join(lines)
+
+
+def dumps(t: Transcript, *, header: str | None = None) -> str:
+    """The transcript as TOML text, laid out for people: see :func:`_layout`.
+
+    ``header`` is the comment block written first (default: a line saying how to replay it).
+    """
     import tomli_w
 
     doc = to_doc(t)
@@ -415,8 +432,7 @@ def dumps(t: Transcript) -> str:
     text = tomli_w.dumps(doc, multiline_strings=True, indent=1)
     for token, literal in tokens.items():
         text = text.replace(f'"{token}"', literal, 1)
-    header = "# formctl transcript — replay with `formctl replay`; refresh with `formctl replay --update`.\n"
-    return header + text
+    return (header or DEFAULT_HEADER) + text
 
 
 _INLINE_KEYS = ("input", "args")
@@ -493,13 +509,13 @@ def _inline(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
 
 
-def dump(t: Transcript, path: str | os.PathLike[str]) -> None:
+def dump(t: Transcript, path: str | os.PathLike[str], *, header: str | None = None) -> None:
     """Write atomically (temp file, flush, fsync, replace): a crash leaves the previous complete file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(dumps(t))
+        fh.write(dumps(t, header=header))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, target)

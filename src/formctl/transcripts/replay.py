@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from formctl.transcripts import diff as _diff
-from formctl.transcripts.format import Transcript, TranscriptError, Turn, dump, dumps, load
+from formctl.transcripts.format import Transcript, TranscriptError, Turn, dump, dumps, leading_comments, load
 from formctl.transcripts.record import Recorder, end_state
 
 REPLAY_SUBJECT = "transcript-replay"
@@ -412,11 +412,13 @@ def _rewrite(old: Transcript, new: Transcript) -> bool:
     if not old.path:
         return False
     try:
-        if Path(old.path).read_text(encoding="utf-8") == dumps(new):
-            return False
+        before = Path(old.path).read_text(encoding="utf-8")
     except OSError:
-        pass
-    dump(new, old.path)
+        before = ""
+    header = leading_comments(before) or None
+    if before == dumps(new, header=header):
+        return False
+    dump(new, old.path, header=header)
     return True
 
 

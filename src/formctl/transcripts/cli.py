@@ -1,0 +1,117 @@
+"""``formctl replay``: replay transcripts as regression tests of the forms.
+
+Imported by the CLI at start-up, so only typer and the standard library load here; the
+engine, the chat loop and the models load inside the command.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+EXAMPLES = """
+Examples:
+
+  formctl replay transcripts/                  # every transcript, exact and offline
+  formctl replay transcripts/cap.toml --update  # accept the new behaviour, show what changed
+  formctl replay hand-written.toml --live       # play the person's turns to the guided model, grade [expect]
+  formctl replay transcripts/ --junit report.xml --coverage
+"""
+
+
+def transcript_files(paths: list[Path]) -> list[Path]:
+    """Files as given, folders searched recursively for ``*.toml`` (sorted), without duplicates."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*.toml") if not q.name.startswith(".")))
+        else:
+            out.append(p)
+    seen: set[str] = set()
+    unique = []
+    for p in out:
+        key = str(p.resolve())
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
+
+
+def write_junit(path: Path, results: list, *, suite: str = "formctl-transcripts") -> None:
+    """A JUnit XML report (one testcase per transcript, the diff as the failure text)."""
+    import xml.etree.ElementTree as ET
+
+    failures = sum(1 for r in results if not r.passed)
+    total = sum(r.seconds for r in results)
+    root = ET.Element("testsuites", name=suite, tests=str(len(results)), failures=str(failures), time=f"{total:.3f}")
+    node = ET.SubElement(root, "testsuite", name=suite, tests=str(len(results)), failures=str(failures),
+                         errors="0", time=f"{total:.3f}")
+    for r in results:
+        case = ET.SubElement(node, "testcase", classname=f"transcripts.{r.mode}", name=r.path, time=f"{r.seconds:.3f}")
+        if not r.passed:
+            first = next((line.strip() for line in r.diff.splitlines() if line.strip()), "diverged")
+            fail = ET.SubElement(case, "failure", message=first[:200], type="TranscriptDivergence")
+            fail.text = r.diff
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``replay`` command to the formctl CLI."""
+
+    @app.command("replay", epilog=EXAMPLES)
+    def replay_command(
+        paths: List[Path] = typer.Argument(..., metavar="FILES|DIRS", help="Transcript files, or folders of them."),
+        update: bool = typer.Option(False, "--update", help="Rewrite the expectations from this run; show what changed."),
+        live: bool = typer.Option(False, "--live", help="Play the person's turns to a model and grade on [expect]."),
+        model: Optional[str] = typer.Option(None, "--model", envvar="FORMCTL_MODEL",
+                                            help="With --live: the Anthropic model (needs ANTHROPIC_API_KEY); default guided."),
+        junit: Optional[Path] = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
+        coverage: bool = typer.Option(False, "--coverage", help="Report steps, fields, gates, checkpoints and effects exercised."),
+        forms: Optional[str] = typer.Option(None, "--forms", envvar="FORMCTL_FORMS",
+                                            help="Folder holding registry.toml (default: forms/ above the transcript)."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="Only failures and the summary line."),
+    ) -> None:
+        """Replay recorded transcripts against the current forms; exit 1 if any diverges."""
+        from formctl.transcripts.coverage import Coverage
+        from formctl.transcripts.replay import replay_file
+
+        files = transcript_files(paths)
+        missing = [p for p in files if not p.exists()]
+        if missing:
+            typer.echo(f"error: no such file or folder: {missing[0]}", err=True)
+            raise typer.Exit(2)
+        if not files:
+            typer.echo("error: no transcripts (*.toml) found in " + ", ".join(map(str, paths)), err=True)
+            raise typer.Exit(2)
+        live_model = model if live else None
+        if live and model and not os.environ.get("ANTHROPIC_API_KEY", "").strip():
+            typer.echo(f"note: ANTHROPIC_API_KEY is not set, so --model {model} falls back to the guided model", err=True)
+        cov = Coverage() if coverage else None
+        results = []
+        for path in files:
+            r = replay_file(path, update=update, live=live, model=live_model, forms=forms, coverage=cov)
+            results.append(r)
+            mode = "" if r.mode == "exact" else f" ({r.mode})"
+            if update and r.updated:
+                typer.echo(f"updated {r.path}{mode}")
+                if r.diff:
+                    typer.echo(r.diff)
+            elif r.passed:
+                if not quiet:
+                    typer.echo(f"ok      {r.path}{mode}")
+            else:
+                typer.echo(f"FAILED  {r.path}{mode}")
+                typer.echo(r.diff)
+        if junit is not None:
+            write_junit(junit, results)
+        if cov is not None:
+            typer.echo(cov.render())
+        passed = sum(1 for r in results if r.passed)
+        failed = len(results) - passed
+        typer.echo(f"{passed} passed, {failed} failed")
+        if failed:
+            raise typer.Exit(1)
