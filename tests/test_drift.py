@@ -1,0 +1,278 @@
+"""Definition drift (ENGINE-SPEC §12.5, departure 8): an instance started against one
+version of a form, opened after the registry moved to another.
+
+Without ``migrate`` the instance is marked stale and refuses everything but abandon.
+With ``migrate`` the carried values go through the ordinary commit cycle: fields it
+leaves out get a retraction, hooks fire on rising edges, and the status is recomputed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from example_forms import HookLog, drift, register
+from test_cycle import FlakyAdapter
+
+from formctl import ConflictError, FormError, FormRunner, FormStaleError
+
+STALE_LINE = "[form: drift] stale — the definition changed since this was started; it can't be continued."
+
+
+@pytest.fixture
+def log():
+    return HookLog()
+
+
+@pytest.fixture
+def started(runner, registry, log):
+    """A runner with a version-1 instance holding a, b and c (complete under version 1)."""
+    register(registry, drift(1, log=log))
+    r = runner()
+    r.start("drift", seed={"a": "alpha", "b": "beta", "c": "gamma"})
+    assert r.status().status == "complete"
+    log.clear()
+    return r
+
+
+class Migration:
+    """A migrate function that records its calls and returns what ``carry`` builds."""
+
+    def __init__(self, carry):
+        self.carry = carry
+        self.calls = []
+
+    def __call__(self, old_values, from_version):
+        self.calls.append((dict(old_values), from_version))
+        return self.carry(old_values)
+
+
+# --------------------------------------------------------------------------- stale
+
+
+def test_drift_without_migrate_marks_the_instance_stale_and_raises_form_stale(started, registry):
+    iid = started.open_instance().id
+    register(registry, drift(2))
+
+    with pytest.raises(FormStaleError) as err:
+        started.status()
+
+    assert err.value.code == "form_stale"
+    assert str(err.value) == "Instance was started against def version 1; the registered def is at 2."
+    assert (err.value.instance_version, err.value.def_version) == (1, 2)
+    stored = started.open_instance(iid)
+    assert (stored.status, stored.def_version) == ("stale", 1)
+    assert stored.in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r: r.status(),
+        lambda r: r.inspect("outline"),
+        lambda r: r.fill({"a": "again"}),
+        lambda r: r.revise("a", "again"),
+        lambda r: r.retract("a"),
+        lambda r: r.undo(),
+        lambda r: r.redo("a"),
+        lambda r: r.history("a"),
+        lambda r: r.resolve_checkpoint(),
+        lambda r: r.evaluation(),
+    ],
+    ids=["status", "inspect", "fill", "revise", "retract", "undo", "redo", "history", "resolve", "evaluation"],
+)
+def test_a_stale_instance_refuses_everything_but_abandon(started, registry, call):
+    register(registry, drift(2))
+
+    with pytest.raises(FormStaleError):
+        call(started)
+
+    assert started.open_instance().in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
+
+
+def test_a_stale_instance_stays_the_open_form_and_tier0_says_so(started, registry):
+    register(registry, drift(2))
+
+    assert started.tier0() == STALE_LINE  # before anything marked it
+    with pytest.raises(FormStaleError):
+        started.status()
+
+    assert started.open_instance().status == "stale"
+    assert started.tier0() == STALE_LINE
+
+
+def test_a_stale_instance_can_be_abandoned_and_keeps_its_answers(started, registry):
+    register(registry, drift(2))
+
+    stored = started.abandon("form was replaced")
+
+    assert (stored.status, stored.closed_reason) == ("abandoned", "form was replaced")
+    assert stored.in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
+    assert started.open_instance() is None
+
+
+def test_stale_is_committed_once(started, registry):
+    register(registry, drift(2))
+    with pytest.raises(FormStaleError):
+        started.status()
+    version = started.open_instance().version
+
+    with pytest.raises(FormStaleError):
+        started.fill({"a": "again"})
+
+    assert started.open_instance().version == version
+
+
+def test_a_downgrade_is_drift_too(runner, registry):
+    register(registry, drift(3))
+    r = runner()
+    r.start("drift", seed={"a": "alpha"})
+    register(registry, drift(2))
+
+    with pytest.raises(FormStaleError) as err:
+        r.status()
+
+    assert (err.value.instance_version, err.value.def_version) == (3, 2)
+
+
+def test_marking_stale_retries_conflicts(adapter, registry, log):
+    register(registry, drift(1, log=log))
+    flaky = FlakyAdapter(adapter)
+    r = FormRunner(flaky, registry=registry, subject="s1")
+    r.start("drift", seed={"a": "alpha"})
+    register(registry, drift(2))
+    flaky.conflicts = 4
+
+    with pytest.raises(FormStaleError):
+        r.status()
+
+    assert r.open_instance().status == "stale"
+
+
+# --------------------------------------------------------------------------- migrate (departure 8)
+
+
+def test_migrate_gets_the_in_force_values_and_the_old_version_once(started, registry):
+    migration = Migration(lambda old: dict(old))
+    register(registry, drift(2, migrate=migration))
+
+    started.status()
+    started.status()
+
+    assert migration.calls == [({"a": "alpha", "b": "beta", "c": "gamma"}, 1)]
+    assert started.open_instance().def_version == 2
+
+
+def test_fields_migrate_leaves_out_get_a_retraction_that_can_be_undone(started, registry):
+    register(registry, drift(2, migrate=Migration(lambda old: {"a": old["a"], "b": old["b"]})))
+
+    started.status()
+
+    history = started.history("c").to_dict()["revisions"]
+    assert [r.get("value") for r in history] == ["gamma", None]
+    assert history[-1]["retracted"] is True and history[-1]["in_force"] is True
+    assert "c" not in started.open_instance().in_force_values()
+
+    started.undo("c")
+
+    assert started.open_instance().in_force_values()["c"] == "gamma"
+
+
+def test_migration_recomputes_the_status(started, registry):
+    register(registry, drift(2, migrate=Migration(lambda old: dict(old)), with_e=True))  # e is new and required
+
+    view = started.status().to_dict()
+
+    assert (view["status"], view["complete"]) == ("active", False)
+    assert [f["id"] for f in view["fields"] if f["ask"]] == ["e"]
+
+
+def test_migrated_values_fire_hooks_on_their_rising_edges(runner, registry, log):
+    register(registry, drift(1, log=log))
+    r = runner()
+    r.start("drift", seed={"a": "alpha"})
+    log.clear()
+    migration = Migration(lambda old: {"a": old["a"], "b": "derived", "e": "new"})
+    register(registry, drift(2, migrate=migration, log=log, with_e=True))
+
+    view = r.status().to_dict()
+
+    assert log.keys == ["field:b:1", "field:e:1", "form:1"]  # a was already live: no edge
+    assert view["status"] == "complete"
+    assert r.open_instance().in_force_values() == {"a": "alpha", "b": "derived", "e": "new"}
+
+
+def test_migrated_revisions_say_they_were_migrated(started, registry):
+    register(registry, drift(2, migrate=Migration(lambda old: {**old, "b": "beta-2"})))
+
+    started.status()
+
+    revision = started.open_instance().entries["b"].revisions[-1]
+    assert revision.value == "beta-2"
+    assert revision.provenance.note == "migrated 1 → 2"
+
+
+def test_migrating_a_stale_instance_makes_it_active_again(runner, registry):
+    register(registry, drift(1))
+    r = runner()
+    r.start("drift", seed={"a": "alpha"})
+    register(registry, drift(2))
+    with pytest.raises(FormStaleError):
+        r.status()
+
+    register(registry, drift(3, migrate=Migration(lambda old: dict(old))))
+
+    view = r.status().to_dict()
+    assert view["status"] == "active"
+    assert r.open_instance().def_version == 3
+
+
+def test_a_migrate_that_raises_commits_nothing(started, registry):
+    def broken(old, version):
+        raise KeyError("b")
+
+    before = started.open_instance()
+    register(registry, drift(2, migrate=broken))
+
+    with pytest.raises(FormError) as err:
+        started.status()
+
+    assert err.value.code == "form_migration_failed"
+    after = started.open_instance()
+    assert (after.version, after.def_version, after.status) == (before.version, 1, "complete")
+
+
+def test_migration_retries_conflicts(adapter, registry):
+    register(registry, drift(1))
+    flaky = FlakyAdapter(adapter)
+    r = FormRunner(flaky, registry=registry, subject="s1")
+    r.start("drift", seed={"a": "alpha"})
+    register(registry, drift(2, migrate=Migration(lambda old: {"a": old["a"], "b": "beta"})))
+    flaky.conflicts = 4
+
+    r.status()
+
+    stored = r.open_instance()
+    assert (stored.def_version, stored.in_force_values()) == (2, {"a": "alpha", "b": "beta"})
+    assert [e.value for e in stored.entries["b"].revisions] == ["beta"]
+
+
+def test_migration_gives_up_after_five_conflicts_and_nothing_is_lost(adapter, registry):
+    register(registry, drift(1))
+    flaky = FlakyAdapter(adapter)
+    r = FormRunner(flaky, registry=registry, subject="s1")
+    r.start("drift", seed={"a": "alpha"})
+    register(registry, drift(2, migrate=Migration(lambda old: {"a": old["a"], "b": "beta"})))
+    flaky.conflicts = 5
+
+    with pytest.raises(ConflictError):
+        r.status()
+
+    stored = r.open_instance()
+    assert (stored.def_version, stored.in_force_values()) == (1, {"a": "alpha"})
+
+
+def test_abandon_migrates_first_when_it_can(started, registry):
+    register(registry, drift(2, migrate=Migration(lambda old: dict(old))))
+
+    stored = started.abandon("done with it")
+
+    assert (stored.status, stored.def_version) == ("abandoned", 2)
