@@ -318,7 +318,7 @@ def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
             )
         for c_old, c_new in zip(a.calls, b.calls):
             if c_old.result is None:
-                return Divergence(n, at, f"    {c_old.name}: no result recorded — run `formctl replay --update` to record one",
+                return Divergence(n, at, f"    {c_old.name}: no result was recorded (`formctl replay --update` records one)",
                                   _step_label(a.tier0, None))
             diffs = _diff.differences(c_old.result, c_new.result)
             if diffs:
