@@ -520,3 +520,16 @@ def test_history_of_a_never_answered_field_is_empty(runner):
     r = runner()
     r.start("basic")
     assert r.history("colour").revisions == ()
+
+
+def test_history_invalid_is_the_write_time_error_not_a_reparse():
+    import example_forms
+    from formctl.forms.history import field_history
+    from formctl.forms.instance import Entry, FieldLog, Instance, Provenance
+
+    prov = Provenance("tests", "agent", "2026-01-01T00:00:00.000Z")
+    instance = Instance(id="form_x", def_id="basic", def_version=1, subject="s", entries={
+        "age": FieldLog((Entry(1, "forty", prov), Entry(2, 4, prov, error="was wrong then")), 1),
+    }, revision_seq=2)
+    assert [rev.invalid for rev in field_history(instance, "age", "Age").revisions] == [False, True]
+    assert example_forms.basic().field_by_id["age"].validator.validate(4).ok

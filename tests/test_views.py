@@ -380,3 +380,54 @@ def test_retract_returns_empty_captured_and_held(runner):
     for field in ("a", "b"):
         result = r.retract(field)
         assert result.captured == [] and result.held == []
+
+
+# --------------------------------------------------------------------------- read-time details (pure)
+
+
+def test_the_view_error_is_recomputed_at_read_time_not_copied_from_the_log():
+    import example_forms
+    from formctl.forms.evaluate import evaluate
+    from formctl.forms.instance import Entry, FieldLog, Instance, Provenance
+    from formctl.forms.project import step_view
+
+    form = example_forms.basic()
+    prov = Provenance("tests", "agent", "2026-01-01T00:00:00.000Z")
+    instance = Instance(id="form_x", def_id="basic", def_version=1, subject="s",
+                        entries={"age": FieldLog((Entry(1, "forty", prov, error="an old message"),), 0)},
+                        revision_seq=1)
+    row = _rows(step_view(form, evaluate(form, instance), instance))["age"]
+    assert row["error"] == "Input should be a valid integer"
+
+
+def test_a_marked_complete_instance_can_still_show_asking_rows():
+    import example_forms
+    from example_forms import build_instance
+    from formctl.forms.evaluate import evaluate
+    from formctl.forms.project import step_view
+
+    form = example_forms.basic()
+    instance = build_instance(form, {"name": "Dana"}, status="complete")
+    out = step_view(form, evaluate(form, instance), instance).to_dict()
+    assert out["complete"] is True
+    assert {row["id"]: row["ask"] for row in out["fields"]} == {"name": False, "age": True, "nick": True}
+
+
+def test_undo_would_names_a_field_the_definition_no_longer_has_by_its_id():
+    import example_forms
+    from example_forms import build_instance
+    from formctl.forms.evaluate import evaluate
+    from formctl.forms.project import step_view
+
+    form = example_forms.trio()
+    instance = build_instance(form, {"a": "x", "gone": "old"})
+    view = step_view(form, evaluate(form, instance), instance)
+    assert (view.undo.field, view.undo.label) == ("gone", "gone")
+    assert view.to_dict()["undo_would"] == "gone → empty"
+
+
+def test_undo_would_keeps_non_ascii_text_readable(runner):
+    r = runner()
+    r.start("trio", {"a": "Zoë"})
+    r.revise("a", "Zoe")
+    assert r.status().to_dict()["undo_would"] == 'a → "Zoë"'
