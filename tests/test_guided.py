@@ -1,0 +1,488 @@
+"""The guided model: the offline interviewer, driven by the real chat loop over the example forms.
+
+Each conversation is a person's scripted replies sent through ``ChatLoop.send``; the
+assertions are on what the person would read, on the tool calls in the transcript, and on
+the answers stored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from formctl import FormRegistry, FormRunner, MemoryAdapter
+from formctl.agent.loop import ChatLoop
+from formctl.agent.models.base import ChatModel, ModelRequest
+from formctl.agent.models.guided import GuidedModel, _kind_of, convert_answer, _Unreadable
+
+REGISTRY_TOML = Path(__file__).resolve().parent.parent / "forms" / "registry.toml"
+
+WRITES = {"start", "fill", "revise", "retract", "undo", "redo", "abandon", "resolve_checkpoint", "reopen"}
+
+
+class ReadOnlyRunner:
+    """The runner the model is given: reads pass through, and a direct write fails the test.
+
+    Every write must reach the store through a tool call, so it shows in the transcript.
+    """
+
+    def __init__(self, runner: FormRunner) -> None:
+        self._runner = runner
+
+    def __getattr__(self, name: str) -> Any:
+        if name in WRITES:
+            raise AssertionError(f"the guided model called runner.{name}() directly instead of through a tool")
+        return getattr(self._runner, name)
+
+
+class Chat:
+    """One conversation: the real ChatLoop driving a GuidedModel over a fresh in-memory store."""
+
+    def __init__(self, form_id: str | None, *, adapter: Any = None, subject: str = "dana") -> None:
+        registry = FormRegistry.from_toml(REGISTRY_TOML)
+        self.runner = FormRunner(adapter or MemoryAdapter(), registry=registry, subject=subject)
+        self.model = GuidedModel(ReadOnlyRunner(self.runner), form_id=form_id)
+        self.loop = ChatLoop(self.runner, self.model, form_id=form_id)
+        self.calls: list[dict[str, Any]] = []
+        self.results: list[dict[str, Any]] = []
+
+    def say(self, text: str) -> str:
+        start = len(self.loop.messages)
+        turn = self.loop.send(text)
+        assert turn.error is None, turn.error
+        new = self.loop.messages[start:]
+        self.calls = [b for m in new if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+        self.results = [
+            json.loads(b["content"]) for m in new if m["role"] == "user"
+            for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+        return turn.text
+
+    @property
+    def tools(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(c["name"], c["input"]) for c in self.calls]
+
+    def values(self) -> dict[str, Any]:
+        from formctl.forms.validate import to_jsonable
+
+        _, _, ev = self.runner.evaluation()
+        return {k: to_jsonable(v) for k, v in ev.values.items() if v is not None}
+
+    def instance(self):
+        return self.runner.open_instance(self.loop.instance_id)
+
+
+def claimant_done(chat: Chat) -> None:
+    chat.say("hello")
+    chat.say("Dana Reeve")
+    chat.say("AB1234")
+    chat.say("dana@example.org")
+
+
+# --------------------------------------------------------------------------- the interface
+
+
+def test_guided_model_is_a_chat_model_named_guided():
+    runner = FormRunner(MemoryAdapter(), registry=FormRegistry.from_toml(REGISTRY_TOML), subject="s")
+    model = GuidedModel(runner, form_id="travel-claim")
+    assert isinstance(model, ChatModel)
+    assert model.name == "guided"
+
+
+def test_importing_the_guided_model_loads_neither_anthropic_nor_prompt_toolkit():
+    code = (
+        "import sys, formctl.agent.models.guided, formctl.agent.models.scripted;"
+        "print(sorted(m for m in ('anthropic', 'prompt_toolkit') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_first_turn_starts_the_form_with_a_tool_call_and_asks_the_first_field_by_label():
+    chat = Chat("travel-claim")
+    text = chat.say("hello")
+    assert chat.tools == [("form_start", {"form": "travel-claim"})]
+    assert chat.calls[0]["id"] == "toolu_guided_0001"
+    assert "Step 1 of 4: Claimant." in text
+    assert text.endswith("Full name? Their full legal name, as on their payslip.")
+
+
+def test_an_open_instance_is_resumed_with_a_status_read_not_started_again():
+    first = Chat("travel-claim")
+    first.say("hello")
+    first.say("Dana Reeve")
+    again = GuidedModel(first.runner, form_id="travel-claim")
+    loop = ChatLoop(first.runner, again, form_id="travel-claim")
+    turn = loop.send("hi, I'm back")
+    calls = [b["name"] for m in loop.messages for b in m["content"] if b["type"] == "tool_use"]
+    assert calls == ["form_status"]
+    assert "Welcome back to the Travel reimbursement claim" in turn.text
+    assert turn.text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
+
+
+def test_tool_use_ids_count_per_model_instance():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+    assert [c["id"] for c in chat.calls] == ["toolu_guided_0002"]
+
+
+def test_reply_text_is_streamed_through_on_text():
+    chat = Chat("travel-claim")
+    chunks: list[str] = []
+    request_messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    first = chat.model.respond(ModelRequest("", [], request_messages), on_text=chunks.append)
+    assert first.tool_calls and chunks == []  # a tool-only turn says nothing yet
+    envelope = chat.loop.tools.call(first.tool_calls[0]["name"], first.tool_calls[0]["input"])
+    request_messages += [
+        {"role": "assistant", "content": first.content},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": first.tool_calls[0]["id"],
+                                      "content": json.dumps(envelope), "is_error": False}]},
+    ]
+    second = chat.model.respond(ModelRequest("", [], request_messages), on_text=chunks.append)
+    assert chunks == [second.text] and "Full name?" in second.text
+
+
+def test_the_tier0_line_is_not_taken_for_the_persons_words():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+    # The loop appended tier 0 ("[form: travel-claim] step 1/4 ...") after the words: only
+    # the words were written.
+    assert chat.tools == [("form_fill", {"values": {"full_name": "Dana Reeve"}})]
+
+
+def test_the_same_conversation_gives_the_same_replies_and_tool_calls():
+    script = ["hello", "Dana Reeve", "ab12", "AB1234", "undo", "Staff ID: CD5678", "dana@example.org",
+              "what else", "Leeds; Mode: car", "status", "£1,200"]
+
+    def run() -> list[tuple[str, list[Any]]]:
+        chat = Chat("travel-claim")
+        out = []
+        for line in script:
+            text = chat.say(line)
+            text = text.replace(chat.loop.instance_id or "", "ID")
+            out.append((text, [(c["id"], c["name"], c["input"]) for c in chat.calls]))
+        return out
+
+    assert run() == run()
+
+
+# --------------------------------------------------------------------------- travel claim, end to end
+
+
+def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_finance_wait():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+
+    text = chat.say("ab12")  # the pattern refuses it: asked again with the reason and hint
+    assert chat.tools == [("form_fill", {"values": {"staff_id": "ab12"}})]
+    assert "That Staff ID wasn't accepted: String should match pattern" in text
+    assert text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
+
+    chat.say("AB1234")
+    text = chat.say("undo")
+    assert chat.tools == [("form_revise", {"action": "undo", "field": "staff_id"})]
+    assert "Undone: Staff ID is back to ab12." in text
+    text = chat.say("Staff ID: CD5678")  # a labelled correction
+    assert chat.tools[0][0] == "form_revise" and chat.tools[0][1]["action"] == "set"
+    assert "Got it — Staff ID: CD5678." in text and text.endswith("Work email?")
+
+    text = chat.say("dana@example.org")
+    assert "Step 2 of 4: Trip." in text and text.endswith("Destination?")
+
+    text = chat.say("what else")
+    assert chat.tools == [("form_inspect", {"scope": "outline"})]
+    assert "After that: Travel (how they travelled, mileage or ticket); Costs (accommodation, meals, total)." in text
+    assert text.endswith("Destination?")
+
+    # A later step's field volunteered early is captured, and never asked for.
+    text = chat.say("Leeds; Mode: car")
+    assert chat.tools == [("form_fill", {"values": {"destination": "Leeds", "mode": "car"}})]
+    assert "Got it — Destination: Leeds; Mode: car." in text
+
+    chat.say("3 Nov 2026")
+    text = chat.say("back")  # undo the departure date, then ask it again
+    assert chat.tools == [("form_revise", {"action": "undo", "field": "departure_date"})]
+    assert "Undone: Departure date is empty again." in text
+    assert text.endswith("Departure date? A date, like 2026-11-03.")
+    chat.say("4 November 2026")
+    chat.say("2026-11-06")
+    text = chat.say("Speaking at a conference")
+
+    # Travel was answered early: the next question is the optional mileage the car opened.
+    assert "Mode?" not in text
+    assert text.endswith('Miles driven? Optional: say "skip" to leave it out.')
+    chat.say("40 miles")
+    assert chat.values()["mileage_cost"] == 18.0  # the form's own on_fill derived it
+
+    text = chat.say("skip")
+    assert "Skipped Accommodation cost." in text and text.endswith('Meals cost? Optional: say "skip" to leave it out.')
+    chat.say("£45.50")
+
+    text = chat.say("£1,200")  # over the 750 cap: Finance has to approve
+    instance = chat.instance()
+    assert instance.status == "awaiting"
+    assert "Over the 750 cap: waiting for Finance to approve." in text
+    assert f"`formctl resolve {instance.id}`" in text
+
+    chat.runner.resolve_checkpoint(instance.id)  # the host (Finance) approves in another terminal
+    text = chat.say("Has Finance approved it?")
+    assert chat.tools == [("form_status", {})]
+    assert "That's everything — the Travel reimbursement claim is complete." in text
+    assert "- Total claimed: 1200" in text and "- Miles driven: 40" in text
+    assert chat.instance().status == "complete"
+    assert chat.values() == {
+        "full_name": "Dana Reeve", "staff_id": "CD5678", "email": "dana@example.org",
+        "destination": "Leeds", "departure_date": "2026-11-04", "return_date": "2026-11-06",
+        "purpose": "Speaking at a conference", "mode": "car", "mileage": 40, "mileage_cost": 18.0,
+        "meals": 45.5, "total": 1200.0,
+    }
+
+
+def test_while_finance_decides_answers_are_refused_with_the_wait_message():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Total claimed: 900")
+    text = chat.say("Full name: Dana Reeve")
+    assert chat.results[0]["status"] == "error" and chat.results[0]["data"]["code"] == "form_blocked"
+    assert "I can't change anything while the form is waiting." in text
+    assert "Over the 750 cap: waiting for Finance to approve." in text
+    text = chat.say("undo")
+    assert chat.tools == [("form_status", {})]  # no write is even tried
+    assert "waiting for Finance" in text
+
+
+def test_a_rejection_by_finance_is_explained_and_a_lower_total_completes_the_claim():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say(
+        "Full name: Dana Reeve; Staff ID: AB1234; Work email: d@example.org; Destination: Leeds; "
+        "Departure date: 2026-11-03; Return date: 2026-11-04; Purpose: talk; Mode: rail; "
+        "Ticket reference: TK9999; Total: 900"
+    )
+    chat.runner.resolve_checkpoint(chat.loop.instance_id, fail="Over the limit: needs pre-approval.")
+    text = chat.say("well?")
+    assert 'The "policy-cap" check did not pass: Over the limit: needs pre-approval.' in text
+    assert "complete" not in text
+    text = chat.say("Total claimed: 700")
+    assert chat.tools[0][0] == "form_revise"
+    assert "the Travel reimbursement claim is complete" in text
+    assert chat.instance().status == "complete"
+
+
+def test_skip_is_refused_for_a_required_field():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    text = chat.say("skip")
+    assert chat.calls == []
+    assert text.startswith("Full name is required, so I can't skip it.")
+    assert text.endswith("Full name? Their full legal name, as on their payslip.")
+
+
+def test_a_number_it_cannot_read_is_asked_again_without_writing_anything():
+    chat = Chat("client-intake")
+    chat.say("hi")
+    chat.say("new")
+    text = chat.say("forty")
+    assert chat.calls == []
+    assert text == 'I couldn\'t use "forty" for Age: I need a single number (a whole number), like 40 or 1,200.\nAge?'
+
+
+def test_status_reads_back_the_step_and_what_is_pending():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+    text = chat.say("status")
+    assert chat.tools == [("form_status", {})]
+    assert "We're on step 1 of 4: Claimant. Answered: Full name. Still to answer: Staff ID, Work email." in text
+    assert text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
+
+
+def test_several_bare_answers_fill_the_open_steps_questions_in_order():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve\nAB1234\ndana@example.org")
+    assert chat.tools == [("form_fill", {"values": {
+        "full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}})]
+
+
+def test_a_label_that_names_no_field_is_reported_with_a_suggestion():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    text = chat.say("Ful name: Dana Reeve")
+    assert chat.tools == [("form_fill", {"values": {"Ful name": "Dana Reeve"}})]
+    assert 'There is no question called "Ful name" — did you mean Full name?' in text
+    assert chat.values() == {}
+
+
+def test_quit_says_how_to_resume_and_abandons_nothing():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+    text = chat.say("quit")
+    assert chat.calls == []
+    assert f"`formctl resume {chat.loop.instance_id}`" in text
+    assert chat.instance().status == "active"
+
+
+def test_without_a_form_id_it_lists_the_forms_and_starts_the_one_named():
+    chat = Chat(None)
+    text = chat.say("hello")
+    assert chat.tools == [("form_list", {})]
+    assert "- travel-claim: Travel reimbursement claim" in text
+    chat.say("client intake")
+    assert chat.tools == [("form_start", {"form": "client-intake"})]
+    assert chat.instance().def_id == "client-intake"
+
+
+def test_a_fresh_model_over_a_restored_conversation_carries_on_in_the_forms_order():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+    restored = ChatLoop(chat.runner, GuidedModel(chat.runner, form_id="travel-claim"),
+                        form_id="travel-claim", messages=chat.loop.messages)
+    turn = restored.send("AB1234")
+    assert turn.error is None
+    assert "Got it — Staff ID: AB1234." in turn.text and turn.text.endswith("Work email?")
+
+
+# --------------------------------------------------------------------------- client intake
+
+
+def test_client_intake_new_client_completes_asking_the_optional_phone_it_would_otherwise_pass():
+    chat = Chat("client-intake")
+    text = chat.say("hi")
+    assert text.endswith("Client type — new or returning? Have they used the service before?")
+    chat.say("New")
+    text = chat.say("34")
+    assert "Step 2 of 4: Contact." in text
+    chat.say("Sam Lee")
+    text = chat.say("sam@example.org")
+    # Contact is complete without the phone, and the route checkpoint jumped ahead: the
+    # phone is still offered once.
+    assert text.endswith('Phone? Optional: say "skip" to leave it out.')
+    text = chat.say("skip")
+    assert "Skipped Phone." in text and "Step 3 of 4: New client details." in text
+    text = chat.say("what else")
+    assert "Returning client" not in text  # its gate is off: not promised
+    assert "In this step (New client details) I still need: Referral source, Needs." in text
+    text = chat.say("fr")  # a unique prefix of "friend"
+    assert chat.tools == [("form_fill", {"values": {"referral": "friend"}})]
+    text = chat.say("Help finding housing")
+    assert "That's everything — the Client intake is complete." in text
+    assert chat.values() == {"client_type": "new", "age": 34, "full_name": "Sam Lee",
+                             "email": "sam@example.org", "referral": "friend", "needs": "Help finding housing"}
+    assert chat.instance().status == "complete"
+
+
+def test_client_intake_under_18_stops_and_says_why():
+    chat = Chat("client-intake")
+    chat.say("hi")
+    chat.say("new")
+    text = chat.say("16")
+    assert (
+        "I'm sorry, we have to stop here: Under 18: not eligible for this service. "
+        "A guardian must apply instead." in text
+    )
+    assert "?" not in text.split("stop here")[1]  # no further question
+    assert chat.instance().status == "abandoned"
+    text = chat.say("Full name: Sam Lee")  # nothing more is written, and nothing restarts
+    assert chat.calls == []
+    assert "stop here" in text
+    assert chat.runner.open_instance() is None
+
+
+def test_returning_client_with_changed_details_goes_back_over_contact():
+    chat = Chat("client-intake")
+    chat.say("hi")
+    chat.say("Client type: returning; Age: 40")
+    chat.say("Full name: Sam Lee; Email: sam@example.org; Phone: 0113 496 0000")
+    chat.say("C12345")
+    text = chat.say("yes")
+    assert chat.tools == [("form_fill", {"values": {"details_changed": True}})]
+    assert "We need to go back over Contact: please confirm or correct these answers." in text
+    assert text.endswith('Full name? It is Sam Lee now; say "same" to keep it.')
+    text = chat.say("same")
+    assert chat.tools == [("form_revise", {"action": "set", "field": "full_name", "value": "Sam Lee",
+                                            "reason": "corrected by the person"})]
+    assert "the Client intake is complete" in text
+
+
+# --------------------------------------------------------------------------- reading replies
+
+
+def _convert(schema: Any, text: str) -> Any:
+    return convert_answer(_kind_of(schema), text)
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "value"),
+    [
+        (int, "40 miles", 40),
+        (int, "1,200", 1200),
+        (int, "40.0", 40),
+        (float, "£900", 900),
+        (float, "£1,200.50", 1200.5),
+        (bool, "yes", True),
+        (bool, "Y", True),
+        (bool, "nope", False),
+        (bool, "false", False),
+        ("choice", "Rail", "rail"),
+        ("choice", "ai", "air"),
+        ("choice", "by car", "car"),
+        ("date", "2026-11-03", "2026-11-03"),
+        ("date", "3 Nov 2026", "2026-11-03"),
+        ("date", "3rd of November, 2026", "2026-11-03"),
+        ("date", "November 3, 2026", "2026-11-03"),
+        ("email", " <dana@example.org> ", "dana@example.org"),
+        (str, '"Dana Reeve"', "Dana Reeve"),
+    ],
+)
+def test_a_reply_is_converted_to_the_fields_type(schema, text, value):
+    from datetime import date
+    from typing import Literal
+
+    from pydantic import EmailStr
+
+    schema = {"choice": Literal["car", "rail", "air"], "date": date, "email": EmailStr}.get(schema, schema)
+    converted = _convert(schema, text)
+    assert converted == value and type(converted) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "reason"),
+    [
+        (int, "forty", "a single number"),
+        (int, "AB1234", "a single number"),
+        (int, "between 40 and 50", "a single number"),
+        ("choice", "boat", "one of: car, rail or air"),
+        (bool, "maybe", "a yes or a no"),
+        ("date", "03/11/2026", "day/month or month/day"),
+        ("date", "31 Feb 2026", "not a real date"),
+        ("date", "tomorrow", "the date itself"),
+    ],
+)
+def test_a_reply_that_cannot_be_read_says_what_is_needed(schema, text, reason):
+    from datetime import date
+    from typing import Literal
+
+    schema = {"choice": Literal["car", "rail", "air"], "date": date}.get(schema, schema)
+    with pytest.raises(_Unreadable, match=re.escape(reason)):
+        _convert(schema, text)
+
+
+def test_optional_and_constrained_schemas_convert_like_their_base_type():
+    from typing import Annotated
+
+    from pydantic import Field
+
+    assert _convert(Annotated[int, Field(ge=1)] | None, "12 miles") == 12
+    assert _convert(Annotated[float, Field(ge=0)] | None, "£3") == 3
