@@ -1,0 +1,169 @@
+"""At-least-once dispatch (departure 6): a dispatch record left ``running`` by a process
+that died mid-executor is re-run, under the same idempotency key, the next time any
+runner opens the instance; a record that is ``ok`` never runs again."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+from example_forms import HookLog, lab, register
+
+from formctl import FormRunner, Patch
+from formctl.forms.instance import DispatchState, Provenance, now_iso
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    for _ in range(5):
+        child = subprocess.Popen([sys.executable, "-c", "pass"])
+        child.wait()
+        try:
+            os.kill(child.pid, 0)
+        except ProcessLookupError:
+            return child.pid
+    pytest.skip("could not find a pid that is not running")
+
+
+@pytest.fixture
+def log():
+    return HookLog()
+
+
+@pytest.fixture
+def filled(adapter, registry, log):
+    """(instance id, a fresh-runner factory) after ``trigger = "watch"`` ran every hook once."""
+    register(registry, lab(log))
+    FormRunner(adapter, registry=registry, subject="s1").start("lab", seed={"trigger": "watch"})
+    log.clear()
+
+    def fresh():
+        return FormRunner(adapter, registry=registry, subject="s1")
+
+    return fresh().open_instance().id, fresh
+
+
+def leave_running(adapter, key, hook_id, owner, attempts=1):
+    prov = Provenance("test", "crashed-process", now_iso())
+    adapter.record_dispatch(key.split(":", 1)[0], key, DispatchState(hook_id, "running", attempts, now_iso(), owner=owner), prov)
+
+
+@pytest.mark.parametrize("hook", ["field:trigger", "step:one", "checkpoint:watch"])
+def test_a_dispatch_left_running_by_a_dead_process_is_re_run_under_the_same_key(adapter, filled, log, hook):
+    iid, fresh = filled
+    key = f"{iid}:{hook}:1"
+    leave_running(adapter, key, hook, f"{socket.gethostname()}:{dead_pid()}")
+
+    fresh().status()
+
+    assert [ctx.idempotency_key for ctx in log.contexts] == [key]
+    record = fresh().open_instance().dispatches[key]
+    assert (record.status, record.attempts) == ("ok", 2)
+
+
+def test_the_re_run_effects_are_applied(adapter, filled, log):
+    iid, fresh = filled
+    key = f"{iid}:field:trigger:1"
+    log.behaviours["field:trigger"] = Patch({"derived": "recovered"})
+    leave_running(adapter, key, "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
+
+    fresh().status()
+
+    assert fresh().open_instance().in_force_values()["derived"] == "recovered"
+
+
+def test_a_re_run_that_fails_is_recorded_as_a_failure(adapter, filled, log):
+    iid, fresh = filled
+    key = f"{iid}:field:trigger:1"
+    log.behaviours["field:trigger"] = lambda ctx: 1 / 0
+    leave_running(adapter, key, "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
+
+    view = fresh().status().to_dict()
+
+    record = fresh().open_instance().dispatches[key]
+    assert (record.status, record.attempts) == ("failed", 2)
+    assert [f["hook"] for f in view["failures"]] == ["field:trigger"]
+
+
+@pytest.mark.parametrize(
+    "open_it",
+    [lambda r: r.status(), lambda r: r.inspect("outline"), lambda r: r.fill({"derived": "d"})],
+    ids=["status", "inspect", "fill"],
+)
+def test_any_runner_opening_the_instance_recovers_it_once(adapter, filled, log, open_it):
+    iid, fresh = filled
+    key = f"{iid}:field:trigger:1"
+    leave_running(adapter, key, "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
+
+    open_it(fresh())
+    fresh().status()
+    fresh().status()
+
+    assert [ctx.idempotency_key for ctx in log.contexts].count(key) == 1
+
+
+def test_an_ok_dispatch_is_never_run_again(filled, log):
+    iid, fresh = filled
+
+    fresh().status()
+    fresh().fill({"derived": "d"})
+    fresh().status()
+
+    assert log.keys == ["field:derived:1"]
+
+
+def test_tier0_never_re_runs_anything(adapter, filled, log):
+    iid, fresh = filled
+    leave_running(adapter, f"{iid}:field:trigger:1", "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
+
+    fresh().tier0()
+
+    assert log.contexts == []
+
+
+@pytest.mark.parametrize(
+    "owner",
+    [lambda: f"{socket.gethostname()}:{os.getppid()}", lambda: "another-machine:4242"],
+    ids=["live-process", "other-host"],
+)
+def test_a_dispatch_running_in_a_live_process_is_left_alone(adapter, filled, log, owner):
+    iid, fresh = filled
+    key = f"{iid}:field:trigger:1"
+    leave_running(adapter, key, "field:trigger", owner())
+
+    fresh().status()
+
+    assert log.contexts == []
+    assert fresh().open_instance().dispatches[key].status == "running"
+
+
+class ProcessDied(BaseException):
+    """Stands in for the process dying mid-executor: nothing in the engine catches it."""
+
+
+def test_an_executor_that_never_finished_is_re_run_by_the_next_runner(adapter, registry, log):
+    register(registry, lab(log))
+    crashing = FormRunner(adapter, registry=registry, subject="s1")
+    crashing.start("lab")
+
+    def die(ctx):
+        raise ProcessDied()
+
+    log.behaviours["field:trigger"] = die
+    with pytest.raises(ProcessDied):
+        crashing.fill({"trigger": "t"})
+    iid = crashing.open_instance().id
+    key = f"{iid}:field:trigger:1"
+    assert crashing.open_instance().in_force_values() == {"trigger": "t"}  # committed before the hook ran
+    assert crashing.open_instance().dispatches[key].status == "running"
+
+    log.behaviours["field:trigger"] = Patch({"derived": "second time lucky"})
+    FormRunner(adapter, registry=registry, subject="s1").status()
+
+    stored = crashing.open_instance()
+    assert [ctx.idempotency_key for ctx in log.contexts if ctx.hook_id == "field:trigger"] == [key, key]
+    assert (stored.dispatches[key].status, stored.dispatches[key].attempts) == ("ok", 2)
+    assert stored.in_force_values()["derived"] == "second time lucky"
