@@ -446,7 +446,8 @@ def _layout(node: Any, tokens: dict[str, str]) -> None:
     ``\\"``) and every nested table as its own ``[a.b.c]`` header. Two readability fixes:
     strings holding quotes or newlines become TOML *literal* strings (``'...'`` or
     ``\'\'\'...\'\'\'``, no escapes) when they can be, and a tool call's ``input`` (and a host
-    action's ``args``) is written as one inline table next to the call's name.
+    action's ``args``) is written as one inline table next to the call's name, and a list of
+    plain values (``checkpoints``, ``masked``) on one line.
     """
     if isinstance(node, list):
         for item in node:
@@ -457,6 +458,8 @@ def _layout(node: Any, tokens: dict[str, str]) -> None:
     for key, value in list(node.items()):
         if key in _INLINE_KEYS and isinstance(value, dict):
             node[key] = _token(tokens, _inline(value))
+        elif isinstance(value, list) and value and all(isinstance(v, (str, int, float, bool)) for v in value):
+            node[key] = _token(tokens, _inline(value))  # a short list reads best on one line
         elif isinstance(value, str):
             literal = _literal(value)
             if literal is not None:
