@@ -191,8 +191,11 @@ def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_fin
     text = chat.say("undo")
     assert chat.tools == [("form_revise", {"action": "undo", "field": "staff_id"})]
     assert "Undone: Staff ID is back to ab12." in text
-    text = chat.say("Staff ID: CD5678")  # a labelled correction
-    assert chat.tools[0][0] == "form_revise" and chat.tools[0][1]["action"] == "set"
+    assert text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
+    chat.say("AB1234")
+    text = chat.say("Staff ID: CD5678")  # a labelled correction of an answer given: a revision
+    assert chat.tools == [("form_revise", {"action": "set", "field": "staff_id", "value": "CD5678",
+                                            "reason": "corrected by the person"})]
     assert "Got it — Staff ID: CD5678." in text and text.endswith("Work email?")
 
     text = chat.say("dana@example.org")
@@ -321,6 +324,39 @@ def test_a_label_that_names_no_field_is_reported_with_a_suggestion():
     assert chat.tools == [("form_fill", {"values": {"Ful name": "Dana Reeve"}})]
     assert 'There is no question called "Ful name" — did you mean Full name?' in text
     assert chat.values() == {}
+
+
+def test_an_answer_that_does_not_apply_yet_is_kept_and_said_so():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    text = chat.say("Miles driven: 40; Dana Reeve")
+    assert chat.tools == [("form_fill", {"values": {"mileage": 40, "full_name": "Dana Reeve"}})]
+    assert "I've kept Miles driven for now, but it doesn't apply given the answers so far." in text
+    assert text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
+
+
+def test_redo_puts_back_what_undo_took_away():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    text = chat.say("redo")
+    assert chat.calls == [] and text.startswith("There's nothing to redo.")
+    chat.say("Dana Reeve")
+    chat.say("undo")
+    text = chat.say("redo")
+    assert chat.tools == [("form_revise", {"action": "redo", "field": "full_name"})]
+    assert "Redone: Full name is back to Dana Reeve." in text
+    assert chat.values() == {"full_name": "Dana Reeve"}
+
+
+def test_after_a_failed_model_call_the_newest_words_are_answered():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    # What the loop sends after an unanswered turn: both messages joined, then tier 0.
+    messages = [*chat.loop.messages, {"role": "user", "content": [
+        {"type": "text", "text": "Dna"}, {"type": "text", "text": "Dana Reeve"},
+        {"type": "text", "text": chat.loop.tier0}]}]
+    reply = chat.model.respond(ModelRequest("", [], messages))
+    assert reply.tool_calls[0]["input"] == {"values": {"full_name": "Dana Reeve"}}
 
 
 def test_quit_says_how_to_resume_and_abandons_nothing():

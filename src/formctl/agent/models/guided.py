@@ -304,18 +304,18 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 def _person_words(message: dict[str, Any]) -> str | None:
     """The person's words in a user turn, or None for a turn of tool results.
 
-    The loop appends tier 0 as the last text block of the newest user turn, so the
-    person's words are the first text block — unless tier 0 is the only one.
+    The loop appends tier 0 (``[form: ...``) as the last text block of the newest user
+    turn, so that block is not the person's. Normally one block is left: the words. After
+    a failed model call the loop joins the next message onto the unanswered turn, so the
+    newest words are the last block left, and those are the ones answered.
     """
     blocks = _blocks(message)
     if any(b.get("type") == "tool_result" for b in blocks):
         return None
     texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
-    if not texts:
-        return ""
-    if len(texts) == 1 and texts[0].startswith(TIER0_PREFIX):
-        return ""
-    return texts[0]
+    if texts and texts[-1].startswith(TIER0_PREFIX):
+        texts = texts[:-1]
+    return texts[-1] if texts else ""
 
 
 @dataclass(slots=True)
@@ -370,10 +370,15 @@ def _read_turn(messages: list[dict[str, Any]]) -> _Turn:
             elif block.get("type") == "tool_result":
                 results[str(block.get("tool_use_id"))] = _parse_result(block)
     started = start is not None and any(m.get("role") == "assistant" for m in messages[:start])
+    # The conversation's instance is the newest one a tool result named (form_history can
+    # name other instances, so it doesn't count).
+    names: dict[str, str] = {}
     instance_id = None
     for message in messages:
         for block in _blocks(message):
-            if block.get("type") == "tool_result":
+            if block.get("type") == "tool_use":
+                names[str(block.get("id"))] = str(block.get("name"))
+            elif block.get("type") == "tool_result" and names.get(str(block.get("tool_use_id"))) != "form_history":
                 data = _parse_result(block).data
                 if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
                     instance_id = data["instance_id"]
@@ -430,7 +435,7 @@ class GuidedModel:
         self._skipped: set[str] = set()
         self._announced: str | None = None  # the step last announced with "Step i of n"
         self._shown_failures: set[tuple[str, str]] = set()
-        self._kinds: dict[tuple[str, str], _Kind] = {}
+        self._kinds: dict[tuple[str, int, str], _Kind] = {}
         self._summarised: tuple[str, int] | None = None  # the instance version last read back in full
 
     # ------------------------------------------------------------------ the interface
@@ -492,7 +497,7 @@ class GuidedModel:
         return _Snapshot(compiled, instance, ev, step_view(compiled, ev, instance), stale)
 
     def _kind(self, compiled: Any, field_id: str) -> _Kind:
-        key = (compiled.id, field_id)
+        key = (compiled.id, compiled.version, field_id)
         if key not in self._kinds:
             self._kinds[key] = _kind_of(compiled.field_by_id[field_id].schema)
         return self._kinds[key]
@@ -670,7 +675,10 @@ class GuidedModel:
                 corrections[field_id] = _jsonable(snap.ev.values[field_id])
                 continue
             kind = self._kind(compiled, field_id)
-            if not field.required and kind.name != "boolean" and _command_key(cleaned) in _NONE_WORDS | {"n a"}:
+            means_none = _command_key(cleaned) in _NONE_WORDS | {"n a"}
+            if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
+                means_none = False  # "none" can be an option of its own
+            if not field.required and kind.name != "boolean" and means_none:
                 self._skipped.add(field_id)
                 plan.notes.append(f"Left out {field.label}.")
                 continue
@@ -680,8 +688,8 @@ class GuidedModel:
                 plan.problems.append((field_id, cleaned, str(exc)))
                 self._focus = field_id
                 continue
-            if status in ("filled", "invalid", "held") and key:
-                corrections[field_id] = value
+            if status in ("filled", "held"):
+                corrections[field_id] = value  # a change to an answer given: a revision
             else:
                 values[field_id] = value
         return values, corrections, plan
@@ -741,6 +749,8 @@ class GuidedModel:
         errors = [r for r in errors if not r.ok]
         if plan.kind == "list":
             return self._text_reply([self._list_text(turn)])
+        if plan.kind == "start" and errors:
+            return self._text_reply([f"I couldn't start the form: {errors[0].message}"])
         snap = self._read(turn.instance_id)
         if snap is None:
             message = errors[0].message if errors else "No form is open."
