@@ -107,7 +107,7 @@ class FakeAnthropic:
 
         self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic", daemon=True)
         self._thread.start()
 
     # ------------------------------------------------------------------ scripting
@@ -181,6 +181,14 @@ class _QuietServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_fake: FakeAnthropic
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out as separate writes; without NODELAY, Nagle plus the
+        # client's delayed ACK adds 40 ms to every response.
+        import socket
+
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass

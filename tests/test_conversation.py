@@ -1,0 +1,63 @@
+"""Conversations saved beside their instance: atomic, private, and loud about corruption."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from formctl.agent.conversation import ConversationStore
+from formctl.forms.errors import InvalidArgumentError, StoreError
+
+MESSAGES = [
+    {"role": "user", "content": [{"type": "text", "text": "Hi, I'm Dana — £310 for Leeds"}]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "form_list", "input": {}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "{}", "is_error": False}]},
+]
+
+
+def test_a_saved_conversation_loads_back_exactly(tmp_path):
+    store = ConversationStore(tmp_path)
+    path = store.save("form_abc_123456", MESSAGES)
+    assert path == tmp_path / "conversations" / "form_abc_123456.json"
+    assert store.load("form_abc_123456") == MESSAGES
+
+
+def test_an_instance_without_a_conversation_loads_as_empty(tmp_path):
+    assert ConversationStore(tmp_path).load("form_abc_123456") == []
+
+
+def test_conversation_files_are_private_and_no_temp_file_is_left(tmp_path):
+    store = ConversationStore(tmp_path)
+    store.save("form_abc_123456", MESSAGES)
+    store.save("form_abc_123456", MESSAGES[:1])
+    path = tmp_path / "conversations" / "form_abc_123456.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert os.listdir(tmp_path / "conversations") == ["form_abc_123456.json"]
+    assert store.load("form_abc_123456") == MESSAGES[:1]
+
+
+@pytest.mark.parametrize("bad_id", ["../etc/passwd", "a/b", ".hidden", "", "x" * 200, "form_1.json"])
+def test_an_id_that_could_escape_the_folder_is_refused(tmp_path, bad_id):
+    with pytest.raises(InvalidArgumentError):
+        ConversationStore(tmp_path).save(bad_id, MESSAGES)
+
+
+def test_a_corrupt_file_is_reported_with_its_path_and_left_alone(tmp_path):
+    store = ConversationStore(tmp_path)
+    path = store.save("form_abc_123456", MESSAGES)
+    path.write_text('{"format": 1, "messages": [', encoding="utf-8")
+    with pytest.raises(StoreError) as raised:
+        store.load("form_abc_123456")
+    assert str(path) in raised.value.message
+    assert path.read_text(encoding="utf-8") == '{"format": 1, "messages": ['
+
+
+def test_a_file_of_another_shape_is_reported(tmp_path):
+    store = ConversationStore(tmp_path)
+    path = store.save("form_abc_123456", MESSAGES)
+    path.write_text(json.dumps({"format": 1, "messages": [{"role": "system"}]}), encoding="utf-8")
+    with pytest.raises(StoreError):
+        store.load("form_abc_123456")
