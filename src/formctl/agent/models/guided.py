@@ -310,11 +310,15 @@ def _person_words(message: dict[str, Any]) -> str | None:
     newest words are the last block left, and those are the ones answered.
     """
     blocks = _blocks(message)
-    if any(b.get("type") == "tool_result" for b in blocks):
-        return None
+    has_results = any(b.get("type") == "tool_result" for b in blocks)
     texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
     if texts and texts[-1].startswith(TIER0_PREFIX):
         texts = texts[:-1]
+    if has_results:
+        # A turn of tool results is the person's only when words were joined onto it: a
+        # turn cancelled (Ctrl-C) after its tools ran leaves their results unanswered, and
+        # the person's next message lands in the same turn. Those words are answered.
+        return texts[-1] if texts else None
     return texts[-1] if texts else ""
 
 
