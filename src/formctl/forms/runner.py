@@ -518,7 +518,7 @@ class FormRunner:
                     result.captured.append(field_id)
                 elif status == HELD:
                     result.held.append(field_id)
-            result.failures = failures or open_failures(final)
+            result.failures = failures or open_failures(final, compiled, ev)
             return result
 
     def _result_view(self, compiled: CompiledForm, ev: Evaluation, instance: Instance, staged_ids: list[str]) -> FormView:
@@ -529,7 +529,7 @@ class FormRunner:
     def _result_only(self, compiled: CompiledForm, instance: Instance, result: FillResult) -> FillResult:
         ev = self._evaluation(compiled, instance)
         result.view = step_view(compiled, ev, instance)
-        result.failures = open_failures(instance)
+        result.failures = open_failures(instance, compiled, ev)
         return result
 
     def _cycle(
