@@ -195,6 +195,7 @@ def test_a_rejected_checkpoint_failure_closes_once_its_condition_no_longer_holds
     result = waiting.revise("total", 90)
 
     assert failures_of(result) == []
+    assert result.failures == []
     assert result.view.status == "complete"
     assert form_runs(log) == ["form:1"]
     assert any(d.status == "failed" for d in waiting.open_instance().dispatches.values())  # kept in the log
