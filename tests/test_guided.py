@@ -19,7 +19,7 @@ import pytest
 from formctl import FormRegistry, FormRunner, MemoryAdapter
 from formctl.agent.loop import ChatLoop
 from formctl.agent.models.base import ChatModel, ModelRequest
-from formctl.agent.models.guided import GuidedModel, _kind_of, convert_answer, _Unreadable
+from formctl.agent.models.guided import GuidedModel, UnreadableAnswer, convert_answer
 
 REGISTRY_TOML = Path(__file__).resolve().parent.parent / "forms" / "registry.toml"
 
@@ -455,10 +455,6 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
 # --------------------------------------------------------------------------- reading replies
 
 
-def _convert(schema: Any, text: str) -> Any:
-    return convert_answer(_kind_of(schema), text)
-
-
 @pytest.mark.parametrize(
     ("schema", "text", "value"),
     [
@@ -489,7 +485,7 @@ def test_a_reply_is_converted_to_the_fields_type(schema, text, value):
     from pydantic import EmailStr
 
     schema = {"choice": Literal["car", "rail", "air"], "date": date, "email": EmailStr}.get(schema, schema)
-    converted = _convert(schema, text)
+    converted = convert_answer(schema, text)
     assert converted == value and type(converted) is type(value)
 
 
@@ -511,8 +507,8 @@ def test_a_reply_that_cannot_be_read_says_what_is_needed(schema, text, reason):
     from typing import Literal
 
     schema = {"choice": Literal["car", "rail", "air"], "date": date}.get(schema, schema)
-    with pytest.raises(_Unreadable, match=re.escape(reason)):
-        _convert(schema, text)
+    with pytest.raises(UnreadableAnswer, match=re.escape(reason)):
+        convert_answer(schema, text)
 
 
 def test_optional_and_constrained_schemas_convert_like_their_base_type():
@@ -520,5 +516,5 @@ def test_optional_and_constrained_schemas_convert_like_their_base_type():
 
     from pydantic import Field
 
-    assert _convert(Annotated[int, Field(ge=1)] | None, "12 miles") == 12
-    assert _convert(Annotated[float, Field(ge=0)] | None, "£3") == 3
+    assert convert_answer(Annotated[int, Field(ge=1)] | None, "12 miles") == 12
+    assert convert_answer(Annotated[float, Field(ge=0)] | None, "£3") == 3

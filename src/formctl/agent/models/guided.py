@@ -67,7 +67,7 @@ from typing import Any
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink
 from formctl.forms.errors import FormError
 
-__all__ = ["GuidedModel", "convert_answer"]
+__all__ = ["GuidedModel", "UnreadableAnswer", "convert_answer"]
 
 TIER0_PREFIX = "[form: "
 
@@ -128,7 +128,7 @@ class _Kind:
     options: tuple[Any, ...] = ()
 
 
-class _Unreadable(ValueError):
+class UnreadableAnswer(ValueError):
     """The person's words could not be turned into the field's type; the message says what is needed."""
 
 
@@ -188,7 +188,7 @@ def _or_list(items: list[str]) -> str:
 def _parse_number(text: str, integer: bool) -> int | float:
     found = _NUMBER.findall(text)
     if len(found) != 1:
-        raise _Unreadable("I need a single number" + (" (a whole number)" if integer else "") + ", like 40 or 1,200.")
+        raise UnreadableAnswer("I need a single number" + (" (a whole number)" if integer else "") + ", like 40 or 1,200.")
     raw = found[0].replace(",", "")
     if "." in raw:
         value = float(raw)
@@ -202,7 +202,7 @@ def _parse_date(text: str) -> str:
     t = " ".join(text.lower().replace(",", " ").split())
     if t in ("today", "tomorrow", "yesterday", "now"):
         # The model reads no clock, so the same words always mean the same date.
-        raise _Unreadable("Please give the date itself, like 2026-11-03 or 3 Nov 2026.")
+        raise UnreadableAnswer("Please give the date itself, like 2026-11-03 or 3 Nov 2026.")
     for pattern, order in ((_ISO_DATE, "ymd"), (_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy")):
         m = pattern.match(t)
         if not m:
@@ -215,13 +215,13 @@ def _parse_date(text: str) -> str:
         try:
             return date(int(parts["y"]), month_number, int(parts["d"])).isoformat()
         except ValueError:
-            raise _Unreadable(f'"{text}" is not a real date.') from None
+            raise UnreadableAnswer(f'"{text}" is not a real date.') from None
     if _NUMERIC_DATE.match(t):
-        raise _Unreadable(
+        raise UnreadableAnswer(
             f'I can\'t tell whether "{text}" is day/month or month/day: '
             "please write it like 2026-11-03 or 3 Nov 2026."
         )
-    raise _Unreadable("I need a date, like 2026-11-03 or 3 Nov 2026.")
+    raise UnreadableAnswer("I need a date, like 2026-11-03 or 3 Nov 2026.")
 
 
 def _parse_choice(text: str, options: tuple[Any, ...]) -> Any:
@@ -238,7 +238,7 @@ def _parse_choice(text: str, options: tuple[Any, ...]) -> Any:
     named = [o for o, s in zip(options, shown) if s.lower() in words]
     if len(named) == 1:
         return named[0]
-    raise _Unreadable(f"I need one of: {_or_list(shown)}.")
+    raise UnreadableAnswer(f"I need one of: {_or_list(shown)}.")
 
 
 def _parse_boolean(text: str) -> bool:
@@ -247,7 +247,7 @@ def _parse_boolean(text: str) -> bool:
         return True
     if words and words[0] in _FALSE:
         return False
-    raise _Unreadable("I need a yes or a no.")
+    raise UnreadableAnswer("I need a yes or a no.")
 
 
 def _strip_quotes(text: str) -> str:
@@ -257,8 +257,17 @@ def _strip_quotes(text: str) -> str:
     return text
 
 
-def convert_answer(kind: _Kind, text: str) -> Any:
-    """The JSON value a person's words mean for a field of this kind; raises ``_Unreadable``."""
+def convert_answer(schema: Any, text: str) -> Any:
+    """The JSON value a person's words mean for a field with this schema (annotation).
+
+    ``convert_answer(Annotated[int, Field(ge=1)] | None, "40 miles") == 40``. Raises
+    :class:`UnreadableAnswer` when the words can't be read as the type; constraints (a
+    pattern, a minimum) are left to the engine, which says why a value doesn't fit.
+    """
+    return _convert(_kind_of(schema), text)
+
+
+def _convert(kind: _Kind, text: str) -> Any:
     text = _strip_quotes(text)
     if kind.name == "integer":
         return _parse_number(text, integer=True)
@@ -687,8 +696,8 @@ class GuidedModel:
                 plan.notes.append(f"Left out {field.label}.")
                 continue
             try:
-                value = convert_answer(kind, cleaned)
-            except _Unreadable as exc:
+                value = _convert(kind, cleaned)
+            except UnreadableAnswer as exc:
                 plan.problems.append((field_id, cleaned, str(exc)))
                 self._focus = field_id
                 continue
