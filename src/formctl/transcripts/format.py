@@ -251,10 +251,9 @@ def _turn_lines(text: str) -> list[int]:
 
 
 def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
-    turn_lines = _turn_lines(text)
-
     def fail(message: str, turn_no: int | None = None) -> TranscriptError:
         line = None
+        turn_lines = _turn_lines(text) if turn_no is not None else []  # only on the error path
         if turn_no is not None and turn_no - 1 < len(turn_lines):
             line = turn_lines[turn_no - 1]
         return TranscriptError(message, path=path, line=line)
