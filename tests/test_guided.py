@@ -290,6 +290,16 @@ def test_skip_is_refused_for_a_required_field():
     assert text.endswith("Full name? Their full legal name, as on their payslip.")
 
 
+def test_none_for_an_optional_question_leaves_it_out():
+    chat = Chat("client-intake")
+    chat.say("hi")
+    chat.say("Client type: new; Age: 30; Full name: Sam Lee; Email: sam@example.org")
+    text = chat.say("n/a")
+    assert chat.tools == [("form_status", {})]
+    assert "Left out Phone." in text and text.endswith("Referral source — web, friend, doctor or other?")
+    assert "phone" not in chat.values()
+
+
 def test_a_number_it_cannot_read_is_asked_again_without_writing_anything():
     chat = Chat("client-intake")
     chat.say("hi")

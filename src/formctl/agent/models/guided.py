@@ -556,8 +556,9 @@ class GuidedModel:
             return self._plan_answers(plan, values, corrections)
         if plan.problems or plan.unplaced or plan.unknown:
             return self._text_reply(self._problem_paragraphs(snap, plan) + self._state_paragraphs(snap))
-        # Nothing to write: a greeting, "thanks", or a message while waiting — read the state again.
-        return self._tool_reply(_Plan("check"), [("form_status", {})])
+        # Nothing to write ("none" for an optional question, a greeting, "thanks", a message
+        # while waiting): read the state again.
+        return self._tool_reply(_Plan("check", notes=plan.notes), [("form_status", {})])
 
     def _plan_start(self, words: str) -> ModelReply:
         form_id = self.form_id
@@ -688,7 +689,7 @@ class GuidedModel:
                 corrections[field_id] = _jsonable(snap.ev.values[field_id])
                 continue
             kind = self._kind(compiled, field_id)
-            means_none = _command_key(cleaned) in _NONE_WORDS | {"n a"}
+            means_none = cleaned.lower() in _NONE_WORDS or _command_key(cleaned) in _NONE_WORDS | {"n a"}
             if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
                 means_none = False  # "none" can be an option of its own
             if not field.required and kind.name != "boolean" and means_none:
@@ -1002,10 +1003,12 @@ class GuidedModel:
         message = checkpoint.wait_message if checkpoint is not None and checkpoint.wait_message else (
             f'The form is waiting on the "{instance.blocked_on}" check.'
         )
+        # The wait message names who decides ("waiting for Finance to approve"); the
+        # command is the same for every form, so say it.
         return (
-            f"{_sentence(message)} Your answers are saved, but nothing can be changed until it is resolved: "
-            f"Finance must run `formctl resolve {instance.id}` (or `formctl resolve {instance.id} --fail REASON`). "
-            "Message me again once that's done and we'll carry on."
+            f"{_sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
+            f"the approver runs `formctl resolve {instance.id}` (or `formctl resolve {instance.id} --fail REASON` "
+            "to turn it down). Message me again once that's done and we'll carry on."
         )
 
     def _closed_text(self, snap: _Snapshot) -> str:
