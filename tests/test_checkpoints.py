@@ -223,6 +223,17 @@ def test_a_failed_blocking_run_whose_condition_still_holds_keeps_the_form_from_c
     assert form_runs(log) == []
 
 
+def test_a_rejected_non_blocking_checkpoint_does_not_hold_completion(runner, registry, log):
+    log.behaviours["checkpoint:cap"] = Fail("worth a look")
+    r = make(runner, registry, log, blocking=False)
+
+    result = r.fill({"total": 500, "sign": "Dana"})
+
+    assert (result.view.status, result.view.complete) == ("complete", True)
+    assert failures_of(result) == [("checkpoint:cap", "worth a look")]
+    assert form_runs(log) == ["form:1"]
+
+
 def test_values_passed_to_resolve_are_written_through_the_cycle(waiting, log):
     waiting.fill({"total": 500})
 

@@ -276,3 +276,14 @@ def test_abandon_migrates_first_when_it_can(started, registry):
     stored = started.abandon("done with it")
 
     assert (stored.status, stored.def_version) == ("abandoned", 2)
+
+
+def test_an_abandoned_instance_is_not_marked_stale_and_stays_readable(started, registry):
+    iid = started.abandon("closed").id
+    version = started.open_instance(iid).version
+    register(registry, drift(2))
+
+    view = started.status(instance_id=iid).to_dict()
+
+    assert view["status"] == "abandoned"
+    assert started.open_instance(iid).version == version

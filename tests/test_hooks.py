@@ -93,6 +93,14 @@ def test_fixing_an_invalid_answer_is_a_rising_edge(lab_runner, log):
 # --------------------------------------------------------------------------- §9.3 dispatch
 
 
+def test_an_executor_is_told_when_the_runner_is_replaying(runner, registry, log):
+    register(registry, lab(log))
+
+    runner(replaying=True).start("lab", seed={"trigger": "t"})
+
+    assert [ctx.replaying for ctx in log.contexts] == [True, True]
+
+
 def test_an_executor_gets_its_hook_id_form_and_idempotency_key(lab_runner, log):
     result = lab_runner.fill({"trigger": "t"})
 
@@ -413,6 +421,15 @@ def test_a_correction_that_makes_a_required_field_invalid_reopens_a_forced_compl
 
     assert lab_runner.status().status == "complete"
     assert [k for k in log.keys if k.startswith("form")] == ["form:1", "form:2"]
+
+
+def test_retracting_a_required_answer_keeps_a_forced_completion(lab_runner, log):
+    log.behaviours["field:trigger"] = Complete()
+    lab_runner.fill({"trigger": "t"})
+
+    lab_runner.retract("trigger")  # empty is not invalid: only reopen or an invalid answer undo it
+
+    assert lab_runner.status().status == "complete"
 
 
 def test_reopen_returns_a_forced_completion_to_active(lab_runner, log):

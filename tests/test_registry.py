@@ -105,6 +105,29 @@ def test_load_compiles_once_and_caches_the_result():
     assert loader.calls == 1
 
 
+def test_concurrent_first_loads_share_one_compile():
+    import threading
+
+    release = threading.Event()
+
+    def slow():
+        release.wait(5)
+        return basic()
+
+    loader = CountingLoader(slow)
+    registry = FormRegistry().register("basic", name="Basic", load=loader)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(registry.load("basic"))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    release.set()
+    for t in threads:
+        t.join(5)
+
+    assert loader.calls == 1
+    assert len(results) == 3 and all(r is results[0] for r in results)
+
+
 def test_a_loader_may_return_a_builder_or_be_async():
     from formctl import define_form
 
