@@ -23,10 +23,11 @@ decided here:
 - An optional parameter sent as ``null`` or ``""`` counts as omitted. Strict tool calling
   sends ``""`` for every parameter the model did not mean to set (seed 002), and an
   ``instance_id: ""`` must mean "the open form", not "no such instance".
-- ``form_start`` refuses to open a second active (or awaiting) instance of the same form
-  for the same subject (code ``form_open``): a model that calls it twice would otherwise
-  strand the first instance's answers in a form nobody continues. Finish or abandon the
-  open one first.
+- ``form_start`` refuses while the subject's open form (``runner.open_instance()``, §12.4)
+  is an active or awaiting instance of the same form (code ``form_open``): a model that
+  calls it twice would otherwise strand the first instance's answers in a form nobody
+  continues. Finish or abandon the open one first. (Asking the runner, not the store,
+  keeps a host's notion of "the open form" – the CLI pins one per conversation – in charge.)
 - An exception that is not a ``FormError`` (a bug in a form's gate, say) is returned as
   ``data: null`` with its message, so one broken executor never ends the conversation.
 """
@@ -156,14 +157,13 @@ def _form_list(runner: Any, a: _NoArgs) -> Any:
 
 def _form_start(runner: Any, a: _StartArgs) -> Any:
     compiled = runner.registry.load(a.form)
-    for status in ("active", "awaiting"):
-        found = runner.adapter.find_instances(subject=runner.subject, def_id=compiled.id, status=status, limit=1)
-        if found:
-            raise FormError(
-                f'Form "{compiled.id}" is already open (instance {found[0].id}): continue it, '
-                "or form_abandon it before starting again.",
-                code="form_open",
-            )
+    current = runner.open_instance()
+    if current is not None and current.def_id == compiled.id and current.status in ("active", "awaiting"):
+        raise FormError(
+            f'Form "{compiled.id}" is already open (instance {current.id}): continue it, '
+            "or form_abandon it before starting again.",
+            code="form_open",
+        )
     return runner.start(compiled.id, seed=a.values).to_dict()
 
 
