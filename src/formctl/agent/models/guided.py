@@ -65,7 +65,6 @@ from datetime import date
 from typing import Any
 
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink
-from formctl.forms.errors import FormError
 
 __all__ = ["GuidedModel", "UnreadableAnswer", "convert_answer"]
 
@@ -188,7 +187,8 @@ def _or_list(items: list[str]) -> str:
 def _parse_number(text: str, integer: bool) -> int | float:
     found = _NUMBER.findall(text)
     if len(found) != 1:
-        raise UnreadableAnswer("I need a single number" + (" (a whole number)" if integer else "") + ", like 40 or 1,200.")
+        whole = " (a whole number)" if integer else ""
+        raise UnreadableAnswer(f"I need a single number{whole}, like 40 or 1,200.")
     raw = found[0].replace(",", "")
     if "." in raw:
         value = float(raw)
@@ -483,7 +483,8 @@ class GuidedModel:
         blocks = []
         for name, tool_input in calls:
             self._calls += 1
-            blocks.append({"type": "tool_use", "id": f"toolu_guided_{self._calls:04d}", "name": name, "input": tool_input})
+            call_id = f"toolu_guided_{self._calls:04d}"
+            blocks.append({"type": "tool_use", "id": call_id, "name": name, "input": tool_input})
         plan.call_ids = tuple(b["id"] for b in blocks)
         self._plan = plan
         return ModelReply(content=blocks, stop_reason="tool_use")
@@ -624,7 +625,9 @@ class GuidedModel:
         if values:
             calls.append(("form_fill", {"values": values}))
         for field_id, value in corrections.items():
-            calls.append(("form_revise", {"action": "set", "field": field_id, "value": value, "reason": "corrected by the person"}))
+            calls.append(
+                ("form_revise", {"action": "set", "field": field_id, "value": value, "reason": "corrected by the person"})
+            )
         plan.kind = "answers"
         return self._tool_reply(plan, calls)
 
@@ -936,7 +939,8 @@ class GuidedModel:
             return text + ' I\'ll ask one thing at a time. Say "help" at any point to see what else you can say.'
         answered = sum(1 for f in compiled.fields if snap is not None and snap.ev.status[f.order] == "filled")
         if answered:
-            return f"Welcome back to the {compiled.name}. Your {answered} answer{'s' if answered != 1 else ''} so far are saved."
+            saved = "Your answer so far is saved." if answered == 1 else f"Your {answered} answers so far are saved."
+            return f"Welcome back to the {compiled.name}. {saved}"
         return f"Let's carry on with the {compiled.name}."
 
     def _status_text(self, snap: _Snapshot) -> str:
@@ -960,8 +964,8 @@ class GuidedModel:
         outline = None
         for call in turn.calls:
             result = turn.results.get(str(call.get("id")))
-            if call.get("name") == "form_inspect" and result is not None and result.ok and isinstance(result.data, dict):
-                outline = result.data
+            if call.get("name") == "form_inspect" and result is not None and result.ok:
+                outline = result.data if isinstance(result.data, dict) else outline
         if outline is None:
             return "I couldn't read the outline just now."
         ev, compiled = snap.ev, snap.compiled
@@ -1014,7 +1018,10 @@ class GuidedModel:
     def _closed_text(self, snap: _Snapshot) -> str:
         reason = snap.instance.closed_reason
         if reason:
-            return f"I'm sorry, we have to stop here: {_sentence(reason)} Your answers so far are kept, but there's nothing more to fill in."
+            return (
+                f"I'm sorry, we have to stop here: {_sentence(reason)} "
+                "Your answers so far are kept, but there's nothing more to fill in."
+            )
         return "This form has been closed, so there's nothing more to fill in. Your answers are kept."
 
     def _quit_text(self, snap: _Snapshot) -> str:
