@@ -256,6 +256,20 @@ def test_a_reply_cut_off_at_max_tokens_is_reported_and_its_tool_calls_not_run(ru
     assert loop.send("go on").text == "Saved."
 
 
+def test_a_refusal_is_reported_not_taken_for_an_answer(runner):
+    loop, _, events = make_loop(runner, [ModelReply([{"type": "text", "text": "I can't help with that."}], "refusal")])
+    turn = loop.send("hi")
+    assert turn.stop_reason == "refusal" and "refusal" in turn.error
+    assert [e.message for e in events if isinstance(e, LoopError)] == [turn.error]
+
+
+def test_a_read_that_changes_nothing_announces_no_tier0_change(runner):
+    runner.start("travel-claim")
+    loop, _, events = make_loop(runner, [call("form_status", {}), say("Your name?")])
+    loop.send("where are we?")
+    assert not [e for e in events if isinstance(e, Tier0Changed)]
+
+
 def test_empty_text_blocks_from_a_model_are_not_kept(runner):
     loop, _, _ = make_loop(runner, [ModelReply([{"type": "text", "text": ""},
                                                 {"type": "tool_use", "id": "t1", "name": "form_list", "input": {}}],

@@ -17,7 +17,7 @@ What the loop promises when things go wrong:
   again, its text joined to the unanswered user turn (two user turns in a row would be a
   malformed conversation).
 - A reply cut off at ``max_tokens`` is reported, not taken for an answer; its tool calls
-  (whose input may be truncated) are not run.
+  (whose input may be truncated) are not run. A ``refusal`` is reported the same way.
 - ``cancel()`` (thread-safe, e.g. from a Ctrl-C handler) stops the turn at the next safe
   point: before a model call, after it returns (its reply is discarded), or between tool
   calls (the calls not run get an error result, so the conversation stays valid). A
@@ -175,7 +175,6 @@ class ChatLoop:
     def _run(self) -> Turn:
         iterations = 0
         tool_calls = 0
-        self._turn_iterations = 0
         while True:
             if self._cancel.is_set():
                 return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
@@ -187,7 +186,6 @@ class ChatLoop:
                     tool_calls,
                 )
             iterations += 1
-            self._turn_iterations = iterations
             tier0 = self._render_tier0()
             self._tier0 = tier0
             request = ModelRequest(
@@ -223,7 +221,10 @@ class ChatLoop:
             if reply.content:
                 self.messages.append({"role": "assistant", "content": list(reply.content)})
             if not calls:
-                return Turn(reply.text, reply.stop_reason or "end_turn", iterations, None, tool_calls)
+                error = None
+                if reply.stop_reason == "refusal":
+                    error = "The model declined to continue this conversation (refusal)."
+                return Turn(reply.text, reply.stop_reason or "end_turn", iterations, error, tool_calls)
             results: list[dict[str, Any]] = []
             self.messages.append({"role": "user", "content": results})  # filled in place, call by call
             for call in calls:
