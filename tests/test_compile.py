@@ -326,3 +326,11 @@ def test_listing_the_registry_loads_nothing():
     registry = FormRegistry().register("basic", name="Basic", description="B.", load=lambda: calls.append(1))
     assert registry.list() == [{"id": "basic", "name": "Basic", "description": "B."}]
     assert calls == []
+
+
+def test_a_schema_whose_none_probe_raises_is_required():
+    class Opaque:
+        pass
+
+    form = define_form("probe", name="Probe").step("s", title="S").field("x", Opaque, label="X").build()
+    assert form.field_by_id["x"].required is True

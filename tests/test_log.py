@@ -533,3 +533,33 @@ def test_history_invalid_is_the_write_time_error_not_a_reparse():
     }, revision_seq=2)
     assert [rev.invalid for rev in field_history(instance, "age", "Age").revisions] == [False, True]
     assert example_forms.basic().field_by_id["age"].validator.validate(4).ok
+
+
+# --------------------------------------------------------------------------- writability and staging never raising
+
+
+@pytest.mark.parametrize("verb", ["fill", "revise", "retract", "undo", "redo"])
+def test_an_abandoned_instance_refuses_every_write(runner, verb):
+    r = runner()
+    iid = r.start("trio", {"a": "x"}).instance_id
+    r.revise("a", "y")
+    r.undo("a")
+    r.abandon("Done with it.")
+    call = {
+        "fill": lambda: r.fill({"b": "z"}, instance_id=iid),
+        "revise": lambda: r.revise("b", "z", instance_id=iid),
+        "retract": lambda: r.retract("a", instance_id=iid),
+        "undo": lambda: r.undo("a", instance_id=iid),
+        "redo": lambda: r.redo("a", instance_id=iid),
+    }[verb]
+    with pytest.raises(FormError) as caught:
+        call()
+    assert caught.value.code == "form_validation_failed"
+    assert caught.value.message == f'Form instance "{iid}" was abandoned and no longer accepts answers.'
+    assert _values_by_id(r, iid) == {"a": ["x", "y"]}
+
+
+def _values_by_id(r: FormRunner, iid: str) -> dict:
+    instance = r.open_instance(iid)
+    return {fid: [e.value for e in log.revisions] for fid, log in instance.entries.items()}
+
