@@ -23,7 +23,8 @@ The environment: only ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` (and form
 ``ANTHROPIC_AUTH_TOKEN``, profiles and federation settings, ``ANTHROPIC_CUSTOM_HEADERS``,
 ``ANTHROPIC_LOG``, the OpenTelemetry variables and the proxy/CA variables; the client is
 built so none of those apply (explicit key and base URL, no custom headers, tracing off,
-``trust_env=False``, SDK logging kept at WARNING so a debug log can never carry the key).
+``trust_env=False`` unless ``FORMCTL_TRUST_ENV=1`` opts in to the proxy/CA variables, SDK
+logging kept at WARNING so a debug log can never carry the key).
 The key is never logged, printed, recorded, or shown in ``repr``.
 """
 
@@ -123,7 +124,7 @@ class AnthropicModel:
                 max_retries=self.max_retries,
                 timeout=self.timeout,
                 open_telemetry=False,
-                http_client=anthropic.DefaultHttpxClient(trust_env=False, timeout=self.timeout),
+                http_client=anthropic.DefaultHttpxClient(trust_env=_trust_env(), timeout=self.timeout),
             )
         except Exception as exc:
             raise ModelError(self._scrub(f"Could not set up the Anthropic client: {exc}")) from None
@@ -204,6 +205,15 @@ class AnthropicModel:
         key = self.__api_key
         line = " ".join(text.split())
         return line.replace(key, "[key]") if key and len(key) >= 8 else line
+
+
+def _trust_env() -> bool:
+    """Proxy and CA variables (HTTPS_PROXY, SSL_CERT_FILE, ...) apply only when FORMCTL_TRUST_ENV=1.
+
+    Off by default so that nothing but ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and FORMCTL_*
+    changes where a conversation goes; a network that needs a proxy or its own CA opts in.
+    """
+    return os.environ.get("FORMCTL_TRUST_ENV", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _tail(detail: str) -> str:
