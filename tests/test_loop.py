@@ -379,6 +379,16 @@ def test_a_saved_conversation_resumes_with_its_context_and_the_same_prefix(runne
     assert len(store.load(instance_id)) == len(saved) + 2
 
 
+def test_the_conversation_is_saved_with_the_tool_results_even_when_the_turn_then_fails(runner, tmp_path):
+    store = ConversationStore(tmp_path)
+    model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT})], fail_on={2})
+    loop = ChatLoop(runner, model, form_id="travel-claim", conversation_store=store)
+    assert loop.send("Dana Reeve, AB1234, dana@example.com").error
+    saved = store.load(runner.open_instance().id)
+    assert [m["role"] for m in saved] == ["user", "assistant", "user"]
+    assert saved[-1]["content"][0]["type"] == "tool_result"
+
+
 def test_a_resumed_conversation_with_an_unanswered_tool_call_is_repaired(runner):
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "start"}]},

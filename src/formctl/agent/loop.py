@@ -233,6 +233,7 @@ class ChatLoop:
                     continue
                 tool_calls += 1
                 results.append(self._run_tool(call))
+            self._save()  # the answers just committed are on disk; so is the conversation that led to them
             if self._cancel.is_set():
                 return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
 
