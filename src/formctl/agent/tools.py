@@ -41,6 +41,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
+from formctl.forms.instance import INSTANCE_STATUSES
 
 __all__ = [
     "INVALID_ARGUMENTS",
@@ -56,7 +57,6 @@ __all__ = [
 INVALID_ARGUMENTS = InvalidArgumentError.code  # "invalid_arguments"
 UNKNOWN_TOOL = "unknown_tool"
 
-INSTANCE_STATUSES = ("active", "awaiting", "complete", "abandoned", "stale")
 
 
 class ToolSelectionError(FormError):
@@ -100,9 +100,6 @@ class _Args(BaseModel):
         return out
 
 
-_InstanceId = Field(default=None)
-
-
 class _NoArgs(_Args):
     pass
 
@@ -113,18 +110,18 @@ class _StartArgs(_Args):
 
 
 class _StatusArgs(_Args):
-    instance_id: str | None = _InstanceId
+    instance_id: str | None = None
 
 
 class _InspectArgs(_Args):
     scope: Literal["outline", "step", "field"] = "outline"
     id: str | None = Field(default=None, description="Step id or title; field id for scope=field.")
-    instance_id: str | None = _InstanceId
+    instance_id: str | None = None
 
 
 class _FillArgs(_Args):
     values: dict[str, Any] = Field(description="{field id: value}")
-    instance_id: str | None = _InstanceId
+    instance_id: str | None = None
 
 
 class _ReviseArgs(_Args):
@@ -132,18 +129,18 @@ class _ReviseArgs(_Args):
     field: str | None = Field(default=None, description="Field id; optional for undo/redo.")
     value: Any = Field(default=None, description="The corrected value (set).")
     reason: str | None = Field(default=None, description="Why; kept in the history.")
-    instance_id: str | None = _InstanceId
+    instance_id: str | None = None
 
 
 class _AbandonArgs(_Args):
     reason: str = Field(min_length=1)
-    instance_id: str | None = _InstanceId
+    instance_id: str | None = None
 
 
 class _HistoryArgs(_Args):
     form: str | None = None
     subject: str | None = None
-    status: Literal["active", "awaiting", "complete", "abandoned", "stale"] | None = None
+    status: Literal[INSTANCE_STATUSES] | None = None  # type: ignore[valid-type]
     instance_id: str | None = Field(default=None, description="One form's answers.")
     limit: int = Field(default=10, ge=1, le=50)
 
