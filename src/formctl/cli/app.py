@@ -240,19 +240,23 @@ def _write_outcome(runner: Any, result: Any, as_json: bool) -> None:
         raise typer.Exit(1)
 
 
-@app.callback()
-def _root(
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
-) -> None:
-    global _debug
-    if debug:
-        _debug = True
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from formctl import __version__
 
         typer.echo(f"formctl {__version__}")
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version),
+) -> None:
+    global _debug
+    if debug:
+        _debug = True
 
 
 # --------------------------------------------------------------------------- forms

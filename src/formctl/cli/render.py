@@ -13,6 +13,7 @@ here at all (see ``app.py``), so scripts never import rich.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Iterable
 
@@ -34,9 +35,18 @@ _STATUS_STYLE = {
 }
 
 
+PIPE_WIDTH = 200
+"""Columns when output is not a terminal (and ``COLUMNS`` is unset). Rich's default of 80
+would wrap and truncate table cells in a pipe, where nobody reads the width anyway."""
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A console for stdout (or stderr). ``soft_wrap`` so piped text is never re-wrapped."""
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    """A console for stdout (or stderr), as wide as the terminal, or :data:`PIPE_WIDTH` in a pipe."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not (hasattr(stream, "isatty") and stream.isatty()) and not os.environ.get("COLUMNS"):
+        width = PIPE_WIDTH
+    return Console(stderr=stderr, highlight=False, width=width)
 
 
 def value_text(value: Any) -> str:

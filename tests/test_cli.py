@@ -1,0 +1,563 @@
+"""The ``formctl`` command: every command through typer's CliRunner (or a subprocess where the
+process itself is what is being tested: imports, tracebacks, colour, completion).
+
+Every test uses a store in ``tmp_path`` and the repository's example forms (copied when a
+test changes them), never the repository's own ``.formctl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from formctl import FormRegistry, FormRunner, JsonFileAdapter
+from formctl.cli import app as cli
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMS = ROOT / "forms"
+
+CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
+TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "client visit"}
+
+# What a person types into `formctl run travel-claim` to finish a claim under the cap.
+CLAIM_LINES = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
+               "client visit", "car", "120", "skip", "skip", "100"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in ("FORMCTL_STORE", "FORMCTL_FORMS", "FORMCTL_SUBJECT", "FORMCTL_MODEL", "FORMCTL_DEBUG",
+                 "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(cli, "_debug", False)
+
+
+@pytest.fixture
+def store(tmp_path) -> str:
+    return str(tmp_path / "store")
+
+
+def invoke(*args: str, input: str | None = None) -> Any:
+    return CliRunner().invoke(cli.app, list(args), input=input)
+
+
+def ok(*args: str, input: str | None = None) -> Any:
+    result = invoke(*args, input=input)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    return result
+
+
+def as_json(*args: str) -> Any:
+    return json.loads(ok(*args, "--json").stdout)
+
+
+def start(store: str, seed: dict[str, Any] | None = None, *, subject: str = "dana", form: str = "travel-claim") -> str:
+    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
+                        subject=subject)
+    return runner.start(form, seed=seed).view.instance_id
+
+
+def formctl(*args: str, env: dict[str, str] | None = None, input: str | None = None, cwd: Path = ROOT):
+    """The real console entry point in a child process."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
+                          env=full_env, input=input, cwd=cwd, timeout=60)
+
+
+# --------------------------------------------------------------------------- list, check, new
+
+
+def test_list_shows_the_registered_forms_and_json_gives_their_ids():
+    text = ok("list", "--forms", str(FORMS)).stdout
+    assert "travel-claim" in text and "Travel reimbursement claim" in text
+    data = as_json("list", "--forms", str(FORMS))
+    assert [f["id"] for f in data["forms"]] == ["travel-claim", "client-intake"]
+    assert data["forms"][0] == {"id": "travel-claim", "name": "Travel reimbursement claim",
+                                "description": "Claimant, trip, travel and approval details."}
+
+
+def test_list_reads_forms_from_the_current_folder_by_default(tmp_path, monkeypatch):
+    shutil.copytree(FORMS, tmp_path / "forms")
+    monkeypatch.chdir(tmp_path)
+    assert [f["id"] for f in as_json("list")["forms"]] == ["travel-claim", "client-intake"]
+
+
+def test_list_without_a_registry_says_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("list")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: No form registry at forms/registry.toml")
+    assert "--forms" in result.stderr
+
+
+def _modules_loaded(args: list[str]) -> list[str]:
+    code = (
+        "import sys, json\n"
+        "from formctl.cli.app import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = ('pydantic', 'rich', 'prompt_toolkit', 'anthropic', 'travel_claim', 'client_intake', 'asyncio')\n"
+        "sys.stderr.write(json.dumps(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORMCTL_")}
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=60)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_list_imports_no_form_module_and_none_of_pydantic_rich_prompt_toolkit_or_anthropic():
+    assert _modules_loaded(["list"]) == []
+    assert _modules_loaded(["list", "--json", "--forms", str(FORMS)]) == []
+
+
+def test_help_imports_none_of_pydantic_rich_prompt_toolkit_or_anthropic():
+    assert _modules_loaded(["--help"]) == []
+    assert _modules_loaded(["inspect", "--help"]) == []
+
+
+def _commands() -> list[list[str]]:
+    import typer.main
+
+    group = typer.main.get_command(cli.app)
+    names = []
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            names += [[name, sub] for sub in command.commands]
+        else:
+            names.append([name])
+    return names
+
+
+def test_every_command_has_help_with_a_real_example():
+    commands = _commands()
+    expected = {"list", "check", "new", "run", "resume", "instances", "inspect", "history", "fill", "undo", "redo",
+                "retract", "resolve", "abandon", "export"}
+    assert expected <= {c[0] for c in commands}
+    assert ["store", "check"] in commands and ["store", "reindex"] in commands
+    for command in commands:
+        text = ok(*command, "--help").stdout
+        assert re.search(r"Examples?:\s*\n\s+formctl " + re.escape(command[0]), text), (command, text)
+
+
+def test_check_prints_the_outline_with_each_fields_type_string():
+    text = ok("check", "travel-claim", "--forms", str(FORMS)).stdout
+    assert "Claimant" in text and "full_name" in text
+    assert "text (min 2 chars)" in text and "email address" in text and "date (YYYY-MM-DD)" in text
+    assert "policy-cap" in text
+    data = as_json("check", "travel-claim", "--forms", str(FORMS))
+    fields = {f["id"]: f for s in data["steps"] for f in s["fields"]}
+    assert fields["mileage"] == {"id": "mileage", "label": "Miles driven", "type": "integer >= 1",
+                                 "required": False, "conditional": True}
+    assert [s["id"] for s in data["steps"]] == ["claimant", "trip", "travel", "costs"]
+    assert data["checkpoints"] == [{"id": "policy-cap", "blocking": True, "waits_for_host": True}]
+
+
+BROKEN_FORM = '''
+from formctl import define_form
+broken = (define_form("broken", name="Broken").step("a", title="A")
+          .field("x", str, label="X").field("x", int, label="X again").build())
+'''
+
+
+def test_check_of_a_form_that_does_not_compile_exits_1_with_the_definition_error(tmp_path):
+    forms = tmp_path / "forms"
+    forms.mkdir()
+    (forms / "broken.py").write_text(BROKEN_FORM)
+    (forms / "registry.toml").write_text('[forms.broken]\nname = "Broken"\nmodule = "broken:broken"\n')
+    result = invoke("check", "broken", "--forms", str(forms))
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: broken: ")
+    assert "x" in result.stderr and "Traceback" not in result.stderr
+    data = json.loads(invoke("check", "broken", "--forms", str(forms), "--json").stdout)
+    assert data["ok"] is False and data["code"] == "form_definition_error"
+
+
+def test_check_of_an_unregistered_form_is_one_line():
+    result = invoke("check", "nope", "--forms", str(FORMS))
+    assert result.exit_code == 1
+    assert result.stderr == 'error: No form registered as "nope".\n'
+
+
+def test_new_scaffolds_a_form_that_compiles_and_registers_it_keeping_the_registry_comments(tmp_path):
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms)
+    before = (forms / "registry.toml").read_text()
+    out = ok("new", "expense-report", "--name", "Expense report", "--forms", str(forms)).stdout
+    assert "expense_report.py" in out
+    after = (forms / "registry.toml").read_text()
+    assert after.startswith(before)  # appended: the comments and the other forms untouched
+    assert (forms / "expense_report.py").exists()
+    ids = [f["id"] for f in as_json("list", "--forms", str(forms))["forms"]]
+    assert ids == ["travel-claim", "client-intake", "expense-report"]
+    checked = as_json("check", "expense-report", "--forms", str(forms))
+    assert checked["ok"] is True and checked["name"] == "Expense report"
+    again = invoke("new", "expense-report", "--forms", str(forms))
+    assert again.exit_code == 1 and "already registered" in again.stderr
+    bad = invoke("new", "Bad Id", "--forms", str(forms))
+    assert bad.exit_code == 1 and "not a form id" in bad.stderr
+
+
+def test_a_new_form_runs_in_the_chat(tmp_path, store):
+    forms = tmp_path / "forms"
+    ok("new", "feedback", "--forms", str(forms))  # into a folder with no registry yet
+    lines = "Dana Reeve\ndana@example.org\nquestion\nnone\n"
+    out = ok("run", "feedback", "--offline", "--forms", str(forms), "--store", store, input=lines).stdout
+    assert "complete" in out
+    (row,) = as_json("instances", "--store", store)["instances"]
+    assert row["form"] == "feedback" and row["status"] == "complete"
+
+
+# --------------------------------------------------------------------------- run and resume (plain mode)
+
+
+def test_run_with_piped_input_completes_a_claim_with_the_guided_model(store):
+    result = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(FORMS), "--store", store,
+                input="\n".join(CLAIM_LINES) + "\n")
+    out = result.stdout
+    assert out.splitlines()[0].startswith("Travel reimbursement claim")
+    assert "guided offline model (--offline)" in out.splitlines()[0]
+    assert "\x1b[" not in out  # plain text
+    assert "· saved Full name" in out
+    assert 'step 2/4 "Trip"' in out and 'step 4/4 "Costs"' in out
+    assert "Done: Travel reimbursement claim" in out
+    (row,) = as_json("instances", "--store", store)["instances"]
+    assert row["status"] == "complete" and row["subject"] == "dana"
+    exported = as_json("export", row["instance_id"], "--store", store, "--forms", str(FORMS))
+    assert exported["values"]["full_name"] == "Dana Reeve"
+    assert exported["values"]["mileage"] == 120 and exported["values"]["mileage_cost"] == 54.0
+    assert exported["complete"] is True
+
+
+def test_without_a_model_key_run_says_it_uses_the_guided_model(store):
+    out = ok("run", "travel-claim", "--forms", str(FORMS), "--store", store, input="").stdout
+    assert "guided offline model (no ANTHROPIC_API_KEY)" in out.splitlines()[0]
+
+
+def test_run_continues_the_subjects_open_instance_and_resume_continues_the_conversation(store):
+    args = ["--offline", "--subject", "dana", "--forms", str(FORMS), "--store", store]
+    first = ok("run", "travel-claim", *args, input="Dana Reeve\nAB1234\n").stdout
+    (row,) = as_json("instances", "--store", store)["instances"]
+    instance_id = row["instance_id"]
+    assert f"formctl resume {instance_id}" in first
+    conversation = Path(store) / "conversations" / f"{instance_id}.json"
+    assert conversation.exists()
+
+    second = ok("run", "travel-claim", *args, input="dana@example.org\n").stdout
+    assert "Work email?" in second.split("· saved")[0]  # shows what was asked before carrying on
+    assert len(as_json("instances", "--store", store)["instances"]) == 1
+    assert "saved Work email" in second
+
+    third = ok("resume", instance_id, "--offline", "--forms", str(FORMS), "--store", store, input="Leeds\n").stdout
+    assert "saved Destination" in third
+    history = as_json("history", instance_id, "--store", store, "--forms", str(FORMS))
+    assert [h["field"] for h in history["fields"]] == ["full_name", "staff_id", "email", "destination"]
+    saved = json.loads(conversation.read_text())["messages"]
+    assert any("Leeds" in json.dumps(m) for m in saved)
+
+
+def test_a_complete_instance_is_not_continued_a_new_one_is_started(store):
+    args = ["--offline", "--subject", "dana", "--forms", str(FORMS), "--store", store]
+    ok("run", "travel-claim", *args, input="\n".join(CLAIM_LINES) + "\n")
+    out = ok("run", "travel-claim", *args, input="Sam Okafor\n").stdout
+    assert "is complete, so this is a new one" in out
+    rows = as_json("instances", "--store", store)["instances"]
+    assert sorted(r["status"] for r in rows) == ["active", "complete"]
+
+
+def test_seed_values_reach_the_form_when_it_starts(store):
+    out = ok("run", "travel-claim", "--offline", "--seed", "mode=car", "--seed", "mileage=120",
+             "--forms", str(FORMS), "--store", store, input="").stdout
+    assert "Mode: car" in out
+    (row,) = as_json("instances", "--store", store)["instances"]
+    view = as_json("inspect", row["instance_id"], "--field", "mileage", "--store", store, "--forms", str(FORMS))
+    assert view["fields"][0]["value"] == 120 and view["fields"][0]["status"] == "filled"
+
+
+def test_slash_commands_work_in_plain_mode(store):
+    lines = "Dana Reeve\nAB1234\n/undo\n/history staff_id\n/status\n/inspect trip\n/nope\n/quit\nnot sent\n"
+    out = ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input=lines).stdout
+    assert "undid Staff ID → empty" in out
+    assert "Staff ID (staff_id)" in out  # the history table
+    assert "step 2/4 · Trip (trip)" in out  # /inspect trip
+    assert "Unknown command /nope" in out
+    (row,) = as_json("instances", "--store", store)["instances"]
+    view = as_json("inspect", row["instance_id"], "--field", "staff_id", "--store", store, "--forms", str(FORMS))
+    assert view["fields"][0]["status"] == "empty"
+    history = as_json("history", row["instance_id"], "staff_id", "--store", store, "--forms", str(FORMS))
+    assert [r["actor"] for r in history["revisions"]] == ["agent"]  # the undo moved the cursor, kept the answer
+    assert history["revisions"][0]["in_force"] is False
+
+
+def test_record_writes_a_transcript_that_replays(tmp_path, store):
+    pytest.importorskip("formctl.transcripts.replay")
+    path = tmp_path / "claim.toml"
+    ok("run", "travel-claim", "--offline", "--record", str(path), "--forms", str(FORMS), "--store", store,
+       input="\n".join(CLAIM_LINES) + "\n")
+    text = path.read_text()
+    assert 'form = "travel-claim"' in text and "Hello." in text
+    replayed = ok("replay", str(path), "--forms", str(FORMS))
+    assert "1 passed" in replayed.stdout or "passed" in replayed.stdout
+
+
+def test_run_of_an_unknown_form_is_one_line_and_starts_nothing(store):
+    result = invoke("run", "nope", "--forms", str(FORMS), "--store", store, input="hi\n")
+    assert result.exit_code == 1 and result.stderr == 'error: No form registered as "nope".\n'
+
+
+def test_resume_of_an_abandoned_instance_says_so(store):
+    instance_id = start(store, CLAIMANT)
+    ok("abandon", instance_id, "--reason", "duplicate", "--store", store, "--forms", str(FORMS))
+    result = invoke("resume", instance_id, "--forms", str(FORMS), "--store", store, input="")
+    assert result.exit_code == 1 and "was abandoned (duplicate)" in result.stderr
+
+
+# --------------------------------------------------------------------------- host reads
+
+
+def test_instances_filters_by_subject_form_and_status(store):
+    a = start(store, CLAIMANT, subject="dana")
+    b = start(store, subject="sam")
+    c = start(store, subject="sam", form="client-intake")
+    ok("abandon", c, "--reason", "test", "--store", store, "--forms", str(FORMS))
+    ids = lambda *args: [r["instance_id"] for r in as_json("instances", "--store", store, *args)["instances"]]  # noqa: E731
+    assert set(ids()) == {a, b, c}
+    assert ids("--subject", "dana") == [a]
+    assert set(ids("--subject", "sam")) == {b, c}
+    assert ids("--form", "client-intake") == [c]
+    assert ids("--status", "abandoned") == [c]
+    assert len(ids("--limit", "1")) == 1
+    row = as_json("instances", "--store", store, "--subject", "dana")["instances"][0]
+    assert row["answered"] == 3 and row["form"] == "travel-claim" and row["status"] == "active"
+    bad = invoke("instances", "--status", "done", "--store", store)
+    assert bad.exit_code == 2 and "Unknown status" in bad.stderr
+    assert "no instances" in ok("instances", "--store", str(Path(store) / "empty")).stdout
+
+
+def test_inspect_shows_the_outline_a_step_or_a_field_as_the_model_sees_it(store):
+    instance_id = start(store, CLAIMANT)
+    base = [instance_id, "--store", store, "--forms", str(FORMS)]
+    outline = as_json("inspect", *base)
+    assert [s["id"] for s in outline["steps"]] == ["claimant", "trip", "travel", "costs"]
+    assert outline["steps"][0]["complete"] is True
+    assert outline["instance_id"] == instance_id and outline["form"] == "travel-claim"
+    assert as_json("inspect", *base, "--outline") == outline
+    step = as_json("inspect", *base, "--step", "Trip")
+    assert step["step"]["id"] == "trip" and [f["id"] for f in step["fields"]][0] == "destination"
+    assert as_json("inspect", *base, "--step", "open")["step"]["id"] == "trip"
+    field = as_json("inspect", *base, "--field", "Work email")
+    assert field["fields"] == [{"id": "email", "label": "Work email", "type": "email address", "required": True,
+                                "status": "filled", "ask": False, "value": "dana@example.org"}]
+    text = ok("inspect", *base).stdout
+    assert "Travel reimbursement claim" in text and "dana@example.org" in text and "email address" in text
+    both = invoke("inspect", *base, "--step", "trip", "--field", "email")
+    assert both.exit_code == 2
+
+
+def test_inspect_of_a_missing_instance_is_one_line_on_stderr(store):
+    result = invoke("inspect", "form_nothere_abcdef", "--store", store, "--forms", str(FORMS))
+    assert result.exit_code == 1
+    assert result.stderr == 'error: No form instance "form_nothere_abcdef".\n'
+    assert result.stdout == ""
+
+
+def test_history_lists_every_revision_with_who_made_it(store):
+    instance_id = start(store, {"full_name": "Dana Reve"})
+    base = ["--store", store, "--forms", str(FORMS)]
+    ok("fill", instance_id, "full_name=Dana Reeve", *base)
+    one = as_json("history", instance_id, "full_name", *base)
+    assert one["field"] == "full_name" and one["label"] == "Full name"
+    assert [r["value"] for r in one["revisions"]] == ["Dana Reve", "Dana Reeve"]
+    assert [r["in_force"] for r in one["revisions"]] == [False, True]
+    assert one["revisions"][1]["actor"] == "host" and one["revisions"][1]["source"] == "cli"
+    every = as_json("history", instance_id, *base)
+    assert [h["field"] for h in every["fields"]] == ["full_name"]
+    assert "Dana Reeve" in ok("history", instance_id, "full_name", *base).stdout
+    assert invoke("history", instance_id, "nope", *base).stderr == 'error: No field "nope" on this form.\n'
+
+
+def test_export_gives_live_values_with_held_ones_apart(store):
+    instance_id = start(store, {**CLAIMANT, **TRIP, "mode": "car", "mileage": 120})
+    base = ["--store", store, "--forms", str(FORMS)]
+    data = as_json("export", instance_id, *base)
+    assert data["values"]["mileage"] == 120 and data["values"]["mileage_cost"] == 54.0
+    assert data["values"]["departure_date"] == "2026-03-02"
+    assert data["held"] == {}
+    ok("fill", instance_id, "mode=rail", *base)
+    data = as_json("export", instance_id, *base)
+    assert "mileage" not in data["values"]
+    assert data["held"] == {"mileage": 120, "mileage_cost": 54.0}
+    assert data["status"] == "active" and data["complete"] is False
+    text = ok("export", instance_id, *base).stdout
+    assert "held" in text and "120" in text
+
+
+# --------------------------------------------------------------------------- host writes
+
+
+def test_fill_parses_json_when_it_can_and_text_otherwise(store):
+    instance_id = start(store, {**CLAIMANT, **TRIP})
+    base = ["--store", store, "--forms", str(FORMS)]
+    result = as_json("fill", instance_id, "mode=car", "mileage=200", "staff_id=AB1234", *base)
+    assert result["captured"] == ["mode", "mileage", "staff_id"]
+    values = as_json("export", instance_id, *base)["values"]
+    assert values["mileage"] == 200  # JSON: an integer, which the strict type accepts
+    assert values["mileage_cost"] == 90.0  # its on_fill patch ran
+    assert values["staff_id"] == "AB1234"  # not JSON: text
+
+
+def test_fill_with_a_rejected_value_saves_the_rest_and_exits_1(store):
+    instance_id = start(store)
+    result = invoke("fill", instance_id, "full_name=Dana Reeve", "email=not-an-email", "nmae=x", "--json",
+                    "--store", store, "--forms", str(FORMS))
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["captured"] == ["full_name"]
+    assert data["rejected"][0]["field"] == "email"
+    assert data["unknown_fields"][0]["field"] == "nmae"
+    human = invoke("fill", instance_id, "email=still-not", "--store", store, "--forms", str(FORMS))
+    assert human.exit_code == 1 and "rejected Work email" in human.stdout
+    malformed = invoke("fill", instance_id, "justtext", "--store", store, "--forms", str(FORMS))
+    assert malformed.exit_code == 1 and malformed.stderr == 'error: Expected field=value, got "justtext".\n'
+
+
+def test_undo_redo_and_retract_move_through_the_answer_log(store):
+    instance_id = start(store, CLAIMANT)
+    base = ["--store", store, "--forms", str(FORMS)]
+    email = lambda: as_json("inspect", instance_id, "--field", "email", *base)["fields"][0]  # noqa: E731
+    ok("fill", instance_id, "email=dana.reeve@example.org", *base)
+    undone = as_json("undo", instance_id, *base)
+    assert undone["redo_would"] == 'email → "dana.reeve@example.org"'
+    assert email()["value"] == "dana@example.org"
+    as_json("redo", instance_id, "email", *base)
+    assert email()["value"] == "dana.reeve@example.org"
+    as_json("retract", instance_id, "Work email", "--reason", "left the company", *base)
+    assert email()["status"] == "empty"
+    history = as_json("history", instance_id, "email", *base)
+    assert history["revisions"][-1]["retracted"] is True
+    assert history["revisions"][-1]["note"] == "retracted: left the company"
+    assert "undo would set" in ok("undo", instance_id, *base).stdout
+
+
+def test_resolve_unblocks_the_waiting_checkpoint_and_fail_records_the_reason(store):
+    base = ["--store", store, "--forms", str(FORMS)]
+    approved = start(store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900})
+    assert as_json("inspect", approved, *base)["status"] == "awaiting"
+    waiting = as_json("instances", "--status", "awaiting", "--store", store)["instances"]
+    assert [r["instance_id"] for r in waiting] == [approved]
+    result = as_json("resolve", approved, *base)
+    assert result["status"] == "complete" and "blocked_on" not in result
+    again = invoke("resolve", approved, *base)
+    assert again.exit_code == 1 and "not waiting on a checkpoint" in again.stderr
+
+    rejected = start(store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900},
+                     subject="sam")
+    result = as_json("resolve", rejected, "--fail", "needs pre-approval", *base)
+    assert result["status"] == "active"
+    assert result["failures"] == [{"hook": "checkpoint:policy-cap", "message": "needs pre-approval"}]
+    text = ok("inspect", rejected, *base).stdout
+    assert "needs pre-approval" in text
+
+
+def test_resolve_can_write_values_with_the_answer(store):
+    instance_id = start(store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900})
+    result = as_json("resolve", instance_id, "meals=45.5", "--store", store, "--forms", str(FORMS))
+    assert result["captured"] == ["meals"]
+    assert {f["id"]: f.get("value") for f in result["fields"]}["meals"] == 45.5
+
+
+def test_abandon_keeps_the_answers_and_later_writes_fail_in_one_line(store):
+    instance_id = start(store, CLAIMANT)
+    base = ["--store", store, "--forms", str(FORMS)]
+    data = as_json("abandon", instance_id, "--reason", "duplicate claim", *base)
+    assert data == {"instance_id": instance_id, "status": "abandoned", "closed_reason": "duplicate claim"}
+    result = invoke("fill", instance_id, "email=x@example.org", *base)
+    assert result.exit_code == 1
+    assert result.stderr == f'error: Form instance "{instance_id}" was abandoned and no longer accepts answers.\n'
+    assert as_json("export", instance_id, *base)["values"]["full_name"] == "Dana Reeve"
+    assert invoke("abandon", instance_id, *base).exit_code == 2  # --reason is required
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def test_store_check_and_reindex_report_a_healthy_store(store):
+    start(store, CLAIMANT)
+    report = as_json("store", "check", "--store", store)
+    assert report["ok"] is True and report["instances"] == 1 and report["problems"] == []
+    rebuilt = as_json("store", "reindex", "--store", store)
+    assert rebuilt["index_rebuilt"] is True and rebuilt["instances"] == 1
+    assert "1 instance(s)" in ok("store", "check", "--store", store).stdout
+
+
+def test_store_check_names_a_corrupt_file_and_exits_1(store):
+    good = start(store, CLAIMANT)
+    bad = start(store, subject="sam")
+    path = Path(store) / "instances" / f"{bad}.json"
+    path.write_text('{"format": 1, "version": ')
+    result = invoke("store", "check", "--store", store, "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["ok"] is False and report["problems"][0]["path"].endswith(f"{bad}.json")
+    assert path.read_text() == '{"format": 1, "version": '  # reported, never replaced
+    assert as_json("inspect", good, "--store", store, "--forms", str(FORMS))["instance_id"] == good
+    human = invoke("store", "check", "--store", store)
+    assert human.exit_code == 1 and f"{bad}.json" in human.stdout
+
+
+# --------------------------------------------------------------------------- the process: errors, colour, completion
+
+
+def test_errors_are_one_line_without_a_traceback_unless_debug(tmp_path):
+    store = str(tmp_path / "store")
+    plain = formctl("inspect", "form_nothere_abcdef", "--store", store)
+    assert plain.returncode == 1
+    assert plain.stderr == 'error: No form instance "form_nothere_abcdef".\n'
+    debug = formctl("inspect", "form_nothere_abcdef", "--store", store, "--debug")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr and "NotFoundError" in debug.stderr
+    env_debug = formctl("inspect", "form_nothere_abcdef", "--store", store, env={"FORMCTL_DEBUG": "1"})
+    assert "Traceback" in env_debug.stderr
+
+
+def test_an_unexpected_error_is_still_one_line(tmp_path):
+    store = tmp_path / "store"
+    store.write_text("a file where the store folder should be")
+    result = formctl("instances", "--store", str(store))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_output_has_no_colour_when_not_a_terminal_or_with_no_color(tmp_path):
+    store = str(tmp_path / "store")
+    instance_id = start(store, CLAIMANT)
+    piped = formctl("inspect", instance_id, "--store", store)
+    assert piped.returncode == 0 and "dana@example.org" in piped.stdout and "\x1b[" not in piped.stdout
+    forced = formctl("inspect", instance_id, "--store", store, env={"FORCE_COLOR": "1"})
+    assert "\x1b[" in forced.stdout  # colour is possible...
+    no_color = formctl("inspect", instance_id, "--store", store, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert not re.search(r"\x1b\[[0-9;]*3[0-9](;|m)", no_color.stdout)  # ...and NO_COLOR turns it off
+
+
+def test_tab_completion_offers_commands_form_ids_and_instance_ids(tmp_path):
+    store = str(tmp_path / "store")
+    instance_id = start(store, CLAIMANT)
+    commands = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl ins", "COMP_CWORD": "1"})
+    assert commands.stdout.split() == ["instances", "inspect"]
+    forms = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl run tr", "COMP_CWORD": "2"})
+    assert forms.stdout.split() == ["travel-claim"]
+    ids = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl inspect form_",
+                       "COMP_CWORD": "2", "FORMCTL_STORE": store})
+    assert ids.stdout.split() == [instance_id]
+
+
+def test_version_prints_the_package_version():
+    assert ok("--version").stdout.startswith("formctl ")
