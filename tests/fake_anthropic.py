@@ -11,6 +11,7 @@ bytes). Faults can be queued like replies:
         api.drop_mid_stream("Partial")   # headers and some events, then the socket closes
         api.malformed()                  # an event whose data is not JSON
         api.stream_error("overloaded_error")  # an SSE error event after a 200
+        api.hang(2.0)                    # no answer at all (past the client's timeout)
         model = AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=1)
 
 Faults carry ``retry-after-ms: 1`` so the SDK's retries take a millisecond, not seconds.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,6 +74,11 @@ class _Drop:
 @dataclass
 class _Malformed:
     pass
+
+
+@dataclass
+class _Hang:
+    seconds: float
 
 
 @dataclass
@@ -136,6 +143,10 @@ class FakeAnthropic:
     def malformed(self) -> None:
         """Queue a 200 stream with an event whose data is not JSON."""
         self._push(_Malformed())
+
+    def hang(self, seconds: float = 2.0) -> None:
+        """Queue a request that gets no answer for ``seconds`` (longer than the client's timeout)."""
+        self._push(_Hang(seconds))
 
     def stream_error(self, error_type: str = "overloaded_error", message: str = "Overloaded") -> None:
         """Queue a 200 stream that reports an error event mid-stream (as the API does when overloaded)."""
@@ -232,6 +243,9 @@ class _Handler(BaseHTTPRequestHandler):
             payload = _encode(events[:1]) + b'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, \n\n'
             payload += _encode(events[1:])
             self._raw_sse(payload)
+        elif isinstance(item, _Hang):
+            time.sleep(item.seconds)
+            self.close_connection = True
         elif isinstance(item, _StreamError):
             events = _reply_events(_Reply([text("")], "end_turn"), model)[:1]
             events.append(("error", {"type": "error", "error": {"type": item.error_type, "message": item.message}}))

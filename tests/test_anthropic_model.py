@@ -235,6 +235,20 @@ def test_a_fault_in_the_middle_of_a_turn_keeps_the_tool_results_and_continues(ap
     assert_well_formed(api.bodies, "travel-claim")
 
 
+def test_a_server_that_never_answers_is_a_timeout_line(api, store):
+    loop = ChatLoop(make_runner(store), AnthropicModel("claude-test", api_key=KEY, base_url=api.url,
+                                                       max_retries=0, timeout=0.2), form_id="travel-claim")
+    api.hang(2.0)
+    turn = loop.send("hi")
+    assert turn.stop_reason == "error" and "did not answer within 0.2s" in turn.error
+
+
+def test_no_key_is_a_model_error_not_a_crash(api, store):
+    loop = ChatLoop(make_runner(store), AnthropicModel("claude-test", base_url=api.url), form_id="travel-claim")
+    turn = loop.send("hi")
+    assert "ANTHROPIC_API_KEY" in turn.error and api.requests == []
+
+
 def test_a_single_rate_limit_is_retried_by_the_sdk(api, store):
     loop, _ = make_loop(make_runner(store), api)
     api.fault(429)
