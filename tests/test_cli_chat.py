@@ -1,0 +1,202 @@
+"""``formctl run`` in a real pseudo-terminal: the prompt-toolkit chat, its status bar, Ctrl-C,
+and a ``formctl resolve`` from a second process showing up without a keystroke.
+
+The chat runs the guided (offline) model. To have a model turn still running when Ctrl-C
+arrives, the child process is started through a small bootstrap that makes the guided
+model "think" once (after the Destination answer is saved) until the loop is cancelled,
+the way a streaming model is interrupted; everything else is the real console entry
+point. prompt-toolkit draws its bottom toolbar only once it knows the terminal's height,
+so the test answers its cursor-position requests, as a terminal would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMS = ROOT / "forms"
+TIMEOUT = 30
+
+BOOTSTRAP = r"""
+import os, sys, threading
+from formctl.agent import loop as _loop
+from formctl.agent.models import guided as _guided
+
+_cancelled = threading.Event()
+_cancel = _loop.ChatLoop.cancel
+
+def cancel(self):
+    _cancelled.set()
+    _cancel(self)
+
+_loop.ChatLoop.cancel = cancel
+_slow_after = os.environ["FORMCTL_TEST_SLOW_AFTER"]
+_respond = _guided.GuidedModel.respond
+_slowed = []
+
+def respond(self, request, on_text=None):
+    last = request.messages[-1].get("content")
+    results = [b for b in (last if isinstance(last, list) else []) if b.get("type") == "tool_result"]
+    if not _slowed and any(_slow_after in str(b.get("content")) for b in results):
+        _slowed.append(True)
+        sys.stdout.write("(thinking)\r\n")
+        sys.stdout.flush()
+        _cancelled.wait(60)
+    return _respond(self, request, on_text)
+
+_guided.GuidedModel.respond = respond
+from formctl.cli.app import main
+main(sys.argv[1:])
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    env.pop("NO_COLOR", None)
+    env.update(extra)
+    return env
+
+
+def _formctl(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
+                          env=_env(), cwd=ROOT, timeout=60)
+
+
+class Terminal:
+    """A pexpect child that answers prompt-toolkit's cursor-position requests."""
+
+    CPR = re.escape("\x1b[6n")
+
+    def __init__(self, child) -> None:
+        self.child = child
+
+    def expect(self, pattern: str) -> None:
+        while True:
+            index = self.child.expect([pattern, self.CPR])
+            if index == 0:
+                return
+            self.child.send("\x1b[5;1R")  # "the cursor is on row 5": plenty of room below
+
+    def say(self, text: str) -> None:
+        self.child.send(text + "\r")
+
+
+def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resolve_from_elsewhere(tmp_path):
+    store = str(tmp_path / "store")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-c", BOOTSTRAP, "run", "travel-claim", "--store", store, "--forms", str(FORMS)],
+        env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", FORMCTL_TEST_SLOW_AFTER="Leeds"),
+        cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT,
+    )
+    child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+    term = Terminal(child)
+    try:
+        # The header says which model, then the model opens and the bar shows step 1 and what comes later.
+        term.expect(r"guided offline model \(no ANTHROPIC_API_KEY\)")
+        term.expect(r'\[form: travel-claim\] step 1/4 "Claimant" · pending: Full name, Staff ID, Work email')
+        term.expect(r"later: Trip \(destination, dates, purpose\)")
+
+        term.say("Dana Reeve")
+        term.expect("saved Full name")
+        term.expect(r'step 1/4 "Claimant" · pending: Staff ID, Work email')
+        term.say("AB1234")
+        term.expect(r'pending: Work email')
+        term.say("dana@example.org")
+        term.expect(r'\[form: travel-claim\] step 2/4 "Trip" · pending: Destination')
+
+        # Ctrl-C while the model is still working on its reply: the turn stops, the answer stays.
+        term.say("Leeds")
+        term.expect(r"\(thinking\)")
+        child.sendintr()
+        term.expect("stopping… every answer already given is kept")
+        term.expect(r'step 2/4 "Trip" · pending: Departure date')
+        (row,) = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
+        instance_id = row["instance_id"]
+        field = json.loads(_formctl("inspect", instance_id, "--field", "destination", "--json",
+                                    "--store", store).stdout)["fields"][0]
+        assert field["status"] == "filled" and field["value"] == "Leeds"
+
+        # The conversation carries on after the cancelled turn: the next answer lands.
+        term.say("2026-03-02")
+        term.expect("saved Departure date")
+        term.say("2026-03-04")
+        term.expect("saved Return date")
+        term.say("client visit")
+        term.expect(r'\[form: travel-claim\] step 3/4 "Travel"')
+        term.say("rail")
+        term.expect("saved Mode")
+        term.say("TR-4411")
+        term.expect(r'\[form: travel-claim\] step 4/4 "Costs"')
+        term.say("skip")
+        term.expect("Meals cost")
+        term.say("skip")
+        term.expect("Total claimed")
+        term.say("900")
+        term.expect(r'\[form: travel-claim\] awaiting "policy-cap" — Over the 750 cap')
+
+        # Finance approves from a second terminal; the chat shows it without a keystroke.
+        resolved = _formctl("resolve", instance_id, "--store", store)
+        assert resolved.returncode == 0, resolved.stderr
+        term.expect(r"updated elsewhere · \[form: travel-claim\] complete")
+
+        term.say("/quit")
+        term.expect(f"Done: Travel reimbursement claim {instance_id} is complete")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    history = (Path(store) / "input_history").read_text(encoding="utf-8")
+    assert "Dana Reeve" in history and "/quit" in history  # input history persists across runs
+    assert oct((Path(store) / "input_history").stat().st_mode & 0o777) == "0o600"
+    exported = json.loads(_formctl("export", instance_id, "--json", "--store", store).stdout)
+    assert exported["status"] == "complete"
+    assert exported["values"]["destination"] == "Leeds" and exported["values"]["total"] == 900
+
+
+def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
+    store = str(tmp_path / "store")
+    args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
+    env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
+    child = pexpect.spawn(sys.executable, args, env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8",
+                          timeout=TIMEOUT)
+    term = Terminal(child)
+    try:
+        term.expect(r'step 1/4 "Claimant"')
+        term.say("Dana Reeve")
+        term.expect("Staff ID\\?")
+        term.expect("you ›")
+        child.sendeof()
+        term.expect(r"Saved\. Carry on with: formctl resume (form_\w+)")
+        instance_id = child.match.group(1)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+    child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "resume", instance_id, "--store", store,
+                                           "--forms", str(FORMS)],
+                          env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+    term = Terminal(child)
+    try:
+        term.expect("Staff ID\\?")  # the last question of the saved conversation
+        term.expect(r'step 1/4 "Claimant" · pending: Staff ID, Work email')
+        term.say("AB1234")
+        term.expect("saved Staff ID")
+        term.say("/history full_name")
+        term.expect("Dana Reeve")
+        term.say("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    (row,) = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
+    assert row["instance_id"] == instance_id and row["answered"] == 2
