@@ -414,7 +414,10 @@ def _request_diff(old: Transcript, new: Transcript) -> str | None:
     if old.system is not None and new.system is not None and old.system != new.system:
         parts.append("    the system prompt changed:\n" + _diff.text_diff(old.system, new.system, indent="      "))
     if old.tools_digest and new.tools_digest and old.tools_digest != new.tools_digest:
-        parts.append(f"    the tool definitions changed ({old.tools_digest} → {new.tools_digest})")
+        parts.append(
+            f"    the tool definitions sent to the model changed ({old.tools_digest} → {new.tools_digest}); "
+            "if that is intended, `formctl replay --update` records the new ones"
+        )
     return "\n".join(parts) or None
 
 
