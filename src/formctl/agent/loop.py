@@ -66,6 +66,20 @@ class Turn:
     tool_calls: int = 0
 
 
+_ANSWERED = {"end_turn", "stop_sequence", "tool_use", "", None}
+
+
+def _stop_line(stop_reason: str | None) -> str | None:
+    """One line for a reply that stopped for a reason other than having answered; None if it answered."""
+    if stop_reason in _ANSWERED:
+        return None
+    if stop_reason == "refusal":
+        return "The model declined to continue this conversation (refusal)."
+    if stop_reason == "model_context_window_exceeded":
+        return "The conversation no longer fits the model's context window (model_context_window_exceeded)."
+    return f"The model stopped without answering ({stop_reason}). Send another message to continue."
+
+
 def tool_result_block(tool_use_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
     """The ``tool_result`` block carrying one envelope (compact JSON: every character is re-sent)."""
     return {
@@ -221,9 +235,7 @@ class ChatLoop:
             if reply.content:
                 self.messages.append({"role": "assistant", "content": list(reply.content)})
             if not calls:
-                error = None
-                if reply.stop_reason == "refusal":
-                    error = "The model declined to continue this conversation (refusal)."
+                error = _stop_line(reply.stop_reason)
                 return Turn(reply.text, reply.stop_reason or "end_turn", iterations, error, tool_calls)
             results: list[dict[str, Any]] = []
             self.messages.append({"role": "user", "content": results})  # filled in place, call by call
