@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import stat
 
 import pytest
@@ -608,6 +609,12 @@ def _populate(store, n=6):
     return a, made
 
 
+def _shard(store, subject):
+    from formctl.store._index import shard_of
+
+    return os.path.join(store, "index", f"{shard_of(subject):02x}.jsonl")
+
+
 def _answers(a):
     return (
         [i.id for i in a.find_instances()],
@@ -619,7 +626,7 @@ def _answers(a):
 def test_a_deleted_index_is_rebuilt_from_the_instance_files(store):
     a, _ = _populate(store)
     expected = _answers(a)
-    os.unlink(os.path.join(store, "index.jsonl"))
+    shutil.rmtree(os.path.join(store, "index"))
     assert _answers(JsonFileAdapter(store)) == expected
     assert _answers(a) == expected
     assert JsonFileAdapter(store).check().ok
@@ -628,13 +635,13 @@ def test_a_deleted_index_is_rebuilt_from_the_instance_files(store):
 def test_an_index_from_before_a_restart_is_rebuilt(store):
     a, _ = _populate(store)
     expected = _answers(a)
-    path = os.path.join(store, "index.jsonl")
+    # A machine crash loses unsynced appends: drop the rows, and mark the header.
+    path = _shard(store, "s1")
     lines = open(path, "rb").read().splitlines(keepends=True)
     header = json.loads(lines[0])
     header["boot"] = "another-boot"
-    # A machine crash loses unsynced appends: drop the last rows, and mark the header.
     with open(path, "wb") as f:
-        f.write(json.dumps(header).encode() + b"\n" + b"".join(lines[1:3]))
+        f.write(json.dumps(header).encode() + b"\n")
     fresh = JsonFileAdapter(store)
     assert fresh.check().index_ok is False
     assert _answers(fresh) == expected
@@ -645,7 +652,7 @@ def test_a_writer_that_died_between_commit_and_index_row_is_repaired(store):
     a, made = _populate(store)
     victim = made[1]
     # Simulate the crash: the commit landed, the index holds only the marker.
-    index_path = os.path.join(store, "index.jsonl")
+    index_path = _shard(store, victim.subject)
     before = open(index_path, "rb").read()
     a.commit_instance(victim.id, Commit(status="abandoned"), if_version=2, provenance=prov())
     with open(index_path, "wb") as f:
@@ -654,14 +661,15 @@ def test_a_writer_that_died_between_commit_and_index_row_is_repaired(store):
     assert "await repair" in " ".join(report.notes) and report.ok
     reader = JsonFileAdapter(store)
     assert victim.id in [i.id for i in reader.find_instances(status="abandoned")]
-    fill(reader, reader.get_instance(made[2].id), "name", "x")  # any write repairs the row
+    fill(reader, reader.get_instance(made[4].id), "name", "x")  # a write to the same shard repairs it
+    assert made[4].subject == victim.subject
     assert b'"abandoned"' in open(index_path, "rb").read().splitlines()[-3]
     assert JsonFileAdapter(store).check().ok
 
 
 def test_check_reports_an_index_that_disagrees_and_reindex_repairs_it(store):
     a, made = _populate(store)
-    index_path = os.path.join(store, "index.jsonl")
+    index_path = _shard(store, "s2")
     with open(index_path, "ab") as f:  # a row that lies about one instance
         f.write(json.dumps([made[2].id, "s2", "intake", "abandoned", "9999", 2]).encode() + b"\n")
     open(os.path.join(store, "instances", "form_1_abcdef.json.123-ab.tmp"), "wb").close()
@@ -702,6 +710,6 @@ def test_the_index_log_is_compacted_as_it_grows(store):
     inst = a.create_instance("travel", 1, "alice", prov())
     for n in range(700):
         inst = fill(a, inst, "n", n)
-    lines = open(os.path.join(store, "index.jsonl"), "rb").read().count(b"\n")
+    lines = open(_shard(store, "alice"), "rb").read().count(b"\n")
     assert lines < 600
     assert JsonFileAdapter(store).find_open_instance("alice").version == 701

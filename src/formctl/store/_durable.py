@@ -68,13 +68,17 @@ def open_private(path: str, flags: int) -> int:
     return fd
 
 
-def replace_atomically(path: str, data: bytes) -> None:
+def replace_atomically(path: str, data: bytes, *, durable: bool = True) -> None:
     """All-or-nothing file replacement that survives a crash at any instant.
 
     Write a temporary file in the same folder, flush and fsync it, ``os.replace`` it
     over ``path``, then fsync the folder so the rename itself is durable. A crash before
     the rename leaves the old file untouched (and a stray ``*.tmp`` that the store's
     ``reindex`` removes); a crash after it leaves the new file complete.
+
+    ``durable=False`` skips both fsyncs: other processes still see the old file or the new
+    one, never a mix, but a machine crash may leave either (or a torn file). For data that
+    is rebuilt after a restart anyway (the index).
     """
     folder = os.path.dirname(path)
     temp = f"{path}.{os.getpid()}-{secrets.token_hex(4)}{TEMP_SUFFIX}"
@@ -82,14 +86,16 @@ def replace_atomically(path: str, data: bytes) -> None:
     try:
         try:
             write_all(fd, data)
-            sync(fd)
+            if durable:
+                sync(fd)
         finally:
             os.close(fd)
         os.replace(temp, path)
     except BaseException:
         remove_quietly(temp)
         raise
-    sync_dir(folder)
+    if durable:
+        sync_dir(folder)
 
 
 def remove_quietly(path: str) -> None:

@@ -3,7 +3,8 @@
 Layout of a store folder (folders ``0700``, files ``0600``)::
 
     <dir>/lock                      flock(2) target: writers exclusive, readers shared
-    <dir>/index.jsonl               rebuildable index: id -> subject, form, status, updated_at
+    <dir>/index/<nn>.jsonl          rebuildable index, 64 shards by subject: id -> subject, form,
+                                    status, updated_at, version
     <dir>/instances/<id>.json       snapshot: {"format": 1, "version": N, "updated_at": ...,
                                                "seq": S, "instance": {...}}
     <dir>/instances/<id>.journal    commits since the snapshot, one self-checking line each
@@ -86,7 +87,7 @@ from formctl.forms.instance import (
     now_iso,
 )
 from formctl.store import _durable
-from formctl.store._index import IndexLog, Row
+from formctl.store._index import Index, IndexLog, Row
 from formctl.store._journal import JournalDamage, frame, scan
 from formctl.store.base import apply_commit, check_provenance, missing, sort_recent_first
 from formctl.store.ids import is_instance_id, new_instance_id
@@ -326,7 +327,7 @@ class JsonFileAdapter:
         self.compact_after = max(1, compact_after)
         self._instances_dir = os.path.join(self.directory, "instances")
         self._lock_path = os.path.join(self.directory, "lock")
-        self._index = IndexLog(os.path.join(self.directory, "index.jsonl"))
+        self._index = Index(os.path.join(self.directory, "index"))
         self._cache: OrderedDict[str, _Loaded] = OrderedDict()
         self._mutex = threading.RLock()
         self._lock_fd: int | None = None
@@ -374,15 +375,16 @@ class JsonFileAdapter:
                 instance.id = new_instance_id()
                 path = self._paths(instance.id)[0]
             data = self._encode(lambda: _snapshot_bytes(instance, 0))
-            self._mark_pending(instance.id)
+            shard = self._ready_shard(subject)
+            self._mark_pending(shard, instance.id)
             try:
                 _durable.replace_atomically(path, data)
                 st = os.stat(path)
             except OSError as exc:
-                self._index.put(None, instance.id)
+                shard.put(None, instance.id)
                 raise _os_error(exc, f"write {path}") from None
             self._remember(instance.id, _Loaded(instance, _snap_key(st), st.st_size, 0))
-            self._index.put(_row(instance), instance.id)
+            shard.put(_row(instance), instance.id)
         return instance.copy()
 
     def commit_instance(
@@ -458,7 +460,7 @@ class JsonFileAdapter:
                         break
             return sort_recent_first(out)
 
-        return self._query(run)
+        return self._query(run, subject=subject)
 
     def find_open_instance(self, subject: str) -> Instance | None:
         """The subject's most recently updated instance that is not abandoned.
@@ -480,7 +482,7 @@ class JsonFileAdapter:
                 return i.copy()
             return None
 
-        return self._query(run)
+        return self._query(run, subject=subject)
 
     def _open_by_reading(self, subject: str) -> Instance | None:
         rows = []
@@ -499,9 +501,9 @@ class JsonFileAdapter:
         """
         with self._locked(exclusive=False):
             files, truth, problems, notes = self._scan(fresh=True)
-            index_ok = self._index.refresh()
+            index_ok = all([log.refresh() for log in self._index.shards])
             if not index_ok:
-                notes.append(f"{self._index.path}: {self._index.problem}; it is rebuilt on next use or by reindex.")
+                notes.append(f"{self._index.problem()}; the index is rebuilt on next use, or by reindex.")
             else:
                 damaged = {os.path.basename(p.path).partition(".")[0] for p in problems}
                 awaiting = set(self._index.pending)
@@ -509,12 +511,13 @@ class JsonFileAdapter:
                     notes.append(
                         f"{len(awaiting)} index row(s) await repair after an interrupted write; the next write repairs them."
                     )
-                for iid in sorted(set(truth) | set(self._index.rows)):
+                indexed = self._index.rows
+                for iid in sorted(set(truth) | set(indexed)):
                     if iid in awaiting or iid in damaged:
                         continue
-                    if self._index.rows.get(iid) != truth.get(iid):
+                    if indexed.get(iid) != truth.get(iid):
                         index_ok = False
-                        notes.append(f"{self._index.path}: the row for {iid} does not match its instance file.")
+                        notes.append(f"{self._index.folder}: the row for {iid} does not match its instance file.")
             return StoreReport(
                 directory=self.directory,
                 files_checked=files,
@@ -536,7 +539,7 @@ class JsonFileAdapter:
             try:
                 self._index.rewrite(truth.values())
             except OSError as exc:
-                raise _os_error(exc, f"write {self._index.path}") from None
+                raise _os_error(exc, f"write the index in {self._index.folder}") from None
             return StoreReport(
                 directory=self.directory,
                 files_checked=files,
@@ -586,7 +589,7 @@ class JsonFileAdapter:
         """Delete ``*.tmp`` files: with the lock held exclusively no write is in flight, so
         every temporary file belongs to a writer that died."""
         notes = []
-        for folder in (self._instances_dir, self.directory):
+        for folder in (self._instances_dir, self._index.folder, self.directory):
             try:
                 names = os.listdir(folder)
             except OSError:
@@ -667,61 +670,69 @@ class JsonFileAdapter:
     def _writing(self) -> Iterator[None]:
         self._ensure_layout()
         with self._locked(exclusive=True, for_write=True):
-            self._ready_index(exclusive=True)
             yield
 
-    def _query(self, run: Callable[[], T]) -> T:
+    def _query(self, run: Callable[[], T], *, subject: str | None) -> T:
+        """Run a lookup with the index shards it needs up to date (just the subject's, if given)."""
         with self._locked(exclusive=False):
-            if self._ready_index(exclusive=False):
+            if self._ready_index(exclusive=False, subject=subject):
                 return run()
         # The index must be rebuilt first, which needs the lock to ourselves.
         with self._locked(exclusive=True):
-            self._ready_index(exclusive=True)
+            self._ready_index(exclusive=True, subject=subject)
             return run()
 
     # ------------------------------------------------------------------ the index
 
-    def _ready_index(self, *, exclusive: bool) -> bool:
-        """Bring the in-memory index up to date; False when a rebuild needs the exclusive lock."""
-        index = self._index
-        if not index.refresh():
+    def _ready_index(self, *, exclusive: bool, subject: str | None = None) -> bool:
+        """Bring the index shards for ``subject`` (or all) up to date, settling what writers
+        that died left pending. False when a rebuild is needed and the lock is only shared."""
+        logs = self._index.logs(subject)
+        if not all([log.refresh() for log in logs]):
             if not exclusive and os.path.isdir(self._instances_dir):
                 return False
             _, truth, _, _ = self._scan(fresh=False)
             try:
                 if not os.path.isdir(self._instances_dir):
                     raise FileNotFoundError(self._instances_dir)
-                index.rewrite(truth.values())
+                self._index.rewrite(truth.values())
             except OSError:
-                index.adopt(truth.values())  # a read-only (or absent) store: keep it in memory
-        if index.pending:
-            # Markers with no row after them: a writer died between the two (we hold the lock,
-            # so none is in flight). Settle each one from the instance's own files.
-            for iid in sorted(index.pending):
+                self._index.adopt(truth.values())  # a read-only (or absent) store: keep it in memory
+        for log in logs:
+            for iid in sorted(log.pending):
+                # A marker with no row after it: its writer died between the two (we hold the
+                # lock, so none is in flight). Settle it from the instance's own files.
                 try:
                     loaded = self._read(iid)
                     row = _row(loaded.instance) if loaded is not None else None
                 except StoreError:
-                    row = index.rows.get(iid)
+                    row = log.rows.get(iid)
                 if exclusive:
-                    index.put(row, iid)
+                    log.put(row, iid)
                 else:
-                    index.resolve(iid, row)
-        if exclusive and index.unrepaired:
-            for iid in sorted(index.unrepaired):
-                index.put(index.rows.get(iid), iid)
-        if exclusive and index.needs_compaction():
-            try:
-                index.rewrite(list(index.rows.values()))
-            except OSError:
-                pass  # a longer log is still a correct log
+                    log.resolve(iid, row)
+            if exclusive:
+                for iid in sorted(log.unrepaired):
+                    log.put(log.rows.get(iid), iid)
         return True
 
-    def _mark_pending(self, iid: str) -> None:
+    def _ready_shard(self, subject: str) -> IndexLog:
+        """The subject's shard, up to date and compacted if its log has grown (exclusive lock held)."""
+        self._ready_index(exclusive=True, subject=subject)
+        log = self._index.log_for(subject)
+        if log.needs_compaction():
+            try:
+                log.rewrite(list(log.rows.values()))
+            except OSError:
+                pass  # a longer log is still a correct log
+        return log
+
+    @staticmethod
+    def _mark_pending(log: IndexLog, iid: str) -> None:
         try:
-            self._index.mark_pending(iid)
+            log.mark_pending(iid)
         except OSError as exc:
-            raise _os_error(exc, f"write {self._index.path}") from None
+            raise _os_error(exc, f"write {log.path}") from None
 
     # ------------------------------------------------------------------ reading instances
 
@@ -881,7 +892,8 @@ class JsonFileAdapter:
         create = loaded.jour_ino is None
         if loaded.jour_valid == 0:  # a new journal, or one whose only line (its header) was torn
             data = frame({"format": FORMAT, "journal": iid}) + data
-        self._mark_pending(iid)
+        shard = self._ready_shard(loaded.instance.subject)
+        self._mark_pending(shard, iid)
         try:
             if create:
                 fd = _durable.open_private(jpath, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL)
@@ -902,7 +914,7 @@ class JsonFileAdapter:
                 os.close(fd)
         except OSError as exc:
             self._cache.pop(iid, None)
-            self._index.put(_row(loaded.instance), iid)
+            shard.put(_row(loaded.instance), iid)
             raise _os_error(exc, f"write {jpath}") from None
         done = _Loaded(
             instance=new,
@@ -917,7 +929,7 @@ class JsonFileAdapter:
             jour_lines=loaded.jour_lines + data.count(b"\n"),
         )
         self._remember(iid, done)
-        self._index.put(_row(new), iid)
+        shard.put(_row(new), iid)
         if done.jour_records >= self.compact_after or done.jour_valid > max(_COMPACT_MIN_BYTES, 2 * done.snap_size):
             self._compact(iid, done)
 
