@@ -8,8 +8,9 @@ Opt in with ``--formctl-transcripts``::
 
     pytest --formctl-transcripts transcripts/
 
-collects ``*.toml`` files under any folder named ``transcripts`` (given on the command
-line or found below one) and replays each one exactly and offline. ``--formctl-forms DIR``
+collects ``*.toml`` files under any folder named ``transcripts`` and replays each one
+exactly and offline; with no paths given, ``<rootdir>/transcripts`` is collected along
+with the usual ``testpaths``. ``--formctl-forms DIR``
 names the forms folder (default: ``forms/`` above the transcript, or ``$FORMCTL_FORMS``).
 """
 
@@ -26,6 +27,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="collect transcripts/**/*.toml as tests, each replayed exactly (formctl replay)")
     group.addoption("--formctl-forms", default=None, metavar="DIR",
                     help="the forms folder (holding registry.toml) for the transcripts")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``pytest --formctl-transcripts`` with no paths also collects ``<rootdir>/transcripts``.
+
+    Without this, a project whose ``testpaths`` is ``tests`` would need the folder spelled
+    out; with explicit paths on the command line, only those are collected.
+    """
+    if not config.getoption("formctl_transcripts"):
+        return
+    source = getattr(config, "args_source", None)
+    if source is None or source.name == "ARGS":
+        return
+    folder = Path(str(config.rootpath)) / "transcripts"
+    if folder.is_dir() and str(folder) not in config.args:
+        config.args.append(str(folder))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
