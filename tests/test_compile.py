@@ -334,3 +334,15 @@ def test_a_schema_whose_none_probe_raises_is_required():
 
     form = define_form("probe", name="Probe").step("s", title="S").field("x", Opaque, label="X").build()
     assert form.field_by_id["x"].required is True
+
+
+def test_labels_that_normalise_to_nothing_are_not_indexed_and_never_collide():
+    form = (
+        define_form("blank-keys", name="Blank keys")
+        .step("s", title="S")
+        .field("q1", str, label="??")
+        .field("q2", str, label="!!")
+        .build()
+    )
+    assert form.resolve_field("??") is None
+    assert form.resolve_field("Q1") == "q1"
