@@ -348,3 +348,20 @@ def test_pytest_collects_each_transcript_as_a_test_with_the_diff_as_its_failure(
     assert "rejected_then_fixed.toml" in out.stdout
     assert 'status: recorded "complete", now "active"' in out.stdout
     assert ok.exists()
+
+
+def test_a_recording_over_a_resumed_instance_says_why_it_cannot_replay_exactly(tmp_path):
+    registry = forms_registry()
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
+    runner.start("travel-claim", seed={"full_name": "Dana Reeve"})
+    model = GuidedModel(runner, form_id="travel-claim")
+    path = tmp_path / "resumed.toml"
+    rec = Recorder(path, form_id="travel-claim", form_version=1, model=model.name, subject="s", runner=runner)
+    loop = ChatLoop(runner, model, form_id="travel-claim", on_event=rec.event)
+    rec.person("AB1234")
+    loop.send("AB1234")
+    rec.finish(runner)
+    assert "resumed = true" in path.read_text()
+    result = replay_file(path, registry=registry)
+    assert not result.passed
+    assert "formctl resume" in result.diff and "--record" in result.diff

@@ -138,6 +138,7 @@ class Transcript:
     system: str | None = None
     tools_digest: str | None = None
     masked: list[str] = field(default_factory=list)
+    resumed: bool = False  # recorded over an instance that already had answers (formctl resume)
     path: str | None = None
 
     @property
@@ -313,6 +314,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
         system=request.get("system"),
         tools_digest=request.get("tools_digest"),
         masked=list(doc.get("masked", [])),
+        resumed=bool(doc.get("resumed", False)),
         path=str(path) if path is not None else None,
     )
 
@@ -349,6 +351,8 @@ def to_doc(t: Transcript) -> dict[str, Any]:
     doc["model"] = t.model
     if t.masked:
         doc["masked"] = list(t.masked)
+    if t.resumed:
+        doc["resumed"] = True
     turns = []
     for turn in t.turns:
         if turn.kind == "host":

@@ -65,6 +65,17 @@ def host_result(result: Any) -> Any:
     return {"result": repr(result)}
 
 
+def _has_answers(runner: Any, form_id: str) -> bool:
+    """Does the conversation start over an instance that already has answers (``formctl resume``)?"""
+    if runner is None:
+        return False
+    try:
+        instance = runner.open_instance()
+    except Exception:
+        return False
+    return instance is not None and instance.def_id == form_id and bool(instance.entries)
+
+
 class Recorder:
     """Collects one conversation into a :class:`Transcript` and keeps ``path`` up to date."""
 
@@ -86,6 +97,7 @@ class Recorder:
         self._turn: Turn | None = None
         self._iteration: Iteration | None = None
         self._masked_fields: dict[str, Any] = {}
+        self.transcript.resumed = _has_answers(runner, form_id)
 
     # -- the conversation --------------------------------------------------------------
 

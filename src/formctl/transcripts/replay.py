@@ -154,6 +154,12 @@ def replay(
         message = getattr(exc, "message", None) or str(exc)
         return ReplayResult(transcript.name, path, False, f"  cannot load form {transcript.form!r}: {message}",
                             mode="live" if live else "exact")
+    if transcript.resumed and not live:
+        return ReplayResult(
+            transcript.name, path, False,
+            "  recorded over an instance that already had answers (formctl resume); a replay starts from an "
+            "empty store, so it cannot reproduce it. Record from the start with `formctl run FORM --record`.",
+        )
     if live:
         return _live(transcript, registry, compiled, model=model, update=update, coverage=coverage)
     return _exact(transcript, registry, compiled, update=update, coverage=coverage)
