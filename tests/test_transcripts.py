@@ -365,3 +365,16 @@ def test_a_recording_over_a_resumed_instance_says_why_it_cannot_replay_exactly(t
     result = replay_file(path, registry=registry)
     assert not result.passed
     assert "formctl resume" in result.diff and "--record" in result.diff
+
+
+def test_any_other_log_can_mask_sensitive_values_the_way_transcripts_do():
+    from formctl.transcripts.normalise import masker_for
+
+    registry = FormRegistry().register("payroll", name="Payroll", description="", load=_secure_form)
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
+    runner.start("payroll", seed={"full_name": "Dana Reeve", "ni_number": "QQ123456C", "pin": 4821})
+    compiled, instance, _ = runner.evaluation()
+    masker = masker_for(compiled, instance)
+    line = masker.mask_text("person said: my NI number is QQ123456C, PIN 4821, name Dana Reeve")
+    assert "QQ123456C" not in line and "4821" not in line
+    assert "Dana Reeve" in line  # only sensitive fields are masked

@@ -19,7 +19,7 @@ become ``x``/``X``, digits ``1`` or ``9``: ``AB123456C`` → ``XX111111X``, a da
 date). A transcript therefore never holds the real value and still replays exactly: the
 stand-in is what the replay types and fills. When no stand-in validates, the value
 becomes ``<masked>``, and the transcript says which fields it masked (``masked = [...]``).
-:func:`mask_text` is the same masking for any other log line.
+:func:`masker_for` gives the same masking for any other log (``.mask_text(line)``).
 """
 
 from __future__ import annotations
@@ -168,6 +168,32 @@ def stand_in(real: Any, accepts: Callable[[Any], bool]) -> Any:
     return MASKED
 
 
-def mask_text(text: str, normaliser: Normaliser) -> str:
-    """Mask sensitive values in any log line, the same way transcripts mask them."""
-    return normaliser.mask_text(text)
+def learn_masks(normaliser: Normaliser, compiled: Any, instance: Any) -> set[str]:
+    """Teach ``normaliser`` a stand-in for every value ever given to a sensitive field of ``instance``.
+
+    Every revision counts (a rejected or corrected value was typed too). Returns the ids of
+    the sensitive fields that had a value. A stand-in depends only on the value and the
+    field, so every log masked this way agrees with the transcripts.
+    """
+    if instance is None:
+        return set()
+    seen: set[str] = set()
+    for fld in compiled.fields:
+        if not getattr(fld, "sensitive", False):
+            continue
+        log = instance.entries.get(fld.id)
+        for rev in getattr(log, "revisions", ()) or ():
+            value = getattr(rev, "value", None)
+            if value is None or isinstance(value, (dict, list)):
+                continue
+            seen.add(fld.id)
+            validator = fld.validator
+            normaliser.add_mask(value, stand_in(value, lambda v, validator=validator: bool(validator.validate(v).ok)))
+    return seen
+
+
+def masker_for(compiled: Any, instance: Any) -> Normaliser:
+    """A normaliser that only masks: ``masker_for(compiled, instance).mask_text(line)`` for any log line."""
+    masker = Normaliser()
+    learn_masks(masker, compiled, instance)
+    return masker

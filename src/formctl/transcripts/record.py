@@ -24,7 +24,7 @@ import os
 from typing import Any
 
 from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
-from formctl.transcripts.normalise import Normaliser, stand_in
+from formctl.transcripts.normalise import Normaliser, learn_masks
 
 
 def tools_digest(tools: list[dict[str, Any]]) -> str:
@@ -96,7 +96,6 @@ class Recorder:
         self.instance_id: str | None = None  # the raw id, as seen in tool results
         self._turn: Turn | None = None
         self._iteration: Iteration | None = None
-        self._masked_fields: dict[str, Any] = {}
         self.transcript.resumed = _has_answers(runner, form_id)
 
     # -- the conversation --------------------------------------------------------------
@@ -216,33 +215,10 @@ class Recorder:
         """Find the sensitive fields and every value given to them (from the store: all revisions)."""
         runner = self.runner
         if runner is None:
-            return set()
+            return set(self.transcript.masked)
         try:
             compiled = runner.registry.load(self.transcript.form)
+            instance = runner.open_instance(self.instance_id) if self.instance_id else None
         except Exception:
-            return set()
-        sensitive = {f.id: f for f in compiled.fields if getattr(f, "sensitive", False)}
-        if not sensitive:
-            return set()
-        instance = runner.open_instance(self.instance_id) if self.instance_id else None
-        seen: set[str] = set()
-        if instance is not None:
-            for field_id, fld in sensitive.items():
-                log = instance.entries.get(field_id)
-                for rev in getattr(log, "revisions", ()) or ():
-                    value = getattr(rev, "value", None)
-                    if value is None:
-                        continue
-                    seen.add(field_id)
-                    self._mask_value(fld, value)
-        return seen | set(self.transcript.masked)
-
-    def _mask_value(self, fld: Any, value: Any) -> None:
-        if isinstance(value, (dict, list)):
-            return
-        key = (fld.id, type(value).__name__, value)
-        if key in self._masked_fields:
-            return
-        replacement = stand_in(value, lambda v: bool(fld.validator.validate(v).ok))
-        self._masked_fields[key] = replacement
-        self.normaliser.add_mask(value, replacement)
+            return set(self.transcript.masked)
+        return learn_masks(self.normaliser, compiled, instance) | set(self.transcript.masked)
