@@ -18,6 +18,12 @@ The console script is run through the interpreter that runs this file
 working directory so ``./forms/registry.toml`` is found as a user would have it.
 It also reports, from ``python -X importtime``, whether any heavy module (pydantic,
 rich, prompt_toolkit, anthropic, a form module) was imported by each command.
+
+Bytecode: by default every command (``python -c pass`` too) runs with a bytecode cache
+in a temporary folder (``PYTHONPYCACHEPREFIX``), as an installed package has; an
+environment with ``PYTHONDONTWRITEBYTECODE=1`` would otherwise recompile formctl's
+sources on every start, which no user's install does. ``--as-is`` measures the
+environment exactly as it is instead.
 """
 
 from __future__ import annotations
@@ -84,6 +90,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="rounds (median taken) [15]")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--as-is", action="store_true",
+                        help="keep the environment's bytecode settings (PYTHONDONTWRITEBYTECODE)")
     args = parser.parse_args()
 
     env = dict(os.environ)
@@ -91,7 +99,10 @@ def main() -> int:
     env.pop("FORMCTL_FORMS", None)
     env["NO_COLOR"] = "1"
     formctl = _console_script()
-    with tempfile.TemporaryDirectory() as store:
+    with tempfile.TemporaryDirectory() as store, tempfile.TemporaryDirectory() as pycache:
+        if not args.as_is:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = pycache
         instance = _make_instance(store, env)
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
@@ -114,9 +125,12 @@ def main() -> int:
         rows.append({"command": name, "median_ms": round(median * 1000, 1), "ratio": round(median / base, 2),
                      "heavy_imports": heavy.get(name, [])})
     if args.json:
-        print(json.dumps({"runs": args.runs, "target_ratio": TARGET, "results": rows}, indent=2))
+        print(json.dumps({"runs": args.runs, "target_ratio": TARGET, "bytecode_cache": not args.as_is,
+                          "results": rows}, indent=2))
     else:
-        print(f"median of {args.runs} interleaved runs; ratio to python -c pass (target <= {TARGET}x for help and list)")
+        cache = "environment as is" if args.as_is else "with a bytecode cache"
+        print(f"median of {args.runs} interleaved runs, {cache}; "
+              f"ratio to python -c pass (target <= {TARGET}x for help and list)")
         for r in rows:
             flag = ""
             if r["command"] in ("formctl --help", "formctl list"):

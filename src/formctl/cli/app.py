@@ -17,8 +17,6 @@ problems, or a write that rejected some of its values (the rest were saved); 2 u
 130 interrupted.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import sys
@@ -264,7 +262,10 @@ def _root(
 
 @app.command("list", cls=_Command, epilog=_example("formctl list", "formctl list --json | jq -r '.forms[].id'"))
 def list_forms(forms: Optional[str] = FormsOpt, as_json: bool = JsonOpt) -> None:
-    """List the registered forms (reads registry.toml; imports no form)."""
+    """List the registered forms.
+
+    Reads registry.toml only: no form module is imported.
+    """
     from formctl.cli.workspace import open_registry
 
     listing = open_registry(forms).list()
@@ -288,7 +289,11 @@ def check(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Compile a form and print its outline with each field's type; exit 1 with the definition error."""
+    """Compile a form and print its outline.
+
+    Each field is shown with the type string the model reads. A form that does not compile
+    exits 1 with the definition error.
+    """
     from formctl.cli.workspace import open_registry
     from formctl.forms.errors import FormDefinitionError
 
@@ -330,7 +335,11 @@ def new(
     description: str = typer.Option("", "--description", help="One line on what it collects."),
     forms: Optional[str] = FormsOpt,
 ) -> None:
-    """Scaffold a form module in the forms folder and register it in registry.toml."""
+    """Scaffold a new form and register it.
+
+    Writes FORM_ID.py (with dashes as underscores) in the forms folder and appends its entry
+    to registry.toml, keeping the file's comments.
+    """
     from formctl.cli.scaffold import scaffold
 
     module_path, registry_file = scaffold(form_id, forms, name=name, description=description)
@@ -359,7 +368,9 @@ def run(
     store: Optional[str] = StoreOpt,
     forms: Optional[str] = FormsOpt,
 ) -> None:
-    """Start the subject's FORM, or continue their open one, and open the chat.
+    """Start or continue a form in a chat.
+
+    Starts the subject's FORM, or continues their open one.
 
     In a terminal: a chat with a status bar; type /help for commands. With stdin not a
     terminal, each input line is one message and output is plain text.
@@ -382,7 +393,10 @@ def resume(
     store: Optional[str] = StoreOpt,
     forms: Optional[str] = FormsOpt,
 ) -> None:
-    """Come back to an instance's conversation where it left off."""
+    """Return to an instance's conversation.
+
+    Picks up where it left off, with the saved conversation.
+    """
     from formctl.cli.chat import ChatOptions, run_chat
 
     code = run_chat(ChatOptions(instance_id=instance_id, model=model, offline=offline, record=record,
@@ -403,7 +417,7 @@ def instances(
     store: Optional[str] = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """List stored instances, most recently updated first."""
+    """List stored instances, newest first."""
     from formctl.cli.workspace import open_store
     from formctl.forms.instance import INSTANCE_STATUSES
 
@@ -436,7 +450,10 @@ def inspect(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Show an instance: the outline, one step or one field, as the model sees it."""
+    """Show an instance as the model sees it.
+
+    The outline by default, or one step or one field. * marks fields to ask now.
+    """
     from formctl.cli.workspace import open_runner
 
     if sum(x is not None for x in (step, field)) + outline > 1:
@@ -464,7 +481,10 @@ def history(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Every answer ever given, oldest first, with who gave it and why it changed."""
+    """Show every answer given, oldest first.
+
+    With who gave each answer and why it changed; the one in force is marked.
+    """
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
@@ -490,7 +510,10 @@ def export(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """The instance's live values, with held ones (kept but not applicable) apart."""
+    """Print live values, held ones apart.
+
+    Held values are kept but do not apply given the other answers.
+    """
     from formctl.cli.workspace import open_runner
     from formctl.forms.validate import to_jsonable
 
@@ -532,7 +555,11 @@ def fill(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Write values to any fields; exit 1 if any value was rejected (the others are saved)."""
+    """Write values to an instance's fields.
+
+    Any field, from any step. Exits 1 if a value was rejected or named no field; the other
+    values are saved.
+    """
     from formctl.cli.args import parse_assignments
     from formctl.cli.workspace import open_runner
 
@@ -549,7 +576,10 @@ def undo(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Step a field back to its previous answer (nothing is lost: redo brings it back)."""
+    """Step a field back to its previous answer.
+
+    Nothing is lost: redo brings it back.
+    """
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
@@ -564,7 +594,7 @@ def redo(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Re-apply an answer that undo stepped back from."""
+    """Put back an answer that undo stepped back."""
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
@@ -580,7 +610,10 @@ def retract(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Withdraw an answer (kept in the history; undo brings it back)."""
+    """Withdraw an answer.
+
+    It stays in the history, and undo brings it back.
+    """
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
@@ -599,7 +632,10 @@ def resolve(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Answer the checkpoint an instance waits on: approve it, or --fail with a reason."""
+    """Answer the checkpoint an instance waits on.
+
+    Approves it, or rejects it with --fail REASON (the person is told why).
+    """
     from formctl.cli.args import parse_assignments
     from formctl.cli.workspace import open_runner
 
@@ -617,7 +653,10 @@ def abandon(
     forms: Optional[str] = FormsOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Close an instance without finishing it; every answer is kept."""
+    """Close an instance without finishing it.
+
+    Every answer is kept.
+    """
     from formctl.cli.workspace import open_runner
 
     instance = open_runner(store, forms).abandon(reason, instance_id=instance_id)
@@ -632,7 +671,10 @@ def abandon(
 
 @store_app.command("check", cls=_Command, epilog=_example("formctl store check --store ./.formctl"))
 def store_check(store: Optional[str] = StoreOpt, as_json: bool = JsonOpt) -> None:
-    """Read every instance file and compare the index with them; change nothing. Exit 1 unless all is well."""
+    """Check every instance file and the index.
+
+    Changes nothing. Exits 1 unless all is well.
+    """
     from formctl.cli.workspace import open_store
 
     _store_report(open_store(store).check().to_dict(), as_json)
@@ -640,7 +682,10 @@ def store_check(store: Optional[str] = StoreOpt, as_json: bool = JsonOpt) -> Non
 
 @store_app.command("reindex", cls=_Command, epilog=_example("formctl store reindex"))
 def store_reindex(store: Optional[str] = StoreOpt, as_json: bool = JsonOpt) -> None:
-    """Rebuild the index from the instance files (corrupt files are reported, never touched)."""
+    """Rebuild the index from the instance files.
+
+    Corrupt files are reported, never touched.
+    """
     from formctl.cli.workspace import open_store
 
     _store_report(open_store(store).reindex().to_dict(), as_json)
@@ -673,6 +718,36 @@ def _register_transcripts() -> None:
 _register_transcripts()
 
 
+def _only_the_command_run(args: list[str]) -> typer.Typer:
+    """The app with just the command being run, when one is named.
+
+    Typer turns every registered function into a click command (signatures, type hints)
+    before it parses anything: ~10 ms for twenty commands, a quarter of the start-up
+    budget, spent on commands that will not run. ``formctl --help``, a mistyped command
+    and shell completion still get the whole app.
+    """
+    name = next((a for a in args if not a.startswith("-")), None)
+    if name is None or os.environ.get("_FORMCTL_COMPLETE"):
+        return app
+    from typer.main import get_command_name
+
+    commands = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == name]
+    groups = [g for g in app.registered_groups if _group_name(g) == name]
+    if len(commands) + len(groups) != 1:
+        return app
+    only = typer.Typer(name="formctl", cls=_Group, rich_markup_mode=None, pretty_exceptions_enable=False,
+                       no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
+    only.registered_callback = app.registered_callback
+    only.registered_commands = commands
+    only.registered_groups = groups
+    return only
+
+
+def _group_name(info: Any) -> Any:
+    name = info.name if isinstance(info.name, str) else None
+    return name or info.typer_instance.info.name
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script. ``--debug`` may appear anywhere before ``--``."""
     global _debug
@@ -681,7 +756,7 @@ def main(argv: list[str] | None = None) -> None:
     if "--debug" in args[:end]:
         args.remove("--debug")
         _debug = True
-    app(args=args, prog_name="formctl")
+    _only_the_command_run(args[:end])(args=args, prog_name="formctl")
 
 
 if __name__ == "__main__":
