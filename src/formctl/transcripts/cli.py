@@ -12,14 +12,14 @@ from typing import List, Optional
 
 import typer
 
-EXAMPLES = """
-Examples:
-
-  formctl replay transcripts/                  # every transcript, exact and offline
-  formctl replay transcripts/cap.toml --update  # accept the new behaviour, show what changed
-  formctl replay hand-written.toml --live       # play the person's turns to the guided model, grade [expect]
-  formctl replay transcripts/ --junit report.xml --coverage
-"""
+# "\b" stops click from re-wrapping the example lines.
+EXAMPLES = (
+    "\b\nExamples:\n"
+    "  formctl replay transcripts/                    # all of them, exact and offline\n"
+    "  formctl replay transcripts/cap.toml --update   # accept the new behaviour, show what changed\n"
+    "  formctl replay hand-written.toml --live        # play it to the guided model, grade [expect]\n"
+    "  formctl replay transcripts/ --junit report.xml --coverage\n"
+)
 
 
 def transcript_files(paths: list[Path]) -> list[Path]:
@@ -64,14 +64,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command("replay", epilog=EXAMPLES)
     def replay_command(
-        paths: List[Path] = typer.Argument(..., metavar="FILES|DIRS", help="Transcript files, or folders of them."),
+        paths: List[str] = typer.Argument(..., metavar="FILES|DIRS", help="Transcript files, or folders of them."),
         update: bool = typer.Option(False, "--update", help="Rewrite the expectations from this run; show what changed."),
         live: bool = typer.Option(False, "--live", help="Play the person's turns to a model and grade on [expect]."),
-        model: Optional[str] = typer.Option(None, "--model", envvar="FORMCTL_MODEL",
+        model: Optional[str] = typer.Option(None, "--model", envvar="FORMCTL_MODEL", metavar="NAME",
                                             help="With --live: the Anthropic model (needs ANTHROPIC_API_KEY); default guided."),
-        junit: Optional[Path] = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
+        junit: Optional[str] = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
         coverage: bool = typer.Option(False, "--coverage", help="Report steps, fields, gates, checkpoints and effects exercised."),
-        forms: Optional[str] = typer.Option(None, "--forms", envvar="FORMCTL_FORMS",
+        forms: Optional[str] = typer.Option(None, "--forms", envvar="FORMCTL_FORMS", metavar="DIR",
                                             help="Folder holding registry.toml (default: forms/ above the transcript)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only failures and the summary line."),
     ) -> None:
@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         from formctl.transcripts.coverage import Coverage
         from formctl.transcripts.replay import replay_file
 
-        files = transcript_files(paths)
+        files = transcript_files([Path(p) for p in paths])
         missing = [p for p in files if not p.exists()]
         if missing:
             typer.echo(f"error: no such file or folder: {missing[0]}", err=True)
@@ -107,7 +107,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"FAILED  {r.path}{mode}")
                 typer.echo(r.diff)
         if junit is not None:
-            write_junit(junit, results)
+            write_junit(Path(junit), results)
         if cov is not None:
             typer.echo(cov.render())
         passed = sum(1 for r in results if r.passed)
