@@ -53,7 +53,7 @@ def test_a_regression_in_a_form_fails_with_a_diff_a_form_author_can_read(tmp_pat
     lines = out.stdout.splitlines()
     assert "FAILED  transcripts/held_after_correction.toml" in lines
     assert '  diverged at turn 5 (person: "Mode: rail", model call 1), step 3/4 "Travel":' in lines
-    assert '      data.fields[mileage].status: recorded "held", now "filled"' in lines
+    assert '      fields[mileage].status: recorded "held", now "filled"' in lines
     assert lines[-1] == "1 passed, 1 failed"
 
 

@@ -315,6 +315,15 @@ def _call_line(call: Any) -> str:
     return f"{call.name} {text}"
 
 
+def _result_differences(old: Any, new: Any) -> list[_diff.Difference]:
+    """Differences between two tool results; inside two successes, paths start at the data
+    (``fields[mileage].status``, not ``data.fields[mileage].status``)."""
+    if (isinstance(old, dict) and isinstance(new, dict) and old.get("status") == new.get("status") == "success"
+            and set(old) == set(new) == {"status", "data"}):
+        return _diff.differences(old["data"], new["data"])
+    return _diff.differences(old, new)
+
+
 def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
     """The first way the replayed turn ``new`` differs from the recorded ``old``, or None."""
     where = old.label()
@@ -340,7 +349,7 @@ def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
                                   _step_label(a.tier0, None))
             # Plain equality first (C speed, and nearly always true); the field-by-field walk
             # only runs to explain a difference.
-            diffs = _diff.differences(c_old.result, c_new.result) if c_old.result != c_new.result else []
+            diffs = _result_differences(c_old.result, c_new.result) if c_old.result != c_new.result else []
             if diffs:
                 return Divergence(
                     n, at,
