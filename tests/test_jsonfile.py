@@ -713,3 +713,29 @@ def test_the_index_log_is_compacted_as_it_grows(store):
     lines = open(_shard(store, "alice"), "rb").read().count(b"\n")
     assert lines < 600
     assert JsonFileAdapter(store).find_open_instance("alice").version == 701
+
+
+def test_threads_sharing_one_adapter_lose_no_revision(store):
+    import threading
+
+    a = JsonFileAdapter(store)
+    inst = a.create_instance("travel", 1, "alice", prov())
+
+    def worker(n: int) -> None:
+        for i in range(25):
+            while True:
+                current = a.get_instance(inst.id)
+                try:
+                    fill(a, current, f"t{n}", i)
+                    break
+                except ConflictError:
+                    continue
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stored = JsonFileAdapter(store).get_instance(inst.id)
+    assert stored.version == 101
+    assert all([e.value for e in stored.entries[f"t{n}"].revisions] == list(range(25)) for n in range(4))

@@ -79,6 +79,8 @@ class IndexLog:
         self.path = path
         self.label = f"{shard:02x}/{SHARDS}"
         self.durable_appends = BOOT_ID is None
+        self._fd: int | None = None  # kept open for appends while the file stays the same
+        self._fd_pid = 0
         self._reset()
 
     # ------------------------------------------------------------------ state
@@ -191,29 +193,52 @@ class IndexLog:
 
     # ------------------------------------------------------------------ writing (store lock held exclusively)
 
-    def _append(self, data: bytes) -> None:
+    def _append_fd(self) -> int:
+        """A descriptor for appending to the file last read (kept open between appends)."""
+        if self._fd is not None:
+            if self._fd_pid == os.getpid() and self._key is not None and os.fstat(self._fd).st_ino == self._key[0]:
+                return self._fd
+            self.close()
         fd = _durable.open_private(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            st = os.fstat(fd)
-            if self._key is None or st.st_ino != self._key[0] or st.st_size < self._offset:
-                raise OSError(f"{self.path} changed under the store lock")
-            if st.st_size > self._offset:
-                # An unterminated line left by a writer that died mid-append: never read, cut it off.
-                os.ftruncate(fd, self._offset)
-            try:
-                _durable.write_all(fd, data)
-                if self.durable_appends:
-                    _durable.sync_data(fd)
-            except OSError:
-                # Take back a partial line so that the log stays line-aligned.
+        self._fd, self._fd_pid = fd, os.getpid()
+        return fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            if self._fd_pid == os.getpid():
                 try:
-                    os.ftruncate(fd, self._offset)
+                    os.close(self._fd)
                 except OSError:
-                    self._key = None
-                raise
-            st = os.fstat(fd)
-        finally:
-            os.close(fd)
+                    pass
+            self._fd = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def _append(self, data: bytes) -> None:
+        fd = self._append_fd()
+        st = os.fstat(fd)
+        if self._key is None or st.st_ino != self._key[0] or st.st_size < self._offset:
+            self.close()
+            raise OSError(f"{self.path} changed under the store lock")
+        if st.st_size > self._offset:
+            # An unterminated line left by a writer that died mid-append: never read, cut it off.
+            os.ftruncate(fd, self._offset)
+        try:
+            _durable.write_all(fd, data)
+            if self.durable_appends:
+                _durable.sync_data(fd)
+        except OSError:
+            # Take back a partial line so that the log stays line-aligned.
+            try:
+                os.ftruncate(fd, self._offset)
+            except OSError:
+                self._key = None
+            raise
+        st = os.fstat(fd)
         self._offset += len(data)
         self._key = (st.st_ino, st.st_size, st.st_mtime_ns)
         self.tail_lines += data.count(b"\n")
@@ -250,6 +275,7 @@ class IndexLog:
         """Replace the shard (under this boot's id) with ``rows``, atomically. Not fsynced, like
         the appends: after a machine crash the boot id differs and the index is rebuilt."""
         _durable.replace_atomically(self.path, self.contents(rows), durable=self.durable_appends)
+        self.close()
         self.adopt(rows, written=True)
 
     def adopt(self, rows: list[Row], *, written: bool = False) -> None:
@@ -309,6 +335,10 @@ class Index:
             grouped[shard_of(row[1])].append(row)
         for log, shard_rows in zip(self.shards, grouped):
             log.rewrite(shard_rows)
+
+    def close(self) -> None:
+        for log in self.shards:
+            log.close()
 
     def adopt(self, rows: Iterable[Row]) -> None:
         """Use ``rows`` in memory only (the index cannot be written: a read-only store)."""

@@ -20,7 +20,7 @@ record one answer. Instead a commit appends one line to ``<id>.journal``::
 (``s`` numbers the journal records after the snapshot's ``seq``; ``v`` is the version the
 record produces; a ``"d"`` record is a ``record_dispatch``, which leaves ``v`` alone) and
 fsyncs it. That costs the same whatever the log holds. Every ``compact_after`` records (or
-when the journal outgrows twice the snapshot, or 1 MiB) the instance is folded into a new
+when the journal grows past both 1 MiB and twice the snapshot) the instance is folded into a new
 snapshot with the all-or-nothing recipe (temp file in the same folder, fsync,
 ``os.replace``, fsync the folder) and the journal is removed, so a cold read parses one
 snapshot and at most a few hundred short lines. A read is the snapshot plus a replay of the
@@ -44,9 +44,14 @@ Why it survives a crash at any instant
 * Writers hold ``flock(LOCK_EX)`` on ``lock`` from reading the current version to the
   fsync, so compare-and-set holds across processes; readers hold ``LOCK_SH`` and so never
   see a compaction half done. ``flock`` is released by the kernel when a process dies.
-* Nothing is overwritten in place: a snapshot is replaced by rename, a journal only grows.
-  A file that fails to parse is reported (:class:`StoreError` naming the file and what is
-  wrong) and left exactly as it is; other instances keep working.
+* Nothing is overwritten in place: a snapshot is replaced by rename, a journal only grows
+  (save for cutting off a torn tail that was never acknowledged, or taking back an append
+  that failed). A file that fails to parse is reported (:class:`StoreError` naming the file
+  and what is wrong) and left exactly as it is; other instances keep working.
+* A failed write (a full disk, an I/O error, a read-only folder) raises :class:`StoreError`
+  with one line naming the file, after taking back whatever part of the record reached
+  the file, so the previous version stands. A failed compaction is not the commit's
+  failure: the journal is still valid, and compaction is tried again after the next commit.
 
 The index (``_index.py``) is a cache that finds instances without opening them and is
 never the source of truth; ``check()`` compares it with the instance files and
@@ -338,11 +343,12 @@ class JsonFileAdapter:
         return f"JsonFileAdapter({self.directory!r})"
 
     def close(self) -> None:
-        """Release the lock file descriptor (the adapter reopens it if used again)."""
+        """Release the file descriptors this adapter keeps open (it reopens them if used again)."""
         with self._mutex:
             if self._lock_fd is not None and self._lock_pid == os.getpid():
                 os.close(self._lock_fd)
             self._lock_fd = None
+            self._index.close()
 
     # ------------------------------------------------------------------ protocol: writes
 
@@ -381,6 +387,7 @@ class JsonFileAdapter:
                 _durable.replace_atomically(path, data)
                 st = os.stat(path)
             except OSError as exc:
+                _durable.remove_quietly(path)  # if only the folder's fsync failed: not created after all
                 shard.put(None, instance.id)
                 raise _os_error(exc, f"write {path}") from None
             self._remember(instance.id, _Loaded(instance, _snap_key(st), st.st_size, 0))
