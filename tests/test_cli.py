@@ -561,3 +561,35 @@ def test_tab_completion_offers_commands_form_ids_and_instance_ids(tmp_path):
 
 def test_version_prints_the_package_version():
     assert ok("--version").stdout.startswith("formctl ")
+
+
+# --------------------------------------------------------------------------- run with a model key
+
+
+def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(store):
+    from fake_anthropic import FakeAnthropic, text, tool_use
+
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Welcome! What is your full name?"))
+        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "nope"}}))
+        api.reply(text("Thanks, Dana. That email didn't look right: what is it?"))
+        api.fault(401, message="invalid x-api-key")
+        env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
+        result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--forms", str(FORMS),
+                                              "--store", store], input="Dana Reeve, dana at example\nhello\n",
+                                    env=env)
+        bodies = api.bodies
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    out = result.stdout
+    assert out.splitlines()[0] == "Travel reimbursement claim · model claude-test · /help for commands"
+    assert "Welcome! What is your full name?" in out
+    assert "· saved Full name · rejected Work email: " in out
+    assert "Thanks, Dana." in out
+    assert "· The Anthropic API refused the key (401)" in out  # one line, and the chat goes on
+    assert bodies[0]["model"] == "claude-test"
+    assert bodies[0]["messages"][0]["content"][0]["text"] == "Hello."
+    tail = bodies[2]["messages"][-1]["content"][-1]["text"]  # tier 0 rides on the newest user turn
+    assert tail.startswith('[form: travel-claim] step 1/4 "Claimant"')
+    (row,) = as_json("instances", "--store", store)["instances"]
+    assert row["answered"] == 2

@@ -679,7 +679,6 @@ class TerminalChat:
     def run(self) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
-        from prompt_toolkit.styles import Style
 
         s = self.session
         self.out.print(s.model_line(), style="dim", markup=False, highlight=False)
@@ -688,10 +687,7 @@ class TerminalChat:
         s.notes.clear()
         prompt = PromptSession(
             history=FileHistory(str(_history_file(s.store_dir))),
-            bottom_toolbar=self._toolbar,
-            style=Style.from_dict({"bottom-toolbar": "noreverse bg:#303030 #d0d0d0"}),
-            # Colour follows the terminal, like rich's output: NO_COLOR turns it off.
-            color_depth=None,
+            bottom_toolbar=self._toolbar,  # prompt-toolkit's reverse video: readable with or without NO_COLOR
         )
         self._app = prompt.app
         self._refresh()
