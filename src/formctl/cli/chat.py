@@ -573,7 +573,8 @@ class TerminalChat:
 
     def _event(self, ev: Any) -> None:
         if ev.kind == "text_delta":
-            self.out.file.write(ev.text)
+            # Streamed as it arrives: no markup (the model's brackets are text), no re-wrapping.
+            self.out.print(ev.text, end="", markup=False, highlight=False, soft_wrap=True)
             self.out.file.flush()
             self._open_text = not ev.text.endswith("\n")
         elif ev.kind == "model_turn":
