@@ -378,3 +378,25 @@ def test_any_other_log_can_mask_sensitive_values_the_way_transcripts_do():
     line = masker.mask_text("person said: my NI number is QQ123456C, PIN 4821, name Dana Reeve")
     assert "QQ123456C" not in line and "4821" not in line
     assert "Dana Reeve" in line  # only sensitive fields are masked
+
+
+def test_a_model_error_mid_conversation_is_recorded_and_replayed_at_the_same_point(tmp_path):
+    from formctl.agent.models.base import ModelReply
+    from formctl.agent.models.scripted import ScriptedModel
+
+    registry = forms_registry()
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
+    model = ScriptedModel([
+        ModelReply([{"type": "tool_use", "id": "toolu_x", "name": "form_start", "input": {"form": "travel-claim"}}],
+                   stop_reason="tool_use"),
+        ModelReply([{"type": "text", "text": "Your full name?"}]),
+    ])  # a third call fails: the model is "down"
+    path = tmp_path / "outage.toml"
+    rec = Recorder(path, form_id="travel-claim", form_version=1, model="anthropic", subject="s", runner=runner)
+    loop = ChatLoop(runner, model, form_id="travel-claim", on_event=rec.event)
+    for message in ("hello", "Dana Reeve"):
+        rec.person(message)
+        loop.send(message)
+    t = rec.finish(runner)
+    assert t.turns[1].error and t.turns[1].iterations[-1].stop_reason == "error"
+    assert replay_file(path, registry=registry).passed

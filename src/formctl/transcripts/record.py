@@ -132,7 +132,9 @@ class Recorder:
             if self.transcript.system is None and request is not None:
                 self.transcript.system = norm.text(request.system or "")
                 self.transcript.tools_digest = tools_digest(list(request.tools or []))
-            self._iteration = Iteration(tier0=norm.text(ev.tier0 or ""))
+            # "error" until the reply arrives: a model call that never answered (a model error,
+            # a cancel) is replayed as that same error, at the same point.
+            self._iteration = Iteration(tier0=norm.text(ev.tier0 or ""), stop_reason="error")
             self._turn.iterations.append(self._iteration)
         elif kind == "model_turn":
             if self._iteration is None:
