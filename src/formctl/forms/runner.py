@@ -773,12 +773,12 @@ class FormRunner:
                 if inst.forced_complete:
                     commit.forced_complete = False
                 return commit
+            if effects.complete and not inst.forced_complete:
+                commit.forced_complete = True  # kept while waiting, so it lands when the host resolves
             if effects.waiting_on is not None:
                 return commit
             ev = self._evaluation(compiled, inst)
             forced = effects.complete or inst.forced_complete
-            if effects.complete and not inst.forced_complete:
-                commit.forced_complete = True
             status = _settled(compiled, ev, inst, forced)
             if inst.status != status and inst.status != "abandoned":
                 commit.status = status
