@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from example_forms import HookLog, cap_lab, register
 
-from formctl import ConflictError, Fail, FormBlockedError, FormError, FormRunner, Patch
+from formctl import Complete, ConflictError, Fail, FormBlockedError, FormError, FormRunner, Patch
 
 
 @pytest.fixture
@@ -160,6 +160,17 @@ def test_resolving_ok_unblocks_and_the_form_completes_and_announces_it_then(wait
     assert stored.blocked_on is None
     record = stored.dispatches[f"{stored.id}:checkpoint:cap:resolved"]
     assert (record.hook_id, record.status, record.attempts) == ("checkpoint:cap", "ok", 1)
+
+
+def test_a_completion_forced_while_waiting_for_the_host_lands_when_resolved(waiting, log):
+    log.behaviours["field:total"] = Complete()
+    waiting.fill({"total": 500})  # the signature is still missing
+    assert waiting.open_instance().status == "awaiting"
+
+    result = waiting.resolve_checkpoint()
+
+    assert result.view.status == "complete"
+    assert form_runs(log) == ["form:1"]
 
 
 def test_resolving_ok_with_fields_still_missing_leaves_the_form_active(waiting):
