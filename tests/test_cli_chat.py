@@ -118,7 +118,8 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         term.say("Leeds")
         term.expect(r"\(thinking\)")
         child.sendintr()
-        term.expect("stopping… every answer already given is kept")
+        term.expect("stopping…")
+        term.expect("Cancelled. Every answer already given is saved.")
         term.expect(r'step 2/4 "Trip" · pending: Departure date')
         (row,) = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
         instance_id = row["instance_id"]

@@ -603,10 +603,11 @@ class TerminalChat:
 
         lines = self._lines or ["[form] …"]
         app = get_app_or_none()
-        rows = app.output.get_size().rows if app is not None else 24
+        size = app.output.get_size() if app is not None else None
+        rows, columns = (size.rows, size.columns) if size is not None else (24, 80)
         # The step line always; the rest (later:, failures) only when the terminal has room.
         shown = lines if rows >= 12 else lines[:1]
-        return "\n".join(f" {line}" for line in shown)
+        return "\n".join(_fit(f" {line}", columns) for line in shown)
 
     def _refresh(self) -> None:
         """After our own turn or command: re-read, and remember the version as ours."""
@@ -661,12 +662,11 @@ class TerminalChat:
             try:
                 worker.join(0.1)
             except KeyboardInterrupt:
-                self.session.loop.cancel()
-                if not stopping:
+                if not stopping:  # said first; the loop then reports the cancel in its own words
                     self._end_text()
-                    self.out.print("  stopping… every answer already given is kept", style="yellow",
-                                   markup=False, highlight=False)
+                    self.out.print("  stopping…", style="yellow", markup=False, highlight=False)
                 stopping = True
+                self.session.loop.cancel()
         self._end_text()
         self._busy.clear()
         self._refresh()
@@ -718,6 +718,11 @@ class TerminalChat:
         finally:
             self._stop.set()
         self.out.print(s.goodbye(), markup=False, highlight=False)
+
+
+def _fit(line: str, columns: int) -> str:
+    """One toolbar line cut to the terminal's width (the toolbar does not wrap)."""
+    return line if len(line) <= columns else line[: max(columns - 1, 1)] + "…"
 
 
 def _history_file(store_dir: Path) -> Path:
