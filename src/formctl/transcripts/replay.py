@@ -132,6 +132,10 @@ def replay_file(
         result = replay(transcript, registry, update=update, live=live, model=model, coverage=coverage)
     except TranscriptError as exc:
         result = ReplayResult(name, str(path), False, f"  {exc}", mode="live" if live else "exact")
+    except Exception as exc:  # one broken transcript (or form) must not stop the rest of the run
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        result = ReplayResult(name, str(path), False, f"  replay failed: {type(exc).__name__}: {message}",
+                              mode="live" if live else "exact")
     result.seconds = time.perf_counter() - started
     return result
 
