@@ -375,7 +375,8 @@ def to_doc(t: Transcript) -> dict[str, Any]:
                 r["tier0"] = it.tier0
             if it.text:
                 r["text"] = it.text
-            r["stop_reason"] = it.stop_reason
+            if it.stop_reason != ("tool_use" if it.calls else "end_turn"):
+                r["stop_reason"] = it.stop_reason  # only when it is not what the calls imply
             calls = []
             for c in it.calls:
                 cr: dict[str, Any] = {"id": c.id, "name": c.name}

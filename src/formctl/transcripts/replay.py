@@ -205,8 +205,6 @@ def _recorded_model(replies: list[Any], name: str) -> Any:
     tools), and copying the whole growing conversation on every call made replay quadratic
     in its length (70% of the time of a twenty-turn replay).
     """
-    import copy
-
     from formctl.agent.models.base import ModelError, ModelReply
     from formctl.agent.models.scripted import ScriptedModel
 
@@ -218,7 +216,8 @@ def _recorded_model(replies: list[Any], name: str) -> Any:
             self.played += 1
             if isinstance(recorded, str):
                 raise ModelError(recorded)
-            reply = ModelReply(content=copy.deepcopy(recorded.content), stop_reason=recorded.stop_reason)
+            # No copy: these replies were built for this replay alone, and each is played once.
+            reply = ModelReply(content=recorded.content, stop_reason=recorded.stop_reason)
             if on_text is not None and reply.text:
                 on_text(reply.text)
             return reply
