@@ -14,14 +14,14 @@ turns, then the state the conversation ended in::
 
     [[turns.iterations]]       # each model call that answered it
     tier0 = '[form: travel-claim] step 1/4 "Claimant" · pending: Full name, Staff ID, Work email'
-    text = "Thanks, Dana."
-    stop_reason = "tool_use"
+    text = "Thanks, Dana."     # stop_reason appears only when the calls don't imply it
 
     [[turns.iterations.calls]] # each tool the model called, with the result it got back
     id = "call_1"
     name = "form_fill"
     input = { values = { full_name = "Dana Reeve" } }
-    result_json = '''{ ...the JSON the model saw... }'''
+    result_json = '''
+    { ...the JSON the model saw, one key per line... }'''
 
     [[turns]]                  # something the host did mid-conversation (Finance approving)
     kind = "host"
@@ -48,6 +48,15 @@ Decisions, and why:
   text under the same name with ``_json`` appended (``input_json``, ``values_json``,
   ``args_json``), and read back from either spelling. A hand-written file can use TOML
   dates (``departure_date = 2026-03-02``); they are read as ISO strings, as the model sees them.
+- ``[expect]`` is one table for both kinds of transcript: a recording writes the whole end
+  state there (an exact replay compares all of it), a hand-written file lists what
+  matters (a live replay grades on what is listed).
+- Host actions (``resolve``, ``fill``, ``revise``, ``retract``, ``undo``, ``redo``,
+  ``abandon``, ``reopen``) are turns of their own, so a replay performs them at the same
+  point; their result is kept and compared like a tool result.
+- ``masked = [...]`` names the ``sensitive=True`` fields whose values were replaced by
+  stand-ins (see :mod:`.normalise`); ``resumed = true`` marks a recording that began over
+  an instance with answers, which an exact replay cannot reproduce.
 - A hand-written transcript is just person (and host) turns plus ``[expect]``: no
   ``iterations``. ``formctl replay --live`` plays it against a model; ``--live --update``
   records the model's turns into it, which is how the shipped set was made.
