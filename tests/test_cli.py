@@ -593,3 +593,11 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
     assert tail.startswith('[form: travel-claim] step 1/4 "Claimant"')
     (row,) = as_json("instances", "--store", store)["instances"]
     assert row["answered"] == 2
+
+
+def test_slash_undo_and_redo_of_a_named_field_say_what_it_holds_now(store):
+    lines = "Dana Reeve\nAB1234\n/undo full_name\n/redo Full name\n/undo nmae\n"
+    out = ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input=lines).stdout
+    assert "undid Full name → empty" in out
+    assert "redid Full name → Dana Reeve" in out
+    assert "no field nmae" in out

@@ -317,7 +317,7 @@ class ChatSession:
                 if self.options.debug:
                     raise
                 self.recorder = None
-                self.notes.append(f"stopped recording: {exc}")
+                sys.stderr.write(f"· stopped recording {self.options.record}: {exc}\n")
         if self.on_event is not None:
             self.on_event(ev)
 
@@ -413,19 +413,23 @@ class ChatSession:
         self._move("redo", rest or None, out)
 
     def _move(self, action: str, field: str | None, out: Any) -> None:
+        """``/undo`` and ``/redo``: move the cursor, then say which field now holds what."""
         instance_id = self._need_instance()
-        view = self.person.status(instance_id=instance_id)
-        target = (view.undo if action == "undo" else view.redo) if field is None else None
+        if field is None:
+            view = self.person.status(instance_id=instance_id)
+            target = view.undo if action == "undo" else view.redo
+            moved = target.field if target is not None else None
+        else:
+            moved = self.compiled.resolve_field(field)
         result = getattr(self.person, action)(field, instance_id=instance_id)
         self._host(action, result, field=field)
-        envelope = {"status": "success", "data": result.to_dict()}
-        line = render.activity_line("form_revise", envelope, self.labels(), {"action": action, "field": field})
-        if target is not None:
-            verb = "undid" if action == "undo" else "redid"
-            becomes = "empty" if target.empties else render.value_text(target.value)
-            line = f"{verb} {target.label} → {becomes}"
-        if result.unknown:
+        if result.unknown or moved is None:
+            envelope = {"status": "success", "data": result.to_dict()}
             line = render.activity_line("form_revise", envelope, self.labels())
+        else:
+            row = self.person.inspect("field", moved, instance_id=instance_id).fields[0]
+            becomes = render.value_text(row.value) if row.has_value else "empty"
+            line = f"{'undid' if action == 'undo' else 'redid'} {row.label} → {becomes}"
         out.print(line, style="dim", markup=False, highlight=False)
 
     def _cmd_resolve(self, rest: str, out: Any) -> None:
