@@ -25,8 +25,12 @@ INSTANCE_STATUSES = ("active", "awaiting", "complete", "abandoned", "stale")
 
 
 def now_iso() -> str:
-    """The wall clock as an ISO-8601 UTC string with milliseconds (``2026-11-29T16:16:33.123Z``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The wall clock as an ISO-8601 UTC string with microseconds (``2026-11-29T16:16:33.123456Z``).
+
+    Microseconds, not milliseconds: "the open form" is the most recently updated instance, and
+    two writes a person makes in quick succession must not tie.
+    """
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
