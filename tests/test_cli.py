@@ -601,3 +601,21 @@ def test_slash_undo_and_redo_of_a_named_field_say_what_it_holds_now(store):
     assert "undid Full name → empty" in out
     assert "redid Full name → Dana Reeve" in out
     assert "no field nmae" in out
+
+
+def test_in_a_fresh_clone_run_works_with_no_configuration(tmp_path):
+    shutil.copytree(FORMS, tmp_path / "forms")
+    result = formctl("run", "travel-claim", input="Dana Reeve\n", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "guided offline model (no ANTHROPIC_API_KEY)" in result.stdout
+    assert "saved Full name" in result.stdout
+    assert list((tmp_path / ".formctl" / "instances").glob("form_*.json"))  # the default store, ./.formctl
+
+
+def test_the_console_script_runs_sub_commands_and_suggests_on_a_typo(tmp_path):
+    store = str(tmp_path / "store")
+    start(store, CLAIMANT)
+    checked = formctl("store", "check", "--store", store, "--json")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["instances"] == 1
+    typo = formctl("instnces")
+    assert typo.returncode == 2 and "instances" in typo.stderr

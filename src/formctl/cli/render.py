@@ -18,7 +18,6 @@ import sys
 from typing import Any, Iterable
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -82,10 +81,8 @@ def view_header(view: Any) -> Text:
     return line
 
 
-def _fields_table(rows: Iterable[Any], *, title: str | None = None, show_step: dict[str, str] | None = None) -> Table:
+def _fields_table(rows: Iterable[Any], *, title: str | None = None) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
-    if show_step is not None:
-        table.add_column("step", style="dim", no_wrap=True)
     table.add_column("field", no_wrap=True)
     table.add_column("label")
     table.add_column("type", style="cyan")
@@ -107,8 +104,6 @@ def _fields_table(rows: Iterable[Any], *, title: str | None = None, show_step: d
             _status(row.status),
             Text(value, style="red" if row.status == "invalid" else ""),
         ]
-        if show_step is not None:
-            cells.insert(0, show_step.get(row.id, ""))
         table.add_row(*cells)
     return table
 
@@ -298,11 +293,6 @@ def print_store_report(report: dict[str, Any], out: Console | None = None) -> No
         out.print(Text("index rebuilt", style="dim"))
     elif not report["index_ok"]:
         out.print(Text("the index is out of date: run formctl store reindex", style="yellow"))
-
-
-def print_error(message: str) -> None:
-    """One line on stderr. Kept free of rich so an error path imports nothing."""
-    sys.stderr.write(f"error: {message}\n")
 
 
 # --------------------------------------------------------------------------- tool activity (pure text)

@@ -83,20 +83,6 @@ def open_runner(
     )
 
 
-def runner_for_instance(store: Any, forms: Any, instance_id: str, *, actor: str = "host") -> "FormRunner":
-    """A runner whose subject is the instance's own, so ``instance_id=None`` calls also find it.
-
-    Raises ``NotFoundError`` for an id the store does not hold.
-    """
-    from formctl.forms.errors import NotFoundError
-
-    adapter = open_store(store)
-    instance = adapter.get_instance(instance_id)
-    if instance is None:
-        raise NotFoundError(f'No form instance "{instance_id}".')
-    return open_runner(store, forms, subject=instance.subject, actor=actor, adapter=adapter)
-
-
 def default_subject() -> str:
     """Who the chat is with when ``--subject`` is not given: ``FORMCTL_SUBJECT``, else the login name.
 
