@@ -295,29 +295,22 @@ def check(
     exits 1 with the definition error.
     """
     from formctl.cli.workspace import open_registry
-    from formctl.forms.errors import FormDefinitionError
+    from formctl.forms.errors import FormError
 
     registry = open_registry(forms)
     try:
         compiled = registry.load(form)
         for f in compiled.fields:  # type strings and validators are built lazily: build them now
             f.type, f.validator, f.required  # noqa: B018
-    except FormDefinitionError as exc:
-        if as_json:
-            _print_json({"form": form, "ok": False, "error": exc.message, "code": exc.code})
-            raise typer.Exit(1)
-        _fail(f"{form}: {exc.message}")
     except Exception as exc:
-        from formctl.forms.errors import FormError
-
-        if isinstance(exc, FormError) and exc.code == "not_found":
+        if _debug or (isinstance(exc, FormError) and exc.code == "not_found"):
             raise
+        # A definition that does not compile, a module that does not import, a schema
+        # pydantic cannot build: each means "this form is broken", reported the same way.
         message = exc.message if isinstance(exc, FormError) else f"{type(exc).__name__}: {exc}"
-        if _debug:
-            raise
         if as_json:
-            _print_json({"form": form, "ok": False, "error": message,
-                         "code": getattr(exc, "code", "form_definition_error")})
+            code = exc.code if isinstance(exc, FormError) else "form_definition_error"
+            _print_json({"form": form, "ok": False, "error": message, "code": code})
             raise typer.Exit(1)
         _fail(f"{form}: {message}")
     from formctl.cli import render
