@@ -130,6 +130,7 @@ class _RoundEffects:
     terminate: str | None = None
     failures: list[Failure] = dc_field(default_factory=list)
     waiting_on: str | None = None
+    checkpoints_run: set[str] = dc_field(default_factory=set)  # dispatched this round
 
 
 class FormRunner:
@@ -698,6 +699,8 @@ class FormRunner:
     ) -> None:
         iid = snapshot.id
         checkpoint = hook.checkpoint
+        if checkpoint is not None:
+            effects.checkpoints_run.add(checkpoint.id)
         if hook.fn is None:
             if checkpoint is not None and checkpoint.waits_for_host and effects.waiting_on is None:
                 effects.waiting_on = checkpoint.id
@@ -753,8 +756,10 @@ class FormRunner:
                     commit.blocked_on = effects.waiting_on
                 if inst.status != "awaiting":
                     commit.status = "awaiting"
-            elif inst.blocked_on is not None:
+            elif inst.blocked_on is not None and inst.blocked_on in effects.checkpoints_run:
                 commit.blocked_on = None
+            # A host wait begun by an earlier round (seen here from its patch round) holds until resolved.
+            still_waiting = effects.waiting_on is None and inst.blocked_on is not None and commit.blocked_on is UNSET
             if effects.jump is not None:
                 if inst.open_step_override != effects.jump:
                     commit.open_step_override = effects.jump
@@ -775,7 +780,7 @@ class FormRunner:
                 return commit
             if effects.complete and not inst.forced_complete:
                 commit.forced_complete = True  # kept while waiting, so it lands when the host resolves
-            if effects.waiting_on is not None:
+            if effects.waiting_on is not None or still_waiting:
                 return commit
             ev = self._evaluation(compiled, inst)
             forced = effects.complete or inst.forced_complete
