@@ -173,6 +173,19 @@ def test_a_completion_forced_while_waiting_for_the_host_lands_when_resolved(wait
     assert form_runs(log) == ["form:1"]
 
 
+def test_a_patch_from_the_round_that_starts_a_wait_is_written_and_the_wait_holds(waiting, log):
+    log.behaviours["field:total"] = Patch({"note": "flagged for Finance"})
+
+    result = waiting.fill({"total": 500})
+
+    stored = waiting.open_instance()
+    assert (stored.status, stored.blocked_on) == ("awaiting", "cap")
+    assert result.view.status == "awaiting"
+    assert stored.in_force_values() == {"total": 500, "note": "flagged for Finance"}
+    with pytest.raises(FormBlockedError):
+        waiting.fill({"sign": "Dana"})
+
+
 def test_resolving_ok_with_fields_still_missing_leaves_the_form_active(waiting):
     waiting.fill({"total": 500})
 

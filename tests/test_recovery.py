@@ -167,3 +167,27 @@ def test_an_executor_that_never_finished_is_re_run_by_the_next_runner(adapter, r
     assert [ctx.idempotency_key for ctx in log.contexts if ctx.hook_id == "field:trigger"] == [key, key]
     assert (stored.dispatches[key].status, stored.dispatches[key].attempts) == ("ok", 2)
     assert stored.in_force_values()["derived"] == "second time lucky"
+
+
+def test_a_blocking_checkpoint_whose_run_died_is_re_run_and_unblocks(adapter, registry):
+    from example_forms import cap_lab
+
+    log = HookLog()
+    register(registry, cap_lab(log))
+    crashing = FormRunner(adapter, registry=registry, subject="s1")
+    crashing.start("cap-lab")
+
+    def die(ctx):
+        raise ProcessDied()
+
+    log.behaviours["checkpoint:cap"] = die
+    with pytest.raises(ProcessDied):
+        crashing.fill({"total": 500})
+    assert (crashing.open_instance().status, crashing.open_instance().blocked_on) == ("awaiting", "cap")
+
+    log.behaviours["checkpoint:cap"] = None
+    view = FormRunner(adapter, registry=registry, subject="s1").status().to_dict()
+
+    assert view["status"] == "active"
+    assert "blocked_on" not in view
+    assert [ctx.hook_id for ctx in log.contexts].count("checkpoint:cap") == 2
