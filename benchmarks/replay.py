@@ -63,12 +63,16 @@ def generate(folder: Path, registry) -> dict[str, Path]:
     return out
 
 
-def rate(files: list[Path], registry, rounds: int, minimum_seconds: float = 0.5) -> tuple[float, float]:
-    """(transcripts per second, ms per transcript): the median round."""
-    per_round = []
+def rate(files: list[Path], registry, rounds: int, minimum_seconds: float = 0.5) -> tuple[float, float, float]:
+    """(transcripts per second of wall time, per second of CPU time, ms each): the median round.
+
+    CPU time is reported beside wall time because CI machines are shared: on a busy host
+    the wall-clock rate measures the neighbours as much as the replay.
+    """
+    per_round, per_cpu = [], []
     for _ in range(rounds):
         n = 0
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         while True:
             for f in files:
                 result = replay_file(f, registry=registry)
@@ -79,8 +83,9 @@ def rate(files: list[Path], registry, rounds: int, minimum_seconds: float = 0.5)
             if elapsed >= minimum_seconds:
                 break
         per_round.append(n / elapsed)
+        per_cpu.append(n / max(time.process_time() - cpu_started, 1e-9))
     per_second = statistics.median(per_round)
-    return per_second, 1000 / per_second
+    return per_second, statistics.median(per_cpu), 1000 / per_second
 
 
 def main() -> None:
@@ -104,12 +109,13 @@ def main() -> None:
             (f"generated {turns['fifty']}-turn claim ({model_calls['fifty']} model calls)",
              *rate([generated["fifty"]], registry, args.rounds)),
         ]
-    print(f"{'workload':<58} {'transcripts/s':>14} {'ms each':>9}")
-    for label, per_second, ms in rows:
-        print(f"{label:<58} {per_second:>14.1f} {ms:>9.2f}")
-    twenty = rows[1][1]
+    print(f"{'workload':<58} {'per s (wall)':>13} {'per s (CPU)':>12} {'ms each':>8}")
+    for label, per_second, per_cpu, ms in rows:
+        print(f"{label:<58} {per_second:>13.1f} {per_cpu:>12.1f} {ms:>8.2f}")
+    twenty, twenty_cpu = rows[1][1], rows[1][2]
     verdict = "meets" if twenty >= TARGET_PER_SECOND else "MISSES"
-    print(f"\ntarget: at least {TARGET_PER_SECOND} twenty-turn transcripts per second offline — {verdict} ({twenty:.0f}/s)")
+    print(f"\ntarget: at least {TARGET_PER_SECOND} twenty-turn transcripts per second offline — {verdict} "
+          f"({twenty:.0f}/s wall, {twenty_cpu:.0f}/s of CPU time)")
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ class Recorder:
             self._iteration.text = reply.text
             self._iteration.stop_reason = reply.stop_reason
             self._iteration.calls = [
-                Call(id=norm.tool_id(b.get("id", "")), name=b.get("name", ""), input=norm.value(copy.deepcopy(b.get("input"))))
+                Call(id=norm.tool_id(b.get("id", "")), name=b.get("name", ""), input=norm.value(b.get("input")))
                 for b in reply.tool_calls
             ]
         elif kind == "tool_result":
