@@ -93,6 +93,17 @@ def run_chat(options: ChatOptions) -> int:
     return 0
 
 
+def _seed_lines(pairs: list[str]) -> list[str]:
+    """``--seed k=v`` as the ``k: v`` lines of the opening message (see the module's decisions)."""
+    lines = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(f'--seed expects field=value, got "{pair}".')
+        lines.append(f"{key.strip()}: {value.strip()}")
+    return lines
+
+
 # --------------------------------------------------------------------------- the scope
 
 
@@ -146,6 +157,7 @@ class ChatSession:
         from formctl.store.jsonfile import JsonFileAdapter
 
         self.options = options
+        self.seed_lines = _seed_lines(options.seed)  # a malformed --seed fails before anything opens
         self.store_dir = store_path(options.store)
         self.registry = open_registry(options.forms)
         self.adapter = JsonFileAdapter(self.store_dir)
@@ -288,19 +300,9 @@ class ChatSession:
 
     def opening(self) -> str | None:
         """The message that opens the conversation (or carries ``--seed`` into a resumed one), if any."""
-        seeds = self._seed_lines()
         if not self.resumed:
-            return "\n".join([OPENER, *seeds])
-        return "\n".join(seeds) or None
-
-    def _seed_lines(self) -> list[str]:
-        lines = []
-        for pair in self.options.seed:
-            key, sep, value = pair.partition("=")
-            if not sep or not key.strip():
-                raise InvalidArgumentError(f'--seed expects field=value, got "{pair}".')
-            lines.append(f"{key.strip()}: {value.strip()}")
-        return lines
+            return "\n".join([OPENER, *self.seed_lines])
+        return "\n".join(self.seed_lines) or None
 
     def send(self, text: str) -> Any:
         if self.recorder is not None:
