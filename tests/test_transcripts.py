@@ -400,3 +400,14 @@ def test_a_model_error_mid_conversation_is_recorded_and_replayed_at_the_same_poi
     t = rec.finish(runner)
     assert t.turns[1].error and t.turns[1].iterations[-1].stop_reason == "error"
     assert replay_file(path, registry=registry).passed
+
+
+def test_live_update_of_a_hand_written_transcript_masks_the_sensitive_values_it_typed(tmp_path):
+    registry = FormRegistry().register("payroll", name="Payroll", description="", load=_secure_form)
+    path = tmp_path / "payroll.toml"
+    path.write_text('format = 1\nform = "payroll"\n[[turns]]\ntext = "hi"\n[[turns]]\ntext = "Dana Reeve"\n'
+                    '[[turns]]\ntext = "QQ123456C"\n[[turns]]\ntext = "4821"\n[expect]\nstatus = "complete"\n')
+    assert replay_file(path, live=True, update=True, registry=registry).updated
+    text = path.read_text()
+    assert "QQ123456C" not in text and "4821" not in text
+    assert replay_file(path, registry=registry).passed

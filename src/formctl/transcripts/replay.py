@@ -422,7 +422,7 @@ def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool
         text = f"  {model.remaining} recorded model call(s) were never played"
     passed = not text
     if update:
-        written = _rewrite(transcript, new_t)
+        written = _rewrite(transcript, rec.masked())  # sensitive values never reach the file
         return ReplayResult(transcript.name, path, True, text, "exact", len(transcript.turns), updated=written)
     return ReplayResult(transcript.name, path, passed, text, "exact", len(transcript.turns))
 
@@ -477,7 +477,7 @@ def _live(transcript: Transcript, registry: Any, compiled: Any, *, model: Any, u
     passed = not text
     if update and new_t.expect is not None:
         transcript.model = getattr(chat_model, "name", new_t.model)
-        written = _rewrite(transcript, new_t)
+        written = _rewrite(transcript, rec.masked())  # sensitive values never reach the file
         return ReplayResult(transcript.name, path, passed, text, "live", len(transcript.turns), updated=written)
     return ReplayResult(transcript.name, path, passed, text, "live", len(transcript.turns))
 
