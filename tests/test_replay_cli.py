@@ -105,7 +105,7 @@ def test_junit_report_has_one_testcase_per_transcript_with_the_diff_as_the_failu
 def test_coverage_reports_what_the_transcripts_never_exercised():
     result = invoke("replay", str(SHIPPED / "ineligible_terminated.toml"), "--coverage")
     assert result.exit_code == 0
-    assert "client-intake (1 transcripts): steps opened 1/4" in result.output
+    assert "client-intake (1 transcript): steps opened 1/4" in result.output
     assert "never steps opened: contact, new-client, returning-client" in result.output
     assert "never checkpoints fired: route, confirm" in result.output
 

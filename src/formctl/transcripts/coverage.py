@@ -123,7 +123,8 @@ class Coverage:
                 return f"{done}/{total}"
 
             lines.append(
-                f"  {s['form']} ({s['transcripts']} transcripts): steps opened {frac('steps')}, "
+                f"  {s['form']} ({s['transcripts']} transcript{'' if s['transcripts'] == 1 else 's'}): "
+                f"steps opened {frac('steps')}, "
                 f"fields filled {frac('fields')}, gates both ways {frac('gates')}, "
                 f"checkpoints fired {frac('checkpoints')}, effects run {frac('effects')}"
             )
