@@ -832,9 +832,14 @@ class FormRunner:
             ev.frozen_state(instance.occurrences), effects, failures,
         )
         instance = self._reload(instance.id)
-        return self._close_and_announce(
+        instance = self._close_and_announce(
             compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=False
         )
+        if effects.terminate is None and effects.patch:  # §9.5: its patches are written like any hook's
+            staged = self._stage_patch(compiled, effects.patch)
+            if staged:
+                instance, _ = self._cycle(compiled, instance, lambda inst: (staged, {}), prov, failures, round_no=1)
+        return instance
 
     # ------------------------------------------------------------------ recovery and drift
 
