@@ -162,6 +162,15 @@ def test_resolving_ok_unblocks_and_the_form_completes_and_announces_it_then(wait
     assert (record.hook_id, record.status, record.attempts) == ("checkpoint:cap", "ok", 1)
 
 
+def test_patches_from_an_on_complete_announced_on_resolve_are_written(waiting, log):
+    log.behaviours["form"] = Patch({"note": "filed with Finance"})
+    waiting.fill({"total": 500, "sign": "Dana"})
+
+    waiting.resolve_checkpoint()
+
+    assert waiting.open_instance().in_force_values()["note"] == "filed with Finance"
+
+
 def test_a_completion_forced_while_waiting_for_the_host_lands_when_resolved(waiting, log):
     log.behaviours["field:total"] = Complete()
     waiting.fill({"total": 500})  # the signature is still missing

@@ -432,6 +432,19 @@ def test_retracting_a_required_answer_keeps_a_forced_completion(lab_runner, log)
     assert lab_runner.status().status == "complete"
 
 
+@pytest.mark.parametrize("how", ["answers", "Complete()"])
+def test_patches_from_the_form_on_complete_are_written(lab_runner, log, how):
+    log.behaviours["form"] = Patch({"auto": "filed"})
+    if how == "Complete()":
+        log.behaviours["field:trigger"] = Complete()
+        lab_runner.fill({"trigger": "t"})
+    else:
+        lab_runner.fill({"trigger": "t", "extra": "ok"})
+
+    assert lab_runner.open_instance().in_force_values()["auto"] == "filed"
+    assert lab_runner.status().status == "complete"
+
+
 def test_reopen_returns_a_forced_completion_to_active(lab_runner, log):
     log.behaviours["field:trigger"] = Complete()
     lab_runner.fill({"trigger": "t"})
