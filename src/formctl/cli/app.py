@@ -5,7 +5,10 @@ should cost at most about 3x ``python -c pass``. So this module imports only typ
 the standard library at the top; each command imports what it needs (the engine,
 pydantic, rich, prompt-toolkit, anthropic) when it runs. Typer is told not to use rich
 (``rich_markup_mode=None``, no pretty exceptions): its rich help costs ~60 ms to import
-and ``--help`` would pay it on every call.
+and ``--help`` would pay it on every call. Parameters skip typer's pydantic coercion
+(``_lean_typer.py``); :func:`main` builds only the command being run; and this module has
+no ``from __future__ import annotations``, because typer evaluates every parameter's
+type hints at start-up and each string annotation costs a compile.
 
 Errors: every command runs inside :class:`_Group.invoke`, which turns a
 :class:`~formctl.forms.errors.FormError` (and any other unexpected exception) into one
@@ -20,109 +23,17 @@ problems, or a write that rejected some of its values (the rest were saved); 2 u
 import json
 import os
 import sys
-from typing import Any, List, Optional
+from typing import Any, List, NoReturn, Optional
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+
+from formctl.cli._lean_typer import LeanCommand as _Command, LeanGroup
 
 _debug = os.environ.get("FORMCTL_DEBUG", "") not in ("", "0")
 
 
-# --------------------------------------------------------------------------- start-up cost
-#
-# Typer (0.2x) coerces every non-flag parameter through a pydantic TypeAdapter, built on
-# first use: ``formctl list --forms DIR`` would import pydantic (~50 ms, more than the
-# whole of ``python -c pass``) to check that a string is a string. Our parameters are all
-# plain str, int, bool or lists of str, so each command pre-seeds its parameters with the
-# light coercion below. Anything else falls back to typer's own, and so does a typer
-# without these internals.
-
-try:
-    from typer._coercion import RuntimeParam as _RuntimeParam
-except ImportError:  # pragma: no cover - another typer: it does its own coercion
-    _RuntimeParam = None
-
-
-def _plain_type(annotation: Any) -> tuple[type, bool] | None:
-    """(str|int|bool, is_list) for the annotations the light coercion handles, else None."""
-    from typing import Union, get_args, get_origin
-
-    if get_origin(annotation) is Union:
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        if len(args) != 1:
-            return None
-        annotation = args[0]
-    if get_origin(annotation) in (list, List):
-        (item,) = get_args(annotation) or (str,)
-        return (item, True) if item in (str, int) else None
-    return (annotation, False) if annotation in (str, int, bool) else None
-
-
-if _RuntimeParam is not None:
-    from dataclasses import dataclass as _dataclass
-
-    @_dataclass(frozen=True)
-    class _PlainParam(_RuntimeParam):  # type: ignore[misc, valid-type]
-        kind: type = str
-        many: bool = False
-
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            if self.many:
-                return [self._one(v, param, ctx) for v in value]
-            return self._one(value, param, ctx)
-
-        def _one(self, value: Any, param: Any, ctx: Any) -> Any:
-            if self.kind is str:
-                return value if isinstance(value, str) else str(value)
-            if self.kind is bool:
-                if isinstance(value, bool):
-                    return value
-                text = str(value).strip().lower()
-                if text in ("1", "true", "yes", "on", "y", "t"):
-                    return True
-                if text in ("0", "false", "no", "off", "n", "f", ""):
-                    return False
-                raise typer.BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
-            try:
-                number = int(value)
-            except (TypeError, ValueError):
-                raise typer.BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
-            low = getattr(self.parameter_info, "min", None)
-            if low is not None and number < low:
-                raise typer.BadParameter(f"{number} is below {low}.", ctx=ctx, param=param)
-            return number
-
-
-def _light_params(params: list[Any]) -> None:
-    if _RuntimeParam is None:
-        return
-    for param in params:
-        descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is None or getattr(param, "_runtime_param", 0) is not None:
-            continue
-        plain = _plain_type(descriptor.annotation)
-        if plain is not None:
-            param._runtime_param = _PlainParam(descriptor.parameter_info, descriptor.annotation, plain[0], plain[1])
-
-
-class _Command(TyperCommand):
-    """A typer command whose plain parameters skip typer's pydantic coercion (see above)."""
-
-    def get_params(self, ctx: typer.Context) -> list[Any]:
-        # Here, not in __init__: the help option is made on demand.
-        params = super().get_params(ctx)
-        _light_params(params)
-        return params
-
-
-class _Group(TyperGroup):
+class _Group(LeanGroup):
     """Turns errors from any command into one line on stderr and a non-zero exit."""
-
-    def get_params(self, ctx: typer.Context) -> list[Any]:
-        # Here, not in __init__: typer adds its completion and help options later.
-        params = super().get_params(ctx)
-        _light_params(params)
-        return params
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:
@@ -141,7 +52,7 @@ class _Group(TyperGroup):
             _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     sys.stderr.write(f"error: {message}\n")
     raise typer.Exit(code)
 
