@@ -619,3 +619,20 @@ def test_the_console_script_runs_sub_commands_and_suggests_on_a_typo(tmp_path):
     assert checked.returncode == 0 and json.loads(checked.stdout)["instances"] == 1
     typo = formctl("instnces")
     assert typo.returncode == 2 and "instances" in typo.stderr
+
+
+def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
+    instance_id = start(store, CLAIMANT)
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms)
+    module = forms / "travel_claim.py"
+    module.write_text(module.read_text().replace("version=1,", "version=2,"))
+    first = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store,
+               input="/abandon definition changed\n").stdout
+    assert f"{instance_id} was started on an older version of travel-claim" in first
+    assert f"abandoned {instance_id}" in first
+    second = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store,
+                input="").stdout
+    assert "Full name?" in second
+    rows = as_json("instances", "--store", store)["instances"]
+    assert sorted(r["status"] for r in rows) == ["abandoned", "active"]

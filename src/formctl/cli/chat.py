@@ -179,8 +179,9 @@ class ChatSession:
             assert options.form is not None
             self.form_id = options.form
             self.subject = options.subject or default_subject()
-            pinned = self._continuable(options.form)
         self.compiled = self.registry.load(self.form_id)  # an unknown or broken form fails here, in one line
+        if options.instance_id is None:
+            pinned = self._continuable(options.form)
         self.pin = _Pin(pinned)
 
         def runner(actor: str, adapter: Any) -> Any:
@@ -212,6 +213,12 @@ class ChatSession:
     def _continuable(self, form_id: str) -> str | None:
         found = self.adapter.find_instances(subject=self.subject, def_id=form_id)
         for instance in found:  # most recent first
+            if self._stale(instance):
+                self.notes.append(
+                    f"{instance.id} was started on an older version of {form_id} and can't be continued. "
+                    "Close it with /abandon REASON (its answers are kept); "
+                    f"the next formctl run {form_id} starts afresh."
+                )
             if instance.status in CONTINUABLE:
                 return instance.id
             if instance.status == "complete":
@@ -221,6 +228,13 @@ class ChatSession:
                 )
                 return None
         return None
+
+    def _stale(self, instance: Any) -> bool:
+        """Started on another version of the form, which has no migrate: it can't be continued."""
+        if instance.status == "stale":
+            return True
+        return (instance.status in CONTINUABLE and instance.def_version != self.compiled.version
+                and self.compiled.migrate is None)
 
     def _recorder(self) -> Any:
         if not self.options.record:
@@ -352,6 +366,9 @@ class ChatSession:
             return f"Done: {self.compiled.name} {instance_id} is complete."
         if status == "abandoned":
             return f"{instance_id} was abandoned; its answers are kept."
+        if self._stale(instance):
+            return (f"{instance_id} can't be continued (its form changed); "
+                    f"close it with: formctl abandon {instance_id} --reason REASON")
         if status == "awaiting":
             return (f"Saved. {instance_id} is waiting on {instance.blocked_on}; "
                     f"once it is resolved, carry on with: formctl resume {instance_id}")
