@@ -832,8 +832,10 @@ class FormRunner:
             ev.frozen_state(instance.occurrences), effects, failures,
         )
         instance = self._reload(instance.id)
+        # set_completed_now: the status has just risen into complete, so a Terminate from the
+        # on_complete leaves the form never completed (departure 4), as in the main round.
         instance = self._close_and_announce(
-            compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=False
+            compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=True
         )
         if effects.terminate is None and effects.patch:  # §9.5: its patches are written like any hook's
             staged = self._stage_patch(compiled, effects.patch)
