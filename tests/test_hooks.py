@@ -364,6 +364,20 @@ def test_a_terminated_instance_keeps_its_answers_and_takes_no_more(lab_runner, l
     assert lab_runner.tier0() == ""
 
 
+@pytest.mark.parametrize("how", ["answers", "Complete()"])
+def test_a_form_on_complete_that_terminates_leaves_the_form_never_completed(lab_runner, log, how):
+    log.behaviours["form"] = Terminate("Ineligible after review.")
+    if how == "Complete()":
+        log.behaviours["field:trigger"] = Complete()
+        result = lab_runner.fill({"trigger": "t"})
+    else:
+        result = lab_runner.fill({"trigger": "t", "extra": "ok"})
+
+    stored = lab_runner.open_instance(result.instance_id)
+    assert (stored.status, stored.closed_reason, stored.completed_at) == ("abandoned", "Ineligible after review.", None)
+    assert result.view.to_dict()["complete"] is False
+
+
 def test_the_last_terminate_of_a_list_gives_the_reason(lab_runner, log):
     log.behaviours["field:trigger"] = [Terminate("first"), Terminate("second")]
 
