@@ -371,7 +371,7 @@ def lab(log: HookLog | None = None):
         .field("trigger", str, label="Trigger", on_fill=log.hook("field:trigger"))
         .field("derived", str | None, label="Derived value", on_fill=log.hook("field:derived"))
         .field("amount", int | None, label="Amount", on_fill=log.hook("field:amount"))
-        .step("two", title="Two", on_complete=log.hook("step:two"))
+        .step("two", title="Follow-up", on_complete=log.hook("step:two"))
         .field("extra", Annotated[str, Field(min_length=2)], label="Extra", on_fill=log.hook("field:extra"))
         .field("auto", str | None, label="Auto")
         .checkpoint("watch", when=lambda v, s: v["trigger"] == "watch", run=log.hook("checkpoint:watch"))
