@@ -625,8 +625,10 @@ def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
     instance_id = start(store, CLAIMANT)
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms)
-    module = forms / "travel_claim.py"
-    module.write_text(module.read_text().replace("version=1,", "version=2,"))
+    # Under another module name: this process may already have imported travel_claim (version 1).
+    (forms / "travel_claim_v2.py").write_text((forms / "travel_claim.py").read_text().replace("version=1,", "version=2,"))
+    registry = forms / "registry.toml"
+    registry.write_text(registry.read_text().replace('"travel_claim:travel_claim"', '"travel_claim_v2:travel_claim"'))
     first = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store,
                input="/abandon definition changed\n").stdout
     assert f"{instance_id} was started on an older version of travel-claim" in first
