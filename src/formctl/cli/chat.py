@@ -149,7 +149,7 @@ class ChatSession:
     """The store, the runners, the model, the loop and the recorder of one chat; no I/O of its own.
 
     ``on_event`` (set by the face) receives every loop event; ``send`` runs one turn;
-    ``command`` runs a ``/command`` and returns its output as renderables for the face.
+    ``command`` runs a ``/command``, printing to the console the face gives it.
     """
 
     def __init__(self, options: ChatOptions) -> None:
@@ -164,24 +164,13 @@ class ChatSession:
         self.notes: list[str] = []  # lines for the face to print before the chat starts
 
         if options.instance_id is not None:
-            instance = self.adapter.get_instance(options.instance_id)
-            if instance is None:
-                raise NotFoundError(f'No form instance "{options.instance_id}".')
-            if instance.status == "abandoned":
-                reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
-                raise FormError(
-                    f'Form instance "{instance.id}" was abandoned{reason}; its answers are kept '
-                    f"(formctl export {instance.id}).", code="abandoned")
-            self.form_id = instance.def_id
-            self.subject = instance.subject
-            pinned: str | None = instance.id
+            instance = self._resumable(options.instance_id)
+            self.form_id, self.subject = instance.def_id, instance.subject
         else:
             assert options.form is not None
-            self.form_id = options.form
-            self.subject = options.subject or default_subject()
+            self.form_id, self.subject = options.form, options.subject or default_subject()
         self.compiled = self.registry.load(self.form_id)  # an unknown or broken form fails here, in one line
-        if options.instance_id is None:
-            pinned = self._continuable(options.form)
+        pinned = options.instance_id or self._continuable(self.form_id)
         self.pin = _Pin(pinned)
 
         def runner(actor: str, adapter: Any) -> Any:
@@ -210,7 +199,18 @@ class ChatSession:
 
     # -- choosing the instance ---------------------------------------------------------
 
+    def _resumable(self, instance_id: str) -> Any:
+        instance = self.adapter.get_instance(instance_id)
+        if instance is None:
+            raise NotFoundError(f'No form instance "{instance_id}".')
+        if instance.status == "abandoned":
+            reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
+            raise FormError(f'Form instance "{instance.id}" was abandoned{reason}; its answers are kept '
+                            f"(formctl export {instance.id}).", code="abandoned")
+        return instance
+
     def _continuable(self, form_id: str) -> str | None:
+        """The subject's instance of ``form_id`` to carry on with, or None to start a new one."""
         found = self.adapter.find_instances(subject=self.subject, def_id=form_id)
         for instance in found:  # most recent first
             if self._stale(instance):
