@@ -93,6 +93,11 @@ def run_chat(options: ChatOptions) -> int:
     return 0
 
 
+def _stamp(instance: Any) -> tuple[str, int, str]:
+    """What changes whenever anyone commits to the instance (a dispatch record moves only ``updated_at``)."""
+    return (instance.id, instance.version, instance.updated_at)
+
+
 def _seed_lines(pairs: list[str]) -> list[str]:
     """``--seed k=v`` as the ``k: v`` lines of the opening message (see the module's decisions)."""
     lines = []
@@ -301,14 +306,13 @@ class ChatSession:
         instance = self._poll_adapter.get_instance(instance_id)
         if instance is None:
             return None
-        return (instance.id, instance.version, instance.updated_at), self.status_lines(self._poll_runner)
+        return _stamp(instance), self.status_lines(self._poll_runner)
 
     def stamp(self) -> Any:
+        """The change stamp of the instance as this chat last wrote it (see :meth:`poll`)."""
         instance_id = self.instance_id
-        if instance_id is None:
-            return None
-        instance = self.adapter.get_instance(instance_id)
-        return (instance.id, instance.version, instance.updated_at) if instance is not None else None
+        instance = self.adapter.get_instance(instance_id) if instance_id is not None else None
+        return _stamp(instance) if instance is not None else None
 
     # -- turns -------------------------------------------------------------------------
 
