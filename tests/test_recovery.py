@@ -191,3 +191,19 @@ def test_a_blocking_checkpoint_whose_run_died_is_re_run_and_unblocks(adapter, re
     assert view["status"] == "active"
     assert "blocked_on" not in view
     assert [ctx.hook_id for ctx in log.contexts].count("checkpoint:cap") == 2
+
+
+def test_recovering_another_hook_leaves_a_host_wait_in_place(adapter, registry):
+    from example_forms import cap_lab
+
+    log = HookLog()
+    register(registry, cap_lab(log, with_run=False))
+    r = FormRunner(adapter, registry=registry, subject="s1")
+    iid = r.start("cap-lab", seed={"total": 500}).instance_id
+    assert r.open_instance().status == "awaiting"
+    leave_running(adapter, f"{iid}:field:total:1", "field:total", f"{socket.gethostname()}:{dead_pid()}")
+
+    view = FormRunner(adapter, registry=registry, subject="s1").status().to_dict()
+
+    assert [ctx.hook_id for ctx in log.contexts].count("field:total") == 2
+    assert (view["status"], view["blocked_on"]) == ("awaiting", "cap")
