@@ -43,7 +43,7 @@ import sys
 import threading
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from formctl.cli import render
 from formctl.cli.workspace import default_subject, open_registry, store_path
@@ -87,7 +87,7 @@ def run_chat(options: ChatOptions) -> int:
         if sys.stdin.isatty() and sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
             TerminalChat(session).run()
         else:
-            PlainChat(session).run()
+            PlainChat(session).converse()
     finally:
         session.close()
     return 0
@@ -482,27 +482,36 @@ class ChatSession:
             self.recorder.host(action, result=result, **args)
 
 
-# --------------------------------------------------------------------------- plain text (scripts, CI)
+# --------------------------------------------------------------------------- the two faces
 
 
-class PlainChat:
-    """Reads one message per stdin line and prints plain text: the model's words, ``· `` activity
-    lines, and the status line whenever it changes."""
+class _Face:
+    """What both faces share: the conversation's flow, and how loop events become output.
+
+    A face says how to print (``_text`` for streamed model text, ``_line`` for whole
+    lines), where the person's lines come from (``_lines``), how a turn runs (``_turn``)
+    and what to refresh after one (``_refresh``).
+    """
+
+    MARK = "· "
 
     def __init__(self, session: ChatSession) -> None:
         self.session = session
         self.out = render.console()
-        self._last_status: str | None = None
         self._open_text = False
         session.on_event = self._event
 
-    def _write(self, text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    # -- output --------------------------------------------------------------------------
+
+    def _text(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
+        raise NotImplementedError
 
     def _event(self, ev: Any) -> None:
         if ev.kind == "text_delta":
-            self._write(ev.text)
+            self._text(ev.text)
             self._open_text = not ev.text.endswith("\n")
         elif ev.kind == "model_turn":
             self._end_text()
@@ -510,53 +519,49 @@ class PlainChat:
             line = self.session.activity(ev)
             if line:
                 self._end_text()
-                self._write(f"· {line}\n")
+                self._line(line, "dim")
         elif ev.kind == "loop_error":
             self._end_text()
-            self._write(f"· {ev.message}\n")
+            self._line(ev.message, "yellow")
 
     def _end_text(self) -> None:
         if self._open_text:
-            self._write("\n")
+            self._text("\n")
             self._open_text = False
 
-    def _status(self) -> None:
-        # Printed when the step (or the state) changes, not on every answer: the pending
-        # list shrinks with each one and would repeat what the activity line just said.
-        line = self.session.status_lines()[0]
-        head = line.split(" · pending: ")[0]
-        if head != self._last_status:
-            self._last_status = head
-            self._write(f"· {line}\n")
+    # -- the flow ------------------------------------------------------------------------
+
+    def _lines(self) -> Iterator[str]:
+        raise NotImplementedError
 
     def _turn(self, text: str) -> None:
-        self.session.send(text)
-        self._end_text()
-        self._status()
+        raise NotImplementedError
 
-    def run(self) -> None:
+    def _refresh(self) -> None:
+        """After a turn or a command."""
+
+    def converse(self) -> None:
+        """Header and notes; the opening turn (or what was last asked); then each line the person
+        gives, as a message or a ``/command``, until the input ends or ``/quit``."""
         s = self.session
-        self._write(s.model_line() + "\n")
+        self._line(s.model_line(), "dim", mark=False)
         for note in s.notes:
-            self._write(f"· {note}\n")
+            self._line(note, "dim")
         s.notes.clear()
         opening = s.opening()
         if opening:
             self._turn(opening)
         elif s.resumed:
-            self._write(_last_said(s.loop.messages))
-            self._status()
-        for raw in sys.stdin:
-            line = raw.strip()
-            if not line:
-                continue
-            if line.startswith("/"):
-                if not s.command(line, self.out):
-                    break
-                self._status()
-                continue
-            self._turn(line)
-        self._write(s.goodbye() + "\n")
+            self._text(_last_said(s.loop.messages))
+            self._refresh()
+        for line in self._lines():
+            if not line.startswith("/"):
+                self._turn(line)
+            elif s.command(line, self.out):
+                self._refresh()
+            else:
+                break
+        self._line(s.goodbye(), mark=False)
 
 
 def _last_said(messages: list[dict[str, Any]]) -> str:
@@ -572,10 +577,43 @@ def _last_said(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-# --------------------------------------------------------------------------- the terminal
+class PlainChat(_Face):
+    """Reads one message per stdin line and prints plain text: the model's words, ``· `` activity
+    lines, and the status line whenever the step changes."""
+
+    def __init__(self, session: ChatSession) -> None:
+        super().__init__(session)
+        self._last_status: str | None = None
+
+    def _text(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
+        self._text(f"{self.MARK if mark else ''}{text}\n")
+
+    def _lines(self) -> Iterator[str]:
+        for raw in sys.stdin:
+            line = raw.strip()
+            if line:
+                yield line
+
+    def _turn(self, text: str) -> None:
+        self.session.send(text)
+        self._end_text()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        # The status line is printed when the step (or the state) changes, not on every
+        # answer: the pending list shrinks with each one and would repeat the activity line.
+        line = self.session.status_lines()[0]
+        head = line.split(" · pending: ")[0]
+        if head != self._last_status:
+            self._last_status = head
+            self._line(line)
 
 
-class TerminalChat:
+class TerminalChat(_Face):
     """The interactive chat: prompt-toolkit for input and the status bar, rich for output.
 
     The status bar is a bottom toolbar rendered from a cached list of lines. A poller
@@ -585,50 +623,37 @@ class TerminalChat:
     one dim line above the prompt, so the change is seen without a keystroke.
     """
 
+    MARK = "  "
+
     def __init__(self, session: ChatSession) -> None:
-        self.session = session
-        self.out = render.console()
-        self._lines: list[str] = []
+        super().__init__(session)
+        self._status: list[str] = []
         self._stamp: Any = None
         self._busy = threading.Event()
         self._stop = threading.Event()
-        self._open_text = False
-        self._app: Any = None
-        session.on_event = self._event
+        self._prompt: Any = None
 
     # -- output ------------------------------------------------------------------------
 
-    def _event(self, ev: Any) -> None:
-        if ev.kind == "text_delta":
-            # Streamed as it arrives: no markup (the model's brackets are text), no re-wrapping.
-            self.out.print(ev.text, end="", markup=False, highlight=False, soft_wrap=True)
-            self.out.file.flush()
-            self._open_text = not ev.text.endswith("\n")
-        elif ev.kind == "model_turn":
-            self._end_text()
-        elif ev.kind == "tool_result":
-            line = self.session.activity(ev)
-            if line:
-                self._end_text()
-                self.out.print(f"  {line}", style="dim", markup=False, highlight=False)
-        elif ev.kind == "tier0_changed":
-            self._lines = self.session.status_lines()
-        elif ev.kind == "loop_error":
-            self._end_text()
-            self.out.print(f"  {ev.message}", style="yellow", markup=False, highlight=False)
+    def _text(self, text: str) -> None:
+        # Streamed as it arrives: no markup (the model's brackets are text), no re-wrapping.
+        self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        self.out.file.flush()
 
-    def _end_text(self) -> None:
-        if self._open_text:
-            self.out.file.write("\n")
-            self.out.file.flush()
-            self._open_text = False
+    def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
+        self.out.print(f"{self.MARK if mark else ''}{text}", style=style, markup=False, highlight=False)
+
+    def _event(self, ev: Any) -> None:
+        super()._event(ev)
+        if ev.kind == "tier0_changed":
+            self._status = self.session.status_lines()
 
     # -- the status bar ----------------------------------------------------------------
 
     def _toolbar(self) -> Any:
         from prompt_toolkit.application import get_app_or_none
 
-        lines = self._lines or ["[form] …"]
+        lines = self._status or ["[form] …"]
         app = get_app_or_none()
         size = app.output.get_size() if app is not None else None
         rows, columns = (size.rows, size.columns) if size is not None else (24, 80)
@@ -639,7 +664,7 @@ class TerminalChat:
     def _refresh(self) -> None:
         """After our own turn or command: re-read, and remember the version as ours."""
         try:
-            self._lines = self.session.status_lines()
+            self._status = self.session.status_lines()
             self._stamp = self.session.stamp()
         except FormError:
             pass
@@ -656,10 +681,10 @@ class TerminalChat:
             if stamp == self._stamp:
                 continue
             self._stamp = stamp
-            self._lines = lines
-            app = self._app
+            self._status = lines
+            app = self._prompt.app if self._prompt is not None else None
             if app is None or not app.is_running:
-                continue
+                continue  # a turn or a command is running: it refreshes when it ends
             if not self._busy.is_set():
                 app.loop.call_soon_threadsafe(self._notice, f"  updated elsewhere · {lines[0]}")
             app.invalidate()
@@ -669,7 +694,18 @@ class TerminalChat:
 
         run_in_terminal(lambda: self.out.print(text, style="cyan", markup=False, highlight=False))
 
-    # -- the loop ----------------------------------------------------------------------
+    # -- the flow ----------------------------------------------------------------------
+
+    def _lines(self) -> Iterator[str]:
+        while True:
+            try:
+                line = self._prompt.prompt("you › ").strip()
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line, like a shell
+            except EOFError:
+                return
+            if line:
+                yield line
 
     def _turn(self, text: str) -> None:
         """One model turn in a worker thread, so Ctrl-C here can cancel it at a safe point."""
@@ -691,60 +727,32 @@ class TerminalChat:
             except KeyboardInterrupt:
                 if not stopping:  # said first; the loop then reports the cancel in its own words
                     self._end_text()
-                    self.out.print("  stopping…", style="yellow", markup=False, highlight=False)
+                    self._line("stopping…", "yellow")
                 stopping = True
                 self.session.loop.cancel()
         self._end_text()
         self._busy.clear()
         self._refresh()
         if error:
-            exc = error[0]
-            if isinstance(exc, FormError):
-                self.out.print(f"error: {exc.message}", style="red", markup=False, highlight=False)
-            else:
-                raise exc
+            if not isinstance(error[0], FormError):
+                raise error[0]
+            self._line(f"error: {error[0].message}", "red", mark=False)
 
     def run(self) -> None:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
 
-        s = self.session
-        self.out.print(s.model_line(), style="dim", markup=False, highlight=False)
-        for note in s.notes:
-            self.out.print(f"  {note}", style="dim", markup=False, highlight=False)
-        s.notes.clear()
-        prompt = PromptSession(
-            history=FileHistory(str(_history_file(s.store_dir))),
+        self._prompt = PromptSession(
+            history=FileHistory(str(_history_file(self.session.store_dir))),
             bottom_toolbar=self._toolbar,  # prompt-toolkit's reverse video: readable with or without NO_COLOR
         )
-        self._app = prompt.app
         self._refresh()
         poller = threading.Thread(target=self._poll, name="formctl-status", daemon=True)
         poller.start()
         try:
-            opening = s.opening()
-            if opening:
-                self._turn(opening)
-            elif s.resumed:
-                self.out.print(_last_said(s.loop.messages), end="", markup=False, highlight=False)
-            while True:
-                try:
-                    line = prompt.prompt("you › ").strip()
-                except KeyboardInterrupt:
-                    continue  # Ctrl-C at the prompt clears the line, like a shell
-                except EOFError:
-                    break
-                if not line:
-                    continue
-                if line.startswith("/"):
-                    if not s.command(line, self.out):
-                        break
-                    self._refresh()
-                    continue
-                self._turn(line)
+            self.converse()
         finally:
             self._stop.set()
-        self.out.print(s.goodbye(), markup=False, highlight=False)
 
 
 def _fit(line: str, columns: int) -> str:
