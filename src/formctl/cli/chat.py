@@ -756,8 +756,9 @@ class TerminalChat(_Face):
 
 
 def _fit(line: str, columns: int) -> str:
-    """One toolbar line cut to the terminal's width (the toolbar does not wrap)."""
-    return line if len(line) <= columns else line[: max(columns - 1, 1)] + "…"
+    """One toolbar line cut to the terminal's width, less the last column (the toolbar does
+    not wrap, and a character in the last column pushes the cursor onto the next line)."""
+    return line if len(line) < columns else line[: max(columns - 2, 1)] + "…"
 
 
 def _history_file(store_dir: Path) -> Path:
