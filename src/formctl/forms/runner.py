@@ -602,6 +602,8 @@ class FormRunner:
                     raise
                 self.conflict_retries += 1
                 instance = self._reload(instance.id)
+                if instance.status == "abandoned":  # abandoned under us: nothing more may be written
+                    raise FormError(f'Form instance "{instance.id}" was abandoned and no longer accepts answers.')
                 continue
             break
         if not after.read_fired:
