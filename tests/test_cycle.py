@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from example_forms import HookLog, cap_lab, lab, register, relay
 
-from formctl import ConflictError, FormRunner, Jump, Patch
+from formctl import ConflictError, FormError, FormRunner, Jump, Patch
 from formctl.forms.instance import UNSET, Commit, Provenance, now_iso
 
 
@@ -296,6 +296,20 @@ def test_rising_edges_are_recomputed_against_the_re_read_instance(lab_runner, fl
         "field:extra:1", "step:two:1", "form:1",
     ]
     assert lab_runner.open_instance().occurrences["field:trigger"] == 1
+
+
+def test_a_write_that_loses_the_race_to_an_abandon_is_refused(lab_runner, flaky, registry, log):
+    other = FormRunner(flaky.inner, registry=registry, subject="s1")
+    flaky.concurrent.append(lambda iid: other.abandon("withdrawn", instance_id=iid))
+    iid = lab_runner.open_instance().id
+
+    with pytest.raises(FormError) as err:
+        lab_runner.fill({"trigger": "t"})
+
+    assert err.value.code == "form_validation_failed"
+    stored = lab_runner.open_instance(iid)
+    assert (stored.status, stored.entries) == ("abandoned", {})
+    assert log.keys == []
 
 
 def test_the_closing_commit_retries_conflicts(lab_runner, flaky, log):
