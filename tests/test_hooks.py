@@ -219,6 +219,12 @@ def test_every_hook_of_a_round_sees_the_values_and_state_of_the_evaluation_that_
     assert trigger_ctx.values is extra_ctx.values or dict(trigger_ctx.values) == dict(extra_ctx.values)
 
 
+def test_executors_see_only_live_valid_values(lab_runner, log):
+    lab_runner.fill({"trigger": "t", "amount": "three"})  # amount is stored, but invalid
+
+    assert dict(log.contexts[0].values) == {"trigger": "t"}
+
+
 def test_each_hook_gets_the_instance_re_read_after_the_hook_before_it(lab_runner, log):
     result = lab_runner.fill({"trigger": "t", "extra": "ok"})
 
