@@ -557,6 +557,9 @@ def test_tab_completion_offers_commands_form_ids_and_instance_ids(tmp_path):
     ids = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl inspect form_",
                        "COMP_CWORD": "2", "FORMCTL_STORE": store})
     assert ids.stdout.split() == [instance_id]
+    statuses = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl instances --status a",
+                            "COMP_CWORD": "3"})
+    assert statuses.stdout.split() == ["active", "awaiting", "abandoned"]
 
 
 def test_version_prints_the_package_version():

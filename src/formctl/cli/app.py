@@ -109,6 +109,12 @@ def _complete_instance(ctx: typer.Context, incomplete: str) -> list[str]:
     return sorted(i for i in ids if i.startswith(incomplete))
 
 
+def _complete_status(incomplete: str) -> list[str]:
+    from formctl.forms.instance import INSTANCE_STATUSES
+
+    return [s for s in INSTANCE_STATUSES if s.startswith(incomplete)]
+
+
 # --------------------------------------------------------------------------- shared options
 
 _STORE_HELP = "Store folder [default: ./.formctl]."
@@ -316,7 +322,8 @@ def resume(
 def instances(
     subject: Optional[str] = typer.Option(None, "--subject", help="Only this subject's."),
     form: Optional[str] = typer.Option(None, "--form", help="Only this form's.", autocompletion=_complete_form),
-    status: Optional[str] = typer.Option(None, "--status", help="active, awaiting, complete, abandoned or stale."),
+    status: Optional[str] = typer.Option(None, "--status", help="active, awaiting, complete, abandoned or stale.",
+                                         autocompletion=_complete_status),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, most recent first."),
     store: Optional[str] = StoreOpt,
     as_json: bool = JsonOpt,
