@@ -753,6 +753,7 @@ class TerminalChat(_Face):
             self.converse()
         finally:
             self._stop.set()
+            poller.join(timeout=2 * POLL_SECONDS)  # before the session closes the poller's adapter
 
 
 def _fit(line: str, columns: int) -> str:
