@@ -641,3 +641,23 @@ def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
     assert "Full name?" in second
     rows = as_json("instances", "--store", store)["instances"]
     assert sorted(r["status"] for r in rows) == ["abandoned", "active"]
+
+
+def test_the_activity_line_says_what_a_tool_call_saved_held_and_rejected():
+    from formctl.cli.render import activity_line
+
+    labels = {"full_name": "Full name", "email": "Work email", "mileage": "Miles driven"}
+    envelope = {"status": "success", "data": {
+        "captured": ["full_name", "email"], "held": ["mileage"],
+        "rejected": [{"field": "email", "message": "not an email address"}],
+        "unknown_fields": [{"field": "nmae", "did_you_mean": ["full_name"]}], "complete": False}}
+    assert activity_line("form_fill", envelope, labels) == (
+        "saved Full name, Work email · held Miles driven · rejected Work email: not an email address"
+        " · no field nmae (did you mean full_name?)")
+    waiting = {"status": "success", "data": {"captured": ["total"], "blocked_on": "policy-cap"}}
+    assert activity_line("form_fill", waiting, {"total": "Total claimed"}) == "saved Total claimed · waiting on policy-cap"
+    undo = {"status": "success", "data": {"complete": False}}
+    assert activity_line("form_revise", undo, labels, {"action": "undo", "field": "email"}) == "undid Work email"
+    error = {"status": "error", "message": 'Waiting on checkpoint "policy-cap".', "data": {"code": "form_blocked"}}
+    assert activity_line("form_fill", error, labels) == 'fill failed: Waiting on checkpoint "policy-cap".'
+    assert activity_line("form_status", {"status": "success", "data": {"complete": False}}, labels) == ""
