@@ -426,6 +426,7 @@ def export(
     Held values are kept but do not apply given the other answers.
     """
     from formctl.cli.workspace import open_runner
+    from formctl.forms.project import step_view
     from formctl.forms.validate import to_jsonable
 
     runner = open_runner(store, forms)
@@ -436,7 +437,7 @@ def export(
         "version": instance.def_version,
         "subject": instance.subject,
         "status": instance.status,
-        "complete": instance.status == "complete" or (ev.complete and instance.status != "abandoned"),
+        "complete": step_view(compiled, ev, instance).complete,  # the views' own rule, not a copy of it
         "values": {f.id: to_jsonable(ev.values[f.id]) for f in compiled.fields if f.id in ev.values},
         "held": {f.id: ev.held[f.id] for f in compiled.fields if f.id in ev.held},
         "created_at": instance.created_at,
