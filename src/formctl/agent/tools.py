@@ -218,13 +218,11 @@ def _form_history(runner: Any, a: _HistoryArgs) -> Any:
                 "updated_at": instance.updated_at,
             }
         from formctl.forms.evaluate import evaluate
-        from formctl.forms.project import outline_view
-        from formctl.forms.validate import to_jsonable
+        from formctl.forms.project import answers, outline_view
 
         ev = evaluate(compiled, instance)
         out = outline_view(compiled, ev, instance).to_dict()
-        out["values"] = {k: to_jsonable(v) for k, v in ev.values.items()}
-        out["held"] = dict(ev.held)
+        out.update(answers(compiled, ev))
         return out
     rows = runner.adapter.find_instances(
         subject=a.subject or runner.subject, def_id=a.form, status=a.status, limit=a.limit

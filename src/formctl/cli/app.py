@@ -426,8 +426,7 @@ def export(
     Held values are kept but do not apply given the other answers.
     """
     from formctl.cli.workspace import open_runner
-    from formctl.forms.project import step_view
-    from formctl.forms.validate import to_jsonable
+    from formctl.forms.project import answers, complete_flag
 
     runner = open_runner(store, forms)
     compiled, instance, ev = runner.evaluation(instance_id)
@@ -437,9 +436,8 @@ def export(
         "version": instance.def_version,
         "subject": instance.subject,
         "status": instance.status,
-        "complete": step_view(compiled, ev, instance).complete,  # the views' own rule, not a copy of it
-        "values": {f.id: to_jsonable(ev.values[f.id]) for f in compiled.fields if f.id in ev.values},
-        "held": {f.id: ev.held[f.id] for f in compiled.fields if f.id in ev.held},
+        "complete": complete_flag(compiled, ev, instance),
+        **answers(compiled, ev),
         "created_at": instance.created_at,
         "updated_at": instance.updated_at,
     }

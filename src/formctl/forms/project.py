@@ -279,6 +279,23 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
     )
 
 
+def answers(compiled: CompiledForm, ev: Evaluation) -> dict[str, dict[str, Any]]:
+    """The answers of an evaluation as JSON, in declaration order: ``{"values": live (parsed), "held": raw}``.
+
+    One place for what "the values" of an instance are, shared by export, the history tool
+    and the transcripts' end state.
+    """
+    return {
+        "values": {f.id: to_jsonable(ev.values[f.id]) for f in compiled.fields if f.id in ev.values},
+        "held": {f.id: ev.held[f.id] for f in compiled.fields if f.id in ev.held},
+    }
+
+
+def complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
+    """The ``complete`` every view shows."""
+    return _complete_flag(compiled, ev, instance)
+
+
 def _complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
     # Departure 4: a terminated (abandoned) instance never reads complete.
     if instance.status == "abandoned":

@@ -18,7 +18,6 @@ stores once and the next operation starts from that evaluation.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 import socket
@@ -1036,6 +1035,8 @@ def _apply_effects(compiled: CompiledForm, items: list[Any], effects: _RoundEffe
 
 
 def _run_awaitable(awaitable: Any) -> Any:
+    import asyncio  # only async executors need it; host commands start faster without it
+
     async def wrapper() -> Any:
         return await awaitable
 

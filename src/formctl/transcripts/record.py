@@ -34,7 +34,7 @@ def tools_digest(tools: list[dict[str, Any]]) -> str:
 
 def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> dict[str, Any] | None:
     """The instance at the end: status, live values (parsed, as JSON), held values, checkpoints fired."""
-    from formctl.forms.validate import to_jsonable
+    from formctl.forms.project import answers
 
     instance = runner.open_instance(instance_id) if instance_id else None
     if instance is None:
@@ -47,8 +47,7 @@ def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> d
     return normaliser.value(
         {
             "status": instance.status,
-            "values": to_jsonable(dict(ev.values)),
-            "held": to_jsonable(dict(ev.held)),
+            **answers(compiled, ev),
             "checkpoints": fired,
         }
     )
