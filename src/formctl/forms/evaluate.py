@@ -211,7 +211,10 @@ class _Pass:
 
     def _settled(self, mark: int, token: Any) -> bool:
         """No question other than ``token`` itself fell back while ``token`` was being answered."""
-        return all(t == token for t in self._fallbacks[mark:])
+        fallbacks = self._fallbacks
+        if len(fallbacks) == mark:  # the common case: nothing fell back at all
+            return True
+        return all(t == token for t in fallbacks[mark:])
 
 
 def _message(exc: BaseException) -> str:
