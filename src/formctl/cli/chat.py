@@ -349,6 +349,14 @@ class ChatSession:
         return render.activity_line(ev.name, ev.result, self.labels(def_id),
                                     call.input if call is not None and isinstance(call.input, dict) else None)
 
+    def mask_text(self, text: str) -> str:
+        """``text`` with every value ever given to a sensitive field of this chat's instance masked."""
+        if not any(f.sensitive for f in self.compiled.fields) or self.instance_id is None:
+            return text
+        from formctl.transcripts.normalise import masker_for
+
+        return masker_for(self.compiled, self.adapter.get_instance(self.instance_id)).mask_text(text)
+
     def close(self) -> None:
         if self.recorder is not None:
             try:
@@ -706,6 +714,7 @@ class TerminalChat(_Face):
                 return
             if line:
                 yield line
+                self._history.flush()  # the turn has run: its values are known, and masked
 
     def _turn(self, text: str) -> None:
         """One model turn in a worker thread, so Ctrl-C here can cancel it at a safe point."""
@@ -740,10 +749,10 @@ class TerminalChat(_Face):
 
     def run(self) -> None:
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory
 
+        self._history = _masked_history(_history_file(self.session.store_dir), self.session.mask_text)
         self._prompt = PromptSession(
-            history=FileHistory(str(_history_file(self.session.store_dir))),
+            history=self._history,
             bottom_toolbar=self._toolbar,  # prompt-toolkit's reverse video: readable with or without NO_COLOR
         )
         self._refresh()
@@ -754,12 +763,39 @@ class TerminalChat(_Face):
         finally:
             self._stop.set()
             poller.join(timeout=2 * POLL_SECONDS)  # before the session closes the poller's adapter
+            self._history.flush()
 
 
 def _fit(line: str, columns: int) -> str:
     """One toolbar line cut to the terminal's width, less the last column (the toolbar does
     not wrap, and a character in the last column pushes the cursor onto the next line)."""
     return line if len(line) < columns else line[: max(columns - 2, 1)] + "…"
+
+
+def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
+    """prompt-toolkit's file history, but a line reaches the file only after its turn has run,
+    masked: a value given to a ``sensitive=True`` field never lands in the history file.
+
+    (The line is held back because when it is typed, nobody yet knows it holds a value for a
+    sensitive field; after the turn the value is in the store, and the masks know it. The
+    up-arrow still recalls the line as typed, from memory, for the rest of this run.)
+    """
+    from prompt_toolkit.history import FileHistory
+
+    class MaskedFileHistory(FileHistory):
+        def __init__(self, filename: str) -> None:
+            super().__init__(filename)
+            self._pending: list[str] = []
+
+        def store_string(self, string: str) -> None:
+            self._pending.append(string)
+
+        def flush(self) -> None:
+            pending, self._pending = self._pending, []
+            for line in pending:
+                super().store_string(mask(line))
+
+    return MaskedFileHistory(str(path))
 
 
 def _history_file(store_dir: Path) -> Path:
