@@ -25,14 +25,17 @@ from formctl.forms.instance import (
     Instance,
     Provenance,
     UNSET,
+    highest_seq,
 )
 
 __all__ = [
     "ConflictError",
     "FormAdapter",
     "apply_commit",
+    "apply_dispatch",
     "apply_entry_commit",
     "check_provenance",
+    "new_instance",
     "sort_recent_first",
 ]
 
@@ -148,6 +151,40 @@ def apply_commit(stored: Instance, commit: Commit, *, if_version: int, now: str)
         if value is not UNSET:
             setattr(new, name, value)
     new.version = stored.version + 1
+    new.updated_at = now
+    return new
+
+
+def new_instance(
+    def_id: str,
+    def_version: int,
+    subject: str,
+    *,
+    entries: dict[str, FieldLog] | None = None,
+    status: str = "active",
+    now: str,
+) -> Instance:
+    """A new instance as every adapter creates it: a generated id, version 1, created = updated = now,
+    ``revision_seq`` the highest seq among the given entries."""
+    from formctl.store.ids import new_instance_id
+
+    return Instance(
+        id=new_instance_id(),
+        def_id=def_id,
+        def_version=def_version,
+        subject=subject,
+        status=status,
+        entries=dict(entries or {}),
+        revision_seq=highest_seq((entries or {}).values()),
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def apply_dispatch(stored: Instance, key: str, state: DispatchState, *, now: str) -> Instance:
+    """The instance with one dispatch record upserted: outside compare-and-set, so no version bump."""
+    new = stored.copy()
+    new.dispatches[key] = state
     new.updated_at = now
     return new
 

@@ -86,7 +86,6 @@ from formctl.forms.instance import (
     Provenance,
     _decode_entry,
     _encode_entry,
-    highest_seq,
     instance_from_json,
     instance_to_json,
     now_iso,
@@ -94,7 +93,14 @@ from formctl.forms.instance import (
 from formctl.store import _durable
 from formctl.store._index import Index, IndexLog, Row
 from formctl.store._journal import JournalDamage, frame, scan
-from formctl.store.base import apply_commit, check_provenance, missing, sort_recent_first
+from formctl.store.base import (
+    apply_commit,
+    apply_dispatch,
+    check_provenance,
+    missing,
+    new_instance,
+    sort_recent_first,
+)
 from formctl.store.ids import is_instance_id, new_instance_id
 
 __all__ = ["FORMAT", "JsonFileAdapter", "StoreProblem", "StoreReport", "commit_from_json", "commit_to_json"]
@@ -363,18 +369,7 @@ class JsonFileAdapter:
         status: str = "active",
     ) -> Instance:
         check_provenance(provenance)
-        now = now_iso()
-        instance = Instance(
-            id=new_instance_id(),
-            def_id=def_id,
-            def_version=def_version,
-            subject=subject,
-            status=status,
-            entries=dict(entries or {}),
-            revision_seq=highest_seq((entries or {}).values()),
-            created_at=now,
-            updated_at=now,
-        )
+        instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
         with self._writing():
             path = self._paths(instance.id)[0]
             while os.path.lexists(path):  # two ids in one ms with equal random tails: try another
@@ -423,9 +418,7 @@ class JsonFileAdapter:
             loaded = self._read(instance_id)
             if loaded is None:
                 raise missing(instance_id)
-            new = loaded.instance.copy()
-            new.dispatches[key] = state
-            new.updated_at = now_iso()
+            new = apply_dispatch(loaded.instance, key, state, now=now_iso())
             record = {"s": loaded.seq + 1, "v": new.version, "at": new.updated_at, "d": [key, state.to_dict()]}
             self._append(instance_id, loaded, record, new)
 

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import time
 
-from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, highest_seq, now_iso
-from formctl.store.base import apply_commit, check_provenance, missing, sort_recent_first
-from formctl.store.ids import new_instance_id
+from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.store.base import (
+    apply_commit,
+    apply_dispatch,
+    check_provenance,
+    missing,
+    new_instance,
+    sort_recent_first,
+)
 
 
 class MemoryAdapter:
@@ -32,18 +38,7 @@ class MemoryAdapter:
         status: str = "active",
     ) -> Instance:
         check_provenance(provenance)
-        now = now_iso()
-        instance = Instance(
-            id=new_instance_id(),
-            def_id=def_id,
-            def_version=def_version,
-            subject=subject,
-            status=status,
-            entries=dict(entries or {}),
-            revision_seq=highest_seq((entries or {}).values()),
-            created_at=now,
-            updated_at=now,
-        )
+        instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
         self._instances[instance.id] = instance
         return instance.copy()
 
@@ -95,7 +90,4 @@ class MemoryAdapter:
         stored = self._instances.get(instance_id)
         if stored is None:
             raise missing(instance_id)
-        new = stored.copy()
-        new.dispatches[key] = state
-        new.updated_at = now_iso()
-        self._instances[instance_id] = new
+        self._instances[instance_id] = apply_dispatch(stored, key, state, now=now_iso())
