@@ -335,7 +335,9 @@ def evaluate_change(
         ev.held.pop(field_id, None)
         ev.errors.pop(field_id, None)
         ev.live.discard(field_id)
-    _settle(ev, instance, instance.occurrences if fired is None else fired, visit)
+    # Declaration order, as a full evaluation visits them: with re-entrant gates (§8.4) the
+    # answers depend on the order the questions are asked in, so both must ask alike.
+    _settle(ev, instance, instance.occurrences if fired is None else fired, sorted(visit))
     return ev
 
 
@@ -367,8 +369,14 @@ def _read_log(ev: Evaluation, field_id: str, log: Any) -> None:
         ev._base_values[field_id] = outcome.value
 
 
-def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], visit: set[int] | None) -> None:
-    """The liveness fixpoint and everything derived from it. ``visit=None`` means every field."""
+def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], visit: list[int] | None) -> None:
+    """The liveness fixpoint and everything derived from it. ``visit=None`` means every field.
+
+    Gates are always asked in declaration order, never in the order answers happen to be
+    stored or changed: a re-entrant gate's optimistic fallback (§8.4) makes the answers
+    depend on which question is asked first, and the same instance must always mean the
+    same thing (and the incremental path must match the full one).
+    """
     compiled = ev.compiled
     fields = compiled.fields
     in_force = ev._in_force
@@ -382,7 +390,7 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
     ev.passes = 1
     cap = len(fields) + 1
     gated = compiled.gated_positions
-    gated_answered = [i for i in in_force if i in gated]
+    gated_answered = sorted(i for i in in_force if i in gated)
     while gated_answered:
         newly = [i for i in gated_answered if i not in excluded and not current.field_applicable(i)]
         if not newly:

@@ -1,0 +1,185 @@
+"""QA: adversarial checks of the engine (incremental evaluation, views, executors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from example_forms import build_instance
+from formctl import FormError, FormRegistry, FormRunner, Jump, MemoryAdapter, Patch, define_form
+from formctl.forms.evaluate import evaluate
+
+
+def _snapshot(ev) -> dict[str, Any]:
+    """Everything an evaluation decides, field by field."""
+    return {
+        "status": list(ev.status),
+        "values": dict(ev.values),
+        "held": dict(ev.held),
+        "errors": dict(ev.errors),
+        "live": set(ev.live),
+        "applicable": list(ev.applicable),
+        "step_complete": list(ev.step_complete),
+        "step_open": list(ev.step_open),
+        "checkpoint_active": list(ev.checkpoint_active),
+        "complete": ev.complete,
+        "open_step": ev.open_step,
+        "revisiting": ev.revisiting,
+        "cursor_seq": dict(ev.cursor_seq),
+        "redo_seq": dict(ev.redo_seq),
+        "defects": list(ev.defects),
+    }
+
+
+def _runner_for(compiled) -> FormRunner:
+    registry = FormRegistry().register(compiled.id, name=compiled.name, description="", load=lambda: compiled)
+    return FormRunner(MemoryAdapter(), registry=registry, subject="qa")
+
+
+def _assert_cache_is_fresh(runner: FormRunner, label: Any = None) -> None:
+    compiled, instance, cached = runner.evaluation()
+    fresh = evaluate(compiled, instance)
+    got, want = _snapshot(cached), _snapshot(fresh)
+    for key in want:
+        assert got[key] == want[key], (label, key, got[key], want[key])
+
+
+# --------------------------------------------------------------------------- re-entrant gates
+
+
+def _self_referring():
+    """Two gated fields whose gates ask for their own step's completion (re-entrant, §8.4)."""
+    return (
+        define_form("selfref", name="Self-referring")
+        .step("s0", title="Only")
+        .field("f0", str | None, label="F0", when=lambda v, s: s.step_complete("s0"))
+        .field("f1", str, label="F1", when=lambda v, s: s.step_complete("s0"))
+        .field("f2", str | None, label="F2")
+        .build()
+    )
+
+
+def test_a_re_entrant_gate_evaluates_the_same_incrementally_as_from_scratch():
+    runner = _runner_for(_self_referring())
+    runner.start("selfref")
+    runner.fill({"f1": "x", "f0": "x"})
+    _assert_cache_is_fresh(runner, "first fill")
+    runner.fill({"f1": 5})  # invalid: the incremental pass used to ask f0's gate first and read f1 invalid, not held
+    _assert_cache_is_fresh(runner, "invalid f1")
+
+
+def test_the_order_answers_are_stored_in_does_not_change_a_re_entrant_evaluation():
+    form = _self_referring()
+    one = _snapshot(evaluate(form, build_instance(form, {"f1": ["x", 5], "f0": "x"})))
+    two = _snapshot(evaluate(form, build_instance(form, {"f0": "x", "f1": ["x", 5]})))
+    for seqs in ("cursor_seq", "redo_seq"):  # the seqs differ with the write order, by design
+        one.pop(seqs), two.pop(seqs)
+    assert one == two
+
+
+# --------------------------------------------------------------------------- property: the runner's cache is a fresh evaluation
+
+GATE_KINDS = ["none", "none", "eq", "not", "own_step", "other_step", "not_complete", "fired"]
+
+
+def _gate(kind: str, target: str, own_step: str, other_step: str):
+    if kind == "eq":
+        return lambda v, s: v[target] == "x"
+    if kind == "not":  # a negation gate (§8.2's documented hazard)
+        return lambda v, s: not v[target]
+    if kind == "own_step":  # re-entrant
+        return lambda v, s: s.step_complete(own_step)
+    if kind == "other_step":
+        return lambda v, s: s.step_complete(other_step)
+    if kind == "not_complete":  # re-entrant through the form's completion
+        return lambda v, s: not s.complete
+    if kind == "fired":
+        return lambda v, s: s.checkpoint_fired("cp")
+    return None
+
+
+@st.composite
+def _generated_forms(draw):
+    n_steps = draw(st.integers(1, 3))
+    ids = [f"f{i}" for i in range(draw(st.integers(2, 12)))]
+    fields = sorted(
+        (
+            (
+                draw(st.integers(0, n_steps - 1)),  # step
+                fid,
+                draw(st.sampled_from(GATE_KINDS)),
+                draw(st.sampled_from(ids)),  # what an eq/not gate reads
+                draw(st.integers(0, n_steps - 1)),  # what an other_step gate reads
+                draw(st.booleans()),  # optional
+                draw(st.sampled_from([None, None, *ids])),  # an on_fill patch's target
+                draw(st.sampled_from(["x", "y", 5])),  # ...and value
+            )
+            for fid in ids
+        ),
+        key=lambda t: t[0],
+    )
+    step_gates = [draw(st.sampled_from(["none", "previous", "value"])) for _ in range(n_steps)]
+    cp_field, cp_jump = draw(st.sampled_from(ids)), draw(st.integers(0, n_steps - 1))
+    return n_steps, fields, step_gates, cp_field, cp_jump
+
+
+def _build_generated(case):
+    n_steps, fields, step_gates, cp_field, cp_jump = case
+    builder = define_form("gen", name="Generated")
+    opened = -1
+    for k, fid, kind, target, other, optional, patch_to, patch_value in fields:
+        while opened < k:
+            opened += 1
+            gate = None
+            if step_gates[opened] == "previous" and opened > 0:
+                gate = lambda v, s, prev=f"s{opened - 1}": s.step_complete(prev)
+            elif step_gates[opened] == "value":
+                gate = lambda v, s, first=fields[0][1]: v[first] != "y"
+            builder = builder.step(f"s{opened}", title=f"Step {opened}", when=gate)
+        on_fill = (lambda ctx, t=patch_to, pv=patch_value: Patch({t: pv})) if patch_to else None
+        builder = builder.field(fid, str | None if optional else str, label=fid.upper(),
+                                when=_gate(kind, target, f"s{k}", f"s{other}"), on_fill=on_fill)
+    while opened < n_steps - 1:
+        opened += 1
+        builder = builder.step(f"s{opened}", title=f"Step {opened}")
+    builder = builder.checkpoint("cp", when=lambda v, s: v[cp_field] == "y",
+                                 run=lambda ctx: [Patch({cp_field: "x"}), Jump(f"Step {cp_jump}")])
+    return builder.build()
+
+
+def _operations(ids):
+    return st.lists(
+        st.one_of(
+            st.tuples(st.just("fill"), st.dictionaries(st.sampled_from(ids), st.sampled_from(["x", "y", "", 5]),
+                                                       min_size=1, max_size=3)),
+            st.tuples(st.just("retract"), st.sampled_from(ids)),
+            st.tuples(st.just("undo"), st.sampled_from([*ids, None, None])),
+            st.tuples(st.just("redo"), st.sampled_from([*ids, None, None])),
+        ),
+        max_size=12,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_after_every_write_the_runners_cached_evaluation_is_a_fresh_evaluation(data):
+    case = data.draw(_generated_forms())
+    sequence = data.draw(_operations([t[1] for t in case[1]]))
+    runner = _runner_for(_build_generated(case))
+    runner.start("gen")
+    _assert_cache_is_fresh(runner, "start")
+    for op in sequence:
+        kind, arg = op
+        try:
+            if kind == "fill":
+                runner.fill(arg)
+            elif kind == "retract":
+                runner.retract(arg)
+            elif kind == "undo":
+                runner.undo(arg)
+            else:
+                runner.redo(arg)
+        except FormError as error:
+            assert error.code == "form_validation_failed"  # nothing to undo/redo
+        _assert_cache_is_fresh(runner, op)
