@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterator
 
 from formctl.cli import render
 from formctl.cli.workspace import default_subject, open_registry, store_path
-from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
+from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError, StoreError
 
 OPENER = "Hello."
 CHAT_SOURCE = "chat"
@@ -175,6 +175,11 @@ class ChatSession:
             assert options.form is not None
             self.form_id, self.subject = options.form, options.subject or default_subject()
         self.compiled = self.registry.load(self.form_id)  # an unknown or broken form fails here, in one line
+        for line in self.seed_lines:  # a mistyped --seed would otherwise reach the model as chat and vanish
+            key = line.partition(":")[0]
+            if self.compiled.resolve_field(key) is None:
+                raise InvalidArgumentError(f'--seed {key}: no such field on {self.form_id} '
+                                           f"(formctl check {self.form_id} lists them).")
         pinned = options.instance_id or self._continuable(self.form_id)
         self.pin = _Pin(pinned)
 
@@ -216,7 +221,12 @@ class ChatSession:
 
     def _continuable(self, form_id: str) -> str | None:
         """The subject's instance of ``form_id`` to carry on with, or None to start a new one."""
-        found = self.adapter.find_instances(subject=self.subject, def_id=form_id)
+        try:
+            found = self.adapter.find_instances(subject=self.subject, def_id=form_id, strict=True)
+        except StoreError as exc:
+            raise StoreError(f"{exc.message} Not starting a new {form_id} in its place: restore the file, "
+                             "or move it aside to start afresh (formctl store check lists damaged files).",
+                             code=exc.code) from None
         for instance in found:  # most recent first
             if self._stale(instance):
                 self.notes.append(

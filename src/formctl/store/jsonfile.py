@@ -293,7 +293,8 @@ def _parse_snapshot(path: str, iid: str, data: bytes) -> tuple[Instance, int]:
         raise _file_error(path, f"not UTF-8 text (byte {exc.start}); the file is corrupt and was left as it is.") from None
     except json.JSONDecodeError as exc:
         raise _file_error(
-            path, f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            # json's own messages may end in "at" ("Unterminated string starting at").
+            path, f"not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}); "
             "the file is truncated or corrupt and was left as it is."
         ) from None
     if not isinstance(doc, dict) or "format" not in doc:
@@ -438,9 +439,15 @@ class JsonFileAdapter:
         def_id: str | None = None,
         status: str | None = None,
         limit: int | None = None,
+        strict: bool = False,
     ) -> list[Instance]:
         """Instances matching every filter, most recent first. An instance whose file is
-        corrupt is left out of a listing (``get_instance`` and ``check()`` report it)."""
+        corrupt is left out of a listing (``get_instance`` and ``check()`` report it).
+
+        ``strict``: a corrupt file that the index last saw open (active or awaiting) raises
+        :class:`StoreError` instead. ``formctl run`` asks this way: left out, the person's
+        half-filled form would look absent and a new one would quietly start in its place.
+        """
 
         def run() -> list[Instance]:
             out: list[Instance] = []
@@ -448,6 +455,8 @@ class JsonFileAdapter:
                 try:
                     loaded = self._read(row[0])
                 except StoreError:
+                    if strict and row[3] in ("active", "awaiting"):
+                        raise
                     continue
                 if loaded is None:
                     continue

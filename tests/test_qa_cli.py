@@ -1,0 +1,82 @@
+"""QA of the ``formctl`` command as its users meet it: failure paths a form author, support
+staff at a terminal and CI run into. Each test pins what the user sees.
+
+Every test uses a store in ``tmp_path`` and the repository's example forms (copied when a
+test changes them), never the repository's own ``.formctl``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from formctl import FormRegistry, FormRunner, JsonFileAdapter
+from formctl.cli import app as cli
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMS = ROOT / "forms"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in ("FORMCTL_STORE", "FORMCTL_FORMS", "FORMCTL_SUBJECT", "FORMCTL_MODEL", "FORMCTL_DEBUG",
+                 "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(cli, "_debug", False)
+
+
+@pytest.fixture
+def store(tmp_path) -> str:
+    return str(tmp_path / "store")
+
+
+def invoke(*args: str, input: str | None = None) -> Any:
+    return CliRunner().invoke(cli.app, list(args), input=input)
+
+
+def start(store: str, seed: dict[str, Any] | None = None, *, subject: str = "dana") -> str:
+    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
+                        subject=subject)
+    return runner.start("travel-claim", seed=seed).view.instance_id
+
+
+def _truncate(store: str, instance_id: str) -> Path:
+    path = Path(store) / "instances" / f"{instance_id}.json"
+    path.write_bytes(path.read_bytes()[:60])
+    return path
+
+
+def test_run_does_not_start_afresh_past_the_subjects_corrupt_open_instance(store):
+    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234"})
+    path = _truncate(store, instance_id)
+
+    result = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store,
+                    "--forms", str(FORMS), input="Dana\n")
+
+    assert result.exit_code == 1
+    assert str(path) in result.stderr and "Traceback" not in result.stderr
+    assert len(list((Path(store) / "instances").glob("*.json"))) == 1  # no second instance was started
+
+
+def test_a_corrupt_file_is_named_without_a_doubled_word(store):
+    instance_id = start(store)
+    _truncate(store, instance_id)
+
+    result = invoke("inspect", instance_id, "--store", store, "--forms", str(FORMS))
+
+    assert result.exit_code == 1
+    assert "not valid JSON" in result.stderr
+    assert " at at " not in result.stderr
+
+
+def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store):
+    result = invoke("run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS),
+                    "--seed", "nosuch=1", input="")
+
+    assert result.exit_code == 1
+    assert "nosuch" in result.stderr and "--seed" in result.stderr
+    assert not (Path(store) / "instances").exists() or not list((Path(store) / "instances").glob("*.json"))
