@@ -62,7 +62,7 @@ from formctl.forms.project import (
     step_view,
     tier0 as render_tier0,
 )
-from formctl.forms.validate import issue_hint
+from formctl.forms.validate import issue_hint, json_data
 from formctl.store.base import apply_entry_commit
 
 MAX_ATTEMPTS = 5
@@ -434,13 +434,24 @@ class FormRunner:
         result = FillResult(view=None)  # type: ignore[arg-type]
         staged: dict[str, _Staged] = {}
         for key, value in values.items():
-            if is_blank(value):
+            try:
+                value, not_data = json_data(value), None
+            except ValueError as exc:
+                not_data = str(exc)
+            if not_data is None and is_blank(value):
                 result.ignored.append(str(key))
                 continue
             field_id = self._resolve_or_report(compiled, key, result)
             if field_id is None:
                 continue
             field = compiled.field_by_id[field_id]
+            if not_data is not None:
+                # A value with no JSON form cannot be stored (a JSON store could not hold it,
+                # and it could never parse): reported like an invalid one, but not written.
+                result.rejected.append(Rejected(
+                    field_id, f"Value is not JSON data ({not_data}).", field.description or f"Expected {field.type}."
+                ))
+                continue
             outcome = field.validator.validate(value)
             if not outcome.ok:
                 for issue in outcome.issues:
@@ -656,7 +667,10 @@ class FormRunner:
         staged: dict[str, _Staged] = {}
         for key, value in patch.items():
             field_id = compiled.resolve_field(key)
-            if field_id is None or is_blank(value):
+            if field_id is None:
+                continue
+            value = json_data(value)  # _check_effects has refused values with no JSON form
+            if is_blank(value):
                 continue
             field = compiled.field_by_id[field_id]
             staged.pop(field_id, None)
@@ -901,7 +915,16 @@ class FormRunner:
         kept: set[str] = set()
         for key, value in carried.items():
             field_id = compiled.resolve_field(key)
-            if field_id is None or is_blank(value):
+            if field_id is None:
+                continue
+            try:
+                value = json_data(value)
+            except ValueError as exc:
+                raise FormError(
+                    f'migrate() for "{compiled.id}" returned a value for "{key}" that is not JSON data ({exc}).',
+                    code="form_migration_failed",
+                ) from None
+            if is_blank(value):
                 continue
             kept.add(field_id)
             if field_id in old_values and old_values[field_id] == value:
@@ -1016,9 +1039,13 @@ def _check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
         if isinstance(item, Patch):
             if not isinstance(item.values, dict):
                 return "Patch needs a dict of field ids to values."
-            for key in item.values:
+            for key, value in item.values.items():
                 if compiled.resolve_field(key) is None:
                     return f'Patch names unknown field "{key}".'
+                try:
+                    json_data(value)
+                except ValueError as exc:
+                    return f'Patch value for "{key}" is not JSON data ({exc}).'
     return None
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "adapter_for",
     "describe_field",
     "issue_hint",
+    "json_data",
     "shape_hint",
     "to_jsonable",
 ]
@@ -180,6 +181,28 @@ def _json_text(raw: Any) -> str:
     if kind is float and raw - raw == 0.0:  # finite: NaN and infinities fall through to raise
         return float.__repr__(raw)
     return _encode_json(raw)
+
+
+def json_data(raw: Any) -> Any:
+    """``raw`` as the JSON data it would be on the wire; ``ValueError`` when it has no JSON form.
+
+    Tool calls send JSON already, but a host filling from Python, an executor's ``Patch``
+    and a ``migrate`` hand over Python values, often ones they read from ``ctx.values``
+    (parsed: dates, enums, models). Those are stored as JSON spells them (``date`` →
+    ``"2024-03-01"``, an enum → its value, a model → its dict), which is what the
+    validator parses and what a JSON store can hold. Containers come back as fresh
+    copies, so a caller mutating its dict afterwards cannot change what was stored.
+    Values with no JSON form (arbitrary objects, NaN) raise.
+    """
+    kind = type(raw)
+    if kind is str or kind is int or kind is bool or raw is None:
+        return raw
+    if kind is float and raw - raw == 0.0:
+        return raw
+    try:
+        return json.loads(_encode_json(to_jsonable_python(raw)))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc) or exc.__class__.__name__) from None
 
 
 def _not_json_issue(exc: Exception) -> Issue:
