@@ -73,6 +73,25 @@ def test_a_corrupt_file_is_named_without_a_doubled_word(store):
     assert " at at " not in result.stderr
 
 
+@pytest.mark.parametrize("option", ["--field", "--step"])
+def test_inspect_of_an_unknown_field_or_step_is_an_error(store, option):
+    instance_id = start(store)
+
+    result = invoke("inspect", instance_id, option, "emal", "--store", store, "--forms", str(FORMS))
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and "emal" in result.stderr
+    assert result.stdout == ""
+
+
+def test_inspect_of_an_unknown_field_suggests_the_close_one(store):
+    instance_id = start(store)
+
+    result = invoke("inspect", instance_id, "--field", "emal", "--store", store, "--forms", str(FORMS))
+
+    assert "email" in result.stderr
+
+
 def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store):
     result = invoke("run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS),
                     "--seed", "nosuch=1", input="")

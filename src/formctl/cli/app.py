@@ -255,7 +255,11 @@ def new(
     module_path, registry_file = scaffold(form_id, forms, name=name, description=description)
     typer.echo(f"created {module_path}")
     typer.echo(f"registered {form_id} in {registry_file}")
-    typer.echo(f"next: edit {module_path}, then formctl check {form_id} and formctl run {form_id}")
+    # The commands as they will work from here: a --forms or FORMCTL_FORMS folder is repeated.
+    import shlex
+
+    where = f" --forms {shlex.quote(str(forms))}" if forms else ""
+    typer.echo(f"next: edit {module_path}, then formctl check {form_id}{where} and formctl run {form_id}{where}")
 
 
 # --------------------------------------------------------------------------- the chat
@@ -376,12 +380,30 @@ def inspect(
         view = runner.inspect("step", None if step == "open" else step, instance_id=instance_id)
     else:
         view = runner.inspect("outline", instance_id=instance_id)
+    if view.step is None and not view.fields and (step not in (None, "open") or field is not None):
+        # The views answer an unknown name with the header alone (the model reads that as
+        # "nothing there"); at the command line it is a mistake, reported like history's.
+        _unknown_name(runner, view.def_id, "step" if field is None else "field", field if field is not None else step)
     if as_json:
         _print_json(view.to_dict())
         return
     from formctl.cli import render
 
     render.print_view(view)
+
+
+def _unknown_name(runner: Any, def_id: str, kind: str, name: str) -> NoReturn:
+    """Fail on a --step or --field that names nothing, with the names that were meant if we can tell."""
+    hint = ""
+    try:
+        compiled = runner.registry.load(def_id)
+        if kind == "field" and compiled.did_you_mean(name):
+            hint = f" (did you mean {' or '.join(compiled.did_you_mean(name))}?)"
+        elif kind == "step":
+            hint = f" (steps: {', '.join(s.id for s in compiled.steps)})"
+    except Exception:  # the hint is a courtesy: the error stands without it
+        pass
+    _fail(f'No {kind} "{name}" on this form{hint}.')
 
 
 @app.command(cls=_Command, epilog=_example("formctl history form_lx2k9_ab12cd email"))
