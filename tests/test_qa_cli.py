@@ -99,3 +99,29 @@ def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store):
     assert result.exit_code == 1
     assert "nosuch" in result.stderr and "--seed" in result.stderr
     assert not (Path(store) / "instances").exists() or not list((Path(store) / "instances").glob("*.json"))
+    assert not (Path(store) / "instances").exists() or not list((Path(store) / "instances").glob("*.json"))
+
+
+# --------------------------------------------------------------------------- formctl new
+
+
+@pytest.mark.parametrize("form_id", ["json", "email", "typing"])
+def test_a_scaffold_named_like_a_python_module_still_checks(tmp_path, form_id):
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+
+    created = invoke("new", form_id, "--forms", str(forms))
+    assert created.exit_code == 0, created.stderr
+
+    checked = invoke("check", form_id, "--forms", str(forms))
+    assert checked.exit_code == 0, checked.stderr
+
+
+def test_new_with_a_forms_folder_says_the_next_commands_with_that_folder(tmp_path):
+    forms = tmp_path / "myforms"
+
+    result = invoke("new", "expense-report", "--forms", str(forms))
+
+    assert result.exit_code == 0, result.stderr
+    assert f"formctl check expense-report --forms {forms}" in result.stdout
+    assert f"formctl run expense-report --forms {forms}" in result.stdout

@@ -64,7 +64,19 @@ from formctl import define_form
 
 
 def module_name(form_id: str) -> str:
-    return form_id.replace("-", "_")
+    """The module for ``form_id``: dashes as underscores, with ``_form`` added when the plain
+    name is already a module Python knows (``json``, ``email``, ``test``). The registry imports
+    form modules by name, so a forms/json.py would lose to the standard library's json (the
+    form "has no attribute json"), or shadow it for everything imported after."""
+    import importlib.util
+    import sys
+
+    name = form_id.replace("-", "_")
+    try:
+        taken = name in sys.stdlib_module_names or name in sys.modules or importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        taken = True
+    return f"{name}_form" if taken else name
 
 
 def scaffold(
