@@ -787,7 +787,7 @@ class GuidedModel:
                 continue
             if call.get("name") in ("form_fill", "form_start", "form_revise") and isinstance(result.data, dict):
                 if plan.kind in ("undo", "back", "redo") and plan.target is not None:
-                    paragraphs.append(_move_text(plan.kind, plan.target))
+                    paragraphs.append(_move_text(plan.kind, plan.target, _sensitive(snap, plan.target.field)))
                     if plan.kind == "back":
                         self._focus = plan.target.field
                         self._skipped.discard(plan.target.field)
@@ -919,7 +919,10 @@ class GuidedModel:
         if kind.name == "date" and not helps:
             helps.append("A date, like 2026-11-03.")
         if ev.status[field.order] == "filled" and field_id in ev.values:
-            helps.append(f'It is {_format_value(_jsonable(ev.values[field_id]))} now; say "same" to keep it.')
+            if field.sensitive:
+                helps.append('It has an answer (hidden); say "same" to keep it.')
+            else:
+                helps.append(f'It is {_format_value(_jsonable(ev.values[field_id]))} now; say "same" to keep it.')
         elif not field.required:
             helps.append('Optional: say "skip" to leave it out.')
         if helps:
@@ -1086,10 +1089,13 @@ def _segments(words: str) -> list[str]:
     return [s.strip() for s in re.split(r"[;\n]", words) if s.strip()]
 
 
-def _move_text(kind: str, target: Any) -> str:
+def _move_text(kind: str, target: Any, sensitive: bool = False) -> str:
     verb = "Redone" if kind == "redo" else "Undone"
     if target.empties:
         return f"{verb}: {target.label} is empty again."
+    if sensitive:  # as "Got it — PIN: (hidden)": a sensitive value is never shown
+        which = "the answer you took back" if kind == "redo" else "its previous answer"
+        return f"{verb}: {target.label} has {which} again (hidden)."
     return f"{verb}: {target.label} is back to {_format_value(_jsonable(target.value))}."
 
 
