@@ -44,7 +44,12 @@ class Normaliser:
         self.subject = subject
         self._tool_ids: dict[str, str] = {}
         self.masks: dict[str, Any] = {}  # real text → stand-in (strings of 4+ characters are replaced inside text)
-        self._exact_masks: dict[Any, Any] = {}  # short or non-string real values → stand-in, replaced whole only
+        self._exact_masks: dict[Any, Any] = {}  # real leaf values → stand-in, replaced whole
+        # Real texts of 2 or 3 characters (a CVV): replaced inside text only as a whole token, not
+        # glued to letters or digits, so "123" goes but "1234" and "step 1/2" stay. One
+        # character is replaced only when it is the whole text.
+        self.short_masks: dict[str, str] = {}
+        self._short_pattern: re.Pattern[str] | None = None
 
     # -- tool ids -------------------------------------------------------------------
 
@@ -67,11 +72,30 @@ class Normaliser:
         text = str(real)
         if len(text) >= 4:
             self.masks[text] = str(stand_in)
+        elif text.strip():
+            self.short_masks[text] = str(stand_in)
+            self._short_pattern = None
+
+    def masker(self) -> "Normaliser":
+        """A normaliser that masks as this one does and normalises nothing else."""
+        masker = Normaliser()
+        masker.masks, masker._exact_masks, masker.short_masks = self.masks, self._exact_masks, self.short_masks
+        return masker
 
     def mask_text(self, text: str) -> str:
         for real in sorted(self.masks, key=len, reverse=True):
             if real in text:
                 text = text.replace(real, self.masks[real])
+        if self.short_masks:
+            whole = self.short_masks.get(text.strip())
+            if whole is not None:
+                return text.replace(text.strip(), whole)
+            pattern = self._short_pattern
+            if pattern is None:
+                tokens = sorted((t for t in self.short_masks if len(t) >= 2), key=len, reverse=True)
+                alternatives = "|".join(re.escape(t) for t in tokens) or r"(?!)"
+                pattern = self._short_pattern = re.compile(rf"(?<![0-9A-Za-z])(?:{alternatives})(?![0-9A-Za-z])")
+            text = pattern.sub(lambda m: self.short_masks[m.group(0)], text)
         return text
 
     # -- values ---------------------------------------------------------------------
@@ -85,7 +109,7 @@ class Normaliser:
             value = _INSTANCE_ID.sub(INSTANCE, value)
         if ":" in value:
             value = _TIMESTAMP.sub(TIME, value)
-        if self.masks:
+        if self.masks or self.short_masks:
             value = self.mask_text(value)
         return value
 
@@ -107,7 +131,7 @@ class Normaliser:
             text = _INSTANCE_ID.sub(INSTANCE, text)
         if ":" in text:
             text = _TIMESTAMP.sub(TIME, text)
-        if self.masks:
+        if self.masks or self.short_masks:
             text = self.mask_text(text)
         return json.loads(text)
 
@@ -168,6 +192,49 @@ def stand_in(real: Any, accepts: Callable[[Any], bool]) -> Any:
     return MASKED
 
 
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _swap_tree(value: Any, lower: str, upper: str, digit: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _swap_tree(v, lower, upper, digit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap_tree(v, lower, upper, digit) for v in value]
+    if isinstance(value, str):
+        return _swap(value, lower, upper, digit)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return type(value)(_swap(str(value), lower, upper, digit))
+        except ValueError:
+            return value
+    return value
+
+
+def _mask_tree(normaliser: Normaliser, real: Any, accepts: Callable[[Any], bool]) -> None:
+    """Mask every leaf of a structured value (an object or a list) given to a sensitive field.
+
+    The stand-in swaps every leaf at once, so the whole structure can still be validated
+    (and replayed); each leaf is then masked wherever it appears. When no swap validates,
+    the leaves become ``<masked>``.
+    """
+    chosen = None
+    for lo, up, d in (("x", "X", "1"), ("x", "X", "9"), ("a", "A", "1")):
+        candidate = _swap_tree(real, lo, up, d)
+        if candidate == real:
+            return  # already a stand-in: masking is idempotent
+        if accepts(candidate):
+            chosen = candidate
+            break
+    for leaf, stand in zip(_leaves(real), _leaves(chosen) if chosen is not None else _leaves(real)):
+        if isinstance(leaf, (str, int, float)) and not isinstance(leaf, bool):
+            normaliser.add_mask(leaf, stand if chosen is not None else MASKED)
+
+
 def learn_masks(normaliser: Normaliser, compiled: Any, instance: Any) -> set[str]:
     """Teach ``normaliser`` a stand-in for every value ever given to a sensitive field of ``instance``.
 
@@ -184,11 +251,15 @@ def learn_masks(normaliser: Normaliser, compiled: Any, instance: Any) -> set[str
         log = instance.entries.get(fld.id)
         for rev in getattr(log, "revisions", ()) or ():
             value = getattr(rev, "value", None)
-            if value is None or isinstance(value, (dict, list)):
+            if value is None:
                 continue
             seen.add(fld.id)
             validator = fld.validator
-            normaliser.add_mask(value, stand_in(value, lambda v, validator=validator: bool(validator.validate(v).ok)))
+            accepts = lambda v, validator=validator: bool(validator.validate(v).ok)  # noqa: E731
+            if isinstance(value, (dict, list)):
+                _mask_tree(normaliser, value, accepts)
+            else:
+                normaliser.add_mask(value, stand_in(value, accepts))
     return seen
 
 

@@ -196,8 +196,7 @@ class Recorder:
             return self.transcript
         t = copy.deepcopy(self.transcript)
         t.masked = sorted(fields)
-        masker = Normaliser()
-        masker.masks, masker._exact_masks = self.normaliser.masks, self.normaliser._exact_masks
+        masker = self.normaliser.masker()
         for turn in t.turns:
             turn.text = masker.text(turn.text)
             turn.args = masker.value(turn.args)
