@@ -99,7 +99,6 @@ def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store):
     assert result.exit_code == 1
     assert "nosuch" in result.stderr and "--seed" in result.stderr
     assert not (Path(store) / "instances").exists() or not list((Path(store) / "instances").glob("*.json"))
-    assert not (Path(store) / "instances").exists() or not list((Path(store) / "instances").glob("*.json"))
 
 
 # --------------------------------------------------------------------------- formctl new
@@ -125,3 +124,49 @@ def test_new_with_a_forms_folder_says_the_next_commands_with_that_folder(tmp_pat
     assert result.exit_code == 0, result.stderr
     assert f"formctl check expense-report --forms {forms}" in result.stdout
     assert f"formctl run expense-report --forms {forms}" in result.stdout
+
+
+# --------------------------------------------------------------------------- a store that cannot be written
+
+
+def _read_only_store(monkeypatch):
+    """What a read-only mount answers (root ignores chmod, so the test cannot use it)."""
+    import errno
+    import os
+
+    from formctl.store import _durable
+
+    real_open = _durable.open_private
+
+    def read_only(path, flags):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+        return real_open(path, flags)
+
+    monkeypatch.setattr(_durable, "open_private", read_only)
+
+
+def test_run_on_a_read_only_store_stops_before_the_chat_in_one_line(store, monkeypatch):
+    instance_id = start(store, subject="ann")  # a store with an instance (and its folders) in it
+    _read_only_store(monkeypatch)
+
+    result = invoke("run", "travel-claim", "--offline", "--subject", "bob", "--store", store,
+                    "--forms", str(FORMS), input="Bob Stone\nBS1234\n")
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and "read-only" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "Bob Stone" not in result.stdout  # the person was not asked to type into a chat that cannot save
+    assert [p.stem for p in (Path(store) / "instances").glob("*.json")] == [instance_id]
+
+
+def test_run_with_a_store_folder_that_cannot_be_created_stops_in_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    result = invoke("run", "travel-claim", "--offline", "--store", str(blocker / "store"),
+                    "--forms", str(FORMS), input="Dana Reeve\n")
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and str(blocker) in result.stderr
+    assert "Nothing was started" not in result.stdout

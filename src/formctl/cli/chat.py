@@ -181,6 +181,7 @@ class ChatSession:
                 raise InvalidArgumentError(f'--seed {key}: no such field on {self.form_id} '
                                            f"(formctl check {self.form_id} lists them).")
         pinned = options.instance_id or self._continuable(self.form_id)
+        self.adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
         self.pin = _Pin(pinned)
 
         def runner(actor: str, adapter: Any) -> Any:

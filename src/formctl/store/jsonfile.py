@@ -501,6 +501,25 @@ class JsonFileAdapter:
                 rows.append(loaded.instance)
         return sort_recent_first(rows)[0].copy() if rows else None
 
+    def ensure_writable(self) -> None:
+        """Raise :class:`StoreError` unless an instance could be written here (creating the
+        folders if missing). Changes nothing else.
+
+        ``formctl run`` asks before the chat opens: a read-only mount or a store path that
+        cannot exist is then one line at the start, not a failure after every message the
+        person types."""
+        self._ensure_layout()
+        probe = os.path.join(self._instances_dir, f".write-check.{os.getpid()}.tmp")  # *.tmp: reindex sweeps a stray one
+        try:
+            fd = _durable.open_private(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        except OSError as exc:
+            raise _os_error(exc, f"write in {self._instances_dir}") from None
+        os.close(fd)
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+
     # ------------------------------------------------------------------ check / reindex
 
     def check(self) -> StoreReport:
