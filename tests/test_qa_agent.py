@@ -90,3 +90,18 @@ def test_short_and_structured_sensitive_values_are_masked_everywhere_and_the_tra
     assert 'masked = ["bank", "cvv"]' in text
     result = replay_file(path, registry=registry)
     assert result.passed, result.diff
+
+
+# --------------------------------------------------------------------------- guided: odd input
+
+
+def test_punctuation_alone_is_not_taken_as_an_answer():
+    chat = _Chat(_secret_form, "secret")
+    chat.say("hi")
+    for words in ("...", "?", "!!!", "Full name: --"):
+        said = chat.say(words)
+        assert "Full name?" in said, said  # asked again
+    instance = chat.runner.open_instance()
+    assert instance.entries == {}  # nothing written: no invalid revision for "?"
+    chat.say("Dana Reeve")
+    assert chat.values() == {"full_name": "Dana Reeve"}

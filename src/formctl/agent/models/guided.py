@@ -700,6 +700,10 @@ class GuidedModel:
                 plan.notes.append(f"Left out {field.label}.")
                 continue
             try:
+                if kind.name in ("text", "email") and not any(ch.isalnum() for ch in cleaned):
+                    # "...", "?", "!!!": no letters or digits is not an answer to write (and a
+                    # rejection would only add an invalid revision to the log).
+                    raise UnreadableAnswer('that has no letters or numbers in it. Say "help" if you\'re stuck.')
                 value = _convert(kind, cleaned)
             except UnreadableAnswer as exc:
                 plan.problems.append((field_id, cleaned, str(exc)))
