@@ -170,3 +170,29 @@ def test_run_with_a_store_folder_that_cannot_be_created_stops_in_one_line(tmp_pa
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and str(blocker) in result.stderr
     assert "Nothing was started" not in result.stdout
+
+
+# --------------------------------------------------------------------------- --record
+
+
+def test_record_does_not_overwrite_an_existing_transcript(tmp_path, store):
+    path = tmp_path / "dana.toml"
+    path.write_text("# a transcript someone relies on\n")
+
+    result = invoke("run", "travel-claim", "--offline", "--record", str(path), "--store", store,
+                    "--forms", str(FORMS), input="Dana Reeve\n")
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and str(path) in result.stderr and "exists" in result.stderr
+    assert path.read_text() == "# a transcript someone relies on\n"
+
+
+def test_record_over_a_form_that_already_has_answers_says_replay_cannot_reproduce_it(tmp_path, store):
+    start(store, {"full_name": "Dana Reeve"}, subject="dana")
+    path = tmp_path / "later.toml"
+
+    result = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--record", str(path),
+                    "--store", store, "--forms", str(FORMS), input="AB1234\n")
+
+    assert result.exit_code == 0, result.stderr
+    assert "already has answers" in result.stdout and "replay" in result.stdout

@@ -257,8 +257,17 @@ class ChatSession:
             return None
         from formctl.transcripts.record import Recorder
 
-        return Recorder(self.options.record, form_id=self.form_id, form_version=self.compiled.version,
-                        model=self.model.name, subject=self.subject, runner=self.agent)
+        path = Path(self.options.record)
+        if path.exists():  # a transcript is a regression test: recording over one would lose it
+            raise FormError(f"{path} already exists: record to a new path, or remove it first "
+                            f"(formctl replay {path} --update refreshes it instead).", code="already_exists")
+        recorder = Recorder(path, form_id=self.form_id, form_version=self.compiled.version,
+                            model=self.model.name, subject=self.subject, runner=self.agent)
+        if recorder.transcript.resumed:
+            self.notes.append(f"Recording {path} over a form that already has answers: formctl replay "
+                              f"starts from an empty store and can't reproduce it. For a replayable "
+                              f"transcript, record a new form from its start.")
+        return recorder
 
     # -- what the face shows -----------------------------------------------------------
 
