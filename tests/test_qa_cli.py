@@ -196,3 +196,35 @@ def test_record_over_a_form_that_already_has_answers_says_replay_cannot_reproduc
 
     assert result.exit_code == 0, result.stderr
     assert "already has answers" in result.stdout and "replay" in result.stdout
+
+
+# --------------------------------------------------------------------------- a form module that fails to import
+
+
+def _broken_forms(tmp_path: Path) -> Path:
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    (forms / "qa_boom.py").write_text('raise RuntimeError("kaboom at import")\n')
+    with open(forms / "registry.toml", "a") as fh:
+        fh.write('\n[forms.qa-boom]\nname = "Boom"\nmodule = "qa_boom:form"\n')
+    return forms
+
+
+def test_run_of_a_form_whose_module_raises_names_the_module(tmp_path, store):
+    forms = _broken_forms(tmp_path)
+
+    result = invoke("run", "qa-boom", "--offline", "--store", store, "--forms", str(forms), input="hi\n")
+
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert '"qa_boom"' in result.stderr and "kaboom at import" in result.stderr
+    assert "RuntimeError" in result.stderr
+
+
+def test_check_of_a_form_whose_module_raises_names_the_module(tmp_path):
+    forms = _broken_forms(tmp_path)
+
+    result = invoke("check", "qa-boom", "--forms", str(forms))
+
+    assert result.exit_code == 1
+    assert '"qa_boom"' in result.stderr and "kaboom at import" in result.stderr

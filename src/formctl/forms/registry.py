@@ -140,6 +140,14 @@ def _module_loader(spec: str, folder: Path) -> Callable[[], Any]:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise RegistryError(f'Cannot import form module "{module_name}" from {folder}: {exc}') from exc
+        except FormError:
+            raise  # the definition's own error (duplicate ids, ...) already says what is wrong
+        except Exception as exc:
+            # Code at the module's top level failed (a SyntaxError, a RuntimeError, ...): without
+            # the module's name the one-line error reads as formctl's own failure.
+            raise RegistryError(
+                f'Form module "{module_name}" failed while importing: {type(exc).__name__}: {exc}'
+            ) from exc
         try:
             return getattr(module, attribute)
         except AttributeError:
