@@ -228,3 +228,23 @@ def test_check_of_a_form_whose_module_raises_names_the_module(tmp_path):
 
     assert result.exit_code == 1
     assert '"qa_boom"' in result.stderr and "kaboom at import" in result.stderr
+
+
+# --------------------------------------------------------------------------- what the reads show
+
+
+def test_export_heads_held_values_on_one_line(store):
+    instance_id = start(store, {"mode": "rail", "mileage": 40})
+
+    result = invoke("export", instance_id, "--store", store, "--forms", str(FORMS))
+
+    assert result.exit_code == 0, result.stderr
+    assert "held (not applicable now, kept)\n" in result.stdout
+    assert "mileage" in result.stdout.split("held (not applicable now, kept)")[1]
+
+
+def test_the_store_group_help_has_an_example():
+    result = invoke("store", "--help")
+
+    assert result.exit_code == 0
+    assert "Example" in result.stdout and "formctl store check" in result.stdout

@@ -75,6 +75,7 @@ store_app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
+    epilog="\b\nExample:\n  formctl store check --store ./.formctl\n  formctl store reindex",
 )
 app.add_typer(store_app)
 

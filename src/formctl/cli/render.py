@@ -270,8 +270,10 @@ def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | No
         table.add_row(key, labels.get(key, key), value_text(value))
     out.print(table)
     if data["held"]:
-        held = Table(title="held (not applicable now, kept)", title_justify="left", show_edge=False,
-                     pad_edge=False, box=None, header_style="bold")
+        # A heading line, not the table's title: a title wraps to the table's width, which
+        # split this one over two lines when the values were short.
+        out.print(Text("held (not applicable now, kept)", style="bold"))
+        held = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for name in ("field", "label", "value"):
             held.add_column(name)
         for key, value in data["held"].items():
