@@ -105,3 +105,32 @@ def test_punctuation_alone_is_not_taken_as_an_answer():
     assert instance.entries == {}  # nothing written: no invalid revision for "?"
     chat.say("Dana Reeve")
     assert chat.values() == {"full_name": "Dana Reeve"}
+
+
+# --------------------------------------------------------------------------- transcripts: determinism
+
+
+def _record_claim(path, adapter, subject):
+    from formctl.transcripts.record import Recorder
+    from test_transcripts import forms_registry
+
+    runner = FormRunner(adapter, registry=forms_registry(), subject=subject)
+    model = GuidedModel(runner, form_id="travel-claim")
+    rec = Recorder(path, form_id="travel-claim", form_version=1, model=model.name, subject=subject, runner=runner)
+    loop = ChatLoop(runner, model, form_id="travel-claim", on_event=rec.event)
+    for words in ["hi", "Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-11-03", "2026-11-05",
+                  "conference", "rail", "TKT-991", "skip", "skip", "900", "status"]:
+        rec.person(words)
+        loop.send(words)
+    rec.finish(runner)
+    return path.read_text()
+
+
+def test_two_recordings_with_different_subjects_and_stores_are_identical_even_while_waiting(tmp_path):
+    from formctl import JsonFileAdapter
+
+    first = _record_claim(tmp_path / "a.toml", MemoryAdapter(), "dana")
+    second = _record_claim(tmp_path / "b.toml", JsonFileAdapter(tmp_path / "store"), "sam")
+    assert 'status = "awaiting"' in first
+    assert not re.search(r"form_[0-9a-z]{1,16}_[0-9a-z]{6}", first)  # the model's text names the instance too
+    assert first == second

@@ -139,7 +139,9 @@ class Recorder:
             if self._iteration is None:
                 return
             reply = ev.reply
-            self._iteration.text = reply.text
+            # The model's words can name volatile things too ("formctl resolve form_…"): the
+            # same conversation must make the same file.
+            self._iteration.text = norm.text(reply.text) if reply.text else reply.text
             self._iteration.stop_reason = reply.stop_reason
             self._iteration.calls = [
                 Call(id=norm.tool_id(b.get("id", "")), name=b.get("name", ""), input=norm.value(b.get("input")))
