@@ -279,3 +279,91 @@ def test_a_patch_value_with_no_json_form_fails_its_hook(adapter):
     assert "not JSON data" in result.failures[0].message
     _, instance, _ = runner.evaluation()
     assert "b" not in instance.entries
+
+
+# --------------------------------------------------------------------------- property: status, views and tier 0 agree
+
+from formctl import Complete, Fail, Terminate  # noqa: E402
+from formctl.forms.project import blocking_failure_open, complete_flag  # noqa: E402
+
+_EFFECTS = ["none", "patch", "jump", "complete", "fail", "raise", "patch_jump", "complete_patch"]
+
+
+def _executor(kind: str, target: str):
+    def run(ctx):
+        if kind == "patch":
+            return Patch({target: "x"})
+        if kind == "jump":
+            return Jump("s0")
+        if kind == "complete":
+            return Complete()
+        if kind == "fail":
+            return Fail("nope")
+        if kind == "raise":
+            raise RuntimeError("boom")
+        if kind == "patch_jump":
+            return [Patch({target: "y"}), Jump("s1")]
+        if kind == "complete_patch":
+            return (Complete(), Patch({target: "z"}))
+        if kind == "terminate":
+            return Terminate("stop")
+        return None
+
+    return None if kind == "none" else run
+
+
+@st.composite
+def _effect_forms(draw):
+    ids = ["a", "b", "c", "d", "e"]
+    fields = [(fid, draw(st.booleans()), draw(st.sampled_from(["none", "eq", "not"])), draw(st.sampled_from(ids)),
+               draw(st.sampled_from(_EFFECTS)), draw(st.sampled_from(ids))) for fid in ids]
+    checkpoints = [(draw(st.sampled_from(ids)), draw(st.booleans()), draw(st.sampled_from([*_EFFECTS, "terminate"])),
+                    draw(st.sampled_from(ids))) for _ in range(draw(st.integers(0, 2)))]
+    return fields, checkpoints, draw(st.sampled_from(_EFFECTS))
+
+
+def _build_effect_form(case):
+    fields, checkpoints, on_complete = case
+    builder = define_form("fx", name="Effects")
+    for i, (fid, optional, gate, target, effect, patch_target) in enumerate(fields):
+        if i in (0, 3):
+            builder = builder.step(f"s{i // 3}", title=f"Step {i // 3}")
+        when = None
+        if gate == "eq":
+            when = lambda v, s, t=target: v[t] != "y"
+        elif gate == "not":
+            when = lambda v, s, t=target: not v[t] or v[t] == "x"
+        builder = builder.field(fid, str | None if optional else str, label=fid.upper(), when=when,
+                                on_fill=_executor(effect, patch_target))
+    for j, (field, blocking, effect, patch_target) in enumerate(checkpoints):
+        builder = builder.checkpoint(f"cp{j}", when=lambda v, s, t=field: v[t] == "y", blocking=blocking,
+                                     run=_executor(effect, patch_target))
+    if on_complete != "none":
+        builder = builder.on_complete(_executor(on_complete, "a"))
+    return builder.build()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_effect_forms(), _operations(list("abcde")))
+def test_after_every_write_status_views_and_tier0_agree(case, sequence):
+    runner = _runner_for(_build_effect_form(case))
+    result = runner.start("fx")
+    for op in sequence:
+        instance = runner.open_instance(result.instance_id)
+        if instance.status == "abandoned":
+            break
+        kind, arg = op
+        try:
+            result = {"fill": runner.fill, "retract": runner.retract, "undo": runner.undo, "redo": runner.redo}[kind](arg)
+        except FormError as error:
+            assert error.code == "form_validation_failed"
+            continue
+        compiled, instance, ev = runner.evaluation(result.instance_id)
+        assert instance.blocked_on is None or instance.status == "awaiting"
+        if instance.status in ("active", "complete"):
+            settled = (ev.complete or instance.forced_complete) and not blocking_failure_open(compiled, ev, instance)
+            assert (instance.status == "complete") == settled, op
+            assert complete_flag(compiled, ev, instance) == result.to_dict()["complete"] == settled, op
+            assert (runner.tier0() == "") == (settled and not ev.revisiting), op
+        assert all(ev.field_status(f) == "filled" for f in result.captured), op
+        assert all(ev.field_status(f) == "held" for f in result.held), op
