@@ -248,3 +248,26 @@ def test_the_store_group_help_has_an_example():
 
     assert result.exit_code == 0
     assert "Example" in result.stdout and "formctl store check" in result.stdout
+
+
+# --------------------------------------------------------------------------- a damaged conversation file
+
+
+@pytest.mark.parametrize("damage", [b'{"format": 1, "messages": [{"role": "us', b"\xff\xfe\x00", b"[]"])
+def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store, damage):
+    first = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store,
+                   "--forms", str(FORMS), input="Dana Reeve\n")
+    assert first.exit_code == 0, first.stderr
+    (conversation,) = (Path(store) / "conversations").glob("*.json")
+    instance_id = conversation.stem
+    conversation.write_bytes(damage)
+
+    result = invoke("resume", instance_id, "--offline", "--store", store, "--forms", str(FORMS), input="AB1234\n")
+
+    assert result.exit_code == 0, result.stderr
+    assert str(conversation) in result.stdout and "every answer is kept" in result.stdout
+    assert "saved Staff ID" in result.stdout
+    (aside,) = (Path(store) / "conversations").glob(f"{instance_id}.json.damaged*")
+    assert aside.read_bytes() == damage  # set aside as it was, never overwritten
+    export = invoke("export", instance_id, "--json", "--store", store, "--forms", str(FORMS))
+    assert '"full_name": "Dana Reeve"' in export.stdout and '"staff_id": "AB1234"' in export.stdout

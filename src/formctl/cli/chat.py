@@ -198,7 +198,7 @@ class ChatSession:
         from formctl.agent.models import pick_model
 
         self.conversations = ConversationStore(self.store_dir)
-        messages = self.conversations.load(pinned) if pinned else []
+        messages = self._saved_conversation(pinned) if pinned else []
         self.resumed = bool(messages)
         self.model = pick_model(self.agent, model_name=options.model, offline=options.offline, form_id=self.form_id)
         self.recorder = self._recorder()
@@ -251,6 +251,36 @@ class ChatSession:
             return True
         return (instance.status in CONTINUABLE and instance.def_version != self.compiled.version
                 and self.compiled.migrate is None)
+
+    def _saved_conversation(self, instance_id: str) -> list[Any]:
+        """The instance's saved messages; a damaged file is set aside (kept, renamed) and the chat
+        starts the conversation afresh.
+
+        The conversation is only the model's context: the answers live in the instance. Failing
+        here would lock the person out of a form whose answers are intact, and saving the new
+        conversation over the damaged file would lose it, so it is moved to ``*.damaged``.
+        """
+        path = self.conversations.path(instance_id)
+        try:
+            return self.conversations.load(instance_id)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, OSError):
+                raise  # unreadable, not damaged: nothing to set aside
+            why = exc.message
+        except UnicodeDecodeError as exc:
+            why = f"The conversation file {path} is corrupt (not UTF-8 text, byte {exc.start})."
+        aside = path.with_name(path.name + ".damaged")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.damaged-{n}")
+        try:
+            os.rename(path, aside)
+        except OSError as exc:
+            raise StoreError(f"{why} It could not be moved aside ({exc.strerror or exc}).") from None
+        self.notes.append(f"{why} It was moved to {aside}; the conversation starts afresh, "
+                          "and every answer is kept.")
+        return []
 
     def _recorder(self) -> Any:
         if not self.options.record:
