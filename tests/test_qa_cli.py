@@ -271,3 +271,40 @@ def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store
     assert aside.read_bytes() == damage  # set aside as it was, never overwritten
     export = invoke("export", instance_id, "--json", "--store", store, "--forms", str(FORMS))
     assert '"full_name": "Dana Reeve"' in export.stdout and '"staff_id": "AB1234"' in export.stdout
+
+
+# --------------------------------------------------------------------------- Ctrl-C in the plain chat
+
+
+def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(store):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--store", store,
+         "--forms", str(FORMS)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+    )
+    try:
+        # /status runs after the turn has ended, so its last line means the chat is between
+        # turns (a Ctrl-C inside a turn cancels only that turn, as in the terminal).
+        child.stdin.write("Dana Reeve\n/status\n")
+        child.stdin.flush()
+        seen = []
+        for line in child.stdout:
+            seen.append(line)
+            if line.startswith("undo would set"):
+                break
+        child.send_signal(signal.SIGINT)
+        rest, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    out = "".join(seen) + rest
+    assert child.returncode == 130
+    assert "Traceback" not in err
+    assert "saved Full name" in out
+    assert "formctl resume form_" in out

@@ -612,13 +612,21 @@ class _Face:
         elif s.resumed:
             self._text(_last_said(s.loop.messages))
             self._refresh()
-        for line in self._lines():
-            if not line.startswith("/"):
-                self._turn(line)
-            elif s.command(line, self.out):
-                self._refresh()
-            else:
-                break
+        try:
+            for line in self._lines():
+                if not line.startswith("/"):
+                    self._turn(line)
+                elif s.command(line, self.out):
+                    self._refresh()
+                else:
+                    break
+        except KeyboardInterrupt:
+            # Ctrl-C ends a plain chat (exit 130), but every committed answer is kept: say how
+            # to carry on, as leaving any other way does.
+            self._end_text()
+            self._text("\n")
+            self._line(s.goodbye(), mark=False)
+            raise
         self._line(s.goodbye(), mark=False)
 
 
