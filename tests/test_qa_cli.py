@@ -308,3 +308,27 @@ def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(store):
     assert "Traceback" not in err
     assert "saved Full name" in out
     assert "formctl resume form_" in out
+
+
+# --------------------------------------------------------------------------- fill k=v
+
+
+def test_fill_sends_digits_to_a_text_field_as_text(store):
+    """staff_id=123456 is a number in JSON, but the field takes text: the text is what was meant."""
+    instance_id = start(store, {"full_name": "Dana Reeve"})
+
+    result = invoke("fill", instance_id, "purpose=2026", "total=812.5", "--json", "--store", store,
+                    "--forms", str(FORMS))
+
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    export = invoke("export", instance_id, "--json", "--store", store, "--forms", str(FORMS))
+    assert '"purpose": "2026"' in export.stdout and '"total": 812.5' in export.stdout
+
+
+def test_fill_still_sends_json_where_the_field_takes_it(store):
+    instance_id = start(store)
+
+    result = invoke("fill", instance_id, "total=true", "--store", store, "--forms", str(FORMS))
+
+    assert result.exit_code == 1  # neither true nor "true" is a number: rejected, as before
+    assert "Total claimed" in result.stdout

@@ -496,8 +496,9 @@ def fill(
     from formctl.cli.args import parse_assignments
     from formctl.cli.workspace import open_runner
 
-    values = parse_assignments(assignments)
+    parse_assignments(assignments)  # a malformed pair fails before the store is opened
     runner = open_runner(store, forms)
+    values = parse_assignments(assignments, runner.evaluation(instance_id)[0])
     _write_outcome(runner, runner.fill(values, instance_id=instance_id), as_json)
 
 
@@ -572,8 +573,9 @@ def resolve(
     from formctl.cli.args import parse_assignments
     from formctl.cli.workspace import open_runner
 
-    values = parse_assignments(assignments or [])
+    parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
     runner = open_runner(store, forms)
+    values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
     result = runner.resolve_checkpoint(instance_id, fail=fail, values=values or None, checkpoint=checkpoint)
     _write_outcome(runner, result, as_json)
 

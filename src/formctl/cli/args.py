@@ -31,13 +31,26 @@ def _not_json(name: str) -> Any:
     raise ValueError(name)
 
 
-def parse_assignments(pairs: Iterable[str]) -> dict[str, Any]:
-    """``["a=1", "b=x"]`` → ``{"a": 1, "b": "x"}``. A later pair for the same key wins."""
+def parse_assignments(pairs: Iterable[str], compiled: Any = None) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` → ``{"a": 1, "b": "x"}``. A later pair for the same key wins.
+
+    With the instance's ``compiled`` form, a value that parsed as JSON but that its field
+    rejects is sent as the text typed when the field accepts that: ``purpose=2026`` or
+    ``ticket_reference=12345`` on a text field meant the digits, and "Input should be a
+    valid string" for them read as a bug. Values the field takes as JSON are unchanged.
+    """
     values: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or not key:
             raise InvalidArgumentError(f'Expected field=value, got "{pair}".')
-        values[key] = parse_value(raw)
+        value = parse_value(raw)
+        if compiled is not None and not isinstance(value, str):
+            field_id = compiled.resolve_field(key)
+            if field_id is not None:
+                check = compiled.field_by_id[field_id].validator.validate
+                if not check(value).ok and check(raw).ok:
+                    value = raw
+        values[key] = value
     return values
