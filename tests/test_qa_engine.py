@@ -356,7 +356,7 @@ def test_after_every_write_status_views_and_tier0_agree(case, sequence):
         try:
             result = {"fill": runner.fill, "retract": runner.retract, "undo": runner.undo, "redo": runner.redo}[kind](arg)
         except FormError as error:
-            assert error.code == "form_validation_failed"
+            assert error.code in ("form_validation_failed", "form_blocked")  # nothing to move; a host wait
             continue
         compiled, instance, ev = runner.evaluation(result.instance_id)
         assert instance.blocked_on is None or instance.status == "awaiting"
@@ -367,3 +367,48 @@ def test_after_every_write_status_views_and_tier0_agree(case, sequence):
             assert (runner.tier0() == "") == (settled and not ev.revisiting), op
         assert all(ev.field_status(f) == "filled" for f in result.captured), op
         assert all(ev.field_status(f) == "held" for f in result.held), op
+
+
+# --------------------------------------------------------------------------- strictness: true is not 1
+
+
+def test_a_boolean_is_not_a_number_literal_and_a_number_is_not_a_boolean_literal():
+    from typing import Literal
+
+    from formctl.forms.validate import FieldValidator
+
+    class Rating(_enum.IntEnum):
+        one = 1
+        two = 2
+
+    for annotation, raw in [(Literal[1, 2, 3], True), (Literal[0], False), (Literal[1] | None, True),
+                            (Rating, True), (Literal[True], 1), (Literal[False, "no"], 0)]:
+        outcome = FieldValidator(annotation).validate(raw)
+        assert not outcome.ok, (annotation, raw, outcome.value)
+    assert FieldValidator(Literal[1, 2]).validate(1).ok
+    assert FieldValidator(Literal[True]).validate(True).ok
+    assert FieldValidator(Literal[1, True]).validate(True).value is True
+
+
+def test_a_patch_round_does_not_end_a_wait_for_the_host():
+    """An on_fill's patch, written while a blocking checkpoint waits for the host, leaves it waiting."""
+    form = (
+        define_form("waits", name="Waits")
+        .step("s", title="S")
+        .field("a", str, label="A")
+        .field("b", str, label="B")
+        .field("e", str, label="E", on_fill=lambda ctx: [Complete(), Patch({"a": "z"})])
+        .checkpoint("cp", when=lambda v, s: v["a"] == "y", blocking=True)  # no run: waits for the host
+        .build()
+    )
+    runner = _runner_for(form)
+    runner.start("waits")
+    result = runner.fill({"e": "x", "a": "y"})
+    _, instance, ev = runner.evaluation(result.instance_id)
+    assert ev.values["a"] == "z"  # the patch was written
+    assert (instance.status, instance.blocked_on) == ("awaiting", "cp")  # used to read complete, still blocked on cp
+    assert instance.occurrences.get("form", 0) == 0
+    runner.resolve_checkpoint(instance.id)
+    _, instance, _ = runner.evaluation(result.instance_id)
+    assert (instance.status, instance.blocked_on) == ("complete", None)  # the forced completion lands now
+    assert instance.occurrences["form"] == 1

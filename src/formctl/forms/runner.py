@@ -584,7 +584,11 @@ class FormRunner:
                 setattr(commit, name, value)
             blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
             done = _settled(compiled, after, projected, forced_after) == "complete"
-            if blocking is not None:
+            if stored_status == "awaiting" and instance.blocked_on:
+                # A patch round (or a recovery) written while a checkpoint waits for the host:
+                # the wait holds, and the status with it, until resolve_checkpoint settles it.
+                pass
+            elif blocking is not None:
                 commit.status = "awaiting"
                 commit.blocked_on = blocking.id
             elif done and stored_status != "complete":

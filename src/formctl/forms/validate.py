@@ -156,6 +156,15 @@ class FieldValidator:
             value = validate_json(text, strict=True)
         except ValidationError as exc:
             return Outcome(ok=False, issues=_issues_from(exc))
+        # pydantic matches literals (and int enums) by equality, and in Python True == 1:
+        # Literal[1, 2, 3] took `true` and Literal[True] took `1`. Strict means a boolean
+        # is never a number and a number never a boolean (departure 1).
+        kind = type(raw)
+        if kind is bool:
+            if type(value) is not bool and isinstance(value, (int, float)):
+                return Outcome(ok=False, issues=(Issue((), "Input should be a number, not true or false", "literal_error"),))
+        elif (kind is int or kind is float) and type(value) is bool:
+            return Outcome(ok=False, issues=(Issue((), "Input should be true or false, not a number", "literal_error"),))
         return Outcome(ok=True, value=value)
 
     def __repr__(self) -> str:
