@@ -332,3 +332,28 @@ def test_fill_still_sends_json_where_the_field_takes_it(store):
 
     assert result.exit_code == 1  # neither true nor "true" is a number: rejected, as before
     assert "Total claimed" in result.stdout
+
+
+# --------------------------------------------------------------------------- brackets in values and titles
+
+
+def test_values_and_reasons_with_square_brackets_print_as_typed(store):
+    instance_id = start(store, {"full_name": "Dana [x] Reeve", "destination": "[/]Paris", "purpose": "[bold]talk"})
+    opts = ("--store", store, "--forms", str(FORMS))
+
+    export = invoke("export", instance_id, *opts)
+    history = invoke("history", instance_id, "destination", *opts)
+    invoke("abandon", instance_id, "--reason", "dup of [form_x]", *opts)
+    listing = invoke("instances", "--store", store)
+
+    assert export.exit_code == 0, export.stderr
+    assert "Dana [x] Reeve" in export.stdout and "[/]Paris" in export.stdout and "[bold]talk" in export.stdout
+    assert history.exit_code == 0 and "[/]Paris" in history.stdout
+    assert listing.exit_code == 0 and "dup of [form_x]" in listing.stdout
+
+
+def test_check_marks_gated_steps():
+    result = invoke("check", "travel-claim", "--forms", str(FORMS))
+
+    assert result.exit_code == 0
+    assert "Travel (travel) — how they travelled, mileage or ticket  [gated]" in result.stdout

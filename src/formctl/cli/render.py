@@ -45,7 +45,10 @@ def console(*, stderr: bool = False) -> Console:
     width = None
     if not (hasattr(stream, "isatty") and stream.isatty()) and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    return Console(stderr=stderr, highlight=False, width=width)
+    # markup=False: what is printed is data (a person's answers, reasons, form titles), and
+    # rich markup would eat "[gated]" or "[x]" from it and stop on "[/]" with a MarkupError.
+    # Styles are given as Text and style= arguments instead.
+    return Console(stderr=stderr, highlight=False, markup=False, width=width)
 
 
 def value_text(value: Any) -> str:
