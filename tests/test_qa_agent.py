@@ -134,3 +134,42 @@ def test_two_recordings_with_different_subjects_and_stores_are_identical_even_wh
     assert 'status = "awaiting"' in first
     assert not re.search(r"form_[0-9a-z]{1,16}_[0-9a-z]{6}", first)  # the model's text names the instance too
     assert first == second
+
+
+class _ExplicitInstance:
+    """A model that names the instance in every write (as a real model copying it from a result may)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name = inner, inner.name
+
+    def respond(self, request, on_text=None):
+        reply = self.inner.respond(request, on_text)
+        seen = None
+        for message in request.messages:
+            for block in message.get("content") if isinstance(message.get("content"), list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    data = json.loads(block["content"]).get("data")
+                    if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+                        seen = data["instance_id"]
+        for block in reply.content:
+            if block.get("type") == "tool_use" and block["name"] in ("form_fill", "form_revise") and seen:
+                block["input"] = {**block["input"], "instance_id": seen}
+        return reply
+
+
+def test_a_transcript_whose_model_named_the_instance_still_replays(tmp_path):
+    from formctl.transcripts.record import Recorder
+
+    registry = FormRegistry().register("secret", name="Secret", description="", load=_secret_form)
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="qa")
+    model = _ExplicitInstance(GuidedModel(runner, form_id="secret"))
+    path = tmp_path / "explicit.toml"
+    rec = Recorder(path, form_id="secret", form_version=1, model=model.name, subject="qa", runner=runner)
+    loop = ChatLoop(runner, model, form_id="secret", on_event=rec.event)
+    for words in ["hi", "Dana Reeve", "4821", "undo", "4822", "blue"]:
+        rec.person(words)
+        loop.send(words)
+    rec.finish(runner)
+    assert 'instance_id = "<instance>"' in path.read_text()
+    result = replay_file(path, registry=registry)
+    assert result.passed, result.diff

@@ -217,12 +217,66 @@ def _recorded_model(replies: list[Any], name: str) -> Any:
             if isinstance(recorded, str):
                 raise ModelError(recorded)
             # No copy: these replies were built for this replay alone, and each is played once.
-            reply = ModelReply(content=recorded.content, stop_reason=recorded.stop_reason)
+            content = recorded.content
+            if any(b.get("type") == "tool_use" and _names_instance(b.get("input")) for b in content):
+                # The recording normalised an instance id the model copied into a call
+                # (instance_id: "<instance>"): give it this replay's id, the newest a result named.
+                current = _newest_instance(request.messages)
+                if current is not None:
+                    content = [
+                        {**b, "input": _with_instance(b.get("input"), current)} if b.get("type") == "tool_use" else b
+                        for b in content
+                    ]
+            reply = ModelReply(content=content, stop_reason=recorded.stop_reason)
             if on_text is not None and reply.text:
                 on_text(reply.text)
             return reply
 
     return _Recorded(replies, name=name)
+
+
+def _names_instance(value: Any) -> bool:
+    from formctl.transcripts.normalise import INSTANCE
+
+    if isinstance(value, str):
+        return INSTANCE in value
+    if isinstance(value, dict):
+        return any(_names_instance(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_names_instance(v) for v in value)
+    return False
+
+
+def _with_instance(value: Any, instance_id: str) -> Any:
+    from formctl.transcripts.normalise import INSTANCE
+
+    if isinstance(value, str):
+        return value.replace(INSTANCE, instance_id)
+    if isinstance(value, dict):
+        return {k: _with_instance(v, instance_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_instance(v, instance_id) for v in value]
+    return value
+
+
+def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
+    """The instance id the newest tool result named (what a model copying an id would have copied)."""
+    import json
+
+    for message in reversed(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in reversed(content):
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            try:
+                data = json.loads(block.get("content") or "").get("data")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+                return data["instance_id"]
+    return None
 
 
 def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
