@@ -45,9 +45,9 @@ class Normaliser:
         self._tool_ids: dict[str, str] = {}
         self.masks: dict[str, Any] = {}  # real text → stand-in (strings of 4+ characters are replaced inside text)
         self._exact_masks: dict[Any, Any] = {}  # real leaf values → stand-in, replaced whole
-        # Real texts of 2 or 3 characters (a CVV): replaced inside text only as a whole token, not
-        # glued to letters or digits, so "123" goes but "1234" and "step 1/2" stay. One
-        # character is replaced only when it is the whole text.
+        # Real texts of 3 characters (a CVV): replaced inside text only as a whole token, not
+        # glued to letters or digits, so "123" goes but "1234" stays. One or two characters
+        # are replaced only when they are the whole text (a "12" token would hit dates).
         self.short_masks: dict[str, str] = {}
         self._short_pattern: re.Pattern[str] | None = None
 
@@ -92,7 +92,7 @@ class Normaliser:
                 return text.replace(text.strip(), whole)
             pattern = self._short_pattern
             if pattern is None:
-                tokens = sorted((t for t in self.short_masks if len(t) >= 2), key=len, reverse=True)
+                tokens = [t for t in self.short_masks if len(t) == 3]
                 alternatives = "|".join(re.escape(t) for t in tokens) or r"(?!)"
                 pattern = self._short_pattern = re.compile(rf"(?<![0-9A-Za-z])(?:{alternatives})(?![0-9A-Za-z])")
             text = pattern.sub(lambda m: self.short_masks[m.group(0)], text)
