@@ -357,3 +357,30 @@ def test_check_marks_gated_steps():
 
     assert result.exit_code == 0
     assert "Travel (travel) — how they travelled, mileage or ticket  [gated]" in result.stdout
+
+
+# --------------------------------------------------------------------------- a form whose version moved on
+
+
+def test_reading_an_instance_of_an_older_form_version_says_how_to_get_its_answers(tmp_path, store):
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"),
+                        subject="dana")
+    instance_id = runner.start("travel-claim", seed={"full_name": "Dana Reeve"}).view.instance_id
+    module = forms / "travel_claim.py"
+    module.write_text(module.read_text().replace("version=1,", "version=2,", 1))
+    # A fresh module name, so this process imports the changed file rather than its cached module.
+    module.rename(forms / "travel_claim_v2.py")
+    registry = forms / "registry.toml"
+    registry.write_text(registry.read_text().replace('"travel_claim:', '"travel_claim_v2:'))
+
+    result = invoke("export", instance_id, "--store", store, "--forms", str(forms))
+
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert f"formctl abandon {instance_id}" in result.stderr and f"formctl export {instance_id}" in result.stderr
+
+    invoke("abandon", instance_id, "--reason", "form changed", "--store", store, "--forms", str(forms))
+    after = invoke("export", instance_id, "--store", store, "--forms", str(forms))
+    assert after.exit_code == 0 and "Dana Reeve" in after.stdout

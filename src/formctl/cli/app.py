@@ -36,6 +36,7 @@ class _Group(LeanGroup):
     """Turns errors from any command into one line on stderr and a non-zero exit."""
 
     def invoke(self, ctx: typer.Context) -> Any:
+        args = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # before the command consumes them
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -46,10 +47,22 @@ class _Group(LeanGroup):
             from formctl.forms.errors import FormError
 
             if isinstance(exc, FormError):
+                if exc.code == "form_stale":
+                    _fail(exc.message + _stale_hint(args))
                 _fail(exc.message)
             if isinstance(exc, BrokenPipeError):
                 raise typer.Exit(1) from None
             _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
+
+
+def _stale_hint(args: list[str]) -> str:
+    """What to do about an instance started on an older version of its form (with no migrate):
+    the engine refuses to read it against the new definition, but nothing is lost."""
+    from formctl.store.ids import is_instance_id
+
+    iid = next((a for a in args if isinstance(a, str) and is_instance_id(a)), "ID")
+    return (f" It can't be continued or read as it is; its answers are kept: formctl abandon {iid} "
+            f"--reason REASON closes it, then formctl export {iid} shows them.")
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
