@@ -3,7 +3,8 @@
 A value is JSON when it parses as JSON, and text otherwise, so the common cases need no
 quoting: ``total=812.5`` is a number, ``mode=car`` and ``staff_id=AB1234`` are text,
 ``details_changed=true`` is a boolean, ``tags='["a","b"]'`` is a list. To send text that
-happens to look like JSON, quote it as a JSON string: ``staff_id='"123456"'``.
+happens to look like JSON, quote it as a JSON string: ``staff_id='"123456"'`` (given the
+form, :func:`parse_assignments` does this itself when the field rejects the JSON).
 Leading zeros are not JSON, so ``phone=0123456`` stays text.
 
 An empty value (``phone=``) is sent as ``""``, which the engine ignores (blanks never
