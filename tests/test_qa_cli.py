@@ -384,3 +384,21 @@ def test_reading_an_instance_of_an_older_form_version_says_how_to_get_its_answer
     invoke("abandon", instance_id, "--reason", "form changed", "--store", store, "--forms", str(forms))
     after = invoke("export", instance_id, "--store", store, "--forms", str(forms))
     assert after.exit_code == 0 and "Dana Reeve" in after.stdout
+
+
+# --------------------------------------------------------------------------- listing past a damaged file
+
+
+def test_instances_warns_about_a_damaged_file_it_cannot_list(store):
+    kept = start(store, subject="ann")
+    damaged = start(store, subject="bob")
+    path = _truncate(store, damaged)
+
+    result = invoke("instances", "--store", store)
+    as_json = invoke("instances", "--json", "--store", store)
+
+    assert result.exit_code == 0
+    assert kept in result.stdout and damaged not in result.stdout
+    assert str(path) in result.stderr and "formctl store check" in result.stderr
+    assert as_json.exit_code == 0 and str(path) in as_json.stderr
+    assert '"instances"' in as_json.stdout  # stdout stays valid JSON

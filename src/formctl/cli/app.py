@@ -352,7 +352,11 @@ def instances(
 
     if status is not None and status not in INSTANCE_STATUSES:
         _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
-    found = open_store(store).find_instances(subject=subject, def_id=form, status=status, limit=limit)
+    damaged: list[Any] = []
+    found = open_store(store).find_instances(subject=subject, def_id=form, status=status, limit=limit,
+                                             damaged=damaged)
+    for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
+        sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
     rows = []
     for i in found:
         row = {"instance_id": i.id, "form": i.def_id, "subject": i.subject, "status": i.status,

@@ -440,9 +440,11 @@ class JsonFileAdapter:
         status: str | None = None,
         limit: int | None = None,
         strict: bool = False,
+        damaged: list[StoreError] | None = None,
     ) -> list[Instance]:
         """Instances matching every filter, most recent first. An instance whose file is
-        corrupt is left out of a listing (``get_instance`` and ``check()`` report it).
+        corrupt is left out of a listing (``get_instance`` and ``check()`` report it), and
+        its error appended to ``damaged`` when given (``formctl instances`` warns with it).
 
         ``strict``: a corrupt file that the index last saw open (active or awaiting) raises
         :class:`StoreError` instead. ``formctl run`` asks this way: left out, the person's
@@ -454,9 +456,11 @@ class JsonFileAdapter:
             for row in self._index.ids_for(subject=subject, def_id=def_id, status=status):
                 try:
                     loaded = self._read(row[0])
-                except StoreError:
+                except StoreError as exc:
                     if strict and row[3] in ("active", "awaiting"):
                         raise
+                    if damaged is not None:
+                        damaged.append(exc)
                     continue
                 if loaded is None:
                     continue
