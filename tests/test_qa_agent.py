@@ -173,3 +173,12 @@ def test_a_transcript_whose_model_named_the_instance_still_replays(tmp_path):
     assert 'instance_id = "<instance>"' in path.read_text()
     result = replay_file(path, registry=registry)
     assert result.passed, result.diff
+
+
+def test_a_number_too_long_to_read_is_answered_locally_not_a_model_failure():
+    from test_guided import Chat
+
+    chat = Chat("travel-claim")
+    chat.say("hi")
+    said = chat.say("Miles driven: " + "1" * 5000)  # Chat.say asserts the turn had no error
+    assert "Miles driven" in said and chat.tools == []

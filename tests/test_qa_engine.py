@@ -412,3 +412,14 @@ def test_a_patch_round_does_not_end_a_wait_for_the_host():
     _, instance, _ = runner.evaluation(result.instance_id)
     assert (instance.status, instance.blocked_on) == ("complete", None)  # the forced completion lands now
     assert instance.occurrences["form"] == 1
+
+
+def test_an_integer_too_long_to_write_as_json_is_refused_not_stored(adapter):
+    from conftest import make_registry
+
+    runner = FormRunner(adapter, registry=make_registry(), subject="qa")
+    runner.start("pi-intake")
+    result = runner.fill({"vehicleCount": 10**5000, "phone": "0123"})  # past Python's 4300-digit str limit
+    assert [r.field for r in result.rejected] == ["vehicleCount"] and "not JSON data" in result.rejected[0].message
+    assert result.captured == ["phone"]
+    assert "vehicleCount" not in runner.open_instance().entries

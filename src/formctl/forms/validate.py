@@ -192,6 +192,9 @@ def _json_text(raw: Any) -> str:
     return _encode_json(raw)
 
 
+_SAFE_INT = 2**53
+
+
 def json_data(raw: Any) -> Any:
     """``raw`` as the JSON data it would be on the wire; ``ValueError`` when it has no JSON form.
 
@@ -204,7 +207,15 @@ def json_data(raw: Any) -> Any:
     Values with no JSON form (arbitrary objects, NaN) raise.
     """
     kind = type(raw)
-    if kind is str or kind is int or kind is bool or raw is None:
+    if kind is str or kind is bool or raw is None:
+        return raw
+    if kind is int:
+        if -_SAFE_INT <= raw <= _SAFE_INT:
+            return raw
+        try:
+            int.__repr__(raw)  # past sys.get_int_max_str_digits() an int cannot be written as JSON
+        except ValueError as exc:
+            raise ValueError(str(exc).split(";")[0]) from None
         return raw
     if kind is float and raw - raw == 0.0:
         return raw

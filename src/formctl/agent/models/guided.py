@@ -190,6 +190,8 @@ def _parse_number(text: str, integer: bool) -> int | float:
         whole = " (a whole number)" if integer else ""
         raise UnreadableAnswer(f"I need a single number{whole}, like 40 or 1,200.")
     raw = found[0].replace(",", "")
+    if len(raw) > 300:  # longer than any real answer, and past what int() and JSON will take
+        raise UnreadableAnswer("That number is far too long; I need the number itself, like 40 or 1,200.")
     if "." in raw:
         value = float(raw)
         # A whole number written "40.0" is still a whole number; "40.5" is sent as it is,
