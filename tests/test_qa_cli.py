@@ -402,3 +402,52 @@ def test_instances_warns_about_a_damaged_file_it_cannot_list(store):
     assert str(path) in result.stderr and "formctl store check" in result.stderr
     assert as_json.exit_code == 0 and str(path) in as_json.stderr
     assert '"instances"' in as_json.stdout  # stdout stays valid JSON
+
+
+# --------------------------------------------------------------------------- check catches what run would trip on
+
+
+def _forms_with(tmp_path: Path, name: str, body: str) -> Path:
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    (forms / f"{name}.py").write_text(body)
+    with open(forms / "registry.toml", "a") as fh:
+        fh.write(f'\n[forms.{name.replace("_", "-")}]\nname = "{name}"\nmodule = "{name}:form"\n')
+    return forms
+
+
+def test_check_fails_a_field_type_pydantic_cannot_validate(tmp_path):
+    forms = _forms_with(tmp_path, "qa_thing", (
+        "from formctl import define_form\n"
+        "class Thing:\n    pass\n"
+        'form = define_form("qa-thing", version=1, name="T").step("a", title="A").field("x", Thing, label="X").build()\n'
+    ))
+
+    result = invoke("check", "qa-thing", "--forms", str(forms))
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: qa-thing: ") and "Thing" in result.stderr and '"x"' in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_check_fails_a_gate_that_throws_on_a_new_form(tmp_path, store):
+    forms = _forms_with(tmp_path, "qa_gate", (
+        "from formctl import define_form\n"
+        'form = (define_form("qa-gate", version=1, name="G")\n'
+        '    .step("a", title="A").field("x", str, label="X")\n'
+        '    .step("b", title="B", when=lambda v, s: v["nosuch"] == 1).field("y", str, label="Y")\n'
+        "    .build())\n"
+    ))
+
+    result = invoke("check", "qa-gate", "--forms", str(forms))
+
+    assert result.exit_code == 1
+    assert "nosuch" in result.stderr
+    as_json = invoke("check", "qa-gate", "--json", "--forms", str(forms))
+    assert as_json.exit_code == 1 and '"ok": false' in as_json.stdout
+
+
+def test_check_still_passes_the_example_forms():
+    for form in ("travel-claim", "client-intake"):
+        result = invoke("check", form, "--forms", str(FORMS))
+        assert result.exit_code == 0, result.stderr

@@ -52,7 +52,7 @@ class _Group(LeanGroup):
                 _fail(exc.message)
             if isinstance(exc, BrokenPipeError):
                 raise typer.Exit(1) from None
-            _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
+            _fail(f"{type(exc).__name__}: {_first_line(exc)} (run with --debug for the traceback)")
 
 
 def _stale_hint(args: list[str]) -> str:
@@ -63,6 +63,12 @@ def _stale_hint(args: list[str]) -> str:
     iid = next((a for a in args if isinstance(a, str) and is_instance_id(a)), "ID")
     return (f" It can't be continued or read as it is; its answers are kept: formctl abandon {iid} "
             f"--reason REASON closes it, then formctl export {iid} shows them.")
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line: errors here are one line (pydantic's
+    schema errors run to a paragraph and a URL)."""
+    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -226,19 +232,26 @@ def check(
     exits 1 with the definition error.
     """
     from formctl.cli.workspace import open_registry
-    from formctl.forms.errors import FormError
+    from formctl.forms.errors import FormDefinitionError, FormError
 
     registry = open_registry(forms)
     try:
         compiled = registry.load(form)
         for f in compiled.fields:  # type strings and validators are built lazily: build them now
-            f.type, f.validator, f.required  # noqa: B018
+            f.type, f.required  # noqa: B018
+            try:
+                f.validator.validate(None)  # builds the pydantic validator: a type it cannot handle fails here
+            except Exception as exc:
+                if _debug:
+                    raise
+                raise FormDefinitionError(f'field "{f.id}": {type(exc).__name__}: {_first_line(exc)}') from exc
+        _check_new_form_evaluates(compiled)
     except Exception as exc:
         if _debug or (isinstance(exc, FormError) and exc.code == "not_found"):
             raise
         # A definition that does not compile, a module that does not import, a schema
         # pydantic cannot build: each means "this form is broken", reported the same way.
-        message = exc.message if isinstance(exc, FormError) else f"{type(exc).__name__}: {exc}"
+        message = exc.message if isinstance(exc, FormError) else f"{type(exc).__name__}: {_first_line(exc)}"
         if as_json:
             code = exc.code if isinstance(exc, FormError) else "form_definition_error"
             _print_json({"form": form, "ok": False, "error": message, "code": code})
@@ -250,6 +263,20 @@ def check(
         _print_json(render.check_dict(compiled))
     else:
         render.print_check(compiled)
+
+
+def _check_new_form_evaluates(compiled: Any) -> None:
+    """Evaluate an empty instance, as the first turn of ``formctl run`` will: a gate that throws
+    (a field id that does not exist, ``None > 750``) would otherwise pass check and then fail
+    every turn of the chat with 'cannot be evaluated'."""
+    from formctl.forms.errors import FormDefinitionError
+    from formctl.forms.evaluate import evaluate
+    from formctl.forms.instance import Instance
+
+    empty = Instance(id="form_check_000000", def_id=compiled.id, def_version=compiled.version, subject="check")
+    defects = evaluate(compiled, empty).defects
+    if defects:
+        raise FormDefinitionError(f"cannot be evaluated on a new form: {'; '.join(defects)}.")
 
 
 @app.command(cls=_Command, epilog=_example("formctl new expense-report --name 'Expense report'", "formctl check expense-report"))
