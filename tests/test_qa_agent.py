@@ -182,3 +182,12 @@ def test_a_number_too_long_to_read_is_answered_locally_not_a_model_failure():
     chat.say("hi")
     said = chat.say("Miles driven: " + "1" * 5000)  # Chat.say asserts the turn had no error
     assert "Miles driven" in said and chat.tools == []
+
+
+def test_the_guided_model_does_not_repeat_unreadable_words_given_for_a_sensitive_field():
+    chat = _Chat(_secret_form, "secret")
+    chat.say("hi")
+    chat.say("Dana Reeve")
+    said = chat.say("four eight two one")  # no number in it: answered locally, nothing written
+    assert "PIN" in said and "four eight" not in said
+    assert "pin" not in chat.runner.open_instance().entries

@@ -849,8 +849,9 @@ class GuidedModel:
     def _problem_paragraphs(self, snap: _Snapshot, plan: _Plan) -> list[str]:
         out = []
         for field_id, words, reason in plan.problems:
-            label = snap.compiled.field_by_id[field_id].label
-            out.append(f'I couldn\'t use "{words}" for {label}: {reason}')
+            field = snap.compiled.field_by_id[field_id]
+            shown = "that" if field.sensitive else f'"{words}"'  # a near-miss of a secret is still secret
+            out.append(f"I couldn't use {shown} for {field.label}: {reason}")
         for key in plan.unknown:
             out.append(f'There is no question called "{key}".')
         if plan.unplaced:
