@@ -451,3 +451,15 @@ def test_check_still_passes_the_example_forms():
     for form in ("travel-claim", "client-intake"):
         result = invoke("check", form, "--forms", str(FORMS))
         assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("spec", ["travel_claim:", ":travel_claim", "travel_claim"])
+def test_a_registry_module_spec_without_both_halves_is_named_as_such(tmp_path, spec):
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    (forms / "registry.toml").write_text(f'[forms.travel-claim]\nname = "T"\nmodule = "{spec}"\n')
+
+    result = invoke("check", "travel-claim", "--forms", str(forms))
+
+    assert result.exit_code == 1
+    assert 'needs module = "module:attribute"' in result.stderr

@@ -115,7 +115,8 @@ class FormRegistry:
         if not isinstance(forms, dict):
             raise RegistryError(f"Form registry {path}: [forms] must be a table of forms.")
         for form_id, entry in forms.items():
-            if not isinstance(entry, dict) or not isinstance(entry.get("module"), str) or ":" not in entry["module"]:
+            module = entry.get("module") if isinstance(entry, dict) else None
+            if not isinstance(module, str) or not all(part.strip() for part in module.partition(":")[::2]):
                 raise RegistryError(
                     f'Form registry {path}: [forms.{form_id}] needs module = "module:attribute".'
                 )
