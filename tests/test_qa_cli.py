@@ -463,3 +463,24 @@ def test_a_registry_module_spec_without_both_halves_is_named_as_such(tmp_path, s
 
     assert result.exit_code == 1
     assert 'needs module = "module:attribute"' in result.stderr
+
+
+# --------------------------------------------------------------------------- bytes that are not UTF-8 on stdin
+
+
+def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(store):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    result = subprocess.run(
+        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--store", store,
+         "--forms", str(FORMS)],
+        input=b"Dana Reeve\n\xff\xfe\nAB1234\n", capture_output=True, env=env, cwd=ROOT, timeout=60,
+    )
+
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, err
+    assert "Traceback" not in err and "UnicodeEncodeError" not in err
+    assert "saved Staff ID" in out and "formctl resume form_" in out

@@ -660,7 +660,10 @@ class PlainChat(_Face):
 
     def _lines(self) -> Iterator[str]:
         for raw in sys.stdin:
-            line = raw.strip()
+            # Python reads a pipe with surrogateescape: bytes that are not UTF-8 arrive as lone
+            # surrogates, which nothing can write back out (the conversation's JSON, the
+            # transcript), so the chat died a turn later. They become U+FFFD here instead.
+            line = raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace").strip()
             if line:
                 yield line
 
