@@ -484,3 +484,26 @@ def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(store):
     assert result.returncode == 0, err
     assert "Traceback" not in err and "UnicodeEncodeError" not in err
     assert "saved Staff ID" in out and "formctl resume form_" in out
+
+
+# --------------------------------------------------------------------------- exit status when nothing could start
+
+
+def test_a_scripted_run_where_every_turn_failed_and_nothing_started_exits_1(store):
+    from fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic() as api:
+        api.fault(401, times=5, message="invalid x-api-key")
+        env = {"ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "ANTHROPIC_BASE_URL": api.url}
+        result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--store", store,
+                                              "--forms", str(FORMS)], input="Dana Reeve\n", env=env)
+
+    assert result.exit_code == 1, result.stdout
+    assert "refused the key (401)" in result.stdout and "Nothing was started." in result.stdout
+    assert "sk-test-not-a-real-key" not in result.stdout + result.stderr
+
+
+def test_a_scripted_run_that_only_reads_and_leaves_exits_0(store):
+    result = invoke("run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS), input="/help\n")
+
+    assert result.exit_code == 0, result.stderr

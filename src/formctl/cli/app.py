@@ -328,7 +328,8 @@ def run(
     Starts the subject's FORM, or continues their open one.
 
     In a terminal: a chat with a status bar; type /help for commands. With stdin not a
-    terminal, each input line is one message and output is plain text.
+    terminal, each input line is one message and output is plain text. Exits 1 when a turn
+    failed and nothing was started (the model unreachable, say).
     """
     from formctl.cli.chat import ChatOptions, run_chat
 

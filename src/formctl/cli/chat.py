@@ -90,7 +90,9 @@ def run_chat(options: ChatOptions) -> int:
             PlainChat(session).converse()
     finally:
         session.close()
-    return 0
+    # Nothing started and a turn failed (the API unreachable, the key refused, the form not
+    # starting): a script or CI job must not read that as success.
+    return 1 if session.failed and session.instance_id is None else 0
 
 
 def _stamp(instance: Any) -> tuple[str, int, str]:
@@ -167,6 +169,7 @@ class ChatSession:
         self.registry = open_registry(options.forms)
         self.adapter = JsonFileAdapter(self.store_dir)
         self.notes: list[str] = []  # lines for the face to print before the chat starts
+        self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
 
         if options.instance_id is not None:
             instance = self._resumable(options.instance_id)
@@ -380,6 +383,9 @@ class ChatSession:
     def _event(self, ev: Any) -> None:
         if ev.kind == "tool_call":
             self.calls[ev.id] = ev
+        if ev.kind == "loop_error" or (ev.kind == "tool_result" and ev.name == "form_start"
+                                       and isinstance(ev.result, dict) and ev.result.get("status") == "error"):
+            self.failed = True
         if self.recorder is not None:
             try:
                 self.recorder.event(ev)
