@@ -507,3 +507,28 @@ def test_a_scripted_run_that_only_reads_and_leaves_exits_0(store):
     result = invoke("run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS), input="/help\n")
 
     assert result.exit_code == 0, result.stderr
+
+
+# --------------------------------------------------------------------------- a --store that is not there
+
+
+@pytest.mark.parametrize("command", ["check", "reindex"])
+def test_store_check_and_reindex_of_a_folder_that_is_not_there_say_so(tmp_path, command):
+    missing = tmp_path / "typo"
+
+    result = invoke("store", command, "--store", str(missing))
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and str(missing) in result.stderr and "no form store" in result.stderr.lower()
+    assert "reindex" not in result.stdout
+    assert not missing.exists()  # a check or repair does not create a store
+
+
+def test_instances_in_a_folder_that_is_not_there_notes_it(tmp_path):
+    missing = tmp_path / "typo"
+
+    result = invoke("instances", "--store", str(missing))
+
+    assert result.exit_code == 0
+    assert "no instances" in result.stdout
+    assert str(missing) in result.stderr

@@ -380,6 +380,10 @@ def instances(
 
     if status is not None and status not in INSTANCE_STATUSES:
         _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
+    from formctl.cli.workspace import store_path
+
+    if not store_path(store).exists():  # likely a mistyped --store: "no instances" alone would hide it
+        sys.stderr.write(f"note: no form store at {store_path(store)} yet (--store DIR or FORMCTL_STORE)\n")
     damaged: list[Any] = []
     found = open_store(store).find_instances(subject=subject, def_id=form, status=status, limit=limit,
                                              damaged=damaged)
@@ -657,6 +661,7 @@ def store_check(store: Optional[str] = StoreOpt, as_json: bool = JsonOpt) -> Non
     """
     from formctl.cli.workspace import open_store
 
+    _require_store(store)
     _store_report(open_store(store).check().to_dict(), as_json)
 
 
@@ -668,7 +673,17 @@ def store_reindex(store: Optional[str] = StoreOpt, as_json: bool = JsonOpt) -> N
     """
     from formctl.cli.workspace import open_store
 
+    _require_store(store)
     _store_report(open_store(store).reindex().to_dict(), as_json)
+
+
+def _require_store(store: Optional[str]) -> None:
+    """Check and repair act on a store that exists: on a mistyped path, check reported a
+    missing index and 'run formctl store reindex', and reindex created an empty store there."""
+    from formctl.cli.workspace import store_path
+
+    if not store_path(store).exists():
+        _fail(f"No form store at {store_path(store)}: nothing has been saved there (--store DIR or FORMCTL_STORE).")
 
 
 def _store_report(report: dict[str, Any], as_json: bool) -> None:
