@@ -532,3 +532,13 @@ def test_instances_in_a_folder_that_is_not_there_notes_it(tmp_path):
     assert result.exit_code == 0
     assert "no instances" in result.stdout
     assert str(missing) in result.stderr
+
+
+def test_fill_with_a_blank_value_says_it_wrote_nothing_and_how_to_withdraw(store):
+    instance_id = start(store, {"email": "dana@example.org"})
+
+    result = invoke("fill", instance_id, "email=", "--store", store, "--forms", str(FORMS))
+
+    assert result.exit_code == 0
+    first = result.stdout.splitlines()[0]
+    assert "Work email" in first and "blank" in first and f"formctl retract {instance_id} email" in first

@@ -144,9 +144,14 @@ def _move(target: Any) -> str:
 def print_fill_result(result: Any, labels: dict[str, str], out: Console | None = None) -> None:
     """A write's outcome: one activity line, then the step it left the form on."""
     out = out or console()
-    line = activity_line("form_fill", {"status": "success", "data": result.to_dict()}, labels)
+    data = result.to_dict()
+    line = activity_line("form_fill", {"status": "success", "data": data}, labels)
     if line:
         out.print(Text(line, style="dim"))
+    for field_id in data.get("ignored") or []:
+        # The result's own note speaks to the model (form_revise); this is the command's way.
+        out.print(Text(f"ignored {labels.get(field_id, field_id)}: a blank value is never written; to withdraw "
+                       f"the answer: formctl retract {result.view.instance_id} {field_id}", style="yellow"))
     print_view(result.view, out)
 
 
