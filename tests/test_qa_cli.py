@@ -542,3 +542,15 @@ def test_fill_with_a_blank_value_says_it_wrote_nothing_and_how_to_withdraw(store
     assert result.exit_code == 0
     first = result.stdout.splitlines()[0]
     assert "Work email" in first and "blank" in first and f"formctl retract {instance_id} email" in first
+
+
+# --------------------------------------------------------------------------- --help
+
+
+@pytest.mark.parametrize("command", [["fill"], ["inspect"], ["history"], ["replay"], ["run"]])
+def test_help_names_arguments_without_python_type_noise(command):
+    result = invoke(*command, "--help")
+
+    assert result.exit_code == 0
+    assert "<str>" not in result.stdout and "<list[str]>" not in result.stdout
+    assert "Example" in result.stdout

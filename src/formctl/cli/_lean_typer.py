@@ -83,6 +83,14 @@ def _lighten(params: list[Any]) -> list[Any]:
         if descriptor is None or getattr(param, "_runtime_param", 0) is not None:
             continue
         plain = _plain_type(descriptor.annotation)
+        if plain is not None and plain[0] in (str, int) and not getattr(param, "is_flag", False):
+            # typer's help prints "ID <str>", "FILES <list[str]>", "--subject <str>": Python's
+            # types, noise to a person reading the help. An argument's name and help say what it
+            # is; an option without a metavar shows its name, as click does ("--subject SUBJECT").
+            if getattr(param, "param_type_name", "") == "argument":
+                param.display_type_rich = lambda ctx: None
+            elif param.metavar is None and param.name:
+                param.display_type_rich = lambda ctx, label=param.name.upper(): label
         if plain is not None:
             try:
                 param._runtime_param = _PlainParam(descriptor.parameter_info, descriptor.annotation, *plain)

@@ -708,6 +708,11 @@ def _register_transcripts() -> None:
     except ImportError:
         return
     register(app)
+    from typer.core import TyperCommand
+
+    for info in app.registered_commands:  # replay too gets the lean parameters and plain help
+        if info.cls is None or info.cls is TyperCommand:
+            info.cls = _Command
 
 
 _register_transcripts()
