@@ -554,3 +554,14 @@ def test_help_names_arguments_without_python_type_noise(command):
     assert result.exit_code == 0
     assert "<str>" not in result.stdout and "<list[str]>" not in result.stdout
     assert "Example" in result.stdout
+
+
+def test_an_os_error_names_the_path_in_plain_words(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    report = blocker / "reports" / "report.xml"
+
+    result = invoke("replay", str(ROOT / "transcripts" / "straight_through.toml"), "--junit", str(report))
+
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {blocker / 'reports'}: Not a directory.\n"

@@ -52,6 +52,8 @@ class _Group(LeanGroup):
                 _fail(exc.message)
             if isinstance(exc, BrokenPipeError):
                 raise typer.Exit(1) from None
+            if isinstance(exc, OSError) and exc.filename and exc.strerror:
+                _fail(f"{exc.filename}: {exc.strerror}.")  # a file the user named: say which, in words
             _fail(f"{type(exc).__name__}: {_first_line(exc)} (run with --debug for the traceback)")
 
 
