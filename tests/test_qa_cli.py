@@ -565,3 +565,27 @@ def test_an_os_error_names_the_path_in_plain_words(tmp_path):
 
     assert result.exit_code == 1
     assert result.stderr == f"error: {blocker / 'reports'}: Not a directory.\n"
+
+
+# --------------------------------------------------------------------------- a lost journal
+
+
+def test_store_check_reports_answers_lost_with_a_journal_and_reindex_keeps_the_evidence(store):
+    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
+                        subject="dana")
+    instance_id = runner.start("travel-claim").view.instance_id
+    runner.fill({"full_name": "Dana Reeve"})
+    runner.fill({"staff_id": "AB1234"})
+    runner.adapter.close()
+    journal = Path(store) / "instances" / f"{instance_id}.journal"
+    assert journal.exists()
+    journal.unlink()
+
+    checked = invoke("store", "check", "--store", store)
+    reindexed = invoke("store", "reindex", "--store", store)
+    again = invoke("store", "check", "--store", store)
+
+    for result in (checked, reindexed, again):
+        assert result.exit_code == 1, result.stdout
+        assert f"{instance_id}.json" in result.stdout and "missing" in result.stdout
+    assert "run formctl store reindex" not in checked.stdout

@@ -544,8 +544,10 @@ class JsonFileAdapter:
                         f"{len(awaiting)} index row(s) await repair after an interrupted write; the next write repairs them."
                     )
                 indexed = self._index.rows
+                behind = {iid: p for iid, p in self._behind_the_index(truth, indexed).items() if iid not in awaiting}
+                problems.extend(behind.values())
                 for iid in sorted(set(truth) | set(indexed)):
-                    if iid in awaiting or iid in damaged:
+                    if iid in awaiting or iid in damaged or iid in behind:
                         continue
                     if indexed.get(iid) != truth.get(iid):
                         index_ok = False
@@ -568,8 +570,16 @@ class JsonFileAdapter:
         with self._locked(exclusive=True, for_write=True):
             notes = self._remove_leftovers()
             files, truth, problems, scan_notes = self._scan(fresh=True)
+            rows = dict(truth)
+            if all([log.refresh() for log in self._index.shards]):
+                awaiting = set(self._index.pending)  # an interrupted write's row: not evidence of loss
+                behind = {iid: p for iid, p in self._behind_the_index(truth, self._index.rows).items()
+                          if iid not in awaiting}
+                problems.extend(behind.values())
+                for iid in behind:  # keep the row that remembers the later version: the evidence
+                    rows[iid] = self._index.rows[iid]
             try:
-                self._index.rewrite(truth.values())
+                self._index.rewrite(rows.values())
             except OSError as exc:
                 raise _os_error(exc, f"write the index in {self._index.folder}") from None
             return StoreReport(
@@ -581,6 +591,21 @@ class JsonFileAdapter:
                 index_ok=True,
                 index_rebuilt=True,
             )
+
+    def _behind_the_index(self, truth: dict[str, Row], indexed: dict[str, Row]) -> dict[str, StoreProblem]:
+        """Instances whose file holds an older version than the index last recorded: commits
+        the index saw are gone from the file (a deleted or truncated journal, an old snapshot
+        restored over a newer one). "Run reindex" would be the wrong advice: it would make the
+        index forget them too."""
+        behind = {}
+        for iid, row in truth.items():
+            seen = indexed.get(iid)
+            if seen is not None and seen[5] > row[5]:
+                spath, _ = self._paths(iid)
+                behind[iid] = StoreProblem(spath, (
+                    f"the index last recorded version {seen[5]}, but the instance's files hold version {row[5]}: "
+                    "later answers are missing (a deleted or truncated journal?); the files were left as they are."))
+        return behind
 
     def _scan(self, *, fresh: bool) -> tuple[int, dict[str, Row], list[StoreProblem], list[str]]:
         """Read every instance in the folder: (files read, rows of the good ones, problems, notes)."""
