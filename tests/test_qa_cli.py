@@ -589,3 +589,21 @@ def test_store_check_reports_answers_lost_with_a_journal_and_reindex_keeps_the_e
         assert result.exit_code == 1, result.stdout
         assert f"{instance_id}.json" in result.stdout and "missing" in result.stdout
     assert "run formctl store reindex" not in checked.stdout
+
+
+# --------------------------------------------------------------------------- undo, redo, retract say what moved
+
+
+def test_undo_redo_and_retract_say_which_field_now_holds_what(store):
+    instance_id = start(store, {"full_name": "Dana Reeve"})
+    opts = ("--store", store, "--forms", str(FORMS))
+    invoke("fill", instance_id, "staff_id=AB1234", *opts)
+    invoke("fill", instance_id, "staff_id=CD5678", *opts)
+
+    undo = invoke("undo", instance_id, *opts)
+    redo = invoke("redo", instance_id, "Staff ID", *opts)
+    retract = invoke("retract", instance_id, "full_name", "--reason", "wrong person", *opts)
+
+    assert undo.stdout.splitlines()[0] == "undid Staff ID → AB1234"
+    assert redo.stdout.splitlines()[0] == "redid Staff ID → CD5678"
+    assert retract.stdout.splitlines()[0] == "withdrew Full name → empty"

@@ -165,16 +165,35 @@ def _labels(runner: Any, def_id: str) -> dict[str, str]:
         return {}
 
 
-def _write_outcome(runner: Any, result: Any, as_json: bool) -> None:
-    """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved)."""
+def _write_outcome(runner: Any, result: Any, as_json: bool, moved: Optional[str] = None, verb: str = "") -> None:
+    """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved).
+
+    ``moved``/``verb``: the field an undo, redo or retract moved, said first as the chat's /undo
+    does ("undid Staff ID → AB1234"); the result alone names no field for those."""
     if as_json:
         _print_json(result.to_dict())
     else:
         from formctl.cli import render
 
+        if moved is not None and not result.unknown:
+            row = runner.inspect("field", moved, instance_id=result.view.instance_id).fields[0]
+            typer.echo(f"{verb} {row.label} → {render.value_text(row.value) if row.has_value else 'empty'}")
         render.print_fill_result(result, _labels(runner, result.view.def_id))
     if result.rejected or result.unknown:
         raise typer.Exit(1)
+
+
+def _field_to_move(runner: Any, action: str, instance_id: str, field: Optional[str]) -> Optional[str]:
+    """The field id an undo/redo/retract will move: the one named, or (undo/redo with none named)
+    the one the instance's status says it would. None when that cannot be told."""
+    try:
+        if field is not None:
+            return runner.evaluation(instance_id)[0].resolve_field(field)
+        view = runner.status(instance_id=instance_id)
+        target = view.undo if action == "undo" else view.redo
+        return target.field if target is not None else None
+    except Exception:  # the write itself reports what is wrong
+        return None
 
 
 def _print_version(value: bool) -> None:
@@ -568,7 +587,8 @@ def undo(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json)
+    moved = _field_to_move(runner, "undo", instance_id, field)
+    _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json, moved, "undid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
@@ -583,7 +603,8 @@ def redo(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json)
+    moved = _field_to_move(runner, "redo", instance_id, field)
+    _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json, moved, "redid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
@@ -602,7 +623,8 @@ def retract(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json)
+    moved = _field_to_move(runner, "retract", instance_id, field)
+    _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, moved, "withdrew")
 
 
 @app.command(cls=_Command, epilog=_example("formctl resolve form_lx2k9_ab12cd",
