@@ -607,3 +607,15 @@ def test_undo_redo_and_retract_say_which_field_now_holds_what(store):
     assert undo.stdout.splitlines()[0] == "undid Staff ID → AB1234"
     assert redo.stdout.splitlines()[0] == "redid Staff ID → CD5678"
     assert retract.stdout.splitlines()[0] == "withdrew Full name → empty"
+
+
+def test_retract_of_a_field_with_no_answer_writes_nothing_and_says_so(store):
+    instance_id = start(store, {"full_name": "Dana Reeve"})
+    opts = ("--store", store, "--forms", str(FORMS))
+
+    result = invoke("retract", instance_id, "email", *opts)
+    history = invoke("history", instance_id, "email", "--json", *opts)
+
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and "Work email" in result.stderr
+    assert '"revisions": []' in history.stdout

@@ -624,6 +624,10 @@ def retract(
 
     runner = open_runner(store, forms)
     moved = _field_to_move(runner, "retract", instance_id, field)
+    if moved is not None:
+        row = runner.inspect("field", moved, instance_id=instance_id).fields[0]
+        if row.status == "empty":  # the engine would log a withdrawal of nothing
+            _fail(f"{row.label} has no answer to withdraw.")
     _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, moved, "withdrew")
 
 
