@@ -619,3 +619,16 @@ def test_retract_of_a_field_with_no_answer_writes_nothing_and_says_so(store):
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and "Work email" in result.stderr
     assert '"revisions": []' in history.stdout
+
+
+def test_history_marks_a_rejected_answer_in_words_not_only_in_red(store):
+    instance_id = start(store, {"staff_id": "AB1234"})
+    opts = ("--store", store, "--forms", str(FORMS))
+    invoke("fill", instance_id, "staff_id=AB12", *opts)
+
+    result = invoke("history", instance_id, "staff_id", *opts)  # not a terminal: no colour at all
+
+    (rejected,) = [line for line in result.stdout.splitlines() if " AB12 " in line or line.rstrip().endswith("AB12")]
+    assert "rejected" in rejected
+    (accepted,) = [line for line in result.stdout.splitlines() if "AB1234" in line]
+    assert "rejected" not in accepted

@@ -241,8 +241,10 @@ def print_histories(histories: list[dict[str, Any]], out: Console | None = None)
                 value = Text("retracted", style="dim")
             else:
                 value = Text(value_text(r.get("value")), style="red" if r.get("invalid") else "")
-            table.add_row("▸" if r.get("in_force") else "", r["at"], value, f"{r['actor']}/{r['source']}",
-                          r.get("note") or "")
+            # Said in words, not only in red: without colour (a pipe, NO_COLOR) a rejected answer
+            # looked like an accepted one.
+            note = "; ".join(n for n in ("rejected" if r.get("invalid") else "", r.get("note") or "") if n)
+            table.add_row("▸" if r.get("in_force") else "", r["at"], value, f"{r['actor']}/{r['source']}", note)
         if not h["revisions"]:
             table.add_row("", "", Text("never answered", style="dim"), "", "")
         out.print(table)
