@@ -632,3 +632,12 @@ def test_history_marks_a_rejected_answer_in_words_not_only_in_red(store):
     assert "rejected" in rejected
     (accepted,) = [line for line in result.stdout.splitlines() if "AB1234" in line]
     assert "rejected" not in accepted
+
+
+def test_inspect_with_an_empty_field_name_speaks_the_commands_language(store):
+    instance_id = start(store)
+
+    result = invoke("inspect", instance_id, "--field", "", "--store", store, "--forms", str(FORMS))
+
+    assert result.exit_code == 2
+    assert "--field" in result.stderr and "scope=" not in result.stderr

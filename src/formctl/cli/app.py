@@ -444,6 +444,8 @@ def inspect(
 
     if sum(x is not None for x in (step, field)) + outline > 1:
         _fail("Give at most one of --step, --field and --outline.", 2)
+    if (field is not None and not field.strip()) or (step is not None and not step.strip()):
+        _fail(f"--{'field' if field is not None else 'step'} needs a name or id.", 2)
     runner = open_runner(store, forms)
     if field is not None:
         view = runner.inspect("field", field, instance_id=instance_id)
