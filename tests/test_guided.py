@@ -528,3 +528,22 @@ def test_optional_and_constrained_schemas_convert_like_their_base_type():
 
     assert convert_answer(Annotated[int, Field(ge=1)] | None, "12 miles") == 12
     assert convert_answer(Annotated[float, Field(ge=0)] | None, "£3") == 3
+
+
+def test_after_the_person_undoes_an_answer_at_the_keyboard_the_next_answer_goes_to_the_reopened_field():
+    # The model asked for Destination; the person then ran /undo (a write the model did not
+    # make), which emptied Work email and reopened Claimant. The next bare answer is the email.
+    chat = Chat("travel-claim")
+    claimant_done(chat)
+    person = FormRunner(chat.runner.adapter, registry=chat.runner.registry, subject="dana", actor="person")
+    person.undo("email")
+    chat.say("dana.reeve@example.org")
+    assert chat.values()["email"] == "dana.reeve@example.org"
+    assert "destination" not in chat.values()
+
+
+def test_an_answer_to_the_question_just_asked_still_goes_to_it_when_nothing_changed_meanwhile():
+    chat = Chat("travel-claim")
+    claimant_done(chat)
+    chat.say("Leeds")
+    assert chat.values()["destination"] == "Leeds"

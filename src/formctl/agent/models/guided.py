@@ -445,6 +445,7 @@ class GuidedModel:
         self._calls = 0
         self._plan: _Plan | None = None
         self._asked: str | None = None  # the field the last reply asked for
+        self._asked_at: tuple[str, int] | None = None  # (instance id, version) when it was asked
         self._asked_known = False  # False until this model has replied once (a restored conversation)
         self._focus: str | None = None  # a field to ask before the form's own order (back, rejected)
         self._skipped: set[str] = set()
@@ -720,8 +721,16 @@ class GuidedModel:
     # ------------------------------------------------------------------ choosing the question
 
     def _current_question(self, snap: _Snapshot) -> str | None:
-        """The field the person is answering: the one last asked if it is still open, else the next one."""
+        """The field the person is answering: the one last asked if it is still open, else the next one.
+
+        If the form changed since the question was asked, by someone other than this model (the
+        person's own ``/undo`` at the keyboard, or a host in another terminal), the question
+        asked is no longer what the person sees as next: the answer goes to the next question.
+        """
         if self._asked_known:
+            changed = self._asked_at != (snap.instance.id, snap.instance.version)
+            if self._asked is not None and changed and self._asked != self._next_question(snap):
+                return self._next_question(snap)
             if self._asked is not None and self._askable(snap, self._asked):
                 return self._asked
             if self._asked is None:
@@ -936,6 +945,7 @@ class GuidedModel:
             line += " " + " ".join(_sentence(h) for h in helps)
         out.append(line)
         self._asked = field_id
+        self._asked_at = (snap.instance.id, snap.instance.version)
         return out
 
     # ------------------------------------------------------------------ texts
