@@ -1085,7 +1085,7 @@ class GuidedModel:
 
 _STALE_TEXT = (
     "This form's definition changed since it was started, so it can't be continued here. "
-    "Someone can abandon it or migrate it with formctl."
+    "Its answers are kept: `formctl export ID` shows them, and `formctl abandon ID --reason REASON` closes it."
 )
 
 
