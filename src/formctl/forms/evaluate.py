@@ -153,9 +153,6 @@ class _Pass:
             self.applicable[i] = result
         return result
 
-    def field_filled(self, i: int) -> bool:
-        return i in self.ev._valid and i not in self.excluded and self.field_applicable(i)
-
     def step_done(self, step_index: int) -> bool:
         """Every required, applicable field of the step is filled (valid and live)."""
         known = self._steps.get(step_index)
@@ -470,11 +467,3 @@ def _choose_open_step(ev: Evaluation, override: str | None) -> None:
             ev.open_step = k
             return
     ev.open_step = None
-
-
-def in_force_entry(ev: Evaluation, field_id: str) -> Entry | None:
-    return ev._in_force.get(ev.compiled.field_position[field_id])
-
-
-def live_ids(ev: Evaluation) -> Iterable[str]:
-    return ev.live
