@@ -394,34 +394,44 @@ class JsonFileAdapter:
         self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
     ) -> Instance:
         check_provenance(provenance)
-        if not is_instance_id(instance_id):
-            raise missing(instance_id)
-        with self._writing():
-            loaded = self._read(instance_id)
-            if loaded is None:
-                raise missing(instance_id)
+
+        def change(stored: Instance) -> tuple[Instance, dict[str, Any]]:
             try:
-                new = apply_commit(loaded.instance, commit, if_version=if_version, now=now_iso())
+                new = apply_commit(stored, commit, if_version=if_version, now=now_iso())
             except ConflictError:
                 self.conflicts += 1
                 raise
-            record = {"s": loaded.seq + 1, "v": new.version, "at": new.updated_at, "c": commit_to_json(commit)}
-            self._append(instance_id, loaded, record, new)
-        return new.copy()
+            return new, {"c": commit_to_json(commit)}
+
+        return self._journal_write(instance_id, change).copy()
 
     def record_dispatch(
         self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
     ) -> None:
         check_provenance(provenance)
+        self._journal_write(
+            instance_id,
+            lambda stored: (apply_dispatch(stored, key, state, now=now_iso()), {"d": [key, state.to_dict()]}),
+        )
+
+    def _journal_write(
+        self, instance_id: str, change: Callable[[Instance], tuple[Instance, dict[str, Any]]]
+    ) -> Instance:
+        """Under the writers' lock: read the instance, apply ``change``, append its journal record.
+
+        ``change`` returns the new instance and the record's body (``c`` for a commit, ``d`` for a
+        dispatch); the record's sequence number, version and time are added here.
+        """
         if not is_instance_id(instance_id):
             raise missing(instance_id)
         with self._writing():
             loaded = self._read(instance_id)
             if loaded is None:
                 raise missing(instance_id)
-            new = apply_dispatch(loaded.instance, key, state, now=now_iso())
-            record = {"s": loaded.seq + 1, "v": new.version, "at": new.updated_at, "d": [key, state.to_dict()]}
+            new, body = change(loaded.instance)
+            record = {"s": loaded.seq + 1, "v": new.version, "at": new.updated_at, **body}
             self._append(instance_id, loaded, record, new)
+        return new
 
     # ------------------------------------------------------------------ protocol: reads
 
