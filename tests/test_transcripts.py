@@ -275,7 +275,7 @@ def _hand_written(tmp_path: Path, expect: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         'format = 1\nform = "client-intake"\n\n'
-        '[[turns]]\ntext = "hello"\n[[turns]]\ntext = "new"\n[[turns]]\ntext = "15"\n\n'
+        '[[turns]]\ntext = "new"\n[[turns]]\ntext = "15"\n\n'
         f"[expect]\n{expect}\n"
     )
     return path
@@ -287,8 +287,8 @@ def test_live_replay_grades_a_hand_written_transcript_on_expect(tmp_path):
     bad = _hand_written(tmp_path, 'status = "complete"\nvalues = { age = 51 }')
     result = replay_file(bad, live=True, registry=forms_registry())
     assert not result.passed
-    assert 'status: recorded "complete", now "abandoned"' in result.diff
-    assert "values.age: recorded 51, now 15" in result.diff
+    assert 'status: expected "complete", got "abandoned"' in result.diff  # the author's value is "expected"
+    assert "values.age: expected 51, got 15" in result.diff
 
 
 def test_live_update_records_the_model_turns_so_the_transcript_replays_exactly(tmp_path):

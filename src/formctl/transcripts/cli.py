@@ -17,6 +17,7 @@ EXAMPLES = (
     "\b\nExamples:\n"
     "  formctl replay transcripts/                    # all of them, exact and offline\n"
     "  formctl replay transcripts/cap.toml --update   # accept the new behaviour, show what changed\n"
+    "  formctl replay transcripts/ --update --accept-text   # keep a real model's words as recorded\n"
     "  formctl replay hand-written.toml --live        # play it to the guided model, grade [expect]\n"
     "  formctl replay transcripts/ --junit report.xml --coverage\n"
 )
@@ -65,10 +66,14 @@ def register(app: typer.Typer) -> None:
     @app.command("replay", epilog=EXAMPLES)
     def replay_command(
         paths: List[str] = typer.Argument(..., metavar="FILES|DIRS", help="Transcript files, or folders of them."),
-        update: bool = typer.Option(False, "--update", help="Rewrite the expectations from this run; show what changed."),
+        update: bool = typer.Option(False, "--update", help="Rewrite the transcripts from this run (the guided model's "
+                                    "turns are made again); show what changed."),
+        accept_text: bool = typer.Option(False, "--accept-text", help="With --update: keep a real model's recorded "
+                                         "words even where the tool results they followed have changed."),
         live: bool = typer.Option(False, "--live", help="Play the person's turns to a model and grade on [expect]."),
         model: Optional[str] = typer.Option(None, "--model", envvar="FORMCTL_MODEL", metavar="NAME",
                                             help="With --live: the Anthropic model (needs ANTHROPIC_API_KEY); default guided."),
+        offline: bool = typer.Option(False, "--offline", help="With --live: the offline guided model, even with ANTHROPIC_API_KEY set."),
         junit: Optional[str] = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
         coverage: bool = typer.Option(False, "--coverage", help="Report steps, fields, gates, checkpoints and effects exercised."),
         forms: Optional[str] = typer.Option(None, "--forms", envvar="FORMCTL_FORMS", metavar="DIR",
@@ -87,24 +92,31 @@ def register(app: typer.Typer) -> None:
         if not files:
             typer.echo("error: no transcripts (*.toml) found in " + ", ".join(map(str, paths)), err=True)
             raise typer.Exit(2)
-        live_model = model if live else None
-        if live and model and not os.environ.get("ANTHROPIC_API_KEY", "").strip():
+        if accept_text and not update:
+            typer.echo("error: --accept-text goes with --update", err=True)
+            raise typer.Exit(2)
+        live_model = model if live and not offline else None
+        if live and model and not offline and not os.environ.get("ANTHROPIC_API_KEY", "").strip():
             typer.echo(f"note: ANTHROPIC_API_KEY is not set, so --model {model} falls back to the guided model", err=True)
         cov = Coverage() if coverage else None
         results = []
         for path in files:
-            r = replay_file(path, update=update, live=live, model=live_model, forms=forms, coverage=cov)
+            r = replay_file(path, update=update, live=live, model=live_model, forms=forms, coverage=cov,
+                            accept_text=accept_text)
             results.append(r)
             mode = "" if r.mode == "exact" else f" ({r.mode})"
             if update and r.updated:
-                typer.echo(f"updated {r.path}{mode}")
+                how = " (the guided model's turns made again)" if r.mode == "guided" else mode
+                if r.stale_words:
+                    how += f" (kept {len(r.stale_words)} model repl{'y' if len(r.stale_words) == 1 else 'ies'} as recorded)"
+                typer.echo(f"updated {r.path}{how}")
                 if r.diff:
                     typer.echo(r.diff)
             elif r.passed:
                 if not quiet:
-                    typer.echo(f"ok      {r.path}{mode}")
+                    typer.echo(f"ok      {r.path}{mode}{' (unchanged)' if update else ''}")
             else:
-                typer.echo(f"FAILED  {r.path}{mode}")
+                typer.echo(f"FAILED  {r.path}{mode}{' (not updated)' if update else ''}")
                 typer.echo(r.diff)
         if junit is not None:
             write_junit(Path(junit), results)

@@ -28,9 +28,9 @@ class Difference:
     recorded: Any
     now: Any
 
-    def render(self) -> str:
+    def render(self, labels: tuple[str, str] = ("recorded", "now")) -> str:
         where = self.path or "(whole value)"
-        return f"{where}: recorded {_show(self.recorded)}, now {_show(self.now)}"
+        return f"{where}: {labels[0]} {_show(self.recorded)}, {labels[1]} {_show(self.now)}"
 
 
 def _show(value: Any) -> str:
@@ -88,15 +88,23 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def render(diffs: list[Difference], *, indent: str = "    ", limit: int = MAX_LINES) -> str:
-    lines = [indent + d.render() for d in diffs[:limit]]
+RECORDED = ("recorded", "now")
+EXPECTED = ("expected", "got")
+"""Labels for the two sides: a recording against its replay, or a hand-written ``[expect]``
+against what a live run did (the author wrote that value; nothing recorded it)."""
+
+
+def render(diffs: list[Difference], *, indent: str = "    ", limit: int = MAX_LINES,
+           labels: tuple[str, str] = RECORDED) -> str:
+    lines = [indent + d.render(labels) for d in diffs[:limit]]
     if len(diffs) > limit:
         lines.append(f"{indent}… and {len(diffs) - limit} more")
     return "\n".join(lines)
 
 
 def text_diff(recorded: str, now: str, *, indent: str = "    ") -> str:
-    """A line diff for texts (the tier-0 line, the system prompt): only the changed lines."""
+    """A line diff for texts (the tier-0 line, the system prompt, the model's words): only the
+    changed lines, ``-`` recorded and ``+`` now."""
     import difflib
 
     rows = [

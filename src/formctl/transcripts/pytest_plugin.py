@@ -4,51 +4,101 @@ Registered through the ``pytest11`` entry point, so pytest imports this module i
 run of every project that has formctl installed: it imports only pytest and the standard
 library here, and loads the engine only when a transcript is actually collected.
 
-Opt in with ``--formctl-transcripts``::
+Turn it on with ``--formctl-transcripts``, or for a project in its pytest configuration::
 
-    pytest --formctl-transcripts transcripts/
+    [tool.pytest.ini_options]
+    formctl_transcripts = ["transcripts", "examples/*.toml"]
 
-collects ``*.toml`` files under any folder named ``transcripts`` and replays each one
-exactly and offline; with no paths given, ``<rootdir>/transcripts`` is collected along
-with the usual ``testpaths``. ``--formctl-forms DIR``
-names the forms folder (default: ``forms/`` above the transcript, or ``$FORMCTL_FORMS``).
+Then every transcript is an ordinary pytest item, wherever it lives:
+
+- ``pytest PATH`` collects every transcript under PATH (a ``*.toml`` file whose top-level
+  keys are a transcript's: ``format = 1`` and ``form = "..."``); naming one file runs that one;
+- with no path, the configured folders and globs are collected beside ``testpaths`` (with
+  only the flag: ``<rootdir>/transcripts``, when there is one);
+- each item carries the ``transcript`` marker, so ``pytest -m transcript`` runs only them;
+- a transcript is replayed exactly and offline (one without model turns, live against the
+  guided model) and a failure's report is the replay diff.
+
+``--formctl-forms DIR`` (or the ini option ``formctl_forms``) names the forms folder; by
+default it is ``forms/`` above the transcript, ``$FORMCTL_FORMS``, or ``./forms``.
 """
 
 from __future__ import annotations
 
+import glob
+import re
 from pathlib import Path
 
 import pytest
+
+MARKER = "transcript"
+_TOP_KEY = re.compile(r"^\s*(format|form)\s*=", re.MULTILINE)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("formctl")
     group.addoption("--formctl-transcripts", action="store_true", default=False,
-                    help="collect transcripts/**/*.toml as tests, each replayed exactly (formctl replay)")
+                    help="collect formctl transcripts (*.toml) as tests, each replayed exactly (formctl replay)")
     group.addoption("--formctl-forms", default=None, metavar="DIR",
                     help="the forms folder (holding registry.toml) for the transcripts")
+    parser.addini("formctl_transcripts", type="args", default=[],
+                  help="folders and globs of formctl transcripts to collect (turns the plugin on)")
+    parser.addini("formctl_forms", default="", help="the forms folder (holding registry.toml) for the transcripts")
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("formctl_transcripts") or config.getini("formctl_transcripts"))
+
+
+def _base(config: pytest.Config) -> Path:
+    inipath = getattr(config, "inipath", None)
+    return Path(inipath).parent if inipath else Path(str(config.rootpath))
+
+
+def _configured_paths(config: pytest.Config) -> list[str]:
+    """The ini option's folders and globs, relative to the configuration file, that exist."""
+    base = _base(config)
+    out: list[str] = []
+    entries = config.getini("formctl_transcripts") or []
+    if not entries:
+        default = Path(str(config.rootpath)) / "transcripts"
+        return [str(default)] if default.is_dir() else []
+    for entry in entries:
+        pattern = str(base / entry)
+        matches = sorted(glob.glob(pattern, recursive=True)) if any(c in entry for c in "*?[") else [pattern]
+        out.extend(m for m in matches if Path(m).exists())
+    return out
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """``pytest --formctl-transcripts`` with no paths also collects ``<rootdir>/transcripts``.
-
-    Without this, a project whose ``testpaths`` is ``tests`` would need the folder spelled
-    out; with explicit paths on the command line, only those are collected.
-    """
-    if not config.getoption("formctl_transcripts"):
+    config.addinivalue_line("markers", f"{MARKER}: a formctl transcript, replayed as a regression test of its form")
+    if not _enabled(config):
         return
+    # With no paths on the command line, the transcripts are collected beside `testpaths`.
     source = getattr(config, "args_source", None)
     if source is None or source.name == "ARGS":
         return
-    folder = Path(str(config.rootpath)) / "transcripts"
-    if folder.is_dir() and str(folder) not in config.args:
-        config.args.append(str(folder))
+    for path in _configured_paths(config):
+        if path not in config.args:
+            config.args.append(path)
+
+
+def is_transcript(path: Path) -> bool:
+    """Does this TOML file look like a transcript? Its top-level keys (which TOML puts before
+    any table) include ``format`` and ``form``; reading stops at the first table header."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return False
+    top = head.split("\n[", 1)[0]
+    return {m.group(1) for m in _TOP_KEY.finditer(top)} == {"format", "form"}
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if not parent.config.getoption("formctl_transcripts"):
+    if file_path.suffix != ".toml" or not _enabled(parent.config):
         return None
-    if file_path.suffix != ".toml" or "transcripts" not in file_path.parts:
+    if not is_transcript(file_path):
         return None
     return TranscriptFile.from_parent(parent, path=file_path)
 
@@ -59,14 +109,19 @@ class TranscriptDiverged(Exception):
 
 class TranscriptFile(pytest.File):
     def collect(self):
-        yield TranscriptItem.from_parent(self, name=self.path.stem)
+        item = TranscriptItem.from_parent(self, name=self.path.stem)
+        item.add_marker(MARKER)
+        yield item
 
 
 class TranscriptItem(pytest.Item):
     def runtest(self) -> None:
         from formctl.transcripts.replay import replay_file
 
-        result = replay_file(self.path, forms=self.config.getoption("formctl_forms"))
+        forms = self.config.getoption("formctl_forms") or self.config.getini("formctl_forms") or None
+        if forms and not Path(forms).is_absolute() and self.config.getini("formctl_forms") == forms:
+            forms = str(_base(self.config) / forms)  # the ini option is relative to its file
+        result = replay_file(self.path, forms=forms)
         if not result.passed:
             raise TranscriptDiverged(result.diff)
 

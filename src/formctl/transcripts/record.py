@@ -27,6 +27,18 @@ from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
 from formctl.transcripts.normalise import Normaliser, learn_masks
 
 
+OPENER = "Hello."
+"""The person's side of a conversation's first message. ``formctl run`` sends it (with any
+``--seed`` lines after it) so that the model speaks first and every line the person types is
+an answer; a live replay of a hand-written scenario opens the same way, so its first line is
+an answer too."""
+
+
+def opens_conversation(turn: Turn | None) -> bool:
+    """Is ``turn`` the opening message (``Hello.``, perhaps with ``--seed`` lines after it)?"""
+    return turn is not None and turn.kind == "person" and turn.text.split("\n", 1)[0].strip() == OPENER
+
+
 def tools_digest(tools: list[dict[str, Any]]) -> str:
     text = json.dumps(tools, sort_keys=True, ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -15,13 +15,22 @@ were recorded. After every turn the replay is normalised the way the recording w
 - the end state (``[expect]``: status, live values, held values, checkpoints fired).
 
 The first divergence is reported as a readable diff naming the turn, the step and the
-field (:mod:`.diff`); later ones are usually its echoes. ``update=True`` replays to the
-end, rewrites every expectation from the new run, and reports everything that changed.
+field (:mod:`.diff`); later ones are usually its echoes.
+
+**Update** (``update=True``) rewrites the file from a new run and reports, turn by turn,
+everything that changed (:mod:`.changes`); it never writes a transcript that contradicts
+itself. The guided model's turns follow from the form, so for a transcript it spoke
+(``model = "guided"``) it answers every turn again. A real model's turns cannot be made
+again offline: its replies are kept, the tool results and ``[expect]`` rewritten, and a
+reply written after a tool result that has now changed is listed, and the file left as
+it was, unless ``accept_text=True`` keeps those words. A second update is a no-op.
 
 **Live** (``live=True``). The person turns (and host actions) of a transcript, usually a
 hand-written one with only ``[expect]``, are played against a real model (``model``: a
 ``ChatModel``, a model name for :func:`pick_model`, or ``None`` for the offline guided
-model) and graded on ``[expect]``: ``status`` and ``checkpoints`` must match, and every
+model) and graded on ``[expect]`` (the diff calls the author's values "expected"). The
+conversation opens as ``formctl run`` opens it (``Hello.``), so the first person line is an
+answer like every other. ``status`` and ``checkpoints`` must match, and every
 value listed in ``values``/``held`` must be there (a model may also fill optional fields
 the author did not list). ``live=True, update=True`` records the model's turns into the
 file, turning a hand-written transcript into an exact one: that is how the shipped set
@@ -34,15 +43,17 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from formctl.transcripts import changes as _changes
 from formctl.transcripts import diff as _diff
 from formctl.transcripts.format import Transcript, TranscriptError, Turn, dump, dumps, leading_comments, load
-from formctl.transcripts.record import Recorder, end_state
+from formctl.transcripts.record import OPENER, Recorder, end_state, opens_conversation
 
 REPLAY_SUBJECT = "transcript-replay"
+GUIDED = "guided"  # the offline model's name: its turns can be made again, a real model's cannot
 _STEP = re.compile(r'step (\d+/\d+) "([^"]*)"')
 _registries: dict[str, Any] = {}
 
@@ -59,6 +70,7 @@ class ReplayResult:
     turns: int = 0
     updated: bool = False
     seconds: float = 0.0
+    stale_words: list[Any] = field(default_factory=list)  # kept replies that may no longer fit (update)
 
     def __bool__(self) -> bool:  # pragma: no cover - convenience
         return self.passed
@@ -121,6 +133,7 @@ def replay_file(
     registry: Any = None,
     forms: str | os.PathLike[str] | None = None,
     coverage: Any = None,
+    accept_text: bool = False,
 ) -> ReplayResult:
     """Replay one transcript file. Never raises for a bad file: that is a failed result naming the line."""
     started = time.perf_counter()
@@ -129,7 +142,8 @@ def replay_file(
         transcript = load(path)
         if registry is None:
             registry = find_registry(path, forms)
-        result = replay(transcript, registry, update=update, live=live, model=model, coverage=coverage)
+        result = replay(transcript, registry, update=update, live=live, model=model, coverage=coverage,
+                        accept_text=accept_text)
     except TranscriptError as exc:
         result = ReplayResult(name, str(path), False, f"  {exc}", mode="live" if live else "exact")
     except Exception as exc:  # one broken transcript (or form) must not stop the rest of the run
@@ -148,6 +162,7 @@ def replay(
     live: bool = False,
     model: Any = None,
     coverage: Any = None,
+    accept_text: bool = False,
 ) -> ReplayResult:
     """Replay a loaded transcript against ``registry`` (see the module docstring for the modes)."""
     path = transcript.path or transcript.name
@@ -166,7 +181,9 @@ def replay(
         )
     if live:
         return _live(transcript, registry, compiled, model=model, update=update, coverage=coverage)
-    return _exact(transcript, registry, compiled, update=update, coverage=coverage)
+    if update and transcript.model == GUIDED:
+        return _regenerate(transcript, registry, compiled, coverage=coverage)
+    return _exact(transcript, registry, compiled, update=update, coverage=coverage, accept_text=accept_text)
 
 
 # --------------------------------------------------------------------------- running a conversation
@@ -363,24 +380,6 @@ def _step_label(tier0: str | None, result: Any) -> str | None:
     return None
 
 
-def _call_line(call: Any) -> str:
-    import json
-
-    text = json.dumps(call.input, ensure_ascii=False)
-    if len(text) > 120:
-        text = text[:117] + "…"
-    return f"{call.name} {text}"
-
-
-def _result_differences(old: Any, new: Any) -> list[_diff.Difference]:
-    """Differences between two tool results; inside two successes, paths start at the data
-    (``fields[mileage].status``, not ``data.fields[mileage].status``)."""
-    if (isinstance(old, dict) and isinstance(new, dict) and old.get("status") == new.get("status") == "success"
-            and set(old) == set(new) == {"status", "data"}):
-        return _diff.differences(old["data"], new["data"])
-    return _diff.differences(old, new)
-
-
 def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
     """The first way the replayed turn ``new`` differs from the recorded ``old``, or None."""
     where = old.label()
@@ -406,11 +405,11 @@ def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
                                   _step_label(a.tier0, None))
             # Plain equality first (C speed, and nearly always true); the field-by-field walk
             # only runs to explain a difference.
-            diffs = _result_differences(c_old.result, c_new.result) if c_old.result != c_new.result else []
+            diffs = _changes.result_differences(c_old.result, c_new.result) if c_old.result != c_new.result else []
             if diffs:
                 return Divergence(
                     n, at,
-                    f"    {_call_line(c_old)} returned something else:\n" + _diff.render(diffs, indent="      "),
+                    f"    {_changes.call_line(c_old.name, c_old.input)} returned something else:\n" + _diff.render(diffs, indent="      "),
                     _step_label(a.tier0, c_old.result),
                 )
     if len(old.iterations) != len(new.iterations) or (old.error or None) != (new.error or None):
@@ -440,11 +439,12 @@ def compare_end(old: dict[str, Any] | None, new: dict[str, Any] | None, *, exact
             want, got = sorted(want or []), sorted(got or [])
         diffs = _diff.differences(want, got, key)
         if diffs:
-            lines.append(_diff.render(diffs, indent="    "))
+            lines.append(_diff.render(diffs, indent="    ", labels=_diff.RECORDED if exact else _diff.EXPECTED))
     return "\n".join(lines) or None
 
 
-def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool, coverage: Any) -> ReplayResult:
+def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool, coverage: Any,
+           accept_text: bool = False) -> ReplayResult:
     path = transcript.path or transcript.name
     model = _recorded_model(_replies(transcript), transcript.model)
     divergences: list[Divergence] = []
@@ -459,26 +459,67 @@ def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool
     rec, _, _ = _play(transcript, registry, compiled, lambda runner: model, coverage=coverage, on_turn=on_turn)
     new_t = rec.transcript
     request_changed = _request_diff(transcript, new_t)
+    if update:
+        return _update_kept_words(transcript, rec.masked(), model, request_changed, accept_text)
     if request_changed and not divergences:
         divergences.insert(0, Divergence(1, transcript.turns[0].label() if transcript.turns else "start", request_changed))
-    elif request_changed and update:
-        divergences.insert(0, Divergence(1, "start", request_changed))
     end = None
-    if not divergences or update:
+    if not divergences:
         end = compare_end(transcript.expect, new_t.expect)
         if end is not None and model.remaining:
             end = f"    {model.remaining} recorded model call(s) were never played\n" + end
     played_all = model.remaining == 0
-    text = "\n".join(d.render() for d in (divergences if update else divergences[:1]))
+    text = "\n".join(d.render() for d in divergences[:1])
     if end:
         text = (text + "\n" if text else "") + "  the end state differs:\n" + end
     elif not divergences and not played_all:
         text = f"  {model.remaining} recorded model call(s) were never played"
-    passed = not text
-    if update:
-        written = _rewrite(transcript, rec.masked())  # sensitive values never reach the file
-        return ReplayResult(transcript.name, path, True, text, "exact", len(transcript.turns), updated=written)
-    return ReplayResult(transcript.name, path, passed, text, "exact", len(transcript.turns))
+    return ReplayResult(transcript.name, path, not text, text, "exact", len(transcript.turns))
+
+
+def _update_kept_words(old: Transcript, new: Transcript, model: Any, request: str | None,
+                       accept_text: bool) -> ReplayResult:
+    """``--update`` of a real model's transcript: its replies are kept as they were recorded.
+
+    The tool results and ``[expect]`` are the new run's. A reply whose words were written
+    after a tool result (or tier-0 line) that has now changed may say something the form no
+    longer does: unless ``accept_text``, such a file is not written, and the replies are
+    listed so the author can re-record the conversation or accept the words as they are.
+    """
+    path = old.path or old.name
+    end = compare_end(old.expect, new.expect)
+    text = _changes.describe(old, new, end=end, request=request)
+    if model.remaining:
+        text = (text + "\n" if text else "") + f"  {model.remaining} recorded model call(s) were never played"
+    stale = _changes.stale_words(old, new)
+    if stale and not accept_text:
+        text = (text + "\n" if text else "") + (
+            f"  {len(stale)} kept model repl{'y was' if len(stale) == 1 else 'ies were'} written after a tool "
+            "result that has changed, so the words may no longer fit (not written):\n"
+            + "\n".join(s.render() for s in stale)
+            + "\n  re-record the conversation (formctl run FORM --record PATH), or keep the words as they are "
+              "with --update --accept-text"
+        )
+        return ReplayResult(old.name, path, False, text, "exact", len(old.turns), stale_words=stale)
+    written = _rewrite(old, new)  # sensitive values never reach the file
+    return ReplayResult(old.name, path, True, text if written else "", "exact", len(old.turns),
+                        updated=written, stale_words=stale)
+
+
+def _regenerate(transcript: Transcript, registry: Any, compiled: Any, *, coverage: Any) -> ReplayResult:
+    """``--update`` of a guided-model transcript: the guided model answers every turn again.
+
+    Its replies follow from the form, so a changed form changes what it says; keeping the old
+    words beside the new tool results would write a transcript that contradicts itself.
+    """
+    path = transcript.path or transcript.name
+    rec, _, _ = _play(transcript, registry, compiled, _model_factory(None, transcript.form), coverage=coverage)
+    new_t = rec.masked()  # sensitive values never reach the file
+    text = _changes.describe(transcript, new_t, end=compare_end(transcript.expect, new_t.expect),
+                             request=_request_diff(transcript, new_t))
+    written = _rewrite(transcript, new_t)
+    return ReplayResult(transcript.name, path, True, text if written else "", GUIDED, len(transcript.turns),
+                        updated=written)
 
 
 def _request_diff(old: Transcript, new: Transcript) -> str | None:
@@ -516,6 +557,11 @@ def _rewrite(old: Transcript, new: Transcript) -> bool:
 
 def _live(transcript: Transcript, registry: Any, compiled: Any, *, model: Any, update: bool, coverage: Any) -> ReplayResult:
     path = transcript.path or transcript.name
+    if not transcript.recorded and not opens_conversation(transcript.turns[0] if transcript.turns else None):
+        # A hand-written scenario lists answers. `formctl run` opens every conversation with
+        # the same first message, so the model speaks first and each line is an answer: so
+        # does a live replay (and `--update` records that opening turn).
+        transcript = replace(transcript, turns=[Turn("person", text=OPENER), *transcript.turns])
     rec, _, chat_model = _play(transcript, registry, compiled, _model_factory(model, transcript.form), coverage=coverage)
     new_t = rec.transcript
     problems = [f"    turn {n} ({t.label()}): {t.error}" for n, t in enumerate(new_t.turns, 1) if t.error]

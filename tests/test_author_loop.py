@@ -1,0 +1,231 @@
+"""The form author's loop, through the real CLI and pytest itself: record, change, replay,
+``--update`` without writing a lie, and transcripts as pytest items wherever they live."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMS = ROOT / "forms"
+SHIPPED = ROOT / "transcripts"
+
+
+def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:
+    """The console entry point in a fresh process (an edited form module is imported afresh)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, input=input, timeout=120)
+
+
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new))
+
+
+FULL_NAME = 'Annotated[str, Field(min_length=2)], label="Full name"'
+TIGHTER = 'Annotated[str, Field(min_length=2, max_length=5)], label="Full name"'
+
+
+def recorded(tmp_path: Path, folder: str = "transcripts", model: str | None = None) -> tuple[Path, Path]:
+    """A project with a guided conversation recorded by a piped ``formctl run --record``."""
+    root = project(tmp_path)
+    path = root / folder / "dana.toml"
+    out = formctl("run", "travel-claim", "--offline", "--store", "store", "--record", str(path),
+                  cwd=root, input="Dana Reeve\nAB1234\n")
+    assert out.returncode == 0, out.stdout + out.stderr
+    if model is not None:  # as if a real model had spoken these turns
+        edit(path, 'model = "guided"', f'model = "{model}"')
+    return root, path
+
+
+# --------------------------------------------------------------------------- --update never writes a lie
+
+
+def test_update_of_a_guided_transcript_makes_its_turns_again_so_the_words_match_the_form(tmp_path):
+    root, path = recorded(tmp_path)
+    assert "Got it — Full name: Dana Reeve." in path.read_text()
+    edit(root / "forms" / "travel_claim.py", FULL_NAME, TIGHTER)
+
+    updated = formctl("replay", "transcripts", "--update", cwd=root)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "updated transcripts/dana.toml (the guided model's turns made again)" in updated.stdout
+    assert 'fields[full_name].status: recorded "filled", now "invalid"' in updated.stdout
+    assert "-Got it — Full name: Dana Reeve." in updated.stdout  # the diff shows the words that changed
+    text = path.read_text()
+    assert "Got it — Full name: Dana Reeve." not in text  # no reply claims a value the form refused
+    assert "at most 5 characters" in text
+    assert 'full_name = "Dana Reeve"' not in text.split("[expect]")[1]
+
+    again = formctl("replay", "transcripts", "--update", cwd=root)
+    assert again.returncode == 0 and "ok      transcripts/dana.toml (guided) (unchanged)" in again.stdout
+    assert path.read_text() == text  # a second --update is a no-op
+    assert formctl("replay", "transcripts", cwd=root).returncode == 0
+
+
+def test_update_of_a_real_models_transcript_lists_the_replies_that_may_no_longer_fit(tmp_path):
+    root, path = recorded(tmp_path, model="claude-sonnet-4-5")
+    before = path.read_text()
+    edit(root / "forms" / "travel_claim.py", FULL_NAME, TIGHTER)
+
+    refused = formctl("replay", "transcripts", "--update", cwd=root)
+    assert refused.returncode == 1, refused.stdout
+    lines = refused.stdout.splitlines()
+    assert "FAILED  transcripts/dana.toml (not updated)" in lines
+    assert 'fields[full_name].status: recorded "filled", now "invalid"' in refused.stdout
+    assert ('    turn 2 (person: "Dana Reeve"), model call 2: "Got it — Full name: Dana Reeve.\\nStaff ID? '
+            'Two capital letters and four digits, like AB1234."') in lines
+    assert "      it saw a different result from form_fill" in lines
+    assert "--update --accept-text" in refused.stdout
+    assert path.read_text() == before  # nothing written
+
+    accepted = formctl("replay", "transcripts", "--update", "--accept-text", cwd=root)
+    assert accepted.returncode == 0, accepted.stdout
+    assert "updated transcripts/dana.toml (kept 3 model replies as recorded)" in accepted.stdout
+    text = path.read_text()
+    assert '"status": "invalid"' in text and 'model = "claude-sonnet-4-5"' in text
+    again = formctl("replay", "transcripts", "--update", cwd=root)
+    assert again.returncode == 0 and "(unchanged)" in again.stdout
+    assert path.read_text() == text
+    assert formctl("replay", "transcripts", cwd=root).returncode == 0
+
+
+def test_accept_text_without_update_is_a_usage_error(tmp_path):
+    out = formctl("replay", str(SHIPPED), "--accept-text", cwd=tmp_path)
+    assert out.returncode == 2 and "--accept-text goes with --update" in out.stderr
+
+
+# --------------------------------------------------------------------------- hand-written scenarios
+
+SCENARIO = """\
+# A claimant gives their details one answer at a time, then asks to stop.
+format = 1
+form = "travel-claim"
+
+[[turns]]
+text = "Dana Reeve"
+
+[[turns]]
+text = "AB1234"
+
+[[turns]]
+text = "dana@example.org"
+
+[expect]
+status = "active"
+values = { full_name = "Dana Reeve", staff_id = "AB1234", email = "dana@example.org" }
+"""
+
+
+def test_a_hand_written_scenarios_first_line_is_an_answer_like_every_other(tmp_path):
+    root = project(tmp_path)
+    path = root / "scenarios" / "one_at_a_time.toml"
+    path.parent.mkdir()
+    path.write_text(SCENARIO)
+    live = formctl("replay", "scenarios", "--live", "--offline", cwd=root)
+    assert live.returncode == 0, live.stdout + live.stderr
+    assert "ok      scenarios/one_at_a_time.toml (live)" in live.stdout
+
+    path.write_text(SCENARIO.replace('staff_id = "AB1234"', 'staff_id = "ZZ9999"'))
+    wrong = formctl("replay", "scenarios", "--live", "--offline", cwd=root)
+    assert wrong.returncode == 1
+    assert '    values.staff_id: expected "ZZ9999", got "AB1234"' in wrong.stdout.splitlines()
+
+
+def test_live_update_records_the_opening_so_the_scenario_then_replays_exactly(tmp_path):
+    root = project(tmp_path)
+    path = root / "scenarios" / "one_at_a_time.toml"
+    path.parent.mkdir()
+    path.write_text(SCENARIO)
+    assert formctl("replay", "scenarios", "--live", "--update", cwd=root).returncode == 0
+    text = path.read_text()
+    assert text.index('text = "Hello."') < text.index('text = "Dana Reeve"')
+    exact = formctl("replay", "scenarios", cwd=root)
+    assert exact.returncode == 0 and "ok      scenarios/one_at_a_time.toml" in exact.stdout.splitlines()
+
+
+# --------------------------------------------------------------------------- transcripts are pytest items
+
+
+@pytest.fixture
+def author_project(pytester, tmp_path):
+    """A pytester project with the example forms and transcripts in folders not named ``transcripts``."""
+    shutil.copytree(FORMS, pytester.path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+    mine = pytester.path / "transcripts_mine"
+    mine.mkdir()
+    for name in ("what_else", "rejected_then_fixed"):
+        shutil.copy(SHIPPED / f"{name}.toml", mine / f"{name}.toml")
+    examples = pytester.path / "examples"
+    examples.mkdir()
+    shutil.copy(SHIPPED / "ineligible_terminated.toml", examples / "ineligible.toml")
+    (examples / "settings.toml").write_text('[tool]\nname = "not a transcript"\n')
+    pytester.makepyfile(test_unit="def test_unit():\n    assert True\n")
+    return pytester
+
+
+def _run(pytester, *args: str):
+    env_forms = os.environ.pop("FORMCTL_FORMS", None)
+    try:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    finally:
+        if env_forms is not None:
+            os.environ["FORMCTL_FORMS"] = env_forms
+
+
+def test_pytest_collects_transcripts_from_any_folder_given(author_project):
+    result = _run(author_project, "--formctl-transcripts", "transcripts_mine")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*2 passed*"])
+
+
+def test_naming_one_transcript_runs_that_one(author_project):
+    result = _run(author_project, "--formctl-transcripts", "-v", "transcripts_mine/what_else.toml")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*transcripts_mine/what_else.toml::what_else PASSED*"])
+
+
+def test_the_ini_option_collects_its_folders_and_globs_and_the_marker_selects_only_transcripts(author_project):
+    author_project.makeini(textwrap.dedent("""\
+        [pytest]
+        formctl_transcripts = transcripts_mine examples/*.toml
+    """))
+    everything = _run(author_project)
+    everything.assert_outcomes(passed=4)  # the unit test, two transcripts, one example (settings.toml is not one)
+    only = _run(author_project, "-m", "transcript")
+    only.assert_outcomes(passed=3, deselected=1)
+
+
+def test_the_ini_option_reads_a_list_from_pyproject(author_project):
+    author_project.makepyprojecttoml(textwrap.dedent("""\
+        [tool.pytest.ini_options]
+        formctl_transcripts = ["transcripts_mine", "examples/*.toml"]
+    """))
+    _run(author_project, "-m", "transcript").assert_outcomes(passed=3, deselected=1)
+
+
+def test_a_failing_transcripts_report_is_the_replay_diff(author_project):
+    broken = author_project.path / "transcripts_mine" / "rejected_then_fixed.toml"
+    edit(broken, '[expect]\nstatus = "active"', '[expect]\nstatus = "complete"')
+    result = _run(author_project, "--formctl-transcripts", "transcripts_mine")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*rejected_then_fixed.toml*", '*status: recorded "complete", now "active"*'])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_without_the_plugin_turned_on_no_toml_is_collected(author_project):
+    result = _run(author_project, "transcripts_mine", "test_unit.py")
+    result.assert_outcomes(passed=1)
