@@ -56,7 +56,7 @@ def build_instance(form, answers: dict[str, Any] | None = None, *, cursors: dict
     return Instance(entries=entries, revision_seq=seq, **attrs)
 
 # --------------------------------------------------------------------------- pi-intake
-# The form of ENGINE-SPEC §3.4's verified did_you_mean table and §14's first rendering.
+# The form of the did_you_mean table (test_aliases.py) and the first tier-0 rendering (test_tier0.py).
 
 
 def pi_intake():
@@ -99,7 +99,7 @@ def basic(version: int = 1):
 
 
 # --------------------------------------------------------------------------- trio
-# Three plain text fields for the undo/redo sequences of §7.5.
+# Three plain text fields for the bare undo/redo sequences (docs/engine.md, 'The answer log').
 
 
 def trio():
@@ -115,7 +115,7 @@ def trio():
 
 
 # --------------------------------------------------------------------------- chain
-# §8.2's verified multi-pass example and the negation-gate hazard.
+# The multi-pass example and the negation-gate hazard (docs/engine.md, 'Liveness and applicability').
 
 
 def chain(order: tuple[str, ...] = ("a", "b", "c", "d")):
@@ -216,11 +216,11 @@ def validation():
     )
 
 
-# --------------------------------------------------------------------------- tier 0 renderings of §14
+# --------------------------------------------------------------------------- tier 0 renderings
 
 
 def rv():
-    """§14's revisit rendering: a checkpoint sends the talk back to the finished step 1."""
+    """Tier 0 on a revisit: a checkpoint sends the talk back to the finished step 1."""
     return (
         define_form("rv", version=1, name="Revisit", conduct="C.")
         .step("claimant", title="Claimant")
@@ -236,7 +236,7 @@ def rv():
 
 
 def failing_fill():
-    """§14's failure rendering: x's on_fill fails with "boom"."""
+    """Tier 0 with an open failure: x's on_fill fails with "boom"."""
 
     def on_x(ctx):
         if ctx.values.get("x") == "bad":
@@ -253,7 +253,7 @@ def failing_fill():
 
 
 def blk():
-    """§14's awaiting rendering: a blocking checkpoint with no run waits for the host."""
+    """Tier 0 while awaiting: a blocking checkpoint with no run waits for the host."""
     return (
         define_form("blk", version=1, name="Blocking")
         .step("s", title="S")
@@ -265,7 +265,7 @@ def blk():
 
 
 def opt():
-    """§14's gated-off step: step 1 all optional, step 3 gated by q=="go", step 4 has a preview."""
+    """Tier 0 with a gated-off step: step 1 all optional, step 3 gated by q=="go", step 4 has a preview."""
     return (
         define_form("opt", version=1, name="Optional and gated")
         .step("a", title="A")
@@ -382,7 +382,7 @@ def lab(log: HookLog | None = None):
 
 
 def occurrence_seq(log: HookLog | None = None):
-    """ENGINE-SPEC §10's verified sequence: checkpoint cp when x=="hit", and a form on_complete."""
+    """The occurrence sequence of a checkpoint: cp when x=="hit", and a form on_complete."""
     log = log or HookLog()
     return (
         define_form("seq", version=1, name="Occurrence sequence")

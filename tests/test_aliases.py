@@ -1,4 +1,4 @@
-"""Forgiving ids (ENGINE-SPEC §3, departure 9): normalisation, the alias index, resolution, did_you_mean."""
+"""Forgiving ids (docs/engine.md, 'Resolving names'): normalisation, the alias index, resolution, did_you_mean."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Blocking checkpoints and resolve_checkpoint (ENGINE-SPEC §11, departures 3 and 5).
+"""Blocking checkpoints, waits for the host, and resolve_checkpoint (docs/engine.md,
+'Checkpoints and waits'; failures that clear: 'Commit then run').
 
 The form is ``cap-lab``: a total over 100 hits two blocking checkpoints, "cap" (waiting
 message "Checking with Finance.") then "second"; total and a signature are required.
@@ -38,7 +39,7 @@ def form_runs(log):
     return [k for k in log.keys if k.startswith("form")]
 
 
-# --------------------------------------------------------------------------- §11: a run that returns unblocks
+# --------------------------------------------------------------------------- a run that returns unblocks
 
 
 def test_a_blocking_checkpoint_whose_run_returns_is_awaiting_only_while_it_runs(runner, registry, log, adapter):
@@ -74,7 +75,7 @@ def test_a_failed_blocking_run_unblocks_with_an_open_failure(runner, registry, l
     assert failures_of(result) == [("checkpoint:cap", "Over the limit: needs pre-approval.")]
 
 
-# --------------------------------------------------------------------------- departure 5: waiting for a person
+# --------------------------------------------------------------------------- waiting for a person
 
 
 def test_a_blocking_checkpoint_with_no_run_leaves_the_instance_awaiting(waiting):

@@ -1,4 +1,5 @@
-"""Compile rules (ENGINE-SPEC §2): the index a definition compiles to, and every check with its message."""
+"""Compile rules (docs/engine.md, 'Compile checks'): the index a definition compiles to,
+and every check with its message."""
 
 from __future__ import annotations
 

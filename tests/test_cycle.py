@@ -1,6 +1,6 @@
-"""The commit cycle (ENGINE-SPEC §9): staging, projection and rising edges, the pre-commit
-status, what one commit carries, conflict retries (departure 10), the closing commit
-(§9.4) and patch rounds (§9.5)."""
+"""The commit cycle (docs/engine.md, 'Staging and rising edges' and 'Commit then run'):
+staging, projection and rising edges, the pre-commit status, what one commit carries,
+conflict retries, the closing commit and patch rounds."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def stored_values(runner, instance_id=None):
     return runner.open_instance(instance_id).in_force_values()
 
 
-# --------------------------------------------------------------------------- §9.1 staging
+# --------------------------------------------------------------------------- staging
 
 
 def test_each_staged_value_is_one_revision_with_its_own_seq_provenance_and_error(adapter, registry, log):
@@ -102,7 +102,7 @@ def test_staging_never_raises_for_bad_values(lab_runner):
     assert {f["id"]: f["status"] for f in lab_runner.inspect("outline").to_dict()["fields"]}["amount"] == "invalid"
 
 
-# --------------------------------------------------------------------------- §9.2 projection and edges
+# --------------------------------------------------------------------------- projection and edges
 
 
 def test_anything_already_true_at_start_is_a_rising_edge(runner):
@@ -142,7 +142,7 @@ def test_counters_count_edges_of_hooks_with_no_executor(runner):
     assert r.open_instance().occurrences == {"field:name": 1, "field:age": 1, "step:one": 1}
 
 
-# --------------------------------------------------------------------------- §9.2 pre-commit status
+# --------------------------------------------------------------------------- pre-commit status
 
 
 def test_a_queued_blocking_checkpoint_makes_the_instance_awaiting_while_hooks_run(runner, registry, adapter):
@@ -194,7 +194,7 @@ def test_a_correction_that_leaves_the_form_incomplete_makes_it_active_again(lab_
     assert lab_runner.open_instance().completed_at is not None  # never cleared
 
 
-# --------------------------------------------------------------------------- §9.2 what one commit carries
+# --------------------------------------------------------------------------- what one commit carries
 
 
 def test_entries_counters_and_status_land_in_one_commit(lab_runner, flaky):
@@ -238,7 +238,7 @@ def test_every_landed_commit_bumps_the_version_by_one(lab_runner, flaky):
     assert lab_runner.open_instance().version == before + len(flaky.landed)
 
 
-# --------------------------------------------------------------------------- departure 10: conflict retries
+# --------------------------------------------------------------------------- conflict retries
 
 
 def test_a_write_retries_conflicts_and_lands_once(lab_runner, flaky, log):
@@ -354,7 +354,7 @@ def test_abandon_gives_up_after_five_conflicts(lab_runner, flaky):
     assert lab_runner.open_instance(iid).status == "active"
 
 
-# --------------------------------------------------------------------------- §9.4 the closing commit
+# --------------------------------------------------------------------------- the closing commit
 
 
 def test_a_write_whose_hooks_change_nothing_is_a_single_commit(lab_runner, log):
@@ -392,7 +392,7 @@ def test_a_retraction_in_the_jumped_to_step_releases_it(lab_runner, log):
     assert lab_runner.open_instance().open_step_override is None
 
 
-# --------------------------------------------------------------------------- §9.5 patch rounds
+# --------------------------------------------------------------------------- patch rounds
 
 
 def test_patches_are_written_in_further_rounds_with_the_writes_provenance(lab_runner, log):

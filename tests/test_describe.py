@@ -1,4 +1,4 @@
-"""The agent-facing type string (ENGINE-SPEC §4, adapted for pydantic per §23 and departure 1)."""
+"""The agent-facing type string (docs/engine.md, 'Type strings'), rendered from pydantic's JSON schema."""
 
 from __future__ import annotations
 
@@ -287,7 +287,7 @@ def test_empty_enum_falls_through_to_type():
     assert render_schema({"type": "string", "enum": []}) == "text"
 
 
-# --------------------------------------------------------------------------- unions and optionality (departure 1)
+# --------------------------------------------------------------------------- unions and optionality
 
 
 def test_optional_int_renders_from_its_non_none_part():
@@ -517,7 +517,8 @@ def test_a_single_ref_all_of_is_a_reference_not_an_intersection():
     assert render_schema(_resolve_refs(schema)) == "list of object with: a, b"
 
 
-# --------------------------------------------------------------------------- requiredness probe (§5, departure 1)
+# --------------------------------------------------------------------------- requiredness probe
+# A field is optional iff its schema accepts None; there is no required= flag.
 
 
 def test_a_plain_type_does_not_accept_none():

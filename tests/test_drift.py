@@ -1,4 +1,4 @@
-"""Definition drift (ENGINE-SPEC §12.5, departure 8): an instance started against one
+"""Definition drift (docs/engine.md, 'Drift'): an instance started against one
 version of a form, opened after the registry moved to another.
 
 Without ``migrate`` the instance is marked stale and refuses everything but abandon.
@@ -147,7 +147,7 @@ def test_marking_stale_retries_conflicts(adapter, registry, log):
     assert r.open_instance().status == "stale"
 
 
-# --------------------------------------------------------------------------- migrate (departure 8)
+# --------------------------------------------------------------------------- migrate: an ordinary commit
 
 
 def test_migrate_gets_the_in_force_values_and_the_old_version_once(started, registry):

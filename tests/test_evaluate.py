@@ -1,4 +1,5 @@
-"""Evaluation (ENGINE-SPEC §8, §5): parse, the liveness fixpoint, per-field status, completion, the open step, gate defects."""
+"""Evaluation (docs/engine.md, 'Liveness and applicability', 'Completion and the open step'): parse,
+the liveness fixpoint, per-field status, completion, the open step, gate defects."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _open_step_id(form, ev):
     return None if ev.open_step is None else form.steps[ev.open_step].id
 
 
-# --------------------------------------------------------------------------- parse (§8.1)
+# --------------------------------------------------------------------------- parse
 
 
 def test_only_the_revision_in_force_is_parsed():
@@ -53,7 +54,7 @@ def test_values_hold_the_parsed_output_not_the_raw_value():
     assert ev.values["when"] == date(2026, 3, 4)
 
 
-# --------------------------------------------------------------------------- per-field status (§8.3)
+# --------------------------------------------------------------------------- per-field status
 
 
 def test_each_field_status_follows_the_table():
@@ -89,7 +90,7 @@ def test_invalid_answers_are_invisible_to_gates():
     assert _status(form, ev)["vehicleCount"] == "held"
 
 
-# --------------------------------------------------------------------------- liveness fixpoint (§8.2)
+# --------------------------------------------------------------------------- liveness fixpoint
 
 
 def test_nothing_excluded_takes_one_pass():
@@ -144,7 +145,7 @@ def test_an_answer_given_before_it_applies_is_held(runner):
     assert "held_note" in result.to_dict()
 
 
-# --------------------------------------------------------------------------- completion (§8.4, §5)
+# --------------------------------------------------------------------------- completion and optionality
 
 
 def test_a_step_is_complete_when_its_required_applicable_fields_are_filled():
@@ -180,7 +181,7 @@ def test_an_optional_field_with_no_entry_never_appears_in_values():
 
 
 def test_an_optional_field_accepts_an_explicit_null_only_through_stored_data():
-    # Blanks never reach the log through the runner (departure 2); a stored null still parses.
+    # Blanks never reach the log through the runner (they mean "leave it alone"); a stored null still parses.
     form = example_forms.optionality()
     ev = evaluate(form, build_instance(form, {"opt_int": None}))
     assert _status(form, ev)["opt_int"] == "filled"
@@ -225,7 +226,7 @@ def test_a_checkpoint_is_active_while_its_gate_holds():
     assert evaluate(form, build_instance(form, {"x": "miss"})).checkpoint_active == [False]
 
 
-# --------------------------------------------------------------------------- the open step (§8.5)
+# --------------------------------------------------------------------------- the open step
 
 
 def test_the_open_step_is_the_first_open_incomplete_step():

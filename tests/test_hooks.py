@@ -1,5 +1,5 @@
-"""Executors: dispatch (§9.3), effect precedence (§9.6), hook order and occurrences (§10),
-failures that clear (departure 3), Terminate (departure 4) and Complete (departure 7)."""
+"""Executors: dispatch, effect precedence, hook order and occurrences, failures that clear,
+Terminate and Complete (docs/engine.md, 'Commit then run' and 'Completion and closing')."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def failures_of(view_or_result):
     return [(f["hook"], f["message"]) for f in view_or_result.to_dict().get("failures", [])]
 
 
-# --------------------------------------------------------------------------- §10 order and occurrences
+# --------------------------------------------------------------------------- hook order and occurrences
 
 
 def test_hooks_run_fields_then_steps_then_checkpoints_then_form_each_in_declaration_order(lab_runner, log):
@@ -90,7 +90,7 @@ def test_fixing_an_invalid_answer_is_a_rising_edge(lab_runner, log):
     assert log.keys == ["field:extra:1", "step:two:1"]
 
 
-# --------------------------------------------------------------------------- §9.3 dispatch
+# --------------------------------------------------------------------------- dispatch
 
 
 def test_an_executor_is_told_when_the_runner_is_replaying(runner, registry, log):
@@ -232,7 +232,7 @@ def test_each_hook_gets_the_instance_re_read_after_the_hook_before_it(lab_runner
     assert extra_ctx.instance.dispatches[f"{result.instance_id}:field:trigger:1"].status == "ok"
 
 
-# --------------------------------------------------------------------------- departure 3: failures clear
+# --------------------------------------------------------------------------- failures clear
 
 
 def test_a_failure_stays_open_until_the_same_hook_later_runs_without_failing(lab_runner, log):
@@ -259,7 +259,7 @@ def test_an_open_failure_is_listed_in_tier0(lab_runner, log):
     assert lab_runner.tier0().splitlines()[-1] == "blocked earlier: field:trigger — no such code"
 
 
-# --------------------------------------------------------------------------- §9.6 effects and precedence
+# --------------------------------------------------------------------------- effects and precedence
 
 
 def test_patches_of_one_round_merge_and_a_later_hook_overwrites_an_earlier_one(lab_runner, log):
@@ -336,7 +336,7 @@ def test_a_patch_into_another_step_keeps_the_jump(lab_runner, log):
     assert lab_runner.status().to_dict()["revisiting"] is True
 
 
-# --------------------------------------------------------------------------- departure 4: Terminate wins outright
+# --------------------------------------------------------------------------- Terminate wins outright
 
 
 def test_terminate_stops_the_round_drops_its_patches_and_the_form_never_completes(lab_runner, log):
@@ -402,7 +402,7 @@ def test_terminate_beats_a_forced_completion_and_clears_a_jump(lab_runner, log):
     assert result.view.to_dict()["complete"] is False
 
 
-# --------------------------------------------------------------------------- departure 7: Complete() is sticky
+# --------------------------------------------------------------------------- Complete() is sticky
 
 
 def test_complete_forces_the_form_complete_and_announces_it_once(lab_runner, log):

@@ -1,5 +1,6 @@
-"""Instance lifecycle (ENGINE-SPEC §12, departure 11): start, writability, the open form of
-a subject, abandon, and the errors a host sees for unknown forms and instances."""
+"""Instance lifecycle: start, writability, the open form of a subject, abandon, and the
+errors a host sees for unknown forms and instances (docs/engine.md, 'Completion and
+closing' and 'Reads and writes')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The answer log (ENGINE-SPEC §7, §6 storage, departure 2): revisions, cursor, seq, set/retract/undo/redo, history."""
+"""The answer log (docs/engine.md, 'The answer log'): revisions, cursor, seq, blanks, set/retract/undo/redo, history."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_a_runner_without_a_source_records_forms(runner):
     assert r.history("a").revisions[0].actor == "agent"
 
 
-# --------------------------------------------------------------------------- invalid values are stored (§6)
+# --------------------------------------------------------------------------- invalid values are stored
 
 
 def test_an_invalid_value_is_stored_with_its_error_and_reads_as_invalid(runner):
@@ -127,7 +127,7 @@ def test_fixing_an_invalid_answer_makes_it_filled(runner):
     assert result.captured == ["age"]
 
 
-# --------------------------------------------------------------------------- blanks (departure 2)
+# --------------------------------------------------------------------------- blanks mean leave it alone
 
 
 @pytest.mark.parametrize("blank", ["", None, "   ", {"street": "", "town": None}])
@@ -426,7 +426,7 @@ def test_a_failed_undo_commits_nothing(runner):
     assert after.version == before.version
 
 
-# --------------------------------------------------------------------------- what undo/redo would do (§7.6, §16.2)
+# --------------------------------------------------------------------------- what undo/redo would do
 
 
 def test_undo_would_names_the_last_touched_field_and_its_previous_value(runner):
@@ -496,7 +496,7 @@ def test_undo_would_stays_after_the_field_is_undone_to_empty(runner):
     assert out["redo_would"] == 'a → "x"'
 
 
-# --------------------------------------------------------------------------- history (§7.7)
+# --------------------------------------------------------------------------- history
 
 
 def test_history_lists_every_revision_oldest_first_with_the_one_in_force(runner):

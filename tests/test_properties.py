@@ -19,7 +19,8 @@ PROPERTY_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_ch
 
 
 class LogModel:
-    """The §7 rules, written plainly: what each field's log and cursor should be."""
+    """The answer-log rules (docs/engine.md, 'The answer log'), written plainly: what each
+    field's log and cursor should be."""
 
     def __init__(self) -> None:
         self.logs: dict[str, list[tuple[int, Any]]] = {}
@@ -91,7 +92,7 @@ def _stored(r: FormRunner):
 
 @PROPERTY_SETTINGS
 @given(ops)
-# The verified §7.5 cases, always tried: bare redo takes the oldest pending revision, bare
+# The bare undo/redo cases, always tried: bare redo takes the oldest pending revision, bare
 # undo the newest at a cursor.
 @example([("set", "a", "x"), ("set", "b", "y"), ("undo", "a"), ("undo", "b"), ("redo", None), ("redo", None)])
 @example([("set", "b", "x"), ("set", "c", "y"), ("set", "b", "z"), ("undo", None), ("undo", None), ("undo", None)])

@@ -49,7 +49,7 @@ def _assert_cache_is_fresh(runner: FormRunner, label: Any = None) -> None:
 
 
 def _self_referring():
-    """Two gated fields whose gates ask for their own step's completion (re-entrant, §8.4)."""
+    """Two gated fields whose gates ask for their own step's completion (re-entrant gates)."""
     return (
         define_form("selfref", name="Self-referring")
         .step("s0", title="Only")
@@ -86,7 +86,7 @@ GATE_KINDS = ["none", "none", "eq", "not", "own_step", "other_step", "not_comple
 def _gate(kind: str, target: str, own_step: str, other_step: str):
     if kind == "eq":
         return lambda v, s: v[target] == "x"
-    if kind == "not":  # a negation gate (§8.2's documented hazard)
+    if kind == "not":  # a negation gate (the hazard in docs/engine.md, 'Liveness and applicability')
         return lambda v, s: not v[target]
     if kind == "own_step":  # re-entrant
         return lambda v, s: s.step_complete(own_step)

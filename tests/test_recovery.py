@@ -1,4 +1,4 @@
-"""At-least-once dispatch (departure 6): a dispatch record left ``running`` by a process
+"""At-least-once dispatch (docs/engine.md, 'Commit then run'): a dispatch record left ``running`` by a process
 that died mid-executor is re-run, under the same idempotency key, the next time any
 runner opens the instance; a record that is ``ok`` never runs again."""
 

@@ -1,4 +1,4 @@
-"""The registry (ENGINE-SPEC §19): form ids mapped to lazy loaders, compiled once."""
+"""The registry: form ids mapped to lazy loaders, compiled once."""
 
 from __future__ import annotations
 

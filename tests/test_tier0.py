@@ -1,4 +1,4 @@
-"""Tier 0, the standing line (ENGINE-SPEC §14, departure 13: no conduct line), and which form it is about (departure 11)."""
+"""Tier 0, the standing line (docs/engine.md, 'Tier 0': no conduct line), and which form it is about."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_a_failure_line_goes_once_the_hook_next_succeeds(runner):
     assert r.tier0() == '[form: f] step 1/1 "A" · pending: Y'
 
 
-# --------------------------------------------------------------------------- which form is open (departure 11)
+# --------------------------------------------------------------------------- which form is open
 
 
 def test_the_newest_instance_is_the_open_form(runner):

@@ -1,4 +1,4 @@
-"""Strict per-field validation and the §6 issue and hint rules, with pydantic."""
+"""Strict per-field validation and the issue and hint rules (docs/engine.md, 'Validation')."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ def test_an_empty_description_falls_through_to_the_type():
     assert issue_hint(issue, "boat", "", type_string(annotation)) == "Expected one of: vehicle | premises."
 
 
-# --------------------------------------------------------------------------- description (§2)
+# --------------------------------------------------------------------------- description (ask and hint)
 
 
 def test_description_joins_ask_and_hint_with_a_space():

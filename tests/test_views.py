@@ -1,4 +1,4 @@
-"""Views and fill results as the model reads them (ENGINE-SPEC §13, §16.2, §16.3, §6 rows, departures 12, 13)."""
+"""Views and fill results as the model reads them (docs/engine.md, 'Views')."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _rows(view) -> dict[str, dict]:
     return {row["id"]: row for row in view.to_dict()["fields"]}
 
 
-# --------------------------------------------------------------------------- header (§13.1, §16.2)
+# --------------------------------------------------------------------------- header
 
 
 def test_a_fresh_step_view_has_exactly_the_header_step_and_fields(runner):
@@ -107,7 +107,7 @@ def test_revisiting_is_true_only_after_a_jump_back(runner):
     assert out["step"]["id"] == "claimant"
 
 
-# --------------------------------------------------------------------------- field rows (§13.2)
+# --------------------------------------------------------------------------- field rows
 
 
 def test_a_field_row_carries_the_required_keys_and_only_truthy_extras(runner):
@@ -170,7 +170,7 @@ def test_on_a_revisit_filled_fields_of_the_revisited_step_ask_again(runner):
     assert rows["name"]["ask"] is True
 
 
-# --------------------------------------------------------------------------- scopes (§13.3)
+# --------------------------------------------------------------------------- scopes
 
 
 def test_status_shows_the_open_step(runner):
@@ -273,7 +273,7 @@ def test_a_summary_omits_collects_without_a_preview_and_reports_the_gate(runner)
     assert (steps["a"]["complete"], steps["a"]["progress"]) == (True, "0/0")
 
 
-# --------------------------------------------------------------------------- fill results (§13.5, §16.3)
+# --------------------------------------------------------------------------- fill results
 
 
 def test_a_fill_result_reports_each_outcome_under_its_own_key(runner):
