@@ -7,7 +7,7 @@ a turn that answers tool calls does not *begin* with its results). Tier 0 is nev
 in the system prompt, and never saved: ``messages`` holds the conversation without it,
 so earlier turns carry no stale status and the saved conversation resumes cleanly. The
 system prompt and the tool list are fixed at construction and byte-identical on every
-request, which is what lets a provider's prompt cache hold them (departure 13).
+request, which is what lets a provider's prompt cache hold them (docs/engine.md, 'Tier 0').
 
 What the loop promises when things go wrong:
 

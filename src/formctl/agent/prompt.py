@@ -1,6 +1,6 @@
 """The fixed system prompt: the tools' shared conventions, once, plus the form's conduct.
 
-It is built once per conversation and never changes afterwards (departure 13): the
+It is built once per conversation and never changes afterwards (docs/engine.md, 'Tier 0'): the
 form's live state travels as the tier-0 block at the tail of the newest user turn, so a
 provider's prompt cache keeps holding the tools and this text. Everything the eight tools
 have in common is said here rather than in each tool's description, because the tool list

@@ -2,7 +2,7 @@
 
 ``form_list``, ``form_start``, ``form_status``, ``form_inspect``, ``form_fill``,
 ``form_revise`` (action = set | retract | undo | redo), ``form_abandon`` and the read-only
-``form_history`` (ENGINE-SPEC §16.4). Each tool is one pydantic model (its arguments,
+``form_history`` (docs/engine.md, 'Tool results'). Each tool is one pydantic model (its arguments,
 validated strictly) plus one handler; the JSON schema the model reads is generated from
 the same model, so the schema and the validation can never disagree.
 
@@ -12,18 +12,19 @@ characters; see ``benchmarks/context.py``). Conventions shared by every tool (om
 ``instance_id`` for the open form, what the envelope means, what the tier-0 line is) are
 said once, in the fixed system prompt (``formctl.agent.prompt``), not eight times here.
 
-Results use the §16.1 envelope: ``{"status": "success", "data": ...}`` or
-``{"status": "error", "message": ..., "data": {"code": ...}}``. Departures from §16.1,
-decided here:
+Results use one envelope: ``{"status": "success", "data": ...}`` or
+``{"status": "error", "message": ..., "data": {"code": ...}}``. Decided here, beyond
+the plain envelope:
 
 - Malformed arguments (a non-object input, a wrong type, a missing or an extra
   parameter) come back with ``data: {"code": "invalid_arguments"}`` rather than
   ``data: null``, so a model (and a transcript diff) can tell a shape error from a bug;
   nothing is applied.
-- An optional parameter sent as ``null`` or ``""`` counts as omitted. Strict tool calling
-  sends ``""`` for every parameter the model did not mean to set (seed 002), and an
-  ``instance_id: ""`` must mean "the open form", not "no such instance".
-- ``form_start`` refuses while the subject's open form (``runner.open_instance()``, §12.4)
+- An optional parameter sent as ``null`` or ``""`` counts as omitted. A provider whose
+  function calling is strict makes the model fill every property of the schema, so a
+  parameter the model did not mean to set arrives as ``""``; ``instance_id: ""`` must
+  mean "the open form", not "no such instance".
+- ``form_start`` refuses while the subject's open form (``runner.open_instance()``)
   is an active or awaiting instance of the same form (code ``form_open``): a model that
   calls it twice would otherwise strand the first instance's answers in a form nobody
   continues. Finish or abandon the open one first. (Asking the runner, not the store,
@@ -60,7 +61,7 @@ UNKNOWN_TOOL = "unknown_tool"
 
 
 class ToolSelectionError(FormError):
-    """An allow/deny selector that matches no tool (§16.4: ``MemoryToolSelectionError``)."""
+    """An allow/deny selector that matches no tool (code ``unknown_tool``)."""
 
     code = UNKNOWN_TOOL
 
@@ -196,7 +197,7 @@ def _form_abandon(runner: Any, a: _AbandonArgs) -> Any:
 
 
 def _form_history(runner: Any, a: _HistoryArgs) -> Any:
-    """§16.4: one instance (outline + values + held), or a list of the subject's instances.
+    """One instance (outline + values + held), or a list of the subject's instances.
 
     Read-only: it evaluates the stored instance directly (no drift check, no recovery of
     orphaned executors, no commit), so reading history can never change anything.
@@ -253,8 +254,8 @@ class _Tool:
     handler: Callable[[Any, Any], Any]
 
 
-# Descriptions paraphrase §16.4's, cut to what changes the model's behaviour. Each clause
-# is there because a model got it wrong without it (the reference's agentic bench):
+# Descriptions are cut to what changes the model's behaviour. Each clause is there
+# because a model got it wrong without it (the reference implementation's agentic bench):
 # reading the field list aloud, promising ask=false fields, blanking a field with "".
 _TOOLS: tuple[_Tool, ...] = (
     _Tool("form_list", "Forms that can be started: id, name, description.", _NoArgs, _form_list),
@@ -354,7 +355,7 @@ def _matches(name: str, selector: str) -> bool:
 
 
 def select_tools(allow: list[str] | None = None, deny: list[str] | None = None) -> list[str]:
-    """The tool names left after ``allow`` narrows and ``deny`` subtracts (§16.4), in surface order.
+    """The tool names left after ``allow`` narrows and ``deny`` subtracts, in surface order.
 
     A selector matches a tool named exactly so, or ending in ``_«selector»`` (``fill``,
     ``history``). Both lists are resolved against the full surface, and a selector that

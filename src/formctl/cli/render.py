@@ -314,7 +314,7 @@ def activity_line(tool: str, envelope: dict[str, Any], labels: dict[str, str], t
     """One short line for what a tool call did, for the dim activity trail of the chat.
 
     ``saved Full name, Work email · held Miles driven · rejected Email: not an email address``.
-    Reads the envelope the model was given (ENGINE-SPEC §16), so the person sees what the
+    Reads the envelope the model was given (docs/engine.md, 'Tool results'), so the person sees what the
     model saw. Reads return "" (a status look is not worth a line).
     """
     name = lambda fid: labels.get(fid, fid)  # noqa: E731
