@@ -1,7 +1,8 @@
 """Compile a definition into the index every read and write uses.
 
-Compilation checks the definition (ENGINE-SPEC §2), flattens the fields in declaration
-order, and builds the alias indexes that make ids forgiving (§3). Schemas are turned
+Compilation checks the definition (docs/engine.md, 'Compile checks'), flattens the fields
+in declaration order, and builds the alias indexes that make ids forgiving (docs/engine.md,
+'Resolving names'). Schemas are turned
 into validators and type strings lazily, on first use, so compiling a 300-field form
 costs microseconds per field rather than a pydantic build per field.
 """
@@ -79,12 +80,12 @@ class CompiledField:
 
     @cached_property
     def required(self) -> bool:
-        """Required unless the schema accepts None (departure 1: there is no ``required=`` flag)."""
+        """Required unless the schema accepts None: there is no ``required=`` flag."""
         from formctl.forms.describe import accepts_none
 
         try:
             return not accepts_none(self.schema)
-        except Exception:  # a probe that raises means "required" (§5)
+        except Exception:  # a schema that cannot even be probed counts as required
             return True
 
     def __repr__(self) -> str:
@@ -148,7 +149,7 @@ class CompiledForm:
         self.aliases: dict[str, str] = {}
         self.step_aliases: dict[str, str] = {}
 
-    # -- id resolution (§3, departure 9) ------------------------------------------------
+    # -- id resolution: forgiving everywhere (docs/engine.md, 'Resolving names') -------
 
     def resolve_field(self, sent: Any) -> str | None:
         """The field a sent id means: exact id first, else the normalised id or label; None if unknown."""
@@ -263,7 +264,7 @@ def compile_form(definition: FormDef) -> CompiledForm:
             + ".",
             clashes,
         )
-    # Departure 9: steps resolve forgivingly too (inspect and Jump), so they must be distinguishable.
+    # Steps resolve forgivingly too (inspect and Jump), so they must be distinguishable.
     compiled.step_aliases, step_clashes = _index_aliases(form_id, [(s.id, [s.id, s.title]) for s in compiled.steps])
     if step_clashes:
         raise FormDefinitionError(

@@ -1,11 +1,11 @@
 """The agent-facing type string: a field's annotation rendered as a few words.
 
-``render_schema`` is the normative renderer of ENGINE-SPEC §4, over a JSON-schema
-dict. ``type_string`` feeds it pydantic's validation-mode JSON schema, adapted the
-way §23 says: ``$ref``/``$defs`` resolved first (pydantic emits them for Enum
-classes and nested models), ``title`` keys dropped, and ``None`` stripped from the
-top level, because formctl says "optional" with ``required: false`` rather than in
-the type (departure 1: ``Annotated[int, Field(ge=1)] | None`` reads ``integer >= 1``).
+``render_schema`` renders a JSON-schema dict by the rules of docs/engine.md, 'Type
+strings'. ``type_string`` feeds it pydantic's validation-mode JSON schema, adapted:
+``$ref``/``$defs`` resolved first (pydantic emits them for Enum classes and nested
+models), ``title`` keys dropped, and ``None`` stripped from the top level, because
+formctl says "optional" with ``required: false`` rather than in the type
+(``Annotated[int, Field(ge=1)] | None`` reads ``integer >= 1``).
 
 The wording is the reference's and was chosen against model behaviour: a boolean
 reads "true or false" because models sent "yes" when it read "yes / no".
@@ -56,11 +56,11 @@ _DATA_KEYS = frozenset({"enum", "const", "default", "examples", "discriminator",
 _SCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "dependentSchemas"})
 
 
-# --------------------------------------------------------------------------- the renderer (§4.1)
+# --------------------------------------------------------------------------- the renderer
 
 
 def render_schema(node: Any, depth: int = 0) -> str:
-    """Render a ``$ref``-free JSON-schema node as the agent-facing type string (§4).
+    """Render a ``$ref``-free JSON-schema node as the agent-facing type string.
 
     Any error while rendering, and an empty rendering, give ``"value"``.
     """
@@ -243,7 +243,7 @@ def _js_number(value: int | float) -> str:
     return sign + text
 
 
-# --------------------------------------------------------------------------- pydantic adaptation (§23)
+# --------------------------------------------------------------------------- pydantic adaptation
 
 
 def type_string(annotation: Any) -> str:
@@ -268,7 +268,11 @@ def _type_string(annotation: Any) -> str:
 
 
 def accepts_none(annotation: Any) -> bool:
-    """True iff the annotation accepts JSON ``null`` under strict validation: the field is optional (§5, departure 1)."""
+    """True iff the annotation accepts JSON ``null`` under strict validation: the field is optional.
+
+    This is the only source of requiredness (there is no ``required=`` flag); see
+    docs/engine.md, 'What a form is'.
+    """
     try:
         return _cached_accepts_none(annotation)
     except TypeError:  # unhashable annotation

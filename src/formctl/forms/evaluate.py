@@ -119,9 +119,10 @@ class _Pass:
         self._complete: bool | None = None
         self._busy: set[Any] = set()
         # Tokens that answered with a re-entrancy fallback. An answer computed while some
-        # *other* question fell back is provisional and is not memoised (§8.4: "fallback
-        # answers are not memoised"); otherwise a step asked about inside its own field's
-        # gate would keep the answer it had with that field optimistically applicable.
+        # *other* question fell back is provisional and is not memoised, like the fallback
+        # itself (docs/engine.md, 'Liveness and applicability'); otherwise a step asked
+        # about inside its own field's gate would keep the answer it had with that field
+        # optimistically applicable.
         self._fallbacks: list[Any] = []
 
     def field_applicable(self, i: int) -> bool:
@@ -332,7 +333,7 @@ def evaluate_change(
         ev.held.pop(field_id, None)
         ev.errors.pop(field_id, None)
         ev.live.discard(field_id)
-    # Declaration order, as a full evaluation visits them: with re-entrant gates (§8.4) the
+    # Declaration order, as a full evaluation visits them: with re-entrant gates the
     # answers depend on the order the questions are asked in, so both must ask alike.
     _settle(ev, instance, instance.occurrences if fired is None else fired, sorted(visit))
     return ev
@@ -370,7 +371,7 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
     """The liveness fixpoint and everything derived from it. ``visit=None`` means every field.
 
     Gates are always asked in declaration order, never in the order answers happen to be
-    stored or changed: a re-entrant gate's optimistic fallback (§8.4) makes the answers
+    stored or changed: a re-entrant gate's optimistic fallback makes the answers
     depend on which question is asked first, and the same instance must always mean the
     same thing (and the incremental path must match the full one).
     """
@@ -380,8 +381,9 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
     valid = ev._valid
     values = ev._base_values
 
-    # Liveness fixpoint (§8.2): start with everything live, drop what its gate rejects, repeat
-    # until the set stops shrinking. Shrink-only, so it always ends.
+    # Liveness fixpoint (docs/engine.md, 'Liveness and applicability'): start with everything
+    # live, drop what its gate rejects, repeat until the set stops shrinking. Shrink-only,
+    # so it always ends.
     excluded: set[int] = set()
     current = _Pass(ev, excluded, occurrences, values)
     ev.passes = 1
@@ -451,7 +453,7 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
 
 
 def _choose_open_step(ev: Evaluation, override: str | None) -> None:
-    """§8.5: the override if it names a step; else the first open, incomplete step; else the first incomplete."""
+    """The override if it names a step; else the first open, incomplete step; else the first incomplete."""
     compiled = ev.compiled
     if override is not None and override in compiled.step_by_id:
         k = compiled.step_by_id[override].index - 1

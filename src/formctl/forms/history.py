@@ -124,7 +124,7 @@ class RevisionView:
 
 @dataclass(frozen=True, slots=True)
 class FieldHistory:
-    """Every answer ever given to one field, oldest first (§7.7)."""
+    """Every answer ever given to one field, oldest first (docs/engine.md, 'The answer log')."""
 
     field: str
     label: str

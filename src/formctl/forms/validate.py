@@ -1,4 +1,4 @@
-"""Strict per-field validation, and the issue and hint rules of ENGINE-SPEC §6.
+"""Strict per-field validation, and the issue and hint rules (docs/engine.md, 'Validation').
 
 Every staged value is checked on its own against its field's annotation. Validation
 is strict and JSON-like: the raw value is encoded as JSON and parsed by pydantic in
@@ -106,7 +106,7 @@ class Outcome(NamedTuple):
 
     @property
     def error(self) -> str | None:
-        """The §6 ``entry.error`` text: issues joined with ``"; "``, each ``path: message``."""
+        """The ``error`` a revision stores: issues joined with ``"; "``, each ``path: message``."""
         if not self.issues:
             return None
         return "; ".join(str(issue) for issue in self.issues)
@@ -158,7 +158,7 @@ class FieldValidator:
             return Outcome(ok=False, issues=_issues_from(exc))
         # pydantic matches literals (and int enums) by equality, and in Python True == 1:
         # Literal[1, 2, 3] took `true` and Literal[True] took `1`. Strict means a boolean
-        # is never a number and a number never a boolean (departure 1).
+        # is never a number and a number never a boolean, as on the wire.
         kind = type(raw)
         if kind is bool:
             if type(value) is not bool and isinstance(value, (int, float)):
@@ -249,12 +249,12 @@ def shape_hint(issue: Issue, raw: Any) -> str | None:
 
 
 def issue_hint(issue: Issue, raw: Any, description: str | None, type_str: str) -> str:
-    """The §6 hint for a rejected value: shape hint, else the field's description, else its type."""
+    """The hint for a rejected value: shape hint, else the field's description, else its type."""
     return shape_hint(issue, raw) or description or f"Expected {type_str}."
 
 
 def describe_field(ask: str | None, hint: str | None) -> str | None:
-    """The §2 ``description``: ``ask + " " + hint`` when both are truthy, else ``ask ?? hint``.
+    """A field's ``description``: ``ask + " " + hint`` when both are truthy, else ``ask ?? hint``.
 
     An empty-string ``ask`` with a hint yields ``""``: the reference uses JS
     nullish coalescing, which only falls through on ``None``.
