@@ -1,24 +1,80 @@
-"""Shared fixtures for the engine tests.
+"""The one definition of every fixture the test modules share.
 
+* ``_clean_env`` (autouse): no ``FORMCTL_*`` or ``ANTHROPIC_*`` setting of the
+  developer's shell, and none of the variables rich reads for a terminal's size and colour
+  (``COLUMNS`` would make a CLI test's output wrap where the shell is narrow), reach a test.
+* ``_no_fsync`` (autouse): the JSON store skips fsync, unless the test is marked
+  ``@pytest.mark.durable``. Everything else (temp files, renames, locks) is as in production.
+* ``clock``: every reading of the engine's and the stores' clock is one second after the
+  last, so "most recently updated" never rests on a tie or on sleeping.
 * ``registry``: a FormRegistry with every form in ``example_forms.ALL_FORMS`` registered.
 * ``adapter``: a fresh store, parametrised over the in-memory and the JSON-file adapter,
-  so every runner test runs against both.
+  so every test that uses it runs against both.
+* ``store``: a path (a string, as the CLI takes it) for a JSON store in ``tmp_path``.
 * ``runner``: a factory, ``runner(subject="s1", **kwargs)`` → FormRunner over the same
   ``adapter`` and ``registry`` (call it twice for two runners sharing one store).
+* ``claim_runner``: a FormRunner over the shipped forms (``forms/registry.toml``) and an
+  in-memory store, subject ``dana``.
+* ``log``: a fresh :class:`example_forms.HookLog`.
+
+The CLI's helpers (``invoke``, ``start``, ``formctl``) are in ``clitools.py``.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
+import example_forms
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+from formctl import FormRegistry, FormRunner, MemoryAdapter
 
-import example_forms  # noqa: E402
+# What rich reads from the environment to size and colour a console, and formctl's own
+# settings: a test sets the ones it means to test.
+ENVIRONMENT = (
+    "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE", "COLORTERM",
+)
+PREFIXES = ("FORMCTL_", "ANTHROPIC_")
+KEEP = ("FORMCTL_CRASH_SEED",)  # the developer's choice of random seed for the crash test
 
-from formctl import FormRegistry, FormRunner, MemoryAdapter  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if (name in ENVIRONMENT or name.startswith(PREFIXES)) and name not in KEEP:
+            monkeypatch.delenv(name)
+    cli = sys.modules.get("formctl.cli.app")
+    if cli is not None:
+        monkeypatch.setattr(cli, "_debug", False)
+
+
+@pytest.fixture(autouse=True)
+def _no_fsync(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("durable") is None:
+        from formctl.store import _durable
+
+        monkeypatch.setattr(_durable, "fsync_enabled", False)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch):
+    """Replace ``now_iso`` wherever formctl has it: each call is one second after the last."""
+    from formctl.forms import instance
+
+    real = instance.now_iso
+    ticks = itertools.count(1)
+
+    def now() -> str:
+        n = next(ticks)
+        return f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000000Z"
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("formctl") and getattr(module, "now_iso", None) is real:
+            monkeypatch.setattr(module, "now_iso", now)
+    return now
 
 
 def make_registry() -> FormRegistry:
@@ -37,11 +93,14 @@ def registry() -> FormRegistry:
 def adapter(request, tmp_path):
     if request.param == "memory":
         return MemoryAdapter()
-    # Imported here, not at module level, so the memory half runs even while the
-    # JSON-file store is being written.
     from formctl.store.jsonfile import JsonFileAdapter
 
     return JsonFileAdapter(tmp_path / "store")
+
+
+@pytest.fixture
+def store(tmp_path) -> str:
+    return str(tmp_path / "store")
 
 
 @pytest.fixture
@@ -50,3 +109,15 @@ def runner(adapter, registry):
         return FormRunner(adapter, registry=kwargs.pop("registry", registry), subject=subject, **kwargs)
 
     return make
+
+
+@pytest.fixture
+def claim_runner() -> FormRunner:
+    from clitools import FORMS
+
+    return FormRunner(MemoryAdapter(), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana")
+
+
+@pytest.fixture
+def log():
+    return example_forms.HookLog()

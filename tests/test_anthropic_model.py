@@ -27,22 +27,10 @@ KEY = "sk-ant-test-0123456789abcdef"
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 
 
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch):
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_CUSTOM_HEADERS",
-                 "ANTHROPIC_LOG", "FORMCTL_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def api():
     with FakeAnthropic() as server:
         yield server
-
-
-@pytest.fixture
-def store(tmp_path):
-    return tmp_path / "store"
 
 
 def make_runner(store) -> FormRunner:
@@ -274,7 +262,7 @@ def test_the_key_never_appears_in_an_error_line_or_the_saved_conversation(api, s
     api.fault(400, message=f"invalid request for key {KEY}")
     turn = loop.send("hi")
     assert "rejected the request (400)" in turn.error and KEY not in turn.error
-    saved = (store / "conversations" / f"{runner.open_instance().id}.json").read_text()
+    saved = (Path(store) / "conversations" / f"{runner.open_instance().id}.json").read_text()
     assert KEY not in saved and KEY not in repr(loop.model)
 
 

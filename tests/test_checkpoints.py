@@ -8,14 +8,9 @@ message "Checking with Finance.") then "second"; total and a signature are requi
 from __future__ import annotations
 
 import pytest
-from example_forms import HookLog, cap_lab, register
+from example_forms import cap_lab, register
 
 from formctl import Complete, ConflictError, Fail, FormBlockedError, FormError, FormRunner, Patch
-
-
-@pytest.fixture
-def log():
-    return HookLog()
 
 
 def make(runner, registry, log, **options):

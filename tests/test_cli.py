@@ -19,11 +19,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from formctl import FormRegistry, FormRunner, JsonFileAdapter
+from clitools import FORMS, ROOT, formctl, invoke, start
 from formctl.cli import app as cli
 
-ROOT = Path(__file__).resolve().parent.parent
-FORMS = ROOT / "forms"
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
 TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "client visit"}
@@ -31,23 +29,6 @@ TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "
 # What a person types into `formctl run travel-claim` to finish a claim under the cap.
 CLAIM_LINES = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
                "client visit", "car", "120", "skip", "skip", "100"]
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for name in ("FORMCTL_STORE", "FORMCTL_FORMS", "FORMCTL_SUBJECT", "FORMCTL_MODEL", "FORMCTL_DEBUG",
-                 "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(cli, "_debug", False)
-
-
-@pytest.fixture
-def store(tmp_path) -> str:
-    return str(tmp_path / "store")
-
-
-def invoke(*args: str, input: str | None = None) -> Any:
-    return CliRunner().invoke(cli.app, list(args), input=input)
 
 
 def ok(*args: str, input: str | None = None) -> Any:
@@ -58,20 +39,6 @@ def ok(*args: str, input: str | None = None) -> Any:
 
 def as_json(*args: str) -> Any:
     return json.loads(ok(*args, "--json").stdout)
-
-
-def start(store: str, seed: dict[str, Any] | None = None, *, subject: str = "dana", form: str = "travel-claim") -> str:
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
-                        subject=subject)
-    return runner.start(form, seed=seed).view.instance_id
-
-
-def formctl(*args: str, env: dict[str, str] | None = None, input: str | None = None, cwd: Path = ROOT):
-    """The real console entry point in a child process."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          env=full_env, input=input, cwd=cwd, timeout=60)
 
 
 # --------------------------------------------------------------------------- list, check, new

@@ -45,11 +45,6 @@ class FlakyAdapter:
 
 
 @pytest.fixture
-def log():
-    return HookLog()
-
-
-@pytest.fixture
 def flaky(adapter):
     return FlakyAdapter(adapter)
 

@@ -9,17 +9,12 @@ leaves out get a retraction, hooks fire on rising edges, and the status is recom
 from __future__ import annotations
 
 import pytest
-from example_forms import HookLog, drift, register
+from example_forms import drift, register
 from test_cycle import FlakyAdapter
 
 from formctl import ConflictError, FormError, FormRunner, FormStaleError
 
 STALE_LINE = "[form: drift] stale — the definition changed since this was started; it can't be continued."
-
-
-@pytest.fixture
-def log():
-    return HookLog()
 
 
 @pytest.fixture

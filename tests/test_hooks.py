@@ -6,15 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from example_forms import HookLog, async_hooks, lab, occurrence_seq, register
+from example_forms import async_hooks, lab, occurrence_seq, register
 
 from formctl import Complete, Fail, FormError, Jump, Patch, Terminate
 from formctl.forms.instance import DispatchState, Provenance, now_iso
-
-
-@pytest.fixture
-def log():
-    return HookLog()
 
 
 @pytest.fixture

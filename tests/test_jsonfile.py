@@ -31,7 +31,6 @@ from formctl.forms.instance import (
 from formctl.store import _durable
 from formctl.store.base import FormAdapter
 from formctl.store.jsonfile import JsonFileAdapter, StoreReport, commit_from_json, commit_to_json
-from formctl.store.memory import MemoryAdapter
 
 
 def prov(note: str | None = None) -> Provenance:
@@ -54,33 +53,8 @@ def files_of(store) -> dict[str, bytes]:
     return {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
 
 
-@pytest.fixture(autouse=True)
-def ticking_clock(monkeypatch):
-    """Every write one second after the last, so "most recent first" never rests on a tie."""
-    import itertools
-
-    from formctl.store import jsonfile, memory
-
-    ticks = itertools.count(1)
-
-    def now() -> str:
-        n = next(ticks)
-        return f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
-
-    monkeypatch.setattr(jsonfile, "now_iso", now)
-    monkeypatch.setattr(memory, "now_iso", now)
-
-
-@pytest.fixture
-def store(tmp_path):
-    return str(tmp_path / "store")
-
-
-@pytest.fixture(params=["memory", "jsonfile"])
-def adapter(request, tmp_path):
-    if request.param == "memory":
-        return MemoryAdapter()
-    return JsonFileAdapter(tmp_path / "store")
+# Every write one second after the last, so "most recent first" never rests on a tie.
+pytestmark = pytest.mark.usefixtures("clock")
 
 
 # --------------------------------------------------------------------------- the contract, over both adapters

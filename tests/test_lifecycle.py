@@ -4,8 +4,6 @@ closing' and 'Reads and writes')."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from formctl import FormError, FormRunner, InvalidArgumentError, NotFoundError, UnknownFormError
@@ -13,9 +11,8 @@ from formctl import FormError, FormRunner, InvalidArgumentError, NotFoundError, 
 MISSING_ID = "form_zzzzzzzz_aaaaaa"
 
 
-def tick():
-    """Let the millisecond clock move, so "most recently updated" is never a tie."""
-    time.sleep(0.003)
+# Every reading of the clock one second after the last: "most recently updated" is never a tie.
+pytestmark = pytest.mark.usefixtures("clock")
 
 
 # --------------------------------------------------------------------------- start
@@ -46,7 +43,6 @@ def test_a_start_seed_is_staged_like_a_fill(runner):
 def test_starting_again_makes_a_second_instance_which_becomes_the_open_form(runner):
     r = runner()
     first = r.start("basic", seed={"name": "Dana"}).instance_id
-    tick()
 
     second = r.start("basic").instance_id
 
@@ -200,15 +196,12 @@ def test_abandon_needs_a_reason(runner, reason):
 def test_the_open_form_is_the_most_recently_updated_instance_that_is_not_abandoned(runner):
     r = runner()
     older = r.start("basic").instance_id
-    tick()
     newer = r.start("trio").instance_id
-    tick()
 
     r.fill({"name": "Dana"}, instance_id=older)  # writing to the older one makes it open again
     assert r.open_instance().id == older
     assert r.status().def_id == "basic"
 
-    tick()
     r.abandon("not needed")  # abandons the open one: the other becomes open
     assert r.open_instance().id == newer
 
@@ -217,7 +210,6 @@ def test_the_open_form_is_found_however_many_newer_instances_were_abandoned(runn
     r = runner()
     oldest = r.start("trio", seed={"a": "kept"}).instance_id
     for _ in range(26):  # more than the reference's 25-row window
-        tick()
         r.start("basic")
         r.abandon("not this one")
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from formctl import FormRegistry, FormRunner, MemoryAdapter
 from formctl.agent.conversation import ConversationStore
 from formctl.agent.events import LoopError, ModelCall, ModelTurn, Tier0Changed, TextDelta, ToolCall, ToolResult, TurnEnd
 from formctl.agent.loop import ChatLoop
@@ -34,15 +33,10 @@ def call(name: str, input: dict, *more: tuple[str, dict], text: str | None = Non
     return ModelReply(blocks, "tool_use")
 
 
-@pytest.fixture
-def runner() -> FormRunner:
-    return FormRunner(MemoryAdapter(), registry=FormRegistry.from_toml(FORMS), subject="dana")
-
-
-def make_loop(runner, replies, **kwargs):
+def make_loop(claim_runner, replies, **kwargs):
     events: list = []
     model = kwargs.pop("model", None) or ScriptedModel(replies)
-    loop = ChatLoop(runner, model, form_id=kwargs.pop("form_id", "travel-claim"), on_event=events.append, **kwargs)
+    loop = ChatLoop(claim_runner, model, form_id=kwargs.pop("form_id", "travel-claim"), on_event=events.append, **kwargs)
     return loop, model, events
 
 
@@ -54,19 +48,19 @@ def tier0_of(request) -> str | None:
 # --------------------------------------------------------------------------- tier 0 and the fixed prefix
 
 
-def test_tier0_is_appended_after_the_tool_results_of_the_newest_user_turn(runner):
-    loop, model, _ = make_loop(runner, [call("form_start", {"form": "travel-claim"}), say("What is your name?")])
+def test_tier0_is_appended_after_the_tool_results_of_the_newest_user_turn(claim_runner):
+    loop, model, _ = make_loop(claim_runner, [call("form_start", {"form": "travel-claim"}), say("What is your name?")])
     loop.send("I want to claim for a trip")
     second = model.requests[1]
     last_turn = second.messages[-1]
     assert last_turn["role"] == "user"
     assert [b["type"] for b in last_turn["content"]] == ["tool_result", "text"]
-    assert last_turn["content"][-1]["text"] == runner.tier0()
-    assert runner.tier0().startswith('[form: travel-claim] step 1/4 "Claimant"')
+    assert last_turn["content"][-1]["text"] == claim_runner.tier0()
+    assert claim_runner.tier0().startswith('[form: travel-claim] step 1/4 "Claimant"')
 
 
-def test_earlier_turns_do_not_keep_old_tier0_text(runner):
-    loop, model, _ = make_loop(runner, [
+def test_earlier_turns_do_not_keep_old_tier0_text(claim_runner):
+    loop, model, _ = make_loop(claim_runner, [
         call("form_start", {"form": "travel-claim"}), say("Name?"),
         call("form_fill", {"values": CLAIMANT}), say("Where did you go?"),
     ])
@@ -80,8 +74,8 @@ def test_earlier_turns_do_not_keep_old_tier0_text(runner):
     assert "[form:" not in stored
 
 
-def test_tier0_is_never_in_the_system_prompt_and_the_prefix_never_changes(runner):
-    loop, model, _ = make_loop(runner, [
+def test_tier0_is_never_in_the_system_prompt_and_the_prefix_never_changes(claim_runner):
+    loop, model, _ = make_loop(claim_runner, [
         call("form_start", {"form": "travel-claim", "values": CLAIMANT}), say("Where to?"),
         call("form_fill", {"values": {"destination": "Leeds"}}), say("When?"),
     ])
@@ -91,65 +85,65 @@ def test_tier0_is_never_in_the_system_prompt_and_the_prefix_never_changes(runner
     tools = {json.dumps(r.tools) for r in model.requests}
     assert len(model.requests) == 4 and len(systems) == 1 and len(tools) == 1
     assert "[form: travel-claim]" not in model.requests[-1].system
-    assert runner.tier0() not in model.requests[-1].system
+    assert claim_runner.tier0() not in model.requests[-1].system
     assert loop.system_prompt == model.requests[0].system
     assert "Conversational: one or two questions at a time." in loop.system_prompt
 
 
-def test_no_empty_text_block_is_sent_when_there_is_no_tier0(runner):
-    loop, model, events = make_loop(runner, [say("Which form?")])
+def test_no_empty_text_block_is_sent_when_there_is_no_tier0(claim_runner):
+    loop, model, events = make_loop(claim_runner, [say("Which form?")])
     loop.send("hello")
-    assert runner.tier0() == ""
+    assert claim_runner.tier0() == ""
     assert model.requests[0].messages == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
     assert [e for e in events if isinstance(e, ModelCall)][0].tier0 == ""
 
 
-def test_a_form_started_by_the_host_shows_its_tier0_on_the_first_call(runner):
-    runner.start("travel-claim")
-    loop, model, events = make_loop(runner, [say("Hello! What's your full name?")])
+def test_a_form_started_by_the_host_shows_its_tier0_on_the_first_call(claim_runner):
+    claim_runner.start("travel-claim")
+    loop, model, events = make_loop(claim_runner, [say("Hello! What's your full name?")])
     loop.send("hi")
     sent = model.requests[0].messages[-1]["content"]
     assert sent[0] == {"type": "text", "text": "hi"}
-    assert sent[1]["text"] == runner.tier0()
-    assert events[0].tier0 == runner.tier0()
+    assert sent[1]["text"] == claim_runner.tier0()
+    assert events[0].tier0 == claim_runner.tier0()
 
 
-def test_the_tier0_at_the_start_of_travel_claim_is_short(runner):
-    runner.start("travel-claim")
-    assert len(runner.tier0()) <= 260
+def test_the_tier0_at_the_start_of_travel_claim_is_short(claim_runner):
+    claim_runner.start("travel-claim")
+    assert len(claim_runner.tier0()) <= 260
 
 
 # --------------------------------------------------------------------------- the turn
 
 
-def test_every_tool_call_in_a_reply_runs_in_order_and_answers_in_one_turn(runner):
+def test_every_tool_call_in_a_reply_runs_in_order_and_answers_in_one_turn(claim_runner):
     reply = call("form_start", {"form": "travel-claim"}, ("form_fill", {"values": CLAIMANT}),
                  ("form_status", {}))
-    loop, model, events = make_loop(runner, [reply, say("Where did you travel?")])
+    loop, model, events = make_loop(claim_runner, [reply, say("Where did you travel?")])
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
     assert turn.tool_calls == 3 and turn.iterations == 2 and turn.error is None
     results = loop.messages[2]["content"]
     assert [b["tool_use_id"] for b in results] == [b["id"] for b in reply.content]
     assert [e.name for e in events if isinstance(e, ToolResult)] == ["form_start", "form_fill", "form_status"]
-    assert runner.open_instance().in_force_values() == CLAIMANT
+    assert claim_runner.open_instance().in_force_values() == CLAIMANT
 
 
-def test_events_come_in_order_and_tier0_changes_are_announced(runner):
-    loop, _, events = make_loop(runner, [call("form_start", {"form": "travel-claim"}), say("Name?")])
+def test_events_come_in_order_and_tier0_changes_are_announced(claim_runner):
+    loop, _, events = make_loop(claim_runner, [call("form_start", {"form": "travel-claim"}), say("Name?")])
     loop.send("start")
     kinds = [e.kind for e in events]
     assert kinds == ["model_call", "model_turn", "tool_call", "tool_result", "tier0_changed",
                      "model_call", "text_delta", "model_turn", "turn_end"]
     changed = [e for e in events if isinstance(e, Tier0Changed)]
-    assert changed and changed[-1].text == runner.tier0()
+    assert changed and changed[-1].text == claim_runner.tier0()
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Name?"]
     end = events[-1]
     assert isinstance(end, TurnEnd) and end.text == "Name?" and end.iterations == 2
 
 
-def test_a_tool_result_event_carries_the_exact_envelope_the_model_receives(runner):
-    loop, _, events = make_loop(runner, [call("form_fill", {"values": 5}), say("Sorry.")])
-    runner.start("travel-claim")
+def test_a_tool_result_event_carries_the_exact_envelope_the_model_receives(claim_runner):
+    loop, _, events = make_loop(claim_runner, [call("form_fill", {"values": 5}), say("Sorry.")])
+    claim_runner.start("travel-claim")
     loop.send("x")
     result = next(e for e in events if isinstance(e, ToolResult))
     assert result.is_error and result.result["data"] == {"code": "invalid_arguments"}
@@ -157,14 +151,14 @@ def test_a_tool_result_event_carries_the_exact_envelope_the_model_receives(runne
     assert json.loads(block["content"]) == result.result and block["is_error"] is True
 
 
-def test_a_completed_form_ends_with_no_tier0(runner):
-    runner.start("travel-claim", seed=CLAIMANT | {
+def test_a_completed_form_ends_with_no_tier0(claim_runner):
+    claim_runner.start("travel-claim", seed=CLAIMANT | {
         "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
         "purpose": "Client workshop", "mode": "rail", "ticket_reference": "TR-99812"})
-    loop, model, events = make_loop(runner, [call("form_fill", {"values": {"total": 310}}), say("All done.")])
+    loop, model, events = make_loop(claim_runner, [call("form_fill", {"values": {"total": 310}}), say("All done.")])
     turn = loop.send("310 in total")
     assert turn.text == "All done."
-    assert runner.open_instance().status == "complete"
+    assert claim_runner.open_instance().status == "complete"
     assert [b["type"] for b in model.requests[1].messages[-1]["content"]] == ["tool_result"]
     assert [e for e in events if isinstance(e, Tier0Changed)][-1].text == ""
 
@@ -191,15 +185,15 @@ class FailingOnce:
         return self.inner.respond(request, on_text)
 
 
-def test_a_model_error_is_one_line_and_the_next_message_tries_again_with_nothing_lost(runner):
+def test_a_model_error_is_one_line_and_the_next_message_tries_again_with_nothing_lost(claim_runner):
     model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT}), say("Where to?")],
                         fail_on={2})
-    loop, _, events = make_loop(runner, [], model=model)
+    loop, _, events = make_loop(claim_runner, [], model=model)
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
     assert turn.error == "The Anthropic API is overloaded (529). Send again in a moment."
     assert turn.stop_reason == "error"
     assert [e.message for e in events if isinstance(e, LoopError)] == [turn.error]
-    assert runner.open_instance().in_force_values() == CLAIMANT  # the committed answers stayed
+    assert claim_runner.open_instance().in_force_values() == CLAIMANT  # the committed answers stayed
     retry = loop.send("Did that work?")
     assert retry.error is None and retry.text == "Where to?"
     last = model.requests[-1][-1]
@@ -210,31 +204,31 @@ def test_a_model_error_is_one_line_and_the_next_message_tries_again_with_nothing
     assert all(a != b for a, b in zip(roles, roles[1:])), roles
 
 
-def test_a_failed_first_call_keeps_the_message_and_joins_the_next_one(runner):
+def test_a_failed_first_call_keeps_the_message_and_joins_the_next_one(claim_runner):
     model = FailingOnce([say("Hello Dana.")], fail_on={1})
-    loop, _, _ = make_loop(runner, [], model=model)
+    loop, _, _ = make_loop(claim_runner, [], model=model)
     assert loop.send("I'm Dana").error
     assert loop.send("Hello?").text == "Hello Dana."
     assert model.requests[-1] == [{"role": "user", "content": [{"type": "text", "text": "I'm Dana"},
                                                                {"type": "text", "text": "Hello?"}]}]
 
 
-def test_a_model_that_raises_something_else_is_still_one_line(runner):
+def test_a_model_that_raises_something_else_is_still_one_line(claim_runner):
     class Broken:
         name = "broken"
 
         def respond(self, request, on_text=None):
             raise RuntimeError("socket went away\nwith a second line")
 
-    loop, _, _ = make_loop(runner, [], model=Broken())
+    loop, _, _ = make_loop(claim_runner, [], model=Broken())
     turn = loop.send("hi")
     assert turn.stop_reason == "error" and turn.error.startswith("The model failed: RuntimeError")
 
 
-def test_the_iteration_limit_stops_a_model_that_never_answers(runner):
-    runner.start("travel-claim")
+def test_the_iteration_limit_stops_a_model_that_never_answers(claim_runner):
+    claim_runner.start("travel-claim")
     replies = [call("form_status", {}) for _ in range(3)] + [say("Sorry, where were we?")]
-    loop, model, events = make_loop(runner, replies, max_iterations=3)
+    loop, model, events = make_loop(claim_runner, replies, max_iterations=3)
     turn = loop.send("hi")
     assert turn.stop_reason == "iteration_limit" and turn.iterations == 3 and turn.tool_calls == 3
     assert "iteration limit" in turn.error
@@ -242,51 +236,51 @@ def test_the_iteration_limit_stops_a_model_that_never_answers(runner):
     assert loop.send("hello?").text == "Sorry, where were we?"
 
 
-def test_a_reply_cut_off_at_max_tokens_is_reported_and_its_tool_calls_not_run(runner):
-    runner.start("travel-claim")
+def test_a_reply_cut_off_at_max_tokens_is_reported_and_its_tool_calls_not_run(claim_runner):
+    claim_runner.start("travel-claim")
     cut = ModelReply([{"type": "text", "text": "Let me save"},
                       {"type": "tool_use", "id": "toolu_cut", "name": "form_fill", "input": {"values": CLAIMANT}}],
                      "max_tokens")
-    loop, model, events = make_loop(runner, [cut, say("Saved.")])
+    loop, model, events = make_loop(claim_runner, [cut, say("Saved.")])
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
     assert turn.stop_reason == "max_tokens" and "token limit" in turn.error
-    assert runner.open_instance().in_force_values() == {}
+    assert claim_runner.open_instance().in_force_values() == {}
     assert not [e for e in events if isinstance(e, ToolCall)]
     assert loop.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Let me save"}]}
     assert loop.send("go on").text == "Saved."
 
 
-def test_a_refusal_is_reported_not_taken_for_an_answer(runner):
-    loop, _, events = make_loop(runner, [ModelReply([{"type": "text", "text": "I can't help with that."}], "refusal")])
+def test_a_refusal_is_reported_not_taken_for_an_answer(claim_runner):
+    loop, _, events = make_loop(claim_runner, [ModelReply([{"type": "text", "text": "I can't help with that."}], "refusal")])
     turn = loop.send("hi")
     assert turn.stop_reason == "refusal" and "refusal" in turn.error
     assert [e.message for e in events if isinstance(e, LoopError)] == [turn.error]
 
 
-def test_a_read_that_changes_nothing_announces_no_tier0_change(runner):
-    runner.start("travel-claim")
-    loop, _, events = make_loop(runner, [call("form_status", {}), say("Your name?")])
+def test_a_read_that_changes_nothing_announces_no_tier0_change(claim_runner):
+    claim_runner.start("travel-claim")
+    loop, _, events = make_loop(claim_runner, [call("form_status", {}), say("Your name?")])
     loop.send("where are we?")
     assert not [e for e in events if isinstance(e, Tier0Changed)]
 
 
-def test_empty_text_blocks_from_a_model_are_not_kept(runner):
-    loop, _, _ = make_loop(runner, [ModelReply([{"type": "text", "text": ""},
+def test_empty_text_blocks_from_a_model_are_not_kept(claim_runner):
+    loop, _, _ = make_loop(claim_runner, [ModelReply([{"type": "text", "text": ""},
                                                 {"type": "tool_use", "id": "t1", "name": "form_list", "input": {}}],
                                                "tool_use"), say("Two forms.")])
     loop.send("what forms are there?")
     assert loop.messages[1]["content"] == [{"type": "tool_use", "id": "t1", "name": "form_list", "input": {}}]
 
 
-def test_an_empty_message_is_not_sent(runner):
-    loop, model, events = make_loop(runner, [])
+def test_an_empty_message_is_not_sent(claim_runner):
+    loop, model, events = make_loop(claim_runner, [])
     turn = loop.send("   ")
     assert turn.stop_reason == "empty" and turn.error and model.requests == []
     assert loop.messages == []
 
 
-def test_an_unknown_tool_call_gets_an_error_result(runner):
-    loop, _, events = make_loop(runner, [call("form_submit", {}), say("Sorry.")])
+def test_an_unknown_tool_call_gets_an_error_result(claim_runner):
+    loop, _, events = make_loop(claim_runner, [call("form_submit", {}), say("Sorry.")])
     loop.send("submit it")
     result = next(e for e in events if isinstance(e, ToolResult))
     assert result.result["data"]["code"] == "unknown_tool"
@@ -295,7 +289,7 @@ def test_an_unknown_tool_call_gets_an_error_result(runner):
 # --------------------------------------------------------------------------- cancellation
 
 
-def test_cancel_between_tool_calls_answers_the_rest_as_not_run_and_keeps_what_committed(runner):
+def test_cancel_between_tool_calls_answers_the_rest_as_not_run_and_keeps_what_committed(claim_runner):
     box = {}
 
     def on_event(event):
@@ -305,18 +299,18 @@ def test_cancel_between_tool_calls_answers_the_rest_as_not_run_and_keeps_what_co
     reply = call("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}},
                  ("form_fill", {"values": {"email": "dana@example.com"}}))
     model = ScriptedModel([reply, say("Go on.")])
-    loop = ChatLoop(runner, model, form_id="travel-claim", on_event=on_event)
+    loop = ChatLoop(claim_runner, model, form_id="travel-claim", on_event=on_event)
     box["loop"] = loop
     turn = loop.send("Dana Reeve, dana@example.com")
     assert turn.stop_reason == "cancelled" and turn.error
-    assert runner.open_instance().in_force_values() == {"full_name": "Dana Reeve"}
+    assert claim_runner.open_instance().in_force_values() == {"full_name": "Dana Reeve"}
     results = loop.messages[-1]["content"]
     assert [json.loads(b["content"])["status"] for b in results] == ["success", "error"]
     assert json.loads(results[1]["content"])["data"]["code"] == "cancelled"
     assert loop.send("carry on").text == "Go on."
 
 
-def test_cancel_from_another_thread_discards_the_reply_in_flight(runner):
+def test_cancel_from_another_thread_discards_the_reply_in_flight(claim_runner):
     started, release = threading.Event(), threading.Event()
 
     class Slow:
@@ -328,7 +322,7 @@ def test_cancel_from_another_thread_discards_the_reply_in_flight(runner):
             return ModelReply([{"type": "tool_use", "id": "t1", "name": "form_start",
                                 "input": {"form": "travel-claim"}}], "tool_use")
 
-    loop = ChatLoop(runner, Slow(), form_id="travel-claim")
+    loop = ChatLoop(claim_runner, Slow(), form_id="travel-claim")
     out = {}
     worker = threading.Thread(target=lambda: out.setdefault("turn", loop.send("start")))
     worker.start()
@@ -337,18 +331,18 @@ def test_cancel_from_another_thread_discards_the_reply_in_flight(runner):
     release.set()
     worker.join(5)
     assert out["turn"].stop_reason == "cancelled"
-    assert runner.open_instance() is None
+    assert claim_runner.open_instance() is None
     assert loop.messages == [{"role": "user", "content": [{"type": "text", "text": "start"}]}]
 
 
-def test_a_keyboard_interrupt_during_a_turn_is_a_cancel(runner):
+def test_a_keyboard_interrupt_during_a_turn_is_a_cancel(claim_runner):
     class Interrupted:
         name = "interrupted"
 
         def respond(self, request, on_text=None):
             raise KeyboardInterrupt
 
-    loop = ChatLoop(runner, Interrupted(), form_id="travel-claim")
+    loop = ChatLoop(claim_runner, Interrupted(), form_id="travel-claim")
     turn = loop.send("hi")
     assert turn.stop_reason == "cancelled" and turn.error
 
@@ -356,46 +350,46 @@ def test_a_keyboard_interrupt_during_a_turn_is_a_cancel(runner):
 # --------------------------------------------------------------------------- resume
 
 
-def test_a_saved_conversation_resumes_with_its_context_and_the_same_prefix(runner, tmp_path):
+def test_a_saved_conversation_resumes_with_its_context_and_the_same_prefix(claim_runner, tmp_path):
     store = ConversationStore(tmp_path)
     first = ScriptedModel([call("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}),
                            say("Your staff ID?")])
-    loop = ChatLoop(runner, first, form_id="travel-claim", conversation_store=store)
+    loop = ChatLoop(claim_runner, first, form_id="travel-claim", conversation_store=store)
     loop.send("I'm Dana Reeve")
-    instance_id = runner.open_instance().id
+    instance_id = claim_runner.open_instance().id
     assert loop.instance_id == instance_id
     saved = store.load(instance_id)
     assert saved == loop.messages
 
     second = ScriptedModel([say("Thanks. Your work email?")])
-    resumed = ChatLoop(runner, second, messages=store.load(instance_id), conversation_store=store)
+    resumed = ChatLoop(claim_runner, second, messages=store.load(instance_id), conversation_store=store)
     assert resumed.system_prompt == loop.system_prompt
     assert resumed.tool_definitions == loop.tool_definitions
     resumed.send("AB1234")
     sent = second.requests[0].messages
     assert sent[:-1] == saved
     assert sent[0]["content"][0]["text"] == "I'm Dana Reeve"
-    assert sent[-1]["content"][-1]["text"] == runner.tier0()
+    assert sent[-1]["content"][-1]["text"] == claim_runner.tier0()
     assert len(store.load(instance_id)) == len(saved) + 2
 
 
-def test_the_conversation_is_saved_with_the_tool_results_even_when_the_turn_then_fails(runner, tmp_path):
+def test_the_conversation_is_saved_with_the_tool_results_even_when_the_turn_then_fails(claim_runner, tmp_path):
     store = ConversationStore(tmp_path)
     model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT})], fail_on={2})
-    loop = ChatLoop(runner, model, form_id="travel-claim", conversation_store=store)
+    loop = ChatLoop(claim_runner, model, form_id="travel-claim", conversation_store=store)
     assert loop.send("Dana Reeve, AB1234, dana@example.com").error
-    saved = store.load(runner.open_instance().id)
+    saved = store.load(claim_runner.open_instance().id)
     assert [m["role"] for m in saved] == ["user", "assistant", "user"]
     assert saved[-1]["content"][0]["type"] == "tool_result"
 
 
-def test_a_resumed_conversation_with_an_unanswered_tool_call_is_repaired(runner):
+def test_a_resumed_conversation_with_an_unanswered_tool_call_is_repaired(claim_runner):
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "start"}]},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t9", "name": "form_status", "input": {}}]},
     ]
     model = ScriptedModel([say("Where were we?")])
-    loop = ChatLoop(runner, model, form_id="travel-claim", messages=messages)
+    loop = ChatLoop(claim_runner, model, form_id="travel-claim", messages=messages)
     loop.send("hello again")
     last = model.requests[0].messages[-1]["content"]
     assert last[0]["type"] == "tool_result" and last[0]["tool_use_id"] == "t9"
@@ -405,20 +399,20 @@ def test_a_resumed_conversation_with_an_unanswered_tool_call_is_repaired(runner)
 # --------------------------------------------------------------------------- tool selection
 
 
-def test_allow_and_deny_narrow_the_tools_sent(runner):
-    loop, model, _ = make_loop(runner, [say("ok")], deny=["start", "abandon"])
+def test_allow_and_deny_narrow_the_tools_sent(claim_runner):
+    loop, model, _ = make_loop(claim_runner, [say("ok")], deny=["start", "abandon"])
     loop.send("hi")
     assert [t["name"] for t in model.requests[0].tools] == [
         "form_list", "form_status", "form_inspect", "form_fill", "form_revise", "form_history"]
 
 
-def test_an_unknown_selector_is_refused_when_the_loop_is_built(runner):
+def test_an_unknown_selector_is_refused_when_the_loop_is_built(claim_runner):
     with pytest.raises(ToolSelectionError):
-        ChatLoop(runner, ScriptedModel([]), allow=["submit"])
+        ChatLoop(claim_runner, ScriptedModel([]), allow=["submit"])
 
 
-def test_the_model_turn_event_holds_the_reply(runner):
-    loop, _, events = make_loop(runner, [say("Hi.")])
+def test_the_model_turn_event_holds_the_reply(claim_runner):
+    loop, _, events = make_loop(claim_runner, [say("Hi.")])
     loop.send("hello")
     turns = [e for e in events if isinstance(e, ModelTurn)]
     assert turns[0].reply.text == "Hi." and turns[0].iteration == 1

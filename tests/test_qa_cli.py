@@ -9,39 +9,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
+from clitools import FORMS, ROOT, invoke, start
 from formctl.cli import app as cli
 
-ROOT = Path(__file__).resolve().parent.parent
-FORMS = ROOT / "forms"
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for name in ("FORMCTL_STORE", "FORMCTL_FORMS", "FORMCTL_SUBJECT", "FORMCTL_MODEL", "FORMCTL_DEBUG",
-                 "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(cli, "_debug", False)
-
-
-@pytest.fixture
-def store(tmp_path) -> str:
-    return str(tmp_path / "store")
-
-
-def invoke(*args: str, input: str | None = None) -> Any:
-    return CliRunner().invoke(cli.app, list(args), input=input)
-
-
-def start(store: str, seed: dict[str, Any] | None = None, *, subject: str = "dana") -> str:
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
-                        subject=subject)
-    return runner.start("travel-claim", seed=seed).view.instance_id
 
 
 def _truncate(store: str, instance_id: str) -> Path:

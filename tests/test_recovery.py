@@ -29,11 +29,6 @@ def dead_pid() -> int:
 
 
 @pytest.fixture
-def log():
-    return HookLog()
-
-
-@pytest.fixture
 def filled(adapter, registry, log):
     """(instance id, a fresh-runner factory) after ``trigger = "watch"`` ran every hook once."""
     register(registry, lab(log))

@@ -9,16 +9,15 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from typer.testing import CliRunner
 
-from formctl.cli.app import app
+import clitools
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "transcripts"
 
 
 def invoke(*args: str):
-    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return clitools.invoke(*args, catch_exceptions=False)
 
 
 def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -121,6 +120,6 @@ def test_live_replay_grades_a_hand_written_transcript_with_the_guided_model(tmp_
 
 
 def test_no_transcripts_is_a_usage_error_on_stderr(tmp_path):
-    result = CliRunner().invoke(app, ["replay", str(tmp_path)])
+    result = clitools.invoke("replay", str(tmp_path))
     assert result.exit_code == 2
     assert "no transcripts" in result.output

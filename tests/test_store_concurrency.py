@@ -13,8 +13,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from formctl.forms.instance import Provenance, now_iso
 from formctl.store.jsonfile import JsonFileAdapter
+
+pytestmark = pytest.mark.durable
 
 HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 WORKERS = 4

@@ -21,8 +21,14 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from formctl.forms.instance import Provenance, now_iso
 from formctl.store.jsonfile import JsonFileAdapter
+
+# The helpers are separate processes that fsync anyway; the mark keeps the test's own
+# set-up writes as durable as a user's.
+pytestmark = pytest.mark.durable
 
 HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 KILLS = 60
@@ -57,11 +63,7 @@ def _until(out: queue.Queue, word: str, acks: list) -> list[str]:
 
 def test_writers_killed_at_random_moments_lose_no_acknowledged_answer(tmp_path):
     store = str(tmp_path / "store")
-    sys.path.insert(0, HELPERS)
-    try:
-        import race_form
-    finally:
-        sys.path.remove(HELPERS)
+    from helpers import race_form
     setup = JsonFileAdapter(store)
     instance = setup.create_instance("race", race_form.race.version, "crash", Provenance("test", "setup", now_iso()))
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from formctl import FormRegistry, FormRunner, MemoryAdapter
 from formctl.agent.tools import TOOL_NAMES, FormTools, ToolSelectionError, select_tools, tool_definitions
 
 FORMS = Path(__file__).resolve().parents[1] / "forms" / "registry.toml"
@@ -17,13 +16,8 @@ TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "
 
 
 @pytest.fixture
-def runner() -> FormRunner:
-    return FormRunner(MemoryAdapter(), registry=FormRegistry.from_toml(FORMS), subject="dana")
-
-
-@pytest.fixture
-def tools(runner) -> FormTools:
-    return FormTools(runner)
+def tools(claim_runner) -> FormTools:
+    return FormTools(claim_runner)
 
 
 def ok(envelope: dict) -> dict:
@@ -122,12 +116,12 @@ def test_form_inspect_field_scope_without_an_id_is_an_error(tools):
     assert error_code(tools.call("form_inspect", {"scope": "field"})) == "invalid_arguments"
 
 
-def test_form_fill_captures_values_from_several_steps(tools, runner):
+def test_form_fill_captures_values_from_several_steps(tools, claim_runner):
     started(tools)
     data = ok(tools.call("form_fill", {"values": {**CLAIMANT, **TRIP}}))
     assert data["captured"] == [*CLAIMANT, *TRIP]
     assert data["step"]["id"] == "travel"
-    assert runner.tier0().startswith('[form: travel-claim] step 3/4 "Travel"')
+    assert claim_runner.tier0().startswith('[form: travel-claim] step 3/4 "Travel"')
 
 
 def test_form_fill_reports_rejects_with_hints_and_keeps_the_good_values(tools):
@@ -144,12 +138,12 @@ def test_form_fill_holds_a_value_that_does_not_apply_yet(tools):
     assert "held_note" in data
 
 
-def test_blank_values_are_ignored_never_written(tools, runner):
+def test_blank_values_are_ignored_never_written(tools, claim_runner):
     started(tools, {"full_name": "Dana Reeve"})
     data = ok(tools.call("form_fill", {"values": {"full_name": "", "email": None, "staff_id": "AB1234"}}))
     assert sorted(data["ignored"]) == ["email", "full_name"]
     assert data["captured"] == ["staff_id"]
-    assert len(runner.open_instance().entries["full_name"].revisions) == 1
+    assert len(claim_runner.open_instance().entries["full_name"].revisions) == 1
     status = ok(tools.call("form_status", {}))
     assert {f["id"]: f.get("value") for f in status["fields"]}["full_name"] == "Dana Reeve"
 
@@ -168,12 +162,12 @@ def test_an_unknown_field_id_is_reported_with_suggestions_and_nothing_stored(too
     assert "captured" not in data
 
 
-def test_form_revise_set_retract_undo_redo(tools, runner):
+def test_form_revise_set_retract_undo_redo(tools, claim_runner):
     started(tools, {"full_name": "Dana Reeve"})
     data = ok(tools.call("form_revise", {"field": "full_name", "value": "Dana M. Reeve", "reason": "middle initial"}))
     assert data["captured"] == ["full_name"]
     ok(tools.call("form_revise", {"action": "retract", "field": "full_name"}))
-    assert "Full name" in runner.tier0()
+    assert "Full name" in claim_runner.tier0()
     ok(tools.call("form_revise", {"action": "undo"}))
     assert _value(tools, "full_name") == "Dana M. Reeve"
     ok(tools.call("form_revise", {"action": "undo", "field": "full_name"}))
@@ -196,12 +190,12 @@ def test_form_revise_undo_with_nothing_to_undo_is_an_engine_error(tools):
     assert error_code(tools.call("form_revise", {"action": "undo"})) == "form_validation_failed"
 
 
-def test_form_abandon_closes_the_form_and_keeps_its_answers(tools, runner):
+def test_form_abandon_closes_the_form_and_keeps_its_answers(tools, claim_runner):
     instance_id = started(tools, {"full_name": "Dana Reeve"})["instance_id"]
     data = ok(tools.call("form_abandon", {"reason": "Claim filed on paper instead"}))
     assert data == {"instance_id": instance_id, "status": "abandoned"}
-    assert runner.tier0() == ""
-    assert runner.open_instance(instance_id).in_force_values()["full_name"] == "Dana Reeve"
+    assert claim_runner.tier0() == ""
+    assert claim_runner.open_instance(instance_id).in_force_values()["full_name"] == "Dana Reeve"
 
 
 def test_form_history_lists_the_subjects_instances(tools):
@@ -235,10 +229,10 @@ def test_form_history_of_a_missing_instance_is_not_found(tools):
     assert envelope["message"] == 'No form instance "form_nope_000000".'
 
 
-def test_starting_a_form_that_is_already_open_is_refused(tools, runner):
+def test_starting_a_form_that_is_already_open_is_refused(tools, claim_runner):
     first = started(tools)["instance_id"]
     assert error_code(tools.call("form_start", {"form": "travel-claim"})) == "form_open"
-    assert runner.open_instance().id == first
+    assert claim_runner.open_instance().id == first
 
 
 def test_starting_an_unregistered_form_is_not_found(tools):
@@ -273,15 +267,15 @@ def test_writing_without_an_open_form_is_not_found(tools):
         ("form_start", {"form": ""}),
     ],
 )
-def test_malformed_arguments_are_a_coded_error_and_nothing_is_applied(tools, runner, name, arguments):
+def test_malformed_arguments_are_a_coded_error_and_nothing_is_applied(tools, claim_runner, name, arguments):
     before = started(tools, {"full_name": "Dana Reeve"})
-    version = runner.open_instance().version
+    version = claim_runner.open_instance().version
     envelope = tools.call(name, arguments)
     assert error_code(envelope) == "invalid_arguments"
     assert "\n" not in envelope["message"]
-    assert runner.open_instance().version == version
-    assert runner.open_instance().id == before["instance_id"]
-    assert runner.open_instance().status == "active"
+    assert claim_runner.open_instance().version == version
+    assert claim_runner.open_instance().id == before["instance_id"]
+    assert claim_runner.open_instance().status == "active"
 
 
 def test_an_extra_parameter_is_named_in_the_error(tools):
@@ -319,11 +313,11 @@ def test_a_selector_matching_no_tool_is_an_unknown_tool_error():
     assert raised.value.code == "unknown_tool"
 
 
-def test_a_denied_tool_cannot_be_called(runner):
-    tools = FormTools(runner, deny=["start"])
+def test_a_denied_tool_cannot_be_called(claim_runner):
+    tools = FormTools(claim_runner, deny=["start"])
     assert "form_start" not in [d["name"] for d in tools.definitions]
     assert error_code(tools.call("form_start", {"form": "travel-claim"})) == "unknown_tool"
-    assert runner.open_instance() is None
+    assert claim_runner.open_instance() is None
 
 
 def _value(tools: FormTools, field: str):
