@@ -1,9 +1,10 @@
-"""Definition drift (docs/engine.md, 'Drift'): an instance started against one
-version of a form, opened after the registry moved to another.
+"""Definition drift (docs/engine.md, "Drift"): an instance started against one version of a
+form, opened after the registry moved to another.
 
-Without ``migrate`` the instance is marked stale and refuses everything but abandon.
-With ``migrate`` the carried values go through the ordinary commit cycle: fields it
-leaves out get a retraction, hooks fire on rising edges, and the status is recomputed.
+Without ``migrate`` the instance reads as stale (computed on read, never stored) and refuses
+everything but abandon and an explicit ``runner.migrate``. With ``migrate`` the carried values
+go through the ordinary commit cycle, on ``runner.migrate`` or the next write: fields it leaves
+out get a retraction, hooks fire on rising edges, and the status is recomputed. Reads never migrate.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ class Migration:
 # --------------------------------------------------------------------------- stale
 
 
-def test_drift_without_migrate_marks_the_instance_stale_and_raises_form_stale(started, registry):
+def test_drift_without_migrate_reads_as_stale_and_raises_form_stale_without_writing(started, registry):
     iid = started.open_instance().id
+    version = started.open_instance().version
     register(registry, drift(2))
 
     with pytest.raises(FormStaleError) as err:
@@ -54,8 +56,13 @@ def test_drift_without_migrate_marks_the_instance_stale_and_raises_form_stale(st
     assert str(err.value) == "Instance was started against def version 1; the registered def is at 2."
     assert (err.value.instance_version, err.value.def_version) == (1, 2)
     stored = started.open_instance(iid)
-    assert (stored.status, stored.def_version) == ("stale", 1)
+    assert (stored.status, stored.def_version, stored.version) == ("complete", 1, version)
     assert stored.in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
+    view = started.view(iid)
+    assert (view.status, view.stale) == ("stale", True)
+    assert [(s.instance_id, s.status) for s in started.instances()] == [(iid, "stale")]
+    assert [s.instance_id for s in started.instances(status="stale")] == [iid]
+    assert started.instances(status="complete") == []
 
 
 @pytest.mark.parametrize(
@@ -86,11 +93,11 @@ def test_a_stale_instance_refuses_everything_but_abandon(started, registry, call
 def test_a_stale_instance_stays_the_open_form_and_tier0_says_so(started, registry):
     register(registry, drift(2))
 
-    assert started.tier0() == STALE_LINE  # before anything marked it
+    assert started.tier0() == STALE_LINE
     with pytest.raises(FormStaleError):
         started.status()
 
-    assert started.open_instance().status == "stale"
+    assert started.open_instance().status == "complete"
     assert started.tier0() == STALE_LINE
 
 
@@ -104,11 +111,11 @@ def test_a_stale_instance_can_be_abandoned_and_keeps_its_answers(started, regist
     assert started.open_instance() is None
 
 
-def test_stale_is_committed_once(started, registry):
+def test_stale_is_never_committed(started, registry):
+    version = started.open_instance().version
     register(registry, drift(2))
     with pytest.raises(FormStaleError):
         started.status()
-    version = started.open_instance().version
 
     with pytest.raises(FormStaleError):
         started.fill({"a": "again"})
@@ -128,18 +135,21 @@ def test_a_downgrade_is_drift_too(runner, registry):
     assert (err.value.instance_version, err.value.def_version) == (3, 2)
 
 
-def test_marking_stale_retries_conflicts(adapter, registry, log):
-    register(registry, drift(1, log=log))
-    flaky = FlakyAdapter(adapter)
-    r = FormRunner(flaky, registry=registry, subject="s1")
-    r.start("drift", seed={"a": "alpha"})
-    register(registry, drift(2))
-    flaky.conflicts = 4
+def test_an_explicit_migrate_without_a_migrate_function_keeps_what_the_new_version_accepts(runner, registry):
+    register(registry, drift(1))
+    r = runner()
+    iid = r.start("drift", seed={"a": "alpha", "b": "beta", "c": "gamma"}).instance_id
+    register(registry, drift(2, with_e=True))  # no migrate; e is new and required
 
-    with pytest.raises(FormStaleError):
-        r.status()
+    result = r.migrate()
 
-    assert r.open_instance().status == "stale"
+    stored = r.open_instance(iid)
+    assert stored.def_version == 2
+    assert stored.in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
+    assert (result.from_version, result.to_version, result.dropped, result.rejected) == (1, 2, {}, [])
+    assert r.view(iid).status == "active" and r.status().status == "active"
+    assert r.migrate().to_dict()["migrated"] == {"from": 2, "to": 2}  # already there: nothing written
+    assert r.open_instance(iid).version == stored.version
 
 
 # --------------------------------------------------------------------------- migrate: an ordinary commit
@@ -149,7 +159,10 @@ def test_migrate_gets_the_in_force_values_and_the_old_version_once(started, regi
     migration = Migration(lambda old: dict(old))
     register(registry, drift(2, migrate=migration))
 
-    started.status()
+    started.status()  # a read: no migration
+    assert migration.calls == []
+    started.migrate()
+    started.migrate()
     started.status()
 
     assert migration.calls == [({"a": "alpha", "b": "beta", "c": "gamma"}, 1)]
@@ -159,8 +172,9 @@ def test_migrate_gets_the_in_force_values_and_the_old_version_once(started, regi
 def test_fields_migrate_leaves_out_get_a_retraction_that_can_be_undone(started, registry):
     register(registry, drift(2, migrate=Migration(lambda old: {"a": old["a"], "b": old["b"]})))
 
-    started.status()
+    result = started.migrate()
 
+    assert result.dropped == {"c": "gamma"}
     history = started.history("c").to_dict()["revisions"]
     assert [r.get("value") for r in history] == ["gamma", None]
     assert history[-1]["retracted"] is True and history[-1]["in_force"] is True
@@ -174,7 +188,7 @@ def test_fields_migrate_leaves_out_get_a_retraction_that_can_be_undone(started, 
 def test_migration_recomputes_the_status(started, registry):
     register(registry, drift(2, migrate=Migration(lambda old: dict(old)), with_e=True))  # e is new and required
 
-    view = started.status().to_dict()
+    view = started.migrate().view.to_dict()
 
     assert (view["status"], view["complete"]) == ("active", False)
     assert [f["id"] for f in view["fields"] if f["ask"]] == ["e"]
@@ -188,7 +202,9 @@ def test_migrated_values_fire_hooks_on_their_rising_edges(runner, registry, log)
     migration = Migration(lambda old: {"a": old["a"], "b": "derived", "e": "new"})
     register(registry, drift(2, migrate=migration, log=log, with_e=True))
 
-    view = r.status().to_dict()
+    r.status()
+    assert log.keys == []  # a read neither migrates nor runs hooks
+    view = r.migrate().view.to_dict()
 
     assert log.keys == ["field:b:1", "field:e:1", "form:1"]  # a was already live: no edge
     assert view["status"] == "complete"
@@ -198,7 +214,7 @@ def test_migrated_values_fire_hooks_on_their_rising_edges(runner, registry, log)
 def test_migrated_revisions_say_they_were_migrated(started, registry):
     register(registry, drift(2, migrate=Migration(lambda old: {**old, "b": "beta-2"})))
 
-    started.status()
+    started.fill({"c": "gamma-2"})  # a write migrates first
 
     revision = started.open_instance().entries["b"].revisions[-1]
     assert revision.value == "beta-2"
@@ -215,7 +231,9 @@ def test_migrating_a_stale_instance_makes_it_active_again(runner, registry):
 
     register(registry, drift(3, migrate=Migration(lambda old: dict(old))))
 
-    view = r.status().to_dict()
+    assert r.status().to_dict()["status"] == "active"  # migratable: read against the new form, unmigrated
+    assert r.open_instance().def_version == 1
+    view = r.migrate().view.to_dict()
     assert view["status"] == "active"
     assert r.open_instance().def_version == 3
 
@@ -227,8 +245,9 @@ def test_a_migrate_that_raises_commits_nothing(started, registry):
     before = started.open_instance()
     register(registry, drift(2, migrate=broken))
 
+    started.status()  # a read does not call migrate
     with pytest.raises(FormError) as err:
-        started.status()
+        started.migrate()
 
     assert err.value.code == "form_migration_failed"
     after = started.open_instance()
@@ -243,7 +262,7 @@ def test_migration_retries_conflicts(adapter, registry):
     register(registry, drift(2, migrate=Migration(lambda old: {"a": old["a"], "b": "beta"})))
     flaky.conflicts = 4
 
-    r.status()
+    r.migrate()
 
     stored = r.open_instance()
     assert (stored.def_version, stored.in_force_values()) == (2, {"a": "alpha", "b": "beta"})
@@ -259,7 +278,7 @@ def test_migration_gives_up_after_five_conflicts_and_nothing_is_lost(adapter, re
     flaky.conflicts = 5
 
     with pytest.raises(ConflictError):
-        r.status()
+        r.migrate()
 
     stored = r.open_instance()
     assert (stored.def_version, stored.in_force_values()) == (1, {"a": "alpha"})
@@ -282,3 +301,26 @@ def test_an_abandoned_instance_is_not_marked_stale_and_stays_readable(started, r
 
     assert view["status"] == "abandoned"
     assert started.open_instance(iid).version == version
+
+
+def test_a_migrated_value_the_new_version_refuses_is_withdrawn_and_reported(started, registry):
+    register(registry, drift(2, migrate=Migration(lambda old: {**old, "b": 12})))
+
+    result = started.migrate()
+
+    assert [r.field for r in result.rejected] == ["b"]
+    assert "b" not in started.open_instance().in_force_values()
+    assert [f["id"] for f in result.view.to_dict()["fields"] if f["ask"]] == ["b"]
+    started.undo("b")
+    assert started.open_instance().in_force_values()["b"] == "beta"  # nothing lost
+
+
+def test_a_stale_instance_can_be_moved_to_the_new_version_explicitly(started, registry):
+    register(registry, drift(2))
+    with pytest.raises(FormStaleError):
+        started.fill({"a": "again"})
+
+    started.migrate()
+    started.fill({"a": "again"})
+
+    assert started.open_instance().in_force_values()["a"] == "again"

@@ -1,6 +1,7 @@
-"""At-least-once dispatch (docs/engine.md, 'Commit then run'): a dispatch record left ``running`` by a process
-that died mid-executor is re-run, under the same idempotency key, the next time any
-runner opens the instance; a record that is ``ok`` never runs again."""
+"""At-least-once dispatch (docs/engine.md, "Commit then run"): a dispatch record left
+``running`` by a process that died mid-executor is re-run, under the same idempotency key,
+when a runner recovers the instance (``runner.recover``, which the chat calls when a
+conversation opens) or writes to it; reads never do. A record that is ``ok`` never runs again."""
 
 from __future__ import annotations
 
@@ -52,9 +53,10 @@ def test_a_dispatch_left_running_by_a_dead_process_is_re_run_under_the_same_key(
     key = f"{iid}:{hook}:1"
     leave_running(adapter, key, hook, f"{socket.gethostname()}:{dead_pid()}")
 
-    fresh().status()
+    result = fresh().recover()
 
     assert [ctx.idempotency_key for ctx in log.contexts] == [key]
+    assert result.rerun == [key]
     record = fresh().open_instance().dispatches[key]
     assert (record.status, record.attempts) == ("ok", 2)
 
@@ -65,7 +67,7 @@ def test_the_re_run_effects_are_applied(adapter, filled, log):
     log.behaviours["field:trigger"] = Patch({"derived": "recovered"})
     leave_running(adapter, key, "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
 
-    fresh().status()
+    fresh().recover(iid)
 
     assert fresh().open_instance().in_force_values()["derived"] == "recovered"
 
@@ -76,7 +78,7 @@ def test_a_re_run_that_fails_is_recorded_as_a_failure(adapter, filled, log):
     log.behaviours["field:trigger"] = lambda ctx: 1 / 0
     leave_running(adapter, key, "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
 
-    view = fresh().status().to_dict()
+    view = fresh().recover().view.to_dict()
 
     record = fresh().open_instance().dispatches[key]
     assert (record.status, record.attempts) == ("failed", 2)
@@ -85,27 +87,46 @@ def test_a_re_run_that_fails_is_recorded_as_a_failure(adapter, filled, log):
 
 @pytest.mark.parametrize(
     "open_it",
-    [lambda r: r.status(), lambda r: r.inspect("outline"), lambda r: r.fill({"derived": "d"})],
-    ids=["status", "inspect", "fill"],
+    [lambda r: r.recover(), lambda r: r.fill({"derived": "d"}), lambda r: r.undo()],
+    ids=["recover", "fill", "undo"],
 )
-def test_any_runner_opening_the_instance_recovers_it_once(adapter, filled, log, open_it):
+def test_recovering_or_writing_re_runs_it_once(adapter, filled, log, open_it):
     iid, fresh = filled
     key = f"{iid}:field:trigger:1"
     leave_running(adapter, key, "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
 
     open_it(fresh())
-    fresh().status()
-    fresh().status()
+    fresh().recover()
+    fresh().fill({"derived": "d2"})
 
     assert [ctx.idempotency_key for ctx in log.contexts].count(key) == 1
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda r: r.status(), lambda r: r.inspect("outline"), lambda r: r.history("trigger"), lambda r: r.evaluation(),
+     lambda r: r.view(), lambda r: r.tier0(), lambda r: r.instances()],
+    ids=["status", "inspect", "history", "evaluation", "view", "tier0", "instances"],
+)
+def test_no_read_re_runs_anything(adapter, filled, log, read):
+    iid, fresh = filled
+    key = f"{iid}:field:trigger:1"
+    leave_running(adapter, key, "field:trigger", f"{socket.gethostname()}:{dead_pid()}")
+    version = fresh().open_instance().version
+
+    read(fresh())
+
+    assert log.contexts == []
+    stored = fresh().open_instance()
+    assert (stored.version, stored.dispatches[key].status) == (version, "running")
 
 
 def test_an_ok_dispatch_is_never_run_again(filled, log):
     iid, fresh = filled
 
-    fresh().status()
+    fresh().recover()
     fresh().fill({"derived": "d"})
-    fresh().status()
+    fresh().recover()
 
     assert log.keys == ["field:derived:1"]
 
@@ -129,7 +150,7 @@ def test_a_dispatch_running_in_a_live_process_is_left_alone(adapter, filled, log
     key = f"{iid}:field:trigger:1"
     leave_running(adapter, key, "field:trigger", owner())
 
-    fresh().status()
+    assert fresh().recover().rerun == []
 
     assert log.contexts == []
     assert fresh().open_instance().dispatches[key].status == "running"
@@ -156,7 +177,7 @@ def test_an_executor_that_never_finished_is_re_run_by_the_next_runner(adapter, r
     assert crashing.open_instance().dispatches[key].status == "running"
 
     log.behaviours["field:trigger"] = Patch({"derived": "second time lucky"})
-    FormRunner(adapter, registry=registry, subject="s1").status()
+    FormRunner(adapter, registry=registry, subject="s1").recover()
 
     stored = crashing.open_instance()
     assert [ctx.idempotency_key for ctx in log.contexts if ctx.hook_id == "field:trigger"] == [key, key]
@@ -181,7 +202,7 @@ def test_a_blocking_checkpoint_whose_run_died_is_re_run_and_unblocks(adapter, re
     assert (crashing.open_instance().status, crashing.open_instance().blocked_on) == ("awaiting", "cap")
 
     log.behaviours["checkpoint:cap"] = None
-    view = FormRunner(adapter, registry=registry, subject="s1").status().to_dict()
+    view = FormRunner(adapter, registry=registry, subject="s1").recover().view.to_dict()
 
     assert view["status"] == "active"
     assert "blocked_on" not in view
@@ -198,7 +219,7 @@ def test_recovering_another_hook_leaves_a_host_wait_in_place(adapter, registry):
     assert r.open_instance().status == "awaiting"
     leave_running(adapter, f"{iid}:field:total:1", "field:total", f"{socket.gethostname()}:{dead_pid()}")
 
-    view = FormRunner(adapter, registry=registry, subject="s1").status().to_dict()
+    view = FormRunner(adapter, registry=registry, subject="s1").recover().view.to_dict()
 
     assert [ctx.hook_id for ctx in log.contexts].count("field:total") == 2
     assert (view["status"], view["blocked_on"]) == ("awaiting", "cap")

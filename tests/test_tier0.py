@@ -162,17 +162,20 @@ def test_an_awaiting_form_without_a_checkpoint_renders_its_step():
     assert _pure(form, status="awaiting").startswith('[form: basic] step 1/2 "One"')
 
 
-def test_a_stale_form_is_a_single_line_and_tier0_does_not_commit(runner, registry):
+def test_a_stale_form_is_a_single_line_and_no_read_commits(runner, registry):
     r = runner()
     iid = r.start("basic", {"name": "Dana"}).instance_id
+    version = r.open_instance(iid).version
     registry.register("basic", name="basic", load=lambda: example_forms.basic(version=2))
     stale = '[form: basic] stale — the definition changed since this was started; it can\'t be continued.'
     assert r.tier0() == stale
-    assert r.open_instance(iid).status == "active"
     with pytest.raises(FormStaleError):
         r.status()
-    assert r.open_instance(iid).status == "stale"
     assert r.tier0() == stale
+    assert r.tier0(instance_id=iid) == stale
+    stored = r.open_instance(iid)
+    assert (stored.status, stored.version) == ("active", version)  # stale is read, never stored
+    assert [i.status for i in r.instances(subject="s1")] == ["stale"]
 
 
 def test_no_open_form_gives_an_empty_line(runner):

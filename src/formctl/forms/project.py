@@ -16,6 +16,7 @@ from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, HELD, Evaluation
 from formctl.forms.history import MoveTarget, redo_target, undo_target
 from formctl.forms.instance import Instance
+from formctl.forms.reading import is_stale, read_status
 from formctl.forms.validate import to_jsonable
 
 HELD_NOTE = (
@@ -254,6 +255,11 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
     return row
 
 
+def field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, field_id: str) -> FieldRow:
+    """One field's row as every view shows it (what it holds now, whether to ask it)."""
+    return _field_row(compiled, ev, instance, compiled.field_position[field_id], ev.open_step)
+
+
 def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: str) -> FormView:
     labels = compiled.labels
     wait = None
@@ -265,7 +271,7 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         def_id=compiled.id,
         def_version=instance.def_version,
         name=compiled.name,
-        status=instance.status,
+        status=read_status(compiled, instance),
         scope=scope,
         complete=_complete_flag(compiled, ev, instance),
         conduct=compiled.conduct,
@@ -403,6 +409,9 @@ class FillResult:
     rejected: list[Rejected] = dc_field(default_factory=list)
     ignored: list[str] = dc_field(default_factory=list)
     failures: list[Failure] = dc_field(default_factory=list)
+    # undo, redo and retract: the field whose cursor moved and what it holds now (not in to_dict:
+    # the model reads the view; a person's front end says "undid Staff ID → AB1234" from it).
+    moved: FieldRow | None = None
 
     @property
     def instance_id(self) -> str:
@@ -428,6 +437,40 @@ class FillResult:
         return d
 
 
+@dataclass(slots=True)
+class MigrateResult(FillResult):
+    """What ``runner.migrate`` did: the versions it moved between, and the answers it could not keep.
+
+    ``rejected`` holds the carried values the new version refuses (withdrawn, so it asks again),
+    ``dropped`` the answers to fields the new version does not have (or its ``migrate`` left out),
+    by field id, with the value they held: their logs stay stored and ``history`` still shows them.
+    """
+
+    from_version: int = 0
+    to_version: int = 0
+    dropped: dict[str, Any] = dc_field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = FillResult.to_dict(self)
+        d["migrated"] = {"from": self.from_version, "to": self.to_version}
+        if self.dropped:
+            d["dropped"] = dict(self.dropped)
+        return d
+
+
+@dataclass(slots=True)
+class RecoverResult(FillResult):
+    """What ``runner.recover`` did: the idempotency keys of the executors it ran again."""
+
+    rerun: list[str] = dc_field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = FillResult.to_dict(self)
+        if self.rerun:
+            d["rerun"] = list(self.rerun)
+        return d
+
+
 # --------------------------------------------------------------------------- tier 0
 
 
@@ -438,14 +481,14 @@ def stale_line(def_id: str) -> str:
 def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     """The standing one-line state (§14), without the conduct line (departure 13)."""
     tag = f"[form: {compiled.id}]"
+    if read_status(compiled, instance) == "stale":
+        return stale_line(compiled.id)
     if instance.status == "awaiting" and instance.blocked_on:
         line = f'{tag} awaiting "{instance.blocked_on}"'
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         if cp is not None and cp.wait_message:
             line += f" — {cp.wait_message}"
         return line
-    if instance.status == "stale":
-        return stale_line(compiled.id)
     if instance.status == "abandoned":
         return ""
     if instance.status == "complete" and not ev.revisiting:

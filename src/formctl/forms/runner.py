@@ -18,6 +18,7 @@ stores once and the next operation starts from that evaluation.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import os
 import socket
@@ -53,15 +54,18 @@ from formctl.forms.project import (
     blocking_failure_open,
     FillResult,
     FormView,
+    MigrateResult,
+    RecoverResult,
     Rejected,
     Unknown,
+    field_row,
     field_view,
     open_failures,
     outline_view,
-    stale_line,
     step_view,
     tier0 as render_tier0,
 )
+from formctl.forms.reading import InstanceSummary, InstanceView, drifted, is_stale, read_status, summarise
 from formctl.forms.validate import issue_hint, json_data
 from formctl.store.base import apply_entry_commit
 
@@ -166,10 +170,18 @@ class FormRunner:
         return Provenance(self.source, self.actor, now_iso(), note)
 
     # ------------------------------------------------------------------ reads
+    #
+    # Every read loads, compiles, evaluates and projects: it never commits, runs an executor
+    # or migrates (docs/engine.md, "Reads and writes"). Recovery and migration are the
+    # explicit writes ``recover`` and ``migrate`` below.
 
-    def list(self) -> list[dict[str, str]]:
+    def list(self) -> builtins.list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""
         return self.registry.list()
+
+    def compiled(self, form_id: str) -> CompiledForm:
+        """The registered (compiled) definition of ``form_id``; raises UnknownFormError."""
+        return self.registry.load(form_id)
 
     def open_instance(self, instance_id: str | None = None) -> Instance | None:
         """The stored instance by id, or the subject's open form; None when there is none."""
@@ -177,14 +189,59 @@ class FormRunner:
             return self.adapter.get_instance(instance_id)
         return self.adapter.find_open_instance(self.subject)
 
+    def instances(
+        self,
+        subject: str | None = None,
+        form_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        *,
+        damaged: builtins.list[Any] | None = None,
+    ) -> builtins.list[InstanceSummary]:
+        """Stored instances, most recently updated first, with the status a reader sees (``stale`` included).
+
+        ``subject=None`` lists every subject's. ``status`` filters on the status as read, so
+        ``status="stale"`` finds stale instances without opening them. ``damaged``, when the
+        store supports it, collects the errors of instances it had to leave out.
+        """
+        kwargs: dict[str, Any] = {"subject": subject, "def_id": form_id}
+        if damaged is not None:
+            kwargs["damaged"] = damaged
+        # Abandoned is never stale, and no status but stale is ever read differently from the
+        # stored one unless the stored one is stale or the instance drifted: filter after reading.
+        exact = status is None or status == "abandoned"
+        if exact:
+            kwargs.update(status=status, limit=limit)
+        found = self.adapter.find_instances(**kwargs)
+        versions: dict[str, CompiledForm | None] = {}
+        out: builtins.list[InstanceSummary] = []
+        for instance in found:
+            read = self._read_status(instance, versions)
+            if status is not None and read != status:
+                continue
+            out.append(summarise(instance, read))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def view(self, instance_id: str | None = None) -> InstanceView:
+        """A read-only view (registered form, stored instance, evaluation, status as read) of any instance.
+
+        Unlike ``status``/``inspect`` it does not refuse a stale instance: it evaluates the stored
+        answers against the registered form and says ``stale``. Raises NotFoundError, UnknownFormError.
+        """
+        compiled, instance = self._read(instance_id)
+        status = read_status(compiled, instance)
+        return InstanceView(compiled, instance, self._evaluation(compiled, instance), status, status == "stale")
+
     def status(self, instance_id: str | None = None) -> FormView:
         """Tier 1: the open step in full (or the last step of a finished form)."""
-        compiled, instance = self._resolve(instance_id)
+        compiled, instance = self._readable(instance_id)
         return step_view(compiled, self._evaluation(compiled, instance), instance)
 
     def inspect(self, scope: str = "outline", id: str | None = None, instance_id: str | None = None) -> FormView:
         """Tier 2: a step (by id or title), one field (by id or label), or the whole outline."""
-        compiled, instance = self._resolve(instance_id)
+        compiled, instance = self._readable(instance_id)
         ev = self._evaluation(compiled, instance)
         if scope == "outline":
             return outline_view(compiled, ev, instance)
@@ -196,25 +253,24 @@ class FormRunner:
             return field_view(compiled, ev, instance, id)
         raise InvalidArgumentError(f'Unknown scope "{scope}": use outline, step or field.')
 
-    def tier0(self, subject: str | None = None) -> str:
-        """The standing status line of the subject's open form; "" when there is none or it cannot load.
-
-        Read-only: it never migrates, marks stale, or re-runs anything.
-        """
+    def tier0(self, subject: str | None = None, instance_id: str | None = None) -> str:
+        """The standing status line of an instance (by id, else the subject's open form); "" when
+        there is none or it cannot load."""
         try:
-            instance = self.adapter.find_open_instance(subject or self.subject)
+            if instance_id is not None:
+                instance = self.adapter.get_instance(instance_id)
+            else:
+                instance = self.adapter.find_open_instance(subject or self.subject)
             if instance is None:
                 return ""
-            compiled = self.registry.load(instance.def_id)
-            if instance.def_version != compiled.version and compiled.migrate is None:
-                return stale_line(compiled.id)
+            compiled = self._load(instance)
             return render_tier0(compiled, self._evaluation(compiled, instance), instance)
         except Exception:
             return ""
 
     def history(self, field: str, instance_id: str | None = None) -> FieldHistory:
         """Every answer ever given to one field, oldest first."""
-        compiled, instance = self._resolve(instance_id)
+        compiled, instance = self._readable(instance_id)
         field_id = compiled.resolve_field(field)
         if field_id is None:
             if field in instance.entries:  # a field a later definition dropped: its log is still there
@@ -224,7 +280,7 @@ class FormRunner:
 
     def evaluation(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance, Evaluation]:
         """The compiled form, stored instance and its evaluation (for views the CLI renders itself)."""
-        compiled, instance = self._resolve(instance_id)
+        compiled, instance = self._readable(instance_id)
         return compiled, instance, self._evaluation(compiled, instance)
 
     # ------------------------------------------------------------------ writes
@@ -265,7 +321,7 @@ class FormRunner:
             return self._result_only(compiled, instance, result)
         staged = [_Staged(field_id, None, retract=True)]
         note = f"retracted: {reason}" if reason else "retracted"
-        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note)
+        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note, moved=[field_id])
 
     def undo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
         """Move a field's cursor back one revision: the named field, or the last one touched."""
@@ -302,6 +358,42 @@ class FormRunner:
         instance = self._commit_retrying(instance, build, prov)
         return step_view(compiled, self._evaluation(compiled, instance), instance)
 
+    def recover(self, instance_id: str | None = None) -> RecoverResult:
+        """Re-run, under the same idempotency key, every executor a process that died left ``running``.
+
+        An explicit write: the chat calls it when a conversation opens, a host when it likes;
+        reads never do it, writes do it first. A form that can migrate is migrated first.
+        """
+        compiled, instance = self._resolve(instance_id, recover=False)
+        result = RecoverResult(view=None)  # type: ignore[arg-type]
+        if instance.status != "abandoned":
+            instance, result.rerun, failures = self._recover(compiled, instance)
+        else:
+            failures = []
+        ev = self._evaluation(compiled, instance)
+        result.view = step_view(compiled, ev, instance)
+        result.failures = failures or open_failures(instance, compiled, ev)
+        return result
+
+    def migrate(self, instance_id: str | None = None) -> MigrateResult:
+        """Move an instance to the registered version of its form, through the ordinary commit cycle.
+
+        The form's ``migrate`` carries the answers if it has one; without one every answer to a
+        field the new version still has is carried. Answers the new version accepts are kept,
+        hooks fire on their rising edges; the rest are withdrawn (undoable) and reported in the
+        result's ``rejected`` and ``dropped``. An instance already on that version is left alone.
+        """
+        compiled, instance = self._read(instance_id)
+        if instance.status == "abandoned":
+            raise FormError(_abandoned(instance.id))
+        if not drifted(compiled, instance):
+            ev = self._evaluation(compiled, instance)
+            result = MigrateResult(view=step_view(compiled, ev, instance), from_version=instance.def_version,
+                                   to_version=compiled.version)
+            result.failures = open_failures(instance, compiled, ev)
+            return result
+        return self._migrate(compiled, instance)[1]
+
     def resolve_checkpoint(
         self,
         instance_id: str | None = None,
@@ -318,7 +410,7 @@ class FormRunner:
             raise InvalidArgumentError("values must be an object of field ids to values.")
         compiled, instance = self._resolve(instance_id)
         if instance.status == "abandoned":
-            raise FormError(f'Form instance "{instance.id}" was abandoned and no longer accepts answers.')
+            raise FormError(_abandoned(instance.id))
         cp_id = checkpoint if checkpoint is not None else instance.blocked_on
         if cp_id is None:
             raise FormError(f'Form instance "{instance.id}" is not waiting on a checkpoint.', code="not_waiting")
@@ -363,7 +455,18 @@ class FormRunner:
     def _load(self, instance: Instance) -> CompiledForm:
         return self.registry.load(instance.def_id)
 
-    def _resolve(self, instance_id: str | None = None, *, allow_stale: bool = False) -> tuple[CompiledForm, Instance]:
+    def _read_status(self, instance: Instance, forms: dict[str, CompiledForm | None]) -> str:
+        """The status a reader sees, loading each form once per listing; a form that cannot load reads as stored."""
+        if instance.def_id not in forms:
+            try:
+                forms[instance.def_id] = self._load(instance)
+            except Exception:
+                forms[instance.def_id] = None
+        compiled = forms[instance.def_id]
+        return instance.status if compiled is None else read_status(compiled, instance)
+
+    def _read(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance]:
+        """The stored instance (by id, else the subject's open form) and its registered form. Writes nothing."""
         if instance_id is not None:
             instance = self.adapter.get_instance(instance_id)
             if instance is None:
@@ -372,19 +475,31 @@ class FormRunner:
             instance = self.adapter.find_open_instance(self.subject)
             if instance is None:
                 raise NotFoundError(f'No open form instance for subject "{self.subject}".')
-        compiled = self._load(instance)
-        if instance.def_version != compiled.version:
-            if compiled.migrate is not None and instance.status != "abandoned":
-                instance = self._migrate(compiled, instance)
-            else:
-                if instance.status not in ("stale", "abandoned"):
-                    prov = self._provenance(f"def drift {instance.def_version} → {compiled.version}")
-                    instance = self._commit_retrying(instance, lambda inst: Commit(status="stale"), prov)
-                if not allow_stale and instance.status != "abandoned":
+        return self._load(instance), instance
+
+    def _readable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
+        """For the views: the instance as stored, refused with FormStaleError when it is stale."""
+        compiled, instance = self._read(instance_id)
+        if is_stale(compiled, instance):
+            raise FormStaleError(instance.def_version, compiled.version)
+        return compiled, instance
+
+    def _resolve(
+        self, instance_id: str | None = None, *, allow_stale: bool = False, recover: bool = True
+    ) -> tuple[CompiledForm, Instance]:
+        """For a write: the instance brought up to date first (migrated when its form can, its
+        left-over dispatches recovered). A stale one raises FormStaleError unless ``allow_stale``."""
+        compiled, instance = self._read(instance_id)
+        if instance.status == "abandoned":
+            return compiled, instance
+        if drifted(compiled, instance):
+            if compiled.migrate is None:
+                if not allow_stale:
                     raise FormStaleError(instance.def_version, compiled.version)
                 return compiled, instance
-        if instance.status != "abandoned":
-            instance = self._recover(compiled, instance)
+            instance = self._migrate(compiled, instance)[0]
+        if recover:
+            instance = self._recover(compiled, instance)[0]
         return compiled, instance
 
     def _writable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
@@ -483,6 +598,8 @@ class FormRunner:
             if field_id is None:
                 return self._result_only(compiled, instance, result)
 
+        moved: list[str] = []
+
         def plan(inst: Instance) -> tuple[list[_Staged], dict[str, int]]:
             target = field_id
             if target is None:
@@ -494,10 +611,11 @@ class FormRunner:
             log = inst.entries.get(target)
             if not (can_undo(log) if step < 0 else can_redo(log)):
                 raise FormError(f'Nothing to {word} on "{target}".')
+            moved[:] = [target]
             return [], {target: log.cursor + step}
 
         plan(instance)  # raise "nothing to undo" before any work
-        return self._write(compiled, instance, plan, result, note=word)
+        return self._write(compiled, instance, plan, result, note=word, moved=moved)
 
     # ------------------------------------------------------------------ the commit cycle
 
@@ -511,7 +629,10 @@ class FormRunner:
         note: str | None,
         is_start: bool = False,
         extra: Callable[[Instance], dict[str, Any]] | None = None,
+        moved: list[str] | None = None,
     ) -> FillResult:
+        """Run the commit cycle and build the result. ``moved`` (filled by the time ``plan`` has run)
+        names the field an undo, redo or retract moves; the result says what it holds now."""
         with self._lock:
             prov = self._provenance(note)
             staged_ids: list[str] = []
@@ -530,6 +651,8 @@ class FormRunner:
                 elif status == HELD:
                     result.held.append(field_id)
             result.failures = failures or open_failures(final, compiled, ev)
+            if moved and moved[0] in compiled.field_by_id:
+                result.moved = field_row(compiled, ev, final, moved[0])
             return result
 
     def _result_view(self, compiled: CompiledForm, ev: Evaluation, instance: Instance, staged_ids: list[str]) -> FormView:
@@ -598,6 +721,10 @@ class FormRunner:
                 commit.status = "active"
             elif stored_status == "complete" and not done:
                 commit.status = "active"
+            elif stored_status == "stale":  # committed by an older formctl, whose reads marked drift
+                commit.status = "complete" if done else "active"
+                if done and not instance.completed_at:
+                    commit.completed_at = prov.timestamp
             # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
             # person, or held by a rejected blocking checkpoint, completes (and announces it) only
             # once it really is complete, and a forced completion is announced exactly once.
@@ -617,7 +744,7 @@ class FormRunner:
                 self.conflict_retries += 1
                 instance = self._reload(instance.id)
                 if instance.status == "abandoned":  # abandoned under us: nothing more may be written
-                    raise FormError(f'Form instance "{instance.id}" was abandoned and no longer accepts answers.')
+                    raise FormError(_abandoned(instance.id))
                 continue
             break
         if not after.read_fired:
@@ -864,18 +991,20 @@ class FormRunner:
 
     # ------------------------------------------------------------------ recovery and drift
 
-    def _recover(self, compiled: CompiledForm, instance: Instance) -> Instance:
-        """Departure 6: re-run, under the same key, any executor a dead process left ``running``."""
+    def _recover(self, compiled: CompiledForm, instance: Instance) -> tuple[Instance, builtins.list[str], builtins.list[Failure]]:
+        """Re-run, under the same key, any executor a dead process left ``running``
+        (docs/engine.md, "Commit then run"). Returns the instance, the keys re-run and the failures."""
         orphans = [
             (key, record)
             for key, record in instance.dispatches.items()
             if record.status == "running" and key not in self._in_flight and not _owner_alive(record.owner)
         ]
         if not orphans:
-            return instance
+            return instance, [], []
         with self._lock:
             ev = self._evaluation(compiled, instance)
-            failures: list[Failure] = []
+            failures: builtins.list[Failure] = []
+            rerun: builtins.list[str] = []
             effects = _RoundEffects()
             for key, record in orphans:
                 hook = _hook_for(compiled, record.hook_id, key)
@@ -884,6 +1013,7 @@ class FormRunner:
                     self._record(instance.id, key, DispatchState(record.hook_id, "failed", record.attempts, now_iso(),
                                                                  "The definition no longer has this hook."), prov)
                     continue
+                rerun.append(key)
                 self._run_hook(compiled, instance, hook, ev.gate_values(), ev.frozen_state(instance.occurrences),
                                effects, failures)
                 if effects.terminate is not None:
@@ -897,26 +1027,34 @@ class FormRunner:
                 staged = self._stage_patch(compiled, effects.patch)
                 if staged:
                     instance, _ = self._cycle(compiled, instance, lambda inst: (staged, {}), prov, failures, round_no=1)
-            return instance
+            return instance, rerun, failures
 
-    def _migrate(self, compiled: CompiledForm, instance: Instance) -> Instance:
-        """Departure 8: carry the answers forward through an ordinary commit."""
+    def _migrate(self, compiled: CompiledForm, instance: Instance) -> tuple[Instance, MigrateResult]:
+        """Move the instance to the registered version through an ordinary commit cycle
+        (docs/engine.md, "Drift"): the answers the form's ``migrate`` carries (without one, every
+        answer to a field the new version still has) are written where the new version accepts
+        them; the rest are withdrawn and reported."""
         old_version = instance.def_version
         old_values = instance.in_force_values()
-        try:
-            carried = compiled.migrate(dict(old_values), old_version)
-        except Exception as exc:
-            raise FormError(
-                f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
-                code="form_migration_failed",
-            ) from exc
-        if not isinstance(carried, dict):
-            raise FormError(
-                f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
-                code="form_migration_failed",
-            )
+        result = MigrateResult(view=None, from_version=old_version, to_version=compiled.version)  # type: ignore[arg-type]
+        if compiled.migrate is not None:
+            try:
+                carried = compiled.migrate(dict(old_values), old_version)
+            except Exception as exc:
+                raise FormError(
+                    f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
+                    code="form_migration_failed",
+                ) from exc
+            if not isinstance(carried, dict):
+                raise FormError(
+                    f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
+                    code="form_migration_failed",
+                )
+        else:
+            carried = {key: value for key, value in old_values.items() if key in compiled.field_by_id}
         staged: dict[str, _Staged] = {}
         kept: set[str] = set()
+        refused: set[str] = set()
         for key, value in carried.items():
             field_id = compiled.resolve_field(key)
             if field_id is None:
@@ -930,36 +1068,52 @@ class FormRunner:
                 ) from None
             if is_blank(value):
                 continue
+            field = compiled.field_by_id[field_id]
+            outcome = field.validator.validate(value)
+            if not outcome.ok:
+                refused.add(field_id)
+                for issue in outcome.issues:
+                    result.rejected.append(
+                        Rejected(field_id, issue.message, issue_hint(issue, value, field.description, field.type))
+                    )
+                continue
             kept.add(field_id)
             if field_id in old_values and old_values[field_id] == value:
                 continue
-            field = compiled.field_by_id[field_id]
-            staged[field_id] = _Staged(field_id, value, field.validator.validate(value), field.validator)
-        for field_id in old_values:
+            staged[field_id] = _Staged(field_id, value, outcome, field.validator)
+        for field_id, value in old_values.items():
             if field_id not in kept:
                 staged[field_id] = _Staged(field_id, None, retract=True)
-        items = list(staged.values())
+                if field_id not in refused:
+                    result.dropped[field_id] = value
+        items = builtins.list(staged.values())
         new_version = compiled.version
 
         def extra(inst: Instance) -> dict[str, Any]:
             out: dict[str, Any] = {"def_version": new_version}
-            if inst.status == "stale":
+            if inst.status == "stale":  # committed by an older formctl, whose reads marked it
                 out["status"] = "active"
             return out
 
-        failures: list[Failure] = []
-        prov = self._provenance(f"migrated {old_version} → {new_version}")
         with self._lock:
+            prov = self._provenance(f"migrated {old_version} → {new_version}")
+            failures: builtins.list[Failure] = []
             instance, _ = self._cycle(compiled, instance, lambda inst: (items, {}), prov, failures, extra=extra)
-        return instance
-
+            ev = self._evaluation(compiled, instance)
+            result.view = step_view(compiled, ev, instance)
+            result.failures = failures or open_failures(instance, compiled, ev)
+        return instance, result
 
 # ---------------------------------------------------------------------- helpers
 
 
+def _abandoned(instance_id: str) -> str:
+    return f'Form instance "{instance_id}" was abandoned and no longer accepts answers.'
+
+
 def _check_writable(compiled: CompiledForm, instance: Instance) -> None:
     if instance.status == "abandoned":
-        raise FormError(f'Form instance "{instance.id}" was abandoned and no longer accepts answers.')
+        raise FormError(_abandoned(instance.id))
     if instance.status == "awaiting" and instance.blocked_on:
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         raise FormBlockedError(instance.blocked_on, cp.wait_message if cp is not None else None)

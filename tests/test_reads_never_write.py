@@ -1,0 +1,136 @@
+"""Reads never write (docs/engine.md, "Reads and writes").
+
+After the registry moves a form to another version, and with an executor left ``running``
+by a process that died, every read (the real ``formctl`` commands and the runner's read API)
+leaves every file of a JSON store byte-for-byte as it was: no ``stale`` committed, no
+migration, no executor re-run, no index touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from formctl import FormRegistry, FormRunner, FormStaleError, JsonFileAdapter
+from formctl.forms.instance import DispatchState, Provenance, now_iso
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMS = ROOT / "forms"
+CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file under ``folder``, by relative path, with the SHA-256 of its bytes."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=60)
+
+
+def dead_pid() -> int:
+    for _ in range(5):
+        child = subprocess.Popen([sys.executable, "-c", "pass"])
+        child.wait()
+        try:
+            os.kill(child.pid, 0)
+        except ProcessLookupError:
+            return child.pid
+    pytest.skip("could not find a pid that is not running")
+
+
+@pytest.fixture(params=["without-migrate", "with-migrate"])
+def bumped(request, tmp_path):
+    """(store folder, forms folder, instance id): a claim started on version 1, a dispatch left
+    running by a dead process, then the registry moved to version 2 (with or without migrate)."""
+    store = tmp_path / "store"
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms)
+    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"),
+                        subject="dana")
+    iid = runner.start("travel-claim", seed=CLAIMANT).instance_id
+    key = f"{iid}:field:full_name:1"
+    runner.adapter.record_dispatch(
+        iid, key, DispatchState("field:full_name", "running", 1, now_iso(), owner=f"{socket.gethostname()}:{dead_pid()}"),
+        Provenance("test", "crashed-process", now_iso()),
+    )
+    bump = "version=2," if request.param == "without-migrate" else "version=2, migrate=lambda old, v: dict(old),"
+    # Under another module name per variant: this process may already have imported the others.
+    module = f"travel_claim_v2_{request.param.replace('-', '_')}"
+    (forms / f"{module}.py").write_text((forms / "travel_claim.py").read_text().replace("version=1,", bump))
+    registry = forms / "registry.toml"
+    registry.write_text(registry.read_text().replace('"travel_claim:travel_claim"', f'"{module}:travel_claim"'))
+    return store, forms, iid, request.param
+
+
+def test_the_cli_reads_leave_every_file_of_the_store_unchanged(bumped, tmp_path):
+    store, forms, iid, variant = bumped
+    before = snapshot(store)
+    common = ["--store", str(store), "--forms", str(forms)]
+
+    runs = [
+        formctl("inspect", iid, *common, cwd=tmp_path),
+        formctl("inspect", iid, "--field", "email", "--json", *common, cwd=tmp_path),
+        formctl("history", iid, *common, cwd=tmp_path),
+        formctl("history", iid, "email", "--json", *common, cwd=tmp_path),
+        formctl("export", iid, *common, cwd=tmp_path),
+        formctl("export", iid, "--json", *common, cwd=tmp_path),
+        formctl("instances", "--store", str(store), cwd=tmp_path),
+        formctl("instances", "--status", "stale", "--json", "--store", str(store), cwd=tmp_path),
+    ]
+
+    assert snapshot(store) == before
+    for run in runs:  # each read either answered or refused in one line; none crashed
+        assert run.returncode in (0, 1), (run.args, run.stderr)
+        assert "Traceback" not in run.stderr
+    if variant == "with-migrate":  # a drift the form can migrate is read against the new version
+        assert all(run.returncode == 0 for run in runs), [r.stderr for r in runs]
+    else:
+        assert "form_stale" in runs[0].stderr or "older version" in runs[0].stderr or "def version" in runs[0].stderr
+
+
+def test_the_runner_reads_leave_every_file_of_the_store_unchanged(bumped):
+    store, forms, iid, variant = bumped
+    before = snapshot(store)
+    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"),
+                        subject="dana")
+
+    for read in (
+        lambda: runner.status(),
+        lambda: runner.status(instance_id=iid),
+        lambda: runner.inspect("outline", instance_id=iid),
+        lambda: runner.inspect("field", "email"),
+        lambda: runner.history("email", instance_id=iid),
+        lambda: runner.evaluation(iid),
+    ):
+        if variant == "with-migrate":
+            read()
+        else:
+            with pytest.raises(FormStaleError):
+                read()
+    tier0 = runner.tier0()
+    view = runner.view(iid)
+    listed = runner.instances()
+
+    assert snapshot(store) == before
+    assert runner.tier0(instance_id=iid) == tier0
+    if variant == "without-migrate":
+        assert "stale" in tier0
+        assert (view.status, [s.status for s in listed]) == ("stale", ["stale"])
+    else:
+        assert tier0.startswith("[form: travel-claim] step 2/")
+        assert (view.status, [s.status for s in listed]) == ("active", ["active"])
+    assert runner.open_instance(iid).def_version == 1
