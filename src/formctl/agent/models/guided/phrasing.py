@@ -1,0 +1,378 @@
+"""Phrasing: what the guided model says after its tools ran.
+
+It reports what the results say (captured, held, rejected with the reason and hint, unknown
+ids with their did-you-mean), then reads the instance through the runner (never writing) to
+say what comes next: the next question, a wait, a termination or the summary of a finished
+form. A terminated form is never restarted, and a form that waits is never abandoned:
+``quit`` only says how to resume.
+
+:class:`Phrasing` is one half of :class:`~formctl.agent.models.guided.model.GuidedModel`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from formctl.agent.models.base import ModelReply
+from formctl.agent.models.guided.answers import _format_value, _jsonable, _or_list
+
+if TYPE_CHECKING:
+    from formctl.agent.models.guided.planning import _Plan, _Snapshot
+    from formctl.agent.models.guided.words import _Result, _Turn
+
+HELP_TEXT = (
+    "Answer each question in your own words, or give any answer directly as "
+    "\"Label: value\" (several at once separated by \";\"). You can also say: "
+    "\"undo\" (take back your last answer), \"back\" (take it back and answer again), "
+    "\"skip\" (leave out an optional question), \"status\" (where we are), "
+    "\"what else\" (what's still to come) and \"quit\" (stop now and carry on later)."
+)
+
+
+_STALE_TEXT = (
+    "This form's definition changed since it was started, so it can't be continued here. "
+    "Its answers are kept: `formctl export ID` shows them, and `formctl abandon ID --reason REASON` closes it."
+)
+
+
+
+class Phrasing:
+    """The texts of the guided model's replies; mixed into GuidedModel."""
+
+    def _speak(self, turn: _Turn, plan: _Plan) -> ModelReply:
+        paragraphs: list[str] = []
+        errors = [turn.results[str(c.get("id"))] for c in turn.calls if str(c.get("id")) in turn.results]
+        errors = [r for r in errors if not r.ok]
+        if plan.kind == "list":
+            return self._text_reply([self._list_text(turn)])
+        if plan.kind == "start" and errors:
+            return self._text_reply([f"I couldn't start the form: {errors[0].message}"])
+        snap = self._read(turn.instance_id)
+        if snap is None:
+            message = errors[0].message if errors else "No form is open."
+            return self._text_reply([f"I couldn't open the form: {message}"])
+        compiled = snap.compiled
+        labels = {f.id: f.label for f in compiled.fields}
+        if plan.kind == "start":
+            paragraphs.append(self._welcome(compiled, new=True))
+        elif plan.kind == "greet":
+            paragraphs.append(self._welcome(compiled, new=False, snap=snap))
+        for call in turn.calls:
+            result = turn.results.get(str(call.get("id")))
+            if result is None:
+                continue
+            if not result.ok:
+                paragraphs.append(self._error_text(result, snap))
+                continue
+            if call.get("name") in ("form_fill", "form_start", "form_revise") and isinstance(result.data, dict):
+                if plan.kind in ("undo", "back", "redo") and plan.target is not None:
+                    paragraphs.append(_move_text(plan.kind, plan.target, _sensitive(snap, plan.target.field)))
+                    if plan.kind == "back":
+                        self._focus = plan.target.field
+                        self._skipped.discard(plan.target.field)
+                paragraphs.extend(self._fill_report(result.data, labels, snap))
+        paragraphs.extend(plan.notes)
+        if plan.kind == "skip" and plan.target is not None:
+            paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
+        paragraphs.extend(self._problem_paragraphs(snap, plan))
+        if plan.kind == "what_else":
+            paragraphs.append(self._what_else_text(turn, snap))
+        if plan.kind == "status":
+            paragraphs.append(self._status_text(snap))
+        blocked = any(r.code == "form_blocked" for r in errors)
+        paragraphs.extend(self._state_paragraphs(snap, repeat=plan.kind in ("what_else", "status"), waited=blocked))
+        return self._text_reply(paragraphs)
+
+    def _fill_report(self, data: dict[str, Any], labels: dict[str, str], snap: _Snapshot) -> list[str]:
+        out = []
+        values = {row.get("id"): row.get("value") for row in data.get("fields", []) if isinstance(row, dict)}
+        captured = data.get("captured") or []
+        if captured:
+            parts = []
+            for field_id in captured:
+                value = values.get(field_id)
+                if field_id not in values:
+                    value = snap.ev.values.get(field_id) if snap.ev is not None else None
+                shown = "(hidden)" if _sensitive(snap, field_id) else _format_value(_jsonable(value))
+                parts.append(f"{labels.get(field_id, field_id)}: {shown}")
+            out.append("Got it — " + "; ".join(parts) + ".")
+        held = data.get("held") or []
+        if held:
+            names = _or_list([labels.get(f, f) for f in held]).replace(" or ", " and ")
+            out.append(f"I've kept {names} for now, but it doesn't apply given the answers so far.")
+        for row in data.get("rejected") or []:
+            field_id = row.get("field", "")
+            label = labels.get(field_id, field_id)
+            reason = str(row.get("message", "")).rstrip(".")
+            hint = row.get("hint")
+            text = f"That {label} wasn't accepted: {reason}."
+            if hint and hint not in text:
+                text += f" {hint}"
+            out.append(text)
+            if field_id in labels:
+                self._focus = field_id
+        for row in data.get("unknown_fields") or []:
+            sent = row.get("field", "")
+            guesses = [labels.get(g, g) for g in row.get("did_you_mean") or []]
+            text = f'There is no question called "{sent}"'
+            text += f" — did you mean {_or_list(guesses)}?" if guesses else "."
+            out.append(text)
+        return out
+
+    def _problem_paragraphs(self, snap: _Snapshot, plan: _Plan) -> list[str]:
+        out = []
+        for field_id, words, reason in plan.problems:
+            field = snap.compiled.field_by_id[field_id]
+            shown = "that" if field.sensitive else f'"{words}"'  # a near-miss of a secret is still secret
+            out.append(f"I couldn't use {shown} for {field.label}: {reason}")
+        for key in plan.unknown:
+            out.append(f'There is no question called "{key}".')
+        if plan.unplaced:
+            out.append("I wasn't sure which question this answers: " + "; ".join(f'"{w}"' for w in plan.unplaced)
+                       + '. You can say "Label: value".')
+        return out
+
+    def _state_paragraphs(self, snap: _Snapshot, *, repeat: bool = False, waited: bool = False) -> list[str]:
+        """What happens now: a closure, a wait, the next question, or the summary of a finished form."""
+        instance, compiled, ev = snap.instance, snap.compiled, snap.ev
+        self._asked = None
+        if instance.status == "abandoned":
+            return [self._closed_text(snap)]
+        if snap.stale:
+            return [_STALE_TEXT]
+        if instance.status == "awaiting":
+            return [self._wait_text(snap)]
+        out = []
+        fresh = [f for f in snap.view.failures if (f.hook_id, f.message) not in self._shown_failures]
+        for failure in (snap.view.failures if repeat else fresh):
+            out.append(f"{_hook_name(failure.hook_id)} did not pass: {_sentence(failure.message)}")
+            self._shown_failures.add((failure.hook_id, failure.message))
+        field_id = self._next_question(snap)
+        if field_id is not None:
+            out.extend(self._question(snap, field_id))
+            return out
+        # A rejected blocking checkpoint keeps a fully answered form "active": only the
+        # stored status says the form is really complete.
+        if instance.status == "complete":
+            if self._summarised == (instance.id, instance.version):
+                out.append(f'The {compiled.name} is complete; nothing more is needed. '
+                           'If anything is wrong, tell me as "Label: value".')
+            else:
+                out.append(self._summary(snap))
+                self._summarised = (instance.id, instance.version)
+            return out
+        if snap.view.failures:
+            out.append('To go on, change an answer with "Label: value" (or say "undo").')
+            return out
+        pending = [
+            f.label for f in compiled.fields
+            if f.required and ev.applicable[f.order] and ev.status[f.order] != "filled"
+        ]
+        if pending:
+            out.append("Still needed: " + ", ".join(pending) + '. Give them as "Label: value".')
+        else:
+            out.append("There's nothing more to ask right now.")
+        return out
+
+    def _question(self, snap: _Snapshot, field_id: str) -> list[str]:
+        compiled, ev = snap.compiled, snap.ev
+        field = compiled.field_by_id[field_id]
+        out = []
+        step = compiled.steps[field.step_index]
+        if ev.revisiting and ev.open_step == field.step_index and self._announced != f"revisit:{step.id}":
+            out.append(f"We need to go back over {step.title}: please confirm or correct these answers.")
+            self._announced = f"revisit:{step.id}"
+        elif ev.open_step == field.step_index and self._announced not in (step.id, f"revisit:{step.id}"):
+            heading = f"Step {step.index} of {len(compiled.steps)}: {step.title}."
+            if step.ask:
+                heading += f" {step.ask}"
+            out.append(heading)
+            self._announced = step.id
+        kind = self._kind(compiled, field_id)
+        choices = ""
+        if kind.name == "choice":
+            choices = " — " + _or_list([str(o) for o in kind.options])
+        elif kind.name == "boolean":
+            choices = " — yes or no"
+        line = f"{field.label}{choices}?"
+        helps = [h for h in (field.ask, field.hint) if h]
+        if kind.name == "date" and not helps:
+            helps.append("A date, like 2026-11-03.")
+        if ev.status[field.order] == "filled" and field_id in ev.values:
+            if field.sensitive:
+                helps.append('It has an answer (hidden); say "same" to keep it.')
+            else:
+                helps.append(f'It is {_format_value(_jsonable(ev.values[field_id]))} now; say "same" to keep it.')
+        elif not field.required:
+            helps.append('Optional: say "skip" to leave it out.')
+        if helps:
+            line += " " + " ".join(_sentence(h) for h in helps)
+        out.append(line)
+        self._asked = field_id
+        self._asked_at = (snap.instance.id, snap.instance.version)
+        return out
+
+    # ------------------------------------------------------------------ texts
+
+    def _welcome(self, compiled: Any, *, new: bool, snap: _Snapshot | None = None) -> str:
+        if new:
+            text = f"Let's fill in the {compiled.name}."
+            if compiled.description:
+                text += f" It covers: {_lower_first(compiled.description)}"
+                text = text if text.endswith(".") else text + "."
+            return text + ' I\'ll ask one thing at a time. Say "help" at any point to see what else you can say.'
+        answered = sum(1 for f in compiled.fields if snap is not None and snap.ev.status[f.order] == "filled")
+        if answered:
+            saved = "Your answer so far is saved." if answered == 1 else f"Your {answered} answers so far are saved."
+            return f"Welcome back to the {compiled.name}. {saved}"
+        return f"Let's carry on with the {compiled.name}."
+
+    def _status_text(self, snap: _Snapshot) -> str:
+        compiled, ev, instance = snap.compiled, snap.ev, snap.instance
+        if instance.status in ("abandoned", "awaiting") or snap.stale:
+            return ""
+        if ev.open_step is None:
+            return ""  # the summary of the finished form says it all
+        step = compiled.steps[ev.open_step]
+        rows = snap.view.fields
+        done = [r.label for r in rows if r.status == "filled" and not r.ask]
+        pending = [r.label for r in rows if r.ask and r.id not in self._skipped]
+        text = f"We're on step {step.index} of {len(compiled.steps)}: {step.title}."
+        if done:
+            text += " Answered: " + ", ".join(done) + "."
+        if pending:
+            text += " Still to answer: " + ", ".join(pending) + "."
+        return text
+
+    def _what_else_text(self, turn: _Turn, snap: _Snapshot) -> str:
+        outline = None
+        for call in turn.calls:
+            result = turn.results.get(str(call.get("id")))
+            if call.get("name") == "form_inspect" and result is not None and result.ok:
+                outline = result.data if isinstance(result.data, dict) else outline
+        if outline is None:
+            return "I couldn't read the outline just now."
+        ev, compiled = snap.ev, snap.compiled
+        open_k = ev.open_step
+        parts = []
+        if open_k is not None:
+            step = compiled.steps[open_k]
+            pending = [
+                f.label for f in step.fields
+                if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in self._skipped
+            ]
+            if pending:
+                parts.append(f"In this step ({step.title}) I still need: {', '.join(pending)}.")
+        later, omitted = [], False
+        for summary in outline.get("steps") or []:
+            step = compiled.step_by_id.get(summary.get("id"))
+            if step is None or summary.get("complete"):
+                continue
+            k = step.index - 1
+            if open_k is not None and k <= open_k:
+                continue
+            # Don't promise a step none of whose questions apply given the answers so far.
+            if not any(ev.applicable[f.order] for f in step.fields):
+                omitted = True
+                continue
+            collects = summary.get("collects")
+            later.append(f"{summary.get('title')} ({collects})" if collects else str(summary.get("title")))
+        if later:
+            parts.append("After that: " + "; ".join(later) + ".")
+        if omitted:
+            parts.append("Depending on your answers there may be a little more.")
+        if not parts:
+            parts.append("Nothing else — this is the last of it.")
+        return " ".join(parts)
+
+    def _wait_text(self, snap: _Snapshot) -> str:
+        instance, compiled = snap.instance, snap.compiled
+        checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on or "")
+        message = checkpoint.wait_message if checkpoint is not None and checkpoint.wait_message else (
+            f'The form is waiting on the "{instance.blocked_on}" check.'
+        )
+        # The wait message names who decides ("waiting for Finance to approve"); the
+        # command is the same for every form, so say it.
+        return (
+            f"{_sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
+            f"the approver runs `formctl resolve {instance.id}` (or `formctl resolve {instance.id} --fail REASON` "
+            "to turn it down). Message me again once that's done and we'll carry on."
+        )
+
+    def _closed_text(self, snap: _Snapshot) -> str:
+        reason = snap.instance.closed_reason
+        if reason:
+            return (
+                f"I'm sorry, we have to stop here: {_sentence(reason)} "
+                "Your answers so far are kept, but there's nothing more to fill in."
+            )
+        return "This form has been closed, so there's nothing more to fill in. Your answers are kept."
+
+    def _quit_text(self, snap: _Snapshot) -> str:
+        instance = snap.instance
+        if instance.status == "abandoned":
+            return self._closed_text(snap)
+        return (
+            "No problem — everything you've answered is saved. "
+            f"You can pick this up later with `formctl resume {instance.id}`."
+        )
+
+    def _summary(self, snap: _Snapshot) -> str:
+        compiled, ev = snap.compiled, snap.ev
+        lines = [f"That's everything — the {compiled.name} is complete. Here's what I have:"]
+        for field in compiled.fields:
+            if ev.applicable[field.order] and ev.status[field.order] == "filled" and field.id in ev.values:
+                shown = "(hidden)" if field.sensitive else _format_value(_jsonable(ev.values[field.id]))
+                lines.append(f"- {field.label}: {shown}")
+        lines.append('If anything is wrong, tell me as "Label: value".')
+        return "\n".join(lines)
+
+    def _error_text(self, result: _Result, snap: _Snapshot) -> str:
+        if result.code == "form_blocked":
+            return "I can't change anything while the form is waiting."
+        if result.code == "form_stale":
+            return _STALE_TEXT
+        return f"That didn't go through: {result.message}"
+
+    def _list_text(self, turn: _Turn) -> str:
+        rows = []
+        for result in turn.results.values():
+            if result.ok and isinstance(result.data, dict):
+                rows = result.data.get("forms") or []
+        if not rows:
+            return "There are no forms to fill in."
+        lines = ["Which form would you like to fill in? Reply with its name:"]
+        for row in rows:
+            lines.append(f"- {row.get('id')}: {row.get('name')}")
+        return "\n".join(lines)
+
+
+
+def _move_text(kind: str, target: Any, sensitive: bool = False) -> str:
+    verb = "Redone" if kind == "redo" else "Undone"
+    if target.empties:
+        return f"{verb}: {target.label} is empty again."
+    if sensitive:  # as "Got it — PIN: (hidden)": a sensitive value is never shown
+        which = "the answer you took back" if kind == "redo" else "its previous answer"
+        return f"{verb}: {target.label} has {which} again (hidden)."
+    return f"{verb}: {target.label} is back to {_format_value(_jsonable(target.value))}."
+
+
+
+def _sensitive(snap: _Snapshot, field_id: str) -> bool:
+    field = snap.compiled.field_by_id.get(field_id)
+    return bool(field is not None and field.sensitive)
+
+
+def _hook_name(hook_id: str) -> str:
+    kind, _, name = hook_id.partition(":")
+    return f'The "{name}" check' if kind == "checkpoint" and name else f'"{hook_id}"'
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text

@@ -1,0 +1,303 @@
+"""Planning: what to do with the person's words this turn, as tool calls (or a local reply).
+
+Commands are whole messages; anything else is answers, ``Label: value`` for any field or bare
+values for the question just asked (and the open step's questions after it). A ``Label: value``
+for a field that already has an answer is sent as ``form_revise`` action=set, so history says
+"revision"; new values go as one ``form_fill``. Optional fields the engine moved past (it opens
+the next step as soon as a step's required fields are filled) are asked once before the open
+step's questions. An open instance is resumed rather than a second one started.
+
+:class:`Planning` is one half of :class:`~formctl.agent.models.guided.model.GuidedModel`; the
+state it reads and keeps (the field asked, fields skipped, a field to ask first) lives there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+from formctl.agent.models.base import ModelReply
+from formctl.agent.models.guided.answers import _NONE_WORDS, _SAME_WORDS, UnreadableAnswer, _convert, _jsonable
+from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT
+from formctl.agent.models.guided.words import _COMMANDS, _LABELLED, _command_key, _segments, _Turn
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    """The instance as stored, read without writing: compiled form, instance, evaluation, open-step view."""
+
+    compiled: Any
+    instance: Any
+    ev: Any
+    view: Any
+    stale: bool = False
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What the person asked for this turn, kept between the tool calls and the reply about them."""
+
+    kind: str  # start | list | answers | undo | back | redo | skip | status | what_else | greet
+    call_ids: tuple[str, ...] = ()
+    problems: list[tuple[str, str, str]] = dc_field(default_factory=list)  # (field id, words, reason)
+    unplaced: list[str] = dc_field(default_factory=list)
+    unknown: list[str] = dc_field(default_factory=list)  # labels that name no question
+    target: Any = None  # undo/back/redo: the MoveTarget; skip: the field id
+    notes: list[str] = dc_field(default_factory=list)
+
+
+class Planning:
+    """Turns the person's words into tool calls; mixed into GuidedModel."""
+
+    def _plan_turn(self, turn: _Turn) -> ModelReply:
+        words = (turn.words or "").strip()
+        snap = self._read(turn.instance_id)
+        if snap is not None and turn.instance_id is None and self.form_id and snap.instance.def_id != self.form_id:
+            snap = None  # the subject's open form is another form: start ours
+        if snap is None:
+            if turn.instance_id is not None:
+                return self._text_reply(["I can't find this form any more, so there is nothing more to fill in here."])
+            return self._plan_start(words)
+        command = _COMMANDS.get(_command_key(words)) if words else None
+        if command == "help":
+            return self._text_reply([HELP_TEXT])
+        if command == "quit":
+            return self._text_reply([self._quit_text(snap)])
+        if snap.instance.status == "abandoned":
+            return self._text_reply([self._closed_text(snap)])
+        if snap.stale:
+            return self._text_reply([_STALE_TEXT])
+        if not turn.conversation_started and command is None:
+            # The first words of a conversation: read the status (the initial status read a
+            # model makes), and write whatever labelled answers came with the greeting.
+            values, corrections, plan = self._answers(snap, words, bare_allowed=False)
+            if values or corrections:
+                return self._plan_answers(plan, values, corrections)
+            return self._tool_reply(_Plan("greet"), [("form_status", {})])
+        if command == "status":
+            return self._tool_reply(_Plan("status"), [("form_status", {})])
+        if command == "what_else":
+            return self._tool_reply(_Plan("what_else"), [("form_inspect", {"scope": "outline"})])
+        if command in ("undo", "back", "redo"):
+            return self._plan_move(snap, command)
+        if command == "skip":
+            return self._plan_skip(snap)
+        asked = self._current_question(snap)
+        values, corrections, plan = self._answers(snap, words, bare_allowed=asked is not None)
+        if values or corrections:
+            return self._plan_answers(plan, values, corrections)
+        if plan.problems or plan.unplaced or plan.unknown:
+            return self._text_reply(self._problem_paragraphs(snap, plan) + self._state_paragraphs(snap))
+        # Nothing to write ("none" for an optional question, a greeting, "thanks", a message
+        # while waiting): read the state again.
+        return self._tool_reply(_Plan("check", notes=plan.notes), [("form_status", {})])
+
+    def _plan_start(self, words: str) -> ModelReply:
+        form_id = self.form_id
+        if form_id is None:
+            form_id = self._form_named(words)
+            if form_id is None:
+                return self._tool_reply(_Plan("list"), [("form_list", {})])
+        tool_input: dict[str, Any] = {"form": form_id}
+        plan = _Plan("start")
+        try:
+            compiled = self.runner.registry.load(form_id)
+        except Exception:
+            compiled = None
+        if compiled is not None and words:
+            values, corrections, plan = self._answers(_Snapshot(compiled, None, None, None), words, bare_allowed=False)
+            plan.kind = "start"
+            values.update(corrections)
+            if values:
+                tool_input["values"] = values
+        return self._tool_reply(plan, [("form_start", tool_input)])
+
+    def _form_named(self, words: str) -> str | None:
+        from formctl.forms.compile import normalise
+
+        if not words:
+            return None
+        wanted = normalise(words)
+        for row in self.runner.list():
+            if wanted in (normalise(row.get("id", "")), normalise(row.get("name", ""))):
+                return row["id"]
+        return None
+
+    def _plan_move(self, snap: _Snapshot, command: str) -> ModelReply:
+        if snap.instance.status == "awaiting":
+            return self._tool_reply(
+                _Plan("check", notes=["I can't change anything while the form is waiting."]), [("form_status", {})]
+            )
+        target = snap.view.redo if command == "redo" else snap.view.undo
+        if target is None:
+            what = "redo" if command == "redo" else "undo"
+            return self._text_reply([f"There's nothing to {what}."] + self._state_paragraphs(snap))
+        action = "redo" if command == "redo" else "undo"
+        return self._tool_reply(
+            _Plan(command, target=target), [("form_revise", {"action": action, "field": target.field})]
+        )
+
+    def _plan_skip(self, snap: _Snapshot) -> ModelReply:
+        field_id = self._current_question(snap)
+        if field_id is None:
+            return self._text_reply(["There's no question to skip right now."] + self._state_paragraphs(snap))
+        field = snap.compiled.field_by_id[field_id]
+        if field.required:
+            return self._text_reply(
+                [f"{field.label} is required, so I can't skip it."] + self._state_paragraphs(snap, repeat=True)
+            )
+        self._skipped.add(field_id)
+        if self._focus == field_id:
+            self._focus = None
+        return self._tool_reply(_Plan("skip", target=field_id), [("form_status", {})])
+
+    def _plan_answers(self, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any]) -> ModelReply:
+        calls: list[tuple[str, dict[str, Any]]] = []
+        if values:
+            calls.append(("form_fill", {"values": values}))
+        for field_id, value in corrections.items():
+            calls.append(
+                ("form_revise", {"action": "set", "field": field_id, "value": value, "reason": "corrected by the person"})
+            )
+        plan.kind = "answers"
+        return self._tool_reply(plan, calls)
+
+    def _answers(
+        self, snap: _Snapshot, words: str, *, bare_allowed: bool
+    ) -> tuple[dict[str, Any], dict[str, Any], _Plan]:
+        """Split the person's words into new values, corrections of answered fields, and problems."""
+        compiled = snap.compiled
+        plan = _Plan("answers")
+        first = self._current_question(snap) if bare_allowed and snap.instance is not None else None
+        first_kind = self._kind(compiled, first).name if first is not None else "text"
+        # (segment index, field id or unknown key, words, sent key); bare segments get their field below.
+        labelled: list[tuple[int, str, str, str]] = []
+        bare: list[tuple[int, str]] = []
+        for index, segment in enumerate(_segments(words)):
+            m = _LABELLED.match(segment)
+            if m:
+                key, value = m.group(1).strip(), m.group(2)
+                field_id = compiled.resolve_field(key)
+                if field_id is not None:
+                    labelled.append((index, field_id, value, key))
+                    continue
+                if not any(ch.isdigit() for ch in key) and compiled.did_you_mean(key):
+                    labelled.append((index, "", value, key))  # let the engine report it, with its suggestions
+                    continue
+                if first_kind not in ("text", "json") and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", key):
+                    # "Emial: x@y.org" is not an email address: it names a question that doesn't exist.
+                    plan.unknown.append(key)
+                    continue
+            bare.append((index, segment))
+        named = {fid for _, fid, _, _ in labelled if fid}
+        targets: list[str] = []
+        if bare and first is not None:
+            if first not in named:
+                targets.append(first)
+            if compiled.field_by_id[first].step_id == (snap.view.step.id if snap.view.step else None):
+                # Several bare answers fill the open step's questions in order; a leftover
+                # question from an earlier step takes one answer.
+                for row in snap.view.fields:
+                    if row.ask and row.id not in named and row.id not in targets and row.id not in self._skipped:
+                        targets.append(row.id)
+        pairs = [(i, fid, text, key) for i, fid, text, key in labelled]
+        for n, (index, segment) in enumerate(bare):
+            if n < len(targets):
+                pairs.append((index, targets[n], segment, ""))
+            elif bare_allowed:
+                plan.unplaced.append(segment)
+        pairs.sort(key=lambda p: p[0])
+        pairs = [(fid, text, key) for _, fid, text, key in pairs]
+        values: dict[str, Any] = {}
+        corrections: dict[str, Any] = {}
+        for field_id, text, key in pairs:
+            if not field_id:
+                values[key] = text.strip()
+                continue
+            field = compiled.field_by_id[field_id]
+            cleaned = text.strip()
+            if not cleaned:
+                continue  # "Phone:" with nothing after it: nothing to write
+            status = snap.ev.status[field.order] if snap.ev is not None else "empty"
+            if _command_key(cleaned) in _SAME_WORDS and status == "filled" and snap.ev is not None:
+                corrections[field_id] = _jsonable(snap.ev.values[field_id])
+                continue
+            kind = self._kind(compiled, field_id)
+            means_none = cleaned.lower() in _NONE_WORDS or _command_key(cleaned) in _NONE_WORDS | {"n a"}
+            if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
+                means_none = False  # "none" can be an option of its own
+            if not field.required and kind.name != "boolean" and means_none:
+                self._skipped.add(field_id)
+                plan.notes.append(f"Left out {field.label}.")
+                continue
+            try:
+                if kind.name in ("text", "email") and not any(ch.isalnum() for ch in cleaned):
+                    # "...", "?", "!!!": no letters or digits is not an answer to write (and a
+                    # rejection would only add an invalid revision to the log).
+                    raise UnreadableAnswer('that has no letters or numbers in it. Say "help" if you\'re stuck.')
+                value = _convert(kind, cleaned)
+            except UnreadableAnswer as exc:
+                plan.problems.append((field_id, cleaned, str(exc)))
+                self._focus = field_id
+                continue
+            if status in ("filled", "held"):
+                corrections[field_id] = value  # a change to an answer given: a revision
+            else:
+                values[field_id] = value
+        return values, corrections, plan
+
+    # ------------------------------------------------------------------ choosing the question
+
+    def _current_question(self, snap: _Snapshot) -> str | None:
+        """The field the person is answering: the one last asked if it is still open, else the next one.
+
+        If the form changed since the question was asked, by someone other than this model (the
+        person's own ``/undo`` at the keyboard, or a host in another terminal), the question
+        asked is no longer what the person sees as next: the answer goes to the next question.
+        """
+        if self._asked_known:
+            changed = self._asked_at != (snap.instance.id, snap.instance.version)
+            if self._asked is not None and changed and self._asked != self._next_question(snap):
+                return self._next_question(snap)
+            if self._asked is not None and self._askable(snap, self._asked):
+                return self._asked
+            if self._asked is None:
+                return None
+        return self._next_question(snap)
+
+    def _askable(self, snap: _Snapshot, field_id: str) -> bool:
+        field = snap.compiled.field_by_id.get(field_id)
+        if field is None or snap.instance.status in ("abandoned", "awaiting"):
+            return False
+        row = next((r for r in snap.view.fields if r.id == field_id), None)
+        if row is not None and row.ask:
+            return True
+        status = snap.ev.status[field.order]
+        return bool(snap.ev.applicable[field.order]) and status in ("empty", "invalid")
+
+    def _next_question(self, snap: _Snapshot) -> str | None:
+        if snap.instance.status in ("abandoned", "awaiting") or snap.stale:
+            return None
+        if self._focus is not None:
+            if self._askable(snap, self._focus):
+                return self._focus
+            self._focus = None
+        ev, compiled = snap.ev, snap.compiled
+        open_k = ev.open_step
+        if open_k is not None and not ev.complete and not ev.revisiting:
+            for field in compiled.fields:
+                if field.step_index >= open_k:
+                    break
+                if (
+                    not field.required
+                    and field.id not in self._skipped
+                    and ev.applicable[field.order]
+                    and ev.status[field.order] in ("empty", "invalid")
+                    and ev.step_complete[field.step_index]
+                ):
+                    return field.id
+        for row in snap.view.fields:
+            if row.ask and row.id not in self._skipped:
+                return row.id
+        return None
