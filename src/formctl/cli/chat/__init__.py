@@ -1,0 +1,32 @@
+"""``formctl run`` and ``formctl resume``: the chat between a person and a model over one form.
+
+One :class:`~formctl.cli.chat.session.ChatSession` (with its ``/commands``) behind two front
+ends: :class:`~formctl.cli.chat.terminal.TerminalChat` when stdin and stdout are terminals,
+:class:`~formctl.cli.chat.plain.PlainChat` otherwise. The decisions are in docs/chat.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from formctl.cli.chat.plain import PlainChat
+from formctl.cli.chat.session import ChatOptions, ChatSession
+from formctl.cli.chat.terminal import TerminalChat, _masked_history
+
+__all__ = ["ChatOptions", "ChatSession", "PlainChat", "TerminalChat", "_masked_history", "run_chat"]
+
+
+def run_chat(options: ChatOptions) -> int:
+    """Open the session, then the terminal or plain chat. Returns the exit status."""
+    session = ChatSession(options)
+    try:
+        if sys.stdin.isatty() and sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
+            TerminalChat(session).run()
+        else:
+            PlainChat(session).converse()
+    finally:
+        session.close()
+    # Nothing started and a turn failed (the API unreachable, the key refused, the form not
+    # starting): a script or CI job must not read that as success.
+    return 1 if session.failed and session.instance_id is None else 0

@@ -1,0 +1,130 @@
+"""The person's ``/commands`` in a chat: reads of the form, and host writes as ``actor="person"``.
+
+:class:`Commands` is mixed into :class:`~formctl.cli.chat.session.ChatSession`, whose runners,
+compiled form and recorder it uses.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from formctl.cli import render
+from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
+
+HELP = """\
+/status              the open step, in full
+/inspect [STEP|FIELD] the outline, or one step or field
+/history FIELD       every answer given to a field
+/undo [FIELD]        take back the last answer (or a field's)
+/redo [FIELD]        put an undone answer back
+/resolve [--fail REASON]  answer the checkpoint the form waits on
+/abandon REASON      close the form without finishing (answers are kept)
+/help                this list
+/quit                leave; formctl resume ID comes back here"""
+
+
+
+class Commands:
+    """The ``/commands`` of a chat session."""
+
+    def command(self, line: str, out: Any) -> bool:
+        """Run a ``/command``, printing to ``out`` (a rich console). Returns False to leave."""
+        name, _, rest = line[1:].strip().partition(" ")
+        name, rest = name.lower(), rest.strip()
+        if name in ("quit", "exit", "q"):
+            return False
+        if name in ("help", "?", ""):
+            out.print(HELP, markup=False, highlight=False)
+            return True
+        handler = getattr(self, f"_cmd_{name}", None)
+        if handler is None:
+            out.print(f"Unknown command /{name}; /help lists them.", style="red", markup=False)
+            return True
+        try:
+            handler(rest, out)
+        except FormError as exc:
+            out.print(f"error: {exc.message}", style="red", markup=False, highlight=False)
+        return True
+
+    def _need_instance(self) -> str:
+        if self.instance_id is None:
+            raise NotFoundError("The form has not been started yet.")
+        return self.instance_id
+
+    def _cmd_status(self, rest: str, out: Any) -> None:
+        render.print_view(self.person.status(instance_id=self._need_instance()), out)
+
+    def _cmd_inspect(self, rest: str, out: Any) -> None:
+        instance_id = self._need_instance()
+        if not rest:
+            view = self.person.inspect("outline", instance_id=instance_id)
+        elif self.compiled.resolve_step(rest) is not None:
+            view = self.person.inspect("step", rest, instance_id=instance_id)
+        elif self.compiled.resolve_field(rest) is not None:
+            view = self.person.inspect("field", rest, instance_id=instance_id)
+        else:
+            raise NotFoundError(f'No step or field "{rest}" on this form.')
+        render.print_view(view, out)
+
+    def _cmd_history(self, rest: str, out: Any) -> None:
+        instance_id = self._need_instance()
+        if rest:
+            histories = [self.person.history(rest, instance_id=instance_id).to_dict()]
+        else:
+            instance = self.person.open_instance(instance_id)
+            histories = [self.person.history(f.id, instance_id=instance_id).to_dict()
+                         for f in self.compiled.fields if f.id in instance.entries]
+        render.print_histories(histories, out)
+
+    def _cmd_undo(self, rest: str, out: Any) -> None:
+        self._move("undo", rest or None, out)
+
+    def _cmd_redo(self, rest: str, out: Any) -> None:
+        self._move("redo", rest or None, out)
+
+    def _move(self, action: str, field: str | None, out: Any) -> None:
+        """``/undo`` and ``/redo``: move the cursor, then say which field now holds what."""
+        instance_id = self._need_instance()
+        if field is None:
+            view = self.person.status(instance_id=instance_id)
+            target = view.undo if action == "undo" else view.redo
+            moved = target.field if target is not None else None
+        else:
+            moved = self.compiled.resolve_field(field)
+        result = getattr(self.person, action)(field, instance_id=instance_id)
+        self._host(action, result, field=field)
+        if result.unknown or moved is None:
+            envelope = {"status": "success", "data": result.to_dict()}
+            line = render.activity_line("form_revise", envelope, self.labels())
+        else:
+            row = self.person.inspect("field", moved, instance_id=instance_id).fields[0]
+            becomes = render.value_text(row.value) if row.has_value else "empty"
+            line = f"{'undid' if action == 'undo' else 'redid'} {row.label} → {becomes}"
+        out.print(line, style="dim", markup=False, highlight=False)
+
+    def _cmd_resolve(self, rest: str, out: Any) -> None:
+        instance_id = self._need_instance()
+        fail = None
+        if rest:
+            words = shlex.split(rest)
+            if words[0] != "--fail" or len(words) < 2:
+                raise InvalidArgumentError("Use /resolve, or /resolve --fail REASON.")
+            fail = " ".join(words[1:])
+        result = self.person.resolve_checkpoint(instance_id, fail=fail)
+        self._host("resolve", result, fail=fail)
+        what = f"rejected: {fail}" if fail else "approved"
+        out.print(f"checkpoint {what} · {self.status_lines(self.person)[0]}", style="dim", markup=False,
+                  highlight=False)
+
+    def _cmd_abandon(self, rest: str, out: Any) -> None:
+        instance_id = self._need_instance()
+        if not rest:
+            raise InvalidArgumentError("Say why: /abandon REASON.")
+        instance = self.person.abandon(rest, instance_id=instance_id)
+        self._host("abandon", instance, reason=rest)
+        out.print(f"abandoned {instance.id}: {rest} (answers are kept)", style="dim", markup=False, highlight=False)
+
+    def _host(self, action: str, result: Any, **args: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.host(action, result=result, **args)

@@ -1,0 +1,151 @@
+"""What both front ends share (:class:`Face`), and the plain one: one message per stdin line.
+
+:class:`PlainChat` runs when stdin or stdout is not a terminal, so scripts and CI drive the
+chat (``printf 'Dana Reeve\\n...' | formctl run travel-claim``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterator
+
+from formctl.cli import render
+from formctl.cli.chat.session import ChatSession
+
+class Face:
+    """What both faces share: the conversation's flow, and how loop events become output.
+
+    A face says how to print (``_text`` for streamed model text, ``_line`` for whole
+    lines), where the person's lines come from (``_lines``), how a turn runs (``_turn``)
+    and what to refresh after one (``_refresh``).
+    """
+
+    MARK = "· "
+
+    def __init__(self, session: ChatSession) -> None:
+        self.session = session
+        self.out = render.console()
+        self._open_text = False
+        session.on_event = self._event
+
+    # -- output --------------------------------------------------------------------------
+
+    def _text(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
+        raise NotImplementedError
+
+    def _event(self, ev: Any) -> None:
+        if ev.kind == "text_delta":
+            self._text(ev.text)
+            self._open_text = not ev.text.endswith("\n")
+        elif ev.kind == "model_turn":
+            self._end_text()
+        elif ev.kind == "tool_result":
+            line = self.session.activity(ev)
+            if line:
+                self._end_text()
+                self._line(line, "dim")
+        elif ev.kind == "loop_error":
+            self._end_text()
+            self._line(ev.message, "yellow")
+
+    def _end_text(self) -> None:
+        if self._open_text:
+            self._text("\n")
+            self._open_text = False
+
+    # -- the flow ------------------------------------------------------------------------
+
+    def _lines(self) -> Iterator[str]:
+        raise NotImplementedError
+
+    def _turn(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _refresh(self) -> None:
+        """After a turn or a command."""
+
+    def converse(self) -> None:
+        """Header and notes; the opening turn (or what was last asked); then each line the person
+        gives, as a message or a ``/command``, until the input ends or ``/quit``."""
+        s = self.session
+        self._line(s.model_line(), "dim", mark=False)
+        for note in s.notes:
+            self._line(note, "dim")
+        s.notes.clear()
+        opening = s.opening()
+        if opening:
+            self._turn(opening)
+        elif s.resumed:
+            self._text(_last_said(s.loop.messages))
+            self._refresh()
+        try:
+            for line in self._lines():
+                if not line.startswith("/"):
+                    self._turn(line)
+                elif s.command(line, self.out):
+                    self._refresh()
+                else:
+                    break
+        except KeyboardInterrupt:
+            # Ctrl-C ends a plain chat (exit 130), but every committed answer is kept: say how
+            # to carry on, as leaving any other way does.
+            self._end_text()
+            self._text("\n")
+            self._line(s.goodbye(), mark=False)
+            raise
+        self._line(s.goodbye(), mark=False)
+
+
+def _last_said(messages: list[dict[str, Any]]) -> str:
+    """The model's last words of a saved conversation, so a resumed chat shows what was asked."""
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        if text.strip():
+            return text.rstrip("\n") + "\n"
+    return ""
+
+
+class PlainChat(Face):
+    """Reads one message per stdin line and prints plain text: the model's words, ``· `` activity
+    lines, and the status line whenever the step changes."""
+
+    def __init__(self, session: ChatSession) -> None:
+        super().__init__(session)
+        self._last_status: str | None = None
+
+    def _text(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
+        self._text(f"{self.MARK if mark else ''}{text}\n")
+
+    def _lines(self) -> Iterator[str]:
+        for raw in sys.stdin:
+            # Python reads a pipe with surrogateescape: bytes that are not UTF-8 arrive as lone
+            # surrogates, which nothing can write back out (the conversation's JSON, the
+            # transcript), so the chat died a turn later. They become U+FFFD here instead.
+            line = raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace").strip()
+            if line:
+                yield line
+
+    def _turn(self, text: str) -> None:
+        self.session.send(text)
+        self._end_text()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        # The status line is printed when the step (or the state) changes, not on every
+        # answer: the pending list shrinks with each one and would repeat the activity line.
+        line = self.session.status_lines()[0]
+        head = line.split(" · pending: ")[0]
+        if head != self._last_status:
+            self._last_status = head
+            self._line(line)

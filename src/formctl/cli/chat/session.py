@@ -1,0 +1,387 @@
+"""The chat session: the store, the runners, the model, the loop and the recorder of one chat.
+
+No I/O of its own: a front end (:mod:`.plain`, :mod:`.terminal`) prints what it is told.
+Which instance a chat continues, and why the opening message is ``Hello.``, are in
+docs/chat.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field as dc_field
+from pathlib import Path
+from typing import Any, Callable
+
+from formctl.cli import render
+from formctl.cli.chat.commands import Commands
+from formctl.cli.workspace import default_subject, open_registry, store_path
+from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError, StoreError
+
+OPENER = "Hello."
+CHAT_SOURCE = "chat"
+POLL_SECONDS = 1.0
+CONTINUABLE = ("active", "awaiting", "stale")
+
+
+@dataclass
+class ChatOptions:
+    form: str | None = None
+    instance_id: str | None = None
+    subject: str | None = None
+    model: str | None = None
+    offline: bool = False
+    record: str | None = None
+    seed: list[str] = dc_field(default_factory=list)
+    store: str | None = None
+    forms: str | None = None
+    debug: bool = False
+
+
+
+def _stamp(instance: Any) -> tuple[str, int, str]:
+    """What changes whenever anyone commits to the instance (a dispatch record moves only ``updated_at``)."""
+    return (instance.id, instance.version, instance.updated_at)
+
+
+def _seed_lines(pairs: list[str]) -> list[str]:
+    """``--seed k=v`` as the ``k: v`` lines of the opening message (docs/chat.md: who starts the form)."""
+    lines = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgumentError(f'--seed expects field=value, got "{pair}".')
+        lines.append(f"{key.strip()}: {value.strip()}")
+    return lines
+
+
+# --------------------------------------------------------------------------- the scope
+
+
+class _Pin:
+    """The instance a conversation is about (``None`` until the model starts one)."""
+
+    def __init__(self, instance_id: str | None) -> None:
+        self.instance_id = instance_id
+
+
+class _ConversationScope:
+    """An adapter seen through one conversation: the subject's open form is this conversation's instance.
+
+    Everything else passes through to the real adapter. ``create_instance`` (the model's
+    ``form_start``) moves the conversation to the new instance.
+    """
+
+    def __init__(self, adapter: Any, pin: _Pin) -> None:
+        self._adapter = adapter
+        self._pin = pin
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._adapter, name)
+
+    def find_open_instance(self, subject: str) -> Any:
+        if self._pin.instance_id is None:
+            return None
+        instance = self._adapter.get_instance(self._pin.instance_id)
+        if instance is None or instance.status == "abandoned" or instance.subject != subject:
+            return None
+        return instance
+
+    def create_instance(self, *args: Any, **kwargs: Any) -> Any:
+        instance = self._adapter.create_instance(*args, **kwargs)
+        self._pin.instance_id = instance.id
+        return instance
+
+
+# --------------------------------------------------------------------------- the session
+
+
+class ChatSession(Commands):
+    """The store, the runners, the model, the loop and the recorder of one chat; no I/O of its own.
+
+    ``on_event`` (set by the face) receives every loop event; ``send`` runs one turn;
+    ``command`` runs a ``/command``, printing to the console the face gives it.
+    """
+
+    def __init__(self, options: ChatOptions) -> None:
+        from formctl.forms.runner import FormRunner
+        from formctl.store.jsonfile import JsonFileAdapter
+
+        self.options = options
+        self.seed_lines = _seed_lines(options.seed)  # a malformed --seed fails before anything opens
+        self.store_dir = store_path(options.store)
+        self.registry = open_registry(options.forms)
+        self.adapter = JsonFileAdapter(self.store_dir)
+        self.notes: list[str] = []  # lines for the face to print before the chat starts
+        self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
+
+        if options.instance_id is not None:
+            instance = self._resumable(options.instance_id)
+            self.form_id, self.subject = instance.def_id, instance.subject
+        else:
+            assert options.form is not None
+            self.form_id, self.subject = options.form, options.subject or default_subject()
+        self.compiled = self.registry.load(self.form_id)  # an unknown or broken form fails here, in one line
+        for line in self.seed_lines:  # a mistyped --seed would otherwise reach the model as chat and vanish
+            key = line.partition(":")[0]
+            if self.compiled.resolve_field(key) is None:
+                raise InvalidArgumentError(f'--seed {key}: no such field on {self.form_id} '
+                                           f"(formctl check {self.form_id} lists them).")
+        pinned = options.instance_id or self._continuable(self.form_id)
+        self.adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
+        self.pin = _Pin(pinned)
+
+        def runner(actor: str, adapter: Any) -> Any:
+            return FormRunner(_ConversationScope(adapter, self.pin), registry=self.registry, subject=self.subject,
+                              actor=actor, source=CHAT_SOURCE)
+
+        self.agent = runner("agent", self.adapter)
+        self.person = runner("person", self.adapter)
+        self._poll_adapter: Any = None
+        self._poll_runner: Any = None
+
+        from formctl.agent.conversation import ConversationStore
+        from formctl.agent.loop import ChatLoop
+        from formctl.agent.models import pick_model
+
+        self.conversations = ConversationStore(self.store_dir)
+        messages = self._saved_conversation(pinned) if pinned else []
+        self.resumed = bool(messages)
+        self.model = pick_model(self.agent, model_name=options.model, offline=options.offline, form_id=self.form_id)
+        self.recorder = self._recorder()
+        self.on_event: Callable[[Any], None] | None = None
+        self.loop = ChatLoop(self.agent, self.model, form_id=self.form_id, on_event=self._event,
+                             messages=messages, conversation_store=self.conversations)
+        self._labels: dict[str, dict[str, str]] = {}
+        self.calls: dict[str, Any] = {}
+
+    # -- choosing the instance ---------------------------------------------------------
+
+    def _resumable(self, instance_id: str) -> Any:
+        instance = self.adapter.get_instance(instance_id)
+        if instance is None:
+            raise NotFoundError(f'No form instance "{instance_id}".')
+        if instance.status == "abandoned":
+            reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
+            raise FormError(f'Form instance "{instance.id}" was abandoned{reason}; its answers are kept '
+                            f"(formctl export {instance.id}).", code="abandoned")
+        return instance
+
+    def _continuable(self, form_id: str) -> str | None:
+        """The subject's instance of ``form_id`` to carry on with, or None to start a new one."""
+        try:
+            found = self.adapter.find_instances(subject=self.subject, def_id=form_id, strict=True)
+        except StoreError as exc:
+            raise StoreError(f"{exc.message} Not starting a new {form_id} in its place: restore the file, "
+                             "or move it aside to start afresh (formctl store check lists damaged files).",
+                             code=exc.code) from None
+        for instance in found:  # most recent first
+            if self._stale(instance):
+                self.notes.append(
+                    f"{instance.id} was started on an older version of {form_id} and can't be continued. "
+                    "Close it with /abandon REASON (its answers are kept); "
+                    f"the next formctl run {form_id} starts afresh."
+                )
+            if instance.status in CONTINUABLE:
+                return instance.id
+            if instance.status == "complete":
+                self.notes.append(
+                    f"Your last {form_id} ({instance.id}) is complete, so this is a new one; "
+                    f"to change that one: formctl resume {instance.id}"
+                )
+                return None
+        return None
+
+    def _stale(self, instance: Any) -> bool:
+        """Started on another version of the form, which has no migrate: it can't be continued."""
+        if instance.status == "stale":
+            return True
+        return (instance.status in CONTINUABLE and instance.def_version != self.compiled.version
+                and self.compiled.migrate is None)
+
+    def _saved_conversation(self, instance_id: str) -> list[Any]:
+        """The instance's saved messages; a damaged file is set aside (kept, renamed) and the chat
+        starts the conversation afresh.
+
+        The conversation is only the model's context: the answers live in the instance. Failing
+        here would lock the person out of a form whose answers are intact, and saving the new
+        conversation over the damaged file would lose it, so it is moved to ``*.damaged``.
+        """
+        path = self.conversations.path(instance_id)
+        try:
+            return self.conversations.load(instance_id)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, OSError):
+                raise  # unreadable, not damaged: nothing to set aside
+            why = exc.message
+        except UnicodeDecodeError as exc:
+            why = f"The conversation file {path} is corrupt (not UTF-8 text, byte {exc.start})."
+        aside = path.with_name(path.name + ".damaged")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.damaged-{n}")
+        try:
+            os.rename(path, aside)
+        except OSError as exc:
+            raise StoreError(f"{why} It could not be moved aside ({exc.strerror or exc}).") from None
+        self.notes.append(f"{why} It was moved to {aside}; the conversation starts afresh, "
+                          "and every answer is kept.")
+        return []
+
+    def _recorder(self) -> Any:
+        if not self.options.record:
+            return None
+        from formctl.transcripts.record import Recorder
+
+        path = Path(self.options.record)
+        if path.exists():  # a transcript is a regression test: recording over one would lose it
+            raise FormError(f"{path} already exists: record to a new path, or remove it first "
+                            f"(formctl replay {path} --update refreshes it instead).", code="already_exists")
+        recorder = Recorder(path, form_id=self.form_id, form_version=self.compiled.version,
+                            model=self.model.name, subject=self.subject, runner=self.agent)
+        if recorder.transcript.resumed:
+            self.notes.append(f"Recording {path} over a form that already has answers: formctl replay "
+                              f"starts from an empty store and can't reproduce it. For a replayable "
+                              f"transcript, record a new form from its start.")
+        return recorder
+
+    # -- what the face shows -----------------------------------------------------------
+
+    @property
+    def instance_id(self) -> str | None:
+        return self.pin.instance_id
+
+    def model_line(self) -> str:
+        """The one line at the top: which form, which model, and how to get help."""
+        if self.model.name == "guided":
+            why = "--offline" if self.options.offline else "no ANTHROPIC_API_KEY"
+            who = f"the guided offline model ({why})"
+        else:
+            who = f"model {self.model.name}"
+        where = f" · {self.instance_id}" if self.instance_id else ""
+        return f"{self.compiled.name}{where} · {who} · /help for commands"
+
+    def labels(self, def_id: str | None = None) -> dict[str, str]:
+        def_id = def_id or self.form_id
+        if def_id not in self._labels:
+            try:
+                self._labels[def_id] = {f.id: f.label for f in self.registry.load(def_id).fields}
+            except Exception:
+                self._labels[def_id] = {}
+        return self._labels[def_id]
+
+    def status_lines(self, runner: Any = None) -> list[str]:
+        """Tier 0 as lines, or, when it is empty (complete, abandoned, not started), what the form is."""
+        runner = runner or self.agent
+        text = runner.tier0()
+        if text:
+            return text.splitlines()
+        tag = f"[form: {self.form_id}]"
+        if self.instance_id is None:
+            return [f"{tag} not started"]
+        instance = runner.adapter.get_instance(self.instance_id)
+        if instance is None:
+            return [f"{tag} not found"]
+        if instance.status == "abandoned":
+            return [f"{tag} abandoned — {instance.closed_reason or 'closed'}"]
+        return [f"{tag} {instance.status}"]
+
+    def poll(self) -> tuple[Any, list[str]] | None:
+        """For the status poller (another thread): (a change stamp, the status lines), read through
+        an adapter of its own so it never shares file state with a turn in progress."""
+        if self._poll_runner is None:
+            from formctl.forms.runner import FormRunner
+            from formctl.store.jsonfile import JsonFileAdapter
+
+            self._poll_adapter = JsonFileAdapter(self.store_dir)
+            self._poll_runner = FormRunner(_ConversationScope(self._poll_adapter, self.pin), registry=self.registry,
+                                           subject=self.subject, actor="agent", source=CHAT_SOURCE)
+        instance_id = self.instance_id
+        if instance_id is None:
+            return None
+        instance = self._poll_adapter.get_instance(instance_id)
+        if instance is None:
+            return None
+        return _stamp(instance), self.status_lines(self._poll_runner)
+
+    def stamp(self) -> Any:
+        """The change stamp of the instance as this chat last wrote it (see :meth:`poll`)."""
+        instance_id = self.instance_id
+        instance = self.adapter.get_instance(instance_id) if instance_id is not None else None
+        return _stamp(instance) if instance is not None else None
+
+    # -- turns -------------------------------------------------------------------------
+
+    def opening(self) -> str | None:
+        """The message that opens the conversation (or carries ``--seed`` into a resumed one), if any."""
+        if not self.resumed:
+            return "\n".join([OPENER, *self.seed_lines])
+        return "\n".join(self.seed_lines) or None
+
+    def send(self, text: str) -> Any:
+        if self.recorder is not None:
+            self.recorder.person(text)
+        return self.loop.send(text)
+
+    def _event(self, ev: Any) -> None:
+        if ev.kind == "tool_call":
+            self.calls[ev.id] = ev
+        if ev.kind == "loop_error" or (ev.kind == "tool_result" and ev.name == "form_start"
+                                       and isinstance(ev.result, dict) and ev.result.get("status") == "error"):
+            self.failed = True
+        if self.recorder is not None:
+            try:
+                self.recorder.event(ev)
+            except Exception as exc:  # a transcript problem must not end the chat
+                if self.options.debug:
+                    raise
+                self.recorder = None
+                sys.stderr.write(f"· stopped recording {self.options.record}: {exc}\n")
+        if self.on_event is not None:
+            self.on_event(ev)
+
+    def activity(self, ev: Any) -> str:
+        """The dim line for a tool result (empty for reads)."""
+        call = self.calls.pop(ev.id, None)
+        data = ev.result.get("data") if isinstance(ev.result, dict) else None
+        def_id = data.get("form") if isinstance(data, dict) else None
+        return render.activity_line(ev.name, ev.result, self.labels(def_id),
+                                    call.input if call is not None and isinstance(call.input, dict) else None)
+
+    def mask_text(self, text: str) -> str:
+        """``text`` with every value ever given to a sensitive field of this chat's instance masked."""
+        if not any(f.sensitive for f in self.compiled.fields) or self.instance_id is None:
+            return text
+        from formctl.transcripts.normalise import masker_for
+
+        return masker_for(self.compiled, self.adapter.get_instance(self.instance_id)).mask_text(text)
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            try:
+                self.recorder.finish(self.agent, self.instance_id)
+            except Exception:
+                if self.options.debug:
+                    raise
+        for adapter in (self.adapter, self._poll_adapter):
+            if adapter is not None:
+                adapter.close()
+
+    def goodbye(self) -> str:
+        instance_id = self.instance_id
+        if instance_id is None:
+            return "Nothing was started."
+        instance = self.adapter.get_instance(instance_id)
+        status = instance.status if instance is not None else "gone"
+        if status == "complete":
+            return f"Done: {self.compiled.name} {instance_id} is complete."
+        if status == "abandoned":
+            return f"{instance_id} was abandoned; its answers are kept."
+        if self._stale(instance):
+            return (f"{instance_id} can't be continued (its form changed); "
+                    f"close it with: formctl abandon {instance_id} --reason REASON")
+        if status == "awaiting":
+            return (f"Saved. {instance_id} is waiting on {instance.blocked_on}; "
+                    f"once it is resolved, carry on with: formctl resume {instance_id}")
+        return f"Saved. Carry on with: formctl resume {instance_id}"

@@ -1,0 +1,204 @@
+"""The terminal front end: a prompt-toolkit prompt with tier 0 in a bottom toolbar.
+
+The model's text streams in, tool activity shows as short dim lines, input history is kept
+across runs (masked, in the store folder), Ctrl-C stops a turn and Ctrl-D (or ``/quit``)
+leaves. prompt-toolkit is imported only when the terminal chat runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from formctl.cli.chat.plain import Face
+from formctl.cli.chat.session import ChatSession
+from formctl.forms.errors import FormError
+
+POLL_SECONDS = 1.0
+
+
+class TerminalChat(Face):
+    """The interactive chat: prompt-toolkit for input and the status bar, rich for output.
+
+    The status bar is a bottom toolbar rendered from a cached list of lines. A poller
+    thread reads the instance about once a second through its own adapter; when the
+    stored version moves it re-renders tier 0 and repaints the toolbar, and if the change
+    came from outside this chat (another terminal's ``formctl resolve``), it also prints
+    one dim line above the prompt, so the change is seen without a keystroke.
+    """
+
+    MARK = "  "
+
+    def __init__(self, session: ChatSession) -> None:
+        super().__init__(session)
+        self._status: list[str] = []
+        self._stamp: Any = None
+        self._busy = threading.Event()
+        self._stop = threading.Event()
+        self._prompt: Any = None
+
+    # -- output ------------------------------------------------------------------------
+
+    def _text(self, text: str) -> None:
+        # Streamed as it arrives: no markup (the model's brackets are text), no re-wrapping.
+        self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        self.out.file.flush()
+
+    def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
+        self.out.print(f"{self.MARK if mark else ''}{text}", style=style, markup=False, highlight=False)
+
+    def _event(self, ev: Any) -> None:
+        super()._event(ev)
+        if ev.kind == "tier0_changed":
+            self._status = self.session.status_lines()
+
+    # -- the status bar ----------------------------------------------------------------
+
+    def _toolbar(self) -> Any:
+        from prompt_toolkit.application import get_app_or_none
+
+        lines = self._status or ["[form] …"]
+        app = get_app_or_none()
+        size = app.output.get_size() if app is not None else None
+        rows, columns = (size.rows, size.columns) if size is not None else (24, 80)
+        # The step line always; the rest (later:, failures) only when the terminal has room.
+        shown = lines if rows >= 12 else lines[:1]
+        return "\n".join(_fit(f" {line}", columns) for line in shown)
+
+    def _refresh(self) -> None:
+        """After our own turn or command: re-read, and remember the version as ours."""
+        try:
+            self._status = self.session.status_lines()
+            self._stamp = self.session.stamp()
+        except FormError:
+            pass
+
+    def _poll(self) -> None:
+        while not self._stop.wait(POLL_SECONDS):
+            try:
+                polled = self.session.poll()
+            except Exception:
+                continue  # a torn read or a locked file: try again next second
+            if polled is None:
+                continue
+            stamp, lines = polled
+            if stamp == self._stamp:
+                continue
+            self._stamp = stamp
+            self._status = lines
+            app = self._prompt.app if self._prompt is not None else None
+            if app is None or not app.is_running:
+                continue  # a turn or a command is running: it refreshes when it ends
+            if not self._busy.is_set():
+                app.loop.call_soon_threadsafe(self._notice, f"  updated elsewhere · {lines[0]}")
+            app.invalidate()
+
+    def _notice(self, text: str) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
+        run_in_terminal(lambda: self.out.print(text, style="cyan", markup=False, highlight=False))
+
+    # -- the flow ----------------------------------------------------------------------
+
+    def _lines(self) -> Iterator[str]:
+        while True:
+            try:
+                line = self._prompt.prompt("you › ").strip()
+            except KeyboardInterrupt:
+                continue  # Ctrl-C at the prompt clears the line, like a shell
+            except EOFError:
+                return
+            if line:
+                yield line
+                self._history.flush()  # the turn has run: its values are known, and masked
+
+    def _turn(self, text: str) -> None:
+        """One model turn in a worker thread, so Ctrl-C here can cancel it at a safe point."""
+        self._busy.set()
+        error: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                self.session.send(text)
+            except BaseException as exc:  # shown below, on the main thread
+                error.append(exc)
+
+        worker = threading.Thread(target=work, name="formctl-turn", daemon=True)
+        worker.start()
+        stopping = False
+        while worker.is_alive():
+            try:
+                worker.join(0.1)
+            except KeyboardInterrupt:
+                if not stopping:  # said first; the loop then reports the cancel in its own words
+                    self._end_text()
+                    self._line("stopping…", "yellow")
+                stopping = True
+                self.session.loop.cancel()
+        self._end_text()
+        self._busy.clear()
+        self._refresh()
+        if error:
+            if not isinstance(error[0], FormError):
+                raise error[0]
+            self._line(f"error: {error[0].message}", "red", mark=False)
+
+    def run(self) -> None:
+        from prompt_toolkit import PromptSession
+
+        self._history = _masked_history(_history_file(self.session.store_dir), self.session.mask_text)
+        self._prompt = PromptSession(
+            history=self._history,
+            bottom_toolbar=self._toolbar,  # prompt-toolkit's reverse video: readable with or without NO_COLOR
+        )
+        self._refresh()
+        poller = threading.Thread(target=self._poll, name="formctl-status", daemon=True)
+        poller.start()
+        try:
+            self.converse()
+        finally:
+            self._stop.set()
+            poller.join(timeout=2 * POLL_SECONDS)  # before the session closes the poller's adapter
+            self._history.flush()
+
+
+def _fit(line: str, columns: int) -> str:
+    """One toolbar line cut to the terminal's width, less the last column (the toolbar does
+    not wrap, and a character in the last column pushes the cursor onto the next line)."""
+    return line if len(line) < columns else line[: max(columns - 2, 1)] + "…"
+
+
+def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
+    """prompt-toolkit's file history, but a line reaches the file only after its turn has run,
+    masked: a value given to a ``sensitive=True`` field never lands in the history file.
+
+    (The line is held back because when it is typed, nobody yet knows it holds a value for a
+    sensitive field; after the turn the value is in the store, and the masks know it. The
+    up-arrow still recalls the line as typed, from memory, for the rest of this run.)
+    """
+    from prompt_toolkit.history import FileHistory
+
+    class MaskedFileHistory(FileHistory):
+        def __init__(self, filename: str) -> None:
+            super().__init__(filename)
+            self._pending: list[str] = []
+
+        def store_string(self, string: str) -> None:
+            self._pending.append(string)
+
+        def flush(self) -> None:
+            pending, self._pending = self._pending, []
+            for line in pending:
+                super().store_string(mask(line))
+
+    return MaskedFileHistory(str(path))
+
+
+def _history_file(store_dir: Path) -> Path:
+    store_dir.mkdir(parents=True, exist_ok=True)
+    path = store_dir / "input_history"
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    return path
