@@ -46,7 +46,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if (name in ENVIRONMENT or name.startswith(PREFIXES)) and name not in KEEP:
             monkeypatch.delenv(name)
-    cli = sys.modules.get("formctl.cli.app")
+    cli = sys.modules.get("formctl.cli.base")  # where --debug is kept
     if cli is not None:
         monkeypatch.setattr(cli, "_debug", False)
 

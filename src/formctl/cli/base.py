@@ -1,0 +1,125 @@
+"""The ``formctl`` typer app itself: its error handling, ``--debug`` and ``--version``.
+
+Errors: every command runs inside :class:`_Group.invoke`, which turns a
+:class:`~formctl.forms.errors.FormError` (and any other unexpected exception) into one
+line on stderr and exit status 1. ``--debug`` (anywhere on the line) or ``FORMCTL_DEBUG=1``
+shows the traceback instead. Usage errors are typer's own (exit status 2).
+"""
+
+import json
+import os
+import sys
+from typing import Any, NoReturn
+
+import typer
+
+from formctl.cli._lean_typer import LeanCommand as _Command, LeanGroup  # noqa: F401  (the commands' class)
+
+_debug = os.environ.get("FORMCTL_DEBUG", "") not in ("", "0")
+
+
+def debugging() -> bool:
+    """Whether tracebacks are shown instead of one-line errors (``--debug``, ``FORMCTL_DEBUG=1``)."""
+    return _debug
+
+
+def set_debugging() -> None:
+    global _debug
+    _debug = True
+
+
+class _Group(LeanGroup):
+    """Turns errors from any command into one line on stderr and a non-zero exit."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        args = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # before the command consumes them
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if type(exc).__module__.startswith(("typer", "click")) or _debug:
+                raise  # typer's own exits and usage errors, or --debug: let them through
+            from formctl.forms.errors import FormError
+
+            if isinstance(exc, FormError):
+                if exc.code == "form_stale":
+                    _fail(exc.message + _stale_hint(args))
+                _fail(exc.message)
+            if isinstance(exc, BrokenPipeError):
+                raise typer.Exit(1) from None
+            if isinstance(exc, OSError) and exc.filename and exc.strerror:
+                _fail(f"{exc.filename}: {exc.strerror}.")  # a file the user named: say which, in words
+            _fail(f"{type(exc).__name__}: {_first_line(exc)} (run with --debug for the traceback)")
+
+
+def _stale_hint(args: list[str]) -> str:
+    """What to do about an instance started on an older version of its form (with no migrate):
+    the engine refuses to read it against the new definition, but nothing is lost."""
+    from formctl.store.ids import is_instance_id
+
+    iid = next((a for a in args if isinstance(a, str) and is_instance_id(a)), "ID")
+    return (f" It can't be continued or read as it is; its answers are kept: formctl abandon {iid} "
+            f"--reason REASON closes it, then formctl export {iid} shows them.")
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line: errors here are one line (pydantic's
+    schema errors run to a paragraph and a URL)."""
+    return (str(exc).strip().splitlines() or [""])[0]
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    sys.stderr.write(f"error: {message}\n")
+    raise typer.Exit(code)
+
+
+app = typer.Typer(
+    name="formctl",
+    cls=_Group,
+    help="Run conversational forms in a terminal: a model collects typed values, every answer kept.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExamples:\n  formctl run travel-claim\n  formctl instances --status awaiting\n"
+    "  formctl resolve form_lx2k9_ab12cd",
+)
+store_app = typer.Typer(
+    name="store",
+    cls=_Group,
+    help="Check or repair the local store folder.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    epilog="\b\nExample:\n  formctl store check --store ./.formctl\n  formctl store reindex",
+)
+app.add_typer(store_app)
+
+
+def _example(*lines: str) -> str:
+    # "\b" stops click from re-wrapping the example lines.
+    return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from formctl import __version__
+
+        typer.echo(f"formctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version),
+) -> None:
+    if debug:
+        set_debugging()

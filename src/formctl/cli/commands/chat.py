@@ -1,0 +1,63 @@
+"""``run`` and ``resume``: the chat (formctl.cli.chat, imported when the command runs)."""
+
+from typing import List, Optional
+
+import typer
+
+from formctl.cli import base
+from formctl.cli.base import _Command, _example, app
+from formctl.cli.options import FormArg, FormsOpt, InstanceArg, ModelOpt, OfflineOpt, RecordOpt, StoreOpt
+
+
+@app.command(cls=_Command, epilog=_example(
+    "formctl run travel-claim",
+    "formctl run travel-claim --subject dana --seed mode=car --record transcripts/dana.toml",
+    "printf 'Dana Reeve\\nAB1234\\n' | formctl run travel-claim --offline",
+))
+def run(
+    form: FormArg,
+    subject: Optional[str] = typer.Option(None, "--subject", envvar="FORMCTL_SUBJECT",
+                                          help="Who the form is for [default: your login name]."),
+    model: ModelOpt = None,
+    offline: OfflineOpt = False,
+    record: RecordOpt = None,
+    seed: List[str] = typer.Option([], "--seed", metavar="K=V", help="A value already known (repeatable)."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+) -> None:
+    """Start or continue a form in a chat.
+
+    Starts the subject's FORM, or continues their open one.
+
+    In a terminal: a chat with a status bar; type /help for commands. With stdin not a
+    terminal, each input line is one message and output is plain text. Exits 1 when a turn
+    failed and nothing was started (the model unreachable, say).
+    """
+    from formctl.cli.chat import ChatOptions, run_chat
+
+    code = run_chat(ChatOptions(form=form, subject=subject, model=model, offline=offline, record=record,
+                                seed=seed, store=store, forms=forms, debug=base.debugging()))
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command(cls=_Command, epilog=_example("formctl resume form_lx2k9_ab12cd"))
+def resume(
+    instance_id: InstanceArg,
+    model: ModelOpt = None,
+    offline: OfflineOpt = False,
+    record: RecordOpt = None,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+) -> None:
+    """Return to an instance's conversation.
+
+    Picks up where it left off, with the saved conversation.
+    """
+    from formctl.cli.chat import ChatOptions, run_chat
+
+    code = run_chat(ChatOptions(instance_id=instance_id, model=model, offline=offline, record=record,
+                                store=store, forms=forms, debug=base.debugging()))
+    if code:
+        raise typer.Exit(code)
+

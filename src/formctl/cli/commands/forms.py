@@ -1,0 +1,116 @@
+"""Commands on form definitions: ``list``, ``check`` and ``new``."""
+
+from typing import Any, Optional
+
+import typer
+
+from formctl.cli import base
+from formctl.cli.base import _Command, _example, _fail, _print_json, app
+from formctl.cli.options import FormArg, FormsOpt, JsonOpt
+
+
+@app.command("list", cls=_Command, epilog=_example("formctl list", "formctl list --json | jq -r '.forms[].id'"))
+def list_forms(forms: FormsOpt = None, as_json: JsonOpt = False) -> None:
+    """List the registered forms.
+
+    Reads registry.toml only: no form module is imported.
+    """
+    from formctl.cli.workspace import open_registry
+
+    listing = open_registry(forms).list()
+    if as_json:
+        _print_json({"forms": listing})
+        return
+    if not listing:
+        typer.echo("no forms registered")
+        return
+    width = max(len(f["id"]) for f in listing)
+    for f in listing:
+        line = f"{f['id']:<{width}}  {f['name']}"
+        if f["description"]:
+            line += f" — {f['description']}"
+        typer.echo(line)
+
+
+@app.command(cls=_Command, epilog=_example("formctl check travel-claim"))
+def check(
+    form: FormArg,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compile a form and print its outline.
+
+    Each field is shown with the type string the model reads. A form that does not compile
+    exits 1 with the definition error.
+    """
+    from formctl.cli.workspace import open_registry
+    from formctl.forms.errors import FormDefinitionError, FormError
+
+    registry = open_registry(forms)
+    try:
+        compiled = registry.load(form)
+        for f in compiled.fields:  # type strings and validators are built lazily: build them now
+            f.type, f.required  # noqa: B018
+            try:
+                f.validator.validate(None)  # builds the pydantic validator: a type it cannot handle fails here
+            except Exception as exc:
+                if base.debugging():
+                    raise
+                raise FormDefinitionError(f'field "{f.id}": {type(exc).__name__}: {base._first_line(exc)}') from exc
+        _check_new_form_evaluates(compiled)
+    except Exception as exc:
+        if base.debugging() or (isinstance(exc, FormError) and exc.code == "not_found"):
+            raise
+        # A definition that does not compile, a module that does not import, a schema
+        # pydantic cannot build: each means "this form is broken", reported the same way.
+        message = exc.message if isinstance(exc, FormError) else f"{type(exc).__name__}: {base._first_line(exc)}"
+        if as_json:
+            code = exc.code if isinstance(exc, FormError) else "form_definition_error"
+            _print_json({"form": form, "ok": False, "error": message, "code": code})
+            raise typer.Exit(1)
+        _fail(f"{form}: {message}")
+    from formctl.cli import render
+
+    if as_json:
+        _print_json(render.check_dict(compiled))
+    else:
+        render.print_check(compiled)
+
+
+def _check_new_form_evaluates(compiled: Any) -> None:
+    """Evaluate an empty instance, as the first turn of ``formctl run`` will: a gate that throws
+    (a field id that does not exist, ``None > 750``) would otherwise pass check and then fail
+    every turn of the chat with 'cannot be evaluated'."""
+    from formctl.forms.errors import FormDefinitionError
+    from formctl.forms.evaluate import evaluate
+    from formctl.forms.instance import Instance
+
+    empty = Instance(id="form_check_000000", def_id=compiled.id, def_version=compiled.version, subject="check")
+    defects = evaluate(compiled, empty).defects
+    if defects:
+        raise FormDefinitionError(f"cannot be evaluated on a new form: {'; '.join(defects)}.")
+
+
+@app.command(cls=_Command, epilog=_example("formctl new expense-report --name 'Expense report'", "formctl check expense-report"))
+def new(
+    form_id: str = typer.Argument(..., metavar="FORM-ID", help="Id of the new form, like expense-report."),
+    name: Optional[str] = typer.Option(None, "--name", help="Display name [default: from the id]."),
+    description: str = typer.Option("", "--description", help="One line on what it collects."),
+    forms: FormsOpt = None,
+) -> None:
+    """Scaffold a new form and register it.
+
+    Writes FORM_ID.py (with dashes as underscores) in the forms folder and appends its entry
+    to registry.toml, keeping the file's comments.
+    """
+    from formctl.cli.scaffold import scaffold
+
+    module_path, registry_file = scaffold(form_id, forms, name=name, description=description)
+    typer.echo(f"created {module_path}")
+    typer.echo(f"registered {form_id} in {registry_file}")
+    # The commands as they will work from here: a --forms or FORMCTL_FORMS folder is repeated.
+    import shlex
+
+    where = f" --forms {shlex.quote(str(forms))}" if forms else ""
+    typer.echo(f"next: edit {module_path}, then formctl check {form_id}{where} and formctl run {form_id}{where}")
+

@@ -1,0 +1,173 @@
+"""Reads of one instance or of the store: ``instances``, ``inspect``, ``history`` and ``export``."""
+
+import sys
+from typing import Any, NoReturn, Optional
+
+import typer
+
+from formctl.cli.base import _Command, _example, _fail, _print_json, app
+from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt, _complete_form, _complete_status
+
+
+@app.command(cls=_Command, epilog=_example("formctl instances --form travel-claim --status awaiting"))
+def instances(
+    subject: Optional[str] = typer.Option(None, "--subject", help="Only this subject's."),
+    form: Optional[str] = typer.Option(None, "--form", help="Only this form's.", autocompletion=_complete_form),
+    status: Optional[str] = typer.Option(None, "--status", help="active, awaiting, complete, abandoned or stale.",
+                                         autocompletion=_complete_status),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, most recent first."),
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List stored instances, newest first."""
+    from formctl.cli.workspace import open_store
+    from formctl.forms.instance import INSTANCE_STATUSES
+
+    if status is not None and status not in INSTANCE_STATUSES:
+        _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
+    from formctl.cli.workspace import store_path
+
+    if not store_path(store).exists():  # likely a mistyped --store: "no instances" alone would hide it
+        sys.stderr.write(f"note: no form store at {store_path(store)} yet (--store DIR or FORMCTL_STORE)\n")
+    damaged: list[Any] = []
+    found = open_store(store).find_instances(subject=subject, def_id=form, status=status, limit=limit,
+                                             damaged=damaged)
+    for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
+        sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
+    rows = []
+    for i in found:
+        row = {"instance_id": i.id, "form": i.def_id, "subject": i.subject, "status": i.status,
+               "answered": len(i.entries), "updated_at": i.updated_at}
+        if i.closed_reason:
+            row["closed_reason"] = i.closed_reason
+        rows.append(row)
+    if as_json:
+        _print_json({"instances": rows})
+        return
+    from formctl.cli import render
+
+    render.print_instances(rows)
+
+
+@app.command(cls=_Command, epilog=_example("formctl inspect form_lx2k9_ab12cd --step trip",
+                             "formctl inspect form_lx2k9_ab12cd --json"))
+def inspect(
+    instance_id: InstanceArg,
+    step: Optional[str] = typer.Option(None, "--step", help="One step, by id or title ('open' for the open one)."),
+    field: Optional[str] = typer.Option(None, "--field", help="One field, by id or label."),
+    outline: bool = typer.Option(False, "--outline", help="Every step and field (the default)."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show an instance as the model sees it.
+
+    The outline by default, or one step or one field. * marks fields to ask now.
+    """
+    from formctl.cli.workspace import open_runner
+
+    if sum(x is not None for x in (step, field)) + outline > 1:
+        _fail("Give at most one of --step, --field and --outline.", 2)
+    if (field is not None and not field.strip()) or (step is not None and not step.strip()):
+        _fail(f"--{'field' if field is not None else 'step'} needs a name or id.", 2)
+    runner = open_runner(store, forms)
+    if field is not None:
+        view = runner.inspect("field", field, instance_id=instance_id)
+    elif step is not None:
+        view = runner.inspect("step", None if step == "open" else step, instance_id=instance_id)
+    else:
+        view = runner.inspect("outline", instance_id=instance_id)
+    if view.step is None and not view.fields and (step not in (None, "open") or field is not None):
+        # The views answer an unknown name with the header alone (the model reads that as
+        # "nothing there"); at the command line it is a mistake, reported like history's.
+        _unknown_name(runner, view.def_id, "step" if field is None else "field", field if field is not None else step)
+    if as_json:
+        _print_json(view.to_dict())
+        return
+    from formctl.cli import render
+
+    render.print_view(view)
+
+
+def _unknown_name(runner: Any, def_id: str, kind: str, name: str) -> NoReturn:
+    """Fail on a --step or --field that names nothing, with the names that were meant if we can tell."""
+    hint = ""
+    try:
+        compiled = runner.registry.load(def_id)
+        if kind == "field" and compiled.did_you_mean(name):
+            hint = f" (did you mean {' or '.join(compiled.did_you_mean(name))}?)"
+        elif kind == "step":
+            hint = f" (steps: {', '.join(s.id for s in compiled.steps)})"
+    except Exception:  # the hint is a courtesy: the error stands without it
+        pass
+    _fail(f'No {kind} "{name}" on this form{hint}.')
+
+
+@app.command(cls=_Command, epilog=_example("formctl history form_lx2k9_ab12cd email"))
+def history(
+    instance_id: InstanceArg,
+    field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="One field [default: every answered field]."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show every answer given, oldest first.
+
+    With who gave each answer and why it changed; the one in force is marked.
+    """
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    if field is not None:
+        histories = [runner.history(field, instance_id=instance_id).to_dict()]
+    else:
+        compiled, instance, _ = runner.evaluation(instance_id)
+        ordered = [f.id for f in compiled.fields if f.id in instance.entries]
+        ordered += [f for f in instance.entries if f not in compiled.field_by_id]
+        histories = [runner.history(f, instance_id=instance_id).to_dict() for f in ordered]
+    if as_json:
+        _print_json(histories[0] if field is not None else {"instance_id": instance_id, "fields": histories})
+        return
+    from formctl.cli import render
+
+    render.print_histories(histories)
+
+
+@app.command(cls=_Command, epilog=_example("formctl export form_lx2k9_ab12cd --json > claim.json"))
+def export(
+    instance_id: InstanceArg,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print live values, held ones apart.
+
+    Held values are kept but do not apply given the other answers.
+    """
+    from formctl.cli.workspace import open_runner
+    from formctl.forms.project import answers, complete_flag
+
+    runner = open_runner(store, forms)
+    compiled, instance, ev = runner.evaluation(instance_id)
+    data = {
+        "instance_id": instance.id,
+        "form": instance.def_id,
+        "version": instance.def_version,
+        "subject": instance.subject,
+        "status": instance.status,
+        "complete": complete_flag(compiled, ev, instance),
+        **answers(compiled, ev),
+        "created_at": instance.created_at,
+        "updated_at": instance.updated_at,
+    }
+    if instance.completed_at:
+        data["completed_at"] = instance.completed_at
+    if instance.closed_reason:
+        data["closed_reason"] = instance.closed_reason
+    if as_json:
+        _print_json(data)
+        return
+    from formctl.cli import render
+
+    render.print_export(data, {f.id: f.label for f in compiled.fields})
+

@@ -1,0 +1,181 @@
+"""Host writes: ``fill``, ``undo``, ``redo``, ``retract``, ``resolve`` and ``abandon``.
+
+Each prints the write's result; a write that rejected some of its values exits 1 (the rest
+were saved).
+"""
+
+from typing import Any, List, Optional
+
+import typer
+
+from formctl.cli.base import _Command, _example, _fail, _print_json, app
+from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
+
+
+def _labels(runner: Any, def_id: str) -> dict[str, str]:
+    try:
+        return {f.id: f.label for f in runner.registry.load(def_id).fields}
+    except Exception:
+        return {}
+
+
+def _write_outcome(runner: Any, result: Any, as_json: bool, moved: Optional[str] = None, verb: str = "") -> None:
+    """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved).
+
+    ``moved``/``verb``: the field an undo, redo or retract moved, said first as the chat's /undo
+    does ("undid Staff ID → AB1234"); the result alone names no field for those."""
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        from formctl.cli import render
+
+        if moved is not None and not result.unknown:
+            row = runner.inspect("field", moved, instance_id=result.view.instance_id).fields[0]
+            typer.echo(f"{verb} {row.label} → {render.value_text(row.value) if row.has_value else 'empty'}")
+        render.print_fill_result(result, _labels(runner, result.view.def_id))
+    if result.rejected or result.unknown:
+        raise typer.Exit(1)
+
+
+def _field_to_move(runner: Any, action: str, instance_id: str, field: Optional[str]) -> Optional[str]:
+    """The field id an undo/redo/retract will move: the one named, or (undo/redo with none named)
+    the one the instance's status says it would. None when that cannot be told."""
+    try:
+        if field is not None:
+            return runner.evaluation(instance_id)[0].resolve_field(field)
+        view = runner.status(instance_id=instance_id)
+        target = view.undo if action == "undo" else view.redo
+        return target.field if target is not None else None
+    except Exception:  # the write itself reports what is wrong
+        return None
+
+
+
+@app.command(cls=_Command, epilog=_example("formctl fill form_lx2k9_ab12cd email=dana@example.org total=812.5"))
+def fill(
+    instance_id: InstanceArg,
+    assignments: List[str] = typer.Argument(..., metavar="FIELD=VALUE...",
+                                            help="Values: JSON when it parses (812.5, true), text otherwise."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write values to an instance's fields.
+
+    Any field, from any step. Exits 1 if a value was rejected or named no field; the other
+    values are saved.
+    """
+    from formctl.cli.args import parse_assignments
+    from formctl.cli.workspace import open_runner
+
+    parse_assignments(assignments)  # a malformed pair fails before the store is opened
+    runner = open_runner(store, forms)
+    values = parse_assignments(assignments, runner.evaluation(instance_id)[0])
+    _write_outcome(runner, runner.fill(values, instance_id=instance_id), as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl undo form_lx2k9_ab12cd email"))
+def undo(
+    instance_id: InstanceArg,
+    field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the last one changed]."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Step a field back to its previous answer.
+
+    Nothing is lost: redo brings it back.
+    """
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    moved = _field_to_move(runner, "undo", instance_id, field)
+    _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json, moved, "undid")
+
+
+@app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
+def redo(
+    instance_id: InstanceArg,
+    field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the oldest undone]."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Put back an answer that undo stepped back."""
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    moved = _field_to_move(runner, "redo", instance_id, field)
+    _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json, moved, "redid")
+
+
+@app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
+def retract(
+    instance_id: InstanceArg,
+    field: str = typer.Argument(..., metavar="FIELD", help="Field id or label."),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why (kept in the history)."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Withdraw an answer.
+
+    It stays in the history, and undo brings it back.
+    """
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    moved = _field_to_move(runner, "retract", instance_id, field)
+    if moved is not None:
+        row = runner.inspect("field", moved, instance_id=instance_id).fields[0]
+        if row.status == "empty":  # the engine would log a withdrawal of nothing
+            _fail(f"{row.label} has no answer to withdraw.")
+    _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, moved, "withdrew")
+
+
+@app.command(cls=_Command, epilog=_example("formctl resolve form_lx2k9_ab12cd",
+                             "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval'"))
+def resolve(
+    instance_id: InstanceArg,
+    assignments: Optional[List[str]] = typer.Argument(None, metavar="[FIELD=VALUE...]",
+                                                      help="Values to write with the answer."),
+    fail: Optional[str] = typer.Option(None, "--fail", metavar="REASON", help="Reject, with the reason the person is told."),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer the checkpoint an instance waits on.
+
+    Approves it, or rejects it with --fail REASON (the person is told why).
+    """
+    from formctl.cli.args import parse_assignments
+    from formctl.cli.workspace import open_runner
+
+    parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
+    runner = open_runner(store, forms)
+    values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
+    result = runner.resolve_checkpoint(instance_id, fail=fail, values=values or None, checkpoint=checkpoint)
+    _write_outcome(runner, result, as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl abandon form_lx2k9_ab12cd --reason 'duplicate claim'"))
+def abandon(
+    instance_id: InstanceArg,
+    reason: str = typer.Option(..., "--reason", help="Why (kept on the instance)."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Close an instance without finishing it.
+
+    Every answer is kept.
+    """
+    from formctl.cli.workspace import open_runner
+
+    instance = open_runner(store, forms).abandon(reason, instance_id=instance_id)
+    if as_json:
+        _print_json({"instance_id": instance.id, "status": instance.status, "closed_reason": instance.closed_reason})
+    else:
+        typer.echo(f"abandoned {instance.id}: {instance.closed_reason}")
+
