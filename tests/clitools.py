@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
-ROOT = Path(__file__).resolve().parent.parent
-FORMS = ROOT / "forms"
+# The example project (a temporary copy of tests/fixtures), never the checkout's ./forms.
+from fixture_project import FORMS, ROOT  # noqa: E402
 
 
 def invoke(*args: str, input: str | None = None, catch_exceptions: bool = True) -> Any:

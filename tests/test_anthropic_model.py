@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +21,8 @@ from formctl.agent.loop import ChatLoop
 from formctl.agent.models import pick_model
 from formctl.agent.models.anthropic import AnthropicModel
 
-FORMS = Path(__file__).resolve().parents[1] / "forms" / "registry.toml"
+from fixture_project import REGISTRY as FORMS  # noqa: E402
+
 KEY = "sk-ant-test-0123456789abcdef"
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 

@@ -14,9 +14,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parent.parent
-FORMS = ROOT / "forms"
-SHIPPED = ROOT / "transcripts"
+from fixture_project import FORMS, TRANSCRIPTS as SHIPPED  # noqa: E402
 
 
 def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:
@@ -229,3 +227,34 @@ def test_a_failing_transcripts_report_is_the_replay_diff(author_project):
 def test_without_the_plugin_turned_on_no_toml_is_collected(author_project):
     result = _run(author_project, "transcripts_mine", "test_unit.py")
     result.assert_outcomes(passed=1)
+
+
+# --------------------------------------------------------------------------- the suite never reads ./forms
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted(tmp_path):
+    """The tests that once read ./forms (the registry listing, the shipped replays), run in a
+    copy of the repository after a form author has been at work in its ./forms."""
+    copy = tmp_path / "checkout"
+    copy.mkdir()
+    for name in ("tests", "forms", "transcripts"):
+        shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    made = formctl("new", "my-form", cwd=copy)
+    assert made.returncode == 0, made.stderr
+    edit(copy / "forms" / "travel_claim.py", 'version=1', 'version=2')
+    (copy / "forms" / "client_intake.py").unlink()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "tests/test_cli.py::test_list_shows_the_registered_forms_and_json_gives_their_ids",
+         "tests/test_cli.py::test_list_reads_forms_from_the_current_folder_by_default",
+         "tests/test_registry.py::test_listing_the_shipped_registry_imports_no_form_module",
+         "tests/test_transcripts.py::test_every_shipped_transcript_replays_exactly",
+         "tests/test_replay_cli.py::test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line"],
+        capture_output=True, text=True, cwd=copy, env=env, timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "5 passed" in out.stdout

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+from fixture_project import FORMS
+
 from formctl.cli.chat import ChatOptions, ChatSession, _masked_history
 
 SENSITIVE_FORM = textwrap.dedent(
@@ -60,7 +62,7 @@ def test_a_value_given_to_a_sensitive_field_is_masked_for_the_history(tmp_path):
 
 def test_a_form_without_sensitive_fields_leaves_history_lines_alone(tmp_path):
     session = ChatSession(ChatOptions(form="travel-claim", subject="s2", offline=True, store=str(tmp_path / "store"),
-                                      forms="forms"))
+                                      forms=str(FORMS)))
     try:
         session.send(session.opening() or "Hello.")
         session.send("Dana Reeve")

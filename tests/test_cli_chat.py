@@ -22,8 +22,8 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-ROOT = Path(__file__).resolve().parent.parent
-FORMS = ROOT / "forms"
+from fixture_project import FORMS, ROOT  # noqa: E402  (the example project, never ./forms)
+
 TIMEOUT = 30
 
 BOOTSTRAP = r"""

@@ -11,7 +11,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from formctl.agent.loop import ChatLoop
 from formctl.agent.models.base import ChatModel, ModelRequest
 from formctl.agent.models.guided import GuidedModel, UnreadableAnswer, convert_answer
 
-REGISTRY_TOML = Path(__file__).resolve().parent.parent / "forms" / "registry.toml"
+from fixture_project import REGISTRY as REGISTRY_TOML  # noqa: E402
 
 WRITES = {"start", "fill", "revise", "retract", "undo", "redo", "abandon", "resolve_checkpoint", "reopen"}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,8 @@ from formctl.agent.models.base import ModelError, ModelReply
 from formctl.agent.models.scripted import ScriptedModel
 from formctl.agent.tools import ToolSelectionError
 
-FORMS = Path(__file__).resolve().parents[1] / "forms" / "registry.toml"
+from fixture_project import REGISTRY as FORMS  # noqa: E402
+
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 
 

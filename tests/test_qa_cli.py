@@ -18,7 +18,6 @@ from clitools import FORMS, ROOT, invoke, start
 from formctl.cli import app as cli
 
 
-
 def _truncate(store: str, instance_id: str) -> Path:
     path = Path(store) / "instances" / f"{instance_id}.json"
     path.write_bytes(path.read_bytes()[:60])

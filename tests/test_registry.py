@@ -14,7 +14,7 @@ from example_forms import basic, trio
 
 from formctl import FormDefinitionError, FormError, FormRegistry, FormRunner, MemoryAdapter, UnknownFormError
 
-REPO = Path(__file__).resolve().parent.parent
+from fixture_project import REGISTRY  # noqa: E402
 
 
 class CountingLoader:
@@ -272,7 +272,7 @@ def test_listing_the_shipped_registry_imports_no_form_module():
         f"""
         import json, sys
         from formctl import FormRegistry, FormRunner, MemoryAdapter
-        registry = FormRegistry.from_toml({str(REPO / "forms" / "registry.toml")!r})
+        registry = FormRegistry.from_toml({str(REGISTRY)!r})
         ids = [f["id"] for f in FormRunner(MemoryAdapter(), registry=registry, subject="s").list()]
         modules = [r.module.partition(":")[0] for r in registry.registrations()]
         print(json.dumps({{"ids": ids, "imported": [m for m in modules if m in sys.modules]}}))

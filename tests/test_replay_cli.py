@@ -12,8 +12,7 @@ from pathlib import Path
 
 import clitools
 
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "transcripts"
+from fixture_project import FORMS, TRANSCRIPTS as SHIPPED  # noqa: E402
 
 
 def invoke(*args: str):
@@ -29,7 +28,7 @@ def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def project_copy(tmp_path: Path, *names: str) -> Path:
     """A project folder with the example forms and some shipped transcripts."""
-    shutil.copytree(ROOT / "forms", tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "transcripts").mkdir()
     for name in names:
         shutil.copy(SHIPPED / f"{name}.toml", tmp_path / "transcripts" / f"{name}.toml")
@@ -76,7 +75,7 @@ def test_a_truncated_transcript_fails_with_its_line_and_the_others_still_run(tmp
     text = (SHIPPED / "what_else.toml").read_text()
     cut = text[: len(text) // 2]
     (tmp_path / "transcripts" / "what_else.toml").write_text(cut)
-    result = invoke("replay", str(tmp_path / "transcripts"), "--forms", str(ROOT / "forms"))
+    result = invoke("replay", str(tmp_path / "transcripts"), "--forms", str(FORMS))
     assert result.exit_code == 1
     line = cut.count("\n") + 1
     assert f"what_else.toml, line {line}: " in result.output
@@ -91,7 +90,7 @@ def test_junit_report_has_one_testcase_per_transcript_with_the_diff_as_the_failu
                                                                           '[expect]\nstatus = "complete"')
     (folder / "ineligible_terminated.toml").write_text(broken)
     report = tmp_path / "out" / "junit.xml"
-    result = invoke("replay", str(folder), "--forms", str(ROOT / "forms"), "--junit", str(report))
+    result = invoke("replay", str(folder), "--forms", str(FORMS), "--junit", str(report))
     assert result.exit_code == 1
     suite = ET.parse(report).getroot().find("testsuite")
     assert suite.get("tests") == "2" and suite.get("failures") == "1"
@@ -114,7 +113,7 @@ def test_live_replay_grades_a_hand_written_transcript_with_the_guided_model(tmp_
     path.parent.mkdir()
     path.write_text('format = 1\nform = "client-intake"\n[[turns]]\ntext = "hi"\n[[turns]]\ntext = "returning"\n'
                     '[expect]\nstatus = "active"\nvalues = { client_type = "returning" }\n')
-    result = invoke("replay", str(path), "--live", "--forms", str(ROOT / "forms"))
+    result = invoke("replay", str(path), "--live", "--forms", str(FORMS))
     assert result.exit_code == 0, result.output
     assert "ok      " in result.output and "(live)" in result.output
 

@@ -23,9 +23,8 @@ from formctl.transcripts.format import Transcript, TranscriptError, dumps, load,
 from formctl.transcripts.record import Recorder
 from formctl.transcripts.replay import replay_file
 
-ROOT = Path(__file__).resolve().parent.parent
-FORMS = ROOT / "forms"
-SHIPPED = ROOT / "transcripts"
+from fixture_project import FORMS, TRANSCRIPTS as SHIPPED  # noqa: E402
+
 _modules = itertools.count()
 
 

@@ -1,9 +1,16 @@
-"""``formctl new FORM-ID``: write a starter form module and register it.
+"""A form author's commands: ``formctl new FORM-ID`` and what ``formctl check`` adds to compiling.
+
+``formctl new`` writes a starter form module and registers it.
 
 The new ``[forms.ID]`` table is rendered with tomli-w and *appended* to ``registry.toml``
 rather than the whole file being re-serialised, so the comments and layout a person gave
 the registry survive. The module compiles as written (``formctl check ID`` passes), so the
 author starts from something that runs and edits towards their form.
+
+``formctl check`` compiles a form, then lints it (:func:`lint_form`, the checks of
+:mod:`formctl.forms.lint`, each a warning naming the definition's line; ``--strict``
+makes them errors) and, with ``--coverage DIR``, replays the form's transcripts under DIR
+and reports what of the form they never exercised (:func:`coverage_report`).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import keyword
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from formctl.forms.errors import FormError, InvalidArgumentError
 
@@ -126,3 +134,67 @@ def scaffold(
     temp.write_text(text, encoding="utf-8")
     os.replace(temp, registry_file)  # a reader never sees half a registry
     return module_path, registry_file
+
+
+# --------------------------------------------------------------------------- formctl check
+
+
+def form_source(registry: Any, form_id: str) -> str | None:
+    """The file a registered form's module was loaded from (None for a form registered in code)."""
+    import sys
+
+    registration = next((r for r in registry.registrations() if r.id == form_id), None)
+    module = getattr(registration, "module", None)
+    if not module:
+        return None
+    loaded = sys.modules.get(module.partition(":")[0])
+    return getattr(loaded, "__file__", None)
+
+
+def lint_form(registry: Any, form_id: str, compiled: Any) -> list[Any]:
+    """The lint findings of a compiled form, their paths relative to the working folder when inside it."""
+    from formctl.forms.lint import Finding, lint
+
+    path = form_source(registry, form_id)
+    findings = lint(compiled, path=path)
+    out = []
+    for f in findings:
+        shown = f.path
+        if shown:
+            try:
+                shown = os.path.relpath(shown)
+            except ValueError:
+                pass
+            if shown.startswith(".." + os.sep + ".."):
+                shown = f.path
+        out.append(Finding(f.code, f.message, shown, f.line))
+    return out
+
+
+def coverage_report(registry: Any, form_id: str, folders: list[str]) -> tuple[Any, list[Any]]:
+    """Replay every transcript of ``form_id`` under ``folders`` with coverage on.
+
+    Returns (the coverage, the replay results). Transcripts of other forms are skipped;
+    a transcript that fails still counts for what it exercised before it diverged.
+    """
+    from formctl.transcripts.cli import transcript_files
+    from formctl.transcripts.coverage import Coverage
+    from formctl.transcripts.format import TranscriptError, load
+    from formctl.transcripts.pytest_plugin import is_transcript
+    from formctl.transcripts.replay import replay_file
+
+    missing = [f for f in folders if not Path(f).exists()]
+    if missing:
+        raise InvalidArgumentError(f"--coverage: no such file or folder: {missing[0]}")
+    cov = Coverage()
+    results = []
+    for path in transcript_files([Path(f) for f in folders]):
+        if not is_transcript(path):
+            continue
+        try:
+            if load(path).form != form_id:
+                continue
+        except TranscriptError:
+            continue
+        results.append(replay_file(path, registry=registry, coverage=cov))
+    return cov, results

@@ -1,0 +1,366 @@
+"""Lint: what ``formctl check`` finds wrong with a form that compiles.
+
+Compiling proves the shape (unique ids, steps before fields, a gate on each checkpoint);
+it cannot see inside a gate or an executor. These checks do, from the definition's source
+and by trying its gates, and each finding names the line of the definition it is about:
+
+- ``unknown-field`` — a gate reads ``v["x"]`` or ``v.get("x")``, an executor reads
+  ``ctx.values[...]`` or returns ``Patch({"x": ...})``, for a field the form does not
+  declare (and ``s.step_complete``, ``s.checkpoint_fired``, ``Jump`` naming what does not
+  exist: ``unknown-step``, ``unknown-checkpoint``);
+- ``step-never-opens`` — no combination of the values its gate reads (each field's
+  choices, the values the gate compares with, the edges of its type) opens the step;
+- ``checkpoint-reads-nothing`` — a checkpoint condition that reads no field and no step,
+  so it is the same for every conversation;
+- ``sensitive-unmaskable`` — a ``sensitive=True`` field whose type has no stand-in of the
+  same shape (a choice, a yes/no, a date, a structure): a transcript can only blank it,
+  and the value may be guessed from what the model says around it;
+- ``type-undescribed`` — a field whose type the model cannot be told (it reads "value").
+
+It is pure: it reads the form's module source and calls gates on made-up values, never
+the store. A gate that raises on every try is left alone (an evaluation defect that
+``check`` reports anyway on a new form).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+MAX_TRIES = 4096
+_STATE_READS = ("step_complete", "checkpoint_fired")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One warning about a form: a stable ``code``, what is wrong, and where (file and line)."""
+
+    code: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+
+    def render(self) -> str:
+        where = f"{self.path}:{self.line}: " if self.path and self.line else (f"{self.path}: " if self.path else "")
+        return f"{where}warning: {self.message} [{self.code}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "path": self.path, "line": self.line}
+
+
+# --------------------------------------------------------------------------- reading source
+
+
+@dataclass
+class _Reads:
+    """What one gate or executor names: fields, steps, checkpoints, patched fields, jump targets."""
+
+    node: ast.AST | None = None
+    fields: list[tuple[str, int]] = field(default_factory=list)
+    steps: list[tuple[str, int]] = field(default_factory=list)
+    checkpoints: list[tuple[str, int]] = field(default_factory=list)
+    patches: list[tuple[str, int]] = field(default_factory=list)
+    jumps: list[tuple[str, int]] = field(default_factory=list)
+    constants: list[Any] = field(default_factory=list)
+    opaque: bool = False  # the values or the state are passed on somewhere we do not follow
+
+
+_trees: dict[str, ast.Module | None] = {}
+
+
+def _tree(filename: str) -> ast.Module | None:
+    if filename not in _trees:
+        source = "".join(linecache.getlines(filename))
+        try:
+            _trees[filename] = ast.parse(source) if source else None
+        except SyntaxError:
+            _trees[filename] = None
+    return _trees[filename]
+
+
+def _function_node(fn: Callable[..., Any]) -> tuple[ast.AST | None, str | None]:
+    """The ``lambda`` or ``def`` node of ``fn`` in its module's source, and the file name."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None, None
+    tree = _tree(code.co_filename)
+    if tree is None:
+        return None, code.co_filename
+    args = list(code.co_varnames[: code.co_argcount])
+    wanted = "<lambda>" if code.co_name == "<lambda>" else code.co_name
+    candidates = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and wanted == "<lambda>":
+            start = node.lineno
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == wanted:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        else:
+            continue
+        if start == code.co_firstlineno and [a.arg for a in node.args.args] == args:
+            candidates.append(node)
+    if len(candidates) > 1:  # several lambdas on one line: the one holding the code's first position
+        first = min(((p[0], p[2]) for p in code.co_positions() if p[0] is not None and p[2] is not None),
+                    default=None)
+        for node in candidates:
+            body = node.body if isinstance(node, ast.Lambda) else node
+            if first is not None and (body.lineno, body.col_offset) <= first <= (body.end_lineno, body.end_col_offset):
+                return node, code.co_filename
+    return (candidates[0] if candidates else None), code.co_filename
+
+
+def _const_str(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _reads(fn: Callable[..., Any], *, executor: bool = False) -> _Reads:
+    """What a gate ``(v, s)`` or an executor ``(ctx)`` reads, from its source."""
+    node, _ = _function_node(fn)
+    out = _Reads(node)
+    if node is None:
+        out.opaque = True
+        return out
+    params = [a.arg for a in node.args.args]
+    values_name = None if executor else (params[0] if params else None)
+    state_name = None if executor else (params[1] if len(params) > 1 else None)
+    ctx_name = params[0] if executor and params else None
+    globals_ = getattr(fn, "__globals__", {})
+
+    def is_values(n: ast.AST) -> bool:
+        if values_name is not None and isinstance(n, ast.Name) and n.id == values_name:
+            return True
+        return (ctx_name is not None and isinstance(n, ast.Attribute) and n.attr == "values"
+                and isinstance(n.value, ast.Name) and n.value.id == ctx_name)
+
+    used: set[int] = set()
+    body = node.body if isinstance(node, ast.Lambda) else node
+    for n in ast.walk(body):
+        if isinstance(n, ast.Subscript) and is_values(n.value):
+            key = _const_str(n.slice)
+            if key is not None:
+                out.fields.append((key, n.lineno))
+                used.add(id(n.value))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            target, attr, first = n.func.value, n.func.attr, _const_str(n.args[0]) if n.args else None
+            if is_values(target) and attr == "get" and first is not None:
+                out.fields.append((first, n.lineno))
+                used.add(id(target))
+            elif state_name and isinstance(target, ast.Name) and target.id == state_name and attr in _STATE_READS:
+                if first is not None:
+                    (out.steps if attr == "step_complete" else out.checkpoints).append((first, n.lineno))
+                used.add(id(target))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            name = n.func.id
+            if name == "Patch" and n.args and isinstance(n.args[0], ast.Dict):
+                out.patches.extend((k, n.lineno) for k in map(_const_str, n.args[0].keys) if k is not None)
+            elif name == "Patch" and n.args and isinstance(n.args[0], ast.Call) and getattr(n.args[0].func, "id", "") == "dict":
+                out.patches.extend((kw.arg, n.lineno) for kw in n.args[0].keywords if kw.arg)
+            elif name == "Jump" and n.args and _const_str(n.args[0]) is not None:
+                out.jumps.append((_const_str(n.args[0]), n.lineno))
+        if isinstance(n, ast.Constant) and isinstance(n.value, (str, int, float)) and not isinstance(n.value, bool):
+            out.constants.append(n.value)
+        elif isinstance(n, ast.Name) and isinstance(globals_.get(n.id), (str, int, float)) \
+                and not isinstance(globals_.get(n.id), bool):
+            out.constants.append(globals_[n.id])
+    for n in ast.walk(body):  # the values or state used any other way: passed on, iterated, ...
+        if isinstance(n, ast.Name) and n.id in (values_name, state_name) and id(n) not in used:
+            out.opaque = True
+        elif ctx_name and is_values(n) and id(n) not in used:
+            out.opaque = True
+    return out
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def _schema(annotation: Any) -> dict[str, Any]:
+    from formctl.forms.describe import adapter_for
+
+    try:
+        schema = adapter_for(annotation).json_schema(mode="validation")
+    except Exception:
+        return {}
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        non_null = [o for o in options if o.get("type") != "null"]
+        if len(non_null) == 1:
+            return non_null[0]
+    return schema
+
+
+def _maskable(annotation: Any) -> bool:
+    """Has this type a same-shaped stand-in (free text, a number), so a transcript can mask it?"""
+    schema = _schema(annotation)
+    if "enum" in schema or "const" in schema:
+        return False
+    if schema.get("type") in ("integer", "number"):
+        return True
+    return schema.get("type") == "string" and schema.get("format") not in ("date", "date-time", "time", "duration")
+
+
+def _candidates(f: Any, constants: Iterable[Any]) -> list[Any]:
+    """Values to try for a field a gate reads: its choices, or the gate's own constants and the type's edges."""
+    schema = _schema(f.schema)
+    raw: list[Any] = [None]
+    if "enum" in schema:
+        raw += list(schema["enum"])
+    elif "const" in schema:
+        raw.append(schema["const"])
+    elif schema.get("type") == "boolean":
+        raw += [True, False]
+    else:
+        numbers = [c for c in constants if isinstance(c, (int, float))]
+        raw += [c for c in constants if isinstance(c, str)]
+        for c in numbers:
+            raw += [c - 1, c, c + 1]
+        raw += [0, 1, -1, 10**9, -(10**9), "x", "2000-01-01", "2100-12-31"]
+    out: list[Any] = []
+    for value in raw:
+        try:
+            ok = value is None or bool(f.validator.validate(value).ok)
+        except Exception:
+            ok = False
+        parsed = f.validator.validate(value).value if value is not None and ok else value
+        if ok and parsed not in out:
+            out.append(parsed)
+    return out
+
+
+class _State:
+    """A gate's ``s`` for the tries: the steps and checkpoints it reads, set per try."""
+
+    def __init__(self, answers: dict[str, bool]) -> None:
+        self._answers = answers
+        self.complete = False
+
+    def step_complete(self, step_id: str) -> bool:
+        return self._answers.get(f"step:{step_id}", False)
+
+    def checkpoint_fired(self, checkpoint_id: str) -> bool:
+        return self._answers.get(f"checkpoint:{checkpoint_id}", False)
+
+
+def _can_open(compiled: Any, gate: Callable[..., Any], reads: _Reads) -> bool | None:
+    """True if some try opens the gate, False if none does, None if no try could be judged."""
+    from formctl.forms.evaluate import GateValues
+
+    declared = {f.id: f for f in compiled.fields}
+    names = [name for name, _ in reads.fields if name in declared]
+    names = list(dict.fromkeys(names))
+    switches = list(dict.fromkeys([f"step:{s}" for s, _ in reads.steps] + [f"checkpoint:{c}" for c, _ in reads.checkpoints]))
+    choices = [_candidates(declared[n], reads.constants) for n in names] + [[True, False] for _ in switches]
+    judged = False
+    for combo in itertools.islice(itertools.product(*choices), MAX_TRIES):
+        values = GateValues(dict(zip(names, combo[: len(names)])), declared)
+        state = _State(dict(zip(switches, combo[len(names):])))
+        try:
+            if gate(values, state):
+                return True
+        except Exception:
+            continue
+        judged = True
+    return False if judged else None
+
+
+def _declaration_lines(filename: str | None) -> dict[tuple[str, str], int]:
+    """``(kind, id) → line`` for each ``.step("id"``, ``.field("id"``, ``.checkpoint("id"`` in the module."""
+    tree = _tree(filename) if filename else None
+    out: dict[tuple[str, str], int] = {}
+    if tree is None:
+        return out
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("step", "field", "checkpoint"):
+            name = _const_str(n.args[0]) if n.args else None
+            if name is not None:
+                out.setdefault((n.func.attr, name), n.func.end_lineno or n.lineno)
+    return out
+
+
+def _module_file(compiled: Any) -> str | None:
+    """The file the form was defined in, as its gates and executors say."""
+    for fn in _callables(compiled):
+        code = getattr(fn[2], "__code__", None)
+        if code is not None:
+            return code.co_filename
+    return None
+
+
+def _callables(compiled: Any) -> list[tuple[str, str, Callable[..., Any], bool]]:
+    """Every gate and executor: (kind, id, callable, is_executor)."""
+    out: list[tuple[str, str, Callable[..., Any], bool]] = []
+    for s in compiled.steps:
+        if s.when is not None:
+            out.append(("step", s.id, s.when, False))
+        if s.on_complete is not None:
+            out.append(("step", s.id, s.on_complete, True))
+    for f in compiled.fields:
+        if f.when is not None:
+            out.append(("field", f.id, f.when, False))
+        if f.on_fill is not None:
+            out.append(("field", f.id, f.on_fill, True))
+    for cp in compiled.checkpoints:
+        out.append(("checkpoint", cp.id, cp.when, False))
+        if cp.run is not None:
+            out.append(("checkpoint", cp.id, cp.run, True))
+    if compiled.on_complete is not None:
+        out.append(("form", compiled.id, compiled.on_complete, True))
+    return out
+
+
+def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
+    """Every finding for a compiled form, in the order of the definition's lines.
+
+    ``path`` is the form's module file (default: where its gates and executors were defined).
+    """
+    from formctl.forms.describe import FALLBACK
+
+    path = path or _module_file(compiled)
+    lines = _declaration_lines(path)
+    fields = {f.id for f in compiled.fields}
+    steps = {s.id for s in compiled.steps}
+    checkpoints = {cp.id for cp in compiled.checkpoints}
+    findings: list[Finding] = []
+
+    def add(code: str, message: str, line: int | None, where: str | None = None) -> None:
+        findings.append(Finding(code, message, where or path, line))
+
+    for kind, owner, fn, executor in _callables(compiled):
+        reads = _reads(fn, executor=executor)
+        what = ("the executor of " if executor else "the gate of ") + (f'{kind} "{owner}"' if kind != "form" else "the form")
+        for name, line in reads.fields:
+            if name not in fields:
+                add("unknown-field", f'{what} reads field "{name}", which the form does not declare', line)
+        for name, line in reads.patches:
+            if name not in fields:
+                add("unknown-field", f'{what} patches field "{name}", which the form does not declare', line)
+        for name, line in reads.steps:
+            if name not in steps:
+                add("unknown-step", f'{what} asks whether step "{name}" is complete; the form has no such step', line)
+        for name, line in reads.jumps:
+            if name not in steps and compiled.resolve_step(name) is None:
+                add("unknown-step", f'{what} jumps to step "{name}"; the form has no such step', line)
+        for name, line in reads.checkpoints:
+            if name not in checkpoints:
+                add("unknown-checkpoint", f'{what} asks whether checkpoint "{name}" fired; the form has no such checkpoint', line)
+        line = getattr(reads.node, "lineno", None) or lines.get((kind, owner))
+        if kind == "checkpoint" and not executor and reads.node is not None and not reads.opaque \
+                and not reads.fields and not reads.steps and not reads.checkpoints:
+            add("checkpoint-reads-nothing", f'checkpoint "{owner}" has a condition that reads no field, so it is '
+                                            "the same in every conversation", line)
+        if kind == "step" and not executor and reads.node is not None and not reads.opaque \
+                and all(name in fields for name, _ in reads.fields):
+            if _can_open(compiled, fn, reads) is False:
+                add("step-never-opens", f'step "{owner}" can never open: no value of what its gate reads '
+                                        f'({", ".join(n for n, _ in reads.fields + reads.steps) or "nothing"}) makes it true', line)
+    for f in compiled.fields:
+        line = lines.get(("field", f.id))
+        if f.sensitive and not _maskable(f.schema):
+            add("sensitive-unmaskable", f'field "{f.id}" is sensitive, but its type ({f.type}) has no stand-in of the '
+                                        "same shape: transcripts can only blank it out", line)
+        if f.type == FALLBACK:
+            add("type-undescribed", f'field "{f.id}": the model cannot be told its type (it reads "{FALLBACK}"); '
+                                    "use a pydantic-describable type", line)
+    findings.sort(key=lambda x: (x.line is None, x.line or 0))
+    return findings

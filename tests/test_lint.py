@@ -1,0 +1,100 @@
+"""``formctl check`` beyond compiling: the lint of a form's gates, executors and fields."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import textwrap
+from pathlib import Path
+
+from fixture_project import FORMS
+
+from formctl import FormRegistry
+from formctl.forms.lint import lint
+
+_n = itertools.count()
+
+FLAWED = textwrap.dedent('''\
+    from typing import Annotated, Any, Literal
+    from datetime import date
+    from pydantic import Field
+    from formctl import define_form, Jump, Patch
+
+    LIMIT = 100
+
+
+    def _derive(ctx):
+        return Patch({"totl": ctx.values["amount"]})
+
+
+    def _back(ctx):
+        return Jump("nowhere")
+
+
+    flawed = (
+        define_form("flawed", version=1, name="Flawed")
+        .step("a", title="A")
+        .field("kind", Literal["x", "y"], label="Kind")
+        .field("amount", Annotated[int, Field(ge=0, le=LIMIT)], label="Amount", on_fill=_derive)
+        .field("pin", Literal["1", "2"], label="PIN", sensitive=True)
+        .field("born", date, label="Born", sensitive=True)
+        .field("secret", str, label="Secret", sensitive=True)
+        .field("blob", Any, label="Blob")
+        .step("b", title="B", when=lambda v, s: v["kind"] == "z")
+        .field("b1", str, label="B1")
+        .step("c", title="C", when=lambda v, s: (v["amount"] or 0) > LIMIT, on_complete=_back)
+        .field("c1", str, label="C1", when=lambda v, s: v["kind"] == "x" or v["knd"] == "y")
+        .step("d", title="D", when=lambda v, s: (v["amount"] or 0) > 50 and s.step_complete("zz"))
+        .field("d1", str, label="D1")
+        .step("e", title="E", when=lambda v, s: v["kind"] == "y" and (v["amount"] or 0) >= LIMIT)
+        .field("e1", str, label="E1")
+        .checkpoint("always", when=lambda v, s: True)
+        .checkpoint("big", when=lambda v, s: (v["amount"] or 0) > 10)
+        .build()
+    )
+''')
+
+
+def load(tmp_path: Path, source: str, attribute: str):
+    path = tmp_path / f"lint_form_{next(_n)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, attribute), path
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_each_flaw_is_a_warning_naming_the_line_of_the_definition(tmp_path):
+    compiled, path = load(tmp_path, FLAWED, "flawed")
+    found = {(f.code, f.line) for f in lint(compiled)}
+    assert ("unknown-field", line_of(path, '"totl"')) in found  # a patch naming no field
+    assert ("unknown-field", line_of(path, 'v["knd"]')) in found  # a gate reading no field
+    assert ("unknown-step", line_of(path, '"nowhere"')) in found  # a jump to no step
+    assert ("unknown-step", line_of(path, '"zz"')) in found
+    assert ("step-never-opens", line_of(path, '"z")')) in found  # "z" is not one of kind's choices
+    assert ("step-never-opens", line_of(path, '> LIMIT, on_complete')) in found  # amount is at most 100
+    assert ("checkpoint-reads-nothing", line_of(path, '"always"')) in found
+    assert ("sensitive-unmaskable", line_of(path, '"pin"')) in found
+    assert ("sensitive-unmaskable", line_of(path, '"born"')) in found
+    assert ("type-undescribed", line_of(path, '"blob"')) in found
+    codes = [f.code for f in lint(compiled)]
+    assert codes.count("step-never-opens") == 2  # step "e" opens (kind=y, amount=100), "d" is unknown-step
+    assert codes.count("sensitive-unmaskable") == 2  # free text can be masked
+    assert all(f.path == str(path) for f in lint(compiled))
+
+
+def test_the_example_forms_are_clean():
+    registry = FormRegistry.from_toml(FORMS / "registry.toml")
+    for form_id in ("travel-claim", "client-intake"):
+        assert lint(registry.load(form_id)) == []
+
+
+def test_a_finding_renders_as_path_line_warning_and_code(tmp_path):
+    compiled, path = load(tmp_path, FLAWED, "flawed")
+    first = lint(compiled)[0]
+    assert first.render().startswith(f"{path}:{first.line}: warning: ")
+    assert first.render().endswith(f"[{first.code}]")
