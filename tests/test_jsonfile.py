@@ -583,10 +583,8 @@ def _populate(store, n=6):
     return a, made
 
 
-def _shard(store, subject):
-    from formctl.store._index import shard_of
-
-    return os.path.join(store, "index", f"{shard_of(subject):02x}.jsonl")
+def _index(store):
+    return os.path.join(store, "index.jsonl")
 
 
 def _answers(a):
@@ -600,7 +598,7 @@ def _answers(a):
 def test_a_deleted_index_is_rebuilt_from_the_instance_files(store):
     a, _ = _populate(store)
     expected = _answers(a)
-    shutil.rmtree(os.path.join(store, "index"))
+    os.remove(_index(store))
     assert _answers(JsonFileAdapter(store)) == expected
     assert _answers(a) == expected
     assert JsonFileAdapter(store).check().ok
@@ -610,7 +608,7 @@ def test_an_index_from_before_a_restart_is_rebuilt(store):
     a, _ = _populate(store)
     expected = _answers(a)
     # A machine crash loses unsynced appends: drop the rows, and mark the header.
-    path = _shard(store, "s1")
+    path = _index(store)
     lines = open(path, "rb").read().splitlines(keepends=True)
     header = json.loads(lines[0])
     header["boot"] = "another-boot"
@@ -626,24 +624,26 @@ def test_a_writer_that_died_between_commit_and_index_row_is_repaired(store):
     a, made = _populate(store)
     victim = made[1]
     # Simulate the crash: the commit landed, the index holds only the marker.
-    index_path = _shard(store, victim.subject)
+    index_path = _index(store)
     before = open(index_path, "rb").read()
     a.commit_instance(victim.id, Commit(status="abandoned"), if_version=2, provenance=prov())
     with open(index_path, "wb") as f:
-        f.write(before + json.dumps([victim.id]).encode() + b"\n")
+        f.write(before + json.dumps([victim.id, victim.subject]).encode() + b"\n")
     report = JsonFileAdapter(store).check()
     assert "await repair" in " ".join(report.notes) and report.ok
     reader = JsonFileAdapter(store)
     assert victim.id in [i.id for i in reader.find_instances(status="abandoned")]
-    fill(reader, reader.get_instance(made[4].id), "name", "x")  # a write to the same shard repairs it
-    assert made[4].subject == victim.subject
-    assert b'"abandoned"' in open(index_path, "rb").read().splitlines()[-3]
+    assert victim.id not in [i.id for i in JsonFileAdapter(store).find_instances(status="active")]
+    assert JsonFileAdapter(store).find_open_instance(victim.subject).id == made[4].id
+    fill(reader, reader.get_instance(made[2].id), "name", "x")  # the next write, to any instance, repairs it
+    repaired = json.loads(open(index_path, "rb").read().splitlines()[-3])
+    assert repaired[0] == victim.id and repaired[3] == "abandoned"
     assert JsonFileAdapter(store).check().ok
 
 
 def test_check_reports_an_index_that_disagrees_and_reindex_repairs_it(store):
     a, made = _populate(store)
-    index_path = _shard(store, "s2")
+    index_path = _index(store)
     with open(index_path, "ab") as f:  # a row that lies about one instance
         f.write(json.dumps([made[2].id, "s2", "intake", "abandoned", "9999", 2]).encode() + b"\n")
     open(os.path.join(store, "instances", "form_1_abcdef.json.123-ab.tmp"), "wb").close()
@@ -684,7 +684,7 @@ def test_the_index_log_is_compacted_as_it_grows(store):
     inst = a.create_instance("travel", 1, "alice", prov())
     for n in range(700):
         inst = fill(a, inst, "n", n)
-    lines = open(_shard(store, "alice"), "rb").read().count(b"\n")
+    lines = open(_index(store), "rb").read().count(b"\n")
     assert lines < 600
     assert JsonFileAdapter(store).find_open_instance("alice").version == 701
 
@@ -713,3 +713,43 @@ def test_threads_sharing_one_adapter_lose_no_revision(store):
     stored = JsonFileAdapter(store).get_instance(inst.id)
     assert stored.version == 101
     assert all([e.value for e in stored.entries[f"t{n}"].revisions] == list(range(25)) for n in range(4))
+
+
+def test_one_start_in_a_new_store_creates_at_most_four_files(tmp_path):
+    from pathlib import Path
+
+    from formctl import FormRegistry, FormRunner
+
+    store = tmp_path / "store"
+    registry = FormRegistry.from_toml(Path(__file__).resolve().parent.parent / "forms" / "registry.toml")
+    runner = FormRunner(JsonFileAdapter(store), registry=registry, subject="dana")
+    runner.start("travel-claim", seed={"full_name": "Dana Reeve"})
+    made = sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file())
+    assert len(made) <= 4, made
+    assert "index.jsonl" in made and "lock" in made
+
+
+def test_a_damaged_index_line_is_rebuilt_from_the_instance_files(store):
+    a, _ = _populate(store)
+    expected = _answers(a)
+    with open(_index(store), "ab") as f:
+        f.write(b'["form_1_abcdef", "s1", oops\n')
+    assert _answers(JsonFileAdapter(store)) == expected
+    assert JsonFileAdapter(store).check().ok
+
+
+def test_the_next_write_settles_the_marker_a_dead_writer_left(store):
+    a, made = _populate(store)
+    victim = made[2]  # subject s2, the open form of s2
+    index_path = _index(store)
+    before = open(index_path, "rb").read()
+    a.commit_instance(victim.id, Commit(status="abandoned"), if_version=2, provenance=prov())
+    # The victim's writer died after its marker; the next write (to another instance) settles it.
+    later = JsonFileAdapter(store).get_instance(made[1].id)
+    with open(index_path, "wb") as f:
+        f.write(before + json.dumps([victim.id, "s2"]).encode() + b"\n")
+    fill(JsonFileAdapter(store), later, "name", "later")
+    fresh = JsonFileAdapter(store)
+    assert fresh.find_open_instance("s2").id == made[5].id
+    assert victim.id in [i.id for i in fresh.find_instances(status="abandoned")]
+    assert victim.id in [i.id for i in fresh.find_instances(subject="s2", status="abandoned")]

@@ -317,7 +317,8 @@ class Commit:
 # --------------------------------------------------------------------------- JSON codec
 
 
-def _encode_entry(entry: Entry, prov_index: dict[tuple, int], prov_table: list) -> list:
+def encode_entry(entry: Entry, prov_index: dict[tuple, int], prov_table: list) -> list:
+    """One revision as ``[seq, at, provenance_index, value?, error?]``, interning its provenance."""
     p = entry.provenance
     key = (p.source, p.actor, p.note)
     idx = prov_index.get(key)
@@ -331,7 +332,8 @@ def _encode_entry(entry: Entry, prov_index: dict[tuple, int], prov_table: list) 
     return [entry.seq, p.timestamp, idx, entry.value]
 
 
-def _decode_entry(raw: list, prov_table: list) -> Entry:
+def decode_entry(raw: list, prov_table: list) -> Entry:
+    """The inverse of :func:`encode_entry`."""
     seq, at, idx = raw[0], raw[1], raw[2]
     p = prov_table[idx]
     prov = Provenance(p[0], p[1], at, p[2] if len(p) > 2 else None)
@@ -345,7 +347,7 @@ def encode_entries(entries: dict[str, FieldLog]) -> tuple[dict[str, Any], list]:
     prov_index: dict[tuple, int] = {}
     prov_table: list = []
     out = {
-        field_id: {"c": log.cursor, "r": [_encode_entry(e, prov_index, prov_table) for e in log.revisions]}
+        field_id: {"c": log.cursor, "r": [encode_entry(e, prov_index, prov_table) for e in log.revisions]}
         for field_id, log in entries.items()
     }
     return out, prov_table
@@ -353,7 +355,7 @@ def encode_entries(entries: dict[str, FieldLog]) -> tuple[dict[str, Any], list]:
 
 def decode_entries(raw: dict[str, Any], prov_table: list) -> dict[str, FieldLog]:
     return {
-        field_id: FieldLog(tuple(_decode_entry(r, prov_table) for r in log["r"]), int(log["c"]))
+        field_id: FieldLog(tuple(decode_entry(r, prov_table) for r in log["r"]), int(log["c"]))
         for field_id, log in raw.items()
     }
 

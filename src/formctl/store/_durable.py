@@ -10,8 +10,11 @@ form are personal data, and a store folder is normally inside a user's home.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+
+from formctl.forms.errors import StoreError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -112,3 +115,16 @@ def remove_quietly(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+def os_error(exc: OSError, what: str, *, writing: bool = True) -> StoreError:
+    """One clear line for an operating-system failure while the store tried to ``what``."""
+    reason = exc.strerror or str(exc)
+    if not writing:
+        return StoreError(f"Cannot {what}: {reason}.")
+    tail = " Nothing was changed; the previous version is intact."
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StoreError(f"The form store is read-only: cannot {what} ({reason}).{tail}")
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return StoreError(f"The disk is full: cannot {what} ({reason}).{tail}")
+    return StoreError(f"Cannot {what}: {reason}.{tail}")

@@ -1,42 +1,45 @@
-"""The store's index: who each instance belongs to and where it stands, without opening it.
+"""The store's index: one file, ``<dir>/index.jsonl``, that finds instances without opening them.
 
-``index/`` beside ``instances/`` maps an instance id to
-``(subject, def_id, status, updated_at, version)``, which is all that finding "the open
-form of a subject" or listing by subject, form or status needs. It is never the source of
-truth: every row can be rebuilt from the instance files (``reindex``), and an instance is
-always read from its own files before it is returned.
+It maps an instance id to ``(subject, def_id, status, updated_at, version)``: all that
+finding "the open form of a subject" or listing by subject, form or status needs. It is
+never the source of truth: an instance is always read from its own files before it is
+returned, and ``reindex`` rebuilds every row from them. But it is the store's record of
+the last version it *acknowledged* for each instance (a row is appended only after the
+commit's journal line is fsynced), so instance files that hold less than their row says
+have lost acknowledged commits: the adapter reports that as damage, never as a stale index.
 
-It is split into 64 shards by a hash of the subject (``index/00.jsonl`` .. ``3f.jsonl``),
-so that a new process looking up one subject's open form reads and parses one small
-shard (about 150 rows in a store of 10,000 instances, well under a millisecond), not all
-of them (about 20 ms). Listings by form or status read every shard.
+The file is an append-only log of JSON lines, every line naming the instance and its
+subject:
 
-Each shard is an append-only log; a reader catches up by reading only the bytes added
-since it last looked, so a lookup costs one ``stat`` when nothing changed:
+* line 1, a header: ``{"formctl_index": 2, "boot": "<kernel boot id>", "rows": N}``
+  (``N`` rows follow, one per line, written by the last rewrite);
+* ``[id, subject, def_id, status, updated_at, version]``: the instance's row;
+* ``[id, subject]``: a write to the instance is about to happen (a *pending* marker);
+* ``[id, subject, null]``: no such instance (a creation that failed).
 
-* line 1, a header: ``{"formctl_index": 1, "shard": "07/64", "boot": "<kernel boot id>"}``;
-* after a rewrite, line 2 holds all the shard's rows at once: ``{"rows": [[id, subject,
-  def_id, status, updated_at, version], ...]}``;
-* then one line per change: a row ``[id, subject, def_id, status, updated_at, version]``,
-  a *pending* marker ``[id]``, or a tombstone ``[id, null]`` (no such instance).
+The last line naming an id wins. Because every line carries the subject, a new process
+that wants one subject's open form finds that subject's lines with a byte search over
+the file and parses only those (a fraction of a millisecond at 10,000 instances), and
+one that wants an instance's row searches backwards for its id; only listings parse the
+whole file. When the log has grown to twice its rows (and past 256 lines) it is rewritten
+with one row per instance.
 
-Why it can be trusted without an fsync per commit. A writer, holding the store lock,
-appends ``[id]`` *before* it touches an instance and the new row *after*; a reader holds
-the lock shared, so it never sees a writer half way. A marker with no row after it
-therefore means a writer died between the two (SIGKILL, a full disk): the reader reads
-that one instance from its files instead, and the next writer to the shard appends the
-repaired row. Appends that reached the page cache survive the death of the process that
-made them; only a crash of the whole machine can lose them, and that changes the
-kernel's boot id. So each header records the boot id of its writer, and an index written
-under another boot is rebuilt from the instance files before it is used (once per
-reboot). Where there is no boot id (not Linux) every append is fsynced instead.
+Why it can be trusted without an fsync per commit. A writer, holding the store lock
+exclusively, appends the marker *before* it touches an instance and the row *after*;
+readers hold the lock shared, so they never see a writer half way. A marker that is the
+last line naming its id therefore means a writer died between the two (SIGKILL, a full
+disk): readers read that instance from its files instead, and the next writer appends
+the repaired row. Appends that reached the page cache survive the death of the process
+that made them; only a crash of the whole machine can lose them, and that changes the
+kernel's boot id, so an index written under another boot is rebuilt from the instance
+files (keeping any row that is ahead of its files: that is evidence of loss, not
+staleness). Where there is no boot id (not Linux) every append is fsynced instead.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import zlib
 from typing import Iterable
 
 from formctl.store import _durable
@@ -44,8 +47,7 @@ from formctl.store import _durable
 Row = tuple[str, str, str, str, str, int]
 """``(id, subject, def_id, status, updated_at, version)``."""
 
-FORMAT = 1
-SHARDS = 64
+FORMAT = 2
 
 
 def _read_boot_id() -> str | None:
@@ -59,78 +61,71 @@ def _read_boot_id() -> str | None:
 BOOT_ID = _read_boot_id()
 
 
-def _dumps(value: object) -> bytes:
+def _line(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
 
-def shard_of(subject: str) -> int:
-    return zlib.crc32(subject.encode("utf-8", "surrogatepass")) % SHARDS
+class IndexDamaged(ValueError):
+    """A line of the index does not parse: the index must be rebuilt (``problem`` says why)."""
 
 
-def _sort_recent_first(rows: list[Row]) -> list[Row]:
-    rows.sort(key=lambda r: (r[4], r[0]), reverse=True)
-    return rows
+def sort_recent_first(rows: Iterable[Row]) -> list[Row]:
+    return sorted(rows, key=lambda r: (r[4], r[0]), reverse=True)
 
 
-class IndexLog:
-    """The in-memory mirror of one shard file; every method expects the store lock held."""
+class _Parsed:
+    """Every row of the file, applied in order (built only when a listing needs them all)."""
 
-    def __init__(self, path: str, shard: int) -> None:
+    __slots__ = ("rows", "by_subject", "pending")
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Row] = {}
+        self.by_subject: dict[str, set[str]] = {}
+        self.pending: dict[str, str] = {}  # id -> subject
+
+    def apply(self, items: Iterable[list]) -> None:
+        rows, by_subject, pending = self.rows, self.by_subject, self.pending
+        for item in items:
+            iid, subject = item[0], item[1]
+            if not isinstance(iid, str) or not isinstance(subject, str):
+                raise ValueError("a line without an id and a subject")
+            n = len(item)
+            if n == 2:
+                pending[iid] = subject
+                continue
+            pending.pop(iid, None)
+            if n == 6:
+                if iid not in rows:
+                    by_subject.setdefault(subject, set()).add(iid)
+                rows[iid] = tuple(item)  # type: ignore[assignment]
+            elif n == 3 and item[2] is None:
+                if rows.pop(iid, None) is not None:
+                    by_subject[subject].discard(iid)
+            else:
+                raise ValueError(f"a line of {n} items")
+
+
+class Index:
+    """The in-memory mirror of ``index.jsonl``; every method expects the store lock held."""
+
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.label = f"{shard:02x}/{SHARDS}"
         self.durable_appends = BOOT_ID is None
         self._fd: int | None = None  # kept open for appends while the file stays the same
         self._fd_pid = 0
-        self._reset()
+        self._reset("the index has not been read")
 
     # ------------------------------------------------------------------ state
 
-    def _reset(self, problem: str | None = "the index has not been read") -> None:
-        self.rows: dict[str, Row] = {}
-        self.by_subject: dict[str, set[str]] = {}
-        self.pending: set[str] = set()
-        self.unrepaired: set[str] = set()  # settled in memory only; the next writer appends their rows
-        self.problem = problem  # why the shard cannot be used as it stands, or None
-        self.tail_lines = 0
-        self._key: tuple[int, int, int] | None = None  # (inode, size, mtime) last seen
-        self._offset = 0
-
-    def _apply_all(self, items: Iterable[list] | Iterable[Row]) -> None:
-        """Apply log items in order, in one tight loop (a cold start may apply thousands)."""
-        rows, by_subject = self.rows, self.by_subject
-        pending, unrepaired = self.pending, self.unrepaired
-        for item in items:
-            iid = item[0]
-            if not isinstance(iid, str):
-                raise ValueError("a row without an id")
-            n = len(item)
-            if n == 6:
-                row = tuple(item)
-                old = rows.get(iid)
-                if old is None or old[1] != row[1]:
-                    if old is not None:
-                        self._drop(iid)
-                    ids = by_subject.get(row[1])
-                    if ids is None:
-                        ids = by_subject[row[1]] = set()
-                    ids.add(iid)
-                rows[iid] = row  # type: ignore[assignment]
-            elif n == 1:
-                pending.add(iid)
-                continue
-            elif n == 2 and item[1] is None:
-                self._drop(iid)
-            else:
-                raise ValueError(f"a row of {n} items")
-            if pending:
-                pending.discard(iid)
-            if unrepaired:
-                unrepaired.discard(iid)
-
-    def _drop(self, iid: str) -> None:
-        old = self.rows.pop(iid, None)
-        if old is not None:
-            self.by_subject.get(old[1], set()).discard(iid)
+    def _reset(self, problem: str | None) -> None:
+        self.problem = problem  # why the index cannot be used as it stands, or None
+        self.evidence: dict[str, Row] = {}  # rows of an index that must be rebuilt (see rebuild)
+        self._data = b""  # the complete item lines read so far (the header excluded)
+        self._key: tuple[int, int, int] | None = None  # (inode, size read, mtime) last seen
+        self._offset = 0  # bytes of the file consumed, header included
+        self._base_rows = 0  # rows written by the last rewrite
+        self._lines = 0
+        self._parsed: _Parsed | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -139,7 +134,7 @@ class IndexLog:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            self._reset("an index file is missing")
+            self._reset("the index file is missing")
             return False
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if key == self._key:
@@ -159,37 +154,150 @@ class IndexLog:
                 f.seek(offset)
                 data = f.read()
         except FileNotFoundError:
-            self._reset("an index file is missing")
+            self._reset("the index file is missing")
             return
+        complete = data[: data.rfind(b"\n") + 1]  # an unterminated last line is not there yet
+        body = complete
         if offset == 0:
             self._reset(None)
-        complete = data[: data.rfind(b"\n") + 1]  # an unterminated last line is not there yet
-        lines = complete.splitlines()
-        try:
-            if offset == 0:
-                if not lines:
+            end = complete.find(b"\n")
+            try:
+                if end < 0:
                     raise ValueError("the file is empty")
-                header = json.loads(lines[0])
+                header = json.loads(complete[:end])
                 if not isinstance(header, dict) or header.get("formctl_index") != FORMAT:
-                    raise ValueError("its header is not a format-1 formctl index header")
-                if header.get("shard") != self.label:
-                    raise ValueError(f"it is shard {header.get('shard')}, not {self.label}")
-                if header.get("boot") != BOOT_ID:
-                    self._reset("the index was written before the machine last restarted")
-                    return
-                lines = lines[1:]
-                if lines and lines[0].startswith(b"{"):
-                    self._apply_all(json.loads(lines[0])["rows"])
-                    lines = lines[1:]
-            if lines:
-                self._apply_all(json.loads(b"[" + b",".join(lines) + b"]"))
-                self.tail_lines += len(lines)
-        except (ValueError, KeyError, TypeError) as exc:
-            self._reset(f"{self.path} is damaged ({exc})")
-            return
+                    raise ValueError(f"its header is not a format-{FORMAT} formctl index header")
+                self._base_rows = int(header.get("rows", 0))
+            except (ValueError, TypeError) as exc:
+                self._reset(f"{self.path} is damaged ({exc})")
+                return
+            body = complete[end + 1 :]
+            if header.get("boot") != BOOT_ID:
+                self._reset("the index was written before the machine last restarted")
+                self.evidence = self._rows_of(body)
+                return
+        elif self._parsed is not None:
+            try:
+                self._parsed.apply(json.loads(b"[" + body.replace(b"\n", b",")[:-1] + b"]") if body else ())
+            except (ValueError, TypeError, IndexError) as exc:
+                self._reset(f"{self.path} is damaged ({exc})")
+                return
+        self._data += body
+        self._lines += body.count(b"\n")
         self._offset = offset + len(complete)
         # Remember the size read up to the last whole line: an unterminated tail is looked at again.
         self._key = (st.st_ino, self._offset, st.st_mtime_ns)
+
+    @staticmethod
+    def _rows_of(body: bytes) -> dict[str, Row]:
+        parsed = _Parsed()
+        try:
+            parsed.apply(json.loads(b"[" + body.replace(b"\n", b",")[:-1] + b"]") if body else ())
+        except (ValueError, TypeError, IndexError):
+            return {}
+        return parsed.rows
+
+    def _all(self) -> _Parsed:
+        """Every row (parsing the whole file once; later appends are applied as they are read)."""
+        if self._parsed is None:
+            parsed = _Parsed()
+            try:
+                parsed.apply(json.loads(b"[" + self._data.replace(b"\n", b",")[:-1] + b"]") if self._data else ())
+            except (ValueError, TypeError, IndexError) as exc:
+                raise self._damaged(exc) from None
+            self._parsed = parsed
+        return self._parsed
+
+    def _damaged(self, exc: Exception) -> IndexDamaged:
+        self._reset(f"{self.path} is damaged ({exc})")
+        return IndexDamaged(self.problem)
+
+    def _item(self, start: int, end: int) -> list:
+        try:
+            item = json.loads(self._data[start:end])
+            if not isinstance(item, list) or len(item) not in (2, 3, 6):
+                raise ValueError(f"a line of the wrong shape at byte {start}")
+        except ValueError as exc:
+            raise self._damaged(exc) from None
+        return item
+
+    def _lines_naming(self, needle: bytes) -> list[list]:
+        """The items of the lines whose second element (the subject) encodes as ``needle``."""
+        data, found, pos = self._data, [], 0
+        while True:
+            pos = data.find(needle, pos)
+            if pos < 0:
+                return found
+            start = data.rfind(b"\n", 0, pos) + 1
+            end = data.find(b"\n", pos)
+            after = data[pos + len(needle) : pos + len(needle) + 1]
+            if after in (b",", b"]") and data.find(b",", start) == pos - 1:  # ids hold no comma
+                found.append(self._item(start, end))
+            pos = end
+
+    def rows_for_subject(self, subject: str) -> tuple[list[Row], set[str]]:
+        """The subject's rows, and the ids among them whose last line is a pending marker."""
+        if self._parsed is not None:
+            p = self._parsed
+            ids = p.by_subject.get(subject, ())
+            return [p.rows[i] for i in ids], {i for i, s in p.pending.items() if s == subject}
+        parsed = _Parsed()
+        try:
+            parsed.apply(self._lines_naming(_line(subject)[:-1]))
+        except IndexDamaged:
+            raise
+        except (ValueError, TypeError, IndexError) as exc:
+            raise self._damaged(exc) from None
+        return list(parsed.rows.values()), set(parsed.pending)
+
+    def row(self, iid: str) -> tuple[Row | None, bool]:
+        """The last row recorded for ``iid`` (None: none), and whether a write to it is pending."""
+        if self._parsed is not None:
+            return self._parsed.rows.get(iid), iid in self._parsed.pending
+        needle = b'["' + iid.encode("ascii") + b'",'
+        data = self._data
+        end = len(data)
+        pending = False
+        while True:
+            pos = data.rfind(needle, 0, end)
+            if pos < 0:
+                return None, pending
+            if pos == 0 or data[pos - 1 : pos] == b"\n":
+                item = self._item(pos, data.find(b"\n", pos))
+                if len(item) == 2:
+                    pending = True  # a marker after the last row: the write after it is unsettled
+                elif len(item) == 3:
+                    return None, pending
+                else:
+                    return tuple(item), pending  # type: ignore[return-value]
+            end = pos
+
+    def rows(self) -> dict[str, Row]:
+        return self._all().rows
+
+    def pending(self) -> set[str]:
+        return set(self._all().pending)
+
+    def pending_subject(self, iid: str) -> str:
+        return self._all().pending[iid]
+
+    def last_marker(self) -> tuple[str, str] | None:
+        """``(id, subject)`` when the last line is a pending marker: a writer died after it."""
+        if not self._data:
+            return None
+        start = self._data.rfind(b"\n", 0, len(self._data) - 1) + 1
+        item = self._item(start, len(self._data))
+        return (item[0], item[1]) if len(item) == 2 else None
+
+    def ids_for(self, *, subject: str | None, def_id: str | None, status: str | None) -> list[Row]:
+        """Rows matching every given filter, most recently updated first (ties: id descending)."""
+        if subject is not None:
+            candidates: Iterable[Row] = self.rows_for_subject(subject)[0]
+        else:
+            candidates = self._all().rows.values()
+        return sort_recent_first(
+            r for r in candidates if (def_id is None or r[2] == def_id) and (status is None or r[3] == status)
+        )
 
     # ------------------------------------------------------------------ writing (store lock held exclusively)
 
@@ -218,7 +326,8 @@ class IndexLog:
         except Exception:  # interpreter shutdown
             pass
 
-    def _append(self, data: bytes) -> None:
+    def _append(self, item: list) -> None:
+        data = _line(item)
         fd = self._append_fd()
         st = os.fstat(fd)
         if self._key is None or st.st_ino != self._key[0] or st.st_size < self._offset:
@@ -241,109 +350,40 @@ class IndexLog:
         st = os.fstat(fd)
         self._offset += len(data)
         self._key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        self.tail_lines += data.count(b"\n")
+        self._data += data
+        self._lines += 1
+        if self._parsed is not None:
+            self._parsed.apply((item,))
 
-    def mark_pending(self, iid: str) -> None:
+    def mark_pending(self, iid: str, subject: str) -> None:
         """Announce a write to ``iid``; raises OSError if the index cannot be written."""
-        self._append(_dumps([iid]))
-        self.pending.add(iid)
+        self._append([iid, subject])
 
-    def put(self, row: Row | None, iid: str) -> None:
+    def put(self, iid: str, subject: str, row: Row | None) -> None:
         """Record the instance's row (None: it does not exist). Never raises: a failed append
         leaves the pending marker in place, which makes readers consult the instance itself."""
-        item: list = list(row) if row is not None else [iid, None]
         try:
-            self._append(_dumps(item))
+            self._append(list(row) if row is not None else [iid, subject, None])
         except OSError:
-            self.resolve(iid, row)  # this process knows the truth; others read the marker
-            return
-        self._apply_all((item,))
-
-    def resolve(self, iid: str, row: Row | None) -> None:
-        """Settle a pending id in memory only, from the instance's own files."""
-        self._apply_all((row if row is not None else [iid, None],))
-        self.unrepaired.add(iid)
+            pass
 
     def needs_compaction(self) -> bool:
-        return self.tail_lines > max(256, len(self.rows))
-
-    def contents(self, rows: Iterable[Row]) -> bytes:
-        header = {"formctl_index": FORMAT, "shard": self.label, "boot": BOOT_ID}
-        return _dumps(header) + _dumps({"rows": [list(r) for r in rows]})
-
-    def rewrite(self, rows: list[Row]) -> None:
-        """Replace the shard (under this boot's id) with ``rows``, atomically. Not fsynced, like
-        the appends: after a machine crash the boot id differs and the index is rebuilt."""
-        _durable.replace_atomically(self.path, self.contents(rows), durable=self.durable_appends)
-        self.close()
-        self.adopt(rows, written=True)
-
-    def adopt(self, rows: list[Row], *, written: bool = False) -> None:
-        """Take ``rows`` as the shard's state; ``written``: they are what the file now holds."""
-        self._reset(None)
-        self._apply_all(rows)
-        if written:
-            st = os.stat(self.path)
-            self._key, self._offset = (st.st_ino, st.st_size, st.st_mtime_ns), st.st_size
-
-
-class Index:
-    """All the shards; the adapter's one view of the index."""
-
-    def __init__(self, folder: str) -> None:
-        self.folder = folder
-        self.shards = [IndexLog(os.path.join(folder, f"{n:02x}.jsonl"), n) for n in range(SHARDS)]
-
-    def logs(self, subject: str | None = None) -> list[IndexLog]:
-        """The shard holding ``subject``'s rows, or every shard."""
-        return [self.shards[shard_of(subject)]] if subject is not None else self.shards
-
-    def log_for(self, subject: str) -> IndexLog:
-        return self.shards[shard_of(subject)]
-
-    @property
-    def rows(self) -> dict[str, Row]:
-        merged: dict[str, Row] = {}
-        for log in self.shards:
-            merged.update(log.rows)
-        return merged
-
-    @property
-    def pending(self) -> set[str]:
-        return set().union(*(log.pending for log in self.shards))
-
-    def problem(self) -> str | None:
-        return next((log.problem for log in self.shards if log.problem is not None), None)
-
-    def ids_for(self, *, subject: str | None, def_id: str | None, status: str | None) -> list[Row]:
-        """Rows matching every given filter, most recently updated first (ties: id descending)."""
-        if subject is not None:
-            log = self.log_for(subject)
-            candidates: Iterable[Row] = [log.rows[i] for i in log.by_subject.get(subject, ())]
-        else:
-            candidates = (row for log in self.shards for row in log.rows.values())
-        return _sort_recent_first(
-            [r for r in candidates if (def_id is None or r[2] == def_id) and (status is None or r[3] == status)]
-        )
+        return self._lines > 256 and self._lines > 2 * self._base_rows
 
     def rewrite(self, rows: Iterable[Row]) -> None:
-        """Replace every shard with ``rows``: all shard files are written, even empty ones, so
-        that a missing file always means a lost index."""
-        _durable.make_dir(self.folder)
-        grouped: list[list[Row]] = [[] for _ in range(SHARDS)]
-        for row in rows:
-            grouped[shard_of(row[1])].append(row)
-        for log, shard_rows in zip(self.shards, grouped):
-            log.rewrite(shard_rows)
-
-    def close(self) -> None:
-        for log in self.shards:
-            log.close()
+        """Replace the file with one line per row, atomically and durably."""
+        rows = list(rows)
+        header = {"formctl_index": FORMAT, "boot": BOOT_ID, "rows": len(rows)}
+        data = _line(header) + b"".join(_line(list(r)) for r in rows)
+        _durable.replace_atomically(self.path, data)
+        self.close()
+        self.refresh()
 
     def adopt(self, rows: Iterable[Row]) -> None:
         """Use ``rows`` in memory only (the index cannot be written: a read-only store)."""
-        grouped: list[list[Row]] = [[] for _ in range(SHARDS)]
-        for row in rows:
-            grouped[shard_of(row[1])].append(row)
-        for log, shard_rows in zip(self.shards, grouped):
-            log.adopt(shard_rows)
+        evidence = self.evidence
+        self._reset(None)
+        self.evidence = evidence
+        self._parsed = _Parsed()
+        self._parsed.apply(list(r) for r in rows)
+        self._key = (-1, -1, -1)  # never equal to a real file's: the next refresh reads the file
