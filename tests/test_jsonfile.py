@@ -16,7 +16,7 @@ import stat
 
 import pytest
 
-from formctl.forms.errors import ConflictError, NotFoundError, ProvenanceError, StoreError
+from formctl.forms.errors import ConflictError, NotFoundError, ProvenanceError, StoreDamagedError, StoreError
 from formctl.forms.instance import (
     Commit,
     DispatchState,
@@ -387,12 +387,15 @@ def test_a_damaged_journal_line_before_a_good_one_is_corruption(store):
         f.write(b"".join(lines))
     damaged = open(journal, "rb").read()
     fresh = JsonFileAdapter(store)
-    with pytest.raises(StoreError) as caught:
-        fresh.get_instance(inst.id)
-    assert journal in caught.value.message and "line 3" in caught.value.message
-    assert "checksum" in caught.value.message
-    with pytest.raises(StoreError):
-        fill(fresh, inst, "name", "Dee")
+    # Reads still work, as of the record before the damage, and say what is wrong.
+    read = fresh.get_instance(inst.id)
+    assert read.version == 2 and values(read) == {"name": "Ada"}
+    damage = fresh.damage(inst.id)
+    assert damage.path == journal and "line 3" in damage.reason and "checksum" in damage.reason
+    assert damage.lost == (3, 4)
+    with pytest.raises(StoreDamagedError) as caught:
+        fill(fresh, read, "name", "Dee")
+    assert caught.value.code == "store_damaged" and inst.id in caught.value.message and "3-4" in caught.value.message
     assert open(journal, "rb").read() == damaged
     assert [p.path for p in fresh.check().problems] == [journal]
 
@@ -406,8 +409,95 @@ def test_a_missing_journal_record_is_corruption(store):
     lines = open(journal, "rb").read().splitlines(keepends=True)
     with open(journal, "wb") as f:
         f.write(b"".join(lines[:2] + lines[3:]))
-    with pytest.raises(StoreError, match="a record is missing"):
-        JsonFileAdapter(store).get_instance(inst.id)
+    fresh = JsonFileAdapter(store)
+    assert values(fresh.get_instance(inst.id)) == {"name": "Ada"}
+    assert "a record is missing" in fresh.damage(inst.id).reason
+    assert fresh.damage(inst.id).lost == (3, 4)
+
+
+def _three_answers(store):
+    a = JsonFileAdapter(store)
+    inst = a.create_instance("travel", 1, "alice", prov())
+    for value in ("Ada", "Bob", "Cy"):
+        inst = fill(a, inst, "name", value)
+    a.close()
+    return inst
+
+
+def _cut_last_line(journal):
+    lines = open(journal, "rb").read().splitlines(keepends=True)
+    with open(journal, "wb") as f:
+        f.write(b"".join(lines[:-1]))
+
+
+def _empty(journal):
+    open(journal, "wb").close()
+
+
+def _corrupt_last_record(journal):
+    data = bytearray(open(journal, "rb").read())
+    data[-5] ^= 0x20  # a bit flipped inside the last record's JSON
+    open(journal, "wb").write(bytes(data))
+
+
+@pytest.mark.parametrize("harm, holds", [(_cut_last_line, 3), (_empty, 1), (_corrupt_last_record, 3)])
+def test_acknowledged_versions_gone_from_the_journal_are_damage_until_repaired(store, harm, holds):
+    inst = _three_answers(store)
+    snapshot, journal = _instance_files(store, inst)
+    harm(journal)
+    harmed = {p: open(p, "rb").read() for p in (snapshot, journal)}
+    a = JsonFileAdapter(store)
+    read = a.get_instance(inst.id)
+    assert read.version == holds
+    damage = a.damage(inst.id)
+    assert damage is not None and damage.lost == (holds + 1, 4) and damage.holds_version == holds
+    assert damage.to_dict()["missing_versions"] == {"from": holds + 1, "to": 4}
+    with pytest.raises(StoreDamagedError):
+        fill(a, read, "name", "Dee")
+    with pytest.raises(StoreDamagedError):
+        a.record_dispatch(inst.id, "k", DispatchState("h", "ok", 1, now_iso()), prov())
+    assert {p: open(p, "rb").read() for p in (snapshot, journal)} == harmed  # the evidence is untouched
+    assert not a.check().ok and a.reindex().problems  # reindex keeps the evidence too
+    assert JsonFileAdapter(store).damage(inst.id).lost == (holds + 1, 4)
+
+    done = a.repair(inst.id, by="sam")
+    assert done.lost == (holds + 1, 4) and done.by == "sam" and done.version == 5
+    kept = os.path.join(store, done.kept)
+    assert open(os.path.join(kept, os.path.basename(snapshot)), "rb").read() == harmed[snapshot]
+    assert open(os.path.join(kept, os.path.basename(journal)), "rb").read() == harmed[journal]
+    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o700
+    assert a.damage(inst.id) is None and a.repair(inst.id, by="sam") is None
+    fresh = JsonFileAdapter(store)
+    assert fresh.check().ok and fresh.damage(inst.id) is None
+    [record] = fresh.repairs(inst.id)
+    assert record["by"] == "sam" and record["lost"] == [holds + 1, 4] and record["at"]
+    after = fill(fresh, fresh.get_instance(inst.id), "name", "Dee")
+    assert after.version == 6 and values(JsonFileAdapter(store).get_instance(inst.id)) == {"name": "Dee"}
+    assert JsonFileAdapter(store).check().ok
+    assert JsonFileAdapter(store, compact_after=1).repairs(inst.id) == (record,)
+
+
+def test_a_repair_survives_compaction(store):
+    inst = _three_answers(store)
+    _, journal = _instance_files(store, inst)
+    _cut_last_line(journal)
+    a = JsonFileAdapter(store, compact_after=2)
+    a.repair(inst.id, by="sam")
+    current = a.get_instance(inst.id)
+    for value in ("x", "y", "z"):
+        current = fill(a, current, "name", value)
+    assert [r["by"] for r in JsonFileAdapter(store).repairs(inst.id)] == ["sam"]
+    assert JsonFileAdapter(store).check().ok
+
+
+def test_a_torn_unacknowledged_last_record_is_not_damage(store):
+    a = JsonFileAdapter(store)
+    inst = fill(a, a.create_instance("travel", 1, "alice", prov()), "name", "Ada")
+    _, journal = _instance_files(store, inst)
+    with open(journal, "ab") as f:  # a whole record whose writer died before its index row
+        f.write(b'0badc0de {"s":2,"v":3,"at":"x","c":{}}\n')
+    assert JsonFileAdapter(store).damage(inst.id) is None
+    assert fill(JsonFileAdapter(store), inst, "name", "Bob").version == 3
 
 
 # --------------------------------------------------------------------------- failing disks

@@ -34,6 +34,7 @@ _EXPORTS = {
     "NotFoundError": "formctl.forms.errors",
     "UnknownFormError": "formctl.forms.errors",
     "StoreError": "formctl.forms.errors",
+    "StoreDamagedError": "formctl.forms.errors",
     "InvalidArgumentError": "formctl.forms.errors",
 }
 
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         FormStaleError,
         InvalidArgumentError,
         NotFoundError,
+        StoreDamagedError,
         StoreError,
         UnknownFormError,
     )

@@ -101,6 +101,21 @@ class StoreError(FormError):
     code = "store_error"
 
 
+class StoreDamagedError(StoreError):
+    """A write to an instance whose files have lost commits the store acknowledged (or hold a
+    corrupt record): refused until ``formctl store repair`` accepts the loss.
+    ``damage`` is the damage as JSON data (what ``--json`` shows under ``"damaged"``)."""
+
+    code = "store_damaged"
+
+    def __init__(self, message: str, damage: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.damage = damage
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "damaged": self.damage}
+
+
 class InvalidArgumentError(FormError):
     """A call whose arguments have the wrong shape (a tool's malformed input, a missing id)."""
 
@@ -116,6 +131,7 @@ __all__ = [
     "InvalidArgumentError",
     "NotFoundError",
     "ProvenanceError",
+    "StoreDamagedError",
     "StoreError",
     "UnknownFormError",
 ]

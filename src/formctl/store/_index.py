@@ -126,6 +126,7 @@ class Index:
         self._base_rows = 0  # rows written by the last rewrite
         self._lines = 0
         self._parsed: _Parsed | None = None
+        self._found: dict[str, tuple[int, tuple[Row | None, bool]]] = {}  # row(): id -> (bytes searched, answer)
 
     # ------------------------------------------------------------------ reading
 
@@ -257,6 +258,17 @@ class Index:
         needle = b'["' + iid.encode("ascii") + b'",'
         data = self._data
         end = len(data)
+        known = self._found.get(iid)
+        if known is not None and data.find(needle, max(0, known[0] - len(needle))) < 0:
+            return known[1]  # nothing about it appended since the last look
+        answer = self._search(needle, end)
+        if len(self._found) > 4096:
+            self._found.clear()
+        self._found[iid] = (end, answer)
+        return answer
+
+    def _search(self, needle: bytes, end: int) -> tuple[Row | None, bool]:
+        data = self._data
         pending = False
         while True:
             pos = data.rfind(needle, 0, end)

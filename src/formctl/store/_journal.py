@@ -10,7 +10,8 @@ was fsynced was ever acknowledged, so:
   ignored by readers and cut off by the next writer before it appends;
 * damage *followed by* a valid line cannot come from a crash (appends are sequential and
   each one is synced before the next starts), so it is corruption: reported, never
-  repaired or overwritten.
+  repaired or overwritten. The records before it still read; those after it cannot be
+  applied (each builds on the one before), but their version stamps say what was lost.
 """
 
 from __future__ import annotations
@@ -29,23 +30,28 @@ def frame(record: dict[str, Any]) -> bytes:
     return b"%08x %s\n" % (zlib.crc32(body), body)
 
 
-class JournalDamage(Exception):
+@dataclass(frozen=True, slots=True)
+class JournalDamage:
     """A damaged line with valid lines after it: corruption, not a torn append."""
 
-    def __init__(self, offset: int, line_number: int, reason: str) -> None:
-        super().__init__(f"line {line_number} (byte {offset}) is damaged: {reason}")
-        self.offset = offset
-        self.line_number = line_number
-        self.reason = reason
+    offset: int
+    line_number: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line_number} (byte {self.offset}) is damaged: {self.reason}"
 
 
 @dataclass(slots=True)
 class Scan:
-    """What a journal's bytes hold: the valid records, and where the valid part ends."""
+    """What a journal's bytes hold: the valid records up to the first damaged line, where
+    that valid part ends, and (when a valid line follows a damaged one) the damage and the
+    valid records after it."""
 
     records: list[dict[str, Any]] = field(default_factory=list)
-    valid_end: int = 0  # absolute offset just past the last valid line
-    torn_bytes: int = 0  # bytes after valid_end (a torn append), ignored
+    valid_end: int = 0  # absolute offset just past the last valid line before any damage
+    damage: JournalDamage | None = None
+    after: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _parse_line(line: bytes) -> tuple[dict[str, Any] | None, str]:
@@ -67,7 +73,8 @@ def _parse_line(line: bytes) -> tuple[dict[str, Any] | None, str]:
 def scan(data: bytes, *, start: int = 0, first_line_number: int = 1) -> Scan:
     """Parse journal bytes that begin at absolute offset ``start`` (a line boundary).
 
-    Raises :class:`JournalDamage` for a damaged line that has a valid line after it.
+    A damaged line with a valid line after it is reported in ``damage``; a damaged tail
+    (nothing valid after it) is a torn append and is left out silently.
     """
     result = Scan(valid_end=start)
     pos = 0
@@ -81,12 +88,13 @@ def scan(data: bytes, *, start: int = 0, first_line_number: int = 1) -> Scan:
         if record is None:
             if damaged is None:
                 damaged = (start + pos, line_number, reason)
+        elif damaged is not None:
+            if result.damage is None:
+                result.damage = JournalDamage(*damaged)
+            result.after.append(record)
         else:
-            if damaged is not None:
-                raise JournalDamage(*damaged)
             result.records.append(record)
             result.valid_end = start + end + 1
         pos = end + 1
         line_number += 1
-    result.torn_bytes = start + len(data) - result.valid_end
     return result

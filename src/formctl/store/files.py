@@ -25,11 +25,11 @@ from typing import Any, Callable, TypeVar
 from formctl.forms.errors import StoreError
 from formctl.forms.instance import DispatchState, Instance
 from formctl.store import _durable
-from formctl.store._journal import JournalDamage, frame, scan
+from formctl.store._journal import frame, scan
 from formctl.store.base import apply_commit, apply_dispatch
 from formctl.store.codec import FORMAT, commit_from_json, file_error, parse_snapshot, snapshot_bytes, unsupported_format
 
-__all__ = ["COMPACT_AFTER", "InstanceFiles", "Loaded", "encoded"]
+__all__ = ["COMPACT_AFTER", "Corruption", "InstanceFiles", "Loaded", "encoded"]
 
 COMPACT_AFTER = 200
 """Journal records folded into a new snapshot at once. A cold read replays at most this many
@@ -39,6 +39,23 @@ _COMPACT_MIN_BYTES = 1 << 20
 _CACHE_SIZE = 4096
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Corruption:
+    """A journal record that cannot be applied although records were written after it.
+
+    The instance reads as of the record before it; ``last_version`` is the highest version
+    stamped on the valid records after it (0 if none says): those versions were reached
+    and are not in what reads show."""
+
+    path: str
+    reason: str
+    last_version: int = 0
+
+
+def _last_version(records: list[dict[str, Any]]) -> int:
+    return max((r["v"] for r in records if isinstance(r.get("v"), int)), default=0)
 
 
 @dataclass(slots=True)
@@ -56,6 +73,11 @@ class Loaded:
     jour_valid: int = 0  # bytes of whole, valid lines; anything after is a torn append
     jour_records: int = 0  # records applied on top of the snapshot
     jour_lines: int = 0
+    corrupt: Corruption | None = None  # the journal is damaged after what was applied
+
+
+class _Unusable(Exception):
+    """A record that passes its checksum but cannot follow the one before it."""
 
 
 def _snap_key(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -117,11 +139,13 @@ class InstanceFiles:
                 return cached
             if jst is not None and cached.jour_ino == jst.st_ino and jst.st_size >= cached.jour_valid:
                 if (
-                    jst.st_size == cached.jour_size == cached.jour_valid
+                    jst.st_size == cached.jour_size
+                    and (cached.jour_size == cached.jour_valid or cached.corrupt is not None)
                     and jst.st_mtime_ns == cached.jour_mtime
                 ):
                     return cached
-                return self._remember(iid, self._catch_up(iid, jpath, cached))
+                if cached.corrupt is None:
+                    return self._remember(iid, self._catch_up(iid, jpath, cached))
         try:
             return self._remember(iid, self._load(iid, spath, jpath))
         except StoreError:
@@ -162,11 +186,13 @@ class InstanceFiles:
         return self._replay(iid, jpath, loaded, data, start=cached.jour_valid, size=jst.st_size, mtime=jst.st_mtime_ns)
 
     def _replay(self, iid: str, jpath: str, loaded: Loaded, data: bytes, *, start: int, size: int, mtime: int) -> Loaded:
-        """Apply journal bytes (starting at offset ``start``) to ``loaded``; returns it updated."""
-        try:
-            found = scan(data, start=start, first_line_number=loaded.jour_lines + 1)
-        except JournalDamage as exc:
-            raise file_error(jpath, f"{exc}; the journal is corrupt and was left as it is.") from None
+        """Apply journal bytes (starting at offset ``start``) to ``loaded``; returns it updated.
+
+        A damaged record with records after it stops the replay there: ``loaded.corrupt`` says
+        what is wrong, and the instance reads as of the record before it."""
+        found = scan(data, start=start, first_line_number=loaded.jour_lines + 1)
+        if found.damage is not None:
+            loaded.corrupt = Corruption(jpath, f"{found.damage}", _last_version(found.after))
         records = found.records
         if start == 0 and records:
             header = records[0]
@@ -180,17 +206,14 @@ class InstanceFiles:
         snap_seq = loaded.seq - loaded.jour_records
         instance = loaded.instance
         line = loaded.jour_lines + (1 if start == 0 and found.records else 0)
-        for record in records:
+        for n, record in enumerate(records):
             line += 1
             try:
                 s = record["s"]
                 if s <= snap_seq:
                     continue  # already in the snapshot (the journal outlived a compaction)
                 if s != loaded.seq + 1:
-                    raise file_error(
-                        jpath, f"line {line} holds record {s} where {loaded.seq + 1} was due; "
-                        "a record is missing, so the journal is corrupt and was left as it is."
-                    )
+                    raise _Unusable(f"line {line} holds record {s} where {loaded.seq + 1} was due (a record is missing)")
                 if "c" in record:
                     instance = apply_commit(
                         instance, commit_from_json(record["c"]), if_version=instance.version, now=record["at"]
@@ -201,17 +224,13 @@ class InstanceFiles:
                 else:
                     raise ValueError("neither a commit nor a dispatch")
                 if record["v"] != instance.version:
-                    raise file_error(
-                        jpath, f"line {line} is stamped version {record['v']} but produces {instance.version}; "
-                        "the journal is corrupt and was left as it is."
-                    )
-            except StoreError:
-                raise
-            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-                raise file_error(
-                    jpath, f"line {line} is a malformed record ({type(exc).__name__}: {exc}); "
-                    "the journal was left as it is."
-                ) from None
+                    raise _Unusable(f"line {line} is stamped version {record['v']} but produces {instance.version}")
+            except (_Unusable, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                reason = str(exc) if isinstance(exc, _Unusable) else (
+                    f"line {line} is a malformed record ({type(exc).__name__}: {exc})")
+                rest = records[n:] + found.after
+                loaded.corrupt = Corruption(jpath, reason, _last_version(rest))
+                break
             loaded.seq = s
             loaded.jour_records += 1
         loaded.instance = instance

@@ -54,15 +54,19 @@ from formctl.store._index import Index, IndexDamaged, sort_recent_first as _rece
 from formctl.store._journal import frame
 from formctl.store.base import apply_commit, apply_dispatch, check_provenance, missing, new_instance, sort_recent_first
 from formctl.store.codec import FORMAT, commit_from_json, commit_to_json, snapshot_bytes
+from formctl.store.damage import Damage, assess
+from formctl.store.files import Loaded
 from formctl.store.files import COMPACT_AFTER, InstanceFiles, encoded
 from formctl.store.ids import is_instance_id, new_instance_id
 from formctl.store.locking import StoreLock
-from formctl.store.maintenance import StoreProblem, StoreReport, row_of
+from formctl.store.maintenance import Repair, StoreProblem, StoreReport, row_of
 
 __all__ = [
     "COMPACT_AFTER",
+    "Damage",
     "FORMAT",
     "JsonFileAdapter",
+    "Repair",
     "StoreProblem",
     "StoreReport",
     "commit_from_json",
@@ -171,11 +175,14 @@ class JsonFileAdapter:
             loaded = self.files.read(instance_id)
             if loaded is None:
                 raise missing(instance_id)
+            self._before_write()
+            damage = self._damage_of(instance_id, loaded)
+            if damage is not None:
+                raise damage.error()
             new, body = change(loaded.instance)
             record = {"s": loaded.seq + 1, "v": new.version, "at": new.updated_at, **body}
             data = encoded(lambda: frame(record))
             subject = new.subject
-            self._before_write()
             self._mark(instance_id, subject)
             try:
                 self.files.append(instance_id, loaded, data, record, new)
@@ -193,6 +200,42 @@ class JsonFileAdapter:
         with self.lock.held(exclusive=False):
             loaded = self.files.read(instance_id)
             return loaded.instance.copy() if loaded is not None else None
+
+    def damage(self, instance_id: str) -> Damage | None:
+        """What the instance's files have lost that the store acknowledged (or a corrupt record
+        inside its journal), or None. While there is damage, writes to it are refused."""
+        if not is_instance_id(instance_id):
+            return None
+        with self.lock.held(exclusive=False):
+            loaded = self.files.read(instance_id)
+            return self._damage_of(instance_id, loaded) if loaded is not None else None
+
+    def repairs(self, instance_id: str) -> tuple[dict[str, Any], ...]:
+        """The losses accepted by ``repair`` on this instance, oldest first (``at``, ``by``,
+        ``lost``: the versions lost, first and last; ``reason``; ``kept``: the copy's folder)."""
+        if not is_instance_id(instance_id):
+            return ()
+        with self.lock.held(exclusive=False):
+            loaded = self.files.read(instance_id)
+            return loaded.repairs if loaded is not None else ()
+
+    def repair(self, instance_id: str, *, by: str) -> Repair | None:
+        """Accept the loss of a damaged instance (None if it is not damaged): keep a copy of its
+        files beside them, record in the instance what was lost, when and by whom, and let
+        writes resume at the version after the last one lost."""
+        return maintenance.repair(self, instance_id, by=by)
+
+    def _damage_of(self, iid: str, loaded: Loaded) -> Damage | None:
+        acknowledged = None
+        try:
+            if self.index.refresh():
+                row, _ = self.index.row(iid)
+            else:
+                row = self.index.evidence.get(iid)
+            acknowledged = row[5] if row is not None else None
+        except IndexDamaged:
+            pass  # no record of what was acknowledged: only a corrupt journal shows
+        return assess(iid, loaded, acknowledged, *self.files.paths(iid))
 
     def find_instances(
         self,

@@ -1,4 +1,4 @@
-"""``formctl store check`` and ``formctl store reindex``: the JSON store examined against itself.
+"""``formctl store check``, ``reindex`` and ``repair``: the JSON store examined against itself.
 
 ``check`` reads every instance file from disk (bypassing any cache) and compares the index
 with what the files hold, changing nothing. ``reindex`` rebuilds the index from the files
@@ -8,25 +8,33 @@ file: it is listed as a problem, with what is wrong, for a person to decide.
 An index row *ahead* of its instance's files (the index acknowledged version 8, the files
 hold 5) is not a stale index: acknowledged commits are gone from the files. Rebuilding
 the index from the files would make it forget them too, so ``reindex`` keeps such a row
-as the evidence, and both report it as a problem.
+as the evidence, and both report it as a problem. ``repair`` is the one way past it: a
+person accepts the loss of one instance's missing versions (:mod:`formctl.store.damage`).
 """
 
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from formctl.forms.errors import StoreError
-from formctl.forms.instance import Instance
+from formctl.forms.instance import Instance, now_iso
 from formctl.store import _durable
 from formctl.store._index import Row
+from formctl.store.base import missing
+from formctl.store.codec import snapshot_bytes
+from formctl.store.files import encoded
 from formctl.store.ids import is_instance_id
 
 if TYPE_CHECKING:
     from formctl.store.jsonfile import JsonFileAdapter
 
-__all__ = ["StoreProblem", "StoreReport", "check", "reindex", "row_of", "scan_instances"]
+__all__ = ["Repair", "StoreProblem", "StoreReport", "check", "reindex", "repair", "row_of", "scan_instances"]
+
+DAMAGED_COPY = ".damaged-"
+"""``instances/<id>.damaged-<time>/``: the copy of a damaged instance's files that ``repair`` keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +83,30 @@ class StoreReport:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """What ``repair`` did: the loss it recorded, and where the damaged files were copied."""
+
+    instance_id: str
+    lost: tuple[int, int] | None  # the versions lost, first and last
+    reason: str
+    by: str
+    at: str
+    kept: str  # the folder holding the copy of the damaged files
+    version: int  # the instance's version now; writes continue from it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "lost_versions": {"from": self.lost[0], "to": self.lost[1]} if self.lost else None,
+            "reason": self.reason,
+            "repaired_by": self.by,
+            "repaired_at": self.at,
+            "kept": self.kept,
+            "version": self.version,
+        }
+
+
 def row_of(instance: Instance) -> Row:
     return (instance.id, instance.subject, instance.def_id, instance.status, instance.updated_at, instance.version)
 
@@ -95,7 +127,8 @@ def check(adapter: JsonFileAdapter) -> StoreReport:
                     f"{len(awaiting)} index row(s) await repair after an interrupted write; the next write repairs them."
                 )
             indexed = index.rows()
-            behind = {iid: p for iid, p in _behind_the_index(adapter, truth, indexed).items() if iid not in awaiting}
+            behind = {iid: p for iid, p in _behind_the_index(adapter, truth, indexed).items()
+                      if iid not in awaiting and iid not in damaged}
             problems.extend(behind.values())
             for iid in sorted(set(truth) | set(indexed)):
                 if iid in awaiting or iid in damaged or iid in behind:
@@ -159,7 +192,8 @@ def _behind_the_index(adapter: JsonFileAdapter, truth: dict[str, Row], indexed: 
             spath, _ = adapter.files.paths(iid)
             behind[iid] = StoreProblem(spath, (
                 f"the index last recorded version {seen[5]}, but the instance's files hold version {row[5]}: "
-                "later answers are missing (a deleted or truncated journal?); the files were left as they are."))
+                "later answers are missing (a deleted or truncated journal?); the files were left as they are. "
+                f"Writes to it are refused: `formctl store repair {iid}` accepts the loss."))
     return behind
 
 
@@ -180,6 +214,8 @@ def scan_instances(adapter: JsonFileAdapter, *, fresh: bool) -> tuple[int, dict[
     for name in names:
         path = os.path.join(folder, name)
         stem, _, ext = name.partition(".")
+        if DAMAGED_COPY in name and os.path.isdir(path):
+            continue  # a copy kept by repair
         if name.endswith(_durable.TEMP_SUFFIX):
             notes.append(f"{path}: temporary file left by an interrupted write (harmless; reindex removes it).")
         elif not is_instance_id(stem) or ext not in ("json", "journal"):
@@ -195,8 +231,16 @@ def scan_instances(adapter: JsonFileAdapter, *, fresh: bool) -> tuple[int, dict[
                 where = getattr(exc, "path", path)
                 problems.append(StoreProblem(where, getattr(exc, "reason", exc.message)))
                 continue
-            if loaded is not None:
-                truth[stem] = row_of(loaded.instance)
+            if loaded is None:
+                continue
+            row = row_of(loaded.instance)
+            if loaded.corrupt is not None:
+                c = loaded.corrupt
+                problems.append(StoreProblem(c.path, (
+                    f"{c.reason}; the journal is corrupt and was left as it is. Reads stop before it and writes "
+                    f"are refused: `formctl store repair {stem}` accepts the loss.")))
+                row = row[:5] + (max(row[5], c.last_version),)  # the version it is known to have reached
+            truth[stem] = row
     return files, truth, problems, notes
 
 
@@ -214,3 +258,79 @@ def _remove_leftovers(adapter: JsonFileAdapter) -> list[str]:
                 _durable.remove_quietly(os.path.join(folder, name))
                 notes.append(f"removed {os.path.join(folder, name)} (left by an interrupted write)")
     return notes
+
+
+def repair(adapter: JsonFileAdapter, iid: str, *, by: str) -> Repair | None:
+    """Accept the loss of a damaged instance's missing versions; None if it is not damaged.
+
+    In this order, so that a crash at any point loses nothing and ``repair`` can be run
+    again: copy the files into ``instances/<id>.damaged-<time>/`` (synced); remove the
+    journal; write a new snapshot of what reads showed, at the version after the last one
+    lost, carrying the record of the loss (``repairs``); then the index row.
+    """
+    if not is_instance_id(iid):
+        raise missing(iid)
+    adapter.ensure_layout()
+    with adapter.lock.held(exclusive=True, for_write=True):
+        files = adapter.files
+        loaded = files.read(iid, fresh=True)
+        if loaded is None:
+            raise missing(iid)
+        adapter._before_write()
+        damage = adapter._damage_of(iid, loaded)
+        if damage is None:
+            return None
+        at = now_iso()
+        spath, jpath = files.paths(iid)
+        kept, journal_lines = _keep_copy(files.folder, iid, spath, jpath)
+        instance = loaded.instance.copy()
+        instance.version = max(damage.lost_to, damage.holds_version) + 1
+        instance.updated_at = at
+        record = {"at": at, "by": by, "lost": list(damage.lost) if damage.lost else None,
+                  "reason": damage.reason, "kept": os.path.relpath(kept, adapter.directory)}
+        # Past every record number the old journal can hold, so none of it is ever replayed again.
+        seq = loaded.seq + journal_lines + 1
+        data = encoded(lambda: snapshot_bytes(instance, seq, loaded.repairs + (record,)))
+        subject = instance.subject
+        adapter._mark(iid, subject)
+        try:
+            if os.path.exists(jpath):
+                os.unlink(jpath)
+                _durable.sync_dir(files.folder)
+            _durable.replace_atomically(spath, data)
+        except OSError as exc:
+            files.forget(iid)
+            adapter.index.put(iid, subject, row_of(loaded.instance))
+            raise _durable.os_error(exc, f"write {spath}") from None
+        files.forget(iid)
+        adapter.index.put(iid, subject, row_of(instance))
+        return Repair(iid, damage.lost, damage.reason, by, at, kept, instance.version)
+
+
+def _keep_copy(folder: str, iid: str, *paths: str) -> tuple[str, int]:
+    """Copy the instance's files (those that exist) into a new private folder beside them, durably.
+    Returns the folder and the number of lines the journal held."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    kept = os.path.join(folder, f"{iid}{DAMAGED_COPY}{stamp}")
+    lines = 0
+    try:
+        _durable.make_dir(kept)
+        for path in paths:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                continue
+            if path.endswith(".journal"):
+                lines = data.count(b"\n") + 1
+            fd = _durable.open_private(os.path.join(kept, os.path.basename(path)), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                _durable.write_all(fd, data)
+                _durable.sync(fd)
+            finally:
+                os.close(fd)
+        _durable.sync_dir(kept)
+        _durable.sync_dir(folder)
+    except OSError as exc:
+        raise _durable.os_error(exc, f"keep a copy of the damaged files in {kept}") from None
+    return kept, lines
