@@ -5,6 +5,8 @@
   (``COLUMNS`` would make a CLI test's output wrap where the shell is narrow), reach a test.
 * ``_no_fsync`` (autouse): the JSON store skips fsync, unless the test is marked
   ``@pytest.mark.durable``. Everything else (temp files, renames, locks) is as in production.
+* ``_simulated_contention`` (autouse): a write that keeps meeting conflicts backs off on a
+  simulated clock (its pauses advance it, nothing sleeps), so giving up takes no time.
 * ``clock``: every reading of the engine's and the stores' clock is one second after the
   last, so "most recently updated" never rests on a tie or on sleeping.
 * ``registry``: a FormRegistry with every form in ``example_forms.ALL_FORMS`` registered.
@@ -57,6 +59,15 @@ def _no_fsync(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         from formctl.store import _durable
 
         monkeypatch.setattr(_durable, "fsync_enabled", False)
+
+
+@pytest.fixture(autouse=True)
+def _simulated_contention(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formctl.forms import contention
+
+    now = [0.0]
+    monkeypatch.setattr(contention, "clock", lambda: now[0])
+    monkeypatch.setattr(contention, "sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
 
 
 @pytest.fixture

@@ -332,14 +332,14 @@ def test_resolve_retries_conflicts(adapter, registry, log):
     assert r.conflict_retries == 4
 
 
-def test_resolve_gives_up_after_five_conflicts_and_the_instance_still_waits(adapter, registry, log):
+def test_resolve_gives_up_when_conflicts_outlast_its_patience_and_the_instance_still_waits(adapter, registry, log):
     from test_cycle import FlakyAdapter
 
     register(registry, cap_lab(log, with_run=False))
     flaky = FlakyAdapter(adapter)
     r = FormRunner(flaky, registry=registry, subject="s1")
     r.start("cap-lab", seed={"total": 500})
-    flaky.conflicts = 5
+    flaky.conflicts = 10**6
 
     with pytest.raises(ConflictError):
         r.resolve_checkpoint()

@@ -250,15 +250,18 @@ def test_a_write_retries_conflicts_and_lands_once(lab_runner, flaky, log):
     assert log.keys == ["field:trigger:1", "step:one:1"]
 
 
-def test_a_fifth_conflict_raises_and_nothing_is_written(lab_runner, flaky, log):
+def test_conflicts_past_the_patience_raise_and_nothing_is_written(lab_runner, flaky, log):
+    from formctl.forms import contention
+
+    start = contention.clock()
     before = lab_runner.open_instance()
-    flaky.attempts, flaky.conflicts = 0, 5
+    flaky.attempts, flaky.conflicts = 0, 10**6
 
     with pytest.raises(ConflictError) as err:
         lab_runner.fill({"trigger": "t"})
 
     assert err.value.code == "form_conflict"
-    assert flaky.attempts == 5
+    assert flaky.attempts > 5 and contention.clock() - start == pytest.approx(contention.PATIENCE)
     after = lab_runner.open_instance()
     assert (after.version, after.entries) == (before.version, before.entries)
     assert log.keys == []
@@ -321,7 +324,7 @@ def test_the_closing_commit_retries_conflicts(lab_runner, flaky, log):
 def test_a_closing_commit_that_keeps_conflicting_raises_but_the_answer_stays(lab_runner, flaky, log):
     log.behaviours["field:trigger"] = Jump("one")
     flaky.only = lambda commit: commit.open_step_override is not UNSET
-    flaky.conflicts = 5
+    flaky.conflicts = 10**6
 
     with pytest.raises(ConflictError):
         lab_runner.fill({"trigger": "t"})
@@ -339,9 +342,9 @@ def test_abandon_retries_conflicts(lab_runner, flaky):
     assert (stored.status, stored.closed_reason) == ("abandoned", "duplicate claim")
 
 
-def test_abandon_gives_up_after_five_conflicts(lab_runner, flaky):
+def test_abandon_gives_up_when_conflicts_outlast_its_patience(lab_runner, flaky):
     iid = lab_runner.open_instance().id
-    flaky.conflicts = 5
+    flaky.conflicts = 10**6
 
     with pytest.raises(ConflictError):
         lab_runner.abandon("duplicate claim")

@@ -1,9 +1,12 @@
-"""Concurrency test: four processes fill one instance 200 times each through FormRunner.
+"""Concurrency test: four processes fill one instance 200 times each through FormRunner,
+beside processes that keep every CPU busy.
 
 Each process (``helpers/store_concurrency_child.py``) owns one field and fills it 200
-times; the runner retries compare-and-set conflicts. Afterwards no revision may be
-lost, the versions the store acknowledged must be exactly one per commit with no two
-commits at the same version, and every conflict must show up in the counters.
+times, and gives up on the first error: every fill must succeed on its own. The JSON
+store serialises each read, stage and commit under its lock, so a writer waits instead
+of failing: no compare-and-set conflict happens at all. Afterwards no revision may be
+lost, and the versions the store acknowledged must be exactly one per commit, with no
+two commits at the same version.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ def test_four_processes_filling_one_instance_lose_no_revision(tmp_path):
     instance = setup.create_instance("race", 1, "race", Provenance("test", "setup", now_iso()))
     start_version = instance.version
 
+    # A machine busy with other work: as many spinning processes as there are CPUs.
+    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     workers = [
         subprocess.Popen(
             [sys.executable, os.path.join(HELPERS, "store_concurrency_child.py"), store, instance.id, str(w), str(FILLS)],
@@ -52,9 +57,10 @@ def test_four_processes_filling_one_instance_lose_no_revision(tmp_path):
             assert worker.returncode == 0, out
             summaries.append(json.loads(out.strip().splitlines()[-1]))
     finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
+        for process in workers + load:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
 
     total = WORKERS * FILLS
     # Exactly one version per commit: every acknowledged version is distinct, and together
@@ -74,11 +80,9 @@ def test_four_processes_filling_one_instance_lose_no_revision(tmp_path):
     seqs = sorted(e.seq for log in stored.entries.values() for e in log.revisions)
     assert seqs == list(range(1, total + 1)) and stored.revision_seq == total
 
-    # Every compare-and-set failure is counted: at the adapter, and (as retries, or as
-    # fills that ran out of attempts and were tried again) at the runner.
+    # Serialised under the store's lock: nobody ever lost a race, so nobody retried.
     for s in summaries:
-        assert s["attempts"] == FILLS + s["adapter_conflicts"]
-        assert s["adapter_conflicts"] == s["runner_conflict_retries"] + s["exhausted"]
-    conflicts = sum(s["adapter_conflicts"] for s in summaries)
-    print(f"{total} fills by {WORKERS} processes; {conflicts} conflicts retried")
+        assert s["attempts"] == FILLS
+        assert s["adapter_conflicts"] == 0 and s["runner_conflict_retries"] == 0
+    print(f"{total} fills by {WORKERS} processes beside {len(load)} CPU-bound ones; no conflict")
     assert JsonFileAdapter(store).check().ok

@@ -6,7 +6,8 @@ follows one cycle:
 1. stage the revisions (validated once, here, and never again);
 2. evaluate the stored instance (``before``) and the projected one (``after``), find the
    rising edges, and commit entries, occurrence counters and status in one
-   compare-and-set write, re-reading and re-applying on a conflict (at most 5 attempts);
+   compare-and-set write, under the adapter's lock when it offers one, else re-reading
+   and re-applying on a conflict for up to two seconds (:mod:`formctl.forms.contention`);
 3. only then run the executors the edges imply, in the fixed order (field ``on_fill``,
    step ``on_complete``, checkpoint ``run``, form ``on_complete``), each under its
    idempotency key ``instance:hook:occurrence``;
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field as dc_field
 from typing import Any, Callable, Iterable
 
 from formctl.forms.compile import CompiledField, CompiledForm
+from formctl.forms.contention import Attempts
 from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
 from formctl.forms.errors import (
     ConflictError,
@@ -69,7 +71,6 @@ from formctl.forms.reading import InstanceSummary, InstanceView, drifted, is_sta
 from formctl.forms.validate import issue_hint, json_data
 from formctl.store.base import apply_entry_commit
 
-MAX_ATTEMPTS = 5
 MAX_ROUNDS = 8
 
 _OWNER = f"{socket.gethostname()}:{os.getpid()}"
@@ -526,18 +527,27 @@ class FormRunner:
             raise NotFoundError(f'No form instance "{instance_id}".')
         return instance
 
+    @staticmethod
+    def _changed_under_the_write(fresh: Instance) -> Instance:
+        if fresh.status == "abandoned":  # abandoned under us: nothing more may be written
+            raise FormError(_abandoned(fresh.id))
+        return fresh
+
     def _commit_retrying(
         self, instance: Instance, build: Callable[[Instance], Commit | None], prov: Provenance
     ) -> Instance:
-        """Commit ``build(instance)``; on a conflict re-read and rebuild, at most 5 attempts (departure 10)."""
-        for attempt in range(MAX_ATTEMPTS):
+        """Commit ``build(instance)``; on a conflict re-read and rebuild (see :mod:`formctl.forms.contention`)."""
+        attempts = Attempts(self.adapter, instance.id)
+        for _ in attempts:
+            if attempts.serialised:
+                instance = self._reload(instance.id)
             commit = build(instance)
             if commit is None or commit.is_empty():
                 return instance
             try:
                 return self.adapter.commit_instance(instance.id, commit, if_version=instance.version, provenance=prov)
             except ConflictError:
-                if attempt == MAX_ATTEMPTS - 1:
+                if attempts.expired():
                     raise
                 self.conflict_retries += 1
                 instance = self._reload(instance.id)
@@ -679,7 +689,12 @@ class FormRunner:
         round_no: int = 0,
     ) -> tuple[Instance, list[str]]:
         """One commit round and the rounds its patches cause. Returns the final instance and staged ids."""
-        for attempt in range(MAX_ATTEMPTS):
+        attempts = Attempts(self.adapter, instance.id)
+        for _ in attempts:
+            if attempts.serialised:
+                fresh = self._reload(instance.id)
+                if fresh.version != instance.version:
+                    instance = self._changed_under_the_write(fresh)
             staged, moves = plan(instance)
             before = empty_evaluation(compiled) if is_start else self._evaluation(compiled, instance)
             entries_commit, projected, appended = self._project(instance, staged, moves, prov)
@@ -739,12 +754,10 @@ class FormRunner:
                     instance.id, commit, if_version=instance.version, provenance=prov
                 )
             except ConflictError:
-                if attempt == MAX_ATTEMPTS - 1:
+                if attempts.expired():
                     raise
                 self.conflict_retries += 1
-                instance = self._reload(instance.id)
-                if instance.status == "abandoned":  # abandoned under us: nothing more may be written
-                    raise FormError(_abandoned(instance.id))
+                instance = self._changed_under_the_write(self._reload(instance.id))
                 continue
             break
         if not after.read_fired:

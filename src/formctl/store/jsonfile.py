@@ -161,6 +161,19 @@ class JsonFileAdapter:
             lambda stored: (apply_dispatch(stored, key, state, now=now_iso()), {"d": [key, state.to_dict()]}),
         )
 
+    @contextmanager
+    def exclusive(self, instance_id: str) -> Iterator[None]:
+        """Hold the store's writer lock across a whole read, stage and commit of ``instance_id``.
+
+        The runner takes it (when an adapter offers it) around each commit round, so that no
+        other writer, in this process or another on this machine, can commit between its
+        read and its write: a local writer then never meets a conflict, and under contention
+        writers queue on the lock instead of retrying. Reads and writes made inside it by the
+        same thread go straight through. Hold it only for in-memory work: every reader of the
+        store waits while it is held."""
+        with self._writing():
+            yield
+
     def _journal_write(
         self, instance_id: str, change: Callable[[Instance], tuple[Instance, dict[str, Any]]]
     ) -> Instance:

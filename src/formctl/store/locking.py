@@ -33,16 +33,6 @@ class StoreLock:
         self._pid = 0
         self._held: str | None = None
 
-    @property
-    def held_exclusively(self) -> bool:
-        """True in the thread that holds the lock exclusively (inside :meth:`held`)."""
-        if not self._mutex.acquire(blocking=False):
-            return False
-        try:
-            return self._held == "ex"
-        finally:
-            self._mutex.release()
-
     @contextmanager
     def held(self, *, exclusive: bool, for_write: bool = False) -> Iterator[None]:
         """Hold the lock (and the mutex). ``for_write``: the lock file must exist or be created."""

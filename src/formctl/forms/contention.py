@@ -1,0 +1,74 @@
+"""How a write waits out other writers of the same instance.
+
+Two mechanisms, the first preferred:
+
+* An adapter that can serialise a whole read, stage and commit offers
+  ``exclusive(instance_id)``, a context manager (the JSON store holds its file lock). Each
+  attempt then runs inside it, re-reading the instance first, so no other writer can
+  commit in between: a local writer never meets a conflict; under contention writers
+  queue on the lock.
+* Otherwise (or when a writer elsewhere still got in first) a compare-and-set conflict is
+  retried after a pause that doubles from a few milliseconds, with jitter so that writers
+  that collided do not collide again in step, for up to :data:`PATIENCE` seconds in all.
+  Then the :class:`~formctl.forms.errors.ConflictError` goes to the caller.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from contextlib import nullcontext
+from typing import Any, Callable, Iterator
+
+__all__ = ["PATIENCE", "Attempts"]
+
+PATIENCE = 2.0
+"""Seconds a write keeps retrying conflicts before it gives up."""
+
+_FIRST_PAUSE = 0.004
+_LONGEST_PAUSE = 0.25
+
+clock: Callable[[], float] = time.monotonic
+sleep: Callable[[float], None] = time.sleep
+"""Looked up on every use, so that a test can run the pauses on a simulated clock."""
+
+
+class Attempts:
+    """``for _ in Attempts(adapter, instance_id):`` runs the body once per attempt, inside the
+    adapter's ``exclusive`` lock when it offers one; the body ``break``s on success and, on a
+    conflict, re-raises when :meth:`expired` and ``continue``s otherwise (the pause comes
+    between attempts, outside the lock)."""
+
+    def __init__(
+        self,
+        adapter: Any,
+        instance_id: str,
+        *,
+        patience: float = PATIENCE,
+    ) -> None:
+        self._exclusive = getattr(adapter, "exclusive", None)
+        self._instance_id = instance_id
+        self._deadline = clock() + patience
+        self._pauses = 0
+
+    @property
+    def serialised(self) -> bool:
+        """True when each attempt holds the adapter's lock (re-read the instance inside it)."""
+        return self._exclusive is not None
+
+    def expired(self) -> bool:
+        return clock() >= self._deadline
+
+    def __iter__(self) -> Iterator[None]:
+        while True:
+            with self._exclusive(self._instance_id) if self._exclusive is not None else nullcontext():
+                yield
+            self._pause()
+
+    def _pause(self) -> None:
+        remaining = self._deadline - clock()
+        if remaining <= 0:
+            return
+        pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2**self._pauses) * (0.5 + random.random())
+        self._pauses += 1
+        sleep(min(pause, remaining))
