@@ -20,7 +20,15 @@ from typing import Any
 from formctl.forms.errors import StoreDamagedError
 from formctl.store.files import Loaded
 
-__all__ = ["Damage", "assess"]
+__all__ = ["Damage", "assess", "versions_text"]
+
+
+def versions_text(lost: tuple[int, int] | list[int] | None, verb: str = "is") -> str:
+    """``version 5 is`` / ``versions 5-8 are`` (``verb`` in the singular: "is" or "was")."""
+    if not lost:
+        return f"a record that changes no version {verb}"
+    plural = {"is": "are", "was": "were"}[verb]
+    return f"version {lost[0]} {verb}" if lost[0] == lost[1] else f"versions {lost[0]}-{lost[1]} {plural}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +47,7 @@ class Damage:
 
     def describe(self) -> str:
         """One line, for a warning or an error."""
-        lost = self.lost
-        if lost is None:
-            what = "a record is damaged"
-        elif lost[0] == lost[1]:
-            what = f"version {lost[0]} is missing"
-        else:
-            what = f"versions {lost[0]}-{lost[1]} are missing"
+        what = f"{versions_text(self.lost)} missing"
         return f"instance {self.instance_id} is damaged: {what} from its files ({self.reason}); reads show version {self.holds_version}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,4 +79,4 @@ def assess(iid: str, loaded: Loaded, acknowledged: int | None, snapshot_path: st
     if corrupt is not None:
         return Damage(iid, corrupt.path, corrupt.reason, held, max(acknowledged, corrupt.last_version))
     path = journal_path if loaded.jour_ino is not None else snapshot_path
-    return Damage(iid, path, f"the store acknowledged version {acknowledged}", held, acknowledged)
+    return Damage(iid, path, f"the store had acknowledged version {acknowledged}", held, acknowledged)

@@ -30,8 +30,8 @@ def instances(
     if not store_path(store).exists():  # likely a mistyped --store: "no instances" alone would hide it
         sys.stderr.write(f"note: no form store at {store_path(store)} yet (--store DIR or FORMCTL_STORE)\n")
     damaged: list[Any] = []
-    found = open_store(store).find_instances(subject=subject, def_id=form, status=status, limit=limit,
-                                             damaged=damaged)
+    adapter = open_store(store)
+    found = adapter.find_instances(subject=subject, def_id=form, status=status, limit=limit, damaged=damaged)
     for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
         sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
     rows = []
@@ -40,6 +40,9 @@ def instances(
                "answered": len(i.entries), "updated_at": i.updated_at}
         if i.closed_reason:
             row["closed_reason"] = i.closed_reason
+        damage = _warn_if_damaged(adapter, i.id)
+        if damage is not None:
+            row["damaged"] = damage
         rows.append(row)
     if as_json:
         _print_json({"instances": rows})
@@ -71,6 +74,7 @@ def inspect(
     if (field is not None and not field.strip()) or (step is not None and not step.strip()):
         _fail(f"--{'field' if field is not None else 'step'} needs a name or id.", 2)
     runner = open_runner(store, forms)
+    damage = _warn_if_damaged(open_store_for(store), instance_id)
     if field is not None:
         view = runner.inspect("field", field, instance_id=instance_id)
     elif step is not None:
@@ -82,7 +86,7 @@ def inspect(
         # "nothing there"); at the command line it is a mistake, reported like history's.
         _unknown_name(runner, view.def_id, "step" if field is None else "field", field if field is not None else step)
     if as_json:
-        _print_json(view.to_dict())
+        _print_json(_with_damage(view.to_dict(), damage))
         return
     from formctl.cli import render
 
@@ -118,6 +122,8 @@ def history(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
+    adapter = open_store_for(store)
+    damage = _warn_if_damaged(adapter, instance_id)
     if field is not None:
         histories = [runner.history(field, instance_id=instance_id).to_dict()]
     else:
@@ -125,12 +131,22 @@ def history(
         ordered = [f.id for f in compiled.fields if f.id in instance.entries]
         ordered += [f for f in instance.entries if f not in compiled.field_by_id]
         histories = [runner.history(f, instance_id=instance_id).to_dict() for f in ordered]
+    repairs = [dict(r) for r in adapter.repairs(instance_id)]
     if as_json:
-        _print_json(histories[0] if field is not None else {"instance_id": instance_id, "fields": histories})
+        data = histories[0] if field is not None else {"instance_id": instance_id, "fields": histories}
+        if repairs:
+            data["repairs"] = repairs
+        _print_json(_with_damage(data, damage))
         return
     from formctl.cli import render
 
     render.print_histories(histories)
+    from formctl.store.damage import versions_text
+
+    for r in repairs:  # the loss someone accepted is part of the instance's history
+        what = f"{versions_text(r.get('lost'), 'was')} lost"
+        typer.echo(f"{r['at']}  {what} ({r.get('reason')}); accepted by {r['by']} with formctl store repair; "
+                   f"the damaged files are kept in {r.get('kept')}")
 
 
 @app.command(cls=_Command, epilog=_example("formctl export form_lx2k9_ab12cd --json > claim.json"))
@@ -148,6 +164,7 @@ def export(
     from formctl.forms.project import answers, complete_flag
 
     runner = open_runner(store, forms)
+    damage = _warn_if_damaged(open_store_for(store), instance_id)
     compiled, instance, ev = runner.evaluation(instance_id)
     data = {
         "instance_id": instance.id,
@@ -165,9 +182,30 @@ def export(
     if instance.closed_reason:
         data["closed_reason"] = instance.closed_reason
     if as_json:
-        _print_json(data)
+        _print_json(_with_damage(data, damage))
         return
     from formctl.cli import render
 
     render.print_export(data, {f.id: f.label for f in compiled.fields})
 
+
+
+def open_store_for(store: Optional[str]) -> Any:
+    from formctl.cli.workspace import open_store
+
+    return open_store(store)
+
+
+def _warn_if_damaged(adapter: Any, instance_id: str) -> dict[str, Any] | None:
+    """Say on stderr, in one line, that the instance's files lost what the store acknowledged
+    (the read goes on, showing what they hold); the damage as JSON data, or None."""
+    damage = adapter.damage(instance_id) if hasattr(adapter, "damage") else None
+    if damage is None:
+        return None
+    sys.stderr.write(f"warning: {damage.describe()}; writes to it are refused until "
+                     f"formctl store repair {instance_id}\n")
+    return damage.to_dict()
+
+
+def _with_damage(data: dict[str, Any], damage: dict[str, Any] | None) -> dict[str, Any]:
+    return {**data, "damaged": damage} if damage is not None else data
