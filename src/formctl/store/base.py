@@ -10,6 +10,10 @@ faithfully is a correct adapter. Four invariants are the whole contract:
    ``if_version`` raises :class:`ConflictError`.
 3. A commit is all-or-nothing: entries, occurrences, dispatches and status land together.
 4. Reads return snapshots: callers can never mutate storage through a returned object.
+
+Optionally an adapter offers ``exclusive(instance_id)``, a context manager inside which no
+other writer can commit: the runner then runs each read, stage and commit inside it and
+never meets a conflict from those writers (:mod:`formctl.forms.contention`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ O(fields) however long the answer logs grow.
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store.base import (
@@ -26,6 +29,14 @@ class MemoryAdapter:
     def __init__(self, identifier: str | None = None) -> None:
         self.identifier = identifier or f"in-memory-forms-{int(time.time() * 1000)}"
         self._instances: dict[str, Instance] = {}
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def exclusive(self, instance_id: str) -> Iterator[None]:
+        """Serialise a read, stage and commit against every other write to this adapter
+        (optional in the protocol; the runner uses it when an adapter offers it)."""
+        with self._lock:
+            yield
 
     def create_instance(
         self,
@@ -76,18 +87,20 @@ class MemoryAdapter:
         self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
     ) -> Instance:
         check_provenance(provenance)
-        stored = self._instances.get(instance_id)
-        if stored is None:
-            raise missing(instance_id)
-        new = apply_commit(stored, commit, if_version=if_version, now=now_iso())
-        self._instances[instance_id] = new
+        with self._lock:
+            stored = self._instances.get(instance_id)
+            if stored is None:
+                raise missing(instance_id)
+            new = apply_commit(stored, commit, if_version=if_version, now=now_iso())
+            self._instances[instance_id] = new
         return new.copy()
 
     def record_dispatch(
         self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
     ) -> None:
         check_provenance(provenance)
-        stored = self._instances.get(instance_id)
-        if stored is None:
-            raise missing(instance_id)
-        self._instances[instance_id] = apply_dispatch(stored, key, state, now=now_iso())
+        with self._lock:
+            stored = self._instances.get(instance_id)
+            if stored is None:
+                raise missing(instance_id)
+            self._instances[instance_id] = apply_dispatch(stored, key, state, now=now_iso())
