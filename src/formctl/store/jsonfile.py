@@ -21,8 +21,9 @@ Why it survives a crash at any instant
   absent, or complete in the page cache (the commit lands though unacknowledged: allowed),
   or, after a power cut, torn. A torn line fails its checksum or lacks its newline and is
   at the tail, so readers ignore it and the next writer cuts it off before appending.
-  Damage with a valid line after it cannot come from a crash and is reported as
-  corruption.
+  Damage with a valid line after it cannot come from a crash, and neither can files that
+  hold less than the index acknowledged: both are *damage* (damage.py), which reads
+  report and writes refuse until ``repair`` accepts the loss.
 * Compaction writes the new snapshot completely before it replaces the old one, and only
   then removes the journal. Killed between the two, the old journal's records all have
   ``s <= seq`` of the new snapshot and are skipped; a gap in ``s`` is corruption.
@@ -315,8 +316,10 @@ class JsonFileAdapter:
     def find_open_instance(self, subject: str) -> Instance | None:
         """The subject's most recently updated instance that is not abandoned.
 
-        Raises :class:`StoreError` if that instance's file is corrupt, rather than quietly
-        answering with an older instance (or none, which would start a new form).
+        Raises :class:`StoreError` if that instance's snapshot cannot be read, rather than
+        quietly answering with an older instance (or none, which would start a new form).
+        A damaged journal is not such a case: the instance is returned as its files hold it
+        (see :meth:`damage`).
         """
 
         def run() -> Instance | None:
