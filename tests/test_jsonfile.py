@@ -806,12 +806,12 @@ def test_threads_sharing_one_adapter_lose_no_revision(store):
 
 
 def test_one_start_in_a_new_store_creates_at_most_four_files(tmp_path):
-    from pathlib import Path
+    from fixture_project import FORMS
 
     from formctl import FormRegistry, FormRunner
 
     store = tmp_path / "store"
-    registry = FormRegistry.from_toml(Path(__file__).resolve().parent.parent / "forms" / "registry.toml")
+    registry = FormRegistry.from_toml(FORMS / "registry.toml")
     runner = FormRunner(JsonFileAdapter(store), registry=registry, subject="dana")
     runner.start("travel-claim", seed={"full_name": "Dana Reeve"})
     made = sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file())
