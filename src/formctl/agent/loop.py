@@ -43,7 +43,7 @@ from formctl.agent.events import (
     ToolResult,
     TurnEnd,
 )
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest
+from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, content_blocks
 from formctl.agent.prompt import system_prompt as build_system_prompt
 from formctl.agent.tools import FormTools, is_error
 from formctl.forms.errors import FormError
@@ -88,12 +88,6 @@ def tool_result_block(tool_use_id: str, envelope: dict[str, Any]) -> dict[str, A
         "content": json.dumps(envelope, ensure_ascii=False, separators=(",", ":")),
         "is_error": is_error(envelope),
     }
-
-
-def _blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return list(content or [])
 
 
 def _clean(reply: ModelReply) -> ModelReply:
@@ -272,7 +266,7 @@ class ChatLoop:
             # The last turn went unanswered (a model error, a cancel, the iteration limit):
             # join it, so the conversation keeps alternating and nothing the person said is lost.
             last = self.messages[-1]
-            self.messages[-1] = {"role": "user", "content": [*_blocks(last.get("content")), block]}
+            self.messages[-1] = {"role": "user", "content": [*content_blocks(last.get("content")), block]}
         else:
             self.messages.append({"role": "user", "content": [block]})
 
@@ -281,7 +275,7 @@ class ChatLoop:
         messages = list(self.messages)
         if tier0 and messages and messages[-1].get("role") == "user":
             last = messages[-1]
-            messages[-1] = {**last, "content": [*_blocks(last.get("content")), {"type": "text", "text": tier0}]}
+            messages[-1] = {**last, "content": [*content_blocks(last.get("content")), {"type": "text", "text": tier0}]}
         return messages
 
     def _settle_unanswered(self) -> None:
@@ -334,11 +328,11 @@ def _repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     last_assistant = messages[index]
     if last_assistant.get("role") != "assistant":
         return messages
-    wanted = [b.get("id", "") for b in _blocks(last_assistant.get("content")) if b.get("type") == "tool_use"]
+    wanted = [b.get("id", "") for b in content_blocks(last_assistant.get("content")) if b.get("type") == "tool_use"]
     if not wanted:
         return messages
     following = messages[index + 1] if index + 1 < len(messages) else None
-    existing = _blocks(following.get("content")) if following is not None else []
+    existing = content_blocks(following.get("content")) if following is not None else []
     answered = {b.get("tool_use_id") for b in existing if b.get("type") == "tool_result"}
     missing = [tool_result_block(i, _NOT_RUN) for i in wanted if i not in answered]
     if not missing:

@@ -35,7 +35,7 @@ import logging
 import os
 from typing import Any
 
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink
+from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
 
 __all__ = ["AnthropicModel"]
 
@@ -254,17 +254,13 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages as the API wants them: no empty text blocks, one cache breakpoint at the newest assistant turn."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            blocks = [{"type": "text", "text": content}] if content else []
-        else:
-            blocks = []
-            for block in content or []:
-                if block.get("type") == "text" and not block.get("text"):
-                    continue
-                block = dict(block)
-                block.pop("cache_control", None)
-                blocks.append(block)
+        blocks = []
+        for block in content_blocks(message.get("content")):
+            if block.get("type") == "text" and not block.get("text"):
+                continue
+            block = dict(block)
+            block.pop("cache_control", None)
+            blocks.append(block)
         out.append({"role": message.get("role"), "content": blocks})
     for message in reversed(out):
         if message["role"] == "assistant" and message["content"]:

@@ -22,6 +22,14 @@ from formctl.forms.errors import FormError
 TextSink = Callable[[str], None]
 
 
+def content_blocks(content: Any) -> list[dict[str, Any]]:
+    """A message's ``content`` as a list of blocks: a plain string is one text block (none when
+    empty), and anything in a list that is not a block is left out."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
 class ModelError(FormError):
     """The model could not answer (bad key, rate limit past the retries, overload, a dropped
     connection, a malformed reply). ``message`` is one line a person can act on; nothing

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterator
 
+from formctl.agent.models.base import content_blocks
 from formctl.cli import render
 from formctl.cli.chat.session import ChatSession
 
@@ -104,9 +105,8 @@ def _last_said(messages: list[dict[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("role") != "assistant":
             continue
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
-        text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        blocks = content_blocks(message.get("content"))
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         if text.strip():
             return text.rstrip("\n") + "\n"
     return ""

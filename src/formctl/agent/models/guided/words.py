@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from formctl.agent.models.base import content_blocks
+
 TIER0_PREFIX = "[form: "
 
 # Whole-message commands, after _command_key() (lower case, no punctuation, single spaces).
@@ -28,13 +30,6 @@ _COMMANDS: dict[str, str] = {
 }
 _LABELLED = re.compile(r"^\s*([^:=\n]{1,60}?)\s*[:=]\s*(.*?)\s*$", re.S)
 
-def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in content or [] if isinstance(b, dict)]
-
-
 def _person_words(message: dict[str, Any]) -> str | None:
     """The person's words in a user turn, or None for a turn of tool results.
 
@@ -43,7 +38,7 @@ def _person_words(message: dict[str, Any]) -> str | None:
     a failed model call the loop joins the next message onto the unanswered turn, so the
     newest words are the last block left, and those are the ones answered.
     """
-    blocks = _blocks(message)
+    blocks = content_blocks(message.get("content"))
     has_results = any(b.get("type") == "tool_result" for b in blocks)
     texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
     if texts and texts[-1].startswith(TIER0_PREFIX):
@@ -102,7 +97,7 @@ def _read_turn(messages: list[dict[str, Any]]) -> _Turn:
     calls: list[dict[str, Any]] = []
     results: dict[str, _Result] = {}
     for message in messages[(start + 1) if start is not None else 0:]:
-        for block in _blocks(message):
+        for block in content_blocks(message.get("content")):
             if message.get("role") == "assistant" and block.get("type") == "tool_use":
                 calls.append(block)
             elif block.get("type") == "tool_result":
@@ -113,7 +108,7 @@ def _read_turn(messages: list[dict[str, Any]]) -> _Turn:
     names: dict[str, str] = {}
     instance_id = None
     for message in messages:
-        for block in _blocks(message):
+        for block in content_blocks(message.get("content")):
             if block.get("type") == "tool_use":
                 names[str(block.get("id"))] = str(block.get("name"))
             elif block.get("type") == "tool_result" and names.get(str(block.get("tool_use_id"))) != "form_history":
