@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from formctl.files import replace_text
 from formctl.forms.errors import InvalidArgumentError, StoreError
 
 __all__ = ["ConversationStore"]
@@ -79,21 +79,7 @@ class ConversationStore:
             raise StoreError(f"The conversation for {instance_id} cannot be saved as JSON: {exc}.") from exc
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, tmp = tempfile.mkstemp(prefix=f".{instance_id}.", suffix=".tmp", dir=self.folder)
-            try:
-                os.fchmod(fd, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-            _fsync_dir(self.folder)
+            replace_text(path, text, private=True)
         except OSError as exc:
             raise StoreError(f"Cannot save the conversation {path}: {exc.strerror or exc}.") from exc
         return path
@@ -104,15 +90,3 @@ class ConversationStore:
         except FileNotFoundError:
             pass
 
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from formctl.files import replace_text
 from formctl.forms.errors import FormError, InvalidArgumentError
 
 _FORM_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
@@ -130,9 +131,7 @@ def scaffold(
         text = REGISTRY_HEADER + "\n" + table
     else:
         text = existing + ("" if existing.endswith("\n") else "\n") + "\n" + table
-    temp = registry_file.with_name(f".{registry_file.name}.{os.getpid()}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, registry_file)  # a reader never sees half a registry
+    replace_text(registry_file, text)  # a reader never sees half a registry
     return module_path, registry_file
 
 

@@ -76,6 +76,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from formctl.files import replace_text
+
 FORMAT = 1
 HOST_ACTIONS = ("resolve", "fill", "revise", "retract", "undo", "redo", "abandon", "reopen")
 
@@ -526,12 +528,7 @@ def _inline(value: Any) -> str:
 
 
 def dump(t: Transcript, path: str | os.PathLike[str], *, header: str | None = None) -> None:
-    """Write atomically (temp file, flush, fsync, replace): a crash leaves the previous complete file."""
+    """Write atomically (:func:`formctl.files.replace_text`): a crash leaves the previous complete file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(dumps(t, header=header))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    replace_text(target, dumps(t, header=header))
