@@ -49,7 +49,7 @@ class Failure:
 def open_failures(
     instance: Instance, compiled: CompiledForm | None = None, ev: Evaluation | None = None
 ) -> list[Failure]:
-    """Failures still standing (departure 3).
+    """Failures still standing (docs/engine.md, 'Commit then run').
 
     A hook's failure stays open until a later run of the same hook succeeds, or the host
     resolves it (``resolve_checkpoint`` records an ``ok`` for the checkpoint). So for each
@@ -193,7 +193,7 @@ class FormView:
     redo: MoveTarget | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        # The form's conduct is sent once, in the fixed system prompt (departure 13), so views
+        # The form's conduct is sent once, in the fixed system prompt (docs/engine.md, 'Views'), so views
         # leave it out rather than re-send it in every tool result.
         d: dict[str, Any] = {
             "instance_id": self.instance_id,

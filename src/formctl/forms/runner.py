@@ -86,7 +86,11 @@ def _owner() -> str:
 
 
 def is_blank(value: Any) -> bool:
-    """Blank means "leave it alone" (departure 2): None, "", whitespace, or an object whose leaves are all blank."""
+    """Blank means "leave it alone": None, "", whitespace, or an object whose leaves are all blank.
+
+    Models send "" for "I don't know", which must not wipe an answer; withdrawing one is
+    ``retract`` (docs/engine.md, 'The answer log').
+    """
     if value is None:
         return True
     if isinstance(value, str):
@@ -767,7 +771,7 @@ class FormRunner:
 
         effects = self._dispatch(compiled, committed, queue, after, fired_before, failures)
         if queue:
-            # §9.3 step 8: re-read, so the closing commit and the result see the dispatch
+            # Re-read, so the closing commit and the result see the dispatch
             # records (written outside compare-and-set, without a version bump).
             committed = self._reload(committed.id)
         committed = self._close_and_announce(
@@ -840,7 +844,7 @@ class FormRunner:
         snapshot = committed
         for hook in queue:
             if effects.terminate is not None:
-                break  # departure 4: once a hook terminates, no later hook of the round runs
+                break  # once a hook terminates, no later hook of the round runs
             self._run_hook(compiled, snapshot, hook, values, state, effects, failures)
             if hook is not queue[-1]:
                 snapshot = self.adapter.get_instance(committed.id) or snapshot
@@ -933,7 +937,7 @@ class FormRunner:
                     commit.open_step_override = None
                 commit.blocked_on = None if inst.blocked_on is not None else UNSET
                 if set_completed_now and inst.completed_at is not None:
-                    commit.completed_at = None  # departure 4: a terminated form never completed
+                    commit.completed_at = None  # a terminated form never completed
                 if inst.forced_complete:
                     commit.forced_complete = False
                 return commit
@@ -992,11 +996,11 @@ class FormRunner:
         )
         instance = self._reload(instance.id)
         # set_completed_now: the status has just risen into complete, so a Terminate from the
-        # on_complete leaves the form never completed (departure 4), as in the main round.
+        # on_complete leaves the form never completed, as in the main round.
         instance = self._close_and_announce(
             compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=True
         )
-        if effects.terminate is None and effects.patch:  # §9.5: its patches are written like any hook's
+        if effects.terminate is None and effects.patch:  # its patches are written like any hook's
             staged = self._stage_patch(compiled, effects.patch)
             if staged:
                 instance, _ = self._cycle(compiled, instance, lambda inst: (staged, {}), prov, failures, round_no=1)
@@ -1203,7 +1207,11 @@ def _call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str 
 
 
 def _check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
-    """Effects naming what the form does not have fail the hook (departure 9), applying none of them."""
+    """Effects naming what the form does not have fail the hook, applying none of them.
+
+    A jump to no step or a patch to no field is a bug in the executor, worth a visible
+    failure rather than a silent drop (docs/engine.md, 'Commit then run').
+    """
     for item in items:
         if isinstance(item, Jump) and compiled.resolve_step(item.step) is None:
             return f'Jump to unknown step "{item.step}".'
