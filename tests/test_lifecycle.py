@@ -169,14 +169,31 @@ def test_abandon_closes_the_instance_keeps_every_answer_and_records_the_reason(r
     assert r.tier0() == ""
 
 
-def test_abandoning_again_by_id_replaces_the_reason(runner):
+def test_abandoning_again_is_refused_and_the_first_reason_stays(runner):
     r = runner()
     iid = r.start("basic").instance_id
     r.abandon("first reason")
+    version = r.open_instance(iid).version
 
-    stored = r.abandon("second reason", instance_id=iid)
+    with pytest.raises(FormError) as raised:
+        r.abandon("second reason", instance_id=iid)
 
-    assert stored.closed_reason == "second reason"
+    assert raised.value.code == "form_closed" and "first reason" in raised.value.message
+    stored = r.open_instance(iid)
+    assert (stored.status, stored.closed_reason, stored.version) == ("abandoned", "first reason", version)
+
+
+def test_a_complete_instance_cannot_be_abandoned(runner):
+    r = runner()
+    iid = r.start("basic", seed={"name": "Dana", "age": 40, "colour": "red", "agree": True}).instance_id
+    assert r.open_instance(iid).status == "complete"
+
+    with pytest.raises(FormError) as raised:
+        r.abandon("changed my mind", instance_id=iid)
+
+    assert raised.value.code == "form_closed"
+    stored = r.open_instance(iid)
+    assert (stored.status, stored.closed_reason) == ("complete", None)
 
 
 @pytest.mark.parametrize("reason", ["", "   "])

@@ -341,9 +341,11 @@ class FormRunner:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidArgumentError("abandon needs a reason.")
         compiled, instance = self._resolve(instance_id, allow_stale=True)
+        _check_open(instance)
         prov = self._provenance("abandoned")
 
         def build(inst: Instance) -> Commit:
+            _check_open(inst)  # closed by another process since it was read
             return Commit(status="abandoned", closed_reason=reason, blocked_on=None)
 
         return self._commit_retrying(instance, build, prov)
@@ -1126,6 +1128,17 @@ class FormRunner:
 
 def _abandoned(instance_id: str) -> str:
     return f'Form instance "{instance_id}" was abandoned and no longer accepts answers.'
+
+
+def _check_open(instance: Instance) -> None:
+    """Closing is final (docs/engine.md, "Completion and closing"): an abandoned or complete
+    instance cannot be abandoned, and the reason it was closed with stays."""
+    if instance.status == "abandoned":
+        why = f" ({instance.closed_reason})" if instance.closed_reason else ""
+        raise FormError(f'Form instance "{instance.id}" is already abandoned{why}.', code="form_closed")
+    if instance.status == "complete":
+        raise FormError(f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.',
+                        code="form_closed")
 
 
 def _check_writable(compiled: CompiledForm, instance: Instance) -> None:
