@@ -49,3 +49,19 @@ def test_a_complete_claim_cannot_be_abandoned(store):
     assert refused.exit_code == 1 and "is complete; a complete form cannot be abandoned" in refused.stderr
     exported = as_json(store, "export", instance_id)
     assert (exported["status"], exported.get("closed_reason")) == ("complete", None)
+
+
+# --------------------------------------------------------------------------- values have a size
+
+
+def test_a_two_million_character_name_is_refused_by_formctl_fill_and_nothing_is_stored(store):
+    instance_id = start(store, {"staff_id": "AB1234"})
+
+    # In process: a real command line cannot carry two million characters in one argument.
+    result = run(store, "fill", instance_id, "full_name=" + "x" * 2_000_000, "email=dana@example.org")
+
+    assert result.exit_code == 1
+    assert "Too long: 2,000,000 characters; at most 10,000." in result.output
+    assert len(result.output) < 2_000
+    values = as_json(store, "export", instance_id)["values"]
+    assert "full_name" not in values and values["email"] == "dana@example.org"

@@ -69,6 +69,23 @@ class ToolSelectionError(FormError):
 # --------------------------------------------------------------------------- envelopes
 
 
+ECHO_LIMIT = 200  # characters of any one string a tool result carries back
+
+
+def bounded(node: Any) -> Any:
+    """``node`` with every string longer than ECHO_LIMIT cut to its first ECHO_LIMIT characters and
+    its length: a long value (or a long unknown field name) is never echoed whole to the model."""
+    if isinstance(node, str):
+        if len(node) <= ECHO_LIMIT:
+            return node
+        return f"{node[:ECHO_LIMIT]}… ({len(node):,} characters)"
+    if isinstance(node, dict):
+        return {bounded(k): bounded(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [bounded(v) for v in node]
+    return node
+
+
 def success_envelope(data: Any) -> dict[str, Any]:
     return {"status": "success", "data": data}
 
@@ -404,6 +421,9 @@ class FormTools:
         self.definitions: list[dict[str, Any]] = [_definition(_BY_NAME[n]) for n in self.names]
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        return bounded(self._call(name, arguments))
+
+    def _call(self, name: str, arguments: Any) -> dict[str, Any]:
         tool = _BY_NAME.get(name) if name in self.names else None
         if tool is None:
             return error_envelope(f'No tool "{name}". Tools: {", ".join(self.names)}.', UNKNOWN_TOOL)

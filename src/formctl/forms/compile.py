@@ -73,6 +73,18 @@ class CompiledField:
         return FieldValidator(self.schema)
 
     @cached_property
+    def declared_max_length(self) -> int | None:
+        """The largest string ``max_length`` the schema declares, or None (see ``text_limit``)."""
+        from formctl.forms.validate import declared_max_length
+
+        return declared_max_length(self.schema)
+
+    def text_limit(self, form_cap: int) -> int:
+        """The longest string a value of this field may hold: the form's cap, or the field's own larger max_length."""
+        declared = self.declared_max_length
+        return form_cap if declared is None or declared < form_cap else declared
+
+    @cached_property
     def type(self) -> str:
         from formctl.forms.describe import type_string
 
@@ -139,6 +151,7 @@ class CompiledForm:
         self.conduct = definition.conduct
         self.migrate = definition.migrate
         self.on_complete = definition.on_complete
+        self.max_text: int = definition.max_text
         self.steps: list[CompiledStep] = []
         self.fields: list[CompiledField] = []
         self.checkpoints: list[CompiledCheckpoint] = []
@@ -166,7 +179,7 @@ class CompiledForm:
     def did_you_mean(self, sent: Any) -> list[str]:
         """At most two field ids whose id or label is close to ``sent`` (Dice >= 0.4), best first."""
         target = normalise(sent)
-        if not target:
+        if not target or len(target) > 200:  # no id is that long; comparing would only cost time
             return []
         scored = []
         for f in self.fields:

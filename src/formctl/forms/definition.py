@@ -109,6 +109,7 @@ class FormDef:
     steps: list[StepDef] = dc_field(default_factory=list)
     checkpoints: list[CheckpointDef] = dc_field(default_factory=list)
     on_complete: Executor | None = None
+    max_text: int = 10_000  # characters in any one string of a value (docs/engine.md, "Validation")
 
 
 # --------------------------------------------------------------------------- builder
@@ -207,8 +208,16 @@ def define_form(
     description: str = "",
     conduct: str | None = None,
     migrate: Migrate | None = None,
+    max_text: int = 10_000,
 ) -> FormBuilder:
-    """Start a form definition: ``define_form(...).step(...).field(...).build()``."""
+    """Start a form definition: ``define_form(...).step(...).field(...).build()``.
+
+    ``max_text`` caps the characters of any one string in a value (a field's own larger
+    ``max_length`` lifts it for that field); a longer value is refused, not stored.
+    """
+    if not isinstance(max_text, int) or isinstance(max_text, bool) or max_text < 1:
+        raise FormDefinitionError(f'Form "{id}": max_text must be a positive number of characters.', [id])
     return FormBuilder(
-        FormDef(id=id, version=version, name=name, description=description, conduct=conduct, migrate=migrate)
+        FormDef(id=id, version=version, name=name, description=description, conduct=conduct, migrate=migrate,
+                max_text=max_text)
     )

@@ -68,7 +68,7 @@ from formctl.forms.project import (
     tier0 as render_tier0,
 )
 from formctl.forms.reading import InstanceSummary, InstanceView, drifted, is_stale, read_status, summarise
-from formctl.forms.validate import issue_hint, json_data
+from formctl.forms.validate import issue_hint, json_data, size_issue
 from formctl.store.base import apply_entry_commit
 
 MAX_ROUNDS = 8
@@ -565,17 +565,32 @@ class FormRunner:
         result = FillResult(view=None)  # type: ignore[arg-type]
         staged: dict[str, _Staged] = {}
         for key, value in values.items():
-            try:
-                value, not_data = json_data(value), None
-            except ValueError as exc:
-                not_data = str(exc)
-            if not_data is None and is_blank(value):
+            # Measured before anything walks it: a value too big to store is refused, not kept
+            # (docs/engine.md, "Validation").
+            known = compiled.resolve_field(key)
+            limit = compiled.field_by_id[known].text_limit(compiled.max_text) if known else compiled.max_text
+            too_big = size_issue(value, limit)
+            not_data = None
+            if too_big is None:
+                raw = value
+                try:
+                    value = json_data(value)
+                except ValueError as exc:
+                    not_data = str(exc)
+                if not_data is None and value is not raw and type(raw) not in (dict, list):
+                    too_big = size_issue(value, limit)  # a host's Python value, now as JSON spells it
+            if too_big is None and not_data is None and is_blank(value):
                 result.ignored.append(str(key))
                 continue
             field_id = self._resolve_or_report(compiled, key, result)
             if field_id is None:
                 continue
             field = compiled.field_by_id[field_id]
+            if too_big is not None:
+                hint = f"Send at most {limit:,} characters." if too_big.kind == "too_long" else None
+                result.rejected.append(Rejected(field_id, too_big.message, hint or issue_hint(too_big, None,
+                                                                                         field.description, field.type)))
+                continue
             if not_data is not None:
                 # A value with no JSON form cannot be stored (a JSON store could not hold it,
                 # and it could never parse): reported like an invalid one, but not written.
@@ -1234,6 +1249,10 @@ def _check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
             for key, value in item.values.items():
                 if compiled.resolve_field(key) is None:
                     return f'Patch names unknown field "{key}".'
+                field = compiled.field_by_id[compiled.resolve_field(key)]
+                too_big = size_issue(value, field.text_limit(compiled.max_text))
+                if too_big is not None:
+                    return f'Patch value for "{key}" is refused: {too_big.message}'
                 try:
                     json_data(value)
                 except ValueError as exc:

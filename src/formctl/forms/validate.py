@@ -25,11 +25,15 @@ __all__ = [
     "FieldValidator",
     "Issue",
     "Outcome",
+    "MAX_DEPTH",
+    "MAX_TEXT",
     "adapter_for",
+    "declared_max_length",
     "describe_field",
     "issue_hint",
     "json_data",
     "shape_hint",
+    "size_issue",
     "to_jsonable",
 ]
 
@@ -223,6 +227,82 @@ def json_data(raw: Any) -> Any:
         return json.loads(_encode_json(to_jsonable_python(raw)))
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc) or exc.__class__.__name__) from None
+
+
+# --------------------------------------------------------------------------- sizes
+#
+# docs/engine.md, "Validation": a value has a size. Each string in it is at most the field's
+# text limit (the form's ``max_text``, or the field's own declared ``max_length`` when that is
+# larger), the value as a whole at most ten times that, and containers nest at most 32 deep.
+# A value over a limit is refused before it is stored: unlike an ordinary invalid answer, it
+# is not kept, so two million characters never reach the store, a view or a model.
+
+MAX_TEXT = 10_000
+MAX_DEPTH = 32
+WHOLE_VALUE_FACTOR = 10
+
+
+def size_issue(raw: Any, text_limit: int = MAX_TEXT, depth_limit: int = MAX_DEPTH) -> Issue | None:
+    """Why ``raw`` is too big to store (a string too long, too much in all, nested too deep), or None.
+
+    Iterative, so a value nested ten thousand deep is measured without recursing; it stops
+    at the first limit passed, so measuring a huge value costs no more than the limit.
+    """
+    kind = type(raw)
+    if kind is str:  # most answers: one length check
+        if len(raw) > text_limit:
+            return _too_long(len(raw), text_limit)
+        return None
+    if kind is not dict and kind is not list and kind is not tuple:
+        return None
+    whole_limit = text_limit * WHOLE_VALUE_FACTOR
+    total = 0
+    stack: list[tuple[Any, int]] = [(raw, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind is str:
+            if len(node) > text_limit:
+                return _too_long(len(node), text_limit)
+            total += len(node) + 2
+        elif isinstance(node, (dict, list, tuple)):
+            if depth >= depth_limit:
+                return Issue((), f"Nested deeper than {depth_limit} levels.", "too_deep")
+            total += 2
+            if isinstance(node, dict):
+                for key, item in node.items():
+                    stack.append((key, depth + 1))
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in node)
+        else:
+            total += 8  # a number, true, false or null, as JSON spells it (about)
+        if total > whole_limit:
+            return Issue((), f"Too large: more than {whole_limit:,} characters in all.", "too_large")
+    return None
+
+
+def _too_long(length: int, limit: int) -> Issue:
+    return Issue((), f"Too long: {length:,} characters; at most {limit:,}.", "too_long")
+
+
+def declared_max_length(annotation: Any) -> int | None:
+    """The largest ``max_length`` the annotation declares for a string anywhere in it, or None."""
+    try:
+        schema = adapter_for(annotation).core_schema
+    except Exception:  # an annotation pydantic cannot build is reported when a value is validated
+        return None
+    found: int | None = None
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "str" and isinstance(node.get("max_length"), int):
+                found = max(found or 0, node["max_length"])
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, (dict, list)))
+    return found
 
 
 def _not_json_issue(exc: Exception) -> Issue:
