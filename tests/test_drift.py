@@ -285,14 +285,25 @@ def test_migration_gives_up_when_conflicts_outlast_its_patience_and_nothing_is_l
 
 
 def test_abandon_migrates_first_when_it_can(started, registry):
-    register(registry, drift(2, migrate=Migration(lambda old: dict(old))))
+    register(registry, drift(2, migrate=Migration(lambda old: {"a": old["a"]})))  # no longer complete
 
     stored = started.abandon("done with it")
 
     assert (stored.status, stored.def_version) == ("abandoned", 2)
 
 
+def test_a_migrated_instance_that_is_still_complete_cannot_be_abandoned(started, registry):
+    register(registry, drift(2, migrate=Migration(lambda old: dict(old))))
+
+    with pytest.raises(FormError) as raised:
+        started.abandon("done with it")
+
+    assert raised.value.code == "form_closed"
+    assert (started.open_instance().status, started.open_instance().def_version) == ("complete", 2)
+
+
 def test_an_abandoned_instance_is_not_marked_stale_and_stays_readable(started, registry):
+    started.retract("b")  # a complete one cannot be abandoned
     iid = started.abandon("closed").id
     version = started.open_instance(iid).version
     register(registry, drift(2))

@@ -341,11 +341,11 @@ class FormRunner:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidArgumentError("abandon needs a reason.")
         compiled, instance = self._resolve(instance_id, allow_stale=True)
-        _check_open(instance)
+        _check_open(compiled, instance)
         prov = self._provenance("abandoned")
 
         def build(inst: Instance) -> Commit:
-            _check_open(inst)  # closed by another process since it was read
+            _check_open(compiled, inst)  # closed by another process since it was read
             return Commit(status="abandoned", closed_reason=reason, blocked_on=None)
 
         return self._commit_retrying(instance, build, prov)
@@ -1145,13 +1145,14 @@ def _abandoned(instance_id: str) -> str:
     return f'Form instance "{instance_id}" was abandoned and no longer accepts answers.'
 
 
-def _check_open(instance: Instance) -> None:
+def _check_open(compiled: CompiledForm, instance: Instance) -> None:
     """Closing is final (docs/engine.md, "Completion and closing"): an abandoned or complete
-    instance cannot be abandoned, and the reason it was closed with stays."""
+    instance cannot be abandoned, and the reason it was closed with stays. A stale one reads
+    stale, not complete, and abandoning is how it is closed."""
     if instance.status == "abandoned":
         why = f" ({instance.closed_reason})" if instance.closed_reason else ""
         raise FormError(f'Form instance "{instance.id}" is already abandoned{why}.', code="form_closed")
-    if instance.status == "complete":
+    if instance.status == "complete" and not is_stale(compiled, instance):
         raise FormError(f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.',
                         code="form_closed")
 
