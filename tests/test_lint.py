@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
-from fixture_project import FORMS
+from fixture_project import FORMS, TRANSCRIPTS
 
 from formctl import FormRegistry
 from formctl.forms.lint import lint
@@ -98,3 +103,72 @@ def test_a_finding_renders_as_path_line_warning_and_code(tmp_path):
     first = lint(compiled)[0]
     assert first.render().startswith(f"{path}:{first.line}: warning: ")
     assert first.render().endswith(f"[{first.code}]")
+
+
+# --------------------------------------------------------------------------- through formctl check
+
+
+def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=120)
+
+
+def flawed_project(tmp_path: Path) -> Path:
+    shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+    # `or` would read v["knd"] on a new form and fail the compile check; `and` hides it until kind is "x".
+    source = FLAWED.replace('v["kind"] == "x" or v["knd"]', 'v["kind"] == "x" and v["knd"]')
+    (tmp_path / "forms" / "flawed.py").write_text(source)
+    with open(tmp_path / "forms" / "registry.toml", "a") as fh:
+        fh.write('\n[forms.flawed]\nname = "Flawed"\nmodule = "flawed:flawed"\n')
+    return tmp_path
+
+
+def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_path):
+    root = flawed_project(tmp_path)
+    out = formctl("check", "flawed", cwd=root)
+    assert out.returncode == 0, out.stderr
+    source = root / "forms" / "flawed.py"
+    lines = out.stdout.splitlines()
+    assert (f'forms/flawed.py:{line_of(source, "knd")}: warning: the gate of field "c1" reads field "knd", '
+            'which the form does not declare [unknown-field]') in lines
+    assert f'forms/flawed.py:{line_of(source, "totl")}: warning: the executor of field "amount" patches field ' \
+           '"totl", which the form does not declare [unknown-field]' in lines
+    assert any(line.startswith(f"forms/flawed.py:{line_of(source, '> LIMIT, on_complete')}: warning: step \"c\" "
+                               "can never open") for line in lines)
+    assert lines[-1] == "10 warnings"
+
+
+def test_check_strict_makes_warnings_errors(tmp_path):
+    root = flawed_project(tmp_path)
+    out = formctl("check", "flawed", "--strict", cwd=root)
+    assert out.returncode == 1
+    assert ": error: " in out.stdout and ": warning: " not in out.stdout
+    assert out.stdout.splitlines()[-1] == "10 warnings (--strict: errors)"
+    data = formctl("check", "flawed", "--strict", "--json", cwd=root)
+    assert data.returncode == 1
+    parsed = json.loads(data.stdout)
+    assert parsed["ok"] is False and len(parsed["warnings"]) == 10
+    always = next(w for w in parsed["warnings"] if w["code"] == "checkpoint-reads-nothing")
+    assert always["path"] == "forms/flawed.py" and always["line"] == line_of(root / "forms" / "flawed.py", '"always"')
+    clean = formctl("check", "travel-claim", "--strict", cwd=root)
+    assert clean.returncode == 0 and "warning" not in clean.stdout
+
+
+def test_check_coverage_reports_what_the_forms_transcripts_never_exercised(tmp_path):
+    root = flawed_project(tmp_path)
+    folder = root / "recorded"
+    folder.mkdir()
+    for name in ("ineligible_terminated", "straight_through"):  # one client-intake, one travel-claim
+        shutil.copy(TRANSCRIPTS / f"{name}.toml", folder / f"{name}.toml")
+    out = formctl("check", "client-intake", "--coverage", "recorded", cwd=root)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("  client-intake (1 transcript): steps opened 1/4, fields filled") for line in lines)
+    assert "    never steps opened: contact, new-client, returning-client" in lines
+    assert "    never checkpoints fired: route, confirm" in lines
+    assert not any("travel-claim (" in line for line in lines)  # another form's transcript is not replayed
+    none = formctl("check", "flawed", "--coverage", "recorded", cwd=root)
+    assert "coverage: no transcripts of flawed under recorded" in none.stdout
+    missing = formctl("check", "flawed", "--coverage", "nowhere", cwd=root)
+    assert missing.returncode == 1 and "no such file or folder: nowhere" in missing.stderr

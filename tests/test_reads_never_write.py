@@ -21,8 +21,8 @@ import pytest
 from formctl import FormRegistry, FormRunner, FormStaleError, JsonFileAdapter
 from formctl.forms.instance import DispatchState, Provenance, now_iso
 
-ROOT = Path(__file__).resolve().parent.parent
-FORMS = ROOT / "forms"
+from fixture_project import FORMS  # noqa: E402  (the example project, never ./forms)
+
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
 
 

@@ -32,16 +32,24 @@ def list_forms(forms: FormsOpt = None, as_json: JsonOpt = False) -> None:
         typer.echo(line)
 
 
-@app.command(cls=_Command, epilog=_example("formctl check travel-claim"))
+@app.command(cls=_Command, epilog=_example("formctl check travel-claim", "formctl check travel-claim --strict",
+                                           "formctl check travel-claim --coverage transcripts/"))
 def check(
     form: FormArg,
     forms: FormsOpt = None,
+    strict: bool = typer.Option(False, "--strict", help="Warnings are errors: exit 1 if there are any."),
+    coverage: Optional[list[str]] = typer.Option(None, "--coverage", metavar="DIR",
+                                                 help="Replay the form's transcripts under DIR and report what they "
+                                                      "never exercised (repeatable)."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Compile a form and print its outline.
+    """Compile a form, print its outline, and lint it.
 
     Each field is shown with the type string the model reads. A form that does not compile
-    exits 1 with the definition error.
+    exits 1 with the definition error. Then each flaw compiling cannot see is a warning
+    naming the definition's line: a gate or patch naming a field that does not exist, a
+    step no gate can open, a checkpoint whose condition reads no field, a sensitive field
+    transcripts cannot mask, a type the model cannot be told.
     """
     from formctl.cli.workspace import open_registry
     from formctl.forms.errors import FormDefinitionError, FormError
@@ -70,11 +78,46 @@ def check(
             raise typer.Exit(1)
         _fail(f"{form}: {message}")
     from formctl.cli import render
+    from formctl.cli.scaffold import coverage_report, lint_form
 
+    findings = lint_form(registry, form, compiled)
+    cov = coverage_report(registry, form, coverage) if coverage else None
+    failed = strict and bool(findings)
     if as_json:
-        _print_json(render.check_dict(compiled))
+        data = render.check_dict(compiled)
+        data["ok"] = not failed
+        data["warnings"] = [f.to_dict() for f in findings]
+        if cov is not None:
+            data["coverage"] = _coverage_dict(form, *cov)
+        _print_json(data)
     else:
         render.print_check(compiled)
+        for f in findings:
+            line = f.render()
+            typer.echo(line.replace(": warning: ", ": error: ", 1) if strict else line)
+        if findings:
+            typer.echo(f"{len(findings)} warning{'' if len(findings) == 1 else 's'}"
+                       + (" (--strict: errors)" if strict else ""))
+        if cov is not None:
+            typer.echo(_coverage_text(form, coverage, *cov))
+    if failed:
+        raise typer.Exit(1)
+
+
+def _coverage_dict(form: str, cov: Any, results: list[Any]) -> dict[str, Any]:
+    summary = next((s for s in cov.summaries() if s["form"] == form), None)
+    return {"transcripts": len(results), "failed": [r.path for r in results if not r.passed], "summary": summary}
+
+
+def _coverage_text(form: str, folders: list[str], cov: Any, results: list[Any]) -> str:
+    if not results:
+        return f"coverage: no transcripts of {form} under {', '.join(folders)}"
+    text = cov.render()
+    failed = [r.path for r in results if not r.passed]
+    if failed:
+        text += (f"\n  {len(failed)} of {len(results)} transcripts no longer replay (formctl replay "
+                 f"{' '.join(folders)}): {', '.join(failed)}")
+    return text
 
 
 def _check_new_form_evaluates(compiled: Any) -> None:
