@@ -18,6 +18,8 @@
 * ``claim_runner``: a FormRunner over the shipped forms (``forms/registry.toml``) and an
   in-memory store, subject ``dana``.
 * ``log``: a fresh :class:`example_forms.HookLog`.
+* ``pg_server``, ``pg_dsn``, ``pg_adapter``, ``private_pg``: a PostgreSQL server for the
+  store's tests, a fresh schema on it per test, an adapter there (``pg_server.py``).
 
 The CLI's helpers (``invoke``, ``start``, ``formctl``) are in ``clitools.py``.
 """
@@ -32,6 +34,7 @@ import example_forms
 import pytest
 
 from formctl import FormRegistry, FormRunner, MemoryAdapter
+from pg_server import pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
 
 # What rich reads from the environment to size and colour a console, and formctl's own
 # settings: a test sets the ones it means to test.
@@ -40,7 +43,8 @@ ENVIRONMENT = (
     "TTY_INTERACTIVE", "COLORTERM",
 )
 PREFIXES = ("FORMCTL_", "ANTHROPIC_")
-KEEP = ("FORMCTL_CRASH_SEED",)  # the developer's choice of random seed for the crash test
+# The developer's choice of random seed for the crash test, and the PostgreSQL server CI started.
+KEEP = ("FORMCTL_CRASH_SEED", "FORMCTL_TEST_PG_DSN", "FORMCTL_TEST_PG_DIR", "FORMCTL_TEST_PG_PORT")
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """JsonFileAdapter: the store contract over real files, and what happens when files or disks fail.
 
-The contract tests run over both adapters (``MemoryAdapter`` is the reference), so the
-two cannot drift apart; the rest pin the durable store's own promises: its on-disk shape,
+The contract tests run over all three adapters (``MemoryAdapter`` is the reference, and
+``PostgresAdapter`` runs on a throwaway server, see ``pg_server.py``), so they cannot drift apart; the rest pin the durable store's own promises: its on-disk shape,
 compare-and-set across adapters, private files, corrupt and truncated files, a full
 disk, a read-only folder, and the index.
 """
@@ -55,6 +55,16 @@ def files_of(store) -> dict[str, bytes]:
 
 # Every write one second after the last, so "most recent first" never rests on a tie.
 pytestmark = pytest.mark.usefixtures("clock")
+
+
+@pytest.fixture(params=["memory", "jsonfile", "postgres"])
+def adapter(request, tmp_path):
+    """The contract's three adapters (the runner tests elsewhere use conftest's two)."""
+    if request.param == "memory":
+        return MemoryAdapter()
+    if request.param == "postgres":  # a fresh schema on the session's server (tests/pg_server.py)
+        return request.getfixturevalue("pg_adapter")
+    return JsonFileAdapter(tmp_path / "store")
 
 
 # --------------------------------------------------------------------------- the contract, over both adapters

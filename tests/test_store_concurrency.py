@@ -19,7 +19,6 @@ import sys
 import pytest
 
 from formctl.forms.instance import Provenance, now_iso
-from formctl.store.jsonfile import JsonFileAdapter
 
 pytestmark = pytest.mark.durable
 
@@ -27,10 +26,19 @@ HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 WORKERS = 4
 FILLS = 200
 
+from helpers.race_form import open_adapter  # noqa: E402
 
-def test_four_processes_filling_one_instance_lose_no_revision(tmp_path):
-    store = str(tmp_path / "store")
-    setup = JsonFileAdapter(store)
+
+@pytest.fixture(params=["jsonfile", "postgres"])
+def store(request, tmp_path) -> str:
+    """A JSON store folder, or a DSN for a fresh schema on the test server."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_dsn")
+    return str(tmp_path / "store")
+
+
+def test_four_processes_filling_one_instance_lose_no_revision(store):
+    setup = open_adapter(store)
     instance = setup.create_instance("race", 1, "race", Provenance("test", "setup", now_iso()))
     start_version = instance.version
 
@@ -71,7 +79,7 @@ def test_four_processes_filling_one_instance_lose_no_revision(tmp_path):
         assert len(s["versions"]) == FILLS
         assert s["versions"] == sorted(s["versions"])  # each process saw its versions grow
 
-    stored = JsonFileAdapter(store).get_instance(instance.id)
+    stored = open_adapter(store).get_instance(instance.id)
     assert stored.version == start_version + total
     for w in range(WORKERS):
         log = stored.entries[f"w{w}"]
@@ -85,4 +93,4 @@ def test_four_processes_filling_one_instance_lose_no_revision(tmp_path):
         assert s["attempts"] == FILLS
         assert s["adapter_conflicts"] == 0 and s["runner_conflict_retries"] == 0
     print(f"{total} fills by {WORKERS} processes beside {len(load)} CPU-bound ones; no conflict")
-    assert JsonFileAdapter(store).check().ok
+    assert open_adapter(store).check().ok

@@ -24,7 +24,6 @@ import threading
 import pytest
 
 from formctl.forms.instance import Provenance, now_iso
-from formctl.store.jsonfile import JsonFileAdapter
 
 # The helpers are separate processes that fsync anyway; the mark keeps the test's own
 # set-up writes as durable as a user's.
@@ -32,6 +31,16 @@ pytestmark = pytest.mark.durable
 
 HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 KILLS = 60
+
+from helpers.race_form import open_adapter  # noqa: E402
+
+
+@pytest.fixture(params=["jsonfile", "postgres"])
+def store(request, tmp_path) -> str:
+    """A JSON store folder, or a DSN for a fresh schema on the test server."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_dsn")
+    return str(tmp_path / "store")
 
 
 def _lines(stream, out: queue.Queue) -> None:
@@ -61,10 +70,9 @@ def _until(out: queue.Queue, word: str, acks: list) -> list[str]:
             return words
 
 
-def test_writers_killed_at_random_moments_lose_no_acknowledged_answer(tmp_path):
-    store = str(tmp_path / "store")
+def test_writers_killed_at_random_moments_lose_no_acknowledged_answer(store):
     from helpers import race_form
-    setup = JsonFileAdapter(store)
+    setup = open_adapter(store)
     instance = setup.create_instance("race", race_form.race.version, "crash", Provenance("test", "setup", now_iso()))
 
     rng = random.Random(os.environ.get("FORMCTL_CRASH_SEED", "formctl"))
@@ -101,7 +109,7 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_answer(tmp_path):
                 acknowledged[value] = (f"f{int(i) % 3}", int(version))
 
             # After every kill, with a fresh adapter, as the next process would see it:
-            fresh = JsonFileAdapter(store)
+            fresh = open_adapter(store)
             report = fresh.check()
             assert report.problems == (), report.problems  # every file parses
             stored = fresh.get_instance(instance.id)
@@ -123,7 +131,7 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_answer(tmp_path):
         helper.wait(timeout=30)
 
     assert kills_with_acks >= runs_with_commits >= KILLS // 2
-    final = JsonFileAdapter(store)
+    final = open_adapter(store)
     assert final.reindex().problems == ()
     assert final.check().ok
     assert final.find_open_instance("crash").id == instance.id

@@ -24,14 +24,23 @@ for _field in FIELDS:
 race = race.build()
 
 
+def open_adapter(store: str, **options):
+    """The store the test names: a PostgreSQL DSN, or a JSON store folder (``options`` go to it)."""
+    if store.startswith(("postgresql://", "postgres://")):
+        from formctl.store.postgres import PostgresAdapter
+
+        return PostgresAdapter(store)
+    return JsonFileAdapter(store, **options)
+
+
 def registry() -> FormRegistry:
     return FormRegistry().register("race", name="Race", description="", load=lambda: race)
 
 
 class Acknowledging:
-    """Wraps a JsonFileAdapter and notes every version a commit acknowledged (and every attempt)."""
+    """Wraps an adapter and notes every version a commit acknowledged (and every attempt)."""
 
-    def __init__(self, inner: JsonFileAdapter, on_ack=None) -> None:
+    def __init__(self, inner, on_ack=None) -> None:
         self.inner = inner
         self.identifier = inner.identifier
         self.versions: list[int] = []

@@ -1,6 +1,6 @@
 """Concurrency-test helper: one of several processes filling the same instance.
 
-    python store_concurrency_child.py STORE INSTANCE_ID WORKER FILLS
+    python store_concurrency_child.py STORE INSTANCE_ID WORKER FILLS   (STORE: a folder or a DSN)
 
 Prints ``ready``, waits for a line on stdin (so that every worker starts at once), then
 fills field ``w<WORKER>`` FILLS times through ``FormRunner``. Any error ends the process
@@ -17,14 +17,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from race_form import Acknowledging, registry  # noqa: E402
+from race_form import Acknowledging, open_adapter, registry  # noqa: E402
 
-from formctl import FormRunner, JsonFileAdapter  # noqa: E402
+from formctl import FormRunner  # noqa: E402
 
 
 def main() -> None:
     store, instance_id, worker, fills = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    adapter = Acknowledging(JsonFileAdapter(store))
+    adapter = Acknowledging(open_adapter(store))
     forms = registry()
     forms.load("race")
     runner = FormRunner(adapter, registry=forms, subject="race", actor=f"worker-{worker}")

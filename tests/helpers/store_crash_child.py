@@ -1,6 +1,6 @@
 """Crash-test helper: a zygote that forks writers for the parent test to SIGKILL.
 
-    python store_crash_child.py STORE INSTANCE_ID
+    python store_crash_child.py STORE INSTANCE_ID   (STORE: a folder or a DSN)
 
 It imports formctl once (half a second), prints ``ready``, then for each ``go RUN`` line on
 stdin forks a child that fills the instance through ``FormRunner`` in an endless loop and
@@ -17,14 +17,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from race_form import Acknowledging, registry  # noqa: E402
+from race_form import Acknowledging, open_adapter, registry  # noqa: E402
 
-from formctl import FormRunner, JsonFileAdapter  # noqa: E402
+from formctl import FormRunner  # noqa: E402
 
 
 def write_forever(store: str, instance_id: str, run: int, forms) -> None:
-    # compact_after=8: kills land inside compactions too, not only inside appends.
-    adapter = Acknowledging(JsonFileAdapter(store, compact_after=8))
+    # compact_after=8 (JSON store): kills land inside compactions too, not only inside appends.
+    adapter = Acknowledging(open_adapter(store, compact_after=8))
     runner = FormRunner(adapter, registry=forms, subject="crash", actor="crash-test")
     i = 0
     while True:

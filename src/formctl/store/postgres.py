@@ -1,0 +1,645 @@
+"""PostgresAdapter: the store contract on a PostgreSQL database, for a team sharing one store.
+
+Every promise of :class:`~formctl.store.jsonfile.JsonFileAdapter` holds here too, across
+machines instead of across the processes of one machine: compare-and-set on the instance
+version, all-or-nothing commits, answer logs that only grow, dispatch records outside
+compare-and-set, the open-form lookup by subject, and ``check()``. The tables and why they
+look as they do are in :mod:`formctl.store._pgschema`.
+
+Isolation and locking
+---------------------
+The connection runs in autocommit mode and every write is one explicit transaction at READ
+COMMITTED. A write begins with ``SELECT … FROM formctl_instances WHERE id = %s FOR UPDATE``:
+the row lock serialises the writers of one instance (writers of other instances never wait
+on each other), and the version check happens under that lock, so a stale ``if_version``
+raises :class:`ConflictError` and the runner re-reads and retries exactly as with the JSON
+store. The new revisions are INSERTed (never UPDATEd: a trigger refuses that), and the
+instance row is UPDATEd with the next version; COMMIT makes all of it visible at once, or
+none of it (a writer killed mid-transaction leaves nothing, because the server rolls back a
+transaction whose connection dies). ``commit_instance`` returns only after COMMIT returned,
+and with the server's defaults (``fsync``, ``synchronous_commit`` on) an acknowledged
+commit is on disk.
+
+Reads take no lock and need no transaction: a reader reads the instance row, then the
+revisions whose ``version`` is at most the row's. Revisions are only ever added, each
+stamped with the version of the commit that added it, so those are exactly the revisions of
+that version, whatever commits land between the two statements. A reader keeps the last
+instance it assembled per id, keyed by the row's ``writes`` counter: a read of an instance
+that did not change is one indexed row fetch, and one that did fetches only the new
+revisions.
+
+A broken connection (the server restarted since the last use) is replaced and the operation
+tried once more when nothing can have been written; when the connection drops during COMMIT
+the write may or may not have landed, and the error says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Iterable, TypeVar
+
+from formctl.forms.errors import ConflictError, StoreError
+from formctl.forms.instance import Commit, DispatchState, Entry, FieldLog, Instance, Provenance, now_iso
+from formctl.store import _pgschema
+from formctl.store._pgconn import connect_failure, describe_server, mask_dsn, _reason
+from formctl.store.base import apply_commit, apply_dispatch, check_provenance, missing, new_instance
+from formctl.store.ids import is_instance_id, new_instance_id
+
+try:
+    import psycopg
+    from psycopg.rows import namedtuple_row
+    from psycopg.types.json import Json
+except ImportError:  # pragma: no cover - exercised by the CLI's "not installed" message
+    psycopg = None  # type: ignore[assignment]
+
+__all__ = ["PostgresAdapter", "Watcher", "require_psycopg"]
+
+T = TypeVar("T")
+
+_CACHE_SIZE = 4096
+_PAGE = 500
+
+_COLUMNS = (
+    "id, def_id, def_version, subject, status, version, writes, revision_seq, created_at, updated_at, "
+    "completed_at, closed_reason, blocked_on, open_step_override, forced_complete, fields, occurrences, dispatches"
+)
+_REV_COLUMNS = "instance_id, field, pos, version, seq, at, source, actor, note, value, error, retracted"
+_dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+# Connections a forked child inherited: never closed (closing would end the parent's session
+# on the server), never collected (collection closes them).
+_INHERITED: list[Any] = []
+
+
+def require_psycopg() -> None:
+    if psycopg is None:
+        raise StoreError(
+            "PostgreSQL support is not installed: pip install 'formctl[postgres]' (it adds psycopg)."
+        )
+
+
+@dataclass(slots=True)
+class _Cached:
+    writes: int
+    instance: Instance
+
+
+class PostgresAdapter:
+    """Instances in PostgreSQL tables; implements :class:`~formctl.store.base.FormAdapter`.
+
+    ``dsn`` is a libpq connection string (``postgresql://user@host/db``); what it leaves out
+    comes from the ``PG*`` environment variables and ``~/.pgpass``, as for ``psql``. The
+    password never appears in ``identifier``, ``repr`` or an error. ``conflicts`` counts the
+    commits refused because the stored version had moved.
+    """
+
+    def __init__(self, dsn: str, *, identifier: str | None = None, connect_timeout: int = 10) -> None:
+        require_psycopg()
+        self.dsn = dsn
+        self.display = mask_dsn(dsn)
+        self.server = describe_server(dsn)
+        self.identifier = identifier or f"postgres-forms:{self.display}"
+        self.conflicts = 0
+        self._connect_timeout = connect_timeout
+        self._conn: Any = None
+        self._pid = 0
+        self._tables = False  # the formctl tables exist (checked per connection)
+        self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._mutex = threading.RLock()
+        self._committing = False
+
+    def __repr__(self) -> str:
+        return f"PostgresAdapter({self.display!r})"
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    # ------------------------------------------------------------------ protocol: writes
+
+    def create_instance(
+        self,
+        def_id: str,
+        def_version: int,
+        subject: str,
+        provenance: Provenance,
+        *,
+        entries: dict[str, FieldLog] | None = None,
+        status: str = "active",
+    ) -> Instance:
+        check_provenance(provenance)
+        instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
+        rows = list(_revision_rows(instance.id, instance.entries, {}, version=1))
+
+        def write(cur: Any) -> None:
+            while True:
+                cur.execute(
+                    f"INSERT INTO formctl_instances ({_COLUMNS}) VALUES ({', '.join(['%s'] * 18)}) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    _row_values(instance, writes=0),
+                )
+                if cur.rowcount == 1:
+                    break
+                instance.id = new_instance_id()  # two ids in one ms with equal random tails
+                rows[:] = _revision_rows(instance.id, instance.entries, {}, version=1)
+            if rows:
+                cur.executemany(f"INSERT INTO formctl_revisions ({_REV_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})", rows)
+
+        self._run(write, write=True)
+        self._remember(instance.id, _Cached(0, instance))
+        return instance.copy()
+
+    def commit_instance(
+        self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
+    ) -> Instance:
+        check_provenance(provenance)
+        if not is_instance_id(instance_id):
+            raise missing(instance_id)
+
+        def write(cur: Any) -> tuple[Instance, int]:
+            row = self._locked_row(cur, instance_id)
+            if row.version != if_version:
+                self.conflicts += 1
+                raise ConflictError(if_version, row.version)
+            stored = self._assemble(cur, [row])[0]
+            new = apply_commit(stored, commit, if_version=if_version, now=now_iso())
+            changed = {f: new.entries[f] for f in (commit.entries or {})}
+            rows = list(_revision_rows(instance_id, changed, stored.entries, version=new.version))
+            if rows:
+                cur.executemany(f"INSERT INTO formctl_revisions ({_REV_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})", rows)
+            self._update(cur, new, row.writes + 1)
+            return new, row.writes + 1
+
+        new, writes = self._run(write, write=True)
+        self._remember(instance_id, _Cached(writes, new))
+        return new.copy()
+
+    def record_dispatch(
+        self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
+    ) -> None:
+        check_provenance(provenance)
+        if not is_instance_id(instance_id):
+            raise missing(instance_id)
+
+        def write(cur: Any) -> tuple[Instance, int]:
+            row = self._locked_row(cur, instance_id)
+            new = apply_dispatch(self._assemble(cur, [row])[0], key, state, now=now_iso())
+            self._update(cur, new, row.writes + 1)
+            return new, row.writes + 1
+
+        new, writes = self._run(write, write=True)
+        self._remember(instance_id, _Cached(writes, new))
+
+    def _locked_row(self, cur: Any, instance_id: str) -> Any:
+        cur.execute(f"SELECT {_COLUMNS} FROM formctl_instances WHERE id = %s FOR UPDATE", (instance_id,))
+        row = cur.fetchone()
+        if row is None:
+            raise missing(instance_id)
+        return row
+
+    @staticmethod
+    def _update(cur: Any, new: Instance, writes: int) -> None:
+        values = _row_values(new, writes=writes)
+        cur.execute(
+            "UPDATE formctl_instances SET def_id = %s, def_version = %s, subject = %s, status = %s, version = %s, "
+            "writes = %s, revision_seq = %s, created_at = %s, updated_at = %s, completed_at = %s, closed_reason = %s, "
+            "blocked_on = %s, open_step_override = %s, forced_complete = %s, fields = %s, occurrences = %s, "
+            "dispatches = %s WHERE id = %s",
+            (*values[1:], new.id),
+        )
+
+    # ------------------------------------------------------------------ protocol: reads
+
+    def get_instance(self, instance_id: str) -> Instance | None:
+        if not is_instance_id(instance_id):
+            return None
+        found = self._select("WHERE id = %s", (instance_id,))
+        return found[0] if found else None
+
+    def find_instances(
+        self,
+        *,
+        subject: str | None = None,
+        def_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        strict: bool = False,
+        damaged: list[StoreError] | None = None,
+    ) -> list[Instance]:
+        """Instances matching every filter, most recent first. An instance whose stored rows do not
+        add up is left out (appended to ``damaged`` when given), or raises when ``strict`` and it is
+        open (``formctl run`` asks this way, rather than start a second form beside it)."""
+        clauses, params = [], []
+        for column, value in (("subject", subject), ("def_id", def_id), ("status", status)):
+            if value is not None:
+                clauses.append(f"{column} = %s")
+                params.append(value)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        if limit:
+            where += f" ORDER BY updated_at DESC, id DESC LIMIT {int(limit)}"
+        else:
+            where += " ORDER BY updated_at DESC, id DESC"
+
+        def on_damage(row: Any, exc: StoreError) -> None:
+            if strict and row.status in ("active", "awaiting"):
+                raise exc
+            if damaged is not None:
+                damaged.append(exc)
+
+        return self._select(where, tuple(params), on_damage=on_damage)
+
+    def find_open_instance(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not abandoned (one probe of a
+        partial index). A damaged one raises rather than let an older one stand in for it."""
+        found = self._select(
+            "WHERE subject = %s AND status <> 'abandoned' ORDER BY updated_at DESC, id DESC LIMIT 1", (subject,)
+        )
+        return found[0] if found else None
+
+    def ensure_writable(self) -> None:
+        """Raise :class:`StoreError` unless this database can be reached and written (creating the
+        tables if they are missing). ``formctl run`` asks before the chat opens."""
+
+        def probe(cur: Any) -> None:
+            cur.execute("SELECT has_table_privilege('formctl_instances', 'INSERT, UPDATE') "
+                        "AND has_table_privilege('formctl_revisions', 'INSERT')")
+            if not cur.fetchone()[0]:
+                raise StoreError(f"The PostgreSQL store {self.display} is read-only for this user: "
+                                 "cannot record answers (ask for INSERT and UPDATE on the formctl tables).")
+
+        self._run(probe, write=True)
+
+    def init(self) -> tuple[int, int]:
+        """Create or upgrade the tables; (schema version before, after). ``formctl store init``."""
+        return self._run(lambda cur: None, write=True, upgrade=True)
+
+    def _select(self, where: str, params: tuple, *, on_damage: Callable[[Any, StoreError], None] | None = None) -> list[Instance]:
+        def read(cur: Any) -> list[Instance]:
+            if not self._tables:
+                self._check_schema(cur.connection)  # another process may have created them since
+                if not self._tables:
+                    return []
+            cur.execute(f"SELECT {_COLUMNS} FROM formctl_instances {where}", params)
+            return self._assemble(cur, cur.fetchall(), on_damage=on_damage)
+
+        return [i.copy() for i in self._run(read)]
+
+    def _assemble(self, cur: Any, rows: list[Any], *, on_damage: Callable[[Any, StoreError], None] | None = None,
+                  cached: bool = True) -> list[Instance]:
+        """Instances for instance rows: cached ones as they are, the others with the revisions
+        added since the cached copy (or all of them), fetched for every row in one query."""
+        out: dict[str, Instance] = {}
+        stale: list[tuple[Any, _Cached | None]] = []
+        for row in rows:
+            hit = self._cache.get(row.id) if cached else None
+            if hit is not None and hit.writes == row.writes:
+                out[row.id] = hit.instance
+            else:
+                stale.append((row, hit if hit is not None and hit.instance.version <= row.version else None))
+        if stale:
+            cur.execute(
+                f"SELECT {_REV_COLUMNS} FROM formctl_revisions r "
+                "JOIN unnest(%s::text[], %s::bigint[], %s::bigint[]) AS t(id, since, upto) "
+                "ON r.instance_id = t.id AND r.version > t.since AND r.version <= t.upto "
+                "ORDER BY r.instance_id, r.field, r.pos",
+                (
+                    [row.id for row, _ in stale],
+                    [hit.instance.version if hit else 0 for row, hit in stale],
+                    [row.version for row, _ in stale],
+                ),
+            )
+            fresh: dict[str, dict[str, list[tuple]]] = {}
+            for rev in cur.fetchall():
+                fresh.setdefault(rev[0], {}).setdefault(rev[1], []).append(rev)
+            for row, hit in stale:
+                try:
+                    instance = _instance(row, fresh.get(row.id, {}), hit.instance if hit else None, self.display)
+                except StoreError as exc:
+                    self._cache.pop(row.id, None)
+                    if on_damage is None:
+                        raise
+                    on_damage(row, exc)
+                    continue
+                if cached:
+                    self._remember(row.id, _Cached(row.writes, instance))
+                out[row.id] = instance
+        return [out[row.id] for row in rows if row.id in out]
+
+    def _remember(self, instance_id: str, entry: _Cached) -> None:
+        self._cache[instance_id] = entry
+        self._cache.move_to_end(instance_id)
+        if len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    # ------------------------------------------------------------------ check
+
+    def check(self) -> Any:
+        """Read every instance and its answer log afresh (no cache) in one consistent snapshot and
+        report any whose rows do not add up. Changes nothing."""
+        from formctl.store.jsonfile import StoreProblem, StoreReport
+
+        def scan(cur: Any) -> tuple[int, int, list[StoreProblem], list[str]]:
+            if not self._tables:
+                return 0, 0, [], ["no formctl tables yet: the first write creates them (or formctl store init)"]
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            problems: list[StoreProblem] = []
+            instances = revisions = 0
+            last = ""
+            while True:
+                cur.execute(f"SELECT {_COLUMNS} FROM formctl_instances WHERE id > %s ORDER BY id LIMIT {_PAGE}", (last,))
+                rows = cur.fetchall()
+                if not rows:
+                    break
+                last = rows[-1].id
+
+                def damaged(row: Any, exc: StoreError) -> None:
+                    problems.append(StoreProblem(f"{self.display} instance {row.id}", getattr(exc, "reason", exc.message)))
+
+                for instance in self._assemble(cur, rows, on_damage=damaged, cached=False):
+                    instances += 1
+                    revisions += sum(len(log.revisions) for log in instance.entries.values())
+            cur.execute(
+                "SELECT r.instance_id, count(*) FROM formctl_revisions r JOIN formctl_instances i ON i.id = r.instance_id "
+                "WHERE r.version > i.version GROUP BY r.instance_id ORDER BY r.instance_id"
+            )
+            for iid, count in cur.fetchall():
+                problems.append(StoreProblem(f"{self.display} instance {iid}", (
+                    f"{count} answer(s) stamped with a version later than the instance's own; left as they are.")))
+            return instances, revisions, problems, []
+
+        instances, revisions, problems, notes = self._run(scan, write=False, transaction=True)
+        return StoreReport(
+            directory=self.display,
+            files_checked=instances,
+            instances=instances,
+            problems=tuple(problems),
+            notes=tuple(notes) + ((f"{revisions} answer revision(s) read",) if instances else ()),
+        )
+
+    def reindex(self) -> Any:
+        """PostgreSQL maintains its own indexes: nothing to rebuild, so this is :meth:`check`."""
+        report = self.check()
+        from dataclasses import replace
+
+        return replace(report, notes=report.notes + ("PostgreSQL keeps its own indexes: nothing to rebuild",))
+
+    # ------------------------------------------------------------------ live updates
+
+    def watch(self) -> "Watcher":
+        """A :class:`Watcher` that wakes when any process commits a write to this store."""
+        return Watcher(self.dsn, connect=self._connect)
+
+    # ------------------------------------------------------------------ connections
+
+    def _connect(self) -> Any:
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, **self._connect_options())
+        except psycopg.Error as exc:
+            raise StoreError(connect_failure(self.dsn, exc)) from None
+        return conn
+
+    def _connect_options(self) -> dict[str, Any]:
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            given = conninfo_to_dict(self.dsn)
+        except psycopg.Error as exc:
+            raise StoreError(f"Not a valid PostgreSQL connection string ({self.display}): {_reason(exc)}") from None
+        options: dict[str, Any] = {}
+        if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
+            options["connect_timeout"] = self._connect_timeout
+        if "application_name" not in given and "PGAPPNAME" not in os.environ:
+            options["application_name"] = "formctl"
+        return options
+
+    def _connection(self) -> Any:
+        if self._conn is not None and self._pid != os.getpid():
+            _INHERITED.append(self._conn)  # a forked child: leave the parent's session alone
+            self._conn = None
+        if self._conn is None or self._conn.closed:
+            conn = self._connect()
+            self._conn, self._pid = conn, os.getpid()
+            self._tables = False
+            try:
+                self._check_schema(conn)
+            except BaseException:
+                self._drop()
+                raise
+        return self._conn
+
+    def _check_schema(self, conn: Any) -> None:
+        if not conn.execute(_pgschema.EXISTS).fetchone()[0]:
+            self._tables = False
+            return
+        row = conn.execute(_pgschema.CURRENT).fetchone()
+        version = row[0] if row else 0
+        if version > _pgschema.SCHEMA_VERSION:
+            raise StoreError(
+                f"The PostgreSQL store {self.display} is at schema version {version}, newer than this formctl "
+                f"knows ({_pgschema.SCHEMA_VERSION}): use the formctl version that wrote it."
+            )
+        self._tables = version == _pgschema.SCHEMA_VERSION
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        self._tables = False
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def _run(self, fn: Callable[[Any], T], *, write: bool = False, transaction: bool | None = None,
+             upgrade: bool = False) -> T:
+        """Run ``fn(cursor)`` on this adapter's connection: in one transaction when writing; once
+        more on a new connection when the old one turned out dead before anything was written."""
+        with self._mutex:
+            for attempt in (1, 2):
+                conn = self._connection()
+                self._committing = False
+                try:
+                    if (write and not self._tables) or upgrade:
+                        self._upgrade(conn)
+                    if write or transaction:
+                        with conn.transaction():
+                            with conn.cursor(row_factory=namedtuple_row) as cur:
+                                result = fn(cur)
+                                self._committing = write
+                    else:
+                        with conn.cursor(row_factory=namedtuple_row) as cur:
+                            result = fn(cur)
+                    return result
+                except psycopg.OperationalError as exc:
+                    if not (conn.broken or conn.closed):
+                        raise self._failure(exc, write) from None
+                    self._drop()
+                    if self._committing:
+                        raise StoreError(
+                            f"Lost the connection to the PostgreSQL store at {self.server} while saving: "
+                            "the change may or may not have been saved (formctl inspect shows what was)."
+                        ) from None
+                    if attempt == 2:
+                        raise StoreError(
+                            f"Lost the connection to the PostgreSQL store at {self.server} ({_reason(exc)})"
+                            + ("; nothing was saved. Try again." if write else ". Try again.")
+                        ) from None
+                except psycopg.Error as exc:
+                    raise self._failure(exc, write) from None
+                finally:
+                    self._committing = False
+        raise AssertionError("unreachable")
+
+    def _upgrade(self, conn: Any) -> None:
+        with conn.transaction():
+            with conn.cursor() as cur:
+                before, after = _pgschema.upgrade(cur)
+        if before > _pgschema.SCHEMA_VERSION:
+            self._check_schema(conn)  # raises: written by a newer formctl
+        self._tables = True
+
+    def _failure(self, exc: BaseException, write: bool) -> StoreError:
+        if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot hold (a NUL in text)
+            return StoreError(f"The instance holds a value that cannot be stored in PostgreSQL ({_reason(exc)}).")
+        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            return StoreError(f"The PostgreSQL store {self.display} refused this user: {_reason(exc)}")
+        tail = " Nothing was saved." if write else ""
+        return StoreError(f"The PostgreSQL store at {self.server} failed: {_reason(exc)}{tail}")
+
+
+# --------------------------------------------------------------------------- live updates
+
+
+class Watcher:
+    """LISTENs for the store's change notifications on a connection of its own.
+
+    ``wait(timeout)`` returns the ids of the instances written since the last call (waiting
+    up to ``timeout`` seconds for the first), or None when the server cannot be reached just
+    now (the caller falls back on polling; the watcher reconnects on the next call).
+    """
+
+    def __init__(self, dsn: str, *, connect: Callable[[], Any]) -> None:
+        self._dsn = dsn
+        self._connect = connect
+        self._conn: Any = None
+
+    def _listening(self) -> Any:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self.close()
+            conn = self._connect()
+            conn.execute(f"LISTEN {_pgschema.CHANNEL}")
+            self._conn = conn
+        return self._conn
+
+    def wait(self, timeout: float) -> set[str] | None:
+        try:
+            conn = self._listening()
+            changed: set[str] = set()
+            for note in conn.notifies(timeout=timeout, stop_after=1):
+                changed.add(note.payload.split(" ", 1)[0])
+            for note in conn.notifies(timeout=0):  # whatever else arrived meanwhile
+                changed.add(note.payload.split(" ", 1)[0])
+            return changed
+        except (StoreError, psycopg.Error):
+            self.close()
+            return None
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+
+# --------------------------------------------------------------------------- rows <-> instances
+
+
+def _row_values(instance: Instance, *, writes: int) -> tuple:
+    fields = [[f, len(log.revisions), log.cursor] for f, log in instance.entries.items()]
+    return (
+        instance.id, instance.def_id, instance.def_version, instance.subject, instance.status, instance.version,
+        writes, instance.revision_seq, instance.created_at, instance.updated_at, instance.completed_at,
+        instance.closed_reason, instance.blocked_on, instance.open_step_override, bool(instance.forced_complete),
+        Json(fields, dumps=_dumps), Json(instance.occurrences, dumps=_dumps),
+        Json({k: v.to_dict() for k, v in instance.dispatches.items()}, dumps=_dumps),
+    )
+
+
+def _revision_rows(
+    instance_id: str, entries: dict[str, FieldLog], before: dict[str, FieldLog], *, version: int
+) -> Iterable[tuple]:
+    """Rows for the revisions of ``entries`` that ``before`` does not have yet."""
+    for field, log in entries.items():
+        start = len(before[field].revisions) if field in before else 0
+        for pos in range(start, len(log.revisions)):
+            e = log.revisions[pos]
+            p = e.provenance
+            try:
+                value = None if e.retracted else _dumps(e.value)
+            except (TypeError, ValueError) as exc:
+                raise StoreError(f"The instance holds a value that cannot be stored as JSON ({exc}).") from None
+            yield (instance_id, field, pos, version, e.seq, p.timestamp, p.source, p.actor, p.note,
+                   None if value is None else Json(value, dumps=lambda text: text), e.error, bool(e.retracted))
+
+
+def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
+    error = StoreError(f"{display} instance {instance_id}: {reason}")
+    error.path = f"{display} instance {instance_id}"  # type: ignore[attr-defined]
+    error.reason = reason  # type: ignore[attr-defined]
+    return error
+
+
+def _instance(row: Any, fresh: dict[str, list[tuple]], base: Instance | None, display: str) -> Instance:
+    """Assemble an instance from its row, the revisions newer than ``base`` (by field) and ``base``."""
+    entries: dict[str, FieldLog] = {}
+    try:
+        listed = [(str(f), int(length), int(cursor)) for f, length, cursor in row.fields]
+    except (TypeError, ValueError) as exc:
+        raise _damaged(display, row.id, f"its field list is malformed ({exc}); left as it is.") from None
+    for field, length, cursor in listed:
+        old = base.entries[field].revisions if base is not None and field in base.entries else ()
+        new = []
+        for rev in fresh.get(field, ()):
+            _, _, pos, _, seq, at, source, actor, note, value, error, retracted = rev
+            if pos != len(old) + len(new):
+                raise _damaged(display, row.id, f"field {field!r} has revision {pos} where {len(old) + len(new)} "
+                               "was due: an answer is missing; left as it is.")
+            prov = Provenance(source, actor, at, note)
+            new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
+        revisions = old + tuple(new)
+        if len(revisions) != length:
+            raise _damaged(display, row.id, f"field {field!r} should hold {length} revision(s) at version "
+                           f"{row.version} but {len(revisions)} are stored: answers are missing; left as they are.")
+        if not -1 <= cursor < max(length, 0) or (length == 0 and cursor != -1):
+            raise _damaged(display, row.id, f"field {field!r} has cursor {cursor} outside its {length} revision(s).")
+        entries[field] = FieldLog(revisions, cursor)
+    strays = set(fresh) - {f for f, _, _ in listed}
+    if strays:
+        raise _damaged(display, row.id, f"answers stored for field(s) the instance does not list: {sorted(strays)}.")
+    return Instance(
+        id=row.id,
+        def_id=row.def_id,
+        def_version=row.def_version,
+        subject=row.subject,
+        status=row.status,
+        entries=entries,
+        revision_seq=row.revision_seq,
+        occurrences=dict(row.occurrences),
+        dispatches={k: DispatchState.from_dict(v) for k, v in row.dispatches.items()},
+        blocked_on=row.blocked_on,
+        open_step_override=row.open_step_override,
+        closed_reason=row.closed_reason,
+        forced_complete=row.forced_complete,
+        version=row.version,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        completed_at=row.completed_at,
+    )

@@ -1,0 +1,168 @@
+"""A throwaway PostgreSQL cluster in a temporary folder, for the tests, CI and the benchmarks.
+
+    python tests/helpers/pg_cluster.py start [DIR]   # prints shell lines: export FORMCTL_TEST_PG_DSN=...
+    python tests/helpers/pg_cluster.py stop DIR
+
+``initdb`` refuses to run as root, so as root the cluster belongs to ``nobody`` (the folder is
+chowned to it and every server command runs through ``runuser``). The server listens on a
+Unix socket in the folder and on 127.0.0.1 at a free port; local connections are trusted,
+TCP ones need the password (so a test can try a wrong one). ``fsync`` stays on: the crash
+tests rely on what a real server promises.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from urllib.parse import quote
+
+SUPERUSER = "formctl"
+PASSWORD = "formctl-test-secret"
+UNPRIVILEGED = "nobody"
+
+
+class ClusterUnavailable(RuntimeError):
+    """No cluster could be started here (no binaries, or initdb/pg_ctl failed): the reason."""
+
+
+def bin_dir() -> str | None:
+    """The folder holding initdb and pg_ctl: PATH first, then Debian's versioned folders."""
+    found = shutil.which("initdb")
+    if found and shutil.which("pg_ctl"):
+        return os.path.dirname(os.path.realpath(found))
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if os.path.exists(os.path.join(candidate, "initdb")):
+            return candidate
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Cluster:
+    folder: str
+    port: int
+    bindir: str
+
+    @property
+    def data(self) -> str:
+        return os.path.join(self.folder, "data")
+
+    @property
+    def socket_dir(self) -> str:
+        return self.folder
+
+    def dsn(self, database: str = "postgres", *, options: str | None = None) -> str:
+        """A DSN over the Unix socket (trusted, no password)."""
+        dsn = f"postgresql://{SUPERUSER}@/{database}?host={quote(self.socket_dir, safe='')}&port={self.port}"
+        if options:
+            dsn += f"&options={quote(options, safe='')}"
+        return dsn
+
+    def tcp_dsn(self, database: str = "postgres", *, password: str = PASSWORD) -> str:
+        return f"postgresql://{SUPERUSER}:{quote(password, safe='')}@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        cmd = [os.path.join(self.bindir, args[0]), *args[1:]]
+        if os.geteuid() == 0:
+            cmd = ["runuser", "-u", UNPRIVILEGED, "--", *cmd]
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=self.folder)
+        if check and done.returncode != 0:
+            raise ClusterUnavailable(f"{args[0]} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+        return done
+
+    def start(self) -> None:
+        opts = (
+            f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.socket_dir} "
+            "-c fsync=on -c max_connections=200 -c shared_buffers=64MB"
+        )
+        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.folder, "log"), "-w", "-t", "60", "-o", opts, "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop", check=False)
+
+    def restart(self) -> None:
+        self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+        self.start()
+
+    def destroy(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def create(folder: str | None = None) -> Cluster:
+    """initdb and start a cluster; raises :class:`ClusterUnavailable` with the reason if it cannot."""
+    bindir = bin_dir()
+    if bindir is None:
+        raise ClusterUnavailable("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql")
+    folder = folder or tempfile.mkdtemp(prefix="formctl-pg-")
+    os.makedirs(folder, exist_ok=True)
+    os.chmod(folder, 0o755)
+    if os.geteuid() == 0:
+        if shutil.which("runuser") is None:
+            raise ClusterUnavailable("running as root and runuser is missing (initdb refuses root)")
+        shutil.chown(folder, UNPRIVILEGED)
+    pwfile = os.path.join(folder, "pw")
+    with open(pwfile, "w") as f:
+        f.write(PASSWORD + "\n")
+    if os.geteuid() == 0:
+        shutil.chown(pwfile, UNPRIVILEGED)
+    cluster = Cluster(folder, _free_port(), bindir)
+    cluster._run(
+        "initdb", "-D", cluster.data, "-U", SUPERUSER, f"--pwfile={pwfile}", "--auth-local=trust",
+        "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync",
+    )
+    os.unlink(pwfile)
+    try:
+        cluster.start()
+    except ClusterUnavailable:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return cluster
+
+
+def wait_ready(dsn: str, timeout: float = 30.0) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            psycopg.connect(dsn, connect_timeout=5).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 1 and argv[0] == "start":
+        cluster = create(argv[1] if len(argv) > 1 else None)
+        print(f"export FORMCTL_TEST_PG_DSN='{cluster.dsn()}'")
+        print(f"export FORMCTL_TEST_PG_DIR='{cluster.folder}'")
+        print(f"export FORMCTL_TEST_PG_PORT='{cluster.port}'")
+        return 0
+    if len(argv) == 2 and argv[0] == "stop":
+        bindir = bin_dir()
+        if bindir and os.path.isdir(os.path.join(argv[1], "data")):
+            Cluster(argv[1], 0, bindir).destroy()
+        else:
+            shutil.rmtree(argv[1], ignore_errors=True)
+        return 0
+    sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

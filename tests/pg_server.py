@@ -1,0 +1,125 @@
+"""Fixtures for the PostgreSQL store's tests: one server per test session, one schema per test.
+
+* ``pg_server`` (session): the server named by ``FORMCTL_TEST_PG_DSN`` (``.ci/run`` starts one
+  and exports it, with ``FORMCTL_TEST_PG_DIR``/``_PORT`` so a test may restart it), else a
+  throwaway cluster started here (``helpers/pg_cluster.py``). When neither is possible the
+  PostgreSQL tests are skipped with the reason, except under ``CI=true``, where they fail:
+  CI must never go green by silently not testing the PostgreSQL store.
+* ``pg_dsn``: a DSN whose ``search_path`` is a fresh, empty schema, dropped afterwards.
+* ``pg_adapter``: a :class:`PostgresAdapter` on ``pg_dsn``, closed afterwards.
+* ``private_pg``: a cluster of the test's own, for a test that stops or restarts it (the
+  session's server is shared with the other xdist worker's tests).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import pytest
+
+from helpers import pg_cluster
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL is required under CI=true, and {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL tests skipped: {reason}")
+
+
+@dataclass
+class Server:
+    dsn: str
+    cluster: pg_cluster.Cluster | None  # None: given from outside, and not ours to restart
+
+    def restart(self) -> None:
+        if self.cluster is None:
+            pytest.skip("the PostgreSQL server was given by FORMCTL_TEST_PG_DSN alone: cannot restart it")
+        self.cluster.restart()
+        pg_cluster.wait_ready(self.dsn)
+
+    def stop(self) -> None:
+        if self.cluster is None:
+            pytest.skip("the PostgreSQL server was given by FORMCTL_TEST_PG_DSN alone: cannot stop it")
+        self.cluster.stop()
+
+    def start(self) -> None:
+        assert self.cluster is not None
+        self.cluster.start()
+        pg_cluster.wait_ready(self.dsn)
+
+    def tcp_dsn(self, password: str = pg_cluster.PASSWORD) -> str:
+        if self.cluster is None:
+            pytest.skip("the PostgreSQL server was given by FORMCTL_TEST_PG_DSN alone: its TCP port is unknown")
+        return self.cluster.tcp_dsn(password=password)
+
+
+def with_options(dsn: str, options: str) -> str:
+    return dsn + ("&" if "?" in dsn else "?") + "options=" + quote(options, safe="")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    try:
+        import psycopg
+    except ImportError:
+        unavailable("psycopg is not installed (pip install -e '.[test]')")
+    given = os.environ.get("FORMCTL_TEST_PG_DSN")
+    if given:
+        folder, port = os.environ.get("FORMCTL_TEST_PG_DIR"), os.environ.get("FORMCTL_TEST_PG_PORT")
+        bindir = pg_cluster.bin_dir()
+        cluster = pg_cluster.Cluster(folder, int(port), bindir) if folder and port and bindir else None
+        try:
+            pg_cluster.wait_ready(given, timeout=10)
+        except psycopg.Error as exc:
+            unavailable(f"FORMCTL_TEST_PG_DSN cannot be reached: {exc}")
+        yield Server(given, cluster)
+        return
+    try:
+        cluster = pg_cluster.create()
+    except pg_cluster.ClusterUnavailable as exc:
+        unavailable(str(exc))
+    try:
+        pg_cluster.wait_ready(cluster.dsn())
+        yield Server(cluster.dsn(), cluster)
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def private_pg(pg_server):
+    try:
+        cluster = pg_cluster.create()
+    except pg_cluster.ClusterUnavailable as exc:
+        unavailable(str(exc))
+    try:
+        pg_cluster.wait_ready(cluster.dsn())
+        yield Server(cluster.dsn(), cluster)
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture
+def pg_dsn(pg_server):
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield with_options(pg_server.dsn, f"-csearch_path={schema}")
+    try:
+        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    except psycopg.Error:
+        pass  # a test that stopped the server; the cluster goes away with the session
+
+
+@pytest.fixture
+def pg_adapter(pg_dsn):
+    from formctl.store.postgres import PostgresAdapter
+
+    adapter = PostgresAdapter(pg_dsn)
+    yield adapter
+    adapter.close()
