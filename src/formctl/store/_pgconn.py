@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
 
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:\\.|[^'\\])*'|\S+)", re.IGNORECASE)
 
 
@@ -23,24 +24,19 @@ def is_dsn(store: object) -> bool:
 
 def mask_dsn(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***`` (URI user-info, a ``password=`` query
-    parameter, or a ``password=`` key in the key/value form)."""
+    parameter, or a ``password=`` key in the key/value form); the rest exactly as given."""
     if not is_dsn(dsn):
         return _KV_PASSWORD.sub(lambda m: m.group(1) + "***", dsn)
-    try:
-        parts = urlsplit(dsn)
-    except ValueError:
-        return re.sub(r"//[^@/]*@", "//***@", dsn)
-    netloc = parts.netloc
+    head = dsn.index("://") + 3
+    rest = dsn[head:]
+    end = min([rest.find(c) for c in "/?#" if c in rest] or [len(rest)])
+    netloc, tail = rest[:end], rest[end:]
     if "@" in netloc:
-        userinfo, _, hosts = netloc.rpartition("@")
-        user, sep, _password = userinfo.partition(":")
-        netloc = f"{user}:***@{hosts}" if sep else f"{user}@{hosts}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(k.lower() == "password" for k, _ in pairs):
-            query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        userinfo, hosts = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            netloc = f"{userinfo.split(':', 1)[0]}:***@{hosts}"
+    tail = _QUERY_PASSWORD.sub(lambda m: m.group(1) + "***", tail)
+    return dsn[:head] + netloc + tail
 
 
 def describe_server(dsn: str) -> str:
@@ -81,16 +77,18 @@ def connect_failure(dsn: str, exc: BaseException) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    """The useful part of libpq's message: the last line that says what failed, no DSN."""
-    text = str(exc).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    reason = lines[-1] if lines else type(exc).__name__
-    for line in lines:  # libpq puts the cause after "FATAL:" or after the last "failed:"
+    """The useful part of libpq's message, without any connection string: the server's reason
+    after ``FATAL:``, else what follows the last ``failed:`` (``Connection refused``)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    reason = lines[0] if lines else type(exc).__name__
+    for line in lines:
         if "FATAL:" in line:
             reason = line.split("FATAL:", 1)[1].strip()
             break
     else:
-        if "failed:" in reason:
-            reason = reason.rsplit("failed:", 1)[1].strip()
-    reason = _KV_PASSWORD.sub(lambda m: m.group(1) + "***", reason).rstrip(".")
+        for line in lines:
+            if "failed:" in line and line.rsplit("failed:", 1)[1].strip():
+                reason = line.rsplit("failed:", 1)[1].strip()
+                break
+    reason = _KV_PASSWORD.sub(lambda m: m.group(1) + "***", reason).rstrip(".?! ")
     return reason + "."

@@ -112,6 +112,7 @@ class PostgresAdapter:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._mutex = threading.RLock()
         self._committing = False
+        self._upgraded = (0, 0)
 
     def __repr__(self) -> str:
         return f"PostgresAdapter({self.display!r})"
@@ -278,7 +279,8 @@ class PostgresAdapter:
 
     def init(self) -> tuple[int, int]:
         """Create or upgrade the tables; (schema version before, after). ``formctl store init``."""
-        return self._run(lambda cur: None, write=True, upgrade=True)
+        self._run(lambda cur: None, write=True, upgrade=True)
+        return self._upgraded
 
     def _select(self, where: str, params: tuple, *, on_damage: Callable[[Any, StoreError], None] | None = None) -> list[Instance]:
         def read(cur: Any) -> list[Instance]:
@@ -500,6 +502,7 @@ class PostgresAdapter:
         with conn.transaction():
             with conn.cursor() as cur:
                 before, after = _pgschema.upgrade(cur)
+        self._upgraded = (before, after)
         if before > _pgschema.SCHEMA_VERSION:
             self._check_schema(conn)  # raises: written by a newer formctl
         self._tables = True
