@@ -29,8 +29,10 @@ from formctl.forms.instance import (
     now_iso,
 )
 from formctl.store import _durable
+from formctl.store import postgres  # noqa: F401  (imported before the clock fixture, which patches its now_iso)
 from formctl.store.base import FormAdapter
 from formctl.store.jsonfile import JsonFileAdapter, StoreReport, commit_from_json, commit_to_json
+from formctl.store.memory import MemoryAdapter
 
 
 def prov(note: str | None = None) -> Provenance:

@@ -172,8 +172,9 @@ def test_an_instance_missing_answers_is_reported_and_never_stands_in_silently(pg
 # --------------------------------------------------------------------------- the server going away
 
 
-def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_is_one_line(pg_server, pg_dsn):
-    adapter = PostgresAdapter(pg_dsn, connect_timeout=3)
+def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_is_one_line(private_pg):
+    pg_server = private_pg
+    adapter = PostgresAdapter(pg_server.dsn, connect_timeout=3)
     inst = fill(adapter, adapter.create_instance("travel", 1, "alice", prov()), "name", "Ada")
     pg_server.restart()
     inst = fill(adapter, inst, "name", "Ada L")  # the dead connection is replaced: nothing was lost or doubled
