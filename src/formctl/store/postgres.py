@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
@@ -74,6 +75,14 @@ _dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False, separators=(",
 # Connections a forked child inherited: never closed (closing would end the parent's session
 # on the server), never collected (collection closes them).
 _INHERITED: list[Any] = []
+
+
+def _close_in(conn: Any, pid: int) -> None:
+    if os.getpid() == pid and not conn.closed:
+        try:
+            conn.close()
+        except Exception:
+            pass
 
 
 def require_psycopg() -> None:
@@ -428,6 +437,7 @@ class PostgresAdapter:
         if self._conn is None or self._conn.closed:
             conn = self._connect()
             self._conn, self._pid = conn, os.getpid()
+            weakref.finalize(self, _close_in, conn, self._pid)  # an adapter dropped unclosed closes its session
             self._tables = False
             try:
                 self._check_schema(conn)
