@@ -40,9 +40,10 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from formctl.forms.errors import ConflictError, StoreError
 from formctl.forms.instance import Commit, DispatchState, Entry, FieldLog, Instance, Provenance, now_iso
@@ -63,6 +64,7 @@ __all__ = ["PostgresAdapter", "Watcher", "require_psycopg"]
 T = TypeVar("T")
 
 _CACHE_SIZE = 4096
+_LOCK_CLASS = 0x666F726D  # "form": the advisory-lock space of exclusive(), keyed by hashtext(id)
 _PAGE = 500
 
 _COLUMNS = (
@@ -207,6 +209,29 @@ class PostgresAdapter:
         new, writes = self._run(write, write=True)
         self._remember(instance_id, _Cached(writes, new))
 
+    @contextmanager
+    def exclusive(self, instance_id: str) -> Iterator[None]:
+        """Hold a session-level advisory lock on ``instance_id`` across a whole read, stage and
+        commit (the runner takes it around each commit round, when an adapter offers it).
+
+        Every runner, on any machine, takes the same lock first, so none of them can commit
+        between another's read and write: under contention they queue on the server instead
+        of retrying conflicts. Reads and writes inside it go through this adapter's connection,
+        which holds the lock. A lock lost with its connection (a server restart) leaves
+        compare-and-set to catch what it no longer keeps out."""
+        key = (_LOCK_CLASS, instance_id)
+        with self._mutex:
+            self._run(lambda cur: cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", key))
+            conn = self._conn
+            try:
+                yield
+            finally:
+                if conn is not None and conn is self._conn and not conn.broken:
+                    try:
+                        conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", key)
+                    except psycopg.Error:
+                        self._drop()  # a session that cannot say whether it holds the lock: end it
+
     def _locked_row(self, cur: Any, instance_id: str) -> Any:
         cur.execute(f"SELECT {_COLUMNS} FROM formctl_instances WHERE id = %s FOR UPDATE", (instance_id,))
         row = cur.fetchone()
@@ -349,12 +374,29 @@ class PostgresAdapter:
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
 
+    # ------------------------------------------------------------------ damage
+
+    def damage(self, instance_id: str) -> None:
+        """Always None: a transaction never leaves part of a commit behind, so nothing acknowledged
+        goes missing the way a file can. Rows changed by hand are reported by ``get_instance`` and
+        ``check()`` instead (a :class:`StoreError` naming the instance)."""
+        return None
+
+    def repairs(self, instance_id: str) -> tuple[dict[str, Any], ...]:
+        return ()
+
+    def repair(self, instance_id: str, *, by: str) -> None:
+        raise StoreError(
+            "The PostgreSQL store has nothing to repair: a transaction never leaves a partial write. "
+            "An instance that formctl store check reports was changed by hand; restore it from a backup."
+        )
+
     # ------------------------------------------------------------------ check
 
     def check(self) -> Any:
         """Read every instance and its answer log afresh (no cache) in one consistent snapshot and
         report any whose rows do not add up. Changes nothing."""
-        from formctl.store.jsonfile import StoreProblem, StoreReport
+        from formctl.store.maintenance import StoreProblem, StoreReport
 
         def scan(cur: Any) -> tuple[int, int, list[StoreProblem], list[str]]:
             if not self._tables:
