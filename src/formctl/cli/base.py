@@ -92,7 +92,7 @@ store_app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
-    epilog="\b\nExample:\n  formctl store check --store ./.formctl\n  formctl store reindex",
+    epilog="\b\nExamples:\n  formctl store check --store ./.formctl\n  formctl store reindex\n  formctl store repair form_mx230koo_lwhzx5 --as 'Sam Jones'",
 )
 app.add_typer(store_app)
 
