@@ -855,3 +855,15 @@ def test_the_next_write_settles_the_marker_a_dead_writer_left(store):
     assert fresh.find_open_instance("s2").id == made[5].id
     assert victim.id in [i.id for i in fresh.find_instances(status="abandoned")]
     assert victim.id in [i.id for i in fresh.find_instances(subject="s2", status="abandoned")]
+
+
+def test_reindex_removes_the_old_folder_of_index_shards(store):
+    a, _ = _populate(store)
+    expected = _answers(a)
+    old = os.path.join(store, "index")
+    os.mkdir(old)
+    for n in range(64):
+        open(os.path.join(old, f"{n:02x}.jsonl"), "wb").close()
+    report = JsonFileAdapter(store).reindex()
+    assert not os.path.exists(old) and any("old index folder" in note for note in report.notes)
+    assert _answers(JsonFileAdapter(store)) == expected

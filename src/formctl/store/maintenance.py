@@ -15,6 +15,7 @@ person accepts the loss of one instance's missing versions (:mod:`formctl.store.
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import datetime, timezone
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -248,6 +249,10 @@ def _remove_leftovers(adapter: JsonFileAdapter) -> list[str]:
     """Delete ``*.tmp`` files: with the lock held exclusively no write is in flight, so every
     temporary file belongs to a writer that died."""
     notes = []
+    old_index = os.path.join(adapter.directory, "index")  # the 64 shards of formctl 0.1's first stores
+    if os.path.isdir(old_index) and all(n.endswith(".jsonl") for n in os.listdir(old_index)):
+        shutil.rmtree(old_index, ignore_errors=True)
+        notes.append(f"removed {old_index} (the old index folder; the index is now {adapter.index.path})")
     for folder in (adapter.files.folder, adapter.directory):
         try:
             names = os.listdir(folder)
