@@ -867,3 +867,17 @@ def test_reindex_removes_the_old_folder_of_index_shards(store):
     report = JsonFileAdapter(store).reindex()
     assert not os.path.exists(old) and any("old index folder" in note for note in report.notes)
     assert _answers(JsonFileAdapter(store)) == expected
+
+
+def test_a_new_process_finds_each_subjects_open_form_whatever_the_subject_holds(store):
+    subjects = ["ann", 'ann"', "x,ann", "ann,", "ännä ✓", '["ann"]', "ann]"]
+    a = JsonFileAdapter(store)
+    made = {s: a.create_instance("travel", 1, s, prov()).id for s in subjects}
+    for s in subjects:  # a fresh adapter per lookup: the byte search over the index, not a parsed copy
+        assert JsonFileAdapter(store).find_open_instance(s).id == made[s]
+        assert [i.id for i in JsonFileAdapter(store).find_instances(subject=s)] == [made[s]]
+    made.update({f"p{n}": a.create_instance("travel", 1, f"p{n}", prov()).id for n in range(20)})
+    many = JsonFileAdapter(store)  # one adapter asked about many subjects parses the index instead
+    for _ in range(2):
+        assert {s: many.find_open_instance(s).id for s in made} == made
+    assert many.index._parsed is not None

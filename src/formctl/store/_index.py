@@ -120,13 +120,16 @@ class Index:
     def _reset(self, problem: str | None) -> None:
         self.problem = problem  # why the index cannot be used as it stands, or None
         self.evidence: dict[str, Row] = {}  # rows of an index that must be rebuilt (see rebuild)
-        self._data = b""  # the complete item lines read so far (the header excluded)
+        # The file's complete lines read so far, header included, in one buffer that later reads
+        # and appends extend in place (a cold lookup copies the file once, and parses none of it).
+        self._data = bytearray()
+        self._body = 0  # where the first line after the header starts
         self._key: tuple[int, int, int] | None = None  # (inode, size read, mtime) last seen
-        self._offset = 0  # bytes of the file consumed, header included
         self._base_rows = 0  # rows written by the last rewrite
-        self._lines = 0
+        self._lines: int | None = None  # lines after the header, counted when first needed
         self._parsed: _Parsed | None = None
         self._found: dict[str, tuple[int, tuple[Row | None, bool]]] = {}  # row(): id -> (bytes searched, answer)
+        self._subjects: dict[str, tuple[_Parsed, int]] = {}  # rows_for_subject(): subject -> (rows, bytes searched)
 
     # ------------------------------------------------------------------ reading
 
@@ -140,10 +143,10 @@ class Index:
         key = (st.st_ino, st.st_size, st.st_mtime_ns)
         if key == self._key:
             return self.problem is None
-        if self._key is None or st.st_ino != self._key[0] or st.st_size < self._offset or self.problem is not None:
+        if self._key is None or st.st_ino != self._key[0] or st.st_size < len(self._data) or self.problem is not None:
             self._load(0)
         else:
-            self._load(self._offset)
+            self._load(len(self._data))
         return self.problem is None
 
     def _load(self, offset: int) -> None:
@@ -152,42 +155,45 @@ class Index:
                 st = os.fstat(f.fileno())
                 if offset and (self._key is None or st.st_ino != self._key[0]):
                     offset = 0
+                if offset == 0:
+                    self._reset(None)
                 f.seek(offset)
-                data = f.read()
+                grown = bytearray(max(0, st.st_size - offset))
+                got = f.readinto(grown)
         except FileNotFoundError:
             self._reset("the index file is missing")
             return
-        complete = data[: data.rfind(b"\n") + 1]  # an unterminated last line is not there yet
-        body = complete
+        del grown[got:]
+        del grown[grown.rfind(b"\n") + 1 :]  # an unterminated last line is not there yet
         if offset == 0:
-            self._reset(None)
-            end = complete.find(b"\n")
+            end = grown.find(b"\n")
             try:
                 if end < 0:
                     raise ValueError("the file is empty")
-                header = json.loads(complete[:end])
+                header = json.loads(grown[:end])
                 if not isinstance(header, dict) or header.get("formctl_index") != FORMAT:
                     raise ValueError(f"its header is not a format-{FORMAT} formctl index header")
                 self._base_rows = int(header.get("rows", 0))
             except (ValueError, TypeError) as exc:
                 self._reset(f"{self.path} is damaged ({exc})")
                 return
-            body = complete[end + 1 :]
             if header.get("boot") != BOOT_ID:
                 self._reset("the index was written before the machine last restarted")
-                self.evidence = self._rows_of(body)
+                self.evidence = self._rows_of(bytes(grown[end + 1 :]))
                 return
-        elif self._parsed is not None:
-            try:
-                self._parsed.apply(json.loads(b"[" + body.replace(b"\n", b",")[:-1] + b"]") if body else ())
-            except (ValueError, TypeError, IndexError) as exc:
-                self._reset(f"{self.path} is damaged ({exc})")
-                return
-        self._data += body
-        self._lines += body.count(b"\n")
-        self._offset = offset + len(complete)
+            self._data, self._body = grown, end + 1
+        else:
+            if self._parsed is not None and grown:
+                try:
+                    self._parsed.apply(json.loads(b"[" + bytes(grown).replace(b"\n", b",")[:-1] + b"]"))
+                except (ValueError, TypeError, IndexError) as exc:
+                    self._reset(f"{self.path} is damaged ({exc})")
+                    return
+            if self._lines is not None:
+                self._lines += grown.count(b"\n")
+            self._data += grown
         # Remember the size read up to the last whole line: an unterminated tail is looked at again.
-        self._key = (st.st_ino, self._offset, st.st_mtime_ns)
+        self._key = (st.st_ino, len(self._data), st.st_mtime_ns)
 
     @staticmethod
     def _rows_of(body: bytes) -> dict[str, Row]:
@@ -203,7 +209,8 @@ class Index:
         if self._parsed is None:
             parsed = _Parsed()
             try:
-                parsed.apply(json.loads(b"[" + self._data.replace(b"\n", b",")[:-1] + b"]") if self._data else ())
+                body = bytes(self._data[self._body :])
+                parsed.apply(json.loads(b"[" + body.replace(b"\n", b",")[:-1] + b"]") if body else ())
             except (ValueError, TypeError, IndexError) as exc:
                 raise self._damaged(exc) from None
             self._parsed = parsed
@@ -222,9 +229,10 @@ class Index:
             raise self._damaged(exc) from None
         return item
 
-    def _lines_naming(self, needle: bytes) -> list[list]:
-        """The items of the lines whose second element (the subject) encodes as ``needle``."""
-        data, found, pos = self._data, [], 0
+    def _lines_naming(self, needle: bytes, pos: int) -> list[list]:
+        """The items of the lines from offset ``pos`` on whose second element (the subject)
+        encodes as ``needle``."""
+        data, found = self._data, []
         while True:
             pos = data.find(needle, pos)
             if pos < 0:
@@ -238,17 +246,22 @@ class Index:
 
     def rows_for_subject(self, subject: str) -> tuple[list[Row], set[str]]:
         """The subject's rows, and the ids among them whose last line is a pending marker."""
+        if self._parsed is None and len(self._subjects) >= 16:
+            self._all()  # a process that asks about many subjects parses the whole index, once
         if self._parsed is not None:
             p = self._parsed
             ids = p.by_subject.get(subject, ())
             return [p.rows[i] for i in ids], {i for i, s in p.pending.items() if s == subject}
-        parsed = _Parsed()
+        parsed, searched = self._subjects.get(subject) or (_Parsed(), self._body)
         try:
-            parsed.apply(self._lines_naming(_line(subject)[:-1]))
+            parsed.apply(self._lines_naming(_line(subject)[:-1], searched))
         except IndexDamaged:
             raise
         except (ValueError, TypeError, IndexError) as exc:
             raise self._damaged(exc) from None
+        if len(self._subjects) > 4096:
+            self._subjects.clear()
+        self._subjects[subject] = (parsed, len(self._data))  # next time, only what was appended since
         return list(parsed.rows.values()), set(parsed.pending)
 
     def row(self, iid: str) -> tuple[Row | None, bool]:
@@ -295,7 +308,7 @@ class Index:
 
     def last_marker(self) -> tuple[str, str] | None:
         """``(id, subject)`` when the last line is a pending marker: a writer died after it."""
-        if not self._data:
+        if len(self._data) <= self._body:
             return None
         start = self._data.rfind(b"\n", 0, len(self._data) - 1) + 1
         item = self._item(start, len(self._data))
@@ -342,12 +355,13 @@ class Index:
         data = _line(item)
         fd = self._append_fd()
         st = os.fstat(fd)
-        if self._key is None or st.st_ino != self._key[0] or st.st_size < self._offset:
+        offset = len(self._data)
+        if self._key is None or st.st_ino != self._key[0] or st.st_size < offset:
             self.close()
             raise OSError(f"{self.path} changed under the store lock")
-        if st.st_size > self._offset:
+        if st.st_size > offset:
             # An unterminated line left by a writer that died mid-append: never read, cut it off.
-            os.ftruncate(fd, self._offset)
+            os.ftruncate(fd, offset)
         try:
             _durable.write_all(fd, data)
             if self.durable_appends:
@@ -355,15 +369,15 @@ class Index:
         except OSError:
             # Take back a partial line so that the log stays line-aligned.
             try:
-                os.ftruncate(fd, self._offset)
+                os.ftruncate(fd, offset)
             except OSError:
                 self._key = None
             raise
         st = os.fstat(fd)
-        self._offset += len(data)
-        self._key = (st.st_ino, st.st_size, st.st_mtime_ns)
         self._data += data
-        self._lines += 1
+        self._key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._lines is not None:
+            self._lines += 1
         if self._parsed is not None:
             self._parsed.apply((item,))
 
@@ -380,6 +394,8 @@ class Index:
             pass
 
     def needs_compaction(self) -> bool:
+        if self._lines is None:
+            self._lines = self._data.count(b"\n", self._body)
         return self._lines > 256 and self._lines > 2 * self._base_rows
 
     def rewrite(self, rows: Iterable[Row]) -> None:
