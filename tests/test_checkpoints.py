@@ -154,8 +154,45 @@ def test_resolving_ok_unblocks_and_the_form_completes_and_announces_it_then(wait
     assert form_runs(log) == ["form:1"]
     stored = waiting.open_instance()
     assert stored.blocked_on is None
-    record = stored.dispatches[f"{stored.id}:checkpoint:cap:resolved"]
-    assert (record.hook_id, record.status, record.attempts) == ("checkpoint:cap", "ok", 1)
+    record = stored.dispatches[f"{stored.id}:checkpoint:cap:1:resolved:1"]  # occurrence 1, its first resolution
+    assert (record.hook_id, record.status, record.attempts, record.actor) == ("checkpoint:cap", "ok", 1, "agent")
+
+
+def test_every_resolution_records_who_when_the_outcome_and_why_and_none_overwrites_another(waiting, clock):
+    from formctl.forms.resolutions import resolutions
+
+    waiting.fill({"total": 500, "sign": "Dana"})
+    waiting.resolve_checkpoint(fail="Needs pre-approval.", actor="sam")
+    waiting.resolve_checkpoint(checkpoint="cap", actor="  kim  ", reason="Pre-approved by email.")
+
+    got = [r.to_dict() for r in resolutions(waiting.open_instance())]
+    assert [(r["checkpoint"], r["occurrence"], r["outcome"], r["actor"], r.get("reason")) for r in got] == [
+        ("cap", 1, "rejected", "sam", "Needs pre-approval."),
+        ("cap", 1, "approved", "kim", "Pre-approved by email."),
+    ]
+    assert got[0]["at"] < got[1]["at"]
+    assert waiting.open_instance().status == "complete"
+    assert resolutions(waiting.open_instance())[1].text().startswith("cap approved by kim at 2026-")
+
+
+@pytest.mark.parametrize("actor", ["", "   ", 5])
+def test_a_resolution_names_someone(waiting, actor):
+    waiting.fill({"total": 500})
+    with pytest.raises(FormError) as raised:
+        waiting.resolve_checkpoint(actor=actor)
+    assert raised.value.code == "invalid_arguments"
+    assert waiting.open_instance().status == "awaiting"
+
+
+def test_resolutions_of_a_store_written_before_actors_were_recorded_still_read():
+    from formctl.forms.instance import DispatchState, Instance
+    from formctl.forms.resolutions import resolutions
+
+    instance = Instance(id="form_a", def_id="f", def_version=1, subject="s",
+                        dispatches={"form_a:checkpoint:cap:resolved": DispatchState("checkpoint:cap", "failed", 2,
+                                                                                    "2026-01-01T00:00:01Z", "No.")})
+    assert [r.to_dict() for r in resolutions(instance)] == [
+        {"checkpoint": "cap", "outcome": "rejected", "at": "2026-01-01T00:00:01Z", "actor": None, "reason": "No."}]
 
 
 def test_patches_from_an_on_complete_announced_on_resolve_are_written(waiting, log):
@@ -213,7 +250,7 @@ def test_resolving_with_fail_records_an_open_failure_and_the_form_does_not_read_
     assert "blocked earlier: checkpoint:cap — Over the limit: needs Finance pre-approval." in waiting.tier0()
     assert form_runs(log) == []
     stored = waiting.open_instance()
-    record = stored.dispatches[f"{stored.id}:checkpoint:cap:resolved"]
+    record = stored.dispatches[f"{stored.id}:checkpoint:cap:1:resolved:1"]
     assert (record.status, record.error) == ("failed", "Over the limit: needs Finance pre-approval.")
 
 

@@ -65,3 +65,90 @@ def test_a_two_million_character_name_is_refused_by_formctl_fill_and_nothing_is_
     assert len(result.output) < 2_000
     values = as_json(store, "export", instance_id)["values"]
     assert "full_name" not in values and values["email"] == "dana@example.org"
+
+
+# --------------------------------------------------------------------------- resolving is a host's act
+
+# What a claimant types into `formctl run travel-claim` for a claim over the 750 cap.
+OVER_CAP_LINES = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
+                  "client visit", "car", "120", "skip", "skip", "1204.50"]
+
+
+def claim_over_the_cap(store: str) -> str:
+    result = run(store, "run", "travel-claim", "--subject", "dana", input="\n".join(OVER_CAP_LINES) + "\n")
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    assert row["status"] == "awaiting"
+    return row["instance_id"]
+
+
+def test_the_claimant_cannot_resolve_their_own_claim_in_formctl_run(store):
+    instance_id = claim_over_the_cap(store)
+
+    result = run(store, "run", "travel-claim", "--subject", "dana", input="/resolve\n")
+
+    assert (f'error: Only a host can resolve "policy-cap": from a host\'s terminal, run formctl resolve '
+            f"{instance_id}") in result.output
+    exported = as_json(store, "export", instance_id)
+    assert exported["status"] == "awaiting" and "resolutions" not in exported
+
+
+def test_a_form_author_playing_the_host_can_resolve_and_the_status_bar_says_so(store):
+    import getpass
+
+    instance_id = claim_over_the_cap(store)
+
+    result = run(store, "run", "travel-claim", "--subject", "dana", "--as-host",
+                 input="/resolve --reason trial run\n")
+
+    assert result.exit_code == 0, result.output
+    assert "playing the host" in result.output
+    assert '[as host] [form: travel-claim] awaiting "policy-cap"' in result.output
+    assert "checkpoint approved · [as host] [form: travel-claim] complete" in result.output
+    (decision,) = as_json(store, "inspect", instance_id)["resolutions"]
+    assert (decision["outcome"], decision["actor"], decision["reason"]) == ("approved", getpass.getuser(), "trial run")
+
+
+def test_every_resolution_shows_who_when_and_why_in_inspect_history_and_export(store):
+    instance_id = claim_over_the_cap(store)
+    rejected = run(store, "resolve", instance_id, "--fail", "needs pre-approval", "--as", "Sam Jones")
+    assert rejected.exit_code == 0, rejected.output
+    approved = run(store, "resolve", instance_id, "--checkpoint", "policy-cap", "--as", "Kim Lee",
+                   "--reason", "pre-approved by email")
+    assert approved.exit_code == 0, approved.output
+
+    expected = [("policy-cap", 1, "rejected", "Sam Jones", "needs pre-approval"),
+                ("policy-cap", 1, "approved", "Kim Lee", "pre-approved by email")]
+    for command in ("inspect", "history", "export"):
+        decisions = as_json(store, command, instance_id)["resolutions"]
+        assert [(d["checkpoint"], d["occurrence"], d["outcome"], d["actor"], d["reason"]) for d in decisions] == expected
+        assert decisions[0]["at"] < decisions[1]["at"]
+        text = run(store, command, instance_id).output
+        assert "checkpoint decisions" in text
+        assert "Sam Jones" in text and "needs pre-approval" in text and "Kim Lee" in text, command
+    assert as_json(store, "export", instance_id)["status"] == "complete"
+
+
+def test_a_resolution_without_as_is_recorded_as_the_login_name(store):
+    import getpass
+
+    instance_id = claim_over_the_cap(store)
+    assert run(store, "resolve", instance_id).exit_code == 0
+    (decision,) = as_json(store, "export", instance_id)["resolutions"]
+    assert (decision["outcome"], decision["actor"]) == ("approved", getpass.getuser())
+    assert "reason" not in decision
+    both = run(store, "resolve", instance_id, "--fail", "x", "--reason", "y")
+    assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_a_recorded_transcript_carries_who_resolved_and_replays(store, tmp_path):
+    path = tmp_path / "cap.toml"
+    lines = OVER_CAP_LINES + ["/resolve --reason fine for a trial"]
+    result = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", "--record", str(path),
+                 input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.output
+
+    text = path.read_text()
+    assert 'action = "resolve"' in text and 'reason = "fine for a trial"' in text and "actor = " in text
+    replayed = invoke("replay", str(path), "--forms", str(FORMS))
+    assert replayed.exit_code == 0, replayed.output

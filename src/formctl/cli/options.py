@@ -53,3 +53,4 @@ ModelOpt = Annotated[Optional[str], typer.Option("--model", envvar="FORMCTL_MODE
                                                  help="Model name (needs ANTHROPIC_API_KEY).")]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the guided offline model.")]
 RecordOpt = Annotated[Optional[str], typer.Option("--record", metavar="PATH", help="Write a transcript as it goes.")]
+AsHostOpt = Annotated[bool, typer.Option("--as-host", help="Play the host: /resolve answers checkpoints (for form authors).")]

@@ -250,6 +250,21 @@ def print_histories(histories: list[dict[str, Any]], out: Console | None = None)
         out.print(table)
 
 
+def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+    """The hosts' decisions on checkpoints, oldest first: which, approved or rejected, by whom, when, why."""
+    if not rows:
+        return
+    out = out or console()
+    out.print(Text("checkpoint decisions", style="bold"))
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in ("checkpoint", "decision", "by", "at", "reason"):
+        table.add_column(name)
+    for r in rows:
+        decision = Text(r["outcome"], style="green" if r["outcome"] == "approved" else "red")
+        table.add_row(r["checkpoint"], decision, r.get("actor") or "(not recorded)", r["at"], r.get("reason") or "")
+    out.print(table)
+
+
 def print_instances(rows: list[dict[str, Any]], out: Console | None = None) -> None:
     out = out or console()
     if not rows:

@@ -139,6 +139,8 @@ class DispatchState:
 
     ``owner`` names the process that set ``running`` (``host:pid``), so a record left
     ``running`` by a process that died can be told from one whose executor is in flight.
+    A host's resolution of a checkpoint is a record too: ``actor`` says who resolved it and
+    ``reason`` why (see :mod:`formctl.forms.resolutions`).
     """
 
     hook_id: str
@@ -147,6 +149,8 @@ class DispatchState:
     at: str
     error: str | None = None
     owner: str | None = None
+    actor: str | None = None
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"hook_id": self.hook_id, "status": self.status, "attempts": self.attempts, "at": self.at}
@@ -154,11 +158,16 @@ class DispatchState:
             d["error"] = self.error
         if self.owner is not None:
             d["owner"] = self.owner
+        if self.actor is not None:
+            d["actor"] = self.actor
+        if self.reason is not None:
+            d["reason"] = self.reason
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DispatchState":
-        return cls(d["hook_id"], d["status"], int(d["attempts"]), d["at"], d.get("error"), d.get("owner"))
+        return cls(d["hook_id"], d["status"], int(d["attempts"]), d["at"], d.get("error"), d.get("owner"),
+                   d.get("actor"), d.get("reason"))
 
 
 class Instance:

@@ -67,6 +67,7 @@ from formctl.forms.project import (
     step_view,
     tier0 as render_tier0,
 )
+from formctl.forms.resolutions import resolution_key
 from formctl.forms.reading import InstanceSummary, InstanceView, drifted, is_stale, read_status, summarise
 from formctl.forms.validate import issue_hint, json_data, size_issue
 from formctl.store.base import apply_entry_commit
@@ -407,11 +408,17 @@ class FormRunner:
         fail: str | None = None,
         values: dict[str, Any] | None = None,
         checkpoint: str | None = None,
+        *,
+        actor: str | None = None,
+        reason: str | None = None,
     ) -> FillResult:
         """The host's answer to a checkpoint: unblock it (or record ``fail``), then write any ``values``.
 
         Without ``checkpoint`` it resolves the one the instance is waiting on. A failed
         outcome becomes an open failure the agent sees; an ok outcome clears an earlier one.
+        The resolution is recorded (docs/engine.md, "Checkpoints and waits"): who (``actor``,
+        by default the runner's), when, approved or rejected, and why (``fail`` when rejected,
+        ``reason`` when approved); ``formctl.forms.resolutions`` reads them back.
         """
         if values is not None and not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
@@ -423,17 +430,22 @@ class FormRunner:
             raise FormError(f'Form instance "{instance.id}" is not waiting on a checkpoint.', code="not_waiting")
         if cp_id not in compiled.checkpoint_by_id:
             raise NotFoundError(f'No checkpoint "{cp_id}" on form "{compiled.id}".')
-        prov = self._provenance("checkpoint rejected" if fail else "checkpoint resolved")
-        key = f"{instance.id}:checkpoint:{cp_id}:resolved"
+        if actor is not None and (not isinstance(actor, str) or not actor.strip()):
+            raise InvalidArgumentError("actor must name who resolves the checkpoint.")
+        who = actor.strip() if actor is not None else self.actor
+        prov = Provenance(self.source, who, now_iso(), "checkpoint rejected" if fail else "checkpoint resolved")
+        why = (reason or None) if not fail else fail
 
         def build(inst: Instance) -> Commit:
-            previous = inst.dispatches.get(key)
+            key = resolution_key(inst, cp_id)
             record = DispatchState(
                 f"checkpoint:{cp_id}",
                 "failed" if fail else "ok",
-                (previous.attempts if previous else 0) + 1,
+                1,
                 now_iso(),
-                (fail or "checkpoint rejected") if fail else None,
+                fail if fail else None,
+                actor=who,
+                reason=why,
             )
             commit = Commit(dispatches={key: record})
             if inst.blocked_on == cp_id:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from formctl.forms.resolutions import is_resolution
+
 
 @dataclass
 class FormCoverage:
@@ -107,7 +109,7 @@ class Coverage:
             if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0:
                 cov.checkpoints_fired.add(cp.id)
         for key, record in instance.dispatches.items():
-            if key.endswith(":resolved"):
+            if is_resolution(key):
                 continue  # the host's answer to a checkpoint, not an executor run
             if record.status in ("ok", "failed"):
                 cov.effects_ran.add(record.hook_id)

@@ -304,7 +304,8 @@ def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
     try:
         if action == "resolve":
             out = runner.resolve_checkpoint(fail=args.get("fail"), values=args.get("values"),
-                                            checkpoint=args.get("checkpoint"))
+                                            checkpoint=args.get("checkpoint"), actor=args.get("actor"),
+                                            reason=args.get("reason"))
         elif action == "fill":
             out = runner.fill(args.get("values") or {})
         elif action == "revise":

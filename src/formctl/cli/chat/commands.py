@@ -10,6 +10,7 @@ import shlex
 from typing import Any
 
 from formctl.cli import render
+from formctl.cli.workspace import default_subject
 from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
 
 HELP = """\
@@ -18,7 +19,7 @@ HELP = """\
 /history FIELD       every answer given to a field
 /undo [FIELD]        take back the last answer (or a field's)
 /redo [FIELD]        put an undone answer back
-/resolve [--fail REASON]  answer the checkpoint the form waits on
+/resolve [--fail REASON | --reason WHY]  answer the checkpoint the form waits on (--as-host only)
 /abandon REASON      close the form without finishing (answers are kept)
 /help                this list
 /quit                leave; formctl resume ID comes back here"""
@@ -105,14 +106,25 @@ class Commands:
 
     def _cmd_resolve(self, rest: str, out: Any) -> None:
         instance_id = self._need_instance()
-        fail = None
+        if not self.options.as_host:
+            # Resolving is the host's decision, never the person's own (README, "Who may do what").
+            instance = self.person.open_instance(instance_id)
+            what = f'"{instance.blocked_on}"' if instance is not None and instance.blocked_on else "a checkpoint"
+            raise FormError(f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
+                            f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
+                            "with formctl run FORM --as-host.", code="host_only")
+        fail = reason = None
         if rest:
             words = shlex.split(rest)
-            if words[0] != "--fail" or len(words) < 2:
-                raise InvalidArgumentError("Use /resolve, or /resolve --fail REASON.")
-            fail = " ".join(words[1:])
-        result = self.person.resolve_checkpoint(instance_id, fail=fail)
-        self._host("resolve", result, fail=fail)
+            if words[0] not in ("--fail", "--reason") or len(words) < 2:
+                raise InvalidArgumentError("Use /resolve, /resolve --reason WHY, or /resolve --fail REASON.")
+            if words[0] == "--fail":
+                fail = " ".join(words[1:])
+            else:
+                reason = " ".join(words[1:])
+        actor = default_subject()
+        result = self.person.resolve_checkpoint(instance_id, fail=fail, actor=actor, reason=reason)
+        self._host("resolve", result, fail=fail, actor=actor, reason=reason)
         what = f"rejected: {fail}" if fail else "approved"
         out.print(f"checkpoint {what} · {self.status_lines(self.person)[0]}", style="dim", markup=False,
                   highlight=False)

@@ -36,6 +36,7 @@ class ChatOptions:
     store: str | None = None
     forms: str | None = None
     debug: bool = False
+    as_host: bool = False  # the person may /resolve: a form author playing the host
 
 
 
@@ -260,7 +261,8 @@ class ChatSession(Commands):
         else:
             who = f"model {self.model.name}"
         where = f" · {self.instance_id}" if self.instance_id else ""
-        return f"{self.compiled.name}{where} · {who} · /help for commands"
+        host = " · playing the host (/resolve works)" if self.options.as_host else ""
+        return f"{self.compiled.name}{where} · {who}{host} · /help for commands"
 
     def labels(self, def_id: str | None = None) -> dict[str, str]:
         def_id = def_id or self.form_id
@@ -273,7 +275,12 @@ class ChatSession(Commands):
 
     def status_lines(self, runner: Any = None) -> list[str]:
         """Tier 0 as lines, or, when it is empty (complete, abandoned, not started), what the form is."""
-        runner = runner or self.agent
+        lines = self._status_lines(runner or self.agent)
+        if self.options.as_host:
+            lines[0] = f"[as host] {lines[0]}"
+        return lines
+
+    def _status_lines(self, runner: Any) -> list[str]:
         text = runner.tier0()
         if text:
             return text.splitlines()

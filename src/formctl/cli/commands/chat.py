@@ -6,7 +6,7 @@ import typer
 
 from formctl.cli import base
 from formctl.cli.base import _Command, _example, app
-from formctl.cli.options import FormArg, FormsOpt, InstanceArg, ModelOpt, OfflineOpt, RecordOpt, StoreOpt
+from formctl.cli.options import AsHostOpt, FormArg, FormsOpt, InstanceArg, ModelOpt, OfflineOpt, RecordOpt, StoreOpt
 
 
 @app.command(cls=_Command, epilog=_example(
@@ -22,6 +22,7 @@ def run(
     offline: OfflineOpt = False,
     record: RecordOpt = None,
     seed: List[str] = typer.Option([], "--seed", metavar="K=V", help="A value already known (repeatable)."),
+    as_host: AsHostOpt = False,
     store: StoreOpt = None,
     forms: FormsOpt = None,
 ) -> None:
@@ -32,11 +33,14 @@ def run(
     In a terminal: a chat with a status bar; type /help for commands. With stdin not a
     terminal, each input line is one message and output is plain text. Exits 1 when a turn
     failed and nothing was started (the model unreachable, say).
+
+    A checkpoint that waits for a host is resolved from a host's terminal (formctl resolve
+    ID); --as-host lets a form author trying the form play the host with /resolve.
     """
     from formctl.cli.chat import ChatOptions, run_chat
 
     code = run_chat(ChatOptions(form=form, subject=subject, model=model, offline=offline, record=record,
-                                seed=seed, store=store, forms=forms, debug=base.debugging()))
+                                seed=seed, store=store, forms=forms, debug=base.debugging(), as_host=as_host))
     if code:
         raise typer.Exit(code)
 
@@ -47,6 +51,7 @@ def resume(
     model: ModelOpt = None,
     offline: OfflineOpt = False,
     record: RecordOpt = None,
+    as_host: AsHostOpt = False,
     store: StoreOpt = None,
     forms: FormsOpt = None,
 ) -> None:
@@ -57,7 +62,7 @@ def resume(
     from formctl.cli.chat import ChatOptions, run_chat
 
     code = run_chat(ChatOptions(instance_id=instance_id, model=model, offline=offline, record=record,
-                                store=store, forms=forms, debug=base.debugging()))
+                                store=store, forms=forms, debug=base.debugging(), as_host=as_host))
     if code:
         raise typer.Exit(code)
 

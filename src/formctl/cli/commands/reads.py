@@ -85,12 +85,14 @@ def inspect(
         # The views answer an unknown name with the header alone (the model reads that as
         # "nothing there"); at the command line it is a mistake, reported like history's.
         _unknown_name(runner, view.def_id, "step" if field is None else "field", field if field is not None else step)
+    decided = _resolutions(runner, instance_id)
     if as_json:
-        _print_json(_with_damage(view.to_dict(), damage))
+        _print_json(_with_damage(_with_resolutions(view.to_dict(), decided), damage))
         return
     from formctl.cli import render
 
     render.print_view(view)
+    render.print_resolutions(decided)
 
 
 def _unknown_name(runner: Any, def_id: str, kind: str, name: str) -> NoReturn:
@@ -132,15 +134,17 @@ def history(
         ordered += [f for f in instance.entries if f not in compiled.field_by_id]
         histories = [runner.history(f, instance_id=instance_id).to_dict() for f in ordered]
     repairs = [dict(r) for r in adapter.repairs(instance_id)]
+    decided = _resolutions(runner, instance_id) if field is None else []  # one field's history is that field's
     if as_json:
         data = histories[0] if field is not None else {"instance_id": instance_id, "fields": histories}
         if repairs:
             data["repairs"] = repairs
-        _print_json(_with_damage(data, damage))
+        _print_json(_with_damage(_with_resolutions(data, decided), damage))
         return
     from formctl.cli import render
 
     render.print_histories(histories)
+    render.print_resolutions(decided)
     from formctl.store.damage import versions_text
 
     for r in repairs:  # the loss someone accepted is part of the instance's history
@@ -181,12 +185,16 @@ def export(
         data["completed_at"] = instance.completed_at
     if instance.closed_reason:
         data["closed_reason"] = instance.closed_reason
+    from formctl.forms.resolutions import resolutions
+
+    data = _with_resolutions(data, [r.to_dict() for r in resolutions(instance)])
     if as_json:
         _print_json(_with_damage(data, damage))
         return
     from formctl.cli import render
 
     render.print_export(data, {f.id: f.label for f in compiled.fields})
+    render.print_resolutions(data.get("resolutions", []))
 
 
 
@@ -205,6 +213,18 @@ def _warn_if_damaged(adapter: Any, instance_id: str) -> dict[str, Any] | None:
     sys.stderr.write(f"warning: {damage.describe()}; writes to it are refused until "
                      f"formctl store repair {instance_id}\n")
     return damage.to_dict()
+
+
+def _resolutions(runner: Any, instance_id: str) -> list[dict[str, Any]]:
+    """The hosts' decisions on the instance's checkpoints (who, when, approved or rejected, why), as data."""
+    from formctl.forms.resolutions import resolutions
+
+    instance = runner.open_instance(instance_id)
+    return [r.to_dict() for r in resolutions(instance)] if instance is not None else []
+
+
+def _with_resolutions(data: dict[str, Any], decided: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**data, "resolutions": decided} if decided else data
 
 
 def _with_damage(data: dict[str, Any], damage: dict[str, Any] | None) -> dict[str, Any]:

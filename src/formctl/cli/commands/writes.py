@@ -133,13 +133,15 @@ def retract(
     _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, moved, "withdrew")
 
 
-@app.command(cls=_Command, epilog=_example("formctl resolve form_lx2k9_ab12cd",
-                             "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval'"))
+@app.command(cls=_Command, epilog=_example("formctl resolve form_lx2k9_ab12cd --reason 'within the travel budget'",
+                             "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval' --as 'Sam Jones'"))
 def resolve(
     instance_id: InstanceArg,
     assignments: Optional[List[str]] = typer.Argument(None, metavar="[FIELD=VALUE...]",
                                                       help="Values to write with the answer."),
     fail: Optional[str] = typer.Option(None, "--fail", metavar="REASON", help="Reject, with the reason the person is told."),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why it is approved (kept with the decision)."),
+    by: Optional[str] = typer.Option(None, "--as", metavar="NAME", help="Who decides [default: your login name]."),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."),
     store: StoreOpt = None,
     forms: FormsOpt = None,
@@ -147,15 +149,22 @@ def resolve(
 ) -> None:
     """Answer the checkpoint an instance waits on.
 
-    Approves it, or rejects it with --fail REASON (the person is told why).
+    Approves it, or rejects it with --fail REASON (the person is told why). The decision is
+    recorded with who made it (--as, else your login name), when and why: inspect, history
+    and export show it.
     """
     from formctl.cli.args import parse_assignments
-    from formctl.cli.workspace import open_runner
+    from formctl.cli.workspace import default_subject, open_runner
 
+    if fail is not None and reason is not None:
+        _fail("Give --fail REASON to reject, or --reason to say why it is approved, not both.", 2)
+    if by is not None and not by.strip():
+        _fail("--as needs a name.", 2)
     parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
     runner = open_runner(store, forms)
     values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
-    result = runner.resolve_checkpoint(instance_id, fail=fail, values=values or None, checkpoint=checkpoint)
+    result = runner.resolve_checkpoint(instance_id, fail=fail, values=values or None, checkpoint=checkpoint,
+                                       actor=by or default_subject(), reason=reason)
     _write_outcome(runner, result, as_json)
 
 
