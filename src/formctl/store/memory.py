@@ -6,7 +6,7 @@ O(fields) however long the answer logs grow.
 
 It does not offer the optional ``exclusive`` (see :mod:`formctl.store.base`): only threads
 sharing one adapter can race here, the runner then retries with backoff, and re-reading
-the instance inside a lock on every write costed the engine benchmark about 15%.
+the instance inside a lock on every write cost the engine benchmark about 15%.
 """
 
 from __future__ import annotations
