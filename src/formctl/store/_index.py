@@ -1,39 +1,16 @@
 """The store's index: one file, ``<dir>/index.jsonl``, that finds instances without opening them.
 
-It maps an instance id to ``(subject, def_id, status, updated_at, version)``: all that
-finding "the open form of a subject" or listing by subject, form or status needs. It is
-never the source of truth: an instance is always read from its own files before it is
-returned, and ``reindex`` rebuilds every row from them. But it is the store's record of
-the last version it *acknowledged* for each instance (a row is appended only after the
-commit's journal line is fsynced), so instance files that hold less than their row says
-have lost acknowledged commits: the adapter reports that as damage, never as a stale index.
+It maps an instance id to ``(subject, def_id, status, updated_at, version)``. It is never
+the source of truth, but it is the record of the last version the store *acknowledged*
+per instance (a row is appended only after the commit's journal line is fsynced), so
+files that hold less than their row are damage, not a stale index.
 
-The file is an append-only log of JSON lines, every line naming the instance and its
-subject:
-
-* line 1, a header: ``{"formctl_index": 2, "boot": "<kernel boot id>", "rows": N}``
-  (``N`` rows follow, one per line, written by the last rewrite);
-* ``[id, subject, def_id, status, updated_at, version]``: the instance's row;
-* ``[id, subject]``: a write to the instance is about to happen (a *pending* marker);
-* ``[id, subject, null]``: no such instance (a creation that failed).
-
-The last line naming an id wins. Because every line carries the subject, a new process
-that wants one subject's open form finds that subject's lines with a byte search over
-the file and parses only those (a fraction of a millisecond at 10,000 instances), and
-one that wants an instance's row searches backwards for its id; only listings parse the
-whole file. When the log has grown to twice its rows (and past 256 lines) it is rewritten
-with one row per instance.
-
-Why it can be trusted without an fsync per commit. A writer, holding the store lock
-exclusively, appends the marker *before* it touches an instance and the row *after*;
-readers hold the lock shared, so they never see a writer half way. A marker that is the
-last line naming its id therefore means a writer died between the two (SIGKILL, a full
-disk): readers read that instance from its files instead, and the next writer appends
-the repaired row. Appends that reached the page cache survive the death of the process
-that made them; only a crash of the whole machine can lose them, and that changes the
-kernel's boot id, so an index written under another boot is rebuilt from the instance
-files (keeping any row that is ahead of its files: that is evidence of loss, not
-staleness). Where there is no boot id (not Linux) every append is fsynced instead.
+Lines: a header ``{"formctl_index": 2, "boot": ..., "rows": N}``; rows
+``[id, subject, def_id, status, updated_at, version]``; pending markers ``[id, subject]``
+(a write is about to happen); tombstones ``[id, subject, null]``. The last line naming an
+id wins. Every line carries the subject, so one subject's rows are found by a byte search
+without parsing the file. Why appends need no fsync (pending markers, the boot id):
+docs/store.md, 'The index'.
 """
 
 from __future__ import annotations

@@ -1,45 +1,11 @@
 """JsonFileAdapter: the durable local store, safe across crashes and concurrent processes.
 
-Layout of a store folder (folders ``0700``, files ``0600``)::
-
-    <dir>/lock                      flock(2) target: writers exclusive, readers shared (locking.py)
-    <dir>/index.jsonl               rebuildable index: id -> subject, form, status, updated_at,
-                                    version; the record of acknowledged versions (_index.py)
-    <dir>/instances/<id>.json       snapshot (codec.py)
-    <dir>/instances/<id>.journal    commits since the snapshot, one self-checking line each
-                                    (_journal.py; read and written by files.py)
-
-Why a snapshot plus a journal: rewriting ``<id>.json`` on every commit makes each commit
-cost O(size of the answer log) (about half a megabyte re-encoded and fsynced per answer at
-10,000 revisions); appending one checksummed, fsynced line costs the same whatever the
-log holds.
-
-Why it survives a crash at any instant
---------------------------------------
-* A commit is acknowledged (``commit_instance`` returns) only after its line is fsynced
-  (and, for a journal's first line, the folder too). Killed before that, the line is either
-  absent, or complete in the page cache (the commit lands though unacknowledged: allowed),
-  or, after a power cut, torn. A torn line fails its checksum or lacks its newline and is
-  at the tail, so readers ignore it and the next writer cuts it off before appending.
-  Damage with a valid line after it cannot come from a crash, and neither can files that
-  hold less than the index acknowledged: both are *damage* (damage.py), which reads
-  report and writes refuse until ``repair`` accepts the loss.
-* Compaction writes the new snapshot completely before it replaces the old one, and only
-  then removes the journal. Killed between the two, the old journal's records all have
-  ``s <= seq`` of the new snapshot and are skipped; a gap in ``s`` is corruption.
-* Versions only grow: a record's ``v`` must be its predecessor's plus one (or equal, for a
-  dispatch record), checked on every replay.
-* Writers hold the store lock exclusively from reading the current version to the fsync,
-  so compare-and-set holds across processes; readers hold it shared and so never see a
-  compaction half done.
-* Nothing is overwritten in place: a snapshot is replaced by rename, a journal only grows
-  (save for cutting off a torn tail that was never acknowledged, or taking back an append
-  that failed). A file that fails to parse is reported (:class:`StoreError` naming the file
-  and what is wrong) and left exactly as it is; other instances keep working.
-* A failed write (a full disk, an I/O error, a read-only folder) raises :class:`StoreError`
-  with one line naming the file, after taking back whatever part of the record reached
-  the file, so the previous version stands. A failed compaction is not the commit's
-  failure: the journal is still valid, and compaction is tried again after the next commit.
+The parts (docs/store.md, 'Layout'): ``locking.py`` (the store lock), ``_index.py`` (one
+index file, the record of acknowledged versions), ``files.py`` (an instance's snapshot and
+journal), ``codec.py`` (their formats), ``damage.py`` and ``maintenance.py`` (check,
+reindex, repair). This module wires them into the :class:`~formctl.store.base.FormAdapter`
+protocol. Why a snapshot plus a journal, and why it survives a crash at any instant:
+docs/store.md, 'Snapshot and journal' and 'Crash safety'.
 """
 
 from __future__ import annotations
