@@ -1,23 +1,26 @@
-"""Start-up time of the ``formctl`` command, as ratios to ``python -c pass``.
+"""Start-up time of the ``formctl`` command, as ratios to ``python -c pass`` and to a bare typer app.
 
-    python benchmarks/startup.py [--runs 15] [--json]
+    python benchmarks/startup.py [--runs 15] [--json] [--as-is]
 
 Measures the wall time of
 
-* ``formctl --help``
-* ``formctl list``
-* ``formctl inspect ID --json`` (on a travel-claim instance made in a temporary store)
+* ``python -c pass``: the interpreter alone;
+* ``bare typer app``: a one-command typer app (one ``str`` option, given on the command
+  line), the floor for any typer CLI;
+* ``formctl --help``, ``formctl list``, ``formctl inspect ID --json`` (on a travel-claim
+  instance made in a temporary store), and a tab completion (``formctl ins<TAB>``);
 
-each beside ``python -c pass`` in the same run, interleaved (pass, help, list, inspect,
-pass, help, ...), so a machine that slows down part-way slows every command alike. Each
-figure is the median over ``--runs`` rounds; the ratio is that median over the median of
-``python -c pass``. The target is ``formctl --help`` and ``formctl list`` at most 3x.
+interleaved (pass, bare, help, list, ..., pass, bare, ...), so a machine that slows down
+part-way slows every command alike. Each figure is the median over ``--runs`` rounds; each
+ratio is that median over the median of ``python -c pass`` and of the bare app in the same
+run. Targets: ``formctl --help`` and ``formctl list`` at most 3x ``python -c pass``;
+``formctl list`` and the completion under the bare typer app.
 
-The console script is run through the interpreter that runs this file
-(``python -m formctl.cli.app`` would add runpy's own imports), with the repository as the
-working directory so ``./forms/registry.toml`` is found as a user would have it.
-It also reports, from ``python -X importtime``, whether any heavy module (pydantic,
-rich, prompt_toolkit, anthropic, a form module) was imported by each command.
+Both the console script and the bare app are started the same way, ``python -c "from
+MODULE import ...; ..."`` with the module importable from a folder on ``PYTHONPATH``, so
+their own code is read from the same bytecode cache: nothing is a ``__main__`` script
+compiled afresh on every start. It also reports, from ``python -X importtime``, whether any
+heavy module (pydantic, rich, prompt_toolkit, anthropic, a form module) was imported.
 
 Bytecode: by default every command (``python -c pass`` too) runs with a bytecode cache
 in a temporary folder (``PYTHONPYCACHEPREFIX``), as an installed package has; an
@@ -31,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -44,15 +46,20 @@ HEAVY = ("pydantic", "rich", "prompt_toolkit", "anthropic", "travel_claim", "cli
 TARGET = 3.0
 
 
-def _console_script() -> list[str]:
-    """The installed ``formctl`` script run by this interpreter, or the module if not installed."""
-    script = Path(sys.executable).with_name("formctl")
-    if script.exists():
-        return [sys.executable, str(script)]
-    found = shutil.which("formctl")
-    if found:
-        return [sys.executable, found]
-    return [sys.executable, "-m", "formctl.cli.app"]
+# What the console script that pip writes does (less its ``argv[0]`` tidying).
+FORMCTL = [sys.executable, "-c", "import sys; from formctl.cli.app import main; sys.exit(main())"]
+BARE_APP = '''\
+import typer
+
+app = typer.Typer()
+
+
+@app.command()
+def hello(name: str = "world") -> None:
+    """Greet someone."""
+    print(f"hello {name}")
+'''
+BARE = [sys.executable, "-c", "from bare_typer_app import app; app()", "--name", "dana"]
 
 
 def _wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -98,45 +105,55 @@ def main() -> int:
     env.pop("FORMCTL_STORE", None)
     env.pop("FORMCTL_FORMS", None)
     env["NO_COLOR"] = "1"
-    formctl = _console_script()
-    with tempfile.TemporaryDirectory() as store, tempfile.TemporaryDirectory() as pycache:
+    with tempfile.TemporaryDirectory() as store, tempfile.TemporaryDirectory() as pycache, \
+            tempfile.TemporaryDirectory() as bare:
+        Path(bare, "bare_typer_app.py").write_text(BARE_APP)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (bare, env.get("PYTHONPATH", "")) if p)
         if not args.as_is:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = pycache
         instance = _make_instance(store, env)
-        commands = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "formctl --help": [*formctl, "--help"],
-            "formctl list": [*formctl, "list"],
-            "formctl inspect ID --json": [*formctl, "inspect", instance, "--json", "--store", store],
+        complete = {**env, "_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl ins", "COMP_CWORD": "1"}
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], env),
+            "bare typer app": (BARE, env),
+            "formctl --help": ([*FORMCTL, "--help"], env),
+            "formctl list": ([*FORMCTL, "list"], env),
+            "formctl inspect ID --json": ([*FORMCTL, "inspect", instance, "--json", "--store", store], env),
+            "formctl ins<TAB>": (FORMCTL, complete),
         }
-        for cmd in commands.values():  # warm the page cache and the .pyc files
-            _wall(cmd, env)
+        for cmd, cmd_env in commands.values():  # warm the page cache and the .pyc files
+            _wall(cmd, cmd_env)
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
-            for name, cmd in commands.items():
-                times[name].append(_wall(cmd, env))
-        heavy = {name: _heavy_imports(cmd, env) for name, cmd in commands.items() if name != "python -c pass"}
+            for name, (cmd, cmd_env) in commands.items():
+                times[name].append(_wall(cmd, cmd_env))
+        heavy = {name: _heavy_imports(cmd, cmd_env) for name, (cmd, cmd_env) in commands.items()
+                 if name != "python -c pass"}
 
     base = statistics.median(times["python -c pass"])
+    floor = statistics.median(times["bare typer app"])
     rows = []
     for name, samples in times.items():
         median = statistics.median(samples)
         rows.append({"command": name, "median_ms": round(median * 1000, 1), "ratio": round(median / base, 2),
-                     "heavy_imports": heavy.get(name, [])})
+                     "ratio_to_bare_typer": round(median / floor, 2), "heavy_imports": heavy.get(name, [])})
     if args.json:
         print(json.dumps({"runs": args.runs, "target_ratio": TARGET, "bytecode_cache": not args.as_is,
                           "results": rows}, indent=2))
     else:
         cache = "environment as is" if args.as_is else "with a bytecode cache"
-        print(f"median of {args.runs} interleaved runs, {cache}; "
-              f"ratio to python -c pass (target <= {TARGET}x for help and list)")
+        print(f"median of {args.runs} interleaved runs, {cache}; ratio to python -c pass "
+              f"(target <= {TARGET}x for help and list) and to the bare typer app (target < 1 for list and TAB)")
         for r in rows:
-            flag = ""
+            flags = []
             if r["command"] in ("formctl --help", "formctl list"):
-                flag = "  ok" if r["ratio"] <= TARGET else "  OVER TARGET"
+                flags.append("ok" if r["ratio"] <= TARGET else "OVER TARGET")
+            if r["command"] in ("formctl list", "formctl ins<TAB>"):
+                flags.append("under bare typer" if r["ratio_to_bare_typer"] < 1 else "NOT UNDER BARE TYPER")
             extra = f"  imports: {', '.join(r['heavy_imports'])}" if r["heavy_imports"] else ""
-            print(f"  {r['command']:<28} {r['median_ms']:>7.1f} ms  {r['ratio']:>5.2f}x{flag}{extra}")
+            print(f"  {r['command']:<28} {r['median_ms']:>7.1f} ms  {r['ratio']:>5.2f}x pass  "
+                  f"{r['ratio_to_bare_typer']:>5.2f}x bare  {'; '.join(flags)}{extra}")
     return 0
 
 
