@@ -55,7 +55,8 @@ def assert_well_formed(bodies: list[dict], form_id: str) -> None:
     systems = {json.dumps(b["system"]) for b in bodies}
     assert len(tools) == 1 and len(systems) == 1  # byte-identical on every request
     first = bodies[0]
-    assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    # one breakpoint for the fixed prefix (tools, then system), at its end
+    assert _count(first["tools"], "cache_control") == 0
     assert first["system"][-1]["cache_control"] == {"type": "ephemeral"}
     tag = f"[form: {form_id}]"
     for body in bodies:
@@ -164,7 +165,7 @@ def test_the_newest_assistant_turn_carries_the_conversation_cache_breakpoint(api
     assistant = second["messages"][1]
     assert assistant["role"] == "assistant"
     assert assistant["content"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert _count(second, "cache_control") == 3
+    assert _count(second, "cache_control") == 2  # the fixed prefix's and the conversation's
     assert "cache_control" not in json.dumps(loop.messages)  # the wire shape never leaks into history
 
 
@@ -313,3 +314,32 @@ def test_importing_formctl_and_the_agent_does_not_import_anthropic():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --------------------------------------------------------------------------- the display callback
+
+
+def test_a_broken_pipe_while_showing_the_reply_is_not_reported_as_an_api_failure(api):
+    from formctl.agent.models.base import ModelError, ModelRequest
+
+    api.reply(text("Hello there, Dana."))
+    shown: list[str] = []
+
+    def closed_pipe(chunk: str) -> None:
+        shown.append(chunk)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    request = ModelRequest(system="You help.", tools=[], messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(BrokenPipeError) as raised:
+        make_model(api).respond(request, on_text=closed_pipe)
+    assert not isinstance(raised.value, ModelError) and shown  # the API answered; our printing failed
+    assert len(api.bodies) == 1  # and it was not retried as if the API had failed
+
+
+def test_an_api_failure_while_streaming_is_still_one_model_error_line(api):
+    from formctl.agent.models.base import ModelError, ModelRequest
+
+    api.drop_mid_stream("Let me")
+    request = ModelRequest(system="You help.", tools=[], messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(ModelError, match="dropped mid-reply"):
+        make_model(api).respond(request, on_text=lambda chunk: None)

@@ -280,7 +280,12 @@ def test_const_false_and_zero_still_render():
 
 
 def test_enum_is_checked_before_type():
-    assert render_schema({"type": "string", "enum": ["a"]}) == "one of: a"
+    assert render_schema({"type": "string", "enum": ["a", "b"]}) == "one of: a | b"
+
+
+def test_a_one_value_enum_reads_as_exactly_that_value():
+    # pydantic before 2.10 writes Literal["a"] as an enum of one, later ones as a const
+    assert render_schema({"type": "string", "enum": ["a"]}) == "exactly a"
 
 
 def test_empty_enum_falls_through_to_type():

@@ -76,10 +76,12 @@ def _render(node: Any, depth: int) -> str:
         return FALLBACK
 
     enum = node.get("enum")
-    if isinstance(enum, list) and enum:
-        return "one of: " + " | ".join(_literal(v) for v in enum)
     if "const" in node:
         return "exactly " + _literal(node["const"])
+    if isinstance(enum, list) and len(enum) == 1:  # Literal["x"] before pydantic 2.10
+        return "exactly " + _literal(enum[0])
+    if isinstance(enum, list) and enum:
+        return "one of: " + " | ".join(_literal(v) for v in enum)
 
     branches = node.get("anyOf")
     if not (isinstance(branches, list) and branches):

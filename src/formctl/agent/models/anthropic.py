@@ -4,25 +4,28 @@ What this adapter adds to the SDK:
 
 - **Streaming**: text reaches ``on_text`` as it arrives; tool calls (several per reply are
   fine) come back whole, once the reply is complete.
-- **Prompt caching**: three ``cache_control`` breakpoints of the four the API allows: the
-  last tool (caches the tool list), the system prompt, and the last block of the newest
-  assistant turn (caches the conversation up to the tail, where tier 0 changes every
-  call). The loop keeps tools and system byte-identical, so those prefixes keep hitting.
-- **Retries and timeouts** are the SDK's own (``max_retries``, ``timeout``); the server's
-  ``retry-after`` is honoured.
-- **One clear line per failure**: a refused key (401), a rate limit that outlasts the
-  retries (429), overload (529), a server error (500), a timeout, a connection dropped
-  mid-stream, a malformed body: each becomes :class:`ModelError` with one line a person
-  can act on. The SDK surfaces a connection dropped mid-stream as the HTTP library's own
-  protocol error and a malformed event as ``json.JSONDecodeError``, not as an
-  ``anthropic`` exception, so those are caught too. Nothing from a failed reply is
-  returned, so the loop applies nothing from it.
+- **Prompt caching**: see :meth:`AnthropicModel.request_params` for where the breakpoints
+  go and why.
+- **Retries and timeouts** are the SDK's own client options (``max_retries``, ``timeout``);
+  the server's ``retry-after`` is honoured.
+- **One clear line per failure**: the SDK's typed exceptions (a refused key, a model the
+  key may not use, a rate limit that outlasts the retries, overload, a server error, a
+  timeout, no connection) each become :class:`ModelError` with one line a person can act
+  on. The SDK surfaces a connection dropped mid-stream as the HTTP library's own protocol
+  error and a malformed event as ``json.JSONDecodeError``, not as an ``anthropic``
+  exception, so those are caught too. Only the SDK's calls are inside that mapping: an
+  error of the caller's ``on_text`` (a closed pipe while printing) is the caller's own and
+  propagates as it is. Nothing from a failed reply is returned, so the loop applies
+  nothing from it.
+- **Usage**: each reply carries the API's token counts (input, output, cache reads and
+  cache writes); the loop adds them up for the conversation.
 
 The environment: only ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` (and formctl's own
 ``FORMCTL_*``, read by the caller) change what this does. The SDK would also read
 ``ANTHROPIC_AUTH_TOKEN``, profiles and federation settings, ``ANTHROPIC_CUSTOM_HEADERS``,
 ``ANTHROPIC_LOG``, the OpenTelemetry variables and the proxy/CA variables; the client is
-built so none of those apply (explicit key and base URL, no custom headers, tracing off,
+built so none of those apply (explicit key and base URL, the SDK's ``default_headers`` set
+to none, tracing off where the SDK has it,
 ``trust_env=False`` unless ``FORMCTL_TRUST_ENV=1`` opts in to the proxy/CA variables, SDK
 logging kept at WARNING so a debug log can never carry the key).
 The key is never logged, printed, recorded, or shown in ``repr``.
@@ -30,9 +33,12 @@ The key is never logged, printed, recorded, or shown in ``repr``.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
 import logging
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
@@ -73,23 +79,46 @@ class AnthropicModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         client = self._get_client()
         params = self.request_params(request)
-        try:
-            with client.messages.stream(**params) as stream:
-                for event in stream:
-                    if on_text is not None and getattr(event, "type", None) == "text" and event.text:
-                        on_text(event.text)
+        with contextlib.ExitStack() as stack:
+            with self._api_errors():
+                stream = stack.enter_context(client.messages.stream(**params))
+                events = iter(stream)
+            while True:
+                with self._api_errors():
+                    event = next(events, None)
+                if event is None:
+                    break
+                if on_text is not None and getattr(event, "type", None) == "text" and event.text:
+                    on_text(event.text)  # outside the mapping: a failure to show text is not the API's
+            with self._api_errors():
                 message = stream.get_final_message()
+        return self._reply(message)
+
+    @contextlib.contextmanager
+    def _api_errors(self) -> Iterator[None]:
+        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it)."""
+        try:
+            yield
         except ModelError:
             raise
         except Exception as exc:
             raise ModelError(self._scrub(self._explain(exc))) from None
-        return self._reply(message)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments for ``messages.stream``: the request in wire shape, with cache breakpoints."""
-        tools = [dict(t) for t in request.tools]
-        if tools:
-            tools[-1]["cache_control"] = dict(_EPHEMERAL)
+        """The keyword arguments for ``messages.stream``: the request in wire shape, with cache breakpoints.
+
+        Two breakpoints, where a cache read pays:
+
+        * the system prompt: the API caches the prefix up to a breakpoint (tools, then
+          system), and the loop keeps both byte-identical from call to call. The prefix is
+          only cached once it is long enough for the model (about a thousand tokens or more);
+          below that the API ignores the breakpoint at no cost, so it stays for forms whose
+          prompt is longer. One breakpoint covers the tools too: they come first in the prefix.
+        * the newest assistant turn: every call resends the whole conversation, and all of it
+          up to that turn is unchanged since the last call (what changes is the person's new
+          message and the form's state after it), so the conversation so far is read from the
+          cache instead of being processed again.
+        """
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens or self.max_tokens,
@@ -97,8 +126,8 @@ class AnthropicModel:
         }
         if request.system:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": dict(_EPHEMERAL)}]
-        if tools:
-            params["tools"] = tools
+        if request.tools:
+            params["tools"] = [dict(t) for t in request.tools]
         return params
 
     # ------------------------------------------------------------------ plumbing
@@ -117,19 +146,25 @@ class AnthropicModel:
             # request is exactly where a key or a person's answers could leak.
             for name in ("anthropic", "httpx2", "httpx"):
                 logging.getLogger(name).setLevel(logging.WARNING)
+        options: dict[str, Any] = {}
+        if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
+            options["open_telemetry"] = False  # SDKs that trace would read the OTEL_* variables
+        custom = _custom_header_names()
+        if custom and hasattr(anthropic, "Omit"):
+            # SDKs that have Omit also send the headers of ANTHROPIC_CUSTOM_HEADERS; they are not
+            # ours to send, and an omitted default header is the SDK's own way to drop one.
+            options["default_headers"] = {name: anthropic.Omit() for name in custom}
         try:
             client = anthropic.Anthropic(
                 api_key=self.__api_key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                open_telemetry=False,
                 http_client=anthropic.DefaultHttpxClient(trust_env=_trust_env(), timeout=self.timeout),
+                **options,
             )
         except Exception as exc:
             raise ModelError(self._scrub(f"Could not set up the Anthropic client: {exc}")) from None
-        if getattr(client, "_custom_headers", None):
-            client._custom_headers = {}  # ANTHROPIC_CUSTOM_HEADERS is not ours to honour
         self._client = client
         return client
 
@@ -162,27 +197,17 @@ class AnthropicModel:
 
         retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
         if isinstance(exc, anthropic.APIStatusError):
-            status = exc.status_code
-            if status < 400:  # an error event inside a 200 stream: the SDK does not retry those
-                retried = ""
             detail = getattr(exc, "api_message", None) or ""
-            kind = getattr(exc, "type", None) or ""
-            if status == 401 or kind == "authentication_error":
-                return "The Anthropic API refused the key (401): check ANTHROPIC_API_KEY."
-            if status == 403 or kind == "permission_error":
-                return f"The API key may not use {self.model} (403){_tail(detail)}"
-            if status == 404 or kind == "not_found_error":
-                return f'No model "{self.model}" at {self.base_url} (404): check --model or FORMCTL_MODEL.'
-            if status == 429 or kind == "rate_limit_error":
-                return f"Rate-limited by the Anthropic API (429){retried}. Wait a moment, then send again."
-            if status == 529 or kind == "overloaded_error":
-                return f"The Anthropic API is overloaded (529){retried}. Send again in a moment."
-            if status >= 500 or kind == "api_error":
-                code = status if status >= 500 else "api_error"
-                return f"The Anthropic API failed ({code}){retried}. Send again."
-            if status == 413 or kind == "request_too_large":
-                return "The conversation is too large for the model (413)."
-            return f"The Anthropic API rejected the request ({status}){_tail(detail)}"
+            kind = _error_type(exc)
+            code: Any = exc.status_code
+            if code < 400:  # an error event inside a 200 stream: the SDK neither types nor retries those
+                code, retried = kind or "error", ""
+            for class_name, error_type, line in _STATUS_ERRORS:
+                cls = getattr(anthropic, class_name, None)  # newer SDKs type more statuses
+                if (cls is not None and isinstance(exc, cls)) or kind == error_type:
+                    return line.format(retried=retried, detail=_tail(detail), model=self.model,
+                                       base_url=self.base_url, status=code)
+            return f"The Anthropic API rejected the request ({code}){_tail(detail)}"
         if isinstance(exc, anthropic.APITimeoutError):
             return f"The Anthropic API did not answer within {self.timeout:g}s{retried}. Send again."
         if isinstance(exc, anthropic.APIResponseValidationError):
@@ -207,6 +232,16 @@ class AnthropicModel:
         return line.replace(key, "[key]") if key and len(key) >= 8 else line
 
 
+def _custom_header_names() -> list[str]:
+    """The header names in ANTHROPIC_CUSTOM_HEADERS (``Name: value`` lines), which the SDK would send."""
+    names = []
+    for line in os.environ.get("ANTHROPIC_CUSTOM_HEADERS", "").splitlines():
+        name, colon, _ = line.partition(":")
+        if colon and name.strip():
+            names.append(name.strip())
+    return names
+
+
 def _trust_env() -> bool:
     """Proxy and CA variables (HTTPS_PROXY, SSL_CERT_FILE, ...) apply only when FORMCTL_TRUST_ENV=1.
 
@@ -214,6 +249,34 @@ def _trust_env() -> bool:
     changes where a conversation goes; a network that needs a proxy or its own CA opts in.
     """
     return os.environ.get("FORMCTL_TRUST_ENV", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# The SDK's exception classes, most specific first (OverloadedError is a kind of
+# InternalServerError), the error type in the body that means the same (an SDK without the
+# class, an error event inside a stream), and the line each becomes.
+_STATUS_ERRORS = (
+    ("AuthenticationError", "authentication_error",
+     "The Anthropic API refused the key ({status}): check ANTHROPIC_API_KEY."),
+    ("PermissionDeniedError", "permission_error", "The API key may not use {model} ({status}){detail}"),
+    ("NotFoundError", "not_found_error", 'No model "{model}" at {base_url} ({status}): check --model or FORMCTL_MODEL.'),
+    ("RateLimitError", "rate_limit_error",
+     "Rate-limited by the Anthropic API ({status}){retried}. Wait a moment, then send again."),
+    ("ContentTooLargeError", "request_too_large", "The conversation is too large for the model ({status})."),
+    ("OverloadedError", "overloaded_error",
+     "The Anthropic API is overloaded ({status}){retried}. Send again in a moment."),
+    ("InternalServerError", "api_error", "The Anthropic API failed ({status}){retried}. Send again."),
+)
+
+
+def _error_type(exc: Any) -> str:
+    """The ``error.type`` of an error body (``overloaded_error``, ``api_error``, ...), or ""."""
+    kind = getattr(exc, "type", None)
+    if isinstance(kind, str):
+        return kind
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else ""
 
 
 def _tail(detail: str) -> str:
