@@ -31,8 +31,12 @@ def set_debugging() -> None:
 class _Group(LeanGroup):
     """Turns errors from any command into one line on stderr and a non-zero exit."""
 
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        ctx.meta["formctl.args"] = list(args)  # the command line as given, for the error hints
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: typer.Context) -> Any:
-        args = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # before the command consumes them
+        args = ctx.meta.get("formctl.args", [])
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:

@@ -66,7 +66,8 @@ def _configured_paths(config: pytest.Config) -> list[str]:
     for entry in entries:
         pattern = str(base / entry)
         matches = sorted(glob.glob(pattern, recursive=True)) if any(c in entry for c in "*?[") else [pattern]
-        out.extend(m for m in matches if Path(m).exists())
+        # Only what will be collected: pytest before 9 fails a run on a path that yields no test.
+        out.extend(m for m in matches if Path(m).is_dir() or (Path(m).is_file() and is_transcript(Path(m))))
     return out
 
 
@@ -78,8 +79,12 @@ def pytest_configure(config: pytest.Config) -> None:
     source = getattr(config, "args_source", None)
     if source is None or source.name == "ARGS":
         return
+    # A path under one already given is collected from there (pytest before 9 would otherwise
+    # collect only the paths added here and leave out the rest of the folder).
+    given = [Path(arg).resolve() for arg in config.args]
     for path in _configured_paths(config):
-        if path not in config.args:
+        resolved = Path(path).resolve()
+        if not any(resolved == g or g in resolved.parents for g in given):
             config.args.append(path)
 
 
