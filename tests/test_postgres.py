@@ -79,7 +79,8 @@ def test_an_unreachable_server_is_one_line_naming_the_host():
     adapter = PostgresAdapter("postgresql://ann:pw@127.0.0.1:1/forms", connect_timeout=3)
     with pytest.raises(StoreError) as caught:
         adapter.find_open_instance("alice")
-    assert caught.value.message == "Cannot connect to the PostgreSQL store at 127.0.0.1:1: Connection refused."
+    assert caught.value.message == (
+        "Cannot connect to the PostgreSQL store at 127.0.0.1:1: no server is running there (connection refused).")
 
 
 # --------------------------------------------------------------------------- the schema

@@ -22,9 +22,12 @@ def _complete_form(ctx: typer.Context, incomplete: str) -> list[str]:
 
 def _complete_instance(ctx: typer.Context, incomplete: str) -> list[str]:
     """Instance ids from the store's file names (the store's own id check guards any use)."""
-    from formctl.cli.workspace import store_path
+    from formctl.cli.workspace import is_database, store_path
 
-    folder = store_path(ctx.params.get("store") or os.environ.get("FORMCTL_STORE")) / "instances"
+    store = ctx.params.get("store") or os.environ.get("FORMCTL_STORE")
+    if is_database(store):
+        return []  # completion never opens a connection (it may ask for a password)
+    folder = store_path(store) / "instances"
     try:
         names = os.listdir(folder)
     except OSError:
@@ -40,7 +43,7 @@ def _complete_status(incomplete: str) -> list[str]:
 
 
 
-_STORE_HELP = "Store folder [default: ./.formctl]."
+_STORE_HELP = "Store folder, or a postgresql:// DSN [default: ./.formctl]."
 _FORMS_HELP = "Forms folder holding registry.toml, or the TOML file [default: ./forms]."
 
 StoreOpt = Annotated[Optional[str], typer.Option("--store", envvar="FORMCTL_STORE", metavar="DIR", help=_STORE_HELP)]

@@ -6,7 +6,8 @@ directory (like ``git`` or ``uv``, the tool acts on the project you are standing
 
 * forms: ``--forms PATH`` > ``FORMCTL_FORMS`` > ``./forms``. ``PATH`` may name the folder
   holding ``registry.toml`` or the TOML file itself.
-* store: ``--store DIR`` > ``FORMCTL_STORE`` > ``./.formctl``.
+* store: ``--store DIR`` > ``FORMCTL_STORE`` > ``./.formctl``. A ``postgresql://`` (or
+  ``postgres://``) DSN instead of a folder selects the team store on PostgreSQL.
 
 Typer reads the environment variables into the options, so by the time a path reaches
 this module it is either what the user gave or ``None`` for "the default".
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
     from formctl.store.jsonfile import JsonFileAdapter
+    from formctl.store.postgres import PostgresAdapter
 
 DEFAULT_FORMS = "forms"
 DEFAULT_STORE = ".formctl"
@@ -46,6 +48,19 @@ def store_path(store: str | os.PathLike[str] | None) -> Path:
     return Path(store) if store else Path(DEFAULT_STORE)
 
 
+def local_folder(store: str | os.PathLike[str] | None) -> Path:
+    """Where a chat keeps what is one person's own (the conversation with the model, the input
+    history): the store folder, or ``./.formctl`` when the store is a shared database."""
+    return Path(DEFAULT_STORE) if is_database(store) else store_path(store)
+
+
+def store_name(store: str | os.PathLike[str] | None) -> str:
+    """The store as it may be printed: a folder, or a DSN with its password masked."""
+    from formctl.store._pgconn import mask_dsn
+
+    return mask_dsn(str(store)) if is_database(store) else str(store_path(store))
+
+
 def open_registry(forms: str | os.PathLike[str] | None) -> "FormRegistry":
     from formctl.forms.registry import FormRegistry, RegistryError
 
@@ -56,7 +71,18 @@ def open_registry(forms: str | os.PathLike[str] | None) -> "FormRegistry":
     return FormRegistry.from_toml(path)
 
 
-def open_store(store: str | os.PathLike[str] | None) -> "JsonFileAdapter":
+def is_database(store: str | os.PathLike[str] | None) -> bool:
+    """True when the store is a PostgreSQL DSN rather than a folder."""
+    from formctl.store._pgconn import is_dsn
+
+    return is_dsn(store)
+
+
+def open_store(store: str | os.PathLike[str] | None) -> "JsonFileAdapter | PostgresAdapter":
+    if is_database(store):
+        from formctl.store.postgres import PostgresAdapter
+
+        return PostgresAdapter(str(store))
     from formctl.store.jsonfile import JsonFileAdapter
 
     return JsonFileAdapter(store_path(store))

@@ -73,6 +73,8 @@ def describe_server(dsn: str) -> str:
 def connect_failure(dsn: str, exc: BaseException) -> str:
     """One line for a connection that could not be made: where, and the server's reason."""
     reason = _reason(exc)
+    if reason.startswith(("Connection refused", "No such file or directory")):
+        reason = f"no server is running there ({reason[0].lower()}{reason[1:-1]})."
     return f"Cannot connect to the PostgreSQL store at {describe_server(dsn)}: {reason}"
 
 

@@ -35,27 +35,35 @@ the write may or may not have landed, and the error says so.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from formctl.forms.errors import ConflictError, StoreError
-from formctl.forms.instance import Commit, DispatchState, Entry, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store import _pgschema
-from formctl.store._pgconn import connect_failure, describe_server, mask_dsn, _reason
+from formctl.store._pgcodec import (
+    COLUMNS,
+    INSERT_INSTANCE,
+    INSERT_REVISIONS,
+    REV_COLUMNS,
+    UPDATE_INSTANCE,
+    assemble,
+    revision_rows,
+    row_values,
+)
+from formctl.store._pgconn import _reason, connect_failure, describe_server, mask_dsn
 from formctl.store.base import apply_commit, apply_dispatch, check_provenance, missing, new_instance
 from formctl.store.ids import is_instance_id, new_instance_id
 
 try:
     import psycopg
     from psycopg.rows import namedtuple_row
-    from psycopg.types.json import Json
 except ImportError:  # pragma: no cover - exercised by the CLI's "not installed" message
     psycopg = None  # type: ignore[assignment]
 
@@ -63,20 +71,24 @@ __all__ = ["PostgresAdapter", "Watcher", "require_psycopg"]
 
 T = TypeVar("T")
 
+RECONNECT_PATIENCE = 8.0
+"""Seconds a dropped connection is retried for (a server restart takes one or two)."""
+
 _CACHE_SIZE = 4096
 _LOCK_CLASS = 0x666F726D  # "form": the advisory-lock space of exclusive(), keyed by hashtext(id)
 _PAGE = 500
 
-_COLUMNS = (
-    "id, def_id, def_version, subject, status, version, writes, revision_seq, created_at, updated_at, "
-    "completed_at, closed_reason, blocked_on, open_step_override, forced_complete, fields, occurrences, dispatches"
-)
-_REV_COLUMNS = "instance_id, field, pos, version, seq, at, source, actor, note, value, error, retracted"
-_dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 # Connections a forked child inherited: never closed (closing would end the parent's session
 # on the server), never collected (collection closes them).
 _INHERITED: list[Any] = []
+
+
+def _server_away(exc: BaseException) -> bool:
+    """A failure to connect that waiting can cure: nobody listening, or a server starting or stopping."""
+    text = str(exc)
+    return any(s in text for s in ("Connection refused", "No such file or directory", "shutting down",
+                                   "starting up", "not yet accepting connections", "in recovery mode"))
 
 
 def _close_in(conn: Any, pid: int) -> None:
@@ -124,6 +136,7 @@ class PostgresAdapter:
         self._mutex = threading.RLock()
         self._committing = False
         self._upgraded = (0, 0)
+        self._lost = False  # the last connection died under us: reconnect with patience
 
     def __repr__(self) -> str:
         return f"PostgresAdapter({self.display!r})"
@@ -148,21 +161,17 @@ class PostgresAdapter:
     ) -> Instance:
         check_provenance(provenance)
         instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
-        rows = list(_revision_rows(instance.id, instance.entries, {}, version=1))
+        rows = list(revision_rows(instance.id, instance.entries, {}, version=1))
 
         def write(cur: Any) -> None:
             while True:
-                cur.execute(
-                    f"INSERT INTO formctl_instances ({_COLUMNS}) VALUES ({', '.join(['%s'] * 18)}) "
-                    "ON CONFLICT (id) DO NOTHING",
-                    _row_values(instance, writes=0),
-                )
+                cur.execute(INSERT_INSTANCE + " ON CONFLICT (id) DO NOTHING", row_values(instance, writes=0))
                 if cur.rowcount == 1:
                     break
                 instance.id = new_instance_id()  # two ids in one ms with equal random tails
-                rows[:] = _revision_rows(instance.id, instance.entries, {}, version=1)
+                rows[:] = revision_rows(instance.id, instance.entries, {}, version=1)
             if rows:
-                cur.executemany(f"INSERT INTO formctl_revisions ({_REV_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})", rows)
+                cur.executemany(INSERT_REVISIONS, rows)
 
         self._run(write, write=True)
         self._remember(instance.id, _Cached(0, instance))
@@ -183,9 +192,9 @@ class PostgresAdapter:
             stored = self._assemble(cur, [row])[0]
             new = apply_commit(stored, commit, if_version=if_version, now=now_iso())
             changed = {f: new.entries[f] for f in (commit.entries or {})}
-            rows = list(_revision_rows(instance_id, changed, stored.entries, version=new.version))
+            rows = list(revision_rows(instance_id, changed, stored.entries, version=new.version))
             if rows:
-                cur.executemany(f"INSERT INTO formctl_revisions ({_REV_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})", rows)
+                cur.executemany(INSERT_REVISIONS, rows)
             self._update(cur, new, row.writes + 1)
             return new, row.writes + 1
 
@@ -233,7 +242,7 @@ class PostgresAdapter:
                         self._drop()  # a session that cannot say whether it holds the lock: end it
 
     def _locked_row(self, cur: Any, instance_id: str) -> Any:
-        cur.execute(f"SELECT {_COLUMNS} FROM formctl_instances WHERE id = %s FOR UPDATE", (instance_id,))
+        cur.execute(f"SELECT {COLUMNS} FROM formctl_instances WHERE id = %s FOR UPDATE", (instance_id,))
         row = cur.fetchone()
         if row is None:
             raise missing(instance_id)
@@ -241,14 +250,7 @@ class PostgresAdapter:
 
     @staticmethod
     def _update(cur: Any, new: Instance, writes: int) -> None:
-        values = _row_values(new, writes=writes)
-        cur.execute(
-            "UPDATE formctl_instances SET def_id = %s, def_version = %s, subject = %s, status = %s, version = %s, "
-            "writes = %s, revision_seq = %s, created_at = %s, updated_at = %s, completed_at = %s, closed_reason = %s, "
-            "blocked_on = %s, open_step_override = %s, forced_complete = %s, fields = %s, occurrences = %s, "
-            "dispatches = %s WHERE id = %s",
-            (*values[1:], new.id),
-        )
+        cur.execute(UPDATE_INSTANCE, (*row_values(new, writes=writes)[1:], new.id))
 
     # ------------------------------------------------------------------ protocol: reads
 
@@ -322,7 +324,7 @@ class PostgresAdapter:
                 self._check_schema(cur.connection)  # another process may have created them since
                 if not self._tables:
                     return []
-            cur.execute(f"SELECT {_COLUMNS} FROM formctl_instances {where}", params)
+            cur.execute(f"SELECT {COLUMNS} FROM formctl_instances {where}", params)
             return self._assemble(cur, cur.fetchall(), on_damage=on_damage)
 
         return [i.copy() for i in self._run(read)]
@@ -341,7 +343,7 @@ class PostgresAdapter:
                 stale.append((row, hit if hit is not None and hit.instance.version <= row.version else None))
         if stale:
             cur.execute(
-                f"SELECT {_REV_COLUMNS} FROM formctl_revisions r "
+                f"SELECT {REV_COLUMNS} FROM formctl_revisions r "
                 "JOIN unnest(%s::text[], %s::bigint[], %s::bigint[]) AS t(id, since, upto) "
                 "ON r.instance_id = t.id AND r.version > t.since AND r.version <= t.upto "
                 "ORDER BY r.instance_id, r.field, r.pos",
@@ -356,7 +358,7 @@ class PostgresAdapter:
                 fresh.setdefault(rev[0], {}).setdefault(rev[1], []).append(rev)
             for row, hit in stale:
                 try:
-                    instance = _instance(row, fresh.get(row.id, {}), hit.instance if hit else None, self.display)
+                    instance = assemble(row, fresh.get(row.id, {}), hit.instance if hit else None, self.display)
                 except StoreError as exc:
                     self._cache.pop(row.id, None)
                     if on_damage is None:
@@ -373,6 +375,61 @@ class PostgresAdapter:
         self._cache.move_to_end(instance_id)
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
+
+    # ------------------------------------------------------------------ copying in
+
+    def import_instances(self, instances: list[Instance]) -> list[str]:
+        """Store each instance exactly as given (id, version, timestamps, every revision), in one
+        transaction, for ``formctl store copy``. Per instance, what happened:
+
+        * ``copied``: it was not here;
+        * ``updated``: an earlier version of the same history was here, and got the rest (its
+          answers so far are kept as they are; only the later ones are added);
+        * ``same``: it is here already, identical;
+        * ``newer``: this store holds a later version (written here since): left alone.
+
+        Raises :class:`StoreError` naming an instance whose history here is not a prefix of the
+        one given (both were written separately): nothing of the batch is written then."""
+
+        def write(cur: Any) -> list[str]:
+            cur.execute(f"SELECT {COLUMNS} FROM formctl_instances WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+                        ([i.id for i in instances],))
+            rows = {row.id: row for row in cur.fetchall()}
+            here = {i.id: i for i in self._assemble(cur, list(rows.values()), cached=False)}
+            outcomes, revisions = [], []
+            for given in instances:
+                row, held = rows.get(given.id), here.get(given.id)
+                if row is None:
+                    cur.execute(INSERT_INSTANCE, row_values(given, writes=given.version))
+                    revisions.extend(revision_rows(given.id, given.entries, {}, version=given.version))
+                    outcomes.append("copied")
+                    continue
+                if row.version > given.version:
+                    outcomes.append("newer")
+                    continue
+                for field, log in held.entries.items():
+                    theirs = given.entries.get(field)
+                    if theirs is None or theirs.revisions[: len(log.revisions)] != log.revisions:
+                        raise StoreError(
+                            f"{given.id} differs here ({self.display}) from the copy given: field {field!r} has other "
+                            "answers. Both were written separately; nothing of this batch was copied."
+                        )
+                if row.version == given.version:
+                    if held != given:
+                        raise StoreError(f"{given.id} is at version {given.version} in both stores but differs; "
+                                         "nothing of this batch was copied.")
+                    outcomes.append("same")
+                    continue
+                revisions.extend(revision_rows(given.id, given.entries, held.entries, version=given.version))
+                cur.execute(UPDATE_INSTANCE, (*row_values(given, writes=row.writes + 1)[1:], given.id))
+                outcomes.append("updated")
+            if revisions:
+                cur.executemany(INSERT_REVISIONS, revisions)
+            return outcomes
+
+        if not instances:
+            return []
+        return self._run(write, write=True)
 
     # ------------------------------------------------------------------ damage
 
@@ -406,7 +463,7 @@ class PostgresAdapter:
             instances = revisions = 0
             last = ""
             while True:
-                cur.execute(f"SELECT {_COLUMNS} FROM formctl_instances WHERE id > %s ORDER BY id LIMIT {_PAGE}", (last,))
+                cur.execute(f"SELECT {COLUMNS} FROM formctl_instances WHERE id > %s ORDER BY id LIMIT {_PAGE}", (last,))
                 rows = cur.fetchall()
                 if not rows:
                     break
@@ -451,12 +508,21 @@ class PostgresAdapter:
 
     # ------------------------------------------------------------------ connections
 
-    def _connect(self) -> Any:
-        try:
-            conn = psycopg.connect(self.dsn, autocommit=True, **self._connect_options())
-        except psycopg.Error as exc:
-            raise StoreError(connect_failure(self.dsn, exc)) from None
-        return conn
+    def _connect(self, *, patience: float = 0.0) -> Any:
+        """A new connection. With ``patience``, keep trying that long while the server is away
+        (refusing, starting up, shutting down): a restart then costs a pause, not an error."""
+        deadline = time.monotonic() + patience
+        pause = 0.05
+        while True:
+            try:
+                return psycopg.connect(self.dsn, autocommit=True, **self._connect_options())
+            except psycopg.OperationalError as exc:
+                if time.monotonic() + pause > deadline or not _server_away(exc):
+                    raise StoreError(connect_failure(self.dsn, exc)) from None
+            except psycopg.Error as exc:
+                raise StoreError(connect_failure(self.dsn, exc)) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     def _connect_options(self) -> dict[str, Any]:
         from psycopg.conninfo import conninfo_to_dict
@@ -477,7 +543,8 @@ class PostgresAdapter:
             _INHERITED.append(self._conn)  # a forked child: leave the parent's session alone
             self._conn = None
         if self._conn is None or self._conn.closed:
-            conn = self._connect()
+            conn = self._connect(patience=RECONNECT_PATIENCE if self._lost else 0.0)
+            self._lost = False
             self._conn, self._pid = conn, os.getpid()
             weakref.finalize(self, _close_in, conn, self._pid)  # an adapter dropped unclosed closes its session
             self._tables = False
@@ -534,6 +601,7 @@ class PostgresAdapter:
                     if not (conn.broken or conn.closed):
                         raise self._failure(exc, write) from None
                     self._drop()
+                    self._lost = True
                     if self._committing:
                         raise StoreError(
                             f"Lost the connection to the PostgreSQL store at {self.server} while saving: "
@@ -612,89 +680,3 @@ class Watcher:
                 conn.close()
             except Exception:
                 pass
-
-
-# --------------------------------------------------------------------------- rows <-> instances
-
-
-def _row_values(instance: Instance, *, writes: int) -> tuple:
-    fields = [[f, len(log.revisions), log.cursor] for f, log in instance.entries.items()]
-    return (
-        instance.id, instance.def_id, instance.def_version, instance.subject, instance.status, instance.version,
-        writes, instance.revision_seq, instance.created_at, instance.updated_at, instance.completed_at,
-        instance.closed_reason, instance.blocked_on, instance.open_step_override, bool(instance.forced_complete),
-        Json(fields, dumps=_dumps), Json(instance.occurrences, dumps=_dumps),
-        Json({k: v.to_dict() for k, v in instance.dispatches.items()}, dumps=_dumps),
-    )
-
-
-def _revision_rows(
-    instance_id: str, entries: dict[str, FieldLog], before: dict[str, FieldLog], *, version: int
-) -> Iterable[tuple]:
-    """Rows for the revisions of ``entries`` that ``before`` does not have yet."""
-    for field, log in entries.items():
-        start = len(before[field].revisions) if field in before else 0
-        for pos in range(start, len(log.revisions)):
-            e = log.revisions[pos]
-            p = e.provenance
-            try:
-                value = None if e.retracted else _dumps(e.value)
-            except (TypeError, ValueError) as exc:
-                raise StoreError(f"The instance holds a value that cannot be stored as JSON ({exc}).") from None
-            yield (instance_id, field, pos, version, e.seq, p.timestamp, p.source, p.actor, p.note,
-                   None if value is None else Json(value, dumps=lambda text: text), e.error, bool(e.retracted))
-
-
-def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
-    error = StoreError(f"{display} instance {instance_id}: {reason}")
-    error.path = f"{display} instance {instance_id}"  # type: ignore[attr-defined]
-    error.reason = reason  # type: ignore[attr-defined]
-    return error
-
-
-def _instance(row: Any, fresh: dict[str, list[tuple]], base: Instance | None, display: str) -> Instance:
-    """Assemble an instance from its row, the revisions newer than ``base`` (by field) and ``base``."""
-    entries: dict[str, FieldLog] = {}
-    try:
-        listed = [(str(f), int(length), int(cursor)) for f, length, cursor in row.fields]
-    except (TypeError, ValueError) as exc:
-        raise _damaged(display, row.id, f"its field list is malformed ({exc}); left as it is.") from None
-    for field, length, cursor in listed:
-        old = base.entries[field].revisions if base is not None and field in base.entries else ()
-        new = []
-        for rev in fresh.get(field, ()):
-            _, _, pos, _, seq, at, source, actor, note, value, error, retracted = rev
-            if pos != len(old) + len(new):
-                raise _damaged(display, row.id, f"field {field!r} has revision {pos} where {len(old) + len(new)} "
-                               "was due: an answer is missing; left as it is.")
-            prov = Provenance(source, actor, at, note)
-            new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
-        revisions = old + tuple(new)
-        if len(revisions) != length:
-            raise _damaged(display, row.id, f"field {field!r} should hold {length} revision(s) at version "
-                           f"{row.version} but {len(revisions)} are stored: answers are missing; left as they are.")
-        if not -1 <= cursor < max(length, 0) or (length == 0 and cursor != -1):
-            raise _damaged(display, row.id, f"field {field!r} has cursor {cursor} outside its {length} revision(s).")
-        entries[field] = FieldLog(revisions, cursor)
-    strays = set(fresh) - {f for f, _, _ in listed}
-    if strays:
-        raise _damaged(display, row.id, f"answers stored for field(s) the instance does not list: {sorted(strays)}.")
-    return Instance(
-        id=row.id,
-        def_id=row.def_id,
-        def_version=row.def_version,
-        subject=row.subject,
-        status=row.status,
-        entries=entries,
-        revision_seq=row.revision_seq,
-        occurrences=dict(row.occurrences),
-        dispatches={k: DispatchState.from_dict(v) for k, v in row.dispatches.items()},
-        blocked_on=row.blocked_on,
-        open_step_override=row.open_step_override,
-        closed_reason=row.closed_reason,
-        forced_complete=row.forced_complete,
-        version=row.version,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        completed_at=row.completed_at,
-    )

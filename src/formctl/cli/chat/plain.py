@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from formctl.agent.models.base import content_blocks
 from formctl.cli import render
 from formctl.cli.chat.session import ChatSession
+from formctl.forms.errors import FormError
 
 class Face:
     """What both faces share: the conversation's flow, and how loop events become output.
@@ -144,7 +145,11 @@ class PlainChat(Face):
     def _refresh(self) -> None:
         # The status line is printed when the step (or the state) changes, not on every
         # answer: the pending list shrinks with each one and would repeat the activity line.
-        line = self.session.status_lines()[0]
+        try:
+            line = self.session.status_lines()[0]
+        except FormError:
+            return  # the store is away (a server restarting): the turn has said so; next time
+
         head = line.split(" · pending: ")[0]
         if head != self._last_status:
             self._last_status = head

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from formctl.cli import render
 from formctl.cli.chat.commands import Commands
-from formctl.cli.workspace import default_subject, open_registry, store_path
+from formctl.cli.workspace import default_subject, local_folder, open_registry, open_store
 from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError, StoreError
 
 OPENER = "Hello."
@@ -106,13 +106,12 @@ class ChatSession(Commands):
 
     def __init__(self, options: ChatOptions) -> None:
         from formctl.forms.runner import FormRunner
-        from formctl.store.jsonfile import JsonFileAdapter
 
         self.options = options
         self.seed_lines = _seed_lines(options.seed)  # a malformed --seed fails before anything opens
-        self.store_dir = store_path(options.store)
+        self.store_dir = local_folder(options.store)  # conversations and input history: the person's own
         self.registry = open_registry(options.forms)
-        self.adapter = JsonFileAdapter(self.store_dir)
+        self.adapter = open_store(options.store)
         self.notes: list[str] = []  # lines for the face to print before the chat starts
         self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
 
@@ -140,6 +139,8 @@ class ChatSession(Commands):
         self.person = runner("person", self.adapter)
         self._poll_adapter: Any = None
         self._poll_runner: Any = None
+        self._watcher: Any = None  # LISTEN on a PostgreSQL store (see wait_for_change)
+        self._watched = False
 
         from formctl.agent.conversation import ConversationStore
         from formctl.agent.loop import ChatLoop
@@ -299,9 +300,8 @@ class ChatSession(Commands):
         an adapter of its own so it never shares file state with a turn in progress."""
         if self._poll_runner is None:
             from formctl.forms.runner import FormRunner
-            from formctl.store.jsonfile import JsonFileAdapter
 
-            self._poll_adapter = JsonFileAdapter(self.store_dir)
+            self._poll_adapter = open_store(self.options.store)
             self._poll_runner = FormRunner(_ConversationScope(self._poll_adapter, self.pin), registry=self.registry,
                                            subject=self.subject, actor="agent", source=CHAT_SOURCE)
         instance_id = self.instance_id
@@ -311,6 +311,28 @@ class ChatSession(Commands):
         if instance is None:
             return None
         return _stamp(instance), self.status_lines(self._poll_runner)
+
+    def wait_for_change(self, timeout: float, stop: Any) -> bool:
+        """For the status poller: block up to ``timeout`` seconds (or until ``stop`` is set) and say
+        whether the instance may have changed elsewhere, so that :meth:`poll` is worth a read.
+
+        A store that announces writes (PostgreSQL's LISTEN/NOTIFY, through ``adapter.watch()``)
+        wakes this as soon as another process commits, and a quiet second costs no read at all.
+        Any other store, or one whose announcements cannot be heard just now, is read every
+        ``timeout`` seconds as before."""
+        if self._watcher is None and not self._watched:
+            self._watched = True
+            watch = getattr(self._poll_adapter or self.adapter, "watch", None)
+            if watch is not None:
+                self._watcher = watch()
+                stop.wait(0)
+                return True  # read once: a write before we listened is not announced
+        if self._watcher is not None:
+            changed = self._watcher.wait(timeout)
+            if changed is not None:
+                return self.instance_id in changed
+        stop.wait(timeout)
+        return True
 
     def stamp(self) -> Any:
         """The change stamp of the instance as this chat last wrote it (see :meth:`poll`)."""
@@ -371,6 +393,8 @@ class ChatSession(Commands):
             except Exception:
                 if self.options.debug:
                     raise
+        if self._watcher is not None:
+            self._watcher.close()
         for adapter in (self.adapter, self._poll_adapter):
             if adapter is not None:
                 adapter.close()

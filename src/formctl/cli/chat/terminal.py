@@ -76,11 +76,14 @@ class TerminalChat(Face):
             pass
 
     def _poll(self) -> None:
-        while not self._stop.wait(POLL_SECONDS):
+        while not self._stop.is_set():
             try:
+                if not self.session.wait_for_change(POLL_SECONDS, self._stop) or self._stop.is_set():
+                    continue
                 polled = self.session.poll()
             except Exception:
-                continue  # a torn read or a locked file: try again next second
+                self._stop.wait(POLL_SECONDS)
+                continue  # a torn read, a locked file, a server away: try again next second
             if polled is None:
                 continue
             stamp, lines = polled

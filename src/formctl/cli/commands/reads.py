@@ -25,9 +25,9 @@ def instances(
 
     if status is not None and status not in INSTANCE_STATUSES:
         _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
-    from formctl.cli.workspace import store_path
+    from formctl.cli.workspace import is_database, store_path
 
-    if not store_path(store).exists():  # likely a mistyped --store: "no instances" alone would hide it
+    if not is_database(store) and not store_path(store).exists():  # likely a mistyped --store: "no instances" alone would hide it
         sys.stderr.write(f"note: no form store at {store_path(store)} yet (--store DIR or FORMCTL_STORE)\n")
     damaged: list[Any] = []
     adapter = open_store(store)

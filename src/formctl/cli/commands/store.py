@@ -1,4 +1,4 @@
-"""``formctl store check``, ``formctl store reindex`` and ``formctl store repair``."""
+"""``formctl store check``, ``reindex``, ``repair``, ``init`` and ``copy``."""
 
 from typing import Any, Optional
 
@@ -70,12 +70,97 @@ def store_repair(
     typer.echo(f"Writes resume at version {done.version}.")
 
 
+@store_app.command("init", cls=_Command, epilog=_example(
+    "formctl store init --store postgresql://forms@db.example.com/forms"))
+def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Create the store, ready to use: the tables of a PostgreSQL store, or a store folder.
+
+    Safe to run again: an existing store is left as it is (an older PostgreSQL schema is
+    upgraded). The first write creates the store anyway; this makes a bad DSN or a missing
+    privilege show up now, not in the middle of somebody's form.
+    """
+    from formctl.cli.workspace import is_database, open_store, store_name
+
+    adapter = open_store(store)
+    name = store_name(store)
+    if is_database(store):
+        before, after = adapter.init()
+        what = ("tables created" if before == 0 else
+                f"schema upgraded from version {before}" if before < after else "already set up")
+    else:
+        existed = store_path_exists(store)
+        adapter.ensure_writable()
+        before, after, what = None, None, "already set up" if existed else "folder created"
+    if as_json:
+        _print_json({"store": name, "result": what, "schema_version": after})
+    else:
+        typer.echo(f"{name}: {what}" + (f" (schema version {after})." if after else "."))
+
+
+@store_app.command("copy", cls=_Command, epilog=_example(
+    "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms",
+    "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms   # again: only what changed"))
+def store_copy(
+    source: str = typer.Option(..., "--from", metavar="DIR", help="The store to copy from (a folder or a DSN)."),
+    target: str = typer.Option(..., "--to", metavar="DSN", help="The PostgreSQL store to copy into."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy every instance, with its whole history and versions, into a PostgreSQL store, then verify.
+
+    Ids, versions, timestamps and every revision of every answer arrive as they were. Run it
+    again and it copies only what changed in the source since (later answers are added to
+    the copy, never written over it); an instance written in the target since is left alone.
+    Then every instance is read back and compared with the source, and store check runs on
+    both. Exits 1 unless the copy is verified.
+    """
+    from formctl.cli.workspace import is_database, open_store, store_name
+    from formctl.store.copy import copy_store
+
+    if not is_database(target):
+        _fail(f"--to {store_name(target)}: copy into a postgresql:// store (a folder store is not a target).", 2)
+    if not is_database(source) and not store_path_exists(source):
+        _fail(f"No form store at {store_name(source)}: nothing to copy.")
+    report = copy_store(open_store(source), open_store(target), source_name=store_name(source),
+                        target_name=store_name(target))
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        _print_copy(report)
+    if not report.verified:
+        raise typer.Exit(1)
+
+
+def _print_copy(report: Any) -> None:
+    total = len(report.copied) + len(report.updated) + len(report.same) + len(report.newer)
+    typer.echo(f"{report.source} -> {report.target}: {total} instance(s); {len(report.copied)} copied, "
+               f"{len(report.updated)} brought up to date, {len(report.same)} already there.")
+    if report.newer:
+        typer.echo(f"note: {len(report.newer)} written in the target since the last copy, left alone: "
+                   + ", ".join(report.newer))
+    for line in report.unreadable:
+        typer.echo(f"not copied (damaged in the source): {line}", err=True)
+    for iid in report.mismatched:
+        typer.echo(f"MISMATCH: {iid} reads back different from the source.", err=True)
+    for line in report.problems:
+        typer.echo(f"problem: {line}", err=True)
+    if report.verified:
+        typer.echo("Verified: every instance reads back identical, and store check is ok on both sides.")
+    else:
+        typer.echo("NOT verified: see above; run it again once the source is fixed.", err=True)
+
+
+def store_path_exists(store: Optional[str]) -> bool:
+    from formctl.cli.workspace import store_path
+
+    return store_path(store).exists()
+
+
 def _require_store(store: Optional[str]) -> None:
     """Check and repair act on a store that exists: on a mistyped path, check reported a
     missing index and 'run formctl store reindex', and reindex created an empty store there."""
-    from formctl.cli.workspace import store_path
+    from formctl.cli.workspace import is_database, store_path
 
-    if not store_path(store).exists():
+    if not is_database(store) and not store_path(store).exists():
         _fail(f"No form store at {store_path(store)}: nothing has been saved there (--store DIR or FORMCTL_STORE).")
 
 

@@ -1,0 +1,115 @@
+"""Instances to rows and back, for the PostgreSQL store (the tables are in ``_pgschema``).
+
+An instance is one ``formctl_instances`` row plus one ``formctl_revisions`` row per answer
+revision. Assembling checks that the rows add up (every field's revisions dense from 0, as
+many as its row says, none for a field it does not list) and names the instance when not.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any, Iterable
+
+from psycopg.types.json import Json
+
+from formctl.forms.errors import StoreError
+from formctl.forms.instance import DispatchState, Entry, FieldLog, Instance, Provenance
+
+COLUMNS = (
+    "id, def_id, def_version, subject, status, version, writes, revision_seq, created_at, updated_at, "
+    "completed_at, closed_reason, blocked_on, open_step_override, forced_complete, fields, occurrences, dispatches"
+)
+REV_COLUMNS = "instance_id, field, pos, version, seq, at, source, actor, note, value, error, retracted"
+INSERT_INSTANCE = f"INSERT INTO formctl_instances ({COLUMNS}) VALUES ({', '.join(['%s'] * 18)})"
+INSERT_REVISIONS = f"INSERT INTO formctl_revisions ({REV_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})"
+UPDATE_INSTANCE = (
+    "UPDATE formctl_instances SET def_id = %s, def_version = %s, subject = %s, status = %s, version = %s, "
+    "writes = %s, revision_seq = %s, created_at = %s, updated_at = %s, completed_at = %s, closed_reason = %s, "
+    "blocked_on = %s, open_step_override = %s, forced_complete = %s, fields = %s, occurrences = %s, "
+    "dispatches = %s WHERE id = %s"
+)
+dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def row_values(instance: Instance, *, writes: int) -> tuple:
+    fields = [[f, len(log.revisions), log.cursor] for f, log in instance.entries.items()]
+    return (
+        instance.id, instance.def_id, instance.def_version, instance.subject, instance.status, instance.version,
+        writes, instance.revision_seq, instance.created_at, instance.updated_at, instance.completed_at,
+        instance.closed_reason, instance.blocked_on, instance.open_step_override, bool(instance.forced_complete),
+        Json(fields, dumps=dumps), Json(instance.occurrences, dumps=dumps),
+        Json({k: v.to_dict() for k, v in instance.dispatches.items()}, dumps=dumps),
+    )
+
+
+def revision_rows(
+    instance_id: str, entries: dict[str, FieldLog], before: dict[str, FieldLog], *, version: int
+) -> Iterable[tuple]:
+    """Rows for the revisions of ``entries`` that ``before`` does not have yet."""
+    for field, log in entries.items():
+        start = len(before[field].revisions) if field in before else 0
+        for pos in range(start, len(log.revisions)):
+            e = log.revisions[pos]
+            p = e.provenance
+            try:
+                value = None if e.retracted else dumps(e.value)
+            except (TypeError, ValueError) as exc:
+                raise StoreError(f"The instance holds a value that cannot be stored as JSON ({exc}).") from None
+            yield (instance_id, field, pos, version, e.seq, p.timestamp, p.source, p.actor, p.note,
+                   None if value is None else Json(value, dumps=lambda text: text), e.error, bool(e.retracted))
+
+
+def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
+    error = StoreError(f"{display} instance {instance_id}: {reason}")
+    error.path = f"{display} instance {instance_id}"  # type: ignore[attr-defined]
+    error.reason = reason  # type: ignore[attr-defined]
+    return error
+
+
+def assemble(row: Any, fresh: dict[str, list[tuple]], base: Instance | None, display: str) -> Instance:
+    """Assemble an instance from its row, the revisions newer than ``base`` (by field) and ``base``."""
+    entries: dict[str, FieldLog] = {}
+    try:
+        listed = [(str(f), int(length), int(cursor)) for f, length, cursor in row.fields]
+    except (TypeError, ValueError) as exc:
+        raise _damaged(display, row.id, f"its field list is malformed ({exc}); left as it is.") from None
+    for field, length, cursor in listed:
+        old = base.entries[field].revisions if base is not None and field in base.entries else ()
+        new = []
+        for rev in fresh.get(field, ()):
+            _, _, pos, _, seq, at, source, actor, note, value, error, retracted = rev
+            if pos != len(old) + len(new):
+                raise _damaged(display, row.id, f"field {field!r} has revision {pos} where {len(old) + len(new)} "
+                               "was due: an answer is missing; left as it is.")
+            prov = Provenance(source, actor, at, note)
+            new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
+        revisions = old + tuple(new)
+        if len(revisions) != length:
+            raise _damaged(display, row.id, f"field {field!r} should hold {length} revision(s) at version "
+                           f"{row.version} but {len(revisions)} are stored: answers are missing; left as they are.")
+        if not -1 <= cursor < max(length, 0) or (length == 0 and cursor != -1):
+            raise _damaged(display, row.id, f"field {field!r} has cursor {cursor} outside its {length} revision(s).")
+        entries[field] = FieldLog(revisions, cursor)
+    strays = set(fresh) - {f for f, _, _ in listed}
+    if strays:
+        raise _damaged(display, row.id, f"answers stored for field(s) the instance does not list: {sorted(strays)}.")
+    return Instance(
+        id=row.id,
+        def_id=row.def_id,
+        def_version=row.def_version,
+        subject=row.subject,
+        status=row.status,
+        entries=entries,
+        revision_seq=row.revision_seq,
+        occurrences=dict(row.occurrences),
+        dispatches={k: DispatchState.from_dict(v) for k, v in row.dispatches.items()},
+        blocked_on=row.blocked_on,
+        open_step_override=row.open_step_override,
+        closed_reason=row.closed_reason,
+        forced_complete=row.forced_complete,
+        version=row.version,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        completed_at=row.completed_at,
+    )

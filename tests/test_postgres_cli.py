@@ -1,0 +1,219 @@
+"""The ``formctl`` command on a PostgreSQL store: chosen by ``--store``/``FORMCTL_STORE``, every
+command works unchanged, a password never shows, ``store init`` and ``store copy`` move a
+team over, the chat hears another person's write, and a server restart mid-conversation is
+one clear line after which the next message works."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psycopg
+
+from clitools import formctl, start
+from fixture_project import FORMS
+
+from formctl.forms.instance import Provenance, now_iso
+
+
+def ids(result) -> list[str]:
+    assert result.returncode == 0, result.stderr
+    return [row["instance_id"] for row in json.loads(result.stdout)["instances"]]
+
+
+def test_every_command_works_on_a_database_store_and_nothing_lands_in_a_folder(pg_dsn, tmp_path):
+    env = {"FORMCTL_STORE": pg_dsn, "FORMCTL_FORMS": str(FORMS)}
+    chat = formctl("run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\nAB1234\n",
+                   env=env, cwd=tmp_path)
+    assert chat.returncode == 0, chat.stderr
+    (iid,) = ids(formctl("instances", "--json", env=env, cwd=tmp_path))
+    assert f"formctl resume {iid}" in chat.stdout
+    assert formctl("fill", iid, "email=dana@example.com", env=env, cwd=tmp_path).returncode == 0
+    assert formctl("inspect", iid, env=env, cwd=tmp_path).returncode == 0
+    shown = json.loads(formctl("export", iid, "--json", env=env, cwd=tmp_path).stdout)
+    assert shown["values"]["full_name"] == "Dana Reeve" and shown["values"]["email"] == "dana@example.com"
+    history = formctl("history", iid, "staff_id", env=env, cwd=tmp_path)
+    assert history.returncode == 0 and "AB1234" in history.stdout
+    assert formctl("undo", iid, "email", env=env, cwd=tmp_path).returncode == 0
+    assert "email" not in json.loads(formctl("export", iid, "--json", env=env, cwd=tmp_path).stdout).get("values", {})
+    check = formctl("store", "check", "--json", env=env, cwd=tmp_path)
+    assert check.returncode == 0 and json.loads(check.stdout)["instances"] == 1
+    # The instance is in the database, the conversation with the model on this machine only.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".formctl"]
+    assert sorted(p.name for p in (tmp_path / ".formctl").iterdir()) == ["conversations"]
+
+
+def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(pg_server, tmp_path):
+    dsn = pg_server.tcp_dsn(password="hunter2-wrong")
+    for args in (["instances"], ["store", "check"], ["inspect", "form_mx3tplc2_9jz5s0"]):
+        result = formctl(*args, "--store", dsn, env={"FORMCTL_FORMS": str(FORMS)}, cwd=tmp_path)
+        assert result.returncode == 1
+        assert "hunter2" not in result.stdout + result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert "Cannot connect to the PostgreSQL store at 127.0.0.1:" in line
+        assert "password authentication failed" in line
+
+
+def test_store_init_creates_the_tables_once(pg_dsn, tmp_path):
+    first = formctl("store", "init", "--store", pg_dsn, cwd=tmp_path)
+    assert first.returncode == 0 and "tables created (schema version 1)" in first.stdout
+    again = formctl("store", "init", "--store", pg_dsn, cwd=tmp_path)
+    assert again.returncode == 0 and "already set up (schema version 1)" in again.stdout
+
+
+def test_store_copy_moves_every_instance_with_its_history_once_and_verifies(pg_dsn, tmp_path):
+    local = str(tmp_path / "local")
+    dana = start(local, {"full_name": "Dana Reeve"})
+    sam = start(local, {"full_name": "Sam Jones"}, subject="sam")
+    assert formctl("fill", dana, "full_name=Dana R. Reeve", "--store", local).returncode == 0
+    assert formctl("undo", dana, "full_name", "--store", local).returncode == 0
+
+    first = formctl("store", "copy", "--from", local, "--to", pg_dsn, "--json")
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert (report["copied"], report["unchanged"], report["verified"]) == (2, 0, True)
+    for iid in (dana, sam):  # the same history, versions and timestamps on both sides
+        here = json.loads(formctl("history", iid, "--json", "--store", local).stdout)
+        there = json.loads(formctl("history", iid, "--json", "--store", pg_dsn).stdout)
+        assert here == there
+    assert ids(formctl("instances", "--json", "--store", pg_dsn)) == ids(formctl("instances", "--json", "--store", local))
+
+    second = json.loads(formctl("store", "copy", "--from", local, "--to", pg_dsn, "--json").stdout)
+    assert (second["copied"], second["updated"], second["unchanged"]) == (0, 0, 2)
+
+    assert formctl("fill", sam, "staff_id=SJ1234", "--store", local).returncode == 0  # the source moves on
+    assert formctl("fill", dana, "staff_id=DR1234", "--store", pg_dsn).returncode == 0  # and so does the target
+    third = formctl("store", "copy", "--from", local, "--to", pg_dsn)
+    assert third.returncode == 0, third.stderr
+    assert "0 copied, 1 brought up to date, 0 already there" in third.stdout
+    assert f"left alone: {dana}" in third.stdout and "Verified" in third.stdout
+    sam_there = json.loads(formctl("export", sam, "--json", "--store", pg_dsn).stdout)
+    assert sam_there["values"]["staff_id"] == "SJ1234"
+
+
+def test_store_copy_into_a_folder_or_from_nowhere_is_refused_in_one_line(pg_dsn, tmp_path):
+    into_folder = formctl("store", "copy", "--from", pg_dsn, "--to", str(tmp_path / "x"))
+    assert into_folder.returncode == 2 and "copy into a postgresql:// store" in into_folder.stderr
+    from_nowhere = formctl("store", "copy", "--from", str(tmp_path / "missing"), "--to", pg_dsn)
+    assert from_nowhere.returncode == 1 and "nothing to copy" in from_nowhere.stderr
+
+
+def test_the_chat_hears_another_persons_write_without_polling(pg_dsn):
+    from formctl.cli.chat.session import ChatOptions, ChatSession
+    from formctl.store.postgres import PostgresAdapter
+
+    session = ChatSession(ChatOptions(form="travel-claim", subject="dana", offline=True, store=pg_dsn,
+                                      forms=str(FORMS)))
+    stop = threading.Event()
+    try:
+        session.send(session.opening() or "Hello.")
+        session.send("Dana Reeve")
+        assert session.wait_for_change(0.1, stop) is True  # the first call reads once, then listens
+        assert session.wait_for_change(0.3, stop) is False  # nothing written: no read at all
+        colleague = PostgresAdapter(pg_dsn)
+        instance = colleague.get_instance(session.instance_id)
+        from formctl.forms.instance import Commit
+
+        colleague.commit_instance(instance.id, Commit(open_step_override=None), if_version=instance.version,
+                                  provenance=Provenance("cli", "finance", now_iso()))
+        assert session.wait_for_change(10, stop) is True
+        stamp, lines = session.poll()
+        assert stamp != session.stamp() or lines
+        colleague.close()
+    finally:
+        session.close()
+
+
+# --------------------------------------------------------------------------- a restart mid-conversation
+
+
+def _reader(stream, out: queue.Queue) -> None:
+    for line in stream:
+        out.put(line.rstrip("\n"))
+    out.put(None)
+
+
+def _until(out: queue.Queue, text: str) -> list[str]:
+    seen = []
+    while True:
+        line = out.get(timeout=60)
+        assert line is not None, f"the chat ended before {text!r}: {seen}"
+        seen.append(line)
+        if text in line:
+            return seen
+
+
+def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_message_works(private_pg, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    env.update(FORMCTL_STORE=private_pg.dsn, FORMCTL_FORMS=str(FORMS))
+    chat = subprocess.Popen([sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline",
+                             "--subject", "dana"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1, env=env, cwd=tmp_path)
+    out: queue.Queue = queue.Queue()
+    threading.Thread(target=_reader, args=(chat.stdout, out), daemon=True).start()
+    try:
+        _until(out, "Full name?")
+        chat.stdin.write("Dana Reeve\n")
+        _until(out, "Staff ID?")
+        private_pg.restart()  # between two messages: the chat never notices
+        chat.stdin.write("AB1234\n")
+        _until(out, "Work email?")
+        private_pg.stop()  # during the next one: one clear line
+        chat.stdin.write("dana@example.com\n")
+        said = _until(out, "PostgreSQL")
+        failure = [line for line in said if "PostgreSQL" in line]
+        assert len(failure) == 1 and "Cannot connect to the PostgreSQL store at the socket in" in failure[0]
+        assert "Traceback" not in "\n".join(said)
+        private_pg.start()
+        chat.stdin.write("dana@example.com\n")  # the next message works
+        _until(out, "Work email: dana@example.com")
+        chat.stdin.close()
+        chat.wait(timeout=60)
+    except BaseException:
+        chat.wait(timeout=10)
+        rest = []
+        while not out.empty():
+            rest.append(out.get())
+        print("CHAT SAID:", rest, chat.returncode)
+        raise
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+    with psycopg.connect(private_pg.dsn) as conn:
+        (values,) = conn.execute("SELECT count(*) FROM formctl_revisions").fetchone()
+    assert values == 3  # name, staff id, email: nothing lost, nothing doubled
+
+
+def test_the_readme_team_commands_work_as_written(pg_dsn, tmp_path):
+    """The README's "For a team: PostgreSQL" commands, run in order from a project folder that
+    has a local store; the test's database stands in for ``postgresql://localhost/forms``."""
+    import re
+    import shlex
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## For a team: PostgreSQL"):]
+    section = section[: section.index("\n## ", 1)]
+    (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    start(str(tmp_path / ".formctl"), {"full_name": "Ada Lovelace"}, subject="ada")
+    env = {"FORMCTL_FORMS": str(FORMS)}
+    ran = []
+    for line in block.splitlines():
+        command = line.split("#")[0].strip()
+        if command.startswith(("python3 -m pip", "sudo -u postgres createdb")):
+            continue  # installing, and creating the database: the test's server has one
+        if command.startswith("export FORMCTL_STORE="):
+            env["FORMCTL_STORE"] = pg_dsn
+            continue
+        args = [a.replace("$FORMCTL_STORE", env["FORMCTL_STORE"]) for a in shlex.split(command)]
+        assert args[0] == "formctl", command
+        result = formctl(*args[1:], env=env, cwd=tmp_path, input="Dana Reeve\n")
+        assert result.returncode == 0, f"{command}: {result.stderr}"
+        ran.append(args[1:3])
+    assert ran == [["store", "init"], ["store", "copy"], ["store", "check"], ["run", "travel-claim"]]
+    listed = json.loads(formctl("instances", "--json", env=env, cwd=tmp_path).stdout)["instances"]
+    assert len(listed) == 2 and "ada" in {row["subject"] for row in listed}  # the copied one and the new one
