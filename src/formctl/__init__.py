@@ -12,6 +12,36 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# Written out, not computed, so linters and type checkers can read the public API;
+# tests/test_public_api.py checks it names exactly the keys of _EXPORTS.
+__all__ = [
+    "Complete",
+    "ConflictError",
+    "Fail",
+    "FormAdapter",
+    "FormBlockedError",
+    "FormBuilder",
+    "FormDefinitionError",
+    "FormError",
+    "FormRegistry",
+    "FormRunner",
+    "FormStaleError",
+    "InvalidArgumentError",
+    "JsonFileAdapter",
+    "Jump",
+    "MemoryAdapter",
+    "NotFoundError",
+    "Patch",
+    "ProvenanceError",
+    "RegistryError",
+    "StoreDamagedError",
+    "StoreError",
+    "Terminate",
+    "UnknownFormError",
+    "apply_entry_commit",
+    "define_form",
+]
+
 _EXPORTS = {
     "define_form": "formctl.forms.definition",
     "FormBuilder": "formctl.forms.definition",
@@ -24,21 +54,21 @@ _EXPORTS = {
     "FormRunner": "formctl.forms.runner",
     "MemoryAdapter": "formctl.store.memory",
     "JsonFileAdapter": "formctl.store.jsonfile",
-    "FormAdapter": "formctl.store.base",
-    "apply_entry_commit": "formctl.store.base",
-    "FormError": "formctl.forms.errors",
-    "FormBlockedError": "formctl.forms.errors",
-    "FormStaleError": "formctl.forms.errors",
-    "FormDefinitionError": "formctl.forms.errors",
-    "ConflictError": "formctl.forms.errors",
-    "NotFoundError": "formctl.forms.errors",
-    "UnknownFormError": "formctl.forms.errors",
-    "StoreError": "formctl.forms.errors",
-    "StoreDamagedError": "formctl.forms.errors",
-    "InvalidArgumentError": "formctl.forms.errors",
+    "FormAdapter": "formctl.forms.adapter",
+    "apply_entry_commit": "formctl.forms.commit",
+    "FormError": "formctl.errors",
+    "FormBlockedError": "formctl.errors",
+    "FormStaleError": "formctl.errors",
+    "FormDefinitionError": "formctl.errors",
+    "ConflictError": "formctl.errors",
+    "NotFoundError": "formctl.errors",
+    "UnknownFormError": "formctl.errors",
+    "StoreError": "formctl.errors",
+    "StoreDamagedError": "formctl.errors",
+    "InvalidArgumentError": "formctl.errors",
+    "ProvenanceError": "formctl.errors",
+    "RegistryError": "formctl.errors",
 }
-
-__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
@@ -55,8 +85,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from formctl.forms.definition import Complete, Fail, FormBuilder, Jump, Patch, Terminate, define_form
-    from formctl.forms.errors import (
+    from formctl.errors import (
         ConflictError,
         FormBlockedError,
         FormDefinitionError,
@@ -64,12 +93,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         FormStaleError,
         InvalidArgumentError,
         NotFoundError,
+        ProvenanceError,
+        RegistryError,
         StoreDamagedError,
         StoreError,
         UnknownFormError,
     )
+    from formctl.forms.adapter import FormAdapter
+    from formctl.forms.commit import apply_entry_commit
+    from formctl.forms.definition import Complete, Fail, FormBuilder, Jump, Patch, Terminate, define_form
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
-    from formctl.store.base import FormAdapter, apply_entry_commit
     from formctl.store.jsonfile import JsonFileAdapter
     from formctl.store.memory import MemoryAdapter

@@ -120,7 +120,6 @@ class FormBuilder:
 
     def __init__(self, definition: FormDef) -> None:
         self._def = definition
-        self._pending_errors: list[str] = []
 
     def step(
         self,

@@ -1,126 +1,18 @@
-"""The error hierarchy of formctl.
+"""The engine's errors; defined, with every other formctl error, in :mod:`formctl.errors`."""
 
-Every error the engine raises on purpose is a :class:`FormError` with a stable
-``code`` string. The tool surface returns that code to the model, the CLI prints
-the message as one line, and tests match on the code rather than the wording.
-"""
-
-from __future__ import annotations
-
-from typing import Any
-
-
-class FormError(Exception):
-    """Base of every deliberate formctl error. ``code`` is stable; ``message`` is for people."""
-
-    code = "form_validation_failed"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if code is not None:
-            self.code = code
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message}
-
-
-class NotFoundError(FormError):
-    """No such instance, form, field, or no open form for the subject."""
-
-    code = "not_found"
-
-
-class UnknownFormError(NotFoundError):
-    """A form id that no registration names."""
-
-
-class FormBlockedError(FormError):
-    """A write while the instance waits on a blocking checkpoint."""
-
-    code = "form_blocked"
-
-    def __init__(self, checkpoint_id: str, wait_message: str | None = None) -> None:
-        message = f'Waiting on checkpoint "{checkpoint_id}".'
-        if wait_message:
-            message = f"{message} {wait_message}"
-        super().__init__(message)
-        self.checkpoint_id = checkpoint_id
-        self.wait_message = wait_message
-
-
-class FormStaleError(FormError):
-    """The instance was started against another version of the definition, with no migrate."""
-
-    code = "form_stale"
-
-    def __init__(self, instance_version: int, def_version: int) -> None:
-        super().__init__(
-            f"Instance was started against def version {instance_version}; "
-            f"the registered def is at {def_version}."
-        )
-        self.instance_version = instance_version
-        self.def_version = def_version
-
-
-class ConflictError(FormError):
-    """A compare-and-set commit found another version than it expected."""
-
-    code = "form_conflict"
-
-    def __init__(self, expected: int, actual: int | None) -> None:
-        super().__init__(
-            f"Form instance changed under the write (expected version {expected}, found {actual})."
-        )
-        self.expected = expected
-        self.actual = actual
-
-
-class FormDefinitionError(FormError):
-    """A definition that cannot be compiled, or whose gates cannot be evaluated after a write."""
-
-    code = "form_definition_error"
-
-    def __init__(self, message: str, ids: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.ids = list(ids or [])
-
-
-class ProvenanceError(FormError):
-    """An adapter was handed a write without a well-formed provenance record."""
-
-    code = "provenance_required"
-
-    def __init__(self) -> None:
-        super().__init__("A provenance record is required on every write.")
-
-
-class StoreError(FormError):
-    """Storage failed: a corrupt file, a full disk, a folder that cannot be written."""
-
-    code = "store_error"
-
-
-class StoreDamagedError(StoreError):
-    """A write to an instance whose files have lost commits the store acknowledged (or hold a
-    corrupt record): refused until ``formctl store repair`` accepts the loss.
-    ``damage`` is the damage as JSON data (what ``--json`` shows under ``"damaged"``)."""
-
-    code = "store_damaged"
-
-    def __init__(self, message: str, damage: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.damage = damage
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "damaged": self.damage}
-
-
-class InvalidArgumentError(FormError):
-    """A call whose arguments have the wrong shape (a tool's malformed input, a missing id)."""
-
-    code = "invalid_arguments"
-
+from formctl.errors import (
+    ConflictError,
+    FormBlockedError,
+    FormDefinitionError,
+    FormError,
+    FormStaleError,
+    InvalidArgumentError,
+    NotFoundError,
+    ProvenanceError,
+    StoreDamagedError,
+    StoreError,
+    UnknownFormError,
+)
 
 __all__ = [
     "ConflictError",

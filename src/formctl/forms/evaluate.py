@@ -12,12 +12,22 @@ the fields plus one call per gate, however long the logs are.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Iterable
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.instance import Entry, Instance
 
-EMPTY, FILLED, INVALID, HELD = "empty", "filled", "invalid", "held"
+class FieldStatus(StrEnum):
+    """What one field's answer in force amounts to under an evaluation."""
+
+    EMPTY = "empty"
+    FILLED = "filled"  # valid and live
+    INVALID = "invalid"  # live, but its validator refused it
+    HELD = "held"  # kept, but not applicable given the other answers
+
+
+EMPTY, FILLED, INVALID, HELD = FieldStatus.EMPTY, FieldStatus.FILLED, FieldStatus.INVALID, FieldStatus.HELD
 
 
 class GateValues(dict):
@@ -47,15 +57,24 @@ class GateValues(dict):
     clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
 
 
-def parse_entry(field: Any, entry: Entry):
-    """The validation outcome of one revision under one field's validator, cached on the revision."""
+def parse_entry(field: Any, entry: Entry) -> Any:
+    """The validation outcome of one revision under one field's validator, parsed once in the revision's life.
+
+    The outcome is kept in ``Entry.parse_cache`` (see :class:`~formctl.forms.instance.Entry`),
+    keyed by the validator that produced it, so a changed definition parses again.
+    """
     validator = field.validator
-    cached = entry._parsed
+    cached = entry.parse_cache
     if cached is not None and cached[0] is validator:
         return cached[1]
     outcome = validator.validate(entry.value)
-    entry._parsed = (validator, outcome)
+    entry.parse_cache = (validator, outcome)
     return outcome
+
+
+def remember_parse(entry: Entry, validator: Any, outcome: Any) -> None:
+    """Record the outcome a write already validated, so the first evaluation does not parse it again."""
+    entry.parse_cache = (validator, outcome)
 
 
 class GateState:
@@ -79,10 +98,6 @@ class GateState:
     def complete(self) -> bool:
         return self._pass.form_complete()
 
-    # camelCase aliases for authors porting definitions from the reference design
-    stepComplete = step_complete
-    checkpointFired = checkpoint_fired
-
 
 class FrozenState:
     """A state frozen from a finished evaluation: what executors get as ``ctx.state``."""
@@ -99,9 +114,6 @@ class FrozenState:
 
     def checkpoint_fired(self, checkpoint_id: str) -> bool:
         return self._fired.get(f"checkpoint:{checkpoint_id}", 0) > 0
-
-    stepComplete = step_complete
-    checkpointFired = checkpoint_fired
 
 
 class _Pass:
@@ -266,11 +278,6 @@ class Evaluation:
         return GateValues(self.values, self.compiled.field_by_id)
 
 
-def empty_evaluation(compiled: CompiledForm) -> Evaluation:
-    """The evaluation before ``start``: nothing live, nothing complete, nothing active."""
-    return Evaluation(compiled)
-
-
 def evaluate(compiled: CompiledForm, instance: Instance, *, fired: dict[str, int] | None = None) -> Evaluation:
     """Evaluate an instance: parse what is in force, run the liveness fixpoint, derive the rest.
 
@@ -354,14 +361,7 @@ def _read_log(ev: Evaluation, field_id: str, log: Any) -> None:
     if entry.retracted:
         return
     ev._in_force[i] = entry
-    field = ev.compiled.fields[i]
-    # Each revision is parsed once in its life: the outcome is cached on the (immutable)
-    # revision, keyed by the validator that produced it.
-    cached = entry._parsed
-    if cached is not None and cached[0] is field.validator:
-        outcome = cached[1]
-    else:
-        outcome = parse_entry(field, entry)
+    outcome = parse_entry(ev.compiled.fields[i], entry)
     if outcome.ok:
         ev._valid[i] = outcome.value
         ev._base_values[field_id] = outcome.value

@@ -17,11 +17,36 @@ under half that.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from enum import StrEnum
 from typing import Any, Iterable
 
-INSTANCE_STATUSES = ("active", "awaiting", "complete", "abandoned", "stale")
+class Status(StrEnum):
+    """An instance's status. Members are strings, so they store and compare as the plain words.
+
+    ``stale`` is never written by this version (it is read, see ``formctl.forms.reading``);
+    it is kept because older stores may hold it.
+    """
+
+    ACTIVE = "active"
+    AWAITING = "awaiting"
+    COMPLETE = "complete"
+    ABANDONED = "abandoned"
+    STALE = "stale"
+
+
+class DispatchStatus(StrEnum):
+    """Where one executor run under one idempotency key stands."""
+
+    RUNNING = "running"
+    OK = "ok"
+    FAILED = "failed"
+
+
+INSTANCE_STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 
 
 def now_iso() -> str:
@@ -42,9 +67,6 @@ class Provenance:
     timestamp: str
     note: str | None = None
 
-    def with_note(self, note: str | None) -> "Provenance":
-        return Provenance(self.source, self.actor, self.timestamp, note)
-
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"source": self.source, "actor": self.actor, "timestamp": self.timestamp}
         if self.note is not None:
@@ -57,10 +79,15 @@ class Entry:
 
     ``value`` is the raw value as supplied (never the parsed one); ``error`` is the
     validation error computed when it was written. A retraction has no value.
-    ``_parsed`` is a cache slot the evaluator fills; it is not part of the entry's meaning.
+
+    ``parse_cache`` is the one piece of derived state kept on a stored object: the
+    evaluator's ``(validator, outcome)`` for this revision, so each revision is parsed once
+    in its life however often it is evaluated (the engine benchmark's per-operation cost
+    stays flat as logs grow because of it). It is not part of the entry's meaning: never
+    serialised, never compared, and only ``formctl.forms.evaluate`` reads or writes it.
     """
 
-    __slots__ = ("seq", "value", "provenance", "error", "retracted", "_parsed")
+    __slots__ = ("seq", "value", "provenance", "error", "retracted", "parse_cache")
 
     def __init__(
         self,
@@ -75,7 +102,7 @@ class Entry:
         self.provenance = provenance
         self.error = error
         self.retracted = retracted
-        self._parsed: Any = None
+        self.parse_cache: Any = None
 
     @property
     def at(self) -> str:
@@ -144,7 +171,7 @@ class DispatchState:
     """
 
     hook_id: str
-    status: str  # "running" | "ok" | "failed"
+    status: str  # a DispatchStatus
     attempts: int
     at: str
     error: str | None = None
@@ -200,7 +227,7 @@ class Instance:
         def_id: str,
         def_version: int,
         subject: str,
-        status: str = "active",
+        status: str = Status.ACTIVE,
         entries: dict[str, FieldLog] | None = None,
         revision_seq: int = 0,
         occurrences: dict[str, int] | None = None,
@@ -303,24 +330,18 @@ class Commit:
     forced_complete: Any = UNSET
 
     def is_empty(self) -> bool:
-        return (
-            not self.entries
-            and not self.occurrences
-            and not self.dispatches
-            and all(
-                getattr(self, name) is UNSET
-                for name in (
-                    "revision_seq",
-                    "status",
-                    "def_version",
-                    "closed_reason",
-                    "completed_at",
-                    "blocked_on",
-                    "open_step_override",
-                    "forced_complete",
-                )
-            )
+        return not self.entries and not self.occurrences and not self.dispatches and all(
+            getattr(self, name) is UNSET for name in replaced_fields()
         )
+
+
+_MERGED = frozenset({"entries", "occurrences", "dispatches"})
+
+
+@functools.cache
+def replaced_fields() -> tuple[str, ...]:
+    """The :class:`Commit` properties a commit replaces outright (every one but the merged maps)."""
+    return tuple(f.name for f in dataclasses.fields(Commit) if f.name not in _MERGED)
 
 
 # --------------------------------------------------------------------------- JSON codec

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field as dc_field
 from typing import Any
 
 from formctl.forms.compile import CompiledForm
-from formctl.forms.evaluate import FILLED, HELD, Evaluation
+from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation
 from formctl.forms.history import MoveTarget, redo_target, undo_target
-from formctl.forms.instance import Instance
-from formctl.forms.reading import is_stale, read_status
+from formctl.forms.instance import DispatchStatus, Instance, Status
+from formctl.forms.reading import read_status
 from formctl.forms.validate import to_jsonable
 
 HELD_NOTE = (
@@ -61,7 +61,7 @@ def open_failures(
     """
     latest: dict[str, tuple[str, int, Any]] = {}
     for order, record in enumerate(instance.dispatches.values()):
-        if record.status not in ("ok", "failed"):
+        if record.status not in (DispatchStatus.OK, DispatchStatus.FAILED):
             continue
         previous = latest.get(record.hook_id)
         if previous is None or (record.at, order) >= (previous[0], previous[1]):
@@ -69,7 +69,7 @@ def open_failures(
     out = [
         Failure(hook_id, rec.error, rec.at)
         for hook_id, (_, _, rec) in latest.items()
-        if rec.status == "failed" and rec.error
+        if rec.status == DispatchStatus.FAILED and rec.error
     ]
     if compiled is not None and ev is not None:
         out = [f for f in out if _checkpoint_still_active(compiled, ev, f.hook_id)]
@@ -237,7 +237,7 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
     applicable = ev.applicable[k]
     answered = status == FILLED and not ev.revisiting
     ask = (
-        instance.status != "abandoned"
+        instance.status != Status.ABANDONED
         and applicable
         and not answered
         and open_k is not None
@@ -250,7 +250,7 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
     elif status == HELD:
         row.value = ev.held[field.id]
         row.has_value = True
-    elif status == "invalid":
+    elif status == INVALID:
         row.error = ev.errors.get(field.id)
     return row
 
@@ -304,11 +304,11 @@ def complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) ->
 
 def _complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
     # Departure 4: a terminated (abandoned) instance never reads complete.
-    if instance.status == "abandoned":
+    if instance.status == Status.ABANDONED:
         return False
     # A rejected blocking checkpoint whose condition still holds keeps the form from
     # reading complete, as it keeps the status from becoming complete (runner._settled).
-    if instance.status == "complete":
+    if instance.status == Status.COMPLETE:
         return True
     return ev.complete and not blocking_failure_open(compiled, ev, instance)
 
@@ -481,17 +481,17 @@ def stale_line(def_id: str) -> str:
 def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     """The standing one-line state (§14), without the conduct line (departure 13)."""
     tag = f"[form: {compiled.id}]"
-    if read_status(compiled, instance) == "stale":
+    if read_status(compiled, instance) == Status.STALE:
         return stale_line(compiled.id)
-    if instance.status == "awaiting" and instance.blocked_on:
+    if instance.status == Status.AWAITING and instance.blocked_on:
         line = f'{tag} awaiting "{instance.blocked_on}"'
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         if cp is not None and cp.wait_message:
             line += f" — {cp.wait_message}"
         return line
-    if instance.status == "abandoned":
+    if instance.status == Status.ABANDONED:
         return ""
-    if instance.status == "complete" and not ev.revisiting:
+    if instance.status == Status.COMPLETE and not ev.revisiting:
         return ""
     lines = []
     steps = compiled.steps

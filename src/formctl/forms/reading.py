@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from formctl.forms.instance import Instance
+from formctl.forms.instance import Instance, Status
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.compile import CompiledForm
@@ -32,7 +32,7 @@ def is_stale(compiled: "CompiledForm", instance: Instance) -> bool:
     never stale: it is closed whatever the registry says. A drift the form can migrate is not
     stale either: the next write (or ``runner.migrate``) carries the answers forward.
     """
-    if instance.status == "abandoned":
+    if instance.status == Status.ABANDONED:
         return False
     return drifted(compiled, instance) and compiled.migrate is None
 
@@ -43,9 +43,9 @@ def read_status(compiled: "CompiledForm", instance: Instance) -> str:
     Older stores may hold a committed ``stale``; once the instance no longer is, it reads ``active``.
     """
     if is_stale(compiled, instance):
-        return "stale"
-    if instance.status == "stale":
-        return "active"
+        return Status.STALE
+    if instance.status == Status.STALE:
+        return Status.ACTIVE
     return instance.status
 
 

@@ -6,6 +6,7 @@ A form is imported and compiled on first use, once; the compile is cached.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import inspect
 import sys
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from formctl.forms.errors import FormDefinitionError, FormError, UnknownFormError
+from formctl.errors import FormDefinitionError, FormError, RegistryError, UnknownFormError
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +29,6 @@ class Registration:
 
     def to_dict(self) -> dict[str, str]:
         return {"id": self.id, "name": self.name, "description": self.description}
-
-
-class RegistryError(FormError):
-    """The registry file itself is unreadable or malformed."""
-
-    code = "registry_error"
 
 
 class FormRegistry:
@@ -62,11 +57,11 @@ class FormRegistry:
     def has(self, id: str) -> bool:
         return id in self._registrations
 
-    def list(self) -> list[dict[str, str]]:
+    def list(self) -> builtins.list[dict[str, str]]:
         """``[{id, name, description}]`` in registration order, straight from the registrations."""
         return [r.to_dict() for r in self._registrations.values()]
 
-    def registrations(self) -> list[Registration]:
+    def registrations(self) -> builtins.list[Registration]:
         return list(self._registrations.values())
 
     def load(self, id: str):

@@ -25,9 +25,11 @@ import os
 import socket
 import threading
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from formctl.forms.compile import CompiledField, CompiledForm
+from formctl.forms.adapter import FormAdapter
+from formctl.forms.commit import apply_entry_commit
+from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import Attempts
 from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
 from formctl.forms.errors import (
@@ -39,15 +41,17 @@ from formctl.forms.errors import (
     InvalidArgumentError,
     NotFoundError,
 )
-from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, empty_evaluation, evaluate, evaluate_change
+from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, evaluate_change, remember_parse
 from formctl.forms.history import FieldHistory, can_redo, can_undo, field_history, last_touched, next_redo
 from formctl.forms.instance import (
     Commit,
     DispatchState,
+    DispatchStatus,
     Entry,
     EntryCommit,
     Instance,
     Provenance,
+    Status,
     UNSET,
     now_iso,
 )
@@ -67,10 +71,10 @@ from formctl.forms.project import (
     step_view,
     tier0 as render_tier0,
 )
+from formctl.forms.registry import FormRegistry
 from formctl.forms.resolutions import resolution_key
 from formctl.forms.reading import InstanceSummary, InstanceView, drifted, is_stale, read_status, summarise
 from formctl.forms.validate import issue_hint, json_data, size_issue
-from formctl.store.base import apply_entry_commit
 
 MAX_ROUNDS = 8
 
@@ -147,9 +151,9 @@ class FormRunner:
 
     def __init__(
         self,
-        adapter: Any,
+        adapter: FormAdapter,
         *,
-        registry: Any,
+        registry: FormRegistry,
         subject: str | Callable[[], str] = "default",
         actor: str = "agent",
         source: str | None = None,
@@ -215,7 +219,7 @@ class FormRunner:
             kwargs["damaged"] = damaged
         # Abandoned is never stale, and no status but stale is ever read differently from the
         # stored one unless the stored one is stale or the instance drifted: filter after reading.
-        exact = status is None or status == "abandoned"
+        exact = status is None or status == Status.ABANDONED
         if exact:
             kwargs.update(status=status, limit=limit)
         found = self.adapter.find_instances(**kwargs)
@@ -238,7 +242,7 @@ class FormRunner:
         """
         compiled, instance = self._read(instance_id)
         status = read_status(compiled, instance)
-        return InstanceView(compiled, instance, self._evaluation(compiled, instance), status, status == "stale")
+        return InstanceView(compiled, instance, self._evaluation(compiled, instance), status, status == Status.STALE)
 
     def status(self, instance_id: str | None = None) -> FormView:
         """Tier 1: the open step in full (or the last step of a finished form)."""
@@ -347,7 +351,7 @@ class FormRunner:
 
         def build(inst: Instance) -> Commit:
             _check_open(compiled, inst)  # closed by another process since it was read
-            return Commit(status="abandoned", closed_reason=reason, blocked_on=None)
+            return Commit(status=Status.ABANDONED, closed_reason=reason, blocked_on=None)
 
         return self._commit_retrying(instance, build, prov)
 
@@ -359,8 +363,8 @@ class FormRunner:
         def build(inst: Instance) -> Commit:
             ev = self._evaluation(compiled, inst)
             status = inst.status
-            if status == "complete" and not ev.complete:
-                status = "active"
+            if status == Status.COMPLETE and not ev.complete:
+                status = Status.ACTIVE
             return Commit(forced_complete=False, status=status)
 
         instance = self._commit_retrying(instance, build, prov)
@@ -374,7 +378,7 @@ class FormRunner:
         """
         compiled, instance = self._resolve(instance_id, recover=False)
         result = RecoverResult(view=None)  # type: ignore[arg-type]
-        if instance.status != "abandoned":
+        if instance.status != Status.ABANDONED:
             instance, result.rerun, failures = self._recover(compiled, instance)
         else:
             failures = []
@@ -392,7 +396,7 @@ class FormRunner:
         result's ``rejected`` and ``dropped``. An instance already on that version is left alone.
         """
         compiled, instance = self._read(instance_id)
-        if instance.status == "abandoned":
+        if instance.status == Status.ABANDONED:
             raise FormError(_abandoned(instance.id))
         if not drifted(compiled, instance):
             ev = self._evaluation(compiled, instance)
@@ -423,7 +427,7 @@ class FormRunner:
         if values is not None and not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
         compiled, instance = self._resolve(instance_id)
-        if instance.status == "abandoned":
+        if instance.status == Status.ABANDONED:
             raise FormError(_abandoned(instance.id))
         cp_id = checkpoint if checkpoint is not None else instance.blocked_on
         if cp_id is None:
@@ -440,7 +444,7 @@ class FormRunner:
             key = resolution_key(inst, cp_id)
             record = DispatchState(
                 f"checkpoint:{cp_id}",
-                "failed" if fail else "ok",
+                DispatchStatus.FAILED if fail else DispatchStatus.OK,
                 1,
                 now_iso(),
                 fail if fail else None,
@@ -450,19 +454,19 @@ class FormRunner:
             commit = Commit(dispatches={key: record})
             if inst.blocked_on == cp_id:
                 commit.blocked_on = None
-            if inst.status == "awaiting" or (fail is None and inst.status == "active"):
+            if inst.status == Status.AWAITING or (fail is None and inst.status == Status.ACTIVE):
                 projected = inst.copy()
                 projected.dispatches[key] = record
                 status = _settled(compiled, self._evaluation(compiled, inst), projected, inst.forced_complete)
                 if status != inst.status:
                     commit.status = status
-                    if status == "complete" and not inst.completed_at:
+                    if status == Status.COMPLETE and not inst.completed_at:
                         commit.completed_at = prov.timestamp
             return commit
 
         was = instance.status
         instance = self._commit_retrying(instance, build, prov)
-        if instance.status == "complete" and was != "complete":
+        if instance.status == Status.COMPLETE and was != Status.COMPLETE:
             instance = self._fire_completion(compiled, instance, prov, [])
         staged, result = self._stage(compiled, values or {})
         if not staged:
@@ -509,7 +513,7 @@ class FormRunner:
         """For a write: the instance brought up to date first (migrated when its form can, its
         left-over dispatches recovered). A stale one raises FormStaleError unless ``allow_stale``."""
         compiled, instance = self._read(instance_id)
-        if instance.status == "abandoned":
+        if instance.status == Status.ABANDONED:
             return compiled, instance
         if drifted(compiled, instance):
             if compiled.migrate is None:
@@ -547,7 +551,7 @@ class FormRunner:
 
     @staticmethod
     def _changed_under_the_write(fresh: Instance) -> Instance:
-        if fresh.status == "abandoned":  # abandoned under us: nothing more may be written
+        if fresh.status == Status.ABANDONED:  # abandoned under us: nothing more may be written
             raise FormError(_abandoned(fresh.id))
         return fresh
 
@@ -729,7 +733,7 @@ class FormRunner:
                 if fresh.version != instance.version:
                     instance = self._changed_under_the_write(fresh)
             staged, moves = plan(instance)
-            before = empty_evaluation(compiled) if is_start else self._evaluation(compiled, instance)
+            before = Evaluation(compiled) if is_start else self._evaluation(compiled, instance)
             entries_commit, projected, appended = self._project(instance, staged, moves, prov)
             fired_before = instance.occurrences
             if is_start:
@@ -754,29 +758,29 @@ class FormRunner:
             for name, value in extra_fields.items():
                 setattr(commit, name, value)
             blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
-            done = _settled(compiled, after, projected, forced_after) == "complete"
-            if stored_status == "awaiting" and instance.blocked_on:
+            done = _settled(compiled, after, projected, forced_after) == Status.COMPLETE
+            if stored_status == Status.AWAITING and instance.blocked_on:
                 # A patch round (or a recovery) written while a checkpoint waits for the host:
                 # the wait holds, and the status with it, until resolve_checkpoint settles it.
                 pass
             elif blocking is not None:
-                commit.status = "awaiting"
+                commit.status = Status.AWAITING
                 commit.blocked_on = blocking.id
-            elif done and stored_status != "complete":
-                commit.status = "complete"
+            elif done and stored_status != Status.COMPLETE:
+                commit.status = Status.COMPLETE
                 commit.completed_at = prov.timestamp
-            elif stored_status == "awaiting" and not instance.blocked_on:
-                commit.status = "active"
-            elif stored_status == "complete" and not done:
-                commit.status = "active"
-            elif stored_status == "stale":  # committed by an older formctl, whose reads marked drift
-                commit.status = "complete" if done else "active"
+            elif stored_status == Status.AWAITING and not instance.blocked_on:
+                commit.status = Status.ACTIVE
+            elif stored_status == Status.COMPLETE and not done:
+                commit.status = Status.ACTIVE
+            elif stored_status == Status.STALE:  # committed by an older formctl, whose reads marked drift
+                commit.status = Status.COMPLETE if done else Status.ACTIVE
                 if done and not instance.completed_at:
                     commit.completed_at = prov.timestamp
             # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
             # person, or held by a rejected blocking checkpoint, completes (and announces it) only
             # once it really is complete, and a forced completion is announced exactly once.
-            completes = commit.status == "complete" and instance.status != "complete"
+            completes = commit.status == Status.COMPLETE and instance.status != Status.COMPLETE
             if completes:
                 n = instance.occurrences.get("form", 0) + 1
                 commit.occurrences = {**(commit.occurrences or {}), "form": n}
@@ -828,7 +832,7 @@ class FormRunner:
                 entry = Entry(seq, None, prov, retracted=True)
             else:
                 entry = Entry(seq, item.value, prov, error=item.outcome.error)
-                entry._parsed = (item.validator, item.outcome)  # validated once, when written
+                remember_parse(entry, item.validator, item.outcome)  # validated once, when written
             appended.append(entry)
             change = EntryCommit(append=(entry,))
             changes[item.field_id] = change
@@ -899,11 +903,11 @@ class FormRunner:
             return
         key = f"{iid}:{hook.hook_id}:{hook.occurrence}"
         previous = snapshot.dispatches.get(key)
-        if previous is not None and previous.status == "ok":
+        if previous is not None and previous.status == DispatchStatus.OK:
             return
         attempts = (previous.attempts if previous else 0) + 1
         prov = self._provenance("dispatch")
-        self._record(iid, key, DispatchState(hook.hook_id, "running", attempts, now_iso(), owner=_owner()), prov)
+        self._record(iid, key, DispatchState(hook.hook_id, DispatchStatus.RUNNING, attempts, now_iso(), owner=_owner()), prov)
         self._in_flight.add(key)
         try:
             ctx = ExecutorContext(values, state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
@@ -919,7 +923,7 @@ class FormRunner:
             _apply_effects(compiled, items, effects)
             if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:
                 effects.waiting_on = checkpoint.id
-        self._record(iid, key, DispatchState(hook.hook_id, "failed" if error else "ok", attempts, at, error), prov)
+        self._record(iid, key, DispatchState(hook.hook_id, DispatchStatus.FAILED if error else DispatchStatus.OK, attempts, at, error), prov)
 
     def _record(self, iid: str, key: str, state: DispatchState, prov: Provenance) -> None:
         try:
@@ -946,8 +950,8 @@ class FormRunner:
             if effects.waiting_on is not None:
                 if inst.blocked_on != effects.waiting_on:
                     commit.blocked_on = effects.waiting_on
-                if inst.status != "awaiting":
-                    commit.status = "awaiting"
+                if inst.status != Status.AWAITING:
+                    commit.status = Status.AWAITING
             elif inst.blocked_on is not None and inst.blocked_on in effects.checkpoints_run:
                 commit.blocked_on = None
             # A host wait begun by an earlier round (seen here from its patch round) holds until resolved.
@@ -960,7 +964,7 @@ class FormRunner:
                 if any(compiled.field_by_id[f].step_id == override_step for f in appended_fields if f in compiled.field_by_id):
                     commit.open_step_override = None
             if effects.terminate is not None:
-                commit.status = "abandoned"
+                commit.status = Status.ABANDONED
                 commit.closed_reason = effects.terminate
                 if inst.open_step_override is not None or effects.jump is not None:
                     commit.open_step_override = None
@@ -977,9 +981,9 @@ class FormRunner:
             ev = self._evaluation(compiled, inst)
             forced = effects.complete or inst.forced_complete
             status = _settled(compiled, ev, inst, forced)
-            if inst.status != status and inst.status != "abandoned":
+            if inst.status != status and inst.status != Status.ABANDONED:
                 commit.status = status
-                if status == "complete" and not inst.completed_at:
+                if status == Status.COMPLETE and not inst.completed_at:
                     commit.completed_at = now_iso()
             return commit
 
@@ -1001,7 +1005,7 @@ class FormRunner:
         closed = self._close(
             compiled, committed, effects, prov, appended_fields=appended_fields, set_completed_now=set_completed_now
         )
-        if closed.status == "complete" and was != "complete":
+        if closed.status == Status.COMPLETE and was != Status.COMPLETE:
             closed = self._fire_completion(compiled, closed, prov, failures)
         return closed
 
@@ -1043,7 +1047,7 @@ class FormRunner:
         orphans = [
             (key, record)
             for key, record in instance.dispatches.items()
-            if record.status == "running" and key not in self._in_flight and not _owner_alive(record.owner)
+            if record.status == DispatchStatus.RUNNING and key not in self._in_flight and not _owner_alive(record.owner)
         ]
         if not orphans:
             return instance, [], []
@@ -1056,7 +1060,7 @@ class FormRunner:
                 hook = _hook_for(compiled, record.hook_id, key)
                 if hook is None:
                     prov = self._provenance("recovery")
-                    self._record(instance.id, key, DispatchState(record.hook_id, "failed", record.attempts, now_iso(),
+                    self._record(instance.id, key, DispatchState(record.hook_id, DispatchStatus.FAILED, record.attempts, now_iso(),
                                                                  "The definition no longer has this hook."), prov)
                     continue
                 rerun.append(key)
@@ -1137,8 +1141,8 @@ class FormRunner:
 
         def extra(inst: Instance) -> dict[str, Any]:
             out: dict[str, Any] = {"def_version": new_version}
-            if inst.status == "stale":  # committed by an older formctl, whose reads marked it
-                out["status"] = "active"
+            if inst.status == Status.STALE:  # committed by an older formctl, whose reads marked it
+                out["status"] = Status.ACTIVE
             return out
 
         with self._lock:
@@ -1161,18 +1165,18 @@ def _check_open(compiled: CompiledForm, instance: Instance) -> None:
     """Closing is final (docs/engine.md, "Completion and closing"): an abandoned or complete
     instance cannot be abandoned, and the reason it was closed with stays. A stale one reads
     stale, not complete, and abandoning is how it is closed."""
-    if instance.status == "abandoned":
+    if instance.status == Status.ABANDONED:
         why = f" ({instance.closed_reason})" if instance.closed_reason else ""
         raise FormError(f'Form instance "{instance.id}" is already abandoned{why}.', code="form_closed")
-    if instance.status == "complete" and not is_stale(compiled, instance):
+    if instance.status == Status.COMPLETE and not is_stale(compiled, instance):
         raise FormError(f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.',
                         code="form_closed")
 
 
 def _check_writable(compiled: CompiledForm, instance: Instance) -> None:
-    if instance.status == "abandoned":
+    if instance.status == Status.ABANDONED:
         raise FormError(_abandoned(instance.id))
-    if instance.status == "awaiting" and instance.blocked_on:
+    if instance.status == Status.AWAITING and instance.blocked_on:
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         raise FormBlockedError(instance.blocked_on, cp.wait_message if cp is not None else None)
 
@@ -1184,8 +1188,8 @@ def _required_invalid(compiled: CompiledForm, ev: Evaluation) -> bool:
 def _settled(compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool) -> str:
     """The status a settled (not awaiting) instance should have: complete or active."""
     if (ev.complete or forced) and not blocking_failure_open(compiled, ev, instance):
-        return "complete"
-    return "active"
+        return Status.COMPLETE
+    return Status.ACTIVE
 
 
 def _rising_edges(
