@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from fixture_project import FORMS
+
 from formctl import FormRegistry, FormRunner, FormStaleError, JsonFileAdapter
 from formctl.forms.instance import DispatchState, Provenance, now_iso
-
-from fixture_project import FORMS  # noqa: E402  (the example project, never ./forms)
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
 
