@@ -606,8 +606,8 @@ def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
     second = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store,
                 input="").stdout
     assert "Full name?" in second
-    rows = as_json("instances", "--store", store)["instances"]
-    assert sorted(r["status"] for r in rows) == ["abandoned", "active"]
+    rows = as_json("instances", "--store", store, "--forms", str(forms))["instances"]
+    assert sorted(r["status"] for r in rows) == ["abandoned", "active"]  # read against the forms given
 
 
 def test_the_activity_line_says_what_a_tool_call_saved_held_and_rejected():

@@ -49,6 +49,12 @@ def test_the_old_import_places_give_the_same_classes():
     assert forms_errors.FormStaleError is formctl.FormStaleError
     assert forms_errors.StoreDamagedError is formctl.StoreDamagedError
     assert RegistryError is formctl.RegistryError
+    from formctl.agent.models.base import ModelError
+    from formctl.agent.tools import ToolSelectionError
+    from formctl.transcripts.format import TranscriptError
+
+    assert (ModelError, ToolSelectionError, TranscriptError) == (
+        formctl.ModelError, formctl.ToolSelectionError, formctl.TranscriptError)
     assert (FormAdapter, apply_entry_commit) == (formctl.FormAdapter, formctl.apply_entry_commit)
 
 

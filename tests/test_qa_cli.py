@@ -7,6 +7,7 @@ test changes them), never the repository's own ``.formctl``.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -349,12 +350,16 @@ def test_reading_an_instance_of_an_older_form_version_says_how_to_get_its_answer
     registry = forms / "registry.toml"
     registry.write_text(registry.read_text().replace('"travel_claim:', '"travel_claim_v2:'))
 
-    result = invoke("export", instance_id, "--store", store, "--forms", str(forms))
+    result = invoke("inspect", instance_id, "--store", store, "--forms", str(forms))
 
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1
     assert f"formctl abandon {instance_id}" in result.stderr and f"formctl export {instance_id}" in result.stderr
 
+    exported = invoke("export", instance_id, "--store", store, "--forms", str(forms), "--json")  # a read: it works
+    assert exported.exit_code == 0
+    assert (json.loads(exported.stdout)["status"], json.loads(exported.stdout)["values"]["full_name"]) == (
+        "stale", "Dana Reeve")
     invoke("abandon", instance_id, "--reason", "form changed", "--store", store, "--forms", str(forms))
     after = invoke("export", instance_id, "--store", store, "--forms", str(forms))
     assert after.exit_code == 0 and "Dana Reeve" in after.stdout

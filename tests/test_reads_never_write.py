@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_recovery import dead_pid
 
 from fixture_project import FORMS
 
@@ -39,17 +40,6 @@ def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=60)
-
-
-def dead_pid() -> int:
-    for _ in range(5):
-        child = subprocess.Popen([sys.executable, "-c", "pass"])
-        child.wait()
-        try:
-            os.kill(child.pid, 0)
-        except ProcessLookupError:
-            return child.pid
-    pytest.skip("could not find a pid that is not running")
 
 
 @pytest.fixture(params=["without-migrate", "with-migrate"])

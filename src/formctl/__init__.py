@@ -30,6 +30,7 @@ __all__ = [
     "JsonFileAdapter",
     "Jump",
     "MemoryAdapter",
+    "ModelError",
     "NotFoundError",
     "Patch",
     "ProvenanceError",
@@ -37,6 +38,8 @@ __all__ = [
     "StoreDamagedError",
     "StoreError",
     "Terminate",
+    "ToolSelectionError",
+    "TranscriptError",
     "UnknownFormError",
     "apply_entry_commit",
     "define_form",
@@ -68,6 +71,9 @@ _EXPORTS = {
     "InvalidArgumentError": "formctl.errors",
     "ProvenanceError": "formctl.errors",
     "RegistryError": "formctl.errors",
+    "ModelError": "formctl.errors",
+    "ToolSelectionError": "formctl.errors",
+    "TranscriptError": "formctl.errors",
 }
 
 
@@ -92,11 +98,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         FormError,
         FormStaleError,
         InvalidArgumentError,
+        ModelError,
         NotFoundError,
         ProvenanceError,
         RegistryError,
         StoreDamagedError,
         StoreError,
+        ToolSelectionError,
+        TranscriptError,
         UnknownFormError,
     )
     from formctl.forms.adapter import FormAdapter

@@ -7,6 +7,7 @@ the wording. The modules that raise them re-export them where they always were.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -129,6 +130,34 @@ class StoreDamagedError(StoreError):
         return {**super().to_dict(), "damaged": self.damage}
 
 
+class ModelError(FormError):
+    """The model could not answer (bad key, rate limit past the retries, overload, a dropped
+    connection, a malformed reply). ``message`` is one line a person can act on; nothing
+    committed is affected, and the next message simply tries again."""
+
+    code = "model_error"
+
+
+class ToolSelectionError(FormError):
+    """An allow/deny selector that matches no tool."""
+
+    code = "unknown_tool"
+
+
+class TranscriptError(FormError):
+    """A transcript file that cannot be read: the message names the file and, where known, the line."""
+
+    code = "transcript_invalid"
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        where = self.path or "transcript"
+        if line is not None:
+            where += f", line {line}"
+        super().__init__(f"{where}: {message}")
+
+
 __all__ = [
     "ConflictError",
     "FormBlockedError",
@@ -136,10 +165,13 @@ __all__ = [
     "FormError",
     "FormStaleError",
     "InvalidArgumentError",
+    "ModelError",
     "NotFoundError",
     "ProvenanceError",
     "RegistryError",
     "StoreDamagedError",
     "StoreError",
+    "ToolSelectionError",
+    "TranscriptError",
     "UnknownFormError",
 ]

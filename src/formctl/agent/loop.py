@@ -140,10 +140,10 @@ class ChatLoop:
         self.instance_id: str | None = open_instance.id if open_instance is not None else None
         form = None
         if form_id is not None:
-            form = runner.registry.load(form_id)
+            form = runner.compiled(form_id)
         elif open_instance is not None:
             try:
-                form = runner.registry.load(open_instance.def_id)
+                form = runner.compiled(open_instance.def_id)
             except FormError:
                 form = None
         self.form_id: str | None = form.id if form is not None else form_id

@@ -41,6 +41,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from formctl.errors import ToolSelectionError  # defined with every other formctl error
 from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
 from formctl.forms.instance import INSTANCE_STATUSES
 
@@ -58,12 +59,6 @@ __all__ = [
 INVALID_ARGUMENTS = InvalidArgumentError.code  # "invalid_arguments"
 UNKNOWN_TOOL = "unknown_tool"
 
-
-
-class ToolSelectionError(FormError):
-    """An allow/deny selector that matches no tool (code ``unknown_tool``)."""
-
-    code = UNKNOWN_TOOL
 
 
 # --------------------------------------------------------------------------- envelopes
@@ -171,7 +166,7 @@ def _form_list(runner: Any, a: _NoArgs) -> Any:
 
 
 def _form_start(runner: Any, a: _StartArgs) -> Any:
-    compiled = runner.registry.load(a.form)
+    compiled = runner.compiled(a.form)
     current = runner.open_instance()
     if current is not None and current.def_id == compiled.id and current.status in ("active", "awaiting"):
         raise FormError(
@@ -216,18 +211,15 @@ def _form_abandon(runner: Any, a: _AbandonArgs) -> Any:
 def _form_history(runner: Any, a: _HistoryArgs) -> Any:
     """One instance (outline + values + held), or a list of the subject's instances.
 
-    Read-only: it evaluates the stored instance directly (no drift check, no recovery of
-    orphaned executors, no commit), so reading history can never change anything.
+    Read-only, like every runner read: nothing is migrated, recovered or committed.
     """
     if a.instance_id is not None:
-        instance = runner.adapter.get_instance(a.instance_id)
+        instance = runner.open_instance(a.instance_id)
         if instance is None:
             raise NotFoundError(f'No form instance "{a.instance_id}".')
         try:
-            compiled = runner.registry.load(instance.def_id)
-        except FormError:
-            compiled = None
-        if compiled is None:
+            view = runner.view(a.instance_id)
+        except FormError:  # its form is no longer registered or no longer loads: the raw answers
             return {
                 "instance_id": instance.id,
                 "form": instance.def_id,
@@ -235,29 +227,13 @@ def _form_history(runner: Any, a: _HistoryArgs) -> Any:
                 "values": instance.in_force_values(),
                 "updated_at": instance.updated_at,
             }
-        from formctl.forms.evaluate import evaluate
         from formctl.forms.project import answers, outline_view
 
-        ev = evaluate(compiled, instance)
-        out = outline_view(compiled, ev, instance).to_dict()
-        out.update(answers(compiled, ev))
+        out = outline_view(view.compiled, view.evaluation, view.instance).to_dict()
+        out.update(answers(view.compiled, view.evaluation))
         return out
-    rows = runner.adapter.find_instances(
-        subject=a.subject or runner.subject, def_id=a.form, status=a.status, limit=a.limit
-    )
-    instances = []
-    for inst in rows:
-        row = {
-            "instance_id": inst.id,
-            "form": inst.def_id,
-            "status": inst.status,
-            "answered": len(inst.entries),
-            "updated_at": inst.updated_at,
-        }
-        if inst.closed_reason:
-            row["closed_reason"] = inst.closed_reason
-        instances.append(row)
-    return {"instances": instances}
+    rows = runner.instances(subject=a.subject or runner.subject, form_id=a.form, status=a.status, limit=a.limit)
+    return {"instances": [row.to_dict(subject=False) for row in rows]}
 
 
 # --------------------------------------------------------------------------- the surface

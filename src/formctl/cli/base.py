@@ -59,12 +59,12 @@ class _Group(LeanGroup):
 
 def _stale_hint(args: list[str]) -> str:
     """What to do about an instance started on an older version of its form (with no migrate):
-    the engine refuses to read it against the new definition, but nothing is lost."""
+    it can't be continued, but nothing is lost, and export reads it as it is."""
     from formctl.store.ids import is_instance_id
 
     iid = next((a for a in args if isinstance(a, str) and is_instance_id(a)), "ID")
-    return (f" It can't be continued or read as it is; its answers are kept: formctl abandon {iid} "
-            f"--reason REASON closes it, then formctl export {iid} shows them.")
+    return (f" It can't be continued; its answers are kept: formctl export {iid} shows them, "
+            f"formctl abandon {iid} --reason REASON closes it.")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from formctl.forms.errors import FormError
 from formctl.forms.instance import FieldLog, Instance
 
 _ABSENT: Any = object()
@@ -44,6 +45,25 @@ def can_undo(log: FieldLog | None) -> bool:
 
 def can_redo(log: FieldLog | None) -> bool:
     return log is not None and log.cursor < len(log.revisions) - 1
+
+
+def cursor_move(instance: Instance, field_id: str | None, step: int) -> tuple[str, int]:
+    """The field an undo (``step=-1``) or redo (``+1``) moves and the cursor it moves to.
+
+    Without a field: undo moves the last one touched, redo the oldest pending redo. Raises
+    FormError when there is nothing to move.
+    """
+    target = field_id
+    if target is None:
+        target = last_touched(instance) if step < 0 else next_redo(instance)
+        if target is None:
+            if step < 0:
+                raise FormError("There is nothing to undo — no answer has been given yet.")
+            raise FormError("There is nothing to redo.")
+    log = instance.entries.get(target)
+    if log is None or not (can_undo(log) if step < 0 else can_redo(log)):
+        raise FormError(f'Nothing to {"undo" if step < 0 else "redo"} on "{target}".')
+    return target, log.cursor + step
 
 
 def becomes_after(log: FieldLog, step: int) -> Any:

@@ -273,7 +273,7 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         name=compiled.name,
         status=read_status(compiled, instance),
         scope=scope,
-        complete=_complete_flag(compiled, ev, instance),
+        complete=complete_flag(compiled, ev, instance),
         conduct=compiled.conduct,
         blocked_on=instance.blocked_on,
         wait_message=wait,
@@ -298,12 +298,8 @@ def answers(compiled: CompiledForm, ev: Evaluation) -> dict[str, dict[str, Any]]
 
 
 def complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
-    """The ``complete`` every view shows."""
-    return _complete_flag(compiled, ev, instance)
-
-
-def _complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
-    # Departure 4: a terminated (abandoned) instance never reads complete.
+    """The ``complete`` every view (and export) shows."""
+    # A terminated (abandoned) instance never reads complete: it was closed, not finished.
     if instance.status == Status.ABANDONED:
         return False
     # A rejected blocking checkpoint whose condition still holds keeps the form from
@@ -479,7 +475,7 @@ def stale_line(def_id: str) -> str:
 
 
 def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
-    """The standing one-line state (§14), without the conduct line (departure 13)."""
+    """The standing one-line state (docs/engine.md, "Tier 0"), without the conduct line (sent once, in the system prompt)."""
     tag = f"[form: {compiled.id}]"
     if read_status(compiled, instance) == Status.STALE:
         return stale_line(compiled.id)

@@ -19,6 +19,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.evaluate import Evaluation
 
 
+class DefaultInstance:
+    """The instance a runner's calls without an ``instance_id`` act on: one conversation's.
+
+    Mutable on purpose: the chat's runners share one, and the model's ``form_start`` moves it
+    to the new instance. ``None`` means nothing has been started in this conversation yet.
+    """
+
+    __slots__ = ("instance_id",)
+
+    def __init__(self, instance_id: str | None = None) -> None:
+        self.instance_id = instance_id
+
+    def __repr__(self) -> str:
+        return f"DefaultInstance({self.instance_id!r})"
+
+
 def drifted(compiled: "CompiledForm", instance: Instance) -> bool:
     """The instance was started on another version of its form than the registered one (a downgrade counts)."""
     return instance.def_version != compiled.version
@@ -84,8 +100,9 @@ def summarise(instance: Instance, status: str) -> InstanceSummary:
 class InstanceView:
     """A read-only view of one instance: the registered form, the stored instance and its evaluation.
 
-    ``status`` is what a reader sees (``stale`` included) and ``stale`` says whether it can be
-    continued. Nothing here can write: hand it to code that must only read (a model, a renderer).
+    ``status`` is what a reader sees (``stale`` included), ``stale`` whether it can be continued,
+    ``complete`` what every view says of it. Nothing here can write: hand it to code that must
+    only read (a model, a renderer).
     """
 
     compiled: "CompiledForm"
@@ -93,6 +110,7 @@ class InstanceView:
     evaluation: "Evaluation"
     status: str
     stale: bool
+    complete: bool
 
     @property
     def instance_id(self) -> str:

@@ -76,24 +76,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from formctl.errors import TranscriptError  # defined with every other formctl error
 from formctl.files import replace_text
 
 FORMAT = 1
 HOST_ACTIONS = ("resolve", "fill", "revise", "retract", "undo", "redo", "abandon", "reopen")
-
-
-class TranscriptError(Exception):
-    """A transcript file that cannot be read: the message names the file and, where known, the line."""
-
-    code = "transcript_invalid"
-
-    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
-        self.path = str(path) if path is not None else None
-        self.line = line
-        where = self.path or "transcript"
-        if line is not None:
-            where += f", line {line}"
-        super().__init__(f"{where}: {message}")
 
 
 # --------------------------------------------------------------------------- the model

@@ -50,16 +50,17 @@ def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> d
 
     instance = runner.open_instance(instance_id) if instance_id else None
     if instance is None:
-        found = runner.adapter.find_instances(subject=runner.subject, limit=1)
-        instance = found[0] if found else None
+        found = runner.instances(subject=runner.subject, limit=1)
+        instance = runner.open_instance(found[0].instance_id) if found else None
     if instance is None:
         return None
-    compiled, instance, ev = runner.evaluation(instance.id)
+    view = runner.view(instance.id)
+    compiled, instance = view.compiled, view.instance
     fired = [cp.id for cp in compiled.checkpoints if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0]
     return normaliser.value(
         {
-            "status": instance.status,
-            **answers(compiled, ev),
+            "status": view.status,
+            **answers(compiled, view.evaluation),
             "checkpoints": fired,
         }
     )
@@ -189,7 +190,7 @@ class Recorder:
             self.transcript.expect = end_state(runner, instance_id or self.instance_id, self.normaliser)
             if self.transcript.form_version is None:
                 try:
-                    self.transcript.form_version = runner.registry.load(self.transcript.form).version
+                    self.transcript.form_version = runner.compiled(self.transcript.form).version
                 except Exception:
                     pass
         self.flush()
@@ -231,7 +232,7 @@ class Recorder:
         if runner is None:
             return set(self.transcript.masked)
         try:
-            compiled = runner.registry.load(self.transcript.form)
+            compiled = runner.compiled(self.transcript.form)
             instance = runner.open_instance(self.instance_id) if self.instance_id else None
         except Exception:
             return set(self.transcript.masked)

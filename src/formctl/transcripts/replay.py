@@ -49,7 +49,16 @@ from typing import Any
 
 from formctl.transcripts import changes as _changes
 from formctl.transcripts import diff as _diff
-from formctl.transcripts.format import Transcript, TranscriptError, Turn, dump, dumps, leading_comments, load
+from formctl.transcripts.format import (
+    HOST_ACTIONS,
+    Transcript,
+    TranscriptError,
+    Turn,
+    dump,
+    dumps,
+    leading_comments,
+    load,
+)
 from formctl.transcripts.record import OPENER, Recorder, end_state, opens_conversation
 
 REPLAY_SUBJECT = "transcript-replay"
@@ -301,6 +310,8 @@ def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
     from formctl.forms.errors import FormError
     from formctl.transcripts.record import host_result
 
+    if action not in HOST_ACTIONS:
+        raise TranscriptError(f"unknown host action {action!r}")
     try:
         if action == "resolve":
             out = runner.resolve_checkpoint(fail=args.get("fail"), values=args.get("values"),
@@ -318,10 +329,8 @@ def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
             out = runner.redo(args.get("field"))
         elif action == "abandon":
             out = runner.abandon(args.get("reason") or "Abandoned by the host.")
-        elif action == "reopen":
+        else:  # reopen
             out = runner.reopen()
-        else:
-            raise TranscriptError(f"unknown host action {action!r}")
     except FormError as exc:
         return {"status": "error", "message": exc.message, "code": exc.code}
     except KeyError as exc:

@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from formctl.forms.errors import FormError
+from formctl.errors import ModelError  # defined with every other formctl error
+
+__all__ = ["ChatModel", "ModelError", "ModelReply", "ModelRequest", "TextSink", "content_blocks"]
 
 TextSink = Callable[[str], None]
 
@@ -28,14 +30,6 @@ def content_blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     return [b for b in content or [] if isinstance(b, dict)]
-
-
-class ModelError(FormError):
-    """The model could not answer (bad key, rate limit past the retries, overload, a dropped
-    connection, a malformed reply). ``message`` is one line a person can act on; nothing
-    committed is affected, and the next message simply tries again."""
-
-    code = "model_error"
 
 
 @dataclass(slots=True)

@@ -85,23 +85,17 @@ class Commands:
         self._move("redo", rest or None, out)
 
     def _move(self, action: str, field: str | None, out: Any) -> None:
-        """``/undo`` and ``/redo``: move the cursor, then say which field now holds what."""
+        """``/undo`` and ``/redo``: move the cursor, then say which field now holds what (the result says)."""
         instance_id = self._need_instance()
-        if field is None:
-            view = self.person.status(instance_id=instance_id)
-            target = view.undo if action == "undo" else view.redo
-            moved = target.field if target is not None else None
-        else:
-            moved = self.compiled.resolve_field(field)
         result = getattr(self.person, action)(field, instance_id=instance_id)
         self._host(action, result, field=field)
+        moved = result.moved
         if result.unknown or moved is None:
             envelope = {"status": "success", "data": result.to_dict()}
             line = render.activity_line("form_revise", envelope, self.labels())
         else:
-            row = self.person.inspect("field", moved, instance_id=instance_id).fields[0]
-            becomes = render.value_text(row.value) if row.has_value else "empty"
-            line = f"{'undid' if action == 'undo' else 'redid'} {row.label} → {becomes}"
+            becomes = render.value_text(moved.value) if moved.has_value else "empty"
+            line = f"{'undid' if action == 'undo' else 'redid'} {moved.label} → {becomes}"
         out.print(line, style="dim", markup=False, highlight=False)
 
     def _cmd_resolve(self, rest: str, out: Any) -> None:

@@ -16,7 +16,8 @@ from typing import Any, Callable
 from formctl.cli import render
 from formctl.cli.chat.commands import Commands
 from formctl.cli.workspace import default_subject, local_folder, open_registry, open_store
-from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError, StoreError
+from formctl.forms.errors import FormError, FormStaleError, InvalidArgumentError, NotFoundError, StoreError
+from formctl.forms.reading import DefaultInstance, is_stale
 
 OPENER = "Hello."
 CHAT_SOURCE = "chat"
@@ -56,44 +57,6 @@ def _seed_lines(pairs: list[str]) -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------- the scope
-
-
-class _Pin:
-    """The instance a conversation is about (``None`` until the model starts one)."""
-
-    def __init__(self, instance_id: str | None) -> None:
-        self.instance_id = instance_id
-
-
-class _ConversationScope:
-    """An adapter seen through one conversation: the subject's open form is this conversation's instance.
-
-    Everything else passes through to the real adapter. ``create_instance`` (the model's
-    ``form_start``) moves the conversation to the new instance.
-    """
-
-    def __init__(self, adapter: Any, pin: _Pin) -> None:
-        self._adapter = adapter
-        self._pin = pin
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._adapter, name)
-
-    def find_open_instance(self, subject: str) -> Any:
-        if self._pin.instance_id is None:
-            return None
-        instance = self._adapter.get_instance(self._pin.instance_id)
-        if instance is None or instance.status == "abandoned" or instance.subject != subject:
-            return None
-        return instance
-
-    def create_instance(self, *args: Any, **kwargs: Any) -> Any:
-        instance = self._adapter.create_instance(*args, **kwargs)
-        self._pin.instance_id = instance.id
-        return instance
-
-
 # --------------------------------------------------------------------------- the session
 
 
@@ -129,14 +92,18 @@ class ChatSession(Commands):
                                            f"(formctl check {self.form_id} lists them).")
         pinned = options.instance_id or self._continuable(self.form_id)
         self.adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
-        self.pin = _Pin(pinned)
+        # The conversation's instance, shared by its runners: calls without an instance id act on
+        # it (not on whatever the subject touched last), and the model's form_start moves it.
+        self.default = DefaultInstance(pinned)
 
         def runner(actor: str, adapter: Any) -> Any:
-            return FormRunner(_ConversationScope(adapter, self.pin), registry=self.registry, subject=self.subject,
-                              actor=actor, source=CHAT_SOURCE)
+            return FormRunner(adapter, registry=self.registry, subject=self.subject, actor=actor,
+                              source=CHAT_SOURCE, default=self.default)
 
         self.agent = runner("agent", self.adapter)
         self.person = runner("person", self.adapter)
+        if pinned is not None:
+            self._bring_up_to_date(pinned)
         self._poll_adapter: Any = None
         self._poll_runner: Any = None
         self._watcher: Any = None  # LISTEN on a PostgreSQL store (see wait_for_change)
@@ -195,11 +162,18 @@ class ChatSession(Commands):
         return None
 
     def _stale(self, instance: Any) -> bool:
-        """Started on another version of the form, which has no migrate: it can't be continued."""
-        if instance.status == "stale":
-            return True
-        return (instance.status in CONTINUABLE and instance.def_version != self.compiled.version
-                and self.compiled.migrate is None)
+        """A continuable instance started on another version of the form, which has no migrate."""
+        return instance.status in CONTINUABLE and is_stale(self.compiled, instance)
+
+    def _bring_up_to_date(self, instance_id: str) -> None:
+        """Opening a conversation is when recovery happens: re-run what a process that died left
+        running, after migrating the instance if its form changed and can migrate. Reads never do."""
+        try:
+            self.agent.recover(instance_id)
+        except FormStaleError:
+            pass  # said in the notes; it can still be abandoned
+        except FormError as exc:  # a migrate() that fails: the chat opens, and says why writes will fail
+            self.notes.append(exc.message)
 
     def _saved_conversation(self, instance_id: str) -> list[Any]:
         """The instance's saved messages; a damaged file is set aside (kept, renamed) and the chat
@@ -252,7 +226,7 @@ class ChatSession(Commands):
 
     @property
     def instance_id(self) -> str | None:
-        return self.pin.instance_id
+        return self.default.instance_id
 
     def model_line(self) -> str:
         """The one line at the top: which form, which model, and how to get help."""
@@ -288,7 +262,7 @@ class ChatSession(Commands):
         tag = f"[form: {self.form_id}]"
         if self.instance_id is None:
             return [f"{tag} not started"]
-        instance = runner.adapter.get_instance(self.instance_id)
+        instance = runner.open_instance(self.instance_id)
         if instance is None:
             return [f"{tag} not found"]
         if instance.status == "abandoned":
@@ -302,8 +276,8 @@ class ChatSession(Commands):
             from formctl.forms.runner import FormRunner
 
             self._poll_adapter = open_store(self.options.store)
-            self._poll_runner = FormRunner(_ConversationScope(self._poll_adapter, self.pin), registry=self.registry,
-                                           subject=self.subject, actor="agent", source=CHAT_SOURCE)
+            self._poll_runner = FormRunner(self._poll_adapter, registry=self.registry, subject=self.subject,
+                                           actor="agent", source=CHAT_SOURCE, default=self.default)
         instance_id = self.instance_id
         if instance_id is None:
             return None

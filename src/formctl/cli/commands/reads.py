@@ -17,11 +17,18 @@ def instances(
                                          autocompletion=_complete_status),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, most recent first."),
     store: StoreOpt = None,
+    forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List stored instances, newest first."""
-    from formctl.cli.workspace import open_store
+    """List stored instances, newest first.
+
+    The status is read against the registered forms: one started on another version of its
+    form, which cannot migrate it, is listed as stale.
+    """
+    from formctl.cli.workspace import open_registry, open_runner, open_store
+    from formctl.errors import RegistryError
     from formctl.forms.instance import INSTANCE_STATUSES
+    from formctl.forms.registry import FormRegistry
 
     if status is not None and status not in INSTANCE_STATUSES:
         _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
@@ -29,18 +36,20 @@ def instances(
 
     if not is_database(store) and not store_path(store).exists():  # likely a mistyped --store: "no instances" alone would hide it
         sys.stderr.write(f"note: no form store at {store_path(store)} yet (--store DIR or FORMCTL_STORE)\n")
-    damaged: list[Any] = []
+    try:
+        registry = open_registry(forms)
+    except RegistryError:  # no forms here: list what is stored, with the stored statuses
+        registry = FormRegistry()
     adapter = open_store(store)
-    found = adapter.find_instances(subject=subject, def_id=form, status=status, limit=limit, damaged=damaged)
+    runner = open_runner(store, forms, adapter=adapter, registry=registry)
+    damaged: list[Any] = []
+    found = runner.instances(subject=subject, form_id=form, status=status, limit=limit, damaged=damaged)
     for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
         sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
     rows = []
-    for i in found:
-        row = {"instance_id": i.id, "form": i.def_id, "subject": i.subject, "status": i.status,
-               "answered": len(i.entries), "updated_at": i.updated_at}
-        if i.closed_reason:
-            row["closed_reason"] = i.closed_reason
-        damage = _warn_if_damaged(adapter, i.id)
+    for summary in found:
+        row = summary.to_dict()
+        damage = _warn_if_damaged(adapter, summary.instance_id)
         if damage is not None:
             row["damaged"] = damage
         rows.append(row)
@@ -99,7 +108,7 @@ def _unknown_name(runner: Any, def_id: str, kind: str, name: str) -> NoReturn:
     """Fail on a --step or --field that names nothing, with the names that were meant if we can tell."""
     hint = ""
     try:
-        compiled = runner.registry.load(def_id)
+        compiled = runner.compiled(def_id)
         if kind == "field" and compiled.did_you_mean(name):
             hint = f" (did you mean {' or '.join(compiled.did_you_mean(name))}?)"
         elif kind == "step":
@@ -165,19 +174,20 @@ def export(
     Held values are kept but do not apply given the other answers.
     """
     from formctl.cli.workspace import open_runner
-    from formctl.forms.project import answers, complete_flag
+    from formctl.forms.project import answers
 
     runner = open_runner(store, forms)
     damage = _warn_if_damaged(open_store_for(store), instance_id)
-    compiled, instance, ev = runner.evaluation(instance_id)
+    view = runner.view(instance_id)  # a stale instance exports too: its answers are what it has
+    compiled, instance = view.compiled, view.instance
     data = {
         "instance_id": instance.id,
         "form": instance.def_id,
         "version": instance.def_version,
         "subject": instance.subject,
-        "status": instance.status,
-        "complete": complete_flag(compiled, ev, instance),
-        **answers(compiled, ev),
+        "status": view.status,
+        "complete": view.complete,
+        **answers(compiled, view.evaluation),
         "created_at": instance.created_at,
         "updated_at": instance.updated_at,
     }

@@ -14,41 +14,27 @@ from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
 
 def _labels(runner: Any, def_id: str) -> dict[str, str]:
     try:
-        return {f.id: f.label for f in runner.registry.load(def_id).fields}
+        return {f.id: f.label for f in runner.compiled(def_id).fields}
     except Exception:
         return {}
 
 
-def _write_outcome(runner: Any, result: Any, as_json: bool, moved: Optional[str] = None, verb: str = "") -> None:
+def _write_outcome(runner: Any, result: Any, as_json: bool, verb: str = "") -> None:
     """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved).
 
-    ``moved``/``verb``: the field an undo, redo or retract moved, said first as the chat's /undo
-    does ("undid Staff ID → AB1234"); the result alone names no field for those."""
+    ``verb``: for an undo, redo or retract, said first with the field the result says moved, as
+    the chat's /undo does ("undid Staff ID → AB1234")."""
     if as_json:
         _print_json(result.to_dict())
     else:
         from formctl.cli import render
 
-        if moved is not None and not result.unknown:
-            row = runner.inspect("field", moved, instance_id=result.view.instance_id).fields[0]
-            typer.echo(f"{verb} {row.label} → {render.value_text(row.value) if row.has_value else 'empty'}")
+        moved = result.moved
+        if verb and moved is not None and not result.unknown:
+            typer.echo(f"{verb} {moved.label} → {render.value_text(moved.value) if moved.has_value else 'empty'}")
         render.print_fill_result(result, _labels(runner, result.view.def_id))
     if result.rejected or result.unknown:
         raise typer.Exit(1)
-
-
-def _field_to_move(runner: Any, action: str, instance_id: str, field: Optional[str]) -> Optional[str]:
-    """The field id an undo/redo/retract will move: the one named, or (undo/redo with none named)
-    the one the instance's status says it would. None when that cannot be told."""
-    try:
-        if field is not None:
-            return runner.evaluation(instance_id)[0].resolve_field(field)
-        view = runner.status(instance_id=instance_id)
-        target = view.undo if action == "undo" else view.redo
-        return target.field if target is not None else None
-    except Exception:  # the write itself reports what is wrong
-        return None
-
 
 
 @app.command(cls=_Command, epilog=_example("formctl fill form_lx2k9_ab12cd email=dana@example.org total=812.5"))
@@ -89,8 +75,7 @@ def undo(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    moved = _field_to_move(runner, "undo", instance_id, field)
-    _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json, moved, "undid")
+    _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json, "undid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
@@ -105,8 +90,7 @@ def redo(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    moved = _field_to_move(runner, "redo", instance_id, field)
-    _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json, moved, "redid")
+    _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json, "redid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
@@ -125,12 +109,12 @@ def retract(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    moved = _field_to_move(runner, "retract", instance_id, field)
-    if moved is not None:
-        row = runner.inspect("field", moved, instance_id=instance_id).fields[0]
-        if row.status == "empty":  # the engine would log a withdrawal of nothing
-            _fail(f"{row.label} has no answer to withdraw.")
-    _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, moved, "withdrew")
+    view = runner.view(instance_id)
+    field_id = view.compiled.resolve_field(field)
+    if field_id is not None and not view.stale and view.evaluation.field_status(field_id) == "empty":
+        # the engine would log a withdrawal of nothing
+        _fail(f"{view.compiled.field_by_id[field_id].label} has no answer to withdraw.")
+    _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, "withdrew")
 
 
 @app.command(cls=_Command, epilog=_example("formctl resolve form_lx2k9_ab12cd --reason 'within the travel budget'",
@@ -187,4 +171,3 @@ def abandon(
         _print_json({"instance_id": instance.id, "status": instance.status, "closed_reason": instance.closed_reason})
     else:
         typer.echo(f"abandoned {instance.id}: {instance.closed_reason}")
-

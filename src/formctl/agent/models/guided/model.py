@@ -84,18 +84,16 @@ class GuidedModel(Planning, Phrasing):
     # ------------------------------------------------------------------ reading the store
 
     def _read(self, instance_id: str | None) -> _Snapshot | None:
-        from formctl.forms.evaluate import evaluate
+        """The instance as any reader sees it, through the runner's read-only view (stale decided there)."""
+        from formctl.forms.errors import NotFoundError
         from formctl.forms.project import step_view
 
-        instance = self.runner.open_instance(instance_id)
-        if instance is None:
+        try:
+            view = self.runner.view(instance_id)
+        except NotFoundError:
             return None
-        compiled = self.runner.registry.load(instance.def_id)
-        ev = evaluate(compiled, instance)
-        stale = instance.status == "stale" or (
-            instance.def_version != compiled.version and compiled.migrate is None
-        )
-        return _Snapshot(compiled, instance, ev, step_view(compiled, ev, instance), stale)
+        ev = view.evaluation
+        return _Snapshot(view.compiled, view.instance, ev, step_view(view.compiled, ev, view.instance), view.stale)
 
     def _kind(self, compiled: Any, field_id: str) -> _Kind:
         key = (compiled.id, compiled.version, field_id)

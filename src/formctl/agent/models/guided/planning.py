@@ -102,7 +102,7 @@ class Planning:
         tool_input: dict[str, Any] = {"form": form_id}
         plan = _Plan("start")
         try:
-            compiled = self.runner.registry.load(form_id)
+            compiled = self.runner.compiled(form_id)
         except Exception:
             compiled = None
         if compiled is not None and words:

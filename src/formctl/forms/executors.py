@@ -1,0 +1,291 @@
+"""Executors: the hooks a write's rising edges imply, run after the commit (docs/engine.md, "Commit then run").
+
+Each run is recorded under its idempotency key ``instance:hook:occurrence`` (``running``,
+then ``ok`` or ``failed``), outside compare-and-set, so a record a dead process left
+``running`` can be found and run again (``runner.recover``). Effects a hook returns
+(Patch, Jump, Complete, Terminate) are collected per round and applied by the runner's
+closing commit; an effect naming what the form does not have fails the hook instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import socket
+import threading
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Callable
+
+from formctl.forms.adapter import FormAdapter
+from formctl.forms.compile import CompiledForm
+from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
+from formctl.forms.errors import FormError
+from formctl.forms.evaluate import Evaluation
+from formctl.forms.instance import DispatchState, DispatchStatus, Instance, Provenance, now_iso
+from formctl.forms.project import Failure
+from formctl.forms.validate import json_data, size_issue
+
+_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner() -> str:
+    """``host:pid`` of this process, recomputed after a fork so a child never claims its parent's records."""
+    global _OWNER
+    pid = os.getpid()
+    if not _OWNER.endswith(f":{pid}"):
+        _OWNER = f"{socket.gethostname()}:{pid}"
+    return _OWNER
+
+
+@dataclass(slots=True)
+class ExecutorContext:
+    """What an executor receives."""
+
+    values: Any
+    state: Any
+    instance: Instance
+    hook_id: str
+    idempotency_key: str
+    form_id: str
+    replaying: bool = False
+
+
+@dataclass(slots=True)
+class Hook:
+    """One executor to run: which hook, its function (None for a checkpoint that only waits), its occurrence."""
+
+    hook_id: str
+    fn: Callable[[Any], Any] | None
+    occurrence: int
+    checkpoint: Any = None  # CompiledCheckpoint for checkpoint hooks
+
+
+@dataclass(slots=True)
+class RoundEffects:
+    """What the hooks of one round asked for, applied together by the round's closing commit."""
+
+    patch: dict[str, Any] = dc_field(default_factory=dict)
+    jump: str | None = None
+    complete: bool = False
+    terminate: str | None = None
+    waiting_on: str | None = None
+    checkpoints_run: set[str] = dc_field(default_factory=set)  # dispatched this round
+
+
+class Dispatcher:
+    """Runs hooks under their idempotency keys and records each run; one per runner."""
+
+    def __init__(self, adapter: FormAdapter, provenance: Callable[[str | None], Provenance]) -> None:
+        self.adapter = adapter
+        self._provenance = provenance
+        self.replaying = False
+        self.in_flight: set[str] = set()  # keys whose executor runs in this process right now
+
+    def orphans(self, instance: Instance) -> list[tuple[str, DispatchState]]:
+        """Records left ``running`` by a process that is gone (not in flight here, owner not alive)."""
+        return [
+            (key, record)
+            for key, record in instance.dispatches.items()
+            if record.status == DispatchStatus.RUNNING and key not in self.in_flight and not owner_alive(record.owner)
+        ]
+
+    def dispatch(
+        self,
+        compiled: CompiledForm,
+        committed: Instance,
+        queue: list[Hook],
+        after: Evaluation,
+        fired_before: dict[str, int],
+        failures: list[Failure],
+    ) -> RoundEffects:
+        effects = RoundEffects()
+        if not queue:
+            return effects
+        state = after.frozen_state(fired_before)
+        values = after.gate_values()
+        snapshot = committed
+        for hook in queue:
+            if effects.terminate is not None:
+                break  # once a hook terminates, no later hook of the round runs
+            self.run_hook(compiled, snapshot, hook, values, state, effects, failures)
+            if hook is not queue[-1]:
+                snapshot = self.adapter.get_instance(committed.id) or snapshot
+        return effects
+
+    def run_hook(
+        self,
+        compiled: CompiledForm,
+        snapshot: Instance,
+        hook: Hook,
+        values: Any,
+        state: Any,
+        effects: RoundEffects,
+        failures: list[Failure],
+    ) -> None:
+        iid = snapshot.id
+        checkpoint = hook.checkpoint
+        if checkpoint is not None:
+            effects.checkpoints_run.add(checkpoint.id)
+        if hook.fn is None:
+            if checkpoint is not None and checkpoint.waits_for_host and effects.waiting_on is None:
+                effects.waiting_on = checkpoint.id
+            return
+        key = f"{iid}:{hook.hook_id}:{hook.occurrence}"
+        previous = snapshot.dispatches.get(key)
+        if previous is not None and previous.status == DispatchStatus.OK:
+            return
+        attempts = (previous.attempts if previous else 0) + 1
+        prov = self._provenance("dispatch")
+        self.record(iid, key, DispatchState(hook.hook_id, DispatchStatus.RUNNING, attempts, now_iso(), owner=owner()), prov)
+        self.in_flight.add(key)
+        try:
+            ctx = ExecutorContext(values, state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
+            error, items = call_executor(hook.fn, ctx)
+        finally:
+            self.in_flight.discard(key)
+        if error is None:
+            error = check_effects(compiled, items)
+        at = now_iso()
+        if error is not None:
+            failures.append(Failure(hook.hook_id, error, at))
+        else:
+            apply_effects(compiled, items, effects)
+            if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:
+                effects.waiting_on = checkpoint.id
+        self.record(iid, key, DispatchState(hook.hook_id, DispatchStatus.FAILED if error else DispatchStatus.OK, attempts, at, error), prov)
+
+    def record(self, iid: str, key: str, state: DispatchState, prov: Provenance) -> None:
+        try:
+            self.adapter.record_dispatch(iid, key, state, prov)
+        except FormError:
+            # Dispatch bookkeeping is outside compare-and-set and never fails a write; a lost
+            # record costs at most a repeated executor run, which the idempotency key absorbs.
+            pass
+
+
+def call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str | None, list[Any]]:
+    try:
+        result = fn(ctx)
+        if inspect.isawaitable(result):
+            result = _run_awaitable(result)
+    except Exception as exc:
+        return (str(exc) or exc.__class__.__name__), []
+    if result is None or result is False:
+        return None, []
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    for item in items:
+        if not isinstance(item, Effect):
+            return (
+                f"Executor returned {type(item).__name__} {item!r:.60}, not an effect "
+                "(Patch, Fail, Jump, Complete or Terminate).",
+                [],
+            )
+    for item in items:
+        if isinstance(item, Fail):
+            return (item.reason or "Rejected."), []
+    return None, items
+
+
+def check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
+    """Effects naming what the form does not have fail the hook, applying none of them.
+
+    A jump to no step or a patch to no field is a bug in the executor, worth a visible
+    failure rather than a silent drop (docs/engine.md, 'Commit then run').
+    """
+    for item in items:
+        if isinstance(item, Jump) and compiled.resolve_step(item.step) is None:
+            return f'Jump to unknown step "{item.step}".'
+        if isinstance(item, Patch):
+            if not isinstance(item.values, dict):
+                return "Patch needs a dict of field ids to values."
+            for key, value in item.values.items():
+                if compiled.resolve_field(key) is None:
+                    return f'Patch names unknown field "{key}".'
+                field = compiled.field_by_id[compiled.resolve_field(key)]
+                too_big = size_issue(value, field.text_limit(compiled.max_text))
+                if too_big is not None:
+                    return f'Patch value for "{key}" is refused: {too_big.message}'
+                try:
+                    json_data(value)
+                except ValueError as exc:
+                    return f'Patch value for "{key}" is not JSON data ({exc}).'
+    return None
+
+
+def apply_effects(compiled: CompiledForm, items: list[Any], effects: RoundEffects) -> None:
+    for item in items:
+        if isinstance(item, Patch):
+            effects.patch.update(item.values)
+        elif isinstance(item, Jump):
+            effects.jump = compiled.resolve_step(item.step)
+        elif isinstance(item, Complete):
+            effects.complete = True
+        elif isinstance(item, Terminate):
+            effects.terminate = item.reason or "Terminated."
+
+
+def _run_awaitable(awaitable: Any) -> Any:
+    import asyncio  # only async executors need it; host commands start faster without it
+
+    async def wrapper() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wrapper())
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(wrapper())
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def owner_alive(owner: str | None) -> bool:
+    if not owner or ":" not in owner:
+        return False
+    host, _, pid_text = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True  # another machine's process: we cannot tell, so we do not steal its work
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False  # ours, and not in flight (checked by the caller): left by an earlier crash
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def hook_for(compiled: CompiledForm, hook_id: str, key: str) -> Hook | None:
+    try:
+        occurrence = int(key.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        occurrence = 0
+    kind, _, name = hook_id.partition(":")
+    if kind == "field" and name in compiled.field_by_id:
+        fn = compiled.field_by_id[name].on_fill
+        return Hook(hook_id, fn, occurrence) if fn is not None else None
+    if kind == "step" and name in compiled.step_by_id:
+        fn = compiled.step_by_id[name].on_complete
+        return Hook(hook_id, fn, occurrence) if fn is not None else None
+    if kind == "checkpoint" and name in compiled.checkpoint_by_id:
+        cp = compiled.checkpoint_by_id[name]
+        return Hook(hook_id, cp.run, occurrence, cp) if cp.run is not None else None
+    if hook_id == "form" and compiled.on_complete is not None:
+        return Hook(hook_id, compiled.on_complete, occurrence)
+    return None

@@ -1,0 +1,214 @@
+"""The runner's read side: every read loads, compiles, evaluates and projects, and nothing else.
+
+No read commits, runs an executor or migrates (docs/engine.md, "Reads and writes"); stale is
+computed on read (:mod:`formctl.forms.reading`). :class:`FormRunner` inherits these from
+:class:`RunnerReads`; the writes and the commit cycle are in :mod:`formctl.forms.runner`.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable
+
+from formctl.forms.adapter import FormAdapter
+from formctl.forms.compile import CompiledForm
+from formctl.forms.errors import FormStaleError, InvalidArgumentError, NotFoundError
+from formctl.forms.evaluate import Evaluation, evaluate
+from formctl.forms.history import FieldHistory, field_history
+from formctl.forms.instance import Instance, Status
+from formctl.forms.project import FormView, complete_flag, field_view, outline_view, step_view, tier0 as render_tier0
+from formctl.forms.reading import (
+    DefaultInstance,
+    InstanceSummary,
+    InstanceView,
+    is_stale,
+    read_status,
+    summarise,
+)
+from formctl.forms.registry import FormRegistry
+
+EVALUATIONS_KEPT = 64
+
+
+class RunnerReads:
+    """Reads over one adapter and registry, for one subject (or one conversation's instance)."""
+
+    adapter: FormAdapter
+    registry: FormRegistry
+    default: DefaultInstance | None
+    _subject: str | Callable[[], str]
+    _cache: dict[str, tuple[int, CompiledForm, Evaluation]]
+
+    @property
+    def subject(self) -> str:
+        return self._subject() if callable(self._subject) else self._subject
+
+    def list(self) -> builtins.list[dict[str, str]]:
+        """The registered forms, ``[{id, name, description}]``, without loading any of them."""
+        return self.registry.list()
+
+    def compiled(self, form_id: str) -> CompiledForm:
+        """The registered (compiled) definition of ``form_id``; raises UnknownFormError."""
+        return self.registry.load(form_id)
+
+    def open_instance(self, instance_id: str | None = None) -> Instance | None:
+        """The stored instance by id, or the subject's open form; None when there is none."""
+        if instance_id is not None:
+            return self.adapter.get_instance(instance_id)
+        return self._find_open()
+
+    def instances(
+        self,
+        subject: str | None = None,
+        form_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        *,
+        damaged: builtins.list[Any] | None = None,
+    ) -> builtins.list[InstanceSummary]:
+        """Stored instances, most recently updated first, with the status a reader sees (``stale`` included).
+
+        ``subject=None`` lists every subject's. ``status`` filters on the status as read, so
+        ``status="stale"`` finds stale instances without opening them. ``damaged``, when the
+        store supports it, collects the errors of instances it had to leave out.
+        """
+        kwargs: dict[str, Any] = {"subject": subject, "def_id": form_id}
+        if damaged is not None:
+            kwargs["damaged"] = damaged
+        # Abandoned is never stale, and no status but stale is ever read differently from the
+        # stored one unless the stored one is stale or the instance drifted: filter after reading.
+        exact = status is None or status == Status.ABANDONED
+        if exact:
+            kwargs.update(status=status, limit=limit)
+        found = self.adapter.find_instances(**kwargs)
+        versions: dict[str, CompiledForm | None] = {}
+        out: builtins.list[InstanceSummary] = []
+        for instance in found:
+            read = self._read_status(instance, versions)
+            if status is not None and read != status:
+                continue
+            out.append(summarise(instance, read))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def view(self, instance_id: str | None = None) -> InstanceView:
+        """A read-only view (registered form, stored instance, evaluation, status as read) of any instance.
+
+        Unlike ``status``/``inspect`` it does not refuse a stale instance: it evaluates the stored
+        answers against the registered form and says ``stale``. Raises NotFoundError, UnknownFormError.
+        """
+        compiled, instance = self._read(instance_id)
+        status = read_status(compiled, instance)
+        ev = self._evaluation(compiled, instance)
+        return InstanceView(compiled, instance, ev, status, status == Status.STALE, complete_flag(compiled, ev, instance))
+
+    def status(self, instance_id: str | None = None) -> FormView:
+        """Tier 1: the open step in full (or the last step of a finished form)."""
+        compiled, instance = self._readable(instance_id)
+        return step_view(compiled, self._evaluation(compiled, instance), instance)
+
+    def inspect(self, scope: str = "outline", id: str | None = None, instance_id: str | None = None) -> FormView:
+        """Tier 2: a step (by id or title), one field (by id or label), or the whole outline."""
+        compiled, instance = self._readable(instance_id)
+        ev = self._evaluation(compiled, instance)
+        if scope == "outline":
+            return outline_view(compiled, ev, instance)
+        if scope == "step":
+            return step_view(compiled, ev, instance, id)
+        if scope == "field":
+            if not id:
+                raise InvalidArgumentError("scope=field needs an id.")
+            return field_view(compiled, ev, instance, id)
+        raise InvalidArgumentError(f'Unknown scope "{scope}": use outline, step or field.')
+
+    def tier0(self, subject: str | None = None, instance_id: str | None = None) -> str:
+        """The standing status line of an instance (by id, else the subject's open form); "" when
+        there is none or it cannot load."""
+        try:
+            if instance_id is not None:
+                instance = self.adapter.get_instance(instance_id)
+            else:
+                instance = self._find_open(subject)
+            if instance is None:
+                return ""
+            compiled = self._load(instance)
+            return render_tier0(compiled, self._evaluation(compiled, instance), instance)
+        except Exception:
+            return ""
+
+    def history(self, field: str, instance_id: str | None = None) -> FieldHistory:
+        """Every answer ever given to one field, oldest first."""
+        compiled, instance = self._readable(instance_id)
+        field_id = compiled.resolve_field(field)
+        if field_id is None:
+            if field in instance.entries:  # a field a later definition dropped: its log is still there
+                return field_history(instance, field, field)
+            raise NotFoundError(f'No field "{field}" on this form.')
+        return field_history(instance, field_id, compiled.field_by_id[field_id].label)
+
+    def evaluation(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance, Evaluation]:
+        """The compiled form, stored instance and its evaluation (for views the CLI renders itself)."""
+        compiled, instance = self._readable(instance_id)
+        return compiled, instance, self._evaluation(compiled, instance)
+
+    # ------------------------------------------------------------------ writes
+    # ------------------------------------------------------------------ resolution
+
+    def _find_open(self, subject: str | None = None) -> Instance | None:
+        """What ``instance_id=None`` means: the conversation's instance when the runner has a
+        ``default`` (while it is not abandoned), else the subject's open form."""
+        subject = subject or self.subject
+        if self.default is None:
+            return self.adapter.find_open_instance(subject)
+        if self.default.instance_id is None:
+            return None
+        instance = self.adapter.get_instance(self.default.instance_id)
+        if instance is None or instance.status == Status.ABANDONED or instance.subject != subject:
+            return None
+        return instance
+
+    def _load(self, instance: Instance) -> CompiledForm:
+        return self.registry.load(instance.def_id)
+
+    def _read_status(self, instance: Instance, forms: dict[str, CompiledForm | None]) -> str:
+        """The status a reader sees, loading each form once per listing; a form that cannot load reads as stored."""
+        if instance.def_id not in forms:
+            try:
+                forms[instance.def_id] = self._load(instance)
+            except Exception:
+                forms[instance.def_id] = None
+        compiled = forms[instance.def_id]
+        return instance.status if compiled is None else read_status(compiled, instance)
+
+    def _read(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance]:
+        """The stored instance (by id, else the subject's open form) and its registered form. Writes nothing."""
+        if instance_id is not None:
+            instance = self.adapter.get_instance(instance_id)
+            if instance is None:
+                raise NotFoundError(f'No form instance "{instance_id}".')
+        else:
+            instance = self._find_open()
+            if instance is None:
+                raise NotFoundError(f'No open form instance for subject "{self.subject}".')
+        return self._load(instance), instance
+
+    def _readable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
+        """For the views: the instance as stored, refused with FormStaleError when it is stale."""
+        compiled, instance = self._read(instance_id)
+        if is_stale(compiled, instance):
+            raise FormStaleError(instance.def_version, compiled.version)
+        return compiled, instance
+
+    def _evaluation(self, compiled: CompiledForm, instance: Instance) -> Evaluation:
+        cached = self._cache.get(instance.id)
+        if cached is not None and cached[0] == instance.version and cached[1] is compiled:
+            return cached[2]
+        ev = evaluate(compiled, instance)
+        self._remember(instance, compiled, ev)
+        return ev
+
+    def _remember(self, instance: Instance, compiled: CompiledForm, ev: Evaluation) -> None:
+        if len(self._cache) > EVALUATIONS_KEPT:
+            self._cache.clear()
+        self._cache[instance.id] = (instance.version, compiled, ev)

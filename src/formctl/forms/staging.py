@@ -1,0 +1,364 @@
+"""Staging: what a write will do, decided before anything is committed. Pure functions.
+
+A write's values are checked one by one (``stage``), turned into the entry changes and the
+projected instance (``project_write``); comparing the evaluations before and after gives
+the rising edges (``rising_edges``: the hooks to run and the counters to bump, docs/engine.md
+"Staging and rising edges"), and the status a settled round lands in (``settled``). The
+runner commits what these decide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from formctl.forms.commit import apply_entry_commit
+from formctl.forms.compile import CompiledForm
+from formctl.forms.errors import FormBlockedError, FormError
+from formctl.forms.evaluate import INVALID, Evaluation, remember_parse
+from formctl.forms.executors import Hook, RoundEffects
+from formctl.forms.instance import (
+    Commit,
+    DispatchState,
+    DispatchStatus,
+    Entry,
+    EntryCommit,
+    Instance,
+    Provenance,
+    Status,
+    UNSET,
+    now_iso,
+)
+from formctl.forms.project import FillResult, Rejected, Unknown, blocking_failure_open
+from formctl.forms.reading import is_stale
+from formctl.forms.resolutions import resolution_key
+from formctl.forms.validate import issue_hint, json_data, size_issue
+
+
+def is_blank(value: Any) -> bool:
+    """Blank means "leave it alone": None, "", whitespace, or an object whose leaves are all blank.
+
+    Models send "" for "I don't know", which must not wipe an answer; withdrawing one is
+    ``retract`` (docs/engine.md, 'The answer log').
+    """
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, dict):
+        return all(is_blank(v) for v in value.values())
+    return False
+
+
+@dataclass(slots=True)
+class Staged:
+    """One value a write will append to a field's log (validated once, here), or a retraction."""
+
+    field_id: str
+    value: Any
+    outcome: Any = None
+    validator: Any = None
+    retract: bool = False
+
+
+def abandoned_message(instance_id: str) -> str:
+    return f'Form instance "{instance_id}" was abandoned and no longer accepts answers.'
+
+
+def check_open(compiled: CompiledForm, instance: Instance) -> None:
+    """Closing is final (docs/engine.md, "Completion and closing"): an abandoned or complete
+    instance cannot be abandoned, and the reason it was closed with stays. A stale one reads
+    stale, not complete, and abandoning is how it is closed."""
+    if instance.status == Status.ABANDONED:
+        why = f" ({instance.closed_reason})" if instance.closed_reason else ""
+        raise FormError(f'Form instance "{instance.id}" is already abandoned{why}.', code="form_closed")
+    if instance.status == Status.COMPLETE and not is_stale(compiled, instance):
+        raise FormError(f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.',
+                        code="form_closed")
+
+
+def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged], FillResult]:
+    """Check each value on its own against its field: blanks ignored, unknown ids and invalid values reported.
+
+    Invalid values are still staged (written with their error, so the person sees them); values with no
+    JSON form are not. A later key for the same field wins.
+    """
+    result = FillResult(view=None)  # type: ignore[arg-type]
+    staged: dict[str, Staged] = {}
+    for key, value in values.items():
+        # Measured before anything walks it: a value too big to store is refused, not kept
+        # (docs/engine.md, "Validation").
+        known = compiled.resolve_field(key)
+        limit = compiled.field_by_id[known].text_limit(compiled.max_text) if known else compiled.max_text
+        too_big = size_issue(value, limit)
+        not_data = None
+        if too_big is None:
+            raw = value
+            try:
+                value = json_data(value)
+            except ValueError as exc:
+                not_data = str(exc)
+            if not_data is None and value is not raw and type(raw) not in (dict, list):
+                too_big = size_issue(value, limit)  # a host's Python value, now as JSON spells it
+        if too_big is None and not_data is None and is_blank(value):
+            result.ignored.append(str(key))
+            continue
+        field_id = resolve_or_report(compiled, key, result)
+        if field_id is None:
+            continue
+        field = compiled.field_by_id[field_id]
+        if too_big is not None:
+            hint = f"Send at most {limit:,} characters." if too_big.kind == "too_long" else None
+            hint = hint or issue_hint(too_big, None, field.description, field.type)
+            result.rejected.append(Rejected(field_id, too_big.message, hint))
+            continue
+        if not_data is not None:
+            # A value with no JSON form cannot be stored (a JSON store could not hold it,
+            # and it could never parse): reported like an invalid one, but not written.
+            result.rejected.append(Rejected(
+                field_id, f"Value is not JSON data ({not_data}).", field.description or f"Expected {field.type}."
+            ))
+            continue
+        outcome = field.validator.validate(value)
+        if not outcome.ok:
+            for issue in outcome.issues:
+                result.rejected.append(
+                    Rejected(field_id, issue.message, issue_hint(issue, value, field.description, field.type))
+                )
+        staged.pop(field_id, None)  # a later key for the same field wins, at its own position
+        staged[field_id] = Staged(field_id, value, outcome, field.validator)
+    return list(staged.values()), result
+
+def resolve_or_report(compiled: CompiledForm, sent: Any, result: FillResult) -> str | None:
+    """The field id ``sent`` names (forgivingly); an unknown one is reported in ``result`` and gives None."""
+    field_id = compiled.resolve_field(sent)
+    if field_id is None:
+        result.unknown.append(Unknown(str(sent), tuple(compiled.did_you_mean(sent))))
+        return None
+    if field_id != sent:
+        result.renamed.append((str(sent), field_id))
+    return field_id
+
+
+def project_write(
+    instance: Instance, staged: list[Staged], moves: dict[str, int], prov: Provenance
+) -> tuple[dict[str, EntryCommit], Instance, list[Entry]]:
+    """The entry changes of a write, the instance as it would be after them, and the revisions appended."""
+    projected = instance.copy()
+    changes: dict[str, EntryCommit] = {}
+    appended: list[Entry] = []
+    seq = instance.revision_seq
+    for item in staged:
+        seq += 1
+        if item.retract:
+            entry = Entry(seq, None, prov, retracted=True)
+        else:
+            entry = Entry(seq, item.value, prov, error=item.outcome.error)
+            remember_parse(entry, item.validator, item.outcome)  # validated once, when written
+        appended.append(entry)
+        change = EntryCommit(append=(entry,))
+        changes[item.field_id] = change
+        projected.entries[item.field_id] = apply_entry_commit(projected.entries.get(item.field_id), change)
+    for field_id, cursor in moves.items():
+        change = EntryCommit(cursor=cursor)
+        changes[field_id] = change
+        projected.entries[field_id] = apply_entry_commit(projected.entries.get(field_id), change)
+    projected.revision_seq = seq
+    return changes, projected, appended
+
+
+def stage_patch(compiled: CompiledForm, patch: dict[str, Any]) -> list[Staged]:
+    """A hook's Patch as staged values (its effects were checked: unknown ids and non-JSON values refused)."""
+    staged: dict[str, Staged] = {}
+    for key, value in patch.items():
+        field_id = compiled.resolve_field(key)
+        if field_id is None:
+            continue
+        value = json_data(value)  # check_effects has refused values with no JSON form
+        if is_blank(value):
+            continue
+        field = compiled.field_by_id[field_id]
+        staged.pop(field_id, None)
+        staged[field_id] = Staged(field_id, value, field.validator.validate(value), field.validator)
+    return list(staged.values())
+
+
+def check_writable(compiled: CompiledForm, instance: Instance) -> None:
+    """Refuse a write to an abandoned instance, or to one waiting on a blocking checkpoint."""
+    if instance.status == Status.ABANDONED:
+        raise FormError(abandoned_message(instance.id))
+    if instance.status == Status.AWAITING and instance.blocked_on:
+        cp = compiled.checkpoint_by_id.get(instance.blocked_on)
+        raise FormBlockedError(instance.blocked_on, cp.wait_message if cp is not None else None)
+
+
+def required_invalid(compiled: CompiledForm, ev: Evaluation) -> bool:
+    """Some required field holds an invalid answer (a forced completion does not survive that)."""
+    return any(f.required and ev.status[f.order] == INVALID for f in compiled.fields)
+
+
+def settled(compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool) -> str:
+    """The status a settled (not awaiting) instance should have: complete or active."""
+    if (ev.complete or forced) and not blocking_failure_open(compiled, ev, instance):
+        return Status.COMPLETE
+    return Status.ACTIVE
+
+
+def rising_edges(
+    compiled: CompiledForm, instance: Instance, before: Evaluation, after: Evaluation
+) -> tuple[list[Hook], dict[str, int]]:
+    """Field, step and checkpoint hooks to run, in the fixed order, and the counters their edges bump.
+
+    The form's own edge is the status moving into complete; the cycle adds it.
+    """
+    stored = instance.occurrences
+    bumped: dict[str, int] = {}
+    queue: list[Hook] = []
+
+    def bump(key: str) -> int:
+        n = stored.get(key, 0) + 1
+        bumped[key] = n
+        return n
+
+    before_live = before.live
+    for field in compiled.fields:
+        fid = field.id
+        if fid in after.live and fid not in before_live:
+            n = bump(f"field:{fid}")
+            if field.on_fill is not None:
+                queue.append(Hook(f"field:{fid}", field.on_fill, n))
+    for step in compiled.steps:
+        k = step.index - 1
+        if after.step_complete[k] and not before.step_complete[k]:
+            n = bump(f"step:{step.id}")
+            if step.on_complete is not None:
+                queue.append(Hook(f"step:{step.id}", step.on_complete, n))
+    for cp in compiled.checkpoints:
+        if after.checkpoint_active[cp.index] and not before.checkpoint_active[cp.index]:
+            n = bump(f"checkpoint:{cp.id}")
+            queue.append(Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
+    return queue, bumped
+
+
+def closing_commit(
+    compiled: CompiledForm,
+    inst: Instance,
+    effects: RoundEffects,
+    evaluation: Callable[[Instance], Evaluation],
+    *,
+    appended_fields: list[str],
+    set_completed_now: bool,
+) -> Commit:
+    """The closing commit of a round over ``inst``: unblock, jump or release the override, settle the status."""
+    commit = Commit()
+    if effects.waiting_on is not None:
+        if inst.blocked_on != effects.waiting_on:
+            commit.blocked_on = effects.waiting_on
+        if inst.status != Status.AWAITING:
+            commit.status = Status.AWAITING
+    elif inst.blocked_on is not None and inst.blocked_on in effects.checkpoints_run:
+        commit.blocked_on = None
+    # A host wait begun by an earlier round (seen here from its patch round) holds until resolved.
+    still_waiting = effects.waiting_on is None and inst.blocked_on is not None and commit.blocked_on is UNSET
+    if effects.jump is not None:
+        if inst.open_step_override != effects.jump:
+            commit.open_step_override = effects.jump
+    elif inst.open_step_override is not None:
+        override_step = inst.open_step_override
+        if any(compiled.field_by_id[f].step_id == override_step for f in appended_fields if f in compiled.field_by_id):
+            commit.open_step_override = None
+    if effects.terminate is not None:
+        commit.status = Status.ABANDONED
+        commit.closed_reason = effects.terminate
+        if inst.open_step_override is not None or effects.jump is not None:
+            commit.open_step_override = None
+        commit.blocked_on = None if inst.blocked_on is not None else UNSET
+        if set_completed_now and inst.completed_at is not None:
+            commit.completed_at = None  # a terminated form never completed
+        if inst.forced_complete:
+            commit.forced_complete = False
+        return commit
+    if effects.complete and not inst.forced_complete:
+        commit.forced_complete = True  # kept while waiting, so it lands when the host resolves
+    if effects.waiting_on is not None or still_waiting:
+        return commit
+    ev = evaluation(inst)
+    forced = effects.complete or inst.forced_complete
+    status = settled(compiled, ev, inst, forced)
+    if inst.status != status and inst.status != Status.ABANDONED:
+        commit.status = status
+        if status == Status.COMPLETE and not inst.completed_at:
+            commit.completed_at = now_iso()
+    return commit
+
+
+def settle_status(
+    commit: Commit,
+    compiled: CompiledForm,
+    instance: Instance,
+    queue: list[Hook],
+    after: Evaluation,
+    projected: Instance,
+    stored_status: str,
+    forced_after: bool,
+    now: str,
+) -> None:
+    """Set on ``commit`` the status a write's main commit lands in: awaiting a blocking checkpoint
+    its edges activated, complete when it completes the form, active again when it undoes that."""
+    blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
+    done = settled(compiled, after, projected, forced_after) == Status.COMPLETE
+    if stored_status == Status.AWAITING and instance.blocked_on:
+        # A patch round (or a recovery) written while a checkpoint waits for the host:
+        # the wait holds, and the status with it, until resolve_checkpoint settles it.
+        pass
+    elif blocking is not None:
+        commit.status = Status.AWAITING
+        commit.blocked_on = blocking.id
+    elif done and stored_status != Status.COMPLETE:
+        commit.status = Status.COMPLETE
+        commit.completed_at = now
+    elif stored_status == Status.AWAITING and not instance.blocked_on:
+        commit.status = Status.ACTIVE
+    elif stored_status == Status.COMPLETE and not done:
+        commit.status = Status.ACTIVE
+    elif stored_status == Status.STALE:  # committed by an older formctl, whose reads marked drift
+        commit.status = Status.COMPLETE if done else Status.ACTIVE
+        if done and not instance.completed_at:
+            commit.completed_at = now
+
+
+def resolution_commit(
+    compiled: CompiledForm,
+    inst: Instance,
+    ev: Evaluation,
+    cp_id: str,
+    fail: str | None,
+    *,
+    who: str,
+    why: str | None,
+    now: str,
+) -> Commit:
+    """The host's answer to checkpoint ``cp_id`` as a commit: a record of its own (ok, or failed
+    with the reason; who and why), the wait released, and the status settled if the answer settles it."""
+    key = resolution_key(inst, cp_id)
+    record = DispatchState(
+        f"checkpoint:{cp_id}",
+        DispatchStatus.FAILED if fail else DispatchStatus.OK,
+        1,
+        now_iso(),
+        fail if fail else None,
+        actor=who,
+        reason=why,
+    )
+    commit = Commit(dispatches={key: record})
+    if inst.blocked_on == cp_id:
+        commit.blocked_on = None
+    if inst.status == Status.AWAITING or (fail is None and inst.status == Status.ACTIVE):
+        projected = inst.copy()
+        projected.dispatches[key] = record
+        status = settled(compiled, ev, projected, inst.forced_complete)
+        if status != inst.status:
+            commit.status = status
+            if status == Status.COMPLETE and not inst.completed_at:
+                commit.completed_at = now
+    return commit
