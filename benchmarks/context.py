@@ -153,7 +153,7 @@ def eager_rendering(compiled: Any) -> str:
     lines = [f'Form {compiled.id} "{compiled.name}": {compiled.description}'.rstrip()]
     total = len(compiled.steps)
     for step in compiled.steps:
-        lines.append(f"Step {step.index}/{total} {step.title}:")
+        lines.append(f"Step {step.number}/{total} {step.title}:")
         for f in step.fields:
             row = f"- {f.id} ({f.label}): {f.type}; {'required' if f.required else 'optional'}"
             if f.description:

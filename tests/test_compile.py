@@ -41,7 +41,7 @@ def test_steps_are_indexed_from_one_and_checkpoints_from_zero():
         .checkpoint("c2", when=lambda v, s: True)
         .build()
     )
-    assert [(s.id, s.index) for s in form.steps] == [("a", 1), ("b", 2)]
+    assert [(s.id, s.index, s.number) for s in form.steps] == [("a", 0, 1), ("b", 1, 2)]
     assert [(c.id, c.index) for c in form.checkpoints] == [("c1", 0), ("c2", 1)]
     assert form.step_by_id["b"].fields == [form.field_by_id["y"]]
     assert form.checkpoint_by_id["c2"].index == 1
@@ -81,7 +81,7 @@ def test_a_step_with_no_fields_is_allowed():
         .build()
     )
     assert form.step_by_id["intro"].fields == []
-    assert form.step_by_id["s"].index == 2
+    assert form.step_by_id["s"].index == 1
 
 
 def test_the_builder_keeps_declaration_order_and_on_complete_replaces():

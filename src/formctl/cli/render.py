@@ -121,13 +121,13 @@ def print_view(view: Any, out: Console | None = None) -> None:
             steps.add_column(name)
         for s in view.steps:
             state = "complete" if s.complete else ("open" if s.open else "")
-            steps.add_row(f"{s.index}/{s.of}", s.id, s.title, s.preview or "", f"{s.filled}/{s.required}",
+            steps.add_row(f"{s.number}/{s.of}", s.id, s.title, s.preview or "", f"{s.filled}/{s.required}",
                           _status(state))
         out.print(steps)
         out.print()
         out.print(_fields_table(view.fields))
     elif view.step is not None:
-        title = f"step {view.step.index}/{view.step.of} · {view.step.title} ({view.step.id})"
+        title = f"step {view.step.number}/{view.step.of} · {view.step.title} ({view.step.id})"
         out.print(_fields_table(view.fields, title=title))
     else:
         out.print(Text("nothing by that id on this form", style="dim"))
@@ -168,7 +168,7 @@ def print_check(compiled: Any, out: Console | None = None) -> None:
     if compiled.description:
         out.print(Text(compiled.description, style="dim"))
     for step in compiled.steps:
-        title = f"{step.index}/{len(compiled.steps)} {step.title} ({step.id})"
+        title = f"{step.number}/{len(compiled.steps)} {step.title} ({step.id})"
         if step.preview:
             title += f" — {step.preview}"
         if step.when is not None:
@@ -204,7 +204,7 @@ def check_dict(compiled: Any) -> dict[str, Any]:
             {
                 "id": s.id,
                 "title": s.title,
-                "position": f"{s.index}/{len(compiled.steps)}",
+                "position": f"{s.number}/{len(compiled.steps)}",
                 **({"collects": s.preview} if s.preview else {}),
                 "gated": s.when is not None,
                 "fields": [

@@ -114,8 +114,13 @@ class CompiledStep:
         self.preview = definition.preview
         self.when = definition.when
         self.on_complete = definition.on_complete
-        self.index = index  # 1-based
+        self.index = index  # position in the form, 0-based like every index here
         self.fields: list[CompiledField] = []
+
+    @property
+    def number(self) -> int:
+        """The step's position as people count it (1 for the first), for "step 2/4"."""
+        return self.index + 1
 
     def __repr__(self) -> str:
         return f"CompiledStep({self.id!r})"
@@ -131,7 +136,7 @@ class CompiledCheckpoint:
         self.blocking = bool(definition.blocking)
         self.wait_message = definition.wait_message
         self.wait_for_host = bool(definition.wait_for_host)
-        self.index = index  # 0-based
+        self.index = index  # position in the form, 0-based
 
     @property
     def waits_for_host(self) -> bool:
@@ -245,14 +250,14 @@ def compile_form(definition: FormDef) -> CompiledForm:
         if step_def.id in compiled.step_by_id:
             duplicate_steps.append(step_def.id)
             continue
-        step = CompiledStep(step_def, len(compiled.steps) + 1)
+        step = CompiledStep(step_def, len(compiled.steps))
         compiled.steps.append(step)
         compiled.step_by_id[step.id] = step
         for field_def in step_def.fields:
             if field_def.id in compiled.field_by_id:
                 duplicate_fields.append(field_def.id)
                 continue
-            field = CompiledField(field_def, step.id, step.index - 1, len(compiled.fields))
+            field = CompiledField(field_def, step.id, step.index, len(compiled.fields))
             step.fields.append(field)
             compiled.fields.append(field)
             compiled.field_by_id[field.id] = field

@@ -199,7 +199,7 @@ class _Pass:
         step = self.ev.compiled.step_by_id.get(step_id)
         if step is None:
             return False
-        return self.step_done(step.index - 1)
+        return self.step_done(step.index)
 
     def form_complete(self) -> bool:
         """Every required, applicable field of the form is filled: every step is done (step gates ignored)."""
@@ -266,7 +266,7 @@ class Evaluation:
     # -- conveniences for views and the runner ---------------------------------------
 
     def step_complete_map(self) -> dict[str, bool]:
-        return {s.id: self.step_complete[s.index - 1] for s in self.compiled.steps}
+        return {s.id: self.step_complete[s.index] for s in self.compiled.steps}
 
     def field_status(self, field_id: str) -> str:
         return self.status[self.compiled.field_position[field_id]]
@@ -432,7 +432,7 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
     ev.complete = current.form_complete()
 
     for step in compiled.steps:
-        k = step.index - 1
+        k = step.index
         if step.when is None:
             ev.step_open[k] = True
             continue
@@ -456,7 +456,7 @@ def _choose_open_step(ev: Evaluation, override: str | None) -> None:
     """The override if it names a step; else the first open, incomplete step; else the first incomplete."""
     compiled = ev.compiled
     if override is not None and override in compiled.step_by_id:
-        k = compiled.step_by_id[override].index - 1
+        k = compiled.step_by_id[override].index
         ev.open_step = k
         ev.revisiting = ev.step_complete[k]
         return

@@ -136,12 +136,12 @@ class FieldRow:
 class StepBlock:
     id: str
     title: str
-    index: int
+    number: int  # 1-based, as shown: "2/4"
     of: int
     ask: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.index}/{self.of}"}
+        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.number}/{self.of}"}
         if self.ask:
             d["ask"] = self.ask
         return d
@@ -151,7 +151,7 @@ class StepBlock:
 class StepSummary:
     id: str
     title: str
-    index: int
+    number: int  # 1-based, as shown: "2/4"
     of: int
     preview: str | None
     required: int
@@ -160,7 +160,7 @@ class StepSummary:
     open: bool
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.index}/{self.of}"}
+        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.number}/{self.of}"}
         if self.preview:
             d["collects"] = self.preview
         d["progress"] = f"{self.filled}/{self.required}"
@@ -316,7 +316,7 @@ def step_view(compiled: CompiledForm, ev: Evaluation, instance: Instance, step_i
         resolved = compiled.resolve_step(step_id)
         if resolved is None:
             return view
-        k = compiled.step_by_id[resolved].index - 1
+        k = compiled.step_by_id[resolved].index
     elif ev.open_step is not None:
         k = ev.open_step
     else:
@@ -326,7 +326,7 @@ def step_view(compiled: CompiledForm, ev: Evaluation, instance: Instance, step_i
 
 def _fill_step(compiled: CompiledForm, ev: Evaluation, instance: Instance, view: FormView, k: int) -> FormView:
     step = compiled.steps[k]
-    view.step = StepBlock(step.id, step.title, step.index, len(compiled.steps), step.ask)
+    view.step = StepBlock(step.id, step.title, step.number, len(compiled.steps), step.ask)
     view.fields = [_field_row(compiled, ev, instance, f.order, ev.open_step) for f in step.fields]
     return view
 
@@ -339,7 +339,7 @@ def field_view(compiled: CompiledForm, ev: Evaluation, instance: Instance, field
         return view
     field = compiled.field_by_id[resolved]
     step = compiled.steps[field.step_index]
-    view.step = StepBlock(step.id, step.title, step.index, len(compiled.steps), step.ask)
+    view.step = StepBlock(step.id, step.title, step.number, len(compiled.steps), step.ask)
     view.fields = [_field_row(compiled, ev, instance, field.order, ev.open_step)]
     return view
 
@@ -349,7 +349,7 @@ def outline_view(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> 
     view = _header(compiled, ev, instance, "outline")
     summaries = []
     for step in compiled.steps:
-        k = step.index - 1
+        k = step.index
         required = filled = 0
         for f in step.fields:
             if f.required and ev.applicable[f.order]:
@@ -357,7 +357,7 @@ def outline_view(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> 
                 if ev.status[f.order] == FILLED:
                     filled += 1
         summaries.append(
-            StepSummary(step.id, step.title, step.index, len(compiled.steps), step.preview,
+            StepSummary(step.id, step.title, step.number, len(compiled.steps), step.preview,
                         required, filled, ev.step_complete[k], ev.step_open[k])
         )
     view.steps = summaries
@@ -498,9 +498,9 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
             f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED
         ]
         if ev.revisiting:
-            head = f'{tag} back at step {step.index}/{len(steps)} "{step.title}" — go through it again'
+            head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'
         else:
-            head = f'{tag} step {step.index}/{len(steps)} "{step.title}"'
+            head = f'{tag} step {step.number}/{len(steps)} "{step.title}"'
         lines.append(f"{head} · pending: {', '.join(pending)}" if pending else head)
         later_from = k + 1
     else:
@@ -509,7 +509,7 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     later = [
         f"{s.title} ({s.preview})" if s.preview else s.title
         for s in steps[later_from:]
-        if not ev.step_complete[s.index - 1]
+        if not ev.step_complete[s.index]
     ]
     if later:
         lines.append("later: " + " · ".join(later))

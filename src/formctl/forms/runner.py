@@ -13,7 +13,7 @@ follows one cycle (docs/engine.md, "Commit then run"):
    ``on_complete``), each under its idempotency key ``instance:hook:occurrence``;
 4. apply their effects in a closing commit, and write any patches in further rounds.
 
-The reads are :class:`~formctl.forms.reads.RunnerReads`; recovery and migration are
+The reads are :class:`~formctl.forms.runner_reads.RunnerReads`; recovery and migration are
 :mod:`formctl.forms.recovery`. Evaluations are cached per (instance id, version), so a
 write evaluates the instance it stores once and the next operation starts from it.
 """
@@ -49,7 +49,7 @@ from formctl.forms.project import (
     step_view,
 )
 from formctl.forms.reading import DefaultInstance, drifted
-from formctl.forms.reads import RunnerReads
+from formctl.forms.runner_reads import RunnerReads
 from formctl.forms.recovery import migrate as migrate_instance, recover as recover_instance
 from formctl.forms.registry import FormRegistry
 from formctl.forms.staging import (

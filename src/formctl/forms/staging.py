@@ -228,7 +228,7 @@ def rising_edges(
             if field.on_fill is not None:
                 queue.append(Hook(f"field:{fid}", field.on_fill, n))
     for step in compiled.steps:
-        k = step.index - 1
+        k = step.index
         if after.step_complete[k] and not before.step_complete[k]:
             n = bump(f"step:{step.id}")
             if step.on_complete is not None:

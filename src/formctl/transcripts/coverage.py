@@ -103,7 +103,7 @@ class Coverage:
                 cov.gates.setdefault(f"field:{f.id}", set()).add(bool(ev.applicable[f.order]))
         for s in compiled.steps:
             if s.when is not None:
-                cov.gates.setdefault(f"step:{s.id}", set()).add(bool(ev.step_open[s.index - 1]))
+                cov.gates.setdefault(f"step:{s.id}", set()).add(bool(ev.step_open[s.index]))
         for cp in compiled.checkpoints:
             cov.gates.setdefault(f"checkpoint:{cp.id}", set()).add(bool(ev.checkpoint_active[cp.index]))
             if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0:

@@ -183,7 +183,7 @@ class Phrasing:
             out.append(f"We need to go back over {step.title}: please confirm or correct these answers.")
             self._announced = f"revisit:{step.id}"
         elif ev.open_step == field.step_index and self._announced not in (step.id, f"revisit:{step.id}"):
-            heading = f"Step {step.index} of {len(compiled.steps)}: {step.title}."
+            heading = f"Step {step.number} of {len(compiled.steps)}: {step.title}."
             if step.ask:
                 heading += f" {step.ask}"
             out.append(heading)
@@ -237,7 +237,7 @@ class Phrasing:
         rows = snap.view.fields
         done = [r.label for r in rows if r.status == "filled" and not r.ask]
         pending = [r.label for r in rows if r.ask and r.id not in self._skipped]
-        text = f"We're on step {step.index} of {len(compiled.steps)}: {step.title}."
+        text = f"We're on step {step.number} of {len(compiled.steps)}: {step.title}."
         if done:
             text += " Answered: " + ", ".join(done) + "."
         if pending:
@@ -268,7 +268,7 @@ class Phrasing:
             step = compiled.step_by_id.get(summary.get("id"))
             if step is None or summary.get("complete"):
                 continue
-            k = step.index - 1
+            k = step.index
             if open_k is not None and k <= open_k:
                 continue
             # Don't promise a step none of whose questions apply given the answers so far.
