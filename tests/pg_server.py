@@ -77,19 +77,16 @@ def pg_server():
             unavailable(f"FORMCTL_TEST_PG_DSN cannot be reached: {exc}")
         yield Server(given, cluster)
         return
-    try:
-        cluster = pg_cluster.create()
-    except pg_cluster.ClusterUnavailable as exc:
-        unavailable(str(exc))
-    try:
-        pg_cluster.wait_ready(cluster.dsn())
-        yield Server(cluster.dsn(), cluster)
-    finally:
-        cluster.destroy()
+    yield from _own_cluster()
 
 
 @pytest.fixture
 def private_pg(pg_server):
+    yield from _own_cluster()
+
+
+def _own_cluster():
+    """A cluster started here, for as long as the fixture lasts."""
     try:
         cluster = pg_cluster.create()
     except pg_cluster.ClusterUnavailable as exc:

@@ -58,6 +58,7 @@ from formctl.store._pgcodec import (
     row_values,
 )
 from formctl.store._pgconn import _reason, connect_failure, describe_server, mask_dsn
+from formctl.store._pglisten import Watcher
 from formctl.store.base import apply_commit, apply_dispatch, check_provenance, missing, new_instance
 from formctl.store.ids import is_instance_id, new_instance_id
 
@@ -502,9 +503,9 @@ class PostgresAdapter:
 
     # ------------------------------------------------------------------ live updates
 
-    def watch(self) -> "Watcher":
+    def watch(self) -> Watcher:
         """A :class:`Watcher` that wakes when any process commits a write to this store."""
-        return Watcher(self.dsn, connect=self._connect)
+        return Watcher(self._connect)
 
     # ------------------------------------------------------------------ connections
 
@@ -634,49 +635,3 @@ class PostgresAdapter:
             return StoreError(f"The PostgreSQL store {self.display} refused this user: {_reason(exc)}")
         tail = " Nothing was saved." if write else ""
         return StoreError(f"The PostgreSQL store at {self.server} failed: {_reason(exc)}{tail}")
-
-
-# --------------------------------------------------------------------------- live updates
-
-
-class Watcher:
-    """LISTENs for the store's change notifications on a connection of its own.
-
-    ``wait(timeout)`` returns the ids of the instances written since the last call (waiting
-    up to ``timeout`` seconds for the first), or None when the server cannot be reached just
-    now (the caller falls back on polling; the watcher reconnects on the next call).
-    """
-
-    def __init__(self, dsn: str, *, connect: Callable[[], Any]) -> None:
-        self._dsn = dsn
-        self._connect = connect
-        self._conn: Any = None
-
-    def _listening(self) -> Any:
-        if self._conn is None or self._conn.closed or self._conn.broken:
-            self.close()
-            conn = self._connect()
-            conn.execute(f"LISTEN {_pgschema.CHANNEL}")
-            self._conn = conn
-        return self._conn
-
-    def wait(self, timeout: float) -> set[str] | None:
-        try:
-            conn = self._listening()
-            changed: set[str] = set()
-            for note in conn.notifies(timeout=timeout, stop_after=1):
-                changed.add(note.payload.split(" ", 1)[0])
-            for note in conn.notifies(timeout=0):  # whatever else arrived meanwhile
-                changed.add(note.payload.split(" ", 1)[0])
-            return changed
-        except (StoreError, psycopg.Error):
-            self.close()
-            return None
-
-    def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
