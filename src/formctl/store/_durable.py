@@ -14,7 +14,7 @@ import errno
 import os
 import secrets
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700

@@ -19,7 +19,7 @@ import dataclasses
 import json
 from typing import Any
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
 from formctl.forms.instance import (
     UNSET,
     Commit,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from formctl.forms.errors import StoreDamagedError
+from formctl.errors import StoreDamagedError
 from formctl.store.files import Loaded
 
 __all__ = ["Damage", "assess", "versions_text"]

@@ -1,7 +1,7 @@
 """One instance's files: the snapshot ``<id>.json`` and the journal ``<id>.journal`` beside it.
 
 A read is the snapshot plus a replay of the journal's records through
-:func:`~formctl.store.base.apply_commit` (and :func:`~formctl.store.base.apply_dispatch`),
+:func:`~formctl.forms.commit.apply_commit` (and :func:`~formctl.forms.commit.apply_dispatch`),
 the same functions that produced them, so the semantics of a commit live in one place.
 A commit appends one fsynced line to the journal (:mod:`formctl.store._journal` frames
 it); every ``compact_after`` records, or when the journal outgrows its snapshot, the
@@ -22,11 +22,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
+from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import DispatchState, Instance
 from formctl.store import _durable
 from formctl.store._journal import frame, scan
-from formctl.store.base import apply_commit, apply_dispatch
 from formctl.store.codec import FORMAT, commit_from_json, file_error, parse_snapshot, snapshot_bytes, unsupported_format
 
 __all__ = ["COMPACT_AFTER", "Corruption", "InstanceFiles", "Loaded", "encoded"]

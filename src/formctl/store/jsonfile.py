@@ -14,16 +14,16 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
-from formctl.forms.errors import ConflictError, StoreError
+from formctl.errors import ConflictError, StoreError
+from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, sort_recent_first as _recent_rows
 from formctl.store._journal import frame
-from formctl.store.base import apply_commit, apply_dispatch, check_provenance, missing, new_instance, sort_recent_first
+from formctl.store.base import check_provenance, missing, new_instance, sort_recent_first
 from formctl.store.codec import FORMAT, commit_from_json, commit_to_json, snapshot_bytes
 from formctl.store.damage import Damage, assess
-from formctl.store.files import Loaded
-from formctl.store.files import COMPACT_AFTER, InstanceFiles, encoded
+from formctl.store.files import COMPACT_AFTER, InstanceFiles, Loaded, encoded
 from formctl.store.ids import is_instance_id, new_instance_id
 from formctl.store.locking import StoreLock
 from formctl.store.maintenance import Repair, StoreProblem, StoreReport, row_of

@@ -18,7 +18,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
 from formctl.store import _durable
 
 __all__ = ["StoreLock"]

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
 from formctl.forms.instance import Instance, now_iso
 from formctl.store import _durable
 from formctl.store._index import Row

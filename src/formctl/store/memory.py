@@ -14,10 +14,9 @@ from __future__ import annotations
 import threading
 import time
 
+from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store.base import (
-    apply_commit,
-    apply_dispatch,
     check_provenance,
     missing,
     new_instance,
