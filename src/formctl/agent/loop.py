@@ -106,7 +106,9 @@ class ChatLoop:
     else the subject's open form, if any. ``messages`` resumes an earlier conversation
     (as saved by :class:`~formctl.agent.conversation.ConversationStore`); pass
     ``conversation_store`` to have the loop save it after every turn, under the instance
-    the conversation is about (``instance_id``).
+    the conversation is about (``instance_id``: the open form it began with, or the one its
+    own ``form_start`` created). ``scope`` is whose instances the tools may reach (see
+    :class:`~formctl.agent.tools.FormTools`): by default the runner's subject.
     """
 
     def __init__(
@@ -123,6 +125,7 @@ class ChatLoop:
         deny: list[str] | None = None,
         conversation_store: Any | None = None,
         max_tokens: int | None = None,
+        scope: Any = None,
     ) -> None:
         self.runner = runner
         self.model = model
@@ -130,7 +133,7 @@ class ChatLoop:
         self.on_event = on_event
         self.conversation_store = conversation_store
         self.max_tokens = int(max_tokens or getattr(model, "max_tokens", None) or 1024)
-        self.tools = FormTools(runner, allow=allow, deny=deny)
+        self.tools = FormTools(runner, allow=allow, deny=deny, scope=scope)
         self.tool_definitions: list[dict[str, Any]] = self.tools.definitions
         open_instance = None
         try:
@@ -249,9 +252,12 @@ class ChatLoop:
         envelope = self.tools.call(name, arguments)
         self._emit(ToolResult(call_id, name, envelope, is_error(envelope)))
         data = envelope.get("data")
-        if envelope.get("status") == "success" and isinstance(data, dict) and isinstance(data.get("instance_id"), str):
-            if name != "form_history":
-                self.instance_id = data["instance_id"]
+        if name == "form_start" and envelope.get("status") == "success" and isinstance(data, dict) \
+                and isinstance(data.get("instance_id"), str):
+            # The conversation moves only to an instance it started. An id the model merely
+            # named (form_status, form_fill ...) never becomes the conversation's: saving under
+            # it would write this conversation over that instance's own.
+            self.instance_id = data["instance_id"]
         tier0 = self._render_tier0()
         if tier0 != self._tier0:
             self._tier0 = tier0

@@ -46,6 +46,7 @@ from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
 from formctl.forms.instance import INSTANCE_STATUSES
 
 __all__ = [
+    "EVERY_SUBJECT",
     "INVALID_ARGUMENTS",
     "TOOL_NAMES",
     "FormTools",
@@ -384,17 +385,59 @@ def _describe_validation(name: str, exc: ValidationError) -> str:
     return f"Bad arguments for {name} ({'; '.join(parts)}). Nothing was applied."
 
 
+class _EverySubject:
+    def __repr__(self) -> str:
+        return "EVERY_SUBJECT"
+
+
+EVERY_SUBJECT: Any = _EverySubject()
+"""A tool scope that reaches every subject's instances: for a host's own tooling, never a person's chat."""
+
+
 class FormTools:
     """The selected tools bound to one runner: ``definitions`` to send, ``call`` to run one.
 
     ``call`` never raises: every outcome, including a malformed call or an unknown tool,
     is an envelope the model can read.
+
+    ``scope`` is whose instances the tools may reach: a subject (``None``, the default, means
+    the runner's subject, which in a chat is the conversation's), or :data:`EVERY_SUBJECT`.
+    An ``instance_id`` of another subject is ``not_found``, exactly as an id that does not
+    exist (an answer of "forbidden" would confirm it does), and ``form_history`` lists only
+    the scope's instances. The runner's own Python API is not scoped: a host has full access.
     """
 
-    def __init__(self, runner: Any, *, allow: list[str] | None = None, deny: list[str] | None = None) -> None:
+    def __init__(self, runner: Any, *, allow: list[str] | None = None, deny: list[str] | None = None,
+                 scope: Any = None) -> None:
+        if scope is not None and scope is not EVERY_SUBJECT and (not isinstance(scope, str) or not scope):
+            raise InvalidArgumentError("scope must be a subject, or EVERY_SUBJECT.")
         self.runner = runner
+        self.scope = scope
         self.names: list[str] = select_tools(allow, deny)
         self.definitions: list[dict[str, Any]] = [_definition(_BY_NAME[n]) for n in self.names]
+
+    def _subject(self) -> str | None:
+        """The one subject the tools may reach, or None for every subject."""
+        if self.scope is EVERY_SUBJECT:
+            return None
+        return self.scope if self.scope is not None else self.runner.subject
+
+    def _scoped(self, args: Any) -> Any:
+        """``args`` confined to the scope: raises NotFoundError for another subject's instance,
+        and points form_history's listing at the scope's subject."""
+        subject = self._subject()
+        if subject is None:
+            return args
+        instance_id = getattr(args, "instance_id", None)
+        if instance_id is not None:
+            instance = self.runner.open_instance(instance_id)
+            if instance is None or instance.subject != subject:
+                raise NotFoundError(f'No form instance "{instance_id}".')
+        if isinstance(args, _HistoryArgs) and args.instance_id is None:
+            if args.subject is not None and args.subject != subject:
+                return None  # another subject's list: there is nothing here for this conversation
+            args = args.model_copy(update={"subject": subject})
+        return args
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
         return bounded(self._call(name, arguments))
@@ -414,6 +457,9 @@ class FormTools:
         except ValidationError as exc:
             return error_envelope(_describe_validation(name, exc), INVALID_ARGUMENTS)
         try:
+            args = self._scoped(args)
+            if args is None:
+                return success_envelope({"instances": []})
             return success_envelope(tool.handler(self.runner, args))
         except FormError as exc:
             return error_envelope(exc.message, exc.code)

@@ -119,8 +119,9 @@ class ChatSession(Commands):
         self.model = pick_model(self.agent, model_name=options.model, offline=options.offline, form_id=self.form_id)
         self.recorder = self._recorder()
         self.on_event: Callable[[Any], None] | None = None
+        # The model reaches this conversation's subject and nobody else's (README, "Who may do what").
         self.loop = ChatLoop(self.agent, self.model, form_id=self.form_id, on_event=self._event,
-                             messages=messages, conversation_store=self.conversations)
+                             messages=messages, conversation_store=self.conversations, scope=self.subject)
         self._labels: dict[str, dict[str, str]] = {}
         self.calls: dict[str, Any] = {}
 
