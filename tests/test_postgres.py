@@ -11,7 +11,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from formctl.forms.errors import ConflictError, StoreError
+from formctl.errors import ConflictError, StoreError
 from formctl.forms.instance import Commit, DispatchState, Entry, EntryCommit, Provenance, now_iso
 from formctl.store import _pgschema
 from formctl.store._pgconn import describe_server, is_dsn, mask_dsn

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from psycopg.types.json import Json
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
 from formctl.forms.instance import DispatchState, Entry, FieldLog, Instance, Provenance
 
 COLUMNS = (

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import psycopg
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
 from formctl.store._pgschema import CHANNEL
 
 __all__ = ["Watcher"]

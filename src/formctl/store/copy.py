@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from formctl.forms.errors import StoreError
+from formctl.errors import StoreError
 from formctl.forms.instance import Instance
 
 BATCH = 200

@@ -44,7 +44,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
 
-from formctl.forms.errors import ConflictError, StoreError
+from formctl.errors import ConflictError, StoreError
+from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store import _pgschema
 from formctl.store._pgcodec import (
@@ -59,7 +60,7 @@ from formctl.store._pgcodec import (
 )
 from formctl.store._pgconn import _reason, connect_failure, describe_server, mask_dsn
 from formctl.store._pglisten import Watcher
-from formctl.store.base import apply_commit, apply_dispatch, check_provenance, missing, new_instance
+from formctl.store.base import check_provenance, missing, new_instance
 from formctl.store.ids import is_instance_id, new_instance_id
 
 try:

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from formctl.agent.models.base import content_blocks
 from formctl.cli import render
 from formctl.cli.chat.session import ChatSession
-from formctl.forms.errors import FormError
+from formctl.errors import FormError
 
 class Face:
     """What both faces share: the conversation's flow, and how loop events become output.
