@@ -152,3 +152,33 @@ def test_a_recorded_transcript_carries_who_resolved_and_replays(store, tmp_path)
     assert 'action = "resolve"' in text and 'reason = "fine for a trial"' in text and "actor = " in text
     replayed = invoke("replay", str(path), "--forms", str(FORMS))
     assert replayed.exit_code == 0, replayed.output
+
+
+# --------------------------------------------------------------------------- a decision binds to what it decided on
+
+
+def test_a_host_raising_an_approved_total_reopens_the_policy_cap(store):
+    instance_id = claim_over_the_cap(store)
+    assert run(store, "resolve", instance_id, "--as", "Finance", "--reason", "1204.50 is fine").exit_code == 0
+    assert as_json(store, "export", instance_id)["status"] == "complete"
+
+    filled = run(store, "fill", instance_id, "total=5000")
+
+    assert filled.exit_code == 0, filled.output
+    view = as_json(store, "inspect", instance_id)
+    assert (view["status"], view["blocked_on"]) == ("awaiting", "policy-cap")
+    assert run(store, "fill", instance_id, "meals=12").exit_code == 1  # the wait holds writes until decided
+    assert run(store, "resolve", instance_id, "--as", "Finance", "--fail", "5000 needs the director").exit_code == 0
+    decisions = as_json(store, "export", instance_id)["resolutions"]
+    assert [(d["occurrence"], d["outcome"]) for d in decisions] == [(1, "approved"), (2, "rejected")]
+
+
+def test_the_claimant_changing_an_approved_total_in_the_chat_waits_for_finance_again(store):
+    instance_id = claim_over_the_cap(store)
+    assert run(store, "resolve", instance_id, "--as", "Finance").exit_code == 0
+
+    result = run(store, "resume", instance_id, input="Total claimed: 5000\n")
+
+    assert result.exit_code == 0, result.output
+    exported = as_json(store, "export", instance_id)
+    assert (exported["status"], exported["values"]["total"]) == ("awaiting", 5000)

@@ -257,11 +257,12 @@ def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) ->
     out = out or console()
     out.print(Text("checkpoint decisions", style="bold"))
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name in ("checkpoint", "decision", "by", "at", "reason"):
+    for name in ("checkpoint", "decision", "by", "at", "on", "reason"):
         table.add_column(name)
     for r in rows:
         decision = Text(r["outcome"], style="green" if r["outcome"] == "approved" else "red")
-        table.add_row(r["checkpoint"], decision, r.get("actor") or "(not recorded)", r["at"], r.get("reason") or "")
+        on = ", ".join(f"{k}={value_text(v)}" for k, v in (r.get("covers") or {}).items())
+        table.add_row(r["checkpoint"], decision, r.get("actor") or "(not recorded)", r["at"], on, r.get("reason") or "")
     out.print(table)
 
 

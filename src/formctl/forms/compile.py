@@ -127,7 +127,7 @@ class CompiledStep:
 
 
 class CompiledCheckpoint:
-    __slots__ = ("id", "when", "run", "blocking", "wait_message", "wait_for_host", "index")
+    __slots__ = ("id", "when", "run", "blocking", "wait_message", "wait_for_host", "index", "watch")
 
     def __init__(self, definition: CheckpointDef, index: int) -> None:
         self.id = definition.id
@@ -136,6 +136,7 @@ class CompiledCheckpoint:
         self.blocking = bool(definition.blocking)
         self.wait_message = definition.wait_message
         self.wait_for_host = bool(definition.wait_for_host)
+        self.watch: tuple[str, ...] = tuple(definition.watch)  # field ids once compiled (see compile_form)
         self.index = index  # position in the form, 0-based
 
     @property
@@ -300,6 +301,13 @@ def compile_form(definition: FormDef) -> CompiledForm:
         checkpoint = CompiledCheckpoint(cp_def, len(compiled.checkpoints))
         compiled.checkpoints.append(checkpoint)
         compiled.checkpoint_by_id[checkpoint.id] = checkpoint
+    for checkpoint in compiled.checkpoints:
+        unknown = [w for w in checkpoint.watch if compiled.resolve_field(w) is None]
+        if unknown:
+            raise FormDefinitionError(
+                f'Form "{form_id}": checkpoint "{checkpoint.id}" watches {", ".join(unknown)}, '
+                "which the form does not declare.", [checkpoint.id, *unknown])
+        checkpoint.watch = tuple(dict.fromkeys(compiled.resolve_field(w) for w in checkpoint.watch))
     if duplicate_checkpoints:
         ids = _unique_in_order(duplicate_checkpoints)
         raise FormDefinitionError(f'Form "{form_id}" declares duplicate checkpoint ids: {", ".join(ids)}.', ids)

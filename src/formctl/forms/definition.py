@@ -96,6 +96,7 @@ class CheckpointDef:
     blocking: bool = False
     wait_message: str | None = None
     wait_for_host: bool = False
+    watch: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -170,17 +171,25 @@ class FormBuilder:
         blocking: bool = False,
         wait_message: str | None = None,
         wait_for_host: bool = False,
+        watch: tuple[str, ...] | list[str] = (),
     ) -> "FormBuilder":
         """A trigger: fires ``run`` on the rising edge of ``when``.
 
         A blocking checkpoint with no ``run``, or declared ``wait_for_host=True`` and
         whose run returns None, leaves the instance awaiting until
         ``FormRunner.resolve_checkpoint``.
+
+        A firing (and a host's resolution of it) is bound to the values of the fields
+        ``when`` read, plus the fields named in ``watch``: when any of them changes while
+        ``when`` still holds, the checkpoint fires again (docs/engine.md, "Checkpoints and waits").
         """
         if when is None or not callable(when):
             raise FormDefinitionError(f'Form "{self._def.id}": checkpoint "{id}" needs a when gate.', [id])
+        if isinstance(watch, str) or not all(isinstance(w, str) for w in watch):
+            raise FormDefinitionError(f'Form "{self._def.id}": checkpoint "{id}" watch must be a tuple of field ids.', [id])
         self._def.checkpoints.append(
-            CheckpointDef(id=id, when=when, run=run, blocking=blocking, wait_message=wait_message, wait_for_host=wait_for_host)
+            CheckpointDef(id=id, when=when, run=run, blocking=blocking, wait_message=wait_message, wait_for_host=wait_for_host,
+                           watch=tuple(watch))
         )
         return self
 

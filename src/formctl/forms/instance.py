@@ -178,6 +178,7 @@ class DispatchState:
     owner: str | None = None
     actor: str | None = None
     reason: str | None = None
+    covers: dict[str, Any] | None = None  # a resolution: the values the decision is bound to
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"hook_id": self.hook_id, "status": self.status, "attempts": self.attempts, "at": self.at}
@@ -189,12 +190,14 @@ class DispatchState:
             d["actor"] = self.actor
         if self.reason is not None:
             d["reason"] = self.reason
+        if self.covers is not None:
+            d["covers"] = dict(self.covers)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "DispatchState":
         return cls(d["hook_id"], d["status"], int(d["attempts"]), d["at"], d.get("error"), d.get("owner"),
-                   d.get("actor"), d.get("reason"))
+                   d.get("actor"), d.get("reason"), d.get("covers"))
 
 
 class Instance:

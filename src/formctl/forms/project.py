@@ -17,6 +17,7 @@ from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation
 from formctl.forms.history import MoveTarget, redo_target, undo_target
 from formctl.forms.instance import DispatchStatus, Instance, Status
 from formctl.forms.reading import read_status
+from formctl.forms.resolutions import decided_occurrence, is_resolution
 from formctl.forms.validate import to_jsonable
 
 HELD_NOTE = (
@@ -59,22 +60,31 @@ def open_failures(
     holds: a claim over the cap that Finance rejected stops being "blocked" as soon as the
     total is brought under the cap, without anyone having to clear it by hand.
     """
-    latest: dict[str, tuple[str, int, Any]] = {}
-    for order, record in enumerate(instance.dispatches.values()):
+    latest: dict[str, tuple[str, int, Any, str]] = {}
+    for order, (key, record) in enumerate(instance.dispatches.items()):
         if record.status not in (DispatchStatus.OK, DispatchStatus.FAILED):
             continue
         previous = latest.get(record.hook_id)
         if previous is None or (record.at, order) >= (previous[0], previous[1]):
-            latest[record.hook_id] = (record.at, order, record)
+            latest[record.hook_id] = (record.at, order, record, key)
     out = [
         Failure(hook_id, rec.error, rec.at)
-        for hook_id, (_, _, rec) in latest.items()
-        if rec.status == DispatchStatus.FAILED and rec.error
+        for hook_id, (_, _, rec, key) in latest.items()
+        if rec.status == DispatchStatus.FAILED and rec.error and not _outgrown(instance, hook_id, key)
     ]
     if compiled is not None and ev is not None:
         out = [f for f in out if _checkpoint_still_active(compiled, ev, f.hook_id)]
     out.sort(key=lambda f: f.at)
     return out
+
+
+def _outgrown(instance: Instance, hook_id: str, key: str) -> bool:
+    """A host's rejection of an occurrence the checkpoint has since outgrown (it fired again
+    after a bound value changed): it no longer stands; the new occurrence waits for its own."""
+    if not is_resolution(key):
+        return False
+    decided = decided_occurrence(key, hook_id.partition(":")[2])
+    return decided is not None and decided < instance.occurrences.get(hook_id, 0)
 
 
 def _checkpoint_still_active(compiled: CompiledForm, ev: Evaluation, hook_id: str) -> bool:

@@ -29,7 +29,15 @@ def resolution_key(instance: Instance, checkpoint_id: str) -> str:
 
 def is_resolution(key: str) -> bool:
     """Is this dispatch key a host's resolution (not an executor's run)?"""
-    return key.endswith(MARK) or f"{MARK}:" in key
+    return MARK in key
+
+
+def decided_occurrence(key: str, checkpoint_id: str) -> int | None:
+    """The occurrence a resolution's key says it decided (None for keys that do not say)."""
+    head, _, tail = key.split(MARK)[0].rpartition(":")
+    if head.endswith(f":checkpoint:{checkpoint_id}") and tail.isdigit():
+        return int(tail)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,7 @@ class Resolution:
     actor: str | None  # None in stores written before the actor was recorded
     at: str
     reason: str | None = None
+    covers: dict[str, Any] | None = None  # the values the decision is bound to, when recorded
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"checkpoint": self.checkpoint}
@@ -50,6 +59,8 @@ class Resolution:
         d.update(outcome=self.outcome, actor=self.actor, at=self.at)
         if self.reason is not None:
             d["reason"] = self.reason
+        if self.covers is not None:
+            d["covers"] = dict(self.covers)
         return d
 
     def text(self) -> str:
@@ -62,18 +73,13 @@ class Resolution:
 def resolutions(instance: Instance) -> list[Resolution]:
     """Every resolution of the instance's checkpoints, oldest first."""
     out: list[tuple[str, int, Resolution]] = []
-    prefix = f"{instance.id}:checkpoint:"
     for order, (key, record) in enumerate(instance.dispatches.items()):
         if not is_resolution(key) or record.status not in ("ok", "failed"):
             continue
         checkpoint = record.hook_id.partition(":")[2]
-        occurrence: int | None = None
-        middle = key[len(prefix):].split(MARK)[0] if key.startswith(prefix) else ""
-        head, _, tail = middle.rpartition(":")
-        if head == checkpoint and tail.isdigit():
-            occurrence = int(tail)
         outcome = "rejected" if record.status == "failed" else "approved"
         reason = record.reason if record.reason is not None else (record.error if outcome == "rejected" else None)
-        out.append((record.at, order, Resolution(checkpoint, occurrence, outcome, record.actor, record.at, reason)))
+        out.append((record.at, order, Resolution(checkpoint, decided_occurrence(key, checkpoint), outcome,
+                                                 record.actor, record.at, reason, record.covers)))
     out.sort(key=lambda item: (item[0], item[1]))
     return [r for _, _, r in out]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from formctl.forms.commit import apply_entry_commit
+from formctl.forms.binding import bound_fields, rebound
 from formctl.forms.compile import CompiledForm
 from formctl.forms.errors import FormBlockedError, FormError
 from formctl.forms.evaluate import INVALID, Evaluation, remember_parse
@@ -234,7 +235,14 @@ def rising_edges(
             if step.on_complete is not None:
                 queue.append(Hook(f"step:{step.id}", step.on_complete, n))
     for cp in compiled.checkpoints:
-        if after.checkpoint_active[cp.index] and not before.checkpoint_active[cp.index]:
+        if not after.checkpoint_active[cp.index]:
+            continue
+        # A firing is bound to what it decided on: a change to a value its condition read (or
+        # that it watches) while the condition holds is a new occurrence (docs/engine.md,
+        # "Checkpoints and waits").
+        if not before.checkpoint_active[cp.index] or (
+            stored.get(f"checkpoint:{cp.id}", 0) > 0 and rebound(compiled, cp, before, after, stored)
+        ):
             n = bump(f"checkpoint:{cp.id}")
             queue.append(Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
     return queue, bumped
@@ -341,6 +349,7 @@ def resolution_commit(
     """The host's answer to checkpoint ``cp_id`` as a commit: a record of its own (ok, or failed
     with the reason; who and why), the wait released, and the status settled if the answer settles it."""
     key = resolution_key(inst, cp_id)
+    covers = bound_fields(compiled, compiled.checkpoint_by_id[cp_id], ev, inst.occurrences)
     record = DispatchState(
         f"checkpoint:{cp_id}",
         DispatchStatus.FAILED if fail else DispatchStatus.OK,
@@ -349,6 +358,7 @@ def resolution_commit(
         fail if fail else None,
         actor=who,
         reason=why,
+        covers=covers,
     )
     commit = Commit(dispatches={key: record})
     if inst.blocked_on == cp_id:
