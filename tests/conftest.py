@@ -3,6 +3,8 @@
 * ``_clean_env`` (autouse): no ``FORMCTL_*`` or ``ANTHROPIC_*`` setting of the
   developer's shell, and none of the variables rich reads for a terminal's size and colour
   (``COLUMNS`` would make a CLI test's output wrap where the shell is narrow), reach a test.
+* ``_in_example_project`` (autouse): the working folder is the example project, a
+  temporary copy of ``tests/fixtures`` (see ``fixture_project.py``): no test reads ``./forms``.
 * ``_no_fsync`` (autouse): the JSON store skips fsync, unless the test is marked
   ``@pytest.mark.durable``. Everything else (temp files, renames, locks) is as in production.
 * ``_simulated_contention`` (autouse): a write that keeps meeting conflicts backs off on a
@@ -55,6 +57,15 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     cli = sys.modules.get("formctl.cli.base")  # where --debug is kept
     if cli is not None:
         monkeypatch.setattr(cli, "_debug", False)
+
+
+@pytest.fixture(autouse=True)
+def _in_example_project(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts in the example project (a temporary copy of tests/fixtures), so a
+    command's default ``./forms`` is the example forms, never the checkout's own ``./forms``."""
+    import fixture_project
+
+    monkeypatch.chdir(fixture_project.ROOT)
 
 
 @pytest.fixture(autouse=True)

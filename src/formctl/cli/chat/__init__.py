@@ -19,12 +19,20 @@ __all__ = ["ChatOptions", "ChatSession", "PlainChat", "TerminalChat", "_masked_h
 
 def run_chat(options: ChatOptions) -> int:
     """Open the session, then the terminal or plain chat. Returns the exit status."""
+    from formctl.cli.drift import ask_in_terminal, offer_migration
+
     session = ChatSession(options)
     try:
-        if sys.stdin.isatty() and sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
+        terminal = sys.stdin.isatty() and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+        # A stale instance can't be continued: moved (asked, or --migrate), or the chat does not open.
+        asking = sys.stdin.isatty() and sys.stdout.isatty()  # piped, stdin holds answers: nothing to ask
+        offer_migration(session, migrate=options.migrate, ask=ask_in_terminal if asking else None)
+        if terminal:
             TerminalChat(session).run()
         else:
             PlainChat(session).converse()
+        if session.stale_instance() is not None:
+            return 1  # neither moved nor closed: the conversation could not go on
     finally:
         session.close()
     # Nothing started and a turn failed (the API unreachable, the key refused, the form not

@@ -38,6 +38,7 @@ class ChatOptions:
     forms: str | None = None
     debug: bool = False
     as_host: bool = False  # the person may /resolve: a form author playing the host
+    migrate: bool = False  # move a stale instance to the registered version without asking
 
 
 
@@ -149,8 +150,8 @@ class ChatSession(Commands):
             if self._stale(instance):
                 self.notes.append(
                     f"{instance.id} was started on an older version of {form_id} and can't be continued. "
-                    "Close it with /abandon REASON (its answers are kept); "
-                    f"the next formctl run {form_id} starts afresh."
+                    f"Move it with formctl migrate {instance.id}, or close it with /abandon REASON (its answers "
+                    f"are kept; the next formctl run {form_id} starts afresh)."
                 )
             if instance.status in CONTINUABLE:
                 return instance.id
@@ -161,6 +162,18 @@ class ChatSession(Commands):
                 )
                 return None
         return None
+
+    def stale_instance(self) -> Any:
+        """The instance this chat continues, if it is stale (formctl.cli.drift offers to move it)."""
+        instance_id = self.pin.instance_id
+        instance = self.adapter.get_instance(instance_id) if instance_id is not None else None
+        return instance if instance is not None and self._stale(instance) else None
+
+    def migrate(self) -> Any:
+        """Move this chat's instance to the registered version of its form (the person's choice)."""
+        result = self.person.migrate(self.pin.instance_id)
+        self.notes = [n for n in self.notes if "can't be continued" not in n]  # it can now
+        return result
 
     def _stale(self, instance: Any) -> bool:
         """A continuable instance started on another version of the form, which has no migrate."""
@@ -385,8 +398,8 @@ class ChatSession(Commands):
         if status == "abandoned":
             return f"{instance_id} was abandoned; its answers are kept."
         if self._stale(instance):
-            return (f"{instance_id} can't be continued (its form changed); "
-                    f"close it with: formctl abandon {instance_id} --reason REASON")
+            return (f"{instance_id} can't be continued (its form changed); move it with: formctl migrate "
+                    f"{instance_id}, or close it with: formctl abandon {instance_id} --reason REASON")
         if status == "awaiting":
             return (f"Saved. {instance_id} is waiting on {instance.blocked_on}; "
                     f"once it is resolved, carry on with: formctl resume {instance_id}")

@@ -8,6 +8,9 @@ from formctl.cli import base
 from formctl.cli.base import _Command, _example, app
 from formctl.cli.options import AsHostOpt, FormArg, FormsOpt, InstanceArg, ModelOpt, OfflineOpt, RecordOpt, StoreOpt
 
+MigrateOpt = typer.Option(False, "--migrate", help="An instance started on an older version of the form: move it "
+                                                   "to the registered one without asking (see formctl migrate).")
+
 
 @app.command(cls=_Command, epilog=_example(
     "formctl run travel-claim",
@@ -25,6 +28,7 @@ def run(
     as_host: AsHostOpt = False,
     store: StoreOpt = None,
     forms: FormsOpt = None,
+    migrate: bool = MigrateOpt,
 ) -> None:
     """Start or continue a form in a chat.
 
@@ -32,7 +36,8 @@ def run(
 
     In a terminal: a chat with a status bar; type /help for commands. With stdin not a
     terminal, each input line is one message and output is plain text. Exits 1 when a turn
-    failed and nothing was started (the model unreachable, say).
+    failed and nothing was started (the model unreachable, say), or when the open one was
+    started on an older version of the form and was not moved (--migrate, or say yes).
 
     A checkpoint that waits for a host is resolved from a host's terminal (formctl resolve
     ID); --as-host lets a form author trying the form play the host with /resolve.
@@ -40,7 +45,8 @@ def run(
     from formctl.cli.chat import ChatOptions, run_chat
 
     code = run_chat(ChatOptions(form=form, subject=subject, model=model, offline=offline, record=record,
-                                seed=seed, store=store, forms=forms, debug=base.debugging(), as_host=as_host))
+                                seed=seed, store=store, forms=forms, debug=base.debugging(), as_host=as_host,
+                                migrate=migrate))
     if code:
         raise typer.Exit(code)
 
@@ -54,15 +60,19 @@ def resume(
     as_host: AsHostOpt = False,
     store: StoreOpt = None,
     forms: FormsOpt = None,
+    migrate: bool = MigrateOpt,
 ) -> None:
     """Return to an instance's conversation.
 
-    Picks up where it left off, with the saved conversation.
+    Picks up where it left off, with the saved conversation. An instance started on an older
+    version of its form is moved to the registered one first (asked, or --migrate), or the
+    command exits 1 saying how.
     """
     from formctl.cli.chat import ChatOptions, run_chat
 
     code = run_chat(ChatOptions(instance_id=instance_id, model=model, offline=offline, record=record,
-                                store=store, forms=forms, debug=base.debugging(), as_host=as_host))
+                                store=store, forms=forms, debug=base.debugging(), as_host=as_host,
+                                migrate=migrate))
     if code:
         raise typer.Exit(code)
 

@@ -84,7 +84,18 @@ def inspect(
         _fail(f"--{'field' if field is not None else 'step'} needs a name or id.", 2)
     runner = open_runner(store, forms)
     damage = _warn_if_damaged(open_store_for(store), instance_id)
-    if field is not None:
+    read = _read_stale(runner, instance_id)
+    if read is not None:  # the stored answers read against the registered version, marked stale
+        from formctl.forms.project import field_view, outline_view, step_view
+
+        compiled, ev, instance = read.compiled, read.evaluation, read.instance
+        if field is not None:
+            view = field_view(compiled, ev, instance, field)
+        elif step is not None:
+            view = step_view(compiled, ev, instance, None if step == "open" else step)
+        else:
+            view = outline_view(compiled, ev, instance)
+    elif field is not None:
         view = runner.inspect("field", field, instance_id=instance_id)
     elif step is not None:
         view = runner.inspect("step", None if step == "open" else step, instance_id=instance_id)
@@ -96,7 +107,7 @@ def inspect(
         _unknown_name(runner, view.def_id, "step" if field is None else "field", field if field is not None else step)
     decided = _resolutions(runner, instance_id)
     if as_json:
-        _print_json(_with_damage(_with_resolutions(view.to_dict(), decided), damage))
+        _print_json(_with_damage(_marked(_with_resolutions(view.to_dict(), decided), read), damage))
         return
     from formctl.cli import render
 
@@ -135,20 +146,35 @@ def history(
     runner = open_runner(store, forms)
     adapter = open_store_for(store)
     damage = _warn_if_damaged(adapter, instance_id)
-    if field is not None:
-        histories = [runner.history(field, instance_id=instance_id).to_dict()]
+    read = _read_stale(runner, instance_id)
+    if read is not None:  # every answer is stored whatever the version: read the log itself
+        from formctl.forms.history import field_history
+
+        compiled, instance = read.compiled, read.instance
+
+        def one(name: str) -> Any:
+            field_id = compiled.resolve_field(name) or (name if name in instance.entries else None)
+            if field_id is None:
+                _unknown_name(runner, compiled.id, "field", name)
+            label = compiled.field_by_id[field_id].label if field_id in compiled.field_by_id else field_id
+            return field_history(instance, field_id, label)
     else:
-        compiled, instance, _ = runner.evaluation(instance_id)
+        def one(name: str) -> Any:
+            return runner.history(name, instance_id=instance_id)
+    if field is not None:
+        histories = [one(field).to_dict()]
+    else:
+        compiled, instance = (read.compiled, read.instance) if read is not None else runner.evaluation(instance_id)[:2]
         ordered = [f.id for f in compiled.fields if f.id in instance.entries]
         ordered += [f for f in instance.entries if f not in compiled.field_by_id]
-        histories = [runner.history(f, instance_id=instance_id).to_dict() for f in ordered]
+        histories = [one(f).to_dict() for f in ordered]
     repairs = [dict(r) for r in adapter.repairs(instance_id)]
     decided = _resolutions(runner, instance_id) if field is None else []  # one field's history is that field's
     if as_json:
         data = histories[0] if field is not None else {"instance_id": instance_id, "fields": histories}
         if repairs:
             data["repairs"] = repairs
-        _print_json(_with_damage(_with_resolutions(data, decided), damage))
+        _print_json(_with_damage(_marked(_with_resolutions(data, decided), read), damage))
         return
     from formctl.cli import render
 
@@ -180,6 +206,7 @@ def export(
     damage = _warn_if_damaged(open_store_for(store), instance_id)
     view = runner.view(instance_id)  # a stale instance exports too: its answers are what it has
     compiled, instance = view.compiled, view.instance
+    read = _read_stale(runner, instance_id, view)
     data = {
         "instance_id": instance.id,
         "form": instance.def_id,
@@ -191,6 +218,12 @@ def export(
         "created_at": instance.created_at,
         "updated_at": instance.updated_at,
     }
+    if read is not None:
+        data = _marked(data, read)
+        gone = {f: log.revisions[-1].value for f, log in instance.entries.items()
+                if f not in compiled.field_by_id and log.revisions}
+        if gone:  # answers to fields the registered version no longer has: kept, and shown
+            data["not_in_registered_version"] = gone
     if instance.completed_at:
         data["completed_at"] = instance.completed_at
     if instance.closed_reason:
@@ -206,6 +239,31 @@ def export(
     render.print_export(data, {f.id: f.label for f in compiled.fields})
     render.print_resolutions(data.get("resolutions", []))
 
+
+
+def _read_stale(runner: Any, instance_id: str, view: Any = None) -> Any:
+    """The read-only view of a stale instance (and a note on stderr saying so), or None when it is not stale.
+
+    Its answers are read against the registered version of the form: what they would be if it
+    were moved there. ``formctl migrate ID`` does move it.
+    """
+    view = view if view is not None else runner.view(instance_id)
+    if not view.stale:
+        return None
+    sys.stderr.write(
+        f"note: {instance_id} is stale: it was started on version {view.instance.def_version} of "
+        f"{view.instance.def_id}, and version {view.compiled.version} is registered now. These are its answers "
+        f"read against version {view.compiled.version}; formctl migrate {instance_id} moves it there.\n"
+    )
+    return view
+
+
+def _marked(data: dict[str, Any], read: Any) -> dict[str, Any]:
+    """Mark a read of a stale instance as such in --json output."""
+    if read is None:
+        return data
+    return {**data, "status": "stale", "stale": True,
+            "registered_version": read.compiled.version, "started_on_version": read.instance.def_version}
 
 
 def open_store_for(store: Optional[str]) -> Any:

@@ -1,4 +1,4 @@
-"""Host writes: ``fill``, ``undo``, ``redo``, ``retract``, ``resolve`` and ``abandon``.
+"""Host writes: ``fill``, ``undo``, ``redo``, ``retract``, ``resolve``, ``abandon`` and ``migrate``.
 
 Each prints the write's result; a write that rejected some of its values exits 1 (the rest
 were saved).
@@ -171,3 +171,29 @@ def abandon(
         _print_json({"instance_id": instance.id, "status": instance.status, "closed_reason": instance.closed_reason})
     else:
         typer.echo(f"abandoned {instance.id}: {instance.closed_reason}")
+
+
+@app.command(cls=_Command, epilog=_example("formctl migrate form_lx2k9_ab12cd", "formctl instances --status stale"))
+def migrate(
+    instance_id: InstanceArg,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move an instance to the registered version of its form.
+
+    For an instance started on an older version (it reads "stale"). Every answer the
+    registered version accepts is kept; the others are listed, withdrawn (it asks for them
+    again) and kept in the instance's history. An instance already on that version is left
+    as it is.
+    """
+    from formctl.cli.drift import migrate_lines
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    result = runner.migrate(instance_id)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    for line in migrate_lines(result, _labels(runner, result.view.def_id)):
+        typer.echo(line)
