@@ -165,13 +165,13 @@ class ChatSession(Commands):
 
     def stale_instance(self) -> Any:
         """The instance this chat continues, if it is stale (formctl.cli.drift offers to move it)."""
-        instance_id = self.pin.instance_id
+        instance_id = self.instance_id
         instance = self.adapter.get_instance(instance_id) if instance_id is not None else None
         return instance if instance is not None and self._stale(instance) else None
 
     def migrate(self) -> Any:
         """Move this chat's instance to the registered version of its form (the person's choice)."""
-        result = self.person.migrate(self.pin.instance_id)
+        result = self.person.migrate(self.instance_id)
         self.notes = [n for n in self.notes if "can't be continued" not in n]  # it can now
         return result
 
