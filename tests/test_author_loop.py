@@ -258,3 +258,47 @@ def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_d
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "5 passed" in out.stdout
+
+
+# --------------------------------------------------------------------------- the whole loop
+
+
+def test_the_form_authors_whole_loop_in_a_new_project(tmp_path):
+    """new → edit → check → piped run --record → a deliberate change → replay fails naming the
+    field → --update → replay passes → pytest collects the transcript from its own folder."""
+    made = formctl("new", "bug-report", "--name", "Bug report", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    module = tmp_path / "forms" / "bug_report.py"
+    edit(module, '    .field("notes",',
+         '    .field("summary", Annotated[str, Field(min_length=3)], label="Summary")\n    .field("notes",')
+    checked = formctl("check", "bug-report", "--strict", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "summary" in checked.stdout and "warning" not in checked.stdout
+
+    recorded = formctl("run", "bug-report", "--offline", "--store", "store", "--record", "regressions/crash.toml",
+                       cwd=tmp_path, input="Dana Reeve\ndana@example.org\nquestion\nApp crashes on save\nskip\n")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    transcript = tmp_path / "regressions" / "crash.toml"
+    assert 'status = "complete"' in transcript.read_text()
+    assert formctl("replay", "regressions", cwd=tmp_path).returncode == 0
+
+    edit(module, 'Field(min_length=3)], label="Summary"', 'Field(min_length=3, max_length=15)], label="Summary"')
+    failing = formctl("replay", "regressions", cwd=tmp_path)
+    assert failing.returncode == 1
+    assert 'fields[summary].status: recorded "filled", now "invalid"' in failing.stdout
+
+    updated = formctl("replay", "regressions", "--update", cwd=tmp_path)
+    assert updated.returncode == 0, updated.stdout
+    assert "updated regressions/crash.toml (the guided model's turns made again)" in updated.stdout
+    text = transcript.read_text()
+    assert "Got it — Summary: App crashes on save" not in text  # the kept words would contradict the form
+    assert 'status = "active"' in text.split("[expect]")[1]
+    passing = formctl("replay", "regressions", cwd=tmp_path)
+    assert passing.returncode == 0 and passing.stdout.splitlines()[-1] == "1 passed, 0 failed"
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-v", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "--formctl-transcripts", "regressions"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "regressions/crash.toml::crash PASSED" in collected.stdout
