@@ -61,3 +61,36 @@ def test_a_file_of_another_shape_is_reported(tmp_path):
     path.write_text(json.dumps({"format": 1, "messages": [{"role": "system"}]}), encoding="utf-8")
     with pytest.raises(StoreError):
         store.load("form_abc_123456")
+
+
+# --------------------------------------------------------------------------- saving never fails on content
+
+
+def test_lone_surrogates_and_any_text_round_trip(tmp_path):
+    store = ConversationStore(tmp_path)
+    odd = ["Dana\udc80Reeve", "\ud800", "\udfff\ud800", "nul\x00byte", "José — £310 🧾", "\x1b[2J"]
+    messages = [{"role": "user", "content": [{"type": "text", "text": text} for text in odd]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "form_fill",
+                                                   "input": {"values": {"\ud800key": odd}}}]}]
+    path = store.save("form_abc_123456", messages)
+    assert store.load("form_abc_123456") == messages
+    path.read_bytes().decode("ascii")  # escaped throughout: nothing the file system could mangle
+
+
+def test_a_value_nested_900_levels_deep_is_saved_with_a_placeholder(tmp_path):
+    from formctl.agent.conversation import MAX_DEPTH, TOO_DEEP
+
+    deep: object = "bottom"
+    for _ in range(900):
+        deep = {"a": [deep]}
+    messages = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "form_fill",
+                                                   "input": {"values": {"full_name": deep}}}]}]
+    store = ConversationStore(tmp_path)
+    store.save("form_abc_123456", messages)
+    loaded = store.load("form_abc_123456")
+    # messages, message, content, block, input, values: full_name's value sits at depth 6
+    node, depth = loaded[0]["content"][0]["input"]["values"]["full_name"], 6
+    while isinstance(node, (dict, list)):
+        node = node[0] if isinstance(node, list) else node["a"]
+        depth += 1
+    assert node == TOO_DEEP and depth == MAX_DEPTH

@@ -383,6 +383,32 @@ def test_the_conversation_is_saved_with_the_tool_results_even_when_the_turn_then
     assert saved[-1]["content"][0]["type"] == "tool_result"
 
 
+def test_tool_calls_with_lone_surrogates_or_deep_values_are_saved_and_load_back(claim_runner, tmp_path):
+    deep: object = "x"
+    for _ in range(950):
+        deep = [deep]
+    class Uncopied(ScriptedModel):  # the recording model deep-copies, which a 950-level value would overflow
+        def respond(self, request, on_text=None):
+            self.played += 1
+            return self._replies[self.played - 1]
+
+    store = ConversationStore(tmp_path)
+    model = Uncopied([call("form_start", {"form": "travel-claim", "values": {"staff_id": "AB1234"}}),
+                           call("form_fill", {"values": {"full_name": "Dana\udc80Reeve"}}),
+                           call("form_fill", {"values": {"no_such\ud800field": "\ud800"}}),
+                           call("form_fill", {"values": {"full_name": deep}}),
+                           say("Done \udfff")])
+    loop = ChatLoop(claim_runner, model, form_id="travel-claim", conversation_store=store)
+    turn = loop.send("I'm Dana\udc80")
+    assert not turn.error
+    saved = store.load(claim_runner.open_instance().id)
+    assert saved[0]["content"][0]["text"] == "I'm Dana\udc80"
+    calls = [block["input"] for message in saved for block in message["content"] if block.get("type") == "tool_use"]
+    assert calls[1] == {"values": {"full_name": "Dana\udc80Reeve"}}
+    assert calls[2] == {"values": {"no_such\ud800field": "\ud800"}}
+    assert saved[-1]["content"][-1]["text"] == "Done \udfff"
+
+
 def test_a_resumed_conversation_with_an_unanswered_tool_call_is_repaired(claim_runner):
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "start"}]},

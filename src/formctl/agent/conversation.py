@@ -10,6 +10,12 @@ it is now, not as it was). Writes are atomic (a temp file in the same folder, fs
 ``os.replace``) and files are created ``0600``: a conversation holds what the person
 said. Ids are checked before they become a path. A corrupt file is reported with its
 path, never silently replaced.
+
+Saving never fails on content: the file is written with every non-ASCII character escaped,
+so any string the model or the person produced (a lone surrogate from a terminal that could
+not decode a byte included) loads back as the same string. A value nested deeper than
+:data:`MAX_DEPTH` levels (counted from the message list) is saved as the placeholder
+:data:`TOO_DEEP` instead of its subtree; a value JSON has no type for is saved as its text.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ FORMAT = 1
 # Instance ids are generated (store/ids.py); this is the looser shape any adapter's ids
 # must have to be a file name here: no separators, no dots, nothing a path could escape with.
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+# Real conversations nest a handful of levels (message, content block, tool input, value);
+# the bound keeps a model's runaway value from reaching the interpreter's recursion limit.
+MAX_DEPTH = 64
+TOO_DEEP = f"[not saved: nested deeper than {MAX_DEPTH} levels]"
 
 
 class ConversationStore:
@@ -71,11 +81,12 @@ class ConversationStore:
             "format": FORMAT,
             "instance_id": instance_id,
             "saved_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "messages": messages,
+            "messages": _bounded(messages, 0),
         }
+        # ensure_ascii: a lone surrogate becomes a \udXXX escape instead of failing to encode.
         try:
-            text = json.dumps(payload, ensure_ascii=False, indent=1)
-        except (TypeError, ValueError) as exc:
+            text = json.dumps(payload, ensure_ascii=True, indent=1)
+        except (TypeError, ValueError) as exc:  # only an integer too long for Python to print
             raise StoreError(f"The conversation for {instance_id} cannot be saved as JSON: {exc}.") from exc
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -90,3 +101,16 @@ class ConversationStore:
         except FileNotFoundError:
             pass
 
+
+
+def _bounded(value: Any, depth: int) -> Any:
+    """``value`` as plain JSON data, every subtree deeper than :data:`MAX_DEPTH` replaced by :data:`TOO_DEEP`."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
+        return TOO_DEEP
+    if isinstance(value, dict):
+        return {key if isinstance(key, str) else str(key): _bounded(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_bounded(item, depth + 1) for item in value]
+    return str(value)
