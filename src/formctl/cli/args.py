@@ -19,6 +19,25 @@ from typing import Any, Iterable
 from formctl.forms.errors import InvalidArgumentError
 
 
+def check_text(text: str | None, what: str) -> None:
+    """Refuse an argument that is not text: bytes that are not UTF-8, or a NUL.
+
+    Python hands a command-line byte it cannot decode over as a lone surrogate (U+DC80 +
+    the byte); no store could hold it, so it is named here, before anything is opened.
+    """
+    if text is None or (text.isascii() and "\x00" not in text):
+        return
+    for position, char in enumerate(text, 1):
+        if char == "\x00":
+            raise InvalidArgumentError(f"{what} contains a NUL character at position {position}; give it without.")
+        if "\udc80" <= char <= "\udcff":
+            raise InvalidArgumentError(f"{what} is not valid UTF-8 (the byte 0x{ord(char) - 0xDC00:02X} at position "
+                                       f"{position} could not be read); type it again as UTF-8 text.")
+        if "\ud800" <= char <= "\udfff":
+            raise InvalidArgumentError(f"{what} contains a lone surrogate (U+{ord(char):04X}) at position {position}, "
+                                       "which is not text; give it without.")
+
+
 def parse_value(text: str) -> Any:
     """JSON when ``text`` parses as JSON, the text itself otherwise."""
     try:
@@ -45,7 +64,9 @@ def parse_assignments(pairs: Iterable[str], compiled: Any = None) -> dict[str, A
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise InvalidArgumentError(f'Expected field=value, got "{pair}".')
+            raise InvalidArgumentError(f'Expected field=value, got "{pair.encode("utf-8", "backslashreplace").decode()}".')
+        check_text(key, "A field name")
+        check_text(raw, f"The value for {key}")
         value = parse_value(raw)
         if compiled is not None and not isinstance(value, str):
             field_id = compiled.resolve_field(key)

@@ -34,6 +34,7 @@ __all__ = [
     "json_data",
     "shape_hint",
     "size_issue",
+    "text_issue",
     "to_jsonable",
 ]
 
@@ -236,6 +237,11 @@ def json_data(raw: Any) -> Any:
 # larger), the value as a whole at most ten times that, and containers nest at most 32 deep.
 # A value over a limit is refused before it is stored: unlike an ordinary invalid answer, it
 # is not kept, so two million characters never reach the store, a view or a model.
+#
+# Text that is not text is refused the same way, string by string as the sizes are measured:
+# a lone surrogate (what a terminal hands over for a byte it could not decode) has no UTF-8
+# form, so no store, file or model request could hold it, and a NUL ends a string in C and
+# in many of the tools that read an export.
 
 MAX_TEXT = 10_000
 MAX_DEPTH = 32
@@ -243,7 +249,8 @@ WHOLE_VALUE_FACTOR = 10
 
 
 def size_issue(raw: Any, text_limit: int = MAX_TEXT, depth_limit: int = MAX_DEPTH) -> Issue | None:
-    """Why ``raw`` is too big to store (a string too long, too much in all, nested too deep), or None.
+    """Why ``raw`` cannot be stored (a string too long, too much in all, nested too deep, a
+    string or key that is not text), or None.
 
     Iterative, so a value nested ten thousand deep is measured without recursing; it stops
     at the first limit passed, so measuring a huge value costs no more than the limit.
@@ -252,7 +259,7 @@ def size_issue(raw: Any, text_limit: int = MAX_TEXT, depth_limit: int = MAX_DEPT
     if kind is str:  # most answers: one length check
         if len(raw) > text_limit:
             return _too_long(len(raw), text_limit)
-        return None
+        return text_issue(raw)
     if kind is not dict and kind is not list and kind is not tuple:
         return None
     whole_limit = text_limit * WHOLE_VALUE_FACTOR
@@ -264,6 +271,9 @@ def size_issue(raw: Any, text_limit: int = MAX_TEXT, depth_limit: int = MAX_DEPT
         if kind is str:
             if len(node) > text_limit:
                 return _too_long(len(node), text_limit)
+            bad = text_issue(node)
+            if bad is not None:
+                return bad
             total += len(node) + 2
         elif isinstance(node, (dict, list, tuple)):
             if depth >= depth_limit:
@@ -279,6 +289,22 @@ def size_issue(raw: Any, text_limit: int = MAX_TEXT, depth_limit: int = MAX_DEPT
             total += 8  # a number, true, false or null, as JSON spells it (about)
         if total > whole_limit:
             return Issue((), f"Too large: more than {whole_limit:,} characters in all.", "too_large")
+    return None
+
+
+def text_issue(text: str) -> Issue | None:
+    """Why ``text`` is not text that can be stored (a lone surrogate, a NUL), or None."""
+    if "\x00" in text:
+        return Issue((), f"Contains a NUL character (U+0000) at position {text.index(chr(0)) + 1}; "
+                         "send the text without it.", "invalid_text")
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return Issue((), f"Contains a character that is not valid text (U+{ord(text[exc.start]):04X}, a lone "
+                         f"surrogate, at position {exc.start + 1}): some bytes could not be read as UTF-8; "
+                         "send the text again as the person typed it.", "invalid_text")
     return None
 
 

@@ -137,9 +137,11 @@ def resolve(
     recorded with who made it (--as, else your login name), when and why: inspect, history
     and export show it.
     """
-    from formctl.cli.args import parse_assignments
+    from formctl.cli.args import check_text, parse_assignments
     from formctl.cli.workspace import default_subject, open_runner
 
+    for text, what in ((fail, "--fail"), (reason, "--reason"), (by, "--as")):
+        check_text(text, what)
     if fail is not None and reason is not None:
         _fail("Give --fail REASON to reject, or --reason to say why it is approved, not both.", 2)
     if by is not None and not by.strip():

@@ -1,0 +1,81 @@
+"""Text is checked at every door: a value or argument that is not text is refused for itself alone,
+nothing else is lost, and a call that fails writes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from formctl import FormRegistry, FormRunner, JsonFileAdapter
+from formctl.agent.tools import FormTools
+
+from clitools import formctl, start
+from fixture_project import FORMS  # noqa: E402
+
+
+@pytest.fixture
+def store_dir(tmp_path) -> str:
+    return str(tmp_path / "store")
+
+
+def json_runner(store_dir: str) -> FormRunner:
+    return FormRunner(JsonFileAdapter(store_dir), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
+                      subject="dana")
+
+
+def answers(store_dir: str, instance_id: str) -> dict:
+    entries = json_runner(store_dir).view(instance_id).instance.entries
+    return {field: log.in_force.value for field, log in entries.items() if log.in_force is not None}
+
+
+@pytest.mark.parametrize("bad", ["Dana\udc80Reeve", "Dana\ud800", "Dana\x00Reeve"])
+def test_a_value_that_is_not_text_is_rejected_for_its_field_alone(store_dir, bad):
+    tools = FormTools(json_runner(store_dir))
+    assert tools.call("form_start", {"form": "travel-claim"})["status"] == "success"
+    envelope = tools.call("form_fill", {"values": {"full_name": bad, "staff_id": "AB1234"}})
+    assert envelope["status"] == "success", envelope
+    data = envelope["data"]
+    assert data["captured"] == ["staff_id"]
+    [rejected] = data["rejected"]
+    assert rejected["field"] == "full_name"
+    assert ("NUL" if "\x00" in bad else "not valid text") in rejected["message"]
+    instance_id = json_runner(store_dir).open_instance().id
+    stored = answers(store_dir, instance_id)
+    assert stored.get("staff_id") == "AB1234" and "full_name" not in stored
+
+
+def test_a_key_inside_a_value_is_checked_too(store_dir):
+    runner = json_runner(store_dir)
+    instance_id = runner.start("travel-claim").view.instance_id
+    result = runner.fill({"full_name": "Dana Reeve", "staff_id": {"\udcff": 1}}, instance_id=instance_id)
+    assert [r.field for r in result.rejected] == ["staff_id"]
+    assert "not valid text" in result.rejected[0].message
+    assert answers(store_dir, instance_id)["full_name"] == "Dana Reeve"
+
+
+def test_host_fill_refuses_an_argument_that_is_not_utf8_and_says_so(store_dir):
+    instance_id = start(store_dir)
+    # "Jos\xe9" as the shell passes it: Python hands the undecodable byte over as U+DCE9
+    done = formctl("fill", instance_id, "full_name=Jos\udce9", "staff_id=AB1234", "--store", store_dir)
+    assert done.returncode == 1, done
+    assert "not valid UTF-8" in done.stderr and "0xE9" in done.stderr and "full_name" in done.stderr
+    assert "Traceback" not in done.stderr and "JSON" not in done.stderr
+    assert answers(store_dir, instance_id) == {}
+
+
+def test_host_fill_rejects_a_json_escaped_nul_for_that_field_and_keeps_the_rest(store_dir):
+    instance_id = start(store_dir)
+    done = formctl("fill", instance_id, 'full_name="Dana\\u0000Reeve"', "staff_id=AB1234", "--store", store_dir)
+    assert done.returncode == 1, done
+    assert "NUL" in done.stdout + done.stderr
+    assert answers(store_dir, instance_id) == {"staff_id": "AB1234"}
+
+
+def test_host_resolve_fail_refuses_a_reason_that_is_not_utf8(store_dir):
+    instance_id = start(store_dir)
+    done = formctl("resolve", instance_id, "--fail", "too dear \udce9", "--store", store_dir)
+    assert done.returncode == 1, done
+    assert "--fail" in done.stderr and "not valid UTF-8" in done.stderr
+    assert "Traceback" not in done.stderr
