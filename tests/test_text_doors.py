@@ -79,3 +79,49 @@ def test_host_resolve_fail_refuses_a_reason_that_is_not_utf8(store_dir):
     assert done.returncode == 1, done
     assert "--fail" in done.stderr and "not valid UTF-8" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------- a failed call writes nothing
+
+
+def files_of(folder: str) -> dict[str, bytes]:
+    found = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as fh:
+                found[os.path.relpath(path, folder)] = fh.read()
+    return found
+
+
+@pytest.mark.parametrize("arguments", [
+    {"form": "no-such-form"},
+    {"form": "no-such-form", "values": {"full_name": "Dana\udc80Reeve"}},
+    {"form": "travel-claim", "values": ["full_name", "Dana"]},
+    {"form": "travel-claim", "values": "Dana\ud800"},
+    {"form": None},
+    {"form": "travel-claim", "seed": {"full_name": "Dana"}},
+    {"form": "../travel-claim\x00"},
+])
+def test_a_form_start_that_fails_leaves_no_instance_and_no_open_form(store_dir, arguments):
+    runner = json_runner(store_dir)
+    FormTools(runner).call("form_list", {})
+    before = files_of(store_dir)
+    envelope = FormTools(runner).call("form_start", arguments)
+    assert envelope["status"] == "error", envelope
+    json.dumps(envelope)  # the envelope itself is sendable
+    assert files_of(store_dir) == before
+    fresh = json_runner(store_dir)
+    assert fresh.open_instance() is None
+    assert fresh.adapter.find_instances() == []
+
+
+def test_a_form_start_whose_seed_holds_text_that_is_not_text_starts_with_the_rest(store_dir):
+    runner = json_runner(store_dir)
+    envelope = FormTools(runner).call("form_start", {"form": "travel-claim",
+                                                     "values": {"full_name": "Dana\udc80Reeve", "staff_id": "AB1234"}})
+    assert envelope["status"] == "success", envelope
+    assert [r["field"] for r in envelope["data"]["rejected"]] == ["full_name"]
+    [instance] = json_runner(store_dir).adapter.find_instances()
+    assert json_runner(store_dir).open_instance().id == instance.id
+    assert answers(store_dir, instance.id) == {"staff_id": "AB1234"}

@@ -121,11 +121,11 @@ class FormRunner(RunnerReads):
         if seed is not None and not isinstance(seed, dict):
             raise InvalidArgumentError("seed must be an object of field ids to values.")
         compiled = self.registry.load(form_id)
+        staged, result = stage(compiled, seed or {})  # before the instance exists: a start that fails here writes nothing
         prov = self._provenance("start")
         instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
         if self.default is not None:  # the conversation is about the new instance from now on
             self.default.instance_id = instance.id
-        staged, result = stage(compiled, seed or {})
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None, is_start=True)
 
     def fill(self, values: dict[str, Any], instance_id: str | None = None) -> FillResult:
