@@ -106,7 +106,11 @@ def create(folder: str | None = None) -> Cluster:
     bindir = bin_dir()
     if bindir is None:
         raise ClusterUnavailable("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql")
-    folder = folder or tempfile.mkdtemp(prefix="formctl-pg-")
+    if folder is None:
+        _sweep(bindir)
+        folder = tempfile.mkdtemp(prefix=_PREFIX)
+        with open(os.path.join(folder, "owner"), "w") as f:  # read by _sweep, should this process die unclean
+            f.write(str(os.getpid()))
     os.makedirs(folder, exist_ok=True)
     os.chmod(folder, 0o755)
     if os.geteuid() == 0:
@@ -130,6 +134,24 @@ def create(folder: str | None = None) -> Cluster:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return cluster
+
+
+_PREFIX = "formctl-pg-"
+
+
+def _sweep(bindir: str) -> None:
+    """Stop and remove the clusters of test runs that were killed before their teardown (the
+    process that created a cluster is gone): a killed pytest must not leave servers running."""
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), _PREFIX + "*")):
+        try:
+            with open(os.path.join(folder, "owner")) as f:
+                owner = int(f.read())
+            os.kill(owner, 0)
+            continue  # its owner is alive
+        except ProcessLookupError:
+            Cluster(folder, 0, bindir).destroy()
+        except (OSError, ValueError):
+            continue
 
 
 def wait_ready(dsn: str, timeout: float = 30.0) -> None:
