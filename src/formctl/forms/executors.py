@@ -21,7 +21,15 @@ from formctl.forms.compile import CompiledForm
 from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
 from formctl.forms.errors import FormError
 from formctl.forms.evaluate import Evaluation
-from formctl.forms.instance import DispatchState, DispatchStatus, Instance, Provenance, now_iso
+from formctl.forms.instance import (
+    DISPATCH_FAILED,
+    DISPATCH_OK,
+    DISPATCH_RUNNING,
+    DispatchState,
+    Instance,
+    Provenance,
+    now_iso,
+)
 from formctl.forms.project import Failure
 from formctl.forms.validate import json_data, size_issue
 
@@ -86,7 +94,7 @@ class Dispatcher:
         return [
             (key, record)
             for key, record in instance.dispatches.items()
-            if record.status == DispatchStatus.RUNNING and key not in self.in_flight and not owner_alive(record.owner)
+            if record.status == DISPATCH_RUNNING and key not in self.in_flight and not owner_alive(record.owner)
         ]
 
     def dispatch(
@@ -132,11 +140,11 @@ class Dispatcher:
             return
         key = f"{iid}:{hook.hook_id}:{hook.occurrence}"
         previous = snapshot.dispatches.get(key)
-        if previous is not None and previous.status == DispatchStatus.OK:
+        if previous is not None and previous.status == DISPATCH_OK:
             return
         attempts = (previous.attempts if previous else 0) + 1
         prov = self._provenance("dispatch")
-        self.record(iid, key, DispatchState(hook.hook_id, DispatchStatus.RUNNING, attempts, now_iso(), owner=owner()), prov)
+        self.record(iid, key, DispatchState(hook.hook_id, DISPATCH_RUNNING, attempts, now_iso(), owner=owner()), prov)
         self.in_flight.add(key)
         try:
             ctx = ExecutorContext(values, state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
@@ -152,7 +160,7 @@ class Dispatcher:
             apply_effects(compiled, items, effects)
             if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:
                 effects.waiting_on = checkpoint.id
-        self.record(iid, key, DispatchState(hook.hook_id, DispatchStatus.FAILED if error else DispatchStatus.OK, attempts, at, error), prov)
+        self.record(iid, key, DispatchState(hook.hook_id, DISPATCH_FAILED if error else DISPATCH_OK, attempts, at, error), prov)
 
     def record(self, iid: str, key: str, state: DispatchState, prov: Provenance) -> None:
         try:

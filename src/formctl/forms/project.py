@@ -15,7 +15,15 @@ from typing import Any
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation
 from formctl.forms.history import MoveTarget, redo_target, undo_target
-from formctl.forms.instance import DispatchStatus, Instance, Status
+from formctl.forms.instance import (
+    ABANDONED,
+    AWAITING,
+    COMPLETE,
+    DISPATCH_FAILED,
+    DISPATCH_OK,
+    Instance,
+    STALE,
+)
 from formctl.forms.reading import read_status
 from formctl.forms.resolutions import decided_occurrence, is_resolution
 from formctl.forms.validate import to_jsonable
@@ -62,7 +70,7 @@ def open_failures(
     """
     latest: dict[str, tuple[str, int, Any, str]] = {}
     for order, (key, record) in enumerate(instance.dispatches.items()):
-        if record.status not in (DispatchStatus.OK, DispatchStatus.FAILED):
+        if record.status not in (DISPATCH_OK, DISPATCH_FAILED):
             continue
         previous = latest.get(record.hook_id)
         if previous is None or (record.at, order) >= (previous[0], previous[1]):
@@ -70,7 +78,7 @@ def open_failures(
     out = [
         Failure(hook_id, rec.error, rec.at)
         for hook_id, (_, _, rec, key) in latest.items()
-        if rec.status == DispatchStatus.FAILED and rec.error and not _outgrown(instance, hook_id, key)
+        if rec.status == DISPATCH_FAILED and rec.error and not _outgrown(instance, hook_id, key)
     ]
     if compiled is not None and ev is not None:
         out = [f for f in out if _checkpoint_still_active(compiled, ev, f.hook_id)]
@@ -247,7 +255,7 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
     applicable = ev.applicable[k]
     answered = status == FILLED and not ev.revisiting
     ask = (
-        instance.status != Status.ABANDONED
+        instance.status != ABANDONED
         and applicable
         and not answered
         and open_k is not None
@@ -310,11 +318,11 @@ def answers(compiled: CompiledForm, ev: Evaluation) -> dict[str, dict[str, Any]]
 def complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
     """The ``complete`` every view (and export) shows."""
     # A terminated (abandoned) instance never reads complete: it was closed, not finished.
-    if instance.status == Status.ABANDONED:
+    if instance.status == ABANDONED:
         return False
     # A rejected blocking checkpoint whose condition still holds keeps the form from
     # reading complete, as it keeps the status from becoming complete (runner._settled).
-    if instance.status == Status.COMPLETE:
+    if instance.status == COMPLETE:
         return True
     return ev.complete and not blocking_failure_open(compiled, ev, instance)
 
@@ -487,17 +495,17 @@ def stale_line(def_id: str) -> str:
 def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     """The standing one-line state (docs/engine.md, "Tier 0"), without the conduct line (sent once, in the system prompt)."""
     tag = f"[form: {compiled.id}]"
-    if read_status(compiled, instance) == Status.STALE:
+    if read_status(compiled, instance) == STALE:
         return stale_line(compiled.id)
-    if instance.status == Status.AWAITING and instance.blocked_on:
+    if instance.status == AWAITING and instance.blocked_on:
         line = f'{tag} awaiting "{instance.blocked_on}"'
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         if cp is not None and cp.wait_message:
             line += f" — {cp.wait_message}"
         return line
-    if instance.status == Status.ABANDONED:
+    if instance.status == ABANDONED:
         return ""
-    if instance.status == Status.COMPLETE and not ev.revisiting:
+    if instance.status == COMPLETE and not ev.revisiting:
         return ""
     lines = []
     steps = compiled.steps

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from formctl.forms.instance import Instance, Status
+from formctl.forms.instance import ABANDONED, ACTIVE, Instance, STALE
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.compile import CompiledForm
@@ -48,7 +48,7 @@ def is_stale(compiled: "CompiledForm", instance: Instance) -> bool:
     never stale: it is closed whatever the registry says. A drift the form can migrate is not
     stale either: the next write (or ``runner.migrate``) carries the answers forward.
     """
-    if instance.status == Status.ABANDONED:
+    if instance.status == ABANDONED:
         return False
     return drifted(compiled, instance) and compiled.migrate is None
 
@@ -57,12 +57,14 @@ def read_status(compiled: "CompiledForm", instance: Instance) -> str:
     """The status a reader sees: the stored one, or ``stale`` when :func:`is_stale` says so.
 
     Older stores may hold a committed ``stale``; once the instance no longer is, it reads ``active``.
+    (The rule of :func:`is_stale`, spelled out: every view and tier 0 ask this, so it stays cheap.)
     """
-    if is_stale(compiled, instance):
-        return Status.STALE
-    if instance.status == Status.STALE:
-        return Status.ACTIVE
-    return instance.status
+    status = instance.status
+    if status == ABANDONED:
+        return status
+    if instance.def_version != compiled.version and compiled.migrate is None:
+        return STALE
+    return ACTIVE if status == STALE else status
 
 
 @dataclass(frozen=True, slots=True)

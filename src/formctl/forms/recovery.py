@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from formctl.forms.compile import CompiledForm
 from formctl.forms.errors import FormError
 from formctl.forms.executors import RoundEffects, hook_for
-from formctl.forms.instance import DispatchState, DispatchStatus, Instance, Status, now_iso
+from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, DispatchState, Instance, STALE, now_iso
 from formctl.forms.project import Failure, MigrateResult, Rejected, open_failures, step_view
 from formctl.forms.staging import Staged, is_blank
 from formctl.forms.validate import issue_hint, json_data
@@ -36,7 +36,7 @@ def recover(runner: "FormRunner", compiled: CompiledForm, instance: Instance) ->
         for key, record in orphans:
             hook = hook_for(compiled, record.hook_id, key)
             if hook is None:
-                gone = DispatchState(record.hook_id, DispatchStatus.FAILED, record.attempts, now_iso(),
+                gone = DispatchState(record.hook_id, DISPATCH_FAILED, record.attempts, now_iso(),
                                      "The definition no longer has this hook.")
                 runner._dispatcher.record(instance.id, key, gone, runner._provenance("recovery"))
                 continue
@@ -121,8 +121,8 @@ def migrate(runner: "FormRunner", compiled: CompiledForm, instance: Instance) ->
 
     def extra(inst: Instance) -> dict[str, Any]:
         out: dict[str, Any] = {"def_version": new_version}
-        if inst.status == Status.STALE:  # committed by an older formctl, whose reads marked it
-            out["status"] = Status.ACTIVE
+        if inst.status == STALE:  # committed by an older formctl, whose reads marked it
+            out["status"] = ACTIVE
         return out
 
     with runner._lock:

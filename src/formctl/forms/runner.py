@@ -37,7 +37,7 @@ from formctl.forms.errors import (
 from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.history import cursor_move
-from formctl.forms.instance import Commit, Instance, Provenance, Status, UNSET, now_iso
+from formctl.forms.instance import ABANDONED, ACTIVE, COMPLETE, Commit, Instance, Provenance, UNSET, now_iso
 from formctl.forms.project import (
     Failure,
     FillResult,
@@ -174,7 +174,7 @@ class FormRunner(RunnerReads):
 
         def build(inst: Instance) -> Commit:
             check_open(compiled, inst)  # closed by another process since it was read
-            return Commit(status=Status.ABANDONED, closed_reason=reason, blocked_on=None)
+            return Commit(status=ABANDONED, closed_reason=reason, blocked_on=None)
 
         return self._commit_retrying(instance, build, prov)
 
@@ -186,8 +186,8 @@ class FormRunner(RunnerReads):
         def build(inst: Instance) -> Commit:
             ev = self._evaluation(compiled, inst)
             status = inst.status
-            if status == Status.COMPLETE and not ev.complete:
-                status = Status.ACTIVE
+            if status == COMPLETE and not ev.complete:
+                status = ACTIVE
             return Commit(forced_complete=False, status=status)
 
         instance = self._commit_retrying(instance, build, prov)
@@ -201,7 +201,7 @@ class FormRunner(RunnerReads):
         """
         compiled, instance = self._resolve(instance_id, recover=False)
         result = RecoverResult(view=None)  # type: ignore[arg-type]
-        if instance.status != Status.ABANDONED:
+        if instance.status != ABANDONED:
             instance, result.rerun, failures = recover_instance(self, compiled, instance)
         else:
             failures = []
@@ -219,7 +219,7 @@ class FormRunner(RunnerReads):
         result's ``rejected`` and ``dropped``. An instance already on that version is left alone.
         """
         compiled, instance = self._read(instance_id)
-        if instance.status == Status.ABANDONED:
+        if instance.status == ABANDONED:
             raise FormError(abandoned_message(instance.id))
         if not drifted(compiled, instance):
             ev = self._evaluation(compiled, instance)
@@ -250,7 +250,7 @@ class FormRunner(RunnerReads):
         if values is not None and not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
         compiled, instance = self._resolve(instance_id)
-        if instance.status == Status.ABANDONED:
+        if instance.status == ABANDONED:
             raise FormError(abandoned_message(instance.id))
         cp_id = checkpoint if checkpoint is not None else instance.blocked_on
         if cp_id is None:
@@ -269,7 +269,7 @@ class FormRunner(RunnerReads):
 
         was = instance.status
         instance = self._commit_retrying(instance, build, prov)
-        if instance.status == Status.COMPLETE and was != Status.COMPLETE:
+        if instance.status == COMPLETE and was != COMPLETE:
             instance = self._fire_completion(compiled, instance, prov, [])
         staged, result = stage(compiled, values or {})
         if not staged:
@@ -282,7 +282,7 @@ class FormRunner(RunnerReads):
         """For a write: the instance brought up to date first (migrated when its form can, its
         left-over dispatches recovered). A stale one raises FormStaleError unless ``allow_stale``."""
         compiled, instance = self._read(instance_id)
-        if instance.status == Status.ABANDONED:
+        if instance.status == ABANDONED:
             return compiled, instance
         if drifted(compiled, instance):
             if compiled.migrate is None:
@@ -307,7 +307,7 @@ class FormRunner(RunnerReads):
 
     @staticmethod
     def _changed_under_the_write(fresh: Instance) -> Instance:
-        if fresh.status == Status.ABANDONED:  # abandoned under us: nothing more may be written
+        if fresh.status == ABANDONED:  # abandoned under us: nothing more may be written
             raise FormError(abandoned_message(fresh.id))
         return fresh
 
@@ -450,7 +450,7 @@ class FormRunner(RunnerReads):
             # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
             # person, or held by a rejected blocking checkpoint, completes (and announces it) only
             # once it really is complete, and a forced completion is announced exactly once.
-            completes = commit.status == Status.COMPLETE and instance.status != Status.COMPLETE
+            completes = commit.status == COMPLETE and instance.status != COMPLETE
             if completes:
                 n = instance.occurrences.get("form", 0) + 1
                 commit.occurrences = {**(commit.occurrences or {}), "form": n}
@@ -519,7 +519,7 @@ class FormRunner(RunnerReads):
         closed = self._close(
             compiled, committed, effects, prov, appended_fields=appended_fields, set_completed_now=set_completed_now
         )
-        if closed.status == Status.COMPLETE and was != Status.COMPLETE:
+        if closed.status == COMPLETE and was != COMPLETE:
             closed = self._fire_completion(compiled, closed, prov, failures)
         return closed
 

@@ -15,7 +15,7 @@ from formctl.forms.compile import CompiledForm
 from formctl.forms.errors import FormStaleError, InvalidArgumentError, NotFoundError
 from formctl.forms.evaluate import Evaluation, evaluate
 from formctl.forms.history import FieldHistory, field_history
-from formctl.forms.instance import Instance, Status
+from formctl.forms.instance import ABANDONED, Instance, STALE
 from formctl.forms.project import FormView, complete_flag, field_view, outline_view, step_view, tier0 as render_tier0
 from formctl.forms.reading import (
     DefaultInstance,
@@ -77,7 +77,7 @@ class RunnerReads:
             kwargs["damaged"] = damaged
         # Abandoned is never stale, and no status but stale is ever read differently from the
         # stored one unless the stored one is stale or the instance drifted: filter after reading.
-        exact = status is None or status == Status.ABANDONED
+        exact = status is None or status == ABANDONED
         if exact:
             kwargs.update(status=status, limit=limit)
         found = self.adapter.find_instances(**kwargs)
@@ -101,7 +101,7 @@ class RunnerReads:
         compiled, instance = self._read(instance_id)
         status = read_status(compiled, instance)
         ev = self._evaluation(compiled, instance)
-        return InstanceView(compiled, instance, ev, status, status == Status.STALE, complete_flag(compiled, ev, instance))
+        return InstanceView(compiled, instance, ev, status, status == STALE, complete_flag(compiled, ev, instance))
 
     def status(self, instance_id: str | None = None) -> FormView:
         """Tier 1: the open step in full (or the last step of a finished form)."""
@@ -164,7 +164,7 @@ class RunnerReads:
         if self.default.instance_id is None:
             return None
         instance = self.adapter.get_instance(self.default.instance_id)
-        if instance is None or instance.status == Status.ABANDONED or instance.subject != subject:
+        if instance is None or instance.status == ABANDONED or instance.subject != subject:
             return None
         return instance
 

@@ -19,14 +19,19 @@ from formctl.forms.errors import FormBlockedError, FormError
 from formctl.forms.evaluate import INVALID, Evaluation, remember_parse
 from formctl.forms.executors import Hook, RoundEffects
 from formctl.forms.instance import (
+    ABANDONED,
+    ACTIVE,
+    AWAITING,
+    COMPLETE,
     Commit,
+    DISPATCH_FAILED,
+    DISPATCH_OK,
     DispatchState,
-    DispatchStatus,
     Entry,
     EntryCommit,
     Instance,
     Provenance,
-    Status,
+    STALE,
     UNSET,
     now_iso,
 )
@@ -70,10 +75,10 @@ def check_open(compiled: CompiledForm, instance: Instance) -> None:
     """Closing is final (docs/engine.md, "Completion and closing"): an abandoned or complete
     instance cannot be abandoned, and the reason it was closed with stays. A stale one reads
     stale, not complete, and abandoning is how it is closed."""
-    if instance.status == Status.ABANDONED:
+    if instance.status == ABANDONED:
         why = f" ({instance.closed_reason})" if instance.closed_reason else ""
         raise FormError(f'Form instance "{instance.id}" is already abandoned{why}.', code="form_closed")
-    if instance.status == Status.COMPLETE and not is_stale(compiled, instance):
+    if instance.status == COMPLETE and not is_stale(compiled, instance):
         raise FormError(f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.',
                         code="form_closed")
 
@@ -186,9 +191,9 @@ def stage_patch(compiled: CompiledForm, patch: dict[str, Any]) -> list[Staged]:
 
 def check_writable(compiled: CompiledForm, instance: Instance) -> None:
     """Refuse a write to an abandoned instance, or to one waiting on a blocking checkpoint."""
-    if instance.status == Status.ABANDONED:
+    if instance.status == ABANDONED:
         raise FormError(abandoned_message(instance.id))
-    if instance.status == Status.AWAITING and instance.blocked_on:
+    if instance.status == AWAITING and instance.blocked_on:
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         raise FormBlockedError(instance.blocked_on, cp.wait_message if cp is not None else None)
 
@@ -201,8 +206,8 @@ def required_invalid(compiled: CompiledForm, ev: Evaluation) -> bool:
 def settled(compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool) -> str:
     """The status a settled (not awaiting) instance should have: complete or active."""
     if (ev.complete or forced) and not blocking_failure_open(compiled, ev, instance):
-        return Status.COMPLETE
-    return Status.ACTIVE
+        return COMPLETE
+    return ACTIVE
 
 
 def rising_edges(
@@ -262,8 +267,8 @@ def closing_commit(
     if effects.waiting_on is not None:
         if inst.blocked_on != effects.waiting_on:
             commit.blocked_on = effects.waiting_on
-        if inst.status != Status.AWAITING:
-            commit.status = Status.AWAITING
+        if inst.status != AWAITING:
+            commit.status = AWAITING
     elif inst.blocked_on is not None and inst.blocked_on in effects.checkpoints_run:
         commit.blocked_on = None
     # A host wait begun by an earlier round (seen here from its patch round) holds until resolved.
@@ -276,7 +281,7 @@ def closing_commit(
         if any(compiled.field_by_id[f].step_id == override_step for f in appended_fields if f in compiled.field_by_id):
             commit.open_step_override = None
     if effects.terminate is not None:
-        commit.status = Status.ABANDONED
+        commit.status = ABANDONED
         commit.closed_reason = effects.terminate
         if inst.open_step_override is not None or effects.jump is not None:
             commit.open_step_override = None
@@ -293,9 +298,9 @@ def closing_commit(
     ev = evaluation(inst)
     forced = effects.complete or inst.forced_complete
     status = settled(compiled, ev, inst, forced)
-    if inst.status != status and inst.status != Status.ABANDONED:
+    if inst.status != status and inst.status != ABANDONED:
         commit.status = status
-        if status == Status.COMPLETE and not inst.completed_at:
+        if status == COMPLETE and not inst.completed_at:
             commit.completed_at = now_iso()
     return commit
 
@@ -314,23 +319,23 @@ def settle_status(
     """Set on ``commit`` the status a write's main commit lands in: awaiting a blocking checkpoint
     its edges activated, complete when it completes the form, active again when it undoes that."""
     blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
-    done = settled(compiled, after, projected, forced_after) == Status.COMPLETE
-    if stored_status == Status.AWAITING and instance.blocked_on:
+    done = settled(compiled, after, projected, forced_after) == COMPLETE
+    if stored_status == AWAITING and instance.blocked_on:
         # A patch round (or a recovery) written while a checkpoint waits for the host:
         # the wait holds, and the status with it, until resolve_checkpoint settles it.
         pass
     elif blocking is not None:
-        commit.status = Status.AWAITING
+        commit.status = AWAITING
         commit.blocked_on = blocking.id
-    elif done and stored_status != Status.COMPLETE:
-        commit.status = Status.COMPLETE
+    elif done and stored_status != COMPLETE:
+        commit.status = COMPLETE
         commit.completed_at = now
-    elif stored_status == Status.AWAITING and not instance.blocked_on:
-        commit.status = Status.ACTIVE
-    elif stored_status == Status.COMPLETE and not done:
-        commit.status = Status.ACTIVE
-    elif stored_status == Status.STALE:  # committed by an older formctl, whose reads marked drift
-        commit.status = Status.COMPLETE if done else Status.ACTIVE
+    elif stored_status == AWAITING and not instance.blocked_on:
+        commit.status = ACTIVE
+    elif stored_status == COMPLETE and not done:
+        commit.status = ACTIVE
+    elif stored_status == STALE:  # committed by an older formctl, whose reads marked drift
+        commit.status = COMPLETE if done else ACTIVE
         if done and not instance.completed_at:
             commit.completed_at = now
 
@@ -352,7 +357,7 @@ def resolution_commit(
     covers = bound_fields(compiled, compiled.checkpoint_by_id[cp_id], ev, inst.occurrences)
     record = DispatchState(
         f"checkpoint:{cp_id}",
-        DispatchStatus.FAILED if fail else DispatchStatus.OK,
+        DISPATCH_FAILED if fail else DISPATCH_OK,
         1,
         now_iso(),
         fail if fail else None,
@@ -363,12 +368,12 @@ def resolution_commit(
     commit = Commit(dispatches={key: record})
     if inst.blocked_on == cp_id:
         commit.blocked_on = None
-    if inst.status == Status.AWAITING or (fail is None and inst.status == Status.ACTIVE):
+    if inst.status == AWAITING or (fail is None and inst.status == ACTIVE):
         projected = inst.copy()
         projected.dispatches[key] = record
         status = settled(compiled, ev, projected, inst.forced_complete)
         if status != inst.status:
             commit.status = status
-            if status == Status.COMPLETE and not inst.completed_at:
+            if status == COMPLETE and not inst.completed_at:
                 commit.completed_at = now
     return commit
