@@ -543,11 +543,12 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Welcome! What is your full name?"))
         api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "nope"}}))
-        api.reply(text("Thanks, Dana. That email didn't look right: what is it?"))
+        api.reply(text("Thanks, Dana. That email didn't look right: what is it?"),
+                  usage={"input_tokens": 40, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 300})
         api.fault(401, message="invalid x-api-key")
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
         result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--forms", str(FORMS),
-                                              "--store", store], input="Dana Reeve, dana at example\nhello\n",
+                                              "--store", store], input="Dana Reeve, dana at example\nhello\n/usage\n",
                                     env=env)
         bodies = api.bodies
     assert result.exit_code == 0, (result.stdout, result.stderr)
@@ -557,6 +558,9 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
     assert "· saved Full name · rejected Work email: " in out
     assert "Thanks, Dana." in out
     assert "· The Anthropic API refused the key (401)" in out  # one line, and the chat goes on
+    # four replies (the refused call cost nothing): /usage mid-chat, and the same line at the end
+    tokens = "tokens: 340 in, 80 out, 2,000 cache reads, 300 cache writes"
+    assert out.count(tokens) == 2 and out.rstrip().splitlines()[-1] == tokens
     assert bodies[0]["model"] == "claude-test"
     assert bodies[0]["messages"][0]["content"][0]["text"] == "Hello."
     tail = bodies[2]["messages"][-1]["content"][-1]["text"]  # tier 0 rides on the newest user turn
@@ -628,3 +632,9 @@ def test_the_activity_line_says_what_a_tool_call_saved_held_and_rejected():
     error = {"status": "error", "message": 'Waiting on checkpoint "policy-cap".', "data": {"code": "form_blocked"}}
     assert activity_line("form_fill", error, labels) == 'fill failed: Waiting on checkpoint "policy-cap".'
     assert activity_line("form_status", {"status": "success", "data": {"complete": False}}, labels) == ""
+
+
+def test_slash_usage_with_the_guided_model_says_it_costs_no_tokens_and_run_ends_without_a_tokens_line(store):
+    result = ok("run", "travel-claim", "--forms", str(FORMS), "--store", store, input="Dana Reeve\n/usage\n")
+    assert "No tokens: the guided model runs offline." in result.stdout
+    assert not any(line.startswith("tokens:") for line in result.stdout.splitlines())

@@ -410,3 +410,40 @@ def test_live_update_of_a_hand_written_transcript_masks_the_sensitive_values_it_
     text = path.read_text()
     assert "QQ123456C" not in text and "4821" not in text
     assert replay_file(path, registry=registry).passed
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def test_a_recording_keeps_what_the_conversation_cost_in_its_header_and_still_replays(tmp_path):
+    from formctl.agent.models.base import ModelReply
+    from formctl.agent.models.scripted import ScriptedModel
+
+    registry = FormRegistry.from_toml(FORMS / "registry.toml")
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
+    replies = [
+        ModelReply([{"type": "tool_use", "id": "toolu_1", "name": "form_list", "input": {}}], "tool_use",
+                   usage={"input_tokens": 1200, "output_tokens": 30, "cache_creation_input_tokens": 900}),
+        ModelReply([{"type": "text", "text": "There are forms for travel and client intake."}], "end_turn",
+                   usage={"input_tokens": 50, "output_tokens": 12, "cache_read_input_tokens": 2100}),
+    ]
+    path = tmp_path / "costed.toml"
+    rec = Recorder(path, form_id="travel-claim", form_version=1, model="scripted", subject="s", runner=runner)
+    loop = ChatLoop(runner, ScriptedModel(replies), form_id="travel-claim", on_event=rec.event)
+    rec.person("What can I fill in?")
+    loop.send("What can I fill in?")
+    rec.finish(runner)
+
+    expected = {"input_tokens": 1250, "output_tokens": 42, "cache_read_input_tokens": 2100,
+                "cache_creation_input_tokens": 900}
+    assert loop.usage.to_dict() == expected
+    header = path.read_text().split("[[turns]]")[0]
+    assert "usage = " in header and load(path).usage == expected
+    assert loop.usage.line() == "tokens: 1,250 in, 42 out, 2,100 cache reads, 900 cache writes"
+    assert replay_file(path, registry=registry).passed
+
+
+def test_a_guided_recording_has_no_usage_line(tmp_path):
+    registry = FormRegistry.from_toml(FORMS / "registry.toml")
+    transcript = record(tmp_path / "guided.toml", registry, "travel-claim", ["hello"])
+    assert transcript.usage == {} and "usage" not in dumps(transcript)

@@ -46,6 +46,7 @@ from formctl.agent.events import (
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, content_blocks
 from formctl.agent.prompt import system_prompt as build_system_prompt
 from formctl.agent.tools import FormTools, is_error
+from formctl.agent.usage import Usage
 from formctl.forms.errors import FormError
 
 __all__ = ["ChatLoop", "Turn", "tool_result_block"]
@@ -133,6 +134,7 @@ class ChatLoop:
         self.on_event = on_event
         self.conversation_store = conversation_store
         self.max_tokens = int(max_tokens or getattr(model, "max_tokens", None) or 1024)
+        self.usage = Usage()  # the tokens every reply of this conversation cost, added up
         self.tools = FormTools(runner, allow=allow, deny=deny, scope=scope)
         self.tool_definitions: list[dict[str, Any]] = self.tools.definitions
         open_instance = None
@@ -214,6 +216,7 @@ class ChatLoop:
                 raise
             except Exception as exc:  # a model that broke its contract: still one line, still no traceback
                 return Turn("", "error", iterations, f"The model failed: {type(exc).__name__}: {exc}", tool_calls)
+            self.usage.add(reply.usage)
             if self._cancel.is_set():
                 return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
             reply = _clean(reply)

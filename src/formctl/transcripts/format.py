@@ -54,6 +54,8 @@ Decisions, and why:
 - Host actions (``resolve``, ``fill``, ``revise``, ``retract``, ``undo``, ``redo``,
   ``abandon``, ``reopen``) are turns of their own, so a replay performs them at the same
   point; their result is kept and compared like a tool result.
+- ``usage = { input_tokens = ..., ... }`` (written only when the model reported any) is
+  what the recorded conversation cost; a replay neither needs nor compares it.
 - ``masked = [...]`` names the ``sensitive=True`` fields whose values were replaced by
   stand-ins (see :mod:`.normalise`); ``resumed = true`` marks a recording that began over
   an instance with answers, which an exact replay cannot reproduce.
@@ -137,6 +139,7 @@ class Transcript:
     tools_digest: str | None = None
     masked: list[str] = field(default_factory=list)
     resumed: bool = False  # recorded over an instance that already had answers (formctl resume)
+    usage: dict[str, int] = field(default_factory=dict)  # the recorded conversation's tokens (agent.usage)
     path: str | None = None
 
     @property
@@ -313,6 +316,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
         tools_digest=request.get("tools_digest"),
         masked=list(doc.get("masked", [])),
         resumed=bool(doc.get("resumed", False)),
+        usage={k: v for k, v in usage.items() if isinstance(v, int)} if isinstance(usage := doc.get("usage"), dict) else {},
         path=str(path) if path is not None else None,
     )
 
@@ -351,6 +355,8 @@ def to_doc(t: Transcript) -> dict[str, Any]:
         doc["masked"] = list(t.masked)
     if t.resumed:
         doc["resumed"] = True
+    if any(t.usage.values()):
+        doc["usage"] = dict(t.usage)
     turns = []
     for turn in t.turns:
         if turn.kind == "host":
@@ -437,7 +443,7 @@ def dumps(t: Transcript, *, header: str | None = None) -> str:
     return (header or DEFAULT_HEADER) + text
 
 
-_INLINE_KEYS = ("input", "args")
+_INLINE_KEYS = ("input", "args", "usage")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 

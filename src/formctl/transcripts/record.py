@@ -152,6 +152,12 @@ class Recorder:
             if self._iteration is None:
                 return
             reply = ev.reply
+            if reply.usage:
+                from formctl.agent.usage import Usage
+
+                total = Usage.from_dict(self.transcript.usage)
+                total.add(reply.usage)
+                self.transcript.usage = total.to_dict()
             # The model's words can name volatile things too ("formctl resolve form_…"): the
             # same conversation must make the same file.
             self._iteration.text = norm.text(reply.text) if reply.text else reply.text

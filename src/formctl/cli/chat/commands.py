@@ -21,6 +21,7 @@ HELP = """\
 /redo [FIELD]        put an undone answer back
 /resolve [--fail REASON | --reason WHY]  answer the checkpoint the form waits on (--as-host only)
 /abandon REASON      close the form without finishing (answers are kept)
+/usage               the tokens this conversation has cost so far
 /help                this list
 /quit                leave; formctl resume ID comes back here"""
 
@@ -52,6 +53,10 @@ class Commands:
         if self.instance_id is None:
             raise NotFoundError("The form has not been started yet.")
         return self.instance_id
+
+    def _cmd_usage(self, rest: str, out: Any) -> None:
+        out.print(self.usage_line() or f"No tokens: the {self.model.name} model runs offline.",
+                  markup=False, highlight=False)
 
     def _cmd_status(self, rest: str, out: Any) -> None:
         render.print_view(self.person.status(instance_id=self._need_instance()), out)

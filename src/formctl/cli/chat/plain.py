@@ -96,9 +96,15 @@ class Face:
             # to carry on, as leaving any other way does.
             self._end_text()
             self._text("\n")
-            self._line(s.goodbye(), mark=False)
+            self._goodbye()
             raise
-        self._line(s.goodbye(), mark=False)
+        self._goodbye()
+
+    def _goodbye(self) -> None:
+        self._line(self.session.goodbye(), mark=False)
+        usage = self.session.usage_line()
+        if usage:
+            self._line(usage, mark=False)
 
 
 def _last_said(messages: list[dict[str, Any]]) -> str:

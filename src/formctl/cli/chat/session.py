@@ -387,6 +387,11 @@ class ChatSession(Commands):
             if adapter is not None:
                 adapter.close()
 
+    def usage_line(self) -> str | None:
+        """The conversation's tokens in one line, or None for a model that reports none (guided)."""
+        usage = self.loop.usage
+        return usage.line() if usage else None
+
     def goodbye(self) -> str:
         instance_id = self.instance_id
         if instance_id is None:
