@@ -11,10 +11,9 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from formctl import FormRegistry, FormRunner, JsonFileAdapter
-
 # The example project (a temporary copy of tests/fixtures), never the checkout's ./forms.
 from fixture_project import FORMS, ROOT  # noqa: E402
+from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
 
 def invoke(*args: str, input: str | None = None, catch_exceptions: bool = True) -> Any:

@@ -32,9 +32,9 @@ import itertools
 import os
 import sys
 
-import example_forms
 import pytest
 
+import example_forms
 from formctl import FormRegistry, FormRunner, MemoryAdapter
 from pg_server import pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
 

@@ -12,7 +12,8 @@ of this module: add the factory and an ``ALL_FORMS`` entry next to it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import EmailStr, Field
 

@@ -177,7 +177,7 @@ class FakeAnthropic:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         return self
 
     def __exit__(self, *exc: Any) -> None:

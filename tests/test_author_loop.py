@@ -14,7 +14,8 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-from fixture_project import FORMS, TRANSCRIPTS as SHIPPED  # noqa: E402
+from fixture_project import FORMS  # noqa: E402
+from fixture_project import TRANSCRIPTS as SHIPPED  # noqa: E402
 
 
 def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import pytest
-from example_forms import register
 from pydantic import Field
 
+from example_forms import register
 from formctl import Fail, define_form
 from formctl.forms.errors import FormDefinitionError
 

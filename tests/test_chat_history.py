@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 
 from fixture_project import FORMS
-
 from formctl.cli.chat import ChatOptions, ChatSession, _masked_history
 
 SENSITIVE_FORM = textwrap.dedent(

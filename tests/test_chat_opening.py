@@ -10,11 +10,11 @@ import socket
 import textwrap
 
 import pytest
-from test_recovery import dead_pid
 
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.cli.chat import ChatOptions, ChatSession
 from formctl.forms.instance import DispatchState, Provenance, now_iso
+from test_recovery import dead_pid
 
 WATCH_FORM = textwrap.dedent(
     '''

@@ -8,8 +8,8 @@ message "Checking with Finance.") then "second"; total and a signature are requi
 from __future__ import annotations
 
 import pytest
-from example_forms import cap_lab, register
 
+from example_forms import cap_lab, register
 from formctl import Complete, ConflictError, Fail, FormBlockedError, FormError, FormRunner, Patch
 
 

@@ -22,7 +22,6 @@ from typer.testing import CliRunner
 from clitools import FORMS, ROOT, formctl, invoke, start
 from formctl.cli import app as cli
 
-
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
 TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "client visit"}
 

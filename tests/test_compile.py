@@ -315,7 +315,7 @@ def test_a_failed_load_is_not_cached():
         return example_forms.basic() if len(calls) > 1 else example_forms.trio()
 
     registry = FormRegistry().register("basic", name="B", load=load)
-    with pytest.raises(Exception):
+    with pytest.raises(FormDefinitionError):
         registry.load("basic")
     assert registry.load("basic").id == "basic"
     assert registry.load("basic") is registry.load("basic")

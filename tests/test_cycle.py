@@ -5,8 +5,8 @@ conflict retries, the closing commit and patch rounds."""
 from __future__ import annotations
 
 import pytest
-from example_forms import HookLog, cap_lab, lab, register, relay
 
+from example_forms import HookLog, cap_lab, lab, register, relay
 from formctl import ConflictError, FormError, FormRunner, Jump, Patch
 from formctl.forms.instance import UNSET, Commit, Provenance, now_iso
 

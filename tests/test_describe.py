@@ -325,7 +325,7 @@ def test_optional_union_drops_only_the_null_branch():
 
 
 def test_optional_discriminated_union_renders_its_models():
-    animal = Annotated[Union[Cat, Dog], Field(discriminator="k")]
+    animal = Annotated[Cat | Dog, Field(discriminator="k")]
     assert type_string(Optional[animal]) == "object with: k or object with: k, n"
 
 
@@ -492,7 +492,7 @@ def test_objects_at_depth_two_hide_their_keys():
 
 
 def test_discriminated_union_renders_each_model():
-    animal = Annotated[Union[Cat, Dog], Field(discriminator="k")]
+    animal = Annotated[Cat | Dog, Field(discriminator="k")]
     assert type_string(animal) == "object with: k or object with: k, n"
 
 

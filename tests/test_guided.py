@@ -15,12 +15,11 @@ from typing import Any
 
 import pytest
 
+from fixture_project import REGISTRY as REGISTRY_TOML  # noqa: E402
 from formctl import FormRegistry, FormRunner, MemoryAdapter
 from formctl.agent.loop import ChatLoop
 from formctl.agent.models.base import ChatModel, ModelRequest
 from formctl.agent.models.guided import GuidedModel, UnreadableAnswer, convert_answer
-
-from fixture_project import REGISTRY as REGISTRY_TOML  # noqa: E402
 
 WRITES = {"start", "fill", "revise", "retract", "undo", "redo", "abandon", "resolve_checkpoint", "reopen"}
 

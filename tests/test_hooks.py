@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from example_forms import async_hooks, lab, occurrence_seq, register
 
+from example_forms import async_hooks, lab, occurrence_seq, register
 from formctl import Complete, Fail, FormError, Jump, Patch, Terminate
 from formctl.forms.instance import DispatchState, Provenance, now_iso
 

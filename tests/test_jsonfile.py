@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import stat
 
 import pytest
@@ -28,8 +27,10 @@ from formctl.forms.instance import (
     instance_to_json,
     now_iso,
 )
-from formctl.store import _durable
-from formctl.store import postgres  # noqa: F401  (imported before the clock fixture, which patches its now_iso)
+from formctl.store import (
+    _durable,
+    postgres,  # noqa: F401  (imported before the clock fixture, which patches its now_iso)
+)
 from formctl.store.base import FormAdapter
 from formctl.store.jsonfile import JsonFileAdapter, StoreReport, commit_from_json, commit_to_json
 from formctl.store.memory import MemoryAdapter
@@ -819,7 +820,6 @@ def test_threads_sharing_one_adapter_lose_no_revision(store):
 
 def test_one_start_in_a_new_store_creates_at_most_four_files(tmp_path):
     from fixture_project import FORMS
-
     from formctl import FormRegistry, FormRunner
 
     store = tmp_path / "store"

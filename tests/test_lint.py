@@ -13,7 +13,6 @@ import textwrap
 from pathlib import Path
 
 from fixture_project import FORMS, TRANSCRIPTS
-
 from formctl import FormRegistry
 from formctl.forms.lint import lint
 

@@ -8,13 +8,11 @@ import threading
 import pytest
 
 from formctl.agent.conversation import ConversationStore
-from formctl.agent.events import LoopError, ModelCall, ModelTurn, Tier0Changed, TextDelta, ToolCall, ToolResult, TurnEnd
+from formctl.agent.events import LoopError, ModelCall, ModelTurn, TextDelta, Tier0Changed, ToolCall, ToolResult, TurnEnd
 from formctl.agent.loop import ChatLoop
 from formctl.agent.models.base import ModelError, ModelReply
 from formctl.agent.models.scripted import ScriptedModel
 from formctl.agent.tools import ToolSelectionError
-
-from fixture_project import REGISTRY as FORMS  # noqa: E402
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 

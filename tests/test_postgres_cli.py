@@ -17,7 +17,6 @@ import psycopg
 
 from clitools import formctl, start
 from fixture_project import FORMS
-
 from formctl.forms.instance import Provenance, now_iso
 
 

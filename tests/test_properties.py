@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 import example_forms
 from conftest import make_registry

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from clitools import FORMS, ROOT, invoke, start
+from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.cli import app as cli
 
 

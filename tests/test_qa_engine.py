@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from example_forms import build_instance
 from formctl import FormError, FormRegistry, FormRunner, Jump, MemoryAdapter, Patch, define_form
@@ -235,7 +236,7 @@ def test_a_host_may_fill_dates_enums_and_models_from_python(adapter):
     runner = FormRunner(adapter, registry=FormRegistry().register("dated", name="D", description="", load=_dated_form),
                         subject="qa")
     runner.start("dated")
-    when = _dt.datetime(2024, 1, 31, 10, 0, tzinfo=_dt.timezone.utc)
+    when = _dt.datetime(2024, 1, 31, 10, 0, tzinfo=_dt.UTC)
     result = runner.fill({"day": _dt.date(2024, 5, 1), "at": when, "colour": _Colour.red,
                           "address": _Address(street="1 High St", since=_dt.date(2020, 1, 1)),
                           "later": _dt.date(2025, 1, 1)})

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_recovery import dead_pid
 
 from fixture_project import FORMS
-
 from formctl import FormRegistry, FormRunner, FormStaleError, JsonFileAdapter
 from formctl.forms.instance import DispatchState, Provenance, now_iso
+from test_recovery import dead_pid
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
 

@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from example_forms import HookLog, lab, register
 
+from example_forms import HookLog, lab, register
 from formctl import FormRunner, Patch
 from formctl.forms.instance import DispatchState, Provenance, now_iso
 

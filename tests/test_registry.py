@@ -10,11 +10,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from example_forms import basic, trio
-
-from formctl import FormDefinitionError, FormError, FormRegistry, FormRunner, MemoryAdapter, UnknownFormError
-
 from fixture_project import REGISTRY  # noqa: E402
+from formctl import FormDefinitionError, FormError, FormRegistry, FormRunner, MemoryAdapter, UnknownFormError
 
 
 class CountingLoader:

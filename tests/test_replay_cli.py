@@ -9,10 +9,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-
 import clitools
-
-from fixture_project import FORMS, TRANSCRIPTS as SHIPPED  # noqa: E402
+from fixture_project import FORMS  # noqa: E402
+from fixture_project import TRANSCRIPTS as SHIPPED
 
 
 def invoke(*args: str):

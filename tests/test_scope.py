@@ -9,14 +9,13 @@ import json
 
 import pytest
 
+from clitools import FORMS
+from fake_anthropic import FakeAnthropic, text, tool_use
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.conversation import ConversationStore
 from formctl.agent.loop import ChatLoop
 from formctl.agent.tools import EVERY_SUBJECT, FormTools
 from formctl.forms.errors import InvalidArgumentError
-from fake_anthropic import FakeAnthropic, text, tool_use
-
-from clitools import FORMS
 
 ALICE = {"full_name": "Alice Adams", "staff_id": "AA1111", "email": "alice@example.org"}
 

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-from clitools import FORMS, formctl, invoke, start
 
+from clitools import FORMS, formctl, invoke, start
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
 

@@ -8,11 +8,10 @@ import os
 
 import pytest
 
-from formctl import FormRegistry, FormRunner, JsonFileAdapter
-from formctl.agent.tools import FormTools
-
 from clitools import formctl, start
 from fixture_project import FORMS  # noqa: E402
+from formctl import FormRegistry, FormRunner, JsonFileAdapter
+from formctl.agent.tools import FormTools
 
 
 @pytest.fixture

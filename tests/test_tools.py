@@ -8,8 +8,6 @@ import pytest
 
 from formctl.agent.tools import TOOL_NAMES, FormTools, ToolSelectionError, select_tools, tool_definitions
 
-from fixture_project import REGISTRY as FORMS  # noqa: E402
-
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "Client workshop"}
 

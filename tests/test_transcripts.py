@@ -15,6 +15,8 @@ from typing import Annotated
 import pytest
 from pydantic import Field
 
+from fixture_project import FORMS  # noqa: E402
+from fixture_project import TRANSCRIPTS as SHIPPED
 from formctl import FormRegistry, FormRunner, MemoryAdapter, define_form
 from formctl.agent.loop import ChatLoop
 from formctl.agent.models.guided import GuidedModel
@@ -22,8 +24,6 @@ from formctl.transcripts.coverage import Coverage
 from formctl.transcripts.format import Transcript, TranscriptError, dumps, load, loads
 from formctl.transcripts.record import Recorder
 from formctl.transcripts.replay import replay_file
-
-from fixture_project import FORMS, TRANSCRIPTS as SHIPPED  # noqa: E402
 
 _modules = itertools.count()
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ class ConversationStore:
         payload = {
             "format": FORMAT,
             "instance_id": instance_id,
-            "saved_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "saved_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "messages": _bounded(messages, 0),
         }
         # ensure_ascii: a lone surrogate becomes a \udXXX escape instead of failing to encode.

@@ -30,15 +30,16 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from formctl.agent.events import (
     LoopError,
     ModelCall,
     ModelTurn,
-    Tier0Changed,
     TextDelta,
+    Tier0Changed,
     ToolCall,
     ToolResult,
     TurnEnd,

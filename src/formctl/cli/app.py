@@ -29,7 +29,7 @@ from formctl.cli import base
 from formctl.cli.base import _Command, _Group, app
 
 # Imported for their commands, registered in the order --help lists them.
-from formctl.cli.commands import forms, chat, reads, writes, store  # noqa: F401
+from formctl.cli.commands import chat, forms, reads, store, writes  # noqa: F401
 
 __all__ = ["app", "main"]
 

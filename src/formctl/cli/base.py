@@ -13,7 +13,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from formctl.cli._lean_typer import LeanCommand as _Command, LeanGroup  # noqa: F401  (the commands' class)
+from formctl.cli._lean_typer import LeanCommand as _Command  # noqa: F401  (the commands' class)
+from formctl.cli._lean_typer import LeanGroup
 
 _debug = os.environ.get("FORMCTL_DEBUG", "") not in ("", "0")
 

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+
 def _complete_form(ctx: typer.Context, incomplete: str) -> list[str]:
     """Form ids from the registry file, read with tomllib (no form module is imported)."""
     import tomllib

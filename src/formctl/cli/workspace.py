@@ -61,7 +61,7 @@ def store_name(store: str | os.PathLike[str] | None) -> str:
     return mask_dsn(str(store)) if is_database(store) else str(store_path(store))
 
 
-def open_registry(forms: str | os.PathLike[str] | None) -> "FormRegistry":
+def open_registry(forms: str | os.PathLike[str] | None) -> FormRegistry:
     from formctl.forms.registry import FormRegistry, RegistryError
 
     path = registry_path(forms)
@@ -78,7 +78,7 @@ def is_database(store: str | os.PathLike[str] | None) -> bool:
     return is_dsn(store)
 
 
-def open_store(store: str | os.PathLike[str] | None) -> "JsonFileAdapter | PostgresAdapter":
+def open_store(store: str | os.PathLike[str] | None) -> JsonFileAdapter | PostgresAdapter:
     if is_database(store):
         from formctl.store.postgres import PostgresAdapter
 
@@ -96,7 +96,7 @@ def open_runner(
     actor: str = "host",
     adapter: Any = None,
     registry: Any = None,
-) -> "FormRunner":
+) -> FormRunner:
     """A runner over the store and registry. Host commands write as ``actor="host"``."""
     from formctl.forms.runner import FormRunner
 

@@ -9,7 +9,8 @@ anything.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from formctl.forms.compile import CompiledCheckpoint, CompiledForm
 from formctl.forms.evaluate import Evaluation

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from typing import Any, Callable, Iterator
+from typing import Any
 
 __all__ = ["PATIENCE", "Attempts"]
 

@@ -7,8 +7,10 @@ compiled form (see ``compile.py``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import TYPE_CHECKING, Any
 
 from formctl.forms.errors import FormDefinitionError
 
@@ -131,7 +133,7 @@ class FormBuilder:
         preview: str | None = None,
         when: Gate | None = None,
         on_complete: Executor | None = None,
-    ) -> "FormBuilder":
+    ) -> FormBuilder:
         """Open a step; the fields that follow belong to it."""
         self._def.steps.append(
             StepDef(id=id, title=title, ask=ask, preview=preview, when=when, on_complete=on_complete)
@@ -149,7 +151,7 @@ class FormBuilder:
         when: Gate | None = None,
         on_fill: Executor | None = None,
         sensitive: bool = False,
-    ) -> "FormBuilder":
+    ) -> FormBuilder:
         """Add a field to the most recent step. Optional iff ``schema`` accepts ``None``."""
         if not self._def.steps:
             raise FormDefinitionError(
@@ -172,7 +174,7 @@ class FormBuilder:
         wait_message: str | None = None,
         wait_for_host: bool = False,
         watch: tuple[str, ...] | list[str] = (),
-    ) -> "FormBuilder":
+    ) -> FormBuilder:
         """A trigger: fires ``run`` on the rising edge of ``when``.
 
         A blocking checkpoint with no ``run``, or declared ``wait_for_host=True`` and
@@ -193,7 +195,7 @@ class FormBuilder:
         )
         return self
 
-    def on_complete(self, fn: Executor) -> "FormBuilder":
+    def on_complete(self, fn: Executor) -> FormBuilder:
         """The form-level executor, fired on the rising edge of completion."""
         self._def.on_complete = fn
         return self
@@ -202,7 +204,7 @@ class FormBuilder:
     def definition(self) -> FormDef:
         return self._def
 
-    def build(self) -> "CompiledForm":
+    def build(self) -> CompiledForm:
         from formctl.forms.compile import compile_form
 
         return compile_form(self._def)

@@ -12,11 +12,13 @@ the fields plus one call per gate, however long the logs are.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any, Iterable
+from typing import Any
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.instance import Entry, Instance
+
 
 class FieldStatus(StrEnum):
     """What one field's answer in force amounts to under an evaluation."""
@@ -82,7 +84,7 @@ class GateState:
 
     __slots__ = ("_pass", "_fired")
 
-    def __init__(self, evaluation_pass: "_Pass", fired: dict[str, int]) -> None:
+    def __init__(self, evaluation_pass: _Pass, fired: dict[str, int]) -> None:
         self._pass = evaluation_pass
         self._fired = fired
 
@@ -121,7 +123,7 @@ class _Pass:
 
     __slots__ = ("ev", "excluded", "values", "state", "applicable", "_steps", "_complete", "_busy", "_fallbacks")
 
-    def __init__(self, ev: "Evaluation", excluded: set[int], fired: dict[str, int], values: dict[str, Any]) -> None:
+    def __init__(self, ev: Evaluation, excluded: set[int], fired: dict[str, int], values: dict[str, Any]) -> None:
         self.ev = ev
         self.excluded = excluded
         self.values = GateValues(values, ev.compiled.field_by_id)

@@ -13,8 +13,10 @@ import inspect
 import os
 import socket
 import threading
-from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
 
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Iterable
+from typing import Any
+
 
 class Status(StrEnum):
     """An instance's status. Members are strings, so they store and compare as the plain words.
@@ -63,7 +65,7 @@ def now_iso() -> str:
     Microseconds, not milliseconds: "the open form" is the most recently updated instance, and
     two writes a person makes in quick succession must not tie.
     """
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +205,7 @@ class DispatchState:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "DispatchState":
+    def from_dict(cls, d: dict[str, Any]) -> DispatchState:
         return cls(d["hook_id"], d["status"], int(d["attempts"]), d["at"], d.get("error"), d.get("owner"),
                    d.get("actor"), d.get("reason"), d.get("covers"))
 
@@ -270,7 +272,7 @@ class Instance:
         self.updated_at = updated_at
         self.completed_at = completed_at
 
-    def copy(self) -> "Instance":
+    def copy(self) -> Instance:
         """A snapshot: new maps, shared immutable records. Mutating it never touches the original."""
         clone = Instance.__new__(Instance)
         for name in Instance.__slots__:

@@ -27,8 +27,9 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 MAX_TRIES = 4096
 _STATE_READS = ("step_complete", "checkpoint_fired")

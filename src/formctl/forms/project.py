@@ -9,7 +9,8 @@ JSON the model sees: keys with no value are left out, never sent as null.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 from formctl.forms.compile import CompiledForm
@@ -21,8 +22,8 @@ from formctl.forms.instance import (
     COMPLETE,
     DISPATCH_FAILED,
     DISPATCH_OK,
-    Instance,
     STALE,
+    Instance,
 )
 from formctl.forms.reading import read_status
 from formctl.forms.resolutions import decided_occurrence, is_resolution

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from formctl.forms.instance import ABANDONED, ACTIVE, Instance, STALE
+from formctl.forms.instance import ABANDONED, ACTIVE, STALE, Instance
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.compile import CompiledForm
@@ -35,12 +35,12 @@ class DefaultInstance:
         return f"DefaultInstance({self.instance_id!r})"
 
 
-def drifted(compiled: "CompiledForm", instance: Instance) -> bool:
+def drifted(compiled: CompiledForm, instance: Instance) -> bool:
     """The instance was started on another version of its form than the registered one (a downgrade counts)."""
     return instance.def_version != compiled.version
 
 
-def is_stale(compiled: "CompiledForm", instance: Instance) -> bool:
+def is_stale(compiled: CompiledForm, instance: Instance) -> bool:
     """Stale: started on another version of the form, which has no ``migrate`` to carry it forward.
 
     ``compiled`` must be the *registered* form. A stale instance can be read (``runner.view``),
@@ -53,7 +53,7 @@ def is_stale(compiled: "CompiledForm", instance: Instance) -> bool:
     return drifted(compiled, instance) and compiled.migrate is None
 
 
-def read_status(compiled: "CompiledForm", instance: Instance) -> str:
+def read_status(compiled: CompiledForm, instance: Instance) -> str:
     """The status a reader sees: the stored one, or ``stale`` when :func:`is_stale` says so.
 
     Older stores may hold a committed ``stale``; once the instance no longer is, it reads ``active``.
@@ -107,9 +107,9 @@ class InstanceView:
     only read (a model, a renderer).
     """
 
-    compiled: "CompiledForm"
+    compiled: CompiledForm
     instance: Instance
-    evaluation: "Evaluation"
+    evaluation: Evaluation
     status: str
     stale: bool
     complete: bool

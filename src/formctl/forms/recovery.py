@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from formctl.forms.compile import CompiledForm
 from formctl.forms.errors import FormError
 from formctl.forms.executors import RoundEffects, hook_for
-from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, DispatchState, Instance, STALE, now_iso
+from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance, now_iso
 from formctl.forms.project import Failure, MigrateResult, Rejected, open_failures, step_view
 from formctl.forms.staging import Staged, is_blank
 from formctl.forms.validate import issue_hint, json_data
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.runner import FormRunner
 
 
-def recover(runner: "FormRunner", compiled: CompiledForm, instance: Instance) -> tuple[Instance, list[str], list[Failure]]:
+def recover(runner: FormRunner, compiled: CompiledForm, instance: Instance) -> tuple[Instance, list[str], list[Failure]]:
     """Re-run every orphaned dispatch of ``instance``; returns the instance, the keys re-run and the failures."""
     orphans = runner._dispatcher.orphans(instance)
     if not orphans:
@@ -114,7 +114,7 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
     return list(staged.values()), result
 
 
-def migrate(runner: "FormRunner", compiled: CompiledForm, instance: Instance) -> tuple[Instance, MigrateResult]:
+def migrate(runner: FormRunner, compiled: CompiledForm, instance: Instance) -> tuple[Instance, MigrateResult]:
     """Write the migration :func:`plan_migration` decides, as one ordinary commit cycle."""
     items, result = plan_migration(compiled, instance)
     new_version = compiled.version

@@ -12,9 +12,10 @@ import inspect
 import sys
 import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from formctl.errors import FormDefinitionError, FormError, RegistryError, UnknownFormError
 
@@ -48,7 +49,7 @@ class FormRegistry:
         description: str = "",
         load: Callable[[], Any],
         module: str | None = None,
-    ) -> "FormRegistry":
+    ) -> FormRegistry:
         """Register a form without loading it. Returns the registry, so calls chain."""
         self._registrations[id] = Registration(id, name, description, load, module)
         self._compiled.pop(id, None)
@@ -90,7 +91,7 @@ class FormRegistry:
             self._compiled.pop(id, None)
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> "FormRegistry":
+    def from_toml(cls, path: str | Path) -> FormRegistry:
         """Read ``registry.toml``: ``[forms.ID]`` tables with name, description and ``module = "mod:attr"``.
 
         Modules are imported from the registry file's folder, on first load only.

@@ -21,7 +21,8 @@ write evaluates the instance it stores once and the next operation starts from i
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
@@ -37,7 +38,7 @@ from formctl.forms.errors import (
 from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.history import cursor_move
-from formctl.forms.instance import ABANDONED, ACTIVE, COMPLETE, Commit, Instance, Provenance, UNSET, now_iso
+from formctl.forms.instance import ABANDONED, ACTIVE, COMPLETE, UNSET, Commit, Instance, Provenance, now_iso
 from formctl.forms.project import (
     Failure,
     FillResult,
@@ -49,9 +50,10 @@ from formctl.forms.project import (
     step_view,
 )
 from formctl.forms.reading import DefaultInstance, drifted
-from formctl.forms.runner_reads import RunnerReads
-from formctl.forms.recovery import migrate as migrate_instance, recover as recover_instance
+from formctl.forms.recovery import migrate as migrate_instance
+from formctl.forms.recovery import recover as recover_instance
 from formctl.forms.registry import FormRegistry
+from formctl.forms.runner_reads import RunnerReads
 from formctl.forms.staging import (
     Staged,
     abandoned_message,
@@ -59,8 +61,8 @@ from formctl.forms.staging import (
     check_writable,
     closing_commit,
     project_write,
-    resolution_commit,
     required_invalid,
+    resolution_commit,
     resolve_or_report,
     rising_edges,
     settle_status,

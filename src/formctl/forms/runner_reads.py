@@ -8,15 +8,17 @@ computed on read (:mod:`formctl.forms.reading`). :class:`FormRunner` inherits th
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.errors import FormStaleError, InvalidArgumentError, NotFoundError
 from formctl.forms.evaluate import Evaluation, evaluate
 from formctl.forms.history import FieldHistory, field_history
-from formctl.forms.instance import ABANDONED, Instance, STALE
-from formctl.forms.project import FormView, complete_flag, field_view, outline_view, step_view, tier0 as render_tier0
+from formctl.forms.instance import ABANDONED, STALE, Instance
+from formctl.forms.project import FormView, complete_flag, field_view, outline_view, step_view
+from formctl.forms.project import tier0 as render_tier0
 from formctl.forms.reading import (
     DefaultInstance,
     InstanceSummary,

@@ -9,11 +9,12 @@ runner commits what these decide.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from formctl.forms.commit import apply_entry_commit
 from formctl.forms.binding import bound_fields, rebound
+from formctl.forms.commit import apply_entry_commit
 from formctl.forms.compile import CompiledForm
 from formctl.forms.errors import FormBlockedError, FormError
 from formctl.forms.evaluate import INVALID, Evaluation, remember_parse
@@ -23,16 +24,16 @@ from formctl.forms.instance import (
     ACTIVE,
     AWAITING,
     COMPLETE,
-    Commit,
     DISPATCH_FAILED,
     DISPATCH_OK,
+    STALE,
+    UNSET,
+    Commit,
     DispatchState,
     Entry,
     EntryCommit,
     Instance,
     Provenance,
-    STALE,
-    UNSET,
     now_iso,
 )
 from formctl.forms.project import FillResult, Rejected, Unknown, blocking_failure_open

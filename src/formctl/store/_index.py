@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from formctl.store import _durable
 

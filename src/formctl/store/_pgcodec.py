@@ -8,8 +8,9 @@ many as its row says, none for a field it does not list) and names the instance 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import partial
-from typing import Any, Iterable
+from typing import Any
 
 from psycopg.types.json import Json
 

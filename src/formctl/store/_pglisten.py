@@ -3,7 +3,8 @@ writing transaction NOTIFYs when it commits (the trigger is in ``_pgschema``).""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 

@@ -11,8 +11,9 @@ switching. Afterwards every instance is read back from both stores and compared 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from formctl.errors import StoreError
 from formctl.forms.instance import Instance

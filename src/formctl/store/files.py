@@ -19,8 +19,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from formctl.errors import StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch

@@ -11,14 +11,16 @@ docs/store.md, 'Snapshot and journal' and 'Crash safety'.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store import _durable, maintenance
-from formctl.store._index import Index, IndexDamaged, sort_recent_first as _recent_rows
+from formctl.store._index import Index, IndexDamaged
+from formctl.store._index import sort_recent_first as _recent_rows
 from formctl.store._journal import frame
 from formctl.store.base import check_provenance, missing, new_instance, sort_recent_first
 from formctl.store.codec import FORMAT, commit_from_json, commit_to_json, snapshot_bytes

@@ -15,8 +15,8 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from formctl.errors import StoreError
 from formctl.store import _durable

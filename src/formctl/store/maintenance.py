@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from formctl.errors import StoreError
@@ -315,7 +315,7 @@ def repair(adapter: JsonFileAdapter, iid: str, *, by: str) -> Repair | None:
 def _keep_copy(folder: str, iid: str, *paths: str) -> tuple[str, int]:
     """Copy the instance's files (those that exist) into a new private folder beside them, durably.
     Returns the folder and the number of lines the journal held."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     kept = os.path.join(folder, f"{iid}{DAMAGED_COPY}{stamp}")
     lines = 0
     try:

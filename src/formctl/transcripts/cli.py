@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -65,18 +64,18 @@ def register(app: typer.Typer) -> None:
 
     @app.command("replay", epilog=EXAMPLES)
     def replay_command(
-        paths: List[str] = typer.Argument(..., metavar="FILES|DIRS", help="Transcript files, or folders of them."),
+        paths: list[str] = typer.Argument(..., metavar="FILES|DIRS", help="Transcript files, or folders of them."),
         update: bool = typer.Option(False, "--update", help="Rewrite the transcripts from this run (the guided model's "
                                     "turns are made again); show what changed."),
         accept_text: bool = typer.Option(False, "--accept-text", help="With --update: keep a real model's recorded "
                                          "words even where the tool results they followed have changed."),
         live: bool = typer.Option(False, "--live", help="Play the person's turns to a model and grade on [expect]."),
-        model: Optional[str] = typer.Option(None, "--model", envvar="FORMCTL_MODEL", metavar="NAME",
+        model: str | None = typer.Option(None, "--model", envvar="FORMCTL_MODEL", metavar="NAME",
                                             help="With --live: the Anthropic model (needs ANTHROPIC_API_KEY); default guided."),
         offline: bool = typer.Option(False, "--offline", help="With --live: the offline guided model, even with ANTHROPIC_API_KEY set."),
-        junit: Optional[str] = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
+        junit: str | None = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
         coverage: bool = typer.Option(False, "--coverage", help="Report steps, fields, gates, checkpoints and effects exercised."),
-        forms: Optional[str] = typer.Option(None, "--forms", envvar="FORMCTL_FORMS", metavar="DIR",
+        forms: str | None = typer.Option(None, "--forms", envvar="FORMCTL_FORMS", metavar="DIR",
                                             help="Folder holding registry.toml (default: forms/ above the transcript)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only failures and the summary line."),
     ) -> None:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 INSTANCE = "<instance>"
 TIME = "<time>"
@@ -76,7 +77,7 @@ class Normaliser:
             self.short_masks[text] = str(stand_in)
             self._short_pattern = None
 
-    def masker(self) -> "Normaliser":
+    def masker(self) -> Normaliser:
         """A normaliser that masks as this one does and normalises nothing else."""
         masker = Normaliser()
         masker.masks, masker._exact_masks, masker.short_masks = self.masks, self._exact_masks, self.short_masks

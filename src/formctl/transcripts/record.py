@@ -26,7 +26,6 @@ from typing import Any
 from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
 from formctl.transcripts.normalise import Normaliser, learn_masks
 
-
 OPENER = "Hello."
 """The person's side of a conversation's first message. ``formctl run`` sends it (with any
 ``--seed`` lines after it) so that the model speaks first and every line the person types is

@@ -14,8 +14,9 @@ The loop does not know which model it drives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from formctl.errors import ModelError  # defined with every other formctl error
 

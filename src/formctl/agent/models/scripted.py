@@ -14,7 +14,7 @@ replay reports), and in the chat loop it is the one error a model may raise.
 from __future__ import annotations
 
 import copy
-from typing import Iterable
+from collections.abc import Iterable
 
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink
 

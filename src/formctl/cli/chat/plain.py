@@ -14,6 +14,7 @@ from formctl.cli import render
 from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
 
+
 class Face:
     """What both faces share: the conversation's flow, and how loop events become output.
 

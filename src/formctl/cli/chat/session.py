@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any, Callable
 

@@ -75,7 +75,7 @@ def check(
         if as_json:
             code = exc.code if isinstance(exc, FormError) else "form_definition_error"
             _print_json({"form": form, "ok": False, "error": message, "code": code})
-            raise typer.Exit(1)
+            raise typer.Exit(1) from None
         _fail(f"{form}: {message}")
     from formctl.cli import render
     from formctl.cli.scaffold import coverage_report, lint_form

@@ -14,7 +14,8 @@ state it reads and keeps (the field asked, fields skipped, a field to ask first)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 from formctl.agent.models.base import ModelReply
