@@ -1,41 +1,9 @@
 """Replay a transcript: the regression test of a form definition.
 
-**Exact** (the default, offline). A fresh in-memory store and a fixed subject; the
-recorded person turns go through the real chat loop, the recorded model turns are played
-back by :class:`~formctl.agent.models.scripted.ScriptedModel`, and the tools and executors
-run for real (executors see ``ctx.replaying``, so one that calls an outside service can
-skip it). Host actions (Finance resolving a checkpoint) are performed at the point they
-were recorded. After every turn the replay is normalised the way the recording was
-(:mod:`.normalise`) and compared with it:
-
-- the tier-0 line each model call was sent, and the fixed system prompt and tools: a
-  model turn whose *request* no longer matches what was recorded is a divergence, since
-  the recorded reply answered a different question;
-- every tool result and host-action result;
-- the end state (``[expect]``: status, live values, held values, checkpoints fired).
-
-The first divergence is reported as a readable diff naming the turn, the step and the
-field (:mod:`.diff`); later ones are usually its echoes.
-
-**Update** (``update=True``) rewrites the file from a new run and reports, turn by turn,
-everything that changed (:mod:`.changes`); it never writes a transcript that contradicts
-itself. The guided model's turns follow from the form, so for a transcript it spoke
-(``model = "guided"``) it answers every turn again. A real model's turns cannot be made
-again offline: its replies are kept, the tool results and ``[expect]`` rewritten, and a
-reply written after a tool result that has now changed is listed, and the file left as
-it was, unless ``accept_text=True`` keeps those words. A second update is a no-op.
-
-**Live** (``live=True``). The person turns (and host actions) of a transcript, usually a
-hand-written one with only ``[expect]``, are played against a real model (``model``: a
-``ChatModel``, a model name for :func:`pick_model`, or ``None`` for the offline guided
-model) and graded on ``[expect]`` (the diff calls the author's values "expected"). The
-conversation opens as ``formctl run`` opens it (``Hello.``), so the first person line is an
-answer like every other. ``status`` and ``checkpoints`` must match, and every
-value listed in ``values``/``held`` must be there (a model may also fill optional fields
-the author did not list). ``live=True, update=True`` records the model's turns into the
-file, turning a hand-written transcript into an exact one: that is how the shipped set
-was made. A transcript with no model turns is replayed live against the guided model even
-without ``live=True``, since there is nothing to play back.
+Three ways, described in docs/transcripts.md ('Replaying'): **exact** (the default, offline:
+the recorded model turns are played back and every tool result, tier-0 line and the end state
+compared), **update** (rewrite the file from a new run, never writing one that contradicts
+itself) and **live** (play the person turns against a model and grade on ``[expect]``).
 """
 
 from __future__ import annotations
@@ -49,19 +17,10 @@ from typing import Any
 
 from formctl.transcripts import changes as _changes
 from formctl.transcripts import diff as _diff
-from formctl.transcripts.format import (
-    HOST_ACTIONS,
-    Transcript,
-    TranscriptError,
-    Turn,
-    dump,
-    dumps,
-    leading_comments,
-    load,
-)
-from formctl.transcripts.record import OPENER, Recorder, end_state, opens_conversation
+from formctl.transcripts.format import Transcript, TranscriptError, Turn, dump, dumps, leading_comments, load
+from formctl.transcripts.play import play, recorded_model, recorded_replies
+from formctl.transcripts.record import OPENER, opens_conversation
 
-REPLAY_SUBJECT = "transcript-replay"
 GUIDED = "guided"  # the offline model's name: its turns can be made again, a real model's cannot
 _STEP = re.compile(r'step (\d+/\d+) "([^"]*)"')
 _registries: dict[str, Any] = {}
@@ -195,186 +154,6 @@ def replay(
     return _exact(transcript, registry, compiled, update=update, coverage=coverage, accept_text=accept_text)
 
 
-# --------------------------------------------------------------------------- running a conversation
-
-
-def _runner(registry: Any) -> Any:
-    from formctl.forms.runner import FormRunner
-    from formctl.store.memory import MemoryAdapter
-
-    return FormRunner(MemoryAdapter("transcript-replay"), registry=registry, subject=REPLAY_SUBJECT, replaying=True)
-
-
-def _replies(transcript: Transcript) -> list[Any]:
-    from formctl.agent.models.base import ModelReply
-
-    out: list[Any] = []
-    for turn in transcript.turns:
-        for it in turn.iterations:
-            if it.stop_reason == "error":
-                out.append(turn.error or "The model failed.")
-                continue
-            content: list[dict[str, Any]] = []
-            if it.text:
-                content.append({"type": "text", "text": it.text})
-            for c in it.calls:
-                content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input})
-            out.append(ModelReply(content=content, stop_reason=it.stop_reason or ("tool_use" if it.calls else "end_turn")))
-    return out
-
-
-def _recorded_model(replies: list[Any], name: str) -> Any:
-    """A ScriptedModel that also re-raises the model errors the recording saw, at the same point.
-
-    It does not keep a deep copy of every request as ScriptedModel does: the replay compares
-    what was sent through the loop's events (the tier-0 line, the fixed system prompt and
-    tools), and copying the whole growing conversation on every call made replay quadratic
-    in its length (70% of the time of a twenty-turn replay).
-    """
-    from formctl.agent.models.base import ModelError, ModelReply
-    from formctl.agent.models.scripted import ScriptedModel
-
-    class _Recorded(ScriptedModel):
-        def respond(self, request, on_text=None):  # type: ignore[override]
-            if self.played >= len(self._replies):
-                raise ModelError(f"The script has no more model turns ({self.played} played).")
-            recorded = self._replies[self.played]
-            self.played += 1
-            if isinstance(recorded, str):
-                raise ModelError(recorded)
-            # No copy: these replies were built for this replay alone, and each is played once.
-            content = recorded.content
-            if any(b.get("type") == "tool_use" and _names_instance(b.get("input")) for b in content):
-                # The recording normalised an instance id the model copied into a call
-                # (instance_id: "<instance>"): give it this replay's id, the newest a result named.
-                current = _newest_instance(request.messages)
-                if current is not None:
-                    content = [
-                        {**b, "input": _with_instance(b.get("input"), current)} if b.get("type") == "tool_use" else b
-                        for b in content
-                    ]
-            reply = ModelReply(content=content, stop_reason=recorded.stop_reason)
-            if on_text is not None and reply.text:
-                on_text(reply.text)
-            return reply
-
-    return _Recorded(replies, name=name)
-
-
-def _names_instance(value: Any) -> bool:
-    from formctl.transcripts.normalise import INSTANCE
-
-    if isinstance(value, str):
-        return INSTANCE in value
-    if isinstance(value, dict):
-        return any(_names_instance(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_names_instance(v) for v in value)
-    return False
-
-
-def _with_instance(value: Any, instance_id: str) -> Any:
-    from formctl.transcripts.normalise import INSTANCE
-
-    if isinstance(value, str):
-        return value.replace(INSTANCE, instance_id)
-    if isinstance(value, dict):
-        return {k: _with_instance(v, instance_id) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_with_instance(v, instance_id) for v in value]
-    return value
-
-
-def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
-    """The instance id the newest tool result named (what a model copying an id would have copied)."""
-    import json
-
-    for message in reversed(messages):
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        for block in reversed(content):
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            try:
-                data = json.loads(block.get("content") or "").get("data")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
-                return data["instance_id"]
-    return None
-
-
-def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
-    """Do what a host did mid-conversation; returns the result as JSON (errors too, as data)."""
-    from formctl.forms.errors import FormError
-    from formctl.transcripts.record import host_result
-
-    if action not in HOST_ACTIONS:
-        raise TranscriptError(f"unknown host action {action!r}")
-    try:
-        if action == "resolve":
-            out = runner.resolve_checkpoint(fail=args.get("fail"), values=args.get("values"),
-                                            checkpoint=args.get("checkpoint"), actor=args.get("actor"),
-                                            reason=args.get("reason"))
-        elif action == "fill":
-            out = runner.fill(args.get("values") or {})
-        elif action == "revise":
-            out = runner.revise(args["field"], args.get("value"), reason=args.get("reason"))
-        elif action == "retract":
-            out = runner.retract(args["field"], reason=args.get("reason"))
-        elif action == "undo":
-            out = runner.undo(args.get("field"))
-        elif action == "redo":
-            out = runner.redo(args.get("field"))
-        elif action == "abandon":
-            out = runner.abandon(args.get("reason") or "Abandoned by the host.")
-        else:  # reopen
-            out = runner.reopen()
-    except FormError as exc:
-        return {"status": "error", "message": exc.message, "code": exc.code}
-    except KeyError as exc:
-        raise TranscriptError(f"host action {action!r} needs `{exc.args[0]}` in its args") from None
-    return host_result(out)
-
-
-def _play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, *, coverage: Any,
-          on_turn: Any = None) -> tuple[Recorder, Any, Any]:
-    """Feed the transcript's person turns and host actions through a fresh runner and loop.
-
-    ``on_turn(n, recorded_turn, new_turn)`` is called after each turn; returning True stops.
-    """
-    from formctl.agent.loop import ChatLoop
-
-    runner = _runner(registry)
-    rec = Recorder(None, form_id=transcript.form, form_version=compiled.version, model=transcript.model,
-                   subject=REPLAY_SUBJECT, runner=runner)
-    rec.transcript.masked = list(transcript.masked)
-    name = transcript.name
-    loop_box: list[Any] = []
-
-    def on_event(ev: Any) -> None:
-        rec.event(ev)
-        if coverage is not None and ev.kind == "tool_result":
-            coverage.sample(runner, loop_box[0].instance_id if loop_box else None, name)
-
-    model = make_model(runner)
-    loop = ChatLoop(runner, model, form_id=transcript.form, on_event=on_event)
-    loop_box.append(loop)
-    for n, turn in enumerate(transcript.turns, 1):
-        if turn.kind == "host":
-            result = perform_host_action(runner, turn.action or "", turn.args)
-            new = rec.host(turn.action or "", result=result, **turn.args)
-            if coverage is not None:
-                coverage.sample(runner, loop.instance_id, name)
-        else:
-            new = rec.person(turn.text)
-            loop.send(turn.text)
-        if on_turn is not None and on_turn(n, turn, new):
-            break
-    rec.transcript.expect = end_state(runner, loop.instance_id, rec.normaliser)
-    return rec, runner, model
-
 
 # --------------------------------------------------------------------------- exact
 
@@ -456,7 +235,7 @@ def compare_end(old: dict[str, Any] | None, new: dict[str, Any] | None, *, exact
 def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool, coverage: Any,
            accept_text: bool = False) -> ReplayResult:
     path = transcript.path or transcript.name
-    model = _recorded_model(_replies(transcript), transcript.model)
+    model = recorded_model(recorded_replies(transcript), transcript.model)
     divergences: list[Divergence] = []
 
     def on_turn(n: int, old: Turn, new: Turn) -> bool:
@@ -466,7 +245,7 @@ def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool
             return not update
         return False
 
-    rec, _, _ = _play(transcript, registry, compiled, lambda runner: model, coverage=coverage, on_turn=on_turn)
+    rec, _, _ = play(transcript, registry, compiled, lambda runner: model, coverage=coverage, on_turn=on_turn)
     new_t = rec.transcript
     request_changed = _request_diff(transcript, new_t)
     if update:
@@ -523,7 +302,7 @@ def _regenerate(transcript: Transcript, registry: Any, compiled: Any, *, coverag
     words beside the new tool results would write a transcript that contradicts itself.
     """
     path = transcript.path or transcript.name
-    rec, _, _ = _play(transcript, registry, compiled, _model_factory(None, transcript.form), coverage=coverage)
+    rec, _, _ = play(transcript, registry, compiled, _model_factory(None, transcript.form), coverage=coverage)
     new_t = rec.masked()  # sensitive values never reach the file
     text = _changes.describe(transcript, new_t, end=compare_end(transcript.expect, new_t.expect),
                              request=_request_diff(transcript, new_t))
@@ -572,7 +351,7 @@ def _live(transcript: Transcript, registry: Any, compiled: Any, *, model: Any, u
         # the same first message, so the model speaks first and each line is an answer: so
         # does a live replay (and `--update` records that opening turn).
         transcript = replace(transcript, turns=[Turn("person", text=OPENER), *transcript.turns])
-    rec, _, chat_model = _play(transcript, registry, compiled, _model_factory(model, transcript.form), coverage=coverage)
+    rec, _, chat_model = play(transcript, registry, compiled, _model_factory(model, transcript.form), coverage=coverage)
     new_t = rec.transcript
     problems = [f"    turn {n} ({t.label()}): {t.error}" for n, t in enumerate(new_t.turns, 1) if t.error]
     if transcript.expect is None:

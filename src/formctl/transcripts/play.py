@@ -1,0 +1,189 @@
+"""Running a transcript's conversation again: a fresh in-memory runner, the real chat loop, the
+recorded model turns played back (or a model that answers anew), host actions at their turn."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from formctl.transcripts.format import HOST_ACTIONS, Transcript, TranscriptError
+from formctl.transcripts.record import Recorder, end_state
+
+REPLAY_SUBJECT = "transcript-replay"
+
+
+def fresh_runner(registry: Any) -> Any:
+    from formctl.forms.runner import FormRunner
+    from formctl.store.memory import MemoryAdapter
+
+    return FormRunner(MemoryAdapter("transcript-replay"), registry=registry, subject=REPLAY_SUBJECT, replaying=True)
+
+
+def recorded_replies(transcript: Transcript) -> list[Any]:
+    from formctl.agent.models.base import ModelReply
+
+    out: list[Any] = []
+    for turn in transcript.turns:
+        for it in turn.iterations:
+            if it.stop_reason == "error":
+                out.append(turn.error or "The model failed.")
+                continue
+            content: list[dict[str, Any]] = []
+            if it.text:
+                content.append({"type": "text", "text": it.text})
+            for c in it.calls:
+                content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input})
+            out.append(ModelReply(content=content, stop_reason=it.stop_reason or ("tool_use" if it.calls else "end_turn")))
+    return out
+
+
+def recorded_model(replies: list[Any], name: str) -> Any:
+    """A ScriptedModel that also re-raises the model errors the recording saw, at the same point.
+
+    It does not keep a deep copy of every request as ScriptedModel does: the replay compares
+    what was sent through the loop's events (the tier-0 line, the fixed system prompt and
+    tools), and copying the whole growing conversation on every call made replay quadratic
+    in its length (70% of the time of a twenty-turn replay).
+    """
+    from formctl.agent.models.base import ModelError, ModelReply
+    from formctl.agent.models.scripted import ScriptedModel
+
+    class _Recorded(ScriptedModel):
+        def respond(self, request, on_text=None):  # type: ignore[override]
+            if self.played >= len(self._replies):
+                raise ModelError(f"The script has no more model turns ({self.played} played).")
+            recorded = self._replies[self.played]
+            self.played += 1
+            if isinstance(recorded, str):
+                raise ModelError(recorded)
+            # No copy: these replies were built for this replay alone, and each is played once.
+            content = recorded.content
+            if any(b.get("type") == "tool_use" and _names_instance(b.get("input")) for b in content):
+                # The recording normalised an instance id the model copied into a call
+                # (instance_id: "<instance>"): give it this replay's id, the newest a result named.
+                current = _newest_instance(request.messages)
+                if current is not None:
+                    content = [
+                        {**b, "input": _with_instance(b.get("input"), current)} if b.get("type") == "tool_use" else b
+                        for b in content
+                    ]
+            reply = ModelReply(content=content, stop_reason=recorded.stop_reason)
+            if on_text is not None and reply.text:
+                on_text(reply.text)
+            return reply
+
+    return _Recorded(replies, name=name)
+
+
+def _names_instance(value: Any) -> bool:
+    from formctl.transcripts.normalise import INSTANCE
+
+    if isinstance(value, str):
+        return INSTANCE in value
+    if isinstance(value, dict):
+        return any(_names_instance(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_names_instance(v) for v in value)
+    return False
+
+
+def _with_instance(value: Any, instance_id: str) -> Any:
+    from formctl.transcripts.normalise import INSTANCE
+
+    if isinstance(value, str):
+        return value.replace(INSTANCE, instance_id)
+    if isinstance(value, dict):
+        return {k: _with_instance(v, instance_id) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_with_instance(v, instance_id) for v in value]
+    return value
+
+
+def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
+    """The instance id the newest tool result named (what a model copying an id would have copied)."""
+    import json
+
+    for message in reversed(messages):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in reversed(content):
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            try:
+                data = json.loads(block.get("content") or "").get("data")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+                return data["instance_id"]
+    return None
+
+
+def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
+    """Do what a host did mid-conversation; returns the result as JSON (errors too, as data)."""
+    from formctl.forms.errors import FormError
+    from formctl.transcripts.record import host_result
+
+    if action not in HOST_ACTIONS:
+        raise TranscriptError(f"unknown host action {action!r}")
+    try:
+        if action == "resolve":
+            out = runner.resolve_checkpoint(fail=args.get("fail"), values=args.get("values"),
+                                            checkpoint=args.get("checkpoint"), actor=args.get("actor"),
+                                            reason=args.get("reason"))
+        elif action == "fill":
+            out = runner.fill(args.get("values") or {})
+        elif action == "revise":
+            out = runner.revise(args["field"], args.get("value"), reason=args.get("reason"))
+        elif action == "retract":
+            out = runner.retract(args["field"], reason=args.get("reason"))
+        elif action == "undo":
+            out = runner.undo(args.get("field"))
+        elif action == "redo":
+            out = runner.redo(args.get("field"))
+        elif action == "abandon":
+            out = runner.abandon(args.get("reason") or "Abandoned by the host.")
+        else:  # reopen
+            out = runner.reopen()
+    except FormError as exc:
+        return {"status": "error", "message": exc.message, "code": exc.code}
+    except KeyError as exc:
+        raise TranscriptError(f"host action {action!r} needs `{exc.args[0]}` in its args") from None
+    return host_result(out)
+
+
+def play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, *, coverage: Any,
+          on_turn: Any = None) -> tuple[Recorder, Any, Any]:
+    """Feed the transcript's person turns and host actions through a fresh runner and loop.
+
+    ``on_turn(n, recorded_turn, new_turn)`` is called after each turn; returning True stops.
+    """
+    from formctl.agent.loop import ChatLoop
+
+    runner = fresh_runner(registry)
+    rec = Recorder(None, form_id=transcript.form, form_version=compiled.version, model=transcript.model,
+                   subject=REPLAY_SUBJECT, runner=runner)
+    rec.transcript.masked = list(transcript.masked)
+    name = transcript.name
+    loop_box: list[Any] = []
+
+    def on_event(ev: Any) -> None:
+        rec.event(ev)
+        if coverage is not None and ev.kind == "tool_result":
+            coverage.sample(runner, loop_box[0].instance_id if loop_box else None, name)
+
+    model = make_model(runner)
+    loop = ChatLoop(runner, model, form_id=transcript.form, on_event=on_event)
+    loop_box.append(loop)
+    for n, turn in enumerate(transcript.turns, 1):
+        if turn.kind == "host":
+            result = perform_host_action(runner, turn.action or "", turn.args)
+            new = rec.host(turn.action or "", result=result, **turn.args)
+            if coverage is not None:
+                coverage.sample(runner, loop.instance_id, name)
+        else:
+            new = rec.person(turn.text)
+            loop.send(turn.text)
+        if on_turn is not None and on_turn(n, turn, new):
+            break
+    rec.transcript.expect = end_state(runner, loop.instance_id, rec.normaliser)
+    return rec, runner, model
