@@ -1,36 +1,12 @@
 """The model-facing tool surface: eight tools over a :class:`~formctl.forms.runner.FormRunner`.
 
-``form_list``, ``form_start``, ``form_status``, ``form_inspect``, ``form_fill``,
-``form_revise`` (action = set | retract | undo | redo), ``form_abandon`` and the read-only
-``form_history`` (docs/engine.md, 'Tool results'). Each tool is one pydantic model (its arguments,
-validated strictly) plus one handler; the JSON schema the model reads is generated from
-the same model, so the schema and the validation can never disagree.
-
-Why the descriptions are so short: the tool list is re-sent with every model call, so
-every character here is paid for on every turn (the reference's eight tools cost 6,842
-characters; see ``benchmarks/context.py``). Conventions shared by every tool (omit
-``instance_id`` for the open form, what the envelope means, what the tier-0 line is) are
-said once, in the fixed system prompt (``formctl.agent.prompt``), not eight times here.
-
-Results use one envelope: ``{"status": "success", "data": ...}`` or
-``{"status": "error", "message": ..., "data": {"code": ...}}``. Decided here, beyond
-the plain envelope:
-
-- Malformed arguments (a non-object input, a wrong type, a missing or an extra
-  parameter) come back with ``data: {"code": "invalid_arguments"}`` rather than
-  ``data: null``, so a model (and a transcript diff) can tell a shape error from a bug;
-  nothing is applied.
-- An optional parameter sent as ``null`` or ``""`` counts as omitted. A provider whose
-  function calling is strict makes the model fill every property of the schema, so a
-  parameter the model did not mean to set arrives as ``""``; ``instance_id: ""`` must
-  mean "the open form", not "no such instance".
-- ``form_start`` refuses while the subject's open form (``runner.open_instance()``)
-  is an active or awaiting instance of the same form (code ``form_open``): a model that
-  calls it twice would otherwise strand the first instance's answers in a form nobody
-  continues. Finish or abandon the open one first. (Asking the runner, not the store,
-  keeps a host's notion of "the open form" – the CLI pins one per conversation – in charge.)
-- An exception that is not a ``FormError`` (a bug in a form's gate, say) is returned as
-  ``data: null`` with its message, so one broken executor never ends the conversation.
+Each tool is one pydantic model (its arguments, validated strictly) plus one handler; the JSON
+schema the model reads is generated from the same model, so the schema and the validation can
+never disagree. The descriptions are short because the tool list is re-sent with every model
+call (``benchmarks/context.py``); what every tool shares is said once, in the system prompt.
+Results use one envelope (docs/engine.md, 'Tool results'); the decisions beyond it (malformed
+arguments, ``""`` meaning omitted, ``form_start`` refusing while a form is open, a bug in a
+form returned as data) are in docs/tools.md.
 """
 
 from __future__ import annotations
