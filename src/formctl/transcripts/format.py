@@ -79,6 +79,7 @@ class Transcript:
     tools_digest: str | None = None
     masked: list[str] = field(default_factory=list)
     resumed: bool = False  # recorded over an instance that already had answers (formctl resume)
+    usage: dict[str, int] = field(default_factory=dict)  # the recorded conversation's tokens (agent.usage)
     path: str | None = None
 
     @property
@@ -255,6 +256,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
         tools_digest=request.get("tools_digest"),
         masked=list(doc.get("masked", [])),
         resumed=bool(doc.get("resumed", False)),
+        usage={k: v for k, v in usage.items() if isinstance(v, int)} if isinstance(usage := doc.get("usage"), dict) else {},
         path=str(path) if path is not None else None,
     )
 
@@ -293,6 +295,8 @@ def to_doc(t: Transcript) -> dict[str, Any]:
         doc["masked"] = list(t.masked)
     if t.resumed:
         doc["resumed"] = True
+    if any(t.usage.values()):
+        doc["usage"] = dict(t.usage)
     turns = []
     for turn in t.turns:
         if turn.kind == "host":
@@ -364,96 +368,85 @@ def leading_comments(text: str) -> str:
 
 
 def dumps(t: Transcript, *, header: str | None = None) -> str:
-    """The transcript as TOML text, laid out for people: see :func:`_layout`.
+    """The transcript as TOML text, laid out for people.
 
     ``header`` is the comment block written first (default: a line saying how to replay it).
+
+    Written with tomlkit, which (unlike tomli-w, whose only choices are basic strings and a
+    ``[header]`` for every nested table) lets each value say how it is written:
+
+    * a string holding quotes, backslashes or newlines is a *literal* string (``'...'``, or
+      ``'''...'''`` over several lines) when it can be one, so the JSON of a tool result
+      and the tier-0 lines read without a ``\\"`` on every key;
+    * a tool call's ``input``, a host action's ``args`` and the ``usage`` figures are one inline
+      table beside the call's name, and a list of plain values (``checkpoints``, ``masked``)
+      is one line;
+    * any other table is a ``[header]`` of its own, after its table's plain keys.
     """
-    import tomli_w
+    import tomlkit
 
-    doc = to_doc(t)
-    tokens: dict[str, str] = {}
-    _layout(doc, tokens)
-    text = tomli_w.dumps(doc, multiline_strings=True, indent=1)
-    for token, literal in tokens.items():
-        text = text.replace(f'"{token}"', literal, 1)
-    return (header or DEFAULT_HEADER) + text
+    return (header or DEFAULT_HEADER) + tomlkit.dumps(_table(tomlkit.document(), to_doc(t)))
 
 
-_INLINE_KEYS = ("input", "args")
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_INLINE_KEYS = ("input", "args", "usage")
 
 
-def _layout(node: Any, tokens: dict[str, str]) -> None:
-    """Swap some values for placeholders that are replaced after ``tomli_w`` has written the file.
+def _table(table: Any, data: dict[str, Any]) -> Any:
+    """Fill a tomlkit table: plain and inline values first (TOML puts them before sub-tables)."""
+    import tomlkit
 
-    tomli-w writes every string as a basic string (so JSON and tier-0 lines fill up with
-    ``\\"``) and every nested table as its own ``[a.b.c]`` header. Two readability fixes:
-    strings holding quotes or newlines become TOML *literal* strings (``'...'`` or
-    ``\'\'\'...\'\'\'``, no escapes) when they can be, and a tool call's ``input`` (and a host
-    action's ``args``) is written as one inline table next to the call's name, and a list of
-    plain values (``checkpoints``, ``masked``) on one line.
-    """
-    if isinstance(node, list):
-        for item in node:
-            _layout(item, tokens)
-        return
-    if not isinstance(node, dict):
-        return
-    for key, value in list(node.items()):
-        if key in _INLINE_KEYS and isinstance(value, dict):
-            node[key] = _token(tokens, _inline(value))
-        elif isinstance(value, list) and value and all(isinstance(v, (str, int, float, bool)) for v in value):
-            node[key] = _token(tokens, _inline(value))  # a short list reads best on one line
-        elif isinstance(value, str):
-            literal = _literal(value)
-            if literal is not None:
-                node[key] = _token(tokens, literal)
+    later = []
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in _INLINE_KEYS:
+            later.append((key, _table(tomlkit.table(), value)))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows = tomlkit.aot()
+            for row in value:
+                rows.append(_table(tomlkit.table(), row))
+            later.append((key, rows))
         else:
-            _layout(value, tokens)
+            table.add(key, _value(value))
+    for key, item in later:
+        table.add(key, item)
+    return table
 
 
-def _token(tokens: dict[str, str], literal: str) -> str:
-    # Longer than tomli-w's 100-character line, so it never folds the surrounding table
-    # into an inline one on the strength of a short placeholder.
-    token = f"\u27e6formctl-{len(tokens)}-{'.' * 100}\u27e7"
-    tokens[token] = literal
-    return token
+def _value(value: Any) -> Any:
+    """A value written on its key's line: inline tables and arrays, literal strings where they can be."""
+    import tomlkit
 
-
-def _literal(text: str) -> str | None:
-    """``text`` as a TOML literal string, if it needs no escapes and holds a quote or a newline."""
-    if '"' not in text and "\n" not in text and "\\" not in text:
-        return None
-    if any(ord(ch) < 32 and ch not in "\n\t" or ord(ch) == 127 for ch in text):
-        return None
-    if "\n" in text:
-        if "\'\'\'" in text or text.endswith("\'"):
-            return None
-        return "\'\'\'\n" + text + "\'\'\'"
-    if "\'" in text:
-        return None
-    return "\'" + text + "\'"
-
-
-def _inline(value: Any) -> str:
-    """A JSON value as inline TOML (JSON's string escapes are all valid TOML escapes)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(_inline(v) for v in value) + "]"
     if isinstance(value, dict):
-        if not value:
-            return "{}"
-        items = []
-        for k, v in value.items():
-            key = k if _BARE_KEY.match(k) else json.dumps(k, ensure_ascii=False)
-            items.append(f"{key} = {_inline(v)}")
-        return "{ " + ", ".join(items) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+        inline = tomlkit.inline_table()
+        for key, item in value.items():
+            inline.append(key, _value(item))
+        return inline
+    if isinstance(value, list):
+        array = tomlkit.array()
+        for item in value:
+            array.append(_value(item))
+        return array
+    if isinstance(value, str):
+        if _can_be_literal(value):
+            return tomlkit.string(value, literal=True, multiline="\n" in value)
+        return tomlkit.string(value)
+    return tomlkit.item(value)
+
+
+def _can_be_literal(text: str) -> bool:
+    """Whether ``text`` reads better as a TOML literal string, and can be one.
+
+    Only text with a quote, a backslash or a newline gains from it; a literal string has no
+    escapes, so it cannot hold control characters, a one-line one cannot hold ``'``, and a
+    multi-line one cannot hold ``'''``, end in ``'`` or start with a newline (TOML drops a
+    newline right after the opening quotes).
+    """
+    if '"' not in text and "\n" not in text and "\\" not in text:
+        return False
+    if any(ord(ch) < 32 and ch not in "\n\t" or ord(ch) == 127 for ch in text):
+        return False
+    if "\n" in text:
+        return "'''" not in text and not text.endswith("'") and not text.startswith(("\n", "\r"))
+    return "'" not in text
 
 
 def dump(t: Transcript, path: str | os.PathLike[str], *, header: str | None = None) -> None:
