@@ -124,3 +124,44 @@ def test_a_form_start_whose_seed_holds_text_that_is_not_text_starts_with_the_res
     [instance] = json_runner(store_dir).adapter.find_instances()
     assert json_runner(store_dir).open_instance().id == instance.id
     assert answers(store_dir, instance.id) == {"staff_id": "AB1234"}
+
+
+# --------------------------------------------------------------------------- Ctrl-C during start-up
+
+STARTING = """
+import os, signal, sys, time
+sys.argv[0] = os.path.join(os.path.dirname(sys.executable), "formctl")  # as the console script runs
+import formctl.cli.app
+os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the command is still being set up
+time.sleep(5)
+print("still running")
+"""
+
+HANDED_BACK = """
+import os, signal, sys
+sys.argv[0] = os.path.join(os.path.dirname(sys.executable), "formctl")
+from formctl.cli import app
+try:
+    app.main(["--help"])
+except SystemExit:
+    pass
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+def test_ctrl_c_during_start_up_exits_130_with_no_traceback():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", STARTING], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr
+    assert "still running" not in done.stdout
+
+
+def test_once_the_command_runs_ctrl_c_is_its_own_again():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", HANDED_BACK], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().endswith("True"), done

@@ -20,16 +20,31 @@ problems, or a write that rejected some of its values (the rest were saved); 2 u
 """
 
 import os
+import signal
 import sys
 from typing import Any
 
-import typer
 
-from formctl.cli import base
-from formctl.cli.base import _Command, _Group, app
+def _interrupted_while_starting(signum: int, frame: Any) -> None:
+    """Ctrl-C before the command runs: nothing has been read or written yet, so leave at once,
+    with the status of an interrupt and no traceback from whichever import it landed in."""
+    os._exit(130)
+
+
+# First, before the imports that take most of the start-up time. Only for the console script
+# (or ``python -m formctl.cli.app``), never for a program that merely imports this module, and
+# not when whoever started us set Ctrl-C aside. main() hands Ctrl-C back before the command runs.
+if ((__name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "formctl")
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import typer  # noqa: E402
+
+from formctl.cli import base  # noqa: E402
+from formctl.cli.base import _Command, _Group, app  # noqa: E402
 
 # Imported for their commands, registered in the order --help lists them.
-from formctl.cli.commands import chat, forms, reads, store, writes  # noqa: F401
+from formctl.cli.commands import chat, forms, reads, store, writes  # noqa: E402, F401
 
 __all__ = ["app", "main"]
 
@@ -92,7 +107,13 @@ def main(argv: list[str] | None = None) -> None:
     if "--debug" in args[:end]:
         args.remove("--debug")
         base.set_debugging()
-    _only_the_command_run(args[:end])(args=args, prog_name="formctl")
+    command = _only_the_command_run(args[:end])
+    try:
+        if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # the command handles Ctrl-C itself
+        command(args=args, prog_name="formctl")
+    except KeyboardInterrupt:  # between here and the command: still nothing done
+        sys.exit(130)
 
 
 if __name__ == "__main__":
