@@ -207,14 +207,19 @@ def _unwrap(annotation: Any) -> Any:
         if origin is Union or type(annotation).__name__ == "UnionType":
             rest = [a for a in get_args(annotation) if a is not type(None)]
             if len(rest) != 1:
-                return annotation
+                return _MIXED
             annotation = rest[0]
             continue
         return annotation
 
 
+_MIXED = object()  # a union of several types: which one a value means is not for the checker to guess
+
+
 def _kind_of(annotation: Any) -> ValueKind | None:
     bare = _unwrap(annotation)
+    if bare is _MIXED:
+        return None
     if get_origin(bare) is Literal:
         options = get_args(bare)
         return ValueKind("choice", tuple((str(o), str(o)) for o in options))
