@@ -145,10 +145,12 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         term.say("900")
         term.expect(r'\[form: travel-claim\] awaiting "policy-cap" — Over the 750 cap')
 
-        # Finance approves from a second terminal; the chat shows it without a keystroke.
+        # Finance approves from a second terminal; the chat says so without a keystroke.
         resolved = _formctl("resolve", instance_id, "--store", store)
         assert resolved.returncode == 0, resolved.stderr
-        term.expect(r"updated elsewhere · \[form: travel-claim\] complete")
+        term.expect(r'Changed elsewhere: the "policy-cap" check was resolved; the form is complete\.')
+        term.expect("That's everything")
+        term.expect(r"\[form: travel-claim\] complete")
 
         term.say("/quit")
         term.expect(f"Done: Travel reimbursement claim {instance_id} is complete")

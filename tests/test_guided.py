@@ -528,16 +528,35 @@ def test_optional_and_constrained_schemas_convert_like_their_base_type():
     assert convert_answer(Annotated[float, Field(ge=0)] | None, "£3") == 3
 
 
-def test_after_the_person_undoes_an_answer_at_the_keyboard_the_next_answer_goes_to_the_reopened_field():
-    # The model asked for Destination; the person then ran /undo (a write the model did not
-    # make), which emptied Work email and reopened Claimant. The next bare answer is the email.
+def test_after_an_undo_the_model_did_not_make_a_bare_answer_is_not_taken_for_another_question():
+    # The model asked for Destination; the person then ran /undo at the keyboard (a write the
+    # model did not make), which emptied Work email and reopened Claimant. A bare answer is only
+    # taken for the question shown last: "Leeds" answered Destination, so it goes nowhere, and
+    # the model says the form changed and asks the open question (Work email) first.
     chat = Chat("travel-claim")
     claimant_done(chat)
     person = FormRunner(chat.runner.adapter, registry=chat.runner.registry, subject="dana", actor="person")
     person.undo("email")
+    reply = chat.say("Leeds")
+    assert chat.calls == [] and "email" not in chat.values() and "destination" not in chat.values()
+    assert 'The form changed since I asked that, so I haven\'t used "Leeds".' in reply
+    assert reply.rstrip().endswith("Work email?")
+    chat.say("dana.reeve@example.org")  # now asked: taken for it
+    assert chat.values()["email"] == "dana.reeve@example.org"
+
+
+def test_a_notice_from_the_chat_is_said_back_and_the_open_question_asked_again():
+    from formctl.agent.notices import notice_message
+
+    chat = Chat("travel-claim")
+    claimant_done(chat)
+    FormRunner(chat.runner.adapter, registry=chat.runner.registry, subject="dana", actor="person").undo("email")
+    reply = chat.say(notice_message("You used /undo: Work email is empty again."))
+    assert chat.calls == []
+    assert reply.startswith("You used /undo: Work email is empty again.\nStep 1 of 4: Claimant.")
+    assert reply.rstrip().endswith("Work email?")
     chat.say("dana.reeve@example.org")
     assert chat.values()["email"] == "dana.reeve@example.org"
-    assert "destination" not in chat.values()
 
 
 def test_an_answer_to_the_question_just_asked_still_goes_to_it_when_nothing_changed_meanwhile():

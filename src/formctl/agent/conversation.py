@@ -2,13 +2,15 @@
 
 One file per instance, ``<store>/conversations/<instance id>.json``::
 
-    {"format": 1, "instance_id": "...", "saved_at": "...", "messages": [...]}
+    {"format": 1, "instance_id": "...", "saved_at": "...", "messages": [...], "seen": {...}}
 
 ``messages`` is :attr:`ChatLoop.messages`: the conversation without tier-0 text (that is
 re-rendered from stored state on every call, so a resumed conversation sees the form as
 it is now, not as it was). Writes are atomic (a temp file in the same folder, fsync,
 ``os.replace``) and files are created ``0600``: a conversation holds what the person
-said. Ids are checked before they become a path. A corrupt file is reported with its
+said. ``seen`` (optional) is what the person was last shown of the instance (see
+:mod:`formctl.agent.notices`), so a resumed chat can say what changed meanwhile. Ids are
+checked before they become a path. A corrupt file is reported with its
 path, never silently replaced.
 
 Saving never fails on content: the file is written with every non-ASCII character escaped,
@@ -74,15 +76,26 @@ class ConversationStore:
             raise StoreError(f"The conversation file {path} is corrupt (a message without a user/assistant role).")
         return messages
 
-    def save(self, instance_id: str, messages: list[dict[str, Any]]) -> Path:
+    def seen(self, instance_id: str) -> dict[str, Any] | None:
+        """What the person was last shown of the instance, as saved with its conversation (or None)."""
+        try:
+            data = json.loads(self.path(instance_id).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        seen = data.get("seen") if isinstance(data, dict) else None
+        return seen if isinstance(seen, dict) else None
+
+    def save(self, instance_id: str, messages: list[dict[str, Any]], *, seen: dict[str, Any] | None = None) -> Path:
         """Write the whole conversation atomically; returns the file's path."""
         path = self.path(instance_id)
-        payload = {
+        payload: dict[str, Any] = {
             "format": FORMAT,
             "instance_id": instance_id,
             "saved_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "messages": _bounded(messages, 0),
         }
+        if seen is not None:
+            payload["seen"] = seen
         # ensure_ascii: a lone surrogate becomes a \udXXX escape instead of failing to encode.
         try:
             text = json.dumps(payload, ensure_ascii=True, indent=1)

@@ -158,6 +158,9 @@ class ChatLoop:
         self._cancel = threading.Event()
         self._busy = threading.Lock()
         self._tier0: str | None = None
+        # What the person was last shown of the instance, saved with the conversation. The chat
+        # sets it when a turn ends (TurnEnd is emitted before the turn's last save).
+        self.seen: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -319,7 +322,7 @@ class ChatLoop:
         if self.conversation_store is None or self.instance_id is None:
             return
         try:
-            self.conversation_store.save(self.instance_id, self.messages)
+            self.conversation_store.save(self.instance_id, self.messages, seen=self.seen)
         except FormError as exc:
             self._emit(LoopError(f"Could not save the conversation: {exc.message}"))
 

@@ -15,6 +15,10 @@ from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
 
 
+SINCE = "Since we last spoke"
+ELSEWHERE = "Changed elsewhere"
+
+
 class Face:
     """What both faces share: the conversation's flow, and how loop events become output.
 
@@ -70,6 +74,15 @@ class Face:
     def _refresh(self) -> None:
         """After a turn or a command."""
 
+    def _catch_up(self, by: str) -> bool:
+        """If the form changed since the person was last shown it (``by`` says how), have the model
+        say what changed and ask the question open now, before any bare answer is taken."""
+        notice = self.session.changes(by)
+        if notice is None:
+            return False
+        self._turn(notice)
+        return True
+
     def converse(self) -> None:
         """Header and notes; the opening turn (or what was last asked); then each line the person
         gives, as a message or a ``/command``, until the input ends or ``/quit``."""
@@ -79,19 +92,23 @@ class Face:
             self._line(note, "dim")
         s.notes.clear()
         opening = s.opening()
-        if opening:
-            self._turn(opening)
-        elif s.resumed:
+        if s.resumed and not self._catch_up(SINCE) and not opening:
             self._text(_last_said(s.loop.messages))
             self._refresh()
+        if opening:
+            self._turn(opening)
         try:
             for line in self._lines():
                 if not line.startswith("/"):
-                    self._turn(line)
-                elif s.command(line, self.out):
-                    self._refresh()
-                else:
+                    # Changed elsewhere since the last question: the line goes with the notice,
+                    # so it is taken only if the question it answered is still the open one.
+                    self._turn(s.changes(ELSEWHERE, words=line) or line)
+                    continue
+                self._catch_up(ELSEWHERE)
+                if not s.command(line, self.out):
                     break
+                self._refresh()
+                self._catch_up(f"You used {line.split()[0]}")
         except KeyboardInterrupt:
             # Ctrl-C ends a plain chat (exit 130), but every committed answer is kept: say how
             # to carry on, as leaving any other way does.

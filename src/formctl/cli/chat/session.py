@@ -126,6 +126,10 @@ class ChatSession(Commands):
                              messages=messages, conversation_store=self.conversations, scope=self.subject)
         self._labels: dict[str, dict[str, str]] = {}
         self.calls: dict[str, Any] = {}
+        # What the person was last shown of the instance (formctl.agent.notices): kept with the
+        # conversation, so a resumed chat can say what changed while it was away.
+        self.seen: dict[str, Any] | None = self.conversations.seen(pinned) if self.resumed and pinned else None
+        self.loop.seen = self.seen
 
     # -- choosing the instance ---------------------------------------------------------
 
@@ -329,6 +333,50 @@ class ChatSession(Commands):
         instance = self.adapter.get_instance(instance_id) if instance_id is not None else None
         return _stamp(instance) if instance is not None else None
 
+    # -- what the person was last shown (docs/chat.md: the chat always knows what it asked)
+
+    def _snapshot(self) -> dict[str, Any] | None:
+        from formctl.agent.notices import snapshot
+
+        instance_id = self.instance_id
+        if instance_id is None:
+            return None
+        try:
+            view = self.agent.view(instance_id)
+        except FormError:
+            return None
+        return snapshot(view.compiled, view.evaluation, view.instance)
+
+    def mark_seen(self) -> None:
+        """The person has just been shown the form as it is stored now (a turn ended)."""
+        self.seen = self._snapshot()
+        self.loop.seen = self.seen
+
+    def seen_version(self) -> Any:
+        return (self.seen["instance"], self.seen["version"]) if self.seen else None
+
+    def changes(self, by: str, words: str | None = None) -> str | None:
+        """The notice to send when the form changed since the person was last shown it (by
+        anything but this chat's own model), or None when nothing they would see changed.
+        ``words``: the person's line that crossed the change, sent with it for the model to
+        take only if the question it answered is still the open one."""
+        from formctl.agent.notices import describe_changes, notice_message
+
+        seen, instance_id = self.seen, self.instance_id
+        if seen is None or instance_id is None or seen.get("instance") != instance_id:
+            return None
+        try:
+            view = self.agent.view(instance_id)
+        except FormError:
+            return None
+        if view.instance.version == seen.get("version"):
+            return None
+        sentences = describe_changes(view.compiled, view.evaluation, view.instance, seen)
+        if not sentences:
+            self.mark_seen()  # only the version moved (an executor's record): nothing to say
+            return None
+        return notice_message(f"{by}: {'; '.join(sentences)}.", words)
+
     # -- turns -------------------------------------------------------------------------
 
     def opening(self) -> str | None:
@@ -343,6 +391,8 @@ class ChatSession(Commands):
         return self.loop.send(text)
 
     def _event(self, ev: Any) -> None:
+        if ev.kind == "turn_end":
+            self.mark_seen()  # before the loop's last save of the turn, which keeps it
         if ev.kind == "tool_call":
             self.calls[ev.id] = ev
         if ev.kind == "loop_error" or (ev.kind == "tool_result" and ev.name == "form_start"

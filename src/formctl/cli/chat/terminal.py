@@ -12,11 +12,12 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from formctl.cli.chat.plain import Face
+from formctl.cli.chat.plain import ELSEWHERE, Face
 from formctl.cli.chat.session import ChatSession
 from formctl.forms.errors import FormError
 
 POLL_SECONDS = 1.0
+_CHANGED = object()  # the prompt's result when it was left because the form changed elsewhere
 
 
 class TerminalChat(Face):
@@ -25,8 +26,8 @@ class TerminalChat(Face):
     The status bar is a bottom toolbar rendered from a cached list of lines. A poller
     thread reads the instance about once a second through its own adapter; when the
     stored version moves it re-renders tier 0 and repaints the toolbar, and if the change
-    came from outside this chat (another terminal's ``formctl resolve``), it also prints
-    one dim line above the prompt, so the change is seen without a keystroke.
+    came from outside this chat (another terminal's ``formctl resolve``), it leaves the prompt
+    (keeping what was typed) so the model says what changed and asks again without a keystroke.
     """
 
     MARK = "  "
@@ -38,6 +39,7 @@ class TerminalChat(Face):
         self._busy = threading.Event()
         self._stop = threading.Event()
         self._prompt: Any = None
+        self._held = ""  # the text to put back at the prompt (typed before a change elsewhere)
 
     # -- output ------------------------------------------------------------------------
 
@@ -94,25 +96,32 @@ class TerminalChat(Face):
             app = self._prompt.app if self._prompt is not None else None
             if app is None or not app.is_running:
                 continue  # a turn or a command is running: it refreshes when it ends
-            if not self._busy.is_set():
-                app.loop.call_soon_threadsafe(self._notice, f"  updated elsewhere · {lines[0]}")
+            if not self._busy.is_set() and stamp[:2] != self.session.seen_version():
+                # Changed elsewhere while the person is at the prompt: leave the prompt (what they
+                # typed so far is kept) so the chat says what changed and asks again, unprompted.
+                app.loop.call_soon_threadsafe(self._leave_prompt, app)
             app.invalidate()
 
-    def _notice(self, text: str) -> None:
-        from prompt_toolkit.application import run_in_terminal
-
-        run_in_terminal(lambda: self.out.print(text, style="cyan", markup=False, highlight=False))
+    def _leave_prompt(self, app: Any) -> None:
+        if app.is_running and not app.is_done:
+            self._held = app.current_buffer.text
+            app.exit(result=_CHANGED)
 
     # -- the flow ----------------------------------------------------------------------
 
     def _lines(self) -> Iterator[str]:
         while True:
+            held, self._held = self._held, ""
             try:
-                line = self._prompt.prompt("you › ").strip()
+                line = self._prompt.prompt("you › ", default=held)
             except KeyboardInterrupt:
                 continue  # Ctrl-C at the prompt clears the line, like a shell
             except EOFError:
                 return
+            if line is _CHANGED:
+                self._catch_up(ELSEWHERE)
+                continue
+            line = line.strip()
             if line:
                 yield line
                 self._history.flush()  # the turn has run: its values are known, and masked

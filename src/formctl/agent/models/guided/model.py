@@ -37,6 +37,7 @@ class GuidedModel(Planning, Phrasing):
         self._shown_failures: set[tuple[str, str]] = set()
         self._kinds: dict[tuple[str, int, str], _Kind] = {}
         self._summarised: tuple[str, int] | None = None  # the instance version last read back in full
+        self._preface: list[str] = []  # said first in the next reply (what changed, from a notice)
 
     # ------------------------------------------------------------------ the interface
 
@@ -78,7 +79,8 @@ class GuidedModel(Planning, Phrasing):
 
     def _text_reply(self, paragraphs: list[str]) -> ModelReply:
         self._asked_known = True
-        text = "\n".join(p for p in paragraphs if p)
+        preface, self._preface = self._preface, []
+        text = "\n".join(p for p in preface + paragraphs if p)
         return ModelReply(content=[{"type": "text", "text": text}], stop_reason="end_turn")
 
     # ------------------------------------------------------------------ reading the store

@@ -20,7 +20,8 @@ from typing import Any
 
 from formctl.agent.models.base import ModelReply
 from formctl.agent.models.guided.answers import _NONE_WORDS, _SAME_WORDS, UnreadableAnswer, _convert, _jsonable
-from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT
+from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence
+from formctl.agent.notices import read_notice
 from formctl.agent.models.guided.words import _COMMANDS, _LABELLED, _command_key, _segments, _Turn
 
 
@@ -60,6 +61,16 @@ class Planning:
             if turn.instance_id is not None:
                 return self._text_reply(["I can't find this form any more, so there is nothing more to fill in here."])
             return self._plan_start(words)
+        notice = read_notice(words)
+        if notice is not None:
+            # Not the person's words: the chat says the form changed under the conversation. Say
+            # what changed, then answer the line that crossed the change (a bare answer to a
+            # question that moved on is not used) or ask the question open now.
+            self._preface = [_sentence(notice.what)] if notice.what else []
+            if notice.words is None:
+                self._asked = None
+                return self._text_reply(self._state_paragraphs(snap))
+            words = notice.words
         command = _COMMANDS.get(_command_key(words)) if words else None
         if command == "help":
             return self._text_reply([HELP_TEXT])
@@ -84,6 +95,8 @@ class Planning:
             return self._plan_move(snap, command)
         if command == "skip":
             return self._plan_skip(snap)
+        if self._asked_moved_on(snap):
+            return self._plan_moved_on(snap, words)
         asked = self._current_question(snap)
         values, corrections, plan = self._answers(snap, words, bare_allowed=asked is not None)
         if values or corrections:
@@ -93,6 +106,20 @@ class Planning:
         # Nothing to write ("none" for an optional question, a greeting, "thanks", a message
         # while waiting): read the state again.
         return self._tool_reply(_Plan("check", notes=plan.notes), [("form_status", {})])
+
+    def _plan_moved_on(self, snap: _Snapshot, words: str) -> ModelReply:
+        """The form changed since the last question (not by this model) and that question is no
+        longer the open one: a bare answer was given to a question that has moved on, so it is
+        not used for any other. ``Label: value`` answers name their field and are taken."""
+        values, corrections, plan = self._answers(snap, words, bare_allowed=False)
+        bare = [s for s in _segments(words) if not _LABELLED.match(s)]
+        if bare:
+            shown = "; ".join(f'"{w}"' for w in bare)
+            plan.notes.append(f"The form changed since I asked that, so I haven't used {shown}.")
+        if values or corrections:
+            return self._plan_answers(plan, values, corrections)
+        self._asked = None
+        return self._text_reply(plan.notes + self._problem_paragraphs(snap, plan) + self._state_paragraphs(snap))
 
     def _plan_start(self, words: str) -> ModelReply:
         form_id = self.form_id
@@ -250,16 +277,18 @@ class Planning:
 
     # ------------------------------------------------------------------ choosing the question
 
-    def _current_question(self, snap: _Snapshot) -> str | None:
-        """The field the person is answering: the one last asked if it is still open, else the next one.
+    def _asked_moved_on(self, snap: _Snapshot) -> bool:
+        """Did someone other than this model (the person's ``/undo`` at the keyboard, a host in
+        another terminal) change the form since the last question, so that it is no longer next?"""
+        if not self._asked_known or self._asked is None:
+            return False
+        changed = self._asked_at != (snap.instance.id, snap.instance.version)
+        return changed and self._asked != self._next_question(snap)
 
-        If the form changed since the question was asked, by someone other than this model (the
-        person's own ``/undo`` at the keyboard, or a host in another terminal), the question
-        asked is no longer what the person sees as next: the answer goes to the next question.
-        """
+    def _current_question(self, snap: _Snapshot) -> str | None:
+        """The field the person is answering: the one last asked if it is still open, else the next one."""
         if self._asked_known:
-            changed = self._asked_at != (snap.instance.id, snap.instance.version)
-            if self._asked is not None and changed and self._asked != self._next_question(snap):
+            if self._asked is not None and self._asked_moved_on(snap):
                 return self._next_question(snap)
             if self._asked is not None and self._askable(snap, self._asked):
                 return self._asked

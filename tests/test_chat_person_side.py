@@ -1,0 +1,179 @@
+"""The person's side of ``formctl run``, through the real entry point with piped stdin.
+
+The chat always knows what it asked: after anything that changes the form other than the
+person's own answer (their /undo or /redo, a host's write from another terminal, another chat
+on the same instance, a resume after a host's undo), it says what changed and asks the open
+question again before it takes a bare answer.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+import time
+
+from clitools import formctl
+from fixture_project import FORMS, ROOT
+
+CLAIMANT = ["Dana Reeve", "AB1234", "dana@example.org"]
+TRIP = ["Leeds", "2026-11-03", "2026-11-05"]
+
+
+def run(store, lines, *args, form="travel-claim"):
+    return formctl("run", form, "--store", str(store), "--forms", str(FORMS), *args,
+                   env={"FORMCTL_SUBJECT": "dana"}, input="".join(f"{line}\n" for line in lines))
+
+
+def only_instance(store) -> str:
+    (row,) = json.loads(formctl("instances", "--store", str(store), "--json").stdout)["instances"]
+    return row["instance_id"]
+
+
+def values(store, instance_id) -> dict:
+    return json.loads(formctl("export", instance_id, "--json", "--store", str(store)).stdout)["values"]
+
+
+def after(text: str, marker: str) -> str:
+    assert marker in text, text
+    return text[text.index(marker) + len(marker):]
+
+
+# --------------------------------------------------------------------------- the chat knows what it asked
+
+
+def test_after_the_persons_undo_the_chat_says_what_changed_and_asks_again_before_the_next_answer(tmp_path):
+    out = run(tmp_path / "s", [*CLAIMANT, *TRIP, "/undo staff_id", "Conference"])
+    assert out.returncode == 0, out.stderr
+    rest = after(out.stdout, "Purpose of trip?")
+    rest = after(rest, "undid Staff ID → empty")
+    # Before "Conference" is read, the chat has said what changed and asked Staff ID again, so
+    # the line is an answer to the question on the screen, not to one nobody asked.
+    said, answered = rest.split("· rejected Staff ID", 1)
+    assert "You used /undo: Staff ID is empty again." in said
+    assert said.rstrip().endswith("Staff ID? Two capital letters and four digits, like AB1234.")
+    assert "Purpose of trip" not in said + answered
+    assert "purpose" not in values(tmp_path / "s", only_instance(tmp_path / "s"))
+
+
+def test_after_the_persons_redo_the_chat_says_what_changed_and_the_answer_goes_to_the_question_shown(tmp_path):
+    out = run(tmp_path / "s", [*CLAIMANT, "/undo email", "/redo email", "Leeds"])
+    assert out.returncode == 0, out.stderr
+    rest = after(out.stdout, "redid Work email → dana@example.org")
+    said = rest.split("· saved Destination", 1)[0]
+    assert "You used /redo: Work email is now dana@example.org." in said
+    assert said.rstrip().endswith("Destination?")
+    assert values(tmp_path / "s", only_instance(tmp_path / "s"))["destination"] == "Leeds"
+
+
+def test_resume_after_a_hosts_undo_says_what_changed_and_asks_the_open_question_not_the_old_one(tmp_path):
+    store = tmp_path / "s"
+    first = run(store, [*CLAIMANT, "Leeds"])
+    assert first.stdout.rstrip().splitlines()[-2] == "Departure date? A date, like 2026-11-03."
+    instance_id = only_instance(store)
+    assert formctl("undo", instance_id, "staff_id", "--store", str(store)).returncode == 0
+    out = formctl("resume", instance_id, "--store", str(store), "--forms", str(FORMS),
+                  env={"FORMCTL_SUBJECT": "dana"}, input="AB9999\n")
+    assert out.returncode == 0, out.stderr
+    opening = out.stdout.split("· saved Staff ID", 1)[0]
+    assert "Since we last spoke: Staff ID is empty again." in opening
+    assert opening.rstrip().splitlines()[-2].startswith("Staff ID?")
+    assert "Departure date?" not in opening  # the old question is not shown again as if it were open
+    assert values(store, instance_id)["staff_id"] == "AB9999"
+
+
+def test_resume_with_nothing_changed_shows_the_last_question_without_a_model_turn(tmp_path):
+    store = tmp_path / "s"
+    run(store, CLAIMANT[:1])
+    instance_id = only_instance(store)
+    out = formctl("resume", instance_id, "--store", str(store), "--forms", str(FORMS),
+                  env={"FORMCTL_SUBJECT": "dana"}, input="")
+    assert "Since we last spoke" not in out.stdout
+    assert "Staff ID? Two capital letters and four digits, like AB1234." in out.stdout
+
+
+class PipedChat:
+    """``formctl run`` with a pipe for stdin, read as it writes (a person typing line by line)."""
+
+    def __init__(self, store, *args: str) -> None:
+        import os
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+        env.update(FORMCTL_SUBJECT="dana", PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "formctl.cli.app", *args, "--store", str(store), "--forms", str(FORMS)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def expect(self, text: str, timeout: float = 30) -> list[str]:
+        """The lines up to and including the first that contains ``text``."""
+        got: list[str] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.seen + got)) from None
+            got.append(line)
+            if text in line:
+                self.seen += got
+                return got
+
+    def say(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def _host_undo(store, instance_id):
+    assert formctl("undo", instance_id, "staff_id", "--store", str(store)).returncode == 0
+
+
+def _other_chat(store, instance_id):
+    out = formctl("resume", instance_id, "--store", str(store), "--forms", str(FORMS),
+                  env={"FORMCTL_SUBJECT": "dana"}, input="Staff ID: ZZ9999\n")
+    assert "saved Staff ID" in out.stdout or "Staff ID: ZZ9999" in out.stdout, out.stdout
+
+
+def test_a_write_from_elsewhere_is_said_and_a_line_that_crossed_it_is_taken_only_for_the_question_it_answered(
+        tmp_path):
+    for writer, change in ((_host_undo, "Staff ID is empty again"), (_other_chat, "Staff ID is now ZZ9999")):
+        store = tmp_path / writer.__name__
+        chat = PipedChat(store, "run", "travel-claim")
+        try:
+            chat.expect("Full name?")
+            for line, question in zip([*CLAIMANT, *TRIP], ["Staff ID?", "Work email?", "Destination?",
+                                                            "Departure date?", "Return date?", "Purpose of trip?"]):
+                chat.say(line)
+                chat.expect(question)
+            instance_id = only_instance(store)
+            writer(store, instance_id)  # while the person is reading "Purpose of trip?"
+            chat.say("Conference")
+            said = chat.expect(f"Changed elsewhere: {change}.")
+            if writer is _host_undo:
+                # "Conference" answered Purpose of trip, which has moved on: not taken for Staff ID.
+                said = chat.expect("Staff ID? Two capital letters")
+                assert 'The form changed since I asked that, so I haven\'t used "Conference".' in "\n".join(said)
+                assert not any("rejected" in line or "saved" in line for line in said)
+                chat.say("AB1234")  # now asked: taken for it
+                chat.expect("saved Staff ID")
+            else:
+                # Purpose of trip is still the open question: the line is its answer.
+                chat.expect("Got it — Purpose of trip: Conference.")
+        finally:
+            chat.close()
+        got = values(store, instance_id)
+        assert got["staff_id"] == ("AB1234" if writer is _host_undo else "ZZ9999")
+        assert got.get("purpose") == (None if writer is _host_undo else "Conference")
