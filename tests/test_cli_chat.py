@@ -203,3 +203,25 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
     assert child.exitstatus == 0
     (row,) = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
     assert row["instance_id"] == instance_id and row["answered"] == 2
+
+
+def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(tmp_path):
+    store = str(tmp_path / "store")
+    args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
+    env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
+    child = pexpect.spawn(sys.executable, args, env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8",
+                          codec_errors="replace", timeout=TIMEOUT)
+    term = Terminal(child)
+    try:
+        term.expect(r'step 1/4 "Claimant"')
+        os.write(child.child_fd, b"Jos\xe9 Garc\xeda\r")  # Latin-1 bytes, as a misconfigured terminal sends them
+        term.expect("could not be read; please type it again")
+        term.say("José García")
+        term.expect("saved Full name")
+        term.say("/history full_name")
+        term.expect("José García")
+        term.say("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0

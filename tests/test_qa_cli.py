@@ -285,6 +285,37 @@ def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(store):
     assert "formctl resume form_" in out
 
 
+def test_a_ctrl_c_python_sees_only_after_the_input_ended_still_says_how_to_carry_on(store, monkeypatch, capsys):
+    """Python runs its Ctrl-C handler at its next safe point: a Ctrl-C pressed as stdin closes
+    can be seen after the read returned the end of input, inside the goodbye. It still says
+    how to carry on, once, and the chat ends as interrupted."""
+    import io
+    import sys
+
+    from formctl.cli.chat import ChatOptions, ChatSession, PlainChat
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Dana Reeve\n"), encoding="utf-8"))
+    session = ChatSession(ChatOptions(form="travel-claim", subject="dana", offline=True, store=store,
+                                      forms=str(FORMS)))
+    goodbye, pressed = session.goodbye, []
+
+    def late_ctrl_c() -> str:
+        if not pressed:
+            pressed.append(True)
+            raise KeyboardInterrupt
+        return goodbye()
+
+    monkeypatch.setattr(session, "goodbye", late_ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            PlainChat(session).converse()
+    finally:
+        session.close()
+    out = capsys.readouterr().out
+    assert "saved Full name" in out
+    assert out.count("formctl resume form_") == 1
+
+
 # --------------------------------------------------------------------------- fill k=v
 
 

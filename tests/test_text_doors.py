@@ -165,3 +165,25 @@ def test_once_the_command_runs_ctrl_c_is_its_own_again():
 
     done = subprocess.run([sys.executable, "-c", HANDED_BACK], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().endswith("True"), done
+
+
+# --------------------------------------------------------------------------- lines that are not UTF-8
+
+
+def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(store_dir):
+    import subprocess
+    import sys
+
+    from fixture_project import ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    done = subprocess.run([sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline",
+                           "--store", store_dir, "--forms", str(FORMS)],
+                          input=b"Jos\xe9 Garc\xeda\nJos\xc3\xa9 Garc\xc3\xada\nJG1234\n", capture_output=True,
+                          env=env, cwd=ROOT, timeout=120)
+    out = done.stdout.decode("utf-8")
+    assert done.returncode == 0, (out, done.stderr)
+    assert out.count("That line has characters that could not be read; please type it again.") == 1
+    assert "\ufffd" not in out
+    [instance] = json_runner(store_dir).adapter.find_instances()
+    assert answers(store_dir, instance.id) == {"full_name": "José García", "staff_id": "JG1234"}

@@ -14,6 +14,19 @@ from formctl.cli import render
 from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
 
+# Said when a line is not text (bytes that are not UTF-8); the line is not sent, the chat goes on.
+UNREADABLE = "That line has characters that could not be read; please type it again."
+
+
+def readable(line: str) -> bool:
+    """Whether ``line`` is text: no lone surrogates, which is how Python and prompt-toolkit hand
+    over bytes they could not decode, and which neither the store nor the model could take."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
 
 SINCE = "Since we last spoke"
 ELSEWHERE = "Changed elsewhere"
@@ -85,7 +98,31 @@ class Face:
 
     def converse(self) -> None:
         """Header and notes; the opening turn (or what was last asked); then each line the person
-        gives, as a message or a ``/command``, until the input ends or ``/quit``."""
+        gives, as a message or a ``/command``, until the input ends or ``/quit``; then goodbye.
+
+        Ctrl-C ends a plain chat (exit 130), but every committed answer is kept, so the goodbye
+        says how to carry on, as leaving any other way does. Python runs its Ctrl-C handler at
+        the next safe point, not when the key is pressed: a Ctrl-C that comes as stdin closes
+        is seen only after the read has returned the end of input, so it may land after the
+        talk or inside the goodbye. Wherever it lands, the goodbye is said, once.
+        """
+        interrupted = talked = said = False
+        while not said:
+            try:
+                if not talked:
+                    talked = True
+                    self._talk()
+                if interrupted:
+                    self._end_text()
+                    self._text("\n")
+                self._goodbye()
+                said = True
+            except KeyboardInterrupt:
+                interrupted = True
+        if interrupted:
+            raise KeyboardInterrupt
+
+    def _talk(self) -> None:
         s = self.session
         self._line(s.model_line(), "dim", mark=False)
         for note in s.notes:
@@ -97,32 +134,21 @@ class Face:
             self._refresh()
         if opening:
             self._turn(opening)
-        try:
-            for line in self._lines():
-                if not line.startswith("/"):
-                    # Changed elsewhere since the last question: the line goes with the notice,
-                    # so it is taken only if the question it answered is still the open one.
-                    self._turn(s.changes(ELSEWHERE, words=line) or line)
-                    continue
-                self._catch_up(ELSEWHERE)
-                if not s.command(line, self.out):
-                    break
-                self._refresh()
-                self._catch_up(f"You used {line.split()[0]}")
-        except KeyboardInterrupt:
-            # Ctrl-C ends a plain chat (exit 130), but every committed answer is kept: say how
-            # to carry on, as leaving any other way does.
-            self._end_text()
-            self._text("\n")
-            self._goodbye()
-            raise
-        self._goodbye()
+        for line in self._lines():
+            if not line.startswith("/"):
+                # Changed elsewhere since the last question: the line goes with the notice,
+                # so it is taken only if the question it answered is still the open one.
+                self._turn(s.changes(ELSEWHERE, words=line) or line)
+                continue
+            self._catch_up(ELSEWHERE)
+            if not s.command(line, self.out):
+                break
+            self._refresh()
+            self._catch_up(f"You used {line.split()[0]}")
 
     def _goodbye(self) -> None:
-        self._line(self.session.goodbye(), mark=False)
-        usage = self.session.usage_line()
-        if usage:
-            self._line(usage, mark=False)
+        lines = [self.session.goodbye(), self.session.usage_line()]
+        self._text("".join(f"{line}\n" for line in lines if line))  # one write: said whole or not at all
 
 
 def _last_said(messages: list[dict[str, Any]]) -> str:
@@ -153,11 +179,19 @@ class PlainChat(Face):
         self._text(f"{self.MARK if mark else ''}{text}\n")
 
     def _lines(self) -> Iterator[str]:
-        for raw in sys.stdin:
-            # Python reads a pipe with surrogateescape: bytes that are not UTF-8 arrive as lone
-            # surrogates, which nothing can write back out (the conversation's JSON, the
-            # transcript), so the chat died a turn later. They become U+FFFD here instead.
-            line = raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace").strip()
+        # Bytes, decoded strictly line by line: a line that is not UTF-8 is refused and said
+        # so (replacement characters would be stored as if typed); the next line is read.
+        stream = getattr(sys.stdin, "buffer", None) or sys.stdin
+        for raw in stream:
+            if isinstance(raw, bytes):
+                try:
+                    raw = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raw = None
+            if raw is None or not readable(raw):
+                self._line(UNREADABLE)
+                continue
+            line = raw.strip()
             if line:
                 yield line
 

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from formctl.cli.chat.plain import ELSEWHERE, Face
+from formctl.cli.chat.plain import ELSEWHERE, UNREADABLE, Face, readable
 from formctl.cli.chat.session import ChatSession
 from formctl.forms.errors import FormError
 
@@ -122,7 +122,11 @@ class TerminalChat(Face):
                 self._catch_up(ELSEWHERE)
                 continue
             line = line.strip()
-            if line:
+            if line and not readable(line):
+                # prompt-toolkit hands a byte it could not decode over as a lone surrogate
+                self._history.discard()
+                self._line(UNREADABLE, "yellow")
+            elif line:
                 yield line
                 self._history.flush()  # the turn has run: its values are known, and masked
 
@@ -199,6 +203,10 @@ def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
 
         def store_string(self, string: str) -> None:
             self._pending.append(string)
+
+        def discard(self) -> None:
+            """Forget the lines not yet written (a line that is not text could not be)."""
+            self._pending.clear()
 
         def flush(self) -> None:
             pending, self._pending = self._pending, []
