@@ -83,6 +83,65 @@ def test_host_resolve_fail_refuses_a_reason_that_is_not_utf8(store_dir):
 # --------------------------------------------------------------------------- a failed call writes nothing
 
 
+def awaiting_claim(store_dir: str) -> str:
+    """A travel claim over the policy cap: it waits on the policy-cap checkpoint."""
+    seed = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org", "start_date": "2025-03-01",
+            "return_date": "2025-03-04", "destination": "Leeds", "purpose": "Conference", "mode": "train",
+            "ticket_reference": "TR123", "total": 900}
+    instance_id = json_runner(store_dir).start("travel-claim", seed=seed).view.instance_id
+    assert json_runner(store_dir).open_instance(instance_id).status == "awaiting"
+    return instance_id
+
+
+@pytest.mark.parametrize("bad", ["too dear \udce9", "too\ud800", "too\x00dear", 42])
+@pytest.mark.parametrize("what", ["fail", "reason", "actor"])
+def test_the_runner_refuses_a_resolution_whose_words_are_not_text_and_writes_nothing(store_dir, what, bad):
+    from formctl.errors import InvalidArgumentError
+
+    instance_id = awaiting_claim(store_dir)
+    before = files_of(store_dir)
+    with pytest.raises(InvalidArgumentError) as refused:
+        json_runner(store_dir).resolve_checkpoint(instance_id, **{what: bad})
+    assert ("must be text" if bad == 42 else "NUL" if "\x00" in bad else "lone surrogate") in refused.value.message
+    assert files_of(store_dir) == before
+    assert json_runner(store_dir).open_instance(instance_id).status == "awaiting"
+
+
+@pytest.mark.parametrize("write", ["revise", "retract", "abandon"])
+def test_the_runner_refuses_a_reason_that_is_not_text_and_writes_nothing(store_dir, write):
+    from formctl.errors import InvalidArgumentError
+
+    runner = json_runner(store_dir)
+    instance_id = runner.start("travel-claim", seed={"full_name": "Dana Reeve"}).view.instance_id
+    before = files_of(store_dir)
+    call = {"revise": lambda: runner.revise("full_name", "Dana R", reason="typo\udce9", instance_id=instance_id),
+            "retract": lambda: runner.retract("full_name", reason="gone\udce9", instance_id=instance_id),
+            "abandon": lambda: runner.abandon("dup\udce9", instance_id=instance_id)}[write]
+    with pytest.raises(InvalidArgumentError, match="reason is not text"):
+        call()
+    assert files_of(store_dir) == before
+
+
+@pytest.mark.parametrize("args", [
+    ["retract", "{id}", "full_name\udce9"],
+    ["retract", "{id}", "full_name", "--reason", "gone \udce9"],
+    ["undo", "{id}", "full_name\udce9"],
+    ["redo", "{id}", "full_name\udce9"],
+    ["abandon", "{id}", "--reason", "dup \udce9"],
+])
+def test_host_writes_refuse_arguments_that_are_not_utf8_and_say_which(store_dir, args):
+    instance_id = start(store_dir, {"full_name": "Dana Reeve"})
+    before = files_of(store_dir)
+    done = formctl(*[a.format(id=instance_id) for a in args], "--store", store_dir)
+    assert done.returncode == 1, done
+    named = "--reason" if "--reason" in args else "FIELD"
+    assert named in done.stderr and "not valid UTF-8" in done.stderr and "0xE9" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert files_of(store_dir) == before
+
+
+
+
 def files_of(folder: str) -> dict[str, bytes]:
     found = {}
     for root, _, names in os.walk(folder):

@@ -69,8 +69,21 @@ from formctl.forms.staging import (
     stage,
     stage_patch,
 )
+from formctl.forms.validate import text_issue
 
 MAX_ROUNDS = 8
+
+
+def check_note(text: Any, what: str) -> None:
+    """Refuse a reason, a rejection or a name that is not text the store can keep (not a
+    string, a lone surrogate, a NUL), naming ``what`` and what is wrong, before anything is read."""
+    if text is None:
+        return
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"The {what} must be text, not {type(text).__name__}.")
+    issue = text_issue(text)
+    if issue is not None:
+        raise InvalidArgumentError(f"The {what} is not text that can be kept: {issue.message}")
 
 
 class FormRunner(RunnerReads):
@@ -142,6 +155,7 @@ class FormRunner(RunnerReads):
         self, field: str, value: Any, reason: str | None = None, instance_id: str | None = None
     ) -> FillResult:
         """Correct one field: a one-key fill whose provenance note records the reason."""
+        check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
         staged, result = stage(compiled, {field: value})
         note = f"revision: {reason}" if reason else "revision"
@@ -149,6 +163,7 @@ class FormRunner(RunnerReads):
 
     def retract(self, field: str, reason: str | None = None, instance_id: str | None = None) -> FillResult:
         """Withdraw an answer: a retraction revision, so it can be undone."""
+        check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
         result = FillResult(view=None)  # type: ignore[arg-type]
         field_id = resolve_or_report(compiled, field, result)
@@ -170,6 +185,7 @@ class FormRunner(RunnerReads):
         """Close the instance without finishing; every answer is kept."""
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidArgumentError("abandon needs a reason.")
+        check_note(reason, "reason")
         compiled, instance = self._resolve(instance_id, allow_stale=True)
         check_open(compiled, instance)
         prov = self._provenance("abandoned")
@@ -251,6 +267,8 @@ class FormRunner(RunnerReads):
         """
         if values is not None and not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
+        for text, what in ((fail, "rejection reason"), (reason, "reason"), (actor, "name of who resolves")):
+            check_note(text, what)
         compiled, instance = self._resolve(instance_id)
         if instance.status == ABANDONED:
             raise FormError(abandoned_message(instance.id))

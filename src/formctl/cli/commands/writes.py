@@ -72,8 +72,10 @@ def undo(
 
     Nothing is lost: redo brings it back.
     """
+    from formctl.cli.args import check_text
     from formctl.cli.workspace import open_runner
 
+    check_text(field, "FIELD")
     runner = open_runner(store, forms)
     _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json, "undid")
 
@@ -87,8 +89,10 @@ def redo(
     as_json: JsonOpt = False,
 ) -> None:
     """Put back an answer that undo stepped back."""
+    from formctl.cli.args import check_text
     from formctl.cli.workspace import open_runner
 
+    check_text(field, "FIELD")
     runner = open_runner(store, forms)
     _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json, "redid")
 
@@ -106,8 +110,11 @@ def retract(
 
     It stays in the history, and undo brings it back.
     """
+    from formctl.cli.args import check_text
     from formctl.cli.workspace import open_runner
 
+    check_text(field, "FIELD")
+    check_text(reason, "--reason")
     runner = open_runner(store, forms)
     view = runner.view(instance_id)
     field_id = view.compiled.resolve_field(field)
@@ -166,8 +173,10 @@ def abandon(
 
     Every answer is kept.
     """
+    from formctl.cli.args import check_text
     from formctl.cli.workspace import open_runner
 
+    check_text(reason, "--reason")
     instance = open_runner(store, forms).abandon(reason, instance_id=instance_id)
     if as_json:
         _print_json({"instance_id": instance.id, "status": instance.status, "closed_reason": instance.closed_reason})
