@@ -246,3 +246,24 @@ def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(store_dir
     assert "\ufffd" not in out
     [instance] = json_runner(store_dir).adapter.find_instances()
     assert answers(store_dir, instance.id) == {"full_name": "José García", "staff_id": "JG1234"}
+
+
+# --------------------------------------------------------------------------- what goes back to the model
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("form_fill", {"values": {"phone\udce9": "x", "staff_id": "AB1234"}}),
+    ("form_fill", {"values": {"\ud800": 1}}),
+    ("form_status", {"instance_id": "form_\udce9"}),
+    ("form_revise", {"action": "undo", "field": "nope\udfff"}),
+])
+def test_a_name_that_is_not_text_is_sent_back_escaped_so_the_result_is_valid_utf8(store_dir, name, arguments):
+    from formctl.agent.loop import tool_result_block
+
+    tools = FormTools(json_runner(store_dir))
+    assert tools.call("form_start", {"form": "travel-claim"})["status"] == "success"
+    content = tool_result_block("call_1", tools.call(name, arguments))["content"]
+    sent = content.encode("utf-8").decode("utf-8")  # raises if a lone surrogate got through
+    bad = next(ch for key in [*arguments.get("values", {}), *arguments.values()] if isinstance(key, str)
+               for ch in key if "\ud800" <= ch <= "\udfff")
+    assert f"\\\\u{ord(bad):04x}" in sent, sent  # named as its escape: the model sees what was sent

@@ -47,8 +47,12 @@ ECHO_LIMIT = 200  # characters of any one string a tool result carries back
 
 def bounded(node: Any) -> Any:
     """``node`` with every string longer than ECHO_LIMIT cut to its first ECHO_LIMIT characters and
-    its length: a long value (or a long unknown field name) is never echoed whole to the model."""
+    its length: a long value (or a long unknown field name) is never echoed whole to the model.
+    A lone surrogate (a model's or a terminal's undecodable byte, echoed in an unknown field id
+    or an error) is written as its escape, ``\\udce9``: the result is always valid UTF-8."""
     if isinstance(node, str):
+        if not node.isascii():
+            node = _readable(node)
         if len(node) <= ECHO_LIMIT:
             return node
         return f"{node[:ECHO_LIMIT]}… ({len(node):,} characters)"
@@ -57,6 +61,14 @@ def bounded(node: Any) -> Any:
     if isinstance(node, (list, tuple)):
         return [bounded(v) for v in node]
     return node
+
+
+def _readable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def success_envelope(data: Any) -> dict[str, Any]:
