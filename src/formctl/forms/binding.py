@@ -9,7 +9,7 @@ anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from formctl.forms.compile import CompiledCheckpoint, CompiledForm
@@ -19,7 +19,7 @@ _EVERY = "*"  # the condition looked at every value (it iterated the mapping)
 _MISSING = object()  # no live value (told apart from a live None)
 
 
-class _Reading:
+class _Reading(Mapping[str, Any]):
     """The values as a gate sees them (a declared field with no live answer reads None, an
     undeclared one raises KeyError), noting every field the gate reads. Read-only; no copy."""
 

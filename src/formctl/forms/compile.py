@@ -10,10 +10,13 @@ costs microseconds per field rather than a pydantic build per field.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.forms.definition import CheckpointDef, FieldDef, FormDef, StepDef
 from formctl.forms.errors import FormDefinitionError
+
+if TYPE_CHECKING:
+    from formctl.forms.validate import FieldValidator  # imported when first needed (pydantic is slow to import)
 
 
 def normalise(text: Any) -> str:
@@ -67,7 +70,7 @@ class CompiledField:
         self.description = describe_field(definition.ask, definition.hint)
 
     @cached_property
-    def validator(self):
+    def validator(self) -> FieldValidator:
         from formctl.forms.validate import FieldValidator
 
         return FieldValidator(self.schema)
@@ -302,12 +305,13 @@ def compile_form(definition: FormDef) -> CompiledForm:
         compiled.checkpoints.append(checkpoint)
         compiled.checkpoint_by_id[checkpoint.id] = checkpoint
     for checkpoint in compiled.checkpoints:
-        unknown = [w for w in checkpoint.watch if compiled.resolve_field(w) is None]
+        resolved = [(w, compiled.resolve_field(w)) for w in checkpoint.watch]
+        unknown = [w for w, field_id in resolved if field_id is None]
         if unknown:
             raise FormDefinitionError(
                 f'Form "{form_id}": checkpoint "{checkpoint.id}" watches {", ".join(unknown)}, '
                 "which the form does not declare.", [checkpoint.id, *unknown])
-        checkpoint.watch = tuple(dict.fromkeys(compiled.resolve_field(w) for w in checkpoint.watch))
+        checkpoint.watch = tuple(dict.fromkeys(field_id for _, field_id in resolved if field_id is not None))
     if duplicate_checkpoints:
         ids = _unique_in_order(duplicate_checkpoints)
         raise FormDefinitionError(f'Form "{form_id}" declares duplicate checkpoint ids: {", ".join(ids)}.', ids)

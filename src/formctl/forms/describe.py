@@ -143,7 +143,9 @@ def _render_number(node: dict[str, Any], base: str) -> str:
     return base
 
 
-def _bound(node: dict[str, Any], exclusive_key: str, inclusive_key: str, uninformative: int):
+def _bound(
+    node: dict[str, Any], exclusive_key: str, inclusive_key: str, uninformative: int
+) -> tuple[int | float | None, bool]:
     exclusive = _number(node.get(exclusive_key))
     if exclusive is not None and exclusive != uninformative:
         return exclusive, True
@@ -232,7 +234,7 @@ def _js_number(value: int | float) -> str:
     _, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
     digits = "".join(map(str, digit_tuple))
     k = len(digits)
-    n = exponent + k  # value = 0.digits × 10^n
+    n = int(exponent) + k  # value = 0.digits × 10^n (the exponent of a finite number is an int)
     if k <= n <= 21:
         text = digits + "0" * (n - k)
     elif 0 < n <= 21:

@@ -32,7 +32,7 @@ class FieldStatus(StrEnum):
 EMPTY, FILLED, INVALID, HELD = FieldStatus.EMPTY, FieldStatus.FILLED, FieldStatus.INVALID, FieldStatus.HELD
 
 
-class GateValues(dict):
+class GateValues(dict[str, Any]):
     """The read-only values a gate or executor sees.
 
     ``v["x"]`` and ``v.get("x")`` both give None for a declared field with no live
@@ -55,8 +55,8 @@ class GateValues(dict):
     def _read_only(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("form values are read-only here; return Patch({...}) to change them")
 
-    __setitem__ = __delitem__ = _read_only  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]  # raising, they return nothing
 
 
 def parse_entry(field: Any, entry: Entry) -> Any:

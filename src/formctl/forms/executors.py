@@ -209,9 +209,10 @@ def check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
             if not isinstance(item.values, dict):
                 return "Patch needs a dict of field ids to values."
             for key, value in item.values.items():
-                if compiled.resolve_field(key) is None:
+                field_id = compiled.resolve_field(key)
+                if field_id is None:
                     return f'Patch names unknown field "{key}".'
-                field = compiled.field_by_id[compiled.resolve_field(key)]
+                field = compiled.field_by_id[field_id]
                 too_big = size_issue(value, field.text_limit(compiled.max_text))
                 if too_big is not None:
                     return f'Patch value for "{key}" is refused: {too_big.message}'

@@ -359,8 +359,15 @@ def replaced_fields() -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- JSON codec
 
+ProvKey = tuple[str, str, str | None]
+"""A provenance's interning key: (source, actor, note)."""
+ProvRow = list[str]
+"""A row of the provenance table: ``[source, actor]`` or ``[source, actor, note]``."""
+EncodedEntry = list[Any]
+"""A revision on disk: ``[seq, at, provenance_index, value?, error?]``."""
 
-def encode_entry(entry: Entry, prov_index: dict[tuple, int], prov_table: list) -> list:
+
+def encode_entry(entry: Entry, prov_index: dict[ProvKey, int], prov_table: list[ProvRow]) -> EncodedEntry:
     """One revision as ``[seq, at, provenance_index, value?, error?]``, interning its provenance."""
     p = entry.provenance
     key = (p.source, p.actor, p.note)
@@ -375,7 +382,7 @@ def encode_entry(entry: Entry, prov_index: dict[tuple, int], prov_table: list) -
     return [entry.seq, p.timestamp, idx, entry.value]
 
 
-def decode_entry(raw: list, prov_table: list) -> Entry:
+def decode_entry(raw: EncodedEntry, prov_table: list[ProvRow]) -> Entry:
     """The inverse of :func:`encode_entry`."""
     seq, at, idx = raw[0], raw[1], raw[2]
     p = prov_table[idx]
@@ -385,10 +392,10 @@ def decode_entry(raw: list, prov_table: list) -> Entry:
     return Entry(seq, raw[3], prov, error=raw[4] if len(raw) > 4 else None)
 
 
-def encode_entries(entries: dict[str, FieldLog]) -> tuple[dict[str, Any], list]:
+def encode_entries(entries: dict[str, FieldLog]) -> tuple[dict[str, Any], list[ProvRow]]:
     """Encode answer logs compactly: ``({field: {"c": cursor, "r": [...]}}, provenance_table)``."""
-    prov_index: dict[tuple, int] = {}
-    prov_table: list = []
+    prov_index: dict[ProvKey, int] = {}
+    prov_table: list[ProvRow] = []
     out = {
         field_id: {"c": log.cursor, "r": [encode_entry(e, prov_index, prov_table) for e in log.revisions]}
         for field_id, log in entries.items()
@@ -396,7 +403,7 @@ def encode_entries(entries: dict[str, FieldLog]) -> tuple[dict[str, Any], list]:
     return out, prov_table
 
 
-def decode_entries(raw: dict[str, Any], prov_table: list) -> dict[str, FieldLog]:
+def decode_entries(raw: dict[str, Any], prov_table: list[ProvRow]) -> dict[str, FieldLog]:
     return {
         field_id: FieldLog(tuple(decode_entry(r, prov_table) for r in log["r"]), int(log["c"]))
         for field_id, log in raw.items()

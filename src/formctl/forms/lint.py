@@ -29,6 +29,7 @@ import itertools
 import linecache
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any
 
 MAX_TRIES = 4096
@@ -55,11 +56,15 @@ class Finding:
 # --------------------------------------------------------------------------- reading source
 
 
+FunctionNode = ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef
+"""The source of a gate or an executor: a ``lambda`` or a ``def``."""
+
+
 @dataclass
 class _Reads:
     """What one gate or executor names: fields, steps, checkpoints, patched fields, jump targets."""
 
-    node: ast.AST | None = None
+    node: FunctionNode | None = None
     fields: list[tuple[str, int]] = field(default_factory=list)
     steps: list[tuple[str, int]] = field(default_factory=list)
     checkpoints: list[tuple[str, int]] = field(default_factory=list)
@@ -82,7 +87,7 @@ def _tree(filename: str) -> ast.Module | None:
     return _trees[filename]
 
 
-def _function_node(fn: Callable[..., Any]) -> tuple[ast.AST | None, str | None]:
+def _function_node(fn: Callable[..., Any]) -> tuple[FunctionNode | None, str | None]:
     """The ``lambda`` or ``def`` node of ``fn`` in its module's source, and the file name."""
     code = getattr(fn, "__code__", None)
     if code is None:
@@ -92,7 +97,7 @@ def _function_node(fn: Callable[..., Any]) -> tuple[ast.AST | None, str | None]:
         return None, code.co_filename
     args = list(code.co_varnames[: code.co_argcount])
     wanted = "<lambda>" if code.co_name == "<lambda>" else code.co_name
-    candidates = []
+    candidates: list[FunctionNode] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Lambda) and wanted == "<lambda>":
             start = node.lineno
@@ -158,8 +163,8 @@ def _reads(fn: Callable[..., Any], *, executor: bool = False) -> _Reads:
                 out.patches.extend((k, n.lineno) for k in map(_const_str, n.args[0].keys) if k is not None)
             elif name == "Patch" and n.args and isinstance(n.args[0], ast.Call) and getattr(n.args[0].func, "id", "") == "dict":
                 out.patches.extend((kw.arg, n.lineno) for kw in n.args[0].keywords if kw.arg)
-            elif name == "Jump" and n.args and _const_str(n.args[0]) is not None:
-                out.jumps.append((_const_str(n.args[0]), n.lineno))
+            elif name == "Jump" and n.args and (target_step := _const_str(n.args[0])) is not None:
+                out.jumps.append((target_step, n.lineno))
         if isinstance(n, ast.Constant) and isinstance(n.value, (str, int, float)) and not isinstance(n.value, bool):
             out.constants.append(n.value)
         elif isinstance(n, ast.Name) and isinstance(globals_.get(n.id), (str, int, float)) \
@@ -177,7 +182,7 @@ def _reads(fn: Callable[..., Any], *, executor: bool = False) -> _Reads:
 
 
 def _schema(annotation: Any) -> dict[str, Any]:
-    from formctl.forms.describe import adapter_for
+    from formctl.forms.validate import adapter_for
 
     try:
         schema = adapter_for(annotation).json_schema(mode="validation")
@@ -185,7 +190,7 @@ def _schema(annotation: Any) -> dict[str, Any]:
         return {}
     options = schema.get("anyOf") or schema.get("oneOf")
     if options:
-        non_null = [o for o in options if o.get("type") != "null"]
+        non_null: list[dict[str, Any]] = [o for o in options if o.get("type") != "null"]
         if len(non_null) == 1:
             return non_null[0]
     return schema
@@ -283,7 +288,7 @@ def _module_file(compiled: Any) -> str | None:
     """The file the form was defined in, as its gates and executors say."""
     for fn in _callables(compiled):
         code = getattr(fn[2], "__code__", None)
-        if code is not None:
+        if isinstance(code, CodeType):
             return code.co_filename
     return None
 
@@ -345,23 +350,23 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
         for name, line in reads.checkpoints:
             if name not in checkpoints:
                 add("unknown-checkpoint", f'{what} asks whether checkpoint "{name}" fired; the form has no such checkpoint', line)
-        line = getattr(reads.node, "lineno", None) or lines.get((kind, owner))
+        at = (reads.node.lineno if reads.node is not None else None) or lines.get((kind, owner))
         if kind == "checkpoint" and not executor and reads.node is not None and not reads.opaque \
                 and not reads.fields and not reads.steps and not reads.checkpoints:
             add("checkpoint-reads-nothing", f'checkpoint "{owner}" has a condition that reads no field, so it is '
-                                            "the same in every conversation", line)
+                                            "the same in every conversation", at)
         if kind == "step" and not executor and reads.node is not None and not reads.opaque \
                 and all(name in fields for name, _ in reads.fields):
             if _can_open(compiled, fn, reads) is False:
                 add("step-never-opens", f'step "{owner}" can never open: no value of what its gate reads '
-                                        f'({", ".join(n for n, _ in reads.fields + reads.steps) or "nothing"}) makes it true', line)
+                                        f'({", ".join(n for n, _ in reads.fields + reads.steps) or "nothing"}) makes it true', at)
     for f in compiled.fields:
-        line = lines.get(("field", f.id))
+        at = lines.get(("field", f.id))
         if f.sensitive and not _maskable(f.schema):
             add("sensitive-unmaskable", f'field "{f.id}" is sensitive, but its type ({f.type}) has no stand-in of the '
-                                        "same shape: transcripts can only blank it out", line)
+                                        "same shape: transcripts can only blank it out", at)
         if f.type == FALLBACK:
             add("type-undescribed", f'field "{f.id}": the model cannot be told its type (it reads "{FALLBACK}"); '
-                                    "use a pydantic-describable type", line)
+                                    "use a pydantic-describable type", at)
     findings.sort(key=lambda x: (x.line is None, x.line or 0))
     return findings

@@ -15,9 +15,12 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.errors import FormDefinitionError, FormError, RegistryError, UnknownFormError
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,7 @@ class FormRegistry:
 
     def __init__(self) -> None:
         self._registrations: dict[str, Registration] = {}
-        self._compiled: dict[str, Any] = {}
+        self._compiled: dict[str, CompiledForm] = {}
         self._lock = threading.RLock()
         self.folder: Path | None = None
 
@@ -65,7 +68,7 @@ class FormRegistry:
     def registrations(self) -> builtins.list[Registration]:
         return list(self._registrations.values())
 
-    def load(self, id: str):
+    def load(self, id: str) -> CompiledForm:
         """The compiled form for ``id``: loaded and compiled on first call, cached on success."""
         cached = self._compiled.get(id)
         if cached is not None:
@@ -168,7 +171,7 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def _compile_loaded(loaded: Any):
+def _compile_loaded(loaded: Any) -> CompiledForm:
     from formctl.forms.compile import CompiledForm, compile_form
     from formctl.forms.definition import FormBuilder, FormDef
 

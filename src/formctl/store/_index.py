@@ -18,11 +18,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from typing import Any
 
 from formctl.store import _durable
 
 Row = tuple[str, str, str, str, str, int]
 """``(id, subject, def_id, status, updated_at, version)``."""
+
+Item = list[Any]
+"""A line as parsed: a row, a pending marker or a tombstone (the shapes above)."""
 
 FORMAT = 2
 
@@ -60,7 +64,7 @@ class _Parsed:
         self.by_subject: dict[str, set[str]] = {}
         self.pending: dict[str, str] = {}  # id -> subject
 
-    def apply(self, items: Iterable[list]) -> None:
+    def apply(self, items: Iterable[Item]) -> None:
         rows, by_subject, pending = self.rows, self.by_subject, self.pending
         for item in items:
             iid, subject = item[0], item[1]
@@ -74,7 +78,7 @@ class _Parsed:
             if n == 6:
                 if iid not in rows:
                     by_subject.setdefault(subject, set()).add(iid)
-                rows[iid] = tuple(item)  # type: ignore[assignment]
+                rows[iid] = tuple(item)
             elif n == 3 and item[2] is None:
                 if rows.pop(iid, None) is not None:
                     by_subject[subject].discard(iid)
@@ -197,7 +201,7 @@ class Index:
         self._reset(f"{self.path} is damaged ({exc})")
         return IndexDamaged(self.problem)
 
-    def _item(self, start: int, end: int) -> list:
+    def _item(self, start: int, end: int) -> Item:
         try:
             item = json.loads(self._data[start:end])
             if not isinstance(item, list) or len(item) not in (2, 3, 6):
@@ -206,18 +210,19 @@ class Index:
             raise self._damaged(exc) from None
         return item
 
-    def _lines_naming(self, needle: bytes, pos: int) -> list[list]:
+    def _lines_naming(self, needle: bytes, pos: int) -> list[Item]:
         """The items of the lines from offset ``pos`` on whose second element (the subject)
         encodes as ``needle``."""
-        data, found = self._data, []
+        data = self._data
+        found: list[Item] = []
         while True:
             pos = data.find(needle, pos)
             if pos < 0:
                 return found
             start = data.rfind(b"\n", 0, pos) + 1
             end = data.find(b"\n", pos)
-            after = data[pos + len(needle) : pos + len(needle) + 1]
-            if after in (b",", b"]") and data.find(b",", start) == pos - 1:  # ids hold no comma
+            ends = data.startswith((b",", b"]"), pos + len(needle))  # the whole subject, not a prefix
+            if ends and data.find(b",", start) == pos - 1:  # ids hold no comma
                 found.append(self._item(start, end))
             pos = end
 
@@ -271,7 +276,7 @@ class Index:
                 elif len(item) == 3:
                     return None, pending
                 else:
-                    return tuple(item), pending  # type: ignore[return-value]
+                    return tuple(item), pending
             end = pos
 
     def rows(self) -> dict[str, Row]:
@@ -328,7 +333,7 @@ class Index:
         except Exception:  # interpreter shutdown
             pass
 
-    def _append(self, item: list) -> None:
+    def _append(self, item: Item) -> None:
         data = _line(item)
         fd = self._append_fd()
         st = os.fstat(fd)

@@ -30,10 +30,12 @@ UPDATE_INSTANCE = (
     "blocked_on = %s, open_step_override = %s, forced_complete = %s, fields = %s, occurrences = %s, "
     "dispatches = %s WHERE id = %s"
 )
+RevisionRow = tuple[Any, ...]
+"""One ``formctl_revisions`` row, its values in :data:`REV_COLUMNS` order."""
 dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def row_values(instance: Instance, *, writes: int) -> tuple:
+def row_values(instance: Instance, *, writes: int) -> tuple[Any, ...]:
     fields = [[f, len(log.revisions), log.cursor] for f, log in instance.entries.items()]
     return (
         instance.id, instance.def_id, instance.def_version, instance.subject, instance.status, instance.version,
@@ -46,7 +48,7 @@ def row_values(instance: Instance, *, writes: int) -> tuple:
 
 def revision_rows(
     instance_id: str, entries: dict[str, FieldLog], before: dict[str, FieldLog], *, version: int
-) -> Iterable[tuple]:
+) -> Iterable[RevisionRow]:
     """Rows for the revisions of ``entries`` that ``before`` does not have yet."""
     for field, log in entries.items():
         start = len(before[field].revisions) if field in before else 0
@@ -68,7 +70,7 @@ def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
     return error
 
 
-def assemble(row: Any, fresh: dict[str, list[tuple]], base: Instance | None, display: str) -> Instance:
+def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | None, display: str) -> Instance:
     """Assemble an instance from its row, the revisions newer than ``base`` (by field) and ``base``."""
     entries: dict[str, FieldLog] = {}
     try:
@@ -77,7 +79,7 @@ def assemble(row: Any, fresh: dict[str, list[tuple]], base: Instance | None, dis
         raise _damaged(display, row.id, f"its field list is malformed ({exc}); left as it is.") from None
     for field, length, cursor in listed:
         old = base.entries[field].revisions if base is not None and field in base.entries else ()
-        new = []
+        new: list[Entry] = []
         for rev in fresh.get(field, ()):
             _, _, pos, _, seq, at, source, actor, note, value, error, retracted = rev
             if pos != len(old) + len(new):

@@ -27,6 +27,11 @@ The tables (all names start ``formctl_``; put them in a schema of their own with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg import Cursor
+
 SCHEMA_VERSION = 1
 
 CHANNEL = "formctl_changes"
@@ -115,7 +120,7 @@ EXISTS = "SELECT to_regclass('formctl_schema') IS NOT NULL"
 CURRENT = "SELECT version FROM formctl_schema"
 
 
-def upgrade(cur) -> tuple[int, int]:
+def upgrade(cur: Cursor[Any]) -> tuple[int, int]:
     """Bring the tables to :data:`SCHEMA_VERSION` inside the caller's transaction.
 
     Returns (version before, version after). Concurrent callers are serialised by an

@@ -26,6 +26,8 @@ from formctl.forms.instance import (
     DispatchState,
     EntryCommit,
     Instance,
+    ProvKey,
+    ProvRow,
     decode_entry,
     encode_entry,
     instance_from_json,
@@ -53,8 +55,8 @@ def commit_to_json(commit: Commit) -> dict[str, Any]:
     """A commit as plain JSON data, its revisions in the instance codec's compact form."""
     d: dict[str, Any] = {}
     if commit.entries:
-        prov_index: dict[tuple, int] = {}
-        prov_table: list = []
+        prov_index: dict[ProvKey, int] = {}
+        prov_table: list[ProvRow] = []
         entries: dict[str, Any] = {}
         for field_id, change in commit.entries.items():
             e: dict[str, Any] = {"a": [encode_entry(x, prov_index, prov_table) for x in change.append]}

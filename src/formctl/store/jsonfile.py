@@ -19,7 +19,7 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store import _durable, maintenance
-from formctl.store._index import Index, IndexDamaged
+from formctl.store._index import Index, IndexDamaged, Row
 from formctl.store._index import sort_recent_first as _recent_rows
 from formctl.store._journal import frame
 from formctl.store.base import check_provenance, missing, new_instance, sort_recent_first
@@ -308,7 +308,7 @@ class JsonFileAdapter:
 
         return self._query(run)
 
-    def _open_by_reading(self, subject: str, rows: list, pending: set[str]) -> Instance | None:
+    def _open_by_reading(self, subject: str, rows: list[Row], pending: set[str]) -> Instance | None:
         found = []
         for iid in {r[0] for r in rows} | pending:
             loaded = self.files.read(iid)

@@ -55,6 +55,7 @@ from formctl.store._pgcodec import (
     INSERT_REVISIONS,
     REV_COLUMNS,
     UPDATE_INSTANCE,
+    RevisionRow,
     assemble,
     revision_rows,
     row_values,
@@ -321,7 +322,7 @@ class PostgresAdapter:
         self._run(lambda cur: None, write=True, upgrade=True)
         return self._upgraded
 
-    def _select(self, where: str, params: tuple, *, on_damage: Callable[[Any, StoreError], None] | None = None) -> list[Instance]:
+    def _select(self, where: str, params: tuple[Any, ...], *, on_damage: Callable[[Any, StoreError], None] | None = None) -> list[Instance]:
         def read(cur: Any) -> list[Instance]:
             if not self._tables:
                 self._check_schema(cur.connection)  # another process may have created them since
@@ -356,7 +357,7 @@ class PostgresAdapter:
                     [row.version for row, _ in stale],
                 ),
             )
-            fresh: dict[str, dict[str, list[tuple]]] = {}
+            fresh: dict[str, dict[str, list[RevisionRow]]] = {}
             for rev in cur.fetchall():
                 fresh.setdefault(rev[0], {}).setdefault(rev[1], []).append(rev)
             for row, hit in stale:
@@ -399,9 +400,10 @@ class PostgresAdapter:
                         ([i.id for i in instances],))
             rows = {row.id: row for row in cur.fetchall()}
             here = {i.id: i for i in self._assemble(cur, list(rows.values()), cached=False)}
-            outcomes, revisions = [], []
+            outcomes: list[str] = []
+            revisions: list[RevisionRow] = []
             for given in instances:
-                row, held = rows.get(given.id), here.get(given.id)
+                row = rows.get(given.id)
                 if row is None:
                     cur.execute(INSERT_INSTANCE, row_values(given, writes=given.version))
                     revisions.extend(revision_rows(given.id, given.entries, {}, version=given.version))
@@ -410,6 +412,7 @@ class PostgresAdapter:
                 if row.version > given.version:
                     outcomes.append("newer")
                     continue
+                held = here[given.id]  # every row was assembled: _assemble raises on damage here
                 for field, log in held.entries.items():
                     theirs = given.entries.get(field)
                     if theirs is None or theirs.revisions[: len(log.revisions)] != log.revisions:
