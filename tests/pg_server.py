@@ -88,7 +88,7 @@ def private_pg(pg_server):
 def _own_cluster():
     """A cluster started here, for as long as the fixture lasts."""
     try:
-        cluster = pg_cluster.create()
+        cluster = pg_cluster.create(fsync=False)  # why no test needs the flush: helpers/pg_cluster.py
     except pg_cluster.ClusterUnavailable as exc:
         unavailable(str(exc))
     try:

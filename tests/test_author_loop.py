@@ -177,9 +177,12 @@ def author_project(pytester, tmp_path):
 
 
 def _run(pytester, *args: str):
+    """pytest on the project, in this process (a child pytest costs a second and a half of start-up
+    for nothing more: the form modules are the shipped ones, unchanged, and the plugin is loaded
+    from its entry point either way; the end-to-end child pytest is in the whole-loop test below)."""
     env_forms = os.environ.pop("FORMCTL_FORMS", None)
     try:
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+        return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
     finally:
         if env_forms is not None:
             os.environ["FORMCTL_FORMS"] = env_forms

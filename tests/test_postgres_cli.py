@@ -15,13 +15,15 @@ from pathlib import Path
 
 import psycopg
 
-from clitools import formctl, start
+from clitools import formctl, invoke, start
 from fixture_project import FORMS
 from formctl.forms.instance import Provenance, now_iso
 
 
 def ids(result) -> list[str]:
-    assert result.returncode == 0, result.stderr
+    """The instance ids ``instances --json`` printed, run in a child process or in this one."""
+    code = result.returncode if isinstance(result, subprocess.CompletedProcess) else result.exit_code
+    assert code == 0, result.stderr
     return [row["instance_id"] for row in json.loads(result.stdout)["instances"]]
 
 
@@ -47,59 +49,60 @@ def test_every_command_works_on_a_database_store_and_nothing_lands_in_a_folder(p
     assert sorted(p.name for p in (tmp_path / ".formctl").iterdir()) == ["conversations"]
 
 
-def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(pg_server, tmp_path):
+def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(pg_server):
     dsn = pg_server.tcp_dsn(password="hunter2-wrong")
     for args in (["instances"], ["store", "check"], ["inspect", "form_mx3tplc2_9jz5s0"]):
-        result = formctl(*args, "--store", dsn, env={"FORMCTL_FORMS": str(FORMS)}, cwd=tmp_path)
-        assert result.returncode == 1
+        result = invoke(*args, "--store", dsn)  # the example project's forms: the shipped ones
+        assert result.exit_code == 1
         assert "hunter2" not in result.stdout + result.stderr
         (line,) = result.stderr.strip().splitlines()
         assert "Cannot connect to the PostgreSQL store at 127.0.0.1:" in line
         assert "password authentication failed" in line
 
 
-def test_store_init_creates_the_tables_once(pg_dsn, tmp_path):
-    first = formctl("store", "init", "--store", pg_dsn, cwd=tmp_path)
-    assert first.returncode == 0 and "tables created (schema version 1)" in first.stdout
-    again = formctl("store", "init", "--store", pg_dsn, cwd=tmp_path)
-    assert again.returncode == 0 and "already set up (schema version 1)" in again.stdout
+def test_store_init_creates_the_tables_once(pg_dsn):
+    first = invoke("store", "init", "--store", pg_dsn)
+    assert first.exit_code == 0 and "tables created (schema version 1)" in first.stdout
+    again = invoke("store", "init", "--store", pg_dsn)
+    assert again.exit_code == 0 and "already set up (schema version 1)" in again.stdout
 
 
 def test_store_copy_moves_every_instance_with_its_history_once_and_verifies(pg_dsn, tmp_path):
+    # In this process: the commands' own start-up is proved by the test above.
     local = str(tmp_path / "local")
     dana = start(local, {"full_name": "Dana Reeve"})
     sam = start(local, {"full_name": "Sam Jones"}, subject="sam")
-    assert formctl("fill", dana, "full_name=Dana R. Reeve", "--store", local).returncode == 0
-    assert formctl("undo", dana, "full_name", "--store", local).returncode == 0
+    assert invoke("fill", dana, "full_name=Dana R. Reeve", "--store", local).exit_code == 0
+    assert invoke("undo", dana, "full_name", "--store", local).exit_code == 0
 
-    first = formctl("store", "copy", "--from", local, "--to", pg_dsn, "--json")
-    assert first.returncode == 0, first.stderr
+    first = invoke("store", "copy", "--from", local, "--to", pg_dsn, "--json")
+    assert first.exit_code == 0, first.stderr
     report = json.loads(first.stdout)
     assert (report["copied"], report["unchanged"], report["verified"]) == (2, 0, True)
     for iid in (dana, sam):  # the same history, versions and timestamps on both sides
-        here = json.loads(formctl("history", iid, "--json", "--store", local).stdout)
-        there = json.loads(formctl("history", iid, "--json", "--store", pg_dsn).stdout)
+        here = json.loads(invoke("history", iid, "--json", "--store", local).stdout)
+        there = json.loads(invoke("history", iid, "--json", "--store", pg_dsn).stdout)
         assert here == there
-    assert ids(formctl("instances", "--json", "--store", pg_dsn)) == ids(formctl("instances", "--json", "--store", local))
+    assert ids(invoke("instances", "--json", "--store", pg_dsn)) == ids(invoke("instances", "--json", "--store", local))
 
-    second = json.loads(formctl("store", "copy", "--from", local, "--to", pg_dsn, "--json").stdout)
+    second = json.loads(invoke("store", "copy", "--from", local, "--to", pg_dsn, "--json").stdout)
     assert (second["copied"], second["updated"], second["unchanged"]) == (0, 0, 2)
 
-    assert formctl("fill", sam, "staff_id=SJ1234", "--store", local).returncode == 0  # the source moves on
-    assert formctl("fill", dana, "staff_id=DR1234", "--store", pg_dsn).returncode == 0  # and so does the target
-    third = formctl("store", "copy", "--from", local, "--to", pg_dsn)
-    assert third.returncode == 0, third.stderr
+    assert invoke("fill", sam, "staff_id=SJ1234", "--store", local).exit_code == 0  # the source moves on
+    assert invoke("fill", dana, "staff_id=DR1234", "--store", pg_dsn).exit_code == 0  # and so does the target
+    third = invoke("store", "copy", "--from", local, "--to", pg_dsn)
+    assert third.exit_code == 0, third.stderr
     assert "0 copied, 1 brought up to date, 0 already there" in third.stdout
     assert f"left alone: {dana}" in third.stdout and "Verified" in third.stdout
-    sam_there = json.loads(formctl("export", sam, "--json", "--store", pg_dsn).stdout)
+    sam_there = json.loads(invoke("export", sam, "--json", "--store", pg_dsn).stdout)
     assert sam_there["values"]["staff_id"] == "SJ1234"
 
 
 def test_store_copy_into_a_folder_or_from_nowhere_is_refused_in_one_line(pg_dsn, tmp_path):
-    into_folder = formctl("store", "copy", "--from", pg_dsn, "--to", str(tmp_path / "x"))
-    assert into_folder.returncode == 2 and "copy into a postgresql:// store" in into_folder.stderr
-    from_nowhere = formctl("store", "copy", "--from", str(tmp_path / "missing"), "--to", pg_dsn)
-    assert from_nowhere.returncode == 1 and "nothing to copy" in from_nowhere.stderr
+    into_folder = invoke("store", "copy", "--from", pg_dsn, "--to", str(tmp_path / "x"))
+    assert into_folder.exit_code == 2 and "copy into a postgresql:// store" in into_folder.stderr
+    from_nowhere = invoke("store", "copy", "--from", str(tmp_path / "missing"), "--to", pg_dsn)
+    assert from_nowhere.exit_code == 1 and "nothing to copy" in from_nowhere.stderr
 
 
 def test_the_chat_hears_another_persons_write_without_polling(pg_dsn):

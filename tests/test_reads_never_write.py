@@ -9,15 +9,14 @@ migration, no executor re-run, no index touched.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from clitools import invoke
 from fixture_project import FORMS
 from formctl import FormRegistry, FormRunner, FormStaleError, JsonFileAdapter
 from formctl.forms.instance import DispatchState, Provenance, now_iso
@@ -35,10 +34,10 @@ def snapshot(folder: Path) -> dict[str, str]:
     }
 
 
-def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=60)
+def formctl(*args: str) -> SimpleNamespace:
+    """``formctl ARGS`` in this process (test_cli.py runs these commands in child processes)."""
+    result = invoke(*args)
+    return SimpleNamespace(args=args, returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
 
 
 @pytest.fixture(params=["without-migrate", "with-migrate"])
@@ -65,20 +64,20 @@ def bumped(request, tmp_path):
     return store, forms, iid, request.param
 
 
-def test_the_cli_reads_leave_every_file_of_the_store_unchanged(bumped, tmp_path):
+def test_the_cli_reads_leave_every_file_of_the_store_unchanged(bumped):
     store, forms, iid, variant = bumped
     before = snapshot(store)
     common = ["--store", str(store), "--forms", str(forms)]
 
     runs = [
-        formctl("inspect", iid, *common, cwd=tmp_path),
-        formctl("inspect", iid, "--field", "email", "--json", *common, cwd=tmp_path),
-        formctl("history", iid, *common, cwd=tmp_path),
-        formctl("history", iid, "email", "--json", *common, cwd=tmp_path),
-        formctl("export", iid, *common, cwd=tmp_path),
-        formctl("export", iid, "--json", *common, cwd=tmp_path),
-        formctl("instances", "--store", str(store), cwd=tmp_path),
-        formctl("instances", "--status", "stale", "--json", "--store", str(store), cwd=tmp_path),
+        formctl("inspect", iid, *common),
+        formctl("inspect", iid, "--field", "email", "--json", *common),
+        formctl("history", iid, *common),
+        formctl("history", iid, "email", "--json", *common),
+        formctl("export", iid, *common),
+        formctl("export", iid, "--json", *common),
+        formctl("instances", "--store", str(store)),
+        formctl("instances", "--status", "stale", "--json", "--store", str(store)),
     ]
 
     assert snapshot(store) == before
