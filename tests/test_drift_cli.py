@@ -15,6 +15,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from clitools import invoke
 from fixture_project import FORMS
 
 
@@ -31,14 +32,19 @@ def files(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def drifted(tmp_path) -> tuple[Path, str]:
+def drifted(tmp_path, monkeypatch) -> tuple[Path, str]:
     """A claim with a name and a staff id, then version 2 of the form: the name may be at most
     5 characters and there is no staff id any more."""
     shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
-    started = formctl("run", "travel-claim", "--offline", "--store", "store", cwd=tmp_path,
-                      input="Dana Reeve\nAB1234\n")
-    assert started.returncode == 0, started.stderr
-    (row,) = json.loads(formctl("instances", "--store", "store", "--json", cwd=tmp_path).stdout)["instances"]
+    # Version 1 is the shipped form, so the chat that starts the claim runs in this process, on
+    # the example project's forms (never edited: this process keeps the modules it imported);
+    # every command after the edit below runs in a child process, which imports the edited one.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FORMCTL_SUBJECT", "dana")
+    started = invoke("run", "travel-claim", "--offline", "--store", "store", "--forms", str(FORMS),
+                     input="Dana Reeve\nAB1234\n")
+    assert started.exit_code == 0, started.stderr
+    (row,) = json.loads(invoke("instances", "--store", "store", "--json").stdout)["instances"]
     form = tmp_path / "forms" / "travel_claim.py"
     text = form.read_text()
     text = text.replace("version=1,", "version=2,", 1)
