@@ -247,6 +247,27 @@ def test_a_failure_stays_open_until_the_same_hook_later_runs_without_failing(lab
     assert [d.status for k, d in dispatches.items() if d.hook_id == "field:trigger"] == ["failed", "ok"]
 
 
+def test_for_each_hook_the_latest_finished_record_decides_and_the_later_one_wins_a_tie():
+    from formctl.forms.instance import DispatchState, Instance
+    from formctl.forms.project import open_failures
+
+    def failures(*records: tuple[str, str, str, str | None]) -> list[tuple[str, str]]:
+        dispatches = {f"k{i}": DispatchState(hook, status, 1, at, error=error)
+                      for i, (hook, status, at, error) in enumerate(records)}
+        instance = Instance(id="i", def_id="f", def_version=1, subject="s", dispatches=dispatches)
+        return [(f.hook_id, f.message) for f in open_failures(instance)]
+
+    assert failures(("field:a", "ok", "t1", None), ("field:b", "running", "t1", None)) == []
+    assert failures(("field:a", "failed", "t1", "no"), ("field:a", "ok", "t2", None)) == []
+    assert failures(("field:a", "ok", "t1", None), ("field:a", "failed", "t2", "no")) == [("field:a", "no")]
+    assert failures(("field:a", "failed", "t1", "no"), ("field:a", "ok", "t1", None)) == []  # a tie: written later
+    assert failures(("field:a", "ok", "t1", None), ("field:a", "failed", "t1", "no")) == [("field:a", "no")]
+    assert failures(("field:a", "failed", "t2", "no"), ("field:a", "ok", "t1", None)) == [("field:a", "no")]
+    assert failures(("field:a", "failed", "t1", "no"), ("field:a", "running", "t2", None)) == [("field:a", "no")]
+    assert failures(("field:b", "failed", "t2", "late"), ("field:a", "failed", "t1", "early"),
+                    ("field:c", "ok", "t3", None)) == [("field:a", "early"), ("field:b", "late")]
+
+
 def test_an_open_failure_is_listed_in_tier0(lab_runner, log):
     log.behaviours["field:trigger"] = Fail("no such code")
     lab_runner.fill({"trigger": "bad"})

@@ -23,6 +23,7 @@ from formctl.forms.instance import (
     DISPATCH_FAILED,
     DISPATCH_OK,
     STALE,
+    DispatchState,
     Instance,
 )
 from formctl.forms.reading import read_status
@@ -69,16 +70,22 @@ def open_failures(
     holds: a claim over the cap that Finance rejected stops being "blocked" as soon as the
     total is brought under the cap, without anyone having to clear it by hand.
     """
-    latest: dict[str, tuple[str, int, Any, str]] = {}
-    for order, (key, record) in enumerate(instance.dispatches.items()):
-        if record.status not in (DISPATCH_OK, DISPATCH_FAILED):
+    dispatches = instance.dispatches
+    # Called on every write and read, over a record per run ever made: most instances have no
+    # failure at all, and then one pass that only compares statuses decides it.
+    failed = {record.hook_id for record in dispatches.values() if record.status == DISPATCH_FAILED}
+    if not failed:
+        return []
+    latest: dict[str, tuple[DispatchState, str]] = {}
+    for key, record in dispatches.items():  # in the order written: on a tie of ``at``, the later wins
+        if record.hook_id not in failed or record.status not in (DISPATCH_OK, DISPATCH_FAILED):
             continue
         previous = latest.get(record.hook_id)
-        if previous is None or (record.at, order) >= (previous[0], previous[1]):
-            latest[record.hook_id] = (record.at, order, record, key)
+        if previous is None or record.at >= previous[0].at:
+            latest[record.hook_id] = (record, key)
     out = [
         Failure(hook_id, rec.error, rec.at)
-        for hook_id, (_, _, rec, key) in latest.items()
+        for hook_id, (rec, key) in latest.items()
         if rec.status == DISPATCH_FAILED and rec.error and not _outgrown(instance, hook_id, key)
     ]
     if compiled is not None and ev is not None:
