@@ -117,8 +117,20 @@ def test_ip_addresses_render_their_version():
     assert type_string(ipaddress.IPv6Address) == "IPv6 address"
 
 
-def test_pattern_only_string_renders_text():
-    assert type_string(Annotated[str, Field(pattern=r"^a")]) == "text"
+def test_a_pattern_renders_as_its_example_or_else_the_pattern():
+    assert type_string(Annotated[str, Field(pattern=r"^a")]) == "text matching ^a"
+    assert type_string(Annotated[str, Field(pattern=r"^[A-Z]{2}\d{4}$", examples=["AB1234"])]) == "text like AB1234"
+    # an example the pattern refuses is no example; lengths are still said
+    assert type_string(Annotated[str, Field(pattern=r"^\d+$", examples=["x"], max_length=5)]) == "text matching ^\d+$ (max 5 chars)"
+
+
+def test_a_field_whose_own_words_give_an_example_reads_text_like_it():
+    from formctl.forms.describe import field_type_string
+
+    staff_id = Annotated[str, Field(pattern=r"^[A-Z]{2}\d{4}$")]
+    assert field_type_string(staff_id, "Two capital letters and four digits, like AB1234.") == "text like AB1234"
+    assert field_type_string(staff_id, "Ask for it (AB12 won't do).") == "text matching ^[A-Z]{2}\\d{4}$"
+    assert field_type_string(staff_id) == "text matching ^[A-Z]{2}\\d{4}$"
 
 
 def test_min_length_string_renders_min_chars():

@@ -326,12 +326,15 @@ def print_store_report(report: dict[str, Any], out: Console | None = None) -> No
 # --------------------------------------------------------------------------- tool activity (pure text)
 
 
-def activity_line(tool: str, envelope: dict[str, Any], labels: dict[str, str], tool_input: dict[str, Any] | None = None) -> str:
+def activity_line(tool: str, envelope: dict[str, Any], labels: dict[str, str], tool_input: dict[str, Any] | None = None,
+                  *, reasons: bool = True) -> str:
     """One short line for what a tool call did, for the dim activity trail of the chat.
 
-    ``saved Full name, Work email · held Miles driven · rejected Email: not an email address``.
-    Reads the envelope the model was given (docs/engine.md, 'Tool results'), so the person sees what the
-    model saw. Reads return "" (a status look is not worth a line).
+    ``saved Full name, Work email · held Miles driven · rejected Work email: Work email should be an
+    email address, like name@example.com.``. Reads the envelope the model was given (docs/engine.md,
+    'Tool results'), so the person sees what the model saw. Reads return "" (a status look is not
+    worth a line). ``reasons=False`` (the chat) names a rejected field without the sentence, which
+    the model's reply says: a rejection is said once.
     """
     name = lambda fid: labels.get(fid, fid)  # noqa: E731
     if envelope.get("status") == "error":
@@ -353,7 +356,7 @@ def activity_line(tool: str, envelope: dict[str, Any], labels: dict[str, str], t
     if data.get("held"):
         parts.append("held " + ", ".join(name(f) for f in data["held"]))
     for r in data.get("rejected") or []:
-        parts.append(f"rejected {name(r['field'])}: {r['message']}")
+        parts.append(f"rejected {name(r['field'])}: {r['message']}" if reasons else f"rejected {name(r['field'])}")
     for u in data.get("unknown_fields") or []:
         guess = f" (did you mean {', '.join(u['did_you_mean'])}?)" if u.get("did_you_mean") else ""
         parts.append(f"no field {u['field']}{guess}")

@@ -89,9 +89,9 @@ class CompiledField:
 
     @cached_property
     def type(self) -> str:
-        from formctl.forms.describe import type_string
+        from formctl.forms.describe import field_type_string
 
-        return type_string(self.schema)
+        return field_type_string(self.schema, " ".join(t for t in (self.ask, self.hint) if t))
 
     @cached_property
     def required(self) -> bool:

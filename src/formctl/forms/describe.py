@@ -16,12 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
 from formctl.forms.validate import adapter_for
 
-__all__ = ["accepts_none", "render_schema", "type_string"]
+__all__ = ["accepts_none", "field_schema", "field_type_string", "pattern_example", "render_schema", "type_string"]
 
 FALLBACK = "value"
 
@@ -119,16 +120,38 @@ def _render_string(node: dict[str, Any]) -> str:
     fmt = node.get("format")
     if isinstance(fmt, str) and fmt in _STRING_FORMATS:
         return _STRING_FORMATS[fmt]  # a known format says more than its length
+    base = "text"
+    pattern = node.get("pattern")
+    if isinstance(pattern, str) and pattern:
+        example = _matching_example(pattern, node.get("examples"))
+        base = f"text like {example}" if example is not None else f"text matching {pattern}"
     low, high = _number(node.get("minLength")), _number(node.get("maxLength"))
     if low is not None and high is not None:
-        return f"text ({_js_number(low)}–{_js_number(high)} chars)"
+        return f"{base} ({_js_number(low)}–{_js_number(high)} chars)"
     if low is not None:
-        return f"text (min {_js_number(low)} chars)"
+        return f"{base} (min {_js_number(low)} chars)"
     if high is not None:
-        return f"text (max {_js_number(high)} chars)"
-    if isinstance(fmt, str) and fmt:
+        return f"{base} (max {_js_number(high)} chars)"
+    if isinstance(fmt, str) and fmt and base == "text":
         return f"text ({fmt})"
-    return "text"
+    return base
+
+
+def _matching_example(pattern: str, examples: Any) -> str | None:
+    """The first of the schema's ``examples`` the pattern accepts (an example that does not fit is no example)."""
+    if not isinstance(examples, list):
+        return None
+    for example in examples:
+        if isinstance(example, str) and _fits(pattern, example):
+            return example
+    return None
+
+
+def _fits(pattern: str, text: str) -> bool:
+    try:
+        return re.search(pattern, text) is not None  # JSON schema's (and pydantic's) pattern: a search
+    except re.error:
+        return False
 
 
 def _render_number(node: dict[str, Any], base: str) -> str:
@@ -269,6 +292,60 @@ def _type_string(annotation: Any) -> str:
         return render_schema(_without_top_level_null(_resolve_refs(schema)))
     except Exception:
         return FALLBACK
+
+
+def field_schema(annotation: Any) -> dict[str, Any]:
+    """The field's JSON schema as the type string reads it (refs inlined, the top-level "or None"
+    dropped), or ``{}`` when there is none."""
+    try:
+        return _cached_field_schema(annotation)
+    except TypeError:  # unhashable annotation
+        return _field_schema(annotation)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_field_schema(annotation: Any) -> dict[str, Any]:
+    return _field_schema(annotation)
+
+
+def _field_schema(annotation: Any) -> dict[str, Any]:
+    try:
+        schema = _without_top_level_null(_resolve_refs(adapter_for(annotation).json_schema(mode="validation")))
+    except Exception:
+        return {}
+    return schema if isinstance(schema, dict) else {}
+
+
+_WORD = re.compile(r"[^\s,;()\"'«»“”]+")
+
+
+def pattern_example(annotation: Any, words: str | None) -> str | None:
+    """An example of a pattern-constrained text field: the first of its schema's ``examples``
+    that fits, else a word of the field's own ask or hint that fits ("like AB1234"), else None."""
+    schema = field_schema(annotation)
+    pattern = schema.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        return None
+    example = _matching_example(pattern, schema.get("examples"))
+    if example is not None or not words:
+        return example
+    for word in _WORD.findall(words):
+        for candidate in (word, word.rstrip(".:!?")):
+            if candidate and _fits(pattern, candidate):
+                return candidate
+    return None
+
+
+def field_type_string(annotation: Any, words: str | None = None) -> str:
+    """A field's type string: :func:`type_string`, with a pattern's example taken from the
+    field's own words when the schema gives none (``text like AB1234``)."""
+    text = type_string(annotation)
+    if words and text.startswith("text matching "):
+        example = pattern_example(annotation, words)
+        if example is not None:
+            pattern = field_schema(annotation).get("pattern")
+            return text.replace(f"text matching {pattern}", f"text like {example}", 1)
+    return text
 
 
 def accepts_none(annotation: Any) -> bool:

@@ -427,7 +427,9 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
             ev.live.add(field.id)
         else:
             status[i] = INVALID
-            ev.errors[field.id] = parse_entry(field, entry).error or "invalid"
+            from formctl.forms.messages import field_error  # only for an invalid answer: views say it in words
+
+            ev.errors[field.id] = field_error(field, parse_entry(field, entry)) or "invalid"
 
     for k in range(len(compiled.steps)):
         ev.step_complete[k] = current.step_done(k)

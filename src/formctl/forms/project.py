@@ -396,14 +396,21 @@ def outline_view(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> 
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
+    """A value refused for one field: ``message`` is the plain sentence a person reads
+    (:mod:`formctl.forms.messages`), ``hint`` says how to resend it when the sentence does not,
+    ``code`` names the kind (``pattern``, ``too_long``, ``email``, …)."""
+
     field: str
     message: str
     hint: str | None = None
+    code: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {"field": self.field, "message": self.message}
         if self.hint:
             d["hint"] = self.hint
+        if self.code:
+            d["code"] = self.code
         return d
 
 

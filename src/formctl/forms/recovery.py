@@ -17,7 +17,8 @@ from formctl.forms.executors import RoundEffects, hook_for
 from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance, now_iso
 from formctl.forms.project import Failure, MigrateResult, Rejected, open_failures, step_view
 from formctl.forms.staging import Staged, is_blank
-from formctl.forms.validate import issue_hint, json_data
+from formctl.forms.messages import rejection
+from formctl.forms.validate import json_data
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.runner import FormRunner
@@ -98,9 +99,7 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
         if not outcome.ok:
             refused.add(field_id)
             for issue in outcome.issues:
-                result.rejected.append(
-                    Rejected(field_id, issue.message, issue_hint(issue, value, field.description, field.type))
-                )
+                result.rejected.append(Rejected(field_id, *rejection(field, issue, value)))
             continue
         kept.add(field_id)
         if field_id in old_values and old_values[field_id] == value:

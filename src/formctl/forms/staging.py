@@ -39,7 +39,8 @@ from formctl.forms.instance import (
 from formctl.forms.project import FillResult, Rejected, Unknown, blocking_failure_open
 from formctl.forms.reading import is_stale
 from formctl.forms.resolutions import resolution_key
-from formctl.forms.validate import issue_hint, json_data, size_issue
+from formctl.forms.messages import rejection
+from formctl.forms.validate import json_data, size_issue
 
 
 def is_blank(value: Any) -> bool:
@@ -116,22 +117,19 @@ def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged],
         field = compiled.field_by_id[field_id]
         if too_big is not None:
             hint = f"Send at most {limit:,} characters." if too_big.kind == "too_long" else None
-            hint = hint or issue_hint(too_big, None, field.description, field.type)
-            result.rejected.append(Rejected(field_id, too_big.message, hint))
+            result.rejected.append(Rejected(field_id, too_big.message, hint, too_big.kind))
             continue
         if not_data is not None:
             # A value with no JSON form cannot be stored (a JSON store could not hold it,
             # and it could never parse): reported like an invalid one, but not written.
             result.rejected.append(Rejected(
-                field_id, f"Value is not JSON data ({not_data}).", field.description or f"Expected {field.type}."
+                field_id, f"Value is not JSON data ({not_data}).", f"Send {field.type}.", "not_json"
             ))
             continue
         outcome = field.validator.validate(value)
         if not outcome.ok:
             for issue in outcome.issues:
-                result.rejected.append(
-                    Rejected(field_id, issue.message, issue_hint(issue, value, field.description, field.type))
-                )
+                result.rejected.append(Rejected(field_id, *rejection(field, issue, value)))
         staged.pop(field_id, None)  # a later key for the same field wins, at its own position
         staged[field_id] = Staged(field_id, value, outcome, field.validator)
     return list(staged.values()), result

@@ -90,11 +90,14 @@ def adapter_for(annotation: Any) -> TypeAdapter[Any]:
 
 
 class Issue(NamedTuple):
-    """One validator complaint: where (``path``), what (``message``), and pydantic's error ``kind``."""
+    """One validator complaint: where (``path``), what (``message``), pydantic's error ``kind``
+    and its ``ctx`` (the constraint: ``{"max_length": 15}``), from which
+    :mod:`formctl.forms.messages` builds the sentence a person reads."""
 
     path: tuple[Any, ...]
     message: str
     kind: str
+    ctx: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         if self.path:
@@ -126,8 +129,8 @@ def _readable(message: str) -> str:
 
 def _issues_from(exc: ValidationError) -> tuple[Issue, ...]:
     return tuple(
-        Issue(path=tuple(err["loc"]), message=_readable(err["msg"]), kind=err["type"])
-        for err in exc.errors(include_url=False, include_context=False, include_input=False)
+        Issue(path=tuple(err["loc"]), message=_readable(err["msg"]), kind=err["type"], ctx=err.get("ctx"))
+        for err in exc.errors(include_url=False, include_input=False)
     )
 
 

@@ -415,7 +415,8 @@ class ChatSession(Commands):
         data = ev.result.get("data") if isinstance(ev.result, dict) else None
         def_id = data.get("form") if isinstance(data, dict) else None
         return render.activity_line(ev.name, ev.result, self.labels(def_id),
-                                    call.input if call is not None and isinstance(call.input, dict) else None)
+                                    call.input if call is not None and isinstance(call.input, dict) else None,
+                                    reasons=self.model.name != "guided")  # guided says the reason itself
 
     def mask_text(self, text: str) -> str:
         """``text`` with every value ever given to a sensitive field of this chat's instance masked."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from formctl.agent.models.base import ModelReply
 from formctl.agent.models.guided.answers import _format_value, _jsonable, _or_list
+from formctl.forms.messages import said_by
 
 if TYPE_CHECKING:
     from formctl.agent.models.guided.planning import _Plan, _Snapshot
@@ -41,6 +42,7 @@ class Phrasing:
 
     def _speak(self, turn: _Turn, plan: _Plan) -> ModelReply:
         paragraphs: list[str] = []
+        self._said: dict[str, list[str]] = {}  # field id -> what this reply said about it (said once)
         errors = [turn.results[str(c.get("id"))] for c in turn.calls if str(c.get("id")) in turn.results]
         errors = [r for r in errors if not r.ok]
         if plan.kind == "list":
@@ -101,14 +103,14 @@ class Phrasing:
             names = _or_list([labels.get(f, f) for f in held]).replace(" or ", " and ")
             out.append(f"I've kept {names} for now, but it doesn't apply given the answers so far.")
         for row in data.get("rejected") or []:
+            # The row's message is already a plain sentence naming the field (forms/messages.py);
+            # its hint, when there is one, is for a model resending JSON, not for the person.
             field_id = row.get("field", "")
             label = labels.get(field_id, field_id)
-            reason = str(row.get("message", "")).rstrip(".")
-            hint = row.get("hint")
-            text = f"That {label} wasn't accepted: {reason}."
-            if hint and hint not in text:
-                text += f" {hint}"
+            reason = _sentence(str(row.get("message", "")))
+            text = f"That wasn't accepted. {reason}" if label in reason else f"That {label} wasn't accepted. {reason}"
             out.append(text)
+            self._said.setdefault(field_id, []).append(reason)
             if field_id in labels:
                 self._focus = field_id
         for row in data.get("unknown_fields") or []:
@@ -195,8 +197,9 @@ class Phrasing:
         elif kind.name == "boolean":
             choices = " — yes or no"
         line = f"{field.label}{choices}?"
-        helps = [h for h in (field.ask, field.hint) if h]
-        if kind.name == "date" and not helps:
+        said = getattr(self, "_said", {}).get(field_id, [])
+        helps = [h for h in (field.ask, field.hint) if h and not any(said_by(s, h) for s in said)]
+        if kind.name == "date" and not helps and not any("2026-11-03" in s for s in said):
             helps.append("A date, like 2026-11-03.")
         if ev.status[field.order] == "filled" and field_id in ev.values:
             if field.sensitive:
