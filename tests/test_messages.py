@@ -78,6 +78,7 @@ def test_a_pattern_it_cannot_say_in_words_never_shows_the_regex():
     (r"^[A-Z]\d{2,3}$", "one capital letter and two to three digits"),
     (r"^\d{3}-\d{4}$", "three digits, a hyphen and four digits"),
     (r"^[A-Za-z0-9]{8,}$", "at least eight letters or digits"),
+    (r"^C\d{5}$", "the letter C and five digits"),
     (r"^(a|b)$", None),
     (r"[A-Z]{2}", None),  # not anchored: "contains", which this does not try to say
 ])

@@ -179,7 +179,7 @@ _ATOMS = {
 }
 _TOKEN = re.compile(
     r"(\[A-Z\]|\[a-z\]|\[A-Za-z\]|\[a-zA-Z\]|\\d|\[0-9\]|\[A-Z0-9\]|\[A-Za-z0-9\]|\[a-zA-Z0-9\]"
-    r"|\\[-./:_ ]|[-/:_ ])"
+    r"|\\[-./:_ ]|[-/:_ ]|[A-Za-z0-9])"
     r"(\{\d+\}|\{\d+,\d*\}|\+|\?)?"
 )
 _LITERALS = {"-": "a hyphen", "/": "a slash", ".": "a full stop", ":": "a colon", "_": "an underscore", " ": "a space"}
@@ -198,10 +198,11 @@ def pattern_words(pattern: str) -> str | None:
         atom, quantifier = m.group(1), m.group(2) or ""
         pos = m.end()
         literal = atom.lstrip("\\")
-        if literal in _LITERALS and atom not in _ATOMS:
+        if atom not in _ATOMS and (literal in _LITERALS or literal.isalnum()):
             if quantifier:
                 return None
-            parts.append(_LITERALS[literal])
+            kind = "the digit" if literal.isdigit() else "the letter"
+            parts.append(_LITERALS.get(literal) or f"{kind} {literal}")
             continue
         one, many = _ATOMS[atom]
         if not quantifier:
