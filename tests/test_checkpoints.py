@@ -137,7 +137,7 @@ def test_a_wait_for_host_run_that_raises_unblocks_with_a_failure(runner, registr
     result = r.fill({"total": 500})
 
     assert result.view.status == "active"
-    assert failures_of(result) == [("checkpoint:cap", "finance system down")]
+    assert failures_of(result) == [("checkpoint:cap", "That couldn't be checked just now.")]
 
 
 # --------------------------------------------------------------------------- resolve_checkpoint

@@ -9,6 +9,7 @@ import pytest
 
 from example_forms import async_hooks, lab, occurrence_seq, register
 from formctl import Complete, Fail, FormError, Jump, Patch, Terminate
+from formctl.forms.executors import COULD_NOT_CHECK
 from formctl.forms.instance import DispatchState, Provenance, now_iso
 
 
@@ -26,6 +27,13 @@ def values_of(runner):
 
 def failures_of(view_or_result):
     return [(f["hook"], f["message"]) for f in view_or_result.to_dict().get("failures", [])]
+
+
+def fault_of(runner, hook_id: str) -> str:
+    """What the host reads about a hook's last failed run: the fault itself (the person reads COULD_NOT_CHECK)."""
+    records = [r for r in runner.open_instance().dispatches.values() if r.hook_id == hook_id and r.status == "failed"]
+    assert records[-1].error == COULD_NOT_CHECK
+    return records[-1].detail
 
 
 # --------------------------------------------------------------------------- hook order and occurrences
@@ -140,10 +148,12 @@ def test_an_exception_becomes_a_failure_and_the_later_hooks_still_run(lab_runner
     log.behaviours["field:trigger"] = explode
     result = lab_runner.fill({"trigger": "t", "extra": "ok"})
 
-    assert failures_of(result) == [("field:trigger", "card declined")]
+    # the person and the model read that it could not be checked; the host reads the exception
+    assert failures_of(result) == [("field:trigger", COULD_NOT_CHECK)]
     assert log.keys[1:] == ["field:extra:1", "step:one:1", "step:two:1", "form:1"]
     record = lab_runner.open_instance().dispatches[f"{result.instance_id}:field:trigger:1"]
-    assert (record.status, record.error) == ("failed", "card declined")
+    assert (record.status, record.error) == ("failed", COULD_NOT_CHECK)
+    assert record.detail.startswith("ValueError: card declined (test_hooks.py:") and record.detail.endswith("in explode)")
 
 
 def test_an_exception_with_no_message_is_reported_by_its_class_name(lab_runner, log):
@@ -152,7 +162,8 @@ def test_an_exception_with_no_message_is_reported_by_its_class_name(lab_runner, 
 
     log.behaviours["field:trigger"] = explode
 
-    assert failures_of(lab_runner.fill({"trigger": "t"})) == [("field:trigger", "KeyError")]
+    assert failures_of(lab_runner.fill({"trigger": "t"})) == [("field:trigger", COULD_NOT_CHECK)]
+    assert fault_of(lab_runner, "field:trigger").startswith("KeyError (test_hooks.py:")
 
 
 def test_a_fail_in_a_list_discards_every_other_effect_of_that_hook(lab_runner, log):
@@ -174,8 +185,8 @@ def test_an_executor_returning_something_that_is_not_an_effect_fails_with_a_clea
     result = lab_runner.fill({"trigger": "t"})
 
     [(hook, message)] = failures_of(result)
-    assert hook == "field:trigger"
-    assert "not an effect" in message
+    assert (hook, message) == ("field:trigger", COULD_NOT_CHECK)
+    assert "not an effect" in fault_of(lab_runner, "field:trigger")
     assert "derived" not in values_of(lab_runner)
 
 
@@ -188,7 +199,8 @@ def test_async_executors_are_awaited_and_their_effects_apply(runner, registry, l
     result = r.fill({"z": "zz"})
 
     assert values_of(r)["y"] == "derived from sun"
-    assert failures_of(result) == [("field:z", "async boom")]
+    assert failures_of(result) == [("field:z", COULD_NOT_CHECK)]
+    assert fault_of(r, "field:z").startswith("RuntimeError: async boom (")
 
 
 def test_async_executors_run_when_the_runner_is_called_from_inside_an_event_loop(runner, registry, log):
@@ -302,7 +314,8 @@ def test_a_patch_naming_an_unknown_field_fails_the_hook_and_writes_none_of_it(la
 
     result = lab_runner.fill({"trigger": "t"})
 
-    assert failures_of(result) == [("field:trigger", 'Patch names unknown field "nope".')]
+    assert failures_of(result) == [("field:trigger", COULD_NOT_CHECK)]
+    assert fault_of(lab_runner, "field:trigger") == 'Patch names unknown field "nope".'
     assert values_of(lab_runner) == {"trigger": "t"}
 
 
@@ -330,7 +343,8 @@ def test_a_jump_to_an_unknown_step_fails_its_hook_and_keeps_an_earlier_valid_jum
 
     result = lab_runner.fill({"trigger": "t", "extra": "ok"})
 
-    assert failures_of(result) == [("field:extra", 'Jump to unknown step "nowhere".')]
+    assert failures_of(result) == [("field:extra", COULD_NOT_CHECK)]
+    assert fault_of(lab_runner, "field:extra") == 'Jump to unknown step "nowhere".'
     assert lab_runner.open_instance().open_step_override == "one"
 
 

@@ -98,10 +98,10 @@ def test_an_invalid_value_is_stored_with_its_error_and_reads_as_invalid(runner):
     assert [row.field for row in result.rejected] == ["age"]
     log = _log(r, "age")
     assert [e.value for e in log.revisions] == ["forty"]
-    assert log.revisions[0].error
+    assert log.revisions[0].error == "Input should be a valid integer"  # the host's record: the validator's own words
     row = next(f for f in r.status().fields if f.id == "age")
     assert row.status == "invalid"
-    assert row.error == log.revisions[0].error
+    assert row.error == "Age should be a whole number, like 40."  # what the model and the person read
     assert "value" not in row.to_dict()
 
 

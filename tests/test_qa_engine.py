@@ -277,8 +277,9 @@ def test_a_patch_value_with_no_json_form_fails_its_hook(adapter):
                         subject="qa")
     result = runner.start("badpatch", seed={"a": "x"})
     assert [f.hook_id for f in result.failures] == ["field:a"]
-    assert "not JSON data" in result.failures[0].message
     _, instance, _ = runner.evaluation()
+    (record,) = [r for r in instance.dispatches.values() if r.hook_id == "field:a"]
+    assert "not JSON data" in record.detail and "not JSON data" not in result.failures[0].message
     assert "b" not in instance.entries
 
 

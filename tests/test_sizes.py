@@ -66,7 +66,7 @@ def test_the_cap_is_per_form_and_a_fields_own_larger_max_length_lifts_it():
     assert r.fill({"essay": "z" * 50_001}).rejected[0].message == "Too long: 50,001 characters; at most 50,000."
     # Under the cap, the field's own smaller max_length rejects as any invalid answer does (kept, marked invalid).
     result = r.fill({"code": "1234567"})
-    assert result.rejected[0].message == "String should have at most 6 characters"
+    assert (result.rejected[0].message, result.rejected[0].code) == ("Code should be at most 6 characters.", "too_long")
     assert r.open_instance().entries["code"].in_force.error
 
 
@@ -104,7 +104,7 @@ def test_a_two_million_character_name_is_refused_through_the_tools_and_nothing_e
 
     data = envelope["data"]
     assert data["rejected"] == [{"field": "full_name", "message": "Too long: 2,000,000 characters; at most 10,000.",
-                                 "hint": "Send at most 10,000 characters."}]
+                                 "hint": "Send at most 10,000 characters.", "code": "too_long"}]
     assert "full_name" not in claim_runner.open_instance().entries
     assert len(json.dumps(envelope)) < 5_000
     assert len(json.dumps(tools.call("form_status", {}))) < 5_000

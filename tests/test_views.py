@@ -122,7 +122,7 @@ def test_a_field_row_carries_the_required_keys_and_only_truthy_extras(runner):
         "ask": False, "description": "Their name. At least two letters.", "value": "Dana",
     }
     assert rows["age"]["status"] == "invalid"
-    assert rows["age"]["error"] == "Input should be a valid integer"
+    assert rows["age"]["error"] == "Age should be a whole number, like 40."  # the sentence a rejection said
     assert "value" not in rows["age"]
 
 
@@ -294,8 +294,8 @@ def test_a_fill_result_reports_each_outcome_under_its_own_key(runner):
     assert out["renamed"] == ["Full name → fullName"]
     assert out["unknown_fields"] == [{"field": "vehicles", "did_you_mean": ["vehicleCount"]}]
     assert out["unknown_note"]
-    assert out["rejected"] == [{"field": "treated", "message": "Input should be a valid boolean",
-                                "hint": BOOLEAN_HINT}]
+    assert out["rejected"] == [{"field": "treated", "message": "Sought treatment should be yes or no.",
+                                "hint": BOOLEAN_HINT, "code": "boolean"}]
     assert out["ignored"] == ["phone"]
     assert out["ignored_note"]
 
@@ -314,33 +314,33 @@ def test_an_invalid_value_is_in_neither_captured_nor_held(runner):
     result = r.fill({"age": "40"})
     assert result.captured == [] and result.held == []
     assert result.to_dict()["rejected"] == [
-        {"field": "age", "message": "Input should be a valid integer", "hint": NUMBER_HINT},
+        {"field": "age", "message": "Age should be a whole number, like 40.", "hint": NUMBER_HINT, "code": "number"},
     ]
 
 
 @pytest.mark.parametrize(
-    "field, value, hint",
+    "field, value, message, hint, code",
     [
-        ("count", "2", NUMBER_HINT),
-        ("ratio", "0.5", NUMBER_HINT),
-        ("opt_count", "7", NUMBER_HINT),
-        ("flag", "yes", BOOLEAN_HINT),
-        ("flag", "true", BOOLEAN_HINT),
-        ("code", "x", "A short code. Two letters at least."),
-        ("kind", "car", "Expected one of: vehicle | premises."),
-        ("mail", "not-an-email", "Expected email address."),
-        ("exact", "5", "Expected exactly 5."),
-        ("count", True, "Expected integer."),
+        ("count", "2", "Count should be a whole number, like 40.", NUMBER_HINT, "number"),
+        ("ratio", "0.5", "Ratio should be a number, like 12.50.", NUMBER_HINT, "number"),
+        ("opt_count", "7", "Optional count should be a whole number, like 40.", NUMBER_HINT, "number"),
+        ("flag", "yes", "Flag should be yes or no.", BOOLEAN_HINT, "boolean"),
+        ("flag", "true", "Flag should be yes or no.", BOOLEAN_HINT, "boolean"),
+        ("code", "x", "Code should be at least 2 characters.", None, "too_short"),
+        ("kind", "car", "Kind should be vehicle or premises.", None, "choice"),
+        ("mail", "not-an-email", "Mail should be an email address, like name@example.com.", None, "email"),
+        ("exact", "5", "Exact five should be 5.", None, "choice"),
+        ("count", True, "Count should be a whole number, like 40.", None, "number"),
     ],
 )
-def test_every_rejected_row_has_the_right_hint(runner, field, value, hint):
+def test_every_rejected_row_says_what_the_field_takes_with_a_hint_only_for_how_to_resend(
+    runner, field, value, message, hint, code
+):
     r = runner()
     r.start("validation")
     rows = r.fill({field: value}).to_dict()["rejected"]
     assert [row["field"] for row in rows] == [field]
-    assert rows[0]["hint"] == hint
-    assert rows[0]["message"]
-    assert ":" not in rows[0]["message"].split(" ")[0]  # no path prefix on a top-level issue
+    assert (rows[0]["message"], rows[0].get("hint"), rows[0]["code"]) == (message, hint, code)
 
 
 def test_one_rejected_row_per_validator_issue(runner):
@@ -348,7 +348,7 @@ def test_one_rejected_row_per_validator_issue(runner):
     r.start("validation")
     rows = r.fill({"address": {"street": 1, "town": 2}}).to_dict()["rejected"]
     assert [(row["field"], row["message"]) for row in rows] == [
-        ("address", "Input should be a valid string"), ("address", "Input should be a valid string"),
+        ("address", "Address (street) should be text."), ("address", "Address (town) should be text."),
     ]
 
 
@@ -397,7 +397,7 @@ def test_the_view_error_is_recomputed_at_read_time_not_copied_from_the_log():
                         entries={"age": FieldLog((Entry(1, "forty", prov, error="an old message"),), 0)},
                         revision_seq=1)
     row = _rows(step_view(form, evaluate(form, instance), instance))["age"]
-    assert row["error"] == "Input should be a valid integer"
+    assert row["error"] == "Age should be a whole number, like 40."
 
 
 def test_a_marked_complete_instance_can_still_show_asking_rows():

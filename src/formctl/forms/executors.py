@@ -10,6 +10,7 @@ closing commit; an effect naming what the form does not have fails the hook inst
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import socket
 import threading
@@ -36,6 +37,14 @@ from formctl.forms.project import Failure
 from formctl.forms.validate import json_data, size_issue
 
 _OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+COULD_NOT_CHECK = "That couldn't be checked just now."
+"""What the person and the model read when an executor raised (or broke its contract): never
+the exception. What went wrong is kept for the host in the run's record (``detail``), shown by
+``formctl history``, and logged to the ``formctl.executors`` logger (``--debug`` prints it
+with the traceback)."""
+
+_log = logging.getLogger("formctl.executors")
 
 
 def owner() -> str:
@@ -150,11 +159,14 @@ class Dispatcher:
         self.in_flight.add(key)
         try:
             ctx = ExecutorContext(values, state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
-            error, items = call_executor(hook.fn, ctx)
+            error, items, detail = call_executor(hook.fn, ctx)
         finally:
             self.in_flight.discard(key)
         if error is None:
-            error = check_effects(compiled, items)
+            detail = check_effects(compiled, items)
+            if detail is not None:
+                error = COULD_NOT_CHECK
+                _log.info("%s (%s) broke the executor contract: %s", hook.hook_id, key, detail)
         at = now_iso()
         if error is not None:
             failures.append(Failure(hook.hook_id, error, at))
@@ -162,7 +174,8 @@ class Dispatcher:
             apply_effects(compiled, items, effects)
             if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:
                 effects.waiting_on = checkpoint.id
-        self.record(iid, key, DispatchState(hook.hook_id, DISPATCH_FAILED if error else DISPATCH_OK, attempts, at, error), prov)
+        done = DispatchState(hook.hook_id, DISPATCH_FAILED if error else DISPATCH_OK, attempts, at, error, detail=detail)
+        self.record(iid, key, done, prov)
 
     def record(self, iid: str, key: str, state: DispatchState, prov: Provenance) -> None:
         try:
@@ -173,27 +186,47 @@ class Dispatcher:
             pass
 
 
-def call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str | None, list[Any]]:
+def call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str | None, list[Any], str | None]:
+    """Run one executor: ``(error, effects, detail)``.
+
+    A ``Fail`` is the form's own verdict: its reason is the error, said to the person as
+    written. An exception, or a return that is not an effect, is a fault: the error is
+    :data:`COULD_NOT_CHECK` and ``detail`` says what happened, for the host.
+    """
     try:
         result = fn(ctx)
         if inspect.isawaitable(result):
             result = _run_awaitable(result)
     except Exception as exc:
-        return (str(exc) or exc.__class__.__name__), []
+        detail = fault_text(exc)
+        _log.info("%s (%s) raised: %s", ctx.hook_id, ctx.idempotency_key, detail, exc_info=exc)
+        return COULD_NOT_CHECK, [], detail
     if result is None or result is False:
-        return None, []
+        return None, [], None
     items = list(result) if isinstance(result, (list, tuple)) else [result]
     for item in items:
         if not isinstance(item, Effect):
-            return (
-                f"Executor returned {type(item).__name__} {item!r:.60}, not an effect "
-                "(Patch, Fail, Jump, Complete or Terminate).",
-                [],
-            )
+            detail = (f"Executor returned {type(item).__name__} {item!r:.60}, not an effect "
+                      "(Patch, Fail, Jump, Complete or Terminate).")
+            _log.info("%s (%s): %s", ctx.hook_id, ctx.idempotency_key, detail)
+            return COULD_NOT_CHECK, [], detail
     for item in items:
         if isinstance(item, Fail):
-            return (item.reason or "Rejected."), []
-    return None, items
+            return (item.reason or "Rejected."), [], None
+    return None, items, None
+
+
+def fault_text(exc: BaseException) -> str:
+    """An exception for the host, in one line: its type, its message and where it was raised
+    (``ZeroDivisionError: division by zero (travel_claim.py:31, in _check)``)."""
+    import traceback
+
+    text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f" ({os.path.basename(last.filename)}:{last.lineno}, in {last.name})"
+    return text
 
 
 def check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:

@@ -189,6 +189,7 @@ class DispatchState:
     actor: str | None = None
     reason: str | None = None
     covers: dict[str, Any] | None = None  # a resolution: the values the decision is bound to
+    detail: str | None = None  # a fault's own text (exception, where), for the host; ``error`` is what people read
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"hook_id": self.hook_id, "status": self.status, "attempts": self.attempts, "at": self.at}
@@ -202,12 +203,14 @@ class DispatchState:
             d["reason"] = self.reason
         if self.covers is not None:
             d["covers"] = dict(self.covers)
+        if self.detail is not None:
+            d["detail"] = self.detail
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DispatchState:
         return cls(d["hook_id"], d["status"], int(d["attempts"]), d["at"], d.get("error"), d.get("owner"),
-                   d.get("actor"), d.get("reason"), d.get("covers"))
+                   d.get("actor"), d.get("reason"), d.get("covers"), d.get("detail"))
 
 
 class Instance:

@@ -15,9 +15,9 @@ from formctl.forms.compile import CompiledForm
 from formctl.forms.errors import FormError
 from formctl.forms.executors import RoundEffects, hook_for
 from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance, now_iso
+from formctl.forms.messages import rejection
 from formctl.forms.project import Failure, MigrateResult, Rejected, open_failures, step_view
 from formctl.forms.staging import Staged, is_blank
-from formctl.forms.messages import rejection
 from formctl.forms.validate import json_data
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -36,10 +36,10 @@ from formctl.forms.instance import (
     Provenance,
     now_iso,
 )
+from formctl.forms.messages import rejection
 from formctl.forms.project import FillResult, Rejected, Unknown, blocking_failure_open
 from formctl.forms.reading import is_stale
 from formctl.forms.resolutions import resolution_key
-from formctl.forms.messages import rejection
 from formctl.forms.validate import json_data, size_issue
 
 
