@@ -78,3 +78,164 @@ def test_check_shows_a_pattern_field_by_its_example(store):
     data = json.loads(_ok("check", "travel-claim", "--json", "--forms", str(FORMS)).stdout)
     (staff_id,) = [f for s in data["steps"] for f in s["fields"] if f["id"] == "staff_id"]
     assert staff_id["type"] == "text like AB1234"
+
+
+# --------------------------------------------------------------------------- an executor that raises
+
+SIGNUP = '''
+from typing import Annotated
+from pydantic import EmailStr, Field
+from formctl import define_form
+
+
+def _check_domain(ctx):
+    return 1 / 0  # a bug in the form's own check
+
+
+signup = (
+    define_form("signup", version=1, name="Sign-up")
+    .step("you", title="You")
+    .field("name", Annotated[str, Field(min_length=2)], label="Name")
+    .field("email", EmailStr, label="Email", on_fill=_check_domain)
+    .field("code", Annotated[str, Field(pattern=r"^[A-Z]{2}\\d{4}$")], label="Code")
+    .build()
+)
+'''
+
+
+def _signup_project(tmp_path):
+    forms = tmp_path / "forms"
+    forms.mkdir()
+    (forms / "signup.py").write_text(SIGNUP, encoding="utf-8")
+    (forms / "registry.toml").write_text(
+        '[forms.signup]\nname = "Sign-up"\ndescription = "d"\nmodule = "signup:signup"\n', encoding="utf-8")
+    return str(forms), str(tmp_path / "store")
+
+
+def test_an_executor_that_raises_is_not_shown_to_the_person_but_kept_for_the_host(tmp_path):
+    forms, store = _signup_project(tmp_path)
+    chat = invoke("run", "signup", "--offline", "--subject", "dana", "--forms", forms, "--store", store,
+                  input="Dana Reeve\ndana@example.com\nab1\n")
+    assert chat.exit_code == 0, (chat.stdout, chat.stderr)
+    assert "Email couldn't be checked just now." in chat.stdout
+    assert not MACHINE.search(chat.stdout), chat.stdout
+    assert "That wasn't accepted. Code should be two capital letters and four digits." in chat.stdout
+    # the host reads what happened, in formctl history (text and JSON)
+    (row,) = json.loads(_ok("instances", "--store", store, "--json").stdout)["instances"]
+    history = _ok("history", row["instance_id"], "--store", store, "--forms", forms).stdout
+    assert "executor runs that failed" in history and "ZeroDivisionError: division by zero (signup.py:" in history
+    data = json.loads(_ok("history", row["instance_id"], "--json", "--store", store, "--forms", forms).stdout)
+    (run,) = data["failed_runs"]
+    assert run["hook"] == "field:email" and run["message"] == "That couldn't be checked just now."
+    assert run["detail"].startswith("ZeroDivisionError: division by zero (signup.py:") and "_check_domain" in run["detail"]
+    # the model reads the same plain words in the view, never the exception
+    view = json.loads(_ok("inspect", row["instance_id"], "--json", "--store", store, "--forms", forms).stdout)
+    assert "division" not in json.dumps(view)
+
+
+def test_debug_prints_an_executors_fault_with_its_traceback(tmp_path):
+    from clitools import formctl
+
+    forms, store = _signup_project(tmp_path)
+    quiet = formctl("run", "signup", "--offline", "--forms", forms, "--store", store,
+                    input="Dana Reeve\ndana@example.com\n")
+    assert quiet.returncode == 0 and "ZeroDivisionError" not in quiet.stderr + quiet.stdout
+    loud = formctl("--debug", "run", "signup", "--offline", "--forms", forms, "--store", store + "2",
+                   input="Dana Reeve\ndana@example.com\n")
+    assert loud.returncode == 0, loud.stderr
+    assert "debug: formctl.executors: field:email" in loud.stderr
+    assert "Traceback" in loud.stderr and "ZeroDivisionError: division by zero" in loud.stderr
+    assert "ZeroDivisionError" not in loud.stdout
+
+
+# --------------------------------------------------------------------------- long lines wrap at words
+
+
+def _words_intact(out: str, sentence: str, width: int) -> None:
+    lines = out.replace("\r\n", "\n").split("\n")
+    assert all(len(line) <= width for line in lines), [line for line in lines if len(line) > width]
+    assert sentence in " ".join(lines)  # every line break fell between two words
+
+
+def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+
+    fcntl = __import__("fcntl")
+    termios = __import__("termios")
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 50, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")}
+    child = subprocess.Popen([sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--forms",
+                              str(FORMS), "--store", str(tmp_path / "store")],
+                             stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    child.stdin.write(b"Dana Reeve\nab12345\nAB1234\ndana@foo\n")
+    child.stdin.close()
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert child.wait(timeout=60) == 0
+    text = out.decode("utf-8")
+    _words_intact(text, f"That wasn't accepted. {STAFF_ID_SENTENCE}", 50)
+    _words_intact(text, "Work email should be an email address, like name@example.com.", 50)
+
+
+def test_a_pipe_is_not_wrapped(store):
+    out = _ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store,
+              input="Dana Reeve\nab12345\n").stdout
+    assert f"That wasn't accepted. {STAFF_ID_SENTENCE}\n" in out
+
+
+def test_streamed_pieces_break_only_between_words():
+    from formctl.cli.chat.plain import WordWrap
+
+    wrap = WordWrap(20)
+    pieces = ["That wasn't acc", "epted. A Staff ID is tw", "o capital letters", "\nShort.\n", "x" * 25, " end"]
+    out = "".join(wrap.feed(p) for p in pieces) + wrap.flush()
+    assert out == "That wasn't\naccepted. A Staff ID\nis two capital\nletters\nShort.\n" + "x" * 25 + "\nend"
+    assert WordWrap(None).feed("a " * 50) == "a " * 50
+
+
+def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
+    import os
+    import sys
+
+    import pytest
+
+    pexpect = pytest.importorskip("pexpect")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")}
+    env["TERM"] = "xterm-256color"
+    child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--forms",
+                                           str(FORMS), "--store", str(tmp_path / "store")],
+                          env=env, dimensions=(30, 50), encoding="utf-8", timeout=30)
+    cpr = re.escape("\x1b[6n")
+
+    def expect(pattern: str) -> None:
+        while child.expect([pattern, cpr]) == 1:
+            child.send("\x1b[5;1R")  # answer prompt-toolkit's cursor-position request, as a terminal would
+
+    try:
+        expect(r"Full name\?")
+        child.send("Dana Reeve\r")
+        expect(r"Staff ID\?")
+        child.send("ab12345\r")
+        expect(r"That wasn't accepted\.")
+        expect(r"AB1234\.")
+        said = "That wasn't accepted." + child.before + "AB1234."
+        # broken into lines at spaces (a line end where the sentence had a space), never inside a word
+        assert "\r\n" in said
+        assert said.replace("\r\n", " ") == f"That wasn't accepted. {STAFF_ID_SENTENCE}"
+    finally:
+        child.sendeof()
+        child.close(force=True)

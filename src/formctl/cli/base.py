@@ -27,6 +27,34 @@ def debugging() -> bool:
 def set_debugging() -> None:
     global _debug
     _debug = True
+    _log_to_stderr()
+
+
+def _log_to_stderr() -> None:
+    """Under ``--debug``, formctl's own log (an executor's fault, with its traceback) goes to stderr."""
+    import logging
+
+    class DebugHandler(logging.StreamHandler):  # type: ignore[type-arg]
+        """Writes to sys.stderr as it is at the time, and only while debugging."""
+
+        @property  # type: ignore[override]
+        def stream(self) -> Any:
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, value: Any) -> None:
+            pass
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if _debug:
+                super().emit(record)
+
+    logger = logging.getLogger("formctl")
+    if not any(type(h).__name__ == "DebugHandler" for h in logger.handlers):
+        handler = DebugHandler()
+        handler.setFormatter(logging.Formatter("debug: %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 class _Group(LeanGroup):
@@ -126,5 +154,5 @@ def _root(
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
                                  callback=_print_version),
 ) -> None:
-    if debug:
+    if debug or _debug:  # --debug, or FORMCTL_DEBUG=1
         set_debugging()

@@ -266,6 +266,21 @@ def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) ->
     out.print(table)
 
 
+def print_failed_runs(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+    """Executor runs that failed, oldest first: the hook, when, what the person read, and the fault."""
+    if not rows:
+        return
+    out = out or console()
+    out.print(Text("executor runs that failed", style="bold"))
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in ("hook", "at", "attempt", "said", "fault"):
+        table.add_column(name)
+    for r in rows:
+        table.add_row(r["hook"], r["at"], str(r["attempts"]), r.get("message") or "",
+                      Text(r.get("detail") or "", style="red"))
+    out.print(table)
+
+
 def print_instances(rows: list[dict[str, Any]], out: Console | None = None) -> None:
     out = out or console()
     if not rows:

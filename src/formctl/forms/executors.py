@@ -315,6 +315,25 @@ def owner_alive(owner: str | None) -> bool:
     return True
 
 
+def failed_runs(instance: Instance) -> list[dict[str, Any]]:
+    """Every executor run that failed, oldest first, for the host's ``formctl history``: the hook,
+    when, which attempt, what people were told and, for a fault, what went wrong (``detail``).
+    A host's rejection of a checkpoint is a decision, listed with the resolutions instead."""
+    from formctl.forms.resolutions import is_resolution
+
+    rows = []
+    for key, record in instance.dispatches.items():
+        if record.status != DISPATCH_FAILED or is_resolution(key):
+            continue
+        row: dict[str, Any] = {"hook": record.hook_id, "at": record.at, "attempts": record.attempts,
+                               "message": record.error}
+        if record.detail:
+            row["detail"] = record.detail
+        rows.append(row)
+    rows.sort(key=lambda r: r["at"])
+    return rows
+
+
 def hook_for(compiled: CompiledForm, hook_id: str, key: str) -> Hook | None:
     try:
         occurrence = int(key.rsplit(":", 1)[1])

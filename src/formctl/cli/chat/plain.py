@@ -32,6 +32,58 @@ SINCE = "Since we last spoke"
 ELSEWHERE = "Changed elsewhere"
 
 
+class WordWrap:
+    """Streamed text broken into lines at word boundaries, for a terminal ``width`` columns wide.
+
+    A terminal wraps a long line wherever the column runs out, mid-word ("It should h" /
+    "ave a period."). Text reaches the screen here in pieces as the model streams it, so this
+    keeps the column it is at, holds back a word until it is whole (a piece may end inside
+    one), and starts a new line before a word that would not fit. A word longer than the
+    line is written as it is. ``width=None`` (not a terminal) leaves the text alone.
+    """
+
+    def __init__(self, width: int | None) -> None:
+        self.width = width
+        self.column = 0
+        self._word = ""
+        self._spaces = ""
+
+    def feed(self, text: str) -> str:
+        if not self.width:
+            return text
+        out: list[str] = []
+        for char in text:
+            if char == "\n":
+                out.append(self._place())
+                self._spaces = ""
+                out.append("\n")
+                self.column = 0
+            elif char in " \t":
+                out.append(self._place())
+                self._spaces += char
+            else:
+                self._word += char
+        return "".join(out)
+
+    def flush(self) -> str:
+        """What is held back (the last word), at the end of a piece of output."""
+        return self._place() if self.width else ""
+
+    def _place(self) -> str:
+        if not self._word:
+            return ""
+        from rich.cells import cell_len
+
+        word, spaces = self._word, self._spaces
+        self._word, self._spaces = "", ""
+        size = cell_len(word)
+        if self.column and self.column + cell_len(spaces) + size > self.width:
+            self.column = size
+            return "\n" + word
+        self.column += cell_len(spaces) + size
+        return spaces + word
+
+
 class Face:
     """What both faces share: the conversation's flow, and how loop events become output.
 
@@ -46,6 +98,7 @@ class Face:
         self.session = session
         self.out = render.console()
         self._open_text = False
+        self._wrap = WordWrap(self._width())
         session.on_event = self._event
 
     # -- output --------------------------------------------------------------------------
@@ -56,9 +109,13 @@ class Face:
     def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
         raise NotImplementedError
 
+    def _width(self) -> int | None:
+        """The columns to wrap the model's words at: the terminal's, or None when output is not one."""
+        return self.out.width if self.out.is_terminal else None
+
     def _event(self, ev: Any) -> None:
         if ev.kind == "text_delta":
-            self._text(ev.text)
+            self._text(self._wrap.feed(ev.text))
             self._open_text = not ev.text.endswith("\n")
         elif ev.kind == "model_turn":
             self._end_text()
@@ -72,9 +129,13 @@ class Face:
             self._line(ev.message, "yellow")
 
     def _end_text(self) -> None:
+        held = self._wrap.flush()
+        if held:
+            self._text(held)
         if self._open_text:
             self._text("\n")
             self._open_text = False
+        self._wrap.column = 0
 
     # -- the flow ------------------------------------------------------------------------
 
@@ -130,7 +191,7 @@ class Face:
         s.notes.clear()
         opening = s.opening()
         if s.resumed and not self._catch_up(SINCE) and not opening:
-            self._text(_last_said(s.loop.messages))
+            self._text(self._wrap.feed(_last_said(s.loop.messages)) + self._wrap.flush())
             self._refresh()
         if opening:
             self._turn(opening)
@@ -148,7 +209,12 @@ class Face:
 
     def _goodbye(self) -> None:
         lines = [self.session.goodbye(), self.session.usage_line()]
-        self._text("".join(f"{line}\n" for line in lines if line))  # one write: said whole or not at all
+        self._text("".join(f"{_wrapped(line, self._wrap.width)}\n" for line in lines if line))  # one write: said whole or not at all
+
+
+def _wrapped(text: str, width: int | None) -> str:
+    wrap = WordWrap(width)
+    return wrap.feed(text) + wrap.flush()
 
 
 def _last_said(messages: list[dict[str, Any]]) -> str:
@@ -176,7 +242,16 @@ class PlainChat(Face):
         sys.stdout.flush()
 
     def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
-        self._text(f"{self.MARK if mark else ''}{text}\n")
+        self._text(_wrapped(f"{self.MARK if mark else ''}{text}", self._wrap.width) + "\n")
+
+    def _width(self) -> int | None:
+        # Piped input with the output on a terminal (``printf … | formctl run``): the lines
+        # still reach a person's screen, so they wrap at words as the terminal chat's do.
+        if not sys.stdout.isatty():
+            return None
+        import shutil
+
+        return shutil.get_terminal_size().columns
 
     def _lines(self) -> Iterator[str]:
         # Bytes, decoded strictly line by line: a line that is not UTF-8 is refused and said

@@ -44,7 +44,8 @@ class TerminalChat(Face):
     # -- output ------------------------------------------------------------------------
 
     def _text(self, text: str) -> None:
-        # Streamed as it arrives: no markup (the model's brackets are text), no re-wrapping.
+        # Streamed as it arrives, already broken at words (Face's WordWrap): no markup (the
+        # model's brackets are text), and no re-wrapping by rich, which would break it again.
         self.out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
         self.out.file.flush()
 

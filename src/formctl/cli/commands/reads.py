@@ -170,16 +170,20 @@ def history(
         histories = [one(f).to_dict() for f in ordered]
     repairs = [dict(r) for r in adapter.repairs(instance_id)]
     decided = _resolutions(runner, instance_id) if field is None else []  # one field's history is that field's
+    faults = _failed_runs(runner, instance_id) if field is None else []
     if as_json:
         data = histories[0] if field is not None else {"instance_id": instance_id, "fields": histories}
         if repairs:
             data["repairs"] = repairs
+        if faults:
+            data["failed_runs"] = faults
         _print_json(_with_damage(_marked(_with_resolutions(data, decided), read), damage))
         return
     from formctl.cli import render
 
     render.print_histories(histories)
     render.print_resolutions(decided)
+    render.print_failed_runs(faults)
     from formctl.store.damage import versions_text
 
     for r in repairs:  # the loss someone accepted is part of the instance's history
@@ -289,6 +293,14 @@ def _resolutions(runner: Any, instance_id: str) -> list[dict[str, Any]]:
 
     instance = runner.open_instance(instance_id)
     return [r.to_dict() for r in resolutions(instance)] if instance is not None else []
+
+
+def _failed_runs(runner: Any, instance_id: str) -> list[dict[str, Any]]:
+    """The executor runs that failed, with the fault the person was spared (the exception, where)."""
+    from formctl.forms.executors import failed_runs
+
+    instance = runner.open_instance(instance_id)
+    return failed_runs(instance) if instance is not None else []
 
 
 def _with_resolutions(data: dict[str, Any], decided: list[dict[str, Any]]) -> dict[str, Any]:

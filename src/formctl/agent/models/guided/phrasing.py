@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from formctl.agent.models.base import ModelReply
 from formctl.agent.models.guided.answers import _format_value, _jsonable, _or_list
+from formctl.forms.executors import COULD_NOT_CHECK
 from formctl.forms.messages import said_by
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ class Phrasing:
         out = []
         fresh = [f for f in snap.view.failures if (f.hook_id, f.message) not in self._shown_failures]
         for failure in (snap.view.failures if repeat else fresh):
-            out.append(f"{_hook_name(failure.hook_id)} did not pass: {_sentence(failure.message)}")
+            out.append(_failure_text(snap.compiled, failure.hook_id, failure.message))
             self._shown_failures.add((failure.hook_id, failure.message))
         field_id = self._next_question(snap)
         if field_id is not None:
@@ -365,6 +366,25 @@ def _move_text(kind: str, target: Any, sensitive: bool = False) -> str:
 def _sensitive(snap: _Snapshot, field_id: str) -> bool:
     field = snap.compiled.field_by_id.get(field_id)
     return bool(field is not None and field.sensitive)
+
+
+def _failure_text(compiled: Any, hook_id: str, message: str) -> str:
+    """A failed executor in words: a fault as "… couldn't be checked just now." (the engine never
+    passes on the exception), a form's own ``Fail`` reason as written, with what it was about."""
+    kind, _, name = hook_id.partition(":")
+    field = compiled.field_by_id.get(name) if kind == "field" else None
+    step = compiled.step_by_id.get(name) if kind == "step" else None
+    if message == COULD_NOT_CHECK:
+        if field is not None:
+            return f"{field.label} couldn't be checked just now."
+        if step is not None:
+            return f"{step.title} couldn't be checked just now."
+        return f"{_hook_name(hook_id)} couldn't be run just now." if kind == "checkpoint" else COULD_NOT_CHECK
+    if field is not None:
+        return f"{field.label}: {_sentence(message)}"
+    if kind == "checkpoint":
+        return f"{_hook_name(hook_id)} did not pass: {_sentence(message)}"
+    return _sentence(message)
 
 
 def _hook_name(hook_id: str) -> str:
