@@ -239,3 +239,15 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
     finally:
         child.sendeof()
         child.close(force=True)
+
+
+def test_the_guided_models_own_rejections_are_said_once_too(store):
+    lines = ["Dana Reeve", "AB1234", "dana@example.com", "Leeds", "next tuesday", "2026-03-02", "2026-03-04",
+             "client visit", "bus", "car"]
+    said = _ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store,
+               input="\n".join(lines) + "\n").stdout.splitlines()
+    at = said.index('I couldn\'t use "next tuesday" for Departure date: I need a date, like 2026-11-03 or 3 Nov 2026.')
+    assert said[at + 1] == "Departure date?"  # not "A date, like 2026-11-03." again
+    at = said.index('I couldn\'t use "bus" for Mode: I need one of: car, rail or air.')
+    assert said[at + 1] == "Mode?"
+    assert "Mode — car, rail or air?" in said[:at]  # asked the first time with its choices

@@ -128,6 +128,7 @@ class Phrasing:
             field = snap.compiled.field_by_id[field_id]
             shown = "that" if field.sensitive else f'"{words}"'  # a near-miss of a secret is still secret
             out.append(f"I couldn't use {shown} for {field.label}: {reason}")
+            self._said.setdefault(field_id, []).append(reason)
         for key in plan.unknown:
             out.append(f'There is no question called "{key}".')
         if plan.unplaced:
@@ -192,13 +193,15 @@ class Phrasing:
             out.append(heading)
             self._announced = step.id
         kind = self._kind(compiled, field_id)
+        said = getattr(self, "_said", {}).get(field_id, [])  # this reply's rejection: not said twice
         choices = ""
         if kind.name == "choice":
             choices = " — " + _or_list([str(o) for o in kind.options])
         elif kind.name == "boolean":
             choices = " — yes or no"
+        if choices and any(said_by(s, choices[3:]) for s in said):
+            choices = ""
         line = f"{field.label}{choices}?"
-        said = getattr(self, "_said", {}).get(field_id, [])
         helps = [h for h in (field.ask, field.hint) if h and not any(said_by(s, h) for s in said)]
         if kind.name == "date" and not helps and not any("2026-11-03" in s for s in said):
             helps.append("A date, like 2026-11-03.")
