@@ -13,7 +13,7 @@ import uuid
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import AnyUrl, BaseModel, EmailStr, Field, field_validator
+from pydantic import AfterValidator, AnyUrl, BaseModel, EmailStr, Field
 
 from formctl import define_form
 from formctl.forms.compile import compile_form
@@ -177,15 +177,10 @@ class Address(BaseModel):
     postcode: str
 
 
-class Checked(BaseModel):
-    n: int
-
-    @field_validator("n")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        if value <= 0:
-            raise ValueError("must be positive")
-        return value
+def _positive(value: int) -> int:
+    if value <= 0:
+        raise ValueError("must be positive")
+    return value
 
 
 def test_a_nested_issue_says_where():
@@ -196,7 +191,7 @@ def test_a_nested_issue_says_where():
 
 
 def test_a_custom_validators_own_words_are_kept_without_pydantics_prefix():
-    assert _said(Checked, {"n": 0}, label="Count") == ("Must be positive.", "invalid")
+    assert _said(Annotated[int, AfterValidator(_positive)], 0, label="Count") == ("Must be positive.", "invalid")
 
 
 def test_our_own_size_and_text_issues_keep_their_words():
