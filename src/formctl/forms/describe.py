@@ -329,6 +329,7 @@ def pattern_example(annotation: Any, words: str | None) -> str | None:
     example = _matching_example(pattern, schema.get("examples"))
     if example is not None or not words:
         return example
+    word: str
     for word in _WORD.findall(words):
         for candidate in (word, word.rstrip(".:!?")):
             if candidate and _fits(pattern, candidate):
