@@ -6,16 +6,14 @@ import datetime
 from typing import Annotated, Literal, Optional
 
 import pytest
-from pydantic import BaseModel, EmailStr, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from formctl.forms import validate as validate_module
-from formctl.forms.describe import type_string
 from formctl.forms.validate import (
     FieldValidator,
     Issue,
     Outcome,
     describe_field,
-    issue_hint,
     shape_hint,
     to_jsonable,
 )
@@ -230,30 +228,6 @@ def test_a_non_string_value_gets_no_shape_hint():
 def test_other_issue_kinds_get_no_shape_hint():
     issue = only_issue(FieldValidator(Annotated[str, Field(min_length=2)]).validate("a"))
     assert shape_hint(issue, "a") is None
-
-
-# --------------------------------------------------------------------------- issue hints
-
-
-def test_the_shape_hint_comes_before_the_description():
-    issue = only_issue(FieldValidator(int).validate("410"))
-    assert issue_hint(issue, "410", "How many?", "integer") == NUMBER_HINT
-
-
-def test_without_a_shape_hint_the_description_is_the_hint():
-    issue = only_issue(FieldValidator(EmailStr).validate("nope"))
-    assert issue_hint(issue, "nope", "Your work email.", "email address") == "Your work email."
-
-
-def test_without_a_description_the_hint_names_the_expected_type():
-    issue = only_issue(FieldValidator(EmailStr).validate("nope"))
-    assert issue_hint(issue, "nope", None, type_string(EmailStr)) == "Expected email address."
-
-
-def test_an_empty_description_falls_through_to_the_type():
-    annotation = Literal["vehicle", "premises"]
-    issue = only_issue(FieldValidator(annotation).validate("boat"))
-    assert issue_hint(issue, "boat", "", type_string(annotation)) == "Expected one of: vehicle | premises."
 
 
 # --------------------------------------------------------------------------- description (ask and hint)

@@ -8,7 +8,8 @@ tests depend on it), while an ISO date string is a ``date`` and ``3`` is a ``flo
 because that is how JSON spells those values.
 
 Nothing here stores or prints anything: callers turn an ``Outcome`` into an entry's
-``error`` and a fill result's ``issues`` rows.
+``error`` (the validator's own words, for the host's record) and, through
+:mod:`formctl.forms.messages`, into the plain sentences of a fill result's ``rejected`` rows.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ __all__ = [
     "adapter_for",
     "declared_max_length",
     "describe_field",
-    "issue_hint",
     "json_data",
     "shape_hint",
     "size_issue",
@@ -355,11 +355,6 @@ def shape_hint(issue: Issue, raw: Any) -> str | None:
     if issue.kind in _BOOLEAN_KINDS:
         return BOOLEAN_HINT
     return None
-
-
-def issue_hint(issue: Issue, raw: Any, description: str | None, type_str: str) -> str:
-    """The hint for a rejected value: shape hint, else the field's description, else its type."""
-    return shape_hint(issue, raw) or description or f"Expected {type_str}."
 
 
 def describe_field(ask: str | None, hint: str | None) -> str | None:
