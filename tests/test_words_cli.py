@@ -251,3 +251,36 @@ def test_the_guided_models_own_rejections_are_said_once_too(store):
     at = said.index('I couldn\'t use "bus" for Mode: I need one of: car, rail or air.')
     assert said[at + 1] == "Mode?"
     assert "Mode — car, rail or air?" in said[:at]  # asked the first time with its choices
+
+
+GATED = '''
+from formctl import define_form
+
+
+def _needs_more(v, s):
+    return 1 / 0 if v["x"] == "boom" else True  # a bug in the form's own gate
+
+
+gated = define_form("gated", version=1, name="Gated").step("s", title="S").field("x", str, label="X") \\
+    .field("y", str, label="Y", when=_needs_more).build()
+'''
+
+
+def test_a_gate_that_raises_is_not_shown_to_the_person(tmp_path):
+    from clitools import formctl
+
+    forms = tmp_path / "forms"
+    forms.mkdir()
+    (forms / "gated.py").write_text(GATED, encoding="utf-8")
+    (forms / "registry.toml").write_text('[forms.gated]\nname = "Gated"\ndescription = "d"\nmodule = "gated:gated"\n',
+                                         encoding="utf-8")
+    args = ("run", "gated", "--offline", "--forms", str(forms))
+    quiet = formctl(*args, "--store", str(tmp_path / "a"), input="boom\n")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "something in the form itself went wrong, not your answer" in quiet.stdout
+    assert "· fill failed: a problem in the form itself" in quiet.stdout
+    assert "division by zero" not in quiet.stdout + quiet.stderr
+    loud = formctl("--debug", *args, "--store", str(tmp_path / "b"), input="boom\n")
+    assert 'debug: formctl.agent.tools: form_fill failed: Form "gated" cannot be evaluated: gate "y" threw: division by zero' \
+        in loud.stderr and "Traceback" in loud.stderr
+    assert "division by zero" not in loud.stdout

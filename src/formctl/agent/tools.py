@@ -451,9 +451,19 @@ class FormTools:
                 return success_envelope({"instances": []})
             return success_envelope(tool.handler(self.runner, args))
         except FormError as exc:
+            if exc.code == "form_definition_error":
+                _log_fault(name, exc)
             return error_envelope(exc.message, exc.code)
         except Exception as exc:  # a bug in a form's code: tell the model, keep the conversation
+            _log_fault(name, exc)
             return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
+
+
+def _log_fault(tool: str, exc: BaseException) -> None:
+    """A bug in a form's own code, for the host: ``--debug`` prints it with its traceback."""
+    import logging
+
+    logging.getLogger("formctl.agent.tools").info("%s failed: %s", tool, exc, exc_info=exc)
 
 
 def is_error(envelope: dict[str, Any]) -> bool:

@@ -353,6 +353,11 @@ def activity_line(tool: str, envelope: dict[str, Any], labels: dict[str, str], t
     """
     name = lambda fid: labels.get(fid, fid)  # noqa: E731
     if envelope.get("status") == "error":
+        code = (envelope.get("data") or {}).get("code")
+        if code in (None, "form_definition_error"):  # the form's own bug: the host reads it with --debug
+            return f"{tool.removeprefix('form_')} failed: a problem in the form itself"
+        if not reasons:
+            return f"{tool.removeprefix('form_')} failed"
         return f"{tool.removeprefix('form_')} failed: {envelope.get('message', '')}"
     data = envelope.get("data") or {}
     parts: list[str] = []

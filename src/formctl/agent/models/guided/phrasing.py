@@ -339,6 +339,11 @@ class Phrasing:
             return "I can't change anything while the form is waiting."
         if result.code == "form_stale":
             return _STALE_TEXT
+        if result.code in (None, "form_definition_error"):
+            # A bug in the form's own code (a gate or a check that raised): nothing the person
+            # said or can fix, and never an exception's text. The host sees it with --debug.
+            return ("That couldn't be done just now: something in the form itself went wrong, not your answer. "
+                    "Your earlier answers are kept.")
         return f"That didn't go through: {result.message}"
 
     def _list_text(self, turn: _Turn) -> str:
