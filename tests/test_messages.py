@@ -52,6 +52,11 @@ def test_a_pattern_with_a_hint_is_said_from_the_hint():
     assert said == ("A Staff ID is two capital letters and four digits, like AB1234.", "pattern")
 
 
+def test_a_label_with_its_own_determiner_takes_no_article():
+    said = _said(STAFF_ID, "x", label="Your staff ID", hint="Two capital letters and four digits, like AB1234.")
+    assert said[0] == "Your staff ID is two capital letters and four digits, like AB1234."
+
+
 def test_a_hint_that_is_an_instruction_is_said_after_the_rejection_not_bent_into_a_phrase():
     said = _said(STAFF_ID, "x", hint="Use the ID printed on your badge.")
     assert said == ("That isn't a Staff ID. Use the ID printed on your badge.", "pattern")

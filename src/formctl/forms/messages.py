@@ -46,6 +46,9 @@ _NOT_A_PHRASE = frozenset(
 )
 
 
+_DETERMINERS = frozenset({"a", "an", "the", "your", "their", "our", "my", "his", "her", "its"})
+
+
 def plain(field: Any, issue: Any) -> Plain:
     """The sentence (and code) for one validation ``issue`` of ``field``'s value."""
     kind = issue.kind
@@ -152,6 +155,8 @@ def _pattern_sentence(field: Any, pattern: str, where: str) -> str:
     hint = (field.hint or "").strip()
     if hint and not where:
         if _is_phrase(hint):
+            if label.split(maxsplit=1)[0].lower() in _DETERMINERS:  # "Your staff ID is …", not "A Your …"
+                return f"{label[:1].upper()}{label[1:]} is {_lower_first(_sentence(hint))}"
             return f"{_article(label)} {label} is {_lower_first(_sentence(hint))}"
         return f"That isn't {_article(label).lower()} {label}. {_sentence(hint)}"
     example = pattern_example(field.schema, " ".join(t for t in (field.ask, field.hint) if t))
