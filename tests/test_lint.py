@@ -44,6 +44,8 @@ FLAWED = textwrap.dedent('''\
         .field("born", date, label="Born", sensitive=True)
         .field("secret", str, label="Secret", sensitive=True)
         .field("blob", Any, label="Blob")
+        .field("ref", Annotated[str, Field(pattern=r"^(?:REF|ID)-[0-9A-F]+$")], label="Ref")
+        .field("code", Annotated[str, Field(pattern=r"^[A-Z]{2}\\d{4}$")], label="Code")
         .step("b", title="B", when=lambda v, s: v["kind"] == "z")
         .field("b1", str, label="B1")
         .step("c", title="C", when=lambda v, s: (v["amount"] or 0) > LIMIT, on_complete=_back)
@@ -85,6 +87,8 @@ def test_each_flaw_is_a_warning_naming_the_line_of_the_definition(tmp_path):
     assert ("sensitive-unmaskable", line_of(path, '"pin"')) in found
     assert ("sensitive-unmaskable", line_of(path, '"born"')) in found
     assert ("type-undescribed", line_of(path, '"blob"')) in found
+    assert ("pattern-unexplained", line_of(path, '"ref"')) in found  # no hint, no example, not sayable
+    assert "pattern-unexplained" not in {c for c, line in found if line == line_of(path, '"code"')}  # said in words
     codes = [f.code for f in lint(compiled)]
     assert codes.count("step-never-opens") == 2  # step "e" opens (kind=y, amount=100), "d" is unknown-step
     assert codes.count("sensitive-unmaskable") == 2  # free text can be masked
@@ -135,7 +139,7 @@ def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_
            '"totl", which the form does not declare [unknown-field]' in lines
     assert any(line.startswith(f"forms/flawed.py:{line_of(source, '> LIMIT, on_complete')}: warning: step \"c\" "
                                "can never open") for line in lines)
-    assert lines[-1] == "10 warnings"
+    assert lines[-1] == "11 warnings"
 
 
 def test_check_strict_makes_warnings_errors(tmp_path):
@@ -143,11 +147,11 @@ def test_check_strict_makes_warnings_errors(tmp_path):
     out = formctl("check", "flawed", "--strict", cwd=root)
     assert out.returncode == 1
     assert ": error: " in out.stdout and ": warning: " not in out.stdout
-    assert out.stdout.splitlines()[-1] == "10 warnings (--strict: errors)"
+    assert out.stdout.splitlines()[-1] == "11 warnings (--strict: errors)"
     data = formctl("check", "flawed", "--strict", "--json", cwd=root)
     assert data.returncode == 1
     parsed = json.loads(data.stdout)
-    assert parsed["ok"] is False and len(parsed["warnings"]) == 10
+    assert parsed["ok"] is False and len(parsed["warnings"]) == 11
     always = next(w for w in parsed["warnings"] if w["code"] == "checkpoint-reads-nothing")
     assert always["path"] == "forms/flawed.py" and always["line"] == line_of(root / "forms" / "flawed.py", '"always"')
     clean = formctl("check", "travel-claim", "--strict", cwd=root)

@@ -15,7 +15,11 @@ and by trying its gates, and each finding names the line of the definition it is
 - ``sensitive-unmaskable`` — a ``sensitive=True`` field whose type has no stand-in of the
   same shape (a choice, a yes/no, a date, a structure): a transcript can only blank it,
   and the value may be guessed from what the model says around it;
-- ``type-undescribed`` — a field whose type the model cannot be told (it reads "value").
+- ``type-undescribed`` — a field whose type the model cannot be told (it reads "value");
+- ``pattern-unexplained`` — a text field whose pattern a rejection cannot put in words: no
+  hint, no example that fits it (``Field(examples=[...])`` or "like AB1234" in its ask),
+  and not a shape simple enough to say ("two capital letters and four digits"), so a
+  person who gets it wrong reads only that it "isn't in the form" the field takes.
 
 It is pure: it reads the form's module source and calls gates on made-up values, never
 the store. A gate that raises on every try is left alone (an evaluation defect that
@@ -315,6 +319,16 @@ def _callables(compiled: Any) -> list[tuple[str, str, Callable[..., Any], bool]]
     return out
 
 
+def _pattern_unexplained(f: Any) -> bool:
+    from formctl.forms.describe import field_schema, pattern_example
+    from formctl.forms.messages import pattern_words
+
+    pattern = field_schema(f.schema).get("pattern")
+    if not isinstance(pattern, str) or not pattern or f.hint:
+        return False
+    return pattern_example(f.schema, f.ask) is None and pattern_words(pattern) is None
+
+
 def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
     """Every finding for a compiled form, in the order of the definition's lines.
 
@@ -368,5 +382,8 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
         if f.type == FALLBACK:
             add("type-undescribed", f'field "{f.id}": the model cannot be told its type (it reads "{FALLBACK}"); '
                                     "use a pydantic-describable type", at)
+        if _pattern_unexplained(f):
+            add("pattern-unexplained", f'field "{f.id}": a rejected answer cannot say what its pattern wants; give it a '
+                                       'hint ("Two letters and four digits, like AB1234.") or Field(examples=[...])', at)
     findings.sort(key=lambda x: (x.line is None, x.line or 0))
     return findings
