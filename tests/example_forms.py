@@ -487,3 +487,32 @@ ALL_FORMS.update({
     "async-hooks": async_hooks,
     "drift": drift,
 })
+
+
+def reviewed(log: HookLog | None = None):
+    """A form read back and sent (``review=True``): a name (required) and a note (optional) in one
+    step; the dates of a trip in the next, whose on_complete fails a return before the departure."""
+    from datetime import date
+
+    log = log or HookLog()
+
+    def dates_in_order(ctx):
+        log.hook("step:trip")(ctx)
+        if ctx.values["back"] < ctx.values["leave"]:
+            return Fail("The return date is before the departure date.")
+        return None
+
+    return (
+        define_form("reviewed", version=1, name="Reviewed form", review=True)
+        .step("who", title="Who")
+        .field("name", str, label="Name")
+        .field("note", str | None, label="Note")
+        .step("trip", title="Trip", on_complete=dates_in_order)
+        .field("leave", date, label="Leave")
+        .field("back", date, label="Back")
+        .on_complete(log.hook("form"))
+        .build()
+    )
+
+
+ALL_FORMS["reviewed"] = reviewed

@@ -455,11 +455,30 @@ def test_numbers_are_bare_in_undo_and_redo_would(runner):
     assert out["undo_would"] == "n → empty"
 
 
-def test_undo_would_shows_the_raw_value_even_if_invalid(runner):
+def test_undo_passes_over_a_value_refused_when_written_and_does_what_it_previewed(runner):
     r = runner()
-    r.start("basic", {"age": "forty"})
+    r.start("basic", {"age": "forty"})  # refused: not a number
     r.revise("age", 40)
-    assert r.status().to_dict()["undo_would"] == 'age → "forty"'
+    assert r.status().to_dict()["undo_would"] == "age → empty"
+
+    moved = r.undo("age").moved
+
+    assert moved.status == "empty"
+    assert r.status().to_dict()["redo_would"] == "age → 40"
+    assert r.redo().moved.value == 40
+
+
+def test_undo_from_a_refused_value_returns_to_the_answer_before_it_and_redo_never_restores_it(runner):
+    r = runner()
+    r.start("basic", {"age": 40})
+    r.revise("age", "forty")  # refused, but in force (invalid) until undone
+    assert r.status().to_dict()["undo_would"] == "age → 40"
+
+    r.undo("age")
+
+    assert r.status().to_dict().get("redo_would") is None
+    with pytest.raises(FormError, match="Nothing to redo"):
+        r.redo("age")
 
 
 def test_undo_would_empty_when_the_previous_revision_is_a_retraction(runner):

@@ -1,4 +1,4 @@
-"""The eight form tools, called the way a model calls them: a name and a JSON object of arguments."""
+"""The nine form tools, called the way a model calls them: a name and a JSON object of arguments."""
 
 from __future__ import annotations
 

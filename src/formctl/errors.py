@@ -64,6 +64,12 @@ class FormStaleError(FormError):
         self.def_version = def_version
 
 
+class NotReadyError(FormError):
+    """A submit of a form that cannot be sent now: it has no review, is not ready, or was already sent."""
+
+    code = "form_not_ready"
+
+
 class ConflictError(FormError):
     """A compare-and-set commit found another version than it expected."""
 
@@ -167,6 +173,7 @@ __all__ = [
     "InvalidArgumentError",
     "ModelError",
     "NotFoundError",
+    "NotReadyError",
     "ProvenanceError",
     "RegistryError",
     "StoreDamagedError",

@@ -2,7 +2,7 @@
 
 It is built once per conversation and never changes afterwards (docs/engine.md, 'Tier 0'): the
 form's live state travels as the tier-0 block at the tail of the newest user turn, so a
-provider's prompt cache keeps holding the tools and this text. Everything the eight tools
+provider's prompt cache keeps holding the tools and this text. Everything the nine tools
 have in common is said here rather than in each tool's description, because the tool list
 is re-sent on every call and this text is cached with it.
 """
@@ -24,6 +24,14 @@ If a value is rejected, tell the person briefly why and ask again.
 - Field ids come from tool results; use them exactly."""
 
 
+# A form with review=True is sent by a separate act (docs/engine.md, "Review before sending").
+REVIEW_PROMPT = (
+    "This form is sent only when the person says so. When the state reads ready: offer the optional "
+    "questions not yet answered (they may decline), read every answer back, and call form_submit only "
+    "after they confirm. After any change, read back again before sending."
+)
+
+
 def system_prompt(form: Any | None = None, *, base: str | None = None) -> str:
     """``base`` (default :data:`BASE_PROMPT`), then the form's name, description and conduct if known."""
     parts = [BASE_PROMPT if base is None else base]
@@ -32,9 +40,11 @@ def system_prompt(form: Any | None = None, *, base: str | None = None) -> str:
         if getattr(form, "description", None):
             line += f" {form.description}"
         parts.append(line)
+        if getattr(form, "review", False):
+            parts.append(REVIEW_PROMPT)
         if getattr(form, "conduct", None):
             parts.append(f"Conduct: {form.conduct}")
     return "\n\n".join(p for p in parts if p)
 
 
-__all__ = ["BASE_PROMPT", "system_prompt"]
+__all__ = ["BASE_PROMPT", "REVIEW_PROMPT", "system_prompt"]

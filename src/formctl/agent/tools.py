@@ -1,4 +1,4 @@
-"""The model-facing tool surface: eight tools over a :class:`~formctl.forms.runner.FormRunner`.
+"""The model-facing tool surface: nine tools over a :class:`~formctl.forms.runner.FormRunner`.
 
 Each tool is one pydantic model (its arguments, validated strictly) plus one handler; the JSON
 schema the model reads is generated from the same model, so the schema and the validation can
@@ -158,7 +158,7 @@ def _form_list(runner: Any, a: _NoArgs) -> Any:
 def _form_start(runner: Any, a: _StartArgs) -> Any:
     compiled = runner.compiled(a.form)
     current = runner.open_instance()
-    if current is not None and current.def_id == compiled.id and current.status in ("active", "awaiting"):
+    if current is not None and current.def_id == compiled.id and current.status in ("active", "ready", "awaiting"):
         raise FormError(
             f'Form "{compiled.id}" is already open (instance {current.id}): continue it, '
             "or form_abandon it before starting again.",
@@ -191,6 +191,10 @@ def _form_revise(runner: Any, a: _ReviseArgs) -> Any:
     else:
         result = runner.redo(a.field, instance_id=a.instance_id)
     return result.to_dict()
+
+
+def _form_submit(runner: Any, a: _StatusArgs) -> Any:
+    return runner.submit(instance_id=a.instance_id).to_dict()
 
 
 def _form_abandon(runner: Any, a: _AbandonArgs) -> Any:
@@ -275,6 +279,8 @@ _TOOLS: tuple[_Tool, ...] = (
         _ReviseArgs,
         _form_revise,
     ),
+    _Tool("form_submit", "Send a ready form, once the user confirmed your read-back of every answer.",
+          _StatusArgs, _form_submit),
     _Tool("form_abandon", "Close the form unfinished, when the user wants to stop. Answers are kept.",
           _AbandonArgs, _form_abandon),
     _Tool("form_history", "Read-only: earlier forms, or one form's answers by instance_id.", _HistoryArgs,

@@ -27,6 +27,7 @@ _STATUS_STYLE = {
     "invalid": "red",
     "empty": "dim",
     "active": "cyan",
+    "ready": "magenta",
     "awaiting": "yellow",
     "complete": "green",
     "abandoned": "dim",

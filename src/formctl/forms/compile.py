@@ -161,6 +161,7 @@ class CompiledForm:
         self.migrate = definition.migrate
         self.on_complete = definition.on_complete
         self.max_text: int = definition.max_text
+        self.review: bool = definition.review
         self.steps: list[CompiledStep] = []
         self.fields: list[CompiledField] = []
         self.checkpoints: list[CompiledCheckpoint] = []

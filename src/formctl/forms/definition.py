@@ -113,6 +113,7 @@ class FormDef:
     checkpoints: list[CheckpointDef] = dc_field(default_factory=list)
     on_complete: Executor | None = None
     max_text: int = 10_000  # characters in any one string of a value (docs/engine.md, "Validation")
+    review: bool = False  # ready, then sent by a separate submit (docs/engine.md, "Review before sending")
 
 
 # --------------------------------------------------------------------------- builder
@@ -219,15 +220,23 @@ def define_form(
     conduct: str | None = None,
     migrate: Migrate | None = None,
     max_text: int = 10_000,
+    review: bool = False,
 ) -> FormBuilder:
     """Start a form definition: ``define_form(...).step(...).field(...).build()``.
 
     ``max_text`` caps the characters of any one string in a value (a field's own larger
     ``max_length`` lifts it for that field); a longer value is refused, not stored.
+
+    ``review=True``: when every required answer is in, the form is ``ready``, not complete;
+    it becomes ``complete`` (and its ``on_complete`` fires) only when it is sent with
+    ``runner.submit()`` (the ``form_submit`` tool), after the person has seen every answer
+    read back. Any change after that needs sending again.
     """
     if not isinstance(max_text, int) or isinstance(max_text, bool) or max_text < 1:
         raise FormDefinitionError(f'Form "{id}": max_text must be a positive number of characters.', [id])
+    if not isinstance(review, bool):
+        raise FormDefinitionError(f'Form "{id}": review must be True or False.', [id])
     return FormBuilder(
         FormDef(id=id, version=version, name=name, description=description, conduct=conduct, migrate=migrate,
-                max_text=max_text)
+                max_text=max_text, review=review)
     )

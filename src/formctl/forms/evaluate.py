@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from formctl.forms.compile import CompiledForm
+from formctl.forms.history import moved_cursor
 from formctl.forms.instance import Entry, Instance
 
 
@@ -354,8 +355,10 @@ def _read_log(ev: Evaluation, field_id: str, log: Any) -> None:
     revisions = log.revisions
     if cursor >= 0:
         ev.cursor_seq[field_id] = revisions[cursor].seq
-    if cursor < len(revisions) - 1:
-        ev.redo_seq[field_id] = revisions[cursor + 1].seq
+    if cursor < len(revisions) - 1:  # the common case, a log whose newest answer is in force, skips the call
+        redo = moved_cursor(log, +1)
+        if redo is not None:
+            ev.redo_seq[field_id] = revisions[redo].seq
     i = ev.compiled.field_position.get(field_id)
     if i is None or cursor < 0:
         return  # a field this definition does not have, or nothing in force

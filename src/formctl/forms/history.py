@@ -29,22 +29,55 @@ def last_touched(instance: Instance) -> str | None:
 
 
 def next_redo(instance: Instance) -> str | None:
-    """The bare-redo target: among fields that can redo, the one whose pending revision is oldest by seq."""
+    """The bare-redo target: among fields that can redo, the one whose revision a redo restores is oldest by seq."""
     best_id, best_seq = None, None
     for field_id, log in instance.entries.items():
-        if log.cursor < len(log.revisions) - 1:
-            seq = log.revisions[log.cursor + 1].seq
+        target = moved_cursor(log, +1)
+        if target is not None:
+            seq = log.revisions[target].seq
             if best_seq is None or seq < best_seq:
                 best_id, best_seq = field_id, seq
     return best_id
 
 
+def moved_cursor(log: FieldLog | None, step: int) -> int | None:
+    """Where an undo (``step=-1``) or redo (``+1``) moves this log's cursor; None when it cannot move.
+
+    The one place the target is decided: the act (:func:`cursor_move`), every preview
+    (``undo_would``/``redo_would``, :func:`becomes_after`) and the evaluation's redo target
+    all ask here, so what inspect says undo will do is what undo does.
+
+    A revision refused when it was written (it carries its error) is passed over: it was
+    never an answer in force as far as the person is concerned ("That Staff ID wasn't
+    accepted"), so undoing the correction that followed it goes back to what was there
+    before it, or to empty (docs/engine.md, 'The answer log').
+    """
+    if log is None:
+        return None
+    revisions = log.revisions
+    if step < 0:
+        if log.cursor < 0:
+            return None
+        i = log.cursor - 1
+        while i >= 0 and _refused(revisions[i]):
+            i -= 1
+        return i
+    i = log.cursor + 1
+    while i < len(revisions) and _refused(revisions[i]):
+        i += 1
+    return i if i < len(revisions) else None
+
+
+def _refused(entry: Any) -> bool:
+    return not entry.retracted and bool(entry.error)
+
+
 def can_undo(log: FieldLog | None) -> bool:
-    return log is not None and log.cursor >= 0
+    return moved_cursor(log, -1) is not None
 
 
 def can_redo(log: FieldLog | None) -> bool:
-    return log is not None and log.cursor < len(log.revisions) - 1
+    return moved_cursor(log, +1) is not None
 
 
 def cursor_move(instance: Instance, field_id: str | None, step: int) -> tuple[str, int]:
@@ -60,16 +93,16 @@ def cursor_move(instance: Instance, field_id: str | None, step: int) -> tuple[st
             if step < 0:
                 raise FormError("There is nothing to undo — no answer has been given yet.")
             raise FormError("There is nothing to redo.")
-    log = instance.entries.get(target)
-    if log is None or not (can_undo(log) if step < 0 else can_redo(log)):
+    cursor = moved_cursor(instance.entries.get(target), step)
+    if cursor is None:
         raise FormError(f'Nothing to {"undo" if step < 0 else "redo"} on "{target}".')
-    return target, log.cursor + step
+    return target, cursor
 
 
 def becomes_after(log: FieldLog, step: int) -> Any:
-    """The raw value the field would hold after moving the cursor by ``step``; ``_ABSENT`` for empty."""
-    target = log.cursor + step
-    if 0 <= target < len(log.revisions):
+    """The raw value the field would hold after an undo (``-1``) or redo (``+1``); ``_ABSENT`` for empty."""
+    target = moved_cursor(log, step)
+    if target is not None and target >= 0:
         entry = log.revisions[target]
         if not entry.retracted:
             return entry.value

@@ -30,10 +30,13 @@ class Status(StrEnum):
     """An instance's status. Members are strings, so they store and compare as the plain words.
 
     ``stale`` is never written by this version (it is read, see ``formctl.forms.reading``);
-    it is kept because older stores may hold it.
+    it is kept because older stores may hold it. ``ready`` is a form declared with
+    ``review=True`` whose answers are all in, waiting for the person to send it
+    (docs/engine.md, "Review before sending").
     """
 
     ACTIVE = "active"
+    READY = "ready"
     AWAITING = "awaiting"
     COMPLETE = "complete"
     ABANDONED = "abandoned"
@@ -53,8 +56,8 @@ INSTANCE_STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 # The members under plain module names, for the engine's own code: reading ``Status.ACTIVE``
 # goes through the enum's member descriptor on every access (about 0.3 µs on CPython 3.11),
 # which a view pays once per field and the engine benchmark showed as +40% on status().
-ACTIVE, AWAITING, COMPLETE, ABANDONED, STALE = (
-    Status.ACTIVE, Status.AWAITING, Status.COMPLETE, Status.ABANDONED, Status.STALE
+ACTIVE, READY, AWAITING, COMPLETE, ABANDONED, STALE = (
+    Status.ACTIVE, Status.READY, Status.AWAITING, Status.COMPLETE, Status.ABANDONED, Status.STALE
 )
 DISPATCH_RUNNING, DISPATCH_OK, DISPATCH_FAILED = DispatchStatus.RUNNING, DispatchStatus.OK, DispatchStatus.FAILED
 

@@ -22,6 +22,7 @@ from formctl.forms.instance import (
     COMPLETE,
     DISPATCH_FAILED,
     DISPATCH_OK,
+    READY,
     STALE,
     DispatchState,
     Instance,
@@ -328,6 +329,9 @@ def complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) ->
     # A terminated (abandoned) instance never reads complete: it was closed, not finished.
     if instance.status == ABANDONED:
         return False
+    # A form under review is complete only once it is sent (docs/engine.md, "Review before sending").
+    if compiled.review:
+        return instance.status == COMPLETE
     # A rejected blocking checkpoint whose condition still holds keeps the form from
     # reading complete, as it keeps the status from becoming complete (runner._settled).
     if instance.status == COMPLETE:
@@ -507,6 +511,16 @@ def stale_line(def_id: str) -> str:
     return f"[form: {def_id}] stale — the definition changed since this was started; it can't be continued."
 
 
+def ready_line(compiled: CompiledForm, ev: Evaluation) -> str:
+    """Tier 0 of a form under review whose answers are all in: what to offer, then how it is sent."""
+    line = f"[form: {compiled.id}] ready to send"
+    optional = [f.label for f in compiled.fields
+                if not f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED]
+    if optional:
+        line += f" · optional, unanswered: {', '.join(optional)}"
+    return line + "\nread every answer back; form_submit once the person confirms"
+
+
 def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     """The standing one-line state (docs/engine.md, "Tier 0"), without the conduct line (sent once, in the system prompt)."""
     tag = f"[form: {compiled.id}]"
@@ -522,6 +536,8 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
         return ""
     if instance.status == COMPLETE and not ev.revisiting:
         return ""
+    if instance.status == READY and not ev.revisiting:
+        return ready_line(compiled, ev)
     lines = []
     steps = compiled.steps
     k = ev.open_step

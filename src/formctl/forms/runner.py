@@ -34,11 +34,12 @@ from formctl.forms.errors import (
     FormStaleError,
     InvalidArgumentError,
     NotFoundError,
+    NotReadyError,
 )
 from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.history import cursor_move
-from formctl.forms.instance import ABANDONED, ACTIVE, COMPLETE, UNSET, Commit, Instance, Provenance, now_iso
+from formctl.forms.instance import ABANDONED, ACTIVE, COMPLETE, READY, UNSET, Commit, Instance, Provenance, now_iso
 from formctl.forms.project import (
     Failure,
     FillResult,
@@ -66,6 +67,7 @@ from formctl.forms.staging import (
     resolve_or_report,
     rising_edges,
     settle_status,
+    settled,
     stage,
     stage_patch,
 )
@@ -180,6 +182,30 @@ class FormRunner(RunnerReads):
     def redo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
         """Move a field's cursor forward one revision: the named field, or the oldest pending redo."""
         return self._move(field, +1, instance_id)
+
+    def submit(self, instance_id: str | None = None) -> FillResult:
+        """Send a form declared with ``review=True`` that is ``ready``: it becomes ``complete`` and
+        its ``on_complete`` fires (docs/engine.md, "Review before sending").
+
+        Takes no values: what is sent is what was read back. Raises NotReadyError
+        (``form_not_ready``) when the form has no review, is not ready (an answer is missing, a
+        check failed) or was already sent; the message says which.
+        """
+        compiled, instance = self._writable(instance_id)
+        prov = self._provenance("submitted")
+
+        def build(inst: Instance) -> Commit:
+            _check_ready(compiled, inst, self._evaluation(compiled, inst))
+            return Commit(status=COMPLETE, completed_at=prov.timestamp)
+
+        _check_ready(compiled, instance, self._evaluation(compiled, instance))
+        with self._lock:
+            failures: list[Failure] = []
+            instance = self._commit_retrying(instance, build, prov)
+            instance = self._fire_completion(compiled, instance, prov, failures)
+            result = self._result_only(compiled, instance, FillResult(view=None))  # type: ignore[arg-type]
+            result.failures = failures or result.failures
+            return result
 
     def abandon(self, reason: str, instance_id: str | None = None) -> Instance:
         """Close the instance without finishing; every answer is kept."""
@@ -453,7 +479,7 @@ class FormRunner(RunnerReads):
                 raise FormDefinitionError(
                     f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects
                 )
-            queue, occurrences = rising_edges(compiled, instance, before, after)
+            queue, occurrences = rising_edges(compiled, instance, before, after, entries_commit)
             commit = Commit(entries=entries_commit or None, occurrences=occurrences or None)
             if appended:
                 commit.revision_seq = instance.revision_seq + len(appended)
@@ -466,7 +492,8 @@ class FormRunner(RunnerReads):
                 stored_status = extra_fields["status"]
             for name, value in extra_fields.items():
                 setattr(commit, name, value)
-            settle_status(commit, compiled, instance, queue, after, projected, stored_status, forced_after, prov.timestamp)
+            settle_status(commit, compiled, instance, queue, after, projected, stored_status, forced_after, prov.timestamp,
+                          changes_answers=round_no == 0 and bool(entries_commit))
             # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
             # person, or held by a rejected blocking checkpoint, completes (and announces it) only
             # once it really is complete, and a forced completion is announced exactly once.
@@ -592,3 +619,20 @@ class FormRunner(RunnerReads):
                     compiled, instance, lambda inst: (staged, {}), prov, failures, round_no=round_no + 1
                 )
         return instance
+
+
+def _check_ready(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> None:
+    """Refuse a submit that cannot send: no review, already sent, or not ready (and why)."""
+    if not compiled.review:
+        raise NotReadyError(
+            f'Form "{compiled.id}" has no review: it completes on its last required answer, with nothing to send.'
+        )
+    if instance.status == COMPLETE:
+        raise NotReadyError(f'Form instance "{instance.id}" was already sent; a change to it would need sending again.')
+    if instance.status == READY and settled(compiled, ev, instance, instance.forced_complete) == READY:
+        return
+    missing = [f.label for f in compiled.fields
+               if f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED]
+    if missing:
+        raise NotReadyError(f"Not ready to send: still needed: {', '.join(missing)}.")
+    raise NotReadyError("Not ready to send: a check has not passed; see failures.")

@@ -9,7 +9,7 @@ runner commits what these decide.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from formctl.forms.instance import (
     COMPLETE,
     DISPATCH_FAILED,
     DISPATCH_OK,
-    STALE,
+    READY,
     UNSET,
     Commit,
     DispatchState,
@@ -37,7 +37,7 @@ from formctl.forms.instance import (
     now_iso,
 )
 from formctl.forms.messages import rejection
-from formctl.forms.project import FillResult, Rejected, Unknown, blocking_failure_open
+from formctl.forms.project import FillResult, Rejected, Unknown, blocking_failure_open, open_failures
 from formctl.forms.reading import is_stale
 from formctl.forms.resolutions import resolution_key
 from formctl.forms.validate import json_data, size_issue
@@ -202,19 +202,41 @@ def required_invalid(compiled: CompiledForm, ev: Evaluation) -> bool:
     return any(f.required and ev.status[f.order] == INVALID for f in compiled.fields)
 
 
-def settled(compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool) -> str:
-    """The status a settled (not awaiting) instance should have: complete or active."""
-    if (ev.complete or forced) and not blocking_failure_open(compiled, ev, instance):
+def settled(compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool, *, sent: bool | None = None) -> str:
+    """The status a settled (not awaiting) instance should have: complete, ready or active.
+
+    A form declared with ``review=True`` whose answers are all in is ``ready`` until it is
+    sent (docs/engine.md, "Review before sending"); once sent it stays ``complete`` until a
+    change to its answers, which the caller says with ``sent=False``. By default it counts
+    as sent while its stored status is ``complete``.
+    """
+    if not (ev.complete or forced) or blocking_failure_open(compiled, ev, instance):
+        return ACTIVE
+    if not compiled.review:
         return COMPLETE
-    return ACTIVE
+    if instance.status == COMPLETE if sent is None else sent:
+        return COMPLETE
+    if check_failure_open(compiled, ev, instance):
+        return ACTIVE
+    return READY
+
+
+def check_failure_open(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
+    """A field, step or checkpoint hook has an open failure: a form under review is not ready to send."""
+    return any(f.hook_id != "form" for f in open_failures(instance, compiled, ev))
 
 
 def rising_edges(
-    compiled: CompiledForm, instance: Instance, before: Evaluation, after: Evaluation
+    compiled: CompiledForm,
+    instance: Instance,
+    before: Evaluation,
+    after: Evaluation,
+    changed: Iterable[str] = (),
 ) -> tuple[list[Hook], dict[str, int]]:
     """Field, step and checkpoint hooks to run, in the fixed order, and the counters their edges bump.
 
-    The form's own edge is the status moving into complete; the cycle adds it.
+    ``changed`` names the fields the write appended to or moved. The form's own edge is the
+    status moving into complete; the cycle adds it.
     """
     stored = instance.occurrences
     bumped: dict[str, int] = {}
@@ -226,18 +248,26 @@ def rising_edges(
         return n
 
     before_live = before.live
+    # A check that failed runs again when what it checked is answered again (docs/engine.md,
+    # "Staging and rising edges"): otherwise a step's on_complete that said "the return date
+    # is before the departure" would stay failed after the person corrected the date.
+    failed = _failed_hooks(compiled, instance, before) if changed else frozenset()
     for field in compiled.fields:
         fid = field.id
-        if fid in after.live and fid not in before_live:
-            n = bump(f"field:{fid}")
+        key = f"field:{fid}"
+        if fid in after.live and (fid not in before_live or (key in failed and fid in changed)):
+            n = bump(key)
             if field.on_fill is not None:
-                queue.append(Hook(f"field:{fid}", field.on_fill, n))
+                queue.append(Hook(key, field.on_fill, n))
     for step in compiled.steps:
         k = step.index
-        if after.step_complete[k] and not before.step_complete[k]:
-            n = bump(f"step:{step.id}")
+        key = f"step:{step.id}"
+        if after.step_complete[k] and (
+            not before.step_complete[k] or (key in failed and any(f.id in changed for f in step.fields))
+        ):
+            n = bump(key)
             if step.on_complete is not None:
-                queue.append(Hook(f"step:{step.id}", step.on_complete, n))
+                queue.append(Hook(key, step.on_complete, n))
     for cp in compiled.checkpoints:
         if not after.checkpoint_active[cp.index]:
             continue
@@ -250,6 +280,13 @@ def rising_edges(
             n = bump(f"checkpoint:{cp.id}")
             queue.append(Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
     return queue, bumped
+
+
+def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> frozenset[str]:
+    """The field and step hooks whose latest run failed (cheap when nothing ever failed)."""
+    if not any(r.status == DISPATCH_FAILED for r in instance.dispatches.values()):
+        return frozenset()
+    return frozenset(f.hook_id for f in open_failures(instance, compiled, ev) if f.hook_id.startswith(("field:", "step:")))
 
 
 def closing_commit(
@@ -314,11 +351,16 @@ def settle_status(
     stored_status: str,
     forced_after: bool,
     now: str,
+    *,
+    changes_answers: bool = False,
 ) -> None:
     """Set on ``commit`` the status a write's main commit lands in: awaiting a blocking checkpoint
-    its edges activated, complete when it completes the form, active again when it undoes that."""
+    its edges activated, complete (or ready, under review) when it completes the form, active
+    again when it undoes that. ``changes_answers``: the write is a change to the answers of a
+    form already sent (not a hook's patch), so it needs sending again."""
     blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
-    done = settled(compiled, after, projected, forced_after) == COMPLETE
+    target = settled(compiled, after, projected, forced_after,
+                     sent=stored_status == COMPLETE and not changes_answers)
     if stored_status == AWAITING and instance.blocked_on:
         # A patch round (or a recovery) written while a checkpoint waits for the host:
         # the wait holds, and the status with it, until resolve_checkpoint settles it.
@@ -326,16 +368,14 @@ def settle_status(
     elif blocking is not None:
         commit.status = AWAITING
         commit.blocked_on = blocking.id
-    elif done and stored_status != COMPLETE:
-        commit.status = COMPLETE
-        commit.completed_at = now
-    elif stored_status == AWAITING and not instance.blocked_on:
-        commit.status = ACTIVE
-    elif stored_status == COMPLETE and not done:
-        commit.status = ACTIVE
-    elif stored_status == STALE:  # committed by an older formctl, whose reads marked drift
-        commit.status = COMPLETE if done else ACTIVE
-        if done and not instance.completed_at:
+    elif stored_status == ABANDONED:
+        pass
+    elif target != stored_status:
+        # Into complete (with completed_at), into or out of ready, back to active after a
+        # correction, a wait without a checkpoint released, or a stale status written by an
+        # older formctl settled again.
+        commit.status = target
+        if target == COMPLETE:
             commit.completed_at = now
 
 

@@ -1,4 +1,4 @@
-"""Host writes: ``fill``, ``undo``, ``redo``, ``retract``, ``resolve``, ``abandon`` and ``migrate``.
+"""Host writes: ``fill``, ``undo``, ``redo``, ``retract``, ``resolve``, ``submit``, ``abandon`` and ``migrate``.
 
 Each prints the write's result; a write that rejected some of its values exits 1 (the rest
 were saved).
@@ -159,6 +159,32 @@ def resolve(
     result = runner.resolve_checkpoint(instance_id, fail=fail, values=values or None, checkpoint=checkpoint,
                                        actor=by or default_subject(), reason=reason)
     _write_outcome(runner, result, as_json)
+
+
+@app.command(cls=_Command, epilog=_example("formctl submit form_lx2k9_ab12cd", "formctl instances --status ready"))
+def submit(
+    instance_id: InstanceArg,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send a form that is ready.
+
+    For a form with a review before sending: once every required answer is in it reads
+    "ready"; sending makes it complete and runs what the form does on completion. Exits 1
+    if it is not ready (the message says what is missing) or was already sent.
+    """
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    result = runner.submit(instance_id)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    from formctl.cli import render
+
+    typer.echo(f"sent {result.view.instance_id}: {result.view.name} is {result.view.status}")
+    render.print_fill_result(result, _labels(runner, result.view.def_id))
 
 
 @app.command(cls=_Command, epilog=_example("formctl abandon form_lx2k9_ab12cd --reason 'duplicate claim'"))
