@@ -33,6 +33,7 @@ client_intake = (
     define_form(
         "client-intake",
         version=1,
+        review=True,
         name="Client intake",
         description="Triage, eligibility and contact details for a new or returning client.",
         conduct="Warm and brief. Ask one thing at a time.",

@@ -4,6 +4,11 @@ Steps: who is claiming; the trip; how they travelled (mileage only for a car); t
 costs, with a total. A total over the policy cap (750) waits for Finance: the policy-cap
 checkpoint is blocking and has no run of its own, so the instance stays ``awaiting``
 until someone runs ``formctl resolve ID`` (or ``--fail REASON``).
+
+Answers that are each fine can still disagree: a step's ``on_complete`` checks them
+against each other and returns ``Fail`` with a sentence the person reads. The check runs
+again when an answer of its step changes, and the claim cannot be sent while it fails
+(``review=True``: every answer is read back, and the person says "yes" to send it).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import EmailStr, Field
 
-from formctl import Patch, define_form
+from formctl import Fail, Patch, define_form
 
 POLICY_CAP = 750
 MILEAGE_RATE = 0.45  # per mile
@@ -27,6 +32,28 @@ def _mileage_cost(ctx):
     return None
 
 
+def _pounds(amount):
+    return f"£{amount:,.0f}" if amount == int(amount) else f"£{amount:,.2f}"
+
+
+def _dates_in_order(ctx):
+    """A return before the departure is a typo in one of the two dates: say which dates disagree."""
+    departure, back = ctx.values.get("departure_date"), ctx.values.get("return_date")
+    if departure and back and back < departure:
+        return Fail(f"The return date ({back.isoformat()}) is before the departure date ({departure.isoformat()}).")
+    return None
+
+
+def _costs_within_total(ctx):
+    """The parts of a claim can't come to more than its total (the cap is checked on the total)."""
+    total = ctx.values.get("total")
+    parts = (ctx.values.get("accommodation") or 0) + (ctx.values.get("meals") or 0)
+    if total is not None and parts > total:
+        return Fail(f"Accommodation and meals come to {_pounds(parts)}, more than the total claimed "
+                    f"({_pounds(total)}).")
+    return None
+
+
 def _filed(ctx):
     """On completion a real deployment would file the claim; an executor replayed in CI skips outside calls."""
     return None
@@ -36,6 +63,7 @@ travel_claim = (
     define_form(
         "travel-claim",
         version=1,
+        review=True,
         name="Travel reimbursement claim",
         description="Claimant, trip, travel and approval details.",
         conduct=(
@@ -50,7 +78,7 @@ travel_claim = (
            hint="Two capital letters and four digits, like AB1234.")
     .field("email", EmailStr, label="Work email")
     .step("trip", title="Trip", preview="destination, dates, purpose",
-          when=lambda v, s: s.step_complete("claimant"))
+          when=lambda v, s: s.step_complete("claimant"), on_complete=_dates_in_order)
     .field("destination", Annotated[str, Field(min_length=2)], label="Destination")
     .field("departure_date", date, label="Departure date")
     .field("return_date", date, label="Return date")
@@ -65,7 +93,7 @@ travel_claim = (
     .field("ticket_reference", Annotated[str, Field(min_length=4)], label="Ticket reference",
            when=lambda v, s: v["mode"] in ("rail", "air"))
     .step("costs", title="Costs", preview="accommodation, meals, total",
-          when=lambda v, s: s.step_complete("travel"))
+          when=lambda v, s: s.step_complete("travel"), on_complete=_costs_within_total)
     .field("accommodation", Annotated[float, Field(ge=0)] | None, label="Accommodation cost")
     .field("meals", Annotated[float, Field(ge=0)] | None, label="Meals cost")
     .field("total", Annotated[float, Field(ge=0)], label="Total claimed",

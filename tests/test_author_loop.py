@@ -280,7 +280,7 @@ def test_the_form_authors_whole_loop_in_a_new_project(tmp_path):
     assert "summary" in checked.stdout and "warning" not in checked.stdout
 
     recorded = formctl("run", "bug-report", "--offline", "--store", "store", "--record", "regressions/crash.toml",
-                       cwd=tmp_path, input="Dana Reeve\ndana@example.org\nquestion\nApp crashes on save\nskip\n")
+                       cwd=tmp_path, input="Dana Reeve\ndana@example.org\nquestion\nApp crashes on save\nskip\nyes\n")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     transcript = tmp_path / "regressions" / "crash.toml"
     assert 'status = "complete"' in transcript.read_text()
@@ -296,7 +296,8 @@ def test_the_form_authors_whole_loop_in_a_new_project(tmp_path):
     assert "updated regressions/crash.toml (the guided model's turns made again)" in updated.stdout
     text = transcript.read_text()
     assert "Got it — Summary: App crashes on save" not in text  # the kept words would contradict the form
-    assert 'status = "active"' in text.split("[expect]")[1]
+    # The refused summary is asked again, and the "yes" that sent the claim now answers it: not sent.
+    assert 'status = "ready"' in text.split("[expect]")[1]
     passing = formctl("replay", "regressions", cwd=tmp_path)
     assert passing.returncode == 0 and passing.stdout.splitlines()[-1] == "1 passed, 0 failed"
 

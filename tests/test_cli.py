@@ -27,7 +27,7 @@ TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "
 
 # What a person types into `formctl run travel-claim` to finish a claim under the cap.
 CLAIM_LINES = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
-               "client visit", "car", "120", "skip", "skip", "100"]
+               "client visit", "car", "120", "skip", "skip", "100", "yes"]
 
 
 def ok(*args: str, input: str | None = None) -> Any:
@@ -175,7 +175,7 @@ def test_new_scaffolds_a_form_that_compiles_and_registers_it_keeping_the_registr
 def test_a_new_form_runs_in_the_chat(tmp_path, store):
     forms = tmp_path / "forms"
     ok("new", "feedback", "--forms", str(forms))  # into a folder with no registry yet
-    lines = "Dana Reeve\ndana@example.org\nquestion\nnone\n"
+    lines = "Dana Reeve\ndana@example.org\nquestion\nnone\nyes\n"
     out = ok("run", "feedback", "--offline", "--forms", str(forms), "--store", store, input=lines).stdout
     assert "complete" in out
     (row,) = as_json("instances", "--store", store)["instances"]
@@ -420,7 +420,8 @@ def test_resolve_unblocks_the_waiting_checkpoint_and_fail_records_the_reason(sto
     waiting = as_json("instances", "--status", "awaiting", "--store", store)["instances"]
     assert [r["instance_id"] for r in waiting] == [approved]
     result = as_json("resolve", approved, *base)
-    assert result["status"] == "complete" and "blocked_on" not in result
+    assert result["status"] == "ready" and "blocked_on" not in result  # approved; the claimant sends it
+    assert as_json("submit", approved, *base)["status"] == "complete"
     again = invoke("resolve", approved, *base)
     assert again.exit_code == 1 and "not waiting on a checkpoint" in again.stderr
 

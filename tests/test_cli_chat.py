@@ -148,10 +148,13 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         # Finance approves from a second terminal; the chat says so without a keystroke.
         resolved = _formctl("resolve", instance_id, "--store", store)
         assert resolved.returncode == 0, resolved.stderr
-        term.expect(r'Changed elsewhere: the "policy-cap" check was resolved; the form is complete\.')
-        term.expect("That's everything")
-        term.expect(r"\[form: travel-claim\] complete")
+        term.expect(r'Changed elsewhere: the "policy-cap" check was resolved; the form is ready to send\.')
+        term.expect("Before I send it, please check your answers:")
+        term.expect(r"\[form: travel-claim\] ready to send")
 
+        # Approved, so every answer was read back; the person's "yes" sends it.
+        term.say("yes")
+        term.expect("Sent. The Travel reimbursement claim is complete")
         term.say("/quit")
         term.expect(f"Done: Travel reimbursement claim {instance_id} is complete")
         child.expect(pexpect.EOF)

@@ -188,7 +188,7 @@ def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_fin
     chat.say("AB1234")
     text = chat.say("undo")
     assert chat.tools == [("form_revise", {"action": "undo", "field": "staff_id"})]
-    assert "Undone: Staff ID is back to ab12." in text
+    assert "Undone: Staff ID is empty again." in text  # the refused ab12 is never brought back into force
     assert text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
     chat.say("AB1234")
     text = chat.say("Staff ID: CD5678")  # a labelled correction of an answer given: a revision
@@ -237,8 +237,11 @@ def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_fin
     chat.runner.resolve_checkpoint(instance.id)  # the host (Finance) approves in another terminal
     text = chat.say("Has Finance approved it?")
     assert chat.tools == [("form_status", {})]
-    assert "That's everything — the Travel reimbursement claim is complete." in text
+    assert "Before I send it, please check your answers:" in text  # approved: read back, not yet sent
     assert "- Total claimed: 1200" in text and "- Miles driven: 40" in text
+    assert chat.instance().status == "ready"
+    text = chat.say("send it")
+    assert chat.tools == [("form_submit", {})] and "Sent." in text
     assert chat.instance().status == "complete"
     assert chat.values() == {
         "full_name": "Dana Reeve", "staff_id": "CD5678", "email": "dana@example.org",
@@ -275,7 +278,16 @@ def test_a_rejection_by_finance_is_explained_and_a_lower_total_completes_the_cla
     assert "complete" not in text
     text = chat.say("Total claimed: 700")
     assert chat.tools[0][0] == "form_revise"
-    assert "the Travel reimbursement claim is complete" in text
+    # Every required answer is in: the optional questions never asked are offered, one at a time.
+    assert text.endswith('Accommodation cost? Optional: say "skip" to leave it out.')
+    assert chat.instance().status == "ready"
+    chat.say("skip")
+    text = chat.say("none")
+    assert "Before I send it, please check your answers:" in text and "- Total claimed: 700" in text
+    assert "Left out: Accommodation cost, Meals cost." in text
+    text = chat.say("yes")
+    assert chat.tools == [("form_submit", {})]
+    assert "Sent. The Travel reimbursement claim is complete" in text
     assert chat.instance().status == "complete"
 
 
@@ -421,7 +433,9 @@ def test_client_intake_new_client_completes_asking_the_optional_phone_it_would_o
     text = chat.say("fr")  # a unique prefix of "friend"
     assert chat.tools == [("form_fill", {"values": {"referral": "friend"}})]
     text = chat.say("Help finding housing")
-    assert "That's everything — the Client intake is complete." in text
+    assert "Before I send it, please check your answers:" in text and "Left out: Phone." in text
+    text = chat.say("yes")
+    assert "Sent. The Client intake is complete" in text
     assert chat.values() == {"client_type": "new", "age": 34, "full_name": "Sam Lee",
                              "email": "sam@example.org", "referral": "friend", "needs": "Help finding housing"}
     assert chat.instance().status == "complete"
@@ -457,7 +471,7 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
     text = chat.say("same")
     assert chat.tools == [("form_revise", {"action": "set", "field": "full_name", "value": "Sam Lee",
                                             "reason": "corrected by the person"})]
-    assert "the Client intake is complete" in text
+    assert "Before I send it, please check your answers:" in text
 
 
 # --------------------------------------------------------------------------- reading replies

@@ -152,9 +152,10 @@ def test_a_tool_result_event_carries_the_exact_envelope_the_model_receives(claim
 def test_a_completed_form_ends_with_no_tier0(claim_runner):
     claim_runner.start("travel-claim", seed=CLAIMANT | {
         "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
-        "purpose": "Client workshop", "mode": "rail", "ticket_reference": "TR-99812"})
-    loop, model, events = make_loop(claim_runner, [call("form_fill", {"values": {"total": 310}}), say("All done.")])
-    turn = loop.send("310 in total")
+        "purpose": "Client workshop", "mode": "rail", "ticket_reference": "TR-99812", "total": 310})
+    assert claim_runner.open_instance().status == "ready"  # the claim is read back before it is sent
+    loop, model, events = make_loop(claim_runner, [call("form_submit", {}), say("All done.")])
+    turn = loop.send("yes, send it")
     assert turn.text == "All done."
     assert claim_runner.open_instance().status == "complete"
     assert [b["type"] for b in model.requests[1].messages[-1]["content"]] == ["tool_result"]
@@ -278,8 +279,8 @@ def test_an_empty_message_is_not_sent(claim_runner):
 
 
 def test_an_unknown_tool_call_gets_an_error_result(claim_runner):
-    loop, _, events = make_loop(claim_runner, [call("form_submit", {}), say("Sorry.")])
-    loop.send("submit it")
+    loop, _, events = make_loop(claim_runner, [call("form_delete", {}), say("Sorry.")])
+    loop.send("delete it")
     result = next(e for e in events if isinstance(e, ToolResult))
     assert result.result["data"]["code"] == "unknown_tool"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from clitools import FORMS, invoke
+from clitools import FORMS, invoke, start
 
 
 def _run(store: str, lines: list[str], *, form: str = "travel-claim") -> str:
@@ -29,3 +29,120 @@ def test_undo_after_a_refused_staff_id_does_what_inspect_said_it_would(store):
     row = json.loads(after.stdout)["fields"][0]
     assert row["status"] == "empty"  # not the refused "ab12345" back in force
     assert json.loads(after.stdout)["redo_would"] == 'staff_id → "AB1234"'
+
+
+def test_a_scaffolded_form_offers_its_optional_notes_reads_back_and_sends_only_on_yes(tmp_path, store):
+    forms = tmp_path / "forms"
+    assert invoke("new", "demo", "--forms", str(forms)).exit_code == 0
+    args = ["--offline", "--subject", "dana", "--forms", str(forms), "--store", store]
+
+    first = invoke("run", "demo", *args, input="Dana Reeve\ndana@example.org\nquestion\n")
+    listed = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+
+    assert 'Notes? Anything else they want to add. Optional: say "skip" to leave it out.' in first.stdout
+    assert [r["status"] for r in listed] == ["ready"]  # every required answer is in, but nothing is sent
+
+    second = invoke("run", "demo", *args, input="Please call after 5pm\nyes\n")
+    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+
+    assert "Before I send it, please check your answers:" in second.stdout
+    assert "- Notes: Please call after 5pm" in second.stdout
+    assert "Sent. The Demo is complete" in second.stdout
+    assert row["status"] == "complete"
+
+
+def test_the_travel_claim_is_completed_by_following_only_the_questions(store):
+    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
+               "client visit", "car", "120", "85", "22.5", "240", "yes"]
+
+    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
+                 input="".join(a + "\n" for a in answers)).stdout
+
+    assert "Miles driven?" in out and "Accommodation cost?" in out and "Meals cost?" in out  # the optional ones
+    read_back = out.split("Before I send it, please check your answers:")[1].split("Shall I send it?")[0]
+    assert "- Miles driven: 120" in read_back and "- Mileage cost: 54" in read_back
+    assert "- Accommodation cost: 85" in read_back and "- Total claimed: 240" in read_back
+    assert "Sent. The Travel reimbursement claim is complete" in out
+    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    assert row["status"] == "complete"
+
+
+def test_the_client_intake_is_completed_by_following_only_the_questions(store):
+    answers = ["new", "34", "Sam Lee", "sam@example.org", "0113 496 0000", "friend", "Help finding housing", "yes"]
+
+    out = invoke("run", "client-intake", "--offline", "--subject", "sam", "--store", store, "--forms", str(FORMS),
+                 input="".join(a + "\n" for a in answers)).stdout
+
+    assert "Phone? Optional" in out
+    assert "- Phone: 0113 496 0000" in out.split("Before I send it, please check your answers:")[1]
+    assert "Sent. The Client intake is complete" in out
+    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    assert row["status"] == "complete"
+
+
+def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(store):
+    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
+               "client visit", "rail", "TR-4411", "skip", "skip", "100", "no", "Meals cost: 12", "yes"]
+
+    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
+                 input="".join(a + "\n" for a in answers)).stdout
+
+    read_backs = out.split("Before I send it, please check your answers:")
+    assert len(read_backs) == 3  # read back, corrected, read back again
+    assert "Meals cost" not in read_backs[1].split("Left out:")[0] and "- Meals cost: 12" in read_backs[2]
+    assert out.index("What would you like to change?") < out.index("- Meals cost: 12")
+    assert "Sent." in read_backs[2]
+
+
+def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected(store):
+    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-04", "2026-03-02", "client visit"]
+
+    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
+                 input="".join(a + "\n" for a in answers)).stdout
+    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    fixed = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
+                   input="Return date: 2026-03-06\n").stdout
+    inspected = json.loads(invoke("inspect", row["instance_id"], "--store", store, "--forms", str(FORMS),
+                                  "--json").stdout)
+
+    assert "The return date (2026-03-02) is before the departure date (2026-03-04)." in out
+    assert 'Which answer should change? Tell me as "Label: value"' in out
+    assert "step:trip" not in out  # the check's own words, not its hook id
+    assert "Mode" in fixed.split("Return date: 2026-03-06")[-1]  # corrected: on to the next step
+    assert "failures" not in inspected
+
+
+def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(store):
+    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org",
+                                "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
+                                "purpose": "client visit", "mode": "rail", "ticket_reference": "TR-4411",
+                                "accommodation": 900, "total": 700})
+    base = ["--store", store, "--forms", str(FORMS)]
+
+    refused = invoke("submit", instance_id, *base)
+    inspected = invoke("inspect", instance_id, *base)
+    fixed = invoke("fill", instance_id, "accommodation=500", *base, "--json")
+    sent = invoke("submit", instance_id, *base)
+
+    assert refused.exit_code == 1 and refused.stderr.startswith("error: Not ready to send")
+    assert "Accommodation and meals come to £900, more than the total claimed (£700)." in inspected.stdout
+    assert json.loads(fixed.stdout)["status"] == "ready"
+    assert sent.exit_code == 0 and sent.stdout.startswith(f"sent {instance_id}: Travel reimbursement claim is complete")
+
+
+def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an_example(store):
+    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org",
+                                "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
+                                "purpose": "client visit", "mode": "rail", "ticket_reference": "TR-4411",
+                                "total": 100})
+    base = ["--store", store, "--forms", str(FORMS)]
+    listed = json.loads(invoke("instances", "--status", "ready", "--store", store, "--json").stdout)["instances"]
+
+    first = invoke("submit", instance_id, *base, "--json")
+    again = invoke("submit", instance_id, *base)
+    helped = invoke("submit", "--help")
+
+    assert [r["instance_id"] for r in listed] == [instance_id]
+    assert json.loads(first.stdout)["status"] == "complete" and json.loads(first.stdout)["complete"] is True
+    assert again.exit_code == 1 and len(again.stderr.strip().splitlines()) == 1 and "already sent" in again.stderr
+    assert "formctl submit form_" in helped.stdout

@@ -290,7 +290,7 @@ def test_blank_optional_parameters_mean_omitted(tools):
 
 
 def test_an_unknown_tool_is_a_coded_error(tools):
-    assert error_code(tools.call("form_submit", {})) == "unknown_tool"
+    assert error_code(tools.call("form_delete", {})) == "unknown_tool"
 
 
 # --------------------------------------------------------------------------- selection
@@ -306,7 +306,7 @@ def test_allow_narrows_and_deny_subtracts_by_name_or_suffix():
 
 def test_a_selector_matching_no_tool_is_an_unknown_tool_error():
     with pytest.raises(ToolSelectionError) as raised:
-        select_tools(deny=["submit"])
+        select_tools(deny=["delete"])
     assert raised.value.code == "unknown_tool"
 
 

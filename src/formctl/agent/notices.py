@@ -109,4 +109,6 @@ def _status_sentence(status: str, instance: Any) -> str:
         return f"the form was closed{reason}"
     if status == "complete":
         return "the form is complete"
+    if status == "ready":
+        return "the form is ready to send"
     return "the form is open again"

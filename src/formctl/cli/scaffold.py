@@ -41,6 +41,8 @@ Scaffolded by `formctl new {form_id}`. Edit the steps and fields, then:
 
 A field is optional iff its schema accepts None (``str | None``); gates ``when=`` get the
 live values and a state with ``step_complete(id)``; executors get ``ctx.values``.
+``review=True``: once every required answer is in, the optional questions are offered and
+every answer is read back; the form is sent (complete) only when the person says yes.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from formctl import define_form
     define_form(
         {form_id!r},
         version=1,
+        review=True,
         name={name!r},
         description={description!r},
         conduct="Conversational: one or two questions at a time.",

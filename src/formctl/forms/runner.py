@@ -205,6 +205,7 @@ class FormRunner(RunnerReads):
             instance = self._fire_completion(compiled, instance, prov, failures)
             result = self._result_only(compiled, instance, FillResult(view=None))  # type: ignore[arg-type]
             result.failures = failures or result.failures
+            result.view.step, result.view.fields = None, []  # what was sent is what was read back: no step to show
             return result
 
     def abandon(self, reason: str, instance_id: str | None = None) -> Instance:

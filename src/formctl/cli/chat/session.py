@@ -23,7 +23,7 @@ from formctl.forms.reading import DefaultInstance, is_stale
 OPENER = "Hello."
 CHAT_SOURCE = "chat"
 POLL_SECONDS = 1.0
-CONTINUABLE = ("active", "awaiting", "stale")
+CONTINUABLE = ("active", "ready", "awaiting", "stale")
 
 
 @dataclass
@@ -460,4 +460,7 @@ class ChatSession(Commands):
         if status == "awaiting":
             return (f"Saved. {instance_id} is waiting on {instance.blocked_on}; "
                     f"once it is resolved, carry on with: formctl resume {instance_id}")
+        if status == "ready":
+            return (f"Saved, not sent: {instance_id} is ready to send. To check it and send it: "
+                    f"formctl resume {instance_id}")
         return f"Saved. Carry on with: formctl resume {instance_id}"

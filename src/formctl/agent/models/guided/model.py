@@ -38,6 +38,7 @@ class GuidedModel(Planning, Phrasing):
         self._kinds: dict[tuple[str, int, str], _Kind] = {}
         self._summarised: tuple[str, int] | None = None  # the instance version last read back in full
         self._preface: list[str] = []  # said first in the next reply (what changed, from a notice)
+        self._read_back: tuple[str, int] | None = None  # the ready instance version read back for sending
 
     # ------------------------------------------------------------------ the interface
 

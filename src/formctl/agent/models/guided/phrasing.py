@@ -27,7 +27,8 @@ HELP_TEXT = (
     "\"Label: value\" (several at once separated by \";\"). You can also say: "
     "\"undo\" (take back your last answer), \"back\" (take it back and answer again), "
     "\"skip\" (leave out an optional question), \"status\" (where we are), "
-    "\"what else\" (what's still to come) and \"quit\" (stop now and carry on later)."
+    "\"what else\" (what's still to come) and \"quit\" (stop now and carry on later). "
+    "When every answer is in I read them all back, and \"yes\" sends the form."
 )
 
 
@@ -78,6 +79,10 @@ class Phrasing:
         if plan.kind == "skip" and plan.target is not None:
             paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
         paragraphs.extend(self._problem_paragraphs(snap, plan))
+        if plan.kind == "submit" and not errors and snap.instance.status == "complete":
+            self._summarised = (snap.instance.id, snap.instance.version)
+            paragraphs.append(f"Sent. The {compiled.name} is complete — thank you.")
+            return self._text_reply(paragraphs)
         if plan.kind == "what_else":
             paragraphs.append(self._what_else_text(turn, snap))
         if plan.kind == "status":
@@ -151,9 +156,20 @@ class Phrasing:
         for failure in (snap.view.failures if repeat else fresh):
             out.append(_failure_text(snap.compiled, failure.hook_id, failure.message))
             self._shown_failures.add((failure.hook_id, failure.message))
+        step_failure = next((f for f in snap.view.failures if f.hook_id.startswith("step:")), None)
+        if step_failure is not None:
+            # Answers that disagree (a return before the departure): settle that before
+            # moving on, or the person reaches the read-back with it still failing.
+            out.append(self._fix_text(snap, step_failure.hook_id[len("step:"):],
+                                      retry=step_failure.message == COULD_NOT_CHECK))
+            return out
         field_id = self._next_question(snap)
         if field_id is not None:
             out.extend(self._question(snap, field_id))
+            return out
+        if instance.status == "ready":
+            out.append(self._read_back_text(snap))
+            self._read_back = (instance.id, instance.version)
             return out
         # A rejected blocking checkpoint keeps a fully answered form "active": only the
         # stored status says the form is really complete.
@@ -323,6 +339,38 @@ class Phrasing:
             "No problem — everything you've answered is saved. "
             f"You can pick this up later with `formctl resume {instance.id}`."
         )
+
+    def _fix_text(self, snap: _Snapshot, step_id: str, *, retry: bool = False) -> str:
+        """How to settle a step's failed check: the step's answers, and how to change one (or,
+        when the check could not run, to give one again so it runs again)."""
+        compiled, ev = snap.compiled, snap.ev
+        step = compiled.step_by_id.get(step_id)
+        shown = []
+        for field in step.fields if step is not None else []:
+            if ev.status[field.order] == "filled" and field.id in ev.values:
+                value = "(hidden)" if field.sensitive else _format_value(_jsonable(ev.values[field.id]))
+                shown.append(f"{field.label}: {value}")
+        text = ('To check again, give one of these answers again as "Label: value"' if retry
+                else 'Which answer should change? Tell me as "Label: value"')
+        return text + (" — now " + "; ".join(shown) + "." if shown else ".")
+
+    def _read_back_text(self, snap: _Snapshot) -> str:
+        """Every answer, before the form is sent, and how to send it or change it."""
+        compiled, ev = snap.compiled, snap.ev
+        lines = [f"That's everything for the {compiled.name}. Before I send it, please check your answers:"]
+        left_out = []
+        for field in compiled.fields:
+            if not ev.applicable[field.order]:
+                continue
+            if ev.status[field.order] == "filled" and field.id in ev.values:
+                shown = "(hidden)" if field.sensitive else _format_value(_jsonable(ev.values[field.id]))
+                lines.append(f"- {field.label}: {shown}")
+            elif not field.required:
+                left_out.append(field.label)
+        if left_out:
+            lines.append("Left out: " + ", ".join(left_out) + ".")
+        lines.append('Shall I send it? Say "yes" to send it, or tell me what to change as "Label: value".')
+        return "\n".join(lines)
 
     def _summary(self, snap: _Snapshot) -> str:
         compiled, ev = snap.compiled, snap.ev

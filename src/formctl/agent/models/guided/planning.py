@@ -49,6 +49,15 @@ class _Plan:
     notes: list[str] = dc_field(default_factory=list)
 
 
+# At the read-back of a form ready to send: the words that send it, and those that hold it back.
+_SEND_WORDS = {
+    "yes", "y", "yes please", "yes send it", "send", "send it", "please send it", "submit", "submit it",
+    "confirm", "confirmed", "correct", "all correct", "thats right", "thats correct", "looks good",
+    "looks right", "go ahead", "ok", "okay", "sure", "yep", "yeah", "yes thats right", "yes all correct",
+}
+_CHANGE_WORDS = {"no", "n", "nope", "not yet", "wait", "hold on", "change", "change something", "not quite"}
+
+
 class Planning:
     """Turns the person's words into tool calls; mixed into GuidedModel."""
 
@@ -98,6 +107,10 @@ class Planning:
         if self._asked_moved_on(snap):
             return self._plan_moved_on(snap, words)
         asked = self._current_question(snap)
+        if snap.instance.status == "ready" and asked is None and command is None:
+            review = self._plan_review(snap, words)
+            if review is not None:
+                return review
         values, corrections, plan = self._answers(snap, words, bare_allowed=asked is not None)
         if values or corrections:
             return self._plan_answers(plan, values, corrections)
@@ -150,6 +163,25 @@ class Planning:
         for row in self.runner.list():
             if wanted in (normalise(row.get("id", "")), normalise(row.get("name", ""))):
                 return row["id"]
+        return None
+
+    def _plan_review(self, snap: _Snapshot, words: str) -> ModelReply | None:
+        """At the read-back of a ready form: "yes" sends what was read back, "no" asks what to
+        change; anything else (a "Label: value" correction) is an answer like any other.
+
+        A "yes" sends only if nothing changed since the read-back (the person's own correction,
+        a host's write): otherwise it reads back again, so what is sent is what was confirmed.
+        """
+        key = _command_key(words)
+        if key in _SEND_WORDS:
+            if self._read_back == (snap.instance.id, snap.instance.version):
+                return self._tool_reply(_Plan("submit"), [("form_submit", {})])
+            changed = self._read_back is not None and self._read_back[0] == snap.instance.id
+            lead = ["The answers changed since I read them back, so here they are again."] if changed else []
+            return self._text_reply(lead + self._state_paragraphs(snap))
+        if key in _CHANGE_WORDS:
+            return self._text_reply(['What would you like to change? Tell me as "Label: value" '
+                                     '(for example "Meals cost: 45"), then I\'ll read it all back again.'])
         return None
 
     def _plan_move(self, snap: _Snapshot, command: str) -> ModelReply:
@@ -314,6 +346,18 @@ class Planning:
                 return self._focus
             self._focus = None
         ev, compiled = snap.ev, snap.compiled
+        if snap.instance.status == "ready" and not ev.revisiting:
+            # Every required answer is in: offer the optional questions not answered or
+            # passed over, one at a time, before the read-back (docs/guided.md).
+            for field in compiled.fields:
+                if (
+                    not field.required
+                    and field.id not in self._skipped
+                    and ev.applicable[field.order]
+                    and ev.status[field.order] in ("empty", "invalid")
+                ):
+                    return field.id
+            return None
         open_k = ev.open_step
         if open_k is not None and not ev.complete and not ev.revisiting:
             for field in compiled.fields:
