@@ -92,6 +92,15 @@ def fill(values: dict[str, Any]) -> ModelReply:
     return use("form_fill", {"values": values})
 
 
+def submit() -> ModelReply:
+    return use("form_submit", {})
+
+
+# The travel claim is sent only after the person confirms a read-back (review=True).
+READ_BACK = ("Before I send it: Dana Reeve, AB1234, dana@example.com; Leeds, 2-4 March 2026, client "
+             "workshop; rail TR-99812; hotel 240, meals 45.50, total 285.50. Shall I send it?")
+
+
 # Each scenario: [(user message, [model replies for that turn]), ...]
 SCENARIOS: dict[str, list[tuple[str, list[ModelReply]]]] = {
     "straight-through": [
@@ -99,12 +108,14 @@ SCENARIOS: dict[str, list[tuple[str, list[ModelReply]]]] = {
         ("Dana Reeve, AB1234, dana@example.com", [fill(CLAIMANT), say("Where did you go, when, and why?")]),
         ("Leeds, 2 to 4 March 2026, a client workshop", [fill(TRIP), say("How did you travel?")]),
         ("By train, ticket TR-99812", [fill(RAIL), say("What did accommodation and meals cost, and the total?")]),
-        ("Hotel 240, meals 45.50, total 285.50", [fill(COSTS), say("Done: your claim is complete.")]),
+        ("Hotel 240, meals 45.50, total 285.50", [fill(COSTS), say(READ_BACK)]),
+        ("Yes, send it.", [submit(), say("Sent: your claim is complete.")]),
     ],
     "front-loaded": [
         ("Claim for Dana Reeve, AB1234, dana@example.com: Leeds 2-4 March 2026 for a client workshop, "
          "by train (TR-99812), hotel 240, meals 45.50, total 285.50.",
-         [start(CLAIMANT | TRIP | RAIL | COSTS), say("Thanks, that's everything: your claim is complete.")]),
+         [start(CLAIMANT | TRIP | RAIL | COSTS), say(READ_BACK)]),
+        ("Yes.", [submit(), say("Sent: your claim is complete.")]),
     ],
     "held value after a correction": [
         ("Claim please: Dana Reeve, AB1234, dana@example.com", [start(CLAIMANT), say("Where did you go, and when?")]),
@@ -114,7 +125,8 @@ SCENARIOS: dict[str, list[tuple[str, list[ModelReply]]]] = {
          [use("form_revise", {"field": "mode", "value": "rail", "reason": "took the train"}),
           say("Updated to rail; I've kept the mileage aside. Your ticket reference?")]),
         ("TR-99812", [fill({"ticket_reference": "TR-99812"}), say("And the costs?")]),
-        ("Hotel 240, meals 45.50, total 285.50", [fill(COSTS), say("All done.")]),
+        ("Hotel 240, meals 45.50, total 285.50", [fill(COSTS), say(READ_BACK)]),
+        ("Yes, send it.", [submit(), say("Sent.")]),
     ],
     "a bad value": [
         ("Start a travel claim. I'm Dana Reeve, staff ab12.",
