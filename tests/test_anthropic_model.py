@@ -113,9 +113,14 @@ def test_a_travel_claim_completes_through_the_real_sdk(api, store):
     assert turn.tool_calls == 2
 
     api.reply(tool_use("form_fill", {"values": {"accommodation": 240, "meals": 45.5, "total": 285.5}}))
-    api.reply(text("All done: your claim is complete."))
+    api.reply(text("Here is everything I have: ... Shall I send it?"))
     turn = loop.send("Hotel 240, meals 45.50, total 285.50")
-    assert turn.error is None and turn.text == "All done: your claim is complete."
+    assert turn.error is None and make_runner(store).open_instance().status == "ready"  # read back, not sent
+
+    api.reply(tool_use("form_submit", {}))
+    api.reply(text("All done: your claim is sent."))
+    turn = loop.send("Yes, send it.")
+    assert turn.error is None and turn.text == "All done: your claim is sent."
 
     instance = make_runner(store).open_instance()  # read back through a fresh runner: it is on disk
     assert instance.status == "complete"
@@ -123,17 +128,19 @@ def test_a_travel_claim_completes_through_the_real_sdk(api, store):
     assert api.pending == 0 and not api.unexpected
 
     bodies = api.bodies
-    assert len(bodies) == 8
+    assert len(bodies) == 10
     assert_well_formed(bodies, "travel-claim")
     assert tier0_sent(bodies[0]) is None  # nothing open yet
     assert tier0_sent(bodies[1]).startswith('[form: travel-claim] step 1/4 "Claimant" · pending: Work email')
     assert tier0_sent(bodies[5]).startswith('[form: travel-claim] step 4/4 "Costs"')
-    assert tier0_sent(bodies[7]) is None  # complete: no tier 0, and no empty block in its place
+    assert tier0_sent(bodies[7]).startswith("[form: travel-claim] ready to send")
+    assert "form_submit once the person confirms" in tier0_sent(bodies[8])
+    assert tier0_sent(bodies[9]) is None  # sent: no tier 0, and no empty block in its place
     parallel = bodies[5]["messages"][-1]["content"]
     assert [b["type"] for b in parallel] == ["tool_result", "tool_result", "text"]
     assert "Conversational: one or two questions at a time." in bodies[0]["system"][0]["text"]
     streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
-    assert "All done: your claim is complete." in streamed
+    assert "All done: your claim is sent." in streamed
 
 
 def test_a_client_intake_completes_through_the_real_sdk(api, store):
@@ -146,8 +153,12 @@ def test_a_client_intake_completes_through_the_real_sdk(api, store):
     api.reply(text("How did you hear about us, and what do you need?"))
     loop.send("Sam Lee, sam@example.com, no phone")
     api.reply(tool_use("form_fill", {"values": {"referral": "web", "needs": "Housing advice"}}))
-    api.reply(text("Thank you, that's everything."))
+    api.reply(text("Thank you. Here's what I have: ... Shall I send it?"))
     loop.send("Found you on the web; I need housing advice.")
+    assert make_runner(store).open_instance().status == "ready"
+    api.reply(tool_use("form_submit", {}))
+    api.reply(text("Sent."))
+    loop.send("Yes.")
     assert make_runner(store).open_instance().status == "complete"
     bodies = api.bodies
     assert_well_formed(bodies, "client-intake")

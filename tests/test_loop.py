@@ -428,12 +428,12 @@ def test_allow_and_deny_narrow_the_tools_sent(claim_runner):
     loop, model, _ = make_loop(claim_runner, [say("ok")], deny=["start", "abandon"])
     loop.send("hi")
     assert [t["name"] for t in model.requests[0].tools] == [
-        "form_list", "form_status", "form_inspect", "form_fill", "form_revise", "form_history"]
+        "form_list", "form_status", "form_inspect", "form_fill", "form_revise", "form_submit", "form_history"]
 
 
 def test_an_unknown_selector_is_refused_when_the_loop_is_built(claim_runner):
     with pytest.raises(ToolSelectionError):
-        ChatLoop(claim_runner, ScriptedModel([]), allow=["submit"])
+        ChatLoop(claim_runner, ScriptedModel([]), allow=["delete"])
 
 
 def test_the_model_turn_event_holds_the_reply(claim_runner):

@@ -38,15 +38,15 @@ def started(tools: FormTools, values: dict | None = None) -> dict:
 # --------------------------------------------------------------------------- definitions
 
 
-def test_the_surface_is_the_eight_tools_in_spec_order():
+def test_the_surface_is_the_nine_tools_in_spec_order():
     assert [d["name"] for d in tool_definitions()] == [
         "form_list", "form_start", "form_status", "form_inspect",
-        "form_fill", "form_revise", "form_abandon", "form_history",
+        "form_fill", "form_revise", "form_submit", "form_abandon", "form_history",
     ]
     assert list(TOOL_NAMES) == [d["name"] for d in tool_definitions()]
 
 
-def test_the_eight_definitions_as_sent_fit_the_context_budget():
+def test_the_nine_definitions_as_sent_fit_the_context_budget():
     as_sent = json.dumps(tool_definitions())  # the SDK's own separators
     assert len(as_sent) <= 3500, len(as_sent)
 

@@ -42,6 +42,7 @@ def test_a_second_abandon_is_refused_and_the_first_reason_stays(store):
 
 def test_a_complete_claim_cannot_be_abandoned(store):
     instance_id = start(store, {**CLAIM, "total": 120})
+    assert run(store, "submit", instance_id).exit_code == 0  # read back and sent
     assert as_json(store, "export", instance_id)["status"] == "complete"
 
     refused = run(store, "abandon", instance_id, "--reason", "never mind")
@@ -104,7 +105,7 @@ def test_a_form_author_playing_the_host_can_resolve_and_the_status_bar_says_so(s
     assert result.exit_code == 0, result.output
     assert "playing the host" in result.output
     assert '[as host] [form: travel-claim] awaiting "policy-cap"' in result.output
-    assert "checkpoint approved · [as host] [form: travel-claim] complete" in result.output
+    assert "checkpoint approved · [as host] [form: travel-claim] ready to send" in result.output
     (decision,) = as_json(store, "inspect", instance_id)["resolutions"]
     assert (decision["outcome"], decision["actor"], decision["reason"]) == ("approved", getpass.getuser(), "trial run")
 
@@ -126,7 +127,7 @@ def test_every_resolution_shows_who_when_and_why_in_inspect_history_and_export(s
         text = run(store, command, instance_id).output
         assert "checkpoint decisions" in text
         assert "Sam Jones" in text and "needs pre-approval" in text and "Kim Lee" in text, command
-    assert as_json(store, "export", instance_id)["status"] == "complete"
+    assert as_json(store, "export", instance_id)["status"] == "ready"  # approved; the claimant sends it
 
 
 def test_a_resolution_without_as_is_recorded_as_the_login_name(store):
@@ -160,7 +161,7 @@ def test_a_recorded_transcript_carries_who_resolved_and_replays(store, tmp_path)
 def test_a_host_raising_an_approved_total_reopens_the_policy_cap(store):
     instance_id = claim_over_the_cap(store)
     assert run(store, "resolve", instance_id, "--as", "Finance", "--reason", "1204.50 is fine").exit_code == 0
-    assert as_json(store, "export", instance_id)["status"] == "complete"
+    assert as_json(store, "export", instance_id)["status"] == "ready"
 
     filled = run(store, "fill", instance_id, "total=5000")
 
