@@ -158,3 +158,26 @@ def test_form_start_refuses_while_the_same_form_is_ready(review_runner):
     started = FormTools(review_runner).call("form_start", {"form": "reviewed"})
 
     assert started["status"] == "error" and started["data"]["code"] == "form_open"
+
+
+def test_the_guided_yes_after_a_change_elsewhere_reads_back_again_and_sends_only_the_next_yes():
+    from test_guided import Chat
+
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    text = chat.say(
+        "Full name: Dana Reeve; Staff ID: AB1234; Work email: d@example.org; Destination: Leeds; "
+        "Departure date: 2026-03-02; Return date: 2026-03-04; Purpose: talk; Mode: rail; "
+        "Ticket reference: TK9999; Accommodation cost: 80; Meals cost: 20; Total: 100"
+    )
+    assert "Before I send it, please check your answers:" in text and "- Meals cost: 20" in text
+
+    chat.runner.fill({"meals": 12}, instance_id=chat.loop.instance_id)  # a host, in another terminal
+    text = chat.say("yes")
+
+    assert chat.tools == []  # nothing is sent that the person did not see
+    assert "The answers changed since I read them back" in text and "- Meals cost: 12" in text
+    assert chat.instance().status == "ready"
+    text = chat.say("yes")
+    assert chat.tools == [("form_submit", {})] and "Sent." in text
+    assert chat.instance().status == "complete"

@@ -21,8 +21,8 @@ from typing import Any
 from formctl.agent.models.base import ModelReply
 from formctl.agent.models.guided.answers import _NONE_WORDS, _SAME_WORDS, UnreadableAnswer, _convert, _jsonable
 from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence
-from formctl.agent.notices import read_notice
 from formctl.agent.models.guided.words import _COMMANDS, _LABELLED, _command_key, _segments, _Turn
+from formctl.agent.notices import read_notice
 
 
 @dataclass(slots=True)
