@@ -9,7 +9,7 @@ runner commits what these decide.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,7 +231,7 @@ def rising_edges(
     instance: Instance,
     before: Evaluation,
     after: Evaluation,
-    changed: Iterable[str] = (),
+    changed: Collection[str] = (),
 ) -> tuple[list[Hook], dict[str, int]]:
     """Field, step and checkpoint hooks to run, in the fixed order, and the counters their edges bump.
 
@@ -251,23 +251,33 @@ def rising_edges(
     # A check that failed runs again when what it checked is answered again (docs/engine.md,
     # "Staging and rising edges"): otherwise a step's on_complete that said "the return date
     # is before the departure" would stay failed after the person corrected the date.
-    failed = _failed_hooks(compiled, instance, before) if changed else frozenset()
+    # The failed hooks are read from the dispatch log only when some hook could run again.
+    failed: frozenset[str] | None = None
+
+    def failed_last(key: str) -> bool:
+        nonlocal failed
+        if failed is None:
+            failed = _failed_hooks(compiled, instance, before)
+        return key in failed
+
     for field in compiled.fields:
         fid = field.id
-        key = f"field:{fid}"
-        if fid in after.live and (fid not in before_live or (key in failed and fid in changed)):
-            n = bump(key)
+        if fid in after.live and (
+            fid not in before_live or (field.on_fill is not None and fid in changed and failed_last(f"field:{fid}"))
+        ):
+            n = bump(f"field:{fid}")
             if field.on_fill is not None:
-                queue.append(Hook(key, field.on_fill, n))
+                queue.append(Hook(f"field:{fid}", field.on_fill, n))
     for step in compiled.steps:
         k = step.index
-        key = f"step:{step.id}"
         if after.step_complete[k] and (
-            not before.step_complete[k] or (key in failed and any(f.id in changed for f in step.fields))
+            not before.step_complete[k]
+            or (step.on_complete is not None and any(f.id in changed for f in step.fields)
+                and failed_last(f"step:{step.id}"))
         ):
-            n = bump(key)
+            n = bump(f"step:{step.id}")
             if step.on_complete is not None:
-                queue.append(Hook(key, step.on_complete, n))
+                queue.append(Hook(f"step:{step.id}", step.on_complete, n))
     for cp in compiled.checkpoints:
         if not after.checkpoint_active[cp.index]:
             continue
