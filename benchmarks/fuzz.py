@@ -1,0 +1,93 @@
+"""The tool-layer fuzz at scale: ten thousand tool calls a confused model might make, counted.
+
+Run:  python benchmarks/fuzz.py [CALLS]        (default 10,000)
+
+The same examples and checks as ``tests/test_tool_fuzz.py`` (``tests/tool_fuzz.py`` says what
+each call must keep true): every example is one chat turn in a fresh JSON store, the tools run
+through the chat loop, and every call is checked as it happens. Instead of stopping at the
+first finding, this counts them and prints, for the whole run: calls, crashes, writes on error
+results, version regressions, conversations saved under another id, and every other kind of
+finding, then the wall time. It exits 1 when anything was found.
+
+The examples come from hypothesis, generated only (no shrinking: a finding is printed with
+the call that made it, the first few of each kind). fsync is off, as in the tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+
+import tool_fuzz  # noqa: E402
+
+HEADLINE = ["crash", "write on error", "version drop", "conversation under another id"]
+
+
+def main(target: int) -> int:
+    # fsync off, as in the test suite: what is checked is what gets written, not that it is durable.
+    from formctl.store import _durable
+
+    _durable.fsync_enabled = False
+    # The example forms, copied: loading them must not write a __pycache__ into the checkout.
+    project = Path(tempfile.mkdtemp(prefix="formctl-fuzz-forms-"))
+    shutil.copytree(ROOT / "tests" / "fixtures" / "forms", project / "forms")
+    registry = project / "forms" / "registry.toml"
+    tally = tool_fuzz.Tally()
+    examples = 0
+    harness_errors: list[str] = []
+
+    def one(example: dict) -> None:
+        nonlocal examples
+        examples += 1
+        try:
+            tool_fuzz.play(example, registry, tally)
+        except Exception as exc:  # the harness's own failure: reported, never hidden
+            harness_errors.append(f"{type(exc).__name__}: {exc}")
+
+    started = time.perf_counter()
+    try:
+        while tally.calls < target:
+            # about four calls a turn: ask hypothesis for just enough turns, then see how far it got
+            turns = max(1, min(500, (target - tally.calls) // 4))
+            given(example=tool_fuzz.turns())(
+                settings(max_examples=turns, deadline=None, database=None, phases=[Phase.generate],
+                         suppress_health_check=list(HealthCheck))(lambda example: one(example)))()
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+    wall = time.perf_counter() - started
+
+    kinds = Counter(f.kind for f in tally.findings)
+    print(f"tool-layer fuzz: {tally.calls:,} calls in {examples:,} chat turns "
+          f"({tally.errors:,} error results, {tally.calls - tally.errors:,} successes)")
+    print(f"  crashes:                              {kinds['crash']}")
+    print(f"  writes on error results:              {kinds['write on error']}")
+    print(f"  version regressions:                  {kinds['version drop']}")
+    print(f"  conversations saved under another id: {kinds['conversation under another id']}")
+    for kind, count in sorted(kinds.items()):
+        if kind not in HEADLINE:
+            print(f"  {kind + ':':<38}{count}")
+    if harness_errors:
+        print(f"  harness errors:                       {len(harness_errors)}")
+    print(f"  wall time: {wall:.1f} s ({wall / max(tally.calls, 1) * 1000:.1f} ms a call, checks included)")
+    shown: Counter[str] = Counter()
+    for finding in tally.findings:
+        if shown[finding.kind] < 3:
+            shown[finding.kind] += 1
+            print(f"  - {finding}"[:600])
+    for error in harness_errors[:3]:
+        print(f"  - harness: {error}"[:600])
+    return 1 if tally.findings or harness_errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))

@@ -1,0 +1,493 @@
+"""The tool-layer fuzz, shared by ``tests/test_tool_fuzz.py`` (a few hundred examples in every run)
+and ``benchmarks/fuzz.py`` (ten thousand calls, counted).
+
+Every example is one chat turn in a fresh JSON store: a model that gets every argument wrong
+(missing and extra keys, wrong JSON types, nulls, huge and deeply nested values, control
+characters, NUL, lone surrogates, numbers as strings, unknown and near-miss field ids,
+another subject's and made-up instance ids, path-like ids) calls the tools through the chat
+loop, the same path a chat takes (``ChatLoop`` with a real ``JsonFileAdapter`` and the
+``ConversationStore``). Around each call, :class:`Watch` checks what the chat relies on:
+
+- no exception escapes the loop, and the loop reports no error of its own (a conversation
+  that could not be saved, say);
+- the result is a well-formed envelope, and the ``tool_result`` text sent back is valid
+  UTF-8 JSON that reads back as the same envelope;
+- an error result leaves every store file as it was (byte for byte), so does a read that
+  succeeds, and no result makes an instance's version drop or an instance disappear;
+- every value a success result says it captured is in that field's log;
+- no conversation is saved under an instance the chat did not begin with or start itself,
+  and another subject's saved conversation is never touched.
+
+Afterwards a fresh adapter reads every instance and the store check (what ``formctl store
+check`` runs) passes. Violations are collected as :class:`Finding` rows, so the benchmark can
+count them; the test fails on the first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from formctl import FormRegistry, FormRunner, JsonFileAdapter
+from formctl.agent.conversation import ConversationStore
+from formctl.agent.events import LoopError, ToolCall, ToolResult
+from formctl.agent.loop import ChatLoop, tool_result_block
+from formctl.agent.models.base import ModelReply
+from formctl.agent.tools import _BY_NAME, TOOL_NAMES
+
+SUBJECT = "dana"
+OTHER = "sam"
+READS = {"form_list", "form_status", "form_inspect", "form_history"}  # they never write, even on success
+THEIRS_SAID = [{"role": "user", "content": [{"type": "text", "text": "sam's own words"}]}]
+
+# --------------------------------------------------------------------------- what a model sends
+
+# The example forms' fields, labels and near misses of them: most names should mean something.
+FIELD_IDS = [
+    "full_name", "staff_id", "email", "destination", "departure_date", "return_date", "purpose", "mode",
+    "mileage", "mileage_cost", "ticket_reference", "accommodation", "meals", "total",
+    "client_type", "age", "phone", "referral", "needs", "client_number", "details_changed",
+]
+NEAR_MISSES = [
+    "Full name", "FULL_NAME", "fullname", "full-name", "full_nam", "fulname", "staffid", "Staff ID", "e-mail",
+    "emial", "Work email", "totl", "Total claimed", "return date", "milage", "full_name ", " staff_id",
+    "full\udce9name", "staff_id\x00", "email\u200b", "ｆｕｌｌ＿ｎａｍｅ",
+]
+STEP_IDS = ["claimant", "trip", "travel", "costs", "Claimant", "triage", "contact", "nope", "step 2", "2"]
+GOOD_VALUES = [
+    "Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2025-03-01", "2025-03-04", "Conference", "car", "rail",
+    "air", 120, 54.0, "TR1234", 812.5, 0, "new", "returning", 34, "0123456789", "web", "help with forms",
+    "C12345", True, False, "812.50", "34", "1e3",
+]
+PATH_LIKE = [
+    "../instances/x", "..", ".", "/etc/passwd", "form_x/../../y", "instances", "index.jsonl", "lock",
+    "form_\x00", "form_\udce9", "C:\\x", "con", "form_" + "a" * 300, "", " ", "\n",
+]
+# Text a person or a model gets wrong: controls, NUL, lone surrogates, direction marks, huge.
+NASTY_TEXT = [
+    "\x00", "a\x00b", "\udc80", "Jos\udce9", "\ud800", "\udfff\ud800", "\x1b[31mred", "\r\n", "\t", "\u202egnp.exe",
+    "\ufeff", "\u0301", "💥", "\U0010ffff", "x" * 5_000, "y" * 100_001, "NaN", "null", "true", "[]", "{}",
+]
+
+texts = st.one_of(
+    st.text(max_size=30),
+    st.text(alphabet=st.characters(exclude_categories=()), max_size=30),  # surrogates and controls too
+    st.sampled_from(NASTY_TEXT),
+)
+scalars = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(), st.sampled_from([2**63, -(2**63) - 1, 10**40, -1]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    texts, st.sampled_from(GOOD_VALUES),
+)
+
+
+def _deep(depth: int, leaf: Any = 1) -> Any:
+    value: Any = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"a": value}
+    return value
+
+
+huge = st.sampled_from(["deep-1000", "deep-70", "wide-list", "wide-dict", "long-key"]).map(
+    lambda kind: {
+        "deep-1000": lambda: _deep(1000),
+        "deep-70": lambda: _deep(70, "Dana\udce9"),
+        "wide-list": lambda: list(range(20_000)),
+        "wide-dict": lambda: {f"k{i}": i for i in range(5_000)},
+        "long-key": lambda: {"k" * 50_000: "v"},
+    }[kind]()
+)
+json_values = st.one_of(
+    scalars,
+    st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                  st.dictionaries(texts, inner, max_size=4)), max_leaves=8),
+    huge,
+)
+
+
+# A value each example field takes, so that many calls do land and their captures can be checked.
+GOOD_BY_FIELD: dict[str, list[Any]] = {
+    "full_name": ["Dana Reeve", "José García"], "staff_id": ["AB1234"], "email": ["dana@example.org"],
+    "destination": ["Leeds"], "departure_date": ["2025-03-01"], "return_date": ["2025-03-04"],
+    "purpose": ["Conference"], "mode": ["car", "rail", "air"], "mileage": [120], "mileage_cost": [54.0],
+    "ticket_reference": ["TR1234"], "accommodation": [180.0], "meals": [24.5], "total": [812.5, 300, 1204.5],
+    "client_type": ["new", "returning"], "age": [34, 16], "phone": ["0123456789"], "referral": ["web"],
+    "needs": ["help with forms"], "client_number": ["C12345"], "details_changed": [True, False],
+}
+
+
+def weighted(draw: st.DrawFn, *choices: tuple[int, st.SearchStrategy[Any]]) -> Any:
+    """Draw from one of ``choices``, picked with the given weights (most calls are nearly right)."""
+    pick = draw(st.integers(0, sum(w for w, _ in choices) - 1))
+    for weight, strategy in choices:
+        if pick < weight:
+            return draw(strategy)
+        pick -= weight
+    raise AssertionError("unreachable")
+
+
+@dataclass
+class Ids:
+    """The instance ids an example knows: the subject's own, another subject's."""
+
+    mine: list[str] = field(default_factory=list)
+    theirs: list[str] = field(default_factory=list)
+
+
+@st.composite
+def instance_ids(draw: st.DrawFn, ids: Ids) -> Any:
+    return weighted(draw, (6, st.sampled_from(ids.mine)), (2, st.sampled_from(ids.theirs)),
+                    (1, st.sampled_from(["form_zzzzzzzz_000000", "form_mx0000aa_aaaaaa", "FORM_MINE"])),
+                    (2, st.sampled_from(PATH_LIKE)), (1, json_values))
+
+
+field_names = st.one_of(st.sampled_from(FIELD_IDS), st.sampled_from(NEAR_MISSES), texts)
+
+
+@st.composite
+def field_value(draw: st.DrawFn, name: Any) -> Any:
+    good = GOOD_BY_FIELD.get(name) if isinstance(name, str) else None
+    return weighted(draw, (6 if good else 0, st.sampled_from(good or [None])), (2, st.sampled_from(GOOD_VALUES)),
+                    (3, json_values))
+
+
+@st.composite
+def fill_values(draw: st.DrawFn) -> Any:
+    """Mostly ``{field: value}`` (with a wrong name or value among the right ones); sometimes not an object."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(json_values)
+    known = st.sampled_from(FIELD_IDS)
+    names = draw(st.lists(st.one_of(known, known, known, field_names), max_size=6))
+    return {name: draw(field_value(name)) for name in names}
+
+
+def _parameter(name: str, ids: Ids) -> st.SearchStrategy[Any]:
+    """A value for one named parameter, of the kind it wants."""
+    good: dict[str, st.SearchStrategy[Any]] = {
+        "instance_id": instance_ids(ids),
+        "form": st.sampled_from(["travel-claim", "travel-claim", "client-intake", "travel_claim", "Travel claim",
+                                 "nope", "../forms/travel_claim", "travel-claim\x00", "travel-claim\udce9"]),
+        "values": fill_values(),
+        "field": field_names,
+        "id": st.one_of(field_names, st.sampled_from(STEP_IDS)),
+        "scope": st.sampled_from(["outline", "step", "field", "all", "OUTLINE", ""]),
+        "action": st.sampled_from(["set", "set", "retract", "undo", "redo", "delete", "SET", ""]),
+        "value": st.one_of(st.sampled_from(GOOD_VALUES), json_values),
+        "reason": st.one_of(st.sampled_from(["changed their mind", "duplicate", "typo"]), texts),
+        "subject": st.sampled_from([SUBJECT, OTHER, "", "*", "../sam", "dana\x00"]),
+        "status": st.sampled_from(["active", "awaiting", "complete", "abandoned", "stale", "ACTIVE", ""]),
+        "limit": st.one_of(st.integers(-5, 60), st.sampled_from(["10", 1.5, 10**30])),
+    }
+    return good.get(name, json_values)
+
+
+@st.composite
+def tool_calls(draw: st.DrawFn, ids: Ids) -> tuple[str, Any]:
+    """One call a confused model might make: a tool name and its input, usually nearly right."""
+    name = weighted(draw, (12, st.sampled_from(TOOL_NAMES)),
+                    (1, st.sampled_from(["form_fil", "FORM_FILL", "", "form_delete", "fill"])))
+    tool = _BY_NAME.get(name)
+    params = list(tool.args.model_fields) if tool is not None else ["values", "instance_id"]
+    required = [p for p in params if tool is not None and tool.args.model_fields[p].is_required()]
+    shape = weighted(draw, (12, st.just("usual")), (2, st.just("missing")), (2, st.just("extra")),
+                     (1, st.just("not an object")))
+    if shape == "not an object":
+        return name, draw(st.one_of(st.none(), st.lists(scalars, max_size=3), texts, st.integers()))
+    chosen = [p for p in params if (p in required and shape != "missing") or draw(st.integers(0, 2)) == 0]
+    arguments = {}
+    for p in chosen:
+        # the right kind of value, or (one time in six) any JSON at all: a null, a number as text ...
+        arguments[p] = weighted(draw, (5, _parameter(p, ids)), (1, json_values))
+    if shape == "extra":
+        extra_keys = st.one_of(texts, st.sampled_from(["instanceId", "value", "id", "values", "force"]))
+        arguments.update(draw(st.dictionaries(extra_keys, json_values, min_size=1, max_size=3)))
+    return name, arguments
+
+
+# --------------------------------------------------------------------------- the store and the watch
+
+
+@dataclass
+class Finding:
+    kind: str  # crash | loop error | envelope | not utf-8 json | write on error | version drop | lost capture | ...
+    call: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail} (call: {self.call})"
+
+
+@dataclass
+class Tally:
+    calls: int = 0
+    errors: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for f in self.findings if f.kind == kind)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def store_files(store: Path) -> dict[str, str]:
+    """Every file of the store except the conversations (saved each turn, checked on their own): hashes."""
+    found = {}
+    for root, dirs, names in os.walk(store):
+        dirs[:] = [d for d in dirs if d != "conversations"]
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as fh:
+                found[os.path.relpath(path, store)] = hashlib.sha256(fh.read()).hexdigest()
+    return found
+
+
+def versions(store: Path) -> dict[str, int]:
+    adapter = JsonFileAdapter(store)
+    try:
+        return {i.id: i.version for i in adapter.find_instances()}
+    finally:
+        adapter.close()
+
+
+def _kind(value: Any) -> type:
+    for kind in (bool, int, float, str, dict):  # bool first: True is an int too; a str enum is a str
+        if isinstance(value, kind):
+            return kind
+    return list if isinstance(value, (list, tuple)) else type(value)
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality that tells 1 from 1.0 from True, and takes NaN as itself (a tuple is a list)."""
+    if _kind(a) is not _kind(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def well_formed(envelope: Any) -> str | None:
+    """Why ``envelope`` is not the tools' envelope, or None."""
+    if not isinstance(envelope, dict):
+        return f"not a dict: {type(envelope).__name__}"
+    status = envelope.get("status")
+    if status == "success":
+        return None if set(envelope) == {"status", "data"} else f"success keys {sorted(envelope)}"
+    if status != "error":
+        return f"status {status!r}"
+    if set(envelope) != {"status", "message", "data"}:
+        return f"error keys {sorted(envelope)}"
+    if not isinstance(envelope["message"], str) or not envelope["message"].strip():
+        return "an error without a message"
+    data = envelope["data"]
+    if data is not None and not (isinstance(data, dict) and set(data) == {"code"} and isinstance(data["code"], str)):
+        return f"error data {data!r}"
+    return None
+
+
+class FuzzModel:
+    """Answers the loop with the planned tool calls, one reply per batch, then a word of text."""
+
+    name = "fuzz"
+
+    def __init__(self, batches: list[list[tuple[str, Any]]]) -> None:
+        self._replies = [
+            ModelReply(content=[{"type": "tool_use", "id": f"call_{b}_{i}", "name": n, "input": a}
+                                for i, (n, a) in enumerate(batch)], stop_reason="tool_use")
+            for b, batch in enumerate(batches)
+        ]
+        self._replies.append(ModelReply(content=[{"type": "text", "text": "Noted."}]))
+
+    def respond(self, request: Any, on_text: Any = None) -> ModelReply:
+        return self._replies.pop(0) if len(self._replies) > 1 else self._replies[0]
+
+
+class World:
+    """One example's store: the subject's instances (one open, maybe), another subject's instance
+    with a saved conversation of its own, and the runner the chat uses."""
+
+    def __init__(self, registry_file: Path, *, open_form: bool, closed: bool) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="formctl-fuzz-"))
+        self.store = self.root / "store"
+        self.registry = FormRegistry.from_toml(registry_file)
+        self.ids = Ids()
+        host = FormRunner(JsonFileAdapter(self.store), registry=self.registry, subject=OTHER)
+        theirs = host.start("client-intake", seed={"full_name": "Sam Jones", "age": 40}).view.instance_id
+        self.ids.theirs.append(theirs)
+        ConversationStore(self.store).save(theirs, THEIRS_SAID)
+        mine = FormRunner(JsonFileAdapter(self.store), registry=self.registry, subject=SUBJECT)
+        if closed:
+            done = mine.start("client-intake", seed={"full_name": "Dana Reeve"}).view.instance_id
+            mine.abandon("moved away", instance_id=done)
+            self.ids.mine.append(done)
+        if open_form:
+            self.ids.mine.append(mine.start("travel-claim", seed={"full_name": "Dana Reeve"}).view.instance_id)
+        self.theirs_conversation = (self.store / "conversations" / f"{theirs}.json").read_bytes()
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Watch:
+    """Runs one turn of planned calls through the chat loop and checks each call as it happens."""
+
+    def __init__(self, world: World, tally: Tally) -> None:
+        self.world = world
+        self.tally = tally
+        self.adapter = JsonFileAdapter(world.store)
+        self.runner = FormRunner(self.adapter, registry=world.registry, subject=SUBJECT)
+        self.conversations = ConversationStore(world.store)
+        self._before: tuple[dict[str, str], dict[str, int]] | None = None
+        self._call = ""
+        self._input: Any = None
+
+    def finding(self, kind: str, detail: str) -> None:
+        self.tally.findings.append(Finding(kind, self._call, detail))
+
+    def run(self, batches: list[list[tuple[str, Any]]]) -> None:
+        loop = ChatLoop(self.runner, FuzzModel(batches), conversation_store=self.conversations, on_event=self._event,
+                        max_iterations=len(batches) + 1)
+        self.allowed = {loop.instance_id} - {None}
+        self.loop = loop
+        try:
+            loop.send("Hello")
+        except BaseException as exc:  # noqa: BLE001 - the point: nothing may escape
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self.finding("crash", f"{type(exc).__name__}: {_short(str(exc))}")
+        finally:
+            self.adapter.close()
+        self._after_turn()
+
+    def _event(self, ev: Any) -> None:
+        if isinstance(ev, ToolCall):
+            self._call = f"{ev.name}({_short(ev.input, 200)})"
+            self._input = ev.input
+            self._before = (store_files(self.world.store), versions(self.world.store))
+        elif isinstance(ev, ToolResult):
+            self._check(ev)
+        elif isinstance(ev, LoopError):
+            self.finding("loop error", ev.message)
+
+    def _check(self, ev: Any) -> None:
+        self.tally.calls += 1
+        envelope = ev.result
+        bad = well_formed(envelope)
+        if bad is not None:
+            self.finding("envelope", bad)
+            return
+        try:
+            sent = tool_result_block(ev.id, envelope)["content"]
+            back = json.loads(sent.encode("utf-8").decode("utf-8"))
+            if not same(back, envelope):
+                self.finding("not utf-8 json", "the text sent back reads as another envelope")
+        except (UnicodeError, ValueError, TypeError) as exc:
+            self.finding("not utf-8 json", f"{type(exc).__name__}: {_short(str(exc))}")
+        files_before, versions_before = self._before or ({}, {})
+        files_after, versions_after = store_files(self.world.store), versions(self.world.store)
+        changed = sorted({path for path, _ in set(files_before.items()) ^ set(files_after.items())})
+        if envelope["status"] == "error":
+            self.tally.errors += 1
+            if changed:
+                self.finding("write on error", f"{envelope['message']} — changed {changed}")
+        elif changed and ev.name in READS:
+            self.finding("write on read", f"{ev.name} changed {changed}")
+        for instance_id, version in versions_before.items():
+            if versions_after.get(instance_id, -1) < version:
+                self.finding("version drop", f"{instance_id}: {version} → {versions_after.get(instance_id)}")
+        if envelope["status"] == "success":
+            self._captured(ev.name, envelope["data"])
+            data = envelope["data"]
+            if ev.name == "form_start" and isinstance(data, dict):
+                self.allowed.add(data.get("instance_id"))
+
+    def _captured(self, name: str, data: Any) -> None:
+        """Every field a success says it captured holds, as a valid revision, a value this call sent for it."""
+        if not isinstance(data, dict) or not data.get("captured"):
+            return
+        sent = self._input if isinstance(self._input, dict) else {}
+        instance = JsonFileAdapter(self.world.store).get_instance(data.get("instance_id"))
+        if instance is None:
+            self.finding("lost capture", f"captured into {data.get('instance_id')!r}, which does not exist")
+            return
+        compiled = self.runner.compiled(instance.def_id)
+        if name == "form_revise":
+            offered = [(sent.get("field"), sent.get("value"))]
+        else:
+            values = sent.get("values")
+            offered = list(values.items()) if isinstance(values, dict) else []
+        for field_id in data["captured"]:
+            candidates = [v for k, v in offered if compiled.resolve_field(k) == field_id]
+            log = instance.entries.get(field_id)
+            # the log keeps rejected values too (with their error): a capture is a value without one
+            logged = [e.value for e in log.revisions if not e.retracted and e.error is None] if log else []
+            if not any(same(c, v) for c in candidates for v in logged):
+                self.finding("lost capture", f"{field_id}: sent {_short(candidates, 120)}, log {_short(logged, 120)}")
+
+    def _after_turn(self) -> None:
+        folder = self.world.store / "conversations"
+        saved = {p.stem for p in folder.glob("*.json")} if folder.exists() else set()
+        theirs = set(self.world.ids.theirs)
+        for stray in sorted(saved - self.allowed - theirs):
+            self.finding("conversation under another id", stray)
+        for instance_id in theirs:
+            if (folder / f"{instance_id}.json").read_bytes() != self.world.theirs_conversation:
+                self.finding("conversation under another id", f"another subject's conversation {instance_id} changed")
+        fresh = JsonFileAdapter(self.world.store)
+        try:
+            for instance in fresh.find_instances():
+                if fresh.get_instance(instance.id) is None:
+                    self.finding("unreadable", f"{instance.id} is listed but does not read")
+            report = fresh.check()
+            if not report.ok:
+                self.finding("store check", "; ".join(str(p) for p in report.problems) or "the index does not match")
+        except Exception as exc:  # noqa: BLE001
+            self.finding("unreadable", f"{type(exc).__name__}: {_short(str(exc))}")
+        finally:
+            fresh.close()
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> dict[str, Any]:
+    """One example: how the store starts, and the batches of calls the model makes in one turn.
+
+    Instance ids are drawn as placeholders (``@mine``, ``@theirs``) and made real by
+    :func:`realise` once the world exists, so the same example replays against any store."""
+    ids = Ids(mine=["@mine"], theirs=["@theirs"])
+    batches = draw(st.lists(st.lists(tool_calls(ids), min_size=1, max_size=3), min_size=1, max_size=4))
+    return {"open": draw(st.booleans()), "closed": draw(st.booleans()), "batches": batches}
+
+
+def realise(arguments: Any, world: World) -> Any:
+    """The placeholders an instance id was drawn as, made real (they are only ever drawn as a
+    top-level ``instance_id``; nothing deeper is walked, so a 1,000-deep value costs nothing)."""
+    if not isinstance(arguments, dict):
+        return arguments
+    real = {"@mine": world.ids.mine[-1] if world.ids.mine else "form_gone0000_000000", "@theirs": world.ids.theirs[0]}
+    return {k: real.get(v, v) if isinstance(v, str) else v for k, v in arguments.items()}
+
+
+def play(example: dict[str, Any], registry_file: Path, tally: Tally) -> None:
+    """Run one example in a fresh store; findings go to ``tally``."""
+    world = World(registry_file, open_form=example["open"], closed=example["closed"])
+    try:
+        batches = [[(name, realise(arguments, world)) for name, arguments in batch] for batch in example["batches"]]
+        Watch(world, tally).run(batches)
+    finally:
+        world.close()
