@@ -143,11 +143,17 @@ class TerminalChat(Face):
                 error.append(exc)
 
         worker = threading.Thread(target=work, name="formctl-turn", daemon=True)
-        worker.start()
         stopping = False
-        while worker.is_alive():
+        # Python runs the Ctrl-C handler at its next safe point in this thread: on a busy machine
+        # the worker can be well into the turn before this thread gets back from start(), so the
+        # start and every check of the worker are inside the try, not only the join.
+        while True:
             try:
-                worker.join(0.1)
+                if worker.ident is None and not stopping:
+                    worker.start()
+                while worker.is_alive():
+                    worker.join(0.1)
+                break
             except KeyboardInterrupt:
                 if not stopping:  # said first; the loop then reports the cancel in its own words
                     self._end_text()
