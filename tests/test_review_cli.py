@@ -146,3 +146,18 @@ def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an
     assert json.loads(first.stdout)["status"] == "complete" and json.loads(first.stdout)["complete"] is True
     assert again.exit_code == 1 and len(again.stderr.strip().splitlines()) == 1 and "already sent" in again.stderr
     assert "formctl submit form_" in helped.stdout
+
+
+def test_after_a_resume_the_first_yes_reads_back_and_the_second_sends(store):
+    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
+               "client visit", "rail", "TR-4411", "skip", "skip", "100"]
+    instance_id = _run(store, answers)  # ends at the read-back, not sent
+
+    resumed = invoke("resume", instance_id, "--offline", "--store", store, "--forms", str(FORMS), input="yes\nyes\n")
+
+    after_resume = resumed.stdout.split("Shall I send it?", 1)[1]  # the screen shows the last read-back first
+    assert "Before I send it, please check your answers:" in after_resume  # read back again, not a question
+    assert "Accommodation cost?" not in after_resume  # the optional questions were offered once already
+    assert "Sent. The Travel reimbursement claim is complete" in after_resume
+    exported = json.loads(invoke("export", instance_id, "--store", store, "--forms", str(FORMS), "--json").stdout)
+    assert exported["status"] == "complete"

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink
+from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.agent.models.guided.answers import _Kind, _kind_of
-from formctl.agent.models.guided.phrasing import Phrasing
+from formctl.agent.models.guided.phrasing import READ_BACK_QUESTION, Phrasing
 from formctl.agent.models.guided.planning import Planning, _Plan, _Snapshot
 from formctl.agent.models.guided.words import _generic_kind, _read_turn
 
@@ -39,6 +39,8 @@ class GuidedModel(Planning, Phrasing):
         self._summarised: tuple[str, int] | None = None  # the instance version last read back in full
         self._preface: list[str] = []  # said first in the next reply (what changed, from a notice)
         self._read_back: tuple[str, int] | None = None  # the ready instance version read back for sending
+        self._said: dict[str, list[str]] = {}  # field id -> what the reply being built said about it
+        self._resumed_at_read_back = False  # a restored conversation whose last reply was the read-back
 
     # ------------------------------------------------------------------ the interface
 
@@ -55,6 +57,8 @@ class GuidedModel(Planning, Phrasing):
 
     def _respond(self, request: ModelRequest) -> ModelReply:
         turn = _read_turn(request.messages)
+        if not self._asked_known:
+            self._resumed_at_read_back = _last_reply_asked_to_send(request.messages)
         if not turn.calls:
             self._plan = None
             return self._plan_turn(turn)
@@ -103,3 +107,12 @@ class GuidedModel(Planning, Phrasing):
         if key not in self._kinds:
             self._kinds[key] = _kind_of(compiled.field_by_id[field_id].schema)
         return self._kinds[key]
+
+
+def _last_reply_asked_to_send(messages: list[dict[str, Any]]) -> bool:
+    """Did the conversation's last reply (before this model spoke) read the answers back for sending?"""
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            texts = [b.get("text", "") for b in content_blocks(message.get("content")) if b.get("type") == "text"]
+            return any(READ_BACK_QUESTION in t for t in texts)
+    return False

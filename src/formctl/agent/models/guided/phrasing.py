@@ -39,6 +39,10 @@ _STALE_TEXT = (
 
 
 
+# The read-back's question: a model resumed over a conversation that ends with it reads back again.
+READ_BACK_QUESTION = "Shall I send it?"
+
+
 class Phrasing:
     """The texts of the guided model's replies; mixed into GuidedModel."""
 
@@ -367,9 +371,10 @@ class Phrasing:
                 lines.append(f"- {field.label}: {shown}")
             elif not field.required:
                 left_out.append(field.label)
+                self._skipped.add(field.id)  # offered once: the read-back lists it, "Label: value" adds it
         if left_out:
             lines.append("Left out: " + ", ".join(left_out) + ".")
-        lines.append('Shall I send it? Say "yes" to send it, or tell me what to change as "Label: value".')
+        lines.append(f'{READ_BACK_QUESTION} Say "yes" to send it, or tell me what to change as "Label: value".')
         return "\n".join(lines)
 
     def _summary(self, snap: _Snapshot) -> str:

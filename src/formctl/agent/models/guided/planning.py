@@ -348,7 +348,12 @@ class Planning:
         ev, compiled = snap.ev, snap.compiled
         if snap.instance.status == "ready" and not ev.revisiting:
             # Every required answer is in: offer the optional questions not answered or
-            # passed over, one at a time, before the read-back (docs/guided.md).
+            # passed over, one at a time, before the read-back (docs/guided.md). A model
+            # resumed at the read-back (it has not spoken yet, and the conversation's last
+            # reply asked to send) cannot know which were offered: it reads back again, and
+            # the read-back lists what was left out.
+            if not self._asked_known and self._resumed_at_read_back:
+                return None
             for field in compiled.fields:
                 if (
                     not field.required
