@@ -195,6 +195,13 @@ def test_a_nested_issue_says_where():
     assert _said(list[int], [1, "x"], label="Counts") == ("Counts (item 2) should be a whole number, like 40.", "number")
 
 
+def test_choices_and_emails_inside_a_structure_are_said_in_words_too():
+    assert _said(list[Literal["car", "rail"]], ["car", "bus"], label="Modes") == (
+        "Modes (item 2) should be car or rail.", "choice")
+    assert _said(list[EmailStr], ["a@example.com", "nope"], label="Emails") == (
+        "Emails (item 2) should be an email address, like name@example.com.", "email")
+
+
 def test_a_custom_validators_own_words_are_kept_without_pydantics_prefix():
     assert _said(Annotated[int, AfterValidator(_positive)], 0, label="Count") == ("Must be positive.", "invalid")
 

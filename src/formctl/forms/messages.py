@@ -97,11 +97,16 @@ def plain(field: Any, issue: Any) -> Plain:
     if kind.startswith("ip_"):
         return Plain(f"{subject} should be an IP address, like 192.0.2.1.", "ip")
     if kind in ("literal_error", "enum"):
-        options = _choices(field)
+        options = [] if where else _choices(field)
         if options:
             return Plain(f"{subject} should be {_or(options)}.", "choice")
+        expected = ctx.get("expected")
+        if isinstance(expected, str) and expected:  # inside a structure: pydantic's own list of the choices
+            return Plain(f"{subject} should be {expected.replace(chr(39), '')}.", "choice")
         return Plain(f"{subject} should be {_type_words(field)}.", "choice")
-    if kind == "value_error" and _format(field) == "email":
+    if kind == "value_error" and (_format(field) == "email" or ("reason" in ctx and "error" not in ctx)):
+        # EmailStr's error carries a "reason" (a custom validator's carries its "error"):
+        # an email inside a list or a model is said as one at the top is.
         return Plain(f"{subject} should be an email address, like name@example.com.", "email")
     if kind in ("value_error", "assertion_error"):
         # A custom validator's own message: the form's author wrote it for the person.
