@@ -318,11 +318,17 @@ class FuzzModel:
         return self._replies.pop(0) if len(self._replies) > 1 else self._replies[0]
 
 
-class World:
-    """One example's store: the subject's instances (one open, maybe), another subject's instance
-    with a saved conversation of its own, and the runner the chat uses."""
+# A claim with every answer, under the cap: ``ready`` to be read back and sent (form_submit).
+READY = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org", "destination": "Leeds",
+         "departure_date": "2025-03-01", "return_date": "2025-03-04", "purpose": "Conference", "mode": "rail",
+         "ticket_reference": "TR1234", "accommodation": 180.0, "meals": 24.5, "total": 300}
 
-    def __init__(self, registry_file: Path, *, open_form: bool, closed: bool) -> None:
+
+class World:
+    """One example's store: the subject's instances (one open, maybe: just begun, or ready to
+    send), another subject's instance with a saved conversation of its own."""
+
+    def __init__(self, registry_file: Path, *, open_form: bool | str, closed: bool) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="formctl-fuzz-"))
         self.store = self.root / "store"
         self.registry = FormRegistry.from_toml(registry_file)
@@ -337,7 +343,8 @@ class World:
             mine.abandon("moved away", instance_id=done)
             self.ids.mine.append(done)
         if open_form:
-            self.ids.mine.append(mine.start("travel-claim", seed={"full_name": "Dana Reeve"}).view.instance_id)
+            seed = READY if open_form == "ready" else {"full_name": "Dana Reeve"}
+            self.ids.mine.append(mine.start("travel-claim", seed=seed).view.instance_id)
         self.theirs_conversation = (self.store / "conversations" / f"{theirs}.json").read_bytes()
 
     def close(self) -> None:
@@ -471,7 +478,7 @@ def turns(draw: st.DrawFn) -> dict[str, Any]:
     :func:`realise` once the world exists, so the same example replays against any store."""
     ids = Ids(mine=["@mine"], theirs=["@theirs"])
     batches = draw(st.lists(st.lists(tool_calls(ids), min_size=1, max_size=3), min_size=1, max_size=4))
-    return {"open": draw(st.booleans()), "closed": draw(st.booleans()), "batches": batches}
+    return {"open": draw(st.sampled_from([False, True, "ready"])), "closed": draw(st.booleans()), "batches": batches}
 
 
 def realise(arguments: Any, world: World) -> Any:
