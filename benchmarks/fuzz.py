@@ -76,6 +76,8 @@ def main(target: int) -> int:
     for kind, count in sorted(kinds.items()):
         if kind not in HEADLINE:
             print(f"  {kind + ':':<38}{count}")
+    print("  per tool (calls / successes): " + ", ".join(
+        f"{name} {calls:,}/{ok:,}" for name, (calls, ok) in sorted(tally.by_tool.items())))
     if harness_errors:
         print(f"  harness errors:                       {len(harness_errors)}")
     print(f"  wall time: {wall:.1f} s ({wall / max(tally.calls, 1) * 1000:.1f} ms a call, checks included)")

@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import reprlib
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -78,9 +79,11 @@ NASTY_TEXT = [
     "\ufeff", "\u0301", "💥", "\U0010ffff", "x" * 5_000, "y" * 100_001, "NaN", "null", "true", "[]", "{}",
 ]
 
+# Characters st.text() never draws: lone surrogates (an undecodable byte) and C0 controls.
+odd_characters = st.one_of(st.integers(0xD800, 0xDFFF), st.integers(0, 0x1F)).map(chr)
 texts = st.one_of(
     st.text(max_size=30),
-    st.text(alphabet=st.characters(exclude_categories=()), max_size=30),  # surrogates and controls too
+    st.lists(st.one_of(st.characters(), odd_characters), max_size=30).map("".join),
     st.sampled_from(NASTY_TEXT),
 )
 scalars = st.one_of(
@@ -98,15 +101,29 @@ def _deep(depth: int, leaf: Any = 1) -> Any:
     return value
 
 
-huge = st.sampled_from(["deep-1000", "deep-70", "wide-list", "wide-dict", "long-key"]).map(
-    lambda kind: {
+class Huge:
+    """A huge or deeply nested value, drawn by name and built only when the example is played:
+    hypothesis prints every example it draws, and a value 1,000 levels deep cannot be printed."""
+
+    BUILD = {
         "deep-1000": lambda: _deep(1000),
         "deep-70": lambda: _deep(70, "Dana\udce9"),
         "wide-list": lambda: list(range(20_000)),
         "wide-dict": lambda: {f"k{i}": i for i in range(5_000)},
         "long-key": lambda: {"k" * 50_000: "v"},
-    }[kind]()
-)
+    }
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"Huge({self.kind!r})"
+
+    def build(self) -> Any:
+        return self.BUILD[self.kind]()
+
+
+huge = st.sampled_from(sorted(Huge.BUILD)).map(Huge)
 json_values = st.one_of(
     scalars,
     st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
@@ -195,7 +212,7 @@ def _parameter(name: str, ids: Ids) -> st.SearchStrategy[Any]:
 def tool_calls(draw: st.DrawFn, ids: Ids) -> tuple[str, Any]:
     """One call a confused model might make: a tool name and its input, usually nearly right."""
     name = weighted(draw, (12, st.sampled_from(TOOL_NAMES)),
-                    (1, st.sampled_from(["form_fil", "FORM_FILL", "", "form_delete", "fill"])))
+                    (1, st.sampled_from(["form_fil", "FORM_FILL", "", "form_delete", "fill", "form_fill\udce9", "form_\x00"])))
     tool = _BY_NAME.get(name)
     params = list(tool.args.model_fields) if tool is not None else ["values", "instance_id"]
     required = [p for p in params if tool is not None and tool.args.model_fields[p].is_required()]
@@ -232,13 +249,18 @@ class Tally:
     calls: int = 0
     errors: int = 0
     findings: list[Finding] = field(default_factory=list)
+    by_tool: dict[str, list[int]] = field(default_factory=dict)  # name: [calls, successes]
 
     def count(self, kind: str) -> int:
         return sum(1 for f in self.findings if f.kind == kind)
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 4, 120, 120, 8, 8
+
+
 def _short(value: Any, limit: int = 300) -> str:
-    text = repr(value)
+    text = _REPR.repr(value)  # bounded in depth: a 1,000-deep value has no plain repr
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
@@ -395,6 +417,9 @@ class Watch:
     def _check(self, ev: Any) -> None:
         self.tally.calls += 1
         envelope = ev.result
+        counts = self.tally.by_tool.setdefault(ev.name if ev.name in TOOL_NAMES else "(no such tool)", [0, 0])
+        counts[0] += 1
+        counts[1] += isinstance(envelope, dict) and envelope.get("status") == "success"
         bad = well_formed(envelope)
         if bad is not None:
             self.finding("envelope", bad)
@@ -481,13 +506,20 @@ def turns(draw: st.DrawFn) -> dict[str, Any]:
     return {"open": draw(st.sampled_from([False, True, "ready"])), "closed": draw(st.booleans()), "batches": batches}
 
 
-def realise(arguments: Any, world: World) -> Any:
-    """The placeholders an instance id was drawn as, made real (they are only ever drawn as a
-    top-level ``instance_id``; nothing deeper is walked, so a 1,000-deep value costs nothing)."""
-    if not isinstance(arguments, dict):
-        return arguments
-    real = {"@mine": world.ids.mine[-1] if world.ids.mine else "form_gone0000_000000", "@theirs": world.ids.theirs[0]}
-    return {k: real.get(v, v) if isinstance(v, str) else v for k, v in arguments.items()}
+def realise(node: Any, world: World) -> Any:
+    """The example as played: instance-id placeholders made real, :class:`Huge` values built.
+    Drawn examples are shallow (built values are never walked), so this recursion is bounded."""
+    if isinstance(node, Huge):
+        return node.build()
+    if isinstance(node, str):
+        if node == "@mine":
+            return world.ids.mine[-1] if world.ids.mine else "form_gone0000_000000"
+        return world.ids.theirs[0] if node == "@theirs" else node
+    if isinstance(node, dict):
+        return {realise(k, world): realise(v, world) for k, v in node.items()}
+    if isinstance(node, list):
+        return [realise(v, world) for v in node]
+    return node
 
 
 def play(example: dict[str, Any], registry_file: Path, tally: Tally) -> None:
