@@ -235,7 +235,7 @@ def print_histories(histories: list[dict[str, Any]], out: Console | None = None)
     for h in histories:
         table = Table(title=f"{h['label']} ({h['field']})", title_justify="left", show_edge=False,
                       pad_edge=False, box=None, header_style="bold")
-        for name in ("", "at", "value", "by", "note"):
+        for name in ("", "at", "value", "by", "how", "note"):
             table.add_column(name)
         for r in h["revisions"]:
             if r.get("retracted"):
@@ -245,10 +245,77 @@ def print_histories(histories: list[dict[str, Any]], out: Console | None = None)
             # Said in words, not only in red: without colour (a pipe, NO_COLOR) a rejected answer
             # looked like an accepted one.
             note = "; ".join(n for n in ("rejected" if r.get("invalid") else "", r.get("note") or "") if n)
-            table.add_row("▸" if r.get("in_force") else "", r["at"], value, f"{r['actor']}/{r['source']}", note)
+            table.add_row("▸" if r.get("in_force") else "", r["at"], value, f"{r['actor']}/{r['source']}",
+                          how_text(r.get("provenance") or {}), note)
         if not h["revisions"]:
-            table.add_row("", "", Text("never answered", style="dim"), "", "")
+            table.add_row("", "", Text("never answered", style="dim"), "", "", "")
         out.print(table)
+
+
+_HOW = {
+    "said": "said by the person",
+    "reading": "read from the person's words",
+    "assumed": "assumed (not in the person's words)",
+    "confirmed": "confirmed by the person",
+    "host": "written by the host",
+    "executor": "derived by a hook",
+    "seed": "given when the form started",
+    "migrated": "carried over by a migration",
+}
+
+
+def how_text(p: dict[str, Any]) -> str:
+    """A revision's provenance in a few words: ``said, turn 2``, ``executor field:mileage``."""
+    kind = p.get("kind") or ""
+    extra = f"turn {p['turn']}" if p.get("turn") is not None else (p.get("hook") or "")
+    return f"{kind}, {extra}" if extra else kind
+
+
+def quoted_in_message(message: str, quote: str) -> Text:
+    """The person's message with the quoted words marked: bold, and between « » so a pipe shows them too."""
+    at = message.find(quote)
+    if at < 0:
+        return Text(f"«{quote}»", style="bold")
+    text = Text(message[:at])
+    text.append(f"«{quote}»", style="bold underline")
+    text.append(message[at + len(quote):])
+    return text
+
+
+def print_why(data: dict[str, Any], out: Console | None = None) -> None:
+    """``formctl why``: the value in force and how it got there, then every revision with its provenance."""
+    out = out or console()
+    p = data.get("provenance")
+    head = Text(f"{data['label']} ({data['field']}): ", style="bold")
+    head.append(value_text(data["value"]) if p is not None else "no answer in force")
+    out.print(head)
+    if p is not None:
+        out.print(Text(f"  {_HOW.get(p.get('kind'), p.get('kind') or '')}" +
+                       (f", turn {p['turn']}" if p.get("turn") is not None else "") +
+                       (f" ({p['hook']})" if p.get("hook") else "")))
+        if p.get("quote") is not None:
+            line = Text("  their words: ")
+            line.append_text(quoted_in_message(p.get("message") or p["quote"], p["quote"]))
+            out.print(line)
+    revisions = data.get("revisions") or []
+    if not revisions:
+        return
+    out.print(Text("revisions, oldest first:", style="bold"))
+    for i, r in enumerate(revisions):
+        rp = r.get("provenance") or {}
+        value = "retracted" if r.get("retracted") else value_text(r.get("value"))
+        verb = "given" if i == 0 else ("withdrawn" if r.get("retracted") else "corrected")
+        line = Text(f"{'▸' if r.get('in_force') else ' '} {i + 1}. {value}", style="bold" if r.get("in_force") else "")
+        line.append(f" · {how_text(rp)} · {verb} by {r['actor']} ({r['source']}) at {r['at']}")
+        if r.get("invalid"):
+            line.append(" · rejected", style="red")
+        if r.get("note"):
+            line.append(f" · {r['note']}")
+        out.print(line)
+        if rp.get("quote") is not None:
+            words = Text("     ")
+            words.append_text(quoted_in_message(rp.get("message") or rp["quote"], rp["quote"]))
+            out.print(words)
 
 
 def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) -> None:

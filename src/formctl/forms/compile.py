@@ -49,7 +49,7 @@ class CompiledField:
     """A field with its place in the form and its lazily built validator and type string."""
 
     __slots__ = (
-        "id", "label", "schema", "ask", "hint", "when", "on_fill", "sensitive",
+        "id", "label", "schema", "ask", "hint", "when", "on_fill", "sensitive", "source",
         "step_id", "step_index", "order", "description", "__dict__",
     )
 
@@ -64,6 +64,7 @@ class CompiledField:
         self.when = definition.when
         self.on_fill = definition.on_fill
         self.sensitive = definition.sensitive
+        self.source = definition.source
         self.step_id = step_id
         self.step_index = step_index
         self.order = order

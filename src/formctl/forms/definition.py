@@ -77,6 +77,10 @@ class FieldDef:
     when: Gate | None = None
     on_fill: Executor | None = None
     sensitive: bool = False
+    source: str | None = None  # None | "person" | "host": who may give the value (docs/engine.md, "Provenance")
+
+
+FIELD_SOURCES = (None, "person", "host")
 
 
 @dataclass(slots=True)
@@ -152,16 +156,27 @@ class FormBuilder:
         when: Gate | None = None,
         on_fill: Executor | None = None,
         sensitive: bool = False,
+        source: str | None = None,
     ) -> FormBuilder:
-        """Add a field to the most recent step. Optional iff ``schema`` accepts ``None``."""
+        """Add a field to the most recent step. Optional iff ``schema`` accepts ``None``.
+
+        ``source="person"``: a model's value is stored only when the person's own words hold it
+        (a quote the checker finds, the value in it); otherwise the person is asked.
+        ``source="host"``: only a host may fill it; a model's value is refused.
+        """
         if not self._def.steps:
             raise FormDefinitionError(
                 f'Form "{self._def.id}" declares field "{id}" before any step — call .step() first.', [id]
             )
         if not isinstance(label, str) or not label.strip():
             raise FormDefinitionError(f'Form "{self._def.id}": field "{id}" needs a label.', [id])
+        if source not in FIELD_SOURCES:
+            raise FormDefinitionError(
+                f'Form "{self._def.id}": field "{id}" source must be "person", "host" or None, not {source!r}.', [id]
+            )
         self._def.steps[-1].fields.append(
-            FieldDef(id=id, schema=schema, label=label, ask=ask, hint=hint, when=when, on_fill=on_fill, sensitive=sensitive)
+            FieldDef(id=id, schema=schema, label=label, ask=ask, hint=hint, when=when, on_fill=on_fill, sensitive=sensitive,
+                     source=source)
         )
         return self
 

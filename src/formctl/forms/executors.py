@@ -84,6 +84,7 @@ class RoundEffects:
     """What the hooks of one round asked for, applied together by the round's closing commit."""
 
     patch: dict[str, Any] = dc_field(default_factory=dict)
+    patched_by: dict[str, str] = dc_field(default_factory=dict)  # field key -> the hook whose Patch set it
     jump: str | None = None
     complete: bool = False
     terminate: str | None = None
@@ -171,7 +172,7 @@ class Dispatcher:
         if error is not None:
             failures.append(Failure(hook.hook_id, error, at))
         else:
-            apply_effects(compiled, items, effects)
+            apply_effects(compiled, items, effects, hook.hook_id)
             if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:
                 effects.waiting_on = checkpoint.id
         done = DispatchState(hook.hook_id, DISPATCH_FAILED if error else DISPATCH_OK, attempts, at, error, detail=detail)
@@ -256,10 +257,12 @@ def check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
     return None
 
 
-def apply_effects(compiled: CompiledForm, items: list[Any], effects: RoundEffects) -> None:
+def apply_effects(compiled: CompiledForm, items: list[Any], effects: RoundEffects, hook_id: str | None = None) -> None:
     for item in items:
         if isinstance(item, Patch):
             effects.patch.update(item.values)
+            if hook_id is not None:
+                effects.patched_by.update(dict.fromkeys(item.values, hook_id))
         elif isinstance(item, Jump):
             effects.jump = compiled.resolve_step(item.step)
         elif isinstance(item, Complete):

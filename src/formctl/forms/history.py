@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from formctl.forms.errors import FormError
-from formctl.forms.instance import FieldLog, Instance
+from formctl.forms.instance import FieldLog, Instance, provenance_kind
 
 _ABSENT: Any = object()
 
@@ -158,6 +158,11 @@ class RevisionView:
     actor: str
     source: str
     note: str | None
+    kind: str = "host"  # how the value arrived (docs/engine.md, "Provenance")
+    quote: str | None = None
+    turn: int | None = None
+    message: str | None = None
+    hook: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -172,6 +177,16 @@ class RevisionView:
         d["source"] = self.source
         if self.note:
             d["note"] = self.note
+        d["provenance"] = self.provenance()
+        return d
+
+    def provenance(self) -> dict[str, Any]:
+        """How the value arrived: kind, and the person's words (quote, turn, message) or the hook."""
+        d: dict[str, Any] = {"kind": self.kind}
+        for name in ("quote", "turn", "message", "hook"):
+            value = getattr(self, name)
+            if value is not None:
+                d[name] = value
         return d
 
 
@@ -199,6 +214,11 @@ def field_history(instance: Instance, field_id: str, label: str) -> FieldHistory
             actor=e.provenance.actor,
             source=e.provenance.source,
             note=e.provenance.note,
+            kind=provenance_kind(e.provenance),
+            quote=e.provenance.quote,
+            turn=e.provenance.turn,
+            message=e.provenance.message,
+            hook=e.provenance.hook,
         )
         for i, e in enumerate(log.revisions)
     )

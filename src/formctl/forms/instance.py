@@ -9,8 +9,9 @@ keeps a read cheap when a field's log is long (the reference engine deep-copies 
 instance twice per write, and its per-operation cost grows with the log).
 
 The JSON form (``instance_to_json``) is compact on purpose: a revision is a short list
-``[seq, at, provenance_index, value?, error?]`` and the provenance triples
-(source, actor, note) are interned in one table per instance. The reference writes each
+``[seq, at, provenance_index, value?, error?]`` and the provenance rows
+(source, actor, note, and how the value arrived: kind, quote, turn...) are interned in one
+table per instance. The reference writes each
 timestamp twice and the provenance inline, about 160 bytes per revision; this is well
 under half that.
 """
@@ -71,20 +72,58 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+PROVENANCE_KINDS: tuple[str, ...] = ("said", "reading", "assumed", "confirmed", "host", "executor", "seed", "migrated")
+"""How a revision's value arrived (docs/engine.md, "Provenance")."""
+
+
 @dataclass(frozen=True, slots=True)
 class Provenance:
-    """Who wrote a revision, from where, when, and why (the operation's note)."""
+    """Who wrote a revision, from where, when, why (the operation's note), and how its value arrived.
+
+    ``kind`` is one of :data:`PROVENANCE_KINDS` (None on a revision written before formctl
+    recorded it: :func:`provenance_kind` infers one). For ``said``, ``reading`` and
+    ``confirmed``, ``quote`` is the person's words as they wrote them, ``turn`` the number of
+    their message in the conversation and ``message`` that message (cut to
+    :data:`MESSAGE_EXCERPT` characters around the quote); ``hook`` names an executor's hook.
+    """
 
     source: str
     actor: str
     timestamp: str
     note: str | None = None
+    kind: str | None = None
+    quote: str | None = None
+    turn: int | None = None
+    message: str | None = None
+    hook: str | None = None
+
+    def extras(self) -> dict[str, Any]:
+        """The how-it-arrived part, only the keys that are set."""
+        return {k: v for k, v in (("kind", self.kind), ("quote", self.quote), ("turn", self.turn),
+                                   ("message", self.message), ("hook", self.hook)) if v is not None}
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"source": self.source, "actor": self.actor, "timestamp": self.timestamp}
         if self.note is not None:
             d["note"] = self.note
+        d.update(self.extras())
         return d
+
+
+MESSAGE_EXCERPT = 240
+
+
+def provenance_kind(p: Provenance) -> str:
+    """The revision's kind; for one written before kinds were recorded, the best reading of it."""
+    if p.kind is not None:
+        return p.kind
+    if p.note == "start":
+        return "seed"
+    if p.note is not None and p.note.startswith("migrat"):
+        return "migrated"
+    if p.source == "cli" or p.actor == "host":
+        return "host"
+    return "assumed"
 
 
 class Entry:
@@ -376,11 +415,15 @@ EncodedEntry = list[Any]
 def encode_entry(entry: Entry, prov_index: dict[ProvKey, int], prov_table: list[ProvRow]) -> EncodedEntry:
     """One revision as ``[seq, at, provenance_index, value?, error?]``, interning its provenance."""
     p = entry.provenance
-    key = (p.source, p.actor, p.note)
+    extras = p.extras()
+    key = (p.source, p.actor, p.note, *sorted(extras.items()))
     idx = prov_index.get(key)
     if idx is None:
         idx = prov_index[key] = len(prov_table)
-        prov_table.append([p.source, p.actor, p.note] if p.note is not None else [p.source, p.actor])
+        if extras:
+            prov_table.append([p.source, p.actor, p.note, extras])
+        else:
+            prov_table.append([p.source, p.actor, p.note] if p.note is not None else [p.source, p.actor])
     if entry.retracted:
         return [entry.seq, p.timestamp, idx]
     if entry.error:
@@ -392,7 +435,9 @@ def decode_entry(raw: EncodedEntry, prov_table: list[ProvRow]) -> Entry:
     """The inverse of :func:`encode_entry`."""
     seq, at, idx = raw[0], raw[1], raw[2]
     p = prov_table[idx]
-    prov = Provenance(p[0], p[1], at, p[2] if len(p) > 2 else None)
+    extras = p[3] if len(p) > 3 else {}  # older files: [source, actor, note?], no kind
+    prov = Provenance(p[0], p[1], at, p[2] if len(p) > 2 else None, extras.get("kind"), extras.get("quote"),
+                      extras.get("turn"), extras.get("message"), extras.get("hook"))
     if len(raw) == 3:
         return Entry(seq, None, prov, retracted=True)
     return Entry(seq, raw[3], prov, error=raw[4] if len(raw) > 4 else None)

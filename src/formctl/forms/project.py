@@ -39,6 +39,8 @@ UNKNOWN_NOTE = (
     "Nothing was stored for these ids. Use did_you_mean where offered, or call "
     "form_inspect for the real ids; don't guess again."
 )
+NOT_STORED_NOTE = ("Not stored: the person's own words don't hold these values. Ask the person, "
+                   "and send their exact words in quotes.")
 IGNORED_NOTE = "Blank values are ignored, never written. To withdraw an answer use form_revise action=retract."
 CLOSED_NOTE = (
     "Collection has stopped: don't ask for the remaining fields. Tell the user why, using closed_reason."
@@ -442,6 +444,9 @@ class FillResult:
     rejected: list[Rejected] = dc_field(default_factory=list)
     ignored: list[str] = dc_field(default_factory=list)
     failures: list[Failure] = dc_field(default_factory=list)
+    # a model's values for source="person" fields the person's words do not hold: not stored
+    # (formctl.forms.provenance.Unconfirmed); a front end asks the person about them
+    unconfirmed: list[Any] = dc_field(default_factory=list)
     # undo, redo and retract: the field whose cursor moved and what it holds now (not in to_dict:
     # the model reads the view; a person's front end says "undid Staff ID → AB1234" from it).
     moved: FieldRow | None = None
@@ -467,6 +472,9 @@ class FillResult:
         if self.ignored:
             d["ignored"] = list(self.ignored)
             d["ignored_note"] = IGNORED_NOTE
+        if self.unconfirmed:
+            d["not_stored"] = [u.to_dict() for u in self.unconfirmed]
+            d["not_stored_note"] = NOT_STORED_NOTE
         return d
 
 

@@ -125,7 +125,7 @@ def migrate(runner: FormRunner, compiled: CompiledForm, instance: Instance) -> t
         return out
 
     with runner._lock:
-        prov = runner._provenance(f"migrated {result.from_version} → {new_version}")
+        prov = runner._provenance(f"migrated {result.from_version} → {new_version}", "migrated")
         failures: list[Failure] = []
         instance, _ = runner._cycle(compiled, instance, lambda inst: (items, {}), prov, failures, extra=extra)
         ev = runner._evaluation(compiled, instance)

@@ -50,6 +50,7 @@ from formctl.forms.project import (
     open_failures,
     step_view,
 )
+from formctl.forms.provenance import ModelWrite, judge
 from formctl.forms.reading import DefaultInstance, drifted
 from formctl.forms.recovery import migrate as migrate_instance
 from formctl.forms.recovery import recover as recover_instance
@@ -106,12 +107,14 @@ class FormRunner(RunnerReads):
         source: str | None = None,
         replaying: bool = False,
         default: DefaultInstance | None = None,
+        kind: str = "host",
     ) -> None:
         self.adapter = adapter
         self.registry = registry
         self._subject = subject
         self.actor = actor or "agent"
         self.source = source or "forms"
+        self.kind = kind  # how this runner's plain writes arrived: "host" (docs/engine.md, "Provenance")
         self.default = default
         self.conflict_retries = 0
         self._cache: dict[str, tuple[int, CompiledForm, Evaluation]] = {}
@@ -128,8 +131,8 @@ class FormRunner(RunnerReads):
     def replaying(self, value: bool) -> None:
         self._dispatcher.replaying = value
 
-    def _provenance(self, note: str | None = None) -> Provenance:
-        return Provenance(self.source, self.actor, now_iso(), note)
+    def _provenance(self, note: str | None = None, kind: str | None = None) -> Provenance:
+        return Provenance(self.source, self.actor, now_iso(), note, kind or self.kind)
 
     # ------------------------------------------------------------------ writes
 
@@ -139,29 +142,58 @@ class FormRunner(RunnerReads):
             raise InvalidArgumentError("seed must be an object of field ids to values.")
         compiled = self.registry.load(form_id)
         staged, result = stage(compiled, seed or {})  # before the instance exists: a start that fails here writes nothing
+        for item in staged:
+            item.how = {"kind": "seed"}
         prov = self._provenance("start")
         instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
         if self.default is not None:  # the conversation is about the new instance from now on
             self.default.instance_id = instance.id
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None, is_start=True)
 
-    def fill(self, values: dict[str, Any], instance_id: str | None = None) -> FillResult:
-        """Write any fields, from any step. Each value is checked on its own; nothing is gated."""
+    def fill(
+        self, values: dict[str, Any], instance_id: str | None = None, *, write: ModelWrite | None = None,
+        how: dict[str, dict[str, Any]] | None = None,
+    ) -> FillResult:
+        """Write any fields, from any step. Each value is checked on its own; nothing is gated.
+
+        ``write``: the values are a model's, with its quotes and the person's messages; each is
+        judged (:mod:`formctl.forms.provenance`): a ``source="person"`` field's value the person's
+        words don't hold is not stored but listed in the result's ``unconfirmed``, and a
+        ``source="host"`` field's is refused. ``how``: the provenance of given fields, for a front
+        end writing what the person confirmed (``{"email": {"kind": "confirmed", "quote": ...}}``).
+        """
         if not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
         compiled, instance = self._writable(instance_id)
-        staged, result = stage(compiled, values)
+        staged, result = self._judged(compiled, values, write, how)
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None)
 
     def revise(
-        self, field: str, value: Any, reason: str | None = None, instance_id: str | None = None
+        self, field: str, value: Any, reason: str | None = None, instance_id: str | None = None,
+        *, write: ModelWrite | None = None,
     ) -> FillResult:
         """Correct one field: a one-key fill whose provenance note records the reason."""
         check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
-        staged, result = stage(compiled, {field: value})
+        staged, result = self._judged(compiled, {field: value}, write, None)
         note = f"revision: {reason}" if reason else "revision"
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note)
+
+    @staticmethod
+    def _judged(
+        compiled: CompiledForm, values: dict[str, Any], write: ModelWrite | None,
+        how: dict[str, dict[str, Any]] | None,
+    ) -> tuple[list[Staged], FillResult]:
+        staged, result = stage(compiled, values)
+        if write is not None:
+            staged, result.unconfirmed, refused = judge(compiled, staged, write)
+            result.rejected.extend(refused)
+        for key, given in (how or {}).items():
+            field_id = compiled.resolve_field(key)
+            for item in staged:
+                if item.field_id == field_id:
+                    item.how = {k: v for k, v in given.items() if v is not None}
+        return staged, result
 
     def retract(self, field: str, reason: str | None = None, instance_id: str | None = None) -> FillResult:
         """Withdraw an answer: a retraction revision, so it can be undone."""
@@ -307,7 +339,7 @@ class FormRunner(RunnerReads):
         if actor is not None and (not isinstance(actor, str) or not actor.strip()):
             raise InvalidArgumentError("actor must name who resolves the checkpoint.")
         who = actor.strip() if actor is not None else self.actor
-        prov = Provenance(self.source, who, now_iso(), "checkpoint rejected" if fail else "checkpoint resolved")
+        prov = Provenance(self.source, who, now_iso(), "checkpoint rejected" if fail else "checkpoint resolved", "host")
         why = (reason or None) if not fail else fail
 
         def build(inst: Instance) -> Commit:
@@ -614,7 +646,7 @@ class FormRunner(RunnerReads):
             set_completed_now=set_completed_now,
         )
         if effects.terminate is None and effects.patch and round_no < MAX_ROUNDS:
-            staged = stage_patch(compiled, effects.patch)
+            staged = stage_patch(compiled, effects.patch, effects.patched_by)
             if staged:
                 instance, _ = self._cycle(
                     compiled, instance, lambda inst: (staged, {}), prov, failures, round_no=round_no + 1

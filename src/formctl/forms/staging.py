@@ -9,6 +9,7 @@ runner commits what these decide.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,7 @@ class Staged:
     outcome: Any = None
     validator: Any = None
     retract: bool = False
+    how: dict[str, Any] | None = None  # how this value arrived, when not as the write's provenance says
 
 
 def abandoned_message(instance_id: str) -> str:
@@ -155,10 +157,11 @@ def project_write(
     seq = instance.revision_seq
     for item in staged:
         seq += 1
+        p = dataclasses.replace(prov, **item.how) if item.how else prov
         if item.retract:
-            entry = Entry(seq, None, prov, retracted=True)
+            entry = Entry(seq, None, p, retracted=True)
         else:
-            entry = Entry(seq, item.value, prov, error=item.outcome.error)
+            entry = Entry(seq, item.value, p, error=item.outcome.error)
             remember_parse(entry, item.validator, item.outcome)  # validated once, when written
         appended.append(entry)
         change = EntryCommit(append=(entry,))
@@ -172,8 +175,11 @@ def project_write(
     return changes, projected, appended
 
 
-def stage_patch(compiled: CompiledForm, patch: dict[str, Any]) -> list[Staged]:
-    """A hook's Patch as staged values (its effects were checked: unknown ids and non-JSON values refused)."""
+def stage_patch(
+    compiled: CompiledForm, patch: dict[str, Any], patched_by: dict[str, str] | None = None
+) -> list[Staged]:
+    """A hook's Patch as staged values (its effects were checked: unknown ids and non-JSON values refused),
+    each carrying provenance ``executor`` and the hook that set it."""
     staged: dict[str, Staged] = {}
     for key, value in patch.items():
         field_id = compiled.resolve_field(key)
@@ -184,7 +190,9 @@ def stage_patch(compiled: CompiledForm, patch: dict[str, Any]) -> list[Staged]:
             continue
         field = compiled.field_by_id[field_id]
         staged.pop(field_id, None)
-        staged[field_id] = Staged(field_id, value, field.validator.validate(value), field.validator)
+        hook = (patched_by or {}).get(key)
+        staged[field_id] = Staged(field_id, value, field.validator.validate(value), field.validator,
+                                  how={"kind": "executor", "hook": hook} if hook else {"kind": "executor"})
     return list(staged.values())
 
 

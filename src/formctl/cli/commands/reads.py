@@ -147,20 +147,9 @@ def history(
     adapter = open_store_for(store)
     damage = _warn_if_damaged(adapter, instance_id)
     read = _read_stale(runner, instance_id)
-    if read is not None:  # every answer is stored whatever the version: read the log itself
-        from formctl.forms.history import field_history
 
-        compiled, instance = read.compiled, read.instance
-
-        def one(name: str) -> Any:
-            field_id = compiled.resolve_field(name) or (name if name in instance.entries else None)
-            if field_id is None:
-                _unknown_name(runner, compiled.id, "field", name)
-            label = compiled.field_by_id[field_id].label if field_id in compiled.field_by_id else field_id
-            return field_history(instance, field_id, label)
-    else:
-        def one(name: str) -> Any:
-            return runner.history(name, instance_id=instance_id)
+    def one(name: str) -> Any:
+        return _one_history(runner, instance_id, name, read)
     if field is not None:
         histories = [one(field).to_dict()]
     else:
@@ -192,12 +181,58 @@ def history(
                    f"the damaged files are kept in {r.get('kept')}")
 
 
+def _one_history(runner: Any, instance_id: str, name: str, read: Any) -> Any:
+    """One field's history; of a stale instance, read from its log (every answer is stored whatever the version)."""
+    if read is None:
+        return runner.history(name, instance_id=instance_id)
+    from formctl.forms.history import field_history
+
+    compiled, instance = read.compiled, read.instance
+    field_id = compiled.resolve_field(name) or (name if name in instance.entries else None)
+    if field_id is None:
+        _unknown_name(runner, compiled.id, "field", name)
+    label = compiled.field_by_id[field_id].label if field_id in compiled.field_by_id else field_id
+    return field_history(instance, field_id, label)
+
+
+@app.command(cls=_Command, epilog=_example("formctl why form_lx2k9_ab12cd email"))
+def why(
+    instance_id: InstanceArg,
+    field: str = typer.Argument(..., metavar="FIELD", help="The field to explain."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show where a field's value came from.
+
+    The value in force and each revision's provenance: the person's own words (quoted, with
+    their message and turn), a confirmation, the host, a hook; who corrected it and when.
+    """
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    damage = _warn_if_damaged(open_store_for(store), instance_id)
+    history = _one_history(runner, instance_id, field, _read_stale(runner, instance_id)).to_dict()
+    in_force = next((r for r in history["revisions"] if r["in_force"] and not r.get("retracted")), None)
+    data = {"instance_id": instance_id, "field": history["field"], "label": history["label"],
+            "value": in_force.get("value") if in_force else None,
+            "provenance": in_force["provenance"] if in_force else None,
+            "revisions": history["revisions"]}
+    if as_json:
+        _print_json(_with_damage(data, damage))
+        return
+    from formctl.cli import render
+
+    render.print_why(data)
+
+
 @app.command(cls=_Command, epilog=_example("formctl export form_lx2k9_ab12cd --json > claim.json"))
 def export(
     instance_id: InstanceArg,
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
+    with_provenance: bool = typer.Option(False, "--provenance", help="Say where each value came from."),
 ) -> None:
     """Print live values, held ones apart.
 
@@ -235,6 +270,15 @@ def export(
     from formctl.forms.resolutions import resolutions
 
     data = _with_resolutions(data, [r.to_dict() for r in resolutions(instance)])
+    if with_provenance:
+        from formctl.forms.history import field_history
+
+        data["provenance"] = {}
+        for fid in [*data.get("values", {}), *data.get("held", {})]:
+            rows = field_history(instance, fid, fid).revisions
+            current = next((r for r in rows if r.in_force and not r.retracted), None)
+            if current is not None:
+                data["provenance"][fid] = {**current.provenance(), "actor": current.actor, "at": current.at}
     if as_json:
         _print_json(_with_damage(data, damage))
         return

@@ -1,0 +1,109 @@
+"""A model's write, judged: which values are the person's words, which need the person, which only a host may give.
+
+Pure: given the staged values of a model's ``fill`` (or ``revise``), its quotes and the person's
+own messages, :func:`judge` decides each value's provenance (docs/engine.md, "Provenance"):
+
+- a field declared ``source="host"`` refuses a model's value outright;
+- a field declared ``source="person"`` stores a model's value only when it is ``said``; a
+  ``reading`` or an ``assumed`` value is held back as :class:`Unconfirmed`, for the front end to
+  ask the person about (the runner stores nothing for it);
+- any other field stores the value, marked with what the checker found.
+
+The runner commits what this keeps; the chat asks about what it holds back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from formctl.forms.compile import CompiledForm
+from formctl.forms.instance import MESSAGE_EXCERPT
+from formctl.forms.project import Rejected
+from formctl.forms.quotes import ASSUMED, PersonMessage, QuoteCheck, check_quote
+from formctl.forms.staging import Staged
+
+__all__ = ["ModelWrite", "Unconfirmed", "excerpt", "judge", "quote_how"]
+
+HOST_ONLY = "Only the host fills this field; leave it out and don't ask the person for it."
+
+
+@dataclass(frozen=True, slots=True)
+class ModelWrite:
+    """What comes with a model's write: its quotes by field, and the person's messages to check them in."""
+
+    quotes: Mapping[str, Any] = field(default_factory=dict)
+    words: Sequence[PersonMessage] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Unconfirmed:
+    """A model's value for a ``source="person"`` field that the person's words do not hold: not stored."""
+
+    field: str
+    label: str
+    value: Any
+    check: QuoteCheck
+    sensitive: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"field": self.field, "kind": self.check.kind}
+        if self.check.quote is not None:
+            d["quote"] = "[hidden]" if self.sensitive else self.check.quote
+        if self.check.reads_as is not None:
+            d["reads_as"] = self.check.reads_as
+        return d
+
+
+def excerpt(message: str, quote: str) -> str:
+    """``message`` cut to :data:`MESSAGE_EXCERPT` characters around ``quote`` (which it holds)."""
+    if len(message) <= MESSAGE_EXCERPT:
+        return message
+    at = message.find(quote)
+    if at < 0:
+        return message[:MESSAGE_EXCERPT]
+    room = max(0, MESSAGE_EXCERPT - len(quote)) // 2
+    start = max(0, min(at - room, len(message) - MESSAGE_EXCERPT))
+    return message[start:start + MESSAGE_EXCERPT]
+
+
+def quote_how(check: QuoteCheck) -> dict[str, Any]:
+    """The provenance a checked value is stored with (kind, and the person's words when found)."""
+    how: dict[str, Any] = {"kind": check.kind}
+    if check.quote is not None and check.message is not None:
+        how.update(quote=check.quote, turn=check.turn, message=excerpt(check.message, check.quote))
+    return how
+
+
+def judge(
+    compiled: CompiledForm, staged: list[Staged], write: ModelWrite
+) -> tuple[list[Staged], list[Unconfirmed], list[Rejected]]:
+    """Split a model's staged values into those to store (each with its provenance), those held
+    back for the person to confirm, and those refused because only a host may give them."""
+    quotes: dict[str, Any] = {}
+    for key, quote in write.quotes.items():
+        field_id = compiled.resolve_field(key)
+        if field_id is not None:
+            quotes[field_id] = quote
+    keep: list[Staged] = []
+    unconfirmed: list[Unconfirmed] = []
+    refused: list[Rejected] = []
+    for item in staged:
+        if item.retract:
+            keep.append(item)
+            continue
+        f = compiled.field_by_id[item.field_id]
+        if f.source == "host":
+            refused.append(Rejected(item.field_id, f"{f.label} is filled by the host, not in the conversation.",
+                                    HOST_ONLY))
+            continue
+        check = check_quote(write.words, quotes.get(item.field_id), item.value, f.validator.annotation)
+        if f.source == "person" and not check.said:
+            if item.outcome is not None and not item.outcome.ok:
+                continue  # invalid as well: the rejection already tells the model; nothing to ask
+            unconfirmed.append(Unconfirmed(item.field_id, f.label, item.value, check, f.sensitive))
+            continue
+        item.how = quote_how(check) if check.kind != ASSUMED else {"kind": ASSUMED}
+        keep.append(item)
+    return keep, unconfirmed, refused
