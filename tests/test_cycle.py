@@ -4,6 +4,8 @@ conflict retries, the closing commit and patch rounds."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from example_forms import HookLog, cap_lab, lab, register, relay
@@ -402,7 +404,9 @@ def test_patches_are_written_in_further_rounds_with_the_writes_provenance(lab_ru
     [trigger], [derived] = stored.entries["trigger"].revisions, stored.entries["derived"].revisions
     assert derived.value == "from trigger"
     assert derived.seq == trigger.seq + 1
-    assert derived.provenance == trigger.provenance
+    # the write's provenance (who, from where, when), marked as a hook's value and naming the hook
+    assert dataclasses.replace(derived.provenance, kind="host", hook=None) == trigger.provenance
+    assert (derived.provenance.kind, derived.provenance.hook) == ("executor", "field:trigger")
     assert log.keys == ["field:trigger:1", "step:one:1", "field:derived:1"]  # the patch round fires its own edges
     assert result.captured == ["trigger"]  # only what this call sent
 

@@ -62,9 +62,9 @@ def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(pg_serve
 
 def test_store_init_creates_the_tables_once(pg_dsn):
     first = invoke("store", "init", "--store", pg_dsn)
-    assert first.exit_code == 0 and "tables created (schema version 1)" in first.stdout
+    assert first.exit_code == 0 and "tables created (schema version 2)" in first.stdout
     again = invoke("store", "init", "--store", pg_dsn)
-    assert again.exit_code == 0 and "already set up (schema version 1)" in again.stdout
+    assert again.exit_code == 0 and "already set up (schema version 2)" in again.stdout
 
 
 def test_store_copy_moves_every_instance_with_its_history_once_and_verifies(pg_dsn, tmp_path):

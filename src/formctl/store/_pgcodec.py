@@ -21,9 +21,9 @@ COLUMNS = (
     "id, def_id, def_version, subject, status, version, writes, revision_seq, created_at, updated_at, "
     "completed_at, closed_reason, blocked_on, open_step_override, forced_complete, fields, occurrences, dispatches"
 )
-REV_COLUMNS = "instance_id, field, pos, version, seq, at, source, actor, note, value, error, retracted"
+REV_COLUMNS = "instance_id, field, pos, version, seq, at, source, actor, note, value, error, retracted, how"
 INSERT_INSTANCE = f"INSERT INTO formctl_instances ({COLUMNS}) VALUES ({', '.join(['%s'] * 18)})"
-INSERT_REVISIONS = f"INSERT INTO formctl_revisions ({REV_COLUMNS}) VALUES ({', '.join(['%s'] * 12)})"
+INSERT_REVISIONS = f"INSERT INTO formctl_revisions ({REV_COLUMNS}) VALUES ({', '.join(['%s'] * 13)})"
 UPDATE_INSTANCE = (
     "UPDATE formctl_instances SET def_id = %s, def_version = %s, subject = %s, status = %s, version = %s, "
     "writes = %s, revision_seq = %s, created_at = %s, updated_at = %s, completed_at = %s, closed_reason = %s, "
@@ -59,8 +59,10 @@ def revision_rows(
                 value = None if e.retracted else dumps(e.value)
             except (TypeError, ValueError) as exc:
                 raise StoreError(f"The instance holds a value that cannot be stored as JSON ({exc}).") from None
+            how = p.extras()
             yield (instance_id, field, pos, version, e.seq, p.timestamp, p.source, p.actor, p.note,
-                   None if value is None else Json(value, dumps=lambda text: text), e.error, bool(e.retracted))
+                   None if value is None else Json(value, dumps=lambda text: text), e.error, bool(e.retracted),
+                   Json(how, dumps=dumps) if how else None)
 
 
 def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
@@ -81,11 +83,13 @@ def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | Non
         old = base.entries[field].revisions if base is not None and field in base.entries else ()
         new: list[Entry] = []
         for rev in fresh.get(field, ()):
-            _, _, pos, _, seq, at, source, actor, note, value, error, retracted = rev
+            _, _, pos, _, seq, at, source, actor, note, value, error, retracted, how = rev
+            how = how or {}
             if pos != len(old) + len(new):
                 raise _damaged(display, row.id, f"field {field!r} has revision {pos} where {len(old) + len(new)} "
                                "was due: an answer is missing; left as it is.")
-            prov = Provenance(source, actor, at, note)
+            prov = Provenance(source, actor, at, note, how.get("kind"), how.get("quote"), how.get("turn"),
+                              how.get("message"), how.get("hook"))
             new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
         revisions = old + tuple(new)
         if len(revisions) != length:

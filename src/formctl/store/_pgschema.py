@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from psycopg import Cursor
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 CHANNEL = "formctl_changes"
 """The NOTIFY channel: every write to an instance row sends ``"<id> <version> <writes>"`` on it
@@ -106,6 +106,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         """CREATE TRIGGER formctl_instances_notify AFTER INSERT OR UPDATE ON formctl_instances
             FOR EACH ROW EXECUTE FUNCTION formctl_notify()""",
     ),
+    # How each revision's value arrived (kind, the person's quote, turn and message, the hook):
+    # NULL on the rows written before, which read back with no kind recorded.
+    2: ("ALTER TABLE formctl_revisions ADD COLUMN how json",),
 }
 
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
