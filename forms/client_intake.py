@@ -43,8 +43,8 @@ client_intake = (
            ask="Have they used the service before?")
     .field("age", Annotated[int, Field(ge=0, le=130)], label="Age")
     .step("contact", title="Contact", preview="name, email, phone")
-    .field("full_name", Annotated[str, Field(min_length=2)], label="Full name")
-    .field("email", EmailStr, label="Email")
+    .field("full_name", Annotated[str, Field(min_length=2)], label="Full name", source="person")
+    .field("email", EmailStr, label="Email", source="person")
     .field("phone", Annotated[str, Field(min_length=6)] | None, label="Phone")
     .step("new-client", title="New client details", preview="how they heard of us, needs",
           when=lambda v, s: v["client_type"] == "new")

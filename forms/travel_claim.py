@@ -1,8 +1,10 @@
 """Travel reimbursement claim: the seed's example grown into a realistic four-step claim.
 
 Steps: who is claiming; the trip; how they travelled (mileage only for a car); the
-costs, with a total. A total over the policy cap (750) waits for Finance: the policy-cap
-checkpoint is blocking and has no run of its own, so the instance stays ``awaiting``
+costs, with a total. Names, the staff id, the email and the amounts must come from the
+claimant (``source="person"``): a model's value for them is stored only when the claimant's
+own words hold it, and otherwise formctl asks the claimant. A total over the policy cap
+(750) waits for Finance: the policy-cap checkpoint is blocking and has no run of its own, so the instance stays ``awaiting``
 until someone runs ``formctl resolve ID`` (or ``--fail REASON``).
 
 Answers that are each fine can still disagree: a step's ``on_complete`` checks them
@@ -73,10 +75,10 @@ travel_claim = (
     )
     .step("claimant", title="Claimant", preview="name, staff id, email")
     .field("full_name", Annotated[str, Field(min_length=2)], label="Full name",
-           ask="Their full legal name, as on their payslip.")
+           ask="Their full legal name, as on their payslip.", source="person")
     .field("staff_id", Annotated[str, Field(pattern=r"^[A-Z]{2}\d{4}$")], label="Staff ID",
-           hint="Two capital letters and four digits, like AB1234.")
-    .field("email", EmailStr, label="Work email")
+           hint="Two capital letters and four digits, like AB1234.", source="person")
+    .field("email", EmailStr, label="Work email", source="person")
     .step("trip", title="Trip", preview="destination, dates, purpose",
           when=lambda v, s: s.step_complete("claimant"), on_complete=_dates_in_order)
     .field("destination", Annotated[str, Field(min_length=2)], label="Destination")
@@ -94,10 +96,10 @@ travel_claim = (
            when=lambda v, s: v["mode"] in ("rail", "air"))
     .step("costs", title="Costs", preview="accommodation, meals, total",
           when=lambda v, s: s.step_complete("travel"), on_complete=_costs_within_total)
-    .field("accommodation", Annotated[float, Field(ge=0)] | None, label="Accommodation cost")
-    .field("meals", Annotated[float, Field(ge=0)] | None, label="Meals cost")
+    .field("accommodation", Annotated[float, Field(ge=0)] | None, label="Accommodation cost", source="person")
+    .field("meals", Annotated[float, Field(ge=0)] | None, label="Meals cost", source="person")
     .field("total", Annotated[float, Field(ge=0)], label="Total claimed",
-           ask="The total amount claimed, in pounds.")
+           ask="The total amount claimed, in pounds.", source="person")
     .checkpoint("policy-cap", when=lambda v, s: (v["total"] or 0) > POLICY_CAP, blocking=True,
                 wait_message="Over the 750 cap: waiting for Finance to approve.")
     .on_complete(_filed)

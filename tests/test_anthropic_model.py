@@ -95,13 +95,15 @@ def test_a_travel_claim_completes_through_the_real_sdk(api, store):
     loop, events = make_loop(runner, api)
 
     api.reply(text("Thanks, Dana."), tool_use("form_start", {"form": "travel-claim", "values": {
-        "full_name": "Dana Reeve", "staff_id": "AB1234", "destination": "Leeds"}}))
+        "full_name": "Dana Reeve", "staff_id": "AB1234", "destination": "Leeds"},
+        "quotes": {"full_name": "I'm Dana Reeve", "staff_id": "staff AB1234"}}))
     api.reply(text("What's your work email?"))
     assert loop.send("I need to claim for a trip to Leeds. I'm Dana Reeve, staff AB1234.").text == \
         "What's your work email?"
 
     api.reply(tool_use("form_fill", {"values": {"email": "dana@example.com", "departure_date": "2026-03-02",
-                                                "return_date": "2026-03-04", "purpose": "Client workshop"}}))
+                                                "return_date": "2026-03-04", "purpose": "Client workshop"},
+                                     "quotes": {"email": "dana@example.com"}}))
     api.reply(text("How did you travel?"))
     loop.send("dana@example.com. I went 2 to 4 March 2026 for a client workshop.")
 
@@ -112,7 +114,9 @@ def test_a_travel_claim_completes_through_the_real_sdk(api, store):
     turn = loop.send("By train, ticket TR-99812")
     assert turn.tool_calls == 2
 
-    api.reply(tool_use("form_fill", {"values": {"accommodation": 240, "meals": 45.5, "total": 285.5}}))
+    api.reply(tool_use("form_fill", {"values": {"accommodation": 240, "meals": 45.5, "total": 285.5},
+                                     "quotes": {"accommodation": "Hotel 240", "meals": "meals 45.50",
+                                                "total": "total 285.50"}}))
     api.reply(text("Here is everything I have: ... Shall I send it?"))
     turn = loop.send("Hotel 240, meals 45.50, total 285.50")
     assert turn.error is None and make_runner(store).open_instance().status == "ready"  # read back, not sent
@@ -149,7 +153,8 @@ def test_a_client_intake_completes_through_the_real_sdk(api, store):
     api.reply(tool_use("form_start", {"form": "client-intake", "values": {"client_type": "new", "age": 34}}))
     api.reply(text("Welcome! What's your name and email?"))
     loop.send("Hi, I'm new here, I'm 34.")
-    api.reply(tool_use("form_fill", {"values": {"full_name": "Sam Lee", "email": "sam@example.com"}}))
+    api.reply(tool_use("form_fill", {"values": {"full_name": "Sam Lee", "email": "sam@example.com"},
+                                     "quotes": {"full_name": "Sam Lee", "email": "sam@example.com"}}))
     api.reply(text("How did you hear about us, and what do you need?"))
     loop.send("Sam Lee, sam@example.com, no phone")
     api.reply(tool_use("form_fill", {"values": {"referral": "web", "needs": "Housing advice"}}))
@@ -198,7 +203,8 @@ def test_a_fault_is_one_clear_line_loses_no_answer_and_the_next_message_works(ap
     inject, words = FAULTS[fault]
     runner = make_runner(store)
     loop, events = make_loop(runner, api)
-    api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}))
+    api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"},
+                                      "quotes": {"full_name": "Dana Reeve"}}))
     api.reply(text("Your staff ID?"))
     loop.send("I'm Dana Reeve")
 
@@ -210,7 +216,7 @@ def test_a_fault_is_one_clear_line_loses_no_answer_and_the_next_message_works(ap
     assert [e.message for e in events if isinstance(e, LoopError)] == [failed.error]
     assert make_runner(store).open_instance().in_force_values() == {"full_name": "Dana Reeve"}
 
-    api.reply(tool_use("form_fill", {"values": {"staff_id": "AB1234"}}))
+    api.reply(tool_use("form_fill", {"values": {"staff_id": "AB1234"}, "quotes": {"staff_id": "AB1234"}}))
     api.reply(text("Thanks. Your work email?"))
     retry = loop.send("Did you get that? AB1234")
     assert retry.error is None and retry.text == "Thanks. Your work email?"
@@ -224,7 +230,7 @@ def test_a_fault_is_one_clear_line_loses_no_answer_and_the_next_message_works(ap
 def test_a_fault_in_the_middle_of_a_turn_keeps_the_tool_results_and_continues(api, store):
     runner = make_runner(store)
     loop, _ = make_loop(runner, api)
-    api.reply(tool_use("form_start", {"form": "travel-claim", "values": CLAIMANT}))
+    api.reply(tool_use("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}))
     api.fault(529, times=2)
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
     assert turn.error and runner.open_instance().in_force_values() == CLAIMANT

@@ -64,7 +64,13 @@ class Chat:
 
     @property
     def tools(self) -> list[tuple[str, dict[str, Any]]]:
-        return [(c["name"], c["input"]) for c in self.calls]
+        """The calls made, without their quotes (every value is quoted with the person's line:
+        ``quotes`` below, and the quote tests, check those)."""
+        return [(c["name"], {k: v for k, v in c["input"].items() if k != "quotes"}) for c in self.calls]
+
+    @property
+    def quotes(self) -> dict[str, str]:
+        return {k: v for c in self.calls for k, v in (c["input"].get("quotes") or {}).items()}
 
     def values(self) -> dict[str, Any]:
         from formctl.forms.validate import to_jsonable
@@ -376,7 +382,7 @@ def test_after_a_failed_model_call_the_newest_words_are_answered():
         {"type": "text", "text": "Dna"}, {"type": "text", "text": "Dana Reeve"},
         {"type": "text", "text": chat.loop.tier0}]}]
     reply = chat.model.respond(ModelRequest("", [], messages))
-    assert reply.tool_calls[0]["input"] == {"values": {"full_name": "Dana Reeve"}}
+    assert reply.tool_calls[0]["input"] == {"values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}}
 
 
 def test_quit_says_how_to_resume_and_abandons_nothing():
@@ -578,3 +584,34 @@ def test_an_answer_to_the_question_just_asked_still_goes_to_it_when_nothing_chan
     claimant_done(chat)
     chat.say("Leeds")
     assert chat.values()["destination"] == "Leeds"
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def test_each_value_is_quoted_with_the_persons_line_so_it_is_said():
+    chat = Chat("travel-claim")
+    claimant_done(chat)
+    assert chat.quotes == {"email": "dana@example.org"}
+    kinds = {f: [r.kind for r in chat.runner.history(f).revisions] for f in ("full_name", "staff_id", "email")}
+    assert kinds == {"full_name": ["said"], "staff_id": ["said"], "email": ["said"]}
+    [row] = chat.runner.history("staff_id").revisions
+    assert (row.quote, row.turn) == ("AB1234", 3)
+
+
+def test_a_host_only_field_is_never_asked():
+    from formctl import define_form
+
+    form = (define_form("approval", name="Approval").step("s", title="S")
+            .field("approver", str, label="Approver", source="host")
+            .field("reason", str, label="Reason").build())
+    registry = FormRegistry()
+    registry.register("approval", name="Approval", description="", load=lambda: form)
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
+    model = GuidedModel(ReadOnlyRunner(runner), form_id="approval")
+    loop = ChatLoop(runner, model, form_id="approval")
+    text = loop.send("hello").text
+    assert "Approver" not in text and "Reason" in text
+    loop.send("it was urgent")
+    assert runner.history("reason").revisions[0].kind == "said"
+    assert runner.history("approver").revisions == ()

@@ -60,7 +60,7 @@ def test_tier0_is_appended_after_the_tool_results_of_the_newest_user_turn(claim_
 def test_earlier_turns_do_not_keep_old_tier0_text(claim_runner):
     loop, model, _ = make_loop(claim_runner, [
         call("form_start", {"form": "travel-claim"}), say("Name?"),
-        call("form_fill", {"values": CLAIMANT}), say("Where did you go?"),
+        call("form_fill", {"values": CLAIMANT, "quotes": CLAIMANT}), say("Where did you go?"),
     ])
     loop.send("Start a claim")
     loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -74,7 +74,7 @@ def test_earlier_turns_do_not_keep_old_tier0_text(claim_runner):
 
 def test_tier0_is_never_in_the_system_prompt_and_the_prefix_never_changes(claim_runner):
     loop, model, _ = make_loop(claim_runner, [
-        call("form_start", {"form": "travel-claim", "values": CLAIMANT}), say("Where to?"),
+        call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}), say("Where to?"),
         call("form_fill", {"values": {"destination": "Leeds"}}), say("When?"),
     ])
     loop.send("hi")
@@ -115,7 +115,7 @@ def test_the_tier0_at_the_start_of_travel_claim_is_short(claim_runner):
 
 
 def test_every_tool_call_in_a_reply_runs_in_order_and_answers_in_one_turn(claim_runner):
-    reply = call("form_start", {"form": "travel-claim"}, ("form_fill", {"values": CLAIMANT}),
+    reply = call("form_start", {"form": "travel-claim"}, ("form_fill", {"values": CLAIMANT, "quotes": CLAIMANT}),
                  ("form_status", {}))
     loop, model, events = make_loop(claim_runner, [reply, say("Where did you travel?")])
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -185,7 +185,7 @@ class FailingOnce:
 
 
 def test_a_model_error_is_one_line_and_the_next_message_tries_again_with_nothing_lost(claim_runner):
-    model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT}), say("Where to?")],
+    model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}), say("Where to?")],
                         fail_on={2})
     loop, _, events = make_loop(claim_runner, [], model=model)
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -238,7 +238,7 @@ def test_the_iteration_limit_stops_a_model_that_never_answers(claim_runner):
 def test_a_reply_cut_off_at_max_tokens_is_reported_and_its_tool_calls_not_run(claim_runner):
     claim_runner.start("travel-claim")
     cut = ModelReply([{"type": "text", "text": "Let me save"},
-                      {"type": "tool_use", "id": "toolu_cut", "name": "form_fill", "input": {"values": CLAIMANT}}],
+                      {"type": "tool_use", "id": "toolu_cut", "name": "form_fill", "input": {"values": CLAIMANT, "quotes": CLAIMANT}}],
                      "max_tokens")
     loop, model, events = make_loop(claim_runner, [cut, say("Saved.")])
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -295,7 +295,7 @@ def test_cancel_between_tool_calls_answers_the_rest_as_not_run_and_keeps_what_co
         if isinstance(event, ToolResult) and event.name == "form_start":
             box["loop"].cancel()
 
-    reply = call("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}},
+    reply = call("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}},
                  ("form_fill", {"values": {"email": "dana@example.com"}}))
     model = ScriptedModel([reply, say("Go on.")])
     loop = ChatLoop(claim_runner, model, form_id="travel-claim", on_event=on_event)
@@ -374,7 +374,7 @@ def test_a_saved_conversation_resumes_with_its_context_and_the_same_prefix(claim
 
 def test_the_conversation_is_saved_with_the_tool_results_even_when_the_turn_then_fails(claim_runner, tmp_path):
     store = ConversationStore(tmp_path)
-    model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT})], fail_on={2})
+    model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT})], fail_on={2})
     loop = ChatLoop(claim_runner, model, form_id="travel-claim", conversation_store=store)
     assert loop.send("Dana Reeve, AB1234, dana@example.com").error
     saved = store.load(claim_runner.open_instance().id)

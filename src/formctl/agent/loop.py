@@ -45,6 +45,7 @@ from formctl.agent.events import (
     TurnEnd,
 )
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, content_blocks
+from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt as build_system_prompt
 from formctl.agent.tools import FormTools, is_error
 from formctl.agent.usage import Usage
@@ -128,6 +129,7 @@ class ChatLoop:
         conversation_store: Any | None = None,
         max_tokens: int | None = None,
         scope: Any = None,
+        person: Person | None = None,
     ) -> None:
         self.runner = runner
         self.model = model
@@ -136,7 +138,10 @@ class ChatLoop:
         self.conversation_store = conversation_store
         self.max_tokens = int(max_tokens or getattr(model, "max_tokens", None) or 1024)
         self.usage = Usage()  # the tokens every reply of this conversation cost, added up
-        self.tools = FormTools(runner, allow=allow, deny=deny, scope=scope)
+        # The person's own messages (what a model's quotes are checked against) and, when the front
+        # end can, formctl asking them about a value their words don't hold (formctl.agent.person).
+        self.person: Person = person if person is not None else Person()
+        self.tools = FormTools(runner, allow=allow, deny=deny, scope=scope, person=self.person)
         self.tool_definitions: list[dict[str, Any]] = self.tools.definitions
         open_instance = None
         try:
@@ -155,6 +160,9 @@ class ChatLoop:
         self.form_id: str | None = form.id if form is not None else form_id
         self.system_prompt: str = build_system_prompt(form, base=system)
         self.messages: list[dict[str, Any]] = _repair([dict(m) for m in (messages or [])])
+        if not self.person.messages:  # a resumed conversation: what the person said before counts
+            for text in person_texts(self.messages):
+                self.person.said(text, at=None)
         self._cancel = threading.Event()
         self._busy = threading.Lock()
         self._tier0: str | None = None
@@ -180,6 +188,7 @@ class ChatLoop:
             if not isinstance(text, str) or not text.strip():
                 return self._finish(Turn("", "empty", 0, "Nothing to send: the message is empty."))
             self._append_user_text(text)
+            self.person.said(text)
             try:
                 turn = self._run()
             except KeyboardInterrupt:
@@ -325,6 +334,12 @@ class ChatLoop:
             self.conversation_store.save(self.instance_id, self.messages, seen=self.seen)
         except FormError as exc:
             self._emit(LoopError(f"Could not save the conversation: {exc.message}"))
+
+
+def person_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """Every message the person typed, oldest first: the text blocks of user turns (never tool results)."""
+    return [b.get("text", "") for m in messages if m.get("role") == "user"
+            for b in content_blocks(m.get("content")) if b.get("type") == "text" and b.get("text")]
 
 
 def _repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,7 +18,9 @@ added by the system (not typed by the person). It names the open step and what i
 Trust it over your memory of earlier turns.
 - Omit instance_id: tools act on the open form.
 - Send every value the person gives with form_fill as soon as they give it, even for a later step. \
-Never invent a value; ask.
+Never invent a value; ask. \
+With each value the person gave, send in quotes their exact words it came from (copied, not paraphrased): \
+formctl checks them, and asks the person itself about a value their words don't hold.
 - Tool results are JSON: {"status":"success","data":…} or {"status":"error","message":…,"data":{"code":…}}. \
 If a value is rejected, tell the person briefly why and ask again.
 - Field ids come from tool results; use them exactly."""

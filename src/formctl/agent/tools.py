@@ -18,9 +18,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from formctl.agent.person import Person, confirm_unconfirmed
 from formctl.errors import ToolSelectionError  # defined with every other formctl error
 from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
 from formctl.forms.instance import INSTANCE_STATUSES
+from formctl.forms.provenance import ModelWrite
 
 __all__ = [
     "EVERY_SUBJECT",
@@ -107,9 +109,13 @@ class _NoArgs(_Args):
     pass
 
 
+_QUOTES = "{field id: the person's exact words}"
+
+
 class _StartArgs(_Args):
     form: str = Field(min_length=1, description="Form id, from form_list.")
     values: dict[str, Any] | None = Field(default=None, description="Values already known, from any step.")
+    quotes: dict[str, str] | None = Field(default=None, description=_QUOTES)
 
 
 class _StatusArgs(_Args):
@@ -124,6 +130,7 @@ class _InspectArgs(_Args):
 
 class _FillArgs(_Args):
     values: dict[str, Any] = Field(description="{field id: value}")
+    quotes: dict[str, str] | None = Field(default=None, description=_QUOTES)
     instance_id: str | None = None
 
 
@@ -132,6 +139,7 @@ class _ReviseArgs(_Args):
     field: str | None = Field(default=None, description="Field id; optional for undo/redo.")
     value: Any = Field(default=None, description="The corrected value (set).")
     reason: str | None = Field(default=None, description="Why; kept in the history.")
+    quotes: dict[str, str] | None = Field(default=None, description=_QUOTES)
     instance_id: str | None = None
 
 
@@ -155,7 +163,7 @@ def _form_list(runner: Any, a: _NoArgs) -> Any:
     return {"forms": runner.list()}
 
 
-def _form_start(runner: Any, a: _StartArgs) -> Any:
+def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any:
     compiled = runner.compiled(a.form)
     current = runner.open_instance()
     if current is not None and current.def_id == compiled.id and current.status in ("active", "ready", "awaiting"):
@@ -164,7 +172,16 @@ def _form_start(runner: Any, a: _StartArgs) -> Any:
             "or form_abandon it before starting again.",
             code="form_open",
         )
-    return runner.start(compiled.id, seed=a.values).to_dict()
+    seed = dict(a.values or {})
+    # A model's seed for a field only the person (or a host) may give is judged like any model
+    # write: after the start, as a fill with no quotes (so the person is asked, or it is refused).
+    judged = {k: seed.pop(k) for k in list(seed)
+              if compiled.resolve_field(k) and compiled.field_by_id[compiled.resolve_field(k)].source}
+    started = runner.start(compiled.id, seed=seed if a.values is not None else None)
+    if not judged:
+        return started.to_dict()
+    result = runner.fill(judged, instance_id=started.instance_id, write=_model_write(a.quotes, person))
+    return {**confirm_unconfirmed(runner, result, person, started.instance_id), "instance_id": started.instance_id}
 
 
 def _form_status(runner: Any, a: _StatusArgs) -> Any:
@@ -175,15 +192,25 @@ def _form_inspect(runner: Any, a: _InspectArgs) -> Any:
     return runner.inspect(a.scope, a.id, instance_id=a.instance_id).to_dict()
 
 
-def _form_fill(runner: Any, a: _FillArgs) -> Any:
-    return runner.fill(a.values, instance_id=a.instance_id).to_dict()
+def _model_write(quotes: dict[str, str] | None, person: Person | None) -> ModelWrite:
+    """A model's write: its quotes, checked against the person's own messages (docs/engine.md, "Provenance")."""
+    if person is None:  # no conversation: nobody's words to check, nobody to ask
+        return ModelWrite(quotes or {}, (), enforce=False)
+    return ModelWrite(quotes or {}, person.words())
 
 
-def _form_revise(runner: Any, a: _ReviseArgs) -> Any:
+def _form_fill(runner: Any, a: _FillArgs, person: Person | None = None) -> Any:
+    result = runner.fill(a.values, instance_id=a.instance_id, write=_model_write(a.quotes, person))
+    return confirm_unconfirmed(runner, result, person, a.instance_id)
+
+
+def _form_revise(runner: Any, a: _ReviseArgs, person: Person | None = None) -> Any:
     if a.action in ("set", "retract") and a.field is None:
         raise InvalidArgumentError(f"action={a.action} needs a field.")
     if a.action == "set":
-        result = runner.revise(a.field, a.value, reason=a.reason, instance_id=a.instance_id)
+        result = runner.revise(a.field, a.value, reason=a.reason, instance_id=a.instance_id,
+                               write=_model_write(a.quotes, person))
+        return confirm_unconfirmed(runner, result, person, a.instance_id)
     elif a.action == "retract":
         result = runner.retract(a.field, reason=a.reason, instance_id=a.instance_id)
     elif a.action == "undo":
@@ -238,7 +265,8 @@ class _Tool:
     name: str
     description: str
     args: type[_Args]
-    handler: Callable[[Any, Any], Any]
+    handler: Callable[..., Any]
+    person: bool = False  # the handler takes the conversation's Person (a model's write, judged)
 
 
 # Descriptions are cut to what changes the model's behaviour. Each clause is there
@@ -251,6 +279,7 @@ _TOOLS: tuple[_Tool, ...] = (
         "Start a form. Seed anything already known, from any step. Don't read the field list aloud.",
         _StartArgs,
         _form_start,
+        person=True,
     ),
     _Tool(
         "form_status",
@@ -271,6 +300,7 @@ _TOOLS: tuple[_Tool, ...] = (
         "rejected (fix and resend), held (kept, not applicable now).",
         _FillArgs,
         _form_fill,
+        person=True,
     ),
     _Tool(
         "form_revise",
@@ -278,6 +308,7 @@ _TOOLS: tuple[_Tool, ...] = (
         'with "" or 0: retract it.',
         _ReviseArgs,
         _form_revise,
+        person=True,
     ),
     _Tool("form_submit", "Send a ready form, once the user confirmed your read-back of every answer.",
           _StatusArgs, _form_submit),
@@ -403,11 +434,12 @@ class FormTools:
     """
 
     def __init__(self, runner: Any, *, allow: list[str] | None = None, deny: list[str] | None = None,
-                 scope: Any = None) -> None:
+                 scope: Any = None, person: Person | None = None) -> None:
         if scope is not None and scope is not EVERY_SUBJECT and (not isinstance(scope, str) or not scope):
             raise InvalidArgumentError("scope must be a subject, or EVERY_SUBJECT.")
         self.runner = runner
         self.scope = scope
+        self.person = person  # the person's own words, and formctl asking them (formctl.agent.person)
         self.names: list[str] = select_tools(allow, deny)
         self.definitions: list[dict[str, Any]] = [_definition(_BY_NAME[n]) for n in self.names]
 
@@ -455,6 +487,8 @@ class FormTools:
             args = self._scoped(args)
             if args is None:
                 return success_envelope({"instances": []})
+            if tool.person:
+                return success_envelope(tool.handler(self.runner, args, self.person))
             return success_envelope(tool.handler(self.runner, args))
         except FormError as exc:
             if exc.code == "form_definition_error":

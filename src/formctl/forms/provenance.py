@@ -35,6 +35,9 @@ class ModelWrite:
 
     quotes: Mapping[str, Any] = field(default_factory=dict)
     words: Sequence[PersonMessage] = ()
+    # False outside a conversation (a host's program calling the tools): there are no person's
+    # words to hold a value to, so values land marked as the checker found them, unasked.
+    enforce: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,7 @@ class Unconfirmed:
     value: Any
     check: QuoteCheck
     sensitive: bool = False
+    annotation: Any = None  # the field's type, to read the person's typed answer in
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"field": self.field, "kind": self.check.kind}
@@ -99,10 +103,11 @@ def judge(
                                     HOST_ONLY))
             continue
         check = check_quote(write.words, quotes.get(item.field_id), item.value, f.validator.annotation)
-        if f.source == "person" and not check.said:
+        if f.source == "person" and not check.said and write.enforce:
             if item.outcome is not None and not item.outcome.ok:
                 continue  # invalid as well: the rejection already tells the model; nothing to ask
-            unconfirmed.append(Unconfirmed(item.field_id, f.label, item.value, check, f.sensitive))
+            unconfirmed.append(Unconfirmed(item.field_id, f.label, item.value, check, f.sensitive,
+                                           f.validator.annotation))
             continue
         item.how = quote_how(check) if check.kind != ASSUMED else {"kind": ASSUMED}
         keep.append(item)

@@ -45,7 +45,10 @@ __all__ = [
     "PersonMessage",
     "QuoteCheck",
     "ValueKind",
+    "answer_value",
     "check_quote",
+    "is_no",
+    "is_yes",
     "find_quote",
     "value_kind",
 ]
@@ -514,3 +517,53 @@ def _date_holds(value: Any, words: str, at: str | date | None) -> tuple[bool, st
     if target in written:
         return True, None
     return False, reads_as  # a relative word is always an interpretation, right or wrong
+
+
+# --------------------------------------------------------------------------- a typed answer
+
+
+def is_yes(text: str) -> bool:
+    """A yes word and no no word ("yes", "yeah", "that's right")."""
+    return _bool_holds(True, text)
+
+
+def is_no(text: str) -> bool:
+    """A no word and no yes word ("no", "nope", "that's not it")."""
+    return _bool_holds(False, text)
+
+
+def answer_value(text: str, annotation: Any, at: str | date | None = None) -> Any:
+    """What the person typed, as a value of the field's type (the person's own words, so ``said``),
+    or the text itself when it cannot be read as one (the field's validation then says why).
+
+    A date is read as written ("9 December", "2026-12-09", "tomorrow" from the message's date;
+    with no year, the year that puts it nearest the message); a number from its digits, currency
+    signs and separators; a boolean from yes or no words; a choice from its option or label.
+    """
+    words = text.strip().strip(_LEADING).rstrip(_TRAILING.replace(")", "").replace("]", "")).strip()
+    kind = value_kind(annotation)
+    if kind is None or not words:
+        return words
+    if kind.kind == "bool":
+        return True if is_yes(words) else False if is_no(words) else None
+    if kind.kind == "number":
+        found = sorted(set(_numbers(words)))
+        if len(found) != 1:
+            return words
+        n = found[0]
+        return int(n) if n == n.to_integral_value() else float(n)
+    if kind.kind == "date":
+        today = _message_day(at)
+        written = sorted(set(_written_dates(words, today.year if today else None)))
+        if today is not None and written:
+            return min(written, key=lambda d: abs((d - today).days)).isoformat()
+        if written:
+            return written[0].isoformat()
+        return _relative(words, today) or words
+    if kind.kind == "choice":
+        hay = [w for w, _, _ in _words(words)]
+        for stored, label in kind.labels:
+            if any(_joined_in([w for w, _, _ in _words(name)], hay) for name in {stored, label}):
+                return stored
+        return words
+    return words

@@ -236,6 +236,16 @@ class PlainChat(Face):
     def __init__(self, session: ChatSession) -> None:
         super().__init__(session)
         self._last_status: str | None = None
+        session.asker = self._ask
+
+    def _ask(self, question: str) -> str | None:
+        """formctl's own question mid-turn: printed, and answered by the next stdin line (None at its end)."""
+        self._end_text()
+        self._line(question)
+        raw = sys.stdin.readline()
+        if not raw:
+            return None
+        return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace").strip()
 
     def _text(self, text: str) -> None:
         sys.stdout.write(text)

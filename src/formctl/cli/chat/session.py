@@ -122,14 +122,23 @@ class ChatSession(Commands):
         self.recorder = self._recorder()
         self.on_event: Callable[[Any], None] | None = None
         # The model reaches this conversation's subject and nobody else's (README, "Who may do what").
+        # formctl's own questions to the person (a model's value their words don't hold): the face
+        # sets ``asker`` (print the question, read their answer line); without one nothing is asked.
+        self.asker: Callable[[str], str | None] | None = None
+        from formctl.agent.person import Person
+
         self.loop = ChatLoop(self.agent, self.model, form_id=self.form_id, on_event=self._event,
-                             messages=messages, conversation_store=self.conversations, scope=self.subject)
+                             messages=messages, conversation_store=self.conversations, scope=self.subject,
+                             person=Person(ask=self._ask_person))
         self._labels: dict[str, dict[str, str]] = {}
         self.calls: dict[str, Any] = {}
         # What the person was last shown of the instance (formctl.agent.notices): kept with the
         # conversation, so a resumed chat can say what changed while it was away.
         self.seen: dict[str, Any] | None = self.conversations.seen(pinned) if self.resumed and pinned else None
         self.loop.seen = self.seen
+
+    def _ask_person(self, question: str) -> str | None:
+        return self.asker(question) if self.asker is not None else None
 
     # -- choosing the instance ---------------------------------------------------------
 

@@ -40,6 +40,17 @@ class TerminalChat(Face):
         self._stop = threading.Event()
         self._prompt: Any = None
         self._held = ""  # the text to put back at the prompt (typed before a change elsewhere)
+        session.asker = self._ask
+
+    def _ask(self, question: str) -> str | None:
+        """formctl's own question, asked from the turn's worker thread: a plain line read (the
+        prompt belongs to the main thread, which is waiting for the turn)."""
+        self._end_text()
+        self.out.print(question, style="bold", markup=False, highlight=False)
+        try:
+            return input("you › ").strip()
+        except EOFError:
+            return None
 
     # -- output ------------------------------------------------------------------------
 

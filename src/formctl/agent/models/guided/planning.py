@@ -94,7 +94,7 @@ class Planning:
             # model makes), and write whatever labelled answers came with the greeting.
             values, corrections, plan = self._answers(snap, words, bare_allowed=False)
             if values or corrections:
-                return self._plan_answers(plan, values, corrections)
+                return self._plan_answers(plan, values, corrections, words)
             return self._tool_reply(_Plan("greet"), [("form_status", {})])
         if command == "status":
             return self._tool_reply(_Plan("status"), [("form_status", {})])
@@ -113,7 +113,7 @@ class Planning:
                 return review
         values, corrections, plan = self._answers(snap, words, bare_allowed=asked is not None)
         if values or corrections:
-            return self._plan_answers(plan, values, corrections)
+            return self._plan_answers(plan, values, corrections, words)
         if plan.problems or plan.unplaced or plan.unknown:
             return self._text_reply(self._problem_paragraphs(snap, plan) + self._state_paragraphs(snap))
         # Nothing to write ("none" for an optional question, a greeting, "thanks", a message
@@ -150,8 +150,15 @@ class Planning:
             values, corrections, plan = self._answers(_Snapshot(compiled, None, None, None), words, bare_allowed=False)
             plan.kind = "start"
             values.update(corrections)
+            # A field only the person may give goes in a quoted form_fill after the start (a seed
+            # carries no quotes, so formctl would have to ask about it).
+            quoted = {k: values.pop(k) for k in list(values) if compiled.field_by_id[k].source == "person"} \
+                if all(k in compiled.field_by_id for k in values) else {}
             if values:
                 tool_input["values"] = values
+            if quoted:
+                fill = {"values": quoted, "quotes": dict.fromkeys(quoted, words)}
+                return self._tool_reply(plan, [("form_start", tool_input), ("form_fill", fill)])
         return self._tool_reply(plan, [("form_start", tool_input)])
 
     def _form_named(self, words: str) -> str | None:
@@ -212,14 +219,22 @@ class Planning:
             self._focus = None
         return self._tool_reply(_Plan("skip", target=field_id), [("form_status", {})])
 
-    def _plan_answers(self, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any]) -> ModelReply:
+    def _plan_answers(
+        self, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any], words: str = ""
+    ) -> ModelReply:
+        # Each value is quoted with the person's line it was read from, so its provenance is "said"
+        # when the line holds it (and formctl asks the person when it does not).
         calls: list[tuple[str, dict[str, Any]]] = []
         if values:
-            calls.append(("form_fill", {"values": values}))
+            fill: dict[str, Any] = {"values": values}
+            if words:
+                fill["quotes"] = dict.fromkeys(values, words)
+            calls.append(("form_fill", fill))
         for field_id, value in corrections.items():
-            calls.append(
-                ("form_revise", {"action": "set", "field": field_id, "value": value, "reason": "corrected by the person"})
-            )
+            revise = {"action": "set", "field": field_id, "value": value, "reason": "corrected by the person"}
+            if words:
+                revise["quotes"] = {field_id: words}
+            calls.append(("form_revise", revise))
         plan.kind = "answers"
         return self._tool_reply(plan, calls)
 
@@ -330,8 +345,8 @@ class Planning:
 
     def _askable(self, snap: _Snapshot, field_id: str) -> bool:
         field = snap.compiled.field_by_id.get(field_id)
-        if field is None or snap.instance.status in ("abandoned", "awaiting"):
-            return False
+        if field is None or field.source == "host" or snap.instance.status in ("abandoned", "awaiting"):
+            return False  # a host-only field is never asked in the conversation
         row = next((r for r in snap.view.fields if r.id == field_id), None)
         if row is not None and row.ask:
             return True
@@ -371,12 +386,13 @@ class Planning:
                 if (
                     not field.required
                     and field.id not in self._skipped
+                    and field.source != "host"
                     and ev.applicable[field.order]
                     and ev.status[field.order] in ("empty", "invalid")
                     and ev.step_complete[field.step_index]
                 ):
                     return field.id
         for row in snap.view.fields:
-            if row.ask and row.id not in self._skipped:
+            if row.ask and row.id not in self._skipped and compiled.field_by_id[row.id].source != "host":
                 return row.id
         return None

@@ -1,0 +1,157 @@
+"""The person in a conversation, as the tools see them: their own words, and formctl asking them.
+
+The chat loop records every message the person types here (:meth:`Person.said`), and only
+those: never the model's text, never a tool result. A model's ``quotes`` are checked against
+this corpus (:mod:`formctl.forms.quotes`).
+
+When a model's value for a ``source="person"`` field is not in the person's words, the runner
+stores nothing and lists it as unconfirmed. Then formctl itself, not the model, asks the person
+(:func:`confirm_unconfirmed`), showing their own words when there are some::
+
+    You said "next Tuesday". Departure date: Tuesday 8 December 2026. Is that right? (yes, or type the date)
+
+"yes" stores the value as ``confirmed`` (with their answer); a value they type is read in the
+field's type and stored as ``said`` (their answer is the quote); "no" or no answer stores
+nothing. The model's tool result says what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from formctl.forms.errors import FormError
+from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
+from formctl.forms.validate import FieldValidator
+
+__all__ = ["Person", "confirm_unconfirmed", "question_for"]
+
+ASK_ATTEMPTS = 2  # a typed answer the field refuses is asked once more, then left to the model
+
+
+@dataclass
+class Person:
+    """The person's messages in this conversation (numbered from 1), and how to ask them a question.
+
+    ``ask`` prints a question and returns the line they answer, or None when nobody can be
+    asked (a host's program, the end of piped input). Without it, nothing is asked.
+    """
+
+    ask: Callable[[str], str | None] | None = None
+    messages: list[PersonMessage] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)  # what formctl asked and what they said
+
+    def said(self, text: str, at: str | None = "now") -> PersonMessage:
+        """Record a message the person typed; ``at`` None for one whose date is not known (a resumed chat)."""
+        message = PersonMessage(text, len(self.messages) + 1, _now() if at == "now" else at)
+        self.messages.append(message)
+        return message
+
+    def words(self) -> list[PersonMessage]:
+        return list(self.messages)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+_HOW_TO_TYPE = {"date": "the date", "email": "the address", "number": "the amount", "bool": "yes or no",
+                "choice": "one of the options", "text": "it"}
+
+
+def _shown(value: Any, kind: str | None) -> str:
+    if kind == "date":
+        try:
+            day = date.fromisoformat(str(value)[:10])
+            return f"{day:%A} {day.day} {day:%B %Y}"
+        except ValueError:
+            pass
+    if kind == "bool" and isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def question_for(u: Any) -> str:
+    """What formctl asks about one unconfirmed value: the person's words (if any), the field and the value."""
+    kind = value_kind(u.annotation).kind if value_kind(u.annotation) is not None else None
+    shown = "(hidden)" if u.sensitive else _shown(u.value, kind)
+    words = f'You said "{u.check.quote}". ' if u.check.quote and not u.sensitive else ""
+    if kind == "bool":  # asked outright: "yes" to "Details changed: no. Right?" would read both ways
+        return f"{words}{u.label}? (yes or no)"
+    return f"{words}{u.label}: {shown}. Is that right? (yes, or type {_HOW_TO_TYPE.get(kind or '', 'it')})"
+
+
+def confirm_unconfirmed(runner: Any, result: Any, person: Person | None, instance_id: str | None) -> dict[str, Any]:
+    """The tool result of a model's write, after asking the person about each value it held back.
+
+    Returns ``result.to_dict()`` with ``asked_person`` (one row per question: confirmed, gave,
+    declined or no answer) and the view as it stands after their answers.
+    """
+    data = result.to_dict()
+    if not result.unconfirmed or person is None or person.ask is None:
+        return data
+    rows: list[dict[str, Any]] = []
+    left: list[Any] = []
+    last = None
+    for u in result.unconfirmed:
+        row, written = _ask_one(runner, u, person, instance_id)
+        rows.append(row)
+        if written is not None:
+            last = written
+        if row["outcome"] not in ("confirmed", "gave"):
+            left.append(u)
+    if last is not None:
+        data.update(last.view.to_dict())
+        stored = [r["field"] for r in rows if r["outcome"] in ("confirmed", "gave")]
+        data["captured"] = [*data.get("captured", []), *stored]
+    data.pop("not_stored", None)
+    note = data.pop("not_stored_note", None)
+    if left:
+        data["not_stored"] = [u.to_dict() for u in left]
+        data["not_stored_note"] = note
+    data["asked_person"] = rows
+    return data
+
+
+def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tuple[dict[str, Any], Any]:
+    """Ask about one value until it is settled (or :data:`ASK_ATTEMPTS` answers were refused)."""
+    assert person.ask is not None
+    validator = FieldValidator(u.annotation)
+    question = question_for(u)
+    for _ in range(ASK_ATTEMPTS):
+        answer = person.ask(question)
+        if answer is None or not answer.strip():
+            person.answers.append({"field": u.field, "question": question, "answer": None})
+            return {"field": u.field, "outcome": "no answer"}, None
+        answer = answer.strip()
+        message = person.said(answer)
+        person.answers.append({"field": u.field, "question": question, "answer": answer})
+        if is_yes(answer) and not _is_bool(u):
+            typed: Any = u.value
+        elif is_no(answer) and not _is_bool(u):
+            return {"field": u.field, "outcome": "declined"}, None
+        else:
+            typed = answer_value(answer, u.annotation, message.at)
+        outcome = validator.validate(typed)
+        if typed is None or not outcome.ok:
+            why = outcome.issues[0].message if outcome.issues else "Please answer yes or no."
+            question = f"{why}. {question_for(u)}" if not why.endswith(".") else f"{why} {question_for(u)}"
+            continue
+        how = "confirmed" if typed == u.value else "said"
+        words = {"kind": how, "quote": answer, "turn": message.turn, "message": answer}
+        try:
+            written = runner.fill({u.field: typed}, instance_id=instance_id, how={u.field: words})
+        except FormError as exc:
+            return {"field": u.field, "outcome": "no answer", "error": exc.message}, None
+        row: dict[str, Any] = {"field": u.field, "outcome": "confirmed" if how == "confirmed" else "gave"}
+        if how != "confirmed":
+            row["value"] = "[hidden]" if u.sensitive else typed
+        return row, written
+    return {"field": u.field, "outcome": "no answer", "refused": True}, None
+
+
+def _is_bool(u: Any) -> bool:
+    kind = value_kind(u.annotation)
+    return kind is not None and kind.kind == "bool"
