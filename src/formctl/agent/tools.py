@@ -181,7 +181,15 @@ def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any
     if not judged:
         return started.to_dict()
     result = runner.fill(judged, instance_id=started.instance_id, write=_model_write(a.quotes, person))
-    return {**confirm_unconfirmed(runner, result, person, started.instance_id), "instance_id": started.instance_id}
+    data = confirm_unconfirmed(runner, result, person, started.instance_id)
+    first = started.to_dict()  # what the start itself reported comes first
+    for key in ("captured", "held", "renamed", "unknown_fields", "rejected", "ignored"):
+        if first.get(key):
+            data[key] = [*first[key], *data.get(key, [])]
+    for key in ("held_note", "unknown_note", "ignored_note"):
+        if key in first:
+            data[key] = first[key]
+    return data
 
 
 def _form_status(runner: Any, a: _StatusArgs) -> Any:

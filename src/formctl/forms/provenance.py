@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formctl.forms.compile import CompiledForm
-from formctl.forms.instance import MESSAGE_EXCERPT
+from formctl.forms.instance import MESSAGE_EXCERPT, Instance
 from formctl.forms.project import Rejected
 from formctl.forms.quotes import ASSUMED, PersonMessage, QuoteCheck, check_quote
 from formctl.forms.staging import Staged
@@ -80,11 +80,18 @@ def quote_how(check: QuoteCheck) -> dict[str, Any]:
     return how
 
 
+_TRUSTED = frozenset({"said", "confirmed", "host", "seed"})
+
+
 def judge(
-    compiled: CompiledForm, staged: list[Staged], write: ModelWrite
+    compiled: CompiledForm, staged: list[Staged], write: ModelWrite, instance: Instance | None = None
 ) -> tuple[list[Staged], list[Unconfirmed], list[Rejected]]:
     """Split a model's staged values into those to store (each with its provenance), those held
-    back for the person to confirm, and those refused because only a host may give them."""
+    back for the person to confirm, and those refused because only a host may give them.
+
+    A value the field already holds, from the person or a host (a "same" when a step is gone over
+    again), is theirs still: it keeps the provenance it has.
+    """
     quotes: dict[str, Any] = {}
     for key, quote in write.quotes.items():
         field_id = compiled.resolve_field(key)
@@ -102,6 +109,11 @@ def judge(
             refused.append(Rejected(item.field_id, f"{f.label} is filled by the host, not in the conversation.",
                                     HOST_ONLY))
             continue
+        kept = _already_theirs(instance, item)
+        if kept is not None:
+            item.how = kept
+            keep.append(item)
+            continue
         check = check_quote(write.words, quotes.get(item.field_id), item.value, f.validator.annotation)
         if f.source == "person" and not check.said and write.enforce:
             if item.outcome is not None and not item.outcome.ok:
@@ -112,3 +124,13 @@ def judge(
         item.how = quote_how(check) if check.kind != ASSUMED else {"kind": ASSUMED}
         keep.append(item)
     return keep, unconfirmed, refused
+
+
+def _already_theirs(instance: Instance | None, item: Staged) -> dict[str, Any] | None:
+    """The provenance of the revision in force, when it holds this very value and came from the person or a host."""
+    log = instance.entries.get(item.field_id) if instance is not None else None
+    entry = log.in_force if log is not None else None
+    if entry is None or entry.value != item.value or type(entry.value) is not type(item.value):
+        return None
+    p = entry.provenance
+    return p.extras() if p.kind in _TRUSTED else None

@@ -165,7 +165,7 @@ class FormRunner(RunnerReads):
         if not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
         compiled, instance = self._writable(instance_id)
-        staged, result = self._judged(compiled, values, write, how)
+        staged, result = self._judged(compiled, instance, values, write, how)
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None)
 
     def revise(
@@ -175,18 +175,18 @@ class FormRunner(RunnerReads):
         """Correct one field: a one-key fill whose provenance note records the reason."""
         check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
-        staged, result = self._judged(compiled, {field: value}, write, None)
+        staged, result = self._judged(compiled, instance, {field: value}, write, None)
         note = f"revision: {reason}" if reason else "revision"
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note)
 
     @staticmethod
     def _judged(
-        compiled: CompiledForm, values: dict[str, Any], write: ModelWrite | None,
+        compiled: CompiledForm, instance: Instance, values: dict[str, Any], write: ModelWrite | None,
         how: dict[str, dict[str, Any]] | None,
     ) -> tuple[list[Staged], FillResult]:
         staged, result = stage(compiled, values)
         if write is not None:
-            staged, result.unconfirmed, refused = judge(compiled, staged, write)
+            staged, result.unconfirmed, refused = judge(compiled, staged, write, instance)
             result.rejected.extend(refused)
         for key, given in (how or {}).items():
             field_id = compiled.resolve_field(key)

@@ -242,7 +242,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
             raise TranscriptError("`[expect]` must be a table", path=path)
         expect = {
             key: get_value(expect, key, where="expect: ")
-            for key in ("status", "values", "held", "checkpoints")
+            for key in ("status", "values", "held", "checkpoints", "provenance")
             if key in expect or f"{key}_json" in expect
         }
     request = doc.get("request", {})
@@ -339,7 +339,7 @@ def to_doc(t: Transcript) -> dict[str, Any]:
     doc["turns"] = turns
     if t.expect is not None:
         expect: dict[str, Any] = {}
-        for key in ("status", "values", "held", "checkpoints"):
+        for key in ("status", "values", "held", "checkpoints", "provenance"):
             if key in t.expect:
                 put_value(expect, key, t.expect[key])
         doc["expect"] = expect

@@ -56,13 +56,28 @@ def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> d
     view = runner.view(instance.id)
     compiled, instance = view.compiled, view.instance
     fired = [cp.id for cp in compiled.checkpoints if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0]
+    shown = answers(compiled, view.evaluation)
     return normaliser.value(
         {
             "status": view.status,
-            **answers(compiled, view.evaluation),
+            **shown,
             "checkpoints": fired,
+            "provenance": provenance_kinds(instance, [*shown.get("values", {}), *shown.get("held", {})]),
         }
     )
+
+
+def provenance_kinds(instance: Any, fields: list[str]) -> dict[str, str]:
+    """How each answer in force arrived (said, confirmed, assumed, ...), by field."""
+    from formctl.forms.instance import provenance_kind
+
+    out: dict[str, str] = {}
+    for field_id in fields:
+        log = instance.entries.get(field_id)
+        entry = log.in_force if log is not None else None
+        if entry is not None:
+            out[field_id] = provenance_kind(entry.provenance)
+    return out
 
 
 def host_result(result: Any) -> Any:

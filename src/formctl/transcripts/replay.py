@@ -218,11 +218,11 @@ def compare_end(old: dict[str, Any] | None, new: dict[str, Any] | None, *, exact
     if new is None:
         return "    no form instance was started"
     lines: list[str] = []
-    for key in ("status", "values", "held", "checkpoints"):
+    for key in ("status", "values", "held", "checkpoints", "provenance"):
         if key not in old:
             continue
         want, got = old[key], new.get(key)
-        if not exact and key in ("values", "held") and isinstance(want, dict) and isinstance(got, dict):
+        if not exact and key in ("values", "held", "provenance") and isinstance(want, dict) and isinstance(got, dict):
             got = {k: got[k] for k in want if k in got}
         if key == "checkpoints" and not exact:
             want, got = sorted(want or []), sorted(got or [])
