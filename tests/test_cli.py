@@ -542,7 +542,8 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Welcome! What is your full name?"))
-        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "nope"}}))
+        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "nope"},
+                                         "quotes": {"full_name": "Dana Reeve", "email": "dana at example"}}))
         api.reply(text("Thanks, Dana. That email didn't look right: what is it?"),
                   usage={"input_tokens": 40, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 300})
         api.fault(401, message="invalid x-api-key")
@@ -566,7 +567,9 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
     tail = bodies[2]["messages"][-1]["content"][-1]["text"]  # tier 0 rides on the newest user turn
     assert tail.startswith('[form: travel-claim] step 1/4 "Claimant"')
     (row,) = as_json("instances", "--store", store)["instances"]
-    assert row["answered"] == 2
+    # the name is stored; the invalid email, which the person's words do not hold either, is not
+    # (the model is told it was rejected, and asks again)
+    assert row["answered"] == 1
 
 
 def test_slash_undo_and_redo_of_a_named_field_say_what_it_holds_now(store):

@@ -40,11 +40,15 @@ class Person:
     """
 
     ask: Callable[[str], str | None] | None = None
+    # Lines a front end sends in the person's place (the chat's opening "Hello."): not their words.
+    not_theirs: frozenset[str] = frozenset()
     messages: list[PersonMessage] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)  # what formctl asked and what they said
 
-    def said(self, text: str, at: str | None = "now") -> PersonMessage:
+    def said(self, text: str, at: str | None = "now") -> PersonMessage | None:
         """Record a message the person typed; ``at`` None for one whose date is not known (a resumed chat)."""
+        if text in self.not_theirs:
+            return None
         message = PersonMessage(text, len(self.messages) + 1, _now() if at == "now" else at)
         self.messages.append(message)
         return message
@@ -126,7 +130,7 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             person.answers.append({"field": u.field, "question": question, "answer": None})
             return {"field": u.field, "outcome": "no answer"}, None
         answer = answer.strip()
-        message = person.said(answer)
+        message = person.said(answer) or PersonMessage(answer, len(person.messages), None)
         person.answers.append({"field": u.field, "question": question, "answer": answer})
         if is_yes(answer) and not _is_bool(u):
             typed: Any = u.value

@@ -129,7 +129,7 @@ class ChatSession(Commands):
 
         self.loop = ChatLoop(self.agent, self.model, form_id=self.form_id, on_event=self._event,
                              messages=messages, conversation_store=self.conversations, scope=self.subject,
-                             person=Person(ask=self._ask_person))
+                             person=Person(ask=self._ask_person, not_theirs=frozenset({OPENER})))
         self._labels: dict[str, dict[str, str]] = {}
         self.calls: dict[str, Any] = {}
         # What the person was last shown of the instance (formctl.agent.notices): kept with the

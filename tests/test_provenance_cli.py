@@ -1,0 +1,102 @@
+"""The real CLI, the real anthropic SDK and the loopback Messages API: a value for a source="person"
+field that the person never wrote is not stored; formctl asks them, and their answer is what lands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clitools import formctl, invoke
+from fake_anthropic import FakeAnthropic, text, tool_use
+
+
+def run(api, store, lines: list[str]):
+    env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
+    return formctl("run", "travel-claim", "--model", "claude-test", "--store", store, "--subject", "dana",
+                   env=env, input="".join(f"{line}\n" for line in lines))
+
+
+def only_instance(store) -> str:
+    rows = json.loads(invoke("instances", "--store", store, "--json").output)["instances"]
+    assert len(rows) == 1
+    return rows[0]["instance_id"]
+
+
+def tool_results(body) -> list[dict]:
+    return [json.loads(b["content"]) for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+@pytest.mark.parametrize("answer, stored, kind", [
+    ("dana@finance.example.org", "dana@finance.example.org", "said"),
+    ("yes", "dana.reeve@example.com", "confirmed"),
+])
+def test_an_email_the_person_never_wrote_is_not_stored_and_the_person_is_asked(store, answer, stored, kind):
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Your name and work email?"))
+        # the model invents an address, and "quotes" words of the person's that do not hold it
+        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "dana.reeve@example.com"},
+                                         "quotes": {"full_name": "Dana Reeve", "email": "Dana Reeve"}}))
+        api.reply(text("Thanks. Your staff ID?"))
+        result = run(api, store, ["Dana Reeve, I work in finance", answer])
+        bodies = api.bodies
+    assert result.returncode == 0, result.stderr
+    assert ('· You said "Dana Reeve". Work email: dana.reeve@example.com. Is that right? '
+            "(yes, or type the address)") in result.stdout
+    assert "Thanks. Your staff ID?" in result.stdout
+    iid = only_instance(store)
+    history = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    assert [r["value"] for r in history["revisions"]] == [stored]  # the invented one was never written
+    provenance = history["revisions"][0]["provenance"]
+    assert provenance == {"kind": kind, "quote": answer, "turn": 2, "message": answer}
+    name = json.loads(invoke("history", iid, "full_name", "--store", store, "--json").output)
+    assert name["revisions"][0]["provenance"]["kind"] == "said"
+    # the model is told what happened, and is never shown the person's answer as its own value
+    [fill] = tool_results(bodies[3])
+    outcome = "confirmed" if kind == "confirmed" else "gave"
+    assert {"field": "email", "outcome": outcome} == {k: v for k, v in fill["data"]["asked_person"][0].items()
+                                                      if k in ("field", "outcome")}
+    assert "not_stored" not in fill["data"]
+    assert "email" in fill["data"]["captured"]
+
+
+def test_the_person_saying_no_stores_nothing_and_the_model_hears_it(store):
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Your work email?"))
+        api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
+        api.reply(text("Sorry, what is it?"))
+        result = run(api, store, ["it's the usual one", "no"])
+        bodies = api.bodies
+    assert result.returncode == 0, result.stderr
+    assert "Work email: dana.reeve@example.com. Is that right?" in result.stdout
+    assert "You said" not in result.stdout  # no quote: nothing of theirs to show
+    iid = only_instance(store)
+    assert json.loads(invoke("history", iid, "email", "--store", store, "--json").output)["revisions"] == []
+    [fill] = tool_results(bodies[3])
+    assert fill["data"]["asked_person"] == [{"field": "email", "outcome": "declined"}]
+    assert fill["data"]["not_stored"] == [{"field": "email", "kind": "assumed"}]
+
+
+def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote_and_turn(store):
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Your name?"))
+        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}}))
+        api.reply(text("And your work email?"))
+        api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"},
+                                         "quotes": {"email": "it's Dana.Reeve@example.com"}}))
+        api.reply(text("Thanks. Your staff ID?"))
+        result = run(api, store, ["Dana Reeve", "Sure, it's Dana.Reeve@example.com at work."])
+    assert result.returncode == 0, result.stderr
+    assert "Is that right?" not in result.stdout  # nothing to ask: their own words hold it
+    iid = only_instance(store)
+    history = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    [revision] = history["revisions"]
+    assert revision["value"] == "dana.reeve@example.com"
+    assert revision["provenance"] == {"kind": "said", "quote": "it's Dana.Reeve@example.com", "turn": 2,
+                                      "message": "Sure, it's Dana.Reeve@example.com at work."}
+    why = invoke("why", iid, "email", "--store", store)
+    assert "said by the person, turn 2" in why.output
+    assert "Sure, «it's Dana.Reeve@example.com» at work." in why.output
