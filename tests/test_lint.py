@@ -175,3 +175,21 @@ def test_check_coverage_reports_what_the_forms_transcripts_never_exercised(tmp_p
     assert "coverage: no transcripts of flawed under recorded" in none.stdout
     missing = formctl("check", "flawed", "--coverage", "nowhere", cwd=root)
     assert missing.returncode == 1 and "no such file or folder: nowhere" in missing.stderr
+
+
+def test_a_person_field_the_quote_checker_cannot_read_is_a_warning(tmp_path):
+    compiled, path = load(tmp_path, textwrap.dedent('''
+        from formctl import define_form
+
+        form = (
+            define_form("tags", name="Tags")
+            .step("s", title="S")
+            .field("tags", list[str], label="Tags", source="person")
+            .field("name", str, label="Name", source="person")
+            .field("loose", list[str], label="Loose")
+            .build()
+        )
+    '''), "form")
+    findings = lint(compiled, path=str(path))
+    assert [(f.code, f.line) for f in findings] == [("person-unchecked", line_of(path, '.field("tags"'))]
+    assert "every value the model gives it will be asked about" in findings[0].message

@@ -219,3 +219,24 @@ def test_history_json_and_export_provenance_carry_the_same_data(claim):
     assert "provenance" not in json.loads(invoke("export", iid, "--json", "--store", store).output)
     table = invoke("history", iid, "email", "--store", store).output
     assert "said, turn 1" in table
+
+
+def test_the_same_words_for_the_same_value_of_another_field_are_not_said(store_adapter):
+    runner = make_runner(store_adapter, actor="agent", source="chat")
+    runner.start("trip")
+    words = said("2 nights")
+    result = runner.fill({"nights": 2}, write=ModelWrite({"nights": "2 nights"}, words))
+    assert revisions(runner, "nights")[0]["provenance"]["kind"] == "said" and result.captured == ["nights"]
+    # "2 nights" is the answer to nights: the same 2 for the night cost, from the same words, is a reading
+    runner.fill({"night_cost": 2.0}, write=ModelWrite({"night_cost": "2 nights"}, words))
+    assert revisions(runner, "night_cost")[-1]["provenance"]["kind"] == "reading"
+
+
+def test_a_value_the_person_already_gave_keeps_their_words_when_the_model_sends_it_again(store_adapter):
+    runner = make_runner(store_adapter, actor="agent", source="chat")
+    runner.start("trip")
+    words = said("jo@example.com")
+    runner.fill({"email": "jo@example.com"}, write=ModelWrite({"email": "jo@example.com"}, words))
+    again = runner.fill({"email": "jo@example.com"}, write=ModelWrite({}, [*words, *said("x", "same")[1:]]))
+    assert not again.unconfirmed
+    assert [r["provenance"]["quote"] for r in revisions(runner, "email")] == ["jo@example.com", "jo@example.com"]

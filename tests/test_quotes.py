@@ -264,3 +264,16 @@ def test_value_kinds(annotation, kind):
 def test_types_the_checker_cannot_normalise_have_no_kind(annotation):
     assert value_kind(annotation) is None
     assert kind_of("a b c", "a b c", ["a"], annotation) == READING
+
+
+def test_an_apostrophe_holds_a_word_together_however_it_is_typed():
+    assert kind_of("Well, it’s Leeds, UK!", "its Leeds UK", "UK", str) == SAID
+    assert kind_of("it's jo@example.com", "it’s jo@example.com", "jo@example.com", EmailStr) == SAID
+    assert kind_of("they haven’t changed", "haven't changed", False, bool) == SAID
+
+
+def test_the_parts_of_an_address_are_not_a_name():
+    assert kind_of("dana.reeve@example.com", "dana.reeve@example.com", "Dana Reeve", str) == READING
+    assert kind_of("Dana Reeve, dana.reeve@example.com", "Dana Reeve, dana.reeve@example.com", "Dana Reeve",
+                   str) == SAID
+    assert kind_of("see www.example.com/jo", "www.example.com/jo", "www.example.com/jo", str) == SAID

@@ -335,6 +335,7 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
     ``path`` is the form's module file (default: where its gates and executors were defined).
     """
     from formctl.forms.describe import FALLBACK
+    from formctl.forms.quotes import value_kind
 
     path = path or _module_file(compiled)
     lines = _declaration_lines(path)
@@ -379,6 +380,10 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
         if f.sensitive and not _maskable(f.schema):
             add("sensitive-unmaskable", f'field "{f.id}" is sensitive, but its type ({f.type}) has no stand-in of the '
                                         "same shape: transcripts can only blank it out", at)
+        if getattr(f, "source", None) == "person" and value_kind(f.schema) is None:
+            add("person-unchecked", f'field "{f.id}" must come from the person, but its type ({f.type}) is not one the '
+                                    "quote checker can read: every value the model gives it will be asked about",
+                at)
         if f.type == FALLBACK:
             add("type-undescribed", f'field "{f.id}": the model cannot be told its type (it reads "{FALLBACK}"); '
                                     "use a pydantic-describable type", at)

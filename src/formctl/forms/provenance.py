@@ -14,6 +14,8 @@ The runner commits what this keeps; the chat asks about what it holds back.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 from formctl.forms.compile import CompiledForm
 from formctl.forms.instance import MESSAGE_EXCERPT, Instance
 from formctl.forms.project import Rejected
-from formctl.forms.quotes import ASSUMED, PersonMessage, QuoteCheck, check_quote
+from formctl.forms.quotes import ASSUMED, READING, PersonMessage, QuoteCheck, check_quote
 from formctl.forms.staging import Staged
 
 __all__ = ["ModelWrite", "Unconfirmed", "excerpt", "judge", "quote_how"]
@@ -100,6 +102,7 @@ def judge(
     keep: list[Staged] = []
     unconfirmed: list[Unconfirmed] = []
     refused: list[Rejected] = []
+    taken = _taken(instance)
     for item in staged:
         if item.retract:
             keep.append(item)
@@ -115,6 +118,12 @@ def judge(
             keep.append(item)
             continue
         check = check_quote(write.words, quotes.get(item.field_id), item.value, f.validator.annotation)
+        if check.said:
+            source = (check.turn, check.quote.casefold() if check.quote else None, _same(item.value))
+            if any(s == source and other != item.field_id for other, s in taken):
+                # the very words another field's same value was taken from ("3 nights" as a total of 3)
+                check = dataclasses.replace(check, kind=READING)
+            taken.append((item.field_id, source))
         if f.source == "person" and not check.said and write.enforce:
             if item.outcome is not None and not item.outcome.ok:
                 continue  # invalid as well: the rejection already tells the model; nothing to ask
@@ -134,3 +143,22 @@ def _already_theirs(instance: Instance | None, item: Staged) -> dict[str, Any] |
         return None
     p = entry.provenance
     return p.extras() if p.kind in _TRUSTED else None
+
+
+def _same(value: Any) -> str:
+    """A value's identity for "the same answer": its JSON text (so 3 and 3.0 are one, True and 1 are not)."""
+    if type(value) is bool:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return repr(float(value))
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _taken(instance: Instance | None) -> list[tuple[str, tuple[Any, ...]]]:
+    """Whose words are already whose: (field, (turn, quote, value)) of every answer in force taken as said."""
+    out: list[tuple[str, tuple[Any, ...]]] = []
+    for field_id, log in (instance.entries.items() if instance is not None else ()):
+        entry = log.in_force
+        if entry is not None and entry.provenance.kind == "said" and entry.provenance.quote:
+            out.append((field_id, (entry.provenance.turn, entry.provenance.quote.casefold(), _same(entry.value))))
+    return out

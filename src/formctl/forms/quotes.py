@@ -99,8 +99,10 @@ class ValueKind:
 
 # --------------------------------------------------------------------------- words
 
-_QUOTE_MARKS = str.maketrans({c: " " for c in "\"'`´‘’‚‛“”„‟«»‹›「」『』"})
-_WORD = re.compile(r"\w+")
+# A word: letters and digits, held together across an apostrophe ("it's", "don’t" are one word,
+# spelt without it); every other sign (quote marks, "-", "@", ".", "_") separates words.
+_WORD = re.compile(r"[^\W_]+(?:['’‘`´][^\W_]+)*")
+_APOSTROPHES = re.compile(r"['’‘`´]")
 
 
 def _fold(text: str) -> str:
@@ -116,8 +118,7 @@ def _fold(text: str) -> str:
 
 def _words(text: str) -> list[tuple[str, int, int]]:
     """The words of ``text`` (letters and digits), folded, each with its offsets in ``text``."""
-    folded = _fold(text).translate(_QUOTE_MARKS).replace("_", " ")
-    return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(folded)]
+    return [(_APOSTROPHES.sub("", m.group()), m.start(), m.end()) for m in _WORD.finditer(_fold(text))]
 
 
 def _locate(needle: Sequence[str], hay: Sequence[tuple[str, int, int]]) -> list[int]:
@@ -308,10 +309,15 @@ def _holds(kind: ValueKind | None, value: Any, words: str, at: str | date | None
     return isinstance(value, str) and _text_holds(value, words), None
 
 
+_ADDRESS = re.compile(r"\S*(?:@|://|www\.)\S*")
+
+
 def _text_holds(value: str, words: str) -> bool:
     value_words = [w for w, _, _ in _words(value)]
-    hay = [w for w, _, _ in _words(words)]
-    return _joined_in(value_words, hay)
+    if not _ADDRESS.search(value):
+        # "Dana Reeve" is not in "dana.reeve@example.com": an address's parts are not the person's words
+        words = _ADDRESS.sub(" ", words)
+    return any(_joined_in(value_words, [w for w, _, _ in _words(chunk)]) for chunk in [words])
 
 
 def _email_holds(value: str, words: str) -> bool:
@@ -373,8 +379,8 @@ def _number_holds(value: Any, words: str) -> bool:
 
 _YES = frozenset("yes yeah yep yup ya yea aye y sure correct right true affirmative ok okay absolutely "
                  "definitely certainly indeed".split())
-_NO = frozenset("no nope nah n not never false negative none don t didn haven hasn isn wasn aren weren "
-                "won doesn".split())
+_NO = frozenset("no nope nah n not never false negative none dont didnt havent hasnt isnt wasnt arent weren "
+                "werent wont doesnt cant cannot nothing".split())
 
 
 def _bool_holds(value: Any, words: str) -> bool:
