@@ -144,7 +144,7 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             question = f"{why}. {question_for(u)}" if not why.endswith(".") else f"{why} {question_for(u)}"
             continue
         how = "confirmed" if typed == u.value else "said"
-        words = {"kind": how, "quote": answer, "turn": message.turn, "message": answer}
+        words = {"kind": how, "quote": answer, "turn": message.turn, "message": answer, "actor": "person"}
         try:
             written = runner.fill({u.field: typed}, instance_id=instance_id, how={u.field: words})
         except FormError as exc:

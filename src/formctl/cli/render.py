@@ -288,11 +288,14 @@ def print_why(data: dict[str, Any], out: Console | None = None) -> None:
     p = data.get("provenance")
     head = Text(f"{data['label']} ({data['field']}): ", style="bold")
     head.append(value_text(data["value"]) if p is not None else "no answer in force")
+    if data.get("invalid"):
+        head.append(" (rejected: not a valid answer)", style="red")
     out.print(head)
     if p is not None:
         out.print(Text(f"  {_HOW.get(p.get('kind'), p.get('kind') or '')}" +
                        (f", turn {p['turn']}" if p.get("turn") is not None else "") +
-                       (f" ({p['hook']})" if p.get("hook") else "")))
+                       (f" ({p['hook']})" if p.get("hook") else "") +
+                       (f" · {data['by']}" if data.get("by") else "")))
         if p.get("quote") is not None:
             line = Text("  their words: ")
             line.append_text(quoted_in_message(p.get("message") or p["quote"], p["quote"]))

@@ -217,6 +217,8 @@ def why(
     data = {"instance_id": instance_id, "field": history["field"], "label": history["label"],
             "value": in_force.get("value") if in_force else None,
             "provenance": in_force["provenance"] if in_force else None,
+            "by": f"{in_force['actor']} ({in_force['source']}) at {in_force['at']}" if in_force else None,
+            "invalid": bool(in_force and in_force.get("invalid")),
             "revisions": history["revisions"]}
     if as_json:
         _print_json(_with_damage(data, damage))
