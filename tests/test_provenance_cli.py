@@ -100,3 +100,27 @@ def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote
     why = invoke("why", iid, "email", "--store", store)
     assert "said by the person, turn 2" in why.output
     assert "Sure, «it's Dana.Reeve@example.com» at work." in why.output
+
+
+def test_a_recorded_confirmation_replays_and_the_replay_compares_provenance(store, tmp_path):
+    path = tmp_path / "asked.toml"
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Your name and work email?"))
+        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "dana.reeve@example.com"},
+                                         "quotes": {"full_name": "Dana Reeve"}}))
+        api.reply(text("Thanks. Your staff ID?"))
+        env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
+        result = formctl("run", "travel-claim", "--model", "claude-test", "--store", store, "--record", str(path),
+                         env=env, input="Dana Reeve\ndana@finance.example.org\n")
+    assert result.returncode == 0, result.stderr
+    recorded = path.read_text()
+    assert 'answers = ["dana@finance.example.org"]' in recorded
+    assert 'email = "said"' in recorded and 'full_name = "said"' in recorded  # [expect.provenance]
+    replayed = formctl("replay", str(path))
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    # the same conversation, but the person now only says yes: the value and its provenance differ
+    path.write_text(recorded.replace('answers = ["dana@finance.example.org"]', 'answers = ["yes"]'))
+    changed = formctl("replay", str(path))
+    assert changed.returncode == 1
+    assert "confirmed" in changed.stdout

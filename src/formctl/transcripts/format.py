@@ -60,6 +60,9 @@ class Turn:
     action: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
     result: Any = None  # host actions: the fill result, as JSON
+    # a person turn: their answers to formctl's own questions during it (a value their words did
+    # not hold), in order; a replay gives them again when formctl asks again
+    answers: list[str] = field(default_factory=list)
 
     def label(self) -> str:
         if self.kind == "host":
@@ -222,6 +225,10 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
             if not isinstance(text_value, str):
                 raise fail(f"{where}a person turn needs `text = \"...\"`", n)
             turn = Turn("person", text=text_value, error=raw.get("error"))
+            answers = raw.get("answers", [])
+            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+                raise fail(f"{where}`answers` must be a list of the person's lines", n)
+            turn.answers = list(answers)
             for k, it in enumerate(raw.get("iterations", []), 1):
                 turn.iterations.append(_iteration(it, f"{where}iteration {k}: ", fail, n))
         elif kind == "host":
@@ -310,6 +317,8 @@ def to_doc(t: Transcript) -> dict[str, Any]:
             turns.append(row)
             continue
         row = {"kind": "person", "text": turn.text}
+        if turn.answers:
+            row["answers"] = list(turn.answers)
         if turn.error:
             row["error"] = turn.error
         its = []

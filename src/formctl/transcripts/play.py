@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from formctl.transcripts.format import HOST_ACTIONS, Transcript, TranscriptError
-from formctl.transcripts.record import Recorder, end_state
+from formctl.transcripts.record import OPENER, Recorder, end_state
 
 REPLAY_SUBJECT = "transcript-replay"
 
@@ -171,8 +171,20 @@ def play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, 
         if coverage is not None and ev.kind == "tool_result":
             coverage.sample(runner, loop_box[0].instance_id if loop_box else None, name)
 
+    from formctl.agent.person import Person
+
+    pending: list[str] = []  # the recorded answers of the turn being played, to formctl's own questions
+
+    def answer(question: str) -> str | None:
+        if not pending:
+            return None
+        given = pending.pop(0)
+        rec.answer(given)
+        return given
+
     model = make_model(runner)
-    loop = ChatLoop(runner, model, form_id=transcript.form, on_event=on_event)
+    loop = ChatLoop(runner, model, form_id=transcript.form, on_event=on_event,
+                    person=Person(ask=answer, not_theirs=frozenset({OPENER})))
     loop_box.append(loop)
     for n, turn in enumerate(transcript.turns, 1):
         if turn.kind == "host":
@@ -182,6 +194,7 @@ def play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, 
                 coverage.sample(runner, loop.instance_id, name)
         else:
             new = rec.person(turn.text)
+            pending[:] = list(turn.answers)
             loop.send(turn.text)
         if on_turn is not None and on_turn(n, turn, new):
             break

@@ -133,6 +133,11 @@ class Recorder:
         self._turn, self._iteration = turn, None
         return turn
 
+    def answer(self, text: str) -> None:
+        """The person's answer to formctl's own question, during the current turn."""
+        if self._turn is not None and self._turn.kind == "person":
+            self._turn.answers.append(text)
+
     def host(self, action: str, *, result: Any = None, error: str | None = None, **args: Any) -> Turn:
         """A host action at this point of the conversation (``resolve`` with ``fail=``/``values=``, ...)."""
         turn = Turn(
@@ -234,6 +239,7 @@ class Recorder:
         masker = self.normaliser.masker()
         for turn in t.turns:
             turn.text = masker.text(turn.text)
+            turn.answers = [masker.text(a) for a in turn.answers]
             turn.args = masker.value(turn.args)
             turn.result = masker.value(turn.result)
             for it in turn.iterations:

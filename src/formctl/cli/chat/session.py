@@ -138,7 +138,10 @@ class ChatSession(Commands):
         self.loop.seen = self.seen
 
     def _ask_person(self, question: str) -> str | None:
-        return self.asker(question) if self.asker is not None else None
+        answer = self.asker(question) if self.asker is not None else None
+        if answer is not None and self.recorder is not None:
+            self.recorder.answer(answer)  # a replay gives it again when formctl asks again
+        return answer
 
     # -- choosing the instance ---------------------------------------------------------
 
