@@ -240,3 +240,15 @@ def test_a_value_the_person_already_gave_keeps_their_words_when_the_model_sends_
     again = runner.fill({"email": "jo@example.com"}, write=ModelWrite({}, [*words, *said("x", "same")[1:]]))
     assert not again.unconfirmed
     assert [r["provenance"]["quote"] for r in revisions(runner, "email")] == ["jo@example.com", "jo@example.com"]
+
+
+def test_the_chats_notices_are_not_the_persons_words_but_the_line_inside_one_is():
+    from formctl.agent.notices import notice_message
+    from formctl.agent.person import Person
+
+    person = Person(not_theirs=frozenset({"Hello."}))
+    person.said("Hello.")
+    person.said(notice_message("you undid Work email (now jo@example.com)"))
+    person.said(notice_message("a host changed Total", words="it was 310"))
+    person.said("my email is jo@example.com")
+    assert [(m.text, m.turn) for m in person.words()] == [("it was 310", 1), ("my email is jo@example.com", 2)]

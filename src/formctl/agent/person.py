@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from formctl.agent.notices import read_notice
 from formctl.forms.errors import FormError
 from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
 from formctl.forms.validate import FieldValidator
@@ -49,6 +50,11 @@ class Person:
         """Record a message the person typed; ``at`` None for one whose date is not known (a resumed chat)."""
         if text in self.not_theirs:
             return None
+        notice = read_notice(text)
+        if notice is not None:  # the chat's own words about a change; only the person's line in it is theirs
+            if not notice.words:
+                return None
+            text = notice.words
         message = PersonMessage(text, len(self.messages) + 1, _now() if at == "now" else at)
         self.messages.append(message)
         return message
