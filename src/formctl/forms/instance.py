@@ -404,10 +404,11 @@ def replaced_fields() -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- JSON codec
 
-ProvKey = tuple[str, str, str | None]
-"""A provenance's interning key: (source, actor, note)."""
-ProvRow = list[str]
-"""A row of the provenance table: ``[source, actor]`` or ``[source, actor, note]``."""
+ProvKey = tuple[Any, ...]
+"""A provenance's interning key: (source, actor, note, and how the value arrived, as sorted pairs)."""
+ProvRow = list[Any]
+"""A row of the provenance table: ``[source, actor]``, ``[source, actor, note]`` or
+``[source, actor, note, {kind, quote, turn, message, hook}]``."""
 EncodedEntry = list[Any]
 """A revision on disk: ``[seq, at, provenance_index, value?, error?]``."""
 
@@ -435,7 +436,7 @@ def decode_entry(raw: EncodedEntry, prov_table: list[ProvRow]) -> Entry:
     """The inverse of :func:`encode_entry`."""
     seq, at, idx = raw[0], raw[1], raw[2]
     p = prov_table[idx]
-    extras = p[3] if len(p) > 3 else {}  # older files: [source, actor, note?], no kind
+    extras: dict[str, Any] = p[3] if len(p) > 3 else {}  # older files: [source, actor, note?], no kind
     prov = Provenance(p[0], p[1], at, p[2] if len(p) > 2 else None, extras.get("kind"), extras.get("quote"),
                       extras.get("turn"), extras.get("message"), extras.get("hook"))
     if len(raw) == 3:
