@@ -416,11 +416,11 @@ EncodedEntry = list[Any]
 def encode_entry(entry: Entry, prov_index: dict[ProvKey, int], prov_table: list[ProvRow]) -> EncodedEntry:
     """One revision as ``[seq, at, provenance_index, value?, error?]``, interning its provenance."""
     p = entry.provenance
-    extras = p.extras()
-    key = (p.source, p.actor, p.note, *sorted(extras.items()))
+    key = (p.source, p.actor, p.note, p.kind, p.quote, p.turn, p.message, p.hook)
     idx = prov_index.get(key)
     if idx is None:
         idx = prov_index[key] = len(prov_table)
+        extras = p.extras()
         if extras:
             prov_table.append([p.source, p.actor, p.note, extras])
         else:
@@ -432,13 +432,21 @@ def encode_entry(entry: Entry, prov_index: dict[ProvKey, int], prov_table: list[
     return [entry.seq, p.timestamp, idx, entry.value]
 
 
-def decode_entry(raw: EncodedEntry, prov_table: list[ProvRow]) -> Entry:
-    """The inverse of :func:`encode_entry`."""
+def provenance_rows(prov_table: list[ProvRow]) -> list[tuple[Any, ...]]:
+    """Each row of a provenance table as Provenance's arguments after the timestamp (read once per table)."""
+    out = []
+    for p in prov_table:
+        extras: dict[str, Any] = p[3] if len(p) > 3 else {}  # older files: [source, actor, note?], no kind
+        out.append((p[2] if len(p) > 2 else None, extras.get("kind"), extras.get("quote"), extras.get("turn"),
+                    extras.get("message"), extras.get("hook"), p[0], p[1]))
+    return out
+
+
+def decode_entry(raw: EncodedEntry, prov_table: list[ProvRow], rows: list[tuple[Any, ...]] | None = None) -> Entry:
+    """The inverse of :func:`encode_entry` (``rows``: :func:`provenance_rows` of the table, to read it once)."""
     seq, at, idx = raw[0], raw[1], raw[2]
-    p = prov_table[idx]
-    extras: dict[str, Any] = p[3] if len(p) > 3 else {}  # older files: [source, actor, note?], no kind
-    prov = Provenance(p[0], p[1], at, p[2] if len(p) > 2 else None, extras.get("kind"), extras.get("quote"),
-                      extras.get("turn"), extras.get("message"), extras.get("hook"))
+    r = (rows or provenance_rows([prov_table[idx]]))[idx if rows else 0]
+    prov = Provenance(r[6], r[7], at, r[0], r[1], r[2], r[3], r[4], r[5])
     if len(raw) == 3:
         return Entry(seq, None, prov, retracted=True)
     return Entry(seq, raw[3], prov, error=raw[4] if len(raw) > 4 else None)
@@ -456,8 +464,9 @@ def encode_entries(entries: dict[str, FieldLog]) -> tuple[dict[str, Any], list[P
 
 
 def decode_entries(raw: dict[str, Any], prov_table: list[ProvRow]) -> dict[str, FieldLog]:
+    rows = provenance_rows(prov_table)
     return {
-        field_id: FieldLog(tuple(decode_entry(r, prov_table) for r in log["r"]), int(log["c"]))
+        field_id: FieldLog(tuple(decode_entry(r, prov_table, rows) for r in log["r"]), int(log["c"]))
         for field_id, log in raw.items()
     }
 

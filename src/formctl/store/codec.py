@@ -30,6 +30,7 @@ from formctl.forms.instance import (
     ProvRow,
     decode_entry,
     encode_entry,
+    provenance_rows,
     instance_from_json,
     instance_to_json,
 )
@@ -81,8 +82,9 @@ def commit_from_json(d: dict[str, Any]) -> Commit:
     commit = Commit()
     if "entries" in d:
         table = d["prov"]
+        rows = provenance_rows(table)
         commit.entries = {
-            field_id: EntryCommit(tuple(decode_entry(r, table) for r in e["a"]), e.get("c"))
+            field_id: EntryCommit(tuple(decode_entry(r, table, rows) for r in e["a"]), e.get("c"))
             for field_id, e in d["entries"].items()
         }
     if "occurrences" in d:
