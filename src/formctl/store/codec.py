@@ -30,9 +30,9 @@ from formctl.forms.instance import (
     ProvRow,
     decode_entry,
     encode_entry,
-    provenance_rows,
     instance_from_json,
     instance_to_json,
+    provenance_rows,
 )
 
 __all__ = [
