@@ -124,3 +124,17 @@ def test_a_recorded_confirmation_replays_and_the_replay_compares_provenance(stor
     changed = formctl("replay", str(path))
     assert changed.returncode == 1
     assert "confirmed" in changed.stdout
+
+
+def test_why_on_the_client_intake_after_an_offline_chat(store):
+    lines = "new\n34\nSam Lee\nsam@example.com\n"
+    result = formctl("run", "client-intake", "--offline", "--store", store, "--subject", "sam", input=lines)
+    assert result.returncode == 0, result.stderr
+    iid = only_instance(store)
+    why = invoke("why", iid, "email", "--store", store)
+    assert why.exit_code == 0, why.output
+    assert "Email (email): sam@example.com" in why.output
+    assert "said by the person, turn 4" in why.output and "«sam@example.com»" in why.output
+    age = json.loads(invoke("why", iid, "age", "--store", store, "--json").output)
+    assert (age["value"], age["provenance"]) == (34, {"kind": "said", "quote": "34", "turn": 2, "message": "34"})
+    assert "no answer in force" in invoke("why", iid, "phone", "--store", store).output
