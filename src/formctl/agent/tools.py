@@ -115,7 +115,7 @@ _QUOTES = "{field id: the person's exact words}"
 class _StartArgs(_Args):
     form: str = Field(min_length=1, description="Form id, from form_list.")
     values: dict[str, Any] | None = Field(default=None, description="Values already known, from any step.")
-    quotes: dict[str, str] | None = Field(default=None, description=_QUOTES)
+    quotes: dict[str, str] | None = None  # as form_fill's
 
 
 class _StatusArgs(_Args):
@@ -139,7 +139,7 @@ class _ReviseArgs(_Args):
     field: str | None = Field(default=None, description="Field id; optional for undo/redo.")
     value: Any = Field(default=None, description="The corrected value (set).")
     reason: str | None = Field(default=None, description="Why; kept in the history.")
-    quotes: dict[str, str] | None = Field(default=None, description=_QUOTES)
+    quotes: dict[str, str] | None = None  # as form_fill's
     instance_id: str | None = None
 
 
