@@ -238,15 +238,16 @@ def run_case(case: Case) -> Outcome:
     return Outcome(case, bool(revisions), revisions[-1].kind if revisions else None, len(asked), leaked)
 
 
-def tool_surface() -> tuple[int, int]:
-    """The tool definitions as sent, in characters: as they are, and with ``quotes`` taken out."""
+def tool_surface() -> tuple[int, int, int]:
+    """The tool definitions in characters: compact, with ``quotes`` taken out, and with json's default
+    (spaced) separators, which tests/test_tools.py holds to 3,500."""
     from formctl.agent.tools import tool_definitions
 
     defs = tool_definitions()
-    with_quotes = len(json.dumps(defs, separators=(",", ":")))
+    with_quotes, spaced = len(json.dumps(defs, separators=(",", ":"))), len(json.dumps(defs))
     for d in defs:
         d["input_schema"].get("properties", {}).pop("quotes", None)
-    return with_quotes, len(json.dumps(defs, separators=(",", ":")))
+    return with_quotes, len(json.dumps(defs, separators=(",", ":"))), spaced
 
 
 def main() -> int:
@@ -266,15 +267,15 @@ def main() -> int:
     accepted = sum(o.stored and o.kind == "said" and not o.asked for o in said)
     share = accepted / len(said)
     asked_invented = sum(o.asked > 0 for o in invented)
-    with_quotes, without = tool_surface()
+    with_quotes, without, spaced = tool_surface()
     print()
     print(f"invented values stored without the person's confirmation: {leaked} of {len(invented)} — target 0 "
           f"({asked_invented} of them asked about, the rest refused outright)")
     print(f"values said differently, accepted as said without asking: {accepted} of {len(said)} = {share:.0%} "
           "— target ≥ 90%")
-    print(f"tool surface: {with_quotes:,} characters as sent; the quotes parameter costs {with_quotes - without:,} "
-          f"({without:,} without it) — target ≤ 3,500")
-    return 0 if leaked == 0 and share >= 0.9 and with_quotes <= 3500 else 1
+    print(f"tool surface: {with_quotes:,} characters compact ({spaced:,} with spaced separators); the quotes "
+          f"parameter costs {with_quotes - without:,} ({without:,} without it) — target ≤ 3,500")
+    return 0 if leaked == 0 and share >= 0.9 and spaced <= 3500 else 1
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ _QUOTES = "{field id: the person's exact words}"
 class _StartArgs(_Args):
     form: str = Field(min_length=1, description="Form id, from form_list.")
     values: dict[str, Any] | None = Field(default=None, description="Values already known, from any step.")
-    quotes: dict[str, str] | None = None  # as form_fill's
+    quotes: dict[str, Any] | None = None  # as form_fill's
 
 
 class _StatusArgs(_Args):
@@ -130,7 +130,7 @@ class _InspectArgs(_Args):
 
 class _FillArgs(_Args):
     values: dict[str, Any] = Field(description="{field id: value}")
-    quotes: dict[str, str] | None = Field(default=None, description=_QUOTES)
+    quotes: dict[str, Any] | None = Field(default=None, description=_QUOTES)
     instance_id: str | None = None
 
 
@@ -139,7 +139,7 @@ class _ReviseArgs(_Args):
     field: str | None = Field(default=None, description="Field id; optional for undo/redo.")
     value: Any = Field(default=None, description="The corrected value (set).")
     reason: str | None = Field(default=None, description="Why; kept in the history.")
-    quotes: dict[str, str] | None = None  # as form_fill's
+    quotes: dict[str, Any] | None = None  # as form_fill's
     instance_id: str | None = None
 
 
@@ -200,7 +200,7 @@ def _form_inspect(runner: Any, a: _InspectArgs) -> Any:
     return runner.inspect(a.scope, a.id, instance_id=a.instance_id).to_dict()
 
 
-def _model_write(quotes: dict[str, str] | None, person: Person | None) -> ModelWrite:
+def _model_write(quotes: dict[str, Any] | None, person: Person | None) -> ModelWrite:
     """A model's write: its quotes, checked against the person's own messages (docs/engine.md, "Provenance")."""
     if person is None:  # no conversation: nobody's words to check, nobody to ask
         return ModelWrite(quotes or {}, (), enforce=False)
