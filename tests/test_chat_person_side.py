@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from clitools import formctl
+from clitools import formctl, invoke  # the chats in child processes; the reads of what they left, in this one
 from fixture_project import FORMS, ROOT
 
 CLAIMANT = ["Dana Reeve", "AB1234", "dana@example.org"]
@@ -28,12 +28,12 @@ def run(store, lines, *args, form="travel-claim"):
 
 
 def only_instance(store) -> str:
-    (row,) = json.loads(formctl("instances", "--store", str(store), "--json").stdout)["instances"]
+    (row,) = json.loads(invoke("instances", "--store", str(store), "--json").stdout)["instances"]
     return row["instance_id"]
 
 
 def values(store, instance_id) -> dict:
-    return json.loads(formctl("export", instance_id, "--json", "--store", str(store)).stdout)["values"]
+    return json.loads(invoke("export", instance_id, "--json", "--store", str(store)).stdout)["values"]
 
 
 def after(text: str, marker: str) -> str:
