@@ -1,0 +1,105 @@
+"""The test suite's wall and CPU time, run as the README runs it, optionally beside an older commit.
+
+    python benchmarks/suite.py [--serial] [--against REV] [--rounds N]
+
+Runs ``python -m pytest -n auto`` (the README's test command) in this checkout and prints,
+per run: the wall time; the CPU time (user + sys) of pytest and of every process it started
+and waited for (the workers, the ``formctl`` commands the CLI tests start; not a PostgreSQL
+server, which runs detached); the count of tests; the load average before and after. On a
+shared machine the wall time follows whatever else runs; the CPU time is the steadier
+figure. ``--serial`` runs the suite without ``-n`` as well.
+
+``--against REV`` checks REV out into a temporary git worktree (removed afterwards) and runs
+the same commands there, alternating with this checkout (this, REV, this, REV, ...) so a
+machine that gets busier part-way slows both alike. REV's own ``formctl`` is imported, in
+pytest and in the commands its tests start (``PYTHONPATH`` comes before the editable
+install's path). Both checkouts are byte-compiled first, so neither run pays for compiling.
+Then the ratios this / REV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_suite(checkout: Path, parallel: bool) -> dict[str, float | str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if checkout != ROOT:
+        env["PYTHONPATH"] = str(checkout / "src")  # before the editable install's path
+    command = [sys.executable, "-m", "pytest", *(["-n", "auto"] if parallel else [])]
+    load_before = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
+    if done.returncode != 0:
+        sys.exit(f"the suite failed in {checkout}: {last}")
+    counts = re.findall(r"(\d+) (passed|failed|skipped|errors?)", last)
+    return {
+        "wall": wall,
+        "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "tests": " ".join(f"{n} {what}" for n, what in counts),
+        "load": f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}",
+    }
+
+
+def report(label: str, runs: list[dict[str, float | str]]) -> tuple[float, float]:
+    wall = statistics.median(float(r["wall"]) for r in runs)
+    cpu = statistics.median(float(r["cpu"]) for r in runs)
+    print(f"  {label:<28} wall {wall:6.1f} s   CPU {cpu:6.1f} s   {runs[-1]['tests']}   "
+          f"(load {', '.join(str(r['load']) for r in runs)})")
+    return wall, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--serial", action="store_true", help="also run the suite without -n")
+    parser.add_argument("--against", metavar="REV", help="an older commit to run beside this checkout")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+
+    print(f"{os.cpu_count()} CPUs; python -m pytest{' (and serial)' if args.serial else ''}; "
+          f"median of {args.rounds} round(s)")
+    with tempfile.TemporaryDirectory(prefix="formctl-suite-") as folder:
+        other = None
+        if args.against:
+            other = Path(folder) / "against"
+            subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(other), args.against],
+                           cwd=ROOT, check=True)
+        try:
+            for checkout in [ROOT] if other is None else [ROOT, other]:
+                subprocess.run([sys.executable, "-m", "compileall", "-q", "src", "tests"], cwd=checkout, check=False,
+                               stdout=subprocess.DEVNULL)
+            for parallel in [True, False] if args.serial else [True]:
+                mine: list[dict[str, float | str]] = []
+                theirs: list[dict[str, float | str]] = []
+                for _ in range(args.rounds):
+                    mine.append(run_suite(ROOT, parallel))
+                    if other is not None:
+                        theirs.append(run_suite(other, parallel))
+                print("-n auto:" if parallel else "serial:")
+                wall, cpu = report("this checkout", mine)
+                if other is not None:
+                    their_wall, their_cpu = report(args.against, theirs)
+                    print(f"  {'ratio this / ' + args.against:<28} wall {wall / their_wall:6.2f}     "
+                          f"CPU {cpu / their_cpu:6.2f}")
+        finally:
+            if other is not None:
+                subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False)
+
+
+if __name__ == "__main__":
+    main()
