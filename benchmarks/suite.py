@@ -1,13 +1,14 @@
 """The test suite's wall and CPU time, run as the README runs it, optionally beside an older commit.
 
-    python benchmarks/suite.py [--serial] [--against REV] [--rounds N]
+    python benchmarks/suite.py [--serial] [--against REV] [--rounds N] [-- PYTEST_ARGS]
 
 Runs ``python -m pytest -n auto`` (the README's test command) in this checkout and prints,
 per run: the wall time; the CPU time (user + sys) of pytest and of every process it started
 and waited for (the workers, the ``formctl`` commands the CLI tests start; not a PostgreSQL
 server, which runs detached); the count of tests; the load average before and after. On a
 shared machine the wall time follows whatever else runs; the CPU time is the steadier
-figure. ``--serial`` runs the suite without ``-n`` as well.
+figure. ``--serial`` runs the suite without ``-n`` as well. Arguments after ``--`` go to
+pytest (a test file, for a quick look at one part).
 
 ``--against REV`` checks REV out into a temporary git worktree (removed afterwards) and runs
 the same commands there, alternating with this checkout (this, REV, this, REV, ...) so a
@@ -33,11 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_suite(checkout: Path, parallel: bool) -> dict[str, float | str]:
+def run_suite(checkout: Path, parallel: bool, extra: list[str]) -> dict[str, float | str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if checkout != ROOT:
         env["PYTHONPATH"] = str(checkout / "src")  # before the editable install's path
-    command = [sys.executable, "-m", "pytest", *(["-n", "auto"] if parallel else [])]
+    command = [sys.executable, "-m", "pytest", *(["-n", "auto"] if parallel else []), *extra]
     load_before = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -69,6 +70,7 @@ def main() -> None:
     parser.add_argument("--serial", action="store_true", help="also run the suite without -n")
     parser.add_argument("--against", metavar="REV", help="an older commit to run beside this checkout")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("pytest_args", nargs="*", help="after --: more arguments for pytest")
     args = parser.parse_args()
 
     print(f"{os.cpu_count()} CPUs; python -m pytest{' (and serial)' if args.serial else ''}; "
@@ -87,9 +89,9 @@ def main() -> None:
                 mine: list[dict[str, float | str]] = []
                 theirs: list[dict[str, float | str]] = []
                 for _ in range(args.rounds):
-                    mine.append(run_suite(ROOT, parallel))
+                    mine.append(run_suite(ROOT, parallel, args.pytest_args))
                     if other is not None:
-                        theirs.append(run_suite(other, parallel))
+                        theirs.append(run_suite(other, parallel, args.pytest_args))
                 print("-n auto:" if parallel else "serial:")
                 wall, cpu = report("this checkout", mine)
                 if other is not None:
