@@ -353,6 +353,13 @@ class World:
     def __init__(self, registry_file: Path, *, open_form: bool | str, closed: bool) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="formctl-fuzz-"))
         self.store = self.root / "store"
+        try:
+            self._populate(registry_file, open_form, closed)
+        except BaseException:
+            self.close()  # nothing left behind in /tmp, whatever stopped the example
+            raise
+
+    def _populate(self, registry_file: Path, open_form: bool | str, closed: bool) -> None:
         self.registry = FormRegistry.from_toml(registry_file)
         self.ids = Ids()
         host = FormRunner(JsonFileAdapter(self.store), registry=self.registry, subject=OTHER)
@@ -454,7 +461,11 @@ class Watch:
         if not isinstance(data, dict) or not data.get("captured"):
             return
         sent = self._input if isinstance(self._input, dict) else {}
-        instance = JsonFileAdapter(self.world.store).get_instance(data.get("instance_id"))
+        reader = JsonFileAdapter(self.world.store)
+        try:
+            instance = reader.get_instance(data.get("instance_id"))
+        finally:
+            reader.close()
         if instance is None:
             self.finding("lost capture", f"captured into {data.get('instance_id')!r}, which does not exist")
             return
