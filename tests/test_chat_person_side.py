@@ -177,3 +177,46 @@ def test_a_write_from_elsewhere_is_said_and_a_line_that_crossed_it_is_taken_only
         got = values(store, instance_id)
         assert got["staff_id"] == ("AB1234" if writer is _host_undo else "ZZ9999")
         assert got.get("purpose") == (None if writer is _host_undo else "Conference")
+
+
+# --------------------------------------------------------------------------- a rejected key stops the chat
+
+
+def _claude(store, api, lines):
+    return formctl("run", "travel-claim", "--model", "claude-test", "--store", str(store), "--forms", str(FORMS),
+                   env={"FORMCTL_SUBJECT": "dana", "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
+                        "ANTHROPIC_BASE_URL": api.url}, input="".join(f"{line}\n" for line in lines))
+
+
+def test_a_refused_key_ends_the_run_at_once_with_one_line_on_stderr_naming_the_variable(tmp_path):
+    from fake_anthropic import FakeAnthropic, text, tool_use
+
+    for status in (401, 403):
+        with FakeAnthropic() as api:
+            api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}))
+            api.reply(text("Your staff ID?"))
+            api.fault(status, times=5, message="invalid x-api-key")
+            out = _claude(tmp_path / str(status), api, ["AB1234", "dana@example.org", "Leeds"])
+            requests = len(api.bodies)
+        assert out.returncode == 1, (out.stdout, out.stderr)
+        errors = out.stderr.strip().splitlines()
+        assert len(errors) == 1 and errors[0].startswith("error: ") and "ANTHROPIC_API_KEY" in errors[0], out.stderr
+        assert f"({status})" in errors[0] and "sk-test-not-a-real-key" not in out.stdout + out.stderr
+        assert requests == 3  # the opening's two calls, then one refused: the later lines are never sent
+        assert "ANTHROPIC_API_KEY" not in out.stdout and "Saved. Carry on with: formctl resume" in out.stdout
+
+
+def test_another_api_fault_is_one_line_on_stderr_and_the_next_message_retries(tmp_path):
+    from fake_anthropic import FakeAnthropic, text, tool_use
+
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}))
+        api.reply(text("Your staff ID?"))
+        api.fault(500, times=3)
+        api.reply(tool_use("form_fill", {"values": {"staff_id": "AB1234"}}))
+        api.reply(text("Thanks. Your work email?"))
+        out = _claude(tmp_path / "s", api, ["AB1234", "AB1234"])
+    assert out.returncode == 0, out.stderr
+    errors = out.stderr.strip().splitlines()
+    assert len(errors) == 1 and "failed (500)" in errors[0], out.stderr
+    assert "failed (500)" not in out.stdout and "Thanks. Your work email?" in out.stdout

@@ -511,7 +511,7 @@ def test_a_scripted_run_where_every_turn_failed_and_nothing_started_exits_1(stor
                                               "--forms", str(FORMS)], input="Dana Reeve\n", env=env)
 
     assert result.exit_code == 1, result.stdout
-    assert "refused the key (401)" in result.stdout and "Nothing was started." in result.stdout
+    assert "refused the key (401)" in result.stderr and "Nothing was started." in result.stdout
     assert "sk-test-not-a-real-key" not in result.stdout + result.stderr
 
 

@@ -144,6 +144,13 @@ class ModelError(FormError):
     code = "model_error"
 
 
+class KeyRejectedError(ModelError):
+    """The API refused the key (401) or what it may use (403): every further request would be
+    refused the same way, so a chat stops instead of retrying on every line."""
+
+    code = "key_rejected"
+
+
 class ToolSelectionError(FormError):
     """An allow/deny selector that matches no tool."""
 
@@ -171,6 +178,7 @@ __all__ = [
     "FormError",
     "FormStaleError",
     "InvalidArgumentError",
+    "KeyRejectedError",
     "ModelError",
     "NotFoundError",
     "NotReadyError",

@@ -79,6 +79,7 @@ class LoopError:
 
     kind: ClassVar[str] = "loop_error"
     message: str
+    code: str | None = None  # the ModelError's code ("key_rejected": no further request can succeed)
 
 
 @dataclass(frozen=True)

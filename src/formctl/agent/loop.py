@@ -67,6 +67,7 @@ class Turn:
     iterations: int
     error: str | None = None
     tool_calls: int = 0
+    code: str | None = None  # the model error's code, when the model failed
 
 
 _ANSWERED = {"end_turn", "stop_sequence", "tool_use", "", None}
@@ -224,7 +225,7 @@ class ChatLoop:
             try:
                 reply = self.model.respond(request, on_text=self._on_text)
             except ModelError as exc:
-                return Turn("", "error", iterations, exc.message, tool_calls)
+                return Turn("", "error", iterations, exc.message, tool_calls, code=exc.code)
             except KeyboardInterrupt:
                 raise
             except Exception as exc:  # a model that broke its contract: still one line, still no traceback
@@ -322,7 +323,7 @@ class ChatLoop:
 
     def _finish(self, turn: Turn) -> Turn:
         if turn.error:
-            self._emit(LoopError(turn.error))
+            self._emit(LoopError(turn.error, turn.code))
         self._emit(TurnEnd(turn.text, turn.stop_reason, turn.iterations))
         self._save()
         return turn

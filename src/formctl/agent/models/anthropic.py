@@ -11,7 +11,8 @@ What this adapter adds to the SDK:
 - **One clear line per failure**: the SDK's typed exceptions (a refused key, a model the
   key may not use, a rate limit that outlasts the retries, overload, a server error, a
   timeout, no connection) each become :class:`ModelError` with one line a person can act
-  on. The SDK surfaces a connection dropped mid-stream as the HTTP library's own protocol
+  on; a refused key (401, 403) is a :class:`~formctl.errors.KeyRejectedError`, on which a
+  chat stops rather than retry on every line. The SDK surfaces a connection dropped mid-stream as the HTTP library's own protocol
   error and a malformed event as ``json.JSONDecodeError``, not as an ``anthropic``
   exception, so those are caught too. Only the SDK's calls are inside that mapping: an
   error of the caller's ``on_text`` (a closed pipe while printing) is the caller's own and
@@ -42,6 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
+from formctl.errors import KeyRejectedError
 
 __all__ = ["AnthropicModel"]
 
@@ -102,7 +104,10 @@ class AnthropicModel:
         except ModelError:
             raise
         except Exception as exc:
-            raise ModelError(self._scrub(self._explain(exc))) from None
+            line = self._scrub(self._explain(exc))
+            if _key_rejected(exc):
+                raise KeyRejectedError(line) from None
+            raise ModelError(line) from None
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``messages.stream``: the request in wire shape, with cache breakpoints.
@@ -257,7 +262,7 @@ def _trust_env() -> bool:
 _STATUS_ERRORS = (
     ("AuthenticationError", "authentication_error",
      "The Anthropic API refused the key ({status}): check ANTHROPIC_API_KEY."),
-    ("PermissionDeniedError", "permission_error", "The API key may not use {model} ({status}){detail}"),
+    ("PermissionDeniedError", "permission_error", "The Anthropic API refused ANTHROPIC_API_KEY for {model} ({status}){detail}"),
     ("NotFoundError", "not_found_error", 'No model "{model}" at {base_url} ({status}): check --model or FORMCTL_MODEL.'),
     ("RateLimitError", "rate_limit_error",
      "Rate-limited by the Anthropic API ({status}){retried}. Wait a moment, then send again."),
@@ -266,6 +271,12 @@ _STATUS_ERRORS = (
      "The Anthropic API is overloaded ({status}){retried}. Send again in a moment."),
     ("InternalServerError", "api_error", "The Anthropic API failed ({status}){retried}. Send again."),
 )
+
+
+def _key_rejected(exc: BaseException) -> bool:
+    """A 401 or 403 (or its error type inside a stream): the key itself is refused."""
+    status = getattr(exc, "status_code", None)
+    return status in (401, 403) or _error_type(exc) in ("authentication_error", "permission_error")
 
 
 def _error_type(exc: Any) -> str:

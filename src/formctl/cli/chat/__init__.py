@@ -35,6 +35,10 @@ def run_chat(options: ChatOptions) -> int:
             return 1  # neither moved nor closed: the conversation could not go on
     finally:
         session.close()
+    if session.stopped:  # the API refused the key: one line, where scripts look, and a failure
+        sys.stdout.flush()
+        sys.stderr.write(f"error: {session.stopped}\n")
+        return 1
     # Nothing started and a turn failed (the API unreachable, the key refused, the form not
     # starting): a script or CI job must not read that as success.
     return 1 if session.failed and session.instance_id is None else 0

@@ -30,8 +30,10 @@ HELP = """\
 class Commands:
     """The ``/commands`` of a chat session."""
 
-    def command(self, line: str, out: Any) -> bool:
-        """Run a ``/command``, printing to ``out`` (a rich console). Returns False to leave."""
+    def command(self, line: str, out: Any, err: Any = None) -> bool:
+        """Run a ``/command``, printing to ``out`` (a rich console) and its errors to ``err``
+        (another, stderr in a pipe; ``out`` if not given). Returns False to leave."""
+        err = err or out
         name, _, rest = line[1:].strip().partition(" ")
         name, rest = name.lower(), rest.strip()
         if name in ("quit", "exit", "q"):
@@ -41,12 +43,12 @@ class Commands:
             return True
         handler = getattr(self, f"_cmd_{name}", None)
         if handler is None:
-            out.print(f"Unknown command /{name}; /help lists them.", style="red", markup=False)
+            err.print(f"Unknown command /{name}; /help lists them.", style="red", markup=False)
             return True
         try:
             handler(rest, out)
         except FormError as exc:
-            out.print(f"error: {exc.message}", style="red", markup=False, highlight=False)
+            err.print(f"error: {exc.message}", style="red", markup=False, highlight=False)
         return True
 
     def _need_instance(self) -> str:

@@ -28,6 +28,7 @@ def readable(line: str) -> bool:
     return True
 
 
+ERROR_STYLES = ("red", "yellow")
 SINCE = "Since we last spoke"
 ELSEWHERE = "Changed elsewhere"
 
@@ -97,6 +98,7 @@ class Face:
     def __init__(self, session: ChatSession) -> None:
         self.session = session
         self.out = render.console()
+        self.err: Any = None  # where a /command's errors go (None: with the rest, on ``out``)
         self._open_text = False
         self._wrap = WordWrap(self._width())
         session.on_event = self._event
@@ -124,7 +126,7 @@ class Face:
             if line:
                 self._end_text()
                 self._line(line, "dim")
-        elif ev.kind == "loop_error":
+        elif ev.kind == "loop_error" and ev.code != "key_rejected":  # that one ends the chat: run_chat says it
             self._end_text()
             self._line(ev.message, "yellow")
 
@@ -195,17 +197,21 @@ class Face:
             self._refresh()
         if opening:
             self._turn(opening)
-        for line in self._lines():
+        for line in self._lines() if not s.stopped else ():
             if not line.startswith("/"):
                 # Changed elsewhere since the last question: the line goes with the notice,
                 # so it is taken only if the question it answered is still the open one.
                 self._turn(s.changes(ELSEWHERE, words=line) or line)
+                if s.stopped:
+                    break
                 continue
             self._catch_up(ELSEWHERE)
-            if not s.command(line, self.out):
+            if not s.command(line, self.out, self.err):
                 break
             self._refresh()
             self._catch_up(f"You used {line.split()[0]}")
+            if s.stopped:
+                break
 
     def _goodbye(self) -> None:
         lines = [self.session.goodbye(), self.session.usage_line()]
@@ -236,6 +242,7 @@ class PlainChat(Face):
     def __init__(self, session: ChatSession) -> None:
         super().__init__(session)
         self._last_status: str | None = None
+        self.err = render.console(stderr=True)
         session.asker = self._ask
 
     def _ask(self, question: str) -> str | None:
@@ -252,7 +259,13 @@ class PlainChat(Face):
         sys.stdout.flush()
 
     def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
-        self._text(_wrapped(f"{self.MARK if mark else ''}{text}", self._wrap.width) + "\n")
+        line = _wrapped(f"{self.MARK if mark else ''}{text}", self._wrap.width) + "\n"
+        if style in ERROR_STYLES:  # in a pipe every error line goes to stderr, where scripts look
+            sys.stdout.flush()
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        else:
+            self._text(line)
 
     def _width(self) -> int | None:
         # Piped input with the output on a terminal (``printf … | formctl run``): the lines

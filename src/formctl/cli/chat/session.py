@@ -79,6 +79,7 @@ class ChatSession(Commands):
         self.adapter = open_store(options.store)
         self.notes: list[str] = []  # lines for the face to print before the chat starts
         self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
+        self.stopped: str | None = None  # why the chat cannot go on (the API refused the key)
 
         if options.instance_id is not None:
             instance = self._resumable(options.instance_id)
@@ -407,6 +408,8 @@ class ChatSession(Commands):
             self.mark_seen()  # before the loop's last save of the turn, which keeps it
         if ev.kind == "tool_call":
             self.calls[ev.id] = ev
+        if ev.kind == "loop_error" and ev.code == "key_rejected":
+            self.stopped = ev.message  # every further line would be refused the same way
         if ev.kind == "loop_error" or (ev.kind == "tool_result" and ev.name == "form_start"
                                        and isinstance(ev.result, dict) and ev.result.get("status") == "error"):
             self.failed = True

@@ -132,6 +132,8 @@ class TerminalChat(Face):
                 return
             if line is _CHANGED:
                 self._catch_up(ELSEWHERE)
+                if self.session.stopped:
+                    return
                 continue
             line = line.strip()
             if line and not readable(line):
