@@ -12,6 +12,7 @@ bytes). Faults can be queued like replies:
         api.malformed()                  # an event whose data is not JSON
         api.stream_error("overloaded_error")  # an SSE error event after a 200
         api.hang(2.0)                    # no answer at all (past the client's timeout)
+        api.reply(text("Hm."), delay=2.5)     # a slow model: the answer starts after 2.5 s
         model = AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=1)
 
 Faults carry ``retry-after-ms: 1`` so the SDK's retries take a millisecond, not seconds.
@@ -56,6 +57,7 @@ class _Reply:
     content: list[dict[str, Any]]
     stop_reason: str
     usage: dict[str, int] = field(default_factory=dict)
+    delay: float = 0.0  # seconds the "model" thinks before it answers
 
 
 @dataclass
@@ -124,11 +126,13 @@ class FakeAnthropic:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def reply(self, *content: dict[str, Any], stop_reason: str | None = None, usage: dict[str, int] | None = None) -> None:
-        """Queue one assistant reply. ``stop_reason`` defaults to tool_use when it calls tools, else end_turn."""
+    def reply(self, *content: dict[str, Any], stop_reason: str | None = None, usage: dict[str, int] | None = None,
+              delay: float = 0.0) -> None:
+        """Queue one assistant reply. ``stop_reason`` defaults to tool_use when it calls tools, else end_turn.
+        ``delay``: seconds before the answer starts (a slow model, within the client's timeout)."""
         if stop_reason is None:
             stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
-        self._push(_Reply(list(content), stop_reason, dict(usage or {})))
+        self._push(_Reply(list(content), stop_reason, dict(usage or {}), delay))
 
     def fault(self, status: int, *, times: int = 1, error_type: str | None = None, message: str | None = None) -> None:
         """Queue ``times`` HTTP error responses with the API's error body."""
@@ -229,6 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(item, _Fault):
             self._json(item.status, _error_body(item.error_type, item.message), item.headers)
         elif isinstance(item, _Reply):
+            time.sleep(item.delay)
             if streaming:
                 self._sse(_reply_events(item, model))
             else:

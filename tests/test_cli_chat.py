@@ -228,3 +228,78 @@ def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(tmp_path)
     finally:
         child.close()
     assert child.exitstatus == 0
+
+
+def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_path):
+    store = str(tmp_path / "store")
+    child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store,
+                                           "--forms", str(FORMS)],
+                          env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana"), cwd=str(ROOT),
+                          dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+    child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+    term = Terminal(child)
+    try:
+        for answer, question in (("Dana Reeve", "Staff ID"), ("AB1234", "Work email"), ("dana@example.org", "Destination"),
+                                 ("Leeds", "Departure date"), ("2026-11-03", "Return date"),
+                                 ("2026-11-05", "Purpose of trip"), ("Conference", "Mode")):
+            term.say(answer)
+            term.expect(rf"{question}.*\?")
+        term.say("car")
+        # The engine has moved on to Costs (Miles driven is optional), but the chat asks Miles
+        # driven: the bar shows the step of the question asked, not step 4/4 "Costs".
+        term.expect(r"Miles driven\? Optional")
+        term.expect(r'\[form: travel-claim\] step 3/4 "Travel" · pending: Miles driven, Mileage cost')
+        term.say("skip")
+        term.expect(r"Mileage cost\? Optional")
+        term.expect(r'step 3/4 "Travel" · pending: Mileage cost')
+        term.say("skip")
+        term.expect(r"Accommodation cost\? Optional")
+        term.expect(r'step 4/4 "Costs" · pending: Accommodation cost, Meals cost, Total claimed')
+        term.say("skip")
+        term.expect(r"Meals cost\? Optional")
+        term.expect(r'step 4/4 "Costs" · pending: Meals cost, Total claimed')
+        term.say("skip")
+        term.expect(r"Total claimed\?")
+        term.expect(r'step 4/4 "Costs" · pending: Total claimed')  # not "Meals cost" after skip
+        term.say("/help")
+        # /help is a table: every description starts in the same column.
+        term.expect(r"/quit.*leave; formctl resume")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    log = (tmp_path / "terminal.log").read_text(encoding="utf-8")
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", log)
+    rows = [line for line in plain.splitlines() if re.match(r"\s*/(status|inspect|history|undo|redo|resolve|abandon|usage|help|quit)\s", line)]
+    assert len(rows) >= 10, plain[-3000:]
+    columns = {len(re.match(r"(\s*/\S+(?: \S+)*?\s{2,})", row).group(1)) for row in rows[-10:]}
+    assert len(columns) == 1, rows[-10:]
+
+
+def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_path):
+    from fake_anthropic import FakeAnthropic, text, tool_use
+
+    store = str(tmp_path / "store")
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Welcome! What is your full name?"))
+        api.reply(text("Thanks, Dana. Your staff ID?"), delay=2.6)
+        child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--model", "claude-test",
+                                               "--store", store, "--forms", str(FORMS)],
+                              env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test",
+                                       ANTHROPIC_BASE_URL=api.url),
+                              cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+        child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+        term = Terminal(child)
+        try:
+            term.expect("What is your full name?")
+            term.expect("you ›")
+            term.say("Dana Reeve")
+            term.expect(r"thinking… 0s · Ctrl-C to stop")
+            term.expect(r"thinking… [12]s · Ctrl-C to stop")  # the seconds count up while it waits
+            term.expect("Thanks, Dana. Your staff ID?")
+            term.expect("you ›")
+            child.sendeof()
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()

@@ -13,18 +13,30 @@ from formctl.cli import render
 from formctl.cli.workspace import default_subject
 from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
 
-HELP = """\
-/status              the open step, in full
-/inspect [STEP|FIELD] the outline, or one step or field
-/history FIELD       every answer given to a field
-/undo [FIELD]        take back the last answer (or a field's)
-/redo [FIELD]        put an undone answer back
-/resolve [--fail REASON | --reason WHY]  answer the checkpoint the form waits on (--as-host only)
-/abandon REASON      close the form without finishing (answers are kept)
-/usage               the tokens this conversation has cost so far
-/help                this list
-/quit                leave; formctl resume ID comes back here"""
+HELP = (
+    ("/status", "the open step, in full"),
+    ("/inspect [STEP|FIELD]", "the outline, or one step or field"),
+    ("/history FIELD", "every answer given to a field"),
+    ("/undo [FIELD]", "take back the last answer (or a field's)"),
+    ("/redo [FIELD]", "put an undone answer back"),
+    ("/resolve [--fail REASON | --reason WHY]", "answer the checkpoint the form waits on (--as-host only)"),
+    ("/abandon REASON", "close the form without finishing (answers are kept)"),
+    ("/usage", "the tokens this conversation has cost so far"),
+    ("/help", "this list"),
+    ("/quit", "leave; formctl resume ID comes back here"),
+)
 
+
+def help_table() -> Any:
+    """The ``/commands`` as a rich table: one column for the command, one for what it does."""
+    from rich.table import Table
+
+    table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+    table.add_column("command", no_wrap=True, style="bold")
+    table.add_column("what it does")
+    for command, what in HELP:
+        table.add_row(command, what)
+    return table
 
 
 class Commands:
@@ -39,7 +51,7 @@ class Commands:
         if name in ("quit", "exit", "q"):
             return False
         if name in ("help", "?", ""):
-            out.print(HELP, markup=False, highlight=False)
+            out.print(help_table())
             return True
         handler = getattr(self, f"_cmd_{name}", None)
         if handler is None:

@@ -8,6 +8,7 @@ docs/chat.md.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -290,7 +291,9 @@ class ChatSession(Commands):
     def _status_lines(self, runner: Any) -> list[str]:
         text = runner.tier0()
         if text:
-            return text.splitlines()
+            lines = text.splitlines()
+            lines[0] = self._as_asked(lines[0], runner)
+            return lines
         tag = f"[form: {self.form_id}]"
         if self.instance_id is None:
             return [f"{tag} not started"]
@@ -300,6 +303,33 @@ class ChatSession(Commands):
         if instance.status == "abandoned":
             return [f"{tag} abandoned — {instance.closed_reason or 'closed'}"]
         return [f"{tag} {instance.status}"]
+
+    def _as_asked(self, line: str, runner: Any) -> str:
+        """Tier 0's step line as the person sees the chat: the step of the question the model
+        asked last (the guided model asks optional questions left behind after the engine has
+        moved on), and without the optional fields the person chose to leave out."""
+        asking = getattr(self.model, "asking", None)
+        if asking is None or self.instance_id is None or " · pending: " not in line and 'step ' not in line:
+            return line
+        asked, skipped = asking()
+        try:
+            view = runner.view(self.instance_id)
+        except FormError:
+            return line
+        compiled, ev = view.compiled, view.evaluation
+        if ev.open_step is None:
+            return line
+        head = line.split(" · pending: ")[0]
+        k = ev.open_step
+        field = compiled.field_by_id.get(asked) if asked else None
+        if field is not None and field.step_index != k and not ev.revisiting:
+            k = field.step_index
+            step = compiled.steps[k]
+            head = re.sub(r'step \d+/\d+ "[^"]*"', lambda _: f'step {step.number}/{len(compiled.steps)} "{step.title}"',
+                          head, count=1)
+        pending = [f.label for f in compiled.steps[k].fields
+                   if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in skipped]
+        return head + (" · pending: " + ", ".join(pending) if pending else "")
 
     def poll(self) -> tuple[Any, list[str]] | None:
         """For the status poller (another thread): (a change stamp, the status lines), read through

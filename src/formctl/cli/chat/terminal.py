@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -40,6 +41,7 @@ class TerminalChat(Face):
         self._stop = threading.Event()
         self._prompt: Any = None
         self._held = ""  # the text to put back at the prompt (typed before a change elsewhere)
+        self._spinner = _Spinner(self.out)
         session.asker = self._ask
 
     def _ask(self, question: str) -> str | None:
@@ -64,6 +66,10 @@ class TerminalChat(Face):
         self.out.print(f"{self.MARK if mark else ''}{text}", style=style, markup=False, highlight=False)
 
     def _event(self, ev: Any) -> None:
+        if ev.kind == "model_call":
+            self._spinner.call_started()
+        elif ev.kind in ("text_delta", "model_turn", "turn_end", "loop_error"):
+            self._spinner.call_ended()  # before anything is printed: the spinner's line goes first
         super()._event(ev)
         if ev.kind == "tier0_changed":
             self._status = self.session.status_lines()
@@ -166,13 +172,16 @@ class TerminalChat(Face):
                     worker.start()
                 while worker.is_alive():
                     worker.join(0.1)
+                    self._spinner.tick()
                 break
             except KeyboardInterrupt:
+                self._spinner.call_ended()
                 if not stopping:  # said first; the loop then reports the cancel in its own words
                     self._end_text()
                     self._line("stopping…", "yellow")
                 stopping = True
                 self.session.loop.cancel()
+        self._spinner.call_ended()
         self._end_text()
         self._busy.clear()
         self._refresh()
@@ -198,6 +207,62 @@ class TerminalChat(Face):
             self._stop.set()
             poller.join(timeout=2 * POLL_SECONDS)  # before the session closes the poller's adapter
             self._history.flush()
+
+
+class _Spinner:
+    """While a model call is in flight: a spinner with the seconds elapsed and how to stop.
+
+    Shown only once a call has taken :attr:`DELAY` seconds (the guided model answers at once,
+    and a flash of spinner on every turn would be noise), and taken down before anything the
+    model says is printed. Rich draws it on its own line below the conversation (transient:
+    nothing is left behind). ``call_started``/``call_ended`` come from the turn's thread,
+    ``tick`` from the main thread, which waits for the turn.
+    """
+
+    DELAY = 0.3
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._live: Any = None
+
+    def call_started(self) -> None:
+        with self._lock:
+            self._since = time.monotonic()
+
+    def call_ended(self) -> None:
+        with self._lock:
+            self._since = None
+            live, self._live = self._live, None
+        if live is not None:
+            live.stop()
+
+    def tick(self) -> None:
+        with self._lock:
+            if self._since is None or self._live is not None or time.monotonic() - self._since < self.DELAY:
+                return
+            from rich.live import Live
+
+            self._live = Live(_Thinking(self._since), console=self.console, refresh_per_second=4, transient=True)
+            self._live.start()
+
+
+class _Thinking:
+    """The spinner's line, re-rendered on every refresh so the seconds count up."""
+
+    def __init__(self, since: float) -> None:
+        from rich.spinner import Spinner
+
+        self.since = since
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        seconds = int(time.monotonic() - self.since)
+        self.spinner.update(text=Text(f" thinking… {seconds}s · Ctrl-C to stop", style="dim"))
+        return self.spinner
 
 
 def _fit(line: str, columns: int) -> str:

@@ -70,6 +70,12 @@ class GuidedModel(Planning, Phrasing):
         self._plan = None
         return self._speak(turn, plan)
 
+    def asking(self) -> tuple[str | None, frozenset[str]]:
+        """The field the last reply asked about, and the optional fields the person left out
+        ("skip"): the chat's status bar shows the step of the question really asked (an
+        optional question left behind belongs to an earlier step than the engine's open one)."""
+        return self._asked, frozenset(self._skipped)
+
     # ------------------------------------------------------------------ replies
 
     def _tool_reply(self, plan: _Plan, calls: list[tuple[str, dict[str, Any]]]) -> ModelReply:
