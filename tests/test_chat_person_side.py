@@ -53,7 +53,8 @@ def test_after_the_persons_undo_the_chat_says_what_changed_and_asks_again_before
     # the line is an answer to the question on the screen, not to one nobody asked.
     said, answered = rest.split("· rejected Staff ID", 1)
     assert "You used /undo: Staff ID is empty again." in said
-    assert said.rstrip().endswith("Staff ID? Two capital letters and four digits, like AB1234.")
+    spoken = [line for line in said.strip().splitlines() if not line.startswith("· ")]  # not the status line
+    assert spoken[-1] == "Staff ID? Two capital letters and four digits, like AB1234."
     assert "Purpose of trip" not in said + answered
     assert "purpose" not in values(tmp_path / "s", only_instance(tmp_path / "s"))
 
@@ -114,17 +115,17 @@ class PipedChat:
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
 
-    def expect(self, text: str, timeout: float = 30) -> list[str]:
-        """The lines up to and including the first that contains ``text``."""
+    def expect(self, *texts: str, timeout: float = 30) -> list[str]:
+        """The lines up to and including the first that contains one of ``texts``."""
         got: list[str] = []
         deadline = time.monotonic() + timeout
         while True:
             try:
                 line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
             except queue.Empty:
-                raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.seen + got)) from None
+                raise AssertionError(f"no {texts!r} in:\n" + "\n".join(self.seen + got)) from None
             got.append(line)
-            if text in line:
+            if any(text in line for text in texts):
                 self.seen += got
                 return got
 
@@ -220,3 +221,49 @@ def test_another_api_fault_is_one_line_on_stderr_and_the_next_message_retries(tm
     errors = out.stderr.strip().splitlines()
     assert len(errors) == 1 and "failed (500)" in errors[0], out.stderr
     assert "failed (500)" not in out.stdout and "Thanks. Your work email?" in out.stdout
+
+
+# --------------------------------------------------------------------------- a revisit goes over every field
+
+
+def follow_the_questions(chat: PipedChat, answers, *, until: str, limit: int = 30) -> list[str]:
+    """Answer each question the chat asks, chosen only by the question's label; the questions asked."""
+    asked: list[str] = []
+    for _ in range(limit):
+        question = chat.expect("?", until)[-1]
+        if until in question:
+            return asked
+        label = question.split("?")[0].split(" — ")[0]
+        asked.append(label)
+        chat.say(answers(label, question))
+    raise AssertionError(f"never reached {until!r}; asked {asked}")
+
+
+def test_a_revisit_goes_over_every_field_of_the_step_and_completes_only_after_the_last(tmp_path):
+    store = tmp_path / "s"
+    first = {"Client type": "returning", "Age": "42", "Full name": "Alex Morgan", "Email": "alex.morgan@example.com",
+             "Phone": "skip", "Client number": "C10442", "Details changed": "yes"}
+    again = {"Full name": "same", "Email": "alex.m@example.org", "Phone": "07700 900123"}
+
+    def answers(label, question):
+        return again[label] if "say \"same\" to keep it" in question or (label == "Phone" and revisiting) else first[label]
+
+    chat = PipedChat(store, "run", "client-intake")
+    revisiting = False
+    try:
+        asked = follow_the_questions(chat, answers, until="Details changed —")
+        chat.say("yes")
+        said = chat.expect("Full name?")
+        assert "We need to go back over Contact" in "\n".join(said)
+        revisiting = True
+        chat.say("same")
+        asked_again = ["Full name"] + follow_the_questions(chat, answers, until="is complete")
+    finally:
+        chat.close()
+    assert asked[:2] == ["Client type", "Age"]
+    # Every field of Contact gets its question in the revisit, the optional Phone included.
+    assert asked_again == ["Full name", "Email", "Phone"]
+    instance_id = only_instance(store)
+    exported = json.loads(formctl("export", instance_id, "--json", "--store", str(store)).stdout)
+    assert exported["status"] == "complete"
+    assert exported["values"]["email"] == "alex.m@example.org" and exported["values"]["phone"] == "07700 900123"

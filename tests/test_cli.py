@@ -250,11 +250,12 @@ def test_seed_values_reach_the_form_when_it_starts(store):
 
 def test_slash_commands_work_in_plain_mode(store):
     lines = "Dana Reeve\nAB1234\n/undo\n/history staff_id\n/status\n/inspect trip\n/nope\n/quit\nnot sent\n"
-    out = ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input=lines).stdout
+    result = ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input=lines)
+    out = result.stdout
     assert "undid Staff ID → empty" in out
     assert "Staff ID (staff_id)" in out  # the history table
     assert "step 2/4 · Trip (trip)" in out  # /inspect trip
-    assert "Unknown command /nope" in out
+    assert "Unknown command /nope" in result.stderr  # in a pipe, error lines go to stderr
     (row,) = as_json("instances", "--store", store)["instances"]
     view = as_json("inspect", row["instance_id"], "--field", "staff_id", "--store", store, "--forms", str(FORMS))
     assert view["fields"][0]["status"] == "empty"

@@ -42,10 +42,12 @@ def help_table() -> Any:
 class Commands:
     """The ``/commands`` of a chat session."""
 
+    _err: Any = None  # where the running command's errors go (see command)
+
     def command(self, line: str, out: Any, err: Any = None) -> bool:
         """Run a ``/command``, printing to ``out`` (a rich console) and its errors to ``err``
         (another, stderr in a pipe; ``out`` if not given). Returns False to leave."""
-        err = err or out
+        err = self._err = err or out
         name, _, rest = line[1:].strip().partition(" ")
         name, rest = name.lower(), rest.strip()
         if name in ("quit", "exit", "q"):
@@ -112,6 +114,9 @@ class Commands:
         if result.unknown or moved is None:
             envelope = {"status": "success", "data": result.to_dict()}
             line = render.activity_line("form_revise", envelope, self.labels())
+            if result.unknown:  # a field that isn't there: an error line (stderr in a pipe)
+                self._err.print(line, style="red", markup=False, highlight=False)
+                return
         else:
             becomes = render.value_text(moved.value) if moved.has_value else "empty"
             line = f"{'undid' if action == 'undo' else 'redid'} {moved.label} → {becomes}"

@@ -41,6 +41,7 @@ class GuidedModel(Planning, Phrasing):
         self._read_back: tuple[str, int] | None = None  # the ready instance version read back for sending
         self._said: dict[str, list[str]] = {}  # field id -> what the reply being built said about it
         self._resumed_at_read_back = False  # a restored conversation whose last reply was the read-back
+        self._revisit: Any = None  # the step being gone over and the answers kept (revisit.py)
 
     # ------------------------------------------------------------------ the interface
 

@@ -19,8 +19,16 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from formctl.agent.models.base import ModelReply
-from formctl.agent.models.guided.answers import _NONE_WORDS, _SAME_WORDS, UnreadableAnswer, _convert, _jsonable
+from formctl.agent.models.guided.answers import (
+    _NONE_WORDS,
+    _SAME_WORDS,
+    UnreadableAnswer,
+    _convert,
+    _format_value,
+    _jsonable,
+)
 from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence
+from formctl.agent.models.guided.revisit import SKIPPED, revisit_of
 from formctl.agent.models.guided.words import _COMMANDS, _LABELLED, _command_key, _segments, _Turn
 from formctl.agent.notices import read_notice
 
@@ -47,6 +55,7 @@ class _Plan:
     unknown: list[str] = dc_field(default_factory=list)  # labels that name no question
     target: Any = None  # undo/back/redo: the MoveTarget; skip: the field id
     notes: list[str] = dc_field(default_factory=list)
+    revisited: bool = False  # answers were kept for the step being gone over (see revisit.py)
 
 
 # At the read-back of a form ready to send: the words that send it, and those that hold it back.
@@ -112,6 +121,8 @@ class Planning:
             if review is not None:
                 return review
         values, corrections, plan = self._answers(snap, words, bare_allowed=asked is not None)
+        if plan.revisited:
+            return self._plan_revisit(snap, plan, values, corrections, words)
         if values or corrections:
             return self._plan_answers(plan, values, corrections, words)
         if plan.problems or plan.unplaced or plan.unknown:
@@ -214,21 +225,48 @@ class Planning:
             return self._text_reply(
                 [f"{field.label} is required, so I can't skip it."] + self._state_paragraphs(snap, repeat=True)
             )
+        revisit = self._revisit_now(snap)
+        if revisit is not None and field_id in revisit.fields:
+            revisit.answers[field_id] = SKIPPED
+            plan = _Plan("answers", revisited=True, notes=[f"Left out {field.label}."])
+            return self._plan_revisit(snap, plan, {}, {})
         self._skipped.add(field_id)
         if self._focus == field_id:
             self._focus = None
         return self._tool_reply(_Plan("skip", target=field_id), [("form_status", {})])
 
+    def _revisit_now(self, snap: _Snapshot) -> Any:
+        """The revisit under way (a step the engine went back to), kept on the model; or None."""
+        self._revisit = revisit_of(self._revisit, snap)
+        return self._revisit
+
+    def _plan_revisit(self, snap: _Snapshot, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any],
+                      words: str = "") -> ModelReply:
+        """Answers for the step being gone over are kept until its last field has one; then they
+        are written together, with anything else said, in one fill (so the form completes once),
+        each quoted with the line it was read from."""
+        revisit = self._revisit
+        quotes: dict[str, str] = {}
+        if revisit is not None and revisit.next() is None:
+            values = {**values, **revisit.values()}
+            quotes = {f: q for f, q in revisit.quotes.items() if f in values}
+            self._revisit = None
+            plan.notes = [n for n in plan.notes if not n.startswith(("Noted", "Kept"))]
+        if values or corrections:
+            return self._plan_answers(plan, values, corrections, words, quotes)
+        return self._text_reply(plan.notes + self._problem_paragraphs(snap, plan) + self._state_paragraphs(snap))
+
     def _plan_answers(
-        self, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any], words: str = ""
+        self, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any], words: str = "",
+        quotes: dict[str, str] | None = None,
     ) -> ModelReply:
         # Each value is quoted with the person's line it was read from, so its provenance is "said"
         # when the line holds it (and formctl asks the person when it does not).
         calls: list[tuple[str, dict[str, Any]]] = []
         if values:
             fill: dict[str, Any] = {"values": values}
-            if words:
-                fill["quotes"] = dict.fromkeys(values, words)
+            if words or quotes:
+                fill["quotes"] = {f: (quotes or {}).get(f, words) for f in values}
             calls.append(("form_fill", fill))
         for field_id, value in corrections.items():
             revise = {"action": "set", "field": field_id, "value": value, "reason": "corrected by the person"}
@@ -267,7 +305,10 @@ class Planning:
             bare.append((index, segment))
         named = {fid for _, fid, _, _ in labelled if fid}
         targets: list[str] = []
-        if bare and first is not None:
+        revisit = self._revisit_now(snap) if snap.instance is not None else None
+        if bare and first is not None and revisit is not None and first in revisit.fields:
+            targets = [f for f in [first, *revisit.rest(first)] if f not in named]
+        elif bare and first is not None:
             if first not in named:
                 targets.append(first)
             if compiled.field_by_id[first].step_id == (snap.view.step.id if snap.view.step else None):
@@ -295,7 +336,11 @@ class Planning:
             if not cleaned:
                 continue  # "Phone:" with nothing after it: nothing to write
             status = snap.ev.status[field.order] if snap.ev is not None else "empty"
+            going_over = revisit is not None and field_id in revisit.fields
             if _command_key(cleaned) in _SAME_WORDS and status == "filled" and snap.ev is not None:
+                if going_over:
+                    self._keep(plan, revisit, field, _jsonable(snap.ev.values[field_id]), "Kept", words)
+                    continue
                 corrections[field_id] = _jsonable(snap.ev.values[field_id])
                 continue
             kind = self._kind(compiled, field_id)
@@ -303,7 +348,11 @@ class Planning:
             if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
                 means_none = False  # "none" can be an option of its own
             if not field.required and kind.name != "boolean" and means_none:
-                self._skipped.add(field_id)
+                if going_over:
+                    revisit.answers[field_id] = SKIPPED
+                    plan.revisited = True
+                else:
+                    self._skipped.add(field_id)
                 plan.notes.append(f"Left out {field.label}.")
                 continue
             try:
@@ -316,11 +365,24 @@ class Planning:
                 plan.problems.append((field_id, cleaned, str(exc)))
                 self._focus = field_id
                 continue
-            if status in ("filled", "held"):
+            if going_over:
+                self._keep(plan, revisit, field, value, "Noted", words)
+            elif status in ("filled", "held"):
                 corrections[field_id] = value  # a change to an answer given: a revision
             else:
                 values[field_id] = value
         return values, corrections, plan
+
+    def _keep(self, plan: _Plan, revisit: Any, field: Any, value: Any, verb: str, said: str) -> None:
+        revisit.answers[field.id] = value
+        revisit.quotes[field.id] = said
+        if verb == "Kept":
+            revisit.kept.add(field.id)
+        else:
+            revisit.kept.discard(field.id)
+        plan.revisited = True
+        shown = "(hidden)" if field.sensitive else _format_value(value)
+        plan.notes.append(f"{verb} — {field.label}: {shown}.")
 
     # ------------------------------------------------------------------ choosing the question
 
@@ -356,6 +418,9 @@ class Planning:
     def _next_question(self, snap: _Snapshot) -> str | None:
         if snap.instance.status in ("abandoned", "awaiting") or snap.stale:
             return None
+        revisit = self._revisit_now(snap)
+        if revisit is not None:
+            return revisit.next()  # every field of the step gone over, in order (revisit.py)
         if self._focus is not None:
             if self._askable(snap, self._focus):
                 return self._focus
