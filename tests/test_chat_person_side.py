@@ -267,3 +267,33 @@ def test_a_revisit_goes_over_every_field_of_the_step_and_completes_only_after_th
     exported = json.loads(formctl("export", instance_id, "--json", "--store", str(store)).stdout)
     assert exported["status"] == "complete"
     assert exported["values"]["email"] == "alex.m@example.org" and exported["values"]["phone"] == "07700 900123"
+
+
+# --------------------------------------------------------------------------- a natural answer
+
+
+def test_a_natural_answer_places_what_fits_for_sure_says_it_back_and_guesses_nothing(tmp_path):
+    store = tmp_path / "s"
+    out = run(store, ["Dana Reeve", "AB1234, dana@example.com, going to Leeds", "Leeds, Purpose: team offsite"])
+    assert out.returncode == 0, out.stderr
+    reply = after(out.stdout, "Staff ID? Two capital letters and four digits, like AB1234.\n")
+    assert reply.startswith("· saved Staff ID, Work email\n"
+                            "Got it — Staff ID: AB1234; Work email: dana@example.com.\n"
+                            "I wasn't sure which question this answers: \"going to Leeds\".")
+    assert "Destination?" in reply.split("· saved Destination", 1)[0]  # and it asks about the rest
+    # A "Label: value" anywhere in the line is taken; the bare part goes to the question asked.
+    assert "Got it — Destination: Leeds; Purpose of trip: team offsite." in reply
+    got = values(store, only_instance(store))
+    assert got["staff_id"] == "AB1234" and got["email"] == "dana@example.com"
+    assert got["destination"] == "Leeds" and got["purpose"] == "team offsite"
+
+
+def test_free_text_goes_only_to_the_question_asked_and_a_near_miss_still_reaches_the_engine(tmp_path):
+    store = tmp_path / "s"
+    # At "Staff ID?": "ab1234" fits no field for sure, so it is the Staff ID answer (and rejected
+    # with the field's hint); the email beside the real one is placed by its shape.
+    out = run(store, ["Dana Reeve", "ab1234", "AB1234 and my email is dana@example.org"])
+    assert out.returncode == 0, out.stderr
+    assert "· rejected Staff ID" in out.stdout
+    assert "Got it — Staff ID: AB1234; Work email: dana@example.org." in out.stdout
+    assert 'I wasn\'t sure which question this answers: "and my email is".' in out.stdout

@@ -474,10 +474,19 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
     assert chat.tools == [("form_fill", {"values": {"details_changed": True}})]
     assert "We need to go back over Contact: please confirm or correct these answers." in text
     assert text.endswith('Full name? It is Sam Lee now; say "same" to keep it.')
+    # Every field of Contact gets its question; nothing is written until the last has an answer
+    # (the engine ends a revisit at the first write to the step), then all of it in one fill.
     text = chat.say("same")
-    assert chat.tools == [("form_revise", {"action": "set", "field": "full_name", "value": "Sam Lee",
-                                            "reason": "corrected by the person"})]
+    assert chat.tools == [] and text.startswith("Kept — Full name: Sam Lee.")
+    assert text.endswith('Email? It is sam@example.org now; say "same" to keep it.')
+    text = chat.say("sam.lee@example.org")
+    assert chat.tools == [] and text.endswith('Phone? It is 0113 496 0000 now; say "same" to keep it.')
+    assert "complete" not in text
+    text = chat.say("same")
+    assert chat.tools == [("form_fill", {"values": {"full_name": "Sam Lee", "email": "sam.lee@example.org",
+                                                    "phone": "0113 496 0000"}})]
     assert "Before I send it, please check your answers:" in text
+    assert chat.values()["email"] == "sam.lee@example.org"
 
 
 # --------------------------------------------------------------------------- reading replies
@@ -615,3 +624,33 @@ def test_a_host_only_field_is_never_asked():
     loop.send("it was urgent")
     assert runner.history("reason").revisions[0].kind == "said"
     assert runner.history("approver").revisions == ()
+
+
+# --------------------------------------------------------------------------- natural answers
+
+
+def test_a_natural_answer_is_placed_only_where_its_shape_fits_for_sure():
+    from formctl.agent.models.guided.answers import _Kind
+    from formctl.agent.models.guided.natural import place, split_labels
+
+    staff, email, text, date = (_Kind("text", pattern=r"^[A-Z]{2}\d{4}$"), _Kind("email"), _Kind("text"),
+                                _Kind("date"))
+    kinds = {"staff_id": staff, "email": email, "destination": text}
+    placed = place("AB1234, dana@example.com, going to Leeds", "staff_id", kinds)
+    assert placed.values == {"staff_id": "AB1234", "email": "dana@example.com"}
+    assert placed.leftover == ["going to Leeds"]  # never guessed as a Destination
+    # The whole line is the answer: the usual path reads it (and the engine judges a near miss).
+    assert place("AB1234", "staff_id", kinds) is None and place("ab1234", "staff_id", kinds) is None
+    # Free text goes to the question asked, and only when nothing else answered it.
+    assert place("Leeds, dana@example.com", "destination", kinds).values == {
+        "email": "dana@example.com", "destination": "Leeds"}
+    assert place("Conference in Leeds, with the team", "destination", kinds) is None  # commas in free text stay
+    assert place("£1,200 and dana@example.com", "total", {"total": text, "email": email}).values["email"] == \
+        "dana@example.com"
+    # Two open fields an email address fits: neither is guessed.
+    assert place("x, a@b.org", "destination", {"destination": text, "email": email, "other": email}) is None
+    assert place("2026-11-03, 2026-11-05", "departure", {"departure": date, "return": date}) is None
+    names = {"work email": "email", "email": "email", "staff id": "staff_id"}
+    assert split_labels("AB1234, Work email: dana@example.com", names) == ["AB1234", "Work email: dana@example.com"]
+    assert split_labels("Staff ID: AB1234", names) == ["Staff ID: AB1234"]
+    assert split_labels("re: my trip", names) == ["re: my trip"]

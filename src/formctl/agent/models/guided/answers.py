@@ -41,6 +41,7 @@ class _Kind:
 
     name: str  # integer | number | boolean | date | datetime | email | text | choice | json
     options: tuple[Any, ...] = ()
+    pattern: str | None = None  # text that must match this (a Staff ID's ^[A-Z]{2}\d{4}$)
 
 
 class UnreadableAnswer(ValueError):
@@ -90,7 +91,8 @@ def _kind_of_node(node: Any, defs: dict[str, Any]) -> _Kind:
             return _Kind("datetime")
         if fmt == "email":
             return _Kind("email")
-        return _Kind("text")
+        pattern = node.get("pattern")
+        return _Kind("text", pattern=pattern if isinstance(pattern, str) else None)
     return _Kind("json")
 
 

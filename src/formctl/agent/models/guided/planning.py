@@ -28,6 +28,7 @@ from formctl.agent.models.guided.answers import (
     _jsonable,
 )
 from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence
+from formctl.agent.models.guided.natural import place, split_labels
 from formctl.agent.models.guided.revisit import SKIPPED, revisit_of
 from formctl.agent.models.guided.words import _COMMANDS, _LABELLED, _command_key, _segments, _Turn
 from formctl.agent.notices import read_notice
@@ -287,7 +288,9 @@ class Planning:
         # (segment index, field id or unknown key, words, sent key); bare segments get their field below.
         labelled: list[tuple[int, str, str, str]] = []
         bare: list[tuple[int, str]] = []
-        for index, segment in enumerate(_segments(words)):
+        names = {name.lower(): f.id for f in compiled.fields for name in (f.id, f.label)}
+        pieces = [piece for segment in _segments(words) for piece in split_labels(segment, names)]
+        for index, segment in enumerate(pieces):
             m = _LABELLED.match(segment)
             if m:
                 key, value = m.group(1).strip(), m.group(2)
@@ -304,6 +307,8 @@ class Planning:
                     continue
             bare.append((index, segment))
         named = {fid for _, fid, _, _ in labelled if fid}
+        if bare and first is not None and first not in named and snap.ev is not None:
+            bare = self._place_natural(snap, first, bare, labelled, named, plan)
         targets: list[str] = []
         revisit = self._revisit_now(snap) if snap.instance is not None else None
         if bare and first is not None and revisit is not None and first in revisit.fields:
@@ -372,6 +377,26 @@ class Planning:
             else:
                 values[field_id] = value
         return values, corrections, plan
+
+    def _place_natural(self, snap: _Snapshot, first: str, bare: list[tuple[int, str]],
+                       labelled: list[tuple[int, str, str, str]], named: set[str], plan: _Plan
+                       ) -> list[tuple[int, str]]:
+        """The first bare part read as a natural answer (natural.py): what fits a field for sure is
+        placed, the asked field takes free text only if nothing else answered it, the rest is said
+        back as not used. Returns the bare parts still to place the usual way."""
+        ev, compiled = snap.ev, snap.compiled
+        kinds = {f.id: self._kind(compiled, f.id) for f in compiled.fields
+                 if f.id not in named and ev.applicable[f.order] and ev.status[f.order] in ("empty", "invalid")}
+        kinds[first] = self._kind(compiled, first)
+        index, segment = bare[0]
+        placed = place(segment, first, kinds)
+        if placed is None:
+            return bare
+        for field_id, raw in placed.values.items():
+            labelled.append((index, field_id, raw, ""))
+            named.add(field_id)
+        plan.unplaced.extend(placed.leftover)
+        return bare[1:]
 
     def _keep(self, plan: _Plan, revisit: Any, field: Any, value: Any, verb: str, said: str) -> None:
         revisit.answers[field.id] = value
