@@ -547,7 +547,7 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
                                          "quotes": {"full_name": "Dana Reeve", "email": "dana at example"}}))
         api.reply(text("Thanks, Dana. That email didn't look right: what is it?"),
                   usage={"input_tokens": 40, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 300})
-        api.fault(401, message="invalid x-api-key")
+        api.fault(529, times=3)
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
         result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--forms", str(FORMS),
                                               "--store", store], input="Dana Reeve, dana at example\nhello\n/usage\n",
