@@ -239,11 +239,14 @@ def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
     try:
+        term.expect(r"Full name\?")
+        term.expect("you ›")  # typed only once the prompt is up
         for answer, question in (("Dana Reeve", "Staff ID"), ("AB1234", "Work email"), ("dana@example.org", "Destination"),
                                  ("Leeds", "Departure date"), ("2026-11-03", "Return date"),
                                  ("2026-11-05", "Purpose of trip"), ("Conference", "Mode")):
             term.say(answer)
             term.expect(rf"{question}.*\?")
+            term.expect("you ›")
         term.say("car")
         # The engine has moved on to Costs (Miles driven is optional), but the chat asks Miles
         # driven: the bar shows the step of the question asked, not step 4/4 "Costs".
