@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NOTICE_PREFIX", "Notice", "describe_changes", "notice_message", "read_notice", "snapshot"]
+__all__ = ["NOTICE_PREFIX", "Notice", "describe_changes", "notice_message", "read_notice", "shown_value", "snapshot"]
 
 NOTICE_PREFIX = "[form changed; not the person's words: say this in a few words, then ask the question open now] "
 WORDS_PREFIX = "[then the person wrote, before seeing the change; take it only for the question it answered] "
@@ -82,7 +82,7 @@ def describe_changes(compiled: Any, evaluation: Any, instance: Any, before: dict
         elif field.sensitive:
             out.append(f"{field.label} has a new answer (hidden)")
         else:
-            out.append(f"{field.label} is now {_shown(to_jsonable(evaluation.values[field.id]))}")
+            out.append(f"{field.label} is now {shown_value(to_jsonable(evaluation.values[field.id]))}")
     if before.get("status") != now["status"]:
         if before.get("status") == "awaiting" and before.get("blocked_on"):
             out.append(f'the "{before["blocked_on"]}" check was resolved')
@@ -90,7 +90,8 @@ def describe_changes(compiled: Any, evaluation: Any, instance: Any, before: dict
     return out
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """A JSON value as a person reads it: yes/no, 900 not 900.0, text as it is."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float) and value.is_integer():

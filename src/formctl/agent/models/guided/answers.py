@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from formctl.agent.notices import shown_value
+
 # Said for an optional field, these mean "leave it out".
 _NONE_WORDS = {"none", "n/a", "na", "nothing", "-", "no", "nope", "not applicable", "leave it", "blank"}
 # Said during a revisit, these mean "keep the answer you have".
@@ -210,14 +212,7 @@ def _convert(kind: _Kind, text: str) -> Any:
     return text
 
 
-def _format_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+_format_value = shown_value  # the same words as the chat's notices use for a value
 
 
 def _jsonable(value: Any) -> Any:
