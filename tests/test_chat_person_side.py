@@ -185,9 +185,15 @@ def test_a_write_from_elsewhere_is_said_and_a_line_that_crossed_it_is_taken_only
 
 
 def _claude(store, api, lines):
-    return formctl("run", "travel-claim", "--model", "claude-test", "--store", str(store), "--forms", str(FORMS),
-                   env={"FORMCTL_SUBJECT": "dana", "ANTHROPIC_API_KEY": "sk-test-not-a-real-key",
-                        "ANTHROPIC_BASE_URL": api.url}, input="".join(f"{line}\n" for line in lines))
+    """``formctl run`` with a model key, in this process (the SDK's import is paid once per worker)."""
+    from typer.testing import CliRunner
+
+    from formctl.cli import app as cli
+
+    env = {"FORMCTL_SUBJECT": "dana", "ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "ANTHROPIC_BASE_URL": api.url}
+    result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--store", str(store),
+                                          "--forms", str(FORMS)], input="".join(f"{line}\n" for line in lines), env=env)
+    return subprocess.CompletedProcess(["formctl"], result.exit_code, result.stdout, result.stderr)
 
 
 def test_a_refused_key_ends_the_run_at_once_with_one_line_on_stderr_naming_the_variable(tmp_path):
