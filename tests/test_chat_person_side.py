@@ -264,7 +264,9 @@ def test_a_revisit_goes_over_every_field_of_the_step_and_completes_only_after_th
         assert "We need to go back over Contact" in "\n".join(said)
         revisiting = True
         chat.say("same")
-        asked_again = ["Full name"] + follow_the_questions(chat, answers, until="is complete")
+        asked_again = ["Full name"] + follow_the_questions(chat, answers, until="Shall I send it?")
+        chat.say("yes")  # the read-back of every answer, then the send
+        chat.expect("is complete")
     finally:
         chat.close()
     assert asked[:2] == ["Client type", "Age"]
