@@ -27,8 +27,8 @@ from formctl.agent.models.guided.answers import (
     _format_value,
     _jsonable,
 )
-from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence
 from formctl.agent.models.guided.natural import place, split_labels
+from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence
 from formctl.agent.models.guided.revisit import SKIPPED, revisit_of
 from formctl.agent.models.guided.words import _COMMANDS, _LABELLED, _command_key, _segments, _Turn
 from formctl.agent.notices import read_notice
