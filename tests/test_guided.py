@@ -483,8 +483,10 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
     assert chat.tools == [] and text.endswith('Phone? It is 0113 496 0000 now; say "same" to keep it.')
     assert "complete" not in text
     text = chat.say("same")
-    assert chat.tools == [("form_fill", {"values": {"full_name": "Sam Lee", "email": "sam.lee@example.org",
-                                                    "phone": "0113 496 0000"}})]
+    # Only what changed is written (a kept answer needs no new revision; one write ends the
+    # revisit), quoted with the line it came from.
+    assert chat.tools == [("form_fill", {"values": {"email": "sam.lee@example.org"},
+                                         "quotes": {"email": "sam.lee@example.org"}})]
     assert "Before I send it, please check your answers:" in text
     assert chat.values()["email"] == "sam.lee@example.org"
 
