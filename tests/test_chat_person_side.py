@@ -201,10 +201,10 @@ def test_a_refused_key_ends_the_run_at_once_with_one_line_on_stderr_naming_the_v
 
     for status in (401, 403):
         with FakeAnthropic() as api:
-            api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}))
-            api.reply(text("Your staff ID?"))
+            api.reply(tool_use("form_start", {"form": "travel-claim"}))
+            api.reply(text("Your full name?"))
             api.fault(status, times=5, message="invalid x-api-key")
-            out = _claude(tmp_path / str(status), api, ["AB1234", "dana@example.org", "Leeds"])
+            out = _claude(tmp_path / str(status), api, ["Dana Reeve", "AB1234", "dana@example.org"])
             requests = len(api.bodies)
         assert out.returncode == 1, (out.stdout, out.stderr)
         errors = out.stderr.strip().splitlines()
@@ -218,12 +218,12 @@ def test_another_api_fault_is_one_line_on_stderr_and_the_next_message_retries(tm
     from fake_anthropic import FakeAnthropic, text, tool_use
 
     with FakeAnthropic() as api:
-        api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}))
-        api.reply(text("Your staff ID?"))
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Your full name?"))
         api.fault(500, times=3)
-        api.reply(tool_use("form_fill", {"values": {"staff_id": "AB1234"}}))
+        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}}))
         api.reply(text("Thanks. Your work email?"))
-        out = _claude(tmp_path / "s", api, ["AB1234", "AB1234"])
+        out = _claude(tmp_path / "s", api, ["Dana Reeve", "Dana Reeve"])
     assert out.returncode == 0, out.stderr
     errors = out.stderr.strip().splitlines()
     assert len(errors) == 1 and "failed (500)" in errors[0], out.stderr

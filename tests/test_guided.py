@@ -485,8 +485,8 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
     text = chat.say("same")
     # Only what changed is written (a kept answer needs no new revision; one write ends the
     # revisit), quoted with the line it came from.
-    assert chat.tools == [("form_fill", {"values": {"email": "sam.lee@example.org"},
-                                         "quotes": {"email": "sam.lee@example.org"}})]
+    assert chat.tools == [("form_fill", {"values": {"email": "sam.lee@example.org"}})]
+    assert chat.quotes == {"email": "sam.lee@example.org"}
     assert "Before I send it, please check your answers:" in text
     assert chat.values()["email"] == "sam.lee@example.org"
 
