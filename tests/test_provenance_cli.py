@@ -138,3 +138,21 @@ def test_why_on_the_client_intake_after_an_offline_chat(store):
     age = json.loads(invoke("why", iid, "age", "--store", store, "--json").output)
     assert (age["value"], age["provenance"]) == (34, {"kind": "said", "quote": "34", "turn": 2, "message": "34"})
     assert "no answer in force" in invoke("why", iid, "phone", "--store", store).output
+
+
+def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(store):
+    # formctl's own question reads its answer from the same stdin as the chat: the lines after
+    # it must not be swallowed (piped input arrives all at once)
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Your work email?"))
+        api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
+        api.reply(text("Thanks. Your staff ID?"))
+        api.reply(text("Got it."))
+        result = run(api, store, ["it's the usual one", "yes", "AB1234"])
+        bodies = api.bodies
+    assert result.returncode == 0, result.stderr
+    person = [block.get("text") for b in bodies for block in b["messages"][-1]["content"]
+              if b["messages"][-1]["role"] == "user" and block.get("type") == "text"]
+    assert "AB1234" in person, person
+    assert "Got it." in result.stdout

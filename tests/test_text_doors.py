@@ -242,7 +242,10 @@ def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(store_dir
                           env=env, cwd=ROOT, timeout=120)
     out = done.stdout.decode("utf-8")
     assert done.returncode == 0, (out, done.stderr)
-    assert out.count("That line has characters that could not be read; please type it again.") == 1
+    err = done.stderr.decode("utf-8")
+    # in a pipe every error line goes to stderr, where scripts look
+    assert err.count("That line has characters that could not be read; please type it again.") == 1
+    assert "could not be read" not in out
     assert "\ufffd" not in out
     [instance] = json_runner(store_dir).adapter.find_instances()
     assert answers(store_dir, instance.id) == {"full_name": "José García", "staff_id": "JG1234"}

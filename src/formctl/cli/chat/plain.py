@@ -243,16 +243,14 @@ class PlainChat(Face):
         super().__init__(session)
         self._last_status: str | None = None
         self.err = render.console(stderr=True)
+        self._read = self._stdin_lines()
         session.asker = self._ask
 
     def _ask(self, question: str) -> str | None:
         """formctl's own question mid-turn: printed, and answered by the next stdin line (None at its end)."""
         self._end_text()
         self._line(question)
-        raw = sys.stdin.readline()
-        if not raw:
-            return None
-        return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace").strip()
+        return next(self._read, None)
 
     def _text(self, text: str) -> None:
         sys.stdout.write(text)
@@ -277,8 +275,13 @@ class PlainChat(Face):
         return shutil.get_terminal_size().columns
 
     def _lines(self) -> Iterator[str]:
-        # Bytes, decoded strictly line by line: a line that is not UTF-8 is refused and said
-        # so (replacement characters would be stored as if typed); the next line is read.
+        return self._read
+
+    def _stdin_lines(self) -> Iterator[str]:
+        # The one reader of stdin, for the chat's lines and for formctl's own questions alike
+        # (a second reader would buffer ahead and swallow the lines after its answer). Bytes,
+        # decoded strictly line by line: a line that is not UTF-8 is refused and said so
+        # (replacement characters would be stored as if typed); the next line is read.
         stream = getattr(sys.stdin, "buffer", None) or sys.stdin
         for raw in stream:
             if isinstance(raw, bytes):
@@ -287,7 +290,7 @@ class PlainChat(Face):
                 except UnicodeDecodeError:
                     raw = None
             if raw is None or not readable(raw):
-                self._line(UNREADABLE)
+                self._line(UNREADABLE, "yellow")
                 continue
             line = raw.strip()
             if line:
