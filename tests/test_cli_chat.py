@@ -307,3 +307,39 @@ def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_
             child.expect(pexpect.EOF)
         finally:
             child.close()
+
+
+def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tmp_path):
+    # formctl's own question (a source="person" value not in the person's words) is asked and
+    # answered at the real terminal, and the chat goes on at its prompt afterwards
+    from fake_anthropic import FakeAnthropic, text, tool_use
+
+    store = str(tmp_path / "store")
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Welcome! Your work email?"))
+        api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
+        api.reply(text("Thanks. Your staff ID?"))
+        child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--model", "claude-test",
+                                               "--store", store, "--forms", str(FORMS)],
+                              env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test",
+                                       ANTHROPIC_BASE_URL=api.url),
+                              cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+        child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+        term = Terminal(child)
+        try:
+            term.expect("Your work email?")
+            term.expect("you ›")
+            term.say("the usual one")
+            term.expect("Work email: dana.reeve@example.com. Is that right?")
+            term.say("dana@finance.example.org")
+            term.expect("Thanks. Your staff ID?")
+            term.expect("you ›")
+            child.sendeof()
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    [row] = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
+    [revision] = json.loads(_formctl("history", row["instance_id"], "email", "--store", store, "--json").stdout)[
+        "revisions"]
+    assert (revision["value"], revision["provenance"]["kind"]) == ("dana@finance.example.org", "said")

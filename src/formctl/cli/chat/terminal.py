@@ -49,10 +49,14 @@ class TerminalChat(Face):
         prompt belongs to the main thread, which is waiting for the turn)."""
         self._end_text()
         self.out.print(question, style="bold", markup=False, highlight=False)
-        try:
-            return input("you › ").strip()
-        except EOFError:
-            return None
+        while True:
+            try:
+                answer = input("you › ").strip()
+            except EOFError:
+                return None
+            if readable(answer):  # the same door as the prompt's lines: bytes that are not text are refused
+                return answer
+            self._line(UNREADABLE, "yellow")
 
     # -- output ------------------------------------------------------------------------
 
