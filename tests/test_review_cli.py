@@ -112,6 +112,18 @@ def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected
     assert "failures" not in inspected
 
 
+def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(store):
+    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-04", "2026-03-02", "client visit",
+               "no, it is fine", "Return date: 2026-03-06"]
+
+    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
+                 input="".join(a + "\n" for a in answers)).stdout
+
+    held = out.split("The return date (2026-03-02) is before the departure date (2026-03-04).")[1]
+    assert 'I wasn\'t sure which question this answers: "no, it is fine". You can say "Label: value".' in held
+    assert "Mode" in held.split("Return date: 2026-03-06")[-1]
+
+
 def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(store):
     instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org",
                                 "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",

@@ -122,6 +122,10 @@ class Planning:
             if review is not None:
                 return review
         values, corrections, plan = self._answers(snap, words, bare_allowed=asked is not None)
+        if asked is None and not (values or corrections or plan.problems or plan.unknown) and _fixing(snap):
+            # Held on a step's failed check ("Which answer should change?"): a bare line names
+            # no answer, so it is said back as not used rather than passed over in silence.
+            plan.unplaced.extend(s for s in _segments(words) if not _LABELLED.match(s))
         if plan.revisited:
             return self._plan_revisit(snap, plan, values, corrections, words)
         if values or corrections:
@@ -486,3 +490,9 @@ class Planning:
             if row.ask and row.id not in self._skipped and compiled.field_by_id[row.id].source != "host":
                 return row.id
         return None
+
+
+def _fixing(snap: _Snapshot) -> bool:
+    """Whether the conversation is held on a step's failed check (the person is asked which answer to change)."""
+    view = snap.view
+    return view is not None and any(f.hook_id.startswith("step:") for f in view.failures)
