@@ -96,8 +96,7 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         sys.executable,
         ["-c", BOOTSTRAP, "run", "travel-claim", "--store", store, "--forms", str(FORMS)],
         env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", FORMCTL_TEST_SLOW_AFTER="Leeds"),
-        cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT,
-    )
+        cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
     try:
@@ -174,7 +173,7 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
     args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
     env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
     child = pexpect.spawn(sys.executable, args, env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8",
-                          timeout=TIMEOUT)
+                          timeout=TIMEOUT, use_poll=True)
     term = Terminal(child)
     try:
         term.expect(r'step 1/4 "Claimant"')
@@ -190,7 +189,7 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
 
     child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "resume", instance_id, "--store", store,
                                            "--forms", str(FORMS)],
-                          env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+                          env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
     term = Terminal(child)
     try:
         term.expect("Staff ID\\?")  # the last question of the saved conversation
@@ -213,7 +212,7 @@ def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(tmp_path)
     args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
     env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
     child = pexpect.spawn(sys.executable, args, env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8",
-                          codec_errors="replace", timeout=TIMEOUT)
+                          codec_errors="replace", timeout=TIMEOUT, use_poll=True)
     term = Terminal(child)
     try:
         term.expect(r'step 1/4 "Claimant"')
@@ -235,7 +234,7 @@ def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_
     child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store,
                                            "--forms", str(FORMS)],
                           env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana"), cwd=str(ROOT),
-                          dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+                          dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
     try:
@@ -292,7 +291,7 @@ def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_
                                                "--store", store, "--forms", str(FORMS)],
                               env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test",
                                        ANTHROPIC_BASE_URL=api.url),
-                              cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+                              cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
         child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
         term = Terminal(child)
         try:

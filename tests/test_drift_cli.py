@@ -134,7 +134,7 @@ def test_run_in_a_terminal_asks_before_moving_a_stale_instance(drifted):
     env.update(TERM="dumb", FORMCTL_SUBJECT="dana")  # a terminal, but the plain chat: the question is the point
     child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--offline",
                                            "--store", "store"], env=env, cwd=str(root), encoding="utf-8",
-                          timeout=60)
+                          timeout=60, use_poll=True)
     try:
         child.expect(r"Move it to version 2 now\?")
         child.sendline("y")

@@ -218,7 +218,7 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
     env["TERM"] = "xterm-256color"
     child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--forms",
                                            str(FORMS), "--store", str(tmp_path / "store")],
-                          env=env, dimensions=(30, 50), encoding="utf-8", timeout=30)
+                          env=env, dimensions=(30, 50), encoding="utf-8", timeout=30, use_poll=True)
     cpr = re.escape("\x1b[6n")
 
     def expect(pattern: str) -> None:
