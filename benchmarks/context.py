@@ -56,8 +56,12 @@ REGISTRY = ROOT / "forms" / "registry.toml"
 READ_TOOLS = {"form_status", "form_inspect"}
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
-TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
-        "purpose": "Client workshop"}
+TRIP = {
+    "destination": "Leeds",
+    "departure_date": "2026-03-02",
+    "return_date": "2026-03-04",
+    "purpose": "Client workshop",
+}
 RAIL = {"mode": "rail", "ticket_reference": "TR-99812"}
 COSTS = {"accommodation": 240, "meals": 45.5, "total": 285.5}
 
@@ -76,8 +80,9 @@ def say(text: str) -> ModelReply:
 
 
 def use(name: str, input: dict[str, Any], *more: tuple[str, dict[str, Any]]) -> ModelReply:
-    blocks = [{"type": "tool_use", "id": f"toolu_{next(_ids):05d}", "name": n, "input": i}
-              for n, i in ((name, input), *more)]
+    blocks = [
+        {"type": "tool_use", "id": f"toolu_{next(_ids):05d}", "name": n, "input": i} for n, i in ((name, input), *more)
+    ]
     return ModelReply(blocks, "tool_use")
 
 
@@ -97,8 +102,10 @@ def submit() -> ModelReply:
 
 
 # The travel claim is sent only after the person confirms a read-back (review=True).
-READ_BACK = ("Before I send it: Dana Reeve, AB1234, dana@example.com; Leeds, 2-4 March 2026, client "
-             "workshop; rail TR-99812; hotel 240, meals 45.50, total 285.50. Shall I send it?")
+READ_BACK = (
+    "Before I send it: Dana Reeve, AB1234, dana@example.com; Leeds, 2-4 March 2026, client "
+    "workshop; rail TR-99812; hotel 240, meals 45.50, total 285.50. Shall I send it?"
+)
 
 
 # Each scenario: [(user message, [model replies for that turn]), ...]
@@ -112,47 +119,77 @@ SCENARIOS: dict[str, list[tuple[str, list[ModelReply]]]] = {
         ("Yes, send it.", [submit(), say("Sent: your claim is complete.")]),
     ],
     "front-loaded": [
-        ("Claim for Dana Reeve, AB1234, dana@example.com: Leeds 2-4 March 2026 for a client workshop, "
-         "by train (TR-99812), hotel 240, meals 45.50, total 285.50.",
-         [start(CLAIMANT | TRIP | RAIL | COSTS), say(READ_BACK)]),
+        (
+            "Claim for Dana Reeve, AB1234, dana@example.com: Leeds 2-4 March 2026 for a client workshop, "
+            "by train (TR-99812), hotel 240, meals 45.50, total 285.50.",
+            [start(CLAIMANT | TRIP | RAIL | COSTS), say(READ_BACK)],
+        ),
         ("Yes.", [submit(), say("Sent: your claim is complete.")]),
     ],
     "held value after a correction": [
         ("Claim please: Dana Reeve, AB1234, dana@example.com", [start(CLAIMANT), say("Where did you go, and when?")]),
-        ("Leeds, 2-4 March 2026, client workshop. I drove, 120 miles.",
-         [fill(TRIP | {"mode": "car", "mileage": 120}), say("Got it: 120 miles by car. Accommodation and meals?")]),
-        ("Sorry, I actually took the train.",
-         [use("form_revise", {"field": "mode", "value": "rail", "reason": "took the train"}),
-          say("Updated to rail; I've kept the mileage aside. Your ticket reference?")]),
+        (
+            "Leeds, 2-4 March 2026, client workshop. I drove, 120 miles.",
+            [fill(TRIP | {"mode": "car", "mileage": 120}), say("Got it: 120 miles by car. Accommodation and meals?")],
+        ),
+        (
+            "Sorry, I actually took the train.",
+            [
+                use("form_revise", {"field": "mode", "value": "rail", "reason": "took the train"}),
+                say("Updated to rail; I've kept the mileage aside. Your ticket reference?"),
+            ],
+        ),
         ("TR-99812", [fill({"ticket_reference": "TR-99812"}), say("And the costs?")]),
         ("Hotel 240, meals 45.50, total 285.50", [fill(COSTS), say(READ_BACK)]),
         ("Yes, send it.", [submit(), say("Sent.")]),
     ],
     "a bad value": [
-        ("Start a travel claim. I'm Dana Reeve, staff ab12.",
-         [start({"full_name": "Dana Reeve", "staff_id": "ab12"}),
-          say("Staff IDs are two capital letters and four digits, like AB1234. What's yours?")]),
-        ("AB1234, and dana@example.com", [fill({"staff_id": "AB1234", "email": "dana@example.com"}),
-                                          say("Thanks. Where did you go?")]),
+        (
+            "Start a travel claim. I'm Dana Reeve, staff ab12.",
+            [
+                start({"full_name": "Dana Reeve", "staff_id": "ab12"}),
+                say("Staff IDs are two capital letters and four digits, like AB1234. What's yours?"),
+            ],
+        ),
+        (
+            "AB1234, and dana@example.com",
+            [fill({"staff_id": "AB1234", "email": "dana@example.com"}), say("Thanks. Where did you go?")],
+        ),
         ("Leeds, 2-4 March 2026, a client workshop", [fill(TRIP), say("How did you travel?")]),
     ],
     "what else will you need?": [
         ("Claim please: Dana Reeve, AB1234, dana@example.com", [start(CLAIMANT), say("Where did you travel?")]),
-        ("What else will you need from me?",
-         [use("form_inspect", {"scope": "outline"}),
-          say("The trip (destination, dates, purpose), how you travelled, and your costs.")]),
-        ("OK: Leeds, 2-4 March 2026, client workshop", [fill(TRIP), use("form_status", {}),
-                                                       say("How did you travel?")]),
+        (
+            "What else will you need from me?",
+            [
+                use("form_inspect", {"scope": "outline"}),
+                say("The trip (destination, dates, purpose), how you travelled, and your costs."),
+            ],
+        ),
+        (
+            "OK: Leeds, 2-4 March 2026, client workshop",
+            [fill(TRIP), use("form_status", {}), say("How did you travel?")],
+        ),
     ],
     "over the policy cap": [
-        ("Dana Reeve, AB1234, dana@example.com; Leeds 2-4 March 2026, client workshop; flew, ticket AF-4421.",
-         [start(CLAIMANT | TRIP | {"mode": "air", "ticket_reference": "AF-4421"}), say("What were the costs?")]),
-        ("Hotel 600, meals 250, total 850",
-         [fill({"accommodation": 600, "meals": 250, "total": 850}),
-          say("That's over the 750 cap, so Finance needs to approve it before it can be filed.")]),
-        ("Can I change the meals to 150?",
-         [use("form_revise", {"field": "meals", "value": 150}),
-          say("Not while it waits for Finance; I'll note it for them.")]),
+        (
+            "Dana Reeve, AB1234, dana@example.com; Leeds 2-4 March 2026, client workshop; flew, ticket AF-4421.",
+            [start(CLAIMANT | TRIP | {"mode": "air", "ticket_reference": "AF-4421"}), say("What were the costs?")],
+        ),
+        (
+            "Hotel 600, meals 250, total 850",
+            [
+                fill({"accommodation": 600, "meals": 250, "total": 850}),
+                say("That's over the 750 cap, so Finance needs to approve it before it can be filed."),
+            ],
+        ),
+        (
+            "Can I change the meals to 150?",
+            [
+                use("form_revise", {"field": "meals", "value": 150}),
+                say("Not while it waits for Finance; I'll note it for them."),
+            ],
+        ),
     ],
 }
 
@@ -222,14 +259,16 @@ def run_scenario(name: str, turns: list[tuple[str, list[ModelReply]]]) -> Ledger
                     read += size
                 else:
                     write += size
-        ledger.calls.append(CallRow(
-            tools=len(_compact(request.tools)),
-            system=len(request.system),
-            tier0=len(event.tier0),
-            read_results=read,
-            write_results=write,
-            eager=eager,
-        ))
+        ledger.calls.append(
+            CallRow(
+                tools=len(_compact(request.tools)),
+                system=len(request.system),
+                tier0=len(event.tier0),
+                read_results=read,
+                write_results=write,
+                eager=eager,
+            )
+        )
 
     for reply in replies:
         for block in reply.content:
@@ -271,40 +310,58 @@ def main() -> dict[str, Any]:
     tier0 = start_tier0()
     compiled = FormRegistry.from_toml(REGISTRY).load("travel-claim")
     print("Context cost — formctl's tiered design vs the eager alternative (characters; tokens ≈ chars/4)\n")
-    print(f"nine tool definitions as sent (compact JSON, as the SDK sends): {sizes['compact']:,} chars "
-          f"({sizes['compact_with_cache_control']:,} with the cache_control marker; {sizes['spaced']:,} with "
-          f"spaced separators) — target ≤ 3,500, reference 6,842")
+    print(
+        f"nine tool definitions as sent (compact JSON, as the SDK sends): {sizes['compact']:,} chars "
+        f"({sizes['compact_with_cache_control']:,} with the cache_control marker; {sizes['spaced']:,} with "
+        f"spaced separators) — target ≤ 3,500, reference 6,842"
+    )
     print(f"tier 0 at the start of travel-claim: {len(tier0)} chars — target ≤ 260, reference 521")
     print(f"    {tier0!r}")
     print(f"eager whole-form rendering: {len(eager_rendering(compiled)):,} chars per call (reference 1,754)\n")
 
-    header = f"{'scenario':<32}{'calls':>6}{'tools':>10}{'system':>9}{'tier 0':>8}{'reads':>8}{'writes':>9}" \
-             f"{'learning':>10}{'eager':>9}{'ratio':>8}  final"
+    header = (
+        f"{'scenario':<32}{'calls':>6}{'tools':>10}{'system':>9}{'tier 0':>8}{'reads':>8}{'writes':>9}"
+        f"{'learning':>10}{'eager':>9}{'ratio':>8}  final"
+    )
     print(header)
     print("-" * len(header))
     ledgers = [run_scenario(name, turns) for name, turns in SCENARIOS.items()]
     for lg in ledgers:
         learning, eager = lg.total("learning"), lg.total("eager")
-        print(f"{lg.name:<32}{len(lg.calls):>6}{lg.total('tools'):>10,}{lg.total('system'):>9,}"
-              f"{lg.total('tier0'):>8,}{lg.total('read_results'):>8,}{lg.total('write_results'):>9,}"
-              f"{learning:>10,}{eager:>9,}{learning / eager:>8.1%}  {lg.final_status}")
-    totals = {k: sum(lg.total(k) for lg in ledgers)
-              for k in ("tools", "system", "tier0", "read_results", "write_results", "learning", "eager")}
+        print(
+            f"{lg.name:<32}{len(lg.calls):>6}{lg.total('tools'):>10,}{lg.total('system'):>9,}"
+            f"{lg.total('tier0'):>8,}{lg.total('read_results'):>8,}{lg.total('write_results'):>9,}"
+            f"{learning:>10,}{eager:>9,}{learning / eager:>8.1%}  {lg.final_status}"
+        )
+    totals = {
+        k: sum(lg.total(k) for lg in ledgers)
+        for k in ("tools", "system", "tier0", "read_results", "write_results", "learning", "eager")
+    }
     calls = sum(len(lg.calls) for lg in ledgers)
     print("-" * len(header))
-    print(f"{'all six':<32}{calls:>6}{totals['tools']:>10,}{totals['system']:>9,}{totals['tier0']:>8,}"
-          f"{totals['read_results']:>8,}{totals['write_results']:>9,}{totals['learning']:>10,}"
-          f"{totals['eager']:>9,}{totals['learning'] / totals['eager']:>8.1%}")
+    print(
+        f"{'all six':<32}{calls:>6}{totals['tools']:>10,}{totals['system']:>9,}{totals['tier0']:>8,}"
+        f"{totals['read_results']:>8,}{totals['write_results']:>9,}{totals['learning']:>10,}"
+        f"{totals['eager']:>9,}{totals['learning'] / totals['eager']:>8.1%}"
+    )
     ratio = totals["learning"] / totals["eager"]
     strict = (totals["tier0"] + totals["read_results"] + totals["write_results"]) / totals["eager"]
     print(f"\nspent learning what to ask (tier 0 + status/inspect results): {_tok(totals['learning'])}")
     print(f"eager (whole form in every call):                            {_tok(totals['eager'])}")
     print(f"ratio: {ratio:.1%} of eager — target ≤ 30%")
     print(f"strict ratio (tier 0 + every tool result, writes included):  {strict:.1%} of eager")
-    print(f"fixed prefix per call (tools + system, prompt-cached):       "
-          f"{_tok(totals['tools'] // calls + totals['system'] // calls)}")
-    return {"tool_chars": sizes["compact"], "tier0_chars": len(tier0), "ratio": ratio, "strict_ratio": strict,
-            "totals": totals, "calls": calls}
+    print(
+        f"fixed prefix per call (tools + system, prompt-cached):       "
+        f"{_tok(totals['tools'] // calls + totals['system'] // calls)}"
+    )
+    return {
+        "tool_chars": sizes["compact"],
+        "tier0_chars": len(tier0),
+        "ratio": ratio,
+        "strict_ratio": strict,
+        "totals": totals,
+        "calls": calls,
+    }
 
 
 if __name__ == "__main__":

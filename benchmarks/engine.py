@@ -32,17 +32,21 @@ import time
 from typing import Annotated, Literal
 
 VARIANTS = {
-    "medium": dict(S=8, K=5, seed=42, nops=2000,
-                   sha="7318a6f4fa0bbc6bb03c15237aa8f08b86494d8f8141cbedac4d3f67248f7a11"),
-    "large": dict(S=30, K=10, seed=4242, nops=5000,
-                  sha="9660ace8c57ef46760cd7db5f985df369428bb72cfd1bd50ab89a4cb4b0c0c8e"),
+    "medium": dict(
+        S=8, K=5, seed=42, nops=2000, sha="7318a6f4fa0bbc6bb03c15237aa8f08b86494d8f8141cbedac4d3f67248f7a11"
+    ),
+    "large": dict(
+        S=30, K=10, seed=4242, nops=5000, sha="9660ace8c57ef46760cd7db5f985df369428bb72cfd1bd50ab89a4cb4b0c0c8e"
+    ),
 }
 
 REFERENCE = {  # the TypeScript reference implementation on the same workload, JIT-warm: a comparison figure
-    "medium": dict(median_ms=0.468, p95_ms=1.01, wall_s=1.22, start_ms=2.2, tier0_ms=0.061, status_ms=0.065,
-                   bytes_per_rev=160),
-    "large": dict(median_ms=5.46, p95_ms=10.5, wall_s=31.3, start_ms=12.9, tier0_ms=1.27, status_ms=1.69,
-                  bytes_per_rev=None),
+    "medium": dict(
+        median_ms=0.468, p95_ms=1.01, wall_s=1.22, start_ms=2.2, tier0_ms=0.061, status_ms=0.065, bytes_per_rev=160
+    ),
+    "large": dict(
+        median_ms=5.46, p95_ms=10.5, wall_s=31.3, start_ms=12.9, tier0_ms=1.27, status_ms=1.69, bytes_per_rev=None
+    ),
 }
 
 
@@ -137,10 +141,15 @@ def build_form(S, K):
 
     from formctl import define_form
 
-    b = define_form(f"bench-{S}x{K}", version=1, name=f"Bench form {S}x{K}",
-                    description="Synthetic benchmark form.", conduct="Ask one or two questions at a time.")
+    b = define_form(
+        f"bench-{S}x{K}",
+        version=1,
+        name=f"Bench form {S}x{K}",
+        description="Synthetic benchmark form.",
+        conduct="Ask one or two questions at a time.",
+    )
     for i in range(S):
-        gate = None if i == 0 else (lambda prev: (lambda v, s: s.step_complete(prev)))(f"step{i - 1}")
+        gate = None if i == 0 else (lambda prev: lambda v, s: s.step_complete(prev))(f"step{i - 1}")
         b.step(f"step{i}", title=f"Step {i}", preview=f"section {i} details", when=gate)
         for p in range(K):
             t = p % 5
@@ -154,10 +163,10 @@ def build_form(S, K):
             when = None
             if t == 4:
                 enum_id = f"s{i}_f{p - 2}"
-                when = (lambda e: (lambda v, s: v[e] == "a"))(enum_id)
+                when = (lambda e: lambda v, s: v[e] == "a")(enum_id)
             elif p == 1 and i > 0 and i % 3 == 0:
                 prev = f"s{i - 1}_f2"
-                when = (lambda e: (lambda v, s: v[e] in ("a", "b")))(prev)
+                when = (lambda e: lambda v, s: v[e] in ("a", "b"))(prev)
             b.field(f"s{i}_f{p}", schema, label=f"S{i} field {p}", when=when)
     b.checkpoint("big-int", when=lambda v, s: isinstance(v["s0_f1"], int) and v["s0_f1"] > 500, run=lambda ctx: None)
     half = f"step{S // 2 - 1}"
@@ -278,8 +287,9 @@ def main() -> None:
     for _ in range(args.processes):
         for variant in variants:
             for store in stores:
-                out = subprocess.run([sys.executable, __file__, "--child", variant, store],
-                                     capture_output=True, text=True, check=True)
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", variant, store], capture_output=True, text=True, check=True
+                )
                 results[(variant, store)].append(json.loads(out.stdout.strip().splitlines()[-1]))
     for variant in variants:
         ref = REFERENCE[variant]
@@ -288,26 +298,36 @@ def main() -> None:
             runs = results[(variant, store)]
             col = lambda k: [r[k] for r in runs]  # noqa: E731
             print(f"-- {store}")
-            print(f"  per-op median   {_fmt([x / 1000 for x in col('median_us')], ' ms')}   (reference {ref['median_ms']} ms)")
-            print(f"  per-op p95      {_fmt([x / 1000 for x in col('p95_us')], ' ms')}   (reference {ref['p95_ms']} ms)")
+            print(
+                f"  per-op median   {_fmt([x / 1000 for x in col('median_us')], ' ms')}   (reference {ref['median_ms']} ms)"
+            )
+            print(
+                f"  per-op p95      {_fmt([x / 1000 for x in col('p95_us')], ' ms')}   (reference {ref['p95_ms']} ms)"
+            )
             print(f"  per-op p99      {_fmt([x / 1000 for x in col('p99_us')], ' ms')}")
             print(f"  ops per second  {_fmt(col('ops_per_s'))}")
             print(f"  op-loop wall    {_fmt(col('wall_s'), ' s')}   (reference {ref['wall_s']} s)")
             print(f"  start()         {_fmt(col('start_ms'), ' ms')}   (reference {ref['start_ms']} ms)")
             print(f"  tier0()         {_fmt(col('tier0_ms'), ' ms')}   (reference {ref['tier0_ms']} ms)")
             print(f"  status()        {_fmt(col('status_ms'), ' ms')}   (reference {ref['status_ms']} ms)")
-            print(f"  instance JSON   {statistics.median(col('bytes')):,.0f} B, {statistics.median(col('revisions')):,.0f} revisions, "
-                  f"{statistics.median(col('bytes_per_rev')):.1f} B/revision   (reference {ref['bytes_per_rev']} B/revision)")
+            print(
+                f"  instance JSON   {statistics.median(col('bytes')):,.0f} B, {statistics.median(col('revisions')):,.0f} revisions, "
+                f"{statistics.median(col('bytes_per_rev')):.1f} B/revision   (reference {ref['bytes_per_rev']} B/revision)"
+            )
             print(f"  errors (undo/redo with nothing to move): {runs[0]['errors']}")
     if len(variants) == 2:
         for store in stores:
             m = statistics.median(r["median_us"] for r in results[("medium", store)])
             l = statistics.median(r["median_us"] for r in results[("large", store)])
-            pairs = [lr["median_us"] / mr["median_us"]
-                     for mr, lr in zip(results[("medium", store)], results[("large", store)])]
-            print(f"\nlarge ÷ medium per-op median ({store}): {l / m:.2f}× "
-                  f"(per interleaved pair: median {statistics.median(pairs):.2f}×, "
-                  f"{min(pairs):.2f}–{max(pairs):.2f})   (reference 12×; target ≤ 3×)")
+            pairs = [
+                lr["median_us"] / mr["median_us"]
+                for mr, lr in zip(results[("medium", store)], results[("large", store)])
+            ]
+            print(
+                f"\nlarge ÷ medium per-op median ({store}): {l / m:.2f}× "
+                f"(per interleaved pair: median {statistics.median(pairs):.2f}×, "
+                f"{min(pairs):.2f}–{max(pairs):.2f})   (reference 12×; target ≤ 3×)"
+            )
 
 
 if __name__ == "__main__":

@@ -60,15 +60,23 @@ def main(target: int) -> int:
             # about four calls a turn: ask hypothesis for just enough turns, then see how far it got
             turns = max(1, min(500, (target - tally.calls) // 4))
             given(example=tool_fuzz.turns())(
-                settings(max_examples=turns, deadline=None, database=None, phases=[Phase.generate],
-                         suppress_health_check=list(HealthCheck))(lambda example: one(example)))()
+                settings(
+                    max_examples=turns,
+                    deadline=None,
+                    database=None,
+                    phases=[Phase.generate],
+                    suppress_health_check=list(HealthCheck),
+                )(lambda example: one(example))
+            )()
     finally:
         shutil.rmtree(project, ignore_errors=True)
     wall = time.perf_counter() - started
 
     kinds = Counter(f.kind for f in tally.findings)
-    print(f"tool-layer fuzz: {tally.calls:,} calls in {examples:,} chat turns "
-          f"({tally.errors:,} error results, {tally.calls - tally.errors:,} successes)")
+    print(
+        f"tool-layer fuzz: {tally.calls:,} calls in {examples:,} chat turns "
+        f"({tally.errors:,} error results, {tally.calls - tally.errors:,} successes)"
+    )
     print(f"  crashes:                              {kinds['crash']}")
     print(f"  writes on error results:              {kinds['write on error']}")
     print(f"  version regressions:                  {kinds['version drop']}")
@@ -76,8 +84,10 @@ def main(target: int) -> int:
     for kind, count in sorted(kinds.items()):
         if kind not in HEADLINE:
             print(f"  {kind + ':':<38}{count}")
-    print("  per tool (calls / successes): " + ", ".join(
-        f"{name} {calls:,}/{ok:,}" for name, (calls, ok) in sorted(tally.by_tool.items())))
+    print(
+        "  per tool (calls / successes): "
+        + ", ".join(f"{name} {calls:,}/{ok:,}" for name, (calls, ok) in sorted(tally.by_tool.items()))
+    )
     if harness_errors:
         print(f"  harness errors:                       {len(harness_errors)}")
     print(f"  wall time: {wall:.1f} s ({wall / max(tally.calls, 1) * 1000:.1f} ms a call, checks included)")

@@ -85,60 +85,126 @@ I, S = "invented", "said"
 CASES: list[Case] = [
     # ------------------------------------------------------------ invented values
     Case(I, "an email never typed", ("I'm Dana Reeve",), "email", "dana.reeve@example.com", None),
-    Case(I, "an email never typed, 'quoted' from the name", ("I'm Dana Reeve",), "email", "dana.reeve@example.com",
-         "Dana Reeve"),
+    Case(
+        I,
+        "an email never typed, 'quoted' from the name",
+        ("I'm Dana Reeve",),
+        "email",
+        "dana.reeve@example.com",
+        "Dana Reeve",
+    ),
     Case(I, "an email guessed from the company", ("I work at Acme",), "email", "dana@acme.com", "I work at Acme"),
     Case(I, "an email with a quote never written", ("hello",), "email", "jo@example.com", "jo@example.com"),
-    Case(I, "an email one letter off what was typed", ("it's jo@example.com",), "email", "joe@example.com",
-         "jo@example.com"),
+    Case(
+        I,
+        "an email one letter off what was typed",
+        ("it's jo@example.com",),
+        "email",
+        "joe@example.com",
+        "jo@example.com",
+    ),
     Case(I, "an email on another domain", ("it's jo@example.com",), "email", "jo@example.org", "jo@example.com"),
-    Case(I, "an email read from 'at ... dot'", ("jo at example dot com",), "email", "jo@example.com",
-         "jo at example dot com"),
+    Case(
+        I,
+        "an email read from 'at ... dot'",
+        ("jo at example dot com",),
+        "email",
+        "jo@example.com",
+        "jo at example dot com",
+    ),
     Case(I, "a guessed date, no quote", ("I'm travelling soon",), "departure", "2026-12-08", None),
     Case(I, "a guessed date from 'soon'", ("I'm travelling soon",), "departure", "2026-12-08", "travelling soon"),
     Case(I, "'next Tuesday' read as a date", ("I leave next Tuesday",), "departure", "2026-12-08", "next Tuesday"),
-    Case(I, "'next Tuesday' read as the wrong date", ("I leave next Tuesday",), "departure", "2026-12-01",
-         "next Tuesday"),
+    Case(
+        I, "'next Tuesday' read as the wrong date", ("I leave next Tuesday",), "departure", "2026-12-01", "next Tuesday"
+    ),
     Case(I, "'tomorrow' read as a date", ("tomorrow",), "departure", "2026-12-02", "tomorrow"),
     Case(I, "an ambiguous 08/12 read one way", ("08/12/2026",), "departure", "2026-08-12", "08/12/2026"),
     Case(I, "a date a day off what was said", ("8 December 2026",), "departure", "2026-12-09", "8 December 2026"),
     Case(I, "a default country", ("I live in Leeds",), "country", "United Kingdom", None),
-    Case(I, "a default country 'quoted' from the city", ("I live in Leeds",), "country", "United Kingdom",
-         "I live in Leeds"),
+    Case(
+        I,
+        "a default country 'quoted' from the city",
+        ("I live in Leeds",),
+        "country",
+        "United Kingdom",
+        "I live in Leeds",
+    ),
     Case(I, "a country the person never named", ("hi",), "country", "France", "France"),
     Case(I, "a total the model added up", ("hotel 240, meals 45.50",), "total", 285.5, None),
-    Case(I, "a total added up, quoting the parts", ("hotel 240, meals 45.50",), "total", 285.5,
-         "hotel 240, meals 45.50"),
+    Case(
+        I, "a total added up, quoting the parts", ("hotel 240, meals 45.50",), "total", 285.5, "hotel 240, meals 45.50"
+    ),
     Case(I, "a total rounded", ("it came to £1,204.50",), "total", 1205, "£1,204.50"),
     Case(I, "a total from words", ("twelve hundred",), "total", 1200, "twelve hundred"),
     Case(I, "a total read from '1.2k'", ("about 1.2k",), "total", 1200, "about 1.2k"),
     Case(I, "nights counted by the model", ("from the 3rd to the 6th",), "nights", 3, "from the 3rd to the 6th"),
-    Case(I, "a quote copied from the model's own text", ("what do you need?", "ok"), "email", "dana@example.com",
-         "Is your email dana@example.com?", model_says="Is your email dana@example.com?"),
-    Case(I, "a name copied from the model's own text", ("hi", "go on"), "full_name", "Sam Lee",
-         "Are you Sam Lee?", model_says="Are you Sam Lee?"),
-    Case(I, "a total copied from the model's own sum", ("hotel 240, meals 45.50", "fine"), "total", 285.5,
-         "That makes 285.50 in total", model_says="That makes 285.50 in total"),
+    Case(
+        I,
+        "a quote copied from the model's own text",
+        ("what do you need?", "ok"),
+        "email",
+        "dana@example.com",
+        "Is your email dana@example.com?",
+        model_says="Is your email dana@example.com?",
+    ),
+    Case(
+        I,
+        "a name copied from the model's own text",
+        ("hi", "go on"),
+        "full_name",
+        "Sam Lee",
+        "Are you Sam Lee?",
+        model_says="Are you Sam Lee?",
+    ),
+    Case(
+        I,
+        "a total copied from the model's own sum",
+        ("hotel 240, meals 45.50", "fine"),
+        "total",
+        285.5,
+        "That makes 285.50 in total",
+        model_says="That makes 285.50 in total",
+    ),
     Case(I, "a quote from another field's answer (staff id for total)", ("AB1234",), "total", 1234, "AB1234"),
-    Case(I, "a quote from another field's answer (name for email)", ("Dana Reeve", "dana@example.com"),
-         "email", "dana.reeve@example.com", "Dana Reeve"),
-    Case(I, "a quote from another field's answer (nights for total)", ("3 nights",), "total", 3, "3 nights",
-         also=("nights", 3, "3 nights")),
-    Case(I, "a quote from another field's answer (earlier turn)", ("3 nights", "that's all"), "total", 3,
-         "3 nights", also=("nights", 3, "3 nights"), also_first=True),
+    Case(
+        I,
+        "a quote from another field's answer (name for email)",
+        ("Dana Reeve", "dana@example.com"),
+        "email",
+        "dana.reeve@example.com",
+        "Dana Reeve",
+    ),
+    Case(
+        I,
+        "a quote from another field's answer (nights for total)",
+        ("3 nights",),
+        "total",
+        3,
+        "3 nights",
+        also=("nights", 3, "3 nights"),
+    ),
+    Case(
+        I,
+        "a quote from another field's answer (earlier turn)",
+        ("3 nights", "that's all"),
+        "total",
+        3,
+        "3 nights",
+        also=("nights", 3, "3 nights"),
+        also_first=True,
+    ),
     Case(I, "a staff id invented", ("I'm in finance",), "staff_id", "FN1234", None),
     Case(I, "a staff id 'quoted' from the department", ("I'm in finance",), "staff_id", "FN1234", "finance"),
     Case(I, "a name never given", ("hi there",), "full_name", "Dana Reeve", None),
-    Case(I, "a name from the email", ("dana.reeve@example.com",), "full_name", "Dana Reeve",
-         "dana.reeve@example.com"),
+    Case(I, "a name from the email", ("dana.reeve@example.com",), "full_name", "Dana Reeve", "dana.reeve@example.com"),
     Case(I, "a yes the person never gave", ("they moved",), "changed", True, "they moved"),
     Case(I, "a no read as a yes", ("no",), "changed", True, "no"),
     Case(I, "a mode guessed from 'drove'", ("I drove",), "mode", "car", "I drove"),
     Case(I, "a mode never mentioned", ("hi",), "mode", "rail", None),
     Case(I, "a cabin guessed", ("the cheap seats",), "cabin", "Y", "the cheap seats"),
     # ------------------------------------------------------------ said, written differently
-    Case(S, "currency and thousands separators", ("it came to £1,204.50 in the end",), "total", 1204.5,
-         "£1,204.50"),
+    Case(S, "currency and thousands separators", ("it came to £1,204.50 in the end",), "total", 1204.5, "£1,204.50"),
     Case(S, "thousands separator, no decimals", ("$1,200 all in",), "total", 1200, "$1,200"),
     Case(S, "a decimal comma", ("12,50 €",), "total", 12.5, "12,50 €"),
     Case(S, "space-grouped thousands, decimal comma", ("1 204,50 €",), "total", 1204.5, "1 204,50"),
@@ -148,8 +214,14 @@ CASES: list[Case] = [
     Case(S, "'3rd of March'", ("I leave on the 3rd of March",), "departure", "2027-03-03", "the 3rd of March"),
     Case(S, "'March 3rd, 2027'", ("March 3rd, 2027",), "departure", "2027-03-03", "March 3rd, 2027"),
     Case(S, "'8 Dec'", ("8 Dec",), "departure", "2026-12-08", "8 Dec"),
-    Case(S, "'Tuesday 8 December 2026'", ("Tuesday 8 December 2026",), "departure", "2026-12-08",
-         "Tuesday 8 December 2026"),
+    Case(
+        S,
+        "'Tuesday 8 December 2026'",
+        ("Tuesday 8 December 2026",),
+        "departure",
+        "2026-12-08",
+        "Tuesday 8 December 2026",
+    ),
     Case(S, "an ISO date", ("2026-12-08",), "departure", "2026-12-08", "2026-12-08"),
     Case(S, "an unambiguous 25/12/2026", ("25/12/2026",), "departure", "2026-12-25", "25/12/2026"),
     Case(S, "'AB 1234' for AB1234", ("my staff id is AB 1234",), "staff_id", "AB1234", "AB 1234"),
@@ -160,33 +232,76 @@ CASES: list[Case] = [
     Case(S, "'nope'", ("nope",), "changed", False, "nope"),
     Case(S, "'they haven't changed'", ("they haven't changed",), "changed", False, "they haven't changed"),
     Case(S, "a name in mixed case", ("my name is DANA reeve",), "full_name", "Dana Reeve", "DANA reeve"),
-    Case(S, "a name quoted in other case", ("my name is Dana Reeve",), "full_name", "Dana Reeve",
-         "MY NAME IS DANA REEVE"),
+    Case(
+        S, "a name quoted in other case", ("my name is Dana Reeve",), "full_name", "Dana Reeve", "MY NAME IS DANA REEVE"
+    ),
     Case(S, "an accent dropped", ("Zoë Martin",), "full_name", "Zoe Martin", "Zoë Martin"),
-    Case(S, "an email in mixed case", ("it's Dana.Reeve@Example.COM",), "email", "dana.reeve@example.com",
-         "Dana.Reeve@Example.COM"),
-    Case(S, "an email in typographic quotes", ("my email is “jo@example.com”.",), "email", "jo@example.com",
-         "\"jo@example.com\""),
-    Case(S, "a quote with typographic apostrophes", ("it’s jo@example.com",), "email", "jo@example.com",
-         "it's jo@example.com"),
+    Case(
+        S,
+        "an email in mixed case",
+        ("it's Dana.Reeve@Example.COM",),
+        "email",
+        "dana.reeve@example.com",
+        "Dana.Reeve@Example.COM",
+    ),
+    Case(
+        S,
+        "an email in typographic quotes",
+        ("my email is “jo@example.com”.",),
+        "email",
+        "jo@example.com",
+        '"jo@example.com"',
+    ),
+    Case(
+        S,
+        "a quote with typographic apostrophes",
+        ("it’s jo@example.com",),
+        "email",
+        "jo@example.com",
+        "it's jo@example.com",
+    ),
     Case(S, "an email with spaces round the @", ("jo @ example.com",), "email", "jo@example.com", "jo @ example.com"),
     Case(S, "a country in lower case", ("i live in france",), "country", "France", "france"),
-    Case(S, "a country quoted with extra spaces", ("I live in   New   Zealand",), "country", "New Zealand",
-         "in New Zealand"),
+    Case(
+        S,
+        "a country quoted with extra spaces",
+        ("I live in   New   Zealand",),
+        "country",
+        "New Zealand",
+        "in New Zealand",
+    ),
     Case(S, "a choice in capitals", ("RAIL",), "mode", "rail", "RAIL"),
     Case(S, "a choice inside a sentence", ("I came by car",), "mode", "car", "by car"),
     Case(S, "an Enum choice by its name", ("business please",), "cabin", "J", "business"),
-    Case(S, "a quote spanning two of the person's messages' later one", ("Dana", "sorry, Dana Reeve"),
-         "full_name", "Dana Reeve", "Dana Reeve"),
-    Case(S, "a correction quoted from the later message", ("total 280", "no, total 285.50"), "total", 285.5,
-         "total 285.50"),
+    Case(
+        S,
+        "a quote spanning two of the person's messages' later one",
+        ("Dana", "sorry, Dana Reeve"),
+        "full_name",
+        "Dana Reeve",
+        "Dana Reeve",
+    ),
+    Case(
+        S,
+        "a correction quoted from the later message",
+        ("total 280", "no, total 285.50"),
+        "total",
+        285.5,
+        "total 285.50",
+    ),
     Case(S, "a quote with the punctuation dropped", ("Well, it's Leeds, UK!",), "country", "UK", "its Leeds UK"),
     Case(S, "a space after the currency sign", ("£ 1,204.50",), "total", 1204.5, "£ 1,204.50"),
     Case(S, "'Dec 8th' with no year", ("leaving Dec 8th",), "departure", "2026-12-08", "Dec 8th"),
     Case(S, "an unambiguous 12/25 with no year", ("12/25",), "departure", "2026-12-25", "12/25"),
     # written in words: the checker reads these as a reading and asks (counted against the share)
-    Case(S, "'the third of March' (a day in words)", ("the third of March",), "departure", "2027-03-03",
-         "the third of March"),
+    Case(
+        S,
+        "'the third of March' (a day in words)",
+        ("the third of March",),
+        "departure",
+        "2027-03-03",
+        "the third of March",
+    ),
     Case(S, "'three nights' (a number in words)", ("three nights",), "nights", 3, "three nights"),
 ]
 
@@ -260,8 +375,13 @@ def main() -> int:
         if o.case.family == I:
             verdict = "STORED UNCONFIRMED" if o.leaked else ("their answer stored" if o.stored else "not stored")
         else:
-            verdict = "said, not asked" if o.stored and o.kind == "said" and not o.asked else \
-                f"{o.kind or 'not stored'}, asked" if o.asked else (o.kind or "not stored")
+            verdict = (
+                "said, not asked"
+                if o.stored and o.kind == "said" and not o.asked
+                else f"{o.kind or 'not stored'}, asked"
+                if o.asked
+                else (o.kind or "not stored")
+            )
         print(f"{o.case.family:<9} {verdict:<22} {o.asked:>5}  {o.case.what}")
     leaked = sum(o.leaked for o in invented)
     accepted = sum(o.stored and o.kind == "said" and not o.asked for o in said)
@@ -269,12 +389,18 @@ def main() -> int:
     asked_invented = sum(o.asked > 0 for o in invented)
     with_quotes, without, spaced = tool_surface()
     print()
-    print(f"invented values stored without the person's confirmation: {leaked} of {len(invented)} — target 0 "
-          f"({asked_invented} of them asked about, the rest refused outright)")
-    print(f"values said differently, accepted as said without asking: {accepted} of {len(said)} = {share:.0%} "
-          "— target ≥ 90%")
-    print(f"tool surface: {with_quotes:,} characters compact ({spaced:,} with spaced separators); the quotes "
-          f"parameter costs {with_quotes - without:,} ({without:,} without it) — target ≤ 3,500")
+    print(
+        f"invented values stored without the person's confirmation: {leaked} of {len(invented)} — target 0 "
+        f"({asked_invented} of them asked about, the rest refused outright)"
+    )
+    print(
+        f"values said differently, accepted as said without asking: {accepted} of {len(said)} = {share:.0%} "
+        "— target ≥ 90%"
+    )
+    print(
+        f"tool surface: {with_quotes:,} characters compact ({spaced:,} with spaced separators); the quotes "
+        f"parameter costs {with_quotes - without:,} ({without:,} without it) — target ≤ 3,500"
+    )
     return 0 if leaked == 0 and share >= 0.9 and spaced <= 3500 else 1
 
 

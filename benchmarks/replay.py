@@ -36,11 +36,27 @@ TARGET_PER_SECOND = 50  # twenty-turn transcripts
 def _claim_turns(extra: int) -> list[str]:
     """A travel claim by car, answered one question at a time, then ``extra`` more turns."""
     turns = [
-        "I'd like to claim for a trip", "Dana Reeve", "AB1234", "dana.reeve@example.com", "Leeds",
-        "2026-03-02", "2026-03-04", "Supplier audit", "car", "120", "skip", "skip",
+        "I'd like to claim for a trip",
+        "Dana Reeve",
+        "AB1234",
+        "dana.reeve@example.com",
+        "Leeds",
+        "2026-03-02",
+        "2026-03-04",
+        "Supplier audit",
+        "car",
+        "120",
+        "skip",
+        "skip",
     ]
-    fillers = ["status", "what else", "Destination: York", "Destination: Leeds", "Purpose of trip: Supplier audit and review",
-               "Purpose of trip: Supplier audit"]
+    fillers = [
+        "status",
+        "what else",
+        "Destination: York",
+        "Destination: Leeds",
+        "Purpose of trip: Supplier audit and review",
+        "Purpose of trip: Supplier audit",
+    ]
     turns += [fillers[i % len(fillers)] for i in range(extra)]
     turns.append("54")
     return turns
@@ -102,20 +118,28 @@ def main() -> None:
         turns = {k: len(load(p).turns) for k, p in generated.items()}
         model_calls = {k: sum(len(t.iterations) for t in load(p).turns) for k, p in generated.items()}
         rows = [
-            (f"shipped set ({len(shipped)} transcripts, {sum(len(load(f).turns) for f in shipped)} turns)",
-             *rate(shipped, registry, args.rounds)),
-            (f"generated {turns['twenty']}-turn claim ({model_calls['twenty']} model calls)",
-             *rate([generated["twenty"]], registry, args.rounds)),
-            (f"generated {turns['fifty']}-turn claim ({model_calls['fifty']} model calls)",
-             *rate([generated["fifty"]], registry, args.rounds)),
+            (
+                f"shipped set ({len(shipped)} transcripts, {sum(len(load(f).turns) for f in shipped)} turns)",
+                *rate(shipped, registry, args.rounds),
+            ),
+            (
+                f"generated {turns['twenty']}-turn claim ({model_calls['twenty']} model calls)",
+                *rate([generated["twenty"]], registry, args.rounds),
+            ),
+            (
+                f"generated {turns['fifty']}-turn claim ({model_calls['fifty']} model calls)",
+                *rate([generated["fifty"]], registry, args.rounds),
+            ),
         ]
     print(f"{'workload':<58} {'per s (wall)':>13} {'per s (CPU)':>12} {'ms each':>8}")
     for label, per_second, per_cpu, ms in rows:
         print(f"{label:<58} {per_second:>13.1f} {per_cpu:>12.1f} {ms:>8.2f}")
     twenty, twenty_cpu = rows[1][1], rows[1][2]
     verdict = "meets" if twenty >= TARGET_PER_SECOND else "MISSES"
-    print(f"\ntarget: at least {TARGET_PER_SECOND} twenty-turn transcripts per second offline — {verdict} "
-          f"({twenty:.0f}/s wall, {twenty_cpu:.0f}/s of CPU time)")
+    print(
+        f"\ntarget: at least {TARGET_PER_SECOND} twenty-turn transcripts per second offline — {verdict} "
+        f"({twenty:.0f}/s wall, {twenty_cpu:.0f}/s of CPU time)"
+    )
 
 
 if __name__ == "__main__":

@@ -69,8 +69,9 @@ def _wall(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def _heavy_imports(cmd: list[str], env: dict[str, str]) -> list[str]:
-    out = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], cwd=ROOT, env=env,
-                         capture_output=True, text=True).stderr
+    out = subprocess.run(
+        [cmd[0], "-X", "importtime", *cmd[1:]], cwd=ROOT, env=env, capture_output=True, text=True
+    ).stderr
     roots = set()
     for line in out.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -89,24 +90,29 @@ def _make_instance(store: str, env: dict[str, str]) -> str:
         " 'destination': 'Leeds', 'departure_date': '2026-03-02'});"
         "print(res.view.instance_id)"
     )
-    return subprocess.run([sys.executable, "-c", code, store], cwd=ROOT, env=env, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code, store], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="rounds (median taken) [15]")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--as-is", action="store_true",
-                        help="keep the environment's bytecode settings (PYTHONDONTWRITEBYTECODE)")
+    parser.add_argument(
+        "--as-is", action="store_true", help="keep the environment's bytecode settings (PYTHONDONTWRITEBYTECODE)"
+    )
     args = parser.parse_args()
 
     env = dict(os.environ)
     env.pop("FORMCTL_STORE", None)
     env.pop("FORMCTL_FORMS", None)
     env["NO_COLOR"] = "1"
-    with tempfile.TemporaryDirectory() as store, tempfile.TemporaryDirectory() as pycache, \
-            tempfile.TemporaryDirectory() as bare:
+    with (
+        tempfile.TemporaryDirectory() as store,
+        tempfile.TemporaryDirectory() as pycache,
+        tempfile.TemporaryDirectory() as bare,
+    ):
         Path(bare, "bare_typer_app.py").write_text(BARE_APP)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (bare, env.get("PYTHONPATH", "")) if p)
         if not args.as_is:
@@ -128,23 +134,36 @@ def main() -> int:
         for _ in range(args.runs):
             for name, (cmd, cmd_env) in commands.items():
                 times[name].append(_wall(cmd, cmd_env))
-        heavy = {name: _heavy_imports(cmd, cmd_env) for name, (cmd, cmd_env) in commands.items()
-                 if name != "python -c pass"}
+        heavy = {
+            name: _heavy_imports(cmd, cmd_env) for name, (cmd, cmd_env) in commands.items() if name != "python -c pass"
+        }
 
     base = statistics.median(times["python -c pass"])
     floor = statistics.median(times["bare typer app"])
     rows = []
     for name, samples in times.items():
         median = statistics.median(samples)
-        rows.append({"command": name, "median_ms": round(median * 1000, 1), "ratio": round(median / base, 2),
-                     "ratio_to_bare_typer": round(median / floor, 2), "heavy_imports": heavy.get(name, [])})
+        rows.append(
+            {
+                "command": name,
+                "median_ms": round(median * 1000, 1),
+                "ratio": round(median / base, 2),
+                "ratio_to_bare_typer": round(median / floor, 2),
+                "heavy_imports": heavy.get(name, []),
+            }
+        )
     if args.json:
-        print(json.dumps({"runs": args.runs, "target_ratio": TARGET, "bytecode_cache": not args.as_is,
-                          "results": rows}, indent=2))
+        print(
+            json.dumps(
+                {"runs": args.runs, "target_ratio": TARGET, "bytecode_cache": not args.as_is, "results": rows}, indent=2
+            )
+        )
     else:
         cache = "environment as is" if args.as_is else "with a bytecode cache"
-        print(f"median of {args.runs} interleaved runs, {cache}; ratio to python -c pass "
-              f"(target <= {TARGET}x for help and list) and to the bare typer app (target < 1 for list and TAB)")
+        print(
+            f"median of {args.runs} interleaved runs, {cache}; ratio to python -c pass "
+            f"(target <= {TARGET}x for help and list) and to the bare typer app (target < 1 for list and TAB)"
+        )
         for r in rows:
             flags = []
             if r["command"] in ("formctl --help", "formctl list"):
@@ -152,8 +171,10 @@ def main() -> int:
             if r["command"] in ("formctl list", "formctl ins<TAB>"):
                 flags.append("under bare typer" if r["ratio_to_bare_typer"] < 1 else "NOT UNDER BARE TYPER")
             extra = f"  imports: {', '.join(r['heavy_imports'])}" if r["heavy_imports"] else ""
-            print(f"  {r['command']:<28} {r['median_ms']:>7.1f} ms  {r['ratio']:>5.2f}x pass  "
-                  f"{r['ratio_to_bare_typer']:>5.2f}x bare  {'; '.join(flags)}{extra}")
+            print(
+                f"  {r['command']:<28} {r['median_ms']:>7.1f} ms  {r['ratio']:>5.2f}x pass  "
+                f"{r['ratio_to_bare_typer']:>5.2f}x bare  {'; '.join(flags)}{extra}"
+            )
     return 0
 
 

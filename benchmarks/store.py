@@ -141,8 +141,10 @@ def bench_commits(folder: str, rounds: int, batch: int) -> None:
     base = sum(committers[0].times)
     print(f"Durable commit of one fill on a 40-field instance: {rounds} rounds of {batch} commits per log size,")
     print("interleaved with the floor (bare write+fsync+replace+fsync(dir) of the instance file's bytes).")
-    print(f"{'log at start':>12} {'file B':>8} {'commits/s':>10} {'mean ms':>8} {'median':>7} {'p99':>7}"
-          f" {'vs 0 rev':>8} {'floor mean':>10} {'floor med':>9} {'commit/floor':>12}")
+    print(
+        f"{'log at start':>12} {'file B':>8} {'commits/s':>10} {'mean ms':>8} {'median':>7} {'p99':>7}"
+        f" {'vs 0 rev':>8} {'floor mean':>10} {'floor med':>9} {'commit/floor':>12}"
+    )
     for c, f in zip(committers, floors):
         total = sum(c.times)
         print(
@@ -224,8 +226,9 @@ print(time.perf_counter() - t0)
 def _in_new_process(store: str, what: str, subject: str) -> float:
     """One lookup timed inside a new interpreter (its start-up and imports left out)."""
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
-    out = subprocess.run([sys.executable, "-c", _CHILD, src, store, what, subject],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, src, store, what, subject], capture_output=True, text=True, check=True
+    )
     return float(out.stdout)
 
 
@@ -253,9 +256,11 @@ def main() -> None:
         print()
         print("Open-form lookup (find_open_instance), and a listing by status (find_instances, limit 20), in ms:")
         print("warm = the same adapter again; cold = a new adapter; process = a new adapter in a new process")
-        print(f"{'instances':>9} {'warm med':>9} {'warm p99':>9} {'cold med':>9} {'cold max':>9}"
-              f" {'process med':>11} {'process max':>11} {'list warm':>10} {'list cold':>10} {'list process':>12}"
-              f" {'index B':>9}")
+        print(
+            f"{'instances':>9} {'warm med':>9} {'warm p99':>9} {'cold med':>9} {'cold max':>9}"
+            f" {'process med':>11} {'process max':>11} {'list warm':>10} {'list cold':>10} {'list process':>12}"
+            f" {'index B':>9}"
+        )
         for count in (10, 1000, 10000):
             r = bench_lookup(folder, count, 100 if args.quick else 500)
             print(

@@ -69,11 +69,13 @@ class Committer:
         for _ in range(count):
             self.n += 1
             seq = self.inst.revision_seq + 1
-            commit = Commit(entries={FIELDS[self.n % 40]: EntryCommit((Entry(seq, f"answer {seq}", prov()),))},
-                            revision_seq=seq)
+            commit = Commit(
+                entries={FIELDS[self.n % 40]: EntryCommit((Entry(seq, f"answer {seq}", prov()),))}, revision_seq=seq
+            )
             t0 = time.perf_counter()
-            self.inst = self.adapter.commit_instance(self.inst.id, commit, if_version=self.inst.version,
-                                                     provenance=prov())
+            self.inst = self.adapter.commit_instance(
+                self.inst.id, commit, if_version=self.inst.version, provenance=prov()
+            )
             if timed:
                 self.times.append(time.perf_counter() - t0)
 
@@ -106,26 +108,42 @@ def bench_commits(folder: str, dsn: str, total: int) -> None:
         pg_c.run(batch)
         async_c.run(batch)
         rtt += _bare(dsn, [], ["SELECT 1"], batch // 4)
-        flush += _bare(dsn, ["CREATE TABLE IF NOT EXISTS bench_floor (n int)", "INSERT INTO bench_floor SELECT 1 "
-                             "WHERE NOT EXISTS (SELECT 1 FROM bench_floor)"],
-                       ["BEGIN", "UPDATE bench_floor SET n = n + 1", "COMMIT"], batch // 4)
+        flush += _bare(
+            dsn,
+            [
+                "CREATE TABLE IF NOT EXISTS bench_floor (n int)",
+                "INSERT INTO bench_floor SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM bench_floor)",
+            ],
+            ["BEGIN", "UPDATE bench_floor SET n = n + 1", "COMMIT"],
+            batch // 4,
+        )
 
-    print(f"1. Durable commit of one fill, one writer ({len(json_c.times)} commits each, interleaved in batches of {batch})")
+    print(
+        f"1. Durable commit of one fill, one writer ({len(json_c.times)} commits each, interleaved in batches of {batch})"
+    )
     print(f"{'':>34} {'commits/s':>10} {'median ms':>10} {'p95 ms':>8}")
     for name, c in (("JSON store", json_c), ("PostgreSQL", pg_c), ("PostgreSQL, synchronous_commit=off", async_c)):
-        print(f"{name:>34} {len(c.times) / sum(c.times):>10.0f} {_ms(statistics.median(c.times)):>10.3f}"
-              f" {_ms(_p95(c.times)):>8.3f}")
-    print(f"{'PostgreSQL / JSON (median)':>34} {statistics.median(pg_c.times) / statistics.median(json_c.times):>9.2f}x")
+        print(
+            f"{name:>34} {len(c.times) / sum(c.times):>10.0f} {_ms(statistics.median(c.times)):>10.3f}"
+            f" {_ms(_p95(c.times)):>8.3f}"
+        )
+    print(
+        f"{'PostgreSQL / JSON (median)':>34} {statistics.median(pg_c.times) / statistics.median(json_c.times):>9.2f}x"
+    )
     print()
     med = statistics.median
     commit, no_flush = med(pg_c.times), med(async_c.times)
     print("2. Where a PostgreSQL commit's time goes (medians, same run)")
     print(f"   one round trip (SELECT 1)                         {_ms(med(rtt)):8.3f} ms")
     print(f"   bare durable transaction (BEGIN; UPDATE; COMMIT)  {_ms(med(flush)):8.3f} ms   the WAL flush floor")
-    print(f"   formctl commit, synchronous_commit=off            {_ms(no_flush):8.3f} ms   formctl's work + round trips")
+    print(
+        f"   formctl commit, synchronous_commit=off            {_ms(no_flush):8.3f} ms   formctl's work + round trips"
+    )
     print(f"   formctl commit                                    {_ms(commit):8.3f} ms")
-    print(f"   -> the flush is {100 * (commit - no_flush) / commit:.0f}% of a commit; "
-          f"commit / bare durable transaction = {commit / med(flush):.2f}x")
+    print(
+        f"   -> the flush is {100 * (commit - no_flush) / commit:.0f}% of a commit; "
+        f"commit / bare durable transaction = {commit / med(flush):.2f}x"
+    )
     for c in (json_c, pg_c, async_c):
         c.adapter.close()
 
@@ -196,19 +214,30 @@ def bench_lookup(folder: str, dsn: str, count: int, rounds: int) -> None:
             cold.append(time.perf_counter() - t)
             fresh.close()
         rows.append((name, warm, cold, connect))
-    print(f"3. find_open_instance with {count:,} instances ({rounds} warm lookups, 20 cold;"
-          f" seeding took {t1 - t0:.1f} s for JSON without fsync, {t2 - t1:.1f} s for PostgreSQL)")
+    print(
+        f"3. find_open_instance with {count:,} instances ({rounds} warm lookups, 20 cold;"
+        f" seeding took {t1 - t0:.1f} s for JSON without fsync, {t2 - t1:.1f} s for PostgreSQL)"
+    )
     print(f"{'':>12} {'warm median ms':>15} {'warm p95 ms':>12} {'cold median ms':>15} {'connect ms':>11}")
     for name, warm, cold, connect in rows:
         conn = f"{_ms(statistics.median(connect)):>11.3f}" if connect else f"{'-':>11}"
-        print(f"{name:>12} {_ms(statistics.median(warm)):>15.3f} {_ms(_p95(warm)):>12.3f}"
-              f" {_ms(statistics.median(cold)):>15.3f} {conn}")
+        print(
+            f"{name:>12} {_ms(statistics.median(warm)):>15.3f} {_ms(_p95(warm)):>12.3f}"
+            f" {_ms(statistics.median(cold)):>15.3f} {conn}"
+        )
 
 
 def _writers(store: str, instance_ids: list[str], fills: int) -> tuple[float, int]:
     """Four helper processes, each filling its instance (all the same one, or one each)."""
-    procs = [subprocess.Popen([sys.executable, WORKER, store, instance_ids[w % len(instance_ids)], str(w), str(fills)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for w in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, WORKER, store, instance_ids[w % len(instance_ids)], str(w), str(fills)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
     for p in procs:
         assert p.stdout.readline().strip() == "ready"
     t0 = time.perf_counter()
@@ -228,8 +257,10 @@ def _writers(store: str, instance_ids: list[str], fills: int) -> tuple[float, in
 def bench_writers(folder: str, dsn: str, fills: int) -> None:
     print(f"4. Four processes x {fills} fills through FormRunner (fills per second of wall time)")
     print(f"{'':>12} {'one instance':>13} {'four instances':>15} {'conflicts':>10}")
-    for name, store, make in (("JSON store", os.path.join(folder, "writers"), JsonFileAdapter),
-                              ("PostgreSQL", dsn, PostgresAdapter)):
+    for name, store, make in (
+        ("JSON store", os.path.join(folder, "writers"), JsonFileAdapter),
+        ("PostgreSQL", dsn, PostgresAdapter),
+    ):
         adapter = make(store)
         one = [adapter.create_instance("race", 1, "race", prov()).id]
         four = [adapter.create_instance("race", 1, f"race{k}", prov()).id for k in range(4)]

@@ -60,8 +60,10 @@ def run_suite(checkout: Path, parallel: bool, extra: list[str]) -> dict[str, flo
 def report(label: str, runs: list[dict[str, float | str]]) -> tuple[float, float]:
     wall = statistics.median(float(r["wall"]) for r in runs)
     cpu = statistics.median(float(r["cpu"]) for r in runs)
-    print(f"  {label:<28} wall {wall:6.1f} s   CPU {cpu:6.1f} s   {runs[-1]['tests']}   "
-          f"(load {', '.join(str(r['load']) for r in runs)})")
+    print(
+        f"  {label:<28} wall {wall:6.1f} s   CPU {cpu:6.1f} s   {runs[-1]['tests']}   "
+        f"(load {', '.join(str(r['load']) for r in runs)})"
+    )
     return wall, cpu
 
 
@@ -73,18 +75,25 @@ def main() -> None:
     parser.add_argument("pytest_args", nargs="*", help="after --: more arguments for pytest")
     args = parser.parse_args()
 
-    print(f"{os.cpu_count()} CPUs; python -m pytest{' (and serial)' if args.serial else ''}; "
-          f"median of {args.rounds} round(s)")
+    print(
+        f"{os.cpu_count()} CPUs; python -m pytest{' (and serial)' if args.serial else ''}; "
+        f"median of {args.rounds} round(s)"
+    )
     with tempfile.TemporaryDirectory(prefix="formctl-suite-") as folder:
         other = None
         if args.against:
             other = Path(folder) / "against"
-            subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(other), args.against],
-                           cwd=ROOT, check=True)
+            subprocess.run(
+                ["git", "worktree", "add", "--detach", "--quiet", str(other), args.against], cwd=ROOT, check=True
+            )
         try:
             for checkout in [ROOT] if other is None else [ROOT, other]:
-                subprocess.run([sys.executable, "-m", "compileall", "-q", "src", "tests"], cwd=checkout, check=False,
-                               stdout=subprocess.DEVNULL)
+                subprocess.run(
+                    [sys.executable, "-m", "compileall", "-q", "src", "tests"],
+                    cwd=checkout,
+                    check=False,
+                    stdout=subprocess.DEVNULL,
+                )
             for parallel in [True, False] if args.serial else [True]:
                 mine: list[dict[str, float | str]] = []
                 theirs: list[dict[str, float | str]] = []
@@ -96,8 +105,10 @@ def main() -> None:
                 wall, cpu = report("this checkout", mine)
                 if other is not None:
                     their_wall, their_cpu = report(args.against, theirs)
-                    print(f"  {'ratio this / ' + args.against:<28} wall {wall / their_wall:6.2f}     "
-                          f"CPU {cpu / their_cpu:6.2f}")
+                    print(
+                        f"  {'ratio this / ' + args.against:<28} wall {wall / their_wall:6.2f}     "
+                        f"CPU {cpu / their_cpu:6.2f}"
+                    )
         finally:
             if other is not None:
                 subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False)

@@ -25,8 +25,9 @@ def invoke(*args: str, input: str | None = None, catch_exceptions: bool = True) 
 
 def start(store: str, seed: dict[str, Any] | None = None, *, subject: str = "dana", form: str = "travel-claim") -> str:
     """A new instance of a shipped form in ``store``; its id."""
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
-                        subject=subject)
+    runner = FormRunner(
+        JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject=subject
+    )
     return runner.start(form, seed=seed).view.instance_id
 
 
@@ -34,5 +35,12 @@ def formctl(*args: str, env: dict[str, str] | None = None, input: str | None = N
     """The real console entry point in a child process, with the test's environment plus ``env``."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          env=full_env, input=input, cwd=cwd, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "formctl.cli.app", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input,
+        cwd=cwd,
+        timeout=60,
+    )

@@ -41,8 +41,15 @@ from pg_server import pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (
 # What rich reads from the environment to size and colour a console, and formctl's own
 # settings: a test sets the ones it means to test.
 ENVIRONMENT = (
-    "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE",
-    "TTY_INTERACTIVE", "COLORTERM",
+    "COLUMNS",
+    "LINES",
+    "JUPYTER_COLUMNS",
+    "JUPYTER_LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TTY_COMPATIBLE",
+    "TTY_INTERACTIVE",
+    "COLORTERM",
 )
 PREFIXES = ("FORMCTL_", "ANTHROPIC_")
 # The developer's choice of random seed for the crash test, and the PostgreSQL server CI started.

@@ -24,8 +24,9 @@ RETRACT = object()
 """In ``build_instance`` answers, a retraction revision."""
 
 
-def build_instance(form, answers: dict[str, Any] | None = None, *, cursors: dict[str, int] | None = None,
-                   **attrs: Any) -> Instance:
+def build_instance(
+    form, answers: dict[str, Any] | None = None, *, cursors: dict[str, int] | None = None, **attrs: Any
+) -> Instance:
     """A stored-looking instance of ``form`` built by hand, for the pure evaluate/project tests.
 
     ``answers`` maps a field id to a value, or to a list of values (its revisions, oldest
@@ -56,25 +57,33 @@ def build_instance(form, answers: dict[str, Any] | None = None, *, cursors: dict
     attrs.setdefault("subject", "s1")
     return Instance(entries=entries, revision_seq=seq, **attrs)
 
+
 # --------------------------------------------------------------------------- pi-intake
 # The form of the did_you_mean table (test_aliases.py) and the first tier-0 rendering (test_tier0.py).
 
 
 def pi_intake():
     return (
-        define_form("pi-intake", version=1, name="Personal injury intake",
-                    description="Claimant and incident details.",
-                    conduct="Conversational, one or two questions at a time.")
+        define_form(
+            "pi-intake",
+            version=1,
+            name="Personal injury intake",
+            description="Claimant and incident details.",
+            conduct="Conversational, one or two questions at a time.",
+        )
         .step("claimant", title="Claimant", preview="name, email, phone")
-        .field("fullName", Annotated[str, Field(min_length=2)], label="Full name",
-               ask="Their full legal name.")
+        .field("fullName", Annotated[str, Field(min_length=2)], label="Full name", ask="Their full legal name.")
         .field("email", EmailStr, label="Email")
         .field("phone", str, label="Phone")
         .step("incident", title="Incident", preview="date, type, what happened")
         .field("incidentType", Literal["vehicle", "premises", "medical"], label="Type of incident")
         .field("incidentDate", str, label="Date of incident")
-        .field("vehicleCount", Annotated[int, Field(ge=1)], label="Vehicles involved",
-               when=lambda v, s: v["incidentType"] == "vehicle")
+        .field(
+            "vehicleCount",
+            Annotated[int, Field(ge=1)],
+            label="Vehicles involved",
+            when=lambda v, s: v["incidentType"] == "vehicle",
+        )
         .field("treated", bool, label="Sought treatment")
         .build()
     )
@@ -88,8 +97,9 @@ def basic(version: int = 1):
     return (
         define_form("basic", version=version, name="Basic form", description="Two small steps.")
         .step("one", title="One", preview="name, age")
-        .field("name", Annotated[str, Field(min_length=2)], label="Name", ask="Their name.",
-               hint="At least two letters.")
+        .field(
+            "name", Annotated[str, Field(min_length=2)], label="Name", ask="Their name.", hint="At least two letters."
+        )
         .field("age", Annotated[int, Field(ge=0)], label="Age")
         .field("nick", str | None, label="Nickname")
         .step("two", title="Two", ask="Ask about their preferences.")
@@ -208,8 +218,9 @@ def validation():
         .field("flag", bool, label="Flag")
         .field("kind", Literal["vehicle", "premises"], label="Kind")
         .field("mail", EmailStr, label="Mail")
-        .field("code", Annotated[str, Field(min_length=2)], label="Code", ask="A short code.",
-               hint="Two letters at least.")
+        .field(
+            "code", Annotated[str, Field(min_length=2)], label="Code", ask="A short code.", hint="Two letters at least."
+        )
         .field("opt_count", int | None, label="Optional count")
         .field("exact", Literal[5], label="Exact five")
         .field("address", dict[str, str] | None, label="Address")
@@ -409,11 +420,17 @@ def cap_lab(log: HookLog | None = None, *, with_run: bool = True, wait_for_host:
         .field("note", str | None, label="Note", on_fill=log.hook("field:note"))
         .step("signoff", title="Sign-off")
         .field("sign", str, label="Signature", on_fill=log.hook("field:sign"))
-        .checkpoint("cap", when=lambda v, s: (v["total"] or 0) > 100, blocking=blocking,
-                    wait_message="Checking with Finance.", wait_for_host=wait_for_host,
-                    run=log.hook("checkpoint:cap") if with_run else None)
-        .checkpoint("second", when=lambda v, s: (v["total"] or 0) > 100, blocking=blocking,
-                    run=log.hook("checkpoint:second"))
+        .checkpoint(
+            "cap",
+            when=lambda v, s: (v["total"] or 0) > 100,
+            blocking=blocking,
+            wait_message="Checking with Finance.",
+            wait_for_host=wait_for_host,
+            run=log.hook("checkpoint:cap") if with_run else None,
+        )
+        .checkpoint(
+            "second", when=lambda v, s: (v["total"] or 0) > 100, blocking=blocking, run=log.hook("checkpoint:second")
+        )
         .on_complete(log.hook("form"))
         .build()
     )
@@ -479,14 +496,16 @@ def drift(version: int = 1, migrate=None, log: HookLog | None = None, *, with_e:
     return builder.on_complete(log.hook("form")).build()
 
 
-ALL_FORMS.update({
-    "lab": lab,
-    "seq": occurrence_seq,
-    "cap-lab": cap_lab,
-    "relay": relay,
-    "async-hooks": async_hooks,
-    "drift": drift,
-})
+ALL_FORMS.update(
+    {
+        "lab": lab,
+        "seq": occurrence_seq,
+        "cap-lab": cap_lab,
+        "relay": relay,
+        "async-hooks": async_hooks,
+        "drift": drift,
+    }
+)
 
 
 def reviewed(log: HookLog | None = None):

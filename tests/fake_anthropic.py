@@ -116,7 +116,9 @@ class FakeAnthropic:
 
         self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic", daemon=True
+        )
         self._thread.start()
 
     # ------------------------------------------------------------------ scripting
@@ -126,8 +128,13 @@ class FakeAnthropic:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def reply(self, *content: dict[str, Any], stop_reason: str | None = None, usage: dict[str, int] | None = None,
-              delay: float = 0.0) -> None:
+    def reply(
+        self,
+        *content: dict[str, Any],
+        stop_reason: str | None = None,
+        usage: dict[str, int] | None = None,
+        delay: float = 0.0,
+    ) -> None:
         """Queue one assistant reply. ``stop_reason`` defaults to tool_use when it calls tools, else end_turn.
         ``delay``: seconds before the answer starts (a slow model, within the client's timeout)."""
         if stop_reason is None:
@@ -226,7 +233,9 @@ class _Handler(BaseHTTPRequestHandler):
         if item is None:
             with fake._lock:
                 fake.unexpected.append(record)
-            self._json(500, _error_body("api_error", "fake: the script has no more replies"), {"x-should-retry": "false"})
+            self._json(
+                500, _error_body("api_error", "fake: the script has no more replies"), {"x-should-retry": "false"}
+            )
             return
         streaming = isinstance(body, dict) and body.get("stream") is True
         model = body.get("model", "claude-test") if isinstance(body, dict) else "claude-test"
@@ -245,7 +254,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._sse_partial(payload, cut)
         elif isinstance(item, _Malformed):
             events = _reply_events(_Reply([text("Fine")], "end_turn"), model)
-            payload = _encode(events[:1]) + b'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, \n\n'
+            payload = (
+                _encode(events[:1])
+                + b'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, \n\n'
+            )
             payload += _encode(events[1:])
             self._raw_sse(payload)
         elif isinstance(item, _Hang):
@@ -305,8 +317,13 @@ def _error_body(kind: str, message: str) -> dict[str, Any]:
 
 
 def _usage(reply: _Reply) -> dict[str, int]:
-    return {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, **reply.usage}
+    return {
+        "input_tokens": 100,
+        "output_tokens": 20,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        **reply.usage,
+    }
 
 
 def _message(reply: _Reply, model: str) -> dict[str, Any]:
@@ -330,28 +347,62 @@ def _reply_events(reply: _Reply, model: str) -> list[tuple[str, Any]]:
     events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(reply.content):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                                   "content_block": {"type": "text", "text": ""}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                )
+            )
             words = block["text"].split(" ")
             pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
             for piece in pieces:
                 if piece:
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                           "delta": {"type": "text_delta", "text": piece}}))
+                    events.append(
+                        (
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "text_delta", "text": piece},
+                            },
+                        )
+                    )
         else:
-            events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                                   "content_block": {"type": "tool_use", "id": block["id"],
-                                                                     "name": block["name"], "input": {}}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}},
+                    },
+                )
+            )
             encoded = json.dumps(block["input"])
             half = len(encoded) // 2
             for part in (encoded[:half], encoded[half:]):
                 if part:
-                    events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                           "delta": {"type": "input_json_delta", "partial_json": part}}))
+                    events.append(
+                        (
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": part},
+                            },
+                        )
+                    )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
-                                     "usage": {"output_tokens": usage["output_tokens"]}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 

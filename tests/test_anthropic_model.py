@@ -94,29 +94,58 @@ def test_a_travel_claim_completes_through_the_real_sdk(api, store):
     runner = make_runner(store)
     loop, events = make_loop(runner, api)
 
-    api.reply(text("Thanks, Dana."), tool_use("form_start", {"form": "travel-claim", "values": {
-        "full_name": "Dana Reeve", "staff_id": "AB1234", "destination": "Leeds"},
-        "quotes": {"full_name": "I'm Dana Reeve", "staff_id": "staff AB1234"}}))
+    api.reply(
+        text("Thanks, Dana."),
+        tool_use(
+            "form_start",
+            {
+                "form": "travel-claim",
+                "values": {"full_name": "Dana Reeve", "staff_id": "AB1234", "destination": "Leeds"},
+                "quotes": {"full_name": "I'm Dana Reeve", "staff_id": "staff AB1234"},
+            },
+        ),
+    )
     api.reply(text("What's your work email?"))
-    assert loop.send("I need to claim for a trip to Leeds. I'm Dana Reeve, staff AB1234.").text == \
-        "What's your work email?"
+    assert (
+        loop.send("I need to claim for a trip to Leeds. I'm Dana Reeve, staff AB1234.").text
+        == "What's your work email?"
+    )
 
-    api.reply(tool_use("form_fill", {"values": {"email": "dana@example.com", "departure_date": "2026-03-02",
-                                                "return_date": "2026-03-04", "purpose": "Client workshop"},
-                                     "quotes": {"email": "dana@example.com"}}))
+    api.reply(
+        tool_use(
+            "form_fill",
+            {
+                "values": {
+                    "email": "dana@example.com",
+                    "departure_date": "2026-03-02",
+                    "return_date": "2026-03-04",
+                    "purpose": "Client workshop",
+                },
+                "quotes": {"email": "dana@example.com"},
+            },
+        )
+    )
     api.reply(text("How did you travel?"))
     loop.send("dana@example.com. I went 2 to 4 March 2026 for a client workshop.")
 
     # two tool calls in one reply (parallel tool use), answered in one user turn, in order
-    api.reply(tool_use("form_fill", {"values": {"mode": "rail"}}),
-              tool_use("form_fill", {"values": {"ticket_reference": "TR-99812"}}))
+    api.reply(
+        tool_use("form_fill", {"values": {"mode": "rail"}}),
+        tool_use("form_fill", {"values": {"ticket_reference": "TR-99812"}}),
+    )
     api.reply(text("And the costs?"))
     turn = loop.send("By train, ticket TR-99812")
     assert turn.tool_calls == 2
 
-    api.reply(tool_use("form_fill", {"values": {"accommodation": 240, "meals": 45.5, "total": 285.5},
-                                     "quotes": {"accommodation": "Hotel 240", "meals": "meals 45.50",
-                                                "total": "total 285.50"}}))
+    api.reply(
+        tool_use(
+            "form_fill",
+            {
+                "values": {"accommodation": 240, "meals": 45.5, "total": 285.5},
+                "quotes": {"accommodation": "Hotel 240", "meals": "meals 45.50", "total": "total 285.50"},
+            },
+        )
+    )
     api.reply(text("Here is everything I have: ... Shall I send it?"))
     turn = loop.send("Hotel 240, meals 45.50, total 285.50")
     assert turn.error is None and make_runner(store).open_instance().status == "ready"  # read back, not sent
@@ -153,8 +182,15 @@ def test_a_client_intake_completes_through_the_real_sdk(api, store):
     api.reply(tool_use("form_start", {"form": "client-intake", "values": {"client_type": "new", "age": 34}}))
     api.reply(text("Welcome! What's your name and email?"))
     loop.send("Hi, I'm new here, I'm 34.")
-    api.reply(tool_use("form_fill", {"values": {"full_name": "Sam Lee", "email": "sam@example.com"},
-                                     "quotes": {"full_name": "Sam Lee", "email": "sam@example.com"}}))
+    api.reply(
+        tool_use(
+            "form_fill",
+            {
+                "values": {"full_name": "Sam Lee", "email": "sam@example.com"},
+                "quotes": {"full_name": "Sam Lee", "email": "sam@example.com"},
+            },
+        )
+    )
     api.reply(text("How did you hear about us, and what do you need?"))
     loop.send("Sam Lee, sam@example.com, no phone")
     api.reply(tool_use("form_fill", {"values": {"referral": "web", "needs": "Housing advice"}}))
@@ -203,8 +239,12 @@ def test_a_fault_is_one_clear_line_loses_no_answer_and_the_next_message_works(ap
     inject, words = FAULTS[fault]
     runner = make_runner(store)
     loop, events = make_loop(runner, api)
-    api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"},
-                                      "quotes": {"full_name": "Dana Reeve"}}))
+    api.reply(
+        tool_use(
+            "form_start",
+            {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}},
+        )
+    )
     api.reply(text("Your staff ID?"))
     loop.send("I'm Dana Reeve")
 
@@ -242,8 +282,11 @@ def test_a_fault_in_the_middle_of_a_turn_keeps_the_tool_results_and_continues(ap
 
 
 def test_a_server_that_never_answers_is_a_timeout_line(api, store):
-    loop = ChatLoop(make_runner(store), AnthropicModel("claude-test", api_key=KEY, base_url=api.url,
-                                                       max_retries=0, timeout=0.2), form_id="travel-claim")
+    loop = ChatLoop(
+        make_runner(store),
+        AnthropicModel("claude-test", api_key=KEY, base_url=api.url, max_retries=0, timeout=0.2),
+        form_id="travel-claim",
+    )
     api.hang(2.0)
     turn = loop.send("hi")
     assert turn.stop_reason == "error" and "did not answer within 0.2s" in turn.error

@@ -21,8 +21,15 @@ from fixture_project import TRANSCRIPTS as SHIPPED  # noqa: E402
 def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:
     """The console entry point in a fresh process (an edited form module is imported afresh)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, input=input, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "formctl.cli.app", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        input=input,
+        timeout=120,
+    )
 
 
 def project(tmp_path: Path) -> Path:
@@ -44,8 +51,17 @@ def recorded(tmp_path: Path, folder: str = "transcripts", model: str | None = No
     """A project with a guided conversation recorded by a piped ``formctl run --record``."""
     root = project(tmp_path)
     path = root / folder / "dana.toml"
-    out = formctl("run", "travel-claim", "--offline", "--store", "store", "--record", str(path),
-                  cwd=root, input="Dana Reeve\nAB1234\n")
+    out = formctl(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--store",
+        "store",
+        "--record",
+        str(path),
+        cwd=root,
+        input="Dana Reeve\nAB1234\n",
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     if model is not None:  # as if a real model had spoken these turns
         edit(path, 'model = "guided"', f'model = "{model}"')
@@ -86,8 +102,10 @@ def test_update_of_a_real_models_transcript_lists_the_replies_that_may_no_longer
     lines = refused.stdout.splitlines()
     assert "FAILED  transcripts/dana.toml (not updated)" in lines
     assert 'fields[full_name].status: recorded "filled", now "invalid"' in refused.stdout
-    assert ('    turn 2 (person: "Dana Reeve"), model call 2: "Got it — Full name: Dana Reeve.\\nStaff ID? '
-            'Two capital letters and four digits, like AB1234."') in lines
+    assert (
+        '    turn 2 (person: "Dana Reeve"), model call 2: "Got it — Full name: Dana Reeve.\\nStaff ID? '
+        'Two capital letters and four digits, like AB1234."'
+    ) in lines
     assert "      it saw a different result from form_fill" in lines
     assert "--update --accept-text" in refused.stdout
     assert path.read_text() == before  # nothing written
@@ -201,10 +219,12 @@ def test_naming_one_transcript_runs_that_one(author_project):
 
 
 def test_the_ini_option_collects_its_folders_and_globs_and_the_marker_selects_only_transcripts(author_project):
-    author_project.makeini(textwrap.dedent("""\
+    author_project.makeini(
+        textwrap.dedent("""\
         [pytest]
         formctl_transcripts = transcripts_mine examples/*.toml
-    """))
+    """)
+    )
     everything = _run(author_project)
     everything.assert_outcomes(passed=4)  # the unit test, two transcripts, one example (settings.toml is not one)
     only = _run(author_project, "-m", "transcript")
@@ -212,10 +232,12 @@ def test_the_ini_option_collects_its_folders_and_globs_and_the_marker_selects_on
 
 
 def test_the_ini_option_reads_a_list_from_pyproject(author_project):
-    author_project.makepyprojecttoml(textwrap.dedent("""\
+    author_project.makepyprojecttoml(
+        textwrap.dedent("""\
         [tool.pytest.ini_options]
         formctl_transcripts = ["transcripts_mine", "examples/*.toml"]
-    """))
+    """)
+    )
     _run(author_project, "-m", "transcript").assert_outcomes(passed=3, deselected=1)
 
 
@@ -248,17 +270,32 @@ def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_d
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
     made = formctl("new", "my-form", cwd=copy)
     assert made.returncode == 0, made.stderr
-    edit(copy / "forms" / "travel_claim.py", 'version=1', 'version=2')
+    edit(copy / "forms" / "travel_claim.py", "version=1", "version=2")
     (copy / "forms" / "client_intake.py").unlink()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "tests/test_cli.py::test_list_shows_the_registered_forms_and_json_gives_their_ids",
-         "tests/test_cli.py::test_list_reads_forms_from_the_current_folder_by_default",
-         "tests/test_registry.py::test_listing_the_shipped_registry_imports_no_form_module",
-         "tests/test_transcripts.py::test_every_shipped_transcript_replays_exactly",
-         "tests/test_replay_cli.py::test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line"],
-        capture_output=True, text=True, cwd=copy, env=env, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-o",
+            "addopts=",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "tests/test_cli.py::test_list_shows_the_registered_forms_and_json_gives_their_ids",
+            "tests/test_cli.py::test_list_reads_forms_from_the_current_folder_by_default",
+            "tests/test_registry.py::test_listing_the_shipped_registry_imports_no_form_module",
+            "tests/test_transcripts.py::test_every_shipped_transcript_replays_exactly",
+            "tests/test_replay_cli.py::test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=copy,
+        env=env,
+        timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "5 passed" in out.stdout
@@ -273,14 +310,26 @@ def test_the_form_authors_whole_loop_in_a_new_project(tmp_path):
     made = formctl("new", "bug-report", "--name", "Bug report", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     module = tmp_path / "forms" / "bug_report.py"
-    edit(module, '    .field("notes",',
-         '    .field("summary", Annotated[str, Field(min_length=3)], label="Summary")\n    .field("notes",')
+    edit(
+        module,
+        '    .field("notes",',
+        '    .field("summary", Annotated[str, Field(min_length=3)], label="Summary")\n    .field("notes",',
+    )
     checked = formctl("check", "bug-report", "--strict", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "summary" in checked.stdout and "warning" not in checked.stdout
 
-    recorded = formctl("run", "bug-report", "--offline", "--store", "store", "--record", "regressions/crash.toml",
-                       cwd=tmp_path, input="Dana Reeve\ndana@example.org\nquestion\nApp crashes on save\nskip\nyes\n")
+    recorded = formctl(
+        "run",
+        "bug-report",
+        "--offline",
+        "--store",
+        "store",
+        "--record",
+        "regressions/crash.toml",
+        cwd=tmp_path,
+        input="Dana Reeve\ndana@example.org\nquestion\nApp crashes on save\nskip\nyes\n",
+    )
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     transcript = tmp_path / "regressions" / "crash.toml"
     assert 'status = "complete"' in transcript.read_text()
@@ -303,7 +352,25 @@ def test_the_form_authors_whole_loop_in_a_new_project(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-v", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "--formctl-transcripts", "regressions"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-o",
+            "addopts=",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "--formctl-transcripts",
+            "regressions",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert collected.returncode == 0, collected.stdout + collected.stderr
     assert "regressions/crash.toml::crash PASSED" in collected.stdout

@@ -91,9 +91,15 @@ def test_undo_back_to_the_decided_value_is_a_change_too(runner, registry, runs):
 
 
 def test_a_blocking_checkpoint_waits_again_after_an_approval_when_the_value_changes(runner, registry, runs):
-    register(registry, define_form("cap", name="Cap").step("s", title="S")
-             .field("total", float, label="Total").field("note", str | None, label="Note")
-             .checkpoint("cap", when=lambda v, s: (v["total"] or 0) > 750, blocking=True).build())
+    register(
+        registry,
+        define_form("cap", name="Cap")
+        .step("s", title="S")
+        .field("total", float, label="Total")
+        .field("note", str | None, label="Note")
+        .checkpoint("cap", when=lambda v, s: (v["total"] or 0) > 750, blocking=True)
+        .build(),
+    )
     r = runner()
     r.start("cap", seed={"total": 1204.5})
     assert r.open_instance().status == "awaiting"
@@ -111,7 +117,9 @@ def test_a_blocking_checkpoint_waits_again_after_an_approval_when_the_value_chan
     from formctl.forms.resolutions import resolutions
 
     assert [(d.occurrence, d.outcome, d.covers) for d in resolutions(r.open_instance())] == [
-        (1, "approved", {"total": 1204.5}), (2, "rejected", {"total": 5000})]
+        (1, "approved", {"total": 1204.5}),
+        (2, "rejected", {"total": 5000}),
+    ]
     assert [f.message for f in r.status().failures] == ["Too much."]
     r.fill({"total": 6000})  # a third occurrence: the second's rejection no longer stands while it waits
     assert (r.open_instance().status, r.status().failures) == ("awaiting", [])

@@ -8,7 +8,7 @@ from fixture_project import FORMS
 from formctl.cli.chat import ChatOptions, ChatSession, _masked_history
 
 SENSITIVE_FORM = textwrap.dedent(
-    '''
+    """
     from typing import Annotated
     from pydantic import Field
     from formctl import define_form
@@ -21,7 +21,7 @@ SENSITIVE_FORM = textwrap.dedent(
                label="National Insurance number", sensitive=True)
         .build()
     )
-    '''
+    """
 )
 
 
@@ -47,8 +47,9 @@ def test_a_history_line_waits_for_its_turn_and_is_written_masked(tmp_path):
 
 def test_a_value_given_to_a_sensitive_field_is_masked_for_the_history(tmp_path):
     forms = _forms(tmp_path)
-    session = ChatSession(ChatOptions(form="benefit", subject="s1", offline=True, store=str(tmp_path / "store"),
-                                      forms=str(forms)))
+    session = ChatSession(
+        ChatOptions(form="benefit", subject="s1", offline=True, store=str(tmp_path / "store"), forms=str(forms))
+    )
     try:
         session.send(session.opening() or "Hello.")
         session.send("Full name: Dana Reeve; National Insurance number: QQ123456C")
@@ -60,8 +61,9 @@ def test_a_value_given_to_a_sensitive_field_is_masked_for_the_history(tmp_path):
 
 
 def test_a_form_without_sensitive_fields_leaves_history_lines_alone(tmp_path):
-    session = ChatSession(ChatOptions(form="travel-claim", subject="s2", offline=True, store=str(tmp_path / "store"),
-                                      forms=str(FORMS)))
+    session = ChatSession(
+        ChatOptions(form="travel-claim", subject="s2", offline=True, store=str(tmp_path / "store"), forms=str(FORMS))
+    )
     try:
         session.send(session.opening() or "Hello.")
         session.send("Dana Reeve")

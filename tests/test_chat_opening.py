@@ -17,7 +17,7 @@ from formctl.forms.instance import DispatchState, Provenance, now_iso
 from test_recovery import dead_pid
 
 WATCH_FORM = textwrap.dedent(
-    '''
+    """
     from formctl import Patch, define_form
 
     def _derive(ctx):
@@ -31,7 +31,7 @@ WATCH_FORM = textwrap.dedent(
         .field("other", str, label="Other")
         .build()
     )
-    '''
+    """
 )
 
 
@@ -51,7 +51,9 @@ def test_the_chat_re_runs_a_hook_a_dead_process_left_running_when_it_opens(proje
     runner.retract("derived")
     key = f"{iid}:field:trigger:1"
     runner.adapter.record_dispatch(
-        iid, key, DispatchState("field:trigger", "running", 1, now_iso(), owner=f"{socket.gethostname()}:{dead_pid()}"),
+        iid,
+        key,
+        DispatchState("field:trigger", "running", 1, now_iso(), owner=f"{socket.gethostname()}:{dead_pid()}"),
         Provenance("test", "crashed-process", now_iso()),
     )
     runner.tier0()
@@ -74,8 +76,9 @@ def test_the_chats_runners_act_on_the_conversations_instance_not_the_subjects_la
     runner = FormRunner(JsonFileAdapter(store), registry=registry, subject="s1")
     first = runner.start("watch", seed={"trigger": "a"}).instance_id
 
-    session = ChatSession(ChatOptions(form="watch", subject="s1", offline=True, store=str(store), forms=str(forms),
-                                      instance_id=first))
+    session = ChatSession(
+        ChatOptions(form="watch", subject="s1", offline=True, store=str(store), forms=str(forms), instance_id=first)
+    )
     try:
         runner.start("watch", seed={"trigger": "b"})  # another instance, touched later
         assert runner.open_instance().id != first

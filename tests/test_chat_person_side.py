@@ -23,8 +23,17 @@ TRIP = ["Leeds", "2026-11-03", "2026-11-05"]
 
 
 def run(store, lines, *args, form="travel-claim"):
-    return formctl("run", form, "--store", str(store), "--forms", str(FORMS), *args,
-                   env={"FORMCTL_SUBJECT": "dana"}, input="".join(f"{line}\n" for line in lines))
+    return formctl(
+        "run",
+        form,
+        "--store",
+        str(store),
+        "--forms",
+        str(FORMS),
+        *args,
+        env={"FORMCTL_SUBJECT": "dana"},
+        input="".join(f"{line}\n" for line in lines),
+    )
 
 
 def only_instance(store) -> str:
@@ -38,7 +47,7 @@ def values(store, instance_id) -> dict:
 
 def after(text: str, marker: str) -> str:
     assert marker in text, text
-    return text[text.index(marker) + len(marker):]
+    return text[text.index(marker) + len(marker) :]
 
 
 # --------------------------------------------------------------------------- the chat knows what it asked
@@ -76,8 +85,16 @@ def test_resume_after_a_hosts_undo_says_what_changed_and_asks_the_open_question_
     assert first.stdout.rstrip().splitlines()[-2] == "Departure date? A date, like 2026-11-03."
     instance_id = only_instance(store)
     assert formctl("undo", instance_id, "staff_id", "--store", str(store)).returncode == 0
-    out = formctl("resume", instance_id, "--store", str(store), "--forms", str(FORMS),
-                  env={"FORMCTL_SUBJECT": "dana"}, input="AB9999\n")
+    out = formctl(
+        "resume",
+        instance_id,
+        "--store",
+        str(store),
+        "--forms",
+        str(FORMS),
+        env={"FORMCTL_SUBJECT": "dana"},
+        input="AB9999\n",
+    )
     assert out.returncode == 0, out.stderr
     opening = out.stdout.split("· saved Staff ID", 1)[0]
     assert "Since we last spoke: Staff ID is empty again." in opening
@@ -90,8 +107,9 @@ def test_resume_with_nothing_changed_shows_the_last_question_without_a_model_tur
     store = tmp_path / "s"
     run(store, CLAIMANT[:1])
     instance_id = only_instance(store)
-    out = formctl("resume", instance_id, "--store", str(store), "--forms", str(FORMS),
-                  env={"FORMCTL_SUBJECT": "dana"}, input="")
+    out = formctl(
+        "resume", instance_id, "--store", str(store), "--forms", str(FORMS), env={"FORMCTL_SUBJECT": "dana"}, input=""
+    )
     assert "Since we last spoke" not in out.stdout
     assert "Staff ID? Two capital letters and four digits, like AB1234." in out.stdout
 
@@ -106,7 +124,12 @@ class PipedChat:
         env.update(FORMCTL_SUBJECT="dana", PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "formctl.cli.app", *args, "--store", str(store), "--forms", str(FORMS)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -144,20 +167,29 @@ def _host_undo(store, instance_id):
 
 
 def _other_chat(store, instance_id):
-    out = formctl("resume", instance_id, "--store", str(store), "--forms", str(FORMS),
-                  env={"FORMCTL_SUBJECT": "dana"}, input="Staff ID: ZZ9999\n")
+    out = formctl(
+        "resume",
+        instance_id,
+        "--store",
+        str(store),
+        "--forms",
+        str(FORMS),
+        env={"FORMCTL_SUBJECT": "dana"},
+        input="Staff ID: ZZ9999\n",
+    )
     assert "saved Staff ID" in out.stdout or "Staff ID: ZZ9999" in out.stdout, out.stdout
 
 
-def test_a_write_from_elsewhere_is_said_and_a_line_that_crossed_it_is_taken_only_for_the_question_it_answered(
-        tmp_path):
+def test_a_write_from_elsewhere_is_said_and_a_line_that_crossed_it_is_taken_only_for_the_question_it_answered(tmp_path):
     for writer, change in ((_host_undo, "Staff ID is empty again"), (_other_chat, "Staff ID is now ZZ9999")):
         store = tmp_path / writer.__name__
         chat = PipedChat(store, "run", "travel-claim")
         try:
             chat.expect("Full name?")
-            for line, question in zip([*CLAIMANT, *TRIP], ["Staff ID?", "Work email?", "Destination?",
-                                                            "Departure date?", "Return date?", "Purpose of trip?"]):
+            for line, question in zip(
+                [*CLAIMANT, *TRIP],
+                ["Staff ID?", "Work email?", "Destination?", "Departure date?", "Return date?", "Purpose of trip?"],
+            ):
                 chat.say(line)
                 chat.expect(question)
             instance_id = only_instance(store)
@@ -191,8 +223,12 @@ def _claude(store, api, lines):
     from formctl.cli import app as cli
 
     env = {"FORMCTL_SUBJECT": "dana", "ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "ANTHROPIC_BASE_URL": api.url}
-    result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--store", str(store),
-                                          "--forms", str(FORMS)], input="".join(f"{line}\n" for line in lines), env=env)
+    result = CliRunner().invoke(
+        cli.app,
+        ["run", "travel-claim", "--model", "claude-test", "--store", str(store), "--forms", str(FORMS)],
+        input="".join(f"{line}\n" for line in lines),
+        env=env,
+    )
     return subprocess.CompletedProcess(["formctl"], result.exit_code, result.stdout, result.stderr)
 
 
@@ -248,12 +284,21 @@ def follow_the_questions(chat: PipedChat, answers, *, until: str, limit: int = 3
 
 def test_a_revisit_goes_over_every_field_of_the_step_and_completes_only_after_the_last(tmp_path):
     store = tmp_path / "s"
-    first = {"Client type": "returning", "Age": "42", "Full name": "Alex Morgan", "Email": "alex.morgan@example.com",
-             "Phone": "skip", "Client number": "C10442", "Details changed": "yes"}
+    first = {
+        "Client type": "returning",
+        "Age": "42",
+        "Full name": "Alex Morgan",
+        "Email": "alex.morgan@example.com",
+        "Phone": "skip",
+        "Client number": "C10442",
+        "Details changed": "yes",
+    }
     again = {"Full name": "same", "Email": "alex.m@example.org", "Phone": "07700 900123"}
 
     def answers(label, question):
-        return again[label] if "say \"same\" to keep it" in question or (label == "Phone" and revisiting) else first[label]
+        return (
+            again[label] if 'say "same" to keep it' in question or (label == "Phone" and revisiting) else first[label]
+        )
 
     chat = PipedChat(store, "run", "client-intake")
     revisiting = False
@@ -286,9 +331,11 @@ def test_a_natural_answer_places_what_fits_for_sure_says_it_back_and_guesses_not
     out = run(store, ["Dana Reeve", "AB1234, dana@example.com, going to Leeds", "Leeds, Purpose: team offsite"])
     assert out.returncode == 0, out.stderr
     reply = after(out.stdout, "Staff ID? Two capital letters and four digits, like AB1234.\n")
-    assert reply.startswith("· saved Staff ID, Work email\n"
-                            "Got it — Staff ID: AB1234; Work email: dana@example.com.\n"
-                            "I wasn't sure which question this answers: \"going to Leeds\".")
+    assert reply.startswith(
+        "· saved Staff ID, Work email\n"
+        "Got it — Staff ID: AB1234; Work email: dana@example.com.\n"
+        'I wasn\'t sure which question this answers: "going to Leeds".'
+    )
     assert "Destination?" in reply.split("· saved Destination", 1)[0]  # and it asks about the rest
     # A "Label: value" anywhere in the line is taken; the bare part goes to the question asked.
     assert "Got it — Destination: Leeds; Purpose of trip: team offsite." in reply

@@ -188,11 +188,20 @@ def test_resolutions_of_a_store_written_before_actors_were_recorded_still_read()
     from formctl.forms.instance import DispatchState, Instance
     from formctl.forms.resolutions import resolutions
 
-    instance = Instance(id="form_a", def_id="f", def_version=1, subject="s",
-                        dispatches={"form_a:checkpoint:cap:resolved": DispatchState("checkpoint:cap", "failed", 2,
-                                                                                    "2026-01-01T00:00:01Z", "No.")})
+    instance = Instance(
+        id="form_a",
+        def_id="f",
+        def_version=1,
+        subject="s",
+        dispatches={
+            "form_a:checkpoint:cap:resolved": DispatchState(
+                "checkpoint:cap", "failed", 2, "2026-01-01T00:00:01Z", "No."
+            )
+        },
+    )
     assert [r.to_dict() for r in resolutions(instance)] == [
-        {"checkpoint": "cap", "outcome": "rejected", "at": "2026-01-01T00:00:01Z", "actor": None, "reason": "No."}]
+        {"checkpoint": "cap", "outcome": "rejected", "at": "2026-01-01T00:00:01Z", "actor": None, "reason": "No."}
+    ]
 
 
 def test_patches_from_an_on_complete_announced_on_resolve_are_written(waiting, log):

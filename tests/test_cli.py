@@ -26,8 +26,21 @@ CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@exam
 TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "client visit"}
 
 # What a person types into `formctl run travel-claim` to finish a claim under the cap.
-CLAIM_LINES = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
-               "client visit", "car", "120", "skip", "skip", "100", "yes"]
+CLAIM_LINES = [
+    "Dana Reeve",
+    "AB1234",
+    "dana@example.org",
+    "Leeds",
+    "2026-03-02",
+    "2026-03-04",
+    "client visit",
+    "car",
+    "120",
+    "skip",
+    "skip",
+    "100",
+    "yes",
+]
 
 
 def ok(*args: str, input: str | None = None) -> Any:
@@ -48,8 +61,11 @@ def test_list_shows_the_registered_forms_and_json_gives_their_ids():
     assert "travel-claim" in text and "Travel reimbursement claim" in text
     data = as_json("list", "--forms", str(FORMS))
     assert [f["id"] for f in data["forms"]] == ["travel-claim", "client-intake"]
-    assert data["forms"][0] == {"id": "travel-claim", "name": "Travel reimbursement claim",
-                                "description": "Claimant, trip, travel and approval details."}
+    assert data["forms"][0] == {
+        "id": "travel-claim",
+        "name": "Travel reimbursement claim",
+        "description": "Claimant, trip, travel and approval details.",
+    }
 
 
 def test_list_reads_forms_from_the_current_folder_by_default(tmp_path, monkeypatch):
@@ -75,8 +91,9 @@ def _modules_loaded(args: list[str]) -> list[str]:
         "sys.stderr.write(json.dumps(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORMCTL_")}
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+    )
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
@@ -105,8 +122,23 @@ def _commands() -> list[list[str]]:
 
 def test_every_command_has_help_with_a_real_example():
     commands = _commands()
-    expected = {"list", "check", "new", "run", "resume", "instances", "inspect", "history", "fill", "undo", "redo",
-                "retract", "resolve", "abandon", "export"}
+    expected = {
+        "list",
+        "check",
+        "new",
+        "run",
+        "resume",
+        "instances",
+        "inspect",
+        "history",
+        "fill",
+        "undo",
+        "redo",
+        "retract",
+        "resolve",
+        "abandon",
+        "export",
+    }
     assert expected <= {c[0] for c in commands}
     assert ["store", "check"] in commands and ["store", "reindex"] in commands
     for command in commands:
@@ -121,17 +153,22 @@ def test_check_prints_the_outline_with_each_fields_type_string():
     assert "policy-cap" in text
     data = as_json("check", "travel-claim", "--forms", str(FORMS))
     fields = {f["id"]: f for s in data["steps"] for f in s["fields"]}
-    assert fields["mileage"] == {"id": "mileage", "label": "Miles driven", "type": "integer >= 1",
-                                 "required": False, "conditional": True}
+    assert fields["mileage"] == {
+        "id": "mileage",
+        "label": "Miles driven",
+        "type": "integer >= 1",
+        "required": False,
+        "conditional": True,
+    }
     assert [s["id"] for s in data["steps"]] == ["claimant", "trip", "travel", "costs"]
     assert data["checkpoints"] == [{"id": "policy-cap", "blocking": True, "waits_for_host": True}]
 
 
-BROKEN_FORM = '''
+BROKEN_FORM = """
 from formctl import define_form
 broken = (define_form("broken", name="Broken").step("a", title="A")
           .field("x", str, label="X").field("x", int, label="X again").build())
-'''
+"""
 
 
 def test_check_of_a_form_that_does_not_compile_exits_1_with_the_definition_error(tmp_path):
@@ -186,8 +223,18 @@ def test_a_new_form_runs_in_the_chat(tmp_path, store):
 
 
 def test_run_with_piped_input_completes_a_claim_with_the_guided_model(store):
-    result = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(FORMS), "--store", store,
-                input="\n".join(CLAIM_LINES) + "\n")
+    result = ok(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--forms",
+        str(FORMS),
+        "--store",
+        store,
+        input="\n".join(CLAIM_LINES) + "\n",
+    )
     out = result.stdout
     assert out.splitlines()[0].startswith("Travel reimbursement claim")
     assert "guided offline model (--offline)" in out.splitlines()[0]
@@ -240,8 +287,20 @@ def test_a_complete_instance_is_not_continued_a_new_one_is_started(store):
 
 
 def test_seed_values_reach_the_form_when_it_starts(store):
-    out = ok("run", "travel-claim", "--offline", "--seed", "mode=car", "--seed", "mileage=120",
-             "--forms", str(FORMS), "--store", store, input="").stdout
+    out = ok(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--seed",
+        "mode=car",
+        "--seed",
+        "mileage=120",
+        "--forms",
+        str(FORMS),
+        "--store",
+        store,
+        input="",
+    ).stdout
     assert "Mode: car" in out
     (row,) = as_json("instances", "--store", store)["instances"]
     view = as_json("inspect", row["instance_id"], "--field", "mileage", "--store", store, "--forms", str(FORMS))
@@ -267,8 +326,18 @@ def test_slash_commands_work_in_plain_mode(store):
 def test_record_writes_a_transcript_that_replays(tmp_path, store):
     pytest.importorskip("formctl.transcripts.replay")
     path = tmp_path / "claim.toml"
-    ok("run", "travel-claim", "--offline", "--record", str(path), "--forms", str(FORMS), "--store", store,
-       input="\n".join(CLAIM_LINES) + "\n")
+    ok(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--record",
+        str(path),
+        "--forms",
+        str(FORMS),
+        "--store",
+        store,
+        input="\n".join(CLAIM_LINES) + "\n",
+    )
     text = path.read_text()
     assert 'form = "travel-claim"' in text and "Hello." in text
     replayed = ok("replay", str(path), "--forms", str(FORMS))
@@ -321,8 +390,17 @@ def test_inspect_shows_the_outline_a_step_or_a_field_as_the_model_sees_it(store)
     assert step["step"]["id"] == "trip" and [f["id"] for f in step["fields"]][0] == "destination"
     assert as_json("inspect", *base, "--step", "open")["step"]["id"] == "trip"
     field = as_json("inspect", *base, "--field", "Work email")
-    assert field["fields"] == [{"id": "email", "label": "Work email", "type": "email address", "required": True,
-                                "status": "filled", "ask": False, "value": "dana@example.org"}]
+    assert field["fields"] == [
+        {
+            "id": "email",
+            "label": "Work email",
+            "type": "email address",
+            "required": True,
+            "status": "filled",
+            "ask": False,
+            "value": "dana@example.org",
+        }
+    ]
     text = ok("inspect", *base).stdout
     assert "Travel reimbursement claim" in text and "dana@example.org" in text and "email address" in text
     both = invoke("inspect", *base, "--step", "trip", "--field", "email")
@@ -383,8 +461,18 @@ def test_fill_parses_json_when_it_can_and_text_otherwise(store):
 
 def test_fill_with_a_rejected_value_saves_the_rest_and_exits_1(store):
     instance_id = start(store)
-    result = invoke("fill", instance_id, "full_name=Dana Reeve", "email=not-an-email", "nmae=x", "--json",
-                    "--store", store, "--forms", str(FORMS))
+    result = invoke(
+        "fill",
+        instance_id,
+        "full_name=Dana Reeve",
+        "email=not-an-email",
+        "nmae=x",
+        "--json",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+    )
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert data["captured"] == ["full_name"]
@@ -426,8 +514,9 @@ def test_resolve_unblocks_the_waiting_checkpoint_and_fail_records_the_reason(sto
     again = invoke("resolve", approved, *base)
     assert again.exit_code == 1 and "not waiting on a checkpoint" in again.stderr
 
-    rejected = start(store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900},
-                     subject="sam")
+    rejected = start(
+        store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900}, subject="sam"
+    )
     result = as_json("resolve", rejected, "--fail", "needs pre-approval", *base)
     assert result["status"] == "active"
     assert result["failures"] == [{"hook": "checkpoint:policy-cap", "message": "needs pre-approval"}]
@@ -522,11 +611,18 @@ def test_tab_completion_offers_commands_form_ids_and_instance_ids(tmp_path):
     assert commands.stdout.split() == ["instances", "inspect"]
     forms = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl run tr", "COMP_CWORD": "2"})
     assert forms.stdout.split() == ["travel-claim"]
-    ids = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl inspect form_",
-                       "COMP_CWORD": "2", "FORMCTL_STORE": store})
+    ids = formctl(
+        env={
+            "_FORMCTL_COMPLETE": "complete_bash",
+            "COMP_WORDS": "formctl inspect form_",
+            "COMP_CWORD": "2",
+            "FORMCTL_STORE": store,
+        }
+    )
     assert ids.stdout.split() == [instance_id]
-    statuses = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl instances --status a",
-                            "COMP_CWORD": "3"})
+    statuses = formctl(
+        env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl instances --status a", "COMP_CWORD": "3"}
+    )
     assert statuses.stdout.split() == ["active", "awaiting", "abandoned"]
 
 
@@ -543,15 +639,27 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Welcome! What is your full name?"))
-        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "nope"},
-                                         "quotes": {"full_name": "Dana Reeve", "email": "dana at example"}}))
-        api.reply(text("Thanks, Dana. That email didn't look right: what is it?"),
-                  usage={"input_tokens": 40, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 300})
+        api.reply(
+            tool_use(
+                "form_fill",
+                {
+                    "values": {"full_name": "Dana Reeve", "email": "nope"},
+                    "quotes": {"full_name": "Dana Reeve", "email": "dana at example"},
+                },
+            )
+        )
+        api.reply(
+            text("Thanks, Dana. That email didn't look right: what is it?"),
+            usage={"input_tokens": 40, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 300},
+        )
         api.fault(529, times=3)
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-        result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--forms", str(FORMS),
-                                              "--store", store], input="Dana Reeve, dana at example\nhello\n/usage\n",
-                                    env=env)
+        result = CliRunner().invoke(
+            cli.app,
+            ["run", "travel-claim", "--model", "claude-test", "--forms", str(FORMS), "--store", store],
+            input="Dana Reeve, dana at example\nhello\n/usage\n",
+            env=env,
+        )
         bodies = api.bodies
     assert result.exit_code == 0, (result.stdout, result.stderr)
     out = result.stdout
@@ -606,15 +714,28 @@ def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms)
     # Under another module name: this process may already have imported travel_claim (version 1).
-    (forms / "travel_claim_v2.py").write_text((forms / "travel_claim.py").read_text().replace("version=1,", "version=2,"))
+    (forms / "travel_claim_v2.py").write_text(
+        (forms / "travel_claim.py").read_text().replace("version=1,", "version=2,")
+    )
     registry = forms / "registry.toml"
     registry.write_text(registry.read_text().replace('"travel_claim:travel_claim"', '"travel_claim_v2:travel_claim"'))
-    first = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store,
-               input="/abandon definition changed\n").stdout
+    first = ok(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--forms",
+        str(forms),
+        "--store",
+        store,
+        input="/abandon definition changed\n",
+    ).stdout
     assert f"{instance_id} was started on an older version of travel-claim" in first
     assert f"abandoned {instance_id}" in first
-    second = ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store,
-                input="").stdout
+    second = ok(
+        "run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store, input=""
+    ).stdout
     assert "Full name?" in second
     rows = as_json("instances", "--store", store, "--forms", str(forms))["instances"]
     assert sorted(r["status"] for r in rows) == ["abandoned", "active"]  # read against the forms given
@@ -624,15 +745,24 @@ def test_the_activity_line_says_what_a_tool_call_saved_held_and_rejected():
     from formctl.cli.render import activity_line
 
     labels = {"full_name": "Full name", "email": "Work email", "mileage": "Miles driven"}
-    envelope = {"status": "success", "data": {
-        "captured": ["full_name", "email"], "held": ["mileage"],
-        "rejected": [{"field": "email", "message": "not an email address"}],
-        "unknown_fields": [{"field": "nmae", "did_you_mean": ["full_name"]}], "complete": False}}
+    envelope = {
+        "status": "success",
+        "data": {
+            "captured": ["full_name", "email"],
+            "held": ["mileage"],
+            "rejected": [{"field": "email", "message": "not an email address"}],
+            "unknown_fields": [{"field": "nmae", "did_you_mean": ["full_name"]}],
+            "complete": False,
+        },
+    }
     assert activity_line("form_fill", envelope, labels) == (
         "saved Full name, Work email · held Miles driven · rejected Work email: not an email address"
-        " · no field nmae (did you mean full_name?)")
+        " · no field nmae (did you mean full_name?)"
+    )
     waiting = {"status": "success", "data": {"captured": ["total"], "blocked_on": "policy-cap"}}
-    assert activity_line("form_fill", waiting, {"total": "Total claimed"}) == "saved Total claimed · waiting on policy-cap"
+    assert (
+        activity_line("form_fill", waiting, {"total": "Total claimed"}) == "saved Total claimed · waiting on policy-cap"
+    )
     undo = {"status": "success", "data": {"complete": False}}
     assert activity_line("form_revise", undo, labels, {"action": "undo", "field": "email"}) == "undid Work email"
     error = {"status": "error", "message": 'Waiting on checkpoint "policy-cap".', "data": {"code": "form_blocked"}}

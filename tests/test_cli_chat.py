@@ -67,8 +67,14 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _formctl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          env=_env(), cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "formctl.cli.app", *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=ROOT,
+        timeout=60,
+    )
 
 
 class Terminal:
@@ -96,7 +102,12 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         sys.executable,
         ["-c", BOOTSTRAP, "run", "travel-claim", "--store", store, "--forms", str(FORMS)],
         env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", FORMCTL_TEST_SLOW_AFTER="Leeds"),
-        cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
+        cwd=str(ROOT),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        use_poll=True,
+    )
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
     try:
@@ -109,7 +120,7 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         term.expect("saved Full name")
         term.expect(r'step 1/4 "Claimant" · pending: Staff ID, Work email')
         term.say("AB1234")
-        term.expect(r'pending: Work email')
+        term.expect(r"pending: Work email")
         term.say("dana@example.org")
         term.expect(r'\[form: travel-claim\] step 2/4 "Trip" · pending: Destination')
 
@@ -122,8 +133,9 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         term.expect(r'step 2/4 "Trip" · pending: Departure date')
         (row,) = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
         instance_id = row["instance_id"]
-        field = json.loads(_formctl("inspect", instance_id, "--field", "destination", "--json",
-                                    "--store", store).stdout)["fields"][0]
+        field = json.loads(
+            _formctl("inspect", instance_id, "--field", "destination", "--json", "--store", store).stdout
+        )["fields"][0]
         assert field["status"] == "filled" and field["value"] == "Leeds"
 
         # The conversation carries on after the cancelled turn: the next answer lands.
@@ -172,8 +184,16 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
     store = str(tmp_path / "store")
     args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
     env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
-    child = pexpect.spawn(sys.executable, args, env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8",
-                          timeout=TIMEOUT, use_poll=True)
+    child = pexpect.spawn(
+        sys.executable,
+        args,
+        env=env,
+        cwd=str(ROOT),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        use_poll=True,
+    )
     term = Terminal(child)
     try:
         term.expect(r'step 1/4 "Claimant"')
@@ -187,9 +207,16 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
     finally:
         child.close()
 
-    child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "resume", instance_id, "--store", store,
-                                           "--forms", str(FORMS)],
-                          env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "formctl.cli.app", "resume", instance_id, "--store", store, "--forms", str(FORMS)],
+        env=env,
+        cwd=str(ROOT),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        use_poll=True,
+    )
     term = Terminal(child)
     try:
         term.expect("Staff ID\\?")  # the last question of the saved conversation
@@ -211,8 +238,17 @@ def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(tmp_path)
     store = str(tmp_path / "store")
     args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
     env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
-    child = pexpect.spawn(sys.executable, args, env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8",
-                          codec_errors="replace", timeout=TIMEOUT, use_poll=True)
+    child = pexpect.spawn(
+        sys.executable,
+        args,
+        env=env,
+        cwd=str(ROOT),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=TIMEOUT,
+        use_poll=True,
+    )
     term = Terminal(child)
     try:
         term.expect(r'step 1/4 "Claimant"')
@@ -231,18 +267,30 @@ def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(tmp_path)
 
 def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_path):
     store = str(tmp_path / "store")
-    child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store,
-                                           "--forms", str(FORMS)],
-                          env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana"), cwd=str(ROOT),
-                          dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)],
+        env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana"),
+        cwd=str(ROOT),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        use_poll=True,
+    )
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
     try:
         term.expect(r"Full name\?")
         term.expect("you ›")  # typed only once the prompt is up
-        for answer, question in (("Dana Reeve", "Staff ID"), ("AB1234", "Work email"), ("dana@example.org", "Destination"),
-                                 ("Leeds", "Departure date"), ("2026-11-03", "Return date"),
-                                 ("2026-11-05", "Purpose of trip"), ("Conference", "Mode")):
+        for answer, question in (
+            ("Dana Reeve", "Staff ID"),
+            ("AB1234", "Work email"),
+            ("dana@example.org", "Destination"),
+            ("Leeds", "Departure date"),
+            ("2026-11-03", "Return date"),
+            ("2026-11-05", "Purpose of trip"),
+            ("Conference", "Mode"),
+        ):
             term.say(answer)
             term.expect(rf"{question}[^\r\n]*\?")
             term.expect("you ›")
@@ -273,7 +321,11 @@ def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_
         child.close()
     log = (tmp_path / "terminal.log").read_text(encoding="utf-8")
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", log)
-    rows = [line for line in plain.splitlines() if re.match(r"\s*/(status|inspect|history|undo|redo|resolve|abandon|usage|help|quit)\s", line)]
+    rows = [
+        line
+        for line in plain.splitlines()
+        if re.match(r"\s*/(status|inspect|history|undo|redo|resolve|abandon|usage|help|quit)\s", line)
+    ]
     assert len(rows) >= 10, plain[-3000:]
     columns = {len(re.match(r"(\s*/\S+(?: \S+)*?\s{2,})", row).group(1)) for row in rows[-10:]}
     assert len(columns) == 1, rows[-10:]
@@ -287,11 +339,29 @@ def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Welcome! What is your full name?"))
         api.reply(text("Thanks, Dana. Your staff ID?"), delay=2.6)
-        child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--model", "claude-test",
-                                               "--store", store, "--forms", str(FORMS)],
-                              env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test",
-                                       ANTHROPIC_BASE_URL=api.url),
-                              cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT, use_poll=True)
+        child = pexpect.spawn(
+            sys.executable,
+            [
+                "-m",
+                "formctl.cli.app",
+                "run",
+                "travel-claim",
+                "--model",
+                "claude-test",
+                "--store",
+                store,
+                "--forms",
+                str(FORMS),
+            ],
+            env=_env(
+                TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
+            ),
+            cwd=str(ROOT),
+            dimensions=(30, 120),
+            encoding="utf-8",
+            timeout=TIMEOUT,
+            use_poll=True,
+        )
         child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
         term = Terminal(child)
         try:
@@ -319,11 +389,28 @@ def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tm
         api.reply(text("Welcome! Your work email?"))
         api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
         api.reply(text("Thanks. Your staff ID?"))
-        child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--model", "claude-test",
-                                               "--store", store, "--forms", str(FORMS)],
-                              env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test",
-                                       ANTHROPIC_BASE_URL=api.url),
-                              cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=TIMEOUT)
+        child = pexpect.spawn(
+            sys.executable,
+            [
+                "-m",
+                "formctl.cli.app",
+                "run",
+                "travel-claim",
+                "--model",
+                "claude-test",
+                "--store",
+                store,
+                "--forms",
+                str(FORMS),
+            ],
+            env=_env(
+                TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
+            ),
+            cwd=str(ROOT),
+            dimensions=(30, 120),
+            encoding="utf-8",
+            timeout=TIMEOUT,
+        )
         child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
         term = Terminal(child)
         try:
@@ -340,5 +427,6 @@ def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tm
             child.close()
     [row] = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
     [revision] = json.loads(_formctl("history", row["instance_id"], "email", "--store", store, "--json").stdout)[
-        "revisions"]
+        "revisions"
+    ]
     assert (revision["value"], revision["provenance"]["kind"]) == ("dana@finance.example.org", "said")

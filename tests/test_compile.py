@@ -26,7 +26,13 @@ def _raises(builder) -> FormDefinitionError:
 def test_fields_are_flattened_in_declaration_order_with_their_step():
     form = example_forms.pi_intake()
     assert [f.id for f in form.fields] == [
-        "fullName", "email", "phone", "incidentType", "incidentDate", "vehicleCount", "treated",
+        "fullName",
+        "email",
+        "phone",
+        "incidentType",
+        "incidentDate",
+        "vehicleCount",
+        "treated",
     ]
     assert [f.order for f in form.fields] == list(range(7))
     assert [f.step_id for f in form.fields] == ["claimant"] * 3 + ["incident"] * 4
@@ -35,8 +41,10 @@ def test_fields_are_flattened_in_declaration_order_with_their_step():
 def test_steps_are_indexed_from_one_and_checkpoints_from_zero():
     form = (
         define_form("ix", name="Ix")
-        .step("a", title="A").field("x", str, label="X")
-        .step("b", title="B").field("y", str, label="Y")
+        .step("a", title="A")
+        .field("x", str, label="X")
+        .step("b", title="B")
+        .field("y", str, label="Y")
         .checkpoint("c1", when=lambda v, s: True)
         .checkpoint("c2", when=lambda v, s: True)
         .build()
@@ -75,10 +83,7 @@ def test_description_is_the_hint_when_there_is_no_ask_and_empty_when_ask_is_empt
 
 def test_a_step_with_no_fields_is_allowed():
     form = (
-        define_form("e", name="E")
-        .step("intro", title="Intro")
-        .step("s", title="S").field("x", str, label="X")
-        .build()
+        define_form("e", name="E").step("intro", title="Intro").step("s", title="S").field("x", str, label="X").build()
     )
     assert form.step_by_id["intro"].fields == []
     assert form.step_by_id["s"].index == 1
@@ -88,7 +93,9 @@ def test_the_builder_keeps_declaration_order_and_on_complete_replaces():
     first, second = (lambda ctx: None), (lambda ctx: None)
     form = (
         define_form("o", name="O")
-        .step("s", title="S").field("z", str, label="Z").field("a", str, label="A")
+        .step("s", title="S")
+        .field("z", str, label="Z")
+        .field("a", str, label="A")
         .on_complete(first)
         .on_complete(second)
         .build()
@@ -100,7 +107,8 @@ def test_the_builder_keeps_declaration_order_and_on_complete_replaces():
 def test_a_checkpoint_is_not_blocking_unless_declared():
     form = (
         define_form("cp", name="Cp")
-        .step("s", title="S").field("x", str, label="X")
+        .step("s", title="S")
+        .field("x", str, label="X")
         .checkpoint("c", when=lambda v, s: True, run=lambda ctx: None)
         .build()
     )
@@ -130,27 +138,35 @@ def test_the_id_check_comes_before_the_version_check():
 def test_duplicate_field_ids_across_steps_are_rejected_in_first_seen_order():
     builder = (
         define_form("dup", name="Dup")
-        .step("a", title="A").field("x", str, label="X").field("y", str, label="Y")
-        .step("b", title="B").field("y", str, label="Why").field("x", str, label="Ex").field("y", str, label="Y2")
+        .step("a", title="A")
+        .field("x", str, label="X")
+        .field("y", str, label="Y")
+        .step("b", title="B")
+        .field("y", str, label="Why")
+        .field("x", str, label="Ex")
+        .field("y", str, label="Y2")
     )
     error = _raises(builder)
     assert error.message == (
-        'Form "dup" declares duplicate field ids: y, x. '
-        "Field ids are unique across the whole form, not per step."
+        'Form "dup" declares duplicate field ids: y, x. Field ids are unique across the whole form, not per step.'
     )
     assert error.ids == ["y", "x"]
 
 
 def test_duplicate_field_ids_within_one_step_are_rejected():
-    error = _raises(define_form("dup", name="Dup").step("a", title="A").field("x", str, label="X").field("x", int, label="X2"))
+    error = _raises(
+        define_form("dup", name="Dup").step("a", title="A").field("x", str, label="X").field("x", int, label="X2")
+    )
     assert error.ids == ["x"]
 
 
 def test_duplicate_step_ids_are_rejected():
     builder = (
         define_form("ds", name="Ds")
-        .step("a", title="A").field("x", str, label="X")
-        .step("a", title="Again").field("y", str, label="Y")
+        .step("a", title="A")
+        .field("x", str, label="X")
+        .step("a", title="Again")
+        .field("y", str, label="Y")
     )
     error = _raises(builder)
     assert error.message == 'Form "ds" declares duplicate step ids: a.'
@@ -162,8 +178,10 @@ def test_a_duplicate_step_is_skipped_whole_so_its_fields_are_not_checked():
     # only the step duplicate is reported.
     builder = (
         define_form("ds", name="Ds")
-        .step("a", title="A").field("x", str, label="X")
-        .step("a", title="Again").field("x", str, label="X")
+        .step("a", title="A")
+        .field("x", str, label="X")
+        .step("a", title="Again")
+        .field("x", str, label="X")
     )
     error = _raises(builder)
     assert error.message == 'Form "ds" declares duplicate step ids: a.'
@@ -172,8 +190,11 @@ def test_a_duplicate_step_is_skipped_whole_so_its_fields_are_not_checked():
 def test_duplicate_fields_are_reported_before_duplicate_steps():
     builder = (
         define_form("both", name="Both")
-        .step("a", title="A").field("x", str, label="X").field("x", str, label="X again")
-        .step("a", title="A again").field("y", str, label="Y")
+        .step("a", title="A")
+        .field("x", str, label="X")
+        .field("x", str, label="X again")
+        .step("a", title="A again")
+        .field("y", str, label="Y")
     )
     error = _raises(builder)
     assert error.ids == ["x"]
@@ -217,7 +238,9 @@ def test_a_field_whose_id_and_label_normalise_alike_is_not_ambiguous():
 def test_ambiguity_is_checked_before_duplicate_checkpoints():
     builder = (
         define_form("order", name="Order")
-        .step("s", title="S").field("a", str, label="Same").field("b", str, label="same")
+        .step("s", title="S")
+        .field("a", str, label="Same")
+        .field("b", str, label="same")
         .checkpoint("c", when=lambda v, s: True)
         .checkpoint("c", when=lambda v, s: True)
     )
@@ -228,7 +251,8 @@ def test_ambiguity_is_checked_before_duplicate_checkpoints():
 def test_duplicate_checkpoint_ids_are_rejected():
     builder = (
         define_form("dc", name="Dc")
-        .step("s", title="S").field("x", str, label="X")
+        .step("s", title="S")
+        .field("x", str, label="X")
         .checkpoint("c", when=lambda v, s: True)
         .checkpoint("d", when=lambda v, s: True)
         .checkpoint("c", when=lambda v, s: False)
@@ -279,8 +303,10 @@ def test_a_field_without_a_label_raises_at_the_builder(label):
 def test_step_ids_and_titles_that_normalise_alike_are_a_definition_error():
     builder = (
         define_form("steps", name="Steps")
-        .step("contact", title="Contact details").field("x", str, label="X")
-        .step("contact-details", title="More").field("y", str, label="Y")
+        .step("contact", title="Contact details")
+        .field("x", str, label="X")
+        .step("contact-details", title="More")
+        .field("y", str, label="Y")
     )
     error = _raises(builder)
     assert error.ids == ['contact/contact-details both normalise to "contactdetails"']

@@ -69,9 +69,13 @@ def test_a_file_of_another_shape_is_reported(tmp_path):
 def test_lone_surrogates_and_any_text_round_trip(tmp_path):
     store = ConversationStore(tmp_path)
     odd = ["Dana\udc80Reeve", "\ud800", "\udfff\ud800", "nul\x00byte", "José — £310 🧾", "\x1b[2J"]
-    messages = [{"role": "user", "content": [{"type": "text", "text": text} for text in odd]},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "form_fill",
-                                                   "input": {"values": {"\ud800key": odd}}}]}]
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": text} for text in odd]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "form_fill", "input": {"values": {"\ud800key": odd}}}],
+        },
+    ]
     path = store.save("form_abc_123456", messages)
     assert store.load("form_abc_123456") == messages
     path.read_bytes().decode("ascii")  # escaped throughout: nothing the file system could mangle
@@ -83,8 +87,14 @@ def test_a_value_nested_900_levels_deep_is_saved_with_a_placeholder(tmp_path):
     deep: object = "bottom"
     for _ in range(900):
         deep = {"a": [deep]}
-    messages = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "form_fill",
-                                                   "input": {"values": {"full_name": deep}}}]}]
+    messages = [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "form_fill", "input": {"values": {"full_name": deep}}}
+            ],
+        }
+    ]
     store = ConversationStore(tmp_path)
     store.save("form_abc_123456", messages)
     loaded = store.load("form_abc_123456")

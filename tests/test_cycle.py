@@ -292,8 +292,13 @@ def test_rising_edges_are_recomputed_against_the_re_read_instance(lab_runner, fl
 
     # The other writer's edges fired once; ours are only what our write newly made true.
     assert log.keys == [
-        "field:trigger:1", "step:one:1", "checkpoint:watch:1", "checkpoint:also:1",
-        "field:extra:1", "step:two:1", "form:1",
+        "field:trigger:1",
+        "step:one:1",
+        "checkpoint:watch:1",
+        "checkpoint:also:1",
+        "field:extra:1",
+        "step:two:1",
+        "form:1",
     ]
     assert lab_runner.open_instance().occurrences["field:trigger"] == 1
 

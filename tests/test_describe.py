@@ -121,7 +121,10 @@ def test_a_pattern_renders_as_its_example_or_else_the_pattern():
     assert type_string(Annotated[str, Field(pattern=r"^a")]) == "text matching ^a"
     assert type_string(Annotated[str, Field(pattern=r"^[A-Z]{2}\d{4}$", examples=["AB1234"])]) == "text like AB1234"
     # an example the pattern refuses is no example; lengths are still said
-    assert type_string(Annotated[str, Field(pattern=r"^\d+$", examples=["x"], max_length=5)]) == r"text matching ^\d+$ (max 5 chars)"
+    assert (
+        type_string(Annotated[str, Field(pattern=r"^\d+$", examples=["x"], max_length=5)])
+        == r"text matching ^\d+$ (max 5 chars)"
+    )
 
 
 def test_a_field_whose_own_words_give_an_example_reads_text_like_it():
@@ -350,7 +353,10 @@ def test_none_inside_a_list_item_keeps_may_be_empty():
 
 
 def test_nullable_union_below_the_top_keeps_may_be_empty():
-    assert render_schema({"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}]}) == "text or number (may be empty)"
+    assert (
+        render_schema({"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}]})
+        == "text or number (may be empty)"
+    )
 
 
 def test_nullable_with_bounds_below_the_top_keeps_may_be_empty():

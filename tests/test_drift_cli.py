@@ -22,13 +22,23 @@ from fixture_project import FORMS
 def formctl(*args: str, cwd: Path, input: str | None = "") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env["FORMCTL_SUBJECT"] = "dana"
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, input=input, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "formctl.cli.app", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        input=input,
+        timeout=120,
+    )
 
 
 def files(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture
@@ -41,15 +51,19 @@ def drifted(tmp_path, monkeypatch) -> tuple[Path, str]:
     # every command after the edit below runs in a child process, which imports the edited one.
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FORMCTL_SUBJECT", "dana")
-    started = invoke("run", "travel-claim", "--offline", "--store", "store", "--forms", str(FORMS),
-                     input="Dana Reeve\nAB1234\n")
+    started = invoke(
+        "run", "travel-claim", "--offline", "--store", "store", "--forms", str(FORMS), input="Dana Reeve\nAB1234\n"
+    )
     assert started.exit_code == 0, started.stderr
     (row,) = json.loads(invoke("instances", "--store", "store", "--json").stdout)["instances"]
     form = tmp_path / "forms" / "travel_claim.py"
     text = form.read_text()
     text = text.replace("version=1,", "version=2,", 1)
-    text = text.replace('Annotated[str, Field(min_length=2)], label="Full name"',
-                        'Annotated[str, Field(min_length=2, max_length=5)], label="Full name"', 1)
+    text = text.replace(
+        'Annotated[str, Field(min_length=2)], label="Full name"',
+        'Annotated[str, Field(min_length=2, max_length=5)], label="Full name"',
+        1,
+    )
     start = text.index('    .field("staff_id"')
     end = text.index("    .field(", start + 1)
     form.write_text(text[:start] + text[end:])
@@ -63,8 +77,12 @@ def test_instances_lists_a_stale_instance_without_writing_it(drifted):
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(out.stdout)["instances"]
     assert row["instance_id"] == instance_id and row["status"] == "stale"
-    assert json.loads(formctl("instances", "--store", "store", "--status", "active", "--json",
-                              cwd=root).stdout)["instances"] == []
+    assert (
+        json.loads(formctl("instances", "--store", "store", "--status", "active", "--json", cwd=root).stdout)[
+            "instances"
+        ]
+        == []
+    )
     assert files(root / "store") == before
 
 
@@ -132,9 +150,15 @@ def test_run_in_a_terminal_asks_before_moving_a_stale_instance(drifted):
     root, instance_id = drifted
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.update(TERM="dumb", FORMCTL_SUBJECT="dana")  # a terminal, but the plain chat: the question is the point
-    child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--offline",
-                                           "--store", "store"], env=env, cwd=str(root), encoding="utf-8",
-                          timeout=60, use_poll=True)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--store", "store"],
+        env=env,
+        cwd=str(root),
+        encoding="utf-8",
+        timeout=60,
+        use_poll=True,
+    )
     try:
         child.expect(r"Move it to version 2 now\?")
         child.sendline("y")

@@ -59,15 +59,26 @@ def test_values_hold_the_parsed_output_not_the_raw_value():
 
 def test_each_field_status_follows_the_table():
     form = example_forms.pi_intake()
-    ev = evaluate(form, build_instance(form, {
-        "fullName": "Dana Reeve",          # filled
-        "email": "not an email",           # invalid
-        "incidentType": "premises",
-        "vehicleCount": "two",             # held (gate false), and invalid too
-    }))
+    ev = evaluate(
+        form,
+        build_instance(
+            form,
+            {
+                "fullName": "Dana Reeve",  # filled
+                "email": "not an email",  # invalid
+                "incidentType": "premises",
+                "vehicleCount": "two",  # held (gate false), and invalid too
+            },
+        ),
+    )
     assert _status(form, ev) == {
-        "fullName": "filled", "email": "invalid", "phone": "empty", "incidentType": "filled",
-        "incidentDate": "empty", "vehicleCount": "held", "treated": "empty",
+        "fullName": "filled",
+        "email": "invalid",
+        "phone": "empty",
+        "incidentType": "filled",
+        "incidentDate": "empty",
+        "vehicleCount": "held",
+        "treated": "empty",
     }
     assert ev.values == {"fullName": "Dana Reeve", "incidentType": "premises"}
     assert ev.held == {"vehicleCount": "two"}
@@ -190,7 +201,11 @@ def test_an_optional_field_accepts_an_explicit_null_only_through_stored_data():
 def test_requiredness_comes_only_from_whether_the_schema_accepts_none():
     form = example_forms.optionality()
     assert {f.id: f.required for f in form.fields} == {
-        "req_int": True, "opt_int": False, "opt_text": False, "opt_bool": False, "maybe": False,
+        "req_int": True,
+        "opt_int": False,
+        "opt_text": False,
+        "opt_bool": False,
+        "maybe": False,
     }
     assert form.field_by_id["opt_int"].type == "integer >= 1"
 
@@ -304,7 +319,13 @@ def test_gate_values_are_read_only():
             attempts.append("refused")
         return True
 
-    form = define_form("ro", name="Ro").step("s", title="S").field("x", str, label="X").field("y", str, label="Y", when=gate).build()
+    form = (
+        define_form("ro", name="Ro")
+        .step("s", title="S")
+        .field("x", str, label="X")
+        .field("y", str, label="Y", when=gate)
+        .build()
+    )
     ev = evaluate(form, build_instance(form, {"x": "real"}))
     assert attempts and ev.values["x"] == "real"
 
@@ -312,7 +333,8 @@ def test_gate_values_are_read_only():
 def test_a_gate_sees_step_completion_and_form_completion():
     form = (
         define_form("st", name="St")
-        .step("a", title="A").field("x", str, label="X")
+        .step("a", title="A")
+        .field("x", str, label="X")
         .step("b", title="B")
         .field("y", str | None, label="Y", when=lambda v, s: s.step_complete("a"))
         .field("z", str | None, label="Z", when=lambda v, s: s.step_complete("nowhere"))
@@ -361,7 +383,8 @@ def test_step_and_checkpoint_gate_defects_name_their_gate():
 
     form = (
         define_form("sg", name="Sg")
-        .step("s", title="S", when=boom).field("x", str, label="X")
+        .step("s", title="S", when=boom)
+        .field("x", str, label="X")
         .checkpoint("cp", when=boom)
         .build()
     )

@@ -57,8 +57,11 @@ class Chat:
         new = self.loop.messages[start:]
         self.calls = [b for m in new if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
         self.results = [
-            json.loads(b["content"]) for m in new if m["role"] == "user"
-            for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
+            json.loads(b["content"])
+            for m in new
+            if m["role"] == "user"
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"
         ]
         return turn.text
 
@@ -146,8 +149,17 @@ def test_reply_text_is_streamed_through_on_text():
     envelope = chat.loop.tools.call(first.tool_calls[0]["name"], first.tool_calls[0]["input"])
     request_messages += [
         {"role": "assistant", "content": first.content},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": first.tool_calls[0]["id"],
-                                      "content": json.dumps(envelope), "is_error": False}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": first.tool_calls[0]["id"],
+                    "content": json.dumps(envelope),
+                    "is_error": False,
+                }
+            ],
+        },
     ]
     second = chat.model.respond(ModelRequest("", [], request_messages), on_text=chunks.append)
     assert chunks == [second.text] and "Full name?" in second.text
@@ -163,8 +175,19 @@ def test_the_tier0_line_is_not_taken_for_the_persons_words():
 
 
 def test_the_same_conversation_gives_the_same_replies_and_tool_calls():
-    script = ["hello", "Dana Reeve", "ab12", "AB1234", "undo", "Staff ID: CD5678", "dana@example.org",
-              "what else", "Leeds; Mode: car", "status", "£1,200"]
+    script = [
+        "hello",
+        "Dana Reeve",
+        "ab12",
+        "AB1234",
+        "undo",
+        "Staff ID: CD5678",
+        "dana@example.org",
+        "what else",
+        "Leeds; Mode: car",
+        "status",
+        "£1,200",
+    ]
 
     def run() -> list[tuple[str, list[Any]]]:
         chat = Chat("travel-claim")
@@ -188,8 +211,7 @@ def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_fin
 
     text = chat.say("ab12")  # the pattern refuses it: said once, in the field's words, then asked again
     assert chat.tools == [("form_fill", {"values": {"staff_id": "ab12"}})]
-    assert text == ("That wasn't accepted. A Staff ID is two capital letters and four digits, like AB1234.\n"
-                    "Staff ID?")
+    assert text == ("That wasn't accepted. A Staff ID is two capital letters and four digits, like AB1234.\nStaff ID?")
 
     chat.say("AB1234")
     text = chat.say("undo")
@@ -198,8 +220,9 @@ def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_fin
     assert text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
     chat.say("AB1234")
     text = chat.say("Staff ID: CD5678")  # a labelled correction of an answer given: a revision
-    assert chat.tools == [("form_revise", {"action": "set", "field": "staff_id", "value": "CD5678",
-                                            "reason": "corrected by the person"})]
+    assert chat.tools == [
+        ("form_revise", {"action": "set", "field": "staff_id", "value": "CD5678", "reason": "corrected by the person"})
+    ]
     assert "Got it — Staff ID: CD5678." in text and text.endswith("Work email?")
 
     text = chat.say("dana@example.org")
@@ -250,10 +273,18 @@ def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_fin
     assert chat.tools == [("form_submit", {})] and "Sent." in text
     assert chat.instance().status == "complete"
     assert chat.values() == {
-        "full_name": "Dana Reeve", "staff_id": "CD5678", "email": "dana@example.org",
-        "destination": "Leeds", "departure_date": "2026-11-04", "return_date": "2026-11-06",
-        "purpose": "Speaking at a conference", "mode": "car", "mileage": 40, "mileage_cost": 18.0,
-        "meals": 45.5, "total": 1200.0,
+        "full_name": "Dana Reeve",
+        "staff_id": "CD5678",
+        "email": "dana@example.org",
+        "destination": "Leeds",
+        "departure_date": "2026-11-04",
+        "return_date": "2026-11-06",
+        "purpose": "Speaking at a conference",
+        "mode": "car",
+        "mileage": 40,
+        "mileage_cost": 18.0,
+        "meals": 45.5,
+        "total": 1200.0,
     }
 
 
@@ -339,8 +370,9 @@ def test_several_bare_answers_fill_the_open_steps_questions_in_order():
     chat = Chat("travel-claim")
     chat.say("hello")
     chat.say("Dana Reeve\nAB1234\ndana@example.org")
-    assert chat.tools == [("form_fill", {"values": {
-        "full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}})]
+    assert chat.tools == [
+        ("form_fill", {"values": {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}})
+    ]
 
 
 def test_a_label_that_names_no_field_is_reported_with_a_suggestion():
@@ -378,11 +410,22 @@ def test_after_a_failed_model_call_the_newest_words_are_answered():
     chat = Chat("travel-claim")
     chat.say("hello")
     # What the loop sends after an unanswered turn: both messages joined, then tier 0.
-    messages = [*chat.loop.messages, {"role": "user", "content": [
-        {"type": "text", "text": "Dna"}, {"type": "text", "text": "Dana Reeve"},
-        {"type": "text", "text": chat.loop.tier0}]}]
+    messages = [
+        *chat.loop.messages,
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Dna"},
+                {"type": "text", "text": "Dana Reeve"},
+                {"type": "text", "text": chat.loop.tier0},
+            ],
+        },
+    ]
     reply = chat.model.respond(ModelRequest("", [], messages))
-    assert reply.tool_calls[0]["input"] == {"values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}}
+    assert reply.tool_calls[0]["input"] == {
+        "values": {"full_name": "Dana Reeve"},
+        "quotes": {"full_name": "Dana Reeve"},
+    }
 
 
 def test_quit_says_how_to_resume_and_abandons_nothing():
@@ -409,8 +452,12 @@ def test_a_fresh_model_over_a_restored_conversation_carries_on_in_the_forms_orde
     chat = Chat("travel-claim")
     chat.say("hello")
     chat.say("Dana Reeve")
-    restored = ChatLoop(chat.runner, GuidedModel(chat.runner, form_id="travel-claim"),
-                        form_id="travel-claim", messages=chat.loop.messages)
+    restored = ChatLoop(
+        chat.runner,
+        GuidedModel(chat.runner, form_id="travel-claim"),
+        form_id="travel-claim",
+        messages=chat.loop.messages,
+    )
     turn = restored.send("AB1234")
     assert turn.error is None
     assert "Got it — Staff ID: AB1234." in turn.text and turn.text.endswith("Work email?")
@@ -442,8 +489,14 @@ def test_client_intake_new_client_completes_asking_the_optional_phone_it_would_o
     assert "Before I send it, please check your answers:" in text and "Left out: Phone." in text
     text = chat.say("yes")
     assert "Sent. The Client intake is complete" in text
-    assert chat.values() == {"client_type": "new", "age": 34, "full_name": "Sam Lee",
-                             "email": "sam@example.org", "referral": "friend", "needs": "Help finding housing"}
+    assert chat.values() == {
+        "client_type": "new",
+        "age": 34,
+        "full_name": "Sam Lee",
+        "email": "sam@example.org",
+        "referral": "friend",
+        "needs": "Help finding housing",
+    }
     assert chat.instance().status == "complete"
 
 
@@ -613,9 +666,13 @@ def test_each_value_is_quoted_with_the_persons_line_so_it_is_said():
 def test_a_host_only_field_is_never_asked():
     from formctl import define_form
 
-    form = (define_form("approval", name="Approval").step("s", title="S")
-            .field("approver", str, label="Approver", source="host")
-            .field("reason", str, label="Reason").build())
+    form = (
+        define_form("approval", name="Approval")
+        .step("s", title="S")
+        .field("approver", str, label="Approver", source="host")
+        .field("reason", str, label="Reason")
+        .build()
+    )
     registry = FormRegistry()
     registry.register("approval", name="Approval", description="", load=lambda: form)
     runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
@@ -635,8 +692,7 @@ def test_a_natural_answer_is_placed_only_where_its_shape_fits_for_sure():
     from formctl.agent.models.guided.answers import _Kind
     from formctl.agent.models.guided.natural import place, split_labels
 
-    staff, email, text, date = (_Kind("text", pattern=r"^[A-Z]{2}\d{4}$"), _Kind("email"), _Kind("text"),
-                                _Kind("date"))
+    staff, email, text, date = (_Kind("text", pattern=r"^[A-Z]{2}\d{4}$"), _Kind("email"), _Kind("text"), _Kind("date"))
     kinds = {"staff_id": staff, "email": email, "destination": text}
     placed = place("AB1234, dana@example.com, going to Leeds", "staff_id", kinds)
     assert placed.values == {"staff_id": "AB1234", "email": "dana@example.com"}
@@ -645,10 +701,14 @@ def test_a_natural_answer_is_placed_only_where_its_shape_fits_for_sure():
     assert place("AB1234", "staff_id", kinds) is None and place("ab1234", "staff_id", kinds) is None
     # Free text goes to the question asked, and only when nothing else answered it.
     assert place("Leeds, dana@example.com", "destination", kinds).values == {
-        "email": "dana@example.com", "destination": "Leeds"}
+        "email": "dana@example.com",
+        "destination": "Leeds",
+    }
     assert place("Conference in Leeds, with the team", "destination", kinds) is None  # commas in free text stay
-    assert place("£1,200 and dana@example.com", "total", {"total": text, "email": email}).values["email"] == \
-        "dana@example.com"
+    assert (
+        place("£1,200 and dana@example.com", "total", {"total": text, "email": email}).values["email"]
+        == "dana@example.com"
+    )
     # Two open fields an email address fits: neither is guessed.
     assert place("x, a@b.org", "destination", {"destination": text, "email": email, "other": email}) is None
     assert place("2026-11-03, 2026-11-05", "departure", {"departure": date, "return": date}) is None

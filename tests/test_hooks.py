@@ -153,7 +153,9 @@ def test_an_exception_becomes_a_failure_and_the_later_hooks_still_run(lab_runner
     assert log.keys[1:] == ["field:extra:1", "step:one:1", "step:two:1", "form:1"]
     record = lab_runner.open_instance().dispatches[f"{result.instance_id}:field:trigger:1"]
     assert (record.status, record.error) == ("failed", COULD_NOT_CHECK)
-    assert record.detail.startswith("ValueError: card declined (test_hooks.py:") and record.detail.endswith("in explode)")
+    assert record.detail.startswith("ValueError: card declined (test_hooks.py:") and record.detail.endswith(
+        "in explode)"
+    )
 
 
 def test_an_exception_with_no_message_is_reported_by_its_class_name(lab_runner, log):
@@ -177,9 +179,7 @@ def test_a_fail_in_a_list_discards_every_other_effect_of_that_hook(lab_runner, l
 
 
 @pytest.mark.parametrize("returned", ["done", {"patch": {"derived": "p"}}, [Patch({"derived": "p"}), 42]])
-def test_an_executor_returning_something_that_is_not_an_effect_fails_with_a_clear_message(
-    lab_runner, log, returned
-):
+def test_an_executor_returning_something_that_is_not_an_effect_fails_with_a_clear_message(lab_runner, log, returned):
     log.behaviours["field:trigger"] = lambda ctx: returned
 
     result = lab_runner.fill({"trigger": "t"})
@@ -264,8 +264,10 @@ def test_for_each_hook_the_latest_finished_record_decides_and_the_later_one_wins
     from formctl.forms.project import open_failures
 
     def failures(*records: tuple[str, str, str, str | None]) -> list[tuple[str, str]]:
-        dispatches = {f"k{i}": DispatchState(hook, status, 1, at, error=error)
-                      for i, (hook, status, at, error) in enumerate(records)}
+        dispatches = {
+            f"k{i}": DispatchState(hook, status, 1, at, error=error)
+            for i, (hook, status, at, error) in enumerate(records)
+        }
         instance = Instance(id="i", def_id="f", def_version=1, subject="s", dispatches=dispatches)
         return [(f.hook_id, f.message) for f in open_failures(instance)]
 
@@ -276,8 +278,9 @@ def test_for_each_hook_the_latest_finished_record_decides_and_the_later_one_wins
     assert failures(("field:a", "ok", "t1", None), ("field:a", "failed", "t1", "no")) == [("field:a", "no")]
     assert failures(("field:a", "failed", "t2", "no"), ("field:a", "ok", "t1", None)) == [("field:a", "no")]
     assert failures(("field:a", "failed", "t1", "no"), ("field:a", "running", "t2", None)) == [("field:a", "no")]
-    assert failures(("field:b", "failed", "t2", "late"), ("field:a", "failed", "t1", "early"),
-                    ("field:c", "ok", "t3", None)) == [("field:a", "early"), ("field:b", "late")]
+    assert failures(
+        ("field:b", "failed", "t2", "late"), ("field:a", "failed", "t1", "early"), ("field:c", "ok", "t3", None)
+    ) == [("field:a", "early"), ("field:b", "late")]
 
 
 def test_an_open_failure_is_listed_in_tier0(lab_runner, log):

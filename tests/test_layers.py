@@ -22,18 +22,27 @@ ROOT = Path(__file__).resolve().parent.parent
 def lint_imports(root: Path, src: Path) -> subprocess.CompletedProcess[str]:
     """lint-imports with ``root``'s pyproject.toml, over the formctl package found under ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    code = ("import sys; from importlinter.cli import lint_imports_command; "
-            "lint_imports_command.main(args=['--config', sys.argv[1], '--no-cache'], prog_name='lint-imports')")
-    return subprocess.run([sys.executable, "-c", code, str(root / "pyproject.toml")], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys; from importlinter.cli import lint_imports_command; "
+        "lint_imports_command.main(args=['--config', sys.argv[1], '--no-cache'], prog_name='lint-imports')"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, str(root / "pyproject.toml")],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A copy of the repository's pyproject.toml and src/formctl, to break on purpose."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    shutil.copytree(ROOT / "src" / "formctl", tmp_path / "src" / "formctl",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "src" / "formctl", tmp_path / "src" / "formctl", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return tmp_path
 
 

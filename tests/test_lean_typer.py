@@ -38,11 +38,19 @@ def test_on_a_typer_that_coerces_through_pydantic_every_plain_parameter_gets_the
 
 
 def _imports_pydantic(*args: str, env: dict[str, str] | None = None) -> bool:
-    code = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
-            "'\\nPYDANTIC\\n' if 'pydantic' in sys.modules else '\\nLEAN\\n'));"
-            "from formctl.cli.app import main; main()")
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, **(env or {})}, timeout=60)
+    code = (
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write("
+        "'\\nPYDANTIC\\n' if 'pydantic' in sys.modules else '\\nLEAN\\n'));"
+        "from formctl.cli.app import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+    )
     last = done.stderr.strip().splitlines()[-1]
     assert last in ("PYDANTIC", "LEAN"), done.stderr
     return last == "PYDANTIC"
@@ -50,8 +58,9 @@ def _imports_pydantic(*args: str, env: dict[str, str] | None = None) -> bool:
 
 def test_list_with_an_option_and_tab_completion_run_without_pydantic():
     assert not _imports_pydantic("list", "--forms", str(ROOT / "forms"))
-    assert not _imports_pydantic(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl instances --st",
-                                      "COMP_CWORD": "2"})
+    assert not _imports_pydantic(
+        env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl instances --st", "COMP_CWORD": "2"}
+    )
 
 
 def test_the_light_coercion_still_refuses_what_typer_would(tmp_path):

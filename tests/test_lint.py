@@ -18,7 +18,7 @@ from formctl.forms.lint import lint
 
 _n = itertools.count()
 
-FLAWED = textwrap.dedent('''\
+FLAWED = textwrap.dedent("""\
     from typing import Annotated, Any, Literal
     from datetime import date
     from pydantic import Field
@@ -58,7 +58,7 @@ FLAWED = textwrap.dedent('''\
         .checkpoint("big", when=lambda v, s: (v["amount"] or 0) > 10)
         .build()
     )
-''')
+""")
 
 
 def load(tmp_path: Path, source: str, attribute: str):
@@ -82,7 +82,7 @@ def test_each_flaw_is_a_warning_naming_the_line_of_the_definition(tmp_path):
     assert ("unknown-step", line_of(path, '"nowhere"')) in found  # a jump to no step
     assert ("unknown-step", line_of(path, '"zz"')) in found
     assert ("step-never-opens", line_of(path, '"z")')) in found  # "z" is not one of kind's choices
-    assert ("step-never-opens", line_of(path, '> LIMIT, on_complete')) in found  # amount is at most 100
+    assert ("step-never-opens", line_of(path, "> LIMIT, on_complete")) in found  # amount is at most 100
     assert ("checkpoint-reads-nothing", line_of(path, '"always"')) in found
     assert ("sensitive-unmaskable", line_of(path, '"pin"')) in found
     assert ("sensitive-unmaskable", line_of(path, '"born"')) in found
@@ -113,8 +113,9 @@ def test_a_finding_renders_as_path_line_warning_and_code(tmp_path):
 
 def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
 
 
 def flawed_project(tmp_path: Path) -> Path:
@@ -133,12 +134,18 @@ def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_
     assert out.returncode == 0, out.stderr
     source = root / "forms" / "flawed.py"
     lines = out.stdout.splitlines()
-    assert (f'forms/flawed.py:{line_of(source, "knd")}: warning: the gate of field "c1" reads field "knd", '
-            'which the form does not declare [unknown-field]') in lines
-    assert f'forms/flawed.py:{line_of(source, "totl")}: warning: the executor of field "amount" patches field ' \
-           '"totl", which the form does not declare [unknown-field]' in lines
-    assert any(line.startswith(f"forms/flawed.py:{line_of(source, '> LIMIT, on_complete')}: warning: step \"c\" "
-                               "can never open") for line in lines)
+    assert (
+        f'forms/flawed.py:{line_of(source, "knd")}: warning: the gate of field "c1" reads field "knd", '
+        "which the form does not declare [unknown-field]"
+    ) in lines
+    assert (
+        f'forms/flawed.py:{line_of(source, "totl")}: warning: the executor of field "amount" patches field '
+        '"totl", which the form does not declare [unknown-field]' in lines
+    )
+    assert any(
+        line.startswith(f'forms/flawed.py:{line_of(source, "> LIMIT, on_complete")}: warning: step "c" can never open')
+        for line in lines
+    )
     assert lines[-1] == "11 warnings"
 
 
@@ -178,7 +185,9 @@ def test_check_coverage_reports_what_the_forms_transcripts_never_exercised(tmp_p
 
 
 def test_a_person_field_the_quote_checker_cannot_read_is_a_warning(tmp_path):
-    compiled, path = load(tmp_path, textwrap.dedent('''
+    compiled, path = load(
+        tmp_path,
+        textwrap.dedent("""
         from formctl import define_form
 
         form = (
@@ -189,7 +198,9 @@ def test_a_person_field_the_quote_checker_cannot_read_is_a_warning(tmp_path):
             .field("loose", list[str], label="Loose")
             .build()
         )
-    '''), "form")
+    """),
+        "form",
+    )
     findings = lint(compiled, path=str(path))
     assert [(f.code, f.line) for f in findings] == [("person-unchecked", line_of(path, '.field("tags"'))]
     assert "every value the model gives it will be asked about" in findings[0].message

@@ -527,7 +527,9 @@ def test_history_lists_every_revision_oldest_first_with_the_one_in_force(runner)
     history = r.history("name")
     assert history.field == "name" and history.label == "Name"
     assert [(rev.value, rev.in_force, rev.invalid) for rev in history.revisions] == [
-        ("Dana", False, False), ("Dana Reeve", True, False), ("D", False, True),
+        ("Dana", False, False),
+        ("Dana Reeve", True, False),
+        ("D", False, True),
     ]
     d = history.to_dict()
     assert d["field"] == "name" and len(d["revisions"]) == 3
@@ -547,9 +549,16 @@ def test_history_invalid_is_the_write_time_error_not_a_reparse():
     from formctl.forms.instance import Entry, FieldLog, Instance, Provenance
 
     prov = Provenance("tests", "agent", "2026-01-01T00:00:00.000Z")
-    instance = Instance(id="form_x", def_id="basic", def_version=1, subject="s", entries={
-        "age": FieldLog((Entry(1, "forty", prov), Entry(2, 4, prov, error="was wrong then")), 1),
-    }, revision_seq=2)
+    instance = Instance(
+        id="form_x",
+        def_id="basic",
+        def_version=1,
+        subject="s",
+        entries={
+            "age": FieldLog((Entry(1, "forty", prov), Entry(2, 4, prov, error="was wrong then")), 1),
+        },
+        revision_seq=2,
+    )
     assert [rev.invalid for rev in field_history(instance, "age", "Age").revisions] == [False, True]
     assert example_forms.basic().field_by_id["age"].validator.validate(4).ok
 
@@ -581,4 +590,3 @@ def test_an_abandoned_instance_refuses_every_write(runner, verb):
 def _values_by_id(r: FormRunner, iid: str) -> dict:
     instance = r.open_instance(iid)
     return {fid: [e.value for e in log.revisions] for fid, log in instance.entries.items()}
-

@@ -34,13 +34,17 @@ def call(name: str, input: dict, *more: tuple[str, dict], text: str | None = Non
 def make_loop(claim_runner, replies, **kwargs):
     events: list = []
     model = kwargs.pop("model", None) or ScriptedModel(replies)
-    loop = ChatLoop(claim_runner, model, form_id=kwargs.pop("form_id", "travel-claim"), on_event=events.append, **kwargs)
+    loop = ChatLoop(
+        claim_runner, model, form_id=kwargs.pop("form_id", "travel-claim"), on_event=events.append, **kwargs
+    )
     return loop, model, events
 
 
 def tier0_of(request) -> str | None:
     last = request.messages[-1]["content"]
-    return last[-1]["text"] if last and last[-1].get("type") == "text" and last[-1]["text"].startswith("[form:") else None
+    return (
+        last[-1]["text"] if last and last[-1].get("type") == "text" and last[-1]["text"].startswith("[form:") else None
+    )
 
 
 # --------------------------------------------------------------------------- tier 0 and the fixed prefix
@@ -58,10 +62,15 @@ def test_tier0_is_appended_after_the_tool_results_of_the_newest_user_turn(claim_
 
 
 def test_earlier_turns_do_not_keep_old_tier0_text(claim_runner):
-    loop, model, _ = make_loop(claim_runner, [
-        call("form_start", {"form": "travel-claim"}), say("Name?"),
-        call("form_fill", {"values": CLAIMANT, "quotes": CLAIMANT}), say("Where did you go?"),
-    ])
+    loop, model, _ = make_loop(
+        claim_runner,
+        [
+            call("form_start", {"form": "travel-claim"}),
+            say("Name?"),
+            call("form_fill", {"values": CLAIMANT, "quotes": CLAIMANT}),
+            say("Where did you go?"),
+        ],
+    )
     loop.send("Start a claim")
     loop.send("Dana Reeve, AB1234, dana@example.com")
     last_request = model.requests[-1]
@@ -73,10 +82,15 @@ def test_earlier_turns_do_not_keep_old_tier0_text(claim_runner):
 
 
 def test_tier0_is_never_in_the_system_prompt_and_the_prefix_never_changes(claim_runner):
-    loop, model, _ = make_loop(claim_runner, [
-        call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}), say("Where to?"),
-        call("form_fill", {"values": {"destination": "Leeds"}}), say("When?"),
-    ])
+    loop, model, _ = make_loop(
+        claim_runner,
+        [
+            call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}),
+            say("Where to?"),
+            call("form_fill", {"values": {"destination": "Leeds"}}),
+            say("When?"),
+        ],
+    )
     loop.send("hi")
     loop.send("Leeds")
     systems = {r.system for r in model.requests}
@@ -115,8 +129,12 @@ def test_the_tier0_at_the_start_of_travel_claim_is_short(claim_runner):
 
 
 def test_every_tool_call_in_a_reply_runs_in_order_and_answers_in_one_turn(claim_runner):
-    reply = call("form_start", {"form": "travel-claim"}, ("form_fill", {"values": CLAIMANT, "quotes": CLAIMANT}),
-                 ("form_status", {}))
+    reply = call(
+        "form_start",
+        {"form": "travel-claim"},
+        ("form_fill", {"values": CLAIMANT, "quotes": CLAIMANT}),
+        ("form_status", {}),
+    )
     loop, model, events = make_loop(claim_runner, [reply, say("Where did you travel?")])
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
     assert turn.tool_calls == 3 and turn.iterations == 2 and turn.error is None
@@ -130,8 +148,17 @@ def test_events_come_in_order_and_tier0_changes_are_announced(claim_runner):
     loop, _, events = make_loop(claim_runner, [call("form_start", {"form": "travel-claim"}), say("Name?")])
     loop.send("start")
     kinds = [e.kind for e in events]
-    assert kinds == ["model_call", "model_turn", "tool_call", "tool_result", "tier0_changed",
-                     "model_call", "text_delta", "model_turn", "turn_end"]
+    assert kinds == [
+        "model_call",
+        "model_turn",
+        "tool_call",
+        "tool_result",
+        "tier0_changed",
+        "model_call",
+        "text_delta",
+        "model_turn",
+        "turn_end",
+    ]
     changed = [e for e in events if isinstance(e, Tier0Changed)]
     assert changed and changed[-1].text == claim_runner.tier0()
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Name?"]
@@ -150,9 +177,19 @@ def test_a_tool_result_event_carries_the_exact_envelope_the_model_receives(claim
 
 
 def test_a_completed_form_ends_with_no_tier0(claim_runner):
-    claim_runner.start("travel-claim", seed=CLAIMANT | {
-        "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
-        "purpose": "Client workshop", "mode": "rail", "ticket_reference": "TR-99812", "total": 310})
+    claim_runner.start(
+        "travel-claim",
+        seed=CLAIMANT
+        | {
+            "destination": "Leeds",
+            "departure_date": "2026-03-02",
+            "return_date": "2026-03-04",
+            "purpose": "Client workshop",
+            "mode": "rail",
+            "ticket_reference": "TR-99812",
+            "total": 310,
+        },
+    )
     assert claim_runner.open_instance().status == "ready"  # the claim is read back before it is sent
     loop, model, events = make_loop(claim_runner, [call("form_submit", {}), say("All done.")])
     turn = loop.send("yes, send it")
@@ -185,8 +222,10 @@ class FailingOnce:
 
 
 def test_a_model_error_is_one_line_and_the_next_message_tries_again_with_nothing_lost(claim_runner):
-    model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}), say("Where to?")],
-                        fail_on={2})
+    model = FailingOnce(
+        [call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}), say("Where to?")],
+        fail_on={2},
+    )
     loop, _, events = make_loop(claim_runner, [], model=model)
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
     assert turn.error == "The Anthropic API is overloaded (529). Send again in a moment."
@@ -208,8 +247,9 @@ def test_a_failed_first_call_keeps_the_message_and_joins_the_next_one(claim_runn
     loop, _, _ = make_loop(claim_runner, [], model=model)
     assert loop.send("I'm Dana").error
     assert loop.send("Hello?").text == "Hello Dana."
-    assert model.requests[-1] == [{"role": "user", "content": [{"type": "text", "text": "I'm Dana"},
-                                                               {"type": "text", "text": "Hello?"}]}]
+    assert model.requests[-1] == [
+        {"role": "user", "content": [{"type": "text", "text": "I'm Dana"}, {"type": "text", "text": "Hello?"}]}
+    ]
 
 
 def test_a_model_that_raises_something_else_is_still_one_line(claim_runner):
@@ -237,9 +277,18 @@ def test_the_iteration_limit_stops_a_model_that_never_answers(claim_runner):
 
 def test_a_reply_cut_off_at_max_tokens_is_reported_and_its_tool_calls_not_run(claim_runner):
     claim_runner.start("travel-claim")
-    cut = ModelReply([{"type": "text", "text": "Let me save"},
-                      {"type": "tool_use", "id": "toolu_cut", "name": "form_fill", "input": {"values": CLAIMANT, "quotes": CLAIMANT}}],
-                     "max_tokens")
+    cut = ModelReply(
+        [
+            {"type": "text", "text": "Let me save"},
+            {
+                "type": "tool_use",
+                "id": "toolu_cut",
+                "name": "form_fill",
+                "input": {"values": CLAIMANT, "quotes": CLAIMANT},
+            },
+        ],
+        "max_tokens",
+    )
     loop, model, events = make_loop(claim_runner, [cut, say("Saved.")])
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
     assert turn.stop_reason == "max_tokens" and "token limit" in turn.error
@@ -250,7 +299,9 @@ def test_a_reply_cut_off_at_max_tokens_is_reported_and_its_tool_calls_not_run(cl
 
 
 def test_a_refusal_is_reported_not_taken_for_an_answer(claim_runner):
-    loop, _, events = make_loop(claim_runner, [ModelReply([{"type": "text", "text": "I can't help with that."}], "refusal")])
+    loop, _, events = make_loop(
+        claim_runner, [ModelReply([{"type": "text", "text": "I can't help with that."}], "refusal")]
+    )
     turn = loop.send("hi")
     assert turn.stop_reason == "refusal" and "refusal" in turn.error
     assert [e.message for e in events if isinstance(e, LoopError)] == [turn.error]
@@ -264,9 +315,16 @@ def test_a_read_that_changes_nothing_announces_no_tier0_change(claim_runner):
 
 
 def test_empty_text_blocks_from_a_model_are_not_kept(claim_runner):
-    loop, _, _ = make_loop(claim_runner, [ModelReply([{"type": "text", "text": ""},
-                                                {"type": "tool_use", "id": "t1", "name": "form_list", "input": {}}],
-                                               "tool_use"), say("Two forms.")])
+    loop, _, _ = make_loop(
+        claim_runner,
+        [
+            ModelReply(
+                [{"type": "text", "text": ""}, {"type": "tool_use", "id": "t1", "name": "form_list", "input": {}}],
+                "tool_use",
+            ),
+            say("Two forms."),
+        ],
+    )
     loop.send("what forms are there?")
     assert loop.messages[1]["content"] == [{"type": "tool_use", "id": "t1", "name": "form_list", "input": {}}]
 
@@ -295,8 +353,11 @@ def test_cancel_between_tool_calls_answers_the_rest_as_not_run_and_keeps_what_co
         if isinstance(event, ToolResult) and event.name == "form_start":
             box["loop"].cancel()
 
-    reply = call("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}},
-                 ("form_fill", {"values": {"email": "dana@example.com"}}))
+    reply = call(
+        "form_start",
+        {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}},
+        ("form_fill", {"values": {"email": "dana@example.com"}}),
+    )
     model = ScriptedModel([reply, say("Go on.")])
     loop = ChatLoop(claim_runner, model, form_id="travel-claim", on_event=on_event)
     box["loop"] = loop
@@ -318,8 +379,9 @@ def test_cancel_from_another_thread_discards_the_reply_in_flight(claim_runner):
         def respond(self, request, on_text=None):
             started.set()
             release.wait(5)
-            return ModelReply([{"type": "tool_use", "id": "t1", "name": "form_start",
-                                "input": {"form": "travel-claim"}}], "tool_use")
+            return ModelReply(
+                [{"type": "tool_use", "id": "t1", "name": "form_start", "input": {"form": "travel-claim"}}], "tool_use"
+            )
 
     loop = ChatLoop(claim_runner, Slow(), form_id="travel-claim")
     out = {}
@@ -351,8 +413,9 @@ def test_a_keyboard_interrupt_during_a_turn_is_a_cancel(claim_runner):
 
 def test_a_saved_conversation_resumes_with_its_context_and_the_same_prefix(claim_runner, tmp_path):
     store = ConversationStore(tmp_path)
-    first = ScriptedModel([call("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}),
-                           say("Your staff ID?")])
+    first = ScriptedModel(
+        [call("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}), say("Your staff ID?")]
+    )
     loop = ChatLoop(claim_runner, first, form_id="travel-claim", conversation_store=store)
     loop.send("I'm Dana Reeve")
     instance_id = claim_runner.open_instance().id
@@ -374,7 +437,9 @@ def test_a_saved_conversation_resumes_with_its_context_and_the_same_prefix(claim
 
 def test_the_conversation_is_saved_with_the_tool_results_even_when_the_turn_then_fails(claim_runner, tmp_path):
     store = ConversationStore(tmp_path)
-    model = FailingOnce([call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT})], fail_on={2})
+    model = FailingOnce(
+        [call("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT})], fail_on={2}
+    )
     loop = ChatLoop(claim_runner, model, form_id="travel-claim", conversation_store=store)
     assert loop.send("Dana Reeve, AB1234, dana@example.com").error
     saved = store.load(claim_runner.open_instance().id)
@@ -386,17 +451,22 @@ def test_tool_calls_with_lone_surrogates_or_deep_values_are_saved_and_load_back(
     deep: object = "x"
     for _ in range(950):
         deep = [deep]
+
     class Uncopied(ScriptedModel):  # the recording model deep-copies, which a 950-level value would overflow
         def respond(self, request, on_text=None):
             self.played += 1
             return self._replies[self.played - 1]
 
     store = ConversationStore(tmp_path)
-    model = Uncopied([call("form_start", {"form": "travel-claim", "values": {"staff_id": "AB1234"}}),
-                           call("form_fill", {"values": {"full_name": "Dana\udc80Reeve"}}),
-                           call("form_fill", {"values": {"no_such\ud800field": "\ud800"}}),
-                           call("form_fill", {"values": {"full_name": deep}}),
-                           say("Done \udfff")])
+    model = Uncopied(
+        [
+            call("form_start", {"form": "travel-claim", "values": {"staff_id": "AB1234"}}),
+            call("form_fill", {"values": {"full_name": "Dana\udc80Reeve"}}),
+            call("form_fill", {"values": {"no_such\ud800field": "\ud800"}}),
+            call("form_fill", {"values": {"full_name": deep}}),
+            say("Done \udfff"),
+        ]
+    )
     loop = ChatLoop(claim_runner, model, form_id="travel-claim", conversation_store=store)
     turn = loop.send("I'm Dana\udc80")
     assert not turn.error
@@ -428,7 +498,14 @@ def test_allow_and_deny_narrow_the_tools_sent(claim_runner):
     loop, model, _ = make_loop(claim_runner, [say("ok")], deny=["start", "abandon"])
     loop.send("hi")
     assert [t["name"] for t in model.requests[0].tools] == [
-        "form_list", "form_status", "form_inspect", "form_fill", "form_revise", "form_submit", "form_history"]
+        "form_list",
+        "form_status",
+        "form_inspect",
+        "form_fill",
+        "form_revise",
+        "form_submit",
+        "form_history",
+    ]
 
 
 def test_an_unknown_selector_is_refused_when_the_loop_is_built(claim_runner):

@@ -71,22 +71,28 @@ def test_a_pattern_without_a_hint_is_said_in_words_with_the_fields_example():
 
 def test_a_pattern_it_cannot_say_in_words_never_shows_the_regex():
     assert _said(Annotated[str, Field(pattern=r"^(?:foo|bar)+$")], "x") == (
-        "That isn't in the form Staff ID takes.", "pattern")
+        "That isn't in the form Staff ID takes.",
+        "pattern",
+    )
     assert _said(Annotated[str, Field(pattern=r"^(?:foo|bar)+$", examples=["foobar"])], "x")[0] == (
-        "Staff ID should look like foobar.")
+        "Staff ID should look like foobar."
+    )
 
 
-@pytest.mark.parametrize(("pattern", "words"), [
-    (r"^[A-Z]{2}\d{4}$", "two capital letters and four digits"),
-    (r"^\d{5}$", "five digits"),
-    (r"^[a-z]+$", "one or more small letters"),
-    (r"^[A-Z]\d{2,3}$", "one capital letter and two to three digits"),
-    (r"^\d{3}-\d{4}$", "three digits, a hyphen and four digits"),
-    (r"^[A-Za-z0-9]{8,}$", "at least eight letters or digits"),
-    (r"^C\d{5}$", "the letter C and five digits"),
-    (r"^(a|b)$", None),
-    (r"[A-Z]{2}", None),  # not anchored: "contains", which this does not try to say
-])
+@pytest.mark.parametrize(
+    ("pattern", "words"),
+    [
+        (r"^[A-Z]{2}\d{4}$", "two capital letters and four digits"),
+        (r"^\d{5}$", "five digits"),
+        (r"^[a-z]+$", "one or more small letters"),
+        (r"^[A-Z]\d{2,3}$", "one capital letter and two to three digits"),
+        (r"^\d{3}-\d{4}$", "three digits, a hyphen and four digits"),
+        (r"^[A-Za-z0-9]{8,}$", "at least eight letters or digits"),
+        (r"^C\d{5}$", "the letter C and five digits"),
+        (r"^(a|b)$", None),
+        (r"[A-Z]{2}", None),  # not anchored: "contains", which this does not try to say
+    ],
+)
 def test_simple_patterns_in_words(pattern, words):
     assert pattern_words(pattern) == words
 
@@ -95,9 +101,14 @@ def test_simple_patterns_in_words(pattern, words):
 
 
 def test_text_lengths_are_said_from_the_constraint():
-    assert _said(Annotated[str, Field(max_length=15)], "x" * 16) == ("Staff ID should be at most 15 characters.", "too_long")
+    assert _said(Annotated[str, Field(max_length=15)], "x" * 16) == (
+        "Staff ID should be at most 15 characters.",
+        "too_long",
+    )
     assert _said(Annotated[str, Field(min_length=3)], "ab", label="Purpose of trip") == (
-        "Purpose of trip should be at least 3 characters.", "too_short")
+        "Purpose of trip should be at least 3 characters.",
+        "too_short",
+    )
     assert _said(Annotated[str, Field(min_length=1)], "", label="Name")[0] == "Name can't be empty."
 
 
@@ -108,9 +119,13 @@ def test_a_hint_that_already_states_the_limit_is_used_as_it_is():
 
 def test_list_lengths_count_items():
     assert _said(Annotated[list[str], Field(min_length=2)], ["a"], label="Travellers") == (
-        "Travellers needs at least 2 items.", "too_short")
+        "Travellers needs at least 2 items.",
+        "too_short",
+    )
     assert _said(Annotated[list[str], Field(max_length=1)], ["a", "b"], label="Travellers") == (
-        "Travellers can have at most 1 item.", "too_long")
+        "Travellers can have at most 1 item.",
+        "too_long",
+    )
 
 
 # --------------------------------------------------------------------------- numbers
@@ -122,9 +137,14 @@ def test_numeric_ranges():
     assert _said(Annotated[float, Field(gt=0)], 0, label="Total") == ("Total should be more than 0.", "range")
     assert _said(Annotated[int, Field(le=5)], 6, label="Nights") == ("Nights should be 5 or less.", "range")
     assert _said(Annotated[int, Field(lt=5)], 5, label="Nights") == ("Nights should be less than 5.", "range")
-    assert _said(Annotated[int, Field(ge=1, le=10)], 11, label="Score") == ("Score should be between 1 and 10.", "range")
+    assert _said(Annotated[int, Field(ge=1, le=10)], 11, label="Score") == (
+        "Score should be between 1 and 10.",
+        "range",
+    )
     assert _said(Annotated[int, Field(ge=1, le=20000)], 0, label="Miles") == (
-        "Miles should be between 1 and 20,000.", "range")
+        "Miles should be between 1 and 20,000.",
+        "range",
+    )
     assert _said(Annotated[int, Field(multiple_of=5)], 3, label="Step") == ("Step should be a multiple of 5.", "range")
 
 
@@ -138,7 +158,10 @@ def test_a_quoted_number_gets_the_shape_hint_for_the_model_and_the_sentence_for_
     field = _field(int, label="Nights")
     outcome = field.validator.validate("4")
     assert rejection(field, outcome.issues[0], "4") == (
-        "Nights should be a whole number, like 40.", 'Send it as a JSON number, unquoted — 410, not "410".', "number")
+        "Nights should be a whole number, like 40.",
+        'Send it as a JSON number, unquoted — 410, not "410".',
+        "number",
+    )
     # an ordinary rejection repeats nothing as a hint
     field = _field(STAFF_ID, hint="Two capital letters and four digits, like AB1234.")
     assert rejection(field, field.validator.validate("x").issues[0], "x")[1] is None
@@ -154,8 +177,13 @@ def test_booleans_and_text():
 
 def test_email_url_uuid():
     assert _said(EmailStr, "dana@foo", label="Work email") == (
-        "Work email should be an email address, like name@example.com.", "email")
-    assert _said(AnyUrl, "nope", label="Website") == ("Website should be a web address, like https://example.com.", "url")
+        "Work email should be an email address, like name@example.com.",
+        "email",
+    )
+    assert _said(AnyUrl, "nope", label="Website") == (
+        "Website should be a web address, like https://example.com.",
+        "url",
+    )
     assert _said(uuid.UUID, "x", label="Ref")[1] == "uuid"
 
 
@@ -167,7 +195,9 @@ def test_literal_choices_are_listed_in_words():
 
 def test_dates_and_times():
     assert _said(datetime.date, "2026-13-01", label="Departure date") == (
-        "Departure date should be a real date, written like 2026-11-03.", "date")
+        "Departure date should be a real date, written like 2026-11-03.",
+        "date",
+    )
     assert _said(datetime.date, "next week", label="Departure date")[1] == "date"
     assert _said(datetime.date, "2026-01-01T10:00:00", label="Departure date")[1] == "date"
     assert _said(datetime.datetime, "x", label="Arrived")[1] == "datetime"
@@ -190,16 +220,25 @@ def _positive(value: int) -> int:
 
 def test_a_nested_issue_says_where():
     assert _said(Address, {"street": "x", "postcode": "AB1"}, label="Address") == (
-        "Address (street) should be at least 2 characters.", "too_short")
+        "Address (street) should be at least 2 characters.",
+        "too_short",
+    )
     assert _said(Address, {"street": "High St"}, label="Address") == ('Address needs "postcode".', "missing")
-    assert _said(list[int], [1, "x"], label="Counts") == ("Counts (item 2) should be a whole number, like 40.", "number")
+    assert _said(list[int], [1, "x"], label="Counts") == (
+        "Counts (item 2) should be a whole number, like 40.",
+        "number",
+    )
 
 
 def test_choices_and_emails_inside_a_structure_are_said_in_words_too():
     assert _said(list[Literal["car", "rail"]], ["car", "bus"], label="Modes") == (
-        "Modes (item 2) should be car or rail.", "choice")
+        "Modes (item 2) should be car or rail.",
+        "choice",
+    )
     assert _said(list[EmailStr], ["a@example.com", "nope"], label="Emails") == (
-        "Emails (item 2) should be an email address, like name@example.com.", "email")
+        "Emails (item 2) should be an email address, like name@example.com.",
+        "email",
+    )
 
 
 def test_a_custom_validators_own_words_are_kept_without_pydantics_prefix():
@@ -217,7 +256,8 @@ def test_our_own_size_and_text_issues_keep_their_words():
 def test_a_view_joins_the_sentences_of_an_invalid_answer_once_each():
     field = _field(STAFF_ID, hint="Two capital letters and four digits, like AB1234.")
     assert field_error(field, field.validator.validate("ab")) == (
-        "A Staff ID is two capital letters and four digits, like AB1234.")
+        "A Staff ID is two capital letters and four digits, like AB1234."
+    )
 
 
 def test_said_by_knows_a_hint_already_said():

@@ -41,7 +41,10 @@ def sql(dsn: str, statement: str, params=()):
     "dsn, shown",
     [
         ("postgresql://ann:s3cr%40t@db.example.com:6432/forms", "postgresql://ann:***@db.example.com:6432/forms"),
-        ("postgres://ann@db/forms?password=s3cret&sslmode=require", "postgres://ann@db/forms?password=***&sslmode=require"),
+        (
+            "postgres://ann@db/forms?password=s3cret&sslmode=require",
+            "postgres://ann@db/forms?password=***&sslmode=require",
+        ),
         ("postgresql:///forms?host=/run/pg", "postgresql:///forms?host=/run/pg"),
         ("host=db user=ann password='a b\\'c' dbname=forms", "host=db user=ann password=*** dbname=forms"),
     ],
@@ -80,7 +83,8 @@ def test_an_unreachable_server_is_one_line_naming_the_host():
     with pytest.raises(StoreError) as caught:
         adapter.find_open_instance("alice")
     assert caught.value.message == (
-        "Cannot connect to the PostgreSQL store at 127.0.0.1:1: no server is running there (connection refused).")
+        "Cannot connect to the PostgreSQL store at 127.0.0.1:1: no server is running there (connection refused)."
+    )
 
 
 # --------------------------------------------------------------------------- the schema
@@ -104,8 +108,11 @@ def test_a_schema_newer_than_this_formctl_is_refused_untouched(pg_adapter, pg_ds
 
 def test_the_answer_log_cannot_be_rewritten_even_by_hand(pg_adapter, pg_dsn):
     inst = fill(pg_adapter, pg_adapter.create_instance("travel", 1, "alice", prov()), "name", "Ada")
-    for statement in ("UPDATE formctl_revisions SET value = '\"Bob\"'", "DELETE FROM formctl_revisions",
-                      "TRUNCATE formctl_revisions CASCADE"):
+    for statement in (
+        "UPDATE formctl_revisions SET value = '\"Bob\"'",
+        "DELETE FROM formctl_revisions",
+        "TRUNCATE formctl_revisions CASCADE",
+    ):
         with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="append-only"):
             sql(pg_dsn, statement)
     assert pg_adapter.get_instance(inst.id).in_force_values() == {"name": "Ada"}
@@ -189,7 +196,11 @@ def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_i
     finally:
         pg_server.start()
     inst = fill(adapter, inst, "name", "Ada Lovelace")
-    assert [e.value for e in adapter.get_instance(inst.id).entries["name"].revisions] == ["Ada", "Ada L", "Ada Lovelace"]
+    assert [e.value for e in adapter.get_instance(inst.id).entries["name"].revisions] == [
+        "Ada",
+        "Ada L",
+        "Ada Lovelace",
+    ]
 
 
 # --------------------------------------------------------------------------- live updates

@@ -29,8 +29,9 @@ def ids(result) -> list[str]:
 
 def test_every_command_works_on_a_database_store_and_nothing_lands_in_a_folder(pg_dsn, tmp_path):
     env = {"FORMCTL_STORE": pg_dsn, "FORMCTL_FORMS": str(FORMS)}
-    chat = formctl("run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\nAB1234\n",
-                   env=env, cwd=tmp_path)
+    chat = formctl(
+        "run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\nAB1234\n", env=env, cwd=tmp_path
+    )
     assert chat.returncode == 0, chat.stderr
     (iid,) = ids(formctl("instances", "--json", env=env, cwd=tmp_path))
     assert f"formctl resume {iid}" in chat.stdout
@@ -109,8 +110,9 @@ def test_the_chat_hears_another_persons_write_without_polling(pg_dsn):
     from formctl.cli.chat.session import ChatOptions, ChatSession
     from formctl.store.postgres import PostgresAdapter
 
-    session = ChatSession(ChatOptions(form="travel-claim", subject="dana", offline=True, store=pg_dsn,
-                                      forms=str(FORMS)))
+    session = ChatSession(
+        ChatOptions(form="travel-claim", subject="dana", offline=True, store=pg_dsn, forms=str(FORMS))
+    )
     stop = threading.Event()
     try:
         session.send(session.opening() or "Hello.")
@@ -122,8 +124,12 @@ def test_the_chat_hears_another_persons_write_without_polling(pg_dsn):
         instance = colleague.get_instance(session.instance_id)
         from formctl.forms.instance import Commit
 
-        colleague.commit_instance(instance.id, Commit(open_step_override=None), if_version=instance.version,
-                                  provenance=Provenance("cli", "finance", now_iso()))
+        colleague.commit_instance(
+            instance.id,
+            Commit(open_step_override=None),
+            if_version=instance.version,
+            provenance=Provenance("cli", "finance", now_iso()),
+        )
         assert session.wait_for_change(10, stop) is True
         stamp, lines = session.poll()
         assert stamp != session.stamp() or lines
@@ -154,9 +160,16 @@ def _until(out: queue.Queue, text: str) -> list[str]:
 def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_message_works(private_pg, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.update(FORMCTL_STORE=private_pg.dsn, FORMCTL_FORMS=str(FORMS))
-    chat = subprocess.Popen([sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline",
-                             "--subject", "dana"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1, env=env, cwd=tmp_path)
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--subject", "dana"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        env=env,
+        cwd=tmp_path,
+    )
     out: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(chat.stdout, out), daemon=True).start()
     try:
@@ -199,7 +212,7 @@ def test_the_readme_team_commands_work_as_written(pg_dsn, tmp_path):
     import shlex
 
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("\n## For a team: PostgreSQL"):]
+    section = text[text.index("\n## For a team: PostgreSQL") :]
     section = section[: section.index("\n## ", 1)]
     (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
     start(str(tmp_path / ".formctl"), {"full_name": "Ada Lovelace"}, subject="ada")

@@ -131,9 +131,10 @@ def test_no_sequence_of_writes_loses_a_revision_or_leaves_the_cursor_out_of_rang
         previous = {fid: log.revisions for fid, log in instance.entries.items()}
         assert len(seqs) == len(set(seqs))
         assert instance.revision_seq == max(seqs, default=0)
-        assert {fid: [e.value if not e.retracted else RETRACT for e in log.revisions]
-                for fid, log in instance.entries.items()} == {
-            fid: [v for _, v in log] for fid, log in model.logs.items()}
+        assert {
+            fid: [e.value if not e.retracted else RETRACT for e in log.revisions]
+            for fid, log in instance.entries.items()
+        } == {fid: [v for _, v in log] for fid, log in model.logs.items()}
         assert {fid: log.cursor for fid, log in instance.entries.items()} == model.cursor
         assert ev.values == model.in_force()
 
@@ -177,8 +178,10 @@ def test_undo_then_redo_restores_the_value_in_force(sequence, field):
 
 answers_for_chain = st.fixed_dictionaries(
     {},
-    optional={fid: st.lists(st.sampled_from(["yes", "no", "dd", RETRACT]), min_size=1, max_size=3)
-              for fid in ("a", "b", "c", "d")},
+    optional={
+        fid: st.lists(st.sampled_from(["yes", "no", "dd", RETRACT]), min_size=1, max_size=3)
+        for fid in ("a", "b", "c", "d")
+    },
 )
 
 

@@ -68,12 +68,18 @@ def test_a_model_value_in_the_persons_words_is_stored_as_said_with_its_quote_and
     runner = make_runner(store_adapter, actor="agent", source="chat")
     runner.start("trip")
     words = said("hi", "it's Dana.Reeve@Example.com, and I leave on 8 December")
-    result = runner.fill({"email": "dana.reeve@example.com", "leave": "2026-12-08", "notes": "window seat"},
-                         write=ModelWrite({"email": "dana.reeve@example.com", "leave": "on 8 December"}, words))
+    result = runner.fill(
+        {"email": "dana.reeve@example.com", "leave": "2026-12-08", "notes": "window seat"},
+        write=ModelWrite({"email": "dana.reeve@example.com", "leave": "on 8 December"}, words),
+    )
     assert set(result.captured) == {"email", "leave", "notes"} and not result.unconfirmed
     [email] = revisions(runner, "email")
-    assert email["provenance"] == {"kind": "said", "quote": "Dana.Reeve@Example.com", "turn": 2,
-                                   "message": "it's Dana.Reeve@Example.com, and I leave on 8 December"}
+    assert email["provenance"] == {
+        "kind": "said",
+        "quote": "Dana.Reeve@Example.com",
+        "turn": 2,
+        "message": "it's Dana.Reeve@Example.com, and I leave on 8 December",
+    }
     assert revisions(runner, "leave")[0]["provenance"]["quote"] == "on 8 December"
     assert revisions(runner, "notes")[0]["provenance"] == {"kind": "assumed"}
 
@@ -82,16 +88,19 @@ def test_a_person_field_the_words_do_not_hold_is_not_stored_and_comes_back_uncon
     runner = make_runner(store_adapter, actor="agent", source="chat")
     runner.start("trip")
     words = said("my email? use the usual one", "I leave next Tuesday")
-    result = runner.fill({"email": "dana@example.com", "leave": "2026-12-08", "notes": "hello"},
-                         write=ModelWrite({"leave": "next Tuesday"}, words))
+    result = runner.fill(
+        {"email": "dana@example.com", "leave": "2026-12-08", "notes": "hello"},
+        write=ModelWrite({"leave": "next Tuesday"}, words),
+    )
     assert result.captured == ["notes"]
     kinds = {u.field: u.check.kind for u in result.unconfirmed}
     assert kinds == {"email": "assumed", "leave": "reading"}
     assert runner.history("email").revisions == () and runner.history("leave").revisions == ()
     shown = result.to_dict()
-    assert shown["not_stored"] == [{"field": "email", "kind": "assumed"},
-                                   {"field": "leave", "kind": "reading", "quote": "next Tuesday",
-                                    "reads_as": "2026-12-08"}]
+    assert shown["not_stored"] == [
+        {"field": "email", "kind": "assumed"},
+        {"field": "leave", "kind": "reading", "quote": "next Tuesday", "reads_as": "2026-12-08"},
+    ]
     assert "Ask the person" in shown["not_stored_note"]
 
 
@@ -120,8 +129,7 @@ def test_each_kind_of_write_records_its_own_kind(store_adapter):
     runner = make_runner(store_adapter)
     runner.start("trip", seed={"notes": "from the booking"})
     runner.fill({"nights": 2})
-    runner.fill({"email": "a@b.co"}, how={"email": {"kind": "confirmed", "quote": "yes", "turn": 4,
-                                                    "message": "yes"}})
+    runner.fill({"email": "a@b.co"}, how={"email": {"kind": "confirmed", "quote": "yes", "turn": 4, "message": "yes"}})
     assert revisions(runner, "notes")[0]["provenance"] == {"kind": "seed"}
     assert revisions(runner, "nights")[0]["provenance"] == {"kind": "host"}
     assert revisions(runner, "night_cost")[0]["provenance"] == {"kind": "executor", "hook": "field:nights"}
@@ -140,10 +148,18 @@ def test_provenance_survives_the_json_store(tmp_path):
 
 def test_an_instance_written_before_kinds_were_recorded_still_reads():
     old = {
-        "id": "form_old", "def_id": "trip", "def_version": 1, "subject": "s", "status": "active", "version": 3,
-        "revision_seq": 3, "prov": [["cli", "host"], ["chat", "agent", "start"], ["chat", "agent"]],
-        "entries": {"email": {"c": 0, "r": [[1, AT, 0, "a@b.co"]]}, "notes": {"c": 1, "r": [[2, AT, 1, "x"],
-                                                                                          [3, AT, 2, "y"]]}},
+        "id": "form_old",
+        "def_id": "trip",
+        "def_version": 1,
+        "subject": "s",
+        "status": "active",
+        "version": 3,
+        "revision_seq": 3,
+        "prov": [["cli", "host"], ["chat", "agent", "start"], ["chat", "agent"]],
+        "entries": {
+            "email": {"c": 0, "r": [[1, AT, 0, "a@b.co"]]},
+            "notes": {"c": 1, "r": [[2, AT, 1, "x"], [3, AT, 2, "y"]]},
+        },
     }
     instance = instance_from_json(old)
     kinds = [e.provenance.kind for e in instance.entries["notes"].revisions]
@@ -157,9 +173,17 @@ def test_an_instance_written_before_kinds_were_recorded_still_reads():
 
 def test_the_provenance_table_interns_identical_rows():
     p = Provenance("chat", "agent", AT, None, "said", "yes", 2, "yes")
-    instance = Instance(id="i", def_id="d", def_version=1, subject="s", entries={
-        "a": FieldLog((Entry(1, True, p), Entry(2, False, Provenance("chat", "agent", AT, None, "said", "yes", 2,
-                                                                       "yes"))), 1)})
+    instance = Instance(
+        id="i",
+        def_id="d",
+        def_version=1,
+        subject="s",
+        entries={
+            "a": FieldLog(
+                (Entry(1, True, p), Entry(2, False, Provenance("chat", "agent", AT, None, "said", "yes", 2, "yes"))), 1
+            )
+        },
+    )
     encoded = instance_to_json(instance)
     assert len(encoded["prov"]) == 1
     assert instance_from_json(json.loads(json.dumps(encoded))) == instance
@@ -177,9 +201,10 @@ def claim(tmp_path):
     agent = FormRunner(JsonFileAdapter(store), registry=registry, subject="dana", actor="agent", source="chat")
     iid = agent.start("travel-claim").view.instance_id
     words = [PersonMessage("Dana Reeve here, my work email is dana.reeve@example.org", 1, AT)]
-    agent.fill({"full_name": "Dana Reeve", "email": "dana.reeve@example.org"},
-               write=ModelWrite({"full_name": "Dana Reeve", "email": "my work email is dana.reeve@example.org"},
-                                words))
+    agent.fill(
+        {"full_name": "Dana Reeve", "email": "dana.reeve@example.org"},
+        write=ModelWrite({"full_name": "Dana Reeve", "email": "my work email is dana.reeve@example.org"}, words),
+    )
     host = FormRunner(JsonFileAdapter(store), registry=registry, subject="dana", actor="host", source="cli")
     host.revise("full_name", "Dana J. Reeve", reason="as on the payslip")
     return store, iid

@@ -13,8 +13,18 @@ from fake_anthropic import FakeAnthropic, text, tool_use
 
 def run(api, store, lines: list[str]):
     env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-    return formctl("run", "travel-claim", "--model", "claude-test", "--store", store, "--subject", "dana",
-                   env=env, input="".join(f"{line}\n" for line in lines))
+    return formctl(
+        "run",
+        "travel-claim",
+        "--model",
+        "claude-test",
+        "--store",
+        store,
+        "--subject",
+        "dana",
+        env=env,
+        input="".join(f"{line}\n" for line in lines),
+    )
 
 
 def only_instance(store) -> str:
@@ -27,23 +37,34 @@ def tool_results(body) -> list[dict]:
     return [json.loads(b["content"]) for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
-@pytest.mark.parametrize("answer, stored, kind", [
-    ("dana@finance.example.org", "dana@finance.example.org", "said"),
-    ("yes", "dana.reeve@example.com", "confirmed"),
-])
+@pytest.mark.parametrize(
+    "answer, stored, kind",
+    [
+        ("dana@finance.example.org", "dana@finance.example.org", "said"),
+        ("yes", "dana.reeve@example.com", "confirmed"),
+    ],
+)
 def test_an_email_the_person_never_wrote_is_not_stored_and_the_person_is_asked(store, answer, stored, kind):
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your name and work email?"))
         # the model invents an address, and "quotes" words of the person's that do not hold it
-        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "dana.reeve@example.com"},
-                                         "quotes": {"full_name": "Dana Reeve", "email": "Dana Reeve"}}))
+        api.reply(
+            tool_use(
+                "form_fill",
+                {
+                    "values": {"full_name": "Dana Reeve", "email": "dana.reeve@example.com"},
+                    "quotes": {"full_name": "Dana Reeve", "email": "Dana Reeve"},
+                },
+            )
+        )
         api.reply(text("Thanks. Your staff ID?"))
         result = run(api, store, ["Dana Reeve, I work in finance", answer])
         bodies = api.bodies
     assert result.returncode == 0, result.stderr
-    assert ('· You said "Dana Reeve". Work email: dana.reeve@example.com. Is that right? '
-            "(yes, or type the address)") in result.stdout
+    assert (
+        '· You said "Dana Reeve". Work email: dana.reeve@example.com. Is that right? (yes, or type the address)'
+    ) in result.stdout
     assert "Thanks. Your staff ID?" in result.stdout
     iid = only_instance(store)
     history = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
@@ -55,8 +76,9 @@ def test_an_email_the_person_never_wrote_is_not_stored_and_the_person_is_asked(s
     # the model is told what happened, and is never shown the person's answer as its own value
     [fill] = tool_results(bodies[3])
     outcome = "confirmed" if kind == "confirmed" else "gave"
-    assert {"field": "email", "outcome": outcome} == {k: v for k, v in fill["data"]["asked_person"][0].items()
-                                                      if k in ("field", "outcome")}
+    assert {"field": "email", "outcome": outcome} == {
+        k: v for k, v in fill["data"]["asked_person"][0].items() if k in ("field", "outcome")
+    }
     assert "not_stored" not in fill["data"]
     assert "email" in fill["data"]["captured"]
 
@@ -85,8 +107,12 @@ def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote
         api.reply(text("Your name?"))
         api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "Dana Reeve"}}))
         api.reply(text("And your work email?"))
-        api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"},
-                                         "quotes": {"email": "it's Dana.Reeve@example.com"}}))
+        api.reply(
+            tool_use(
+                "form_fill",
+                {"values": {"email": "dana.reeve@example.com"}, "quotes": {"email": "it's Dana.Reeve@example.com"}},
+            )
+        )
         api.reply(text("Thanks. Your staff ID?"))
         result = run(api, store, ["Dana Reeve", "Sure, it's Dana.Reeve@example.com at work."])
     assert result.returncode == 0, result.stderr
@@ -95,8 +121,12 @@ def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote
     history = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
     [revision] = history["revisions"]
     assert revision["value"] == "dana.reeve@example.com"
-    assert revision["provenance"] == {"kind": "said", "quote": "it's Dana.Reeve@example.com", "turn": 2,
-                                      "message": "Sure, it's Dana.Reeve@example.com at work."}
+    assert revision["provenance"] == {
+        "kind": "said",
+        "quote": "it's Dana.Reeve@example.com",
+        "turn": 2,
+        "message": "Sure, it's Dana.Reeve@example.com at work.",
+    }
     why = invoke("why", iid, "email", "--store", store)
     assert "said by the person, turn 2" in why.output
     assert "Sure, «it's Dana.Reeve@example.com» at work." in why.output
@@ -107,12 +137,29 @@ def test_a_recorded_confirmation_replays_and_the_replay_compares_provenance(stor
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your name and work email?"))
-        api.reply(tool_use("form_fill", {"values": {"full_name": "Dana Reeve", "email": "dana.reeve@example.com"},
-                                         "quotes": {"full_name": "Dana Reeve"}}))
+        api.reply(
+            tool_use(
+                "form_fill",
+                {
+                    "values": {"full_name": "Dana Reeve", "email": "dana.reeve@example.com"},
+                    "quotes": {"full_name": "Dana Reeve"},
+                },
+            )
+        )
         api.reply(text("Thanks. Your staff ID?"))
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-        result = formctl("run", "travel-claim", "--model", "claude-test", "--store", store, "--record", str(path),
-                         env=env, input="Dana Reeve\ndana@finance.example.org\n")
+        result = formctl(
+            "run",
+            "travel-claim",
+            "--model",
+            "claude-test",
+            "--store",
+            store,
+            "--record",
+            str(path),
+            env=env,
+            input="Dana Reeve\ndana@finance.example.org\n",
+        )
     assert result.returncode == 0, result.stderr
     recorded = path.read_text()
     assert 'answers = ["dana@finance.example.org"]' in recorded
@@ -152,7 +199,11 @@ def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(store):
         result = run(api, store, ["it's the usual one", "yes", "AB1234"])
         bodies = api.bodies
     assert result.returncode == 0, result.stderr
-    person = [block.get("text") for b in bodies for block in b["messages"][-1]["content"]
-              if b["messages"][-1]["role"] == "user" and block.get("type") == "text"]
+    person = [
+        block.get("text")
+        for b in bodies
+        for block in b["messages"][-1]["content"]
+        if b["messages"][-1]["role"] == "user" and block.get("type") == "text"
+    ]
     assert "AB1234" in person, person
     assert "Got it." in result.stdout

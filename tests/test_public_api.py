@@ -16,7 +16,8 @@ INIT = Path(formctl.__file__)
 def test_all_is_a_literal_list_naming_exactly_the_lazy_exports():
     tree = ast.parse(INIT.read_text(encoding="utf-8"))
     literal = next(
-        node.value for node in tree.body
+        node.value
+        for node in tree.body
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)
     )
     names = ast.literal_eval(literal)  # raises if it is computed rather than written out
@@ -54,7 +55,10 @@ def test_the_old_import_places_give_the_same_classes():
     from formctl.transcripts.format import TranscriptError
 
     assert (ModelError, ToolSelectionError, TranscriptError) == (
-        formctl.ModelError, formctl.ToolSelectionError, formctl.TranscriptError)
+        formctl.ModelError,
+        formctl.ToolSelectionError,
+        formctl.TranscriptError,
+    )
     assert (FormAdapter, apply_entry_commit) == (formctl.FormAdapter, formctl.apply_entry_commit)
 
 

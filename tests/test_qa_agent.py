@@ -82,8 +82,12 @@ def _card_form():
 def test_short_and_structured_sensitive_values_are_masked_everywhere_and_the_transcript_replays(tmp_path):
     registry = FormRegistry().register("card", name="Card", description="", load=_card_form)
     path = tmp_path / "card.toml"
-    record(path, registry, "card", ["hi", "Dana Reeve", "123", "undo", "CVV: 456",
-                                    '{"sort_code": "12-34-56", "account": "87654321"}'])
+    record(
+        path,
+        registry,
+        "card",
+        ["hi", "Dana Reeve", "123", "undo", "CVV: 456", '{"sort_code": "12-34-56", "account": "87654321"}'],
+    )
     text = path.read_text()
     for secret in ("123", "456", "12-34-56", "87654321"):
         assert not re.search(rf"(?<![0-9A-Za-z]){re.escape(secret)}(?![0-9A-Za-z])", text), secret
@@ -118,8 +122,22 @@ def _record_claim(path, adapter, subject):
     model = GuidedModel(runner, form_id="travel-claim")
     rec = Recorder(path, form_id="travel-claim", form_version=1, model=model.name, subject=subject, runner=runner)
     loop = ChatLoop(runner, model, form_id="travel-claim", on_event=rec.event)
-    for words in ["hi", "Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-11-03", "2026-11-05",
-                  "conference", "rail", "TKT-991", "skip", "skip", "900", "status"]:
+    for words in [
+        "hi",
+        "Dana Reeve",
+        "AB1234",
+        "dana@example.org",
+        "Leeds",
+        "2026-11-03",
+        "2026-11-05",
+        "conference",
+        "rail",
+        "TKT-991",
+        "skip",
+        "skip",
+        "900",
+        "status",
+    ]:
         rec.person(words)
         loop.send(words)
     rec.finish(runner)

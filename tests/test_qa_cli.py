@@ -29,8 +29,9 @@ def test_run_does_not_start_afresh_past_the_subjects_corrupt_open_instance(store
     instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234"})
     path = _truncate(store, instance_id)
 
-    result = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store,
-                    "--forms", str(FORMS), input="Dana\n")
+    result = invoke(
+        "run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS), input="Dana\n"
+    )
 
     assert result.exit_code == 1
     assert str(path) in result.stderr and "Traceback" not in result.stderr
@@ -68,8 +69,9 @@ def test_inspect_of_an_unknown_field_suggests_the_close_one(store):
 
 
 def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store):
-    result = invoke("run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS),
-                    "--seed", "nosuch=1", input="")
+    result = invoke(
+        "run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS), "--seed", "nosuch=1", input=""
+    )
 
     assert result.exit_code == 1
     assert "nosuch" in result.stderr and "--seed" in result.stderr
@@ -125,8 +127,18 @@ def test_run_on_a_read_only_store_stops_before_the_chat_in_one_line(store, monke
     instance_id = start(store, subject="ann")  # a store with an instance (and its folders) in it
     _read_only_store(monkeypatch)
 
-    result = invoke("run", "travel-claim", "--offline", "--subject", "bob", "--store", store,
-                    "--forms", str(FORMS), input="Bob Stone\nBS1234\n")
+    result = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "bob",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="Bob Stone\nBS1234\n",
+    )
 
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and "read-only" in result.stderr
@@ -139,8 +151,16 @@ def test_run_with_a_store_folder_that_cannot_be_created_stops_in_one_line(tmp_pa
     blocker = tmp_path / "a-file"
     blocker.write_text("")
 
-    result = invoke("run", "travel-claim", "--offline", "--store", str(blocker / "store"),
-                    "--forms", str(FORMS), input="Dana Reeve\n")
+    result = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--store",
+        str(blocker / "store"),
+        "--forms",
+        str(FORMS),
+        input="Dana Reeve\n",
+    )
 
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and str(blocker) in result.stderr
@@ -154,8 +174,18 @@ def test_record_does_not_overwrite_an_existing_transcript(tmp_path, store):
     path = tmp_path / "dana.toml"
     path.write_text("# a transcript someone relies on\n")
 
-    result = invoke("run", "travel-claim", "--offline", "--record", str(path), "--store", store,
-                    "--forms", str(FORMS), input="Dana Reeve\n")
+    result = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--record",
+        str(path),
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="Dana Reeve\n",
+    )
 
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and str(path) in result.stderr and "exists" in result.stderr
@@ -166,8 +196,20 @@ def test_record_over_a_form_that_already_has_answers_says_replay_cannot_reproduc
     start(store, {"full_name": "Dana Reeve"}, subject="dana")
     path = tmp_path / "later.toml"
 
-    result = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--record", str(path),
-                    "--store", store, "--forms", str(FORMS), input="AB1234\n")
+    result = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--record",
+        str(path),
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="AB1234\n",
+    )
 
     assert result.exit_code == 0, result.stderr
     assert "already has answers" in result.stdout and "replay" in result.stdout
@@ -230,8 +272,18 @@ def test_the_store_group_help_has_an_example():
 
 @pytest.mark.parametrize("damage", [b'{"format": 1, "messages": [{"role": "us', b"\xff\xfe\x00", b"[]"])
 def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store, damage):
-    first = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store,
-                   "--forms", str(FORMS), input="Dana Reeve\n")
+    first = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="Dana Reeve\n",
+    )
     assert first.exit_code == 0, first.stderr
     (conversation,) = (Path(store) / "conversations").glob("*.json")
     instance_id = conversation.stem
@@ -259,9 +311,24 @@ def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(store):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     child = subprocess.Popen(
-        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--store", store,
-         "--forms", str(FORMS)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--offline",
+            "--store",
+            store,
+            "--forms",
+            str(FORMS),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     try:
         # /status runs after the turn has ended, so its last line means the chat is between
@@ -295,8 +362,7 @@ def test_a_ctrl_c_python_sees_only_after_the_input_ended_still_says_how_to_carry
     from formctl.cli.chat import ChatOptions, ChatSession, PlainChat
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Dana Reeve\n"), encoding="utf-8"))
-    session = ChatSession(ChatOptions(form="travel-claim", subject="dana", offline=True, store=store,
-                                      forms=str(FORMS)))
+    session = ChatSession(ChatOptions(form="travel-claim", subject="dana", offline=True, store=store, forms=str(FORMS)))
     goodbye, pressed = session.goodbye, []
 
     def late_ctrl_c() -> str:
@@ -323,8 +389,9 @@ def test_fill_sends_digits_to_a_text_field_as_text(store):
     """staff_id=123456 is a number in JSON, but the field takes text: the text is what was meant."""
     instance_id = start(store, {"full_name": "Dana Reeve"})
 
-    result = invoke("fill", instance_id, "purpose=2026", "total=812.5", "--json", "--store", store,
-                    "--forms", str(FORMS))
+    result = invoke(
+        "fill", instance_id, "purpose=2026", "total=812.5", "--json", "--store", store, "--forms", str(FORMS)
+    )
 
     assert result.exit_code == 0, (result.stdout, result.stderr)
     export = invoke("export", instance_id, "--json", "--store", store, "--forms", str(FORMS))
@@ -371,8 +438,9 @@ def test_check_marks_gated_steps():
 def test_reading_an_instance_of_an_older_form_version_shows_its_answers_marked_stale(tmp_path, store):
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"),
-                        subject="dana")
+    runner = FormRunner(
+        JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"), subject="dana"
+    )
     instance_id = runner.start("travel-claim", seed={"full_name": "Dana Reeve"}).view.instance_id
     module = forms / "travel_claim.py"
     module.write_text(module.read_text().replace("version=1,", "version=2,", 1))
@@ -392,7 +460,9 @@ def test_reading_an_instance_of_an_older_form_version_shows_its_answers_marked_s
     exported = invoke("export", instance_id, "--store", store, "--forms", str(forms), "--json")  # a read: it works
     assert exported.exit_code == 0
     assert (json.loads(exported.stdout)["status"], json.loads(exported.stdout)["values"]["full_name"]) == (
-        "stale", "Dana Reeve")
+        "stale",
+        "Dana Reeve",
+    )
     invoke("abandon", instance_id, "--reason", "form changed", "--store", store, "--forms", str(forms))
     after = invoke("export", instance_id, "--store", store, "--forms", str(forms))
     assert after.exit_code == 0 and "Dana Reeve" in after.stdout and after.stderr == ""
@@ -429,11 +499,15 @@ def _forms_with(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def test_check_fails_a_field_type_pydantic_cannot_validate(tmp_path):
-    forms = _forms_with(tmp_path, "qa_thing", (
-        "from formctl import define_form\n"
-        "class Thing:\n    pass\n"
-        'form = define_form("qa-thing", version=1, name="T").step("a", title="A").field("x", Thing, label="X").build()\n'
-    ))
+    forms = _forms_with(
+        tmp_path,
+        "qa_thing",
+        (
+            "from formctl import define_form\n"
+            "class Thing:\n    pass\n"
+            'form = define_form("qa-thing", version=1, name="T").step("a", title="A").field("x", Thing, label="X").build()\n'
+        ),
+    )
 
     result = invoke("check", "qa-thing", "--forms", str(forms))
 
@@ -443,13 +517,17 @@ def test_check_fails_a_field_type_pydantic_cannot_validate(tmp_path):
 
 
 def test_check_fails_a_gate_that_throws_on_a_new_form(tmp_path, store):
-    forms = _forms_with(tmp_path, "qa_gate", (
-        "from formctl import define_form\n"
-        'form = (define_form("qa-gate", version=1, name="G")\n'
-        '    .step("a", title="A").field("x", str, label="X")\n'
-        '    .step("b", title="B", when=lambda v, s: v["nosuch"] == 1).field("y", str, label="Y")\n'
-        "    .build())\n"
-    ))
+    forms = _forms_with(
+        tmp_path,
+        "qa_gate",
+        (
+            "from formctl import define_form\n"
+            'form = (define_form("qa-gate", version=1, name="G")\n'
+            '    .step("a", title="A").field("x", str, label="X")\n'
+            '    .step("b", title="B", when=lambda v, s: v["nosuch"] == 1).field("y", str, label="Y")\n'
+            "    .build())\n"
+        ),
+    )
 
     result = invoke("check", "qa-gate", "--forms", str(forms))
 
@@ -487,9 +565,23 @@ def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(store):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     result = subprocess.run(
-        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--store", store,
-         "--forms", str(FORMS)],
-        input=b"Dana Reeve\n\xff\xfe\nAB1234\n", capture_output=True, env=env, cwd=ROOT, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--offline",
+            "--store",
+            store,
+            "--forms",
+            str(FORMS),
+        ],
+        input=b"Dana Reeve\n\xff\xfe\nAB1234\n",
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
     )
 
     out, err = result.stdout.decode(), result.stderr.decode()
@@ -507,8 +599,12 @@ def test_a_scripted_run_where_every_turn_failed_and_nothing_started_exits_1(stor
     with FakeAnthropic() as api:
         api.fault(401, times=5, message="invalid x-api-key")
         env = {"ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "ANTHROPIC_BASE_URL": api.url}
-        result = CliRunner().invoke(cli.app, ["run", "travel-claim", "--model", "claude-test", "--store", store,
-                                              "--forms", str(FORMS)], input="Dana Reeve\n", env=env)
+        result = CliRunner().invoke(
+            cli.app,
+            ["run", "travel-claim", "--model", "claude-test", "--store", store, "--forms", str(FORMS)],
+            input="Dana Reeve\n",
+            env=env,
+        )
 
     assert result.exit_code == 1, result.stdout
     assert "refused the key (401)" in result.stderr and "Nothing was started." in result.stdout
@@ -531,7 +627,11 @@ def test_store_check_and_reindex_of_a_folder_that_is_not_there_say_so(tmp_path, 
     result = invoke("store", command, "--store", str(missing))
 
     assert result.exit_code == 1
-    assert result.stderr.startswith("error: ") and str(missing) in result.stderr and "no form store" in result.stderr.lower()
+    assert (
+        result.stderr.startswith("error: ")
+        and str(missing) in result.stderr
+        and "no form store" in result.stderr.lower()
+    )
     assert "reindex" not in result.stdout
     assert not missing.exists()  # a check or repair does not create a store
 
@@ -583,8 +683,9 @@ def test_an_os_error_names_the_path_in_plain_words(tmp_path):
 
 
 def test_store_check_reports_answers_lost_with_a_journal_and_reindex_keeps_the_evidence(store):
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
-                        subject="dana")
+    runner = FormRunner(
+        JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana"
+    )
     instance_id = runner.start("travel-claim").view.instance_id
     runner.fill({"full_name": "Dana Reeve"})
     runner.fill({"staff_id": "AB1234"})

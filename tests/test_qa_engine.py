@@ -139,21 +139,29 @@ def _build_generated(case):
                 gate = lambda v, s, first=fields[0][1]: v[first] != "y"
             builder = builder.step(f"s{opened}", title=f"Step {opened}", when=gate)
         on_fill = (lambda ctx, t=patch_to, pv=patch_value: Patch({t: pv})) if patch_to else None
-        builder = builder.field(fid, str | None if optional else str, label=fid.upper(),
-                                when=_gate(kind, target, f"s{k}", f"s{other}"), on_fill=on_fill)
+        builder = builder.field(
+            fid,
+            str | None if optional else str,
+            label=fid.upper(),
+            when=_gate(kind, target, f"s{k}", f"s{other}"),
+            on_fill=on_fill,
+        )
     while opened < n_steps - 1:
         opened += 1
         builder = builder.step(f"s{opened}", title=f"Step {opened}")
-    builder = builder.checkpoint("cp", when=lambda v, s: v[cp_field] == "y",
-                                 run=lambda ctx: [Patch({cp_field: "x"}), Jump(f"Step {cp_jump}")])
+    builder = builder.checkpoint(
+        "cp", when=lambda v, s: v[cp_field] == "y", run=lambda ctx: [Patch({cp_field: "x"}), Jump(f"Step {cp_jump}")]
+    )
     return builder.build()
 
 
 def _operations(ids):
     return st.lists(
         st.one_of(
-            st.tuples(st.just("fill"), st.dictionaries(st.sampled_from(ids), st.sampled_from(["x", "y", "", 5]),
-                                                       min_size=1, max_size=3)),
+            st.tuples(
+                st.just("fill"),
+                st.dictionaries(st.sampled_from(ids), st.sampled_from(["x", "y", "", 5]), min_size=1, max_size=3),
+            ),
             st.tuples(st.just("retract"), st.sampled_from(ids)),
             st.tuples(st.just("undo"), st.sampled_from([*ids, None, None])),
             st.tuples(st.just("redo"), st.sampled_from([*ids, None, None])),
@@ -209,9 +217,13 @@ def _dated_form():
     return (
         define_form("dated", name="Dated")
         .step("s", title="S")
-        .field("day", _dt.date, label="Day",
-               # an author derives a date from a parsed one: ctx.values holds Python dates
-               on_fill=lambda ctx: Patch({"due": ctx.values["day"] + _dt.timedelta(days=30)}))
+        .field(
+            "day",
+            _dt.date,
+            label="Day",
+            # an author derives a date from a parsed one: ctx.values holds Python dates
+            on_fill=lambda ctx: Patch({"due": ctx.values["day"] + _dt.timedelta(days=30)}),
+        )
         .field("due", _dt.date | None, label="Due")
         .field("at", _dt.datetime | None, label="At")
         .field("colour", _Colour | None, label="Colour")
@@ -222,8 +234,9 @@ def _dated_form():
 
 
 def test_an_executor_may_patch_the_python_values_it_was_given(adapter):
-    runner = FormRunner(adapter, registry=FormRegistry().register("dated", name="D", description="", load=_dated_form),
-                        subject="qa")
+    runner = FormRunner(
+        adapter, registry=FormRegistry().register("dated", name="D", description="", load=_dated_form), subject="qa"
+    )
     result = runner.start("dated", seed={"day": "2024-01-31"})
     _, instance, ev = runner.evaluation()
     assert ev.field_status("due") == "filled", ev.errors
@@ -233,13 +246,20 @@ def test_an_executor_may_patch_the_python_values_it_was_given(adapter):
 
 
 def test_a_host_may_fill_dates_enums_and_models_from_python(adapter):
-    runner = FormRunner(adapter, registry=FormRegistry().register("dated", name="D", description="", load=_dated_form),
-                        subject="qa")
+    runner = FormRunner(
+        adapter, registry=FormRegistry().register("dated", name="D", description="", load=_dated_form), subject="qa"
+    )
     runner.start("dated")
     when = _dt.datetime(2024, 1, 31, 10, 0, tzinfo=_dt.UTC)
-    result = runner.fill({"day": _dt.date(2024, 5, 1), "at": when, "colour": _Colour.red,
-                          "address": _Address(street="1 High St", since=_dt.date(2020, 1, 1)),
-                          "later": _dt.date(2025, 1, 1)})
+    result = runner.fill(
+        {
+            "day": _dt.date(2024, 5, 1),
+            "at": when,
+            "colour": _Colour.red,
+            "address": _Address(street="1 High St", since=_dt.date(2020, 1, 1)),
+            "later": _dt.date(2025, 1, 1),
+        }
+    )
     assert result.rejected == []
     assert result.captured == ["day", "at", "colour", "address"] and result.held == ["later"]
     for view in (result.to_dict(), runner.inspect().to_dict()):
@@ -251,8 +271,9 @@ def test_a_host_may_fill_dates_enums_and_models_from_python(adapter):
 
 
 def test_a_value_with_no_json_form_is_rejected_and_nothing_is_stored(adapter):
-    runner = FormRunner(adapter, registry=FormRegistry().register("dated", name="D", description="", load=_dated_form),
-                        subject="qa")
+    runner = FormRunner(
+        adapter, registry=FormRegistry().register("dated", name="D", description="", load=_dated_form), subject="qa"
+    )
     runner.start("dated")
     result = runner.fill({"day": object(), "at": float("nan"), "Colour": "red"})
     assert [r.field for r in result.rejected] == ["day", "at"]
@@ -273,8 +294,9 @@ def test_a_patch_value_with_no_json_form_fails_its_hook(adapter):
             .build()
         )
 
-    runner = FormRunner(adapter, registry=FormRegistry().register("badpatch", name="B", description="", load=form),
-                        subject="qa")
+    runner = FormRunner(
+        adapter, registry=FormRegistry().register("badpatch", name="B", description="", load=form), subject="qa"
+    )
     result = runner.start("badpatch", seed={"a": "x"})
     assert [f.hook_id for f in result.failures] == ["field:a"]
     _, instance, _ = runner.evaluation()
@@ -317,10 +339,26 @@ def _executor(kind: str, target: str):
 @st.composite
 def _effect_forms(draw):
     ids = ["a", "b", "c", "d", "e"]
-    fields = [(fid, draw(st.booleans()), draw(st.sampled_from(["none", "eq", "not"])), draw(st.sampled_from(ids)),
-               draw(st.sampled_from(_EFFECTS)), draw(st.sampled_from(ids))) for fid in ids]
-    checkpoints = [(draw(st.sampled_from(ids)), draw(st.booleans()), draw(st.sampled_from([*_EFFECTS, "terminate"])),
-                    draw(st.sampled_from(ids))) for _ in range(draw(st.integers(0, 2)))]
+    fields = [
+        (
+            fid,
+            draw(st.booleans()),
+            draw(st.sampled_from(["none", "eq", "not"])),
+            draw(st.sampled_from(ids)),
+            draw(st.sampled_from(_EFFECTS)),
+            draw(st.sampled_from(ids)),
+        )
+        for fid in ids
+    ]
+    checkpoints = [
+        (
+            draw(st.sampled_from(ids)),
+            draw(st.booleans()),
+            draw(st.sampled_from([*_EFFECTS, "terminate"])),
+            draw(st.sampled_from(ids)),
+        )
+        for _ in range(draw(st.integers(0, 2)))
+    ]
     return fields, checkpoints, draw(st.sampled_from(_EFFECTS))
 
 
@@ -335,11 +373,13 @@ def _build_effect_form(case):
             when = lambda v, s, t=target: v[t] != "y"
         elif gate == "not":
             when = lambda v, s, t=target: not v[t] or v[t] == "x"
-        builder = builder.field(fid, str | None if optional else str, label=fid.upper(), when=when,
-                                on_fill=_executor(effect, patch_target))
+        builder = builder.field(
+            fid, str | None if optional else str, label=fid.upper(), when=when, on_fill=_executor(effect, patch_target)
+        )
     for j, (field, blocking, effect, patch_target) in enumerate(checkpoints):
-        builder = builder.checkpoint(f"cp{j}", when=lambda v, s, t=field: v[t] == "y", blocking=blocking,
-                                     run=_executor(effect, patch_target))
+        builder = builder.checkpoint(
+            f"cp{j}", when=lambda v, s, t=field: v[t] == "y", blocking=blocking, run=_executor(effect, patch_target)
+        )
     if on_complete != "none":
         builder = builder.on_complete(_executor(on_complete, "a"))
     return builder.build()
@@ -356,7 +396,9 @@ def test_after_every_write_status_views_and_tier0_agree(case, sequence):
             break
         kind, arg = op
         try:
-            result = {"fill": runner.fill, "retract": runner.retract, "undo": runner.undo, "redo": runner.redo}[kind](arg)
+            result = {"fill": runner.fill, "retract": runner.retract, "undo": runner.undo, "redo": runner.redo}[kind](
+                arg
+            )
         except FormError as error:
             assert error.code in ("form_validation_failed", "form_blocked")  # nothing to move; a host wait
             continue
@@ -383,8 +425,14 @@ def test_a_boolean_is_not_a_number_literal_and_a_number_is_not_a_boolean_literal
         one = 1
         two = 2
 
-    for annotation, raw in [(Literal[1, 2, 3], True), (Literal[0], False), (Literal[1] | None, True),
-                            (Rating, True), (Literal[True], 1), (Literal[False, "no"], 0)]:
+    for annotation, raw in [
+        (Literal[1, 2, 3], True),
+        (Literal[0], False),
+        (Literal[1] | None, True),
+        (Rating, True),
+        (Literal[True], 1),
+        (Literal[False, "no"], 0),
+    ]:
         outcome = FieldValidator(annotation).validate(raw)
         assert not outcome.ok, (annotation, raw, outcome.value)
     assert FieldValidator(Literal[1, 2]).validate(1).ok

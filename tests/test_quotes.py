@@ -31,15 +31,18 @@ class Cabin(Enum):
 # --------------------------------------------------------------------------- finding the quote
 
 
-@pytest.mark.parametrize("message, quote", [
-    ("My email is jo@example.com", "my email is jo@example.com"),
-    ("My   email is\njo@example.com", "email is jo@example.com"),
-    ("I'm off to PARIS.", "off to paris"),
-    ("I said “next Tuesday”, didn’t I?", "\"next Tuesday\", didn't I"),
-    ("Zoë Smith", "Zoe Smith"),
-    ("it's £1,204.50 all in", "£1,204.50"),
-    ("it's £1,204.50 all in", "1,204.50 all in"),
-])
+@pytest.mark.parametrize(
+    "message, quote",
+    [
+        ("My email is jo@example.com", "my email is jo@example.com"),
+        ("My   email is\njo@example.com", "email is jo@example.com"),
+        ("I'm off to PARIS.", "off to paris"),
+        ("I said “next Tuesday”, didn’t I?", '"next Tuesday", didn\'t I'),
+        ("Zoë Smith", "Zoe Smith"),
+        ("it's £1,204.50 all in", "£1,204.50"),
+        ("it's £1,204.50 all in", "1,204.50 all in"),
+    ],
+)
 def test_a_quote_is_found_whatever_its_case_spacing_punctuation_and_quote_marks(message, quote):
     places = find_quote(person(message), quote)
     assert len(places) == 1
@@ -69,14 +72,17 @@ def test_the_quote_comes_back_as_the_person_wrote_it_with_its_turn_and_span():
     assert check.kind == SAID
     assert check.quote == "my e-mail is Jo.Smith@Example.com"
     assert check.turn == 2
-    assert check.message[check.span[0]:check.span[1]] == check.quote
+    assert check.message[check.span[0] : check.span[1]] == check.quote
 
 
-@pytest.mark.parametrize("message, quote, shown", [
-    ("it's “£1,204.50”.", "1,204.50", "£1,204.50"),
-    ("It's -3 out", "3", "-3"),
-    ("(jo@example.com)", "jo", "jo@example.com"),
-])
+@pytest.mark.parametrize(
+    "message, quote, shown",
+    [
+        ("it's “£1,204.50”.", "1,204.50", "£1,204.50"),
+        ("It's -3 out", "3", "-3"),
+        ("(jo@example.com)", "jo", "jo@example.com"),
+    ],
+)
 def test_the_quote_shown_takes_in_the_signs_written_against_it(message, quote, shown):
     assert check_quote(person(message), quote, "x", str).quote == shown
 
@@ -94,17 +100,20 @@ def test_when_the_quote_occurs_twice_the_message_holding_the_value_wins_then_the
 # --------------------------------------------------------------------------- text
 
 
-@pytest.mark.parametrize("message, quote, value, expected", [
-    ("my name is jo smith", "jo smith", "Jo Smith", SAID),
-    ("My name is JO   SMITH.", "my name is jo smith", "Jo Smith", SAID),
-    ("it's AB 1234", "AB 1234", "AB1234", SAID),
-    ("staff number ab-1234", "ab-1234", "AB1234", SAID),
-    ("staff number ab1234", "ab1234", "AB 1234", SAID),
-    ("I went for the sales conference", "for the sales conference", "sales conference", SAID),
-    ("I went for the sales conference", "for the sales conference", "Conference in Paris", READING),
-    ("Off to Zürich next week", "Off to Zürich", "Zurich", SAID),
-    ("Smith, Jo", "Smith, Jo", "Jo Smith", READING),
-])
+@pytest.mark.parametrize(
+    "message, quote, value, expected",
+    [
+        ("my name is jo smith", "jo smith", "Jo Smith", SAID),
+        ("My name is JO   SMITH.", "my name is jo smith", "Jo Smith", SAID),
+        ("it's AB 1234", "AB 1234", "AB1234", SAID),
+        ("staff number ab-1234", "ab-1234", "AB1234", SAID),
+        ("staff number ab1234", "ab1234", "AB 1234", SAID),
+        ("I went for the sales conference", "for the sales conference", "sales conference", SAID),
+        ("I went for the sales conference", "for the sales conference", "Conference in Paris", READING),
+        ("Off to Zürich next week", "Off to Zürich", "Zurich", SAID),
+        ("Smith, Jo", "Smith, Jo", "Jo Smith", READING),
+    ],
+)
 def test_text(message, quote, value, expected):
     assert kind_of(message, quote, value, Annotated[str, Field(min_length=2)]) == expected
 
@@ -112,16 +121,19 @@ def test_text(message, quote, value, expected):
 # --------------------------------------------------------------------------- email
 
 
-@pytest.mark.parametrize("message, quote, value, expected", [
-    ("it's jo@example.com", "jo@example.com", "jo@example.com", SAID),
-    ("it's JO@Example.COM", "jo@example.com", "jo@example.com", SAID),
-    ("it's “jo@example.com”.", "jo@example.com", "jo@example.com", SAID),
-    ("jo @ example.com", "jo @ example.com", "jo@example.com", SAID),
-    ("jo at example dot com", "jo at example dot com", "jo@example.com", READING),
-    ("it's jo@example.com", "jo@example.com", "jo@example.co", READING),
-    ("it's jo@example.co", "jo@example.co", "jo@example.com", READING),
-    ("it's bo@example.com", "example.com", "jo@example.com", READING),
-])
+@pytest.mark.parametrize(
+    "message, quote, value, expected",
+    [
+        ("it's jo@example.com", "jo@example.com", "jo@example.com", SAID),
+        ("it's JO@Example.COM", "jo@example.com", "jo@example.com", SAID),
+        ("it's “jo@example.com”.", "jo@example.com", "jo@example.com", SAID),
+        ("jo @ example.com", "jo @ example.com", "jo@example.com", SAID),
+        ("jo at example dot com", "jo at example dot com", "jo@example.com", READING),
+        ("it's jo@example.com", "jo@example.com", "jo@example.co", READING),
+        ("it's jo@example.co", "jo@example.co", "jo@example.com", READING),
+        ("it's bo@example.com", "example.com", "jo@example.com", READING),
+    ],
+)
 def test_email(message, quote, value, expected):
     assert kind_of(message, quote, value, EmailStr) == expected
 
@@ -129,23 +141,26 @@ def test_email(message, quote, value, expected):
 # --------------------------------------------------------------------------- numbers
 
 
-@pytest.mark.parametrize("message, value, expected", [
-    ("it came to £1,204.50 in the end", 1204.5, SAID),
-    ("it came to £1,204.50 in the end", 1204.50, SAID),
-    ("about 1204.5 quid", 1204.5, SAID),
-    ("it was 1 204,50 €", 1204.5, SAID),
-    ("it was 1.204,50 €", 1204.5, SAID),
-    ("€12,50 for lunch", 12.5, SAID),
-    ("$1,200", 1200, SAID),
-    ("I'm 34", 34, SAID),
-    ("I'm 34 years old", 34.0, SAID),
-    ("twelve hundred", 1200, READING),
-    ("1.2k", 1200, READING),
-    ("120 and 80", 200, READING),
-    ("£1,204.50", 1204, READING),
-    ("I drove 412 miles", 412, SAID),
-    ("-3 degrees", -3, SAID),
-])
+@pytest.mark.parametrize(
+    "message, value, expected",
+    [
+        ("it came to £1,204.50 in the end", 1204.5, SAID),
+        ("it came to £1,204.50 in the end", 1204.50, SAID),
+        ("about 1204.5 quid", 1204.5, SAID),
+        ("it was 1 204,50 €", 1204.5, SAID),
+        ("it was 1.204,50 €", 1204.5, SAID),
+        ("€12,50 for lunch", 12.5, SAID),
+        ("$1,200", 1200, SAID),
+        ("I'm 34", 34, SAID),
+        ("I'm 34 years old", 34.0, SAID),
+        ("twelve hundred", 1200, READING),
+        ("1.2k", 1200, READING),
+        ("120 and 80", 200, READING),
+        ("£1,204.50", 1204, READING),
+        ("I drove 412 miles", 412, SAID),
+        ("-3 degrees", -3, SAID),
+    ],
+)
 def test_numbers(message, value, expected):
     assert kind_of(message, message, value, Annotated[float, Field(ge=0)] | None) == expected
 
@@ -158,14 +173,17 @@ def test_a_number_is_never_a_boolean():
 # --------------------------------------------------------------------------- choices
 
 
-@pytest.mark.parametrize("message, value, expected", [
-    ("I'm a returning client", "returning", SAID),
-    ("RETURNING", "returning", SAID),
-    ("I've been before", "returning", READING),
-    ("I came by car", "car", SAID),
-    ("I drove", "car", READING),
-    ("not car, rail", "rail", SAID),
-])
+@pytest.mark.parametrize(
+    "message, value, expected",
+    [
+        ("I'm a returning client", "returning", SAID),
+        ("RETURNING", "returning", SAID),
+        ("I've been before", "returning", READING),
+        ("I came by car", "car", SAID),
+        ("I drove", "car", READING),
+        ("not car, rail", "rail", SAID),
+    ],
+)
 def test_literal_choices(message, value, expected):
     assert kind_of(message, message, value, Literal["car", "rail", "air", "returning"]) == expected
 
@@ -179,38 +197,44 @@ def test_an_enum_choice_is_said_by_its_value_or_its_label():
 # --------------------------------------------------------------------------- dates
 
 
-@pytest.mark.parametrize("message, value, expected", [
-    ("I leave on the 3rd of March", "2027-03-03", SAID),
-    ("3rd of March", "2026-03-03", SAID),
-    ("March 3rd, 2027", "2027-03-03", SAID),
-    ("8 December 2026", "2026-12-08", SAID),
-    ("8 Dec", "2026-12-08", SAID),
-    ("Tuesday 8 Dec.", "2026-12-08", SAID),
-    ("2026-12-08", "2026-12-08", SAID),
-    ("25/12/2026", "2026-12-25", SAID),
-    ("12/25/2026", "2026-12-25", SAID),
-    ("08/12/2026", "2026-12-08", READING),  # 8 December or 12 August
-    ("08/12/2026", "2026-08-12", READING),
-    ("8 December 2026", "2026-12-09", READING),
-    ("3rd of March", "2029-03-03", READING),
-    ("next Tuesday", "2026-12-08", READING),
-    ("tomorrow", "2026-12-01", READING),
-    ("the day I come back", "2026-12-08", READING),
-])
+@pytest.mark.parametrize(
+    "message, value, expected",
+    [
+        ("I leave on the 3rd of March", "2027-03-03", SAID),
+        ("3rd of March", "2026-03-03", SAID),
+        ("March 3rd, 2027", "2027-03-03", SAID),
+        ("8 December 2026", "2026-12-08", SAID),
+        ("8 Dec", "2026-12-08", SAID),
+        ("Tuesday 8 Dec.", "2026-12-08", SAID),
+        ("2026-12-08", "2026-12-08", SAID),
+        ("25/12/2026", "2026-12-25", SAID),
+        ("12/25/2026", "2026-12-25", SAID),
+        ("08/12/2026", "2026-12-08", READING),  # 8 December or 12 August
+        ("08/12/2026", "2026-08-12", READING),
+        ("8 December 2026", "2026-12-09", READING),
+        ("3rd of March", "2029-03-03", READING),
+        ("next Tuesday", "2026-12-08", READING),
+        ("tomorrow", "2026-12-01", READING),
+        ("the day I come back", "2026-12-08", READING),
+    ],
+)
 def test_dates(message, value, expected):
     assert kind_of(message, message, value, date) == expected
 
 
-@pytest.mark.parametrize("words, reads_as", [
-    ("next Tuesday", "2026-12-08"),
-    ("on Tuesday", "2026-12-01"),
-    ("this Friday", "2026-12-04"),
-    ("last Friday", "2026-11-27"),
-    ("tomorrow", "2026-12-01"),
-    ("yesterday", "2026-11-29"),
-    ("in 3 days", "2026-12-03"),
-    ("in two weeks", "2026-12-14"),
-])
+@pytest.mark.parametrize(
+    "words, reads_as",
+    [
+        ("next Tuesday", "2026-12-08"),
+        ("on Tuesday", "2026-12-01"),
+        ("this Friday", "2026-12-04"),
+        ("last Friday", "2026-11-27"),
+        ("tomorrow", "2026-12-01"),
+        ("yesterday", "2026-11-29"),
+        ("in 3 days", "2026-12-03"),
+        ("in two weeks", "2026-12-14"),
+    ],
+)
 def test_relative_words_are_read_against_the_messages_own_date(words, reads_as):
     check = check_quote(person(f"I fly {words}"), words, reads_as, date)
     assert (check.kind, check.reads_as) == (READING, reads_as)
@@ -224,18 +248,21 @@ def test_a_relative_word_reads_from_its_own_message_not_from_today():
 # --------------------------------------------------------------------------- booleans
 
 
-@pytest.mark.parametrize("message, value, expected", [
-    ("yes", True, SAID),
-    ("yeah", True, SAID),
-    ("Yep, they have", True, SAID),
-    ("no", False, SAID),
-    ("nope, same as before", False, SAID),
-    ("they haven't changed", False, SAID),
-    ("no", True, READING),
-    ("yes", False, READING),
-    ("yes, no, I don't know", True, READING),
-    ("I moved house", True, READING),
-])
+@pytest.mark.parametrize(
+    "message, value, expected",
+    [
+        ("yes", True, SAID),
+        ("yeah", True, SAID),
+        ("Yep, they have", True, SAID),
+        ("no", False, SAID),
+        ("nope, same as before", False, SAID),
+        ("they haven't changed", False, SAID),
+        ("no", True, READING),
+        ("yes", False, READING),
+        ("yes, no, I don't know", True, READING),
+        ("I moved house", True, READING),
+    ],
+)
 def test_booleans(message, value, expected):
     assert kind_of(message, message, value, bool) == expected
 
@@ -243,19 +270,22 @@ def test_booleans(message, value, expected):
 # --------------------------------------------------------------------------- kinds
 
 
-@pytest.mark.parametrize("annotation, kind", [
-    (str, "text"),
-    (Annotated[str, Field(pattern=r"^[A-Z]{2}\d{4}$")], "text"),
-    (EmailStr, "email"),
-    (EmailStr | None, "email"),
-    (int, "number"),
-    (Annotated[float, Field(ge=0)] | None, "number"),
-    (Decimal, "number"),
-    (date, "date"),
-    (bool, "bool"),
-    (Literal["a", "b"], "choice"),
-    (Cabin, "choice"),
-])
+@pytest.mark.parametrize(
+    "annotation, kind",
+    [
+        (str, "text"),
+        (Annotated[str, Field(pattern=r"^[A-Z]{2}\d{4}$")], "text"),
+        (EmailStr, "email"),
+        (EmailStr | None, "email"),
+        (int, "number"),
+        (Annotated[float, Field(ge=0)] | None, "number"),
+        (Decimal, "number"),
+        (date, "date"),
+        (bool, "bool"),
+        (Literal["a", "b"], "choice"),
+        (Cabin, "choice"),
+    ],
+)
 def test_value_kinds(annotation, kind):
     assert value_kind(annotation).kind == kind
 
@@ -274,6 +304,7 @@ def test_an_apostrophe_holds_a_word_together_however_it_is_typed():
 
 def test_the_parts_of_an_address_are_not_a_name():
     assert kind_of("dana.reeve@example.com", "dana.reeve@example.com", "Dana Reeve", str) == READING
-    assert kind_of("Dana Reeve, dana.reeve@example.com", "Dana Reeve, dana.reeve@example.com", "Dana Reeve",
-                   str) == SAID
+    assert (
+        kind_of("Dana Reeve, dana.reeve@example.com", "Dana Reeve, dana.reeve@example.com", "Dana Reeve", str) == SAID
+    )
     assert kind_of("see www.example.com/jo", "www.example.com/jo", "www.example.com/jo", str) == SAID

@@ -32,8 +32,15 @@ def test_instances_filter_by_subject_form_and_status_most_recent_first(runner):
     assert [s.instance_id for s in mine.instances(status="abandoned")] == [first]
     assert [s.instance_id for s in mine.instances(subject="me", status="active", limit=1)] == [second]
     row = mine.instances(subject="me")[0].to_dict()
-    assert row == {"instance_id": first, "form": "basic", "subject": "me", "status": "abandoned", "answered": 1,
-                   "updated_at": row["updated_at"], "closed_reason": "not needed"}
+    assert row == {
+        "instance_id": first,
+        "form": "basic",
+        "subject": "me",
+        "status": "abandoned",
+        "answered": 1,
+        "updated_at": row["updated_at"],
+        "closed_reason": "not needed",
+    }
     assert "subject" not in mine.instances(subject="me")[0].to_dict(subject=False)
 
 

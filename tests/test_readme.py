@@ -21,7 +21,7 @@ def section(title: str) -> str:
     text = README.read_text(encoding="utf-8")
     start = text.index(f"\n## {title}")
     end = text.find("\n## ", start + 1)
-    return text[start: end if end != -1 else len(text)]
+    return text[start : end if end != -1 else len(text)]
 
 
 def blocks(text: str, language: str) -> list[str]:
@@ -30,8 +30,15 @@ def blocks(text: str, language: str) -> list[str]:
 
 def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, input=input, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "formctl.cli.app", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        input=input,
+        timeout=120,
+    )
 
 
 def test_the_set_up_names_python_3_11_and_a_virtual_environment_before_installing():
@@ -47,8 +54,12 @@ def test_the_set_up_names_python_3_11_and_a_virtual_environment_before_installin
 def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_runs(tmp_path):
     (source,) = blocks(section("A form is Python code"), "python")
     tree = ast.parse(source)
-    imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                for alias in node.names}
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     assert imported <= used, f"imported and never used: {sorted(imported - used)}"
 
@@ -60,8 +71,15 @@ def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_run
     checked = formctl("check", "travel-claim", "--strict", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "warning" not in checked.stdout and "error" not in checked.stdout
-    ran = formctl("run", "travel-claim", "--offline", "--store", "store", cwd=tmp_path,
-                  input="Dana Reeve\ndana@example.org\nrail\n120\n")
+    ran = formctl(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--store",
+        "store",
+        cwd=tmp_path,
+        input="Dana Reeve\ndana@example.org\nrail\n120\n",
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     listed = formctl("instances", "--store", "store", "--status", "complete", "--json", cwd=tmp_path)
     assert '"travel-claim"' in listed.stdout, ran.stdout
@@ -85,6 +103,9 @@ def test_the_python_example_prints_what_its_comments_say(tmp_path):
     out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
     printed = out.stdout.splitlines()
-    promised = [line.split("# ", 1)[1].split("  (")[0] for line in source.splitlines()
-                if line.startswith("print(") and "# " in line and "['" in line]
+    promised = [
+        line.split("# ", 1)[1].split("  (")[0]
+        for line in source.splitlines()
+        if line.startswith("print(") and "# " in line and "['" in line
+    ]
     assert promised and printed[0] == promised[0]

@@ -47,12 +47,15 @@ def bumped(request, tmp_path):
     store = tmp_path / "store"
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms)
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"),
-                        subject="dana")
+    runner = FormRunner(
+        JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"), subject="dana"
+    )
     iid = runner.start("travel-claim", seed=CLAIMANT).instance_id
     key = f"{iid}:field:full_name:1"
     runner.adapter.record_dispatch(
-        iid, key, DispatchState("field:full_name", "running", 1, now_iso(), owner=f"{socket.gethostname()}:{dead_pid()}"),
+        iid,
+        key,
+        DispatchState("field:full_name", "running", 1, now_iso(), owner=f"{socket.gethostname()}:{dead_pid()}"),
         Provenance("test", "crashed-process", now_iso()),
     )
     bump = "version=2," if request.param == "without-migrate" else "version=2, migrate=lambda old, v: dict(old),"
@@ -94,8 +97,9 @@ def test_the_cli_reads_leave_every_file_of_the_store_unchanged(bumped):
 def test_the_runner_reads_leave_every_file_of_the_store_unchanged(bumped):
     store, forms, iid, variant = bumped
     before = snapshot(store)
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"),
-                        subject="dana")
+    runner = FormRunner(
+        JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"), subject="dana"
+    )
 
     for read in (
         lambda: runner.status(),

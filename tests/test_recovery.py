@@ -48,7 +48,9 @@ def filled(adapter, registry, log):
 
 def leave_running(adapter, key, hook_id, owner, attempts=1):
     prov = Provenance("test", "crashed-process", now_iso())
-    adapter.record_dispatch(key.split(":", 1)[0], key, DispatchState(hook_id, "running", attempts, now_iso(), owner=owner), prov)
+    adapter.record_dispatch(
+        key.split(":", 1)[0], key, DispatchState(hook_id, "running", attempts, now_iso(), owner=owner), prov
+    )
 
 
 @pytest.mark.parametrize("hook", ["field:trigger", "step:one", "checkpoint:watch"])
@@ -108,8 +110,15 @@ def test_recovering_or_writing_re_runs_it_once(adapter, filled, log, open_it):
 
 @pytest.mark.parametrize(
     "read",
-    [lambda r: r.status(), lambda r: r.inspect("outline"), lambda r: r.history("trigger"), lambda r: r.evaluation(),
-     lambda r: r.view(), lambda r: r.tier0(), lambda r: r.instances()],
+    [
+        lambda r: r.status(),
+        lambda r: r.inspect("outline"),
+        lambda r: r.history("trigger"),
+        lambda r: r.evaluation(),
+        lambda r: r.view(),
+        lambda r: r.tier0(),
+        lambda r: r.instances(),
+    ],
     ids=["status", "inspect", "history", "evaluation", "view", "tier0", "instances"],
 )
 def test_no_read_re_runs_anything(adapter, filled, log, read):

@@ -67,8 +67,10 @@ def write_registry(folder: Path, module: str, form_id: str = "toml-form") -> Pat
 def test_register_chains_and_loads_nothing():
     first, second = CountingLoader(basic), CountingLoader(trio)
 
-    registry = FormRegistry().register("basic", name="Basic", description="B.", load=first).register(
-        "trio", name="Trio", load=second
+    registry = (
+        FormRegistry()
+        .register("basic", name="Basic", description="B.", load=first)
+        .register("trio", name="Trio", load=second)
     )
 
     assert registry.has("basic") and registry.has("trio") and not registry.has("nope")

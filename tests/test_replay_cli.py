@@ -21,8 +21,13 @@ def invoke(*args: str):
 def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """The console script in a fresh process (so edited form modules are imported afresh)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORMCTL_FORMS", "ANTHROPIC_API_KEY")}
-    return subprocess.run([sys.executable, "-c", "from formctl.cli.app import main; main()", *args],
-                          capture_output=True, text=True, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-c", "from formctl.cli.app import main; main()", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def project_copy(tmp_path: Path, *names: str) -> Path:
@@ -85,8 +90,11 @@ def test_junit_report_has_one_testcase_per_transcript_with_the_diff_as_the_failu
     folder = tmp_path / "transcripts"
     folder.mkdir()
     shutil.copy(SHIPPED / "what_else.toml", folder / "what_else.toml")
-    broken = (SHIPPED / "ineligible_terminated.toml").read_text().replace('[expect]\nstatus = "abandoned"',
-                                                                          '[expect]\nstatus = "complete"')
+    broken = (
+        (SHIPPED / "ineligible_terminated.toml")
+        .read_text()
+        .replace('[expect]\nstatus = "abandoned"', '[expect]\nstatus = "complete"')
+    )
     (folder / "ineligible_terminated.toml").write_text(broken)
     report = tmp_path / "out" / "junit.xml"
     result = invoke("replay", str(folder), "--forms", str(FORMS), "--junit", str(report))
@@ -110,8 +118,10 @@ def test_coverage_reports_what_the_transcripts_never_exercised():
 def test_live_replay_grades_a_hand_written_transcript_with_the_guided_model(tmp_path):
     path = tmp_path / "transcripts" / "hand.toml"
     path.parent.mkdir()
-    path.write_text('format = 1\nform = "client-intake"\n[[turns]]\ntext = "hi"\n[[turns]]\ntext = "returning"\n'
-                    '[expect]\nstatus = "active"\nvalues = { client_type = "returning" }\n')
+    path.write_text(
+        'format = 1\nform = "client-intake"\n[[turns]]\ntext = "hi"\n[[turns]]\ntext = "returning"\n'
+        '[expect]\nstatus = "active"\nvalues = { client_type = "returning" }\n'
+    )
     result = invoke("replay", str(path), "--live", "--forms", str(FORMS))
     assert result.exit_code == 0, result.output
     assert "ok      " in result.output and "(live)" in result.output

@@ -91,7 +91,9 @@ def test_a_hook_patch_after_sending_keeps_the_form_sent(runner, registry):
 
     form = (
         define_form("stamped", name="Stamped", review=True)
-        .step("s", title="S").field("x", str, label="X").field("ref", str | None, label="Reference")
+        .step("s", title="S")
+        .field("x", str, label="X")
+        .field("ref", str | None, label="Reference")
         .on_complete(lambda ctx: Patch({"ref": "R-1"}))
         .build()
     )

@@ -10,8 +10,18 @@ from clitools import FORMS, invoke, start
 
 def _run(store: str, lines: list[str], *, form: str = "travel-claim") -> str:
     """``formctl run FORM --offline`` with ``lines`` piped in; the instance id it started."""
-    result = invoke("run", form, "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
-                    input="".join(line + "\n" for line in lines))
+    result = invoke(
+        "run",
+        form,
+        "--offline",
+        "--subject",
+        "dana",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="".join(line + "\n" for line in lines),
+    )
     assert result.exit_code == 0, result.stderr
     listed = invoke("instances", "--store", store, "--forms", str(FORMS), "--json")
     return json.loads(listed.stdout)["instances"][0]["instance_id"]
@@ -52,11 +62,34 @@ def test_a_scaffolded_form_offers_its_optional_notes_reads_back_and_sends_only_o
 
 
 def test_the_travel_claim_is_completed_by_following_only_the_questions(store):
-    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
-               "client visit", "car", "120", "85", "22.5", "240", "yes"]
+    answers = [
+        "Dana Reeve",
+        "AB1234",
+        "dana@example.org",
+        "Leeds",
+        "2026-03-02",
+        "2026-03-04",
+        "client visit",
+        "car",
+        "120",
+        "85",
+        "22.5",
+        "240",
+        "yes",
+    ]
 
-    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
-                 input="".join(a + "\n" for a in answers)).stdout
+    out = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="".join(a + "\n" for a in answers),
+    ).stdout
 
     assert "Miles driven?" in out and "Accommodation cost?" in out and "Meals cost?" in out  # the optional ones
     read_back = out.split("Before I send it, please check your answers:")[1].split("Shall I send it?")[0]
@@ -70,8 +103,18 @@ def test_the_travel_claim_is_completed_by_following_only_the_questions(store):
 def test_the_client_intake_is_completed_by_following_only_the_questions(store):
     answers = ["new", "34", "Sam Lee", "sam@example.org", "0113 496 0000", "friend", "Help finding housing", "yes"]
 
-    out = invoke("run", "client-intake", "--offline", "--subject", "sam", "--store", store, "--forms", str(FORMS),
-                 input="".join(a + "\n" for a in answers)).stdout
+    out = invoke(
+        "run",
+        "client-intake",
+        "--offline",
+        "--subject",
+        "sam",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="".join(a + "\n" for a in answers),
+    ).stdout
 
     assert "Phone? Optional" in out
     assert "- Phone: 0113 496 0000" in out.split("Before I send it, please check your answers:")[1]
@@ -81,11 +124,36 @@ def test_the_client_intake_is_completed_by_following_only_the_questions(store):
 
 
 def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(store):
-    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
-               "client visit", "rail", "TR-4411", "skip", "skip", "100", "no", "Meals cost: 12", "yes"]
+    answers = [
+        "Dana Reeve",
+        "AB1234",
+        "dana@example.org",
+        "Leeds",
+        "2026-03-02",
+        "2026-03-04",
+        "client visit",
+        "rail",
+        "TR-4411",
+        "skip",
+        "skip",
+        "100",
+        "no",
+        "Meals cost: 12",
+        "yes",
+    ]
 
-    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
-                 input="".join(a + "\n" for a in answers)).stdout
+    out = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="".join(a + "\n" for a in answers),
+    ).stdout
 
     read_backs = out.split("Before I send it, please check your answers:")
     assert len(read_backs) == 3  # read back, corrected, read back again
@@ -97,13 +165,34 @@ def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(stor
 def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected(store):
     answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-04", "2026-03-02", "client visit"]
 
-    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
-                 input="".join(a + "\n" for a in answers)).stdout
+    out = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="".join(a + "\n" for a in answers),
+    ).stdout
     (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
-    fixed = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
-                   input="Return date: 2026-03-06\n").stdout
-    inspected = json.loads(invoke("inspect", row["instance_id"], "--store", store, "--forms", str(FORMS),
-                                  "--json").stdout)
+    fixed = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="Return date: 2026-03-06\n",
+    ).stdout
+    inspected = json.loads(
+        invoke("inspect", row["instance_id"], "--store", store, "--forms", str(FORMS), "--json").stdout
+    )
 
     assert "The return date (2026-03-02) is before the departure date (2026-03-04)." in out
     assert 'Which answer should change? Tell me as "Label: value"' in out
@@ -113,11 +202,30 @@ def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected
 
 
 def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(store):
-    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-04", "2026-03-02", "client visit",
-               "no, it is fine", "Return date: 2026-03-06"]
+    answers = [
+        "Dana Reeve",
+        "AB1234",
+        "dana@example.org",
+        "Leeds",
+        "2026-03-04",
+        "2026-03-02",
+        "client visit",
+        "no, it is fine",
+        "Return date: 2026-03-06",
+    ]
 
-    out = invoke("run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS),
-                 input="".join(a + "\n" for a in answers)).stdout
+    out = invoke(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="".join(a + "\n" for a in answers),
+    ).stdout
 
     held = out.split("The return date (2026-03-02) is before the departure date (2026-03-04).")[1]
     assert 'I wasn\'t sure which question this answers: "no, it is fine". You can say "Label: value".' in held
@@ -125,10 +233,22 @@ def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(
 
 
 def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(store):
-    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org",
-                                "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
-                                "purpose": "client visit", "mode": "rail", "ticket_reference": "TR-4411",
-                                "accommodation": 900, "total": 700})
+    instance_id = start(
+        store,
+        {
+            "full_name": "Dana Reeve",
+            "staff_id": "AB1234",
+            "email": "dana@example.org",
+            "destination": "Leeds",
+            "departure_date": "2026-03-02",
+            "return_date": "2026-03-04",
+            "purpose": "client visit",
+            "mode": "rail",
+            "ticket_reference": "TR-4411",
+            "accommodation": 900,
+            "total": 700,
+        },
+    )
     base = ["--store", store, "--forms", str(FORMS)]
 
     refused = invoke("submit", instance_id, *base)
@@ -143,10 +263,21 @@ def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(s
 
 
 def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an_example(store):
-    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org",
-                                "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
-                                "purpose": "client visit", "mode": "rail", "ticket_reference": "TR-4411",
-                                "total": 100})
+    instance_id = start(
+        store,
+        {
+            "full_name": "Dana Reeve",
+            "staff_id": "AB1234",
+            "email": "dana@example.org",
+            "destination": "Leeds",
+            "departure_date": "2026-03-02",
+            "return_date": "2026-03-04",
+            "purpose": "client visit",
+            "mode": "rail",
+            "ticket_reference": "TR-4411",
+            "total": 100,
+        },
+    )
     base = ["--store", store, "--forms", str(FORMS)]
     listed = json.loads(invoke("instances", "--status", "ready", "--store", store, "--json").stdout)["instances"]
 
@@ -161,8 +292,20 @@ def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an
 
 
 def test_after_a_resume_the_first_yes_reads_back_and_the_second_sends(store):
-    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
-               "client visit", "rail", "TR-4411", "skip", "skip", "100"]
+    answers = [
+        "Dana Reeve",
+        "AB1234",
+        "dana@example.org",
+        "Leeds",
+        "2026-03-02",
+        "2026-03-04",
+        "client visit",
+        "rail",
+        "TR-4411",
+        "skip",
+        "skip",
+        "100",
+    ]
     instance_id = _run(store, answers)  # ends at the read-back, not sent
 
     resumed = invoke("resume", instance_id, "--offline", "--store", store, "--forms", str(FORMS), input="yes\nyes\n")

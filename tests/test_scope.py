@@ -39,10 +39,15 @@ def test_bobs_tools_cannot_read_write_or_list_alices_instance(alice_and_bob):
     version = alice.open_instance(alice_id).version
     missing = tools.call("form_status", {"instance_id": "form_zzzzzzzz_zzzzzz"})
 
-    calls = [("form_status", {}), ("form_inspect", {"scope": "outline"}), ("form_history", {}),
-             ("form_fill", {"values": {"email": "mallory@example.org"}}),
-             ("form_revise", {"action": "set", "field": "full_name", "value": "Mallory"}),
-             ("form_revise", {"action": "undo"}), ("form_abandon", {"reason": "gone"})]
+    calls = [
+        ("form_status", {}),
+        ("form_inspect", {"scope": "outline"}),
+        ("form_history", {}),
+        ("form_fill", {"values": {"email": "mallory@example.org"}}),
+        ("form_revise", {"action": "set", "field": "full_name", "value": "Mallory"}),
+        ("form_revise", {"action": "undo"}),
+        ("form_abandon", {"reason": "gone"}),
+    ]
     for name, args in calls:
         envelope = tools.call(name, {**args, "instance_id": alice_id})
         assert envelope["status"] == "error" and envelope["data"] == {"code": "not_found"}, name
@@ -83,10 +88,17 @@ def test_a_conversation_is_saved_under_its_own_id_never_one_the_model_named(alic
     with FakeAnthropic() as api:
         from formctl.agent.models.anthropic import AnthropicModel
 
-        api.reply(tool_use("form_status", {"instance_id": alice_id}), tool_use("form_status", {"instance_id": other_id}))
+        api.reply(
+            tool_use("form_status", {"instance_id": alice_id}), tool_use("form_status", {"instance_id": other_id})
+        )
         api.reply(text("Done."))
-        loop = ChatLoop(runner, AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=0),
-                        form_id="travel-claim", conversation_store=conversations, scope="bob")
+        loop = ChatLoop(
+            runner,
+            AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=0),
+            form_id="travel-claim",
+            conversation_store=conversations,
+            scope="bob",
+        )
         loop.instance_id = bob_id  # the conversation is about Bob's first claim
         loop.send("What's on file?")
     assert alice_file.read_bytes() == before
@@ -101,8 +113,18 @@ def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_wri
     from clitools import formctl
 
     store = str(tmp_path / "store")
-    opened = formctl("run", "travel-claim", "--subject", "alice", "--offline", "--store", store, "--forms", str(FORMS),
-                     input="Alice Adams\nAA1111\n")
+    opened = formctl(
+        "run",
+        "travel-claim",
+        "--subject",
+        "alice",
+        "--offline",
+        "--store",
+        store,
+        "--forms",
+        str(FORMS),
+        input="Alice Adams\nAA1111\n",
+    )
     assert opened.returncode == 0, opened.stderr
     (alice_id,) = [p.stem for p in (Path(store) / "conversations").glob("*.json")]
     files = [p for p in Path(store).rglob("*") if p.is_file() and alice_id in p.name]
@@ -111,29 +133,43 @@ def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_wri
 
     with FakeAnthropic() as api:
         api.reply(text("Let me look."), tool_use("form_status", {"instance_id": alice_id}))
-        api.reply(tool_use("form_fill", {"instance_id": alice_id, "values": {"email": "mallory@example.org"}}),
-                  tool_use("form_revise", {"instance_id": alice_id, "action": "set", "field": "full_name",
-                                           "value": "Mallory"}))
-        api.reply(tool_use("form_history", {"subject": "alice"}), tool_use("form_history", {"instance_id": alice_id}),
-                  tool_use("form_history", {}))
+        api.reply(
+            tool_use("form_fill", {"instance_id": alice_id, "values": {"email": "mallory@example.org"}}),
+            tool_use(
+                "form_revise", {"instance_id": alice_id, "action": "set", "field": "full_name", "value": "Mallory"}
+            ),
+        )
+        api.reply(
+            tool_use("form_history", {"subject": "alice"}),
+            tool_use("form_history", {"instance_id": alice_id}),
+            tool_use("form_history", {}),
+        )
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Nothing of anyone else's here. What's your full name?"))
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-        bobs = formctl("run", "travel-claim", "--subject", "bob", "--store", store, "--forms", str(FORMS), env=env,
-                       input="")
+        bobs = formctl(
+            "run", "travel-claim", "--subject", "bob", "--store", store, "--forms", str(FORMS), env=env, input=""
+        )
         assert bobs.returncode == 0, bobs.stderr
         assert api.unexpected == []
         sent = json.dumps(api.bodies)
 
     assert "Nothing of anyone else's here." in bobs.stdout
     assert "Alice Adams" not in sent and "AA1111" not in sent  # nothing of hers reached the model
-    results = [json.loads(block["content"]) for message in api.bodies[-1]["messages"]  # the whole conversation
-               if isinstance(message["content"], list)
-               for block in message["content"] if block.get("type") == "tool_result"]
+    results = [
+        json.loads(block["content"])
+        for message in api.bodies[-1]["messages"]  # the whole conversation
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
     not_found = {"status": "error", "message": f'No form instance "{alice_id}".', "data": {"code": "not_found"}}
     assert results[:3] == [not_found] * 3  # form_status, form_fill, form_revise
-    assert results[3:6] == [{"status": "success", "data": {"instances": []}}, not_found,
-                            {"status": "success", "data": {"instances": []}}]  # form_history: hers, by id, his
+    assert results[3:6] == [
+        {"status": "success", "data": {"instances": []}},
+        not_found,
+        {"status": "success", "data": {"instances": []}},
+    ]  # form_history: hers, by id, his
     assert {p: p.read_bytes() for p in files} == before  # nothing of hers was written
     (bob_row,) = json.loads(formctl("instances", "--subject", "bob", "--store", store, "--json").stdout)["instances"]
     assert (Path(store) / "conversations" / f"{bob_row['instance_id']}.json").exists()

@@ -9,7 +9,9 @@ from formctl.agent.models.scripted import ScriptedModel
 
 
 def _request(text: str) -> ModelRequest:
-    return ModelRequest(system="sys", tools=[], messages=[{"role": "user", "content": [{"type": "text", "text": text}]}])
+    return ModelRequest(
+        system="sys", tools=[], messages=[{"role": "user", "content": [{"type": "text", "text": text}]}]
+    )
 
 
 def _replies() -> list[ModelReply]:

@@ -51,7 +51,8 @@ def test_a_text_over_the_default_cap_is_refused_for_that_field_alone_and_not_sto
     result = r.fill({"note": "x" * 10_001, "tags": ["a", "b"]})
 
     assert [(x.field, x.message, x.hint) for x in result.rejected] == [
-        ("note", "Too long: 10,001 characters; at most 10,000.", "Send at most 10,000 characters.")]
+        ("note", "Too long: 10,001 characters; at most 10,000.", "Send at most 10,000 characters.")
+    ]
     assert result.captured == ["tags"]
     assert "note" not in r.open_instance().entries  # refused, not kept as an invalid answer
     assert r.fill({"note": "x" * 10_000}).captured == ["note"]
@@ -103,8 +104,14 @@ def test_a_two_million_character_name_is_refused_through_the_tools_and_nothing_e
     envelope = tools.call("form_fill", {"values": {"full_name": "x" * 2_000_000}})
 
     data = envelope["data"]
-    assert data["rejected"] == [{"field": "full_name", "message": "Too long: 2,000,000 characters; at most 10,000.",
-                                 "hint": "Send at most 10,000 characters.", "code": "too_long"}]
+    assert data["rejected"] == [
+        {
+            "field": "full_name",
+            "message": "Too long: 2,000,000 characters; at most 10,000.",
+            "hint": "Send at most 10,000 characters.",
+            "code": "too_long",
+        }
+    ]
     assert "full_name" not in claim_runner.open_instance().entries
     assert len(json.dumps(envelope)) < 5_000
     assert len(json.dumps(tools.call("form_status", {}))) < 5_000
@@ -116,8 +123,11 @@ def test_tool_results_carry_a_bounded_part_of_a_long_value_and_its_length(claim_
     tools.call("form_start", {"form": "travel-claim", "values": {**CLAIMANT, "full_name": long_name}})
     assert claim_runner.open_instance().in_force_values()["full_name"] == long_name  # stored whole
 
-    for name, args in [("form_inspect", {"scope": "step", "id": "claimant"}), ("form_inspect", {"scope": "field", "id": "full_name"}),
-                       ("form_history", {"instance_id": claim_runner.open_instance().id})]:
+    for name, args in [
+        ("form_inspect", {"scope": "step", "id": "claimant"}),
+        ("form_inspect", {"scope": "field", "id": "full_name"}),
+        ("form_history", {"instance_id": claim_runner.open_instance().id}),
+    ]:
         text = json.dumps(tools.call(name, args))
         assert long_name not in text
         assert json.dumps(f"{long_name[:ECHO_LIMIT]}… (5,000 characters)")[1:-1] in text, name

@@ -46,7 +46,14 @@ def test_four_processes_filling_one_instance_lose_no_revision(store):
     load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     workers = [
         subprocess.Popen(
-            [sys.executable, os.path.join(HELPERS, "store_concurrency_child.py"), store, instance.id, str(w), str(FILLS)],
+            [
+                sys.executable,
+                os.path.join(HELPERS, "store_concurrency_child.py"),
+                store,
+                instance.id,
+                str(w),
+                str(FILLS),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

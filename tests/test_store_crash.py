@@ -72,6 +72,7 @@ def _until(out: queue.Queue, word: str, acks: list) -> list[str]:
 
 def test_writers_killed_at_random_moments_lose_no_acknowledged_answer(store):
     from helpers import race_form
+
     setup = open_adapter(store)
     instance = setup.create_instance("race", race_form.race.version, "crash", Provenance("test", "setup", now_iso()))
 
@@ -117,9 +118,7 @@ def test_writers_killed_at_random_moments_lose_no_acknowledged_answer(store):
             assert stored.version >= last_version, "the version went backwards"
             assert stored.version >= max(acked_versions, default=1)
             last_version = stored.version
-            logged = {
-                field: {e.value for e in log.revisions} for field, log in stored.entries.items()
-            }
+            logged = {field: {e.value for e in log.revisions} for field, log in stored.entries.items()}
             lost = [value for value, (field, _) in acknowledged.items() if value not in logged.get(field, ())]
             assert not lost, f"acknowledged answers missing after kill {run}: {lost[:5]}"
             # The log holds each revision once, in seq order, and the versions are dense.

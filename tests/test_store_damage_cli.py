@@ -21,8 +21,9 @@ from formctl import FormRegistry, FormRunner, JsonFileAdapter
 def _claim(store: str) -> str:
     """A claim with three answers, written one commit each after the start: version 5 acknowledged."""
     instance_id = start(store)
-    runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
-                        subject="dana")
+    runner = FormRunner(
+        JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana"
+    )
     for values in ({"full_name": "Dana Reeve"}, {"staff_id": "AB1234"}, {"email": "dana@example.org"}):
         runner.fill(values, instance_id=instance_id)
     return instance_id
@@ -42,8 +43,9 @@ def _corrupt_last_record(journal: Path) -> None:
     journal.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("harm, holds", [(_cut_last_line, 4), (_empty, 1), (_corrupt_last_record, 4)],
-                         ids=["cut", "emptied", "corrupt"])
+@pytest.mark.parametrize(
+    "harm, holds", [(_cut_last_line, 4), (_empty, 1), (_corrupt_last_record, 4)], ids=["cut", "emptied", "corrupt"]
+)
 def test_a_damaged_journal_warns_refuses_writes_and_is_repaired_explicitly(store, harm, holds):
     instance_id = _claim(store)
     instances = Path(store) / "instances"

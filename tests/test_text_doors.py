@@ -20,8 +20,9 @@ def store_dir(tmp_path) -> str:
 
 
 def json_runner(store_dir: str) -> FormRunner:
-    return FormRunner(JsonFileAdapter(store_dir), registry=FormRegistry.from_toml(FORMS / "registry.toml"),
-                      subject="dana")
+    return FormRunner(
+        JsonFileAdapter(store_dir), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana"
+    )
 
 
 def answers(store_dir: str, instance_id: str) -> dict:
@@ -85,9 +86,18 @@ def test_host_resolve_fail_refuses_a_reason_that_is_not_utf8(store_dir):
 
 def awaiting_claim(store_dir: str) -> str:
     """A travel claim over the policy cap: it waits on the policy-cap checkpoint."""
-    seed = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org", "start_date": "2025-03-01",
-            "return_date": "2025-03-04", "destination": "Leeds", "purpose": "Conference", "mode": "train",
-            "ticket_reference": "TR123", "total": 900}
+    seed = {
+        "full_name": "Dana Reeve",
+        "staff_id": "AB1234",
+        "email": "dana@example.org",
+        "start_date": "2025-03-01",
+        "return_date": "2025-03-04",
+        "destination": "Leeds",
+        "purpose": "Conference",
+        "mode": "train",
+        "ticket_reference": "TR123",
+        "total": 900,
+    }
     instance_id = json_runner(store_dir).start("travel-claim", seed=seed).view.instance_id
     assert json_runner(store_dir).open_instance(instance_id).status == "awaiting"
     return instance_id
@@ -114,21 +124,26 @@ def test_the_runner_refuses_a_reason_that_is_not_text_and_writes_nothing(store_d
     runner = json_runner(store_dir)
     instance_id = runner.start("travel-claim", seed={"full_name": "Dana Reeve"}).view.instance_id
     before = files_of(store_dir)
-    call = {"revise": lambda: runner.revise("full_name", "Dana R", reason="typo\udce9", instance_id=instance_id),
-            "retract": lambda: runner.retract("full_name", reason="gone\udce9", instance_id=instance_id),
-            "abandon": lambda: runner.abandon("dup\udce9", instance_id=instance_id)}[write]
+    call = {
+        "revise": lambda: runner.revise("full_name", "Dana R", reason="typo\udce9", instance_id=instance_id),
+        "retract": lambda: runner.retract("full_name", reason="gone\udce9", instance_id=instance_id),
+        "abandon": lambda: runner.abandon("dup\udce9", instance_id=instance_id),
+    }[write]
     with pytest.raises(InvalidArgumentError, match="reason is not text"):
         call()
     assert files_of(store_dir) == before
 
 
-@pytest.mark.parametrize("args", [
-    ["retract", "{id}", "full_name\udce9"],
-    ["retract", "{id}", "full_name", "--reason", "gone \udce9"],
-    ["undo", "{id}", "full_name\udce9"],
-    ["redo", "{id}", "full_name\udce9"],
-    ["abandon", "{id}", "--reason", "dup \udce9"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["retract", "{id}", "full_name\udce9"],
+        ["retract", "{id}", "full_name", "--reason", "gone \udce9"],
+        ["undo", "{id}", "full_name\udce9"],
+        ["redo", "{id}", "full_name\udce9"],
+        ["abandon", "{id}", "--reason", "dup \udce9"],
+    ],
+)
 def test_host_writes_refuse_arguments_that_are_not_utf8_and_say_which(store_dir, args):
     instance_id = start(store_dir, {"full_name": "Dana Reeve"})
     before = files_of(store_dir)
@@ -138,8 +153,6 @@ def test_host_writes_refuse_arguments_that_are_not_utf8_and_say_which(store_dir,
     assert named in done.stderr and "not valid UTF-8" in done.stderr and "0xE9" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert files_of(store_dir) == before
-
-
 
 
 def files_of(folder: str) -> dict[str, bytes]:
@@ -152,15 +165,18 @@ def files_of(folder: str) -> dict[str, bytes]:
     return found
 
 
-@pytest.mark.parametrize("arguments", [
-    {"form": "no-such-form"},
-    {"form": "no-such-form", "values": {"full_name": "Dana\udc80Reeve"}},
-    {"form": "travel-claim", "values": ["full_name", "Dana"]},
-    {"form": "travel-claim", "values": "Dana\ud800"},
-    {"form": None},
-    {"form": "travel-claim", "seed": {"full_name": "Dana"}},
-    {"form": "../travel-claim\x00"},
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"form": "no-such-form"},
+        {"form": "no-such-form", "values": {"full_name": "Dana\udc80Reeve"}},
+        {"form": "travel-claim", "values": ["full_name", "Dana"]},
+        {"form": "travel-claim", "values": "Dana\ud800"},
+        {"form": None},
+        {"form": "travel-claim", "seed": {"full_name": "Dana"}},
+        {"form": "../travel-claim\x00"},
+    ],
+)
 def test_a_form_start_that_fails_leaves_no_instance_and_no_open_form(store_dir, arguments):
     runner = json_runner(store_dir)
     FormTools(runner).call("form_list", {})
@@ -176,8 +192,9 @@ def test_a_form_start_that_fails_leaves_no_instance_and_no_open_form(store_dir, 
 
 def test_a_form_start_whose_seed_holds_text_that_is_not_text_starts_with_the_rest(store_dir):
     runner = json_runner(store_dir)
-    envelope = FormTools(runner).call("form_start", {"form": "travel-claim",
-                                                     "values": {"full_name": "Dana\udc80Reeve", "staff_id": "AB1234"}})
+    envelope = FormTools(runner).call(
+        "form_start", {"form": "travel-claim", "values": {"full_name": "Dana\udc80Reeve", "staff_id": "AB1234"}}
+    )
     assert envelope["status"] == "success", envelope
     assert [r["field"] for r in envelope["data"]["rejected"]] == ["full_name"]
     [instance] = json_runner(store_dir).adapter.find_instances()
@@ -236,10 +253,25 @@ def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(store_dir
     from fixture_project import ROOT
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    done = subprocess.run([sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline",
-                           "--store", store_dir, "--forms", str(FORMS)],
-                          input=b"Jos\xe9 Garc\xeda\nJos\xc3\xa9 Garc\xc3\xada\nJG1234\n", capture_output=True,
-                          env=env, cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--offline",
+            "--store",
+            store_dir,
+            "--forms",
+            str(FORMS),
+        ],
+        input=b"Jos\xe9 Garc\xeda\nJos\xc3\xa9 Garc\xc3\xada\nJG1234\n",
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     out = done.stdout.decode("utf-8")
     assert done.returncode == 0, (out, done.stderr)
     err = done.stderr.decode("utf-8")
@@ -254,12 +286,15 @@ def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(store_dir
 # --------------------------------------------------------------------------- what goes back to the model
 
 
-@pytest.mark.parametrize("name, arguments", [
-    ("form_fill", {"values": {"phone\udce9": "x", "staff_id": "AB1234"}}),
-    ("form_fill", {"values": {"\ud800": 1}}),
-    ("form_status", {"instance_id": "form_\udce9"}),
-    ("form_revise", {"action": "undo", "field": "nope\udfff"}),
-])
+@pytest.mark.parametrize(
+    "name, arguments",
+    [
+        ("form_fill", {"values": {"phone\udce9": "x", "staff_id": "AB1234"}}),
+        ("form_fill", {"values": {"\ud800": 1}}),
+        ("form_status", {"instance_id": "form_\udce9"}),
+        ("form_revise", {"action": "undo", "field": "nope\udfff"}),
+    ],
+)
 def test_a_name_that_is_not_text_is_sent_back_escaped_so_the_result_is_valid_utf8(store_dir, name, arguments):
     from formctl.agent.loop import tool_result_block
 
@@ -267,6 +302,11 @@ def test_a_name_that_is_not_text_is_sent_back_escaped_so_the_result_is_valid_utf
     assert tools.call("form_start", {"form": "travel-claim"})["status"] == "success"
     content = tool_result_block("call_1", tools.call(name, arguments))["content"]
     sent = content.encode("utf-8").decode("utf-8")  # raises if a lone surrogate got through
-    bad = next(ch for key in [*arguments.get("values", {}), *arguments.values()] if isinstance(key, str)
-               for ch in key if "\ud800" <= ch <= "\udfff")
+    bad = next(
+        ch
+        for key in [*arguments.get("values", {}), *arguments.values()]
+        if isinstance(key, str)
+        for ch in key
+        if "\ud800" <= ch <= "\udfff"
+    )
     assert f"\\\\u{ord(bad):04x}" in sent, sent  # named as its escape: the model sees what was sent

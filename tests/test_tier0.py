@@ -48,8 +48,7 @@ def test_a_revisit_reads_back_at_step_and_go_through_it_again(runner):
     r = runner()
     r.start("rv", {"name": "Ann", "detail": "changed"})
     assert r.tier0() == (
-        '[form: rv] back at step 1/3 "Claimant" — go through it again · pending: Nick\n'
-        "later: Sign-off (sig)"
+        '[form: rv] back at step 1/3 "Claimant" — go through it again · pending: Nick\nlater: Sign-off (sig)'
     )
 
 
@@ -70,7 +69,8 @@ def test_an_awaiting_line_without_a_wait_message_ends_at_the_checkpoint():
 
     form = (
         define_form("w", name="W")
-        .step("s", title="S").field("x", str, label="X")
+        .step("s", title="S")
+        .field("x", str, label="X")
         .checkpoint("cp", when=lambda v, s: True, blocking=True)
         .build()
     )
@@ -104,10 +104,17 @@ def test_the_fallback_opens_a_gated_off_step_once_the_rest_are_complete(runner):
 
 def test_pending_covers_empty_invalid_and_optional_fields_but_not_filled_or_held():
     form = example_forms.pi_intake()
-    line = _pure(form, {
-        "fullName": "Dana Reeve", "email": "nope", "phone": "555",
-        "incidentType": "medical", "vehicleCount": 3,
-    }, open_step_override="incident")
+    line = _pure(
+        form,
+        {
+            "fullName": "Dana Reeve",
+            "email": "nope",
+            "phone": "555",
+            "incidentType": "medical",
+            "vehicleCount": 3,
+        },
+        open_step_override="incident",
+    )
     assert line.splitlines()[0] == '[form: pi-intake] step 2/2 "Incident" · pending: Date of incident, Sought treatment'
     form = example_forms.basic()
     assert _pure(form, {"name": "Dana", "age": "x"}).splitlines()[0] == (
@@ -167,7 +174,7 @@ def test_a_stale_form_is_a_single_line_and_no_read_commits(runner, registry):
     iid = r.start("basic", {"name": "Dana"}).instance_id
     version = r.open_instance(iid).version
     registry.register("basic", name="basic", load=lambda: example_forms.basic(version=2))
-    stale = '[form: basic] stale — the definition changed since this was started; it can\'t be continued.'
+    stale = "[form: basic] stale — the definition changed since this was started; it can't be continued."
     assert r.tier0() == stale
     with pytest.raises(FormStaleError):
         r.status()

@@ -9,9 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from fixture_project import REGISTRY
 from tool_fuzz import Tally, play, turns
 
-FUZZ_SETTINGS = settings(max_examples=200, deadline=None, database=None,
-                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                HealthCheck.large_base_example])
+FUZZ_SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
 
 
 @FUZZ_SETTINGS

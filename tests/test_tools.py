@@ -9,7 +9,12 @@ import pytest
 from formctl.agent.tools import TOOL_NAMES, FormTools, ToolSelectionError, select_tools, tool_definitions
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
-TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "Client workshop"}
+TRIP = {
+    "destination": "Leeds",
+    "departure_date": "2026-03-02",
+    "return_date": "2026-03-04",
+    "purpose": "Client workshop",
+}
 
 
 @pytest.fixture
@@ -40,8 +45,15 @@ def started(tools: FormTools, values: dict | None = None) -> dict:
 
 def test_the_surface_is_the_nine_tools_in_spec_order():
     assert [d["name"] for d in tool_definitions()] == [
-        "form_list", "form_start", "form_status", "form_inspect",
-        "form_fill", "form_revise", "form_submit", "form_abandon", "form_history",
+        "form_list",
+        "form_start",
+        "form_status",
+        "form_inspect",
+        "form_fill",
+        "form_revise",
+        "form_submit",
+        "form_abandon",
+        "form_history",
     ]
     assert list(TOOL_NAMES) == [d["name"] for d in tool_definitions()]
 
@@ -246,20 +258,20 @@ def test_writing_without_an_open_form_is_not_found(tools):
 @pytest.mark.parametrize(
     "name, arguments",
     [
-        ("form_fill", "full_name=Dana"),                            # not an object
-        ("form_fill", ["full_name", "Dana"]),                       # not an object
-        ("form_fill", None),                                        # no arguments at all
-        ("form_fill", {}),                                          # missing values
-        ("form_fill", {"values": "full_name=Dana"}),                # wrong type
+        ("form_fill", "full_name=Dana"),  # not an object
+        ("form_fill", ["full_name", "Dana"]),  # not an object
+        ("form_fill", None),  # no arguments at all
+        ("form_fill", {}),  # missing values
+        ("form_fill", {"values": "full_name=Dana"}),  # wrong type
         ("form_fill", {"values": {"full_name": "Dana"}, "extra": 1}),  # extra parameter
-        ("form_fill", {"full_name": "Dana"}),                       # values not wrapped
+        ("form_fill", {"full_name": "Dana"}),  # values not wrapped
         ("form_revise", {"action": "delete", "field": "full_name"}),  # not an action
-        ("form_revise", {"field": 3, "value": "x"}),                # wrong type
-        ("form_abandon", {}),                                       # missing reason
-        ("form_abandon", {"reason": 42}),                           # wrong type
-        ("form_history", {"limit": "5"}),                           # no coercion
-        ("form_history", {"limit": 0}),                             # out of range
-        ("form_history", {"status": "open"}),                       # not a status
+        ("form_revise", {"field": 3, "value": "x"}),  # wrong type
+        ("form_abandon", {}),  # missing reason
+        ("form_abandon", {"reason": 42}),  # wrong type
+        ("form_history", {"limit": "5"}),  # no coercion
+        ("form_history", {"limit": 0}),  # out of range
+        ("form_history", {"status": "open"}),  # not a status
         ("form_inspect", {"scope": "everything"}),
         ("form_start", {"form": ""}),
     ],

@@ -69,8 +69,14 @@ def record(path: Path, registry, form_id: str, messages: list, subject: str = "d
     """Record a conversation with the guided model, as ``formctl run --record`` does."""
     runner = FormRunner(MemoryAdapter(), registry=registry, subject=subject)
     model = GuidedModel(runner, form_id=form_id)
-    rec = Recorder(path, form_id=form_id, form_version=registry.load(form_id).version, model=model.name,
-                   subject=subject, runner=runner)
+    rec = Recorder(
+        path,
+        form_id=form_id,
+        form_version=registry.load(form_id).version,
+        model=model.name,
+        subject=subject,
+        runner=runner,
+    )
     loop = ChatLoop(runner, model, form_id=form_id, on_event=rec.event)
     for message in messages:
         if isinstance(message, dict):
@@ -118,7 +124,9 @@ def test_a_changed_when_gate_fails_the_replay_with_a_diff_naming_the_field(tmp_p
 def test_a_changed_field_type_fails_then_update_rewrites_it_and_it_passes(tmp_path):
     path = copy_shipped(tmp_path, "straight_through")
     before = path.read_text()
-    registry = forms_registry(travel_claim=('"mileage", Annotated[int, Field(ge=1)]', '"mileage", Annotated[float, Field(ge=1)]'))
+    registry = forms_registry(
+        travel_claim=('"mileage", Annotated[int, Field(ge=1)]', '"mileage", Annotated[float, Field(ge=1)]')
+    )
     failed = replay_file(path, registry=registry)
     assert not failed.passed
     assert 'fields[mileage].type: recorded "integer >= 1", now "number >= 1"' in failed.diff
@@ -137,7 +145,9 @@ def test_a_host_action_is_performed_at_the_point_it_was_recorded(tmp_path):
     text = path.read_text()
     assert 'kind = "host"' in text
     # Without Finance's approval the conversation plays out differently from its recording.
-    cut = text.replace('kind = "host"\naction = "resolve"', 'kind = "host"\naction = "undo"\nargs = { field = "meals" }')
+    cut = text.replace(
+        'kind = "host"\naction = "resolve"', 'kind = "host"\naction = "undo"\nargs = { field = "meals" }'
+    )
     path.write_text(cut)
     result = replay_file(path)
     assert not result.passed
@@ -152,7 +162,10 @@ def test_a_model_call_sent_a_different_tier0_line_is_a_divergence(tmp_path):
     assert not result.passed
     assert "diverged at turn 1" in result.diff and "model call 2" in result.diff
     assert "a different tier-0 line" in result.diff
-    assert "+later: Trip (destination, dates, purpose) · Travel (how they travelled, mileage or ticket) · Costs (hotel, meals, total)" in result.diff
+    assert (
+        "+later: Trip (destination, dates, purpose) · Travel (how they travelled, mileage or ticket) · Costs (hotel, meals, total)"
+        in result.diff
+    )
 
 
 # --------------------------------------------------------------------------- the file
@@ -241,8 +254,13 @@ def _secure_form():
         define_form("payroll", version=1, name="Payroll details")
         .step("who", title="Who")
         .field("full_name", Annotated[str, Field(min_length=2)], label="Full name")
-        .field("ni_number", Annotated[str, Field(pattern=r"^[A-Z]{2}\d{6}[A-D]$")], label="NI number",
-               sensitive=True, on_fill=_notify)
+        .field(
+            "ni_number",
+            Annotated[str, Field(pattern=r"^[A-Z]{2}\d{6}[A-D]$")],
+            label="NI number",
+            sensitive=True,
+            on_fill=_notify,
+        )
         .field("pin", Annotated[int, Field(ge=1000, le=9999)], label="PIN", sensitive=True)
         .build()
     )
@@ -273,9 +291,7 @@ def _hand_written(tmp_path: Path, expect: str) -> Path:
     path = tmp_path / "transcripts" / "hand.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
-        'format = 1\nform = "client-intake"\n\n'
-        '[[turns]]\ntext = "new"\n[[turns]]\ntext = "15"\n\n'
-        f"[expect]\n{expect}\n"
+        f'format = 1\nform = "client-intake"\n\n[[turns]]\ntext = "new"\n[[turns]]\ntext = "15"\n\n[expect]\n{expect}\n'
     )
     return path
 
@@ -339,8 +355,20 @@ def test_pytest_collects_each_transcript_as_a_test_with_the_diff_as_its_failure(
     broken.write_text(broken.read_text().replace('[expect]\nstatus = "active"', '[expect]\nstatus = "complete"'))
     env = {**os.environ, "FORMCTL_FORMS": str(FORMS)}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "--formctl-transcripts", "-p", "no:cacheprovider", "-q", str(tmp_path / "transcripts")],
-        capture_output=True, text=True, cwd=tmp_path, env=env,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--formctl-transcripts",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            str(tmp_path / "transcripts"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
     )
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 failed, 1 passed" in out.stdout
@@ -385,11 +413,15 @@ def test_a_model_error_mid_conversation_is_recorded_and_replayed_at_the_same_poi
 
     registry = forms_registry()
     runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
-    model = ScriptedModel([
-        ModelReply([{"type": "tool_use", "id": "toolu_x", "name": "form_start", "input": {"form": "travel-claim"}}],
-                   stop_reason="tool_use"),
-        ModelReply([{"type": "text", "text": "Your full name?"}]),
-    ])  # a third call fails: the model is "down"
+    model = ScriptedModel(
+        [
+            ModelReply(
+                [{"type": "tool_use", "id": "toolu_x", "name": "form_start", "input": {"form": "travel-claim"}}],
+                stop_reason="tool_use",
+            ),
+            ModelReply([{"type": "text", "text": "Your full name?"}]),
+        ]
+    )  # a third call fails: the model is "down"
     path = tmp_path / "outage.toml"
     rec = Recorder(path, form_id="travel-claim", form_version=1, model="anthropic", subject="s", runner=runner)
     loop = ChatLoop(runner, model, form_id="travel-claim", on_event=rec.event)
@@ -404,8 +436,10 @@ def test_a_model_error_mid_conversation_is_recorded_and_replayed_at_the_same_poi
 def test_live_update_of_a_hand_written_transcript_masks_the_sensitive_values_it_typed(tmp_path):
     registry = FormRegistry().register("payroll", name="Payroll", description="", load=_secure_form)
     path = tmp_path / "payroll.toml"
-    path.write_text('format = 1\nform = "payroll"\n[[turns]]\ntext = "hi"\n[[turns]]\ntext = "Dana Reeve"\n'
-                    '[[turns]]\ntext = "QQ123456C"\n[[turns]]\ntext = "4821"\n[expect]\nstatus = "complete"\n')
+    path.write_text(
+        'format = 1\nform = "payroll"\n[[turns]]\ntext = "hi"\n[[turns]]\ntext = "Dana Reeve"\n'
+        '[[turns]]\ntext = "QQ123456C"\n[[turns]]\ntext = "4821"\n[expect]\nstatus = "complete"\n'
+    )
     assert replay_file(path, live=True, update=True, registry=registry).updated
     text = path.read_text()
     assert "QQ123456C" not in text and "4821" not in text
@@ -422,10 +456,16 @@ def test_a_recording_keeps_what_the_conversation_cost_in_its_header_and_still_re
     registry = FormRegistry.from_toml(FORMS / "registry.toml")
     runner = FormRunner(MemoryAdapter(), registry=registry, subject="s")
     replies = [
-        ModelReply([{"type": "tool_use", "id": "toolu_1", "name": "form_list", "input": {}}], "tool_use",
-                   usage={"input_tokens": 1200, "output_tokens": 30, "cache_creation_input_tokens": 900}),
-        ModelReply([{"type": "text", "text": "There are forms for travel and client intake."}], "end_turn",
-                   usage={"input_tokens": 50, "output_tokens": 12, "cache_read_input_tokens": 2100}),
+        ModelReply(
+            [{"type": "tool_use", "id": "toolu_1", "name": "form_list", "input": {}}],
+            "tool_use",
+            usage={"input_tokens": 1200, "output_tokens": 30, "cache_creation_input_tokens": 900},
+        ),
+        ModelReply(
+            [{"type": "text", "text": "There are forms for travel and client intake."}],
+            "end_turn",
+            usage={"input_tokens": 50, "output_tokens": 12, "cache_read_input_tokens": 2100},
+        ),
     ]
     path = tmp_path / "costed.toml"
     rec = Recorder(path, form_id="travel-claim", form_version=1, model="scripted", subject="s", runner=runner)
@@ -434,8 +474,12 @@ def test_a_recording_keeps_what_the_conversation_cost_in_its_header_and_still_re
     loop.send("What can I fill in?")
     rec.finish(runner)
 
-    expected = {"input_tokens": 1250, "output_tokens": 42, "cache_read_input_tokens": 2100,
-                "cache_creation_input_tokens": 900}
+    expected = {
+        "input_tokens": 1250,
+        "output_tokens": 42,
+        "cache_read_input_tokens": 2100,
+        "cache_creation_input_tokens": 900,
+    }
     assert loop.usage.to_dict() == expected
     header = path.read_text().split("[[turns]]")[0]
     assert "usage = " in header and load(path).usage == expected

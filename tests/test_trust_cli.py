@@ -71,8 +71,20 @@ def test_a_two_million_character_name_is_refused_by_formctl_fill_and_nothing_is_
 # --------------------------------------------------------------------------- resolving is a host's act
 
 # What a claimant types into `formctl run travel-claim` for a claim over the 750 cap.
-OVER_CAP_LINES = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04",
-                  "client visit", "car", "120", "skip", "skip", "1204.50"]
+OVER_CAP_LINES = [
+    "Dana Reeve",
+    "AB1234",
+    "dana@example.org",
+    "Leeds",
+    "2026-03-02",
+    "2026-03-04",
+    "client visit",
+    "car",
+    "120",
+    "skip",
+    "skip",
+    "1204.50",
+]
 
 
 def claim_over_the_cap(store: str) -> str:
@@ -88,8 +100,9 @@ def test_the_claimant_cannot_resolve_their_own_claim_in_formctl_run(store):
 
     result = run(store, "run", "travel-claim", "--subject", "dana", input="/resolve\n")
 
-    assert (f'error: Only a host can resolve "policy-cap": from a host\'s terminal, run formctl resolve '
-            f"{instance_id}") in result.output
+    assert (
+        f'error: Only a host can resolve "policy-cap": from a host\'s terminal, run formctl resolve {instance_id}'
+    ) in result.output
     exported = as_json(store, "export", instance_id)
     assert exported["status"] == "awaiting" and "resolutions" not in exported
 
@@ -99,8 +112,7 @@ def test_a_form_author_playing_the_host_can_resolve_and_the_status_bar_says_so(s
 
     instance_id = claim_over_the_cap(store)
 
-    result = run(store, "run", "travel-claim", "--subject", "dana", "--as-host",
-                 input="/resolve --reason trial run\n")
+    result = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", input="/resolve --reason trial run\n")
 
     assert result.exit_code == 0, result.output
     assert "playing the host" in result.output
@@ -114,15 +126,28 @@ def test_every_resolution_shows_who_when_and_why_in_inspect_history_and_export(s
     instance_id = claim_over_the_cap(store)
     rejected = run(store, "resolve", instance_id, "--fail", "needs pre-approval", "--as", "Sam Jones")
     assert rejected.exit_code == 0, rejected.output
-    approved = run(store, "resolve", instance_id, "--checkpoint", "policy-cap", "--as", "Kim Lee",
-                   "--reason", "pre-approved by email")
+    approved = run(
+        store,
+        "resolve",
+        instance_id,
+        "--checkpoint",
+        "policy-cap",
+        "--as",
+        "Kim Lee",
+        "--reason",
+        "pre-approved by email",
+    )
     assert approved.exit_code == 0, approved.output
 
-    expected = [("policy-cap", 1, "rejected", "Sam Jones", "needs pre-approval"),
-                ("policy-cap", 1, "approved", "Kim Lee", "pre-approved by email")]
+    expected = [
+        ("policy-cap", 1, "rejected", "Sam Jones", "needs pre-approval"),
+        ("policy-cap", 1, "approved", "Kim Lee", "pre-approved by email"),
+    ]
     for command in ("inspect", "history", "export"):
         decisions = as_json(store, command, instance_id)["resolutions"]
-        assert [(d["checkpoint"], d["occurrence"], d["outcome"], d["actor"], d["reason"]) for d in decisions] == expected
+        assert [
+            (d["checkpoint"], d["occurrence"], d["outcome"], d["actor"], d["reason"]) for d in decisions
+        ] == expected
         assert decisions[0]["at"] < decisions[1]["at"]
         text = run(store, command, instance_id).output
         assert "checkpoint decisions" in text
@@ -145,8 +170,17 @@ def test_a_resolution_without_as_is_recorded_as_the_login_name(store):
 def test_a_recorded_transcript_carries_who_resolved_and_replays(store, tmp_path):
     path = tmp_path / "cap.toml"
     lines = OVER_CAP_LINES + ["/resolve --reason fine for a trial"]
-    result = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", "--record", str(path),
-                 input="\n".join(lines) + "\n")
+    result = run(
+        store,
+        "run",
+        "travel-claim",
+        "--subject",
+        "dana",
+        "--as-host",
+        "--record",
+        str(path),
+        input="\n".join(lines) + "\n",
+    )
     assert result.exit_code == 0, result.output
 
     text = path.read_text()

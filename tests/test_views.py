@@ -37,7 +37,10 @@ def test_a_fresh_step_view_has_exactly_the_header_step_and_fields(runner):
     assert list(out) == ["instance_id", "form", "name", "status", "complete", "step", "fields"]
     assert out["instance_id"] == result.instance_id
     assert (out["form"], out["name"], out["status"], out["complete"]) == (
-        "pi-intake", "Personal injury intake", "active", False,
+        "pi-intake",
+        "Personal injury intake",
+        "active",
+        False,
     )
     assert out["step"] == {"id": "claimant", "title": "Claimant", "position": "1/2"}
 
@@ -115,11 +118,22 @@ def test_a_field_row_carries_the_required_keys_and_only_truthy_extras(runner):
     r.start("basic", {"name": "Dana", "age": "forty"})
     rows = _rows(r.status())
     assert rows["nick"] == {
-        "id": "nick", "label": "Nickname", "type": "text", "required": False, "status": "empty", "ask": True,
+        "id": "nick",
+        "label": "Nickname",
+        "type": "text",
+        "required": False,
+        "status": "empty",
+        "ask": True,
     }
     assert rows["name"] == {
-        "id": "name", "label": "Name", "type": "text (min 2 chars)", "required": True, "status": "filled",
-        "ask": False, "description": "Their name. At least two letters.", "value": "Dana",
+        "id": "name",
+        "label": "Name",
+        "type": "text (min 2 chars)",
+        "required": True,
+        "status": "filled",
+        "ask": False,
+        "description": "Their name. At least two letters.",
+        "value": "Dana",
     }
     assert rows["age"]["status"] == "invalid"
     assert rows["age"]["error"] == "Age should be a whole number, like 40."  # the sentence a rejection said
@@ -147,8 +161,9 @@ def test_empty_and_invalid_applicable_fields_of_the_open_step_ask(runner):
 
 def test_an_inapplicable_empty_field_does_not_ask(runner):
     r = runner()
-    r.start("pi-intake", {"fullName": "Dana Reeve", "email": "d@example.com", "phone": "555",
-                          "incidentType": "medical"})
+    r.start(
+        "pi-intake", {"fullName": "Dana Reeve", "email": "d@example.com", "phone": "555", "incidentType": "medical"}
+    )
     rows = _rows(r.status())
     assert rows["vehicleCount"]["ask"] is False
     assert rows["incidentDate"]["ask"] is True
@@ -179,7 +194,10 @@ def test_status_shows_the_open_step(runner):
     view = r.status()
     assert view.scope == "step"
     assert view.to_dict()["step"] == {
-        "id": "two", "title": "Two", "position": "2/2", "ask": "Ask about their preferences.",
+        "id": "two",
+        "title": "Two",
+        "position": "2/2",
+        "ask": "Ask about their preferences.",
     }
     assert [row.id for row in view.fields] == ["colour", "agree"]
 
@@ -248,13 +266,28 @@ def test_the_outline_summarises_every_step_and_lists_every_field(runner):
     out = view.to_dict()
     assert "step" not in out
     assert out["steps"] == [
-        {"id": "claimant", "title": "Claimant", "position": "1/2", "collects": "name, email, phone",
-         "progress": "1/3", "complete": False, "open": True},
-        {"id": "incident", "title": "Incident", "position": "2/2", "collects": "date, type, what happened",
-         "progress": "1/3", "complete": False, "open": True},
+        {
+            "id": "claimant",
+            "title": "Claimant",
+            "position": "1/2",
+            "collects": "name, email, phone",
+            "progress": "1/3",
+            "complete": False,
+            "open": True,
+        },
+        {
+            "id": "incident",
+            "title": "Incident",
+            "position": "2/2",
+            "collects": "date, type, what happened",
+            "progress": "1/3",
+            "complete": False,
+            "open": True,
+        },
     ]
-    assert [row["id"] for row in out["fields"]] == [f for f in (
-        "fullName", "email", "phone", "incidentType", "incidentDate", "vehicleCount", "treated")]
+    assert [row["id"] for row in out["fields"]] == [
+        f for f in ("fullName", "email", "phone", "incidentType", "incidentDate", "vehicleCount", "treated")
+    ]
 
 
 def test_step_summaries_count_only_applicable_required_fields(runner):
@@ -279,14 +312,16 @@ def test_a_summary_omits_collects_without_a_preview_and_reports_the_gate(runner)
 def test_a_fill_result_reports_each_outcome_under_its_own_key(runner):
     r = runner()
     r.start("pi-intake")
-    result = r.fill({
-        "Full name": "Dana Reeve",          # captured, renamed
-        "vehicles": 2,                       # unknown, with a suggestion
-        "incidentType": "medical",           # captured
-        "vehicleCount": 2,                   # held: its gate is false
-        "treated": "yes",                    # rejected, with the boolean hint
-        "phone": "  ",                       # ignored
-    })
+    result = r.fill(
+        {
+            "Full name": "Dana Reeve",  # captured, renamed
+            "vehicles": 2,  # unknown, with a suggestion
+            "incidentType": "medical",  # captured
+            "vehicleCount": 2,  # held: its gate is false
+            "treated": "yes",  # rejected, with the boolean hint
+            "phone": "  ",  # ignored
+        }
+    )
     out = result.to_dict()
     assert out["captured"] == ["fullName", "incidentType"]
     assert out["held"] == ["vehicleCount"]
@@ -294,8 +329,14 @@ def test_a_fill_result_reports_each_outcome_under_its_own_key(runner):
     assert out["renamed"] == ["Full name → fullName"]
     assert out["unknown_fields"] == [{"field": "vehicles", "did_you_mean": ["vehicleCount"]}]
     assert out["unknown_note"]
-    assert out["rejected"] == [{"field": "treated", "message": "Sought treatment should be yes or no.",
-                                "hint": BOOLEAN_HINT, "code": "boolean"}]
+    assert out["rejected"] == [
+        {
+            "field": "treated",
+            "message": "Sought treatment should be yes or no.",
+            "hint": BOOLEAN_HINT,
+            "code": "boolean",
+        }
+    ]
     assert out["ignored"] == ["phone"]
     assert out["ignored_note"]
 
@@ -303,8 +344,20 @@ def test_a_fill_result_reports_each_outcome_under_its_own_key(runner):
 def test_empty_outcome_lists_are_left_out_of_the_result(runner):
     r = runner()
     out = r.start("basic").to_dict()
-    for key in ("captured", "held", "held_note", "renamed", "unknown_fields", "unknown_note",
-                "rejected", "ignored", "ignored_note", "failures", "undo_would", "redo_would"):
+    for key in (
+        "captured",
+        "held",
+        "held_note",
+        "renamed",
+        "unknown_fields",
+        "unknown_note",
+        "rejected",
+        "ignored",
+        "ignored_note",
+        "failures",
+        "undo_would",
+        "redo_would",
+    ):
         assert key not in out
 
 
@@ -348,7 +401,8 @@ def test_one_rejected_row_per_validator_issue(runner):
     r.start("validation")
     rows = r.fill({"address": {"street": 1, "town": 2}}).to_dict()["rejected"]
     assert [(row["field"], row["message"]) for row in rows] == [
-        ("address", "Address (street) should be text."), ("address", "Address (town) should be text."),
+        ("address", "Address (street) should be text."),
+        ("address", "Address (town) should be text."),
     ]
 
 
@@ -393,9 +447,14 @@ def test_the_view_error_is_recomputed_at_read_time_not_copied_from_the_log():
 
     form = example_forms.basic()
     prov = Provenance("tests", "agent", "2026-01-01T00:00:00.000Z")
-    instance = Instance(id="form_x", def_id="basic", def_version=1, subject="s",
-                        entries={"age": FieldLog((Entry(1, "forty", prov, error="an old message"),), 0)},
-                        revision_seq=1)
+    instance = Instance(
+        id="form_x",
+        def_id="basic",
+        def_version=1,
+        subject="s",
+        entries={"age": FieldLog((Entry(1, "forty", prov, error="an old message"),), 0)},
+        revision_seq=1,
+    )
     row = _rows(step_view(form, evaluate(form, instance), instance))["age"]
     assert row["error"] == "Age should be a whole number, like 40."
 

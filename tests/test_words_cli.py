@@ -12,8 +12,10 @@ from fixture_project import FORMS
 
 STAFF_ID_SENTENCE = "A Staff ID is two capital letters and four digits, like AB1234."
 # What pydantic, email-validator or Python say, which a person must never read.
-MACHINE = re.compile(r"String should|Input should|pattern|\^\[A-Z\]|\\d|value is not a valid|Expected |"
-                     r"did not pass|division by zero|ZeroDivisionError")
+MACHINE = re.compile(
+    r"String should|Input should|pattern|\^\[A-Z\]|\\d|value is not a valid|Expected |"
+    r"did not pass|division by zero|ZeroDivisionError"
+)
 
 
 def _ok(*args: str, input: str | None = None) -> Any:
@@ -23,10 +25,30 @@ def _ok(*args: str, input: str | None = None) -> Any:
 
 
 def test_a_piped_chat_says_each_rejection_once_in_plain_words(store):
-    lines = ["Dana Reeve", "ab12345", "AB1234", "dana@foo", "dana@example.com", "Leeds", "2026-03-02",
-             "2026-03-04", "x", "client visit"]
-    out = _ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(FORMS), "--store", store,
-              input="\n".join(lines) + "\n").stdout
+    lines = [
+        "Dana Reeve",
+        "ab12345",
+        "AB1234",
+        "dana@foo",
+        "dana@example.com",
+        "Leeds",
+        "2026-03-02",
+        "2026-03-04",
+        "x",
+        "client visit",
+    ]
+    out = _ok(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        "--forms",
+        str(FORMS),
+        "--store",
+        store,
+        input="\n".join(lines) + "\n",
+    ).stdout
     assert not MACHINE.search(out), out
     said = out.splitlines()
     # the Staff ID: rejected in the field's own words, then asked again without repeating them
@@ -50,23 +72,40 @@ def test_fill_prints_the_plain_sentence_and_json_gives_it_with_a_code(store):
     assert f"rejected Staff ID: {STAFF_ID_SENTENCE}" in human.stdout
     assert "rejected Work email: Work email should be an email address, like name@example.com." in human.stdout
     assert not MACHINE.search(human.stdout), human.stdout
-    data = json.loads(invoke("fill", instance_id, "staff_id=ab1", "full_name=D", "--json", "--store", store,
-                             "--forms", str(FORMS)).stdout)
+    data = json.loads(
+        invoke(
+            "fill", instance_id, "staff_id=ab1", "full_name=D", "--json", "--store", store, "--forms", str(FORMS)
+        ).stdout
+    )
     rows = {row["field"]: row for row in data["rejected"]}
     assert rows["staff_id"] == {"field": "staff_id", "message": STAFF_ID_SENTENCE, "code": "pattern"}
-    assert rows["full_name"] == {"field": "full_name", "message": "Full name should be at least 2 characters.",
-                                 "code": "too_short"}
+    assert rows["full_name"] == {
+        "field": "full_name",
+        "message": "Full name should be at least 2 characters.",
+        "code": "too_short",
+    }
     # the view the model reads next says the same words about the invalid answer
     fields = {row["id"]: row for row in data["fields"]}  # a fill result is the view plus what the write did
     assert fields["staff_id"]["error"] == STAFF_ID_SENTENCE
 
 
 def test_a_quoted_number_tells_the_model_how_to_resend_it(store):
-    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org",
-                                "destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04",
-                                "purpose": "client visit", "mode": "car"})
-    data = json.loads(invoke("fill", instance_id, 'mileage="forty"', "--json", "--store", store,
-                             "--forms", str(FORMS)).stdout)
+    instance_id = start(
+        store,
+        {
+            "full_name": "Dana Reeve",
+            "staff_id": "AB1234",
+            "email": "dana@example.org",
+            "destination": "Leeds",
+            "departure_date": "2026-03-02",
+            "return_date": "2026-03-04",
+            "purpose": "client visit",
+            "mode": "car",
+        },
+    )
+    data = json.loads(
+        invoke("fill", instance_id, 'mileage="forty"', "--json", "--store", store, "--forms", str(FORMS)).stdout
+    )
     (row,) = data["rejected"]
     assert row["message"] == "Miles driven should be a whole number, like 40."
     assert row["code"] == "number" and "JSON number" in row["hint"]
@@ -82,7 +121,7 @@ def test_check_shows_a_pattern_field_by_its_example(store):
 
 # --------------------------------------------------------------------------- an executor that raises
 
-SIGNUP = '''
+SIGNUP = """
 from typing import Annotated
 from pydantic import EmailStr, Field
 from formctl import define_form
@@ -100,7 +139,7 @@ signup = (
     .field("code", Annotated[str, Field(pattern=r"^[A-Z]{2}\\d{4}$")], label="Code")
     .build()
 )
-'''
+"""
 
 
 def _signup_project(tmp_path):
@@ -108,14 +147,25 @@ def _signup_project(tmp_path):
     forms.mkdir()
     (forms / "signup.py").write_text(SIGNUP, encoding="utf-8")
     (forms / "registry.toml").write_text(
-        '[forms.signup]\nname = "Sign-up"\ndescription = "d"\nmodule = "signup:signup"\n', encoding="utf-8")
+        '[forms.signup]\nname = "Sign-up"\ndescription = "d"\nmodule = "signup:signup"\n', encoding="utf-8"
+    )
     return str(forms), str(tmp_path / "store")
 
 
 def test_an_executor_that_raises_is_not_shown_to_the_person_but_kept_for_the_host(tmp_path):
     forms, store = _signup_project(tmp_path)
-    chat = invoke("run", "signup", "--offline", "--subject", "dana", "--forms", forms, "--store", store,
-                  input="Dana Reeve\ndana@example.com\nab1\n")
+    chat = invoke(
+        "run",
+        "signup",
+        "--offline",
+        "--subject",
+        "dana",
+        "--forms",
+        forms,
+        "--store",
+        store,
+        input="Dana Reeve\ndana@example.com\nab1\n",
+    )
     assert chat.exit_code == 0, (chat.stdout, chat.stderr)
     assert "Email couldn't be checked just now." in chat.stdout
     assert not MACHINE.search(chat.stdout), chat.stdout
@@ -127,7 +177,9 @@ def test_an_executor_that_raises_is_not_shown_to_the_person_but_kept_for_the_hos
     data = json.loads(_ok("history", row["instance_id"], "--json", "--store", store, "--forms", forms).stdout)
     (run,) = data["failed_runs"]
     assert run["hook"] == "field:email" and run["message"] == "That couldn't be checked just now."
-    assert run["detail"].startswith("ZeroDivisionError: division by zero (signup.py:") and "_check_domain" in run["detail"]
+    assert (
+        run["detail"].startswith("ZeroDivisionError: division by zero (signup.py:") and "_check_domain" in run["detail"]
+    )
     # the model reads the same plain words in the view, never the exception
     view = json.loads(_ok("inspect", row["instance_id"], "--json", "--store", store, "--forms", forms).stdout)
     assert "division" not in json.dumps(view)
@@ -137,11 +189,21 @@ def test_debug_prints_an_executors_fault_with_its_traceback(tmp_path):
     from clitools import formctl
 
     forms, store = _signup_project(tmp_path)
-    quiet = formctl("run", "signup", "--offline", "--forms", forms, "--store", store,
-                    input="Dana Reeve\ndana@example.com\n")
+    quiet = formctl(
+        "run", "signup", "--offline", "--forms", forms, "--store", store, input="Dana Reeve\ndana@example.com\n"
+    )
     assert quiet.returncode == 0 and "ZeroDivisionError" not in quiet.stderr + quiet.stdout
-    loud = formctl("--debug", "run", "signup", "--offline", "--forms", forms, "--store", store + "2",
-                   input="Dana Reeve\ndana@example.com\n")
+    loud = formctl(
+        "--debug",
+        "run",
+        "signup",
+        "--offline",
+        "--forms",
+        forms,
+        "--store",
+        store + "2",
+        input="Dana Reeve\ndana@example.com\n",
+    )
     assert loud.returncode == 0, loud.stderr
     assert "debug: formctl.executors: field:email" in loud.stderr
     assert "Traceback" in loud.stderr and "ZeroDivisionError: division by zero" in loud.stderr
@@ -168,10 +230,29 @@ def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
     termios = __import__("termios")
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 50, 0, 0))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")}
-    child = subprocess.Popen([sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--forms",
-                              str(FORMS), "--store", str(tmp_path / "store")],
-                             stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=env)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")
+    }
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--offline",
+            "--forms",
+            str(FORMS),
+            "--store",
+            str(tmp_path / "store"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    )
     os.close(slave)
     child.stdin.write(b"Dana Reeve\nab12345\nAB1234\ndana@foo\n")
     child.stdin.close()
@@ -192,8 +273,9 @@ def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
 
 
 def test_a_pipe_is_not_wrapped(store):
-    out = _ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store,
-              input="Dana Reeve\nab12345\n").stdout
+    out = _ok(
+        "run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input="Dana Reeve\nab12345\n"
+    ).stdout
     assert f"That wasn't accepted. {STAFF_ID_SENTENCE}\n" in out
 
 
@@ -214,11 +296,31 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
     import pytest
 
     pexpect = pytest.importorskip("pexpect")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")
+    }
     env["TERM"] = "xterm-256color"
-    child = pexpect.spawn(sys.executable, ["-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--forms",
-                                           str(FORMS), "--store", str(tmp_path / "store")],
-                          env=env, dimensions=(30, 50), encoding="utf-8", timeout=30, use_poll=True)
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--offline",
+            "--forms",
+            str(FORMS),
+            "--store",
+            str(tmp_path / "store"),
+        ],
+        env=env,
+        dimensions=(30, 50),
+        encoding="utf-8",
+        timeout=30,
+        use_poll=True,
+    )
     cpr = re.escape("\x1b[6n")
 
     def expect(pattern: str) -> None:
@@ -242,10 +344,21 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
 
 
 def test_the_guided_models_own_rejections_are_said_once_too(store):
-    lines = ["Dana Reeve", "AB1234", "dana@example.com", "Leeds", "next tuesday", "2026-03-02", "2026-03-04",
-             "client visit", "bus", "car"]
-    said = _ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store,
-               input="\n".join(lines) + "\n").stdout.splitlines()
+    lines = [
+        "Dana Reeve",
+        "AB1234",
+        "dana@example.com",
+        "Leeds",
+        "next tuesday",
+        "2026-03-02",
+        "2026-03-04",
+        "client visit",
+        "bus",
+        "car",
+    ]
+    said = _ok(
+        "run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input="\n".join(lines) + "\n"
+    ).stdout.splitlines()
     at = said.index('I couldn\'t use "next tuesday" for Departure date: I need a date, like 2026-11-03 or 3 Nov 2026.')
     assert said[at + 1] == "Departure date?"  # not "A date, like 2026-11-03." again
     at = said.index('I couldn\'t use "bus" for Mode: I need one of: car, rail or air.')
@@ -253,7 +366,7 @@ def test_the_guided_models_own_rejections_are_said_once_too(store):
     assert "Mode — car, rail or air?" in said[:at]  # asked the first time with its choices
 
 
-GATED = '''
+GATED = """
 from formctl import define_form
 
 
@@ -263,7 +376,7 @@ def _needs_more(v, s):
 
 gated = define_form("gated", version=1, name="Gated").step("s", title="S").field("x", str, label="X") \\
     .field("y", str, label="Y", when=_needs_more).build()
-'''
+"""
 
 
 def test_a_gate_that_raises_is_not_shown_to_the_person(tmp_path):
@@ -272,8 +385,9 @@ def test_a_gate_that_raises_is_not_shown_to_the_person(tmp_path):
     forms = tmp_path / "forms"
     forms.mkdir()
     (forms / "gated.py").write_text(GATED, encoding="utf-8")
-    (forms / "registry.toml").write_text('[forms.gated]\nname = "Gated"\ndescription = "d"\nmodule = "gated:gated"\n',
-                                         encoding="utf-8")
+    (forms / "registry.toml").write_text(
+        '[forms.gated]\nname = "Gated"\ndescription = "d"\nmodule = "gated:gated"\n', encoding="utf-8"
+    )
     args = ("run", "gated", "--offline", "--forms", str(forms))
     quiet = formctl(*args, "--store", str(tmp_path / "a"), input="boom\n")
     assert quiet.returncode == 0, quiet.stderr
@@ -281,6 +395,9 @@ def test_a_gate_that_raises_is_not_shown_to_the_person(tmp_path):
     assert "· fill failed: a problem in the form itself" in quiet.stdout
     assert "division by zero" not in quiet.stdout + quiet.stderr
     loud = formctl("--debug", *args, "--store", str(tmp_path / "b"), input="boom\n")
-    assert 'debug: formctl.agent.tools: form_fill failed: Form "gated" cannot be evaluated: gate "y" threw: division by zero' \
-        in loud.stderr and "Traceback" in loud.stderr
+    assert (
+        'debug: formctl.agent.tools: form_fill failed: Form "gated" cannot be evaluated: gate "y" threw: division by zero'
+        in loud.stderr
+        and "Traceback" in loud.stderr
+    )
     assert "division by zero" not in loud.stdout

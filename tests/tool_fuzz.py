@@ -54,29 +54,122 @@ THEIRS_SAID = [{"role": "user", "content": [{"type": "text", "text": "sam's own 
 
 # The example forms' fields, labels and near misses of them: most names should mean something.
 FIELD_IDS = [
-    "full_name", "staff_id", "email", "destination", "departure_date", "return_date", "purpose", "mode",
-    "mileage", "mileage_cost", "ticket_reference", "accommodation", "meals", "total",
-    "client_type", "age", "phone", "referral", "needs", "client_number", "details_changed",
+    "full_name",
+    "staff_id",
+    "email",
+    "destination",
+    "departure_date",
+    "return_date",
+    "purpose",
+    "mode",
+    "mileage",
+    "mileage_cost",
+    "ticket_reference",
+    "accommodation",
+    "meals",
+    "total",
+    "client_type",
+    "age",
+    "phone",
+    "referral",
+    "needs",
+    "client_number",
+    "details_changed",
 ]
 NEAR_MISSES = [
-    "Full name", "FULL_NAME", "fullname", "full-name", "full_nam", "fulname", "staffid", "Staff ID", "e-mail",
-    "emial", "Work email", "totl", "Total claimed", "return date", "milage", "full_name ", " staff_id",
-    "full\udce9name", "staff_id\x00", "email\u200b", "ｆｕｌｌ＿ｎａｍｅ",
+    "Full name",
+    "FULL_NAME",
+    "fullname",
+    "full-name",
+    "full_nam",
+    "fulname",
+    "staffid",
+    "Staff ID",
+    "e-mail",
+    "emial",
+    "Work email",
+    "totl",
+    "Total claimed",
+    "return date",
+    "milage",
+    "full_name ",
+    " staff_id",
+    "full\udce9name",
+    "staff_id\x00",
+    "email\u200b",
+    "ｆｕｌｌ＿ｎａｍｅ",
 ]
 STEP_IDS = ["claimant", "trip", "travel", "costs", "Claimant", "triage", "contact", "nope", "step 2", "2"]
 GOOD_VALUES = [
-    "Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2025-03-01", "2025-03-04", "Conference", "car", "rail",
-    "air", 120, 54.0, "TR1234", 812.5, 0, "new", "returning", 34, "0123456789", "web", "help with forms",
-    "C12345", True, False, "812.50", "34", "1e3",
+    "Dana Reeve",
+    "AB1234",
+    "dana@example.org",
+    "Leeds",
+    "2025-03-01",
+    "2025-03-04",
+    "Conference",
+    "car",
+    "rail",
+    "air",
+    120,
+    54.0,
+    "TR1234",
+    812.5,
+    0,
+    "new",
+    "returning",
+    34,
+    "0123456789",
+    "web",
+    "help with forms",
+    "C12345",
+    True,
+    False,
+    "812.50",
+    "34",
+    "1e3",
 ]
 PATH_LIKE = [
-    "../instances/x", "..", ".", "/etc/passwd", "form_x/../../y", "instances", "index.jsonl", "lock",
-    "form_\x00", "form_\udce9", "C:\\x", "con", "form_" + "a" * 300, "", " ", "\n",
+    "../instances/x",
+    "..",
+    ".",
+    "/etc/passwd",
+    "form_x/../../y",
+    "instances",
+    "index.jsonl",
+    "lock",
+    "form_\x00",
+    "form_\udce9",
+    "C:\\x",
+    "con",
+    "form_" + "a" * 300,
+    "",
+    " ",
+    "\n",
 ]
 # Text a person or a model gets wrong: controls, NUL, lone surrogates, direction marks, huge.
 NASTY_TEXT = [
-    "\x00", "a\x00b", "\udc80", "Jos\udce9", "\ud800", "\udfff\ud800", "\x1b[31mred", "\r\n", "\t", "\u202egnp.exe",
-    "\ufeff", "\u0301", "💥", "\U0010ffff", "x" * 5_000, "y" * 100_001, "NaN", "null", "true", "[]", "{}",
+    "\x00",
+    "a\x00b",
+    "\udc80",
+    "Jos\udce9",
+    "\ud800",
+    "\udfff\ud800",
+    "\x1b[31mred",
+    "\r\n",
+    "\t",
+    "\u202egnp.exe",
+    "\ufeff",
+    "\u0301",
+    "💥",
+    "\U0010ffff",
+    "x" * 5_000,
+    "y" * 100_001,
+    "NaN",
+    "null",
+    "true",
+    "[]",
+    "{}",
 ]
 
 # Characters st.text() never draws: lone surrogates (an undecodable byte) and C0 controls.
@@ -87,10 +180,13 @@ texts = st.one_of(
     st.sampled_from(NASTY_TEXT),
 )
 scalars = st.one_of(
-    st.none(), st.booleans(),
-    st.integers(), st.sampled_from([2**63, -(2**63) - 1, 10**40, -1]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from([2**63, -(2**63) - 1, 10**40, -1]),
     st.floats(allow_nan=True, allow_infinity=True),
-    texts, st.sampled_from(GOOD_VALUES),
+    texts,
+    st.sampled_from(GOOD_VALUES),
 )
 
 
@@ -126,20 +222,38 @@ class Huge:
 huge = st.sampled_from(sorted(Huge.BUILD)).map(Huge)
 json_values = st.one_of(
     scalars,
-    st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                  st.dictionaries(texts, inner, max_size=4)), max_leaves=8),
+    st.recursive(
+        scalars,
+        lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(texts, inner, max_size=4)),
+        max_leaves=8,
+    ),
     huge,
 )
 
 
 # A value each example field takes, so that many calls do land and their captures can be checked.
 GOOD_BY_FIELD: dict[str, list[Any]] = {
-    "full_name": ["Dana Reeve", "José García"], "staff_id": ["AB1234"], "email": ["dana@example.org"],
-    "destination": ["Leeds"], "departure_date": ["2025-03-01"], "return_date": ["2025-03-04"],
-    "purpose": ["Conference"], "mode": ["car", "rail", "air"], "mileage": [120], "mileage_cost": [54.0],
-    "ticket_reference": ["TR1234"], "accommodation": [180.0], "meals": [24.5], "total": [812.5, 300, 1204.5],
-    "client_type": ["new", "returning"], "age": [34, 16], "phone": ["0123456789"], "referral": ["web"],
-    "needs": ["help with forms"], "client_number": ["C12345"], "details_changed": [True, False],
+    "full_name": ["Dana Reeve", "José García"],
+    "staff_id": ["AB1234"],
+    "email": ["dana@example.org"],
+    "destination": ["Leeds"],
+    "departure_date": ["2025-03-01"],
+    "return_date": ["2025-03-04"],
+    "purpose": ["Conference"],
+    "mode": ["car", "rail", "air"],
+    "mileage": [120],
+    "mileage_cost": [54.0],
+    "ticket_reference": ["TR1234"],
+    "accommodation": [180.0],
+    "meals": [24.5],
+    "total": [812.5, 300, 1204.5],
+    "client_type": ["new", "returning"],
+    "age": [34, 16],
+    "phone": ["0123456789"],
+    "referral": ["web"],
+    "needs": ["help with forms"],
+    "client_number": ["C12345"],
+    "details_changed": [True, False],
 }
 
 
@@ -163,9 +277,14 @@ class Ids:
 
 @st.composite
 def instance_ids(draw: st.DrawFn, ids: Ids) -> Any:
-    return weighted(draw, (6, st.sampled_from(ids.mine)), (2, st.sampled_from(ids.theirs)),
-                    (1, st.sampled_from(["form_zzzzzzzz_000000", "form_mx0000aa_aaaaaa", "FORM_MINE"])),
-                    (2, st.sampled_from(PATH_LIKE)), (1, json_values))
+    return weighted(
+        draw,
+        (6, st.sampled_from(ids.mine)),
+        (2, st.sampled_from(ids.theirs)),
+        (1, st.sampled_from(["form_zzzzzzzz_000000", "form_mx0000aa_aaaaaa", "FORM_MINE"])),
+        (2, st.sampled_from(PATH_LIKE)),
+        (1, json_values),
+    )
 
 
 field_names = st.one_of(st.sampled_from(FIELD_IDS), st.sampled_from(NEAR_MISSES), texts)
@@ -174,8 +293,9 @@ field_names = st.one_of(st.sampled_from(FIELD_IDS), st.sampled_from(NEAR_MISSES)
 @st.composite
 def field_value(draw: st.DrawFn, name: Any) -> Any:
     good = GOOD_BY_FIELD.get(name) if isinstance(name, str) else None
-    return weighted(draw, (6 if good else 0, st.sampled_from(good or [None])), (2, st.sampled_from(GOOD_VALUES)),
-                    (3, json_values))
+    return weighted(
+        draw, (6 if good else 0, st.sampled_from(good or [None])), (2, st.sampled_from(GOOD_VALUES)), (3, json_values)
+    )
 
 
 @st.composite
@@ -192,8 +312,19 @@ def _parameter(name: str, ids: Ids) -> st.SearchStrategy[Any]:
     """A value for one named parameter, of the kind it wants."""
     good: dict[str, st.SearchStrategy[Any]] = {
         "instance_id": instance_ids(ids),
-        "form": st.sampled_from(["travel-claim", "travel-claim", "client-intake", "travel_claim", "Travel claim",
-                                 "nope", "../forms/travel_claim", "travel-claim\x00", "travel-claim\udce9"]),
+        "form": st.sampled_from(
+            [
+                "travel-claim",
+                "travel-claim",
+                "client-intake",
+                "travel_claim",
+                "Travel claim",
+                "nope",
+                "../forms/travel_claim",
+                "travel-claim\x00",
+                "travel-claim\udce9",
+            ]
+        ),
         "values": fill_values(),
         "field": field_names,
         "id": st.one_of(field_names, st.sampled_from(STEP_IDS)),
@@ -211,13 +342,17 @@ def _parameter(name: str, ids: Ids) -> st.SearchStrategy[Any]:
 @st.composite
 def tool_calls(draw: st.DrawFn, ids: Ids) -> tuple[str, Any]:
     """One call a confused model might make: a tool name and its input, usually nearly right."""
-    name = weighted(draw, (12, st.sampled_from(TOOL_NAMES)),
-                    (1, st.sampled_from(["form_fil", "FORM_FILL", "", "form_delete", "fill", "form_fill\udce9", "form_\x00"])))
+    name = weighted(
+        draw,
+        (12, st.sampled_from(TOOL_NAMES)),
+        (1, st.sampled_from(["form_fil", "FORM_FILL", "", "form_delete", "fill", "form_fill\udce9", "form_\x00"])),
+    )
     tool = _BY_NAME.get(name)
     params = list(tool.args.model_fields) if tool is not None else ["values", "instance_id"]
     required = [p for p in params if tool is not None and tool.args.model_fields[p].is_required()]
-    shape = weighted(draw, (12, st.just("usual")), (2, st.just("missing")), (2, st.just("extra")),
-                     (1, st.just("not an object")))
+    shape = weighted(
+        draw, (12, st.just("usual")), (2, st.just("missing")), (2, st.just("extra")), (1, st.just("not an object"))
+    )
     if shape == "not an object":
         return name, draw(st.one_of(st.none(), st.lists(scalars, max_size=3), texts, st.integers()))
     chosen = [p for p in params if (p in required and shape != "missing") or draw(st.integers(0, 2)) == 0]
@@ -330,8 +465,12 @@ class FuzzModel:
 
     def __init__(self, batches: list[list[tuple[str, Any]]]) -> None:
         self._replies = [
-            ModelReply(content=[{"type": "tool_use", "id": f"call_{b}_{i}", "name": n, "input": a}
-                                for i, (n, a) in enumerate(batch)], stop_reason="tool_use")
+            ModelReply(
+                content=[
+                    {"type": "tool_use", "id": f"call_{b}_{i}", "name": n, "input": a} for i, (n, a) in enumerate(batch)
+                ],
+                stop_reason="tool_use",
+            )
             for b, batch in enumerate(batches)
         ]
         self._replies.append(ModelReply(content=[{"type": "text", "text": "Noted."}]))
@@ -341,9 +480,20 @@ class FuzzModel:
 
 
 # A claim with every answer, under the cap: ``ready`` to be read back and sent (form_submit).
-READY = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org", "destination": "Leeds",
-         "departure_date": "2025-03-01", "return_date": "2025-03-04", "purpose": "Conference", "mode": "rail",
-         "ticket_reference": "TR1234", "accommodation": 180.0, "meals": 24.5, "total": 300}
+READY = {
+    "full_name": "Dana Reeve",
+    "staff_id": "AB1234",
+    "email": "dana@example.org",
+    "destination": "Leeds",
+    "departure_date": "2025-03-01",
+    "return_date": "2025-03-04",
+    "purpose": "Conference",
+    "mode": "rail",
+    "ticket_reference": "TR1234",
+    "accommodation": 180.0,
+    "meals": 24.5,
+    "total": 300,
+}
 
 
 class World:
@@ -397,8 +547,13 @@ class Watch:
         self.tally.findings.append(Finding(kind, self._call, detail))
 
     def run(self, batches: list[list[tuple[str, Any]]]) -> None:
-        loop = ChatLoop(self.runner, FuzzModel(batches), conversation_store=self.conversations, on_event=self._event,
-                        max_iterations=len(batches) + 1)
+        loop = ChatLoop(
+            self.runner,
+            FuzzModel(batches),
+            conversation_store=self.conversations,
+            on_event=self._event,
+            max_iterations=len(batches) + 1,
+        )
         self.allowed = {loop.instance_id} - {None}
         self.loop = loop
         try:

@@ -57,8 +57,7 @@ class FormStaleError(FormError):
 
     def __init__(self, instance_version: int, def_version: int) -> None:
         super().__init__(
-            f"Instance was started against def version {instance_version}; "
-            f"the registered def is at {def_version}."
+            f"Instance was started against def version {instance_version}; the registered def is at {def_version}."
         )
         self.instance_version = instance_version
         self.def_version = def_version
@@ -76,9 +75,7 @@ class ConflictError(FormError):
     code = "form_conflict"
 
     def __init__(self, expected: int, actual: int | None) -> None:
-        super().__init__(
-            f"Form instance changed under the write (expected version {expected}, found {actual})."
-        )
+        super().__init__(f"Form instance changed under the write (expected version {expected}, found {actual}).")
         self.expected = expected
         self.actual = actual
 
@@ -112,7 +109,6 @@ class InvalidArgumentError(FormError):
     """A call whose arguments have the wrong shape (a tool's malformed input, a missing id)."""
 
     code = "invalid_arguments"
-
 
 
 class RegistryError(FormError):

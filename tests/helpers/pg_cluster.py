@@ -94,7 +94,9 @@ class Cluster:
             f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.socket_dir} "
             "-c max_connections=200 -c shared_buffers=64MB"
         )
-        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.folder, "log"), "-w", "-t", "60", "-o", opts, "start")
+        self._run(
+            "pg_ctl", "-D", self.data, "-l", os.path.join(self.folder, "log"), "-w", "-t", "60", "-o", opts, "start"
+        )
 
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop", check=False)
@@ -131,8 +133,18 @@ def create(folder: str | None = None, *, fsync: bool = True) -> Cluster:
         shutil.chown(pwfile, UNPRIVILEGED)
     cluster = Cluster(folder, _free_port(), bindir)
     cluster._run(
-        "initdb", "-D", cluster.data, "-U", SUPERUSER, f"--pwfile={pwfile}", "--auth-local=trust",
-        "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync",
+        "initdb",
+        "-D",
+        cluster.data,
+        "-U",
+        SUPERUSER,
+        f"--pwfile={pwfile}",
+        "--auth-local=trust",
+        "--auth-host=scram-sha-256",
+        "-E",
+        "UTF8",
+        "--locale=C",
+        "--no-sync",
     )
     os.unlink(pwfile)
     with open(os.path.join(cluster.data, "postgresql.conf"), "a", encoding="utf-8") as conf:

@@ -68,7 +68,9 @@ class ConversationStore:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise StoreError(f"The conversation file {path} is corrupt (not JSON: {exc.msg}, line {exc.lineno}).") from exc
+            raise StoreError(
+                f"The conversation file {path} is corrupt (not JSON: {exc.msg}, line {exc.lineno})."
+            ) from exc
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("messages"), list):
             raise StoreError(f"The conversation file {path} is not a formctl conversation (format {FORMAT}).")
         messages = data["messages"]
@@ -113,7 +115,6 @@ class ConversationStore:
             self.path(instance_id).unlink()
         except FileNotFoundError:
             pass
-
 
 
 def _bounded(value: Any, depth: int) -> Any:

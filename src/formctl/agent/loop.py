@@ -63,7 +63,9 @@ class Turn:
     """The outcome of one :meth:`ChatLoop.send`."""
 
     text: str
-    stop_reason: str  # end_turn | tool_use | max_tokens | refusal | stop_sequence | error | iteration_limit | cancelled | empty
+    stop_reason: (
+        str  # end_turn | tool_use | max_tokens | refusal | stop_sequence | error | iteration_limit | cancelled | empty
+    )
     iterations: int
     error: str | None = None
     tool_calls: int = 0
@@ -207,7 +209,9 @@ class ChatLoop:
                 return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
             if iterations >= self.max_iterations:
                 return Turn(
-                    "", "iteration_limit", iterations,
+                    "",
+                    "iteration_limit",
+                    iterations,
                     f"Stopped after {iterations} model calls without a reply (the iteration limit). "
                     "Every answer given is saved; send another message to continue.",
                     tool_calls,
@@ -240,7 +244,9 @@ class ChatLoop:
                 if text_only:
                     self.messages.append({"role": "assistant", "content": text_only})
                 return Turn(
-                    reply.text, "max_tokens", iterations,
+                    reply.text,
+                    "max_tokens",
+                    iterations,
                     f"The model's reply was cut off at its token limit ({self.max_tokens}); "
                     "nothing in it was applied. Send another message to continue.",
                     tool_calls,
@@ -269,8 +275,12 @@ class ChatLoop:
         envelope = self.tools.call(name, arguments)
         self._emit(ToolResult(call_id, name, envelope, is_error(envelope)))
         data = envelope.get("data")
-        if name == "form_start" and envelope.get("status") == "success" and isinstance(data, dict) \
-                and isinstance(data.get("instance_id"), str):
+        if (
+            name == "form_start"
+            and envelope.get("status") == "success"
+            and isinstance(data, dict)
+            and isinstance(data.get("instance_id"), str)
+        ):
             # The conversation moves only to an instance it started. An id the model merely
             # named (form_status, form_fill ...) never becomes the conversation's: saving under
             # it would write this conversation over that instance's own.
@@ -339,8 +349,13 @@ class ChatLoop:
 
 def person_texts(messages: list[dict[str, Any]]) -> list[str]:
     """Every message the person typed, oldest first: the text blocks of user turns (never tool results)."""
-    return [b.get("text", "") for m in messages if m.get("role") == "user"
-            for b in content_blocks(m.get("content")) if b.get("type") == "text" and b.get("text")]
+    return [
+        b.get("text", "")
+        for m in messages
+        if m.get("role") == "user"
+        for b in content_blocks(m.get("content"))
+        if b.get("type") == "text" and b.get("text")
+    ]
 
 
 def _repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ def read_notice(text: str | None) -> Notice | None:
     """The notice in ``text``, or None for the person's own words."""
     if text is None or not text.startswith(NOTICE_PREFIX):
         return None
-    what, _, words = text[len(NOTICE_PREFIX):].partition("\n" + WORDS_PREFIX)
+    what, _, words = text[len(NOTICE_PREFIX) :].partition("\n" + WORDS_PREFIX)
     return Notice(what.strip(), words.strip() or None)
 
 
@@ -58,8 +58,13 @@ def snapshot(compiled: Any, evaluation: Any, instance: Any) -> dict[str, Any]:
         for f in compiled.fields
         if evaluation.applicable[f.order] and evaluation.status[f.order] == "filled" and f.id in evaluation.values
     }
-    return {"instance": instance.id, "version": instance.version, "status": instance.status,
-            "blocked_on": instance.blocked_on, "answers": answers}
+    return {
+        "instance": instance.id,
+        "version": instance.version,
+        "status": instance.status,
+        "blocked_on": instance.blocked_on,
+        "answers": answers,
+    }
 
 
 def describe_changes(compiled: Any, evaluation: Any, instance: Any, before: dict[str, Any]) -> list[str]:
@@ -103,8 +108,11 @@ def shown_value(value: Any) -> str:
 
 def _status_sentence(status: str, instance: Any) -> str:
     if status == "awaiting":
-        return f'the form is now waiting on the "{instance.blocked_on}" check' if instance.blocked_on else (
-            "the form is now waiting on a check")
+        return (
+            f'the form is now waiting on the "{instance.blocked_on}" check'
+            if instance.blocked_on
+            else ("the form is now waiting on a check")
+        )
     if status == "abandoned":
         reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
         return f"the form was closed{reason}"

@@ -67,8 +67,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-_HOW_TO_TYPE = {"date": "the date", "email": "the address", "number": "the amount", "bool": "yes or no",
-                "choice": "one of the options", "text": "it"}
+_HOW_TO_TYPE = {
+    "date": "the date",
+    "email": "the address",
+    "number": "the amount",
+    "bool": "yes or no",
+    "choice": "one of the options",
+    "text": "it",
+}
 
 
 def _shown(value: Any, kind: str | None) -> str:

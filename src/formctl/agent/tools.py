@@ -40,7 +40,6 @@ INVALID_ARGUMENTS = InvalidArgumentError.code  # "invalid_arguments"
 UNKNOWN_TOOL = "unknown_tool"
 
 
-
 # --------------------------------------------------------------------------- envelopes
 
 
@@ -97,8 +96,10 @@ class _Args(BaseModel):
         out = {}
         for key, value in data.items():
             spec = cls.model_fields.get(key)
-            if spec is not None and not spec.is_required() and (
-                value is None or (isinstance(value, str) and not value.strip())
+            if (
+                spec is not None
+                and not spec.is_required()
+                and (value is None or (isinstance(value, str) and not value.strip()))
             ):
                 continue
             out[key] = value
@@ -175,8 +176,11 @@ def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any
     seed = dict(a.values or {})
     # A model's seed for a field only the person (or a host) may give is judged like any model
     # write: after the start, as a fill with no quotes (so the person is asked, or it is refused).
-    judged = {k: seed.pop(k) for k in list(seed)
-              if compiled.resolve_field(k) and compiled.field_by_id[compiled.resolve_field(k)].source}
+    judged = {
+        k: seed.pop(k)
+        for k in list(seed)
+        if compiled.resolve_field(k) and compiled.field_by_id[compiled.resolve_field(k)].source
+    }
     started = runner.start(compiled.id, seed=seed if a.values is not None else None)
     if not judged:
         return started.to_dict()
@@ -216,8 +220,9 @@ def _form_revise(runner: Any, a: _ReviseArgs, person: Person | None = None) -> A
     if a.action in ("set", "retract") and a.field is None:
         raise InvalidArgumentError(f"action={a.action} needs a field.")
     if a.action == "set":
-        result = runner.revise(a.field, a.value, reason=a.reason, instance_id=a.instance_id,
-                               write=_model_write(a.quotes, person))
+        result = runner.revise(
+            a.field, a.value, reason=a.reason, instance_id=a.instance_id, write=_model_write(a.quotes, person)
+        )
         return confirm_unconfirmed(runner, result, person, a.instance_id)
     elif a.action == "retract":
         result = runner.retract(a.field, reason=a.reason, instance_id=a.instance_id)
@@ -318,12 +323,21 @@ _TOOLS: tuple[_Tool, ...] = (
         _form_revise,
         person=True,
     ),
-    _Tool("form_submit", "Send a ready form, once the user confirmed your read-back of every answer.",
-          _StatusArgs, _form_submit),
-    _Tool("form_abandon", "Close the form unfinished, when the user wants to stop. Answers are kept.",
-          _AbandonArgs, _form_abandon),
-    _Tool("form_history", "Read-only: earlier forms, or one form's answers by instance_id.", _HistoryArgs,
-          _form_history),
+    _Tool(
+        "form_submit",
+        "Send a ready form, once the user confirmed your read-back of every answer.",
+        _StatusArgs,
+        _form_submit,
+    ),
+    _Tool(
+        "form_abandon",
+        "Close the form unfinished, when the user wants to stop. Answers are kept.",
+        _AbandonArgs,
+        _form_abandon,
+    ),
+    _Tool(
+        "form_history", "Read-only: earlier forms, or one form's answers by instance_id.", _HistoryArgs, _form_history
+    ),
 )
 
 _BY_NAME = {t.name: t for t in _TOOLS}
@@ -441,8 +455,15 @@ class FormTools:
     the scope's instances. The runner's own Python API is not scoped: a host has full access.
     """
 
-    def __init__(self, runner: Any, *, allow: list[str] | None = None, deny: list[str] | None = None,
-                 scope: Any = None, person: Person | None = None) -> None:
+    def __init__(
+        self,
+        runner: Any,
+        *,
+        allow: list[str] | None = None,
+        deny: list[str] | None = None,
+        scope: Any = None,
+        person: Person | None = None,
+    ) -> None:
         if scope is not None and scope is not EVERY_SUBJECT and (not isinstance(scope, str) or not scope):
             raise InvalidArgumentError("scope must be a subject, or EVERY_SUBJECT.")
         self.runner = runner

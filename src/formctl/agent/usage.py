@@ -44,5 +44,7 @@ class Usage:
 
     def line(self) -> str:
         """One line for a person: ``tokens: 12,345 in, 678 out, 10,240 cache reads, 1,024 cache writes``."""
-        return (f"tokens: {self.input_tokens:,} in, {self.output_tokens:,} out, "
-                f"{self.cache_read_input_tokens:,} cache reads, {self.cache_creation_input_tokens:,} cache writes")
+        return (
+            f"tokens: {self.input_tokens:,} in, {self.output_tokens:,} out, "
+            f"{self.cache_read_input_tokens:,} cache reads, {self.cache_creation_input_tokens:,} cache writes"
+        )

@@ -34,8 +34,9 @@ def _interrupted_while_starting(signum: int, frame: Any) -> None:
 # First, before the imports that take most of the start-up time. Only for the console script
 # (or ``python -m formctl.cli.app``), never for a program that merely imports this module, and
 # not when whoever started us set Ctrl-C aside. main() hands Ctrl-C back before the command runs.
-if ((__name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "formctl")
-        and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+if (__name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "formctl") and signal.getsignal(
+    signal.SIGINT
+) is signal.default_int_handler:
     signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 import typer  # noqa: E402
@@ -87,8 +88,14 @@ def _only_the_command_run(args: list[str]) -> typer.Typer:
     groups = [g for g in app.registered_groups if _group_name(g) == name]
     if len(commands) + len(groups) != 1:
         return app
-    only = typer.Typer(name="formctl", cls=_Group, rich_markup_mode=None, pretty_exceptions_enable=False,
-                       no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
+    only = typer.Typer(
+        name="formctl",
+        cls=_Group,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        no_args_is_help=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
     only.registered_callback = app.registered_callback
     only.registered_commands = commands
     only.registered_groups = groups

@@ -31,11 +31,15 @@ def check_text(text: str | None, what: str) -> None:
         if char == "\x00":
             raise InvalidArgumentError(f"{what} contains a NUL character at position {position}; give it without.")
         if "\udc80" <= char <= "\udcff":
-            raise InvalidArgumentError(f"{what} is not valid UTF-8 (the byte 0x{ord(char) - 0xDC00:02X} at position "
-                                       f"{position} could not be read); type it again as UTF-8 text.")
+            raise InvalidArgumentError(
+                f"{what} is not valid UTF-8 (the byte 0x{ord(char) - 0xDC00:02X} at position "
+                f"{position} could not be read); type it again as UTF-8 text."
+            )
         if "\ud800" <= char <= "\udfff":
-            raise InvalidArgumentError(f"{what} contains a lone surrogate (U+{ord(char):04X}) at position {position}, "
-                                       "which is not text; give it without.")
+            raise InvalidArgumentError(
+                f"{what} contains a lone surrogate (U+{ord(char):04X}) at position {position}, "
+                "which is not text; give it without."
+            )
 
 
 def parse_value(text: str) -> Any:
@@ -64,7 +68,9 @@ def parse_assignments(pairs: Iterable[str], compiled: Any = None) -> dict[str, A
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise InvalidArgumentError(f'Expected field=value, got "{pair.encode("utf-8", "backslashreplace").decode()}".')
+            raise InvalidArgumentError(
+                f'Expected field=value, got "{pair.encode("utf-8", "backslashreplace").decode()}".'
+            )
         check_text(key, "A field name")
         check_text(raw, f"The value for {key}")
         value = parse_value(raw)

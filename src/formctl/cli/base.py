@@ -92,8 +92,10 @@ def _stale_hint(args: list[str]) -> str:
     from formctl.store.ids import is_instance_id
 
     iid = next((a for a in args if isinstance(a, str) and is_instance_id(a)), "ID")
-    return (f" It can't be continued; its answers are kept: formctl export {iid} shows them, "
-            f"formctl abandon {iid} --reason REASON closes it.")
+    return (
+        f" It can't be continued; its answers are kept: formctl export {iid} shows them, "
+        f"formctl abandon {iid} --reason REASON closes it."
+    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -139,7 +141,6 @@ def _print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
-
 def _print_version(value: bool) -> None:
     if value:
         from formctl import __version__
@@ -151,8 +152,9 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
-                                 callback=_print_version),
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
+    ),
 ) -> None:
     if debug or _debug:  # --debug, or FORMCTL_DEBUG=1
         set_debugging()

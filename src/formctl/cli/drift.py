@@ -25,11 +25,14 @@ def migrate_lines(result: Any, labels: dict[str, str]) -> list[str]:
     instance_id = result.view.instance_id
     if result.from_version == result.to_version:
         return [f"{instance_id} is already on version {result.to_version} of {result.view.def_id}; nothing to move."]
-    lines = [f"moved {instance_id} from version {result.from_version} to version {result.to_version} "
-             f"of {result.view.def_id}"]
+    lines = [
+        f"moved {instance_id} from version {result.from_version} to version {result.to_version} of {result.view.def_id}"
+    ]
     for r in result.rejected:
-        lines.append(f"  not kept: {labels.get(r.field, r.field)} — version {result.to_version} refuses it: "
-                     f"{r.message} (it will be asked again)")
+        lines.append(
+            f"  not kept: {labels.get(r.field, r.field)} — version {result.to_version} refuses it: "
+            f"{r.message} (it will be asked again)"
+        )
     for field, value in result.dropped.items():
         lines.append(f"  not kept: {field} = {_value(value)} — version {result.to_version} has no such field")
     if result.rejected or result.dropped:
@@ -47,14 +50,18 @@ def _value(value: Any) -> str:
 
 
 def stale_text(instance: Any, compiled: Any) -> str:
-    return (f"{instance.id} was started on version {instance.def_version} of {instance.def_id}; version "
-            f"{compiled.version} is registered now, and it can't be continued as it is.")
+    return (
+        f"{instance.id} was started on version {instance.def_version} of {instance.def_id}; version "
+        f"{compiled.version} is registered now, and it can't be continued as it is."
+    )
 
 
 def how_to_move(instance: Any) -> str:
-    return (f"To move it to the registered version (keeping the answers it accepts): formctl migrate {instance.id}, "
-            f"or formctl run {instance.def_id} --migrate. To close it: formctl abandon {instance.id} --reason REASON. "
-            f"Its answers are kept either way (formctl export {instance.id}).")
+    return (
+        f"To move it to the registered version (keeping the answers it accepts): formctl migrate {instance.id}, "
+        f"or formctl run {instance.def_id} --migrate. To close it: formctl abandon {instance.id} --reason REASON. "
+        f"Its answers are kept either way (formctl export {instance.id})."
+    )
 
 
 def offer_migration(session: Any, *, migrate: bool, ask: Callable[[str], bool] | None) -> bool:
@@ -64,8 +71,10 @@ def offer_migration(session: Any, *, migrate: bool, ask: Callable[[str], bool] |
     if instance is None:
         return False
     compiled = session.compiled
-    question = (f"{stale_text(instance, compiled)} Move it to version {compiled.version} now? Answers version "
-                f"{compiled.version} accepts are kept, the others are listed. [y/N] ")
+    question = (
+        f"{stale_text(instance, compiled)} Move it to version {compiled.version} now? Answers version "
+        f"{compiled.version} accepts are kept, the others are listed. [y/N] "
+    )
     if migrate or (ask is not None and ask(question)):
         result = session.migrate()
         for line in migrate_lines(result, session.labels()):

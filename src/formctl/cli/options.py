@@ -43,18 +43,21 @@ def _complete_status(incomplete: str) -> list[str]:
     return [s for s in INSTANCE_STATUSES if s.startswith(incomplete)]
 
 
-
 _STORE_HELP = "Store folder, or a postgresql:// DSN [default: ./.formctl]."
 _FORMS_HELP = "Forms folder holding registry.toml, or the TOML file [default: ./forms]."
 
 StoreOpt = Annotated[Optional[str], typer.Option("--store", envvar="FORMCTL_STORE", metavar="DIR", help=_STORE_HELP)]
 FormsOpt = Annotated[Optional[str], typer.Option("--forms", envvar="FORMCTL_FORMS", metavar="DIR", help=_FORMS_HELP)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-InstanceArg = Annotated[str, typer.Argument(metavar="ID", help="Instance id (see formctl instances).",
-                                            autocompletion=_complete_instance)]
+InstanceArg = Annotated[
+    str, typer.Argument(metavar="ID", help="Instance id (see formctl instances).", autocompletion=_complete_instance)
+]
 FormArg = Annotated[str, typer.Argument(metavar="FORM", help="Form id.", autocompletion=_complete_form)]
-ModelOpt = Annotated[Optional[str], typer.Option("--model", envvar="FORMCTL_MODEL",
-                                                 help="Model name (needs ANTHROPIC_API_KEY).")]
+ModelOpt = Annotated[
+    Optional[str], typer.Option("--model", envvar="FORMCTL_MODEL", help="Model name (needs ANTHROPIC_API_KEY).")
+]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the guided offline model.")]
 RecordOpt = Annotated[Optional[str], typer.Option("--record", metavar="PATH", help="Write a transcript as it goes.")]
-AsHostOpt = Annotated[bool, typer.Option("--as-host", help="Play the host: /resolve answers checkpoints (for form authors).")]
+AsHostOpt = Annotated[
+    bool, typer.Option("--as-host", help="Play the host: /resolve answers checkpoints (for form authors).")
+]

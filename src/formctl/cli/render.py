@@ -122,8 +122,9 @@ def print_view(view: Any, out: Console | None = None) -> None:
             steps.add_column(name)
         for s in view.steps:
             state = "complete" if s.complete else ("open" if s.open else "")
-            steps.add_row(f"{s.number}/{s.of}", s.id, s.title, s.preview or "", f"{s.filled}/{s.required}",
-                          _status(state))
+            steps.add_row(
+                f"{s.number}/{s.of}", s.id, s.title, s.preview or "", f"{s.filled}/{s.required}", _status(state)
+            )
         out.print(steps)
         out.print()
         out.print(_fields_table(view.fields))
@@ -151,8 +152,13 @@ def print_fill_result(result: Any, labels: dict[str, str], out: Console | None =
         out.print(Text(line, style="dim"))
     for field_id in data.get("ignored") or []:
         # The result's own note speaks to the model (form_revise); this is the command's way.
-        out.print(Text(f"ignored {labels.get(field_id, field_id)}: a blank value is never written; to withdraw "
-                       f"the answer: formctl retract {result.view.instance_id} {field_id}", style="yellow"))
+        out.print(
+            Text(
+                f"ignored {labels.get(field_id, field_id)}: a blank value is never written; to withdraw "
+                f"the answer: formctl retract {result.view.instance_id} {field_id}",
+                style="yellow",
+            )
+        )
     print_view(result.view, out)
 
 
@@ -174,8 +180,7 @@ def print_check(compiled: Any, out: Console | None = None) -> None:
             title += f" — {step.preview}"
         if step.when is not None:
             title += "  [gated]"
-        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None,
-                      header_style="bold")
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
         for name in ("field", "label", "type", "req", "notes"):
             table.add_column(name)
         for f in step.fields:
@@ -209,16 +214,24 @@ def check_dict(compiled: Any) -> dict[str, Any]:
                 **({"collects": s.preview} if s.preview else {}),
                 "gated": s.when is not None,
                 "fields": [
-                    {"id": f.id, "label": f.label, "type": f.type, "required": f.required,
-                     "conditional": f.when is not None}
+                    {
+                        "id": f.id,
+                        "label": f.label,
+                        "type": f.type,
+                        "required": f.required,
+                        "conditional": f.when is not None,
+                    }
                     for f in s.fields
                 ],
             }
             for s in compiled.steps
         ],
         "checkpoints": [
-            {"id": cp.id, "blocking": cp.blocking,
-             "waits_for_host": bool(cp.blocking and (cp.run is None or cp.wait_for_host))}
+            {
+                "id": cp.id,
+                "blocking": cp.blocking,
+                "waits_for_host": bool(cp.blocking and (cp.run is None or cp.wait_for_host)),
+            }
             for cp in compiled.checkpoints
         ],
     }
@@ -233,8 +246,14 @@ def print_histories(histories: list[dict[str, Any]], out: Console | None = None)
     if not histories:
         out.print(Text("no answers yet", style="dim"))
     for h in histories:
-        table = Table(title=f"{h['label']} ({h['field']})", title_justify="left", show_edge=False,
-                      pad_edge=False, box=None, header_style="bold")
+        table = Table(
+            title=f"{h['label']} ({h['field']})",
+            title_justify="left",
+            show_edge=False,
+            pad_edge=False,
+            box=None,
+            header_style="bold",
+        )
         for name in ("", "at", "value", "by", "how", "note"):
             table.add_column(name)
         for r in h["revisions"]:
@@ -245,8 +264,14 @@ def print_histories(histories: list[dict[str, Any]], out: Console | None = None)
             # Said in words, not only in red: without colour (a pipe, NO_COLOR) a rejected answer
             # looked like an accepted one.
             note = "; ".join(n for n in ("rejected" if r.get("invalid") else "", r.get("note") or "") if n)
-            table.add_row("▸" if r.get("in_force") else "", r["at"], value, f"{r['actor']}/{r['source']}",
-                          how_text(r.get("provenance") or {}), note)
+            table.add_row(
+                "▸" if r.get("in_force") else "",
+                r["at"],
+                value,
+                f"{r['actor']}/{r['source']}",
+                how_text(r.get("provenance") or {}),
+                note,
+            )
         if not h["revisions"]:
             table.add_row("", "", Text("never answered", style="dim"), "", "", "")
         out.print(table)
@@ -278,7 +303,7 @@ def quoted_in_message(message: str, quote: str) -> Text:
         return Text(f"«{quote}»", style="bold")
     text = Text(message[:at])
     text.append(f"«{quote}»", style="bold underline")
-    text.append(message[at + len(quote):])
+    text.append(message[at + len(quote) :])
     return text
 
 
@@ -292,10 +317,14 @@ def print_why(data: dict[str, Any], out: Console | None = None) -> None:
         head.append(" (rejected: not a valid answer)", style="red")
     out.print(head)
     if p is not None:
-        out.print(Text(f"  {_HOW.get(p.get('kind'), p.get('kind') or '')}" +
-                       (f", turn {p['turn']}" if p.get("turn") is not None else "") +
-                       (f" ({p['hook']})" if p.get("hook") else "") +
-                       (f" · {data['by']}" if data.get("by") else "")))
+        out.print(
+            Text(
+                f"  {_HOW.get(p.get('kind'), p.get('kind') or '')}"
+                + (f", turn {p['turn']}" if p.get("turn") is not None else "")
+                + (f" ({p['hook']})" if p.get("hook") else "")
+                + (f" · {data['by']}" if data.get("by") else "")
+            )
+        )
         if p.get("quote") is not None:
             line = Text("  their words: ")
             line.append_text(quoted_in_message(p.get("message") or p["quote"], p["quote"]))
@@ -347,8 +376,9 @@ def print_failed_runs(rows: list[dict[str, Any]], out: Console | None = None) ->
     for name in ("hook", "at", "attempt", "said", "fault"):
         table.add_column(name)
     for r in rows:
-        table.add_row(r["hook"], r["at"], str(r["attempts"]), r.get("message") or "",
-                      Text(r.get("detail") or "", style="red"))
+        table.add_row(
+            r["hook"], r["at"], str(r["attempts"]), r.get("message") or "", Text(r.get("detail") or "", style="red")
+        )
     out.print(table)
 
 
@@ -412,8 +442,14 @@ def print_store_report(report: dict[str, Any], out: Console | None = None) -> No
 # --------------------------------------------------------------------------- tool activity (pure text)
 
 
-def activity_line(tool: str, envelope: dict[str, Any], labels: dict[str, str], tool_input: dict[str, Any] | None = None,
-                  *, reasons: bool = True) -> str:
+def activity_line(
+    tool: str,
+    envelope: dict[str, Any],
+    labels: dict[str, str],
+    tool_input: dict[str, Any] | None = None,
+    *,
+    reasons: bool = True,
+) -> str:
     """One short line for what a tool call did, for the dim activity trail of the chat.
 
     ``saved Full name, Work email · held Miles driven · rejected Work email: Work email should be an

@@ -128,8 +128,9 @@ def scaffold(
     module_path.write_text(
         TEMPLATE.format(form_id=form_id, name=title, description=description, attr=module), encoding="utf-8"
     )
-    table = tomli_w.dumps({"forms": {form_id: {"name": title, "description": description,
-                                               "module": f"{module}:{module}"}}})
+    table = tomli_w.dumps(
+        {"forms": {form_id: {"name": title, "description": description, "module": f"{module}:{module}"}}}
+    )
     if not existing:
         text = REGISTRY_HEADER + "\n" + table
     else:

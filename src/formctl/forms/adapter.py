@@ -65,14 +65,10 @@ class FormAdapter(Protocol):
         """The subject's most recently updated instance that is not abandoned, or None."""
         ...
 
-    def commit_instance(
-        self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
-    ) -> Instance:
+    def commit_instance(self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance) -> Instance:
         """The only state write: atomic, compare-and-set on ``if_version``; returns the new snapshot."""
         ...
 
-    def record_dispatch(
-        self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
-    ) -> None:
+    def record_dispatch(self, instance_id: str, key: str, state: DispatchState, provenance: Provenance) -> None:
         """Upsert one dispatch record, outside compare-and-set. Must never make a commit fail."""
         ...

@@ -77,8 +77,9 @@ def _reads(compiled: CompiledForm, checkpoint: CompiledCheckpoint, ev: Evaluatio
     return values.read
 
 
-def bound_fields(compiled: CompiledForm, checkpoint: CompiledCheckpoint, ev: Evaluation,
-                 fired: dict[str, int]) -> dict[str, Any]:
+def bound_fields(
+    compiled: CompiledForm, checkpoint: CompiledCheckpoint, ev: Evaluation, fired: dict[str, int]
+) -> dict[str, Any]:
     """The fields a decision on ``checkpoint`` covers under ``ev`` (those its condition reads,
     then its ``watch``), each with its live value (None when it has none), in declaration order."""
     read = _reads(compiled, checkpoint, ev, fired)
@@ -87,8 +88,9 @@ def bound_fields(compiled: CompiledForm, checkpoint: CompiledCheckpoint, ev: Eva
     return {f.id: ev.values.get(f.id) for f in compiled.fields if every or f.id in wanted}
 
 
-def rebound(compiled: CompiledForm, checkpoint: CompiledCheckpoint, before: Evaluation, after: Evaluation,
-            fired: dict[str, int]) -> bool:
+def rebound(
+    compiled: CompiledForm, checkpoint: CompiledCheckpoint, before: Evaluation, after: Evaluation, fired: dict[str, int]
+) -> bool:
     """Did a value ``checkpoint`` is bound to change between ``before`` and ``after``?
 
     Only ``after`` is read through the condition: a condition is deterministic, so over

@@ -49,8 +49,20 @@ class CompiledField:
     """A field with its place in the form and its lazily built validator and type string."""
 
     __slots__ = (
-        "id", "label", "schema", "ask", "hint", "when", "on_fill", "sensitive", "source",
-        "step_id", "step_index", "order", "description", "__dict__",
+        "id",
+        "label",
+        "schema",
+        "ask",
+        "hint",
+        "when",
+        "on_fill",
+        "sensitive",
+        "source",
+        "step_id",
+        "step_index",
+        "order",
+        "description",
+        "__dict__",
     )
 
     def __init__(self, definition: FieldDef, step_id: str, step_index: int, order: int) -> None:
@@ -222,9 +234,7 @@ def _unique_in_order(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _index_aliases(
-    form_id: str, candidates: list[tuple[str, list[str]]]
-) -> tuple[dict[str, str], list[str]]:
+def _index_aliases(form_id: str, candidates: list[tuple[str, list[str]]]) -> tuple[dict[str, str], list[str]]:
     index: dict[str, str] = {}
     clashes: list[str] = []
     for owner, names in candidates:
@@ -312,7 +322,9 @@ def compile_form(definition: FormDef) -> CompiledForm:
         if unknown:
             raise FormDefinitionError(
                 f'Form "{form_id}": checkpoint "{checkpoint.id}" watches {", ".join(unknown)}, '
-                "which the form does not declare.", [checkpoint.id, *unknown])
+                "which the form does not declare.",
+                [checkpoint.id, *unknown],
+            )
         checkpoint.watch = tuple(dict.fromkeys(field_id for _, field_id in resolved if field_id is not None))
     if duplicate_checkpoints:
         ids = _unique_in_order(duplicate_checkpoints)

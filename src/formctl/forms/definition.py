@@ -175,8 +175,17 @@ class FormBuilder:
                 f'Form "{self._def.id}": field "{id}" source must be "person", "host" or None, not {source!r}.', [id]
             )
         self._def.steps[-1].fields.append(
-            FieldDef(id=id, schema=schema, label=label, ask=ask, hint=hint, when=when, on_fill=on_fill, sensitive=sensitive,
-                     source=source)
+            FieldDef(
+                id=id,
+                schema=schema,
+                label=label,
+                ask=ask,
+                hint=hint,
+                when=when,
+                on_fill=on_fill,
+                sensitive=sensitive,
+                source=source,
+            )
         )
         return self
 
@@ -204,10 +213,19 @@ class FormBuilder:
         if when is None or not callable(when):
             raise FormDefinitionError(f'Form "{self._def.id}": checkpoint "{id}" needs a when gate.', [id])
         if isinstance(watch, str) or not all(isinstance(w, str) for w in watch):
-            raise FormDefinitionError(f'Form "{self._def.id}": checkpoint "{id}" watch must be a tuple of field ids.', [id])
+            raise FormDefinitionError(
+                f'Form "{self._def.id}": checkpoint "{id}" watch must be a tuple of field ids.', [id]
+            )
         self._def.checkpoints.append(
-            CheckpointDef(id=id, when=when, run=run, blocking=blocking, wait_message=wait_message, wait_for_host=wait_for_host,
-                           watch=tuple(watch))
+            CheckpointDef(
+                id=id,
+                when=when,
+                run=run,
+                blocking=blocking,
+                wait_message=wait_message,
+                wait_for_host=wait_for_host,
+                watch=tuple(watch),
+            )
         )
         return self
 
@@ -252,6 +270,14 @@ def define_form(
     if not isinstance(review, bool):
         raise FormDefinitionError(f'Form "{id}": review must be True or False.', [id])
     return FormBuilder(
-        FormDef(id=id, version=version, name=name, description=description, conduct=conduct, migrate=migrate,
-                max_text=max_text, review=review)
+        FormDef(
+            id=id,
+            version=version,
+            name=name,
+            description=description,
+            conduct=conduct,
+            migrate=migrate,
+            max_text=max_text,
+            review=review,
+        )
     )

@@ -234,7 +234,9 @@ def _js_json(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_js_json(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + _js_json(v) for k, v in value.items()) + "}"
+        return (
+            "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + _js_json(v) for k, v in value.items()) + "}"
+        )
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -443,7 +445,13 @@ def _resolve_refs(schema: dict[str, Any]) -> Any:
             return node
         ref = node.get("$ref")
         all_of = node.get("allOf")
-        if ref is None and isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict) and set(all_of[0]) == {"$ref"}:
+        if (
+            ref is None
+            and isinstance(all_of, list)
+            and len(all_of) == 1
+            and isinstance(all_of[0], dict)
+            and set(all_of[0]) == {"$ref"}
+        ):
             ref = all_of[0]["$ref"]
             node = {k: v for k, v in node.items() if k != "allOf"}
         if isinstance(ref, str):

@@ -411,7 +411,7 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
 
     status = ev.status
     applicable_list = ev.applicable
-    for i in (range(len(fields)) if visit is None else visit):
+    for i in range(len(fields)) if visit is None else visit:
         field = fields[i]
         if i in gated:
             applicable = current.field_applicable(i)

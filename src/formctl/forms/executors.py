@@ -175,7 +175,9 @@ class Dispatcher:
             apply_effects(compiled, items, effects, hook.hook_id)
             if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:
                 effects.waiting_on = checkpoint.id
-        done = DispatchState(hook.hook_id, DISPATCH_FAILED if error else DISPATCH_OK, attempts, at, error, detail=detail)
+        done = DispatchState(
+            hook.hook_id, DISPATCH_FAILED if error else DISPATCH_OK, attempts, at, error, detail=detail
+        )
         self.record(iid, key, done, prov)
 
     def record(self, iid: str, key: str, state: DispatchState, prov: Provenance) -> None:
@@ -207,8 +209,10 @@ def call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str |
     items = list(result) if isinstance(result, (list, tuple)) else [result]
     for item in items:
         if not isinstance(item, Effect):
-            detail = (f"Executor returned {type(item).__name__} {item!r:.60}, not an effect "
-                      "(Patch, Fail, Jump, Complete or Terminate).")
+            detail = (
+                f"Executor returned {type(item).__name__} {item!r:.60}, not an effect "
+                "(Patch, Fail, Jump, Complete or Terminate)."
+            )
             _log.info("%s (%s): %s", ctx.hook_id, ctx.idempotency_key, detail)
             return COULD_NOT_CHECK, [], detail
     for item in items:
@@ -328,8 +332,12 @@ def failed_runs(instance: Instance) -> list[dict[str, Any]]:
     for key, record in instance.dispatches.items():
         if record.status != DISPATCH_FAILED or is_resolution(key):
             continue
-        row: dict[str, Any] = {"hook": record.hook_id, "at": record.at, "attempts": record.attempts,
-                               "message": record.error}
+        row: dict[str, Any] = {
+            "hook": record.hook_id,
+            "at": record.at,
+            "attempts": record.attempts,
+            "message": record.error,
+        }
         if record.detail:
             row["detail"] = record.detail
         rows.append(row)

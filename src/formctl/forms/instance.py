@@ -58,7 +58,12 @@ INSTANCE_STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 # goes through the enum's member descriptor on every access (about 0.3 µs on CPython 3.11),
 # which a view pays once per field and the engine benchmark showed as +40% on status().
 ACTIVE, READY, AWAITING, COMPLETE, ABANDONED, STALE = (
-    Status.ACTIVE, Status.READY, Status.AWAITING, Status.COMPLETE, Status.ABANDONED, Status.STALE
+    Status.ACTIVE,
+    Status.READY,
+    Status.AWAITING,
+    Status.COMPLETE,
+    Status.ABANDONED,
+    Status.STALE,
 )
 DISPATCH_RUNNING, DISPATCH_OK, DISPATCH_FAILED = DispatchStatus.RUNNING, DispatchStatus.OK, DispatchStatus.FAILED
 
@@ -99,8 +104,17 @@ class Provenance:
 
     def extras(self) -> dict[str, Any]:
         """The how-it-arrived part, only the keys that are set."""
-        return {k: v for k, v in (("kind", self.kind), ("quote", self.quote), ("turn", self.turn),
-                                   ("message", self.message), ("hook", self.hook)) if v is not None}
+        return {
+            k: v
+            for k, v in (
+                ("kind", self.kind),
+                ("quote", self.quote),
+                ("turn", self.turn),
+                ("message", self.message),
+                ("hook", self.hook),
+            )
+            if v is not None
+        }
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"source": self.source, "actor": self.actor, "timestamp": self.timestamp}
@@ -251,8 +265,18 @@ class DispatchState:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DispatchState:
-        return cls(d["hook_id"], d["status"], int(d["attempts"]), d["at"], d.get("error"), d.get("owner"),
-                   d.get("actor"), d.get("reason"), d.get("covers"), d.get("detail"))
+        return cls(
+            d["hook_id"],
+            d["status"],
+            int(d["attempts"]),
+            d["at"],
+            d.get("error"),
+            d.get("owner"),
+            d.get("actor"),
+            d.get("reason"),
+            d.get("covers"),
+            d.get("detail"),
+        )
 
 
 class Instance:
@@ -388,8 +412,11 @@ class Commit:
     forced_complete: Any = UNSET
 
     def is_empty(self) -> bool:
-        return not self.entries and not self.occurrences and not self.dispatches and all(
-            getattr(self, name) is UNSET for name in replaced_fields()
+        return (
+            not self.entries
+            and not self.occurrences
+            and not self.dispatches
+            and all(getattr(self, name) is UNSET for name in replaced_fields())
         )
 
 
@@ -437,8 +464,18 @@ def provenance_rows(prov_table: list[ProvRow]) -> list[tuple[Any, ...]]:
     out = []
     for p in prov_table:
         extras: dict[str, Any] = p[3] if len(p) > 3 else {}  # older files: [source, actor, note?], no kind
-        out.append((p[2] if len(p) > 2 else None, extras.get("kind"), extras.get("quote"), extras.get("turn"),
-                    extras.get("message"), extras.get("hook"), p[0], p[1]))
+        out.append(
+            (
+                p[2] if len(p) > 2 else None,
+                extras.get("kind"),
+                extras.get("quote"),
+                extras.get("turn"),
+                extras.get("message"),
+                extras.get("hook"),
+                p[0],
+                p[1],
+            )
+        )
     return out
 
 

@@ -112,8 +112,7 @@ def _function_node(fn: Callable[..., Any]) -> tuple[FunctionNode | None, str | N
         if start == code.co_firstlineno and [a.arg for a in node.args.args] == args:
             candidates.append(node)
     if len(candidates) > 1:  # several lambdas on one line: the one holding the code's first position
-        first = min(((p[0], p[2]) for p in code.co_positions() if p[0] is not None and p[2] is not None),
-                    default=None)
+        first = min(((p[0], p[2]) for p in code.co_positions() if p[0] is not None and p[2] is not None), default=None)
         for node in candidates:
             body = node.body if isinstance(node, ast.Lambda) else node
             if first is not None and (body.lineno, body.col_offset) <= first <= (body.end_lineno, body.end_col_offset):
@@ -141,8 +140,13 @@ def _reads(fn: Callable[..., Any], *, executor: bool = False) -> _Reads:
     def is_values(n: ast.AST) -> bool:
         if values_name is not None and isinstance(n, ast.Name) and n.id == values_name:
             return True
-        return (ctx_name is not None and isinstance(n, ast.Attribute) and n.attr == "values"
-                and isinstance(n.value, ast.Name) and n.value.id == ctx_name)
+        return (
+            ctx_name is not None
+            and isinstance(n, ast.Attribute)
+            and n.attr == "values"
+            and isinstance(n.value, ast.Name)
+            and n.value.id == ctx_name
+        )
 
     used: set[int] = set()
     body = node.body if isinstance(node, ast.Lambda) else node
@@ -165,14 +169,22 @@ def _reads(fn: Callable[..., Any], *, executor: bool = False) -> _Reads:
             name = n.func.id
             if name == "Patch" and n.args and isinstance(n.args[0], ast.Dict):
                 out.patches.extend((k, n.lineno) for k in map(_const_str, n.args[0].keys) if k is not None)
-            elif name == "Patch" and n.args and isinstance(n.args[0], ast.Call) and getattr(n.args[0].func, "id", "") == "dict":
+            elif (
+                name == "Patch"
+                and n.args
+                and isinstance(n.args[0], ast.Call)
+                and getattr(n.args[0].func, "id", "") == "dict"
+            ):
                 out.patches.extend((kw.arg, n.lineno) for kw in n.args[0].keywords if kw.arg)
             elif name == "Jump" and n.args and (target_step := _const_str(n.args[0])) is not None:
                 out.jumps.append((target_step, n.lineno))
         if isinstance(n, ast.Constant) and isinstance(n.value, (str, int, float)) and not isinstance(n.value, bool):
             out.constants.append(n.value)
-        elif isinstance(n, ast.Name) and isinstance(globals_.get(n.id), (str, int, float)) \
-                and not isinstance(globals_.get(n.id), bool):
+        elif (
+            isinstance(n, ast.Name)
+            and isinstance(globals_.get(n.id), (str, int, float))
+            and not isinstance(globals_.get(n.id), bool)
+        ):
             out.constants.append(globals_[n.id])
     for n in ast.walk(body):  # the values or state used any other way: passed on, iterated, ...
         if isinstance(n, ast.Name) and n.id in (values_name, state_name) and id(n) not in used:
@@ -259,12 +271,14 @@ def _can_open(compiled: Any, gate: Callable[..., Any], reads: _Reads) -> bool | 
     declared = {f.id: f for f in compiled.fields}
     names = [name for name, _ in reads.fields if name in declared]
     names = list(dict.fromkeys(names))
-    switches = list(dict.fromkeys([f"step:{s}" for s, _ in reads.steps] + [f"checkpoint:{c}" for c, _ in reads.checkpoints]))
+    switches = list(
+        dict.fromkeys([f"step:{s}" for s, _ in reads.steps] + [f"checkpoint:{c}" for c, _ in reads.checkpoints])
+    )
     choices = [_candidates(declared[n], reads.constants) for n in names] + [[True, False] for _ in switches]
     judged = False
     for combo in itertools.islice(itertools.product(*choices), MAX_TRIES):
         values = GateValues(dict(zip(names, combo[: len(names)])), declared)
-        state = _State(dict(zip(switches, combo[len(names):])))
+        state = _State(dict(zip(switches, combo[len(names) :])))
         try:
             if gate(values, state):
                 return True
@@ -281,7 +295,11 @@ def _declaration_lines(filename: str | None) -> dict[tuple[str, str], int]:
     if tree is None:
         return out
     for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("step", "field", "checkpoint"):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("step", "field", "checkpoint")
+        ):
             name = _const_str(n.args[0]) if n.args else None
             if name is not None:
                 out.setdefault((n.func.attr, name), n.func.end_lineno or n.lineno)
@@ -349,7 +367,9 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
 
     for kind, owner, fn, executor in _callables(compiled):
         reads = _reads(fn, executor=executor)
-        what = ("the executor of " if executor else "the gate of ") + (f'{kind} "{owner}"' if kind != "form" else "the form")
+        what = ("the executor of " if executor else "the gate of ") + (
+            f'{kind} "{owner}"' if kind != "form" else "the form"
+        )
         for name, line in reads.fields:
             if name not in fields:
                 add("unknown-field", f'{what} reads field "{name}", which the form does not declare', line)
@@ -364,31 +384,69 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
                 add("unknown-step", f'{what} jumps to step "{name}"; the form has no such step', line)
         for name, line in reads.checkpoints:
             if name not in checkpoints:
-                add("unknown-checkpoint", f'{what} asks whether checkpoint "{name}" fired; the form has no such checkpoint', line)
+                add(
+                    "unknown-checkpoint",
+                    f'{what} asks whether checkpoint "{name}" fired; the form has no such checkpoint',
+                    line,
+                )
         at = (reads.node.lineno if reads.node is not None else None) or lines.get((kind, owner))
-        if kind == "checkpoint" and not executor and reads.node is not None and not reads.opaque \
-                and not reads.fields and not reads.steps and not reads.checkpoints:
-            add("checkpoint-reads-nothing", f'checkpoint "{owner}" has a condition that reads no field, so it is '
-                                            "the same in every conversation", at)
-        if kind == "step" and not executor and reads.node is not None and not reads.opaque \
-                and all(name in fields for name, _ in reads.fields):
+        if (
+            kind == "checkpoint"
+            and not executor
+            and reads.node is not None
+            and not reads.opaque
+            and not reads.fields
+            and not reads.steps
+            and not reads.checkpoints
+        ):
+            add(
+                "checkpoint-reads-nothing",
+                f'checkpoint "{owner}" has a condition that reads no field, so it is the same in every conversation',
+                at,
+            )
+        if (
+            kind == "step"
+            and not executor
+            and reads.node is not None
+            and not reads.opaque
+            and all(name in fields for name, _ in reads.fields)
+        ):
             if _can_open(compiled, fn, reads) is False:
-                add("step-never-opens", f'step "{owner}" can never open: no value of what its gate reads '
-                                        f'({", ".join(n for n, _ in reads.fields + reads.steps) or "nothing"}) makes it true', at)
+                add(
+                    "step-never-opens",
+                    f'step "{owner}" can never open: no value of what its gate reads '
+                    f"({', '.join(n for n, _ in reads.fields + reads.steps) or 'nothing'}) makes it true",
+                    at,
+                )
     for f in compiled.fields:
         at = lines.get(("field", f.id))
         if f.sensitive and not _maskable(f.schema):
-            add("sensitive-unmaskable", f'field "{f.id}" is sensitive, but its type ({f.type}) has no stand-in of the '
-                                        "same shape: transcripts can only blank it out", at)
+            add(
+                "sensitive-unmaskable",
+                f'field "{f.id}" is sensitive, but its type ({f.type}) has no stand-in of the '
+                "same shape: transcripts can only blank it out",
+                at,
+            )
         if getattr(f, "source", None) == "person" and value_kind(f.schema) is None:
-            add("person-unchecked", f'field "{f.id}" must come from the person, but its type ({f.type}) is not one the '
-                                    "quote checker can read: every value the model gives it will be asked about",
-                at)
+            add(
+                "person-unchecked",
+                f'field "{f.id}" must come from the person, but its type ({f.type}) is not one the '
+                "quote checker can read: every value the model gives it will be asked about",
+                at,
+            )
         if f.type == FALLBACK:
-            add("type-undescribed", f'field "{f.id}": the model cannot be told its type (it reads "{FALLBACK}"); '
-                                    "use a pydantic-describable type", at)
+            add(
+                "type-undescribed",
+                f'field "{f.id}": the model cannot be told its type (it reads "{FALLBACK}"); '
+                "use a pydantic-describable type",
+                at,
+            )
         if _pattern_unexplained(f):
-            add("pattern-unexplained", f'field "{f.id}": a rejected answer cannot say what its pattern wants; give it a '
-                                       'hint ("Two letters and four digits, like AB1234.") or Field(examples=[...])', at)
+            add(
+                "pattern-unexplained",
+                f'field "{f.id}": a rejected answer cannot say what its pattern wants; give it a '
+                'hint ("Two letters and four digits, like AB1234.") or Field(examples=[...])',
+                at,
+            )
     findings.sort(key=lambda x: (x.line is None, x.line or 0))
     return findings

@@ -32,8 +32,13 @@ class Plain(NamedTuple):
 
 
 # Our own issues (validate.py and staging) already speak plainly; they keep their words.
-_OWN_KINDS = {"too_long": "too_long", "too_large": "too_large", "too_deep": "too_deep",
-              "invalid_text": "invalid_text", "not_json": "not_json"}
+_OWN_KINDS = {
+    "too_long": "too_long",
+    "too_large": "too_large",
+    "too_deep": "too_deep",
+    "invalid_text": "invalid_text",
+    "not_json": "not_json",
+}
 
 _NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 

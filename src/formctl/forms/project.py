@@ -39,12 +39,11 @@ UNKNOWN_NOTE = (
     "Nothing was stored for these ids. Use did_you_mean where offered, or call "
     "form_inspect for the real ids; don't guess again."
 )
-NOT_STORED_NOTE = ("Not stored: the person's own words don't hold these values. Ask the person, "
-                   "and send their exact words in quotes.")
-IGNORED_NOTE = "Blank values are ignored, never written. To withdraw an answer use form_revise action=retract."
-CLOSED_NOTE = (
-    "Collection has stopped: don't ask for the remaining fields. Tell the user why, using closed_reason."
+NOT_STORED_NOTE = (
+    "Not stored: the person's own words don't hold these values. Ask the person, and send their exact words in quotes."
 )
+IGNORED_NOTE = "Blank values are ignored, never written. To withdraw an answer use form_revise action=retract."
+CLOSED_NOTE = "Collection has stopped: don't ask for the remaining fields. Tell the user why, using closed_reason."
 
 
 # --------------------------------------------------------------------------- failures
@@ -109,7 +108,7 @@ def _outgrown(instance: Instance, hook_id: str, key: str) -> bool:
 def _checkpoint_still_active(compiled: CompiledForm, ev: Evaluation, hook_id: str) -> bool:
     if not hook_id.startswith("checkpoint:"):
         return True
-    checkpoint = compiled.checkpoint_by_id.get(hook_id[len("checkpoint:"):])
+    checkpoint = compiled.checkpoint_by_id.get(hook_id[len("checkpoint:") :])
     return checkpoint is None or ev.checkpoint_active[checkpoint.index]
 
 
@@ -117,7 +116,7 @@ def blocking_failure_open(compiled: CompiledForm, ev: Evaluation, instance: Inst
     """A blocking checkpoint that was rejected, and whose condition still holds, keeps the form from completing."""
     for failure in open_failures(instance, compiled, ev):
         if failure.hook_id.startswith("checkpoint:"):
-            checkpoint = compiled.checkpoint_by_id.get(failure.hook_id[len("checkpoint:"):])
+            checkpoint = compiled.checkpoint_by_id.get(failure.hook_id[len("checkpoint:") :])
             if checkpoint is not None and checkpoint.blocking:
                 return True
     return False
@@ -389,8 +388,17 @@ def outline_view(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> 
                 if ev.status[f.order] == FILLED:
                     filled += 1
         summaries.append(
-            StepSummary(step.id, step.title, step.number, len(compiled.steps), step.preview,
-                        required, filled, ev.step_complete[k], ev.step_open[k])
+            StepSummary(
+                step.id,
+                step.title,
+                step.number,
+                len(compiled.steps),
+                step.preview,
+                required,
+                filled,
+                ev.step_complete[k],
+                ev.step_open[k],
+            )
         )
     view.steps = summaries
     view.fields = [_field_row(compiled, ev, instance, f.order, ev.open_step) for f in compiled.fields]
@@ -522,8 +530,9 @@ def stale_line(def_id: str) -> str:
 def ready_line(compiled: CompiledForm, ev: Evaluation) -> str:
     """Tier 0 of a form under review whose answers are all in: what to offer, then how it is sent."""
     line = f"[form: {compiled.id}] ready to send"
-    optional = [f.label for f in compiled.fields
-                if not f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED]
+    optional = [
+        f.label for f in compiled.fields if not f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED
+    ]
     if optional:
         line += f" · optional, unanswered: {', '.join(optional)}"
     return line + "\nread every answer back; form_submit once the person confirms"
@@ -551,9 +560,7 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     k = ev.open_step
     if k is not None:
         step = steps[k]
-        pending = [
-            f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED
-        ]
+        pending = [f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED]
         if ev.revisiting:
             head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'
         else:

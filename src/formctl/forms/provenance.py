@@ -71,7 +71,7 @@ def excerpt(message: str, quote: str) -> str:
         return message[:MESSAGE_EXCERPT]
     room = max(0, MESSAGE_EXCERPT - len(quote)) // 2
     start = max(0, min(at - room, len(message) - MESSAGE_EXCERPT))
-    return message[start:start + MESSAGE_EXCERPT]
+    return message[start : start + MESSAGE_EXCERPT]
 
 
 def quote_how(check: QuoteCheck) -> dict[str, Any]:
@@ -109,8 +109,9 @@ def judge(
             continue
         f = compiled.field_by_id[item.field_id]
         if f.source == "host":
-            refused.append(Rejected(item.field_id, f"{f.label} is filled by the host, not in the conversation.",
-                                    HOST_ONLY))
+            refused.append(
+                Rejected(item.field_id, f"{f.label} is filled by the host, not in the conversation.", HOST_ONLY)
+            )
             continue
         kept = _already_theirs(instance, item)
         if kept is not None:
@@ -127,8 +128,9 @@ def judge(
         if f.source == "person" and not check.said and write.enforce:
             if item.outcome is not None and not item.outcome.ok:
                 continue  # invalid as well: the rejection already tells the model; nothing to ask
-            unconfirmed.append(Unconfirmed(item.field_id, f.label, item.value, check, f.sensitive,
-                                           f.validator.annotation))
+            unconfirmed.append(
+                Unconfirmed(item.field_id, f.label, item.value, check, f.sensitive, f.validator.annotation)
+            )
             continue
         item.how = quote_how(check) if check.kind != ASSUMED else {"kind": ASSUMED}
         keep.append(item)
@@ -157,7 +159,7 @@ def _same(value: Any) -> str:
 def _taken(instance: Instance | None) -> list[tuple[str, tuple[Any, ...]]]:
     """Whose words are already whose: (field, (turn, quote, value)) of every answer in force taken as said."""
     out: list[tuple[str, tuple[Any, ...]]] = []
-    for field_id, log in (instance.entries.items() if instance is not None else ()):
+    for field_id, log in instance.entries.items() if instance is not None else ():
         entry = log.in_force
         if entry is not None and entry.provenance.kind == "said" and entry.provenance.quote:
             out.append((field_id, (entry.provenance.turn, entry.provenance.quote.casefold(), _same(entry.value))))

@@ -127,8 +127,11 @@ def _locate(needle: Sequence[str], hay: Sequence[tuple[str, int, int]]) -> list[
     if n == 0:
         return []
     first = needle[0]
-    return [i for i in range(len(hay) - n + 1)
-            if hay[i][0] == first and all(hay[i + k][0] == needle[k] for k in range(1, n))]
+    return [
+        i
+        for i in range(len(hay) - n + 1)
+        if hay[i][0] == first and all(hay[i + k][0] == needle[k] for k in range(1, n))
+    ]
 
 
 def _joined_in(value_words: Sequence[str], hay_words: Sequence[str]) -> bool:
@@ -267,9 +270,7 @@ def _kind_of(annotation: Any) -> ValueKind | None:
 # --------------------------------------------------------------------------- the check
 
 
-def check_quote(
-    messages: Sequence[PersonMessage], quote: str | None, value: Any, annotation: Any
-) -> QuoteCheck:
+def check_quote(messages: Sequence[PersonMessage], quote: str | None, value: Any, annotation: Any) -> QuoteCheck:
     """Classify ``value`` for a field of ``annotation``, quoted as ``quote``, against the person's messages.
 
     When the quote occurs in several messages, the one whose words hold the value wins (then the
@@ -377,10 +378,14 @@ def _number_holds(value: Any, words: str) -> bool:
     return any(n == target for n in _numbers(words))
 
 
-_YES = frozenset("yes yeah yep yup ya yea aye y sure correct right true affirmative ok okay absolutely "
-                 "definitely certainly indeed".split())
-_NO = frozenset("no nope nah n not never false negative none dont didnt havent hasnt isnt wasnt arent weren "
-                "werent wont doesnt cant cannot nothing".split())
+_YES = frozenset(
+    "yes yeah yep yup ya yea aye y sure correct right true affirmative ok okay absolutely "
+    "definitely certainly indeed".split()
+)
+_NO = frozenset(
+    "no nope nah n not never false negative none dont didnt havent hasnt isnt wasnt arent weren "
+    "werent wont doesnt cant cannot nothing".split()
+)
 
 
 def _bool_holds(value: Any, words: str) -> bool:
@@ -397,16 +402,39 @@ def _bool_holds(value: Any, words: str) -> bool:
 _MONTHS = {
     name: i
     for i, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-         ("october", "oct"), ("november", "nov"), ("december", "dec")],
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
         start=1,
     )
     for name in names
 }
-_WEEKDAYS = {name: i for i, names in enumerate(
-    [("monday", "mon"), ("tuesday", "tue", "tues"), ("wednesday", "wed"), ("thursday", "thu", "thur", "thurs"),
-     ("friday", "fri"), ("saturday", "sat"), ("sunday", "sun")]) for name in names}
+_WEEKDAYS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("monday", "mon"),
+            ("tuesday", "tue", "tues"),
+            ("wednesday", "wed"),
+            ("thursday", "thu", "thur", "thurs"),
+            ("friday", "fri"),
+            ("saturday", "sat"),
+            ("sunday", "sun"),
+        ]
+    )
+    for name in names
+}
 _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?:,?\s*(\d{4}))?"

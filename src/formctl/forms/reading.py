@@ -93,7 +93,12 @@ class InstanceSummary:
 def summarise(instance: Instance, status: str) -> InstanceSummary:
     """The listing row of one stored instance, given the status a reader sees."""
     return InstanceSummary(
-        instance.id, instance.def_id, instance.subject, status, len(instance.entries), instance.updated_at,
+        instance.id,
+        instance.def_id,
+        instance.subject,
+        status,
+        len(instance.entries),
+        instance.updated_at,
         instance.closed_reason or None,
     )
 

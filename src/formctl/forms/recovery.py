@@ -24,7 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.runner import FormRunner
 
 
-def recover(runner: FormRunner, compiled: CompiledForm, instance: Instance) -> tuple[Instance, list[str], list[Failure]]:
+def recover(
+    runner: FormRunner, compiled: CompiledForm, instance: Instance
+) -> tuple[Instance, list[str], list[Failure]]:
     """Re-run every orphaned dispatch of ``instance``; returns the instance, the keys re-run and the failures."""
     orphans = runner._dispatcher.orphans(instance)
     if not orphans:
@@ -37,19 +39,26 @@ def recover(runner: FormRunner, compiled: CompiledForm, instance: Instance) -> t
         for key, record in orphans:
             hook = hook_for(compiled, record.hook_id, key)
             if hook is None:
-                gone = DispatchState(record.hook_id, DISPATCH_FAILED, record.attempts, now_iso(),
-                                     "The definition no longer has this hook.")
+                gone = DispatchState(
+                    record.hook_id,
+                    DISPATCH_FAILED,
+                    record.attempts,
+                    now_iso(),
+                    "The definition no longer has this hook.",
+                )
                 runner._dispatcher.record(instance.id, key, gone, runner._provenance("recovery"))
                 continue
             rerun.append(key)
-            runner._dispatcher.run_hook(compiled, instance, hook, ev.gate_values(),
-                                        ev.frozen_state(instance.occurrences), effects, failures)
+            runner._dispatcher.run_hook(
+                compiled, instance, hook, ev.gate_values(), ev.frozen_state(instance.occurrences), effects, failures
+            )
             if effects.terminate is not None:
                 break
         prov = runner._provenance("recovery")
         instance = runner._reload(instance.id)
-        instance = runner._finish_round(compiled, instance, effects, prov, failures, appended_fields=[],
-                                        set_completed_now=False, round_no=0)
+        instance = runner._finish_round(
+            compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=False, round_no=0
+        )
         return instance, rerun, failures
 
 

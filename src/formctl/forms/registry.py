@@ -116,9 +116,7 @@ class FormRegistry:
         for form_id, entry in forms.items():
             module = entry.get("module") if isinstance(entry, dict) else None
             if not isinstance(module, str) or not all(part.strip() for part in module.partition(":")[::2]):
-                raise RegistryError(
-                    f'Form registry {path}: [forms.{form_id}] needs module = "module:attribute".'
-                )
+                raise RegistryError(f'Form registry {path}: [forms.{form_id}] needs module = "module:attribute".')
             registry.register(
                 form_id,
                 name=str(entry.get("name", form_id)),

@@ -79,7 +79,20 @@ def resolutions(instance: Instance) -> list[Resolution]:
         checkpoint = record.hook_id.partition(":")[2]
         outcome = "rejected" if record.status == "failed" else "approved"
         reason = record.reason if record.reason is not None else (record.error if outcome == "rejected" else None)
-        out.append((record.at, order, Resolution(checkpoint, decided_occurrence(key, checkpoint), outcome,
-                                                 record.actor, record.at, reason, record.covers)))
+        out.append(
+            (
+                record.at,
+                order,
+                Resolution(
+                    checkpoint,
+                    decided_occurrence(key, checkpoint),
+                    outcome,
+                    record.actor,
+                    record.at,
+                    reason,
+                    record.covers,
+                ),
+            )
+        )
     out.sort(key=lambda item: (item[0], item[1]))
     return [r for _, _, r in out]

@@ -141,7 +141,9 @@ class FormRunner(RunnerReads):
         if seed is not None and not isinstance(seed, dict):
             raise InvalidArgumentError("seed must be an object of field ids to values.")
         compiled = self.registry.load(form_id)
-        staged, result = stage(compiled, seed or {})  # before the instance exists: a start that fails here writes nothing
+        staged, result = stage(
+            compiled, seed or {}
+        )  # before the instance exists: a start that fails here writes nothing
         for item in staged:
             item.how = {"kind": "seed"}
         prov = self._provenance("start")
@@ -151,7 +153,11 @@ class FormRunner(RunnerReads):
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None, is_start=True)
 
     def fill(
-        self, values: dict[str, Any], instance_id: str | None = None, *, write: ModelWrite | None = None,
+        self,
+        values: dict[str, Any],
+        instance_id: str | None = None,
+        *,
+        write: ModelWrite | None = None,
         how: dict[str, dict[str, Any]] | None = None,
     ) -> FillResult:
         """Write any fields, from any step. Each value is checked on its own; nothing is gated.
@@ -169,8 +175,13 @@ class FormRunner(RunnerReads):
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None)
 
     def revise(
-        self, field: str, value: Any, reason: str | None = None, instance_id: str | None = None,
-        *, write: ModelWrite | None = None,
+        self,
+        field: str,
+        value: Any,
+        reason: str | None = None,
+        instance_id: str | None = None,
+        *,
+        write: ModelWrite | None = None,
     ) -> FillResult:
         """Correct one field: a one-key fill whose provenance note records the reason."""
         check_note(reason, "reason")
@@ -181,7 +192,10 @@ class FormRunner(RunnerReads):
 
     @staticmethod
     def _judged(
-        compiled: CompiledForm, instance: Instance, values: dict[str, Any], write: ModelWrite | None,
+        compiled: CompiledForm,
+        instance: Instance,
+        values: dict[str, Any],
+        write: ModelWrite | None,
         how: dict[str, dict[str, Any]] | None,
     ) -> tuple[list[Staged], FillResult]:
         staged, result = stage(compiled, values)
@@ -300,8 +314,9 @@ class FormRunner(RunnerReads):
             raise FormError(abandoned_message(instance.id))
         if not drifted(compiled, instance):
             ev = self._evaluation(compiled, instance)
-            result = MigrateResult(view=step_view(compiled, ev, instance), from_version=instance.def_version,
-                                   to_version=compiled.version)
+            result = MigrateResult(
+                view=step_view(compiled, ev, instance), from_version=instance.def_version, to_version=compiled.version
+            )
             result.failures = open_failures(instance, compiled, ev)
             return result
         return migrate_instance(self, compiled, instance)[1]
@@ -470,7 +485,9 @@ class FormRunner(RunnerReads):
                 result.moved = field_row(compiled, ev, final, moved[0])
             return result
 
-    def _result_view(self, compiled: CompiledForm, ev: Evaluation, instance: Instance, staged_ids: list[str]) -> FormView:
+    def _result_view(
+        self, compiled: CompiledForm, ev: Evaluation, instance: Instance, staged_ids: list[str]
+    ) -> FormView:
         if ev.open_step is None and staged_ids:
             return step_view(compiled, ev, instance, compiled.steps[compiled.field_by_id[staged_ids[0]].step_index].id)
         return step_view(compiled, ev, instance)
@@ -525,8 +542,18 @@ class FormRunner(RunnerReads):
                 stored_status = extra_fields["status"]
             for name, value in extra_fields.items():
                 setattr(commit, name, value)
-            settle_status(commit, compiled, instance, queue, after, projected, stored_status, forced_after, prov.timestamp,
-                          changes_answers=round_no == 0 and bool(entries_commit))
+            settle_status(
+                commit,
+                compiled,
+                instance,
+                queue,
+                after,
+                projected,
+                stored_status,
+                forced_after,
+                prov.timestamp,
+                changes_answers=round_no == 0 and bool(entries_commit),
+            )
             # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
             # person, or held by a rejected blocking checkpoint, completes (and announces it) only
             # once it really is complete, and a forced completion is announced exactly once.
@@ -558,8 +585,14 @@ class FormRunner(RunnerReads):
             # records (written outside compare-and-set, without a version bump).
             committed = self._reload(committed.id)
         committed = self._finish_round(
-            compiled, committed, effects, prov, failures, appended_fields=[s.field_id for s in staged],
-            set_completed_now=set_completed_now, round_no=round_no,
+            compiled,
+            committed,
+            effects,
+            prov,
+            failures,
+            appended_fields=[s.field_id for s in staged],
+            set_completed_now=set_completed_now,
+            round_no=round_no,
         )
         return committed, staged_ids
 
@@ -577,8 +610,12 @@ class FormRunner(RunnerReads):
 
         def build(inst: Instance) -> Commit:
             return closing_commit(
-                compiled, inst, effects, lambda i: self._evaluation(compiled, i),
-                appended_fields=appended_fields, set_completed_now=set_completed_now,
+                compiled,
+                inst,
+                effects,
+                lambda i: self._evaluation(compiled, i),
+                appended_fields=appended_fields,
+                set_completed_now=set_completed_now,
             )
 
         return self._commit_retrying(committed, build, prov)
@@ -618,8 +655,13 @@ class FormRunner(RunnerReads):
         ev = self._evaluation(compiled, instance)
         effects = RoundEffects()
         self._dispatcher.run_hook(
-            compiled, instance, Hook("form", compiled.on_complete, occurrence), ev.gate_values(),
-            ev.frozen_state(instance.occurrences), effects, failures,
+            compiled,
+            instance,
+            Hook("form", compiled.on_complete, occurrence),
+            ev.gate_values(),
+            ev.frozen_state(instance.occurrences),
+            effects,
+            failures,
         )
         instance = self._reload(instance.id)
         # set_completed_now: the status has just risen into complete, so a Terminate from the
@@ -642,7 +684,12 @@ class FormRunner(RunnerReads):
     ) -> Instance:
         """Close the round (announcing a completion it causes), then write its hooks' patches as the next round."""
         instance = self._close_and_announce(
-            compiled, committed, effects, prov, failures, appended_fields=appended_fields,
+            compiled,
+            committed,
+            effects,
+            prov,
+            failures,
+            appended_fields=appended_fields,
             set_completed_now=set_completed_now,
         )
         if effects.terminate is None and effects.patch and round_no < MAX_ROUNDS:
@@ -664,8 +711,9 @@ def _check_ready(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> 
         raise NotReadyError(f'Form instance "{instance.id}" was already sent; a change to it would need sending again.')
     if instance.status == READY and settled(compiled, ev, instance, instance.forced_complete) == READY:
         return
-    missing = [f.label for f in compiled.fields
-               if f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED]
+    missing = [
+        f.label for f in compiled.fields if f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED
+    ]
     if missing:
         raise NotReadyError(f"Not ready to send: still needed: {', '.join(missing)}.")
     raise NotReadyError("Not ready to send: a check has not passed; see failures.")

@@ -83,8 +83,9 @@ def check_open(compiled: CompiledForm, instance: Instance) -> None:
         why = f" ({instance.closed_reason})" if instance.closed_reason else ""
         raise FormError(f'Form instance "{instance.id}" is already abandoned{why}.', code="form_closed")
     if instance.status == COMPLETE and not is_stale(compiled, instance):
-        raise FormError(f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.',
-                        code="form_closed")
+        raise FormError(
+            f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.', code="form_closed"
+        )
 
 
 def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged], FillResult]:
@@ -124,9 +125,9 @@ def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged],
         if not_data is not None:
             # A value with no JSON form cannot be stored (a JSON store could not hold it,
             # and it could never parse): reported like an invalid one, but not written.
-            result.rejected.append(Rejected(
-                field_id, f"Value is not JSON data ({not_data}).", f"Send {field.type}.", "not_json"
-            ))
+            result.rejected.append(
+                Rejected(field_id, f"Value is not JSON data ({not_data}).", f"Send {field.type}.", "not_json")
+            )
             continue
         outcome = field.validator.validate(value)
         if not outcome.ok:
@@ -135,6 +136,7 @@ def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged],
         staged.pop(field_id, None)  # a later key for the same field wins, at its own position
         staged[field_id] = Staged(field_id, value, outcome, field.validator)
     return list(staged.values()), result
+
 
 def resolve_or_report(compiled: CompiledForm, sent: Any, result: FillResult) -> str | None:
     """The field id ``sent`` names (forgivingly); an unknown one is reported in ``result`` and gives None."""
@@ -191,8 +193,13 @@ def stage_patch(
         field = compiled.field_by_id[field_id]
         staged.pop(field_id, None)
         hook = (patched_by or {}).get(key)
-        staged[field_id] = Staged(field_id, value, field.validator.validate(value), field.validator,
-                                  how={"kind": "executor", "hook": hook} if hook else {"kind": "executor"})
+        staged[field_id] = Staged(
+            field_id,
+            value,
+            field.validator.validate(value),
+            field.validator,
+            how={"kind": "executor", "hook": hook} if hook else {"kind": "executor"},
+        )
     return list(staged.values())
 
 
@@ -210,7 +217,9 @@ def required_invalid(compiled: CompiledForm, ev: Evaluation) -> bool:
     return any(f.required and ev.status[f.order] == INVALID for f in compiled.fields)
 
 
-def settled(compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool, *, sent: bool | None = None) -> str:
+def settled(
+    compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool, *, sent: bool | None = None
+) -> str:
     """The status a settled (not awaiting) instance should have: complete, ready or active.
 
     A form declared with ``review=True`` whose answers are all in is ``ready`` until it is
@@ -280,8 +289,11 @@ def rising_edges(
         k = step.index
         if after.step_complete[k] and (
             not before.step_complete[k]
-            or (step.on_complete is not None and any(f.id in changed for f in step.fields)
-                and failed_last(f"step:{step.id}"))
+            or (
+                step.on_complete is not None
+                and any(f.id in changed for f in step.fields)
+                and failed_last(f"step:{step.id}")
+            )
         ):
             n = bump(f"step:{step.id}")
             if step.on_complete is not None:
@@ -304,7 +316,9 @@ def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) ->
     """The field and step hooks whose latest run failed (cheap when nothing ever failed)."""
     if not any(r.status == DISPATCH_FAILED for r in instance.dispatches.values()):
         return frozenset()
-    return frozenset(f.hook_id for f in open_failures(instance, compiled, ev) if f.hook_id.startswith(("field:", "step:")))
+    return frozenset(
+        f.hook_id for f in open_failures(instance, compiled, ev) if f.hook_id.startswith(("field:", "step:"))
+    )
 
 
 def closing_commit(
@@ -377,8 +391,7 @@ def settle_status(
     again when it undoes that. ``changes_answers``: the write is a change to the answers of a
     form already sent (not a hook's patch), so it needs sending again."""
     blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
-    target = settled(compiled, after, projected, forced_after,
-                     sent=stored_status == COMPLETE and not changes_answers)
+    target = settled(compiled, after, projected, forced_after, sent=stored_status == COMPLETE and not changes_answers)
     if stored_status == AWAITING and instance.blocked_on:
         # A patch round (or a recovery) written while a checkpoint waits for the host:
         # the wait holds, and the status with it, until resolve_checkpoint settles it.

@@ -54,9 +54,7 @@ _NOISE_PREFIXES = ("Value error, ", "Assertion failed, ")
 # Raw values come from tool-call JSON, so they are JSON data already; encoding
 # rejects anything that is not (sets, bytes, objects, NaN) rather than inventing
 # a representation for it.
-_encode_json = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, separators=(",", ":")
-).encode
+_encode_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 # --------------------------------------------------------------------------- adapters
@@ -123,7 +121,7 @@ class Outcome(NamedTuple):
 def _readable(message: str) -> str:
     for prefix in _NOISE_PREFIXES:
         if message.startswith(prefix) and len(message) > len(prefix):
-            return message[len(prefix):]
+            return message[len(prefix) :]
     return message
 
 
@@ -170,9 +168,13 @@ class FieldValidator:
         kind = type(raw)
         if kind is bool:
             if type(value) is not bool and isinstance(value, (int, float)):
-                return Outcome(ok=False, issues=(Issue((), "Input should be a number, not true or false", "literal_error"),))
+                return Outcome(
+                    ok=False, issues=(Issue((), "Input should be a number, not true or false", "literal_error"),)
+                )
         elif (kind is int or kind is float) and type(value) is bool:
-            return Outcome(ok=False, issues=(Issue((), "Input should be true or false, not a number", "literal_error"),))
+            return Outcome(
+                ok=False, issues=(Issue((), "Input should be true or false, not a number", "literal_error"),)
+            )
         return Outcome(ok=True, value=value)
 
     def __repr__(self) -> str:
@@ -298,16 +300,23 @@ def size_issue(raw: Any, text_limit: int = MAX_TEXT, depth_limit: int = MAX_DEPT
 def text_issue(text: str) -> Issue | None:
     """Why ``text`` is not text that can be stored (a lone surrogate, a NUL), or None."""
     if "\x00" in text:
-        return Issue((), f"Contains a NUL character (U+0000) at position {text.index(chr(0)) + 1}; "
-                         "send the text without it.", "invalid_text")
+        return Issue(
+            (),
+            f"Contains a NUL character (U+0000) at position {text.index(chr(0)) + 1}; send the text without it.",
+            "invalid_text",
+        )
     if text.isascii():
         return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        return Issue((), f"Contains a character that is not valid text (U+{ord(text[exc.start]):04X}, a lone "
-                         f"surrogate, at position {exc.start + 1}): some bytes could not be read as UTF-8; "
-                         "send the text again as the person typed it.", "invalid_text")
+        return Issue(
+            (),
+            f"Contains a character that is not valid text (U+{ord(text[exc.start]):04X}, a lone "
+            f"surrogate, at position {exc.start + 1}): some bytes could not be read as UTF-8; "
+            "send the text again as the person typed it.",
+            "invalid_text",
+        )
     return None
 
 

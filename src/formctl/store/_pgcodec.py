@@ -38,10 +38,23 @@ dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False, separators=(","
 def row_values(instance: Instance, *, writes: int) -> tuple[Any, ...]:
     fields = [[f, len(log.revisions), log.cursor] for f, log in instance.entries.items()]
     return (
-        instance.id, instance.def_id, instance.def_version, instance.subject, instance.status, instance.version,
-        writes, instance.revision_seq, instance.created_at, instance.updated_at, instance.completed_at,
-        instance.closed_reason, instance.blocked_on, instance.open_step_override, bool(instance.forced_complete),
-        Json(fields, dumps=dumps), Json(instance.occurrences, dumps=dumps),
+        instance.id,
+        instance.def_id,
+        instance.def_version,
+        instance.subject,
+        instance.status,
+        instance.version,
+        writes,
+        instance.revision_seq,
+        instance.created_at,
+        instance.updated_at,
+        instance.completed_at,
+        instance.closed_reason,
+        instance.blocked_on,
+        instance.open_step_override,
+        bool(instance.forced_complete),
+        Json(fields, dumps=dumps),
+        Json(instance.occurrences, dumps=dumps),
         Json({k: v.to_dict() for k, v in instance.dispatches.items()}, dumps=dumps),
     )
 
@@ -60,9 +73,21 @@ def revision_rows(
             except (TypeError, ValueError) as exc:
                 raise StoreError(f"The instance holds a value that cannot be stored as JSON ({exc}).") from None
             how = p.extras()
-            yield (instance_id, field, pos, version, e.seq, p.timestamp, p.source, p.actor, p.note,
-                   None if value is None else Json(value, dumps=lambda text: text), e.error, bool(e.retracted),
-                   Json(how, dumps=dumps) if how else None)
+            yield (
+                instance_id,
+                field,
+                pos,
+                version,
+                e.seq,
+                p.timestamp,
+                p.source,
+                p.actor,
+                p.note,
+                None if value is None else Json(value, dumps=lambda text: text),
+                e.error,
+                bool(e.retracted),
+                Json(how, dumps=dumps) if how else None,
+            )
 
 
 def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
@@ -86,15 +111,32 @@ def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | Non
             _, _, pos, _, seq, at, source, actor, note, value, error, retracted, how = rev
             how = how or {}
             if pos != len(old) + len(new):
-                raise _damaged(display, row.id, f"field {field!r} has revision {pos} where {len(old) + len(new)} "
-                               "was due: an answer is missing; left as it is.")
-            prov = Provenance(source, actor, at, note, how.get("kind"), how.get("quote"), how.get("turn"),
-                              how.get("message"), how.get("hook"))
+                raise _damaged(
+                    display,
+                    row.id,
+                    f"field {field!r} has revision {pos} where {len(old) + len(new)} "
+                    "was due: an answer is missing; left as it is.",
+                )
+            prov = Provenance(
+                source,
+                actor,
+                at,
+                note,
+                how.get("kind"),
+                how.get("quote"),
+                how.get("turn"),
+                how.get("message"),
+                how.get("hook"),
+            )
             new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
         revisions = old + tuple(new)
         if len(revisions) != length:
-            raise _damaged(display, row.id, f"field {field!r} should hold {length} revision(s) at version "
-                           f"{row.version} but {len(revisions)} are stored: answers are missing; left as they are.")
+            raise _damaged(
+                display,
+                row.id,
+                f"field {field!r} should hold {length} revision(s) at version "
+                f"{row.version} but {len(revisions)} are stored: answers are missing; left as they are.",
+            )
         if not -1 <= cursor < max(length, 0) or (length == 0 and cursor != -1):
             raise _damaged(display, row.id, f"field {field!r} has cursor {cursor} outside its {length} revision(s).")
         entries[field] = FieldLog(revisions, cursor)

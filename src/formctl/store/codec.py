@@ -138,12 +138,15 @@ def parse_snapshot(path: str, iid: str, data: bytes) -> tuple[Instance, int, tup
     try:
         doc = json.loads(data)
     except UnicodeDecodeError as exc:
-        raise file_error(path, f"not UTF-8 text (byte {exc.start}); the file is corrupt and was left as it is.") from None
+        raise file_error(
+            path, f"not UTF-8 text (byte {exc.start}); the file is corrupt and was left as it is."
+        ) from None
     except json.JSONDecodeError as exc:
         raise file_error(
             # json's own messages may end in "at" ("Unterminated string starting at").
-            path, f"not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}); "
-            "the file is truncated or corrupt and was left as it is."
+            path,
+            f"not valid JSON ({exc.msg.removesuffix(' at')} at line {exc.lineno}, column {exc.colno}); "
+            "the file is truncated or corrupt and was left as it is.",
         ) from None
     if not isinstance(doc, dict) or "format" not in doc:
         raise file_error(path, "not a formctl instance file (no format number); it was left as it is.")

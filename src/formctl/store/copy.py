@@ -57,20 +57,22 @@ class CopyReport:
         }
 
 
-def copy_store(source: Any, target: Any, *, source_name: str, target_name: str,
-               progress: Callable[[int, int], None] | None = None) -> CopyReport:
+def copy_store(
+    source: Any, target: Any, *, source_name: str, target_name: str, progress: Callable[[int, int], None] | None = None
+) -> CopyReport:
     """Copy every instance of ``source`` (any adapter) into ``target`` (one with
     ``import_instances``, the PostgreSQL store), then verify both."""
     if not hasattr(target, "import_instances"):
-        raise StoreError(f"{target_name}: copying into this kind of store is not supported; "
-                         "copy into a postgresql:// store.")
+        raise StoreError(
+            f"{target_name}: copying into this kind of store is not supported; copy into a postgresql:// store."
+        )
     report = CopyReport(source_name, target_name)
     damaged: list[StoreError] = []
     instances = source.find_instances(damaged=damaged)
     report.unreadable = [_named(exc) for exc in damaged]
     instances.sort(key=lambda i: i.id)  # oldest first: ids grow with creation time
     for start in range(0, len(instances), BATCH):
-        batch = instances[start:start + BATCH]
+        batch = instances[start : start + BATCH]
         for instance, outcome in zip(batch, target.import_instances(batch)):
             getattr(report, outcome).append(instance.id)
         if progress is not None:

@@ -186,7 +186,9 @@ class InstanceFiles:
         loaded = dataclasses.replace(cached)
         return self._replay(iid, jpath, loaded, data, start=cached.jour_valid, size=jst.st_size, mtime=jst.st_mtime_ns)
 
-    def _replay(self, iid: str, jpath: str, loaded: Loaded, data: bytes, *, start: int, size: int, mtime: int) -> Loaded:
+    def _replay(
+        self, iid: str, jpath: str, loaded: Loaded, data: bytes, *, start: int, size: int, mtime: int
+    ) -> Loaded:
         """Apply journal bytes (starting at offset ``start``) to ``loaded``; returns it updated.
 
         A damaged record with records after it stops the replay there: ``loaded.corrupt`` says
@@ -214,7 +216,9 @@ class InstanceFiles:
                 if s <= snap_seq:
                     continue  # already in the snapshot (the journal outlived a compaction)
                 if s != loaded.seq + 1:
-                    raise _Unusable(f"line {line} holds record {s} where {loaded.seq + 1} was due (a record is missing)")
+                    raise _Unusable(
+                        f"line {line} holds record {s} where {loaded.seq + 1} was due (a record is missing)"
+                    )
                 if "c" in record:
                     instance = apply_commit(
                         instance, commit_from_json(record["c"]), if_version=instance.version, now=record["at"]
@@ -227,8 +231,11 @@ class InstanceFiles:
                 if record["v"] != instance.version:
                     raise _Unusable(f"line {line} is stamped version {record['v']} but produces {instance.version}")
             except (_Unusable, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-                reason = str(exc) if isinstance(exc, _Unusable) else (
-                    f"line {line} is a malformed record ({type(exc).__name__}: {exc})")
+                reason = (
+                    str(exc)
+                    if isinstance(exc, _Unusable)
+                    else (f"line {line} is a malformed record ({type(exc).__name__}: {exc})")
+                )
                 rest = records[n:] + found.after
                 loaded.corrupt = Corruption(jpath, reason, _last_version(rest))
                 break

@@ -106,9 +106,7 @@ class JsonFileAdapter:
             self.index.put(instance.id, subject, row_of(instance))
         return instance.copy()
 
-    def commit_instance(
-        self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
-    ) -> Instance:
+    def commit_instance(self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance) -> Instance:
         check_provenance(provenance)
 
         def change(stored: Instance) -> tuple[Instance, dict[str, Any]]:
@@ -121,9 +119,7 @@ class JsonFileAdapter:
 
         return self._journal_write(instance_id, change).copy()
 
-    def record_dispatch(
-        self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
-    ) -> None:
+    def record_dispatch(self, instance_id: str, key: str, state: DispatchState, provenance: Provenance) -> None:
         check_provenance(provenance)
         self._journal_write(
             instance_id,
@@ -260,8 +256,17 @@ class JsonFileAdapter:
 
         return self._query(run)
 
-    def _list_one(self, iid: str, indexed_status: str | None, out: list[Instance], subject: str | None,
-                  def_id: str | None, status: str | None, strict: bool, damaged: list[StoreError] | None) -> bool:
+    def _list_one(
+        self,
+        iid: str,
+        indexed_status: str | None,
+        out: list[Instance],
+        subject: str | None,
+        def_id: str | None,
+        status: str | None,
+        strict: bool,
+        damaged: list[StoreError] | None,
+    ) -> bool:
         """Read one candidate of a listing into ``out`` if its files match the filters."""
         try:
             loaded = self.files.read(iid)
@@ -274,8 +279,10 @@ class JsonFileAdapter:
         if loaded is None:
             return False
         i = loaded.instance
-        if (subject is None or i.subject == subject) and (def_id is None or i.def_id == def_id) and (
-            status is None or i.status == status
+        if (
+            (subject is None or i.subject == subject)
+            and (def_id is None or i.def_id == def_id)
+            and (status is None or i.status == status)
         ):
             out.append(i.copy())
             return True

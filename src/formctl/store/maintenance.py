@@ -128,8 +128,11 @@ def check(adapter: JsonFileAdapter) -> StoreReport:
                     f"{len(awaiting)} index row(s) await repair after an interrupted write; the next write repairs them."
                 )
             indexed = index.rows()
-            behind = {iid: p for iid, p in _behind_the_index(adapter, truth, indexed).items()
-                      if iid not in awaiting and iid not in damaged}
+            behind = {
+                iid: p
+                for iid, p in _behind_the_index(adapter, truth, indexed).items()
+                if iid not in awaiting and iid not in damaged
+            }
             problems.extend(behind.values())
             for iid in sorted(set(truth) | set(indexed)):
                 if iid in awaiting or iid in damaged or iid in behind:
@@ -181,7 +184,9 @@ def reindex(adapter: JsonFileAdapter) -> StoreReport:
         )
 
 
-def _behind_the_index(adapter: JsonFileAdapter, truth: dict[str, Row], indexed: dict[str, Row]) -> dict[str, StoreProblem]:
+def _behind_the_index(
+    adapter: JsonFileAdapter, truth: dict[str, Row], indexed: dict[str, Row]
+) -> dict[str, StoreProblem]:
     """Instances whose files hold an older version than the index last recorded: commits the
     index saw are gone from the files (a deleted or truncated journal, an old snapshot
     restored over a newer one). "Run reindex" would be the wrong advice: it would make the
@@ -191,14 +196,20 @@ def _behind_the_index(adapter: JsonFileAdapter, truth: dict[str, Row], indexed: 
         seen = indexed.get(iid)
         if seen is not None and seen[5] > row[5]:
             spath, _ = adapter.files.paths(iid)
-            behind[iid] = StoreProblem(spath, (
-                f"the index last recorded version {seen[5]}, but the instance's files hold version {row[5]}: "
-                "later answers are missing (a deleted or truncated journal?); the files were left as they are. "
-                f"Writes to it are refused: `formctl store repair {iid}` accepts the loss."))
+            behind[iid] = StoreProblem(
+                spath,
+                (
+                    f"the index last recorded version {seen[5]}, but the instance's files hold version {row[5]}: "
+                    "later answers are missing (a deleted or truncated journal?); the files were left as they are. "
+                    f"Writes to it are refused: `formctl store repair {iid}` accepts the loss."
+                ),
+            )
     return behind
 
 
-def scan_instances(adapter: JsonFileAdapter, *, fresh: bool) -> tuple[int, dict[str, Row], list[StoreProblem], list[str]]:
+def scan_instances(
+    adapter: JsonFileAdapter, *, fresh: bool
+) -> tuple[int, dict[str, Row], list[StoreProblem], list[str]]:
     """Read every instance in the folder: (files read, rows of the good ones, problems, notes)."""
     folder = adapter.files.folder
     try:
@@ -237,9 +248,15 @@ def scan_instances(adapter: JsonFileAdapter, *, fresh: bool) -> tuple[int, dict[
             row = row_of(loaded.instance)
             if loaded.corrupt is not None:
                 c = loaded.corrupt
-                problems.append(StoreProblem(c.path, (
-                    f"{c.reason}; the journal is corrupt and was left as it is. Reads stop before it and writes "
-                    f"are refused: `formctl store repair {stem}` accepts the loss.")))
+                problems.append(
+                    StoreProblem(
+                        c.path,
+                        (
+                            f"{c.reason}; the journal is corrupt and was left as it is. Reads stop before it and writes "
+                            f"are refused: `formctl store repair {stem}` accepts the loss."
+                        ),
+                    )
+                )
                 row = row[:5] + (max(row[5], c.last_version),)  # the version it is known to have reached
             truth[stem] = row
     return files, truth, problems, notes
@@ -291,8 +308,13 @@ def repair(adapter: JsonFileAdapter, iid: str, *, by: str) -> Repair | None:
         instance = loaded.instance.copy()
         instance.version = max(damage.lost_to, damage.holds_version) + 1
         instance.updated_at = at
-        record = {"at": at, "by": by, "lost": list(damage.lost) if damage.lost else None,
-                  "reason": damage.reason, "kept": os.path.relpath(kept, adapter.directory)}
+        record = {
+            "at": at,
+            "by": by,
+            "lost": list(damage.lost) if damage.lost else None,
+            "reason": damage.reason,
+            "kept": os.path.relpath(kept, adapter.directory),
+        }
         # Past every record number the old journal can hold, so none of it is ever replayed again.
         seq = loaded.seq + journal_lines + 1
         data = encoded(lambda: snapshot_bytes(instance, seq, loaded.repairs + (record,)))

@@ -77,9 +77,7 @@ class MemoryAdapter:
             return None
         return sort_recent_first(rows)[0].copy()
 
-    def commit_instance(
-        self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
-    ) -> Instance:
+    def commit_instance(self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance) -> Instance:
         check_provenance(provenance)
         with self._lock:
             stored = self._instances.get(instance_id)
@@ -89,9 +87,7 @@ class MemoryAdapter:
             self._instances[instance_id] = new
         return new.copy()
 
-    def record_dispatch(
-        self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
-    ) -> None:
+    def record_dispatch(self, instance_id: str, key: str, state: DispatchState, provenance: Provenance) -> None:
         check_provenance(provenance)
         with self._lock:
             stored = self._instances.get(instance_id)

@@ -91,8 +91,17 @@ _INHERITED: list[Any] = []
 def _server_away(exc: BaseException) -> bool:
     """A failure to connect that waiting can cure: nobody listening, or a server starting or stopping."""
     text = str(exc)
-    return any(s in text for s in ("Connection refused", "No such file or directory", "shutting down",
-                                   "starting up", "not yet accepting connections", "in recovery mode"))
+    return any(
+        s in text
+        for s in (
+            "Connection refused",
+            "No such file or directory",
+            "shutting down",
+            "starting up",
+            "not yet accepting connections",
+            "in recovery mode",
+        )
+    )
 
 
 def _close_in(conn: Any, pid: int) -> None:
@@ -105,9 +114,7 @@ def _close_in(conn: Any, pid: int) -> None:
 
 def require_psycopg() -> None:
     if psycopg is None:
-        raise StoreError(
-            "PostgreSQL support is not installed: pip install 'formctl[postgres]' (it adds psycopg)."
-        )
+        raise StoreError("PostgreSQL support is not installed: pip install 'formctl[postgres]' (it adds psycopg).")
 
 
 @dataclass(slots=True)
@@ -181,9 +188,7 @@ class PostgresAdapter:
         self._remember(instance.id, _Cached(0, instance))
         return instance.copy()
 
-    def commit_instance(
-        self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance
-    ) -> Instance:
+    def commit_instance(self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance) -> Instance:
         check_provenance(provenance)
         if not is_instance_id(instance_id):
             raise missing(instance_id)
@@ -206,9 +211,7 @@ class PostgresAdapter:
         self._remember(instance_id, _Cached(writes, new))
         return new.copy()
 
-    def record_dispatch(
-        self, instance_id: str, key: str, state: DispatchState, provenance: Provenance
-    ) -> None:
+    def record_dispatch(self, instance_id: str, key: str, state: DispatchState, provenance: Provenance) -> None:
         check_provenance(provenance)
         if not is_instance_id(instance_id):
             raise missing(instance_id)
@@ -309,11 +312,15 @@ class PostgresAdapter:
         tables if they are missing). ``formctl run`` asks before the chat opens."""
 
         def probe(cur: Any) -> None:
-            cur.execute("SELECT has_table_privilege('formctl_instances', 'INSERT, UPDATE') "
-                        "AND has_table_privilege('formctl_revisions', 'INSERT')")
+            cur.execute(
+                "SELECT has_table_privilege('formctl_instances', 'INSERT, UPDATE') "
+                "AND has_table_privilege('formctl_revisions', 'INSERT')"
+            )
             if not cur.fetchone()[0]:
-                raise StoreError(f"The PostgreSQL store {self.display} is read-only for this user: "
-                                 "cannot record answers (ask for INSERT and UPDATE on the formctl tables).")
+                raise StoreError(
+                    f"The PostgreSQL store {self.display} is read-only for this user: "
+                    "cannot record answers (ask for INSERT and UPDATE on the formctl tables)."
+                )
 
         self._run(probe, write=True)
 
@@ -322,7 +329,9 @@ class PostgresAdapter:
         self._run(lambda cur: None, write=True, upgrade=True)
         return self._upgraded
 
-    def _select(self, where: str, params: tuple[Any, ...], *, on_damage: Callable[[Any, StoreError], None] | None = None) -> list[Instance]:
+    def _select(
+        self, where: str, params: tuple[Any, ...], *, on_damage: Callable[[Any, StoreError], None] | None = None
+    ) -> list[Instance]:
         def read(cur: Any) -> list[Instance]:
             if not self._tables:
                 self._check_schema(cur.connection)  # another process may have created them since
@@ -333,8 +342,14 @@ class PostgresAdapter:
 
         return [i.copy() for i in self._run(read)]
 
-    def _assemble(self, cur: Any, rows: list[Any], *, on_damage: Callable[[Any, StoreError], None] | None = None,
-                  cached: bool = True) -> list[Instance]:
+    def _assemble(
+        self,
+        cur: Any,
+        rows: list[Any],
+        *,
+        on_damage: Callable[[Any, StoreError], None] | None = None,
+        cached: bool = True,
+    ) -> list[Instance]:
         """Instances for instance rows: cached ones as they are, the others with the revisions
         added since the cached copy (or all of them), fetched for every row in one query."""
         out: dict[str, Instance] = {}
@@ -396,8 +411,10 @@ class PostgresAdapter:
         one given (both were written separately): nothing of the batch is written then."""
 
         def write(cur: Any) -> list[str]:
-            cur.execute(f"SELECT {COLUMNS} FROM formctl_instances WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
-                        ([i.id for i in instances],))
+            cur.execute(
+                f"SELECT {COLUMNS} FROM formctl_instances WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+                ([i.id for i in instances],),
+            )
             rows = {row.id: row for row in cur.fetchall()}
             here = {i.id: i for i in self._assemble(cur, list(rows.values()), cached=False)}
             outcomes: list[str] = []
@@ -422,8 +439,10 @@ class PostgresAdapter:
                         )
                 if row.version == given.version:
                     if held != given:
-                        raise StoreError(f"{given.id} is at version {given.version} in both stores but differs; "
-                                         "nothing of this batch was copied.")
+                        raise StoreError(
+                            f"{given.id} is at version {given.version} in both stores but differs; "
+                            "nothing of this batch was copied."
+                        )
                     outcomes.append("same")
                     continue
                 revisions.extend(revision_rows(given.id, given.entries, held.entries, version=given.version))
@@ -476,7 +495,9 @@ class PostgresAdapter:
                 last = rows[-1].id
 
                 def damaged(row: Any, exc: StoreError) -> None:
-                    problems.append(StoreProblem(f"{self.display} instance {row.id}", getattr(exc, "reason", exc.message)))
+                    problems.append(
+                        StoreProblem(f"{self.display} instance {row.id}", getattr(exc, "reason", exc.message))
+                    )
 
                 for instance in self._assemble(cur, rows, on_damage=damaged, cached=False):
                     instances += 1
@@ -486,8 +507,12 @@ class PostgresAdapter:
                 "WHERE r.version > i.version GROUP BY r.instance_id ORDER BY r.instance_id"
             )
             for iid, count in cur.fetchall():
-                problems.append(StoreProblem(f"{self.display} instance {iid}", (
-                    f"{count} answer(s) stamped with a version later than the instance's own; left as they are.")))
+                problems.append(
+                    StoreProblem(
+                        f"{self.display} instance {iid}",
+                        (f"{count} answer(s) stamped with a version later than the instance's own; left as they are."),
+                    )
+                )
             return instances, revisions, problems, []
 
         instances, revisions, problems, notes = self._run(scan, write=False, transaction=True)
@@ -583,8 +608,9 @@ class PostgresAdapter:
             except Exception:
                 pass
 
-    def _run(self, fn: Callable[[Any], T], *, write: bool = False, transaction: bool | None = None,
-             upgrade: bool = False) -> T:
+    def _run(
+        self, fn: Callable[[Any], T], *, write: bool = False, transaction: bool | None = None, upgrade: bool = False
+    ) -> T:
         """Run ``fn(cursor)`` on this adapter's connection: in one transaction when writing; once
         more on a new connection when the old one turned out dead before anything was written."""
         with self._mutex:

@@ -42,8 +42,10 @@ class StaleWords:
 
     def render(self) -> str:
         text = self.text if len(self.text) <= 140 else self.text[:137] + "…"
-        return f"    turn {self.turn} ({self.label}), model call {self.call}: {json.dumps(text, ensure_ascii=False)}\n" \
-               f"      {self.why}"
+        return (
+            f"    turn {self.turn} ({self.label}), model call {self.call}: {json.dumps(text, ensure_ascii=False)}\n"
+            f"      {self.why}"
+        )
 
 
 def call_line(name: str, value: Any) -> str:
@@ -56,8 +58,12 @@ def call_line(name: str, value: Any) -> str:
 def result_differences(old: Any, new: Any) -> list[_diff.Difference]:
     """Differences between two tool results; inside two successes, paths start at the data
     (``fields[mileage].status``, not ``data.fields[mileage].status``)."""
-    if (isinstance(old, dict) and isinstance(new, dict) and old.get("status") == new.get("status") == "success"
-            and set(old) == set(new) == {"status", "data"}):
+    if (
+        isinstance(old, dict)
+        and isinstance(new, dict)
+        and old.get("status") == new.get("status") == "success"
+        and set(old) == set(new) == {"status", "data"}
+    ):
         return _diff.differences(old["data"], new["data"])
     return _diff.differences(old, new)
 

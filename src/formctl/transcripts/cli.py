@@ -47,8 +47,9 @@ def write_junit(path: Path, results: list, *, suite: str = "formctl-transcripts"
     failures = sum(1 for r in results if not r.passed)
     total = sum(r.seconds for r in results)
     root = ET.Element("testsuites", name=suite, tests=str(len(results)), failures=str(failures), time=f"{total:.3f}")
-    node = ET.SubElement(root, "testsuite", name=suite, tests=str(len(results)), failures=str(failures),
-                         errors="0", time=f"{total:.3f}")
+    node = ET.SubElement(
+        root, "testsuite", name=suite, tests=str(len(results)), failures=str(failures), errors="0", time=f"{total:.3f}"
+    )
     for r in results:
         case = ET.SubElement(node, "testcase", classname=f"transcripts.{r.mode}", name=r.path, time=f"{r.seconds:.3f}")
         if not r.passed:
@@ -65,18 +66,39 @@ def register(app: typer.Typer) -> None:
     @app.command("replay", epilog=EXAMPLES)
     def replay_command(
         paths: list[str] = typer.Argument(..., metavar="FILES|DIRS", help="Transcript files, or folders of them."),
-        update: bool = typer.Option(False, "--update", help="Rewrite the transcripts from this run (the guided model's "
-                                    "turns are made again); show what changed."),
-        accept_text: bool = typer.Option(False, "--accept-text", help="With --update: keep a real model's recorded "
-                                         "words even where the tool results they followed have changed."),
+        update: bool = typer.Option(
+            False,
+            "--update",
+            help="Rewrite the transcripts from this run (the guided model's turns are made again); show what changed.",
+        ),
+        accept_text: bool = typer.Option(
+            False,
+            "--accept-text",
+            help="With --update: keep a real model's recorded "
+            "words even where the tool results they followed have changed.",
+        ),
         live: bool = typer.Option(False, "--live", help="Play the person's turns to a model and grade on [expect]."),
-        model: str | None = typer.Option(None, "--model", envvar="FORMCTL_MODEL", metavar="NAME",
-                                            help="With --live: the Anthropic model (needs ANTHROPIC_API_KEY); default guided."),
-        offline: bool = typer.Option(False, "--offline", help="With --live: the offline guided model, even with ANTHROPIC_API_KEY set."),
+        model: str | None = typer.Option(
+            None,
+            "--model",
+            envvar="FORMCTL_MODEL",
+            metavar="NAME",
+            help="With --live: the Anthropic model (needs ANTHROPIC_API_KEY); default guided.",
+        ),
+        offline: bool = typer.Option(
+            False, "--offline", help="With --live: the offline guided model, even with ANTHROPIC_API_KEY set."
+        ),
         junit: str | None = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
-        coverage: bool = typer.Option(False, "--coverage", help="Report steps, fields, gates, checkpoints and effects exercised."),
-        forms: str | None = typer.Option(None, "--forms", envvar="FORMCTL_FORMS", metavar="DIR",
-                                            help="Folder holding registry.toml (default: forms/ above the transcript)."),
+        coverage: bool = typer.Option(
+            False, "--coverage", help="Report steps, fields, gates, checkpoints and effects exercised."
+        ),
+        forms: str | None = typer.Option(
+            None,
+            "--forms",
+            envvar="FORMCTL_FORMS",
+            metavar="DIR",
+            help="Folder holding registry.toml (default: forms/ above the transcript).",
+        ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only failures and the summary line."),
     ) -> None:
         """Replay recorded transcripts against the current forms; exit 1 if any diverges."""
@@ -96,12 +118,15 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         live_model = model if live and not offline else None
         if live and model and not offline and not os.environ.get("ANTHROPIC_API_KEY", "").strip():
-            typer.echo(f"note: ANTHROPIC_API_KEY is not set, so --model {model} falls back to the guided model", err=True)
+            typer.echo(
+                f"note: ANTHROPIC_API_KEY is not set, so --model {model} falls back to the guided model", err=True
+            )
         cov = Coverage() if coverage else None
         results = []
         for path in files:
-            r = replay_file(path, update=update, live=live, model=live_model, forms=forms, coverage=cov,
-                            accept_text=accept_text)
+            r = replay_file(
+                path, update=update, live=live, model=live_model, forms=forms, coverage=cov, accept_text=accept_text
+            )
             results.append(r)
             mode = "" if r.mode == "exact" else f" ({r.mode})"
             if update and r.updated:

@@ -120,6 +120,7 @@ class Coverage:
     def render(self) -> str:
         lines = ["coverage:"]
         for s in self.summaries():
+
             def frac(key: str, s: dict[str, Any] = s) -> str:
                 done, total = s[key]
                 return f"{done}/{total}"

@@ -94,8 +94,9 @@ EXPECTED = ("expected", "got")
 against what a live run did (the author wrote that value; nothing recorded it)."""
 
 
-def render(diffs: list[Difference], *, indent: str = "    ", limit: int = MAX_LINES,
-           labels: tuple[str, str] = RECORDED) -> str:
+def render(
+    diffs: list[Difference], *, indent: str = "    ", limit: int = MAX_LINES, labels: tuple[str, str] = RECORDED
+) -> str:
     lines = [indent + d.render(labels) for d in diffs[:limit]]
     if len(diffs) > limit:
         lines.append(f"{indent}… and {len(diffs) - limit} more")

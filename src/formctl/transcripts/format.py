@@ -210,7 +210,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
         raise TranscriptError(f"format {version!r} is not one this formctl reads (it reads format {FORMAT})", path=path)
     form = doc.get("form")
     if not isinstance(form, str) or not form:
-        raise TranscriptError("missing `form = \"<form id>\"`", path=path)
+        raise TranscriptError('missing `form = "<form id>"`', path=path)
     raw_turns = doc.get("turns", [])
     if not isinstance(raw_turns, list):
         raise TranscriptError("`turns` must be an array of tables ([[turns]])", path=path)
@@ -223,7 +223,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
         if kind == "person":
             text_value = raw.get("text")
             if not isinstance(text_value, str):
-                raise fail(f"{where}a person turn needs `text = \"...\"`", n)
+                raise fail(f'{where}a person turn needs `text = "..."`', n)
             turn = Turn("person", text=text_value, error=raw.get("error"))
             answers = raw.get("answers", [])
             if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
@@ -241,7 +241,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
             turn = Turn("host", action=action, args=args, result=get_value(raw, "result", where=where))
             turn.error = raw.get("error")
         else:
-            raise fail(f"{where}kind must be \"person\" or \"host\", not {kind!r}", n)
+            raise fail(f'{where}kind must be "person" or "host", not {kind!r}', n)
         turns.append(turn)
     expect = doc.get("expect")
     if expect is not None:
@@ -263,7 +263,9 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
         tools_digest=request.get("tools_digest"),
         masked=list(doc.get("masked", [])),
         resumed=bool(doc.get("resumed", False)),
-        usage={k: v for k, v in usage.items() if isinstance(v, int)} if isinstance(usage := doc.get("usage"), dict) else {},
+        usage={k: v for k, v in usage.items() if isinstance(v, int)}
+        if isinstance(usage := doc.get("usage"), dict)
+        else {},
         path=str(path) if path is not None else None,
     )
 

@@ -32,7 +32,9 @@ def recorded_replies(transcript: Transcript) -> list[Any]:
                 content.append({"type": "text", "text": it.text})
             for c in it.calls:
                 content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input})
-            out.append(ModelReply(content=content, stop_reason=it.stop_reason or ("tool_use" if it.calls else "end_turn")))
+            out.append(
+                ModelReply(content=content, stop_reason=it.stop_reason or ("tool_use" if it.calls else "end_turn"))
+            )
     return out
 
 
@@ -127,9 +129,13 @@ def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
         raise TranscriptError(f"unknown host action {action!r}")
     try:
         if action == "resolve":
-            out = runner.resolve_checkpoint(fail=args.get("fail"), values=args.get("values"),
-                                            checkpoint=args.get("checkpoint"), actor=args.get("actor"),
-                                            reason=args.get("reason"))
+            out = runner.resolve_checkpoint(
+                fail=args.get("fail"),
+                values=args.get("values"),
+                checkpoint=args.get("checkpoint"),
+                actor=args.get("actor"),
+                reason=args.get("reason"),
+            )
         elif action == "fill":
             out = runner.fill(args.get("values") or {})
         elif action == "revise":
@@ -151,8 +157,9 @@ def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
     return host_result(out)
 
 
-def play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, *, coverage: Any,
-          on_turn: Any = None) -> tuple[Recorder, Any, Any]:
+def play(
+    transcript: Transcript, registry: Any, compiled: Any, make_model: Any, *, coverage: Any, on_turn: Any = None
+) -> tuple[Recorder, Any, Any]:
     """Feed the transcript's person turns and host actions through a fresh runner and loop.
 
     ``on_turn(n, recorded_turn, new_turn)`` is called after each turn; returning True stops.
@@ -160,8 +167,14 @@ def play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, 
     from formctl.agent.loop import ChatLoop
 
     runner = fresh_runner(registry)
-    rec = Recorder(None, form_id=transcript.form, form_version=compiled.version, model=transcript.model,
-                   subject=REPLAY_SUBJECT, runner=runner)
+    rec = Recorder(
+        None,
+        form_id=transcript.form,
+        form_version=compiled.version,
+        model=transcript.model,
+        subject=REPLAY_SUBJECT,
+        runner=runner,
+    )
     rec.transcript.masked = list(transcript.masked)
     name = transcript.name
     loop_box: list[Any] = []
@@ -183,8 +196,13 @@ def play(transcript: Transcript, registry: Any, compiled: Any, make_model: Any, 
         return given
 
     model = make_model(runner)
-    loop = ChatLoop(runner, model, form_id=transcript.form, on_event=on_event,
-                    person=Person(ask=answer, not_theirs=frozenset({OPENER})))
+    loop = ChatLoop(
+        runner,
+        model,
+        form_id=transcript.form,
+        on_event=on_event,
+        person=Person(ask=answer, not_theirs=frozenset({OPENER})),
+    )
     loop_box.append(loop)
     for n, turn in enumerate(transcript.turns, 1):
         if turn.kind == "host":

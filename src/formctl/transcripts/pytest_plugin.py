@@ -37,12 +37,24 @@ _TOP_KEY = re.compile(r"^\s*(format|form)\s*=", re.MULTILINE)
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("formctl")
-    group.addoption("--formctl-transcripts", action="store_true", default=False,
-                    help="collect formctl transcripts (*.toml) as tests, each replayed exactly (formctl replay)")
-    group.addoption("--formctl-forms", default=None, metavar="DIR",
-                    help="the forms folder (holding registry.toml) for the transcripts")
-    parser.addini("formctl_transcripts", type="args", default=[],
-                  help="folders and globs of formctl transcripts to collect (turns the plugin on)")
+    group.addoption(
+        "--formctl-transcripts",
+        action="store_true",
+        default=False,
+        help="collect formctl transcripts (*.toml) as tests, each replayed exactly (formctl replay)",
+    )
+    group.addoption(
+        "--formctl-forms",
+        default=None,
+        metavar="DIR",
+        help="the forms folder (holding registry.toml) for the transcripts",
+    )
+    parser.addini(
+        "formctl_transcripts",
+        type="args",
+        default=[],
+        help="folders and globs of formctl transcripts to collect (turns the plugin on)",
+    )
     parser.addini("formctl_forms", default="", help="the forms folder (holding registry.toml) for the transcripts")
 
 

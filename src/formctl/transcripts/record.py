@@ -118,7 +118,9 @@ class Recorder:
         self.path = path
         self.runner = runner
         self.normaliser = Normaliser(subject)
-        self.transcript = Transcript(form=form_id, form_version=form_version, model=model, path=str(path) if path else None)
+        self.transcript = Transcript(
+            form=form_id, form_version=form_version, model=model, path=str(path) if path else None
+        )
         self.instance_id: str | None = None  # the raw id, as seen in tool results
         self._turn: Turn | None = None
         self._iteration: Iteration | None = None

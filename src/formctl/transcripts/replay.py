@@ -110,14 +110,20 @@ def replay_file(
         transcript = load(path)
         if registry is None:
             registry = find_registry(path, forms)
-        result = replay(transcript, registry, update=update, live=live, model=model, coverage=coverage,
-                        accept_text=accept_text)
+        result = replay(
+            transcript, registry, update=update, live=live, model=model, coverage=coverage, accept_text=accept_text
+        )
     except TranscriptError as exc:
         result = ReplayResult(name, str(path), False, f"  {exc}", mode="live" if live else "exact")
     except Exception as exc:  # one broken transcript (or form) must not stop the rest of the run
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        result = ReplayResult(name, str(path), False, f"  replay failed: {type(exc).__name__}: {message}",
-                              mode="live" if live else "exact")
+        result = ReplayResult(
+            name,
+            str(path),
+            False,
+            f"  replay failed: {type(exc).__name__}: {message}",
+            mode="live" if live else "exact",
+        )
     result.seconds = time.perf_counter() - started
     return result
 
@@ -139,11 +145,18 @@ def replay(
         compiled = registry.load(transcript.form)
     except Exception as exc:
         message = getattr(exc, "message", None) or str(exc)
-        return ReplayResult(transcript.name, path, False, f"  cannot load form {transcript.form!r}: {message}",
-                            mode="live" if live else "exact")
+        return ReplayResult(
+            transcript.name,
+            path,
+            False,
+            f"  cannot load form {transcript.form!r}: {message}",
+            mode="live" if live else "exact",
+        )
     if transcript.resumed and not live:
         return ReplayResult(
-            transcript.name, path, False,
+            transcript.name,
+            path,
+            False,
             "  recorded over an instance that already had answers (formctl resume); a replay starts from an "
             "empty store, so it cannot reproduce it. Record from the start with `formctl run FORM --record`.",
         )
@@ -152,7 +165,6 @@ def replay(
     if update and transcript.model == GUIDED:
         return _regenerate(transcript, registry, compiled, coverage=coverage)
     return _exact(transcript, registry, compiled, update=update, coverage=coverage, accept_text=accept_text)
-
 
 
 # --------------------------------------------------------------------------- exact
@@ -176,29 +188,40 @@ def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
         if old.result is not None and new.result is not None:
             diffs = _diff.differences(old.result, new.result)
             if diffs:
-                return Divergence(n, where, "    the host action's result changed:\n" + _diff.render(diffs, indent="      "),
-                                  _step_label(None, old.result))
+                return Divergence(
+                    n,
+                    where,
+                    "    the host action's result changed:\n" + _diff.render(diffs, indent="      "),
+                    _step_label(None, old.result),
+                )
         return None
     for k, (a, b) in enumerate(zip(old.iterations, new.iterations), 1):
         at = f"{where}, model call {k}" if len(old.iterations) > 1 else where
         if a.tier0 is not None and b.tier0 is not None and a.tier0 != b.tier0:
             return Divergence(
-                n, at,
+                n,
+                at,
                 "    the model was sent a different tier-0 line, so the recorded reply answers another question:\n"
                 + _diff.text_diff(a.tier0, b.tier0, indent="      "),
                 _step_label(a.tier0, None),
             )
         for c_old, c_new in zip(a.calls, b.calls):
             if c_old.result is None:
-                return Divergence(n, at, f"    {c_old.name}: no result was recorded (`formctl replay --update` records one)",
-                                  _step_label(a.tier0, None))
+                return Divergence(
+                    n,
+                    at,
+                    f"    {c_old.name}: no result was recorded (`formctl replay --update` records one)",
+                    _step_label(a.tier0, None),
+                )
             # Plain equality first (C speed, and nearly always true); the field-by-field walk
             # only runs to explain a difference.
             diffs = _changes.result_differences(c_old.result, c_new.result) if c_old.result != c_new.result else []
             if diffs:
                 return Divergence(
-                    n, at,
-                    f"    {_changes.call_line(c_old.name, c_old.input)} returned something else:\n" + _diff.render(diffs, indent="      "),
+                    n,
+                    at,
+                    f"    {_changes.call_line(c_old.name, c_old.input)} returned something else:\n"
+                    + _diff.render(diffs, indent="      "),
                     _step_label(a.tier0, c_old.result),
                 )
     if len(old.iterations) != len(new.iterations) or (old.error or None) != (new.error or None):
@@ -232,8 +255,9 @@ def compare_end(old: dict[str, Any] | None, new: dict[str, Any] | None, *, exact
     return "\n".join(lines) or None
 
 
-def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool, coverage: Any,
-           accept_text: bool = False) -> ReplayResult:
+def _exact(
+    transcript: Transcript, registry: Any, compiled: Any, *, update: bool, coverage: Any, accept_text: bool = False
+) -> ReplayResult:
     path = transcript.path or transcript.name
     model = recorded_model(recorded_replies(transcript), transcript.model)
     divergences: list[Divergence] = []
@@ -251,7 +275,9 @@ def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool
     if update:
         return _update_kept_words(transcript, rec.masked(), model, request_changed, accept_text)
     if request_changed and not divergences:
-        divergences.insert(0, Divergence(1, transcript.turns[0].label() if transcript.turns else "start", request_changed))
+        divergences.insert(
+            0, Divergence(1, transcript.turns[0].label() if transcript.turns else "start", request_changed)
+        )
     end = None
     if not divergences:
         end = compare_end(transcript.expect, new_t.expect)
@@ -266,8 +292,9 @@ def _exact(transcript: Transcript, registry: Any, compiled: Any, *, update: bool
     return ReplayResult(transcript.name, path, not text, text, "exact", len(transcript.turns))
 
 
-def _update_kept_words(old: Transcript, new: Transcript, model: Any, request: str | None,
-                       accept_text: bool) -> ReplayResult:
+def _update_kept_words(
+    old: Transcript, new: Transcript, model: Any, request: str | None, accept_text: bool
+) -> ReplayResult:
     """``--update`` of a real model's transcript: its replies are kept as they were recorded.
 
     The tool results and ``[expect]`` are the new run's. A reply whose words were written
@@ -287,12 +314,13 @@ def _update_kept_words(old: Transcript, new: Transcript, model: Any, request: st
             "result that has changed, so the words may no longer fit (not written):\n"
             + "\n".join(s.render() for s in stale)
             + "\n  re-record the conversation (formctl run FORM --record PATH), or keep the words as they are "
-              "with --update --accept-text"
+            "with --update --accept-text"
         )
         return ReplayResult(old.name, path, False, text, "exact", len(old.turns), stale_words=stale)
     written = _rewrite(old, new)  # sensitive values never reach the file
-    return ReplayResult(old.name, path, True, text if written else "", "exact", len(old.turns),
-                        updated=written, stale_words=stale)
+    return ReplayResult(
+        old.name, path, True, text if written else "", "exact", len(old.turns), updated=written, stale_words=stale
+    )
 
 
 def _regenerate(transcript: Transcript, registry: Any, compiled: Any, *, coverage: Any) -> ReplayResult:
@@ -304,11 +332,13 @@ def _regenerate(transcript: Transcript, registry: Any, compiled: Any, *, coverag
     path = transcript.path or transcript.name
     rec, _, _ = play(transcript, registry, compiled, _model_factory(None, transcript.form), coverage=coverage)
     new_t = rec.masked()  # sensitive values never reach the file
-    text = _changes.describe(transcript, new_t, end=compare_end(transcript.expect, new_t.expect),
-                             request=_request_diff(transcript, new_t))
+    text = _changes.describe(
+        transcript, new_t, end=compare_end(transcript.expect, new_t.expect), request=_request_diff(transcript, new_t)
+    )
     written = _rewrite(transcript, new_t)
-    return ReplayResult(transcript.name, path, True, text if written else "", GUIDED, len(transcript.turns),
-                        updated=written)
+    return ReplayResult(
+        transcript.name, path, True, text if written else "", GUIDED, len(transcript.turns), updated=written
+    )
 
 
 def _request_diff(old: Transcript, new: Transcript) -> str | None:
@@ -344,7 +374,9 @@ def _rewrite(old: Transcript, new: Transcript) -> bool:
 # --------------------------------------------------------------------------- live
 
 
-def _live(transcript: Transcript, registry: Any, compiled: Any, *, model: Any, update: bool, coverage: Any) -> ReplayResult:
+def _live(
+    transcript: Transcript, registry: Any, compiled: Any, *, model: Any, update: bool, coverage: Any
+) -> ReplayResult:
     path = transcript.path or transcript.name
     if not transcript.recorded and not opens_conversation(transcript.turns[0] if transcript.turns else None):
         # A hand-written scenario lists answers. `formctl run` opens every conversation with

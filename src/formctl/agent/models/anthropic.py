@@ -69,7 +69,7 @@ class AnthropicModel:
         self.max_retries = max_retries
         self.timeout = timeout
         self.max_tokens = max_tokens
-        self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL)
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
         self.__api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
         self._client: Any = None
 
@@ -210,8 +210,9 @@ class AnthropicModel:
             for class_name, error_type, line in _STATUS_ERRORS:
                 cls = getattr(anthropic, class_name, None)  # newer SDKs type more statuses
                 if (cls is not None and isinstance(exc, cls)) or kind == error_type:
-                    return line.format(retried=retried, detail=_tail(detail), model=self.model,
-                                       base_url=self.base_url, status=code)
+                    return line.format(
+                        retried=retried, detail=_tail(detail), model=self.model, base_url=self.base_url, status=code
+                    )
             return f"The Anthropic API rejected the request ({code}){_tail(detail)}"
         if isinstance(exc, anthropic.APITimeoutError):
             return f"The Anthropic API did not answer within {self.timeout:g}s{retried}. Send again."
@@ -260,15 +261,32 @@ def _trust_env() -> bool:
 # InternalServerError), the error type in the body that means the same (an SDK without the
 # class, an error event inside a stream), and the line each becomes.
 _STATUS_ERRORS = (
-    ("AuthenticationError", "authentication_error",
-     "The Anthropic API refused the key ({status}): check ANTHROPIC_API_KEY."),
-    ("PermissionDeniedError", "permission_error", "The Anthropic API refused ANTHROPIC_API_KEY for {model} ({status}){detail}"),
-    ("NotFoundError", "not_found_error", 'No model "{model}" at {base_url} ({status}): check --model or FORMCTL_MODEL.'),
-    ("RateLimitError", "rate_limit_error",
-     "Rate-limited by the Anthropic API ({status}){retried}. Wait a moment, then send again."),
+    (
+        "AuthenticationError",
+        "authentication_error",
+        "The Anthropic API refused the key ({status}): check ANTHROPIC_API_KEY.",
+    ),
+    (
+        "PermissionDeniedError",
+        "permission_error",
+        "The Anthropic API refused ANTHROPIC_API_KEY for {model} ({status}){detail}",
+    ),
+    (
+        "NotFoundError",
+        "not_found_error",
+        'No model "{model}" at {base_url} ({status}): check --model or FORMCTL_MODEL.',
+    ),
+    (
+        "RateLimitError",
+        "rate_limit_error",
+        "Rate-limited by the Anthropic API ({status}){retried}. Wait a moment, then send again.",
+    ),
     ("ContentTooLargeError", "request_too_large", "The conversation is too large for the model ({status})."),
-    ("OverloadedError", "overloaded_error",
-     "The Anthropic API is overloaded ({status}){retried}. Send again in a moment."),
+    (
+        "OverloadedError",
+        "overloaded_error",
+        "The Anthropic API is overloaded ({status}){retried}. Send again in a moment.",
+    ),
     ("InternalServerError", "api_error", "The Anthropic API failed ({status}){retried}. Send again."),
 )
 

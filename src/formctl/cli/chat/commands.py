@@ -71,8 +71,9 @@ class Commands:
         return self.instance_id
 
     def _cmd_usage(self, rest: str, out: Any) -> None:
-        out.print(self.usage_line() or f"No tokens: the {self.model.name} model runs offline.",
-                  markup=False, highlight=False)
+        out.print(
+            self.usage_line() or f"No tokens: the {self.model.name} model runs offline.", markup=False, highlight=False
+        )
 
     def _cmd_status(self, rest: str, out: Any) -> None:
         render.print_view(self.person.status(instance_id=self._need_instance()), out)
@@ -95,8 +96,11 @@ class Commands:
             histories = [self.person.history(rest, instance_id=instance_id).to_dict()]
         else:
             instance = self.person.open_instance(instance_id)
-            histories = [self.person.history(f.id, instance_id=instance_id).to_dict()
-                         for f in self.compiled.fields if f.id in instance.entries]
+            histories = [
+                self.person.history(f.id, instance_id=instance_id).to_dict()
+                for f in self.compiled.fields
+                if f.id in instance.entries
+            ]
         render.print_histories(histories, out)
 
     def _cmd_undo(self, rest: str, out: Any) -> None:
@@ -128,9 +132,12 @@ class Commands:
             # Resolving is the host's decision, never the person's own (README, "Who may do what").
             instance = self.person.open_instance(instance_id)
             what = f'"{instance.blocked_on}"' if instance is not None and instance.blocked_on else "a checkpoint"
-            raise FormError(f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
-                            f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
-                            "with formctl run FORM --as-host.", code="host_only")
+            raise FormError(
+                f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
+                f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
+                "with formctl run FORM --as-host.",
+                code="host_only",
+            )
         fail = reason = None
         if rest:
             words = shlex.split(rest)
@@ -144,8 +151,9 @@ class Commands:
         result = self.person.resolve_checkpoint(instance_id, fail=fail, actor=actor, reason=reason)
         self._host("resolve", result, fail=fail, actor=actor, reason=reason)
         what = f"rejected: {fail}" if fail else "approved"
-        out.print(f"checkpoint {what} · {self.status_lines(self.person)[0]}", style="dim", markup=False,
-                  highlight=False)
+        out.print(
+            f"checkpoint {what} · {self.status_lines(self.person)[0]}", style="dim", markup=False, highlight=False
+        )
 
     def _cmd_abandon(self, rest: str, out: Any) -> None:
         instance_id = self._need_instance()

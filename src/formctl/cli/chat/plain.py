@@ -215,7 +215,9 @@ class Face:
 
     def _goodbye(self) -> None:
         lines = [self.session.goodbye(), self.session.usage_line()]
-        self._text("".join(f"{_wrapped(line, self._wrap.width)}\n" for line in lines if line))  # one write: said whole or not at all
+        self._text(
+            "".join(f"{_wrapped(line, self._wrap.width)}\n" for line in lines if line)
+        )  # one write: said whole or not at all
 
 
 def _wrapped(text: str, width: int | None) -> str:

@@ -43,7 +43,6 @@ class ChatOptions:
     migrate: bool = False  # move a stale instance to the registered version without asking
 
 
-
 def _stamp(instance: Any) -> tuple[str, int, str]:
     """What changes whenever anyone commits to the instance (a dispatch record moves only ``updated_at``)."""
     return (instance.id, instance.version, instance.updated_at)
@@ -92,8 +91,9 @@ class ChatSession(Commands):
         for line in self.seed_lines:  # a mistyped --seed would otherwise reach the model as chat and vanish
             key = line.partition(":")[0]
             if self.compiled.resolve_field(key) is None:
-                raise InvalidArgumentError(f'--seed {key}: no such field on {self.form_id} '
-                                           f"(formctl check {self.form_id} lists them).")
+                raise InvalidArgumentError(
+                    f"--seed {key}: no such field on {self.form_id} (formctl check {self.form_id} lists them)."
+                )
         pinned = options.instance_id or self._continuable(self.form_id)
         self.adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
         # The conversation's instance, shared by its runners: calls without an instance id act on
@@ -101,8 +101,14 @@ class ChatSession(Commands):
         self.default = DefaultInstance(pinned)
 
         def runner(actor: str, adapter: Any) -> Any:
-            return FormRunner(adapter, registry=self.registry, subject=self.subject, actor=actor,
-                              source=CHAT_SOURCE, default=self.default)
+            return FormRunner(
+                adapter,
+                registry=self.registry,
+                subject=self.subject,
+                actor=actor,
+                source=CHAT_SOURCE,
+                default=self.default,
+            )
 
         self.agent = runner("agent", self.adapter)
         self.person = runner("person", self.adapter)
@@ -129,9 +135,16 @@ class ChatSession(Commands):
         self.asker: Callable[[str], str | None] | None = None
         from formctl.agent.person import Person
 
-        self.loop = ChatLoop(self.agent, self.model, form_id=self.form_id, on_event=self._event,
-                             messages=messages, conversation_store=self.conversations, scope=self.subject,
-                             person=Person(ask=self._ask_person, not_theirs=frozenset({OPENER})))
+        self.loop = ChatLoop(
+            self.agent,
+            self.model,
+            form_id=self.form_id,
+            on_event=self._event,
+            messages=messages,
+            conversation_store=self.conversations,
+            scope=self.subject,
+            person=Person(ask=self._ask_person, not_theirs=frozenset({OPENER})),
+        )
         self._labels: dict[str, dict[str, str]] = {}
         self.calls: dict[str, Any] = {}
         # What the person was last shown of the instance (formctl.agent.notices): kept with the
@@ -153,8 +166,11 @@ class ChatSession(Commands):
             raise NotFoundError(f'No form instance "{instance_id}".')
         if instance.status == "abandoned":
             reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
-            raise FormError(f'Form instance "{instance.id}" was abandoned{reason}; its answers are kept '
-                            f"(formctl export {instance.id}).", code="abandoned")
+            raise FormError(
+                f'Form instance "{instance.id}" was abandoned{reason}; its answers are kept '
+                f"(formctl export {instance.id}).",
+                code="abandoned",
+            )
         return instance
 
     def _continuable(self, form_id: str) -> str | None:
@@ -162,9 +178,11 @@ class ChatSession(Commands):
         try:
             found = self.adapter.find_instances(subject=self.subject, def_id=form_id, strict=True)
         except StoreError as exc:
-            raise StoreError(f"{exc.message} Not starting a new {form_id} in its place: restore the file, "
-                             "or move it aside to start afresh (formctl store check lists damaged files).",
-                             code=exc.code) from None
+            raise StoreError(
+                f"{exc.message} Not starting a new {form_id} in its place: restore the file, "
+                "or move it aside to start afresh (formctl store check lists damaged files).",
+                code=exc.code,
+            ) from None
         for instance in found:  # most recent first
             if self._stale(instance):
                 self.notes.append(
@@ -234,8 +252,7 @@ class ChatSession(Commands):
             os.rename(path, aside)
         except OSError as exc:
             raise StoreError(f"{why} It could not be moved aside ({exc.strerror or exc}).") from None
-        self.notes.append(f"{why} It was moved to {aside}; the conversation starts afresh, "
-                          "and every answer is kept.")
+        self.notes.append(f"{why} It was moved to {aside}; the conversation starts afresh, and every answer is kept.")
         return []
 
     def _recorder(self) -> Any:
@@ -245,14 +262,25 @@ class ChatSession(Commands):
 
         path = Path(self.options.record)
         if path.exists():  # a transcript is a regression test: recording over one would lose it
-            raise FormError(f"{path} already exists: record to a new path, or remove it first "
-                            f"(formctl replay {path} --update refreshes it instead).", code="already_exists")
-        recorder = Recorder(path, form_id=self.form_id, form_version=self.compiled.version,
-                            model=self.model.name, subject=self.subject, runner=self.agent)
+            raise FormError(
+                f"{path} already exists: record to a new path, or remove it first "
+                f"(formctl replay {path} --update refreshes it instead).",
+                code="already_exists",
+            )
+        recorder = Recorder(
+            path,
+            form_id=self.form_id,
+            form_version=self.compiled.version,
+            model=self.model.name,
+            subject=self.subject,
+            runner=self.agent,
+        )
         if recorder.transcript.resumed:
-            self.notes.append(f"Recording {path} over a form that already has answers: formctl replay "
-                              f"starts from an empty store and can't reproduce it. For a replayable "
-                              f"transcript, record a new form from its start.")
+            self.notes.append(
+                f"Recording {path} over a form that already has answers: formctl replay "
+                f"starts from an empty store and can't reproduce it. For a replayable "
+                f"transcript, record a new form from its start."
+            )
         return recorder
 
     # -- what the face shows -----------------------------------------------------------
@@ -309,7 +337,7 @@ class ChatSession(Commands):
         asked last (the guided model asks optional questions left behind after the engine has
         moved on), and without the optional fields the person chose to leave out."""
         asking = getattr(self.model, "asking", None)
-        if asking is None or self.instance_id is None or " · pending: " not in line and 'step ' not in line:
+        if asking is None or self.instance_id is None or " · pending: " not in line and "step " not in line:
             return line
         asked, skipped = asking()
         try:
@@ -325,10 +353,17 @@ class ChatSession(Commands):
         if field is not None and field.step_index != k and not ev.revisiting:
             k = field.step_index
             step = compiled.steps[k]
-            head = re.sub(r'step \d+/\d+ "[^"]*"', lambda _: f'step {step.number}/{len(compiled.steps)} "{step.title}"',
-                          head, count=1)
-        pending = [f.label for f in compiled.steps[k].fields
-                   if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in skipped]
+            head = re.sub(
+                r'step \d+/\d+ "[^"]*"',
+                lambda _: f'step {step.number}/{len(compiled.steps)} "{step.title}"',
+                head,
+                count=1,
+            )
+        pending = [
+            f.label
+            for f in compiled.steps[k].fields
+            if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in skipped
+        ]
         return head + (" · pending: " + ", ".join(pending) if pending else "")
 
     def poll(self) -> tuple[Any, list[str]] | None:
@@ -338,8 +373,14 @@ class ChatSession(Commands):
             from formctl.forms.runner import FormRunner
 
             self._poll_adapter = open_store(self.options.store)
-            self._poll_runner = FormRunner(self._poll_adapter, registry=self.registry, subject=self.subject,
-                                           actor="agent", source=CHAT_SOURCE, default=self.default)
+            self._poll_runner = FormRunner(
+                self._poll_adapter,
+                registry=self.registry,
+                subject=self.subject,
+                actor="agent",
+                source=CHAT_SOURCE,
+                default=self.default,
+            )
         instance_id = self.instance_id
         if instance_id is None:
             return None
@@ -440,8 +481,12 @@ class ChatSession(Commands):
             self.calls[ev.id] = ev
         if ev.kind == "loop_error" and ev.code == "key_rejected":
             self.stopped = ev.message  # every further line would be refused the same way
-        if ev.kind == "loop_error" or (ev.kind == "tool_result" and ev.name == "form_start"
-                                       and isinstance(ev.result, dict) and ev.result.get("status") == "error"):
+        if ev.kind == "loop_error" or (
+            ev.kind == "tool_result"
+            and ev.name == "form_start"
+            and isinstance(ev.result, dict)
+            and ev.result.get("status") == "error"
+        ):
             self.failed = True
         if self.recorder is not None:
             try:
@@ -459,9 +504,13 @@ class ChatSession(Commands):
         call = self.calls.pop(ev.id, None)
         data = ev.result.get("data") if isinstance(ev.result, dict) else None
         def_id = data.get("form") if isinstance(data, dict) else None
-        return render.activity_line(ev.name, ev.result, self.labels(def_id),
-                                    call.input if call is not None and isinstance(call.input, dict) else None,
-                                    reasons=self.model.name != "guided")  # guided says the reason itself
+        return render.activity_line(
+            ev.name,
+            ev.result,
+            self.labels(def_id),
+            call.input if call is not None and isinstance(call.input, dict) else None,
+            reasons=self.model.name != "guided",
+        )  # guided says the reason itself
 
     def mask_text(self, text: str) -> str:
         """``text`` with every value ever given to a sensitive field of this chat's instance masked."""
@@ -500,12 +549,18 @@ class ChatSession(Commands):
         if status == "abandoned":
             return f"{instance_id} was abandoned; its answers are kept."
         if self._stale(instance):
-            return (f"{instance_id} can't be continued (its form changed); move it with: formctl migrate "
-                    f"{instance_id}, or close it with: formctl abandon {instance_id} --reason REASON")
+            return (
+                f"{instance_id} can't be continued (its form changed); move it with: formctl migrate "
+                f"{instance_id}, or close it with: formctl abandon {instance_id} --reason REASON"
+            )
         if status == "awaiting":
-            return (f"Saved. {instance_id} is waiting on {instance.blocked_on}; "
-                    f"once it is resolved, carry on with: formctl resume {instance_id}")
+            return (
+                f"Saved. {instance_id} is waiting on {instance.blocked_on}; "
+                f"once it is resolved, carry on with: formctl resume {instance_id}"
+            )
         if status == "ready":
-            return (f"Saved, not sent: {instance_id} is ready to send. To check it and send it: "
-                    f"formctl resume {instance_id}")
+            return (
+                f"Saved, not sent: {instance_id} is ready to send. To check it and send it: "
+                f"formctl resume {instance_id}"
+            )
         return f"Saved. Carry on with: formctl resume {instance_id}"

@@ -8,19 +8,27 @@ from formctl.cli import base
 from formctl.cli.base import _Command, _example, app
 from formctl.cli.options import AsHostOpt, FormArg, FormsOpt, InstanceArg, ModelOpt, OfflineOpt, RecordOpt, StoreOpt
 
-MigrateOpt = typer.Option(False, "--migrate", help="An instance started on an older version of the form: move it "
-                                                   "to the registered one without asking (see formctl migrate).")
+MigrateOpt = typer.Option(
+    False,
+    "--migrate",
+    help="An instance started on an older version of the form: move it "
+    "to the registered one without asking (see formctl migrate).",
+)
 
 
-@app.command(cls=_Command, epilog=_example(
-    "formctl run travel-claim",
-    "formctl run travel-claim --subject dana --seed mode=car --record transcripts/dana.toml",
-    "printf 'Dana Reeve\\nAB1234\\n' | formctl run travel-claim --offline",
-))
+@app.command(
+    cls=_Command,
+    epilog=_example(
+        "formctl run travel-claim",
+        "formctl run travel-claim --subject dana --seed mode=car --record transcripts/dana.toml",
+        "printf 'Dana Reeve\\nAB1234\\n' | formctl run travel-claim --offline",
+    ),
+)
 def run(
     form: FormArg,
-    subject: Optional[str] = typer.Option(None, "--subject", envvar="FORMCTL_SUBJECT",
-                                          help="Who the form is for [default: your login name]."),
+    subject: Optional[str] = typer.Option(
+        None, "--subject", envvar="FORMCTL_SUBJECT", help="Who the form is for [default: your login name]."
+    ),
     model: ModelOpt = None,
     offline: OfflineOpt = False,
     record: RecordOpt = None,
@@ -44,9 +52,21 @@ def run(
     """
     from formctl.cli.chat import ChatOptions, run_chat
 
-    code = run_chat(ChatOptions(form=form, subject=subject, model=model, offline=offline, record=record,
-                                seed=seed, store=store, forms=forms, debug=base.debugging(), as_host=as_host,
-                                migrate=migrate))
+    code = run_chat(
+        ChatOptions(
+            form=form,
+            subject=subject,
+            model=model,
+            offline=offline,
+            record=record,
+            seed=seed,
+            store=store,
+            forms=forms,
+            debug=base.debugging(),
+            as_host=as_host,
+            migrate=migrate,
+        )
+    )
     if code:
         raise typer.Exit(code)
 
@@ -70,9 +90,18 @@ def resume(
     """
     from formctl.cli.chat import ChatOptions, run_chat
 
-    code = run_chat(ChatOptions(instance_id=instance_id, model=model, offline=offline, record=record,
-                                store=store, forms=forms, debug=base.debugging(), as_host=as_host,
-                                migrate=migrate))
+    code = run_chat(
+        ChatOptions(
+            instance_id=instance_id,
+            model=model,
+            offline=offline,
+            record=record,
+            store=store,
+            forms=forms,
+            debug=base.debugging(),
+            as_host=as_host,
+            migrate=migrate,
+        )
+    )
     if code:
         raise typer.Exit(code)
-

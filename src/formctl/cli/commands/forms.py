@@ -32,15 +32,24 @@ def list_forms(forms: FormsOpt = None, as_json: JsonOpt = False) -> None:
         typer.echo(line)
 
 
-@app.command(cls=_Command, epilog=_example("formctl check travel-claim", "formctl check travel-claim --strict",
-                                           "formctl check travel-claim --coverage transcripts/"))
+@app.command(
+    cls=_Command,
+    epilog=_example(
+        "formctl check travel-claim",
+        "formctl check travel-claim --strict",
+        "formctl check travel-claim --coverage transcripts/",
+    ),
+)
 def check(
     form: FormArg,
     forms: FormsOpt = None,
     strict: bool = typer.Option(False, "--strict", help="Warnings are errors: exit 1 if there are any."),
-    coverage: Optional[list[str]] = typer.Option(None, "--coverage", metavar="DIR",
-                                                 help="Replay the form's transcripts under DIR and report what they "
-                                                      "never exercised (repeatable)."),
+    coverage: Optional[list[str]] = typer.Option(
+        None,
+        "--coverage",
+        metavar="DIR",
+        help="Replay the form's transcripts under DIR and report what they never exercised (repeatable).",
+    ),
     as_json: JsonOpt = False,
 ) -> None:
     """Compile a form, print its outline, and lint it.
@@ -96,8 +105,10 @@ def check(
             line = f.render()
             typer.echo(line.replace(": warning: ", ": error: ", 1) if strict else line)
         if findings:
-            typer.echo(f"{len(findings)} warning{'' if len(findings) == 1 else 's'}"
-                       + (" (--strict: errors)" if strict else ""))
+            typer.echo(
+                f"{len(findings)} warning{'' if len(findings) == 1 else 's'}"
+                + (" (--strict: errors)" if strict else "")
+            )
         if cov is not None:
             typer.echo(_coverage_text(form, coverage, *cov))
     if failed:
@@ -115,8 +126,10 @@ def _coverage_text(form: str, folders: list[str], cov: Any, results: list[Any]) 
     text = cov.render()
     failed = [r.path for r in results if not r.passed]
     if failed:
-        text += (f"\n  {len(failed)} of {len(results)} transcripts no longer replay (formctl replay "
-                 f"{' '.join(folders)}): {', '.join(failed)}")
+        text += (
+            f"\n  {len(failed)} of {len(results)} transcripts no longer replay (formctl replay "
+            f"{' '.join(folders)}): {', '.join(failed)}"
+        )
     return text
 
 
@@ -134,7 +147,9 @@ def _check_new_form_evaluates(compiled: Any) -> None:
         raise FormDefinitionError(f"cannot be evaluated on a new form: {'; '.join(defects)}.")
 
 
-@app.command(cls=_Command, epilog=_example("formctl new expense-report --name 'Expense report'", "formctl check expense-report"))
+@app.command(
+    cls=_Command, epilog=_example("formctl new expense-report --name 'Expense report'", "formctl check expense-report")
+)
 def new(
     form_id: str = typer.Argument(..., metavar="FORM-ID", help="Id of the new form, like expense-report."),
     name: Optional[str] = typer.Option(None, "--name", help="Display name [default: from the id]."),
@@ -156,4 +171,3 @@ def new(
 
     where = f" --forms {shlex.quote(str(forms))}" if forms else ""
     typer.echo(f"next: edit {module_path}, then formctl check {form_id}{where} and formctl run {form_id}{where}")
-

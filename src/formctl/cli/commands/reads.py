@@ -13,8 +13,9 @@ from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt, _compl
 def instances(
     subject: Optional[str] = typer.Option(None, "--subject", help="Only this subject's."),
     form: Optional[str] = typer.Option(None, "--form", help="Only this form's.", autocompletion=_complete_form),
-    status: Optional[str] = typer.Option(None, "--status", help="active, awaiting, complete, abandoned or stale.",
-                                         autocompletion=_complete_status),
+    status: Optional[str] = typer.Option(
+        None, "--status", help="active, awaiting, complete, abandoned or stale.", autocompletion=_complete_status
+    ),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many, most recent first."),
     store: StoreOpt = None,
     forms: FormsOpt = None,
@@ -34,7 +35,9 @@ def instances(
         _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
     from formctl.cli.workspace import is_database, store_path
 
-    if not is_database(store) and not store_path(store).exists():  # likely a mistyped --store: "no instances" alone would hide it
+    if (
+        not is_database(store) and not store_path(store).exists()
+    ):  # likely a mistyped --store: "no instances" alone would hide it
         sys.stderr.write(f"note: no form store at {store_path(store)} yet (--store DIR or FORMCTL_STORE)\n")
     try:
         registry = open_registry(forms)
@@ -61,8 +64,10 @@ def instances(
     render.print_instances(rows)
 
 
-@app.command(cls=_Command, epilog=_example("formctl inspect form_lx2k9_ab12cd --step trip",
-                             "formctl inspect form_lx2k9_ab12cd --json"))
+@app.command(
+    cls=_Command,
+    epilog=_example("formctl inspect form_lx2k9_ab12cd --step trip", "formctl inspect form_lx2k9_ab12cd --json"),
+)
 def inspect(
     instance_id: InstanceArg,
     step: Optional[str] = typer.Option(None, "--step", help="One step, by id or title ('open' for the open one)."),
@@ -150,6 +155,7 @@ def history(
 
     def one(name: str) -> Any:
         return _one_history(runner, instance_id, name, read)
+
     if field is not None:
         histories = [one(field).to_dict()]
     else:
@@ -177,8 +183,10 @@ def history(
 
     for r in repairs:  # the loss someone accepted is part of the instance's history
         what = f"{versions_text(r.get('lost'), 'was')} lost"
-        typer.echo(f"{r['at']}  {what} ({r.get('reason')}); accepted by {r['by']} with formctl store repair; "
-                   f"the damaged files are kept in {r.get('kept')}")
+        typer.echo(
+            f"{r['at']}  {what} ({r.get('reason')}); accepted by {r['by']} with formctl store repair; "
+            f"the damaged files are kept in {r.get('kept')}"
+        )
 
 
 def _one_history(runner: Any, instance_id: str, name: str, read: Any) -> Any:
@@ -214,12 +222,16 @@ def why(
     damage = _warn_if_damaged(open_store_for(store), instance_id)
     history = _one_history(runner, instance_id, field, _read_stale(runner, instance_id)).to_dict()
     in_force = next((r for r in history["revisions"] if r["in_force"] and not r.get("retracted")), None)
-    data = {"instance_id": instance_id, "field": history["field"], "label": history["label"],
-            "value": in_force.get("value") if in_force else None,
-            "provenance": in_force["provenance"] if in_force else None,
-            "by": f"{in_force['actor']} ({in_force['source']}) at {in_force['at']}" if in_force else None,
-            "invalid": bool(in_force and in_force.get("invalid")),
-            "revisions": history["revisions"]}
+    data = {
+        "instance_id": instance_id,
+        "field": history["field"],
+        "label": history["label"],
+        "value": in_force.get("value") if in_force else None,
+        "provenance": in_force["provenance"] if in_force else None,
+        "by": f"{in_force['actor']} ({in_force['source']}) at {in_force['at']}" if in_force else None,
+        "invalid": bool(in_force and in_force.get("invalid")),
+        "revisions": history["revisions"],
+    }
     if as_json:
         _print_json(_with_damage(data, damage))
         return
@@ -261,8 +273,11 @@ def export(
     }
     if read is not None:
         data = _marked(data, read)
-        gone = {f: log.revisions[-1].value for f, log in instance.entries.items()
-                if f not in compiled.field_by_id and log.revisions}
+        gone = {
+            f: log.revisions[-1].value
+            for f, log in instance.entries.items()
+            if f not in compiled.field_by_id and log.revisions
+        }
         if gone:  # answers to fields the registered version no longer has: kept, and shown
             data["not_in_registered_version"] = gone
     if instance.completed_at:
@@ -290,7 +305,6 @@ def export(
     render.print_resolutions(data.get("resolutions", []))
 
 
-
 def _read_stale(runner: Any, instance_id: str, view: Any = None) -> Any:
     """The read-only view of a stale instance (and a note on stderr saying so), or None when it is not stale.
 
@@ -312,8 +326,13 @@ def _marked(data: dict[str, Any], read: Any) -> dict[str, Any]:
     """Mark a read of a stale instance as such in --json output."""
     if read is None:
         return data
-    return {**data, "status": "stale", "stale": True,
-            "registered_version": read.compiled.version, "started_on_version": read.instance.def_version}
+    return {
+        **data,
+        "status": "stale",
+        "stale": True,
+        "registered_version": read.compiled.version,
+        "started_on_version": read.instance.def_version,
+    }
 
 
 def open_store_for(store: Optional[str]) -> Any:
@@ -328,8 +347,9 @@ def _warn_if_damaged(adapter: Any, instance_id: str) -> dict[str, Any] | None:
     damage = adapter.damage(instance_id) if hasattr(adapter, "damage") else None
     if damage is None:
         return None
-    sys.stderr.write(f"warning: {damage.describe()}; writes to it are refused until "
-                     f"formctl store repair {instance_id}\n")
+    sys.stderr.write(
+        f"warning: {damage.describe()}; writes to it are refused until formctl store repair {instance_id}\n"
+    )
     return damage.to_dict()
 
 

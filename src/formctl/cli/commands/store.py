@@ -32,12 +32,18 @@ def store_reindex(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     _store_report(open_store(store).reindex().to_dict(), as_json)
 
 
-@store_app.command("repair", cls=_Command, epilog=_example(
-    "formctl store repair form_mx230koo_lwhzx5 --as 'Sam Jones'",
-    "formctl store check   # then: all is well again"))
+@store_app.command(
+    "repair",
+    cls=_Command,
+    epilog=_example(
+        "formctl store repair form_mx230koo_lwhzx5 --as 'Sam Jones'", "formctl store check   # then: all is well again"
+    ),
+)
 def store_repair(
     instance_id: InstanceArg,
-    by: Optional[str] = typer.Option(None, "--as", metavar="NAME", help="Who accepts the loss [default: your login name]."),
+    by: Optional[str] = typer.Option(
+        None, "--as", metavar="NAME", help="Who accepts the loss [default: your login name]."
+    ),
     store: StoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -70,8 +76,9 @@ def store_repair(
     typer.echo(f"Writes resume at version {done.version}.")
 
 
-@store_app.command("init", cls=_Command, epilog=_example(
-    "formctl store init --store postgresql://forms@db.example.com/forms"))
+@store_app.command(
+    "init", cls=_Command, epilog=_example("formctl store init --store postgresql://forms@db.example.com/forms")
+)
 def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Create the store, ready to use: the tables of a PostgreSQL store, or a store folder.
 
@@ -85,8 +92,13 @@ def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     name = store_name(store)
     if is_database(store):
         before, after = adapter.init()
-        what = ("tables created" if before == 0 else
-                f"schema upgraded from version {before}" if before < after else "already set up")
+        what = (
+            "tables created"
+            if before == 0
+            else f"schema upgraded from version {before}"
+            if before < after
+            else "already set up"
+        )
     else:
         existed = store_path_exists(store)
         adapter.ensure_writable()
@@ -97,9 +109,14 @@ def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
         typer.echo(f"{name}: {what}" + (f" (schema version {after})." if after else "."))
 
 
-@store_app.command("copy", cls=_Command, epilog=_example(
-    "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms",
-    "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms   # again: only what changed"))
+@store_app.command(
+    "copy",
+    cls=_Command,
+    epilog=_example(
+        "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms",
+        "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms   # again: only what changed",
+    ),
+)
 def store_copy(
     source: str = typer.Option(..., "--from", metavar="DIR", help="The store to copy from (a folder or a DSN)."),
     target: str = typer.Option(..., "--to", metavar="DSN", help="The PostgreSQL store to copy into."),
@@ -120,8 +137,9 @@ def store_copy(
         _fail(f"--to {store_name(target)}: copy into a postgresql:// store (a folder store is not a target).", 2)
     if not is_database(source) and not store_path_exists(source):
         _fail(f"No form store at {store_name(source)}: nothing to copy.")
-    report = copy_store(open_store(source), open_store(target), source_name=store_name(source),
-                        target_name=store_name(target))
+    report = copy_store(
+        open_store(source), open_store(target), source_name=store_name(source), target_name=store_name(target)
+    )
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -132,11 +150,15 @@ def store_copy(
 
 def _print_copy(report: Any) -> None:
     total = len(report.copied) + len(report.updated) + len(report.same) + len(report.newer)
-    typer.echo(f"{report.source} -> {report.target}: {total} instance(s); {len(report.copied)} copied, "
-               f"{len(report.updated)} brought up to date, {len(report.same)} already there.")
+    typer.echo(
+        f"{report.source} -> {report.target}: {total} instance(s); {len(report.copied)} copied, "
+        f"{len(report.updated)} brought up to date, {len(report.same)} already there."
+    )
     if report.newer:
-        typer.echo(f"note: {len(report.newer)} written in the target since the last copy, left alone: "
-                   + ", ".join(report.newer))
+        typer.echo(
+            f"note: {len(report.newer)} written in the target since the last copy, left alone: "
+            + ", ".join(report.newer)
+        )
     for line in report.unreadable:
         typer.echo(f"not copied (damaged in the source): {line}", err=True)
     for iid in report.mismatched:
@@ -173,4 +195,3 @@ def _store_report(report: dict[str, Any], as_json: bool) -> None:
         render.print_store_report(report)
     if not report["ok"]:
         raise typer.Exit(1)
-

@@ -40,8 +40,9 @@ def _write_outcome(runner: Any, result: Any, as_json: bool, verb: str = "") -> N
 @app.command(cls=_Command, epilog=_example("formctl fill form_lx2k9_ab12cd email=dana@example.org total=812.5"))
 def fill(
     instance_id: InstanceArg,
-    assignments: List[str] = typer.Argument(..., metavar="FIELD=VALUE...",
-                                            help="Values: JSON when it parses (812.5, true), text otherwise."),
+    assignments: List[str] = typer.Argument(
+        ..., metavar="FIELD=VALUE...", help="Values: JSON when it parses (812.5, true), text otherwise."
+    ),
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
@@ -124,16 +125,26 @@ def retract(
     _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, "withdrew")
 
 
-@app.command(cls=_Command, epilog=_example("formctl resolve form_lx2k9_ab12cd --reason 'within the travel budget'",
-                             "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval' --as 'Sam Jones'"))
+@app.command(
+    cls=_Command,
+    epilog=_example(
+        "formctl resolve form_lx2k9_ab12cd --reason 'within the travel budget'",
+        "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval' --as 'Sam Jones'",
+    ),
+)
 def resolve(
     instance_id: InstanceArg,
-    assignments: Optional[List[str]] = typer.Argument(None, metavar="[FIELD=VALUE...]",
-                                                      help="Values to write with the answer."),
-    fail: Optional[str] = typer.Option(None, "--fail", metavar="REASON", help="Reject, with the reason the person is told."),
+    assignments: Optional[List[str]] = typer.Argument(
+        None, metavar="[FIELD=VALUE...]", help="Values to write with the answer."
+    ),
+    fail: Optional[str] = typer.Option(
+        None, "--fail", metavar="REASON", help="Reject, with the reason the person is told."
+    ),
     reason: Optional[str] = typer.Option(None, "--reason", help="Why it is approved (kept with the decision)."),
     by: Optional[str] = typer.Option(None, "--as", metavar="NAME", help="Who decides [default: your login name]."),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."),
+    checkpoint: Optional[str] = typer.Option(
+        None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."
+    ),
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
@@ -156,8 +167,14 @@ def resolve(
     parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
     runner = open_runner(store, forms)
     values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
-    result = runner.resolve_checkpoint(instance_id, fail=fail, values=values or None, checkpoint=checkpoint,
-                                       actor=by or default_subject(), reason=reason)
+    result = runner.resolve_checkpoint(
+        instance_id,
+        fail=fail,
+        values=values or None,
+        checkpoint=checkpoint,
+        actor=by or default_subject(),
+        reason=reason,
+    )
     _write_outcome(runner, result, as_json)
 
 

@@ -24,10 +24,30 @@ _SAME_WORDS = {"same", "unchanged", "no change", "keep", "keep it", "still the s
 _TRUE = {"yes", "y", "yeah", "yep", "yup", "true", "t", "correct", "affirmative", "sure"}
 _FALSE = {"no", "n", "nope", "nah", "false", "f", "negative"}
 _MONTHS = {
-    "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4,
-    "may": 5, "jun": 6, "june": 6, "jul": 7, "july": 7, "aug": 8, "august": 8,
-    "sep": 9, "sept": 9, "september": 9, "oct": 10, "october": 10, "nov": 11, "november": 11,
-    "dec": 12, "december": 12,
+    "jan": 1,
+    "january": 1,
+    "feb": 2,
+    "february": 2,
+    "mar": 3,
+    "march": 3,
+    "apr": 4,
+    "april": 4,
+    "may": 5,
+    "jun": 6,
+    "june": 6,
+    "jul": 7,
+    "july": 7,
+    "aug": 8,
+    "august": 8,
+    "sep": 9,
+    "sept": 9,
+    "september": 9,
+    "oct": 10,
+    "october": 10,
+    "nov": 11,
+    "november": 11,
+    "dec": 12,
+    "december": 12,
 }
 # A number not glued to letters or digits on its left ("AB1234" is not 1234), with
 # thousands separators allowed ("1,200") and a unit or currency around it ("£900", "40 miles").
@@ -36,6 +56,7 @@ _ISO_DATE = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
 _DAY_MONTH_YEAR = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+([a-z]+)\.?,?\s+(\d{4})$")
 _MONTH_DAY_YEAR = re.compile(r"^([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})$")
 _NUMERIC_DATE = re.compile(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{2,4})$")
+
 
 @dataclass(frozen=True, slots=True)
 class _Kind:
@@ -66,7 +87,7 @@ def _kind_of_node(node: Any, defs: dict[str, Any]) -> _Kind:
         return _Kind("json")
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return _kind_of_node(defs.get(ref[len("#/$defs/"):], {}), defs)
+        return _kind_of_node(defs.get(ref[len("#/$defs/") :], {}), defs)
     for key in ("anyOf", "oneOf"):
         branches = node.get(key)
         if isinstance(branches, list):
@@ -140,8 +161,7 @@ def _parse_date(text: str) -> str:
             raise UnreadableAnswer(f'"{text}" is not a real date.') from None
     if _NUMERIC_DATE.match(t):
         raise UnreadableAnswer(
-            f'I can\'t tell whether "{text}" is day/month or month/day: '
-            "please write it like 2026-11-03 or 3 Nov 2026."
+            f'I can\'t tell whether "{text}" is day/month or month/day: please write it like 2026-11-03 or 3 Nov 2026.'
         )
     raise UnreadableAnswer("I need a date, like 2026-11-03 or 3 Nov 2026.")
 
@@ -203,7 +223,7 @@ def _convert(kind: _Kind, text: str) -> Any:
         return _parse_date(text)
     if kind.name == "email":
         cleaned = text.strip("<>").strip()
-        return cleaned[len("mailto:"):] if cleaned.lower().startswith("mailto:") else cleaned
+        return cleaned[len("mailto:") :] if cleaned.lower().startswith("mailto:") else cleaned
     if kind.name == "json":
         try:
             return json.loads(text)
@@ -219,4 +239,3 @@ def _jsonable(value: Any) -> Any:
     from formctl.forms.validate import to_jsonable
 
     return to_jsonable(value)
-

@@ -60,8 +60,9 @@ def place(text: str, asked: str, kinds: dict[str, Any]) -> Placed | None:
         part = " ".join(part.split()).strip(_EDGE + " ")
         if any(ch.isalnum() for ch in part):
             remaining.append(part)
-    if not placed.values or (list(placed.values) == [asked] and not remaining and len(parts) == 1
-                             and _whole(text) == placed.values[asked]):
+    if not placed.values or (
+        list(placed.values) == [asked] and not remaining and len(parts) == 1 and _whole(text) == placed.values[asked]
+    ):
         return None  # nothing found, or the whole line is the answer: the usual path reads it
     if asked in placed.values:
         placed.leftover = remaining  # the question is answered: the rest is not guessed
@@ -90,7 +91,9 @@ def _fit(token: str, asked: str, kinds: dict[str, Any], taken: dict[str, str]) -
     asked_kind = kinds.get(asked)
     if asked not in taken and asked_kind is not None and _fits(token, asked_kind):
         return asked
-    others = [f for f, kind in kinds.items() if f != asked and f not in taken and _distinct(kind) and _fits(token, kind)]
+    others = [
+        f for f, kind in kinds.items() if f != asked and f not in taken and _distinct(kind) and _fits(token, kind)
+    ]
     return others[0] if len(others) == 1 else None
 
 

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
 
 HELP_TEXT = (
     "Answer each question in your own words, or give any answer directly as "
-    "\"Label: value\" (several at once separated by \";\"). You can also say: "
-    "\"undo\" (take back your last answer), \"back\" (take it back and answer again), "
-    "\"skip\" (leave out an optional question), \"status\" (where we are), "
-    "\"what else\" (what's still to come) and \"quit\" (stop now and carry on later). "
-    "When every answer is in I read them all back, and \"yes\" sends the form."
+    '"Label: value" (several at once separated by ";"). You can also say: '
+    '"undo" (take back your last answer), "back" (take it back and answer again), '
+    '"skip" (leave out an optional question), "status" (where we are), '
+    '"what else" (what\'s still to come) and "quit" (stop now and carry on later). '
+    'When every answer is in I read them all back, and "yes" sends the form.'
 )
 
 
@@ -36,7 +36,6 @@ _STALE_TEXT = (
     "This form's definition changed since it was started, so it can't be continued here. "
     "Its answers are kept: `formctl export ID` shows them, and `formctl abandon ID --reason REASON` closes it."
 )
-
 
 
 # The read-back's question: a model resumed over a conversation that ends with it reads back again.
@@ -141,8 +140,11 @@ class Phrasing:
         for key in plan.unknown:
             out.append(f'There is no question called "{key}".')
         if plan.unplaced:
-            out.append("I wasn't sure which question this answers: " + "; ".join(f'"{w}"' for w in plan.unplaced)
-                       + '. You can say "Label: value".')
+            out.append(
+                "I wasn't sure which question this answers: "
+                + "; ".join(f'"{w}"' for w in plan.unplaced)
+                + '. You can say "Label: value".'
+            )
         return out
 
     def _state_paragraphs(self, snap: _Snapshot, *, repeat: bool = False, waited: bool = False) -> list[str]:
@@ -157,15 +159,18 @@ class Phrasing:
             return [self._wait_text(snap)]
         out = []
         fresh = [f for f in snap.view.failures if (f.hook_id, f.message) not in self._shown_failures]
-        for failure in (snap.view.failures if repeat else fresh):
+        for failure in snap.view.failures if repeat else fresh:
             out.append(_failure_text(snap.compiled, failure.hook_id, failure.message))
             self._shown_failures.add((failure.hook_id, failure.message))
         step_failure = next((f for f in snap.view.failures if f.hook_id.startswith("step:")), None)
         if step_failure is not None:
             # Answers that disagree (a return before the departure): settle that before
             # moving on, or the person reaches the read-back with it still failing.
-            out.append(self._fix_text(snap, step_failure.hook_id[len("step:"):],
-                                      retry=step_failure.message == COULD_NOT_CHECK))
+            out.append(
+                self._fix_text(
+                    snap, step_failure.hook_id[len("step:") :], retry=step_failure.message == COULD_NOT_CHECK
+                )
+            )
             return out
         field_id = self._next_question(snap)
         if field_id is not None:
@@ -179,8 +184,10 @@ class Phrasing:
         # stored status says the form is really complete.
         if instance.status == "complete":
             if self._summarised == (instance.id, instance.version):
-                out.append(f'The {compiled.name} is complete; nothing more is needed. '
-                           'If anything is wrong, tell me as "Label: value".')
+                out.append(
+                    f"The {compiled.name} is complete; nothing more is needed. "
+                    'If anything is wrong, tell me as "Label: value".'
+                )
             else:
                 out.append(self._summary(snap))
                 self._summarised = (instance.id, instance.version)
@@ -189,8 +196,7 @@ class Phrasing:
             out.append('To go on, change an answer with "Label: value" (or say "undo").')
             return out
         pending = [
-            f.label for f in compiled.fields
-            if f.required and ev.applicable[f.order] and ev.status[f.order] != "filled"
+            f.label for f in compiled.fields if f.required and ev.applicable[f.order] and ev.status[f.order] != "filled"
         ]
         if pending:
             out.append("Still needed: " + ", ".join(pending) + '. Give them as "Label: value".')
@@ -285,7 +291,8 @@ class Phrasing:
         if open_k is not None:
             step = compiled.steps[open_k]
             pending = [
-                f.label for f in step.fields
+                f.label
+                for f in step.fields
                 if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in self._skipped
             ]
             if pending:
@@ -315,8 +322,10 @@ class Phrasing:
     def _wait_text(self, snap: _Snapshot) -> str:
         instance, compiled = snap.instance, snap.compiled
         checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on or "")
-        message = checkpoint.wait_message if checkpoint is not None and checkpoint.wait_message else (
-            f'The form is waiting on the "{instance.blocked_on}" check.'
+        message = (
+            checkpoint.wait_message
+            if checkpoint is not None and checkpoint.wait_message
+            else (f'The form is waiting on the "{instance.blocked_on}" check.')
         )
         # The wait message names who decides ("waiting for Finance to approve"); the
         # command is the same for every form, so say it.
@@ -354,8 +363,11 @@ class Phrasing:
             if ev.status[field.order] == "filled" and field.id in ev.values:
                 value = "(hidden)" if field.sensitive else _format_value(_jsonable(ev.values[field.id]))
                 shown.append(f"{field.label}: {value}")
-        text = ('To check again, give one of these answers again as "Label: value"' if retry
-                else 'Which answer should change? Tell me as "Label: value"')
+        text = (
+            'To check again, give one of these answers again as "Label: value"'
+            if retry
+            else 'Which answer should change? Tell me as "Label: value"'
+        )
         return text + (" — now " + "; ".join(shown) + "." if shown else ".")
 
     def _read_back_text(self, snap: _Snapshot) -> str:
@@ -395,8 +407,10 @@ class Phrasing:
         if result.code in (None, "form_definition_error"):
             # A bug in the form's own code (a gate or a check that raised): nothing the person
             # said or can fix, and never an exception's text. The host sees it with --debug.
-            return ("That couldn't be done just now: something in the form itself went wrong, not your answer. "
-                    "Your earlier answers are kept.")
+            return (
+                "That couldn't be done just now: something in the form itself went wrong, not your answer. "
+                "Your earlier answers are kept."
+            )
         return f"That didn't go through: {result.message}"
 
     def _list_text(self, turn: _Turn) -> str:
@@ -412,7 +426,6 @@ class Phrasing:
         return "\n".join(lines)
 
 
-
 def _move_text(kind: str, target: Any, sensitive: bool = False) -> str:
     verb = "Redone" if kind == "redo" else "Undone"
     if target.empties:
@@ -421,7 +434,6 @@ def _move_text(kind: str, target: Any, sensitive: bool = False) -> str:
         which = "the answer you took back" if kind == "redo" else "its previous answer"
         return f"{verb}: {target.label} has {which} again (hidden)."
     return f"{verb}: {target.label} is back to {_format_value(_jsonable(target.value))}."
-
 
 
 def _sensitive(snap: _Snapshot, field_id: str) -> bool:

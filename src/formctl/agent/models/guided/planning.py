@@ -61,9 +61,31 @@ class _Plan:
 
 # At the read-back of a form ready to send: the words that send it, and those that hold it back.
 _SEND_WORDS = {
-    "yes", "y", "yes please", "yes send it", "send", "send it", "please send it", "submit", "submit it",
-    "confirm", "confirmed", "correct", "all correct", "thats right", "thats correct", "looks good",
-    "looks right", "go ahead", "ok", "okay", "sure", "yep", "yeah", "yes thats right", "yes all correct",
+    "yes",
+    "y",
+    "yes please",
+    "yes send it",
+    "send",
+    "send it",
+    "please send it",
+    "submit",
+    "submit it",
+    "confirm",
+    "confirmed",
+    "correct",
+    "all correct",
+    "thats right",
+    "thats correct",
+    "looks good",
+    "looks right",
+    "go ahead",
+    "ok",
+    "okay",
+    "sure",
+    "yep",
+    "yeah",
+    "yes thats right",
+    "yes all correct",
 }
 _CHANGE_WORDS = {"no", "n", "nope", "not yet", "wait", "hold on", "change", "change something", "not quite"}
 
@@ -168,8 +190,11 @@ class Planning:
             values.update(corrections)
             # A field only the person may give goes in a quoted form_fill after the start (a seed
             # carries no quotes, so formctl would have to ask about it).
-            quoted = {k: values.pop(k) for k in list(values) if compiled.field_by_id[k].source == "person"} \
-                if all(k in compiled.field_by_id for k in values) else {}
+            quoted = (
+                {k: values.pop(k) for k in list(values) if compiled.field_by_id[k].source == "person"}
+                if all(k in compiled.field_by_id for k in values)
+                else {}
+            )
             if values:
                 tool_input["values"] = values
             if quoted:
@@ -203,8 +228,12 @@ class Planning:
             lead = ["The answers changed since I read them back, so here they are again."] if changed else []
             return self._text_reply(lead + self._state_paragraphs(snap))
         if key in _CHANGE_WORDS:
-            return self._text_reply(['What would you like to change? Tell me as "Label: value" '
-                                     '(for example "Meals cost: 45"), then I\'ll read it all back again.'])
+            return self._text_reply(
+                [
+                    'What would you like to change? Tell me as "Label: value" '
+                    '(for example "Meals cost: 45"), then I\'ll read it all back again.'
+                ]
+            )
         return None
 
     def _plan_move(self, snap: _Snapshot, command: str) -> ModelReply:
@@ -245,8 +274,9 @@ class Planning:
         self._revisit = revisit_of(self._revisit, snap)
         return self._revisit
 
-    def _plan_revisit(self, snap: _Snapshot, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any],
-                      words: str = "") -> ModelReply:
+    def _plan_revisit(
+        self, snap: _Snapshot, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any], words: str = ""
+    ) -> ModelReply:
         """Answers for the step being gone over are kept until its last field has one; then they
         are written together, with anything else said, in one fill (so the form completes once),
         each quoted with the line it was read from."""
@@ -262,7 +292,11 @@ class Planning:
         return self._text_reply(plan.notes + self._problem_paragraphs(snap, plan) + self._state_paragraphs(snap))
 
     def _plan_answers(
-        self, plan: _Plan, values: dict[str, Any], corrections: dict[str, Any], words: str = "",
+        self,
+        plan: _Plan,
+        values: dict[str, Any],
+        corrections: dict[str, Any],
+        words: str = "",
         quotes: dict[str, str] | None = None,
     ) -> ModelReply:
         # Each value is quoted with the person's line it was read from, so its provenance is "said"
@@ -382,15 +416,24 @@ class Planning:
                 values[field_id] = value
         return values, corrections, plan
 
-    def _place_natural(self, snap: _Snapshot, first: str, bare: list[tuple[int, str]],
-                       labelled: list[tuple[int, str, str, str]], named: set[str], plan: _Plan
-                       ) -> list[tuple[int, str]]:
+    def _place_natural(
+        self,
+        snap: _Snapshot,
+        first: str,
+        bare: list[tuple[int, str]],
+        labelled: list[tuple[int, str, str, str]],
+        named: set[str],
+        plan: _Plan,
+    ) -> list[tuple[int, str]]:
         """The first bare part read as a natural answer (natural.py): what fits a field for sure is
         placed, the asked field takes free text only if nothing else answered it, the rest is said
         back as not used. Returns the bare parts still to place the usual way."""
         ev, compiled = snap.ev, snap.compiled
-        kinds = {f.id: self._kind(compiled, f.id) for f in compiled.fields
-                 if f.id not in named and ev.applicable[f.order] and ev.status[f.order] in ("empty", "invalid")}
+        kinds = {
+            f.id: self._kind(compiled, f.id)
+            for f in compiled.fields
+            if f.id not in named and ev.applicable[f.order] and ev.status[f.order] in ("empty", "invalid")
+        }
         kinds[first] = self._kind(compiled, first)
         index, segment = bare[0]
         placed = place(segment, first, kinds)

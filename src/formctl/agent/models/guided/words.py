@@ -14,21 +14,46 @@ TIER0_PREFIX = "[form: "
 
 # Whole-message commands, after _command_key() (lower case, no punctuation, single spaces).
 _COMMANDS: dict[str, str] = {
-    "undo": "undo", "undo that": "undo", "undo last": "undo", "undo it": "undo",
-    "back": "back", "go back": "back", "previous": "back", "back up": "back",
+    "undo": "undo",
+    "undo that": "undo",
+    "undo last": "undo",
+    "undo it": "undo",
+    "back": "back",
+    "go back": "back",
+    "previous": "back",
+    "back up": "back",
     "redo": "redo",
-    "skip": "skip", "skip it": "skip", "skip this": "skip", "skip that": "skip", "pass": "skip",
+    "skip": "skip",
+    "skip it": "skip",
+    "skip this": "skip",
+    "skip that": "skip",
+    "pass": "skip",
     "next": "skip",
-    "status": "status", "where are we": "status", "where am i": "status", "progress": "status",
-    "what else": "what_else", "what else will you need": "what_else",
-    "what else do you need": "what_else", "what else is there": "what_else",
-    "whats left": "what_else", "what is left": "what_else", "whats next": "what_else",
-    "what do you still need": "what_else", "what else do you need from me": "what_else",
-    "help": "help", "commands": "help",
-    "quit": "quit", "stop": "quit", "exit": "quit", "bye": "quit", "pause": "quit",
-    "ill finish later": "quit", "later": "quit",
+    "status": "status",
+    "where are we": "status",
+    "where am i": "status",
+    "progress": "status",
+    "what else": "what_else",
+    "what else will you need": "what_else",
+    "what else do you need": "what_else",
+    "what else is there": "what_else",
+    "whats left": "what_else",
+    "what is left": "what_else",
+    "whats next": "what_else",
+    "what do you still need": "what_else",
+    "what else do you need from me": "what_else",
+    "help": "help",
+    "commands": "help",
+    "quit": "quit",
+    "stop": "quit",
+    "exit": "quit",
+    "bye": "quit",
+    "pause": "quit",
+    "ill finish later": "quit",
+    "later": "quit",
 }
 _LABELLED = re.compile(r"^\s*([^:=\n]{1,60}?)\s*[:=]\s*(.*?)\s*$", re.S)
+
 
 def _person_words(message: dict[str, Any]) -> str | None:
     """The person's words in a user turn, or None for a turn of tool results.
@@ -96,7 +121,7 @@ def _read_turn(messages: list[dict[str, Any]]) -> _Turn:
     words = _person_words(messages[start]) if start is not None else None
     calls: list[dict[str, Any]] = []
     results: dict[str, _Result] = {}
-    for message in messages[(start + 1) if start is not None else 0:]:
+    for message in messages[(start + 1) if start is not None else 0 :]:
         for block in content_blocks(message.get("content")):
             if message.get("role") == "assistant" and block.get("type") == "tool_use":
                 calls.append(block)
