@@ -331,6 +331,35 @@ def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_
     assert len(columns) == 1, rows[-10:]
 
 
+def _model_chat(api, store: str, tmp_path: Path):
+    """``formctl run travel-claim`` against the loopback Messages API in a pseudo-terminal."""
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--model",
+            "claude-test",
+            "--store",
+            store,
+            "--forms",
+            str(FORMS),
+        ],
+        env=_env(
+            TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
+        ),
+        cwd=str(ROOT),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        use_poll=True,
+    )
+    child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+    return child, Terminal(child)
+
+
 def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_path):
     from fake_anthropic import FakeAnthropic, text, tool_use
 
@@ -339,31 +368,7 @@ def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Welcome! What is your full name?"))
         api.reply(text("Thanks, Dana. Your staff ID?"), delay=2.6)
-        child = pexpect.spawn(
-            sys.executable,
-            [
-                "-m",
-                "formctl.cli.app",
-                "run",
-                "travel-claim",
-                "--model",
-                "claude-test",
-                "--store",
-                store,
-                "--forms",
-                str(FORMS),
-            ],
-            env=_env(
-                TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
-            ),
-            cwd=str(ROOT),
-            dimensions=(30, 120),
-            encoding="utf-8",
-            timeout=TIMEOUT,
-            use_poll=True,
-        )
-        child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
-        term = Terminal(child)
+        child, term = _model_chat(api, store, tmp_path)
         try:
             term.expect("What is your full name?")
             term.expect("you ›")
@@ -389,30 +394,7 @@ def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tm
         api.reply(text("Welcome! Your work email?"))
         api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
         api.reply(text("Thanks. Your staff ID?"))
-        child = pexpect.spawn(
-            sys.executable,
-            [
-                "-m",
-                "formctl.cli.app",
-                "run",
-                "travel-claim",
-                "--model",
-                "claude-test",
-                "--store",
-                store,
-                "--forms",
-                str(FORMS),
-            ],
-            env=_env(
-                TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
-            ),
-            cwd=str(ROOT),
-            dimensions=(30, 120),
-            encoding="utf-8",
-            timeout=TIMEOUT,
-        )
-        child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
-        term = Terminal(child)
+        child, term = _model_chat(api, store, tmp_path)
         try:
             term.expect("Your work email?")
             term.expect("you ›")

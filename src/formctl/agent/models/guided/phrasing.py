@@ -162,7 +162,7 @@ class Phrasing:
         for failure in snap.view.failures if repeat else fresh:
             out.append(_failure_text(snap.compiled, failure.hook_id, failure.message))
             self._shown_failures.add((failure.hook_id, failure.message))
-        step_failure = next((f for f in snap.view.failures if f.hook_id.startswith("step:")), None)
+        step_failure = failed_step_check(snap.view)
         if step_failure is not None:
             # Answers that disagree (a return before the departure): settle that before
             # moving on, or the person reaches the read-back with it still failing.
@@ -472,3 +472,11 @@ def _sentence(text: str) -> str:
 
 def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+
+
+def failed_step_check(view: Any) -> Any:
+    """The open failure of a step's own check (the answers disagree), if any: the conversation
+    is held on it, asking which answer should change, before it moves on."""
+    if view is None:
+        return None
+    return next((f for f in view.failures if f.hook_id.startswith("step:")), None)

@@ -28,7 +28,7 @@ from formctl.agent.models.guided.answers import (
     _jsonable,
 )
 from formctl.agent.models.guided.natural import place, split_labels
-from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence
+from formctl.agent.models.guided.phrasing import _STALE_TEXT, HELP_TEXT, _sentence, failed_step_check
 from formctl.agent.models.guided.revisit import SKIPPED, revisit_of
 from formctl.agent.models.guided.words import _COMMANDS, _LABELLED, _command_key, _segments, _Turn
 from formctl.agent.notices import read_notice
@@ -144,7 +144,11 @@ class Planning:
             if review is not None:
                 return review
         values, corrections, plan = self._answers(snap, words, bare_allowed=asked is not None)
-        if asked is None and not (values or corrections or plan.problems or plan.unknown) and _fixing(snap):
+        if (
+            asked is None
+            and not (values or corrections or plan.problems or plan.unknown)
+            and failed_step_check(snap.view) is not None
+        ):
             # Held on a step's failed check ("Which answer should change?"): a bare line names
             # no answer, so it is said back as not used rather than passed over in silence.
             plan.unplaced.extend(s for s in _segments(words) if not _LABELLED.match(s))
@@ -533,9 +537,3 @@ class Planning:
             if row.ask and row.id not in self._skipped and compiled.field_by_id[row.id].source != "host":
                 return row.id
         return None
-
-
-def _fixing(snap: _Snapshot) -> bool:
-    """Whether the conversation is held on a step's failed check (the person is asked which answer to change)."""
-    view = snap.view
-    return view is not None and any(f.hook_id.startswith("step:") for f in view.failures)
