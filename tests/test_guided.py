@@ -689,10 +689,10 @@ def test_a_host_only_field_is_never_asked():
 
 
 def test_a_natural_answer_is_placed_only_where_its_shape_fits_for_sure():
-    from formctl.agent.models.guided.answers import _Kind
+    from formctl.agent.models.guided.answers import Kind
     from formctl.agent.models.guided.natural import place, split_labels
 
-    staff, email, text, date = (_Kind("text", pattern=r"^[A-Z]{2}\d{4}$"), _Kind("email"), _Kind("text"), _Kind("date"))
+    staff, email, text, date = (Kind("text", pattern=r"^[A-Z]{2}\d{4}$"), Kind("email"), Kind("text"), Kind("date"))
     kinds = {"staff_id": staff, "email": email, "destination": text}
     placed = place("AB1234, dana@example.com, going to Leeds", "staff_id", kinds)
     assert placed.values == {"staff_id": "AB1234", "email": "dana@example.com"}

@@ -18,9 +18,9 @@ from typing import Any
 from formctl.agent.notices import shown_value
 
 # Said for an optional field, these mean "leave it out".
-_NONE_WORDS = {"none", "n/a", "na", "nothing", "-", "no", "nope", "not applicable", "leave it", "blank"}
+NONE_WORDS = {"none", "n/a", "na", "nothing", "-", "no", "nope", "not applicable", "leave it", "blank"}
 # Said during a revisit, these mean "keep the answer you have".
-_SAME_WORDS = {"same", "unchanged", "no change", "keep", "keep it", "still the same", "as before"}
+SAME_WORDS = {"same", "unchanged", "no change", "keep", "keep it", "still the same", "as before"}
 _TRUE = {"yes", "y", "yeah", "yep", "yup", "true", "t", "correct", "affirmative", "sure"}
 _FALSE = {"no", "n", "nope", "nah", "false", "f", "negative"}
 _MONTHS = {
@@ -59,7 +59,7 @@ _NUMERIC_DATE = re.compile(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{2,4})$")
 
 
 @dataclass(frozen=True, slots=True)
-class _Kind:
+class Kind:
     """What a field's schema wants, read once from its JSON schema."""
 
     name: str  # integer | number | boolean | date | datetime | email | text | choice | json
@@ -71,20 +71,20 @@ class UnreadableAnswer(ValueError):
     """The person's words could not be turned into the field's type; the message says what is needed."""
 
 
-def _kind_of(schema: Any) -> _Kind:
+def kind_of(schema: Any) -> Kind:
     from formctl.forms.validate import adapter_for
 
     try:
         node = adapter_for(schema).json_schema(mode="validation")
     except Exception:
-        return _Kind("text")
+        return Kind("text")
     defs = node.get("$defs", {}) if isinstance(node, dict) else {}
     return _kind_of_node(node, defs)
 
 
-def _kind_of_node(node: Any, defs: dict[str, Any]) -> _Kind:
+def _kind_of_node(node: Any, defs: dict[str, Any]) -> Kind:
     if not isinstance(node, dict):
-        return _Kind("json")
+        return Kind("json")
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         return _kind_of_node(defs.get(ref[len("#/$defs/") :], {}), defs)
@@ -94,32 +94,32 @@ def _kind_of_node(node: Any, defs: dict[str, Any]) -> _Kind:
             rest = [b for b in branches if not (isinstance(b, dict) and b.get("type") == "null")]
             if len(rest) == 1:
                 return _kind_of_node(rest[0], defs)
-            return _Kind("json")
+            return Kind("json")
     if "enum" in node:
-        return _Kind("choice", tuple(v for v in node["enum"] if v is not None))
+        return Kind("choice", tuple(v for v in node["enum"] if v is not None))
     if "const" in node:
-        return _Kind("choice", (node["const"],))
+        return Kind("choice", (node["const"],))
     kind = node.get("type")
     if kind == "integer":
-        return _Kind("integer")
+        return Kind("integer")
     if kind == "number":
-        return _Kind("number")
+        return Kind("number")
     if kind == "boolean":
-        return _Kind("boolean")
+        return Kind("boolean")
     if kind == "string":
         fmt = node.get("format")
         if fmt == "date":
-            return _Kind("date")
+            return Kind("date")
         if fmt == "date-time":
-            return _Kind("datetime")
+            return Kind("datetime")
         if fmt == "email":
-            return _Kind("email")
+            return Kind("email")
         pattern = node.get("pattern")
-        return _Kind("text", pattern=pattern if isinstance(pattern, str) else None)
-    return _Kind("json")
+        return Kind("text", pattern=pattern if isinstance(pattern, str) else None)
+    return Kind("json")
 
 
-def _or_list(items: list[str]) -> str:
+def or_list(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " or " + items[-1]
@@ -180,7 +180,7 @@ def _parse_choice(text: str, options: tuple[Any, ...]) -> Any:
     named = [o for o, s in zip(options, shown) if s.lower() in words]
     if len(named) == 1:
         return named[0]
-    raise UnreadableAnswer(f"I need one of: {_or_list(shown)}.")
+    raise UnreadableAnswer(f"I need one of: {or_list(shown)}.")
 
 
 def _parse_boolean(text: str) -> bool:
@@ -206,10 +206,10 @@ def convert_answer(schema: Any, text: str) -> Any:
     :class:`UnreadableAnswer` when the words can't be read as the type; constraints (a
     pattern, a minimum) are left to the engine, which says why a value doesn't fit.
     """
-    return _convert(_kind_of(schema), text)
+    return convert(kind_of(schema), text)
 
 
-def _convert(kind: _Kind, text: str) -> Any:
+def convert(kind: Kind, text: str) -> Any:
     text = _strip_quotes(text)
     if kind.name == "integer":
         return _parse_number(text, integer=True)
@@ -232,10 +232,10 @@ def _convert(kind: _Kind, text: str) -> Any:
     return text
 
 
-_format_value = shown_value  # the same words as the chat's notices use for a value
+format_value = shown_value  # the same words as the chat's notices use for a value
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     from formctl.forms.validate import to_jsonable
 
     return to_jsonable(value)

@@ -4,7 +4,11 @@ It speaks the same :class:`~formctl.agent.models.base.ChatModel` interface as th
 model and drives the same tools, so the chat loop, the transcripts and the status bar cannot
 tell the two apart (docs/guided.md describes a turn and the decisions). Its replies are a
 function of the request and the stored instance, so the same conversation always gives the
-same replies; the little state it keeps only changes what it says, never what it writes.
+same replies; the little state it keeps (:class:`~.state.GuidedState`) only changes what it
+says, never what it writes.
+
+The model holds the state and reads the store through the runner; :mod:`.planning` turns the
+person's words into a plan, :mod:`.phrasing` says what the plan's tools did and what comes next.
 """
 
 from __future__ import annotations
@@ -12,36 +16,31 @@ from __future__ import annotations
 from typing import Any
 
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
-from formctl.agent.models.guided.answers import _Kind, _kind_of
-from formctl.agent.models.guided.phrasing import READ_BACK_QUESTION, Phrasing
-from formctl.agent.models.guided.planning import Planning, _Plan, _Snapshot
-from formctl.agent.models.guided.words import _generic_kind, _read_turn
+from formctl.agent.models.guided.phrasing import (
+    READ_BACK_QUESTION,
+    list_text,
+    problem_paragraphs,
+    speak,
+    state_paragraphs,
+    turn_errors,
+)
+from formctl.agent.models.guided.planning import form_named, plan_start, plan_turn
+from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
+from formctl.agent.models.guided.words import Turn, generic_kind, read_turn
 
 
-class GuidedModel(Planning, Phrasing):
+class GuidedModel:
     """The offline interviewer. ``GuidedModel(runner, form_id="travel-claim")``."""
 
     name = "guided"
 
     def __init__(self, runner: Any, *, form_id: str | None = None) -> None:
         self.runner = runner
-        self.form_id = form_id
-        self._calls = 0
-        self._plan: _Plan | None = None
-        self._asked: str | None = None  # the field the last reply asked for
-        self._asked_at: tuple[str, int] | None = None  # (instance id, version) when it was asked
-        self._asked_known = False  # False until this model has replied once (a restored conversation)
-        self._focus: str | None = None  # a field to ask before the form's own order (back, rejected)
-        self._skipped: set[str] = set()
-        self._announced: str | None = None  # the step last announced with "Step i of n"
-        self._shown_failures: set[tuple[str, str]] = set()
-        self._kinds: dict[tuple[str, int, str], _Kind] = {}
-        self._summarised: tuple[str, int] | None = None  # the instance version last read back in full
-        self._preface: list[str] = []  # said first in the next reply (what changed, from a notice)
-        self._read_back: tuple[str, int] | None = None  # the ready instance version read back for sending
-        self._said: dict[str, list[str]] = {}  # field id -> what the reply being built said about it
-        self._resumed_at_read_back = False  # a restored conversation whose last reply was the read-back
-        self._revisit: Any = None  # the step being gone over and the answers kept (revisit.py)
+        self.state = GuidedState(form_id=form_id)
+
+    @property
+    def form_id(self) -> str | None:
+        return self.state.form_id
 
     # ------------------------------------------------------------------ the interface
 
@@ -56,48 +55,97 @@ class GuidedModel(Planning, Phrasing):
             on_text(reply.text)
         return reply
 
-    def _respond(self, request: ModelRequest) -> ModelReply:
-        turn = _read_turn(request.messages)
-        if not self._asked_known:
-            self._resumed_at_read_back = _last_reply_asked_to_send(request.messages)
-        if not turn.calls:
-            self._plan = None
-            return self._plan_turn(turn)
-        plan = self._plan
-        if plan is None or plan.call_ids != tuple(str(c.get("id")) for c in turn.calls):
-            # A conversation this model did not plan (restored from disk): report what the
-            # results say and carry on in the form's own order.
-            plan = _Plan(_generic_kind(turn.calls))
-        self._plan = None
-        return self._speak(turn, plan)
-
     def asking(self) -> tuple[str | None, frozenset[str]]:
         """The field the last reply asked about, and the optional fields the person left out
         ("skip"): the chat's status bar shows the step of the question really asked (an
         optional question left behind belongs to an earlier step than the engine's open one)."""
-        return self._asked, frozenset(self._skipped)
+        return self.state.asked, frozenset(self.state.skipped)
+
+    # ------------------------------------------------------------------ one turn
+
+    def _respond(self, request: ModelRequest) -> ModelReply:
+        state = self.state
+        state.said = {}  # what this reply says about each field (said once)
+        turn = read_turn(request.messages)
+        if not state.asked_known:
+            state.resumed_at_read_back = _last_reply_asked_to_send(request.messages)
+        if not turn.calls:
+            state.plan = None
+            return self._carry_out(*self._plan(turn))
+        plan = state.plan
+        if plan is None or plan.call_ids != tuple(str(c.get("id")) for c in turn.calls):
+            # A conversation this model did not plan (restored from disk): report what the
+            # results say and carry on in the form's own order.
+            plan = Plan(generic_kind(turn.calls))
+        state.plan = None
+        return self._text_reply(self._after_tools(turn, plan))
+
+    def _plan(self, turn: Turn) -> tuple[Plan, Snapshot | None]:
+        """The person's words into a plan, over the conversation's instance (or a new one)."""
+        words = (turn.words or "").strip()
+        snap = self._read(turn.instance_id)
+        if snap is not None and turn.instance_id is None and self.form_id and snap.instance.def_id != self.form_id:
+            snap = None  # the subject's open form is another form: start ours
+        if snap is not None:
+            return plan_turn(self.state, snap, turn), snap
+        if turn.instance_id is not None:
+            return Plan(
+                "say", lead=["I can't find this form any more, so there is nothing more to fill in here."]
+            ), None
+        form_id = self.form_id or form_named(words, self.runner.list())
+        compiled = None
+        if form_id is not None:
+            try:
+                compiled = self.runner.compiled(form_id)
+            except Exception:
+                compiled = None
+        return plan_start(self.state, words, form_id, compiled), None
+
+    def _carry_out(self, plan: Plan, snap: Snapshot | None) -> ModelReply:
+        """The plan's tool calls, or its reply made without tools (said over ``snap``)."""
+        if plan.calls:
+            return self._tool_reply(plan)
+        paragraphs = list(plan.lead)
+        if snap is not None and plan.say_problems:
+            paragraphs += problem_paragraphs(self.state, snap, plan)
+        if snap is not None and plan.say_state:
+            paragraphs += state_paragraphs(self.state, snap, repeat=plan.repeat)
+        return self._text_reply(paragraphs)
+
+    def _after_tools(self, turn: Turn, plan: Plan) -> list[str]:
+        """What the tools' results say, and what comes next."""
+        errors = turn_errors(turn)
+        if plan.kind == "list":
+            return [list_text(turn)]
+        if plan.kind == "start" and errors:
+            return [f"I couldn't start the form: {errors[0].message}"]
+        snap = self._read(turn.instance_id)
+        if snap is None:
+            message = errors[0].message if errors else "No form is open."
+            return [f"I couldn't open the form: {message}"]
+        return speak(self.state, snap, turn, plan)
 
     # ------------------------------------------------------------------ replies
 
-    def _tool_reply(self, plan: _Plan, calls: list[tuple[str, dict[str, Any]]]) -> ModelReply:
+    def _tool_reply(self, plan: Plan) -> ModelReply:
         blocks = []
-        for name, tool_input in calls:
-            self._calls += 1
-            call_id = f"toolu_guided_{self._calls:04d}"
+        for name, tool_input in plan.calls:
+            self.state.calls += 1
+            call_id = f"toolu_guided_{self.state.calls:04d}"
             blocks.append({"type": "tool_use", "id": call_id, "name": name, "input": tool_input})
-        plan.call_ids = tuple(b["id"] for b in blocks)
-        self._plan = plan
+        plan.call_ids = tuple(str(b["id"]) for b in blocks)
+        self.state.plan = plan
         return ModelReply(content=blocks, stop_reason="tool_use")
 
     def _text_reply(self, paragraphs: list[str]) -> ModelReply:
-        self._asked_known = True
-        preface, self._preface = self._preface, []
+        self.state.asked_known = True
+        preface, self.state.preface = self.state.preface, []
         text = "\n".join(p for p in preface + paragraphs if p)
         return ModelReply(content=[{"type": "text", "text": text}], stop_reason="end_turn")
 
     # ------------------------------------------------------------------ reading the store
 
-    def _read(self, instance_id: str | None) -> _Snapshot | None:
+    def _read(self, instance_id: str | None) -> Snapshot | None:
         """The instance as any reader sees it, through the runner's read-only view (stale decided there)."""
         from formctl.forms.errors import NotFoundError
         from formctl.forms.project import step_view
@@ -107,13 +155,7 @@ class GuidedModel(Planning, Phrasing):
         except NotFoundError:
             return None
         ev = view.evaluation
-        return _Snapshot(view.compiled, view.instance, ev, step_view(view.compiled, ev, view.instance), view.stale)
-
-    def _kind(self, compiled: Any, field_id: str) -> _Kind:
-        key = (compiled.id, compiled.version, field_id)
-        if key not in self._kinds:
-            self._kinds[key] = _kind_of(compiled.field_by_id[field_id].schema)
-        return self._kinds[key]
+        return Snapshot(view.compiled, view.instance, ev, step_view(view.compiled, ev, view.instance), view.stale)
 
 
 def _last_reply_asked_to_send(messages: list[dict[str, Any]]) -> bool:

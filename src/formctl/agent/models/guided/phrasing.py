@@ -6,21 +6,22 @@ say what comes next: the next question, a wait, a termination or the summary of 
 form. A terminated form is never restarted, and a form that waits is never abandoned:
 ``quit`` only says how to resume.
 
-:class:`Phrasing` is one half of :class:`~formctl.agent.models.guided.model.GuidedModel`.
+The texts are pure functions of the instance read (and the turn's results). The few that
+decide what happens now (:func:`speak`, :func:`state_paragraphs`, :func:`question`) also
+record in the model's :class:`~formctl.agent.models.guided.state.GuidedState` what the reply
+said: the question asked, the step announced, the failures shown, the version read back.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from formctl.agent.models.base import ModelReply
-from formctl.agent.models.guided.answers import _format_value, _jsonable, _or_list
+from formctl.agent.models.guided.answers import format_value, jsonable, or_list
+from formctl.agent.models.guided.questions import failed_step_check, next_question
+from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
+from formctl.agent.models.guided.words import Result, Turn
 from formctl.forms.executors import COULD_NOT_CHECK
 from formctl.forms.messages import said_by
-
-if TYPE_CHECKING:
-    from formctl.agent.models.guided.planning import _Plan, _Snapshot
-    from formctl.agent.models.guided.words import _Result, _Turn
 
 HELP_TEXT = (
     "Answer each question in your own words, or give any answer directly as "
@@ -32,7 +33,7 @@ HELP_TEXT = (
 )
 
 
-_STALE_TEXT = (
+STALE_TEXT = (
     "This form's definition changed since it was started, so it can't be continued here. "
     "Its answers are kept: `formctl export ID` shows them, and `formctl abandon ID --reason REASON` closes it."
 )
@@ -42,401 +43,407 @@ _STALE_TEXT = (
 READ_BACK_QUESTION = "Shall I send it?"
 
 
-class Phrasing:
-    """The texts of the guided model's replies; mixed into GuidedModel."""
+def turn_errors(turn: Turn) -> list[Result]:
+    """The results of this turn's tool calls that failed, in call order."""
+    results = [turn.results[str(c.get("id"))] for c in turn.calls if str(c.get("id")) in turn.results]
+    return [r for r in results if not r.ok]
 
-    def _speak(self, turn: _Turn, plan: _Plan) -> ModelReply:
-        paragraphs: list[str] = []
-        self._said: dict[str, list[str]] = {}  # field id -> what this reply said about it (said once)
-        errors = [turn.results[str(c.get("id"))] for c in turn.calls if str(c.get("id")) in turn.results]
-        errors = [r for r in errors if not r.ok]
-        if plan.kind == "list":
-            return self._text_reply([self._list_text(turn)])
-        if plan.kind == "start" and errors:
-            return self._text_reply([f"I couldn't start the form: {errors[0].message}"])
-        snap = self._read(turn.instance_id)
-        if snap is None:
-            message = errors[0].message if errors else "No form is open."
-            return self._text_reply([f"I couldn't open the form: {message}"])
-        compiled = snap.compiled
-        labels = {f.id: f.label for f in compiled.fields}
-        if plan.kind == "start":
-            paragraphs.append(self._welcome(compiled, new=True))
-        elif plan.kind == "greet":
-            paragraphs.append(self._welcome(compiled, new=False, snap=snap))
-        for call in turn.calls:
-            result = turn.results.get(str(call.get("id")))
-            if result is None:
-                continue
-            if not result.ok:
-                paragraphs.append(self._error_text(result, snap))
-                continue
-            if call.get("name") in ("form_fill", "form_start", "form_revise") and isinstance(result.data, dict):
-                if plan.kind in ("undo", "back", "redo") and plan.target is not None:
-                    paragraphs.append(_move_text(plan.kind, plan.target, _sensitive(snap, plan.target.field)))
-                    if plan.kind == "back":
-                        self._focus = plan.target.field
-                        self._skipped.discard(plan.target.field)
-                paragraphs.extend(self._fill_report(result.data, labels, snap))
-        paragraphs.extend(plan.notes)
-        if plan.kind == "skip" and plan.target is not None:
-            paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
-        paragraphs.extend(self._problem_paragraphs(snap, plan))
-        if plan.kind == "submit" and not errors and snap.instance.status == "complete":
-            self._summarised = (snap.instance.id, snap.instance.version)
-            paragraphs.append(f"Sent. The {compiled.name} is complete — thank you.")
-            return self._text_reply(paragraphs)
-        if plan.kind == "what_else":
-            paragraphs.append(self._what_else_text(turn, snap))
-        if plan.kind == "status":
-            paragraphs.append(self._status_text(snap))
-        blocked = any(r.code == "form_blocked" for r in errors)
-        paragraphs.extend(self._state_paragraphs(snap, repeat=plan.kind in ("what_else", "status"), waited=blocked))
-        return self._text_reply(paragraphs)
 
-    def _fill_report(self, data: dict[str, Any], labels: dict[str, str], snap: _Snapshot) -> list[str]:
-        out = []
-        values = {row.get("id"): row.get("value") for row in data.get("fields", []) if isinstance(row, dict)}
-        captured = data.get("captured") or []
-        if captured:
-            parts = []
-            for field_id in captured:
-                value = values.get(field_id)
-                if field_id not in values:
-                    value = snap.ev.values.get(field_id) if snap.ev is not None else None
-                shown = "(hidden)" if _sensitive(snap, field_id) else _format_value(_jsonable(value))
-                parts.append(f"{labels.get(field_id, field_id)}: {shown}")
-            out.append("Got it — " + "; ".join(parts) + ".")
-        held = data.get("held") or []
-        if held:
-            names = _or_list([labels.get(f, f) for f in held]).replace(" or ", " and ")
-            out.append(f"I've kept {names} for now, but it doesn't apply given the answers so far.")
-        for row in data.get("rejected") or []:
-            # The row's message is already a plain sentence naming the field (forms/messages.py);
-            # its hint, when there is one, is for a model resending JSON, not for the person.
-            field_id = row.get("field", "")
-            label = labels.get(field_id, field_id)
-            reason = _sentence(str(row.get("message", "")))
-            text = f"That wasn't accepted. {reason}" if label in reason else f"That {label} wasn't accepted. {reason}"
-            out.append(text)
-            self._said.setdefault(field_id, []).append(reason)
-            if field_id in labels:
-                self._focus = field_id
-        for row in data.get("unknown_fields") or []:
-            sent = row.get("field", "")
-            guesses = [labels.get(g, g) for g in row.get("did_you_mean") or []]
-            text = f'There is no question called "{sent}"'
-            text += f" — did you mean {_or_list(guesses)}?" if guesses else "."
-            out.append(text)
+def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[str]:
+    """The reply after the plan's tools ran: what the results say, then what happens now."""
+    paragraphs: list[str] = []
+    errors = turn_errors(turn)
+    compiled = snap.compiled
+    labels = {f.id: f.label for f in compiled.fields}
+    if plan.kind == "start":
+        paragraphs.append(welcome(compiled, new=True))
+    elif plan.kind == "greet":
+        paragraphs.append(welcome(compiled, new=False, snap=snap))
+    for call in turn.calls:
+        result = turn.results.get(str(call.get("id")))
+        if result is None:
+            continue
+        if not result.ok:
+            paragraphs.append(error_text(result))
+            continue
+        if call.get("name") in ("form_fill", "form_start", "form_revise") and isinstance(result.data, dict):
+            if plan.kind in ("undo", "back", "redo") and plan.target is not None:
+                paragraphs.append(move_text(plan.kind, plan.target, _sensitive(snap, plan.target.field)))
+                if plan.kind == "back":
+                    state.focus = plan.target.field
+                    state.skipped.discard(plan.target.field)
+            paragraphs.extend(fill_report(state, result.data, labels, snap))
+    paragraphs.extend(plan.notes)
+    if plan.kind == "skip" and plan.target is not None:
+        paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
+    paragraphs.extend(problem_paragraphs(state, snap, plan))
+    if plan.kind == "submit" and not errors and snap.instance.status == "complete":
+        state.summarised = (snap.instance.id, snap.instance.version)
+        paragraphs.append(f"Sent. The {compiled.name} is complete — thank you.")
+        return paragraphs
+    if plan.kind == "what_else":
+        paragraphs.append(what_else_text(turn, snap, state.skipped))
+    if plan.kind == "status":
+        paragraphs.append(status_text(snap, state.skipped))
+    paragraphs.extend(state_paragraphs(state, snap, repeat=plan.kind in ("what_else", "status")))
+    return paragraphs
+
+
+def fill_report(state: GuidedState, data: dict[str, Any], labels: dict[str, str], snap: Snapshot) -> list[str]:
+    out = []
+    values = {row.get("id"): row.get("value") for row in data.get("fields", []) if isinstance(row, dict)}
+    captured = data.get("captured") or []
+    if captured:
+        parts = []
+        for field_id in captured:
+            value = values.get(field_id)
+            if field_id not in values:
+                value = snap.ev.values.get(field_id) if snap.ev is not None else None
+            shown = "(hidden)" if _sensitive(snap, field_id) else format_value(jsonable(value))
+            parts.append(f"{labels.get(field_id, field_id)}: {shown}")
+        out.append("Got it — " + "; ".join(parts) + ".")
+    held = data.get("held") or []
+    if held:
+        names = or_list([labels.get(f, f) for f in held]).replace(" or ", " and ")
+        out.append(f"I've kept {names} for now, but it doesn't apply given the answers so far.")
+    for row in data.get("rejected") or []:
+        # The row's message is already a plain sentence naming the field (forms/messages.py);
+        # its hint, when there is one, is for a model resending JSON, not for the person.
+        field_id = row.get("field", "")
+        label = labels.get(field_id, field_id)
+        reason = sentence(str(row.get("message", "")))
+        text = f"That wasn't accepted. {reason}" if label in reason else f"That {label} wasn't accepted. {reason}"
+        out.append(text)
+        state.said.setdefault(field_id, []).append(reason)
+        if field_id in labels:
+            state.focus = field_id
+    for row in data.get("unknown_fields") or []:
+        sent = row.get("field", "")
+        guesses = [labels.get(g, g) for g in row.get("did_you_mean") or []]
+        text = f'There is no question called "{sent}"'
+        text += f" — did you mean {or_list(guesses)}?" if guesses else "."
+        out.append(text)
+    return out
+
+
+def problem_paragraphs(state: GuidedState, snap: Snapshot, plan: Plan) -> list[str]:
+    out = []
+    for field_id, words, reason in plan.problems:
+        field = snap.compiled.field_by_id[field_id]
+        shown = "that" if field.sensitive else f'"{words}"'  # a near-miss of a secret is still secret
+        out.append(f"I couldn't use {shown} for {field.label}: {reason}")
+        state.said.setdefault(field_id, []).append(reason)
+    for key in plan.unknown:
+        out.append(f'There is no question called "{key}".')
+    if plan.unplaced:
+        out.append(
+            "I wasn't sure which question this answers: "
+            + "; ".join(f'"{w}"' for w in plan.unplaced)
+            + '. You can say "Label: value".'
+        )
+    return out
+
+
+def state_paragraphs(state: GuidedState, snap: Snapshot, *, repeat: bool = False) -> list[str]:
+    """What happens now: a closure, a wait, the next question, or the summary of a finished form."""
+    instance, compiled, ev = snap.instance, snap.compiled, snap.ev
+    state.asked = None
+    if instance.status == "abandoned":
+        return [closed_text(snap)]
+    if snap.stale:
+        return [STALE_TEXT]
+    if instance.status == "awaiting":
+        return [wait_text(snap)]
+    out = []
+    fresh = [f for f in snap.view.failures if (f.hook_id, f.message) not in state.shown_failures]
+    for failure in snap.view.failures if repeat else fresh:
+        out.append(_failure_text(snap.compiled, failure.hook_id, failure.message))
+        state.shown_failures.add((failure.hook_id, failure.message))
+    step_failure = failed_step_check(snap.view)
+    if step_failure is not None:
+        # Answers that disagree (a return before the departure): settle that before
+        # moving on, or the person reaches the read-back with it still failing.
+        out.append(fix_text(snap, step_failure.hook_id[len("step:") :], retry=step_failure.message == COULD_NOT_CHECK))
         return out
-
-    def _problem_paragraphs(self, snap: _Snapshot, plan: _Plan) -> list[str]:
-        out = []
-        for field_id, words, reason in plan.problems:
-            field = snap.compiled.field_by_id[field_id]
-            shown = "that" if field.sensitive else f'"{words}"'  # a near-miss of a secret is still secret
-            out.append(f"I couldn't use {shown} for {field.label}: {reason}")
-            self._said.setdefault(field_id, []).append(reason)
-        for key in plan.unknown:
-            out.append(f'There is no question called "{key}".')
-        if plan.unplaced:
-            out.append(
-                "I wasn't sure which question this answers: "
-                + "; ".join(f'"{w}"' for w in plan.unplaced)
-                + '. You can say "Label: value".'
-            )
+    field_id = next_question(state, snap)
+    if field_id is not None:
+        out.extend(question(state, snap, field_id))
         return out
-
-    def _state_paragraphs(self, snap: _Snapshot, *, repeat: bool = False, waited: bool = False) -> list[str]:
-        """What happens now: a closure, a wait, the next question, or the summary of a finished form."""
-        instance, compiled, ev = snap.instance, snap.compiled, snap.ev
-        self._asked = None
-        if instance.status == "abandoned":
-            return [self._closed_text(snap)]
-        if snap.stale:
-            return [_STALE_TEXT]
-        if instance.status == "awaiting":
-            return [self._wait_text(snap)]
-        out = []
-        fresh = [f for f in snap.view.failures if (f.hook_id, f.message) not in self._shown_failures]
-        for failure in snap.view.failures if repeat else fresh:
-            out.append(_failure_text(snap.compiled, failure.hook_id, failure.message))
-            self._shown_failures.add((failure.hook_id, failure.message))
-        step_failure = failed_step_check(snap.view)
-        if step_failure is not None:
-            # Answers that disagree (a return before the departure): settle that before
-            # moving on, or the person reaches the read-back with it still failing.
+    if instance.status == "ready":
+        out.append(read_back_text(state, snap))
+        state.read_back = (instance.id, instance.version)
+        return out
+    # A rejected blocking checkpoint keeps a fully answered form "active": only the
+    # stored status says the form is really complete.
+    if instance.status == "complete":
+        if state.summarised == (instance.id, instance.version):
             out.append(
-                self._fix_text(
-                    snap, step_failure.hook_id[len("step:") :], retry=step_failure.message == COULD_NOT_CHECK
-                )
+                f"The {compiled.name} is complete; nothing more is needed. "
+                'If anything is wrong, tell me as "Label: value".'
             )
-            return out
-        field_id = self._next_question(snap)
-        if field_id is not None:
-            out.extend(self._question(snap, field_id))
-            return out
-        if instance.status == "ready":
-            out.append(self._read_back_text(snap))
-            self._read_back = (instance.id, instance.version)
-            return out
-        # A rejected blocking checkpoint keeps a fully answered form "active": only the
-        # stored status says the form is really complete.
-        if instance.status == "complete":
-            if self._summarised == (instance.id, instance.version):
-                out.append(
-                    f"The {compiled.name} is complete; nothing more is needed. "
-                    'If anything is wrong, tell me as "Label: value".'
-                )
-            else:
-                out.append(self._summary(snap))
-                self._summarised = (instance.id, instance.version)
-            return out
-        if snap.view.failures:
-            out.append('To go on, change an answer with "Label: value" (or say "undo").')
-            return out
+        else:
+            out.append(summary(snap))
+            state.summarised = (instance.id, instance.version)
+        return out
+    if snap.view.failures:
+        out.append('To go on, change an answer with "Label: value" (or say "undo").')
+        return out
+    pending = [
+        f.label for f in compiled.fields if f.required and ev.applicable[f.order] and ev.status[f.order] != "filled"
+    ]
+    if pending:
+        out.append("Still needed: " + ", ".join(pending) + '. Give them as "Label: value".')
+    else:
+        out.append("There's nothing more to ask right now.")
+    return out
+
+
+def question(state: GuidedState, snap: Snapshot, field_id: str) -> list[str]:
+    """The question for a field (with the step's heading when it opens one), recorded as asked."""
+    compiled, ev = snap.compiled, snap.ev
+    field = compiled.field_by_id[field_id]
+    out = []
+    step = compiled.steps[field.step_index]
+    if ev.revisiting and ev.open_step == field.step_index and state.announced != f"revisit:{step.id}":
+        out.append(f"We need to go back over {step.title}: please confirm or correct these answers.")
+        state.announced = f"revisit:{step.id}"
+    elif ev.open_step == field.step_index and state.announced not in (step.id, f"revisit:{step.id}"):
+        heading = f"Step {step.number} of {len(compiled.steps)}: {step.title}."
+        if step.ask:
+            heading += f" {step.ask}"
+        out.append(heading)
+        state.announced = step.id
+    kind = state.kind(compiled, field_id)
+    said = state.said.get(field_id, [])  # this reply's rejection: not said twice
+    choices = ""
+    if kind.name == "choice":
+        choices = " — " + or_list([str(o) for o in kind.options])
+    elif kind.name == "boolean":
+        choices = " — yes or no"
+    if choices and any(said_by(s, choices[3:]) for s in said):
+        choices = ""
+    line = f"{field.label}{choices}?"
+    helps = [h for h in (field.ask, field.hint) if h and not any(said_by(s, h) for s in said)]
+    if kind.name == "date" and not helps and not any("2026-11-03" in s for s in said):
+        helps.append("A date, like 2026-11-03.")
+    if ev.status[field.order] == "filled" and field_id in ev.values:
+        if field.sensitive:
+            helps.append('It has an answer (hidden); say "same" to keep it.')
+        else:
+            helps.append(f'It is {format_value(jsonable(ev.values[field_id]))} now; say "same" to keep it.')
+    elif not field.required:
+        helps.append('Optional: say "skip" to leave it out.')
+    if helps:
+        line += " " + " ".join(sentence(h) for h in helps)
+    out.append(line)
+    state.asked = field_id
+    state.asked_at = (snap.instance.id, snap.instance.version)
+    return out
+
+
+# ------------------------------------------------------------------ texts
+
+
+def welcome(compiled: Any, *, new: bool, snap: Snapshot | None = None) -> str:
+    if new:
+        text = f"Let's fill in the {compiled.name}."
+        if compiled.description:
+            text += f" It covers: {_lower_first(compiled.description)}"
+            text = text if text.endswith(".") else text + "."
+        return text + ' I\'ll ask one thing at a time. Say "help" at any point to see what else you can say.'
+    answered = sum(1 for f in compiled.fields if snap is not None and snap.ev.status[f.order] == "filled")
+    if answered:
+        saved = "Your answer so far is saved." if answered == 1 else f"Your {answered} answers so far are saved."
+        return f"Welcome back to the {compiled.name}. {saved}"
+    return f"Let's carry on with the {compiled.name}."
+
+
+def status_text(snap: Snapshot, skipped: set[str]) -> str:
+    compiled, ev, instance = snap.compiled, snap.ev, snap.instance
+    if instance.status in ("abandoned", "awaiting") or snap.stale:
+        return ""
+    if ev.open_step is None:
+        return ""  # the summary of the finished form says it all
+    step = compiled.steps[ev.open_step]
+    rows = snap.view.fields
+    done = [r.label for r in rows if r.status == "filled" and not r.ask]
+    pending = [r.label for r in rows if r.ask and r.id not in skipped]
+    text = f"We're on step {step.number} of {len(compiled.steps)}: {step.title}."
+    if done:
+        text += " Answered: " + ", ".join(done) + "."
+    if pending:
+        text += " Still to answer: " + ", ".join(pending) + "."
+    return text
+
+
+def what_else_text(turn: Turn, snap: Snapshot, skipped: set[str]) -> str:
+    outline = None
+    for call in turn.calls:
+        result = turn.results.get(str(call.get("id")))
+        if call.get("name") == "form_inspect" and result is not None and result.ok:
+            outline = result.data if isinstance(result.data, dict) else outline
+    if outline is None:
+        return "I couldn't read the outline just now."
+    ev, compiled = snap.ev, snap.compiled
+    open_k = ev.open_step
+    parts = []
+    if open_k is not None:
+        step = compiled.steps[open_k]
         pending = [
-            f.label for f in compiled.fields if f.required and ev.applicable[f.order] and ev.status[f.order] != "filled"
+            f.label
+            for f in step.fields
+            if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in skipped
         ]
         if pending:
-            out.append("Still needed: " + ", ".join(pending) + '. Give them as "Label: value".')
-        else:
-            out.append("There's nothing more to ask right now.")
-        return out
+            parts.append(f"In this step ({step.title}) I still need: {', '.join(pending)}.")
+    later, omitted = [], False
+    for summary in outline.get("steps") or []:
+        step = compiled.step_by_id.get(summary.get("id"))
+        if step is None or summary.get("complete"):
+            continue
+        k = step.index
+        if open_k is not None and k <= open_k:
+            continue
+        # Don't promise a step none of whose questions apply given the answers so far.
+        if not any(ev.applicable[f.order] for f in step.fields):
+            omitted = True
+            continue
+        collects = summary.get("collects")
+        later.append(f"{summary.get('title')} ({collects})" if collects else str(summary.get("title")))
+    if later:
+        parts.append("After that: " + "; ".join(later) + ".")
+    if omitted:
+        parts.append("Depending on your answers there may be a little more.")
+    if not parts:
+        parts.append("Nothing else — this is the last of it.")
+    return " ".join(parts)
 
-    def _question(self, snap: _Snapshot, field_id: str) -> list[str]:
-        compiled, ev = snap.compiled, snap.ev
-        field = compiled.field_by_id[field_id]
-        out = []
-        step = compiled.steps[field.step_index]
-        if ev.revisiting and ev.open_step == field.step_index and self._announced != f"revisit:{step.id}":
-            out.append(f"We need to go back over {step.title}: please confirm or correct these answers.")
-            self._announced = f"revisit:{step.id}"
-        elif ev.open_step == field.step_index and self._announced not in (step.id, f"revisit:{step.id}"):
-            heading = f"Step {step.number} of {len(compiled.steps)}: {step.title}."
-            if step.ask:
-                heading += f" {step.ask}"
-            out.append(heading)
-            self._announced = step.id
-        kind = self._kind(compiled, field_id)
-        said = getattr(self, "_said", {}).get(field_id, [])  # this reply's rejection: not said twice
-        choices = ""
-        if kind.name == "choice":
-            choices = " — " + _or_list([str(o) for o in kind.options])
-        elif kind.name == "boolean":
-            choices = " — yes or no"
-        if choices and any(said_by(s, choices[3:]) for s in said):
-            choices = ""
-        line = f"{field.label}{choices}?"
-        helps = [h for h in (field.ask, field.hint) if h and not any(said_by(s, h) for s in said)]
-        if kind.name == "date" and not helps and not any("2026-11-03" in s for s in said):
-            helps.append("A date, like 2026-11-03.")
-        if ev.status[field.order] == "filled" and field_id in ev.values:
-            if field.sensitive:
-                helps.append('It has an answer (hidden); say "same" to keep it.')
-            else:
-                helps.append(f'It is {_format_value(_jsonable(ev.values[field_id]))} now; say "same" to keep it.')
+
+def wait_text(snap: Snapshot) -> str:
+    instance, compiled = snap.instance, snap.compiled
+    checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on or "")
+    message = (
+        checkpoint.wait_message
+        if checkpoint is not None and checkpoint.wait_message
+        else (f'The form is waiting on the "{instance.blocked_on}" check.')
+    )
+    # The wait message names who decides ("waiting for Finance to approve"); the
+    # command is the same for every form, so say it.
+    return (
+        f"{sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
+        f"the approver runs `formctl resolve {instance.id}` (or `formctl resolve {instance.id} --fail REASON` "
+        "to turn it down). Message me again once that's done and we'll carry on."
+    )
+
+
+def closed_text(snap: Snapshot) -> str:
+    reason = snap.instance.closed_reason
+    if reason:
+        return (
+            f"I'm sorry, we have to stop here: {sentence(reason)} "
+            "Your answers so far are kept, but there's nothing more to fill in."
+        )
+    return "This form has been closed, so there's nothing more to fill in. Your answers are kept."
+
+
+def quit_text(snap: Snapshot) -> str:
+    instance = snap.instance
+    if instance.status == "abandoned":
+        return closed_text(snap)
+    return (
+        "No problem — everything you've answered is saved. "
+        f"You can pick this up later with `formctl resume {instance.id}`."
+    )
+
+
+def fix_text(snap: Snapshot, step_id: str, *, retry: bool = False) -> str:
+    """How to settle a step's failed check: the step's answers, and how to change one (or,
+    when the check could not run, to give one again so it runs again)."""
+    compiled, ev = snap.compiled, snap.ev
+    step = compiled.step_by_id.get(step_id)
+    shown = []
+    for field in step.fields if step is not None else []:
+        if ev.status[field.order] == "filled" and field.id in ev.values:
+            value = "(hidden)" if field.sensitive else format_value(jsonable(ev.values[field.id]))
+            shown.append(f"{field.label}: {value}")
+    text = (
+        'To check again, give one of these answers again as "Label: value"'
+        if retry
+        else 'Which answer should change? Tell me as "Label: value"'
+    )
+    return text + (" — now " + "; ".join(shown) + "." if shown else ".")
+
+
+def read_back_text(state: GuidedState, snap: Snapshot) -> str:
+    """Every answer, before the form is sent, and how to send it or change it."""
+    compiled, ev = snap.compiled, snap.ev
+    lines = [f"That's everything for the {compiled.name}. Before I send it, please check your answers:"]
+    left_out = []
+    for field in compiled.fields:
+        if not ev.applicable[field.order]:
+            continue
+        if ev.status[field.order] == "filled" and field.id in ev.values:
+            shown = "(hidden)" if field.sensitive else format_value(jsonable(ev.values[field.id]))
+            lines.append(f"- {field.label}: {shown}")
         elif not field.required:
-            helps.append('Optional: say "skip" to leave it out.')
-        if helps:
-            line += " " + " ".join(_sentence(h) for h in helps)
-        out.append(line)
-        self._asked = field_id
-        self._asked_at = (snap.instance.id, snap.instance.version)
-        return out
+            left_out.append(field.label)
+            state.skipped.add(field.id)  # offered once: the read-back lists it, "Label: value" adds it
+    if left_out:
+        lines.append("Left out: " + ", ".join(left_out) + ".")
+    lines.append(f'{READ_BACK_QUESTION} Say "yes" to send it, or tell me what to change as "Label: value".')
+    return "\n".join(lines)
 
-    # ------------------------------------------------------------------ texts
 
-    def _welcome(self, compiled: Any, *, new: bool, snap: _Snapshot | None = None) -> str:
-        if new:
-            text = f"Let's fill in the {compiled.name}."
-            if compiled.description:
-                text += f" It covers: {_lower_first(compiled.description)}"
-                text = text if text.endswith(".") else text + "."
-            return text + ' I\'ll ask one thing at a time. Say "help" at any point to see what else you can say.'
-        answered = sum(1 for f in compiled.fields if snap is not None and snap.ev.status[f.order] == "filled")
-        if answered:
-            saved = "Your answer so far is saved." if answered == 1 else f"Your {answered} answers so far are saved."
-            return f"Welcome back to the {compiled.name}. {saved}"
-        return f"Let's carry on with the {compiled.name}."
+def summary(snap: Snapshot) -> str:
+    compiled, ev = snap.compiled, snap.ev
+    lines = [f"That's everything — the {compiled.name} is complete. Here's what I have:"]
+    for field in compiled.fields:
+        if ev.applicable[field.order] and ev.status[field.order] == "filled" and field.id in ev.values:
+            shown = "(hidden)" if field.sensitive else format_value(jsonable(ev.values[field.id]))
+            lines.append(f"- {field.label}: {shown}")
+    lines.append('If anything is wrong, tell me as "Label: value".')
+    return "\n".join(lines)
 
-    def _status_text(self, snap: _Snapshot) -> str:
-        compiled, ev, instance = snap.compiled, snap.ev, snap.instance
-        if instance.status in ("abandoned", "awaiting") or snap.stale:
-            return ""
-        if ev.open_step is None:
-            return ""  # the summary of the finished form says it all
-        step = compiled.steps[ev.open_step]
-        rows = snap.view.fields
-        done = [r.label for r in rows if r.status == "filled" and not r.ask]
-        pending = [r.label for r in rows if r.ask and r.id not in self._skipped]
-        text = f"We're on step {step.number} of {len(compiled.steps)}: {step.title}."
-        if done:
-            text += " Answered: " + ", ".join(done) + "."
-        if pending:
-            text += " Still to answer: " + ", ".join(pending) + "."
-        return text
 
-    def _what_else_text(self, turn: _Turn, snap: _Snapshot) -> str:
-        outline = None
-        for call in turn.calls:
-            result = turn.results.get(str(call.get("id")))
-            if call.get("name") == "form_inspect" and result is not None and result.ok:
-                outline = result.data if isinstance(result.data, dict) else outline
-        if outline is None:
-            return "I couldn't read the outline just now."
-        ev, compiled = snap.ev, snap.compiled
-        open_k = ev.open_step
-        parts = []
-        if open_k is not None:
-            step = compiled.steps[open_k]
-            pending = [
-                f.label
-                for f in step.fields
-                if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in self._skipped
-            ]
-            if pending:
-                parts.append(f"In this step ({step.title}) I still need: {', '.join(pending)}.")
-        later, omitted = [], False
-        for summary in outline.get("steps") or []:
-            step = compiled.step_by_id.get(summary.get("id"))
-            if step is None or summary.get("complete"):
-                continue
-            k = step.index
-            if open_k is not None and k <= open_k:
-                continue
-            # Don't promise a step none of whose questions apply given the answers so far.
-            if not any(ev.applicable[f.order] for f in step.fields):
-                omitted = True
-                continue
-            collects = summary.get("collects")
-            later.append(f"{summary.get('title')} ({collects})" if collects else str(summary.get("title")))
-        if later:
-            parts.append("After that: " + "; ".join(later) + ".")
-        if omitted:
-            parts.append("Depending on your answers there may be a little more.")
-        if not parts:
-            parts.append("Nothing else — this is the last of it.")
-        return " ".join(parts)
-
-    def _wait_text(self, snap: _Snapshot) -> str:
-        instance, compiled = snap.instance, snap.compiled
-        checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on or "")
-        message = (
-            checkpoint.wait_message
-            if checkpoint is not None and checkpoint.wait_message
-            else (f'The form is waiting on the "{instance.blocked_on}" check.')
-        )
-        # The wait message names who decides ("waiting for Finance to approve"); the
-        # command is the same for every form, so say it.
+def error_text(result: Result) -> str:
+    if result.code == "form_blocked":
+        return "I can't change anything while the form is waiting."
+    if result.code == "form_stale":
+        return STALE_TEXT
+    if result.code in (None, "form_definition_error"):
+        # A bug in the form's own code (a gate or a check that raised): nothing the person
+        # said or can fix, and never an exception's text. The host sees it with --debug.
         return (
-            f"{_sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
-            f"the approver runs `formctl resolve {instance.id}` (or `formctl resolve {instance.id} --fail REASON` "
-            "to turn it down). Message me again once that's done and we'll carry on."
+            "That couldn't be done just now: something in the form itself went wrong, not your answer. "
+            "Your earlier answers are kept."
         )
-
-    def _closed_text(self, snap: _Snapshot) -> str:
-        reason = snap.instance.closed_reason
-        if reason:
-            return (
-                f"I'm sorry, we have to stop here: {_sentence(reason)} "
-                "Your answers so far are kept, but there's nothing more to fill in."
-            )
-        return "This form has been closed, so there's nothing more to fill in. Your answers are kept."
-
-    def _quit_text(self, snap: _Snapshot) -> str:
-        instance = snap.instance
-        if instance.status == "abandoned":
-            return self._closed_text(snap)
-        return (
-            "No problem — everything you've answered is saved. "
-            f"You can pick this up later with `formctl resume {instance.id}`."
-        )
-
-    def _fix_text(self, snap: _Snapshot, step_id: str, *, retry: bool = False) -> str:
-        """How to settle a step's failed check: the step's answers, and how to change one (or,
-        when the check could not run, to give one again so it runs again)."""
-        compiled, ev = snap.compiled, snap.ev
-        step = compiled.step_by_id.get(step_id)
-        shown = []
-        for field in step.fields if step is not None else []:
-            if ev.status[field.order] == "filled" and field.id in ev.values:
-                value = "(hidden)" if field.sensitive else _format_value(_jsonable(ev.values[field.id]))
-                shown.append(f"{field.label}: {value}")
-        text = (
-            'To check again, give one of these answers again as "Label: value"'
-            if retry
-            else 'Which answer should change? Tell me as "Label: value"'
-        )
-        return text + (" — now " + "; ".join(shown) + "." if shown else ".")
-
-    def _read_back_text(self, snap: _Snapshot) -> str:
-        """Every answer, before the form is sent, and how to send it or change it."""
-        compiled, ev = snap.compiled, snap.ev
-        lines = [f"That's everything for the {compiled.name}. Before I send it, please check your answers:"]
-        left_out = []
-        for field in compiled.fields:
-            if not ev.applicable[field.order]:
-                continue
-            if ev.status[field.order] == "filled" and field.id in ev.values:
-                shown = "(hidden)" if field.sensitive else _format_value(_jsonable(ev.values[field.id]))
-                lines.append(f"- {field.label}: {shown}")
-            elif not field.required:
-                left_out.append(field.label)
-                self._skipped.add(field.id)  # offered once: the read-back lists it, "Label: value" adds it
-        if left_out:
-            lines.append("Left out: " + ", ".join(left_out) + ".")
-        lines.append(f'{READ_BACK_QUESTION} Say "yes" to send it, or tell me what to change as "Label: value".')
-        return "\n".join(lines)
-
-    def _summary(self, snap: _Snapshot) -> str:
-        compiled, ev = snap.compiled, snap.ev
-        lines = [f"That's everything — the {compiled.name} is complete. Here's what I have:"]
-        for field in compiled.fields:
-            if ev.applicable[field.order] and ev.status[field.order] == "filled" and field.id in ev.values:
-                shown = "(hidden)" if field.sensitive else _format_value(_jsonable(ev.values[field.id]))
-                lines.append(f"- {field.label}: {shown}")
-        lines.append('If anything is wrong, tell me as "Label: value".')
-        return "\n".join(lines)
-
-    def _error_text(self, result: _Result, snap: _Snapshot) -> str:
-        if result.code == "form_blocked":
-            return "I can't change anything while the form is waiting."
-        if result.code == "form_stale":
-            return _STALE_TEXT
-        if result.code in (None, "form_definition_error"):
-            # A bug in the form's own code (a gate or a check that raised): nothing the person
-            # said or can fix, and never an exception's text. The host sees it with --debug.
-            return (
-                "That couldn't be done just now: something in the form itself went wrong, not your answer. "
-                "Your earlier answers are kept."
-            )
-        return f"That didn't go through: {result.message}"
-
-    def _list_text(self, turn: _Turn) -> str:
-        rows = []
-        for result in turn.results.values():
-            if result.ok and isinstance(result.data, dict):
-                rows = result.data.get("forms") or []
-        if not rows:
-            return "There are no forms to fill in."
-        lines = ["Which form would you like to fill in? Reply with its name:"]
-        for row in rows:
-            lines.append(f"- {row.get('id')}: {row.get('name')}")
-        return "\n".join(lines)
+    return f"That didn't go through: {result.message}"
 
 
-def _move_text(kind: str, target: Any, sensitive: bool = False) -> str:
+def list_text(turn: Turn) -> str:
+    rows: list[dict[str, Any]] = []
+    for result in turn.results.values():
+        if result.ok and isinstance(result.data, dict):
+            rows = result.data.get("forms") or []
+    if not rows:
+        return "There are no forms to fill in."
+    lines = ["Which form would you like to fill in? Reply with its name:"]
+    for row in rows:
+        lines.append(f"- {row.get('id')}: {row.get('name')}")
+    return "\n".join(lines)
+
+
+def move_text(kind: str, target: Any, sensitive: bool = False) -> str:
     verb = "Redone" if kind == "redo" else "Undone"
     if target.empties:
         return f"{verb}: {target.label} is empty again."
     if sensitive:  # as "Got it — PIN: (hidden)": a sensitive value is never shown
         which = "the answer you took back" if kind == "redo" else "its previous answer"
         return f"{verb}: {target.label} has {which} again (hidden)."
-    return f"{verb}: {target.label} is back to {_format_value(_jsonable(target.value))}."
+    return f"{verb}: {target.label} is back to {format_value(jsonable(target.value))}."
 
 
-def _sensitive(snap: _Snapshot, field_id: str) -> bool:
+def _sensitive(snap: Snapshot, field_id: str) -> bool:
     field = snap.compiled.field_by_id.get(field_id)
     return bool(field is not None and field.sensitive)
 
@@ -454,10 +461,10 @@ def _failure_text(compiled: Any, hook_id: str, message: str) -> str:
             return f"{step.title} couldn't be checked just now."
         return f"{_hook_name(hook_id)} couldn't be run just now." if kind == "checkpoint" else COULD_NOT_CHECK
     if field is not None:
-        return f"{field.label}: {_sentence(message)}"
+        return f"{field.label}: {sentence(message)}"
     if kind == "checkpoint":
-        return f"{_hook_name(hook_id)} did not pass: {_sentence(message)}"
-    return _sentence(message)
+        return f"{_hook_name(hook_id)} did not pass: {sentence(message)}"
+    return sentence(message)
 
 
 def _hook_name(hook_id: str) -> str:
@@ -465,18 +472,10 @@ def _hook_name(hook_id: str) -> str:
     return f'The "{name}" check' if kind == "checkpoint" and name else f'"{hook_id}"'
 
 
-def _sentence(text: str) -> str:
+def sentence(text: str) -> str:
     text = text.strip()
     return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
-
-
-def failed_step_check(view: Any) -> Any:
-    """The open failure of a step's own check (the answers disagree), if any: the conversation
-    is held on it, asking which answer should change, before it moves on."""
-    if view is None:
-        return None
-    return next((f for f in view.failures if f.hook_id.startswith("step:")), None)

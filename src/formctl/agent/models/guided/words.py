@@ -12,8 +12,8 @@ from formctl.agent.models.base import content_blocks
 
 TIER0_PREFIX = "[form: "
 
-# Whole-message commands, after _command_key() (lower case, no punctuation, single spaces).
-_COMMANDS: dict[str, str] = {
+# Whole-message commands, after command_key() (lower case, no punctuation, single spaces).
+COMMANDS: dict[str, str] = {
     "undo": "undo",
     "undo that": "undo",
     "undo last": "undo",
@@ -52,10 +52,10 @@ _COMMANDS: dict[str, str] = {
     "ill finish later": "quit",
     "later": "quit",
 }
-_LABELLED = re.compile(r"^\s*([^:=\n]{1,60}?)\s*[:=]\s*(.*?)\s*$", re.S)
+LABELLED = re.compile(r"^\s*([^:=\n]{1,60}?)\s*[:=]\s*(.*?)\s*$", re.S)
 
 
-def _person_words(message: dict[str, Any]) -> str | None:
+def person_words(message: dict[str, Any]) -> str | None:
     """The person's words in a user turn, or None for a turn of tool results.
 
     The loop appends tier 0 (``[form: ...``) as the last text block of the newest user
@@ -77,7 +77,7 @@ def _person_words(message: dict[str, Any]) -> str | None:
 
 
 @dataclass(slots=True)
-class _Result:
+class Result:
     ok: bool
     data: Any = None
     message: str = ""
@@ -85,48 +85,48 @@ class _Result:
 
 
 @dataclass(slots=True)
-class _Turn:
+class Turn:
     """The newest person turn of a request and the tool calls and results since."""
 
     words: str | None
     calls: list[dict[str, Any]]
-    results: dict[str, _Result]
+    results: dict[str, Result]
     conversation_started: bool  # an assistant turn came before the person's words
     instance_id: str | None  # the newest instance id any tool result named
 
 
-def _parse_result(block: dict[str, Any]) -> _Result:
+def parse_result(block: dict[str, Any]) -> Result:
     content = block.get("content")
     if isinstance(content, list):  # Anthropic also allows a list of text blocks
         content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
     try:
         envelope = json.loads(content) if isinstance(content, str) else content
     except ValueError:
-        return _Result(False, message=str(content))
+        return Result(False, message=str(content))
     if not isinstance(envelope, dict):
-        return _Result(False, message=str(content))
+        return Result(False, message=str(content))
     data = envelope.get("data")
     if envelope.get("status") == "success" and not block.get("is_error"):
-        return _Result(True, data=data)
+        return Result(True, data=data)
     code = data.get("code") if isinstance(data, dict) else None
-    return _Result(False, data=data, message=str(envelope.get("message") or ""), code=code)
+    return Result(False, data=data, message=str(envelope.get("message") or ""), code=code)
 
 
-def _read_turn(messages: list[dict[str, Any]]) -> _Turn:
+def read_turn(messages: list[dict[str, Any]]) -> Turn:
     start = None
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "user" and _person_words(messages[i]) is not None:
+        if messages[i].get("role") == "user" and person_words(messages[i]) is not None:
             start = i
             break
-    words = _person_words(messages[start]) if start is not None else None
+    words = person_words(messages[start]) if start is not None else None
     calls: list[dict[str, Any]] = []
-    results: dict[str, _Result] = {}
+    results: dict[str, Result] = {}
     for message in messages[(start + 1) if start is not None else 0 :]:
         for block in content_blocks(message.get("content")):
             if message.get("role") == "assistant" and block.get("type") == "tool_use":
                 calls.append(block)
             elif block.get("type") == "tool_result":
-                results[str(block.get("tool_use_id"))] = _parse_result(block)
+                results[str(block.get("tool_use_id"))] = parse_result(block)
     started = start is not None and any(m.get("role") == "assistant" for m in messages[:start])
     # The conversation's instance is the newest one a tool result named (form_history can
     # name other instances, so it doesn't count).
@@ -137,20 +137,20 @@ def _read_turn(messages: list[dict[str, Any]]) -> _Turn:
             if block.get("type") == "tool_use":
                 names[str(block.get("id"))] = str(block.get("name"))
             elif block.get("type") == "tool_result" and names.get(str(block.get("tool_use_id"))) != "form_history":
-                data = _parse_result(block).data
+                data = parse_result(block).data
                 if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
                     instance_id = data["instance_id"]
-    return _Turn(words, calls, results, started, instance_id)
+    return Turn(words, calls, results, started, instance_id)
 
 
-def _command_key(words: str) -> str:
+def command_key(words: str) -> str:
     text = words.strip().lower().lstrip("/")
     text = text.replace("'", "").replace("\u2019", "")
     text = re.sub(r"[^a-z0-9 ]+", " ", text)
     return " ".join(text.split())
 
 
-def _generic_kind(calls: list[dict[str, Any]]) -> str:
+def generic_kind(calls: list[dict[str, Any]]) -> str:
     names = {c.get("name") for c in calls}
     if "form_start" in names:
         return "start"
@@ -163,5 +163,5 @@ def _generic_kind(calls: list[dict[str, Any]]) -> str:
     return "answers"
 
 
-def _segments(words: str) -> list[str]:
+def segments(words: str) -> list[str]:
     return [s.strip() for s in re.split(r"[;\n]", words) if s.strip()]

@@ -1,0 +1,86 @@
+"""The guided model's state: what one turn plans, the instance it reads, and what it remembers.
+
+:class:`GuidedState` is everything the model keeps between turns, with public names, so the
+planning functions (:mod:`.planning`) and the phrasing functions (:mod:`.phrasing`) read and
+record it explicitly; :class:`~formctl.agent.models.guided.model.GuidedModel` holds one and calls
+both. None of it changes what is written: a fresh model over a restored conversation falls
+back to the form's own order (docs/guided.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from formctl.agent.models.guided.answers import Kind, kind_of
+from formctl.agent.models.guided.revisit import Revisit
+
+ToolCall = tuple[str, dict[str, Any]]
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """The instance as stored, read without writing: compiled form, instance, evaluation, open-step view.
+
+    ``instance``, ``ev`` and ``view`` are None while planning the start of a form (only the
+    compiled form is known then)."""
+
+    compiled: Any
+    instance: Any
+    ev: Any
+    view: Any
+    stale: bool = False
+
+
+@dataclass(slots=True)
+class Plan:
+    """What the person asked for this turn: the tool calls to make (kept until their results
+    come back, then said), or a reply made without tools.
+
+    A reply without tools is ``lead``, then (``say_problems``) the problems found in the words,
+    then (``say_state``) what happens now: the next question, a wait, the read-back.
+    """
+
+    kind: str  # start | list | answers | undo | back | redo | skip | status | what_else | greet | check | submit | say
+    calls: list[ToolCall] = field(default_factory=list)
+    call_ids: tuple[str, ...] = ()
+    problems: list[tuple[str, str, str]] = field(default_factory=list)  # (field id, words, reason)
+    unplaced: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # labels that name no question
+    target: Any = None  # undo/back/redo: the MoveTarget; skip: the field id
+    notes: list[str] = field(default_factory=list)
+    revisited: bool = False  # answers were kept for the step being gone over (see revisit.py)
+    lead: list[str] = field(default_factory=list)
+    say_problems: bool = False
+    say_state: bool = False
+    repeat: bool = False  # say_state: say the open failures again, not only the new ones
+
+
+@dataclass(slots=True)
+class GuidedState:
+    """What the guided model remembers between turns (it only changes what it says)."""
+
+    form_id: str | None = None
+    calls: int = 0  # tool-use ids handed out
+    plan: Plan | None = None  # the plan whose tool calls are out, until their results come back
+    asked: str | None = None  # the field the last reply asked for
+    asked_at: tuple[str, int] | None = None  # (instance id, version) when it was asked
+    asked_known: bool = False  # False until this model has replied once (a restored conversation)
+    focus: str | None = None  # a field to ask before the form's own order (back, rejected)
+    skipped: set[str] = field(default_factory=set)
+    announced: str | None = None  # the step last announced with "Step i of n"
+    shown_failures: set[tuple[str, str]] = field(default_factory=set)
+    kinds: dict[tuple[str, int, str], Kind] = field(default_factory=dict)
+    summarised: tuple[str, int] | None = None  # the instance version last read back in full
+    preface: list[str] = field(default_factory=list)  # said first in the next reply (what changed)
+    read_back: tuple[str, int] | None = None  # the ready instance version read back for sending
+    said: dict[str, list[str]] = field(default_factory=dict)  # field id -> what the reply being built said
+    resumed_at_read_back: bool = False  # a restored conversation whose last reply was the read-back
+    revisit: Revisit | None = None  # the step being gone over and the answers kept (revisit.py)
+
+    def kind(self, compiled: Any, field_id: str) -> Kind:
+        """The kind of a field's answer (read once per form version)."""
+        key = (compiled.id, compiled.version, field_id)
+        if key not in self.kinds:
+            self.kinds[key] = kind_of(compiled.field_by_id[field_id].schema)
+        return self.kinds[key]
