@@ -3,6 +3,8 @@
 * ``_clean_env`` (autouse): no ``FORMCTL_*`` or ``ANTHROPIC_*`` setting of the
   developer's shell, and none of the variables rich reads for a terminal's size and colour
   (``COLUMNS`` would make a CLI test's output wrap where the shell is narrow), reach a test.
+* ``_processes_only_in_e2e`` (autouse): a test that starts a Python process, forks or opens a
+  pseudo-terminal fails unless it is marked ``@pytest.mark.e2e`` (``-m "not e2e"`` is the fast run).
 * ``_in_example_project`` (autouse): the working folder is the example project, a
   temporary copy of ``tests/fixtures`` (see ``fixture_project.py``): no test reads ``./forms``.
 * ``_no_fsync`` (autouse): the JSON store skips fsync, unless the test is marked
@@ -31,6 +33,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+from typing import Any
 
 import pytest
 
@@ -64,6 +67,32 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     cli = sys.modules.get("formctl.cli.base")  # where --debug is kept
     if cli is not None:
         monkeypatch.setattr(cli, "_debug", False)
+
+
+@pytest.fixture(autouse=True)
+def _processes_only_in_e2e(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts a Python process or a pseudo-terminal (a ``formctl`` command, a pexpect
+    chat, a child that writes or is killed) is marked ``@pytest.mark.e2e``, so that
+    ``pytest -m "not e2e"`` is the fast in-process run. An unmarked one fails here and says so."""
+    if request.node.get_closest_marker("e2e") is not None:
+        return
+    import pty
+    import subprocess
+
+    def refuse(what: str) -> None:
+        pytest.fail(f"{what}: a test that crosses a process boundary is marked @pytest.mark.e2e", pytrace=False)
+
+    popen_init = subprocess.Popen.__init__
+
+    def checked_init(self: subprocess.Popen, args: Any, *rest: Any, **kwargs: Any) -> None:
+        program = args if isinstance(args, (str, bytes, os.PathLike)) else (args[0] if args else "")
+        if os.path.basename(os.fsdecode(program)).startswith("python") or os.fsdecode(program) == sys.executable:
+            refuse(f"this test starts {os.fsdecode(program)}")
+        popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", checked_init)
+    monkeypatch.setattr(os, "fork", lambda: refuse("this test forks"))
+    monkeypatch.setattr(pty, "fork", lambda: refuse("this test opens a pseudo-terminal"))
 
 
 @pytest.fixture(autouse=True)

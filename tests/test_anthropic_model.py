@@ -364,6 +364,7 @@ def test_without_a_key_or_when_offline_the_guided_model_is_picked(monkeypatch, s
     assert not isinstance(pick_model(runner, offline=True, form_id="travel-claim"), AnthropicModel)
 
 
+@pytest.mark.e2e
 def test_importing_formctl_and_the_agent_does_not_import_anthropic():
     code = (
         "import sys, formctl, formctl.agent.loop, formctl.agent.tools, formctl.agent.models;"

@@ -17,6 +17,8 @@ pytest_plugins = ["pytester"]
 from fixture_project import FORMS  # noqa: E402
 from fixture_project import TRANSCRIPTS as SHIPPED  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
+
 
 def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:
     """The console entry point in a fresh process (an edited form module is imported afresh)."""

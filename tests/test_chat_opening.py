@@ -44,6 +44,7 @@ def project(tmp_path):
     return forms, tmp_path / "store"
 
 
+@pytest.mark.e2e
 def test_the_chat_re_runs_a_hook_a_dead_process_left_running_when_it_opens(project):
     forms, store = project
     runner = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(forms / "registry.toml"), subject="s1")

@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from clitools import formctl, invoke  # the chats in child processes; the reads of what they left, in this one
 from fixture_project import FORMS, ROOT
 
@@ -53,6 +55,7 @@ def after(text: str, marker: str) -> str:
 # --------------------------------------------------------------------------- the chat knows what it asked
 
 
+@pytest.mark.e2e
 def test_after_the_persons_undo_the_chat_says_what_changed_and_asks_again_before_the_next_answer(tmp_path):
     out = run(tmp_path / "s", [*CLAIMANT, *TRIP, "/undo staff_id", "Conference"])
     assert out.returncode == 0, out.stderr
@@ -68,6 +71,7 @@ def test_after_the_persons_undo_the_chat_says_what_changed_and_asks_again_before
     assert "purpose" not in values(tmp_path / "s", only_instance(tmp_path / "s"))
 
 
+@pytest.mark.e2e
 def test_after_the_persons_redo_the_chat_says_what_changed_and_the_answer_goes_to_the_question_shown(tmp_path):
     out = run(tmp_path / "s", [*CLAIMANT, "/undo email", "/redo email", "Leeds"])
     assert out.returncode == 0, out.stderr
@@ -79,6 +83,7 @@ def test_after_the_persons_redo_the_chat_says_what_changed_and_the_answer_goes_t
     assert values(tmp_path / "s", only_instance(tmp_path / "s"))["destination"] == "Leeds"
 
 
+@pytest.mark.e2e
 def test_resume_after_a_hosts_undo_says_what_changed_and_asks_the_open_question_not_the_old_one(tmp_path):
     store = tmp_path / "s"
     first = run(store, [*CLAIMANT, "Leeds"])
@@ -103,6 +108,7 @@ def test_resume_after_a_hosts_undo_says_what_changed_and_asks_the_open_question_
     assert values(store, instance_id)["staff_id"] == "AB9999"
 
 
+@pytest.mark.e2e
 def test_resume_with_nothing_changed_shows_the_last_question_without_a_model_turn(tmp_path):
     store = tmp_path / "s"
     run(store, CLAIMANT[:1])
@@ -180,6 +186,7 @@ def _other_chat(store, instance_id):
     assert "saved Staff ID" in out.stdout or "Staff ID: ZZ9999" in out.stdout, out.stdout
 
 
+@pytest.mark.e2e
 def test_a_write_from_elsewhere_is_said_and_a_line_that_crossed_it_is_taken_only_for_the_question_it_answered(tmp_path):
     for writer, change in ((_host_undo, "Staff ID is empty again"), (_other_chat, "Staff ID is now ZZ9999")):
         store = tmp_path / writer.__name__
@@ -282,6 +289,7 @@ def follow_the_questions(chat: PipedChat, answers, *, until: str, limit: int = 3
     raise AssertionError(f"never reached {until!r}; asked {asked}")
 
 
+@pytest.mark.e2e
 def test_a_revisit_goes_over_every_field_of_the_step_and_completes_only_after_the_last(tmp_path):
     store = tmp_path / "s"
     first = {
@@ -326,6 +334,7 @@ def test_a_revisit_goes_over_every_field_of_the_step_and_completes_only_after_th
 # --------------------------------------------------------------------------- a natural answer
 
 
+@pytest.mark.e2e
 def test_a_natural_answer_places_what_fits_for_sure_says_it_back_and_guesses_nothing(tmp_path):
     store = tmp_path / "s"
     out = run(store, ["Dana Reeve", "AB1234, dana@example.com, going to Leeds", "Leeds, Purpose: team offsite"])
@@ -344,6 +353,7 @@ def test_a_natural_answer_places_what_fits_for_sure_says_it_back_and_guesses_not
     assert got["destination"] == "Leeds" and got["purpose"] == "team offsite"
 
 
+@pytest.mark.e2e
 def test_free_text_goes_only_to_the_question_asked_and_a_near_miss_still_reaches_the_engine(tmp_path):
     store = tmp_path / "s"
     # At "Staff ID?": "ab1234" fits no field for sure, so it is the Staff ID answer (and rejected

@@ -97,11 +97,13 @@ def _modules_loaded(args: list[str]) -> list[str]:
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e
 def test_list_imports_no_form_module_and_none_of_pydantic_rich_prompt_toolkit_or_anthropic():
     assert _modules_loaded(["list"]) == []
     assert _modules_loaded(["list", "--json", "--forms", str(FORMS)]) == []
 
 
+@pytest.mark.e2e
 def test_help_imports_none_of_pydantic_rich_prompt_toolkit_or_anthropic():
     assert _modules_loaded(["--help"]) == []
     assert _modules_loaded(["inspect", "--help"]) == []
@@ -573,6 +575,7 @@ def test_store_check_names_a_corrupt_file_and_exits_1(store):
 # --------------------------------------------------------------------------- the process: errors, colour, completion
 
 
+@pytest.mark.e2e
 def test_errors_are_one_line_without_a_traceback_unless_debug(tmp_path):
     store = str(tmp_path / "store")
     plain = formctl("inspect", "form_nothere_abcdef", "--store", store)
@@ -584,6 +587,7 @@ def test_errors_are_one_line_without_a_traceback_unless_debug(tmp_path):
     assert "Traceback" in env_debug.stderr
 
 
+@pytest.mark.e2e
 def test_an_unexpected_error_is_still_one_line(tmp_path):
     store = tmp_path / "store"
     store.write_text("a file where the store folder should be")
@@ -593,6 +597,7 @@ def test_an_unexpected_error_is_still_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.e2e
 def test_output_has_no_colour_when_not_a_terminal_or_with_no_color(tmp_path):
     store = str(tmp_path / "store")
     instance_id = start(store, CLAIMANT)
@@ -604,6 +609,7 @@ def test_output_has_no_colour_when_not_a_terminal_or_with_no_color(tmp_path):
     assert not re.search(r"\x1b\[[0-9;]*3[0-9](;|m)", no_color.stdout)  # ...and NO_COLOR turns it off
 
 
+@pytest.mark.e2e
 def test_tab_completion_offers_commands_form_ids_and_instance_ids(tmp_path):
     store = str(tmp_path / "store")
     instance_id = start(store, CLAIMANT)
@@ -691,6 +697,7 @@ def test_slash_undo_and_redo_of_a_named_field_say_what_it_holds_now(store):
     assert "no field nmae" in result.stderr  # in a pipe, error lines go to stderr
 
 
+@pytest.mark.e2e
 def test_in_a_fresh_clone_run_works_with_no_configuration(tmp_path):
     shutil.copytree(FORMS, tmp_path / "forms")
     result = formctl("run", "travel-claim", input="Dana Reeve\n", cwd=tmp_path)
@@ -700,6 +707,7 @@ def test_in_a_fresh_clone_run_works_with_no_configuration(tmp_path):
     assert list((tmp_path / ".formctl" / "instances").glob("form_*.json"))  # the default store, ./.formctl
 
 
+@pytest.mark.e2e
 def test_the_console_script_runs_sub_commands_and_suggests_on_a_typo(tmp_path):
     store = str(tmp_path / "store")
     start(store, CLAIMANT)

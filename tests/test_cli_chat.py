@@ -24,6 +24,8 @@ pexpect = pytest.importorskip("pexpect")
 
 from fixture_project import FORMS, ROOT  # noqa: E402  (the example project, never ./forms)
 
+pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
+
 TIMEOUT = 30
 
 BOOTSTRAP = r"""

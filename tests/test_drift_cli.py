@@ -18,6 +18,8 @@ import pytest
 from clitools import invoke
 from fixture_project import FORMS
 
+pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
+
 
 def formctl(*args: str, cwd: Path, input: str | None = "") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}

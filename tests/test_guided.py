@@ -102,6 +102,7 @@ def test_guided_model_is_a_chat_model_named_guided():
     assert model.name == "guided"
 
 
+@pytest.mark.e2e
 def test_importing_the_guided_model_loads_neither_anthropic_nor_prompt_toolkit():
     code = (
         "import sys, formctl.agent.models.guided, formctl.agent.models.scripted;"

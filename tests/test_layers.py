@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
+
 pytest.importorskip("importlinter")
 
 ROOT = Path(__file__).resolve().parent.parent

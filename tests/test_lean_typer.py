@@ -56,6 +56,7 @@ def _imports_pydantic(*args: str, env: dict[str, str] | None = None) -> bool:
     return last == "PYDANTIC"
 
 
+@pytest.mark.e2e
 def test_list_with_an_option_and_tab_completion_run_without_pydantic():
     assert not _imports_pydantic("list", "--forms", str(ROOT / "forms"))
     assert not _imports_pydantic(

@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from fixture_project import FORMS, TRANSCRIPTS
 from formctl import FormRegistry
 from formctl.forms.lint import lint
@@ -128,6 +130,7 @@ def flawed_project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.e2e
 def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_path):
     root = flawed_project(tmp_path)
     out = formctl("check", "flawed", cwd=root)
@@ -149,6 +152,7 @@ def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_
     assert lines[-1] == "11 warnings"
 
 
+@pytest.mark.e2e
 def test_check_strict_makes_warnings_errors(tmp_path):
     root = flawed_project(tmp_path)
     out = formctl("check", "flawed", "--strict", cwd=root)
@@ -165,6 +169,7 @@ def test_check_strict_makes_warnings_errors(tmp_path):
     assert clean.returncode == 0 and "warning" not in clean.stdout
 
 
+@pytest.mark.e2e
 def test_check_coverage_reports_what_the_forms_transcripts_never_exercised(tmp_path):
     root = flawed_project(tmp_path)
     folder = root / "recorded"

@@ -13,7 +13,7 @@ import pytest
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.instance import Commit, DispatchState, Entry, EntryCommit, Provenance, now_iso
-from formctl.store import _pgschema
+from formctl.store import _pgschema, postgres
 from formctl.store._pgconn import describe_server, is_dsn, mask_dsn
 from formctl.store.postgres import PostgresAdapter
 
@@ -180,7 +180,9 @@ def test_an_instance_missing_answers_is_reported_and_never_stands_in_silently(pg
 # --------------------------------------------------------------------------- the server going away
 
 
-def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_is_one_line(private_pg):
+@pytest.mark.e2e
+def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_is_one_line(private_pg, monkeypatch):
+    monkeypatch.setattr(postgres, "RECONNECT_PATIENCE", 1.5)  # a stopped server: fail after 1.5 s, not 8
     pg_server = private_pg
     adapter = PostgresAdapter(pg_server.dsn, connect_timeout=3)
     inst = fill(adapter, adapter.create_instance("travel", 1, "alice", prov()), "name", "Ada")

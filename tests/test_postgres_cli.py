@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from clitools import formctl, invoke, start
 from fixture_project import FORMS
@@ -27,6 +28,7 @@ def ids(result) -> list[str]:
     return [row["instance_id"] for row in json.loads(result.stdout)["instances"]]
 
 
+@pytest.mark.e2e
 def test_every_command_works_on_a_database_store_and_nothing_lands_in_a_folder(pg_dsn, tmp_path):
     env = {"FORMCTL_STORE": pg_dsn, "FORMCTL_FORMS": str(FORMS)}
     chat = formctl(
@@ -157,9 +159,11 @@ def _until(out: queue.Queue, text: str) -> list[str]:
             return seen
 
 
+@pytest.mark.e2e
 def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_message_works(private_pg, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    env.update(FORMCTL_STORE=private_pg.dsn, FORMCTL_FORMS=str(FORMS))
+    # a stopped server fails the write after 1.5 s of retrying, not the default 8
+    env.update(FORMCTL_STORE=private_pg.dsn, FORMCTL_FORMS=str(FORMS), FORMCTL_PG_RECONNECT_PATIENCE="1.5")
     chat = subprocess.Popen(
         [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--subject", "dana"],
         stdin=subprocess.PIPE,
@@ -205,6 +209,7 @@ def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_messag
     assert values == 3  # name, staff id, email: nothing lost, nothing doubled
 
 
+@pytest.mark.e2e
 def test_the_readme_team_commands_work_as_written(pg_dsn, tmp_path):
     """The README's "For a team: PostgreSQL" commands, run in order from a project folder that
     has a local store; the test's database stands in for ``postgresql://localhost/forms``."""

@@ -10,6 +10,8 @@ import pytest
 from clitools import formctl, invoke
 from fake_anthropic import FakeAnthropic, text, tool_use
 
+pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
+
 
 def run(api, store, lines: list[str]):
     env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}

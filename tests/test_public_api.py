@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import formctl
 
 INIT = Path(formctl.__file__)
@@ -62,6 +64,7 @@ def test_the_old_import_places_give_the_same_classes():
     assert (FormAdapter, apply_entry_commit) == (formctl.FormAdapter, formctl.apply_entry_commit)
 
 
+@pytest.mark.e2e
 def test_importing_formctl_and_its_errors_loads_no_heavy_module():
     code = (
         "import sys, formctl, formctl.errors; formctl.FormError;"

@@ -303,6 +303,7 @@ def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store
 # --------------------------------------------------------------------------- Ctrl-C in the plain chat
 
 
+@pytest.mark.e2e
 def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(store):
     import os
     import signal
@@ -558,6 +559,7 @@ def test_a_registry_module_spec_without_both_halves_is_named_as_such(tmp_path, s
 # --------------------------------------------------------------------------- bytes that are not UTF-8 on stdin
 
 
+@pytest.mark.e2e
 def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(store):
     import os
     import subprocess

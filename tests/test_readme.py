@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fixture_project import FORMS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -51,6 +53,7 @@ def test_the_set_up_names_python_3_11_and_a_virtual_environment_before_installin
     assert "ANTHROPIC_API_KEY" in setup and "switches" in setup and "--offline" in setup
 
 
+@pytest.mark.e2e
 def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_runs(tmp_path):
     (source,) = blocks(section("A form is Python code"), "python")
     tree = ast.parse(source)
@@ -85,6 +88,7 @@ def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_run
     assert '"travel-claim"' in listed.stdout, ran.stdout
 
 
+@pytest.mark.e2e
 def test_the_scenario_example_replays_live_against_the_guided_model(tmp_path):
     transcripts = section("Transcripts: conversations as regression tests")
     scenario = next(b for b in blocks(transcripts, "toml") if b.startswith("# scenarios/"))
@@ -97,6 +101,7 @@ def test_the_scenario_example_replays_live_against_the_guided_model(tmp_path):
     assert out.stdout.splitlines()[-1] == "1 passed, 0 failed"
 
 
+@pytest.mark.e2e
 def test_the_python_example_prints_what_its_comments_say(tmp_path):
     (source,) = blocks(section("Using it from Python"), "python")
     shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))

@@ -268,6 +268,7 @@ def test_from_toml_reports_an_entry_without_a_module(tmp_path):
     assert "module" in str(err.value)
 
 
+@pytest.mark.e2e
 def test_listing_the_shipped_registry_imports_no_form_module():
     code = textwrap.dedent(
         f"""

@@ -9,6 +9,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 import clitools
 from fixture_project import FORMS  # noqa: E402
 from fixture_project import TRANSCRIPTS as SHIPPED
@@ -46,6 +48,7 @@ def test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line():
     assert result.output.strip().splitlines()[-1] == f"{count} passed, 0 failed"
 
 
+@pytest.mark.e2e
 def test_a_regression_in_a_form_fails_with_a_diff_a_form_author_can_read(tmp_path):
     project = project_copy(tmp_path, "held_after_correction", "what_else")
     form = project / "forms" / "travel_claim.py"
@@ -59,6 +62,7 @@ def test_a_regression_in_a_form_fails_with_a_diff_a_form_author_can_read(tmp_pat
     assert lines[-1] == "1 passed, 1 failed"
 
 
+@pytest.mark.e2e
 def test_update_accepts_the_new_behaviour_shows_what_changed_and_then_passes(tmp_path):
     project = project_copy(tmp_path, "held_after_correction")
     form = project / "forms" / "travel_claim.py"

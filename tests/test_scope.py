@@ -107,6 +107,7 @@ def test_a_conversation_is_saved_under_its_own_id_never_one_the_model_named(alic
     assert not conversations.path(other_id).exists()
 
 
+@pytest.mark.e2e
 def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_writes_nothing_of_hers(tmp_path):
     from pathlib import Path
 

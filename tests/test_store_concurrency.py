@@ -28,6 +28,8 @@ FILLS = 200
 
 from helpers.race_form import open_adapter  # noqa: E402
 
+pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
+
 
 @pytest.fixture(params=["jsonfile", "postgres"])
 def store(request, tmp_path) -> str:

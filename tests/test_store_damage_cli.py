@@ -104,6 +104,7 @@ def test_a_torn_unacknowledged_last_record_stays_silently_dropped(store):
     assert invoke("store", "check", "--store", store).exit_code == 0
 
 
+@pytest.mark.e2e
 def test_repair_through_the_console_entry_point_defaults_to_the_login_name(store, tmp_path):
     instance_id = _claim(store)
     _cut_last_line(Path(store) / "instances" / f"{instance_id}.journal")

@@ -55,6 +55,7 @@ def test_a_key_inside_a_value_is_checked_too(store_dir):
     assert answers(store_dir, instance_id)["full_name"] == "Dana Reeve"
 
 
+@pytest.mark.e2e
 def test_host_fill_refuses_an_argument_that_is_not_utf8_and_says_so(store_dir):
     instance_id = start(store_dir)
     # "Jos\xe9" as the shell passes it: Python hands the undecodable byte over as U+DCE9
@@ -65,6 +66,7 @@ def test_host_fill_refuses_an_argument_that_is_not_utf8_and_says_so(store_dir):
     assert answers(store_dir, instance_id) == {}
 
 
+@pytest.mark.e2e
 def test_host_fill_rejects_a_json_escaped_nul_for_that_field_and_keeps_the_rest(store_dir):
     instance_id = start(store_dir)
     done = formctl("fill", instance_id, 'full_name="Dana\\u0000Reeve"', "staff_id=AB1234", "--store", store_dir)
@@ -73,6 +75,7 @@ def test_host_fill_rejects_a_json_escaped_nul_for_that_field_and_keeps_the_rest(
     assert answers(store_dir, instance_id) == {"staff_id": "AB1234"}
 
 
+@pytest.mark.e2e
 def test_host_resolve_fail_refuses_a_reason_that_is_not_utf8(store_dir):
     instance_id = start(store_dir)
     done = formctl("resolve", instance_id, "--fail", "too dear \udce9", "--store", store_dir)
@@ -144,6 +147,7 @@ def test_the_runner_refuses_a_reason_that_is_not_text_and_writes_nothing(store_d
         ["abandon", "{id}", "--reason", "dup \udce9"],
     ],
 )
+@pytest.mark.e2e
 def test_host_writes_refuse_arguments_that_are_not_utf8_and_say_which(store_dir, args):
     instance_id = start(store_dir, {"full_name": "Dana Reeve"})
     before = files_of(store_dir)
@@ -225,6 +229,7 @@ print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 """
 
 
+@pytest.mark.e2e
 def test_ctrl_c_during_start_up_exits_130_with_no_traceback():
     import subprocess
     import sys
@@ -235,6 +240,7 @@ def test_ctrl_c_during_start_up_exits_130_with_no_traceback():
     assert "still running" not in done.stdout
 
 
+@pytest.mark.e2e
 def test_once_the_command_runs_ctrl_c_is_its_own_again():
     import subprocess
     import sys
@@ -246,6 +252,7 @@ def test_once_the_command_runs_ctrl_c_is_its_own_again():
 # --------------------------------------------------------------------------- lines that are not UTF-8
 
 
+@pytest.mark.e2e
 def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(store_dir):
     import subprocess
     import sys

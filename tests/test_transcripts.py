@@ -342,6 +342,7 @@ def _python(code: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.e2e
 def test_the_pytest_plugin_and_the_cli_module_import_only_light_modules():
     heavy = ["formctl.forms.runner", "formctl.agent.loop", "pydantic", "anthropic", "tomli_w"]
     for module in ("formctl.transcripts.pytest_plugin", "formctl.transcripts.cli"):
@@ -349,6 +350,7 @@ def test_the_pytest_plugin_and_the_cli_module_import_only_light_modules():
         assert loaded == "", f"{module} imports {loaded}"
 
 
+@pytest.mark.e2e
 def test_pytest_collects_each_transcript_as_a_test_with_the_diff_as_its_failure(tmp_path):
     ok = copy_shipped(tmp_path, "what_else")
     broken = copy_shipped(tmp_path, "rejected_then_fixed")

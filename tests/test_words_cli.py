@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 from clitools import invoke, start
 from fixture_project import FORMS
 
@@ -185,6 +187,7 @@ def test_an_executor_that_raises_is_not_shown_to_the_person_but_kept_for_the_hos
     assert "division" not in json.dumps(view)
 
 
+@pytest.mark.e2e
 def test_debug_prints_an_executors_fault_with_its_traceback(tmp_path):
     from clitools import formctl
 
@@ -219,6 +222,7 @@ def _words_intact(out: str, sentence: str, width: int) -> None:
     assert sentence in " ".join(lines)  # every line break fell between two words
 
 
+@pytest.mark.e2e
 def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
     import os
     import pty
@@ -289,6 +293,7 @@ def test_streamed_pieces_break_only_between_words():
     assert WordWrap(None).feed("a " * 50) == "a " * 50
 
 
+@pytest.mark.e2e
 def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
     import os
     import sys
@@ -379,6 +384,7 @@ gated = define_form("gated", version=1, name="Gated").step("s", title="S").field
 """
 
 
+@pytest.mark.e2e
 def test_a_gate_that_raises_is_not_shown_to_the_person(tmp_path):
     from clitools import formctl
 

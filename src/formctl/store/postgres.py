@@ -76,7 +76,8 @@ __all__ = ["PostgresAdapter", "Watcher", "require_psycopg"]
 T = TypeVar("T")
 
 RECONNECT_PATIENCE = 8.0
-"""Seconds a dropped connection is retried for (a server restart takes one or two)."""
+"""Seconds a dropped connection is retried for (a server restart takes one or two). The tests
+shorten it: here by assignment, in a ``formctl`` child process by ``FORMCTL_PG_RECONNECT_PATIENCE``."""
 
 _CACHE_SIZE = 4096
 _LOCK_CLASS = 0x666F726D  # "form": the advisory-lock space of exclusive(), keyed by hashtext(id)
@@ -86,6 +87,13 @@ _PAGE = 500
 # Connections a forked child inherited: never closed (closing would end the parent's session
 # on the server), never collected (collection closes them).
 _INHERITED: list[Any] = []
+
+
+def _reconnect_patience() -> float:
+    try:
+        return float(os.environ.get("FORMCTL_PG_RECONNECT_PATIENCE", RECONNECT_PATIENCE))
+    except ValueError:
+        return RECONNECT_PATIENCE
 
 
 def _server_away(exc: BaseException) -> bool:
@@ -574,7 +582,7 @@ class PostgresAdapter:
             _INHERITED.append(self._conn)  # a forked child: leave the parent's session alone
             self._conn = None
         if self._conn is None or self._conn.closed:
-            conn = self._connect(patience=RECONNECT_PATIENCE if self._lost else 0.0)
+            conn = self._connect(patience=_reconnect_patience() if self._lost else 0.0)
             self._lost = False
             self._conn, self._pid = conn, os.getpid()
             weakref.finalize(self, _close_in, conn, self._pid)  # an adapter dropped unclosed closes its session
