@@ -26,7 +26,16 @@ __all__ = [
     "FormRegistry",
     "FormRunner",
     "FormStaleError",
+    "Goal",
+    "GoalChange",
+    "GoalConflictError",
+    "GoalEvent",
+    "GoalLockedError",
+    "GoalRunner",
+    "GoalScope",
+    "GoalStatus",
     "InvalidArgumentError",
+    "Item",
     "JsonFileAdapter",
     "Jump",
     "MemoryAdapter",
@@ -44,6 +53,7 @@ __all__ = [
     "UnknownFormError",
     "apply_entry_commit",
     "define_form",
+    "define_program",
 ]
 
 _EXPORTS = {
@@ -76,6 +86,17 @@ _EXPORTS = {
     "ModelError": "formctl.errors",
     "ToolSelectionError": "formctl.errors",
     "TranscriptError": "formctl.errors",
+    "GoalConflictError": "formctl.errors",
+    "GoalLockedError": "formctl.errors",
+    # Goal programs (docs/goals.md)
+    "define_program": "formctl.goals.definition",
+    "Goal": "formctl.goals.definition",
+    "Item": "formctl.goals.definition",
+    "GoalRunner": "formctl.goals.runner",
+    "GoalChange": "formctl.goals.runner",
+    "GoalScope": "formctl.goals.state",
+    "GoalStatus": "formctl.goals.view",
+    "GoalEvent": "formctl.goals.hooks",
 }
 
 
@@ -99,6 +120,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         FormDefinitionError,
         FormError,
         FormStaleError,
+        GoalConflictError,
+        GoalLockedError,
         InvalidArgumentError,
         ModelError,
         NotFoundError,
@@ -115,5 +138,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from formctl.forms.definition import Complete, Fail, FormBuilder, Jump, Patch, Terminate, define_form
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
+    from formctl.goals.definition import Goal, Item, define_program
+    from formctl.goals.hooks import GoalEvent
+    from formctl.goals.runner import GoalChange, GoalRunner
+    from formctl.goals.state import GoalScope
+    from formctl.goals.view import GoalStatus
     from formctl.store.jsonfile import JsonFileAdapter
     from formctl.store.memory import MemoryAdapter

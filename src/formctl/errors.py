@@ -80,6 +80,33 @@ class ConflictError(FormError):
         self.actual = actual
 
 
+class GoalConflictError(ConflictError):
+    """A goal program changed under a write that named the version it read (or, for a host's
+    update that named none, changed the same items or the definitions meanwhile)."""
+
+    code = "goal_conflict"
+
+    def __init__(self, expected: int | None, actual: int | None, message: str | None = None) -> None:
+        FormError.__init__(
+            self,
+            message
+            or f"The goal program changed under the write (expected version {expected}, found {actual}). "
+            "Read its status and reconsider.",
+        )
+        self.expected = expected  # type: ignore[assignment]
+        self.actual = actual
+
+
+class GoalLockedError(FormError):
+    """A revision that edits, removes, retires or unlocks a goal or item whose definition is locked."""
+
+    code = "goal_locked"
+
+    def __init__(self, message: str, keys: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.keys = list(keys or [])
+
+
 class FormDefinitionError(FormError):
     """A definition that cannot be compiled, or whose gates cannot be evaluated after a write."""
 
@@ -173,6 +200,8 @@ __all__ = [
     "FormDefinitionError",
     "FormError",
     "FormStaleError",
+    "GoalConflictError",
+    "GoalLockedError",
     "InvalidArgumentError",
     "KeyRejectedError",
     "ModelError",

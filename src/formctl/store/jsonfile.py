@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
@@ -42,6 +42,9 @@ __all__ = [
     "commit_to_json",
 ]
 
+if TYPE_CHECKING:
+    from formctl.store.goals_files import FileGoalStore
+
 T = TypeVar("T")
 
 
@@ -68,6 +71,7 @@ class JsonFileAdapter:
         self.lock = StoreLock(self.directory)
         self.index = Index(os.path.join(self.directory, "index.jsonl"))
         self.files = InstanceFiles(os.path.join(self.directory, "instances"), compact_after=compact_after)
+        self._goals: FileGoalStore | None = None
 
     def __repr__(self) -> str:
         return f"JsonFileAdapter({self.directory!r})"
@@ -76,6 +80,16 @@ class JsonFileAdapter:
         """Release the file descriptors this adapter keeps open (it reopens them if used again)."""
         self.lock.close()
         self.index.close()
+        if self._goals is not None:
+            self._goals.lock.close()
+
+    def goal_store(self) -> FileGoalStore:
+        """Goal programs in this store folder, under ``goals/`` (docs/goals.md, "Storage")."""
+        if self._goals is None:
+            from formctl.store.goals_files import FileGoalStore
+
+            self._goals = FileGoalStore(self.directory)
+        return self._goals
 
     # ------------------------------------------------------------------ protocol: writes
 

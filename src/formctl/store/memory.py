@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
@@ -23,6 +24,9 @@ from formctl.store.base import (
     sort_recent_first,
 )
 
+if TYPE_CHECKING:
+    from formctl.store.goals_memory import MemoryGoalStore
+
 
 class MemoryAdapter:
     """Keeps instances in a dict for the life of the process."""
@@ -31,6 +35,7 @@ class MemoryAdapter:
         self.identifier = identifier or f"in-memory-forms-{int(time.time() * 1000)}"
         self._instances: dict[str, Instance] = {}
         self._lock = threading.RLock()  # commits from threads sharing the adapter land one at a time
+        self._goals: MemoryGoalStore | None = None
 
     def create_instance(
         self,
@@ -94,3 +99,11 @@ class MemoryAdapter:
             if stored is None:
                 raise missing(instance_id)
             self._instances[instance_id] = apply_dispatch(stored, key, state, now=now_iso())
+
+    def goal_store(self) -> MemoryGoalStore:
+        """Goal programs kept beside these instances, for as long as this adapter lives (docs/goals.md)."""
+        if self._goals is None:
+            from formctl.store.goals_memory import MemoryGoalStore
+
+            self._goals = MemoryGoalStore()
+        return self._goals

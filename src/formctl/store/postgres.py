@@ -43,7 +43,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
@@ -70,6 +70,9 @@ try:
     from psycopg.rows import namedtuple_row
 except ImportError:  # pragma: no cover - exercised by the CLI's "not installed" message
     psycopg = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from formctl.store.goals_postgres import PostgresGoalStore
 
 __all__ = ["PostgresAdapter", "Watcher", "require_psycopg"]
 
@@ -159,6 +162,15 @@ class PostgresAdapter:
 
     def __repr__(self) -> str:
         return f"PostgresAdapter({self.display!r})"
+
+    def goal_store(self) -> PostgresGoalStore:
+        """Goal programs in this database, in tables of their own (:mod:`formctl.store.goals_postgres`)."""
+        goals: PostgresGoalStore | None = self.__dict__.get("_goals")
+        if goals is None:
+            from formctl.store.goals_postgres import PostgresGoalStore
+
+            goals = self.__dict__["_goals"] = PostgresGoalStore(self.dsn)
+        return goals
 
     def close(self) -> None:
         with self._mutex:

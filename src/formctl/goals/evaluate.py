@@ -1,0 +1,359 @@
+"""The meaning of a goal program, as pure functions of (definition, progress).
+
+No clock, no store, no hooks: :func:`evaluate` decides each goal's status, the active goal and
+the follow-ups still owed; :func:`apply_update` and :func:`check_revision` decide whether a
+change is allowed and what it yields; :func:`transitions` compares two evaluations. The runner
+(:mod:`formctl.goals.runner`) is the only place that commits. The rules, and why they are so,
+are in docs/goals.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from formctl.errors import GoalLockedError, InvalidArgumentError
+from formctl.goals.definition import Goal, Item, Program
+from formctl.goals.state import (
+    COMPLETED,
+    DECLINED,
+    DEFERRED,
+    PENDING,
+    REOPENED,
+    ItemProgress,
+    Transition,
+)
+
+__all__ = [
+    "Evaluation",
+    "FollowUp",
+    "GoalEval",
+    "ItemEval",
+    "apply_update",
+    "check_revision",
+    "evaluate",
+    "goals_line",
+    "transitions",
+]
+
+# A goal's status: retired goals take no part in progression ("retirement is not completion").
+GOAL_PENDING, GOAL_ACTIVE, GOAL_COMPLETE, GOAL_RETIRED = "pending", "active", "complete", "retired"
+
+Progress = Mapping[tuple[str, str], ItemProgress]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemEval:
+    key: str
+    label: str
+    disposition: str
+    live: bool  # defined, and neither it nor its goal retired
+    retired: bool
+    form: str | None
+    progress: ItemProgress | None
+
+    @property
+    def done(self) -> bool:
+        """Only ``completed`` is done; deferred and declined settle progression without being done."""
+        return self.disposition == COMPLETED
+
+
+@dataclass(frozen=True, slots=True)
+class GoalEval:
+    goal: Goal
+    status: str
+    items: tuple[ItemEval, ...]
+
+    @property
+    def key(self) -> str:
+        return self.goal.key
+
+    def pending(self) -> list[ItemEval]:
+        return [i for i in self.items if i.live and i.disposition == PENDING]
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """A deferral still owed: visible until completed or declined, also after the program
+    completes and when its definition was removed or retired."""
+
+    goal: str
+    item: str
+    label: str
+    reason: str | None
+    defined: bool  # False when the goal or the item is no longer in the program
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    program: Program
+    goals: tuple[GoalEval, ...]
+    active: str | None
+    follow_ups: tuple[FollowUp, ...]
+
+    @property
+    def complete(self) -> bool:
+        """No goal has unresolved live items (deferred follow-ups may still be owed)."""
+        return self.active is None
+
+    def goal(self, key: str) -> GoalEval | None:
+        for g in self.goals:
+            if g.key == key:
+                return g
+        return None
+
+    def statuses(self) -> dict[str, str]:
+        return {g.key: g.status for g in self.goals}
+
+
+def _disposition(progress: ItemProgress | None) -> str:
+    return progress.disposition if progress is not None else PENDING
+
+
+def evaluate(program: Program, progress: Progress) -> Evaluation:
+    """Each goal's status, the active goal (the first goal with unresolved live items), and
+    the deferrals still owed."""
+    goals: list[GoalEval] = []
+    active: str | None = None
+    for goal in program.goals:
+        items = tuple(
+            ItemEval(
+                item.key,
+                item.label,
+                _disposition(progress.get((goal.key, item.key))),
+                not (goal.retired or item.retired),
+                item.retired or goal.retired,
+                item.form,
+                progress.get((goal.key, item.key)),
+            )
+            for item in goal.items
+        )
+        if goal.retired:
+            status = GOAL_RETIRED
+        elif any(i.live and i.disposition == PENDING for i in items):
+            if active is None:
+                active = goal.key
+                status = GOAL_ACTIVE
+            else:
+                status = GOAL_PENDING
+        else:
+            status = GOAL_COMPLETE
+        goals.append(GoalEval(goal, status, items))
+    follow_ups = []
+    for (goal_key, item_key), p in progress.items():
+        if p.disposition != DEFERRED:
+            continue
+        g = program.goal(goal_key)
+        item = g.item(item_key) if g is not None else None
+        follow_ups.append(
+            FollowUp(
+                goal_key,
+                item_key,
+                item.label if item is not None else item_key,
+                p.reason,
+                item is not None and g is not None and not (g.retired or item.retired),
+            )
+        )
+    follow_ups.sort(key=lambda f: _order(program, f.goal, f.item))
+    return Evaluation(program, tuple(goals), active, tuple(follow_ups))
+
+
+def _order(program: Program, goal_key: str, item_key: str) -> tuple[int, int]:
+    for n, g in enumerate(program.goals):
+        if g.key == goal_key:
+            for m, i in enumerate(g.items):
+                if i.key == item_key:
+                    return n, m
+            return n, len(g.items)
+    return len(program.goals), 0
+
+
+# --------------------------------------------------------------------------- updates
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """Who makes a change, and when: what an item's progress records."""
+
+    version: int
+    at: str
+    actor: str
+    reason: str | None
+
+
+def _keys(value: Iterable[str] | str, name: str) -> list[str]:
+    if isinstance(value, str):
+        raise InvalidArgumentError(f"{name} is a list of item keys, not one string.")
+    keys = list(value)
+    for key in keys:
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"{name} holds {key!r}, which is not an item key.")
+    return keys
+
+
+def apply_update(
+    program: Program,
+    progress: Progress,
+    goal: str,
+    *,
+    completed: Iterable[str] = (),
+    deferred: Iterable[str] = (),
+    declined: Iterable[str] = (),
+    reopened: Iterable[str] = (),
+    stamp: Stamp,
+    instances: Mapping[str, str] | None = None,
+) -> tuple[dict[tuple[str, str], ItemProgress], list[str]]:
+    """The progress after settling or reopening items of ``goal``, and the keys that changed.
+
+    The whole update is refused (InvalidArgumentError, nothing applied) when a key is unknown
+    or named twice. A disposition an item already has is a no-op. The items an update may
+    name are the goal's defined items, and, to settle a follow-up, a deferred item whose
+    definition was removed or retired (complete or decline it); reopening needs a live item
+    ("restore retired definitions before reopening them"). ``instances`` records which form
+    instance completed an item."""
+    asked: list[tuple[str, str]] = [
+        *((k, COMPLETED) for k in _keys(completed, "completed")),
+        *((k, DEFERRED) for k in _keys(deferred, "deferred")),
+        *((k, DECLINED) for k in _keys(declined, "declined")),
+        *((k, REOPENED) for k in _keys(reopened, "reopened")),
+    ]
+    if not asked:
+        raise InvalidArgumentError("The update names no item: give completed, deferred, declined or reopened.")
+    seen: set[str] = set()
+    for key, _ in asked:
+        if key in seen:
+            raise InvalidArgumentError(f'Item "{key}" is named twice in one update. Nothing was applied.')
+        seen.add(key)
+    g = program.goal(goal)
+    if g is None and not any(gk == goal for gk, _ in progress):
+        known = ", ".join(x.key for x in program.goals) or "none"
+        raise InvalidArgumentError(f'No goal "{goal}" (goals: {known}). Nothing was applied.')
+    new = dict(progress)
+    changed: list[str] = []
+    for key, action in asked:
+        item: Item | None = g.item(key) if g is not None else None
+        current = progress.get((goal, key))
+        live = item is not None and g is not None and not (g.retired or item.retired)
+        if not live:
+            follow_up = current is not None and current.disposition == DEFERRED
+            if action == REOPENED and item is not None:
+                raise InvalidArgumentError(
+                    f'Item "{key}" of goal "{goal}" is retired: restore its definition before reopening it. '
+                    "Nothing was applied."
+                )
+            if not (follow_up and action in (COMPLETED, DECLINED)):
+                if item is None:
+                    raise InvalidArgumentError(
+                        f'Goal "{goal}" has no item "{key}"'
+                        + (f" (items: {', '.join(i.key for i in g.items)})" if g is not None and g.items else "")
+                        + ". Nothing was applied."
+                    )
+                raise InvalidArgumentError(
+                    f'Item "{key}" of goal "{goal}" is retired; only a deferral it left can be completed or '
+                    "declined. Nothing was applied."
+                )
+        disposition = PENDING if action == REOPENED else action
+        if _disposition(current) == disposition:
+            continue  # a repeated disposition is a no-op
+        new[(goal, key)] = ItemProgress(
+            disposition,
+            action,
+            stamp.version,
+            stamp.at,
+            stamp.actor,
+            stamp.reason,
+            (instances or {}).get(key) if action == COMPLETED else None,
+        )
+        changed.append(key)
+    return new, changed
+
+
+# --------------------------------------------------------------------------- revisions
+
+
+def check_revision(current: Program, proposed: Program) -> None:
+    """Raise unless ``proposed`` may replace ``current``: the same program identity, and no
+    locked goal or item edited, removed, retired or unlocked (GoalLockedError naming them)."""
+    if proposed.key != current.key:
+        raise InvalidArgumentError(
+            f'This scope runs program "{current.key}"; a revision cannot turn it into "{proposed.key}". '
+            "Use another scope for another program."
+        )
+    broken: list[str] = []
+    for goal in current.goals:
+        after = proposed.goal(goal.key)
+        if goal.locked:
+            if after is None:
+                broken.append(f'goal "{goal.key}" removed')
+            elif (after.title, after.objective, after.locked, after.retired) != (
+                goal.title,
+                goal.objective,
+                goal.locked,
+                goal.retired,
+            ):
+                broken.append(f'goal "{goal.key}" edited')
+        for item in goal.items:
+            if not item.locked:
+                continue
+            moved = after.item(item.key) if after is not None else None
+            if moved is None:
+                broken.append(f'item "{goal.key}.{item.key}" removed')
+            elif moved != item:
+                broken.append(f'item "{goal.key}.{item.key}" edited')
+    if broken:
+        raise GoalLockedError(
+            "Locked definitions cannot be edited, removed, retired or unlocked: " + "; ".join(broken) + ".",
+            broken,
+        )
+
+
+# --------------------------------------------------------------------------- transitions
+
+
+def transitions(
+    before: Evaluation | None, after: Evaluation, *, scope_id: str, version: int, reason: str | None
+) -> tuple[Transition, ...]:
+    """The transitions from ``before`` (None: a program just started) to ``after``: per goal,
+    ``complete`` then ``reopen`` then ``enter``, in program order. Retirement is not
+    completion, and un-retiring a settled goal is not a reopening."""
+    old = before.statuses() if before is not None else {}
+    out: list[Transition] = []
+    for g in after.goals:
+        was = old.get(g.key, GOAL_PENDING)
+        now = g.status
+        kinds: list[str] = []
+        if now == GOAL_COMPLETE and was in (GOAL_PENDING, GOAL_ACTIVE):
+            kinds.append("complete")
+        if was == GOAL_COMPLETE and now in (GOAL_PENDING, GOAL_ACTIVE):
+            kinds.append("reopen")
+        if now == GOAL_ACTIVE and was != GOAL_ACTIVE:
+            kinds.append("enter")
+        for kind in kinds:
+            out.append(Transition(f"{scope_id}:{version}:{g.key}:{kind}", g.key, kind, now, version, reason))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- the goals line
+
+
+def goals_line(evaluation: Evaluation, *, limit: int = 4) -> str:
+    """The one-line state a model reads at the tail of its input (docs/goals.md, "The goals line"):
+    ``[goals: client-intake] goal 2/3 "Matter updates" · pending: New documents · deferred: 1``."""
+    head = f"[goals: {evaluation.program.key}]"
+    live = [g for g in evaluation.goals if g.status != GOAL_RETIRED]
+    deferred = len(evaluation.follow_ups)
+    parts: list[str]
+    if evaluation.active is None:
+        parts = [f"{head} complete"]
+    else:
+        n = next(i for i, g in enumerate(live, 1) if g.key == evaluation.active)
+        active = live[n - 1]
+        parts = [f'{head} goal {n}/{len(live)} "{active.goal.title}"']
+        pending = active.pending()
+        labels = [i.label for i in pending[:limit]]
+        if len(pending) > limit:
+            labels.append(f"+{len(pending) - limit} more")
+        parts.append("pending: " + ", ".join(labels))
+    if deferred:
+        parts.append(f"deferred: {deferred}")
+    return " · ".join(parts)

@@ -1,0 +1,94 @@
+"""Goal programs in memory, for the life of one process: the reference :class:`GoalStore`.
+
+Snapshots are kept as their JSON data and rebuilt on every read, so nothing a caller holds
+can reach storage. One lock serialises the threads that share the store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+from formctl.errors import GoalConflictError, NotFoundError
+from formctl.goals.state import (
+    RECEIPT_FAILED,
+    RECEIPT_OK,
+    RECEIPT_RUNNING,
+    GoalScope,
+    GoalState,
+    Receipt,
+    state_from_json,
+    state_to_json,
+)
+from formctl.goals.store import claimable
+
+__all__ = ["MemoryGoalStore"]
+
+
+class MemoryGoalStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._history: dict[str, list[dict[str, Any]]] = {}
+        self._scopes: dict[str, GoalScope] = {}
+        self._receipts: dict[str, dict[str, Receipt]] = {}
+
+    def get(self, scope: GoalScope) -> GoalState | None:
+        with self._lock:
+            rows = self._history.get(scope.id)
+            return state_from_json(rows[-1]) if rows else None
+
+    def commit(self, scope: GoalScope, state: GoalState, *, if_version: int | None) -> GoalState:
+        data = state_to_json(state)
+        with self._lock:
+            rows = self._history.setdefault(scope.id, [])
+            actual = rows[-1]["version"] if rows else None
+            if actual != if_version or state.version != (if_version or 0) + 1:
+                raise GoalConflictError(if_version, actual)
+            rows.append(data)
+            self._scopes[scope.id] = scope
+            receipts = self._receipts.setdefault(scope.id, {})
+            for t in state.transitions:
+                receipts.setdefault(t.key, Receipt(t.key, t))
+        return state_from_json(data)
+
+    def history(self, scope: GoalScope) -> list[GoalState]:
+        with self._lock:
+            return [state_from_json(r) for r in self._history.get(scope.id, [])]
+
+    def scopes(self, subject: str | None = None) -> list[GoalScope]:
+        with self._lock:
+            return [s for s in self._scopes.values() if subject is None or s.subject == subject]
+
+    def receipts(self, scope: GoalScope) -> list[Receipt]:
+        with self._lock:
+            return list(self._receipts.get(scope.id, {}).values())
+
+    def claim(self, scope: GoalScope, key: str, owner: str, *, lease_seconds: float, now: float) -> Receipt | None:
+        with self._lock:
+            receipts = self._receipts.get(scope.id, {})
+            receipt = receipts.get(key)
+            if receipt is None:
+                raise NotFoundError(f'No hook receipt "{key}".')
+            if not claimable(receipt, now=now):
+                return None
+            taken = dataclasses.replace(
+                receipt,
+                status=RECEIPT_RUNNING,
+                attempts=receipt.attempts + 1,
+                owner=owner,
+                lease_until=now + lease_seconds,
+            )
+            receipts[key] = taken
+            return taken
+
+    def settle(self, scope: GoalScope, key: str, owner: str, *, ok: bool, at: str, error: str | None) -> bool:
+        with self._lock:
+            receipts = self._receipts.get(scope.id, {})
+            receipt = receipts.get(key)
+            if receipt is None or receipt.owner != owner or receipt.status != RECEIPT_RUNNING:
+                return False
+            receipts[key] = dataclasses.replace(
+                receipt, status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0
+            )
+            return True

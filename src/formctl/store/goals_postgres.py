@@ -1,0 +1,292 @@
+"""Goal programs in PostgreSQL, beside the forms' tables (same database, same DSN).
+
+Tables (created on first use, ``IF NOT EXISTS``, under an advisory lock so two first users
+do not race; all names start ``formctl_goal``):
+
+* ``formctl_goal_heads``: one row per scope, the newest complete snapshot (definitions
+  included, so ``inspect()`` is one indexed row) and its version;
+* ``formctl_goal_history``: one row per version, never updated or deleted (a trigger refuses
+  both): the snapshot without its definitions, which it names by digest;
+* ``formctl_goal_programs``: each distinct definition of a scope once, by digest;
+* ``formctl_goal_receipts``: one row per transition, the hook's receipt.
+
+A commit is one transaction at READ COMMITTED: ``SELECT … FOR UPDATE`` of the head row (or an
+``INSERT … ON CONFLICT DO NOTHING`` for a start) makes the version check and the write
+atomic against other writers of the scope on any machine; the history row, the definition
+and the transitions' receipts are inserted in the same transaction. A claim or settle locks
+only its receipt row. Why the history names definitions by digest: docs/goals.md, "Storage".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from formctl.errors import GoalConflictError, NotFoundError, StoreError
+from formctl.goals.definition import Program, program_digest, program_from_json, program_to_json
+from formctl.goals.state import (
+    RECEIPT_FAILED,
+    RECEIPT_OK,
+    RECEIPT_RUNNING,
+    GoalScope,
+    GoalState,
+    Receipt,
+    state_from_json,
+    state_to_json,
+)
+from formctl.goals.store import claimable
+from formctl.store._pgconn import connect_failure, mask_dsn
+
+__all__ = ["PostgresGoalStore"]
+
+T = TypeVar("T")
+
+_CREATE_LOCK = 0x676F616C73  # "goals": serialises the first creation of the tables
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS formctl_goal_heads (
+        scope_id text COLLATE "C" PRIMARY KEY,
+        subject text NOT NULL,
+        key text NOT NULL,
+        agent text,
+        version bigint NOT NULL CHECK (version >= 1),
+        digest text NOT NULL,
+        state json NOT NULL,
+        updated_at text NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS formctl_goal_heads_subject ON formctl_goal_heads (subject)",
+    """CREATE TABLE IF NOT EXISTS formctl_goal_history (
+        scope_id text COLLATE "C" NOT NULL,
+        version bigint NOT NULL,
+        digest text NOT NULL,
+        state json NOT NULL,
+        PRIMARY KEY (scope_id, version)
+    )""",
+    """CREATE TABLE IF NOT EXISTS formctl_goal_programs (
+        scope_id text COLLATE "C" NOT NULL,
+        digest text NOT NULL,
+        definition json NOT NULL,
+        PRIMARY KEY (scope_id, digest)
+    )""",
+    """CREATE TABLE IF NOT EXISTS formctl_goal_receipts (
+        scope_id text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        ord bigint NOT NULL,
+        receipt json NOT NULL,
+        PRIMARY KEY (scope_id, key)
+    )""",
+    """CREATE OR REPLACE FUNCTION formctl_goal_history_append_only() RETURNS trigger AS $$
+    BEGIN
+        RAISE EXCEPTION 'formctl_goal_history is append-only';
+    END $$ LANGUAGE plpgsql""",
+    """DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'formctl_goal_history_append_only'
+                       AND tgrelid = 'formctl_goal_history'::regclass) THEN
+            CREATE TRIGGER formctl_goal_history_append_only BEFORE UPDATE OR DELETE ON formctl_goal_history
+            FOR EACH ROW EXECUTE FUNCTION formctl_goal_history_append_only();
+        END IF;
+    END $$""",
+)
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class PostgresGoalStore:
+    """A :class:`~formctl.goals.store.GoalStore` on the database ``dsn`` names."""
+
+    def __init__(self, dsn: str, *, connect_timeout: int = 10) -> None:
+        from formctl.store.postgres import require_psycopg
+
+        require_psycopg()
+        self.dsn = dsn
+        self.display = mask_dsn(dsn)
+        self._timeout = connect_timeout
+        self._conn: Any = None
+        self._pid = 0
+        self._ready = False
+        self._mutex = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"PostgresGoalStore({self.display!r})"
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    # ------------------------------------------------------------------ connection
+
+    def _connection(self) -> Any:
+        import psycopg
+
+        if self._conn is not None and (self._pid != os.getpid() or self._conn.closed or self._conn.broken):
+            self._conn = None  # a forked child's or a dead one: never reused
+            self._ready = False
+        if self._conn is None:
+            try:
+                self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
+            except psycopg.OperationalError as exc:
+                raise StoreError(connect_failure(self.dsn, exc)) from None
+            self._pid = os.getpid()
+        if not self._ready:
+            with self._conn.transaction():
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
+                for statement in _SCHEMA:
+                    self._conn.execute(statement)
+            self._ready = True
+        return self._conn
+
+    def _run(self, work: Callable[[Any], T], *, write: bool) -> T:
+        """``work(cursor)`` in one transaction; a connection found broken before anything was
+        written is replaced and the work tried once more."""
+        import psycopg
+
+        with self._mutex:
+            for attempt in (1, 2):
+                conn = self._connection()
+                try:
+                    with conn.transaction(), conn.cursor() as cur:
+                        return work(cur)
+                except psycopg.OperationalError as exc:
+                    if attempt == 2 or not conn.broken:
+                        raise StoreError(f"The PostgreSQL goal store failed: {exc}".rstrip()) from None
+                    self._conn = None
+                    self._ready = False
+                except psycopg.Error as exc:
+                    what = "write to" if write else "read"
+                    raise StoreError(f"Cannot {what} the goal programs in {self.display}: {exc}".strip()) from None
+            raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ the contract
+
+    def get(self, scope: GoalScope) -> GoalState | None:
+        def read(cur: Any) -> Any:
+            cur.execute("SELECT state FROM formctl_goal_heads WHERE scope_id = %s", (scope.id,))
+            return cur.fetchone()
+
+        row = self._run(read, write=False)
+        return state_from_json(row[0]) if row is not None else None
+
+    def commit(self, scope: GoalScope, state: GoalState, *, if_version: int | None) -> GoalState:
+        digest = program_digest(state.program)
+        head = state_to_json(state)
+
+        def write(cur: Any) -> None:
+            if state.version != (if_version or 0) + 1:
+                raise GoalConflictError(if_version, state.version - 1)
+            if if_version is None:
+                cur.execute(
+                    "INSERT INTO formctl_goal_heads (scope_id, subject, key, agent, version, digest, state, updated_at) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope_id) DO NOTHING",
+                    (scope.id, scope.subject, scope.key, scope.agent, 1, digest, _dumps(head), state.updated_at),
+                )
+                if cur.rowcount != 1:
+                    cur.execute("SELECT version FROM formctl_goal_heads WHERE scope_id = %s", (scope.id,))
+                    row = cur.fetchone()
+                    raise GoalConflictError(None, row[0] if row else None)
+            else:
+                cur.execute("SELECT version FROM formctl_goal_heads WHERE scope_id = %s FOR UPDATE", (scope.id,))
+                row = cur.fetchone()
+                if row is None or row[0] != if_version:
+                    raise GoalConflictError(if_version, row[0] if row else None)
+                cur.execute(
+                    "UPDATE formctl_goal_heads SET version = %s, digest = %s, state = %s, updated_at = %s "
+                    "WHERE scope_id = %s",
+                    (state.version, digest, _dumps(head), state.updated_at, scope.id),
+                )
+            cur.execute(
+                "INSERT INTO formctl_goal_programs (scope_id, digest, definition) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (scope.id, digest, _dumps(program_to_json(state.program))),
+            )
+            cur.execute(
+                "INSERT INTO formctl_goal_history (scope_id, version, digest, state) VALUES (%s, %s, %s, %s)",
+                (scope.id, state.version, digest, _dumps(state_to_json(state, with_program=False))),
+            )
+            for n, t in enumerate(state.transitions):
+                cur.execute(
+                    "INSERT INTO formctl_goal_receipts (scope_id, key, ord, receipt) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (scope.id, t.key, state.version * 1000 + n, _dumps(Receipt(t.key, t).to_json())),
+                )
+
+        self._run(write, write=True)
+        return state_from_json(head)
+
+    def history(self, scope: GoalScope) -> list[GoalState]:
+        def read(cur: Any) -> tuple[list[Any], list[Any]]:
+            cur.execute("SELECT digest, definition FROM formctl_goal_programs WHERE scope_id = %s", (scope.id,))
+            programs = cur.fetchall()
+            cur.execute(
+                "SELECT digest, state FROM formctl_goal_history WHERE scope_id = %s ORDER BY version", (scope.id,)
+            )
+            return programs, cur.fetchall()
+
+        programs, rows = self._run(read, write=False)
+        definitions: dict[str, Program] = {d: program_from_json(p) for d, p in programs}
+        return [state_from_json(state, definitions[digest]) for digest, state in rows]
+
+    def scopes(self, subject: str | None = None) -> list[GoalScope]:
+        def read(cur: Any) -> list[Any]:
+            if subject is None:
+                cur.execute("SELECT subject, key, agent FROM formctl_goal_heads ORDER BY subject, key")
+            else:
+                cur.execute(
+                    "SELECT subject, key, agent FROM formctl_goal_heads WHERE subject = %s ORDER BY key", (subject,)
+                )
+            return list(cur.fetchall())
+
+        return [GoalScope(s, k, a) for s, k, a in self._run(read, write=False)]
+
+    def receipts(self, scope: GoalScope) -> list[Receipt]:
+        def read(cur: Any) -> list[Any]:
+            cur.execute("SELECT receipt FROM formctl_goal_receipts WHERE scope_id = %s ORDER BY ord", (scope.id,))
+            return list(cur.fetchall())
+
+        return [Receipt.from_json(r[0]) for r in self._run(read, write=False)]
+
+    def _locked_receipt(self, cur: Any, scope: GoalScope, key: str) -> dict[str, Any] | None:
+        cur.execute(
+            "SELECT receipt FROM formctl_goal_receipts WHERE scope_id = %s AND key = %s FOR UPDATE", (scope.id, key)
+        )
+        row = cur.fetchone()
+        return dict(row[0]) if row is not None else None
+
+    def _put_receipt(self, cur: Any, scope: GoalScope, key: str, data: dict[str, Any]) -> None:
+        cur.execute(
+            "UPDATE formctl_goal_receipts SET receipt = %s WHERE scope_id = %s AND key = %s",
+            (_dumps(data), scope.id, key),
+        )
+
+    def claim(self, scope: GoalScope, key: str, owner: str, *, lease_seconds: float, now: float) -> Receipt | None:
+        def write(cur: Any) -> Receipt | None:
+            data = self._locked_receipt(cur, scope, key)
+            if data is None:
+                raise NotFoundError(f'No hook receipt "{key}".')
+            receipt = Receipt.from_json(data)
+            if not claimable(receipt, now=now):
+                return None
+            data.update(
+                status=RECEIPT_RUNNING, attempts=receipt.attempts + 1, owner=owner, lease_until=now + lease_seconds
+            )
+            self._put_receipt(cur, scope, key, data)
+            return Receipt.from_json(data)
+
+        return self._run(write, write=True)
+
+    def settle(self, scope: GoalScope, key: str, owner: str, *, ok: bool, at: str, error: str | None) -> bool:
+        def write(cur: Any) -> bool:
+            data = self._locked_receipt(cur, scope, key)
+            if data is None or data.get("owner") != owner or data.get("status") != RECEIPT_RUNNING:
+                return False
+            data.update(status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0)
+            self._put_receipt(cur, scope, key, data)
+            return True
+
+        return self._run(write, write=True)
