@@ -260,47 +260,72 @@ def test_without_the_plugin_turned_on_no_toml_is_collected(author_project):
 # --------------------------------------------------------------------------- the suite never reads ./forms
 
 REPO = Path(__file__).resolve().parent.parent
+SHIPPED_EXAMPLES = Path(__file__).resolve().parent / "fixtures"
+ISOLATION_TESTS = (
+    "tests/test_cli.py::test_list_shows_the_registered_forms_and_json_gives_their_ids",
+    "tests/test_cli.py::test_list_reads_forms_from_the_current_folder_by_default",
+    "tests/test_registry.py::test_listing_the_shipped_registry_imports_no_form_module",
+    "tests/test_transcripts.py::test_every_shipped_transcript_replays_exactly",
+    "tests/test_replay_cli.py::test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line",
+)
+
+
+def checkout(tmp_path: Path, source: Path) -> Path:
+    """A copy of the repository's tests and pyproject.toml, with ``source``'s forms and transcripts
+    as its ``./forms`` and ``./transcripts``."""
+    copy = tmp_path / "checkout"
+    copy.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
+    shutil.copytree(REPO / "tests", copy / "tests", ignore=ignore)
+    for name in ("forms", "transcripts"):
+        shutil.copytree(source / name, copy / name, ignore=ignore)
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    return copy
+
+
+def pytest_in(folder: Path, *items: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *items],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted(tmp_path):
     """The tests that once read ./forms (the registry listing, the shipped replays), run in a
-    copy of the repository after a form author has been at work in its ./forms."""
-    copy = tmp_path / "checkout"
-    copy.mkdir()
-    for name in ("tests", "forms", "transcripts"):
-        shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    copy of the repository after a form author has been at work in its ./forms.
+
+    The copy starts from the example forms as a fresh clone has them (``tests/fixtures``), not
+    from this checkout's ``./forms``: that folder is the author's, and may already hold the form
+    scaffolded here (a ``formctl new my-form`` in it once made this very test fail)."""
+    copy = checkout(tmp_path, SHIPPED_EXAMPLES)
     made = formctl("new", "my-form", cwd=copy)
     assert made.returncode == 0, made.stderr
     edit(copy / "forms" / "travel_claim.py", "version=1", "version=2")
     (copy / "forms" / "client_intake.py").unlink()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-o",
-            "addopts=",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            "tests/test_cli.py::test_list_shows_the_registered_forms_and_json_gives_their_ids",
-            "tests/test_cli.py::test_list_reads_forms_from_the_current_folder_by_default",
-            "tests/test_registry.py::test_listing_the_shipped_registry_imports_no_form_module",
-            "tests/test_transcripts.py::test_every_shipped_transcript_replays_exactly",
-            "tests/test_replay_cli.py::test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=copy,
-        env=env,
-        timeout=300,
-    )
+    out = pytest_in(copy, *ISOLATION_TESTS)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "5 passed" in out.stdout
+
+
+@pytest.mark.e2e
+def test_the_author_loop_test_passes_in_a_clone_where_the_author_scaffolded_the_same_form(tmp_path):
+    """The README's promise, as a new author meets it: ``formctl new my-form`` in a fresh clone,
+    then the suite. The test above scaffolds ``my-form`` too, in its own copy; it must not trip
+    over the author's."""
+    clone = checkout(tmp_path, SHIPPED_EXAMPLES)
+    made = formctl("new", "my-form", cwd=clone)
+    assert made.returncode == 0, made.stderr
+    item = (
+        "tests/test_author_loop.py::test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted"
+    )
+    out = pytest_in(clone, item)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "1 passed" in out.stdout
 
 
 # --------------------------------------------------------------------------- the whole loop
