@@ -31,6 +31,7 @@ WATCH_FORM = textwrap.dedent(
         .field("other", str, label="Other")
         .build()
     )
+    other = define_form("other", version=1, name="Other").step("s", title="S").field("x", str, label="X").build()
     """
 )
 
@@ -40,7 +41,10 @@ def project(tmp_path):
     forms = tmp_path / "forms"
     forms.mkdir()
     (forms / "watch_form.py").write_text(WATCH_FORM)
-    (forms / "registry.toml").write_text('[forms.watch]\nname = "Watch"\nmodule = "watch_form:watch"\n')
+    (forms / "registry.toml").write_text(
+        '[forms.watch]\nname = "Watch"\nmodule = "watch_form:watch"\n'
+        '[forms.other]\nname = "Other"\nmodule = "watch_form:other"\n'
+    )
     return forms, tmp_path / "store"
 
 
@@ -81,7 +85,7 @@ def test_the_chats_runners_act_on_the_conversations_instance_not_the_subjects_la
         ChatOptions(form="watch", subject="s1", offline=True, store=str(store), forms=str(forms), instance_id=first)
     )
     try:
-        runner.start("watch", seed={"trigger": "b"})  # another instance, touched later
+        runner.start("other", seed={"x": "b"})  # another instance, touched later
         assert runner.open_instance().id != first
         assert session.agent.open_instance().id == first
         assert session.person.status().instance_id == first

@@ -40,9 +40,22 @@ def test_a_start_seed_is_staged_like_a_fill(runner):
     assert stored.in_force_values() == {"name": "Dana", "age": "forty"}
 
 
-def test_starting_again_makes_a_second_instance_which_becomes_the_open_form(runner):
+def test_starting_a_form_that_is_open_is_refused_and_names_the_one_to_continue(runner, adapter):
     r = runner()
     first = r.start("basic", seed={"name": "Dana"}).instance_id
+
+    with pytest.raises(FormError) as err:
+        r.start("basic")
+
+    assert err.value.code == "form_open"
+    assert first in err.value.message
+    assert [i.id for i in adapter.find_instances(subject="s1")] == [first]
+
+
+def test_once_the_open_one_is_closed_starting_again_makes_a_second_instance_which_becomes_the_open_form(runner):
+    r = runner()
+    first = r.start("basic", seed={"name": "Dana"}).instance_id
+    r.abandon("started over", instance_id=first)
 
     second = r.start("basic").instance_id
 

@@ -83,7 +83,7 @@ def test_a_conversation_is_saved_under_its_own_id_never_one_the_model_named(alic
     alice_file = conversations.path(alice_id)
     before = alice_file.read_bytes()
     # Bob's other claim, named by the model in Bob's own chat: readable, but the chat stays with its own.
-    other_id = bob.start("travel-claim").view.instance_id
+    other_id = bob.start("client-intake").view.instance_id
     runner = runner_for(store, "bob")
     with FakeAnthropic() as api:
         from formctl.agent.models.anthropic import AnthropicModel

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from formctl import FormRegistry, JsonFileAdapter, define_form
 
-FIELDS = ("f0", "f1", "f2", "w0", "w1", "w2", "w3")
+FIELDS = ("f0", "f1", "f2", "w0", "w1", "w2", "w3", "w4", "w5")
 
 race = (
     define_form("race", version=1, name="Race", description="Fields filled by competing processes.")

@@ -18,10 +18,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-__all__ = ["PATIENCE", "Attempts"]
+__all__ = ["PATIENCE", "Attempts", "serialised"]
 
 PATIENCE = 2.0
 """Seconds a write keeps retrying conflicts before it gives up."""
@@ -73,3 +73,12 @@ class Attempts:
         pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2**self._pauses) * (0.5 + random.random())
         self._pauses += 1
         sleep(min(pause, remaining))
+
+
+def serialised(adapter: Any, key: str) -> AbstractContextManager[Any]:
+    """The adapter's ``exclusive`` lock on ``key`` (any string, not only an instance id), or no
+    lock when it offers none. ``start`` holds it on ``start:<form>:<subject>`` around "is one
+    open already?" and the create, so two starts of one form for one subject, in two processes
+    or on two machines, cannot both create an instance (docs/store.md, "Two starts at once")."""
+    exclusive = getattr(adapter, "exclusive", None)
+    return exclusive(key) if exclusive is not None else nullcontext()

@@ -26,7 +26,7 @@ from typing import Any
 
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
-from formctl.forms.contention import Attempts
+from formctl.forms.contention import Attempts, serialised
 from formctl.forms.errors import (
     ConflictError,
     FormDefinitionError,
@@ -39,7 +39,18 @@ from formctl.forms.errors import (
 from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.history import cursor_move
-from formctl.forms.instance import ABANDONED, ACTIVE, COMPLETE, READY, UNSET, Commit, Instance, Provenance, now_iso
+from formctl.forms.instance import (
+    ABANDONED,
+    ACTIVE,
+    AWAITING,
+    COMPLETE,
+    READY,
+    UNSET,
+    Commit,
+    Instance,
+    Provenance,
+    now_iso,
+)
 from formctl.forms.project import (
     Failure,
     FillResult,
@@ -147,10 +158,25 @@ class FormRunner(RunnerReads):
         for item in staged:
             item.how = {"kind": "seed"}
         prov = self._provenance("start")
-        instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
+        with serialised(self.adapter, f"start:{compiled.id}:{self.subject}"):
+            self._refuse_second_open(compiled.id)
+            instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
         if self.default is not None:  # the conversation is about the new instance from now on
             self.default.instance_id = instance.id
         return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None, is_start=True)
+
+    def _refuse_second_open(self, form_id: str) -> None:
+        """One open instance of a form per subject: a start while one is active, ready or awaiting
+        is refused with ``form_open``. Asked under :func:`serialised`, so of two starts racing
+        (two ``formctl run`` at once, a model's ``form_start`` beside a host's) one creates and
+        the other is told which instance to continue (docs/store.md, "Two starts at once")."""
+        for other in self.adapter.find_instances(subject=self.subject, def_id=form_id):
+            if other.status in (ACTIVE, READY, AWAITING):
+                raise FormError(
+                    f'Form "{form_id}" is already open (instance {other.id}): continue it, '
+                    "or abandon it before starting again.",
+                    code="form_open",
+                )
 
     def fill(
         self,
