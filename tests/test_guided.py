@@ -711,7 +711,8 @@ def test_a_natural_answer_is_placed_only_where_its_shape_fits_for_sure():
         == "dana@example.com"
     )
     # Two open fields an email address fits: neither is guessed.
-    assert place("x, a@b.org", "destination", {"destination": text, "email": email, "other": email}) is None
+    two = place("x, a@b.org", "destination", {"destination": text, "email": email, "other": email})
+    assert two.values == {"destination": "x"} and two.leftover == ["a@b.org"]
     assert place("2026-11-03, 2026-11-05", "departure", {"departure": date, "return": date}) is None
     names = {"work email": "email", "email": "email", "staff id": "staff_id"}
     assert split_labels("AB1234, Work email: dana@example.com", names) == ["AB1234", "Work email: dana@example.com"]

@@ -209,3 +209,65 @@ def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(store):
     ]
     assert "AB1234" in person, person
     assert "Got it." in result.stdout
+
+
+def test_an_answer_to_formctls_own_question_is_checked_like_any_line(store):
+    """A line holding a NUL, typed at "Full name: Zoe Ang. Is that right?", is not stored, and
+    neither the chat nor the tool result says it was."""
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Zoe Ang"}}))
+        api.reply(text("Your staff ID?"))
+        result = run(api, store, ["a\x00b"])
+        bodies = api.bodies
+    assert result.returncode == 0, result.stderr
+    assert "Full name: Zoe Ang. Is that right?" in result.stdout
+    assert "saved Full name" not in result.stdout
+    iid = only_instance(store)
+    exported = json.loads(invoke("export", iid, "--store", store, "--json").output)
+    assert exported["values"].get("full_name") is None
+    [start] = tool_results(bodies[1])
+    assert "full_name" not in start["data"].get("captured", [])
+    assert all(row["outcome"] not in ("gave", "confirmed") for row in start["data"]["asked_person"])
+
+
+def test_a_seed_is_a_hosts_value_not_the_persons_words(store):
+    """``--seed`` values are on the chat's opening lines, not typed by the person: a seeded field
+    only the person may give is asked about (EOF: not stored), never stored as said."""
+    done = formctl(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--seed",
+        "email=dana@example.org",
+        "--seed",
+        "total=9999",
+        "--store",
+        store,
+        "--subject",
+        "dana",
+        input="yes\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Work email: dana@example.org. Is that right?" in done.stdout
+    iid = only_instance(store)
+    email = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    assert [r["provenance"]["kind"] for r in email["revisions"]] == ["confirmed"]
+    assert email["revisions"][0]["provenance"]["quote"] == "yes"
+    total = json.loads(invoke("history", iid, "total", "--store", store, "--json").output)
+    assert total["revisions"] == []  # asked, and the input ended: nothing stored as theirs
+    why = invoke("why", iid, "total", "--store", store)
+    assert "said by the person" not in why.output
+
+
+def test_a_refused_answer_to_formctls_question_is_said_in_plain_words(store):
+    with FakeAnthropic() as api:
+        api.reply(tool_use("form_start", {"form": "travel-claim"}))
+        api.reply(text("Your costs?"))
+        api.reply(tool_use("form_fill", {"values": {"total": 300}}))
+        api.reply(text("Thanks."))
+        result = run(api, store, ["it was three hundred", "three hundred", "300"])
+    assert result.returncode == 0, result.stderr
+    assert "Total claimed should be a number, like 12.50. Total claimed: 300. Is that right?" in result.stdout
+    assert "Input should be" not in result.stdout
+    iid = only_instance(store)
+    assert json.loads(invoke("export", iid, "--store", store, "--json").output)["values"]["total"] == 300

@@ -308,3 +308,10 @@ def test_the_parts_of_an_address_are_not_a_name():
         kind_of("Dana Reeve, dana.reeve@example.com", "Dana Reeve, dana.reeve@example.com", "Dana Reeve", str) == SAID
     )
     assert kind_of("see www.example.com/jo", "www.example.com/jo", "www.example.com/jo", str) == SAID
+
+
+def test_a_value_assembled_around_an_address_is_a_reading_not_said():
+    line = [PersonMessage("I'm Sam Lee, sam.lee@example.org, 07700 900123", 1)]
+    assert check_quote(line, line[0].text, "I'm Sam Lee, 07700 900123", str).kind == READING
+    assert check_quote(line, line[0].text, "Sam Lee", str).kind == SAID
+    assert check_quote(line, line[0].text, "07700 900123", str).kind == SAID

@@ -20,12 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from formctl.agent.notices import read_notice
 from formctl.forms.errors import FormError
+from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
-from formctl.forms.validate import FieldValidator
+from formctl.forms.validate import FieldValidator, text_issue
 
 __all__ = ["Person", "confirm_unconfirmed", "question_for"]
 
@@ -45,10 +47,20 @@ class Person:
     not_theirs: frozenset[str] = frozenset()
     messages: list[PersonMessage] = field(default_factory=list)
     answers: list[dict[str, Any]] = field(default_factory=list)  # what formctl asked and what they said
+    # Values the front end gave in the person's place (``--seed k=v``, on the lines after its
+    # opening line): a host's, never the person's words (docs/engine.md, "Provenance").
+    seeds: dict[str, str] = field(default_factory=dict)
 
     def said(self, text: str, at: str | None = "now") -> PersonMessage | None:
         """Record a message the person typed; ``at`` None for one whose date is not known (a resumed chat)."""
         if text in self.not_theirs:
+            return None
+        first, _, rest = text.partition("\n")
+        if first in self.not_theirs:  # the front end's opening line, then its seeds as "k: v" lines
+            for line in rest.splitlines():
+                key, sep, value = line.partition(":")
+                if sep and key.strip():
+                    self.seeds[key.strip()] = value.strip()
             return None
         notice = read_notice(text)
         if notice is not None:  # the chat's own words about a change; only the person's line in it is theirs
@@ -132,16 +144,26 @@ def confirm_unconfirmed(runner: Any, result: Any, person: Person | None, instanc
 
 
 def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tuple[dict[str, Any], Any]:
-    """Ask about one value until it is settled (or :data:`ASK_ATTEMPTS` answers were refused)."""
+    """Ask about one value until it is settled (or :data:`ASK_ATTEMPTS` answers were refused).
+
+    The answer is checked like any other line the person types: text that cannot be stored (a
+    NUL) and a value the field refuses are said in plain words and asked again, and the answer
+    counts as given only when the store took it (docs/engine.md, "Provenance")."""
     assert person.ask is not None
     validator = FieldValidator(u.annotation)
     question = question_for(u)
+    field = _field_of(runner, u, instance_id)
     for _ in range(ASK_ATTEMPTS):
         answer = person.ask(question)
         if answer is None or not answer.strip():
             person.answers.append({"field": u.field, "question": question, "answer": None})
             return {"field": u.field, "outcome": "no answer"}, None
         answer = answer.strip()
+        bad = text_issue(answer)
+        if bad is not None:  # not text that can be stored: not the person's words either
+            person.answers.append({"field": u.field, "question": question, "answer": None})
+            question = f"I can't use that: {bad.message} {question_for(u)}"
+            continue
         message = person.said(answer) or PersonMessage(answer, len(person.messages), None)
         person.answers.append({"field": u.field, "question": question, "answer": answer})
         if is_yes(answer) and not _is_bool(u):
@@ -152,7 +174,7 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             typed = answer_value(answer, u.annotation, message.at)
         outcome = validator.validate(typed)
         if typed is None or not outcome.ok:
-            why = outcome.issues[0].message if outcome.issues else "Please answer yes or no."
+            why = plain(field, outcome.issues[0]).sentence if outcome.issues else "Please answer yes or no."
             question = f"{why}. {question_for(u)}" if not why.endswith(".") else f"{why} {question_for(u)}"
             continue
         how = "confirmed" if typed == u.value else "said"
@@ -161,11 +183,24 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             written = runner.fill({u.field: typed}, instance_id=instance_id, how={u.field: words})
         except FormError as exc:
             return {"field": u.field, "outcome": "no answer", "error": exc.message}, None
+        if u.field not in written.captured:
+            # The store did not take it (the engine's own checks): said, and asked again.
+            refused = next((r.message for r in written.rejected if r.field == u.field), "That wasn't accepted.")
+            question = f"{refused} {question_for(u)}" if refused.endswith(".") else f"{refused}. {question_for(u)}"
+            continue
         row: dict[str, Any] = {"field": u.field, "outcome": "confirmed" if how == "confirmed" else "gave"}
         if how != "confirmed":
             row["value"] = "[hidden]" if u.sensitive else typed
         return row, written
     return {"field": u.field, "outcome": "no answer", "refused": True}, None
+
+
+def _field_of(runner: Any, u: Any, instance_id: str | None) -> Any:
+    """The compiled field ``u`` is about (its label, hint and type, for a refusal said in words)."""
+    try:
+        return runner.view(instance_id).compiled.field_by_id[u.field]
+    except Exception:  # a runner that cannot say: the label and the type are enough
+        return SimpleNamespace(label=u.label, schema=u.annotation, hint=None, ask=None, type=None)
 
 
 def _is_bool(u: Any) -> bool:

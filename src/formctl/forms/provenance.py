@@ -40,6 +40,9 @@ class ModelWrite:
     # False outside a conversation (a host's program calling the tools): there are no person's
     # words to hold a value to, so values land marked as the checker found them, unasked.
     enforce: bool = True
+    # Values the host gave the conversation to start with (``--seed k=v``: field key -> the text
+    # given). A model's value that is one of them is a ``seed``, never the person's words.
+    seeds: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,11 @@ def judge(
         field_id = compiled.resolve_field(key)
         if field_id is not None:
             quotes[field_id] = quote
+    seeds: dict[str, str] = {}
+    for key, given in write.seeds.items():
+        field_id = compiled.resolve_field(key)
+        if field_id is not None:
+            seeds[field_id] = given
     keep: list[Staged] = []
     unconfirmed: list[Unconfirmed] = []
     refused: list[Rejected] = []
@@ -118,6 +126,20 @@ def judge(
             item.how = kept
             keep.append(item)
             continue
+        if item.field_id in seeds and _is_seed(seeds[item.field_id], item.value, f.validator.annotation):
+            # A host's value, not the person's: stored as a seed, but a field only the person may
+            # give has it confirmed by them first (asked like any value they did not say).
+            if f.source == "person" and write.enforce:
+                if item.outcome is None or item.outcome.ok:
+                    unconfirmed.append(
+                        Unconfirmed(
+                            item.field_id, f.label, item.value, QuoteCheck(SEED), f.sensitive, f.validator.annotation
+                        )
+                    )
+                continue
+            item.how = {"kind": SEED}
+            keep.append(item)
+            continue
         check = check_quote(write.words, quotes.get(item.field_id), item.value, f.validator.annotation)
         if check.said:
             source = (check.turn, check.quote.casefold() if check.quote else None, _same(item.value))
@@ -135,6 +157,14 @@ def judge(
         item.how = quote_how(check) if check.kind != ASSUMED else {"kind": ASSUMED}
         keep.append(item)
     return keep, unconfirmed, refused
+
+
+SEED = "seed"
+
+
+def _is_seed(given: str, value: Any, annotation: Any) -> bool:
+    """Is ``value`` the host's seed ``given`` (the text of ``--seed k=v``), read in the field's type?"""
+    return check_quote([PersonMessage(given, 0)], given, value, annotation).said or str(value) == given
 
 
 def _already_theirs(instance: Instance | None, item: Staged) -> dict[str, Any] | None:

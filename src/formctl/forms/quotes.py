@@ -315,10 +315,13 @@ _ADDRESS = re.compile(r"\S*(?:@|://|www\.)\S*")
 
 def _text_holds(value: str, words: str) -> bool:
     value_words = [w for w, _, _ in _words(value)]
+    chunks = [words]
     if not _ADDRESS.search(value):
-        # "Dana Reeve" is not in "dana.reeve@example.com": an address's parts are not the person's words
-        words = _ADDRESS.sub(" ", words)
-    return any(_joined_in(value_words, [w for w, _, _ in _words(chunk)]) for chunk in [words])
+        # "Dana Reeve" is not in "dana.reeve@example.com": an address's parts are not the person's
+        # words. Nor does taking an address out join what stood either side of it: the value must
+        # be in the words on one side ("Sam Lee, sam@example.org, 07700" does not hold "Sam Lee 07700").
+        chunks = _ADDRESS.split(words)
+    return any(_joined_in(value_words, [w for w, _, _ in _words(chunk)]) for chunk in chunks)
 
 
 def _email_holds(value: str, words: str) -> bool:

@@ -52,6 +52,8 @@ _MONTHS = {
 # A number not glued to letters or digits on its left ("AB1234" is not 1234), with
 # thousands separators allowed ("1,200") and a unit or currency around it ("£900", "40 miles").
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.,])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d])")
+# A number with a multiplier after it: "1.2k", "0.5K", "2m", "3bn", "1.5 thousand", "2 grand".
+_SCALED = re.compile(r"\d(?:\s?k|m|mn|bn|b|\s+(?:thousand|million|billion|grand))(?![a-z])", re.IGNORECASE)
 _ISO_DATE = re.compile(r"^(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})$")
 _DAY_MONTH_YEAR = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+([a-z]+)\.?,?\s+(\d{4})$")
 _MONTH_DAY_YEAR = re.compile(r"^([a-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})$")
@@ -126,6 +128,10 @@ def or_list(items: list[str]) -> str:
 
 
 def _parse_number(text: str, integer: bool) -> int | float:
+    if _SCALED.search(text):
+        # "1.2k", "2m", "1.5 thousand": not read as 1.2, nor multiplied out (a reading of the
+        # person's words, not their words): refused, as "twelve hundred" is.
+        raise UnreadableAnswer("please write the amount in full, in figures, like 1,200.")
     found = _NUMBER.findall(text)
     if len(found) != 1:
         whole = " (a whole number)" if integer else ""

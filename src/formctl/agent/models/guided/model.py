@@ -25,6 +25,7 @@ from formctl.agent.models.guided.phrasing import (
     turn_errors,
 )
 from formctl.agent.models.guided.planning import form_named, plan_start, plan_turn
+from formctl.agent.models.guided.restore import restore
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.agent.models.guided.words import Turn, generic_kind, read_turn
 
@@ -71,7 +72,7 @@ class GuidedModel:
             state.resumed_at_read_back = _last_reply_asked_to_send(request.messages)
         if not turn.calls:
             state.plan = None
-            return self._carry_out(*self._plan(turn))
+            return self._carry_out(*self._plan(turn, request.messages))
         plan = state.plan
         if plan is None or plan.call_ids != tuple(str(c.get("id")) for c in turn.calls):
             # A conversation this model did not plan (restored from disk): report what the
@@ -80,13 +81,15 @@ class GuidedModel:
         state.plan = None
         return self._text_reply(self._after_tools(turn, plan))
 
-    def _plan(self, turn: Turn) -> tuple[Plan, Snapshot | None]:
+    def _plan(self, turn: Turn, messages: list[dict[str, Any]]) -> tuple[Plan, Snapshot | None]:
         """The person's words into a plan, over the conversation's instance (or a new one)."""
         words = (turn.words or "").strip()
         snap = self._read(turn.instance_id)
         if snap is not None and turn.instance_id is None and self.form_id and snap.instance.def_id != self.form_id:
             snap = None  # the subject's open form is another form: start ours
         if snap is not None:
+            if not self.state.asked_known and turn.conversation_started:
+                restore(self.state, messages, snap)  # a conversation restored from disk (restore.py)
             return plan_turn(self.state, snap, turn), snap
         if turn.instance_id is not None:
             return Plan(

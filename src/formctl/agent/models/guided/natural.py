@@ -43,32 +43,92 @@ def split_labels(segment: str, labels: dict[str, str]) -> list[str]:
     return [re.sub(r"\s+and$", "", p) for p in parts if p]
 
 
-def place(text: str, asked: str, kinds: dict[str, Any]) -> Placed | None:
+def place(text: str, asked: str, kinds: dict[str, Any], others: frozenset[str] = frozenset()) -> Placed | None:
     """The values in ``text`` that fit a field for sure: the token fitting the asked field's
     pattern or type, and tokens whose shape fits exactly one other open field (``kinds``: open
     field id → its kind, the asked field included). None when nothing could be placed that way:
-    then the whole text is the answer to the asked field, as before."""
+    then the whole text is the answer to the asked field, as before.
+
+    Free text (the asked field has no pattern) is taken only as the person wrote it, never
+    assembled from pieces: one part of the line, its lead-in ("I'm", "my name is") left out. A
+    line whose other parts say other things (figures, an address, another question's name:
+    ``others``, lower-cased labels and ids) gives the asked field its first part when that is
+    plain words, and the rest is said back as not used; when the first part is not plain, nothing
+    is taken and the person is asked again.
+    """
     parts = [p.strip() for p in _PARTS.split(text) if p.strip()]
     placed = Placed()
-    remaining: list[str] = []
+    remaining: list[tuple[str, bool]] = []  # (what is left of a part, whether it is still one piece)
     for part in parts:
+        whole = True
         for token in _tokens(part):
             target = _fit(token, asked, kinds, placed.values)
             if target is not None:
                 placed.values[target] = token
-                part = part.replace(token, " ", 1)
+                before, _, after = part.partition(token)
+                whole = whole and not (_has_words(before) and _has_words(after))
+                part = f"{before} {after}"
         part = " ".join(part.split()).strip(_EDGE + " ")
         if any(ch.isalnum() for ch in part):
-            remaining.append(part)
-    if not placed.values or (
-        list(placed.values) == [asked] and not remaining and len(parts) == 1 and _whole(text) == placed.values[asked]
-    ):
-        return None  # nothing found, or the whole line is the answer: the usual path reads it
+            remaining.append((part, whole))
+    free = _is_free_text(kinds.get(asked))
+    if not placed.values:
+        if free and len(parts) > 1 and any(_other_answer(p, others) for p in parts):
+            return _first_plain(asked, [(p, True) for p in parts], others)
+        if free:
+            said = _without_lead_in(_whole(text))
+            if said != _whole(text) and said:
+                return Placed({asked: said})
+        return None  # nothing found: the usual path reads the whole line
+    if list(placed.values) == [asked] and not remaining and len(parts) == 1 and _whole(text) == placed.values[asked]:
+        return None  # the whole line is the answer: the usual path reads it
     if asked in placed.values:
-        placed.leftover = remaining  # the question is answered: the rest is not guessed
+        placed.leftover = [p for p, _ in remaining]  # the question is answered: the rest is not guessed
+    elif remaining and free:
+        rest = _first_plain(asked, remaining, others)
+        placed.values.update(rest.values)
+        placed.leftover = rest.leftover
     elif remaining:
-        placed.values[asked] = ", ".join(remaining)  # free text, to the question asked only
+        placed.values[asked] = ", ".join(p for p, _ in remaining)  # read in the asked field's type
     return placed
+
+
+def _first_plain(asked: str, parts: list[tuple[str, bool]], others: frozenset[str]) -> Placed:
+    """The first part to the asked free-text field when it is plain words written in one piece
+    (its lead-in left out), the rest said back as not used; or nothing taken."""
+    first, whole = parts[0]
+    said = _without_lead_in(first)
+    if whole and said and not _other_answer(first, others):
+        return Placed({asked: said}, [p for p, _ in parts[1:]])
+    return Placed({}, [p for p, _ in parts])
+
+
+# What comes before the answer itself in "I'm Dana Reeve", "my name is Sam Lee", "it's Leeds".
+_LEAD_IN = re.compile(
+    r"^(?:i'?m|i am|my name is|my name's|name's|the name's|it'?s|it is|this is|call me|that's|that is)\s+(?=\S)",
+    re.IGNORECASE,
+)
+
+
+def _without_lead_in(text: str) -> str:
+    return _LEAD_IN.sub("", text.replace("\u2019", "'"), count=1).strip(_EDGE + " ")
+
+
+def _other_answer(part: str, others: frozenset[str]) -> bool:
+    """Does ``part`` say something other than plain words: figures, an address, another
+    question's name ("staff id ab1234", "my email is ...")?"""
+    if any(ch.isdigit() for ch in part) or "@" in part:
+        return True
+    words = " " + " ".join(re.findall(r"[a-z0-9]+", part.lower())) + " "
+    return any(f" {name} " in words for name in others)
+
+
+def _has_words(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+def _is_free_text(kind: Any) -> bool:
+    return kind is not None and kind.name == "text" and not getattr(kind, "pattern", None)
 
 
 def _whole(text: str) -> str:

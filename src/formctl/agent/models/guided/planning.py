@@ -423,7 +423,10 @@ def _place_natural(
     }
     kinds[first] = state.kind(compiled, first)
     index, segment = bare[0]
-    placed = place(segment, first, kinds)
+    others = frozenset(
+        name.lower().replace("_", " ") for f in compiled.fields if f.id != first for name in (f.id, f.label)
+    )
+    placed = place(segment, first, kinds, others)
     if placed is None:
         return bare
     for field_id, raw in placed.values.items():

@@ -1,0 +1,108 @@
+"""What the person said is what is stored, through the real ``formctl`` command in a child
+process with the chat piped in (the guided offline model): a bare answer goes to the question
+shown last, a sentence is not stored as a name, amounts are read right or refused, what the
+chat acknowledged is stored, and a refused correction says what it set aside."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clitools import FORMS, formctl
+
+pytestmark = pytest.mark.e2e
+
+UP_TO_TOTAL = [
+    "Dana Reeve",
+    "AB1234",
+    "dana@example.org",
+    "Leeds",
+    "2026-03-02",
+    "2026-03-04",
+    "visit",
+    "rail",
+    "TR-88231",
+    "skip",
+    "skip",
+]
+
+
+def chat(store: str, *args: str, lines: list[str]) -> str:
+    """``formctl ARGS --offline --store STORE`` with ``lines`` piped in; what it printed."""
+    done = formctl(*args, "--offline", "--store", store, "--forms", str(FORMS), input="".join(f"{x}\n" for x in lines))
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def instance_id(store: str) -> str:
+    listed = formctl("instances", "--store", store, "--forms", str(FORMS), "--json")
+    rows = json.loads(listed.stdout)["instances"]
+    assert len(rows) == 1
+    return str(rows[0]["instance_id"])
+
+
+def values(store: str, iid: str) -> dict:
+    exported = formctl("export", iid, "--store", store, "--forms", str(FORMS), "--json")
+    assert exported.returncode == 0, exported.stderr
+    return json.loads(exported.stdout)["values"]
+
+
+def test_after_resume_a_bare_answer_goes_to_the_question_shown_last(store):
+    chat(store, "run", "travel-claim", "--subject", "r3", lines=UP_TO_TOTAL)
+    iid = instance_id(store)
+
+    out = chat(store, "resume", iid, lines=["700"])
+
+    shown_last = out.split("Total claimed?")[-1]
+    assert "Total claimed: 700" in shown_last
+    assert "Accommodation cost: 700" not in out
+    got = values(store, iid)
+    assert got["total"] == 700
+    assert got.get("accommodation") is None and got.get("meals") is None
+
+
+@pytest.mark.parametrize(
+    "line, name, not_used",
+    [
+        ("I'm Dana Reeve, staff id ab1234 and my email is dana@example", "Dana Reeve", "staff id ab1234"),
+        ("I'm Sam Lee, sam.lee@example.org, 07700 900123", "Sam Lee", "07700 900123"),
+    ],
+)
+def test_a_sentence_at_full_name_gives_the_name_and_says_the_rest_back(store, line, name, not_used):
+    out = chat(store, "run", "travel-claim", "--subject", "s", lines=[line])
+
+    assert f'"{not_used}' in out.split("I wasn't sure which question this answers:")[1]
+    got = values(store, instance_id(store))
+    assert got["full_name"] == name
+    if "sam.lee" in line:
+        assert got["email"] == "sam.lee@example.org"
+    else:
+        assert got.get("email") is None and got.get("staff_id") is None
+
+
+def test_a_line_of_several_answers_at_destination_gives_only_the_destination(store):
+    lines = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds, leaving 3 March 2026, back 1 March 2026, client visit"]
+    out = chat(store, "run", "travel-claim", "--subject", "s", lines=lines)
+
+    assert '"leaving 3 March 2026"; "back 1 March 2026"; "client visit"' in out
+    got = values(store, instance_id(store))
+    assert got["destination"] == "Leeds"
+    assert got.get("departure_date") is None and got.get("purpose") is None
+
+
+def test_a_sentence_with_no_plain_first_part_is_not_stored_and_asked_again(store):
+    out = chat(store, "run", "travel-claim", "--subject", "s", lines=["3 March, then Leeds"])
+
+    assert "I wasn't sure which question this answers" in out
+    assert out.rstrip().splitlines()[-2].startswith("Full name?")
+    assert values(store, instance_id(store)).get("full_name") is None
+
+
+@pytest.mark.parametrize("amount", ["1.2k", "0.5k", "2 thousand"])
+def test_an_amount_with_a_multiplier_is_refused_not_read_as_its_digits(store, amount):
+    out = chat(store, "run", "travel-claim", "--subject", "s", lines=[*UP_TO_TOTAL[:9], amount, "yes"])
+
+    assert f'I couldn\'t use "{amount}" for Accommodation cost: please write the amount in full' in out
+    got = values(store, instance_id(store))
+    assert got.get("accommodation") is None
