@@ -13,6 +13,7 @@ bytes). Faults can be queued like replies:
         api.stream_error("overloaded_error")  # an SSE error event after a 200
         api.hang(2.0)                    # no answer at all (past the client's timeout)
         api.reply(text("Hm."), delay=2.5)     # a slow model: the answer starts after 2.5 s
+        api.answer_with(lambda body: ([text("Hi")], None))   # then answer every request from its body
         model = AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=1)
 
 Faults carry ``retry-after-ms: 1`` so the SDK's retries take a millisecond, not seconds.
@@ -109,6 +110,7 @@ class FakeAnthropic:
         self.unexpected: list[RecordedRequest] = []
         self._script: deque[Any] = deque()
         self._lock = threading.Lock()
+        self._responder: Any = None
         fake = self
 
         class Handler(_Handler):
@@ -162,6 +164,12 @@ class FakeAnthropic:
     def stream_error(self, error_type: str = "overloaded_error", message: str = "Overloaded") -> None:
         """Queue a 200 stream that reports an error event mid-stream (as the API does when overloaded)."""
         self._push(_StreamError(error_type, message))
+
+    def answer_with(self, respond: Any) -> None:
+        """Once the queued script runs out, answer each Messages request with ``respond(body)``:
+        a scripted model that reads the request (``(content_blocks, stop_reason or None)``; the
+        stop reason defaults as in :meth:`reply`). ``None`` turns it off."""
+        self._responder = respond
 
     def _push(self, item: Any) -> None:
         with self._lock:
@@ -230,6 +238,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, _error_body("not_found_error", f"fake: no route {self.path}"))
             return
         item = fake._next()
+        if item is None and fake._responder is not None and isinstance(body, dict):
+            content, stop_reason = fake._responder(body)
+            if stop_reason is None:
+                stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+            item = _Reply(list(content), stop_reason)
         if item is None:
             with fake._lock:
                 fake.unexpected.append(record)

@@ -91,7 +91,7 @@ def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_run
 @pytest.mark.e2e
 def test_the_scenario_example_replays_live_against_the_guided_model(tmp_path):
     transcripts = section("Transcripts: conversations as regression tests")
-    scenario = next(b for b in blocks(transcripts, "toml") if b.startswith("# scenarios/"))
+    scenario = next(b for b in blocks(transcripts, "toml") if b.startswith("# hand-written/"))
     shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / scenario.splitlines()[0].split()[1].rstrip(":")
     path.parent.mkdir()

@@ -194,6 +194,20 @@ class TranscriptError(FormError):
         super().__init__(f"{where}: {message}")
 
 
+class ScenarioError(FormError):
+    """An eval scenario file that cannot be read or does not fit its form: the message names the file."""
+
+    code = "scenario_invalid"
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        where = self.path or "scenario"
+        if line is not None:
+            where += f", line {line}"
+        super().__init__(f"{where}: {message}")
+
+
 __all__ = [
     "ConflictError",
     "FormBlockedError",
@@ -209,6 +223,7 @@ __all__ = [
     "NotReadyError",
     "ProvenanceError",
     "RegistryError",
+    "ScenarioError",
     "StoreDamagedError",
     "StoreError",
     "ToolSelectionError",

@@ -1,0 +1,34 @@
+"""``formctl eval``: how well does a model collect this form? (docs/eval.md)
+
+Scenario files (:mod:`.scenario`) give a form, a persona and an expectation; a simulated
+person (:mod:`.person`) plays the persona to a model through the real chat loop (:mod:`.run`);
+each run is graded (:mod:`.grade`) and recorded as a transcript, and the runs add up to
+pass^1, pass^k, values right/wrong/missing, invented values, turns, model calls, tokens and
+cost (:mod:`.report`).
+"""
+
+from formctl.eval.grade import Grade, grade
+from formctl.eval.person import ModelPerson, ScriptedPerson, SimulatedPerson
+from formctl.eval.report import pass_hat_k, report_json
+from formctl.eval.run import RunResult, run_scenario
+from formctl.eval.scenario import Scenario, ScenarioError, load_scenario, scenario_files
+from formctl.eval.suite import ModelSpec, model_spec, run_suite
+
+__all__ = [
+    "Grade",
+    "ModelPerson",
+    "ModelSpec",
+    "RunResult",
+    "Scenario",
+    "ScenarioError",
+    "ScriptedPerson",
+    "SimulatedPerson",
+    "grade",
+    "load_scenario",
+    "model_spec",
+    "pass_hat_k",
+    "report_json",
+    "run_scenario",
+    "run_suite",
+    "scenario_files",
+]

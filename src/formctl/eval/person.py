@@ -1,0 +1,211 @@
+"""The simulated person of an eval run: someone who knows only their persona, never the form.
+
+Two of them, behind one interface (:class:`SimulatedPerson`):
+
+- :class:`ScriptedPerson`: deterministic. It reads the model's newest question, finds the
+  fact whose topic words the question uses, and types what the persona says about it (the
+  next line each time it is asked again). It reads the chat's words only, as a person would:
+  no tool results, no field ids. Used in CI and with the guided model.
+- :class:`ModelPerson`: any configured chat model, prompted with the persona alone
+  (:meth:`~formctl.eval.scenario.Persona.describe`), playing the person's side.
+
+Both also answer formctl's own questions (a value the model wrote that the person's words do
+not hold: "Work email: dana@example.com. Is that right?").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from formctl.agent.models.base import ChatModel, ModelError, ModelRequest
+from formctl.agent.usage import Usage
+from formctl.eval.scenario import Fact, Persona
+
+__all__ = ["ModelPerson", "ScriptedPerson", "SimulatedPerson", "match_fact"]
+
+
+class SimulatedPerson(Protocol):
+    name: str
+
+    def opening(self) -> str:
+        """The first message of the conversation."""
+        ...
+
+    def reply(self, model_text: str) -> str | None:
+        """The person's next message after the model said ``model_text``; None when they leave."""
+        ...
+
+    def answer(self, question: str) -> str | None:
+        """Their answer to formctl's own question about a value (None: no answer)."""
+        ...
+
+    def after_wait(self) -> str | None:
+        """What they say once a host has decided on a wait (None: they leave)."""
+        ...
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+# "Shall I send it?", "Ready to submit?", "Should I go ahead and submit the claim?"
+_READ_BACK = re.compile(r"\b(send|submit)\w*\b[^?]*\?|\?[^?]*\b(send|submit)\w*\b", re.I)
+_DONE = re.compile(r"\b(sent|submitted|complete[d]?|all done|finished)\b", re.I)
+
+
+def _tokens(text: str) -> list[str]:
+    return [_stem(w) for w in _WORD.findall(text.lower())]
+
+
+def _stem(word: str) -> str:
+    """Plurals and a few endings away ("costs" → "cost", "emails" → "email"): topics match either form."""
+    for end in ("ies", "es", "s"):
+        if len(word) > 4 and word.endswith(end) and not word.endswith("ss"):
+            return word[: -len(end)] + ("y" if end == "ies" else "")
+    return word
+
+
+def _has_phrase(tokens: list[str], phrase: list[str]) -> bool:
+    n = len(phrase)
+    return n > 0 and any(tokens[i : i + n] == phrase for i in range(len(tokens) - n + 1))
+
+
+def question_of(text: str) -> tuple[str, str]:
+    """The question in a model message and the words around it: its last line with a question
+    mark (else its last line), as (the sentence asking, the whole line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    asked = [ln for ln in lines if "?" in ln]
+    if asked:
+        last = asked[-1]
+        parts = re.split(r"(?<=[.!?])\s+", last)
+        return next(p for p in reversed(parts) if "?" in p), last
+    line = lines[-1] if lines else ""
+    return line, line
+
+
+def match_fact(facts: tuple[Fact, ...], question: str) -> int | None:
+    """The fact a question is about: the one whose topic phrases the question uses most
+    (longer phrases weigh more; the first in the persona wins a tie), or None."""
+    tokens = _tokens(question)
+    best, best_score = None, 0
+    for index, fact in enumerate(facts):
+        score = sum(len(p) for p in (_tokens(t) for t in fact.topic) if _has_phrase(tokens, p))
+        if score > best_score:
+            best, best_score = index, score
+    return best
+
+
+def _fold(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+class ScriptedPerson:
+    """A deterministic person acting out a persona from its facts (see the module docstring)."""
+
+    name = "scripted"
+
+    def __init__(self, persona: Persona) -> None:
+        self.persona = persona
+        self.asked: dict[int, int] = {}  # fact index -> how many times it was asked
+        self._pending: list[str] = []  # messages they mean to send unasked (a self-correction)
+        self._changed = False  # the read-back change is said once
+
+    def opening(self) -> str:
+        return self.persona.opening
+
+    def after_wait(self) -> str:
+        return self.persona.after_wait
+
+    def reply(self, model_text: str) -> str | None:
+        if self._pending:
+            return self._pending.pop(0)
+        question, line = question_of(model_text)
+        if _READ_BACK.search(line):
+            if self.persona.readback_change and not self._changed:
+                self._changed = True
+                return self.persona.readback_change
+            return "yes"
+        if "?" not in question and _DONE.search(model_text):
+            return None  # nothing asked, and the model says it is done
+        # The sentence that asks first; the help around it ("Optional: say skip to leave it out")
+        # only when the question itself names nothing they know.
+        index = match_fact(self.persona.facts, question)
+        if index is None:
+            index = match_fact(self.persona.facts, line)
+        if index is not None:
+            return self._say(index)
+        if "?" not in question:
+            return self.persona.nudge
+        if re.search(r"\bsay \W?skip\b", line, re.I):
+            return "skip"  # the model says how to pass over a question they have no answer to
+        return self.persona.unknown
+
+    def _say(self, index: int) -> str:
+        fact = self.persona.facts[index]
+        n = self.asked.get(index, 0)
+        self.asked[index] = n + 1
+        if n == 0 and fact.correction:
+            self._pending.append(fact.correction)
+        if n >= len(fact.says) and fact.value:
+            # Asked again after saying all they had to say: a person told their answer could not
+            # be used types the bare value, as they would to a form.
+            return fact.value
+        return fact.says[min(n, len(fact.says) - 1)]
+
+    def answer(self, question: str) -> str | None:
+        """formctl asks about a value their words do not hold: "yes" if it is what their facts
+        say, else the fact itself; "no" when they know nothing about it."""
+        asked = re.sub(r'^You said "[^"]*"\.\s*', "", question)
+        index = match_fact(self.persona.facts, asked)
+        if index is None:
+            return "no"
+        fact = self.persona.facts[index]
+        shown = re.search(r":\s*(.+?)\.\s*Is that right\?", asked)
+        if shown and any(_fold(shown.group(1)) and _fold(shown.group(1)) in _fold(w) for w in fact.words):
+            return "yes"
+        return fact.final
+
+
+class ModelPerson:
+    """A chat model playing the persona (prompted with it alone; it sees the chat's words only)."""
+
+    def __init__(self, persona: Persona, model: ChatModel, *, max_tokens: int = 300) -> None:
+        self.persona = persona
+        self.model = model
+        self.name = getattr(model, "name", "model")
+        self.max_tokens = max_tokens
+        self.messages: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.system = persona.describe()
+
+    def opening(self) -> str:
+        self.messages.append({"role": "user", "content": "(The chat opens. Say hello.)"})
+        self.messages.append({"role": "assistant", "content": self.persona.opening})
+        return self.persona.opening
+
+    def after_wait(self) -> str | None:
+        return self._say("(Some time passes: the approval has been decided.)")
+
+    def reply(self, model_text: str) -> str | None:
+        said = self._say(model_text or "(no reply)")
+        if said is None or _fold(said) in ("bye", "goodbye", "bye bye"):
+            return None
+        return said
+
+    def answer(self, question: str) -> str | None:
+        return self._say(f"(The form asks you directly) {question}")
+
+    def _say(self, heard: str) -> str | None:
+        if self.messages and self.messages[-1]["role"] == "user":
+            self.messages[-1] = {"role": "user", "content": f"{self.messages[-1]['content']}\n\n{heard}"}
+        else:
+            self.messages.append({"role": "user", "content": heard})
+        request = ModelRequest(system=self.system, tools=[], messages=list(self.messages), max_tokens=self.max_tokens)
+        try:
+            reply = self.model.respond(request)
+        except ModelError:
+            return None
+        self.usage.add(reply.usage)
+        text = reply.text.strip()
+        if not text:
+            return None
+        self.messages.append({"role": "assistant", "content": text})
+        return text

@@ -1,0 +1,182 @@
+"""``formctl eval`` through the real console entry point: the table, --json, --junit, the exit
+status, a failed run's regression command, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from clitools import formctl
+from fixture_project import FORMS
+
+REPO = Path(__file__).resolve().parents[1]
+TERSE = REPO / "scenarios" / "travel_claim" / "terse_rail.toml"
+WAIT = REPO / "scenarios" / "travel_claim" / "over_cap_approved.toml"
+
+pytestmark = pytest.mark.e2e
+
+
+def test_eval_prints_the_table_and_one_line_per_model(tmp_path):
+    done = formctl(
+        "eval",
+        str(TERSE),
+        str(WAIT),
+        "--model",
+        "guided",
+        "--runs",
+        "2",
+        "--forms",
+        str(FORMS),
+        "--record-dir",
+        str(tmp_path / "runs"),
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "formctl eval · 2 runs per scenario · person: scripted" in out
+    assert "travel_claim/terse_rail" in out and "travel_claim/over_cap_approved" in out
+    assert "pass^2" in out
+    summary = [line for line in out.splitlines() if line.startswith("guided: ")]
+    assert len(summary) == 1
+    assert summary[0].startswith("guided: pass^1 100%, pass^2 100% over 2 scenarios (4/4 runs passed); 0 invented")
+    assert sorted(p.name for p in (tmp_path / "runs" / "travel_claim" / "terse_rail").iterdir()) == [
+        "guided-1.toml",
+        "guided-2.toml",
+    ]
+
+
+def test_eval_json_follows_the_documented_schema_and_junit_is_written(tmp_path):
+    junit = tmp_path / "eval.xml"
+    done = formctl(
+        "eval",
+        str(TERSE),
+        "--model",
+        "guided",
+        "--runs",
+        "3",
+        "--json",
+        "--junit",
+        str(junit),
+        "--forms",
+        str(FORMS),
+        "--record-dir",
+        str(tmp_path / "runs"),
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert set(report) == {"format", "k", "person", "models", "scenarios", "runs", "record_dir"}
+    assert report["format"] == 1 and report["k"] == 3 and report["person"] == "scripted"
+    (model,) = report["models"]
+    assert model["model"] == "guided" and model["pass_1"] == 1.0 and model["pass_k"] == 1.0
+    assert model["turns_per_completed_form"] == 14.0 and model["model_calls_per_completed_form"] == 28.0
+    assert model["tokens"] == {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+    (row,) = report["scenarios"]
+    assert row["values"] == {"right": 30, "wrong": 0, "missing": 0} and row["runs"] == 3 and row["passed"] == 3
+    run = report["runs"][0]
+    assert set(run) >= {
+        "scenario",
+        "model",
+        "run",
+        "passed",
+        "status",
+        "problems",
+        "values",
+        "invented",
+        "turns",
+        "model_calls",
+        "tool_calls",
+        "tool_errors",
+        "tokens",
+        "person_tokens",
+        "cost_usd",
+        "seconds",
+        "transcript",
+        "error",
+    }
+    assert Path(run["transcript"]).is_file()
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == "1" and suite.get("failures") == "0"
+
+
+def test_a_failed_run_exits_1_and_its_transcript_replays_as_a_regression_test(tmp_path):
+    wrong = tmp_path / "wrong_total.toml"
+    wrong.write_text(TERSE.read_text(encoding="utf-8").replace("total = 212.4", "total = 221.4"), encoding="utf-8")
+    junit = tmp_path / "eval.xml"
+    done = formctl(
+        "eval",
+        str(wrong),
+        "--model",
+        "guided",
+        "--forms",
+        str(FORMS),
+        "--junit",
+        str(junit),
+        "--record-dir",
+        str(tmp_path / "runs"),
+    )
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("FAILED ")))
+    assert lines[at + 1] == "  values.total: expected 221.4, got 212.4"
+    command = next(line for line in lines if line.startswith("  as a regression test: "))
+    argv = command.split(": ", 1)[1].split()
+    assert argv[:2] == ["formctl", "replay"] and argv[3:] == ["--live", "--offline"]
+    again = formctl(*argv[1:], "--forms", str(FORMS))
+    assert again.returncode == 1
+    assert "values.total: expected 221.4, got 212.4" in again.stdout
+    failure = ET.parse(junit).getroot().find(".//failure")
+    assert failure is not None and "values.total: expected 221.4, got 212.4" in failure.get("message")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "openai-ish:thing"], "Unknown model"),
+        (["--model", "anthropic:claude-sonnet-4-6"], "needs ANTHROPIC_API_KEY"),
+        ([], "name a model to evaluate"),
+        (["--model", "guided", "--person-model", "guided"], "cannot play a person"),
+    ],
+)
+def test_eval_refuses_what_cannot_run_in_one_line(args, message):
+    done = formctl("eval", str(TERSE), "--forms", str(FORMS), *args)
+    assert done.returncode in (1, 2)
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""
+
+
+def test_a_scenario_naming_a_missing_field_is_one_line_before_any_run(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(TERSE.read_text(encoding="utf-8").replace("staff_id =", "staf_id ="), encoding="utf-8")
+    done = formctl("eval", str(bad), "--model", "guided", "--forms", str(FORMS), "--record-dir", str(tmp_path / "r"))
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"error: {bad}: `expect.values.staf_id`: the form travel-claim has no field 'staf_id' (did you mean staff_id?)"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_readme_command_runs_on_a_fresh_clone_and_prints_the_table(tmp_path):
+    """The README's first eval command, as written, from the top of a checkout (its forms/ and scenarios/)."""
+    import re
+    import shutil
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Eval:") : readme.index("\n## ", readme.index("\n## Eval:") + 1)]
+    first = re.findall(r"```sh\n(.*?)```", section, flags=re.S)[0].splitlines()[0].split("#")[0].split()
+    assert first == ["formctl", "eval", "scenarios/", "--model", "guided", "--runs", "3"]
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "scenarios", clone / "scenarios")
+    shutil.copytree(FORMS, clone / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+    done = formctl(*first[1:], cwd=clone)
+    assert done.returncode in (0, 1), done.stderr
+    assert "formctl eval · 3 runs per scenario · person: scripted" in done.stdout
+    assert "pass^3" in done.stdout and "travel_claim/over_cap_approved" in done.stdout
+    assert re.search(r"^guided: pass\^1 \d+%, pass\^3 \d+% over 15 scenarios", done.stdout, flags=re.M)
+    assert (clone / ".formctl" / "eval").is_dir()  # the runs' transcripts
