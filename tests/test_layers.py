@@ -1,6 +1,6 @@
 """The layer contracts in pyproject.toml ([tool.importlinter]) hold, and would catch an upward import.
 
-cli > transcripts > agent > store > goals > forms, read "may import"; the agent never imports the
+cli > eval > transcripts > agent > store > goals > forms, read "may import"; the agent never imports the
 store. lint-imports also runs in .ci/run; these tests make a broken layer fail pytest too.
 """
 
@@ -59,7 +59,7 @@ def test_the_engine_importing_the_cli_breaks_the_layers(tree: Path):
     evaluate.write_text(evaluate.read_text() + "\n\ndef _upward():\n    from formctl.cli import render  # noqa: F401\n")
     result = lint_imports(tree, tree / "src")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "Layers: cli > transcripts > agent > store > goals > forms BROKEN" in result.stdout
+    assert "Layers: cli > eval > transcripts > agent > store > goals > forms BROKEN" in result.stdout
     assert "formctl.forms.evaluate -> formctl.cli.render" in result.stdout
 
 
