@@ -371,3 +371,20 @@ def test_the_guided_model_cannot_play_the_person():
 
     with pytest.raises(ModelError, match="cannot play a person"):
         person_factory("guided")
+
+
+def test_the_price_table_can_be_overridden_and_a_bad_one_is_named(tmp_path):
+    from formctl.agent.usage import Usage
+    from formctl.eval.report import cost, price_for
+
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[prices."claude-sonnet-4-6"]\ninput = 1.0\noutput = 2.0\ncache_read = 0.5\ncache_write = 4.0\n')
+    table = load_prices(prices)
+    price = price_for("anthropic:claude-sonnet-4-6", table)
+    usage = Usage(input_tokens=1_000_000, output_tokens=500_000, cache_read_input_tokens=2_000_000)
+    assert cost(usage, price) == pytest.approx(1.0 + 1.0 + 1.0)
+    assert price_for("anthropic:claude-sonnet-4-5", table) == load_prices(None)["claude-sonnet-4"]  # the built-in row
+    assert price_for("openai:some-local-model", table) is None
+    prices.write_text('[prices."x"]\ninput = "cheap"\n')
+    with pytest.raises(ScenarioError, match=r"prices are numbers"):
+        load_prices(prices)
