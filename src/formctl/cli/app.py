@@ -80,7 +80,7 @@ def _only_the_command_run(args: list[str]) -> typer.Typer:
     budget, spent on commands that will not run. ``formctl --help``, a mistyped command
     and shell completion still get the whole app.
     """
-    name = next((a for a in args if not a.startswith("-")), None)
+    name = next((a for n, a in enumerate(args) if not a.startswith("-") and args[n - 1 : n] != ["--store"]), None)
     if name is None or os.environ.get("_FORMCTL_COMPLETE"):
         return app
     from typer.main import get_command_name

@@ -9,7 +9,7 @@ shows the traceback instead. Usage errors are typer's own (exit status 2).
 import json
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Optional
 
 import typer
 
@@ -123,7 +123,7 @@ app = typer.Typer(
 store_app = typer.Typer(
     name="store",
     cls=_Group,
-    help="Check or repair the local store folder.",
+    help="Set up, check, copy or repair the store (a folder, or a PostgreSQL database).",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -151,10 +151,30 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks instead of one-line errors."),
     version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", is_eager=True, callback=_print_version
     ),
+    store: Optional[str] = typer.Option(
+        None,
+        "--store",
+        metavar="DIR",
+        help="Store folder, or a postgresql:// DSN, for the command that follows (as FORMCTL_STORE does).",
+    ),
 ) -> None:
     if debug or _debug:  # --debug, or FORMCTL_DEBUG=1
         set_debugging()
+    if store is not None:
+        # ``formctl --store X instances``: the command's own --store still wins, and X wins over
+        # the FORMCTL_STORE the shell had; put back when the command is done.
+        had = os.environ.get("FORMCTL_STORE")
+        os.environ["FORMCTL_STORE"] = store
+
+        def restore() -> None:
+            if had is None:
+                os.environ.pop("FORMCTL_STORE", None)
+            else:
+                os.environ["FORMCTL_STORE"] = had
+
+        ctx.call_on_close(restore)

@@ -426,7 +426,12 @@ def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | No
 def print_store_report(report: dict[str, Any], out: Console | None = None) -> None:
     out = out or console()
     verdict = Text("ok", style="green") if report["ok"] else Text("problems found", style="red")
-    head = Text(f"{report['directory']}: {report['instances']} instance(s), {report['files_checked']} file(s) read — ")
+    read = (
+        f"{report['revisions_read']} answer revision(s) read"  # a database store: no files
+        if "revisions_read" in report
+        else f"{report['files_checked']} file(s) read"
+    )
+    head = Text(f"{report['directory']}: {report['instances']} instance(s), {read} — ")
     head.append_text(verdict)
     out.print(head)
     for p in report["problems"]:

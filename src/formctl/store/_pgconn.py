@@ -3,40 +3,170 @@ turning a failure to connect into one line that names the server.
 
 Pure string work, with no import of psycopg, so the CLI can decide which store it was given
 (and print a masked DSN in an error) before anything heavy loads.
+
+Passwords (docs/store-postgres.md, "Passwords"): every text formctl builds from a DSN, or
+from a message libpq or psycopg wrote about one, goes through :func:`scrub` first. It
+replaces every string of the DSN that could be its password: the user-info after the first
+``:`` up to *any* ``@`` (a malformed DSN may have several, or a ``/`` or ``?`` inside the
+password), ``password=`` in the query or in the key/value form, each as written and
+percent-decoded. It errs on the side of hiding too much. A DSN is also checked here
+(:func:`dsn_problem`) before the library sees it, so that a malformed one is reported in
+our words rather than in a library message that quotes it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote
 
 SCHEMES = ("postgresql://", "postgres://")
 
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
-_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:\\.|[^'\\])*'|\S+)", re.IGNORECASE)
+_KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:\\.|[^'\\])*'?|\S+)", re.IGNORECASE)
+# In free text (and a URI's query), a password= value ends at a space or an &.
+_TEXT_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:\\.|[^'\\])*'?|(?!\*\*\*)[^\s&]+)", re.IGNORECASE)
+# The key/value form (``host=db dbname=forms``) starts with one of libpq's keywords.
+_KV_START = re.compile(
+    r"^\s*(host|hostaddr|port|dbname|user|password|passfile|service|sslmode|connect_timeout|options|"
+    r"application_name|target_session_attrs)\s*=",
+    re.IGNORECASE,
+)
+_MASK = "***"
+# Free text is scrubbed of candidates this long or longer: a one- or two-character "password"
+# would turn every such pair of letters into *** (a DSN itself is masked whatever the length,
+# and no message of ours quotes a part of a DSN that could hold one).
+_SHORTEST = 3
 
 
 def is_dsn(store: object) -> bool:
-    """True when ``--store`` / ``FORMCTL_STORE`` names a PostgreSQL database rather than a folder."""
-    return isinstance(store, str) and store.lower().startswith(SCHEMES)
+    """True when ``--store`` / ``FORMCTL_STORE`` names a PostgreSQL database rather than a folder:
+    a ``postgresql://`` or ``postgres://`` URI (any case), or libpq's key/value form
+    (``host=db dbname=forms``)."""
+    return isinstance(store, str) and (store.lower().startswith(SCHEMES) or bool(_KV_START.match(store)))
+
+
+def _is_uri(dsn: str) -> bool:
+    return dsn.lower().startswith(SCHEMES)
+
+
+def secrets(dsn: str) -> list[str]:
+    """Every string in ``dsn`` that could be its password, longest first (as written, and
+    percent-decoded). Deliberately generous: a malformed DSN is guessed at every way."""
+    found: set[str] = set()
+    if _is_uri(dsn):
+        rest = dsn[dsn.index("://") + 3 :]
+        colon = rest.find(":")
+        if colon >= 0:
+            for at in [m.start() for m in re.finditer("@", rest)]:
+                if at > colon:
+                    found.add(rest[colon + 1 : at])
+            if "@" not in rest:  # user:password with the @host forgotten: libpq reads a port
+                tail = rest[colon + 1 :].split("/")[0]
+                if not tail.isdigit():
+                    found.add(tail)
+        for match in re.finditer(r"[?&]password=([^&#]*)", rest, re.IGNORECASE):
+            found.add(match.group(1))
+    for match in _KV_PASSWORD.finditer(dsn):
+        raw = match.group(2)
+        found.add(raw)
+        if raw.startswith("'"):
+            inner = raw[1:-1] if raw.endswith("'") and len(raw) > 1 else raw[1:]
+            found.add(inner)
+            found.add(re.sub(r"\\(.)", r"\1", inner))
+    for text in list(found):
+        try:
+            found.add(unquote(text, errors="strict"))
+        except UnicodeDecodeError:
+            pass
+        found.add(unquote(text))
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
+def scrub(text: str, dsn: str | None) -> str:
+    """``text`` with every possible password of ``dsn`` (see :func:`secrets`) replaced by ``***``,
+    and any ``password=…`` in it masked too."""
+    if dsn:
+        for secret in secrets(dsn):
+            if len(secret) >= _SHORTEST:
+                text = text.replace(secret, _MASK)
+    return _TEXT_PASSWORD.sub(lambda m: m.group(1) + _MASK, text)
 
 
 def mask_dsn(dsn: str) -> str:
     """``dsn`` with any password replaced by ``***`` (URI user-info, a ``password=`` query
     parameter, or a ``password=`` key in the key/value form); the rest exactly as given."""
-    if not is_dsn(dsn):
-        return _KV_PASSWORD.sub(lambda m: m.group(1) + "***", dsn)
+    if not _is_uri(dsn):
+        return scrub(dsn, dsn)
     head = dsn.index("://") + 3
     rest = dsn[head:]
-    end = min([rest.find(c) for c in "/?#" if c in rest] or [len(rest)])
-    netloc, tail = rest[:end], rest[end:]
-    if "@" in netloc:
-        userinfo, hosts = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            netloc = f"{userinfo.split(':', 1)[0]}:***@{hosts}"
-    tail = _QUERY_PASSWORD.sub(lambda m: m.group(1) + "***", tail)
-    return dsn[:head] + netloc + tail
+    query = rest.find("?")
+    at = rest.rfind("@", 0, query if query >= 0 else len(rest))
+    if at >= 0 and ":" in rest[:at]:
+        rest = f"{rest[: rest.index(':')]}:{_MASK}{rest[at:]}"
+    elif "@" not in rest and re.match(r"[^/?\[]*:(?!\d*(/|\?|$))", rest):  # no @: a "port" that is no number
+        rest = f"{rest[: rest.index(':')]}:{_MASK}"
+    rest = _QUERY_PASSWORD.sub(lambda m: m.group(1) + _MASK, rest)
+    return scrub(dsn[:head] + rest, dsn)
+
+
+def _parts(dsn: str) -> tuple[str, dict[str, str]]:
+    """The host list of a URI (after its last user-info ``@``, before the path) and its query."""
+    rest = dsn[dsn.index("://") + 3 :]
+    query_at = rest.find("?")
+    query_text = rest[query_at + 1 :] if query_at >= 0 else ""
+    rest = rest[:query_at] if query_at >= 0 else rest
+    rest = rest.rpartition("@")[2]
+    slash = rest.find("/")
+    hosts = rest[:slash] if slash >= 0 else rest
+    query: dict[str, str] = {}
+    for pair in query_text.split("&"):
+        key, _, value = pair.partition("=")
+        if key:
+            query[unquote(key)] = unquote(value)
+    return hosts, query
+
+
+def _first_host(hosts: str) -> tuple[str | None, str | None]:
+    first = hosts.split(",")[0]
+    if first.startswith("["):  # [::1]:5432
+        host, _, rest = first[1:].partition("]")
+        port = rest.lstrip(":") or None
+    else:
+        host, _, port_text = first.partition(":")
+        port = port_text or None
+    return (unquote(host) if host else None), port
+
+
+def dsn_problem(dsn: str) -> str | None:
+    problem = _problem(dsn)
+    return None if problem is None else scrub(problem, dsn)
+
+
+def _problem(dsn: str) -> str | None:
+    """Why ``dsn`` cannot be a connection string, in our words (None when it looks usable).
+
+    Catches what libpq would otherwise report by quoting the DSN, password and all: an
+    upper-case scheme, a bad ``%`` escape, an unclosed ``[`` around an IPv6 host, a port that
+    is not a number."""
+    if not _is_uri(dsn):
+        return None
+    scheme = dsn[: dsn.index("://")]
+    if scheme not in ("postgresql", "postgres"):
+        return f"the scheme must be written in lower case (postgresql://, not {scheme}://)"
+    if re.search(r"%(?![0-9A-Fa-f]{2})", dsn):
+        return "a % that is not followed by two hex digits (write a % in a password as %25)"
+    hosts, query = _parts(dsn)
+    for entry in hosts.split(","):
+        if entry.startswith("[") and "]" not in entry:
+            return "an IPv6 host opened with [ is not closed with ]"
+        _, port = _first_host(entry)
+        if port is not None and not port.isdigit():
+            return "the port after the host is not a number"  # never quoted: it may be a password
+    port = query.get("port")
+    if port is not None and not all(p.isdigit() for p in port.split(",")):
+        return "the port= parameter is not a number"
+    return None
 
 
 def describe_server(dsn: str) -> str:
@@ -44,43 +174,42 @@ def describe_server(dsn: str) -> str:
 
     Falls back on ``PGHOST``/``PGPORT`` as libpq does, and names no password."""
     host = port = None
-    try:
-        parts = urlsplit(dsn)
-        query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        hosts = parts.netloc.rpartition("@")[2]
+    if _is_uri(dsn):
+        hosts, query = _parts(dsn)
         if hosts:
-            first = hosts.split(",")[0]
-            if first.startswith("["):  # [::1]:5432
-                host, _, rest = first[1:].partition("]")
-                port = rest.lstrip(":") or None
-            else:
-                host, _, port_text = first.partition(":")
-                port = port_text or None
-            host = unquote(host) if host else None
+            host, port = _first_host(hosts)
         host = query.get("host", host) or None
         port = query.get("port", port) or None
-    except ValueError:
-        pass
+    else:
+        for match in re.finditer(r"\b(host|port)\s*=\s*('(?:\\.|[^'\\])*'|\S+)", dsn):
+            value = match.group(2).strip("'")
+            if match.group(1) == "host":
+                host = value
+            else:
+                port = value
     host = host or os.environ.get("PGHOST") or None
     port = port or os.environ.get("PGPORT") or "5432"
     if host is None:
-        return f"the local PostgreSQL socket (port {port})"
-    if host.startswith("/"):
-        return f"the socket in {host} (port {port})"
-    return f"{host}:{port}"
+        where = f"the local PostgreSQL socket (port {port})"
+    elif host.startswith("/"):
+        where = f"the socket in {host} (port {port})"
+    else:
+        where = f"{host}:{port}"
+    return scrub(where, dsn)
 
 
 def connect_failure(dsn: str, exc: BaseException) -> str:
     """One line for a connection that could not be made: where, and the server's reason."""
-    reason = _reason(exc)
+    reason = _reason(exc, dsn)
     if reason.startswith(("Connection refused", "No such file or directory")):
         reason = f"no server is running there ({reason[0].lower()}{reason[1:-1]})."
     return f"Cannot connect to the PostgreSQL store at {describe_server(dsn)}: {reason}"
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, dsn: str | None = None) -> str:
     """The useful part of libpq's message, without any connection string: the server's reason
-    after ``FATAL:``, else what follows the last ``failed:`` (``Connection refused``)."""
+    after ``FATAL:``, else what follows the last ``failed:`` (``Connection refused``); scrubbed
+    of ``dsn``'s password."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     reason = lines[0] if lines else type(exc).__name__
     for line in lines:
@@ -92,5 +221,5 @@ def _reason(exc: BaseException) -> str:
             if "failed:" in line and line.rsplit("failed:", 1)[1].strip():
                 reason = line.rsplit("failed:", 1)[1].strip()
                 break
-    reason = _KV_PASSWORD.sub(lambda m: m.group(1) + "***", reason).rstrip(".?! ")
+    reason = scrub(reason, dsn).rstrip(".?! ")
     return reason + "."

@@ -10,7 +10,7 @@ from typing import Any
 
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.commit import apply_commit, apply_dispatch, apply_entry_commit
-from formctl.forms.errors import ConflictError, NotFoundError, ProvenanceError
+from formctl.forms.errors import ConflictError, InvalidArgumentError, NotFoundError, ProvenanceError
 from formctl.forms.instance import FieldLog, Instance, Provenance, highest_seq
 
 __all__ = [
@@ -20,19 +20,33 @@ __all__ = [
     "apply_dispatch",
     "apply_entry_commit",
     "check_provenance",
+    "check_text",
     "new_instance",
     "sort_recent_first",
 ]
 
 
 def check_provenance(provenance: Any) -> Provenance:
-    """Refuse a write that does not say who made it, from where, and when."""
+    """Refuse a write that does not say who made it, from where, and when, or says it in text
+    no store can hold (a NUL, a lone surrogate): every store refuses the same, before writing."""
     if not isinstance(provenance, Provenance):
         raise ProvenanceError()
     for value in (provenance.source, provenance.actor, provenance.timestamp):
         if not isinstance(value, str):
             raise ProvenanceError()
+    check_text(provenance.source, "The provenance's source")
+    check_text(provenance.actor, "The provenance's actor")
+    check_text(provenance.note, "The provenance's note")
     return provenance
+
+
+def check_text(value: Any, what: str) -> None:
+    """Raise :class:`InvalidArgumentError` when ``value`` is a string no store can hold."""
+    from formctl.forms.validate import text_issue
+
+    issue = text_issue(value) if isinstance(value, str) else None
+    if issue is not None:
+        raise InvalidArgumentError(f"{what} cannot be stored: {issue.message}")
 
 
 def new_instance(
@@ -48,6 +62,8 @@ def new_instance(
     ``revision_seq`` the highest seq among the given entries."""
     from formctl.store.ids import new_instance_id
 
+    check_text(subject, "The subject")
+    check_text(def_id, "The form id")
     return Instance(
         id=new_instance_id(),
         def_id=def_id,

@@ -184,6 +184,53 @@ class JsonFileAdapter:
             self.index.put(instance_id, subject, row_of(new))
         return new
 
+    # ------------------------------------------------------------------ copying in
+
+    def import_instances(self, instances: list[Instance]) -> list[tuple[str, str]]:
+        """Store each instance exactly as given (id, version, timestamps, every revision), for
+        ``formctl store copy --to DIR``; per instance (outcome, why), as
+        :func:`formctl.store.copy.outcome` decides. An instance that is copied or brought up to
+        date gets a whole new snapshot, written the way a compaction writes one (atomically,
+        then its journal removed), under the writers' lock; one damaged here is left alone."""
+        from formctl.store.copy import outcome
+
+        results: list[tuple[str, str]] = []
+        with self._writing():
+            self._before_write()
+            for given in instances:
+                results.append(self._import_one(given, outcome))
+        return results
+
+    def _import_one(self, given: Instance, outcome: Callable[..., tuple[str, str]]) -> tuple[str, str]:
+        if not is_instance_id(given.id):
+            return "refused", "its id is not one this store can name a file by"
+        try:
+            loaded = self.files.read(given.id)
+            damage = self._damage_of(given.id, loaded) if loaded is not None else None
+        except StoreError as exc:
+            return "refused", f"damaged in the target: {exc.message}"
+        if damage is not None:
+            return "refused", f"damaged in the target: {damage.error().message}"
+        done, why = outcome(loaded.instance if loaded is not None else None, given)
+        if done not in ("copied", "updated"):
+            return done, why
+        seq = loaded.seq if loaded is not None else 0
+        try:
+            data = encoded(lambda: snapshot_bytes(given, seq))
+        except StoreError as exc:
+            return "refused", exc.message
+        self._mark(given.id, given.subject)
+        try:
+            self.files.create(given, data)
+            if loaded is not None:
+                _durable.remove_quietly(self.files.paths(given.id)[1])  # its records are in the snapshot
+                self.files.forget(given.id)
+        except StoreError:
+            self.index.put(given.id, given.subject, row_of(loaded.instance) if loaded is not None else None)
+            raise
+        self.index.put(given.id, given.subject, row_of(given))
+        return done, ""
+
     # ------------------------------------------------------------------ protocol: reads
 
     def get_instance(self, instance_id: str) -> Instance | None:

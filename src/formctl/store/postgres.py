@@ -60,10 +60,11 @@ from formctl.store._pgcodec import (
     revision_rows,
     row_values,
 )
-from formctl.store._pgconn import _reason, connect_failure, describe_server, mask_dsn
+from formctl.store._pgconn import _reason, connect_failure, describe_server, dsn_problem, mask_dsn
 from formctl.store._pglisten import Watcher
 from formctl.store.base import check_provenance, missing, new_instance
 from formctl.store.ids import is_instance_id, new_instance_id
+from formctl.store.maintenance import StoreProblem, StoreReport
 
 try:
     import psycopg
@@ -128,6 +129,19 @@ def require_psycopg() -> None:
         raise StoreError("PostgreSQL support is not installed: pip install 'formctl[postgres]' (it adds psycopg).")
 
 
+@dataclass(frozen=True, slots=True)
+class DatabaseReport(StoreReport):
+    """``check()`` on a database: instances and answer revisions read (there are no files)."""
+
+    revisions: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = StoreReport.to_dict(self)
+        del data["files_checked"]
+        data["revisions_read"] = self.revisions
+        return data
+
+
 @dataclass(slots=True)
 class _Cached:
     writes: int
@@ -153,7 +167,8 @@ class PostgresAdapter:
         self._connect_timeout = connect_timeout
         self._conn: Any = None
         self._pid = 0
-        self._tables = False  # the formctl tables exist (checked per connection)
+        self._tables = False  # the formctl tables exist at this formctl's schema (checked per connection)
+        self._schema = 0  # the schema version found (0: no formctl tables at all)
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._mutex = threading.RLock()
         self._committing = False
@@ -356,6 +371,7 @@ class PostgresAdapter:
             if not self._tables:
                 self._check_schema(cur.connection)  # another process may have created them since
                 if not self._tables:
+                    self._refuse_older()
                     return []
             cur.execute(f"SELECT {COLUMNS} FROM formctl_instances {where}", params)
             return self._assemble(cur, cur.fetchall(), on_damage=on_damage)
@@ -417,59 +433,55 @@ class PostgresAdapter:
 
     # ------------------------------------------------------------------ copying in
 
-    def import_instances(self, instances: list[Instance]) -> list[str]:
-        """Store each instance exactly as given (id, version, timestamps, every revision), in one
-        transaction, for ``formctl store copy``. Per instance, what happened:
+    def import_instances(self, instances: list[Instance]) -> list[tuple[str, str]]:
+        """Store each instance exactly as given (id, version, timestamps, every revision), for
+        ``formctl store copy``, in one transaction. Per instance, (outcome, why), as
+        :func:`formctl.store.copy.outcome` decides: an instance that diverged is left as it is
+        and reported, one the database refuses (a value it cannot hold) is rolled back alone
+        (a savepoint each), and neither stops the rest of the batch."""
+        from formctl.store.copy import outcome
 
-        * ``copied``: it was not here;
-        * ``updated``: an earlier version of the same history was here, and got the rest (its
-          answers so far are kept as they are; only the later ones are added);
-        * ``same``: it is here already, identical;
-        * ``newer``: this store holds a later version (written here since): left alone.
-
-        Raises :class:`StoreError` naming an instance whose history here is not a prefix of the
-        one given (both were written separately): nothing of the batch is written then."""
-
-        def write(cur: Any) -> list[str]:
+        def write(cur: Any) -> list[tuple[str, str]]:
             cur.execute(
                 f"SELECT {COLUMNS} FROM formctl_instances WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
                 ([i.id for i in instances],),
             )
             rows = {row.id: row for row in cur.fetchall()}
-            here = {i.id: i for i in self._assemble(cur, list(rows.values()), cached=False)}
-            outcomes: list[str] = []
-            revisions: list[RevisionRow] = []
+            damaged: dict[str, str] = {}
+
+            def note(row: Any, exc: StoreError) -> None:
+                damaged[row.id] = exc.message
+
+            here = {i.id: i for i in self._assemble(cur, list(rows.values()), cached=False, on_damage=note)}
+            outcomes: list[tuple[str, str]] = []
             for given in instances:
+                if given.id in damaged:
+                    outcomes.append(("refused", f"damaged in the target: {damaged[given.id]}"))
+                    continue
                 row = rows.get(given.id)
-                if row is None:
-                    cur.execute(INSERT_INSTANCE, row_values(given, writes=given.version))
-                    revisions.extend(revision_rows(given.id, given.entries, {}, version=given.version))
-                    outcomes.append("copied")
+                held = here.get(given.id)
+                done, why = outcome(held, given)
+                if done not in ("copied", "updated"):
+                    outcomes.append((done, why))
                     continue
-                if row.version > given.version:
-                    outcomes.append("newer")
+                try:
+                    with cur.connection.transaction():  # a savepoint: a refusal undoes this one alone
+                        if row is None:
+                            cur.execute(INSERT_INSTANCE, row_values(given, writes=given.version))
+                            revisions = list(revision_rows(given.id, given.entries, {}, version=given.version))
+                        else:
+                            assert held is not None
+                            revisions = list(
+                                revision_rows(given.id, given.entries, held.entries, version=given.version)
+                            )
+                            cur.execute(UPDATE_INSTANCE, (*row_values(given, writes=row.writes + 1)[1:], given.id))
+                        if revisions:
+                            cur.executemany(INSERT_REVISIONS, revisions)
+                except (psycopg.DataError, psycopg.IntegrityError, StoreError) as exc:
+                    reason = exc.message if isinstance(exc, StoreError) else _reason(exc, self.dsn)
+                    outcomes.append(("refused", f"the database cannot hold it: {reason}"))
                     continue
-                held = here[given.id]  # every row was assembled: _assemble raises on damage here
-                for field, log in held.entries.items():
-                    theirs = given.entries.get(field)
-                    if theirs is None or theirs.revisions[: len(log.revisions)] != log.revisions:
-                        raise StoreError(
-                            f"{given.id} differs here ({self.display}) from the copy given: field {field!r} has other "
-                            "answers. Both were written separately; nothing of this batch was copied."
-                        )
-                if row.version == given.version:
-                    if held != given:
-                        raise StoreError(
-                            f"{given.id} is at version {given.version} in both stores but differs; "
-                            "nothing of this batch was copied."
-                        )
-                    outcomes.append("same")
-                    continue
-                revisions.extend(revision_rows(given.id, given.entries, held.entries, version=given.version))
-                cur.execute(UPDATE_INSTANCE, (*row_values(given, writes=row.writes + 1)[1:], given.id))
-                outcomes.append("updated")
-            if revisions:
-                cur.executemany(INSERT_REVISIONS, revisions)
+                outcomes.append((done, ""))
             return outcomes
 
         if not instances:
@@ -498,10 +510,13 @@ class PostgresAdapter:
     def check(self) -> Any:
         """Read every instance and its answer log afresh (no cache) in one consistent snapshot and
         report any whose rows do not add up. Changes nothing."""
-        from formctl.store.maintenance import StoreProblem, StoreReport
 
         def scan(cur: Any) -> tuple[int, int, list[StoreProblem], list[str]]:
             if not self._tables:
+                self._check_schema(cur.connection)
+            if not self._tables:
+                if self._schema:
+                    return 0, 0, [StoreProblem(self.display, self._older())], []
                 return 0, 0, [], ["no formctl tables yet: the first write creates them (or formctl store init)"]
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             problems: list[StoreProblem] = []
@@ -536,12 +551,13 @@ class PostgresAdapter:
             return instances, revisions, problems, []
 
         instances, revisions, problems, notes = self._run(scan, write=False, transaction=True)
-        return StoreReport(
+        return DatabaseReport(
             directory=self.display,
-            files_checked=instances,
+            files_checked=0,
             instances=instances,
             problems=tuple(problems),
-            notes=tuple(notes) + ((f"{revisions} answer revision(s) read",) if instances else ()),
+            notes=tuple(notes),
+            revisions=revisions,
         )
 
     def reindex(self) -> Any:
@@ -570,7 +586,7 @@ class PostgresAdapter:
             except psycopg.OperationalError as exc:
                 if time.monotonic() + pause > deadline or not _server_away(exc):
                     raise StoreError(connect_failure(self.dsn, exc)) from None
-            except psycopg.Error as exc:
+            except (psycopg.Error, ValueError) as exc:  # ValueError: a NUL in the string
                 raise StoreError(connect_failure(self.dsn, exc)) from None
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
@@ -578,10 +594,15 @@ class PostgresAdapter:
     def _connect_options(self) -> dict[str, Any]:
         from psycopg.conninfo import conninfo_to_dict
 
+        problem = dsn_problem(self.dsn)  # before libpq: its messages quote the whole string
+        if problem is not None:
+            raise StoreError(f"Not a valid PostgreSQL connection string ({self.display}): {problem}.")
         try:
             given = conninfo_to_dict(self.dsn)
-        except psycopg.Error as exc:
-            raise StoreError(f"Not a valid PostgreSQL connection string ({self.display}): {_reason(exc)}") from None
+        except (psycopg.Error, ValueError) as exc:
+            raise StoreError(
+                f"Not a valid PostgreSQL connection string ({self.display}): {_reason(exc, self.dsn)}"
+            ) from None
         options: dict[str, Any] = {}
         if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
             options["connect_timeout"] = self._connect_timeout
@@ -609,15 +630,30 @@ class PostgresAdapter:
     def _check_schema(self, conn: Any) -> None:
         if not conn.execute(_pgschema.EXISTS).fetchone()[0]:
             self._tables = False
+            self._schema = 0
             return
         row = conn.execute(_pgschema.CURRENT).fetchone()
         version = row[0] if row else 0
+        self._schema = version
         if version > _pgschema.SCHEMA_VERSION:
             raise StoreError(
                 f"The PostgreSQL store {self.display} is at schema version {version}, newer than this formctl "
                 f"knows ({_pgschema.SCHEMA_VERSION}): use the formctl version that wrote it."
             )
         self._tables = version == _pgschema.SCHEMA_VERSION
+
+    def _older(self) -> str:
+        return (
+            f"The PostgreSQL store {self.display} is at schema version {self._schema}, older than this "
+            f"formctl's {_pgschema.SCHEMA_VERSION}: formctl store init upgrades it (every answer is kept; "
+            "the first write upgrades it too). Until then it is not read, rather than read as empty."
+        )
+
+    def _refuse_older(self) -> None:
+        """Reads never write (docs/store-postgres.md): tables at an older schema are refused in one
+        line, never read as an empty store."""
+        if self._schema:
+            raise StoreError(self._older())
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -661,7 +697,7 @@ class PostgresAdapter:
                         ) from None
                     if attempt == 2:
                         raise StoreError(
-                            f"Lost the connection to the PostgreSQL store at {self.server} ({_reason(exc)})"
+                            f"Lost the connection to the PostgreSQL store at {self.server} ({_reason(exc, self.dsn)})"
                             + ("; nothing was saved. Try again." if write else ". Try again.")
                         ) from None
                 except psycopg.Error as exc:
@@ -681,8 +717,10 @@ class PostgresAdapter:
 
     def _failure(self, exc: BaseException, write: bool) -> StoreError:
         if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot hold (a NUL in text)
-            return StoreError(f"The instance holds a value that cannot be stored in PostgreSQL ({_reason(exc)}).")
+            return StoreError(
+                f"The instance holds a value that cannot be stored in PostgreSQL ({_reason(exc, self.dsn)})."
+            )
         if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-            return StoreError(f"The PostgreSQL store {self.display} refused this user: {_reason(exc)}")
+            return StoreError(f"The PostgreSQL store {self.display} refused this user: {_reason(exc, self.dsn)}")
         tail = " Nothing was saved." if write else ""
-        return StoreError(f"The PostgreSQL store at {self.server} failed: {_reason(exc)}{tail}")
+        return StoreError(f"The PostgreSQL store at {self.server} failed: {_reason(exc, self.dsn)}{tail}")

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from formctl.cli import render
 from formctl.cli.chat.commands import Commands
-from formctl.cli.workspace import default_subject, local_folder, open_registry, open_store
+from formctl.cli.workspace import default_subject, is_database, local_folder, open_registry, open_store
 from formctl.forms.errors import FormError, FormStaleError, InvalidArgumentError, NotFoundError, StoreError
 from formctl.forms.reading import DefaultInstance, is_stale
 
@@ -178,10 +178,15 @@ class ChatSession(Commands):
         try:
             found = self.adapter.find_instances(subject=self.subject, def_id=form_id, strict=True)
         except StoreError as exc:
+            if getattr(exc, "reason", None) is None:
+                raise  # the store failed (a server away, a folder unreadable): no instance is damaged
+            fix = (
+                "restore it from a backup (formctl store check lists damaged instances)"
+                if is_database(self.options.store)
+                else "restore the file, or move it aside to start afresh (formctl store check lists damaged files)"
+            )
             raise StoreError(
-                f"{exc.message} Not starting a new {form_id} in its place: restore the file, "
-                "or move it aside to start afresh (formctl store check lists damaged files).",
-                code=exc.code,
+                f"{exc.message} Not starting a new {form_id} in its place: {fix}.", code=exc.code
             ) from None
         for instance in found:  # most recent first
             if self._stale(instance):

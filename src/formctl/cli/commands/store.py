@@ -1,5 +1,6 @@
 """``formctl store check``, ``reindex``, ``repair``, ``init`` and ``copy``."""
 
+import sys
 from typing import Any, Optional
 
 import typer
@@ -10,7 +11,7 @@ from formctl.cli.options import InstanceArg, JsonOpt, StoreOpt
 
 @store_app.command("check", cls=_Command, epilog=_example("formctl store check --store ./.formctl"))
 def store_check(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
-    """Check every instance file and the index.
+    """Check that every instance reads back whole (the files and the index, or the database's rows).
 
     Changes nothing. Exits 1 unless all is well.
     """
@@ -115,31 +116,42 @@ def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     epilog=_example(
         "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms",
         "formctl store copy --from .formctl --to postgresql://forms@db.example.com/forms   # again: only what changed",
+        "formctl store copy --from postgresql://forms@db.example.com/forms --to backup/   # a backup you can read",
     ),
 )
 def store_copy(
-    source: str = typer.Option(..., "--from", metavar="DIR", help="The store to copy from (a folder or a DSN)."),
-    target: str = typer.Option(..., "--to", metavar="DSN", help="The PostgreSQL store to copy into."),
+    source: str = typer.Option(..., "--from", metavar="STORE", help="The store to copy from (a folder or a DSN)."),
+    target: str = typer.Option(..., "--to", metavar="STORE", help="The store to copy into (a DSN or a folder)."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Copy every instance, with its whole history and versions, into a PostgreSQL store, then verify.
+    """Copy every instance, with its whole history and versions, into another store, then verify.
 
-    Ids, versions, timestamps and every revision of every answer arrive as they were. Run it
-    again and it copies only what changed in the source since (later answers are added to
-    the copy, never written over it); an instance written in the target since is left alone.
-    Then every instance is read back and compared with the source, and store check runs on
-    both. Exits 1 unless the copy is verified.
+    Either way round: a folder into a PostgreSQL database (moving a team over), or a database
+    into a folder (a backup a person can read). Ids, versions, timestamps and every revision
+    of every answer arrive as they were. Run it again and it copies only what changed in the
+    source since (later answers are added to the copy, never written over it); an instance
+    written in the target since is left alone, and one written on both sides is reported
+    with what differs and not copied. Then every instance is read back and compared with the
+    source, and store check runs on both. Exits 1 unless all of it was copied and verified.
     """
-    from formctl.cli.workspace import is_database, open_store, store_name
+    from formctl.cli.workspace import is_database, open_store, store_name, store_path
     from formctl.store.copy import copy_store
 
-    if not is_database(target):
-        _fail(f"--to {store_name(target)}: copy into a postgresql:// store (a folder store is not a target).", 2)
     if not is_database(source) and not store_path_exists(source):
         _fail(f"No form store at {store_name(source)}: nothing to copy.")
-    report = copy_store(
-        open_store(source), open_store(target), source_name=store_name(source), target_name=store_name(target)
-    )
+    same = source == target if is_database(source) else store_path(source).resolve() == store_path(target).resolve()
+    if same:
+        _fail(f"--from and --to are the same store ({store_name(source)}): nothing to copy.", 2)
+    try:
+        report = copy_store(
+            open_store(source), open_store(target), source_name=store_name(source), target_name=store_name(target)
+        )
+    except KeyboardInterrupt:
+        sys.stderr.write(
+            "Interrupted: what was copied so far is kept (each batch lands whole or not at all); "
+            "run the same command again to go on.\n"
+        )
+        raise typer.Exit(130) from None
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -149,16 +161,20 @@ def store_copy(
 
 
 def _print_copy(report: Any) -> None:
-    total = len(report.copied) + len(report.updated) + len(report.same) + len(report.newer)
+    total = sum(len(getattr(report, name)) for name in ("copied", "updated", "same", "newer", "diverged", "refused"))
     typer.echo(
         f"{report.source} -> {report.target}: {total} instance(s); {len(report.copied)} copied, "
         f"{len(report.updated)} brought up to date, {len(report.same)} already there."
     )
     if report.newer:
         typer.echo(
-            f"note: {len(report.newer)} written in the target since the last copy, left alone: "
-            + ", ".join(report.newer)
+            f"note: {len(report.newer)} written in the target since the last copy, and holding everything the "
+            "source has, left alone: " + ", ".join(report.newer)
         )
+    for iid, why in report.diverged.items():
+        typer.echo(f"not copied (diverged): {iid}: {why}.", err=True)
+    for iid, why in report.refused.items():
+        typer.echo(f"not copied: {iid}: {why}", err=True)
     for line in report.unreadable:
         typer.echo(f"not copied (damaged in the source): {line}", err=True)
     for iid in report.mismatched:
@@ -167,6 +183,13 @@ def _print_copy(report: Any) -> None:
         typer.echo(f"problem: {line}", err=True)
     if report.verified:
         typer.echo("Verified: every instance reads back identical, and store check is ok on both sides.")
+    elif report.diverged and not (report.refused or report.unreadable or report.mismatched or report.problems):
+        typer.echo(
+            f"{len(report.diverged)} instance(s) not copied: written on both sides (above); everything else "
+            "was copied and reads back identical. Settle them by hand (formctl history ID on each side), then "
+            "run the copy again.",
+            err=True,
+        )
     else:
         typer.echo("NOT verified: see above; run it again once the source is fixed.", err=True)
 
