@@ -270,7 +270,9 @@ class PostgresAdapter:
         of retrying conflicts. Reads and writes inside it go through this adapter's connection,
         which holds the lock. A lock lost with its connection (a server restart) leaves
         compare-and-set to catch what it no longer keeps out."""
-        key = (_LOCK_CLASS, instance_id)
+        # PostgreSQL text holds no NUL (a key may carry a subject that does, and is refused
+        # later): any fixed stand-in will do, as two keys that collide only queue together.
+        key = (_LOCK_CLASS, instance_id.replace("\x00", "\ufffd"))
         with self._mutex:
             self._run(lambda cur: cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", key))
             conn = self._conn
@@ -315,6 +317,8 @@ class PostgresAdapter:
         """Instances matching every filter, most recent first. An instance whose stored rows do not
         add up is left out (appended to ``damaged`` when given), or raises when ``strict`` and it is
         open (``formctl run`` asks this way, rather than start a second form beside it)."""
+        if any("\x00" in v for v in (subject, def_id, status) if isinstance(v, str)):
+            return []  # no stored text holds a NUL (PostgreSQL text cannot): nothing matches
         clauses, params = [], []
         for column, value in (("subject", subject), ("def_id", def_id), ("status", status)):
             if value is not None:
@@ -337,6 +341,8 @@ class PostgresAdapter:
     def find_open_instance(self, subject: str) -> Instance | None:
         """The subject's most recently updated instance that is not abandoned (one probe of a
         partial index). A damaged one raises rather than let an older one stand in for it."""
+        if "\x00" in subject:
+            return None  # no stored subject holds a NUL
         found = self._select(
             "WHERE subject = %s AND status <> 'abandoned' ORDER BY updated_at DESC, id DESC LIMIT 1", (subject,)
         )
