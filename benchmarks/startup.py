@@ -20,7 +20,7 @@ Both the console script and the bare app are started the same way, ``python -c "
 MODULE import ...; ..."`` with the module importable from a folder on ``PYTHONPATH``, so
 their own code is read from the same bytecode cache: nothing is a ``__main__`` script
 compiled afresh on every start. It also reports, from ``python -X importtime``, whether any
-heavy module (pydantic, rich, prompt_toolkit, anthropic, a form module) was imported.
+heavy module (pydantic, rich, prompt_toolkit, anthropic, openai, mcp, a form module) was imported.
 
 Bytecode: by default every command (``python -c pass`` too) runs with a bytecode cache
 in a temporary folder (``PYTHONPYCACHEPREFIX``), as an installed package has; an
@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("pydantic", "rich", "prompt_toolkit", "anthropic", "travel_claim", "client_intake", "asyncio")
+HEAVY = ("pydantic", "rich", "prompt_toolkit", "anthropic", "openai", "mcp", "travel_claim", "client_intake", "asyncio")
 TARGET = 3.0
 
 

@@ -1,6 +1,6 @@
 """The one definition of every fixture the test modules share.
 
-* ``_clean_env`` (autouse): no ``FORMCTL_*`` or ``ANTHROPIC_*`` setting of the
+* ``_clean_env`` (autouse): no ``FORMCTL_*``, ``ANTHROPIC_*`` or ``OPENAI_*`` setting of the
   developer's shell, and none of the variables rich reads for a terminal's size and colour
   (``COLUMNS`` would make a CLI test's output wrap where the shell is narrow), reach a test.
 * ``_processes_only_in_e2e`` (autouse): a test that starts a Python process, forks or opens a
@@ -54,7 +54,7 @@ ENVIRONMENT = (
     "TTY_INTERACTIVE",
     "COLORTERM",
 )
-PREFIXES = ("FORMCTL_", "ANTHROPIC_")
+PREFIXES = ("FORMCTL_", "ANTHROPIC_", "OPENAI_")
 # The developer's choice of random seed for the crash test, and the PostgreSQL server CI started.
 KEEP = ("FORMCTL_CRASH_SEED", "FORMCTL_TEST_PG_DSN", "FORMCTL_TEST_PG_DIR", "FORMCTL_TEST_PG_PORT")
 

@@ -16,6 +16,13 @@ bytes). Faults can be queued like replies:
         api.answer_with(lambda body: ([text("Hi")], None))   # then answer every request from its body
         model = AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=1)
 
+Like the real API it is strict about the conversation it is sent, so a test of a broken
+request can fail: a ``tool_result`` that answers no ``tool_use`` of the assistant turn just
+before it, a ``tool_use`` left unanswered by the next user turn (whose results must come
+first), two turns of one role in a row, a system prompt or tool list that changed in the
+middle of a conversation (one conversation: requests that open with the same first user
+message). Each is answered 400 ``invalid_request_error`` and listed in ``rejected``.
+
 Faults carry ``retry-after-ms: 1`` so the SDK's retries take a millisecond, not seconds.
 When the script runs out the server answers 500 with ``x-should-retry: false`` and the
 request is listed in ``unexpected``, so a test that sends more than it scripted fails
@@ -108,6 +115,8 @@ class FakeAnthropic:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
+        self.rejected: list[tuple[RecordedRequest, str]] = []
+        self._conversations: dict[str, tuple[str, str]] = {}  # first user message: (system, tools)
         self._script: deque[Any] = deque()
         self._lock = threading.Lock()
         self._responder: Any = None
@@ -202,6 +211,70 @@ class FakeAnthropic:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    # ------------------------------------------------------------------ what the real API refuses
+
+    def problem(self, body: Any) -> str | None:
+        """Why the Messages API would refuse this request body, or None."""
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+            return "messages: a non-empty list is required"
+        messages = body["messages"]
+        waiting: list[str] = []  # tool_use ids of the assistant turn just before
+        previous = None
+        for n, message in enumerate(messages):
+            role = message.get("role") if isinstance(message, dict) else None
+            if role not in ("user", "assistant"):
+                return f"messages.{n}.role: unexpected role {role!r}"
+            if n == 0 and role != "user":
+                return "messages.0: the first message must use the user role"
+            if role == previous:
+                return f"messages.{n}: roles must alternate between user and assistant"
+            previous = role
+            content = message.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            if not isinstance(blocks, list):
+                return f"messages.{n}.content: a string or a list of blocks"
+            kinds = [b.get("type") for b in blocks if isinstance(b, dict)]
+            if role == "user":
+                answered = [
+                    b.get("tool_use_id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"
+                ]
+                for tool_use_id in answered:
+                    if tool_use_id not in waiting:
+                        return (
+                            f"messages.{n}: unexpected `tool_use_id` found in `tool_result` blocks: {tool_use_id}. "
+                            "Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        )
+                if waiting:
+                    missing = [i for i in waiting if i not in answered]
+                    if missing:
+                        return (
+                            f"messages.{n}: `tool_use` ids were found without `tool_result` blocks immediately "
+                            f"after: {', '.join(missing)}"
+                        )
+                    if kinds[: len(answered)] != ["tool_result"] * len(answered):
+                        return f"messages.{n}: `tool_result` blocks must come first in the turn that answers them"
+                waiting = []
+            else:
+                waiting = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        # One conversation keeps its system prompt and tools: a request that continues one (it has
+        # more than its first user message) is compared with the conversation's first request.
+        first = messages[0].get("content")
+        first_text = first if isinstance(first, str) else ""
+        if isinstance(first, list):
+            first_text = next((b.get("text", "") for b in first if isinstance(b, dict) and b.get("type") == "text"), "")
+        system = body.get("system")
+        system_text = system if isinstance(system, str) else json.dumps(system, sort_keys=True)
+        prefix = (system_text, json.dumps(body.get("tools"), sort_keys=True))
+        with self._lock:
+            known = self._conversations.get(first_text)
+            if known is None or len(messages) == 1:
+                self._conversations[first_text] = prefix
+            elif known[0] != prefix[0]:
+                return "system: the system prompt changed in the middle of a conversation"
+            elif known[1] != prefix[1]:
+                return "tools: the tool list changed in the middle of a conversation"
+        return None
+
 
 class _QuietServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -236,6 +309,12 @@ class _Handler(BaseHTTPRequestHandler):
             fake.requests.append(record)
         if not self.path.split("?")[0].endswith("/v1/messages"):
             self._json(404, _error_body("not_found_error", f"fake: no route {self.path}"))
+            return
+        why = fake.problem(body)
+        if why is not None:
+            with fake._lock:
+                fake.rejected.append((record, why))
+            self._json(400, _error_body("invalid_request_error", f"fake: {why}"))
             return
         item = fake._next()
         if item is None and fake._responder is not None and isinstance(body, dict):

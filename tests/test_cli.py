@@ -254,7 +254,7 @@ def test_run_with_piped_input_completes_a_claim_with_the_guided_model(store):
 
 def test_without_a_model_key_run_says_it_uses_the_guided_model(store):
     out = ok("run", "travel-claim", "--forms", str(FORMS), "--store", store, input="").stdout
-    assert "guided offline model (no ANTHROPIC_API_KEY)" in out.splitlines()[0]
+    assert "guided offline model (no model key is set)" in out.splitlines()[0]
 
 
 def test_run_continues_the_subjects_open_instance_and_resume_continues_the_conversation(store):
@@ -669,7 +669,7 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
         bodies = api.bodies
     assert result.exit_code == 0, (result.stdout, result.stderr)
     out = result.stdout
-    assert out.splitlines()[0] == "Travel reimbursement claim · model claude-test · /help for commands"
+    assert out.splitlines()[0] == "Travel reimbursement claim · model anthropic:claude-test · /help for commands"
     assert "Welcome! What is your full name?" in out
     assert "· saved Full name · rejected Work email: " in out
     assert "Thanks, Dana." in out
@@ -702,7 +702,7 @@ def test_in_a_fresh_clone_run_works_with_no_configuration(tmp_path):
     shutil.copytree(FORMS, tmp_path / "forms")
     result = formctl("run", "travel-claim", input="Dana Reeve\n", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "guided offline model (no ANTHROPIC_API_KEY)" in result.stdout
+    assert "guided offline model (no model key is set)" in result.stdout
     assert "saved Full name" in result.stdout
     assert list((tmp_path / ".formctl" / "instances").glob("form_*.json"))  # the default store, ./.formctl
 

@@ -114,7 +114,7 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
     term = Terminal(child)
     try:
         # The header says which model, then the model opens and the bar shows step 1 and what comes later.
-        term.expect(r"guided offline model \(no ANTHROPIC_API_KEY\)")
+        term.expect(r"guided offline model \(no model key is set\)")
         term.expect(r'\[form: travel-claim\] step 1/4 "Claimant" · pending: Full name, Staff ID, Work email')
         term.expect(r"later: Trip \(destination, dates, purpose\)")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from fixture_project import REGISTRY
-from tool_fuzz import Tally, play, turns
+from tool_fuzz import Tally, play, through_openai, turns
 
 FUZZ_SETTINGS = settings(
     max_examples=200,
@@ -22,4 +22,14 @@ FUZZ_SETTINGS = settings(
 def test_no_tool_call_a_model_gets_wrong_crashes_loses_or_writes_what_it_should_not(example):
     tally = Tally()
     play(example, REGISTRY, tally)
+    assert not tally.findings, "\n".join(str(f) for f in tally.findings)
+
+
+@settings(FUZZ_SETTINGS, max_examples=60)
+@given(example=turns())
+def test_the_same_calls_through_the_openai_sdk_crash_nothing_and_write_nothing_on_an_error(example):
+    """The calls streamed by a loopback Chat Completions server through the real ``openai`` SDK
+    (one in four with arguments that are not JSON): the same checks, on the adapter's path."""
+    tally = Tally()
+    play(example, REGISTRY, tally, through=through_openai)
     assert not tally.findings, "\n".join(str(f) for f in tally.findings)

@@ -25,6 +25,7 @@ count them; the test fails on the first.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -32,6 +33,7 @@ import os
 import reprlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -546,10 +548,10 @@ class Watch:
     def finding(self, kind: str, detail: str) -> None:
         self.tally.findings.append(Finding(kind, self._call, detail))
 
-    def run(self, batches: list[list[tuple[str, Any]]]) -> None:
+    def run(self, batches: list[list[tuple[str, Any]]], model: Any = None) -> None:
         loop = ChatLoop(
             self.runner,
-            FuzzModel(batches),
+            model if model is not None else FuzzModel(batches),
             conversation_store=self.conversations,
             on_event=self._event,
             max_iterations=len(batches) + 1,
@@ -688,11 +690,60 @@ def realise(node: Any, world: World) -> Any:
     return node
 
 
-def play(example: dict[str, Any], registry_file: Path, tally: Tally) -> None:
-    """Run one example in a fresh store; findings go to ``tally``."""
+def play(example: dict[str, Any], registry_file: Path, tally: Tally, *, through: Any = None) -> None:
+    """Run one example in a fresh store; findings go to ``tally``.
+
+    ``through``: how the calls reach the loop. None: :class:`FuzzModel` hands them over as they
+    are. Else a function of the batches giving a context manager that yields the model to use
+    (:func:`through_openai`: as a Chat Completions server streams them, through the real SDK)."""
     world = World(registry_file, open_form=example["open"], closed=example["closed"])
     try:
         batches = [[(name, realise(arguments, world)) for name, arguments in batch] for batch in example["batches"]]
-        Watch(world, tally).run(batches)
+        if through is None:
+            Watch(world, tally).run(batches)
+        else:
+            with through(batches) as model:
+                Watch(world, tally).run(batches, model)
     finally:
         world.close()
+
+
+# --------------------------------------------------------------------------- through a provider's wire
+
+
+def arguments_text(arguments: Any, garble: int = 0) -> str:
+    """A call's arguments as the text a Chat Completions server sends: their JSON, or (``garble``
+    1-3, and for a value JSON cannot spell) text that is not valid JSON at all."""
+    try:
+        encoded = json.dumps(arguments)
+    except (ValueError, TypeError, RecursionError):
+        return '{"values": {'  # cut off, as a model that ran out of tokens mid-call sends it
+    if garble == 1:
+        return encoded[: max(1, len(encoded) // 2)]  # cut in half
+    if garble == 2:
+        return encoded.replace('"', "'")  # Python's quotes, not JSON's
+    if garble == 3:
+        return "```json\n" + encoded + "\n```"  # wrapped in a code fence
+    return encoded
+
+
+@contextlib.contextmanager
+def through_openai(batches: list[list[tuple[str, Any]]]) -> Iterator[Any]:
+    """The batches as a loopback Chat Completions server's replies, and an ``OpenAIChatModel`` on it.
+
+    One call in four (by position) has its arguments garbled into text that is not JSON."""
+    from fake_openai import FakeOpenAI, text, tool_use
+    from formctl.agent.models.openai import OpenAIChatModel
+
+    with FakeOpenAI() as api:
+        for b, batch in enumerate(batches):
+            api.reply(
+                *[
+                    tool_use(name, id=f"call_{b}_{i}", arguments=arguments_text(arguments, (b + i) % 4 if i else 0))
+                    for i, (name, arguments) in enumerate(batch)
+                ]
+            )
+        api.reply(text("Noted."))
+        yield OpenAIChatModel("gpt-fuzz", api_key="sk-fuzz-0123456789", base_url=api.base_url, max_retries=0)
+        if api.rejected:
+            raise AssertionError(f"the server refused a request: {api.rejected[0][1]}")

@@ -23,7 +23,9 @@ What the loop promises when things go wrong:
   calls (the calls not run get an error result, so the conversation stays valid). A
   ``KeyboardInterrupt`` inside ``send`` is treated the same way.
 - The iteration limit (default 12 model calls per turn) stops a model that keeps calling
-  tools without answering.
+  tools without answering; a reply with neither text nor a tool call ends the turn with
+  one line too (``NOTHING_SAID``), and a reply stopped by a provider's content filter is
+  reported, not taken for an answer.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ __all__ = ["ChatLoop", "Turn", "tool_result_block"]
 
 DEFAULT_MAX_ITERATIONS = 12
 CANCELLED = "Cancelled. Every answer already given is saved."
+# A reply with neither text nor a tool call (weaker models do this): a clear stop, not a silent turn.
+NOTHING_SAID = "The model replied with neither text nor a tool call. Send another message to continue."
 _NOT_RUN = {"status": "error", "message": "Not run: the turn was cancelled.", "data": {"code": "cancelled"}}
 
 
@@ -83,6 +87,8 @@ def _stop_line(stop_reason: str | None) -> str | None:
         return "The model declined to continue this conversation (refusal)."
     if stop_reason == "model_context_window_exceeded":
         return "The conversation no longer fits the model's context window (model_context_window_exceeded)."
+    if stop_reason == "content_filter":
+        return "The provider's content filter stopped the model's reply; nothing in it was applied."
     return f"The model stopped without answering ({stop_reason}). Send another message to continue."
 
 
@@ -256,6 +262,8 @@ class ChatLoop:
                 self.messages.append({"role": "assistant", "content": list(reply.content)})
             if not calls:
                 error = _stop_line(reply.stop_reason)
+                if error is None and not reply.text:
+                    error = NOTHING_SAID
                 return Turn(reply.text, reply.stop_reason or "end_turn", iterations, error, tool_calls)
             results: list[dict[str, Any]] = []
             self.messages.append({"role": "user", "content": results})  # filled in place, call by call

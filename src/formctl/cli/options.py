@@ -54,7 +54,14 @@ InstanceArg = Annotated[
 ]
 FormArg = Annotated[str, typer.Argument(metavar="FORM", help="Form id.", autocompletion=_complete_form)]
 ModelOpt = Annotated[
-    Optional[str], typer.Option("--model", envvar="FORMCTL_MODEL", help="Model name (needs ANTHROPIC_API_KEY).")
+    Optional[str],
+    typer.Option(
+        "--model",
+        envvar="FORMCTL_MODEL",
+        metavar="PROVIDER:NAME",
+        help="anthropic:NAME (ANTHROPIC_API_KEY), openai:NAME (OPENAI_API_KEY, or OPENAI_BASE_URL for a "
+        "local server) or guided. A bare NAME goes to the provider whose key is set.",
+    ),
 ]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the guided offline model.")]
 RecordOpt = Annotated[Optional[str], typer.Option("--record", metavar="PATH", help="Write a transcript as it goes.")]

@@ -6,7 +6,6 @@ engine, the chat loop and the models load inside the command.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -82,8 +81,9 @@ def register(app: typer.Typer) -> None:
             None,
             "--model",
             envvar="FORMCTL_MODEL",
-            metavar="NAME",
-            help="With --live: the Anthropic model (needs ANTHROPIC_API_KEY); default guided.",
+            metavar="PROVIDER:NAME",
+            help="With --live: the model, as formctl run takes it (anthropic:NAME, openai:NAME, guided); "
+            "default guided.",
         ),
         offline: bool = typer.Option(
             False, "--offline", help="With --live: the offline guided model, even with ANTHROPIC_API_KEY set."
@@ -117,10 +117,16 @@ def register(app: typer.Typer) -> None:
             typer.echo("error: --accept-text goes with --update", err=True)
             raise typer.Exit(2)
         live_model = model if live and not offline else None
-        if live and model and not offline and not os.environ.get("ANTHROPIC_API_KEY", "").strip():
-            typer.echo(
-                f"note: ANTHROPIC_API_KEY is not set, so --model {model} falls back to the guided model", err=True
-            )
+        if live_model:
+            from formctl.agent.models import ModelError, choose_model
+
+            try:
+                choice = choose_model(live_model)
+            except ModelError as exc:
+                typer.echo(f"error: {exc.message}", err=True)
+                raise typer.Exit(2) from None
+            if choice.provider == "guided" and live_model.strip().lower() != "guided":
+                typer.echo(f"note: no model key is set, so --model {model} falls back to the guided model", err=True)
         cov = Coverage() if coverage else None
         results = []
         for path in files:

@@ -397,7 +397,9 @@ def _live(
             text += "\n  the model reported:\n" + "\n".join(problems)
     passed = not text
     if update and new_t.expect is not None:
-        transcript.model = getattr(chat_model, "name", new_t.model)
+        from formctl.agent.models import model_label
+
+        transcript.model = model_label(chat_model) or new_t.model
         written = _rewrite(transcript, rec.masked())  # sensitive values never reach the file
         return ReplayResult(transcript.name, path, passed, text, "live", len(transcript.turns), updated=written)
     return ReplayResult(transcript.name, path, passed, text, "live", len(transcript.turns))

@@ -42,6 +42,11 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from formctl.agent.models._sdk import is_malformed as _is_malformed
+from formctl.agent.models._sdk import is_transport_error as _is_transport_error
+from formctl.agent.models._sdk import sendable
+from formctl.agent.models._sdk import tail as _tail
+from formctl.agent.models._sdk import trust_env as _trust_env
 from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.errors import KeyRejectedError
 
@@ -53,6 +58,8 @@ _EPHEMERAL = {"type": "ephemeral"}
 
 class AnthropicModel:
     """A :class:`~formctl.agent.models.base.ChatModel` over the Anthropic Messages API."""
+
+    provider = "anthropic"
 
     def __init__(
         self,
@@ -127,10 +134,10 @@ class AnthropicModel:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens or self.max_tokens,
-            "messages": _wire_messages(request.messages),
+            "messages": sendable(_wire_messages(request.messages)),
         }
         if request.system:
-            params["system"] = [{"type": "text", "text": request.system, "cache_control": dict(_EPHEMERAL)}]
+            params["system"] = [{"type": "text", "text": sendable(request.system), "cache_control": dict(_EPHEMERAL)}]
         if request.tools:
             params["tools"] = [dict(t) for t in request.tools]
         return params
@@ -202,7 +209,7 @@ class AnthropicModel:
 
         retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
         if isinstance(exc, anthropic.APIStatusError):
-            detail = getattr(exc, "api_message", None) or ""
+            detail = getattr(exc, "api_message", None) or _body_message(exc)
             kind = _error_type(exc)
             code: Any = exc.status_code
             if code < 400:  # an error event inside a 200 stream: the SDK neither types nor retries those
@@ -248,15 +255,6 @@ def _custom_header_names() -> list[str]:
     return names
 
 
-def _trust_env() -> bool:
-    """Proxy and CA variables (HTTPS_PROXY, SSL_CERT_FILE, ...) apply only when FORMCTL_TRUST_ENV=1.
-
-    Off by default so that nothing but ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and FORMCTL_*
-    changes where a conversation goes; a network that needs a proxy or its own CA opts in.
-    """
-    return os.environ.get("FORMCTL_TRUST_ENV", "").strip().lower() in ("1", "true", "yes", "on")
-
-
 # The SDK's exception classes, most specific first (OverloadedError is a kind of
 # InternalServerError), the error type in the body that means the same (an SDK without the
 # class, an error event inside a stream), and the line each becomes.
@@ -297,6 +295,14 @@ def _key_rejected(exc: BaseException) -> bool:
     return status in (401, 403) or _error_type(exc) in ("authentication_error", "permission_error")
 
 
+def _body_message(exc: Any) -> str:
+    """The ``error.message`` of an error body (SDKs before ``api_message`` keep only the body), or ""."""
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else ""
+
+
 def _error_type(exc: Any) -> str:
     """The ``error.type`` of an error body (``overloaded_error``, ``api_error``, ...), or ""."""
     kind = getattr(exc, "type", None)
@@ -306,40 +312,6 @@ def _error_type(exc: Any) -> str:
     error = body.get("error") if isinstance(body, dict) else None
     kind = error.get("type") if isinstance(error, dict) else None
     return kind if isinstance(kind, str) else ""
-
-
-def _tail(detail: str) -> str:
-    detail = " ".join(str(detail).split())
-    return f": {detail}" if detail else "."
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    """The HTTP library's own errors (httpx2 or httpx), wherever the SDK let them through."""
-    for module_name in ("httpx2", "httpx"):
-        try:
-            module = __import__(module_name)
-        except ImportError:
-            continue
-        base = getattr(module, "HTTPError", None) or getattr(module, "TransportError", None)
-        if base is not None and isinstance(exc, base):
-            return True
-        stream_error = getattr(module, "StreamError", None)
-        if stream_error is not None and isinstance(exc, stream_error):
-            return True
-    return isinstance(exc, (ConnectionError, EOFError))
-
-
-def _is_malformed(exc: BaseException) -> bool:
-    """A body that does not parse: bad JSON in an event, tool input the SDK cannot read, events out of order."""
-    try:
-        from pydantic import ValidationError
-    except ImportError:  # pragma: no cover
-        ValidationError = ()  # type: ignore[assignment]
-    if isinstance(exc, (ValueError, ValidationError)) and not isinstance(exc, UnicodeError):
-        return True
-    if isinstance(exc, (KeyError, IndexError)):
-        return True
-    return isinstance(exc, RuntimeError) and "Unexpected event order" in str(exc)
 
 
 def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -352,6 +324,10 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             block = dict(block)
             block.pop("cache_control", None)
+            if block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+                # Arguments another provider's model sent that were not a JSON object (kept as
+                # their text, see models/openai.py): the Messages API takes only an object.
+                block["input"] = {}
             blocks.append(block)
         out.append({"role": message.get("role"), "content": blocks})
     for message in reversed(out):

@@ -263,6 +263,7 @@ class ChatSession(Commands):
     def _recorder(self) -> Any:
         if not self.options.record:
             return None
+        from formctl.agent.models import model_label
         from formctl.transcripts.record import Recorder
 
         path = Path(self.options.record)
@@ -276,7 +277,7 @@ class ChatSession(Commands):
             path,
             form_id=self.form_id,
             form_version=self.compiled.version,
-            model=self.model.name,
+            model=model_label(self.model),  # PROVIDER:NAME, as --model takes it
             subject=self.subject,
             runner=self.agent,
         )
@@ -297,10 +298,14 @@ class ChatSession(Commands):
     def model_line(self) -> str:
         """The one line at the top: which form, which model, and how to get help."""
         if self.model.name == "guided":
-            why = "--offline" if self.options.offline else "no ANTHROPIC_API_KEY"
+            from formctl.agent.models import choose_model
+
+            why = choose_model(self.options.model, offline=self.options.offline).why or "guided"
             who = f"the guided offline model ({why})"
         else:
-            who = f"model {self.model.name}"
+            from formctl.agent.models import model_label
+
+            who = f"model {model_label(self.model)}"
         where = f" · {self.instance_id}" if self.instance_id else ""
         host = " · playing the host (/resolve works)" if self.options.as_host else ""
         return f"{self.compiled.name}{where} · {who}{host} · /help for commands"

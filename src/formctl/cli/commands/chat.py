@@ -22,6 +22,7 @@ MigrateOpt = typer.Option(
         "formctl run travel-claim",
         "formctl run travel-claim --subject dana --seed mode=car --record transcripts/dana.toml",
         "printf 'Dana Reeve\\nAB1234\\n' | formctl run travel-claim --offline",
+        "OPENAI_BASE_URL=http://localhost:11434/v1 formctl run travel-claim --model openai:llama3.1",
     ),
 )
 def run(
@@ -49,6 +50,11 @@ def run(
 
     A checkpoint that waits for a host is resolved from a host's terminal (formctl resolve
     ID); --as-host lets a form author trying the form play the host with /resolve.
+
+    The model: --model anthropic:NAME needs ANTHROPIC_API_KEY; --model openai:NAME talks to
+    any OpenAI-compatible server: OpenAI with OPENAI_API_KEY, or a local one (Ollama, vLLM,
+    LM Studio, llama.cpp) at OPENAI_BASE_URL, e.g. http://localhost:11434/v1, with no key
+    (pip install 'formctl[openai]'). Without a key the guided offline model asks.
     """
     from formctl.cli.chat import ChatOptions, run_chat
 

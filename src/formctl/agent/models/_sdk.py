@@ -1,0 +1,82 @@
+"""What the adapters over a provider's SDK share: the network settings they honour and how they
+recognise a failure the SDK let through untyped.
+
+Both SDKs (``anthropic``, ``openai``) are built the same way on the same HTTP library, so a
+dropped connection or a malformed body looks the same from either; the provider-specific
+lines a person reads stay in each adapter.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+__all__ = ["is_malformed", "is_transport_error", "sendable", "tail", "trust_env"]
+
+# A surrogate code point on its own (a str holds a valid pair as one code point): UTF-8 cannot
+# encode it, and both SDKs send the body as UTF-8, so one lone surrogate anywhere in the history
+# (a terminal's undecodable byte in what the person typed, a model's stray "\udc80" escape)
+# would fail that request and every later one of the conversation.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(value: Any, _depth: int = 0) -> Any:
+    """``value`` (a string, or JSON data) with every lone surrogate in its strings as U+FFFD.
+
+    Data nested deeper than 200 levels is left as it is (no conversation nests that deep; the
+    bound keeps a runaway value from reaching the interpreter's recursion limit)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if _depth > 200:
+        return value
+    if isinstance(value, dict):
+        return {sendable(k, _depth + 1): sendable(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sendable(v, _depth + 1) for v in value]
+    return value
+
+
+def trust_env() -> bool:
+    """Proxy and CA variables (HTTPS_PROXY, SSL_CERT_FILE, ...) apply only when FORMCTL_TRUST_ENV=1.
+
+    Off by default so that nothing but the provider's key and base URL variables and
+    FORMCTL_* changes where a conversation goes; a network that needs a proxy or its own CA
+    opts in.
+    """
+    return os.environ.get("FORMCTL_TRUST_ENV", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def tail(detail: str) -> str:
+    """``": detail"`` on one line, or ``"."`` when there is no detail (the end of an error line)."""
+    detail = " ".join(str(detail).split())
+    return f": {detail}" if detail else "."
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """The HTTP library's own errors (httpx2 or httpx), wherever the SDK let them through."""
+    for module_name in ("httpx2", "httpx"):
+        try:
+            module = __import__(module_name)
+        except ImportError:
+            continue
+        base = getattr(module, "HTTPError", None) or getattr(module, "TransportError", None)
+        if base is not None and isinstance(exc, base):
+            return True
+        stream_error = getattr(module, "StreamError", None)
+        if stream_error is not None and isinstance(exc, stream_error):
+            return True
+    return isinstance(exc, (ConnectionError, EOFError))
+
+
+def is_malformed(exc: BaseException) -> bool:
+    """A body that does not parse: bad JSON in an event, a field the SDK cannot read, events out of order."""
+    try:
+        from pydantic import ValidationError
+    except ImportError:  # pragma: no cover - pydantic is a dependency
+        return isinstance(exc, (ValueError, KeyError, IndexError)) and not isinstance(exc, UnicodeError)
+    if isinstance(exc, (ValueError, ValidationError)) and not isinstance(exc, UnicodeError):
+        return True
+    if isinstance(exc, (KeyError, IndexError)):
+        return True
+    return isinstance(exc, RuntimeError) and "Unexpected event order" in str(exc)

@@ -1,0 +1,495 @@
+"""Any OpenAI-compatible Chat Completions API, through the ``openai`` SDK (imported lazily, on first use).
+
+OpenAI itself, and the local servers that speak the same API (Ollama, vLLM, LM Studio,
+llama.cpp's server): point ``OPENAI_BASE_URL`` at one, e.g. ``http://localhost:11434/v1``.
+docs/models.md says how a model is chosen and what every adapter promises; this module is
+the Chat Completions half of that.
+
+The loop speaks the Messages shape (``base.py``); this adapter translates both ways:
+
+- **The request**: the system prompt is the first message (``role: system``); the tools
+  become ``{"type": "function", "function": {name, description, parameters}}``, in the
+  loop's order. Both are built from the loop's fixed values the same way every time, so
+  they are byte-identical on every request of a conversation and the provider's automatic
+  prefix caching applies (OpenAI caches a prompt's longest previously seen prefix, from
+  about a thousand tokens on). A user turn becomes its ``tool`` messages (one per
+  ``tool_result``, in order, each right after the assistant message that called it) and then
+  one ``user`` message with its text blocks joined, so tier 0, the loop's last block, is the
+  end of the last user message.
+- **The reply**: streamed; text reaches ``on_text`` as it arrives; tool calls (several per
+  reply are fine) are assembled from their deltas and come back whole, in the order the model
+  gave them, with the ids it gave (an id a server left out is made up, so every call can be
+  answered).
+- **A weaker model's mistakes** become error results, never a crash or a write: arguments
+  that are not valid JSON (or not an object) are handed to the tools as the text they were,
+  which the tools refuse ("expected a JSON object") without applying anything; a tool name
+  that does not exist is refused by the tools too. A reply with neither text nor a tool call
+  and an endless tool loop are stopped by the loop with one line each (docs/models.md).
+- **finish_reason**: ``stop`` → ``end_turn`` (``tool_use`` when the reply has tool calls: some
+  servers say ``stop`` for those), ``tool_calls`` → ``tool_use``, ``length`` → ``max_tokens``
+  (the loop applies nothing from it), ``content_filter`` → ``content_filter`` with every tool
+  call dropped (a filtered reply may be cut anywhere; the loop says so plainly).
+- **Failures**: the SDK retries rate limits, 408/409 and 5xx with backoff (``max_retries``)
+  and honours ``retry-after``; what is left becomes one :class:`ModelError` line. A refused
+  key (401, 403) is a :class:`~formctl.errors.KeyRejectedError` (a chat stops); a
+  conversation past the context window and a content-filter refusal are said as such.
+- **Usage**: requested with ``stream_options.include_usage``; ``prompt_tokens`` less the
+  cached ones is ``input_tokens``, the cached ones ``cache_read_input_tokens``,
+  ``completion_tokens`` is ``output_tokens`` (the names the loop adds up).
+
+The environment: ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (and formctl's own ``FORMCTL_*``,
+read by the caller). A base URL other than OpenAI's needs no key: local servers take any,
+so a placeholder is sent. Proxy and CA variables apply only with ``FORMCTL_TRUST_ENV=1``; SDK
+debug logging (``OPENAI_LOG``) is kept at WARNING so a debug log never carries the key. The key
+is never logged, printed, recorded, or shown in ``repr``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from formctl.agent.models._sdk import is_malformed, is_transport_error, sendable, tail, trust_env
+from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
+from formctl.errors import KeyRejectedError
+
+__all__ = ["DEFAULT_BASE_URL", "LOCAL_KEY", "OpenAIChatModel"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# What a local server gets as the key when none is set: they accept any (Ollama's own docs use "ollama").
+LOCAL_KEY = "no-key"
+
+# finish_reason → the stop reasons the loop knows (base.ModelReply.stop_reason).
+_FINISH = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+
+
+class OpenAIChatModel:
+    """A :class:`~formctl.agent.models.base.ChatModel` over an OpenAI-compatible Chat Completions API."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 60.0,
+        max_tokens: int = 1024,
+    ) -> None:
+        self.model = model
+        self.name = model
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "").strip()
+        self.__api_key = key or (LOCAL_KEY if not self.is_openai else "")
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def is_openai(self) -> bool:
+        """True when the base URL is OpenAI's own API (not a local or third-party server)."""
+        return self.base_url == DEFAULT_BASE_URL
+
+    @property
+    def _where(self) -> str:
+        """Who answers, as a line names it: "the OpenAI API", "the model server at http://…"."""
+        return "the OpenAI API" if self.is_openai else f"the model server at {self.base_url}"
+
+    # ------------------------------------------------------------------ the call
+
+    def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        client = self._get_client()
+        params = self.request_params(request)
+        reply = _Assembly()
+        with contextlib.ExitStack() as stack:
+            with self._api_errors():
+                stream = client.chat.completions.create(**params)
+                stack.callback(_close, stream)
+                chunks = iter(stream)
+            while True:
+                with self._api_errors(mid_reply=True):
+                    chunk = next(chunks, None)
+                    if chunk is None:
+                        break
+                    shown = reply.add(chunk)
+                if shown and on_text is not None:
+                    on_text(shown)  # outside the mapping: a failure to show text is not the API's
+        return self._reply(reply)
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments for ``chat.completions.create``: the request in wire shape.
+
+        The token limit is ``max_completion_tokens`` on OpenAI's own API (its newer models
+        refuse ``max_tokens``) and ``max_tokens`` elsewhere (what every local server reads).
+        """
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": _sendable(request.system)})
+        messages.extend(wire_messages(request.messages))
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        limit = request.max_tokens or self.max_tokens
+        params["max_completion_tokens" if self.is_openai else "max_tokens"] = limit
+        if request.tools:
+            params["tools"] = wire_tools(request.tools)
+        return params
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _get_client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        if not self.__api_key:
+            raise ModelError(
+                "No OPENAI_API_KEY is set: set it (or OPENAI_BASE_URL for a local server), "
+                "or run offline with the guided model."
+            )
+        try:
+            import openai
+        except ImportError:
+            raise ModelError(
+                "The openai package is not installed: pip install 'formctl[openai]', or pick another model."
+            ) from None
+        if os.environ.get("OPENAI_LOG"):
+            # The SDK turns on debug logging from OPENAI_LOG; a debug log of a request is exactly
+            # where a key or a person's answers could leak.
+            for name in ("openai", "httpx2", "httpx"):
+                logging.getLogger(name).setLevel(logging.WARNING)
+        try:
+            client = openai.OpenAI(
+                api_key=self.__api_key,
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+                http_client=openai.DefaultHttpxClient(trust_env=trust_env(), timeout=self.timeout),
+            )
+        except Exception as exc:
+            raise ModelError(self._scrub(f"Could not set up the OpenAI client: {exc}")) from None
+        self._client = client
+        return client
+
+    @contextlib.contextmanager
+    def _api_errors(self, *, mid_reply: bool = False) -> Iterator[None]:
+        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it).
+
+        ``mid_reply``: the stream had begun, so a lost connection is a reply cut off, not a
+        server that cannot be reached."""
+        try:
+            yield
+        except ModelError:
+            raise
+        except Exception as exc:
+            line = self._scrub(self._explain(exc, mid_reply=mid_reply))
+            if getattr(exc, "status_code", None) in (401, 403):
+                raise KeyRejectedError(line) from None
+            raise ModelError(line) from None
+
+    def _reply(self, reply: _Assembly) -> ModelReply:
+        if reply.finish is None:
+            raise ModelError(
+                f"The reply from {self._where} ended before it was complete; nothing from it was applied. Send again."
+            )
+        content: list[dict[str, Any]] = []
+        text = "".join(reply.text)
+        if text:
+            content.append({"type": "text", "text": text})
+        if reply.refusal and not text:
+            content.append({"type": "text", "text": "".join(reply.refusal)})
+        stop_reason = _FINISH.get(reply.finish, reply.finish)
+        if reply.refusal:
+            stop_reason = "refusal"
+        if stop_reason in ("end_turn", "tool_use") and reply.calls:
+            stop_reason = "tool_use"
+            content.extend(reply.tool_blocks())
+        elif stop_reason == "max_tokens":
+            pass  # the loop keeps the text and runs nothing: the calls may be cut off
+        elif stop_reason == "tool_use":
+            stop_reason = "end_turn"  # said tool_calls but sent none
+        return ModelReply(content=content, stop_reason=stop_reason, usage=reply.usage)
+
+    def _explain(self, exc: BaseException, *, mid_reply: bool = False) -> str:
+        """One line for a person: what went wrong and what to do about it."""
+        import openai
+
+        where = self._where
+        who = where[0].upper() + where[1:]
+        dropped = f"The connection to {where} dropped mid-reply; nothing from that reply was applied. Send again."
+        retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
+        if isinstance(exc, openai.APIStatusError):
+            code = exc.status_code
+            detail = _api_message(exc)
+            kind = _error_code(exc)
+            if code == 401:
+                return f"{who} refused the key ({code}): check OPENAI_API_KEY."
+            if code == 403:
+                return f"{who} refused OPENAI_API_KEY for {self.model} ({code}){tail(detail)}"
+            if code == 404:
+                return f'No model "{self.model}" at {self.base_url} ({code}): check --model or FORMCTL_MODEL.'
+            if _context_exceeded(kind, detail):
+                return f"The conversation no longer fits {self.model}'s context window ({code}){tail(detail)}"
+            if _content_filtered(kind, detail):
+                return f"{who}'s content filter refused the request ({code}){tail(detail)}"
+            if code == 429:
+                if kind == "insufficient_quota":
+                    return f"{who} says the key's quota is used up ({code}){tail(detail)}"
+                return f"Rate-limited by {where} ({code}){retried}. Wait a moment, then send again."
+            if code >= 500:
+                return f"{who} failed ({code}){retried}. Send again."
+            return f"{who} rejected the request ({code}){tail(detail)}"
+        if isinstance(exc, openai.APITimeoutError):
+            return f"{who} did not answer within {self.timeout:g}s{retried}. Send again."
+        if isinstance(exc, openai.APIConnectionError):
+            if mid_reply:
+                return dropped
+            cause = exc.__cause__ or exc.__context__
+            why = f": {cause}" if cause is not None and str(cause) else ""
+            return f"Could not reach {where}{why}. Check the connection (and OPENAI_BASE_URL), then send again."
+        if isinstance(exc, openai.APIResponseValidationError):
+            return f"{who} sent a malformed reply; nothing from it was applied. Send again."
+        if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
+            detail = _api_message(exc)
+            if _context_exceeded(_error_code(exc), detail):
+                return f"The conversation no longer fits {self.model}'s context window{tail(detail)}"
+            return f"{who} reported an error mid-reply; nothing from it was applied{tail(detail)}"
+        if isinstance(exc, json.JSONDecodeError) or is_malformed(exc):
+            return f"{who} sent a malformed reply; nothing from it was applied. Send again."
+        if is_transport_error(exc):
+            return dropped
+        text = str(exc).splitlines()[0] if str(exc) else ""
+        return f"{who} call failed ({type(exc).__name__}{': ' + text if text else ''})."
+
+    def _scrub(self, text: str) -> str:
+        key = self.__api_key
+        line = " ".join(text.split())
+        return line.replace(key, "[key]") if key and len(key) >= 8 else line
+
+
+class _Assembly:
+    """One streamed reply, put together chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish: str | None = None
+        self.usage: dict[str, int] = {}
+
+    def add(self, chunk: Any) -> str:
+        """Take one chunk in; returns its text (to show as it arrives), or ""."""
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = _usage(usage)
+        shown = ""
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) not in (0, None):
+                continue  # only one choice is asked for
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                piece = getattr(delta, "content", None)
+                if isinstance(piece, str) and piece:
+                    self.text.append(piece)
+                    shown += piece
+                refusal = getattr(delta, "refusal", None)
+                if isinstance(refusal, str) and refusal:
+                    self.refusal.append(refusal)
+                for call in getattr(delta, "tool_calls", None) or []:
+                    self._call_delta(call)
+            finish = getattr(choice, "finish_reason", None)
+            if finish:
+                self.finish = str(finish)
+        return shown
+
+    def _call_delta(self, call: Any) -> None:
+        index = getattr(call, "index", None)
+        call_id = getattr(call, "id", None) or ""
+        if not isinstance(index, int):
+            # A server that numbers nothing: a new id (or the first delta) starts a new call.
+            last = max(self.calls) if self.calls else -1
+            index = last + 1 if last < 0 or (call_id and call_id != self.calls[last]["id"]) else last
+        slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        if call_id and not slot["id"]:
+            slot["id"] = call_id
+        function = getattr(call, "function", None)
+        if function is not None:
+            name = getattr(function, "name", None)
+            if isinstance(name, str) and name and name != slot["name"]:
+                slot["name"] += name
+            arguments = getattr(function, "arguments", None)
+            if isinstance(arguments, str):
+                slot["arguments"] += arguments
+
+    def tool_blocks(self) -> list[dict[str, Any]]:
+        """The calls as ``tool_use`` blocks, in the model's order, each with an id unique in the reply."""
+        blocks: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for n, index in enumerate(sorted(self.calls), 1):
+            slot = self.calls[index]
+            call_id = slot["id"] or f"call_{n}"
+            while call_id in seen:
+                call_id += f"_{n}"
+            seen.add(call_id)
+            blocks.append({"type": "tool_use", "id": call_id, "name": slot["name"], "input": parse_arguments(slot)})
+        return blocks
+
+
+def parse_arguments(slot: dict[str, Any]) -> Any:
+    """A call's arguments: the JSON object they spell, ``{}`` for none, else the text as it was.
+
+    Text that is not a JSON object goes to the tools as it is: they refuse anything but an
+    object with an error result ("expected a JSON object, got str"), and sending the same text
+    back keeps the conversation what the model said.
+    """
+    text = slot["arguments"]
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return value if isinstance(value, dict) else text
+
+
+def wire_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The loop's tool definitions (Messages shape) as Chat Completions functions, in the same order."""
+    out = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool["name"]}
+        if tool.get("description"):
+            function["description"] = tool["description"]
+        function["parameters"] = tool.get("input_schema") or {"type": "object", "properties": {}}
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation (Messages shape) as Chat Completions messages.
+
+    A user turn's ``tool_result`` blocks become ``tool`` messages first (they answer the
+    assistant message just before), then its text blocks one ``user`` message, joined by a
+    blank line (a plain string: every compatible server reads that). An assistant turn is one
+    message: its text, and its ``tool_use`` blocks as ``tool_calls`` with the arguments as
+    compact JSON (or the text the model sent, when that was not JSON).
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = content_blocks(message.get("content"))
+        if message.get("role") == "assistant":
+            text = _sendable("".join(b.get("text", "") for b in blocks if b.get("type") == "text"))
+            calls = [
+                {
+                    "id": b.get("id", ""),
+                    "type": "function",
+                    "function": {
+                        "name": _sendable(str(b.get("name", ""))),
+                        "arguments": _arguments_text(b.get("input")),
+                    },
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
+            if not text and not calls:
+                continue
+            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                wire["tool_calls"] = calls
+            out.append(wire)
+            continue
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": block.get("tool_use_id", ""),
+                        "content": _result_text(block.get("content")),
+                    }
+                )
+        texts = [b.get("text", "") for b in blocks if b.get("type") == "text" and b.get("text")]
+        if texts:
+            out.append({"role": "user", "content": _sendable("\n\n".join(texts))})
+    return out
+
+
+def _arguments_text(value: Any) -> str:
+    if isinstance(value, str):
+        return _sendable(value)  # what the model sent, when it was not a JSON object
+    try:
+        encoded = json.dumps(value if value is not None else {}, ensure_ascii=False, separators=(",", ":"))
+        if sendable(encoded) != encoded:  # a "\udc80" the model sent decodes to a lone surrogate: escape it again
+            encoded = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return encoded
+    except (TypeError, ValueError, RecursionError):
+        return "{}"
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return _sendable(content)
+    return _sendable("".join(b.get("text", "") for b in content_blocks(content) if b.get("type") == "text"))
+
+
+def _sendable(text: str) -> str:
+    """``text`` with each lone surrogate (a terminal's undecodable byte, a model's stray escape) as U+FFFD."""
+    return str(sendable(text))
+
+
+def _usage(raw: Any) -> dict[str, int]:
+    prompt = getattr(raw, "prompt_tokens", None)
+    completion = getattr(raw, "completion_tokens", None)
+    details = getattr(raw, "prompt_tokens_details", None)
+    # An SDK older than the field keeps it as the plain dict the server sent.
+    cached = details.get("cached_tokens") if isinstance(details, dict) else getattr(details, "cached_tokens", None)
+    cached = cached if isinstance(cached, int) else 0
+    usage: dict[str, int] = {}
+    if isinstance(prompt, int):
+        usage["input_tokens"] = max(0, prompt - cached)
+        usage["cache_read_input_tokens"] = cached
+    if isinstance(completion, int):
+        usage["output_tokens"] = completion
+    return usage
+
+
+def _close(stream: Any) -> None:
+    with contextlib.suppress(Exception):
+        stream.close()
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) else ""
+
+
+def _error_code(exc: Any) -> str:
+    for attribute in ("code", "type"):
+        value = getattr(exc, attribute, None)
+        if isinstance(value, str) and value:
+            if attribute == "code" or value not in ("invalid_request_error", "server_error"):
+                return value
+    return ""
+
+
+def _context_exceeded(code: str, detail: str) -> bool:
+    text = detail.lower()
+    return code == "context_length_exceeded" or "context length" in text or "context window" in text
+
+
+def _content_filtered(code: str, detail: str) -> bool:
+    return code in ("content_filter", "content_policy_violation") or "content management policy" in detail.lower()
