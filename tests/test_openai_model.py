@@ -292,6 +292,7 @@ def test_pick_model_builds_the_adapter_it_names(monkeypatch, store):
     assert model_label(pick_model(runner, model_name="claude-x")) == "anthropic:claude-x"
 
 
+@pytest.mark.e2e
 def test_importing_formctl_and_the_models_imports_neither_sdk():
     code = (
         "import sys, formctl, formctl.agent.loop, formctl.agent.models, formctl.agent.models.openai;"
