@@ -528,19 +528,22 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
     assert chat.tools == [("form_fill", {"values": {"details_changed": True}})]
     assert "We need to go back over Contact: please confirm or correct these answers." in text
     assert text.endswith('Full name? It is Sam Lee now; say "same" to keep it.')
-    # Every field of Contact gets its question; nothing is written until the last has an answer
-    # (the engine ends a revisit at the first write to the step), then all of it in one fill.
+    # Every field of Contact gets its question. A kept answer needs no new revision; the form has
+    # a review (it cannot complete before the person's "yes"), so a changed answer is written as
+    # it is given, quoted with the line it came from, and the rest of the step is still asked.
     text = chat.say("same")
     assert chat.tools == [] and text.startswith("Kept — Full name: Sam Lee.")
     assert text.endswith('Email? It is sam@example.org now; say "same" to keep it.')
     text = chat.say("sam.lee@example.org")
-    assert chat.tools == [] and text.endswith('Phone? It is 0113 496 0000 now; say "same" to keep it.')
+    assert [name for name, _ in chat.tools] == ["form_revise"]
+    assert chat.tools[0][1]["value"] == "sam.lee@example.org"
+    assert chat.quotes == {"email": "sam.lee@example.org"}
+    assert chat.values()["email"] == "sam.lee@example.org"  # stored now: the chat said so
+    assert text.startswith("Got it — Email: sam.lee@example.org.")
+    assert text.endswith('Phone? It is 0113 496 0000 now; say "same" to keep it.')
     assert "complete" not in text
     text = chat.say("same")
-    # Only what changed is written (a kept answer needs no new revision; one write ends the
-    # revisit), quoted with the line it came from.
-    assert chat.tools == [("form_fill", {"values": {"email": "sam.lee@example.org"}})]
-    assert chat.quotes == {"email": "sam.lee@example.org"}
+    assert chat.tools == []  # nothing more changed
     assert "Before I send it, please check your answers:" in text
     assert chat.values()["email"] == "sam.lee@example.org"
 

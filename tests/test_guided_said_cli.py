@@ -106,3 +106,45 @@ def test_an_amount_with_a_multiplier_is_refused_not_read_as_its_digits(store, am
     assert f'I couldn\'t use "{amount}" for Accommodation cost: please write the amount in full' in out
     got = values(store, instance_id(store))
     assert got.get("accommodation") is None
+
+
+def test_a_refused_correction_says_the_earlier_answer_no_longer_counts_and_keep_puts_it_back(store):
+    out = chat(store, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234", "Staff ID: AB12345"])
+    iid = instance_id(store)
+
+    assert 'The earlier answer (AB1234) no longer counts: say "keep" to put it back' in out
+    assert values(store, iid).get("staff_id") is None  # the refused one is in force: the field reads invalid
+
+    out = chat(store, "resume", iid, lines=["keep"])
+
+    assert "Staff ID is back to AB1234" in out.split("Undone:")[-1]
+    assert values(store, iid)["staff_id"] == "AB1234"
+
+
+def test_a_hosts_refused_fill_over_a_good_answer_says_what_the_field_holds_and_how_to_undo(store):
+    chat(store, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234"])
+    iid = instance_id(store)
+
+    done = formctl("fill", iid, "Staff ID=AB12345", "--store", store, "--forms", str(FORMS))
+
+    assert done.returncode == 1
+    assert (
+        f"Staff ID now holds AB12345, not accepted, so its earlier answer AB1234 no longer counts; "
+        f"to put it back: formctl undo {iid} staff_id"
+    ) in done.stdout
+    assert formctl("undo", iid, "staff_id", "--store", store, "--forms", str(FORMS)).returncode == 0
+    assert values(store, iid)["staff_id"] == "AB1234"
+
+
+@pytest.mark.parametrize("ending", [[], ["/quit"], ["quit"]])
+def test_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(store, ending):
+    returning = ["returning", "40", "Pat Quinn", "pat@example.org", "skip", "C12345", "yes"]
+    out = chat(
+        store, "run", "client-intake", "--subject", "s", lines=[*returning, "same", "pat.quinn@example.org", *ending]
+    )
+    iid = instance_id(store)
+
+    assert "Email: pat.quinn@example.org" in out.split("Kept — Full name: Pat Quinn.")[1]
+    exported = json.loads(formctl("export", iid, "--store", store, "--forms", str(FORMS), "--json").stdout)
+    assert exported["values"]["email"] == "pat.quinn@example.org"
+    assert exported["values"]["full_name"] == "Pat Quinn"

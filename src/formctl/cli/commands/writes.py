@@ -57,8 +57,32 @@ def fill(
 
     parse_assignments(assignments)  # a malformed pair fails before the store is opened
     runner = open_runner(store, forms)
-    values = parse_assignments(assignments, runner.evaluation(instance_id)[0])
-    _write_outcome(runner, runner.fill(values, instance_id=instance_id), as_json)
+    compiled, _, before = runner.evaluation(instance_id)
+    values = parse_assignments(assignments, compiled)
+    result = runner.fill(values, instance_id=instance_id)
+    if not as_json:
+        _say_set_aside(compiled, before, values, result)
+    _write_outcome(runner, result, as_json)
+
+
+def _say_set_aside(compiled: Any, before: Any, values: dict[str, Any], result: Any) -> None:
+    """A refused value over a good answer is in force now (the field reads invalid): say what the
+    field holds and how to put the earlier answer back (docs/engine.md, "The answer log")."""
+    from formctl.cli import render
+    from formctl.forms.validate import to_jsonable
+
+    for row in result.rejected:
+        field = compiled.field_by_id.get(row.field)
+        if field is None or before.status[field.order] != "filled" or row.field not in before.values:
+            continue
+        hidden = field.sensitive
+        earlier = "(hidden)" if hidden else render.value_text(to_jsonable(before.values[row.field]))
+        sent = next((v for k, v in values.items() if compiled.resolve_field(k) == row.field), None)
+        now = "(hidden)" if hidden else render.value_text(sent)
+        typer.echo(
+            f"{field.label} now holds {now}, not accepted, so its earlier answer {earlier} no longer counts; "
+            f"to put it back: formctl undo {result.view.instance_id} {row.field}"
+        )
 
 
 @app.command(cls=_Command, epilog=_example("formctl undo form_lx2k9_ab12cd email"))

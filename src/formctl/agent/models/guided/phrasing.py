@@ -39,6 +39,9 @@ STALE_TEXT = (
 )
 
 
+# After a refused correction of a good answer; a model resumed over it keeps the offer (restore.py).
+KEEP_OFFER = 'say "keep" to put it back'
+
 # The read-back's question: a model resumed over a conversation that ends with it reads back again.
 READ_BACK_QUESTION = "Shall I send it?"
 
@@ -72,7 +75,7 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
                 if plan.kind == "back":
                     state.focus = plan.target.field
                     state.skipped.discard(plan.target.field)
-            paragraphs.extend(fill_report(state, result.data, labels, snap))
+            paragraphs.extend(fill_report(state, result.data, labels, snap, plan.replaced))
     paragraphs.extend(plan.notes)
     if plan.kind == "skip" and plan.target is not None:
         paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
@@ -89,7 +92,15 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
     return paragraphs
 
 
-def fill_report(state: GuidedState, data: dict[str, Any], labels: dict[str, str], snap: Snapshot) -> list[str]:
+def fill_report(
+    state: GuidedState,
+    data: dict[str, Any],
+    labels: dict[str, str],
+    snap: Snapshot,
+    replaced: dict[str, Any] | None = None,
+) -> list[str]:
+    """What a write's result says: saved, held, refused (``replaced``: the answers the refused
+    corrections were meant to replace, now set aside), and fields that don't exist."""
     out = []
     values = {row.get("id"): row.get("value") for row in data.get("fields", []) if isinstance(row, dict)}
     captured = data.get("captured") or []
@@ -113,10 +124,19 @@ def fill_report(state: GuidedState, data: dict[str, Any], labels: dict[str, str]
         label = labels.get(field_id, field_id)
         reason = sentence(str(row.get("message", "")))
         text = f"That wasn't accepted. {reason}" if label in reason else f"That {label} wasn't accepted. {reason}"
+        if replaced and field_id in replaced:
+            # The refused answer is in force now (docs/engine.md, "The answer log"): the good
+            # one it was meant to replace no longer counts, and "keep" puts it back.
+            earlier = "" if _sensitive(snap, field_id) else f" ({format_value(replaced[field_id])})"
+            text += f" The earlier answer{earlier} no longer counts: {KEEP_OFFER}, or give {label} again."
+            state.keep_offer = (snap.instance.id, field_id)
         out.append(text)
         state.said.setdefault(field_id, []).append(reason)
         if field_id in labels:
             state.focus = field_id
+        if state.revisit is not None and field_id in state.revisit.answers:
+            del state.revisit.answers[field_id]  # going over a step: asked again
+            state.revisit.saved.discard(field_id)
     for row in data.get("unknown_fields") or []:
         sent = row.get("field", "")
         guesses = [labels.get(g, g) for g in row.get("did_you_mean") or []]

@@ -114,6 +114,9 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         return calling(Plan("what_else"), [("form_inspect", {"scope": "outline"})])
     if command in ("undo", "back", "redo"):
         return plan_move(snap, command)
+    kept = plan_keep(state, snap, words)
+    if kept is not None:
+        return kept
     if command == "skip":
         return plan_skip(state, snap)
     if asked_moved_on(state, snap):
@@ -238,6 +241,19 @@ def plan_move(snap: Snapshot, command: str) -> Plan:
         return say([f"There's nothing to {what}."], then_state=True)
     action = "redo" if command == "redo" else "undo"
     return calling(Plan(command, target=target), [("form_revise", {"action": action, "field": target.field})])
+
+
+def plan_keep(state: GuidedState, snap: Snapshot, words: str) -> Plan | None:
+    """ "keep" after a refused correction of a good answer: the earlier answer back in force (the
+    undo of the refused one). None when no such offer stands for this instance's field."""
+    offer, state.keep_offer = state.keep_offer, None
+    if offer is None or command_key(words) not in SAME_WORDS or offer[0] != snap.instance.id:
+        return None
+    field = snap.compiled.field_by_id.get(offer[1])
+    target = snap.view.undo
+    if field is None or snap.ev.status[field.order] != "invalid" or target is None or target.field != field.id:
+        return None
+    return calling(Plan("undo", target=target), [("form_revise", {"action": "undo", "field": field.id})])
 
 
 def plan_skip(state: GuidedState, snap: Snapshot) -> Plan:
@@ -394,10 +410,22 @@ def read_answers(
             plan.problems.append((field_id, cleaned, str(exc)))
             state.focus = field_id
             continue
-        if going_over is not None:
+        if going_over is not None and compiled.review and status in ("filled", "held"):
+            # A form with a review cannot complete before the person's "yes": the change is
+            # written now, so what the chat acknowledges is stored (revisit.py).
+            _keep(plan, going_over, field, value, "Noted", words)
+            plan.notes.pop()  # the write's own report says it ("Got it — ...")
+            going_over.saved.add(field_id)
+            going_over.wrote = True
+            corrections[field_id] = value
+            if status == "filled" and field_id in snap.ev.values:
+                plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
+        elif going_over is not None:
             _keep(plan, going_over, field, value, "Noted", words)
         elif status in ("filled", "held"):
             corrections[field_id] = value  # a change to an answer given: a revision
+            if status == "filled" and snap.ev is not None and field_id in snap.ev.values:
+                plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
         else:
             values[field_id] = value
     return values, corrections, plan

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from formctl.agent.models.base import content_blocks
+from formctl.agent.models.guided.phrasing import KEEP_OFFER
 from formctl.agent.models.guided.questions import askable
 from formctl.agent.models.guided.state import GuidedState, Snapshot
 
@@ -70,3 +71,5 @@ def restore(state: GuidedState, messages: list[dict[str, Any]], snap: Snapshot) 
     # it was asked, so a bare answer to it is not used for another question.
     state.asked_at = (snap.instance.id, snap.instance.version) if askable(snap, asked) else None
     state.asked_known = True
+    if KEEP_OFFER in texts[-1]:  # a refused correction's offer stands: "keep" puts the earlier answer back
+        state.keep_offer = (snap.instance.id, asked)

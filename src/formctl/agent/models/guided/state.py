@@ -50,6 +50,7 @@ class Plan:
     target: Any = None  # undo/back/redo: the MoveTarget; skip: the field id
     notes: list[str] = field(default_factory=list)
     revisited: bool = False  # answers were kept for the step being gone over (see revisit.py)
+    replaced: dict[str, Any] = field(default_factory=dict)  # corrections: field id -> the answer in force before
     lead: list[str] = field(default_factory=list)
     say_problems: bool = False
     say_state: bool = False
@@ -77,6 +78,7 @@ class GuidedState:
     said: dict[str, list[str]] = field(default_factory=dict)  # field id -> what the reply being built said
     resumed_at_read_back: bool = False  # a restored conversation whose last reply was the read-back
     revisit: Revisit | None = None  # the step being gone over and the answers kept (revisit.py)
+    keep_offer: tuple[str, str] | None = None  # (instance id, field): "keep" puts its earlier answer back
 
     def kind(self, compiled: Any, field_id: str) -> Kind:
         """The kind of a field's answer (read once per form version)."""
