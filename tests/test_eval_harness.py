@@ -154,6 +154,15 @@ def test_the_scripted_person_checks_formctls_question_against_its_facts():
     ]
 
 
+def test_a_question_about_two_things_gets_both_and_a_read_back_gets_yes():
+    person = ScriptedPerson(load_scenario(TERSE).persona)
+    assert person.reply("Thanks! What's your full name and staff ID?") == "Dana Reeve, AB1234"
+    assert person.reply("When did you set off, and when did you come back?") == "2026-03-02, 2026-03-04"
+    summary = "Here is your claim: Dana Reeve, AB1234, dana@example.org, Leeds.\nDoes everything look right?"
+    assert person.reply(summary) == "yes"
+    assert person.reply("Is that right?") == person.persona.unknown  # repeats nothing of theirs: not a read-back
+
+
 def test_topics_match_whole_phrases_and_plurals():
     facts = load_scenario(TERSE).persona.facts
     assert facts[match_fact(facts, "What were your meals costs?")].says == ("none",)

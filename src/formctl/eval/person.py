@@ -3,8 +3,8 @@
 Two of them, behind one interface (:class:`SimulatedPerson`):
 
 - :class:`ScriptedPerson`: deterministic. It reads the model's newest question, finds the
-  fact whose topic words the question uses, and types what the persona says about it (the
-  next line each time it is asked again). It reads the chat's words only, as a person would:
+  fact (or facts, for "your name and staff ID?") whose topic words the question uses, and
+  types what the persona says about it (the next line each time it is asked again). It reads the chat's words only, as a person would:
   no tool results, no field ids. Used in CI and with the guided model.
 - :class:`ModelPerson`: any configured chat model, prompted with the persona alone
   (:meth:`~formctl.eval.scenario.Persona.describe`), playing the person's side.
@@ -48,6 +48,8 @@ class SimulatedPerson(Protocol):
 _WORD = re.compile(r"[a-z0-9]+")
 # "Shall I send it?", "Ready to submit?", "Should I go ahead and submit the claim?"
 _READ_BACK = re.compile(r"\b(send|submit)\w*\b[^?]*\?|\?[^?]*\b(send|submit)\w*\b", re.I)
+# "Does everything look right?", "Is all of that correct?": a read-back when it repeats their answers.
+_CHECK = re.compile(r"\b(correct|right|accurate|look(s)? good|confirm)\b", re.I)
 _DONE = re.compile(r"\b(sent|submitted|complete[d]?|all done|finished)\b", re.I)
 
 
@@ -93,6 +95,34 @@ def match_fact(facts: tuple[Fact, ...], question: str) -> int | None:
     return best
 
 
+def facts_asked(facts: tuple[Fact, ...], question: str, limit: int = 3) -> list[int]:
+    """Every fact a question asks about ("your name and staff ID?"), in the order the question
+    names them, at most ``limit``. A phrase inside a longer matched phrase of another fact
+    ("date" in "return date") does not count for that other fact."""
+    tokens = _tokens(question)
+    found: list[tuple[int, int, int]] = []  # (position, -length, fact)
+    for index, fact in enumerate(facts):
+        places = [
+            (i, len(p))
+            for p in (_tokens(t) for t in fact.topic)
+            for i in range(len(tokens) - len(p) + 1)
+            if p and tokens[i : i + len(p)] == p
+        ]
+        if places:
+            at, length = min(places, key=lambda x: (x[0], -x[1]))
+            found.append((at, -length, index))
+    found.sort()
+    taken: list[int] = []
+    spans: list[tuple[int, int]] = []
+    for at, neg, index in found:
+        end = at - neg
+        if any(a <= at and end <= b and (a, b) != (at, end) for a, b in spans):
+            continue
+        spans.append((at, end))
+        taken.append(index)
+    return taken[:limit]
+
+
 def _fold(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
@@ -118,7 +148,7 @@ class ScriptedPerson:
         if self._pending:
             return self._pending.pop(0)
         question, line = question_of(model_text)
-        if _READ_BACK.search(line):
+        if _READ_BACK.search(line) or (_CHECK.search(question) and self._values_in(model_text) >= 2):
             if self.persona.readback_change and not self._changed:
                 self._changed = True
                 return self.persona.readback_change
@@ -127,6 +157,9 @@ class ScriptedPerson:
             return None  # nothing asked, and the model says it is done
         # The sentence that asks first; the help around it ("Optional: say skip to leave it out")
         # only when the question itself names nothing they know.
+        asked = facts_asked(self.persona.facts, question)
+        if len(asked) > 1:  # "What's your name and staff ID?": both, in the order asked
+            return ", ".join(self._say(i) for i in asked)
         index = match_fact(self.persona.facts, question)
         if index is None:
             index = match_fact(self.persona.facts, line)
@@ -137,6 +170,11 @@ class ScriptedPerson:
         if re.search(r"\bsay \W?skip\b", line, re.I):
             return "skip"  # the model says how to pass over a question they have no answer to
         return self.persona.unknown
+
+    def _values_in(self, text: str) -> int:
+        """How many of their facts' values a message repeats (a read-back repeats several)."""
+        folded = f" {_fold(text)} "
+        return sum(1 for f in self.persona.facts if _fold(f.final) and f" {_fold(f.final)} " in folded)
 
     def _say(self, index: int) -> str:
         fact = self.persona.facts[index]
