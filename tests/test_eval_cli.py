@@ -180,3 +180,45 @@ def test_the_readme_command_runs_on_a_fresh_clone_and_prints_the_table(tmp_path)
     assert "pass^3" in done.stdout and "travel_claim/over_cap_approved" in done.stdout
     assert re.search(r"^guided: pass\^1 \d+%, pass\^3 \d+% over 15 scenarios", done.stdout, flags=re.M)
     assert (clone / ".formctl" / "eval").is_dir()  # the runs' transcripts
+
+
+def test_ctrl_c_reports_the_runs_that_finished(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    runs = tmp_path / "runs"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "formctl.cli.app",
+            "eval",
+            str(REPO / "scenarios"),
+            "--model",
+            "guided",
+            "--runs",
+            "3",
+            "--forms",
+            str(FORMS),
+            "--record-dir",
+            str(runs),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not list(runs.rglob("guided-2.toml")) and time.monotonic() < deadline:  # a run or two finished
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    finished = int(err.split("interrupted: ")[1].split()[0])
+    assert 1 <= finished < 45 and f"interrupted: {finished} of 45 runs finished" in err
+    assert "formctl eval · 3 runs per scenario" in out
+    assert f"({finished - out.count('FAILED ')}/{finished} runs passed)" in out

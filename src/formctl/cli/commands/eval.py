@@ -92,15 +92,23 @@ def eval_command(
         transient=True,
         disable=not err.is_terminal,
     )
+    results: list = []
+    interrupted = False
     with progress:
         task = progress.add_task("eval", total=total)
 
         def on_run(r: object) -> None:
+            results.append(r)
             progress.update(task, advance=1, description=f"{getattr(r, 'scenario', '')} · {getattr(r, 'model', '')}")
 
-        results = run_suite(
-            scenarios, registry, specs, runs=runs, make_person=make_person, record_dir=folder, on_run=on_run
-        )
+        try:
+            run_suite(scenarios, registry, specs, runs=runs, make_person=make_person, record_dir=folder, on_run=on_run)
+        except KeyboardInterrupt:  # Ctrl-C: report the runs that finished (a live eval costs money)
+            interrupted = True
+    if interrupted:
+        err.print(f"interrupted: {len(results)} of {total} runs finished", markup=False, highlight=False)
+        if not results:
+            raise typer.Exit(130)
     report = report_json(results, k=runs, prices=price_table, person=person_label)
     report["record_dir"] = str(folder)
     if junit:
@@ -117,5 +125,7 @@ def eval_command(
         for m in report["models"]:
             out.print(summary_line(m, runs), markup=False, highlight=False, soft_wrap=True)
     sys.stdout.flush()
+    if interrupted:
+        raise typer.Exit(130)
     if any(not r.passed for r in results):
         raise typer.Exit(1)
