@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from fixture_project import REGISTRY
-from tool_fuzz import Tally, play, through_openai, turns
+from tool_fuzz import Tally, play, play_mcp, through_openai, turns
 
 FUZZ_SETTINGS = settings(
     max_examples=200,
@@ -32,4 +32,14 @@ def test_the_same_calls_through_the_openai_sdk_crash_nothing_and_write_nothing_o
     (one in four with arguments that are not JSON): the same checks, on the adapter's path."""
     tally = Tally()
     play(example, REGISTRY, tally, through=through_openai)
+    assert not tally.findings, "\n".join(str(f) for f in tally.findings)
+
+
+@settings(FUZZ_SETTINGS, max_examples=60)
+@given(example=turns())
+def test_the_same_calls_through_the_mcp_server_crash_nothing_write_nothing_on_an_error_and_stay_in_scope(example):
+    """The calls made by the ``mcp`` SDK's client to ``formctl mcp``'s server: the same checks, and
+    no success result holds another subject's instance or words."""
+    tally = Tally()
+    play_mcp(example, REGISTRY, tally)
     assert not tally.findings, "\n".join(str(f) for f in tally.findings)

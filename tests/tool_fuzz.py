@@ -512,6 +512,7 @@ class World:
             raise
 
     def _populate(self, registry_file: Path, open_form: bool | str, closed: bool) -> None:
+        self.registry_file = registry_file
         self.registry = FormRegistry.from_toml(registry_file)
         self.ids = Ids()
         host = FormRunner(JsonFileAdapter(self.store), registry=self.registry, subject=OTHER)
@@ -747,3 +748,79 @@ def through_openai(batches: list[list[tuple[str, Any]]]) -> Iterator[Any]:
         yield OpenAIChatModel("gpt-fuzz", api_key="sk-fuzz-0123456789", base_url=api.base_url, max_retries=0)
         if api.rejected:
             raise AssertionError(f"the server refused a request: {api.rejected[0][1]}")
+
+
+# --------------------------------------------------------------------------- through the MCP server
+
+OTHERS_WORDS = "Sam Jones"  # the other subject's name: no success result through the server may hold it
+WIRE_DEPTH = 100  # levels of nesting an MCP client serialises (the SDK's serialiser stops well before 1,000)
+
+
+def _nesting(value: Any) -> int:
+    """How deeply ``value`` nests (lists and objects), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node)
+    return deepest
+
+
+def play_mcp(example: dict[str, Any], registry_file: Path, tally: Tally) -> None:
+    """The example's calls made by an MCP client (the ``mcp`` SDK's own, in process) to ``formctl mcp``'s
+    server for the subject, each checked as :class:`Watch` checks a chat's: no crash, a well-formed
+    envelope, nothing written on an error, and no read across subjects (no success result holds the
+    other subject's instance id or words). A call whose arguments are not an object is left out:
+    MCP's ``arguments`` is an object by the protocol, and the client refuses anything else; so is
+    one nested deeper than :data:`WIRE_DEPTH` levels, which the client cannot serialise to send. A
+    lone surrogate (in a tool name or a value) is sent as U+FFFD, as the wire (UTF-8 JSON) cannot
+    carry one."""
+    import anyio
+
+    world = World(registry_file, open_form=example["open"], closed=example["closed"])
+    try:
+        batches = [[(name, realise(arguments, world)) for name, arguments in batch] for batch in example["batches"]]
+        anyio.run(_mcp_turn, world, batches, tally)
+    finally:
+        world.close()
+
+
+async def _mcp_turn(world: World, batches: list[list[tuple[str, Any]]], tally: Tally) -> None:
+    from mcp import Client
+
+    from formctl.agent.models._sdk import sendable
+    from formctl.cli.mcp import open_service
+    from formctl.cli.mcp.server import build_server
+
+    watch = Watch(world, tally)
+    watch.allowed = set()
+    service = open_service(SUBJECT, store=str(world.store), forms=str(world.registry_file))
+    theirs = set(world.ids.theirs)
+    try:
+        async with Client(build_server(service)) as client:
+            for b, batch in enumerate(batches):
+                for i, (name, arguments) in enumerate(batch):
+                    if not isinstance(arguments, dict) or _nesting(arguments) > WIRE_DEPTH:
+                        continue
+                    name, arguments = sendable(name), sendable(arguments)
+                    call_id = f"mcp_{b}_{i}"
+                    watch._event(ToolCall(call_id, name, arguments))
+                    try:
+                        result = await client.call_tool(name, arguments)
+                        envelope = json.loads(result.content[0].text)
+                    except Exception as exc:  # noqa: BLE001 - the point: nothing may escape
+                        watch.finding("crash", f"{type(exc).__name__}: {_short(str(exc))}")
+                        continue
+                    watch._event(ToolResult(call_id, name, envelope, bool(result.is_error)))
+                    if envelope.get("status") == "success":
+                        text = result.content[0].text
+                        leaked = [t for t in [*theirs, OTHERS_WORDS] if t in text]
+                        if leaked:
+                            watch.finding("read across subjects", f"{name} returned {leaked}")
+    finally:
+        service.runner.adapter.close()
+        watch.adapter.close()
+    watch._after_turn()

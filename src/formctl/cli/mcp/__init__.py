@@ -1,0 +1,46 @@
+"""``formctl mcp``: any MCP client's agent runs formctl's forms (docs/mcp.md).
+
+:mod:`.state` holds what is served (tools, resources, prompts of one subject) without the MCP
+SDK; :mod:`.server` serves it over stdio with the SDK, which is imported only when the
+command runs (``import formctl`` and ``formctl list`` never load it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["open_service", "run_mcp"]
+
+
+def open_service(subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False) -> Any:
+    """The :class:`~formctl.cli.mcp.state.FormService` for ``subject`` over a store and a forms folder."""
+    from formctl.cli.mcp.state import MCP_SOURCE, FormService
+    from formctl.cli.workspace import default_subject, open_registry, open_store
+    from formctl.forms.runner import FormRunner
+    from formctl.store.memory import MemoryAdapter
+
+    registry = open_registry(forms)
+    adapter = open_store(store)
+    runner = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=MCP_SOURCE)
+    # The host's runner exists only with --as-host: without it, no code path can resolve a checkpoint.
+    host = FormRunner(adapter, registry=registry, subject=subject, actor="host", source=MCP_SOURCE) if as_host else None
+    outlines = FormRunner(MemoryAdapter(), registry=registry, subject="outline", actor="agent", source=MCP_SOURCE)
+    return FormService(runner, host_runner=host, host_name=default_subject(), outline_runner=outlines)
+
+
+def run_mcp(subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False) -> int:
+    """Serve ``subject``'s forms over stdio until the client hangs up. Returns the exit status."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        from formctl.forms.errors import FormError
+
+        raise FormError("formctl mcp needs the mcp package: pip install 'formctl[mcp]'.") from None
+    from formctl.cli.mcp.server import serve_stdio
+
+    service = open_service(subject, store=store, forms=forms, as_host=as_host)
+    try:
+        serve_stdio(service)
+    finally:
+        service.runner.adapter.close()
+    return 0

@@ -1,0 +1,327 @@
+"""``formctl mcp``: :class:`~formctl.cli.mcp.state.FormService` served over stdio with the ``mcp`` SDK.
+
+The SDK speaks two protocol eras and a client may use either; docs/mcp.md says what each
+gets. What this module adds to the SDK:
+
+- **Tool calls run in a thread of their own** (the engine and the stores are synchronous),
+  so that a call can stop in the middle to ask the person (:class:`_Call`).
+- **Asking the person** (elicitation, a form with one text answer): on a handshake-era
+  connection the server asks at once over the back channel (``elicitation/create``) and the
+  call goes on; on a 2026-07-28 connection, which has no back channel, the call answers
+  ``InputRequiredResult`` carrying the question and a one-time token as ``request_state``,
+  and the client's retry with the answer resumes the very call that asked (a retry with a
+  token formctl did not issue changes nothing). Accept with text → that text ("yes", a
+  value); decline → "no"; cancel, or no answer within :data:`ASK_TIMEOUT` → no answer. A
+  client that declared no elicitation is never asked: nothing unconfirmed is stored.
+- **Changes made elsewhere**: a watcher compares the subject's instances' versions every
+  :data:`POLL_SECONDS` and tells the client which resources changed: ``ResourceUpdated``
+  events on ``subscriptions/listen`` streams (2026-07-28), ``notifications/resources/updated``
+  to a handshake-era client that subscribed to the URI, and list-changed when an instance
+  appears.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import secrets
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+
+from formctl.agent.tools import error_envelope
+from formctl.cli.mcp.state import TIER0_URI, FormService, Outcome, form_uri, instance_uri
+from formctl.forms.errors import FormError
+
+__all__ = ["ASK_TIMEOUT", "POLL_SECONDS", "build_server", "serve_stdio"]
+
+ASK_TIMEOUT = 600.0  # seconds a call waits for the person's answer before it goes on without one
+POLL_SECONDS = 0.25  # how often the watcher reads the subject's instances' versions
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "title": "Your answer", "description": "yes, no, or the right value"}},
+    "required": ["answer"],
+}
+
+
+class _Call:
+    """One tool call, run in its own thread; it may stop to ask the person a question.
+
+    The thread reports ``("ask", question)`` or ``("done", outcome)`` on ``events`` and, after
+    an ask, waits for :meth:`answer`."""
+
+    def __init__(self, service: FormService, name: str, arguments: Any, *, can_ask: bool) -> None:
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._service, self._name, self._arguments, self._can_ask = service, name, arguments, can_ask
+        threading.Thread(target=self._run, name=f"formctl-mcp-{name[:20]}", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            outcome = self._service.call(self._name, self._arguments, ask=self._ask if self._can_ask else None)
+        except BaseException as exc:  # FormTools.call never raises; this is the last line of defence
+            outcome = Outcome(error_envelope(f"{type(exc).__name__}: {exc}", None), "")
+        self.events.put(("done", outcome))
+
+    def _ask(self, question: str) -> str | None:
+        self.events.put(("ask", question))
+        try:
+            return self._answers.get(timeout=ASK_TIMEOUT)
+        except queue.Empty:
+            return None
+
+    def answer(self, text: str | None) -> None:
+        self._answers.put(text)
+
+    async def next(self) -> tuple[str, Any]:
+        return await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
+
+
+def _answer_text(result: Any) -> str | None:
+    """An elicitation's result as the answer line the chat would have read: accept → the text,
+    decline → "no", cancel (or anything else) → None."""
+    if isinstance(result, dict):
+        action, content = result.get("action"), result.get("content")
+    else:
+        action, content = getattr(result, "action", None), getattr(result, "content", None)
+    if action == "decline":
+        return "no"
+    if action != "accept" or not isinstance(content, dict):
+        return None
+    value = content.get("answer")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value) if value is not None else None
+
+
+def _tool_result(outcome: Outcome) -> types.CallToolResult:
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=outcome.text)]
+    if outcome.tier0:
+        content.append(types.TextContent(type="text", text=outcome.tier0))
+    return types.CallToolResult(content=content, is_error=outcome.is_error)
+
+
+def _can_elicit(ctx: Any) -> bool:
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
+
+
+def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) -> Server[Any]:
+    """The MCP server for ``service``: its handlers, the listen bus and the change watcher."""
+    pending: dict[str, _Call] = {}  # request_state token → the call waiting for the person's answer
+    bus = InMemorySubscriptionBus()
+    subscribed: dict[str, set[Any]] = {}  # URI → handshake-era sessions that subscribed to it
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
+                for d in service.definitions
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+        if params.request_state is not None:
+            call = pending.pop(params.request_state, None)
+            if call is None:
+                message = (
+                    "That answer is to a question formctl did not ask (or no longer waits on); nothing was stored."
+                )
+                outcome = Outcome(error_envelope(message, "not_asked"), await anyio.to_thread.run_sync(service.tier0))
+                return _tool_result(outcome)
+            responses = params.input_responses or {}
+            call.answer(_answer_text(responses.get("answer")))
+        else:
+            call = _Call(service, params.name, params.arguments or {}, can_ask=_can_elicit(ctx))
+        while True:
+            kind, value = await call.next()
+            if kind == "done":
+                return _tool_result(value)
+            if ctx.session.can_send_request:  # a back channel: ask now, and go on
+                try:
+                    result = await ctx.session.elicit_form(value, ANSWER_SCHEMA, related_request_id=ctx.request_id)
+                except Exception:
+                    result = None
+                call.answer(_answer_text(result))
+                continue
+            token = secrets.token_urlsafe(24)
+            pending[token] = call
+            return types.InputRequiredResult(
+                input_requests={
+                    "answer": types.ElicitRequest(
+                        params=types.ElicitRequestFormParams(message=value, requested_schema=ANSWER_SCHEMA)
+                    )
+                },
+                request_state=token,
+            )
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        forms = await anyio.to_thread.run_sync(service.forms)
+        instances = await anyio.to_thread.run_sync(service.instances)
+        resources = [
+            types.Resource(
+                uri=TIER0_URI,
+                name="tier0",
+                title="The open form's state",
+                description="The one-line state of the subject's open form (the tier-0 line).",
+                mime_type="text/plain",
+            )
+        ]
+        for form in forms:
+            resources.append(
+                types.Resource(
+                    uri=form_uri(form["id"]),
+                    name=form["id"],
+                    title=form["name"],
+                    description=f"Outline: steps and fields. {form.get('description') or ''}".strip(),
+                    mime_type="application/json",
+                )
+            )
+        for row in instances:
+            resources.append(
+                types.Resource(
+                    uri=instance_uri(row["instance_id"]),
+                    name=row["instance_id"],
+                    title=f"{row.get('form')} ({row.get('status')})",
+                    description="Status view and answers.",
+                    mime_type="application/json",
+                )
+            )
+        return types.ListResourcesResult(resources=resources)
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            if uri == TIER0_URI:
+                text, mime = await anyio.to_thread.run_sync(service.tier0), "text/plain"
+            elif uri.startswith("formctl://forms/"):
+                data = await anyio.to_thread.run_sync(service.outline, uri.removeprefix("formctl://forms/"))
+                text, mime = json.dumps(data, ensure_ascii=False), "application/json"
+            elif uri.startswith("formctl://instances/"):
+                data = await anyio.to_thread.run_sync(service.instance, uri.removeprefix("formctl://instances/"))
+                text, mime = json.dumps(data, ensure_ascii=False), "application/json"
+            else:
+                raise MCPError(RESOURCE_NOT_FOUND, f"No resource {uri}.")
+        except FormError as exc:
+            raise MCPError(RESOURCE_NOT_FOUND, exc.message) from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subscribed.setdefault(str(params.uri), set()).add(ctx.session)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        subscribed.get(str(params.uri), set()).discard(ctx.session)
+        return types.EmptyResult()
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        forms = await anyio.to_thread.run_sync(service.forms)
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=form["id"],
+                    title=form["name"],
+                    description=f"Fill in the {form['name']} with the person, using the form_* tools.",
+                )
+                for form in forms
+            ]
+        )
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        try:
+            text = await anyio.to_thread.run_sync(service.prompt, params.name)
+        except FormError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message) from None
+        return types.GetPromptResult(
+            description=f"How to conduct the form {params.name}.",
+            messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
+        )
+
+    async def changed(uris: list[str], listed: bool) -> None:
+        if listed:
+            await bus.publish(ResourcesListChanged())
+        for uri in uris:
+            await bus.publish(ResourceUpdated(uri=uri))
+            for session in list(subscribed.get(uri, ())):
+                try:
+                    await session.send_resource_updated(uri)
+                except Exception:  # a client gone: forget it
+                    subscribed[uri].discard(session)
+
+    async def watch() -> None:
+        """Tell the client when the subject's instances change, whoever changed them."""
+        before = await anyio.to_thread.run_sync(service.versions)
+        while True:
+            await anyio.sleep(poll_seconds)
+            try:
+                now = await anyio.to_thread.run_sync(service.versions)
+            except Exception:  # a store that cannot be read this moment: try again next time
+                continue
+            moved = [i for i, v in now.items() if before.get(i) != v]
+            if moved:
+                await changed([*(instance_uri(i) for i in moved), TIER0_URI], listed=bool(set(now) - set(before)))
+            before = now
+
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            try:
+                yield {}
+            finally:
+                group.cancel_scope.cancel()
+
+    return Server(
+        "formctl",
+        version=_version(),
+        instructions=(
+            f"formctl forms for {service.subject}: start and fill them with the form_* tools. Each tool result "
+            "ends with the form's state (the tier-0 line); trust it over memory. Send the person's exact words "
+            "as quotes; a value without them is confirmed with the person or not stored."
+        ),
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_subscriptions_listen=ListenHandler(bus),
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("formctl")
+    except Exception:
+        return "0"
+
+
+async def _serve(server: Server[Any]) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def serve_stdio(service: FormService) -> None:
+    """Serve until the client closes stdin. stdout carries the protocol: nothing else is printed there."""
+    server = build_server(service)
+    try:
+        anyio.run(_serve, server)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.stdout.flush()

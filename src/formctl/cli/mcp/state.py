@@ -1,0 +1,214 @@
+"""What ``formctl mcp`` serves, without the MCP SDK: the tools, resources and prompts of one subject.
+
+:class:`FormService` is the synchronous core the server (``server.py``) wraps. It holds one
+store, one registry and one subject, fixed when the server starts (docs/mcp.md, "Scope and
+roles"):
+
+- **Tools** are :class:`~formctl.agent.tools.FormTools`, the very object the chat's model
+  calls, scoped to the subject: the same names, schemas, descriptions and refusals. Each
+  result is the same JSON envelope, with the tier-0 line beside it (MCP has no prompt tail to
+  put it on). With ``as_host`` one more tool, ``form_resolve``, answers the checkpoint an
+  instance of the subject waits on; without it the tool does not exist.
+- **Provenance.** The client's model sends ``quotes`` as the chat's model does. formctl cannot
+  see the person's messages here, so a quote is taken as their words, and the usual check
+  applies: the value must be in the quote. A value for a ``source="person"`` field with no
+  quote that holds it is not stored as said; formctl asks the person through ``ask`` (MCP
+  elicitation, see ``server.py``): "yes" stores it as ``confirmed``, a typed value as said,
+  "no" nothing. Without ``ask`` (a client without elicitation) nothing is stored and the result
+  says what is needed (``not_stored``).
+- **Resources**: each registered form's outline, each of the subject's instances (its status
+  view and its answers), and the tier-0 line of the subject's open form.
+- **Prompts**: one per form, its conduct text as the chat's system prompt gives it.
+
+Every call runs under one lock (the store adapter is used from worker threads); a call that
+waits for the person's answer releases it while it waits.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from formctl.agent.person import Person
+from formctl.agent.prompt import system_prompt
+from formctl.agent.tools import FormTools, error_envelope, is_error, success_envelope
+from formctl.forms.errors import FormError, NotFoundError
+from formctl.forms.instance import Provenance
+
+__all__ = ["MCP_SOURCE", "FormService", "Outcome", "RESOLVE_TOOL", "TIER0_URI", "form_uri", "instance_uri"]
+
+MCP_SOURCE = "mcp"  # the provenance source of every write through the server
+TIER0_URI = "formctl://tier0"
+RESOLVE_TOOL = "form_resolve"
+
+
+def form_uri(form_id: str) -> str:
+    return f"formctl://forms/{form_id}"
+
+
+def instance_uri(instance_id: str) -> str:
+    return f"formctl://instances/{instance_id}"
+
+
+class _ResolveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    instance_id: str | None = Field(None, description="Omit for the open form.")
+    fail: str | None = Field(None, description="Reject, with the reason the person is told.")
+    reason: str | None = Field(None, description="Why it is approved (kept with the decision).")
+
+
+_RESOLVE_DEFINITION: dict[str, Any] = {
+    "name": RESOLVE_TOOL,
+    "description": "Host only: answer the checkpoint the form waits on (approve, or reject with fail).",
+    "input_schema": _ResolveArgs.model_json_schema(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One tool call's result: the envelope (the chat's JSON) and the tier-0 line after it."""
+
+    envelope: dict[str, Any]
+    tier0: str
+
+    @property
+    def is_error(self) -> bool:
+        return is_error(self.envelope)
+
+    @property
+    def text(self) -> str:
+        """The envelope as the chat's model reads it (compact JSON)."""
+        return json.dumps(self.envelope, ensure_ascii=False, separators=(",", ":"))
+
+
+class FormService:
+    """One subject's forms over one store, as MCP tools, resources and prompts (see the module)."""
+
+    def __init__(
+        self, runner: Any, *, host_runner: Any = None, host_name: str = "host", outline_runner: Any = None
+    ) -> None:
+        self.runner = runner  # the agent's: actor "agent", source "mcp", subject fixed
+        self.subject: str = runner.subject
+        self.host_runner = host_runner  # None unless --as-host
+        self.host_name = host_name
+        self._outline_runner = outline_runner  # an in-memory store for outlines of forms not started
+        self.lock = threading.Lock()
+        base = FormTools(runner)  # the chat model's tools; the scope is the runner's subject
+        self.definitions: list[dict[str, Any]] = list(base.definitions)
+        if host_runner is not None:
+            self.definitions.append(_RESOLVE_DEFINITION)
+        self.tool_names = [d["name"] for d in self.definitions]
+
+    # ------------------------------------------------------------------ tools
+
+    def call(self, name: str, arguments: Any, ask: Callable[[str], str | None] | None = None) -> Outcome:
+        """Run one tool as the chat's model would (never raises). ``ask`` puts a question to the
+        person and returns their answer, or None; it is called without the lock held."""
+        with self.lock:
+            if name == RESOLVE_TOOL and self.host_runner is not None:
+                envelope = self._resolve(arguments)
+            else:
+                person = Person(ask=self._unlocked(ask) if ask is not None else None)
+                for quote in _quotes(arguments):
+                    person.said(quote, at=None)  # the client's quotes stand for the person's words
+                envelope = FormTools(self.runner, person=person).call(name, arguments)
+            return Outcome(envelope, self._tier0())
+
+    def _unlocked(self, ask: Callable[[str], str | None]) -> Callable[[str], str | None]:
+        """``ask``, run with the lock released: the person may take their time, and other calls go on."""
+
+        def asking(question: str) -> str | None:
+            self.lock.release()
+            try:
+                return ask(question)
+            finally:
+                self.lock.acquire()
+
+        return asking
+
+    def _resolve(self, arguments: Any) -> dict[str, Any]:
+        """The host's answer to a checkpoint of one of the subject's instances (only with --as-host)."""
+        if not isinstance(arguments, dict):
+            return error_envelope(f"Bad arguments for {RESOLVE_TOOL}: expected a JSON object.", "invalid_arguments")
+        try:
+            args = _ResolveArgs.model_validate(arguments)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "arguments"
+            return error_envelope(f"Bad arguments for {RESOLVE_TOOL} ({where}: {first['msg']}).", "invalid_arguments")
+        try:
+            instance = self.runner.open_instance(args.instance_id)
+            if instance is None or instance.subject != self.subject:  # the scope, as FormTools keeps it
+                raise NotFoundError(f'No form instance "{args.instance_id}".' if args.instance_id else "No open form.")
+            result = self.host_runner.resolve_checkpoint(
+                instance.id, fail=args.fail, reason=args.reason, actor=self.host_name
+            )
+        except FormError as exc:
+            return error_envelope(exc.message, exc.code)
+        return success_envelope(result.to_dict())
+
+    # ------------------------------------------------------------------ reads
+
+    def _tier0(self) -> str:
+        try:
+            return str(self.runner.tier0() or "")
+        except Exception:
+            return ""
+
+    def tier0(self) -> str:
+        with self.lock:
+            return self._tier0()
+
+    def forms(self) -> list[dict[str, str]]:
+        with self.lock:
+            return list(self.runner.list())
+
+    def instances(self) -> list[dict[str, Any]]:
+        """The subject's instances, most recently updated first (summaries)."""
+        with self.lock:
+            return [row.to_dict(subject=False) for row in self.runner.instances(subject=self.subject)]
+
+    def versions(self) -> dict[str, int]:
+        """Each of the subject's instances and its version: what the change watcher compares."""
+        with self.lock:
+            return {i.id: i.version for i in self.runner.adapter.find_instances(subject=self.subject)}
+
+    def outline(self, form_id: str) -> dict[str, Any]:
+        """A registered form's outline: its steps and fields, as ``form_inspect`` shows an empty instance."""
+        with self.lock:
+            compiled = self.runner.compiled(form_id)
+            runner = self._outline_runner
+            provenance = Provenance(MCP_SOURCE, "outline", "1970-01-01T00:00:00Z", "outline")
+            instance = runner.adapter.create_instance(compiled.id, compiled.version, "outline", provenance)
+            view = runner.inspect("outline", instance_id=instance.id).to_dict()
+        for key in ("instance_id", "status", "complete"):
+            view.pop(key, None)
+        return dict(view)
+
+    def instance(self, instance_id: str) -> dict[str, Any]:
+        """One of the subject's instances: its status view and its answers (``form_history``).
+        Raises NotFoundError for an id that is not the subject's, exactly as for one that does not exist."""
+        with self.lock:
+            tools = FormTools(self.runner)
+            status = tools.call("form_status", {"instance_id": instance_id})
+            if is_error(status):
+                raise NotFoundError(str(status.get("message") or f'No form instance "{instance_id}".'))
+            history = tools.call("form_history", {"instance_id": instance_id})
+            return {"status": status["data"], "history": history.get("data")}
+
+    def prompt(self, form_id: str) -> str:
+        """The form's conduct, as the chat's system prompt gives it to its model."""
+        with self.lock:
+            return system_prompt(self.runner.compiled(form_id))
+
+
+def _quotes(arguments: Any) -> list[str]:
+    quotes = arguments.get("quotes") if isinstance(arguments, dict) else None
+    if not isinstance(quotes, dict):
+        return []
+    return [q for q in quotes.values() if isinstance(q, str) and q.strip()]
