@@ -143,3 +143,19 @@ def test_the_readme_session_runs_as_written(tmp_path):
     assert "All done: your claim is sent." in done.stdout
     (instance,) = JsonFileAdapter(tmp_path / "store").find_instances()
     assert instance.status == "complete"
+
+
+def test_a_refused_key_stops_the_chat_with_one_line_on_stderr_and_exit_1(store):
+    key = "sk-proj-refused-0123456789"
+    with FakeOpenAI() as api:
+        api.fault(401, message=f"Incorrect API key provided: {key}")
+        result = run(
+            ["run", "travel-claim", "--model", "openai:gpt-test", "--forms", str(FORMS), "--store", store],
+            input="hello\nare you there?\n",
+            env={"OPENAI_API_KEY": key, "OPENAI_BASE_URL": api.base_url},
+        )
+        assert len(api.bodies) == 1  # the chat stopped: the second line was never sent
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [errors[0]] and "refused the key (401): check OPENAI_API_KEY" in errors[0]
+    assert key not in result.stderr + result.stdout

@@ -115,7 +115,9 @@ class FormService:
             else:
                 person = Person(ask=self._unlocked(ask) if ask is not None else None)
                 for quote in _quotes(arguments):
-                    person.said(quote, at=None)  # the client's quotes stand for the person's words
+                    # The client's quotes stand for the person's words, said now (a relative date
+                    # in one, "next Tuesday", is read from today, as in a chat).
+                    person.said(quote)
                 envelope = FormTools(self.runner, person=person).call(name, arguments)
             return Outcome(envelope, self._tier0())
 
