@@ -139,6 +139,7 @@ class ChatLoop:
         max_tokens: int | None = None,
         scope: Any = None,
         person: Person | None = None,
+        goals: Any = None,
     ) -> None:
         self.runner = runner
         self.model = model
@@ -152,6 +153,11 @@ class ChatLoop:
         self.person: Person = person if person is not None else Person()
         self.tools = FormTools(runner, allow=allow, deny=deny, scope=scope, person=self.person)
         self.tool_definitions: list[dict[str, Any]] = self.tools.definitions
+        # A goal program's tools and its goals line (formctl.agent.goal_tools.GoalTools), when the
+        # conversation serves one: its tools follow the form tools, its line follows tier 0.
+        self.goals = goals
+        if goals is not None:
+            self.tool_definitions = [*self.tool_definitions, *goals.definitions]
         open_instance = None
         try:
             open_instance = runner.open_instance()
@@ -228,7 +234,7 @@ class ChatLoop:
             request = ModelRequest(
                 system=self.system_prompt,
                 tools=self.tool_definitions,
-                messages=self._request_messages(tier0),
+                messages=self._request_messages(tier0, self._render_goals()),
                 max_tokens=self.max_tokens,
             )
             self._emit(ModelCall(iterations, request, tier0))
@@ -280,7 +286,10 @@ class ChatLoop:
     def _run_tool(self, call: dict[str, Any]) -> dict[str, Any]:
         call_id, name, arguments = call.get("id", ""), call.get("name", ""), call.get("input")
         self._emit(ToolCall(call_id, name, arguments))
-        envelope = self.tools.call(name, arguments)
+        if self.goals is not None and self.goals.handles(name):
+            envelope = self.goals.call(name, arguments)
+        else:
+            envelope = self.tools.call(name, arguments)
         self._emit(ToolResult(call_id, name, envelope, is_error(envelope)))
         data = envelope.get("data")
         if (
@@ -311,12 +320,14 @@ class ChatLoop:
         else:
             self.messages.append({"role": "user", "content": [block]})
 
-    def _request_messages(self, tier0: str) -> list[dict[str, Any]]:
-        """The conversation as sent: ``messages`` with tier 0 appended to the newest user turn only."""
+    def _request_messages(self, tier0: str, goals: str = "") -> list[dict[str, Any]]:
+        """The conversation as sent: ``messages`` with tier 0, then the goals line (docs/goals.md),
+        appended to the newest user turn only."""
         messages = list(self.messages)
-        if tier0 and messages and messages[-1].get("role") == "user":
+        tail = [{"type": "text", "text": line} for line in (tier0, goals) if line]
+        if tail and messages and messages[-1].get("role") == "user":
             last = messages[-1]
-            messages[-1] = {**last, "content": [*content_blocks(last.get("content")), {"type": "text", "text": tier0}]}
+            messages[-1] = {**last, "content": [*content_blocks(last.get("content")), *tail]}
         return messages
 
     def _settle_unanswered(self) -> None:
@@ -330,6 +341,9 @@ class ChatLoop:
             return self.runner.tier0() or ""
         except Exception:
             return ""
+
+    def _render_goals(self) -> str:
+        return self.goals.line() if self.goals is not None else ""
 
     def _on_text(self, text: str) -> None:
         if text and not self._cancel.is_set():

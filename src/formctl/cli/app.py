@@ -45,7 +45,7 @@ from formctl.cli import base  # noqa: E402
 from formctl.cli.base import _Command, _Group, app  # noqa: E402
 
 # Imported for their commands, registered in the order --help lists them.
-from formctl.cli.commands import chat, forms, mcp, reads, store, writes  # noqa: E402, F401
+from formctl.cli.commands import chat, forms, mcp, programs, reads, store, writes  # noqa: E402, F401
 from formctl.cli.commands import eval as _eval  # noqa: E402, F401  (formctl eval; after the chat's commands)
 
 __all__ = ["app", "main"]

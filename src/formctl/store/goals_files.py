@@ -2,10 +2,15 @@
 
 Per scope (``<id>`` is :attr:`GoalScope.id`, a digest: nothing from user text becomes a path):
 
-* ``<id>.json``, the head: ``{"format": 1, "version": N, "state": {...}, "receipts": {...}}``,
-  replaced atomically (temp file, fsync, rename, fsync of the folder). The head is the commit
-  point: a version exists once the head says so. It carries the hook receipts, so a commit's
-  transitions and their ``pending`` receipts land in the same rename.
+* ``<id>.json``, the head: ``{"format": 1, "version": N, "digest": ..., "state": {...},
+  "receipts": {...}}``, replaced atomically (temp file, fsync, rename, fsync of the folder).
+  The head is the commit point: a version exists once the head says so. It carries the hook
+  receipts not yet done, so a commit's transitions and their ``pending`` receipts land in the
+  same rename.
+* ``<id>.done.jsonl``: the receipts of hooks that ran to the end (``ok``), appended (and
+  synced) before they leave the head, so the head stays the size of the work outstanding
+  rather than growing with every transition ever made. A receipt found in both (a crash
+  between the append and the head's rename) is done: the log wins.
 * ``<id>.history.jsonl``, the history: one line per version, appended (and synced) before the
   head moves. A line holds the complete snapshot except the definitions, which it names by
   digest; the definitions are written out in the line of the version that introduced them
@@ -52,6 +57,7 @@ class FileGoalStore:
         self.store_directory = os.path.abspath(os.fspath(directory))
         self.directory = os.path.join(self.store_directory, "goals")
         self.lock = StoreLock(self.directory)
+        self._programs: dict[str, Program] = {}
 
     def __repr__(self) -> str:
         return f"FileGoalStore({self.directory!r})"
@@ -63,6 +69,31 @@ class FileGoalStore:
 
     def _history_path(self, scope: GoalScope) -> str:
         return os.path.join(self.directory, f"{scope.id}.history.jsonl")
+
+    def _done_path(self, scope: GoalScope) -> str:
+        return os.path.join(self.directory, f"{scope.id}.done.jsonl")
+
+    def _done(self, scope: GoalScope) -> dict[str, dict[str, Any]]:
+        """The receipts of hooks that ran to the end, by key."""
+        out: dict[str, dict[str, Any]] = {}
+        try:
+            with open(self._done_path(scope), encoding="utf-8") as f:
+                for text in f:
+                    try:
+                        row = json.loads(text)
+                    except json.JSONDecodeError:
+                        continue  # a torn append: the receipt is still in the head, and runs again
+                    out[row["key"]] = row
+        except FileNotFoundError:
+            pass
+        return out
+
+    def _program(self, digest: str, data: dict[str, Any]) -> Program:
+        """Definitions are immutable: each is parsed once per digest and shared."""
+        program = self._programs.get(digest)
+        if program is None:
+            program = self._programs[digest] = program_from_json(data)
+        return program
 
     def _read_head(self, path: str) -> dict[str, Any] | None:
         try:
@@ -99,7 +130,9 @@ class FileGoalStore:
             raise _durable.os_error(exc, f"write {path}") from None
 
     def _append_history(self, scope: GoalScope, line: dict[str, Any]) -> None:
-        path = self._history_path(scope)
+        self._append(self._history_path(scope), line)
+
+    def _append(self, path: str, line: dict[str, Any]) -> None:
         data = json.dumps(line, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
         try:
             fd = _durable.open_private(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
@@ -120,7 +153,9 @@ class FileGoalStore:
 
     def get(self, scope: GoalScope) -> GoalState | None:
         head = self._read_head(self._head_path(scope))
-        return state_from_json(head["state"]) if head is not None else None
+        if head is None:
+            return None
+        return state_from_json(head["state"], self._program(head["digest"], head["state"]["program"]))
 
     def commit(self, scope: GoalScope, state: GoalState, *, if_version: int | None) -> GoalState:
         with self._writing():
@@ -166,7 +201,7 @@ class FileGoalStore:
                     except json.JSONDecodeError:
                         continue  # a torn append (see the module docstring); never a committed version
                     if "definition" in line:
-                        definitions[line["program"]] = program_from_json(line["definition"])
+                        definitions[line["program"]] = self._program(line["program"], line["definition"])
                     if line["version"] <= head["version"]:
                         rows[line["version"]] = line  # a later line of one version supersedes an uncommitted one
         except FileNotFoundError:
@@ -201,15 +236,24 @@ class FileGoalStore:
 
     def receipts(self, scope: GoalScope) -> list[Receipt]:
         head = self._read_head(self._head_path(scope))
-        return [Receipt.from_json(r) for r in head["receipts"].values()] if head is not None else []
+        if head is None:
+            return []
+        done = self._done(scope)
+        rows = [*done.values(), *(r for k, r in head["receipts"].items() if k not in done)]
+        rows.sort(key=lambda r: r["transition"]["version"])
+        return [Receipt.from_json(r) for r in rows]
 
     def claim(self, scope: GoalScope, key: str, owner: str, *, lease_seconds: float, now: float) -> Receipt | None:
         with self._writing():
             head = self._read_head(self._head_path(scope))
             data = head["receipts"].get(key) if head is not None else None
             if head is None or data is None:
+                if key in self._done(scope):
+                    return None  # done: it left the head
                 raise NotFoundError(f'No hook receipt "{key}".')
             receipt = Receipt.from_json(data)
+            if receipt.status == RECEIPT_RUNNING and key in self._done(scope):
+                return None  # a crash between logging it done and the head's rename
             if not claimable(receipt, now=now):
                 return None
             data = dict(data, status=RECEIPT_RUNNING, attempts=receipt.attempts + 1, owner=owner)
@@ -224,8 +268,11 @@ class FileGoalStore:
             data = head["receipts"].get(key) if head is not None else None
             if head is None or data is None or data.get("owner") != owner or data.get("status") != RECEIPT_RUNNING:
                 return False
-            head["receipts"][key] = dict(
-                data, status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0
-            )
+            settled = dict(data, status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0)
+            if ok:
+                self._append(self._done_path(scope), settled)
+                del head["receipts"][key]
+            else:
+                head["receipts"][key] = settled
             self._write_head(scope, head)
             return True

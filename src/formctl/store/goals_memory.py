@@ -1,7 +1,9 @@
 """Goal programs in memory, for the life of one process: the reference :class:`GoalStore`.
 
 Snapshots are kept as their JSON data and rebuilt on every read, so nothing a caller holds
-can reach storage. One lock serialises the threads that share the store.
+can reach storage; definitions are immutable (frozen dataclasses and tuples), so each distinct
+one is kept once, by digest, and shared by the snapshots rebuilt from it. One lock serialises
+the threads that share the store.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import threading
 from typing import Any
 
 from formctl.errors import GoalConflictError, NotFoundError
+from formctl.goals.definition import Program, program_digest
 from formctl.goals.state import (
     RECEIPT_FAILED,
     RECEIPT_OK,
@@ -29,32 +32,35 @@ __all__ = ["MemoryGoalStore"]
 class MemoryGoalStore:
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._history: dict[str, list[dict[str, Any]]] = {}
+        self._history: dict[str, list[tuple[dict[str, Any], Program]]] = {}
+        self._programs: dict[str, Program] = {}
         self._scopes: dict[str, GoalScope] = {}
         self._receipts: dict[str, dict[str, Receipt]] = {}
 
     def get(self, scope: GoalScope) -> GoalState | None:
         with self._lock:
             rows = self._history.get(scope.id)
-            return state_from_json(rows[-1]) if rows else None
+            return state_from_json(*rows[-1]) if rows else None
 
     def commit(self, scope: GoalScope, state: GoalState, *, if_version: int | None) -> GoalState:
-        data = state_to_json(state)
+        data = state_to_json(state, with_program=False)
+        digest = program_digest(state.program)
         with self._lock:
             rows = self._history.setdefault(scope.id, [])
-            actual = rows[-1]["version"] if rows else None
+            actual = rows[-1][0]["version"] if rows else None
             if actual != if_version or state.version != (if_version or 0) + 1:
                 raise GoalConflictError(if_version, actual)
-            rows.append(data)
+            program = self._programs.setdefault(digest, state.program)
+            rows.append((data, program))
             self._scopes[scope.id] = scope
             receipts = self._receipts.setdefault(scope.id, {})
             for t in state.transitions:
                 receipts.setdefault(t.key, Receipt(t.key, t))
-        return state_from_json(data)
+        return state_from_json(data, program)
 
     def history(self, scope: GoalScope) -> list[GoalState]:
         with self._lock:
-            return [state_from_json(r) for r in self._history.get(scope.id, [])]
+            return [state_from_json(data, program) for data, program in self._history.get(scope.id, [])]
 
     def scopes(self, subject: str | None = None) -> list[GoalScope]:
         with self._lock:

@@ -110,6 +110,7 @@ class PostgresGoalStore:
         self._pid = 0
         self._ready = False
         self._mutex = threading.RLock()
+        self._programs: dict[str, Program] = {}  # definitions are immutable: parsed once per digest
 
     def __repr__(self) -> str:
         return f"PostgresGoalStore({self.display!r})"
@@ -167,11 +168,17 @@ class PostgresGoalStore:
 
     def get(self, scope: GoalScope) -> GoalState | None:
         def read(cur: Any) -> Any:
-            cur.execute("SELECT state FROM formctl_goal_heads WHERE scope_id = %s", (scope.id,))
+            cur.execute("SELECT digest, state FROM formctl_goal_heads WHERE scope_id = %s", (scope.id,))
             return cur.fetchone()
 
         row = self._run(read, write=False)
-        return state_from_json(row[0]) if row is not None else None
+        if row is None:
+            return None
+        digest, state = row
+        program = self._programs.get(digest)
+        if program is None:
+            program = self._programs[digest] = program_from_json(state["program"])
+        return state_from_json(state, program)
 
     def commit(self, scope: GoalScope, state: GoalState, *, if_version: int | None) -> GoalState:
         digest = program_digest(state.program)
@@ -229,7 +236,7 @@ class PostgresGoalStore:
             return programs, cur.fetchall()
 
         programs, rows = self._run(read, write=False)
-        definitions: dict[str, Program] = {d: program_from_json(p) for d, p in programs}
+        definitions: dict[str, Program] = {d: self._programs.get(d) or program_from_json(p) for d, p in programs}
         return [state_from_json(state, definitions[digest]) for digest, state in rows]
 
     def scopes(self, subject: str | None = None) -> list[GoalScope]:

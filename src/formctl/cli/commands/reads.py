@@ -50,11 +50,15 @@ def instances(
     for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
         sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
     rows = []
+    serving = _Serving(adapter)
     for summary in found:
         row = summary.to_dict()
         damage = _warn_if_damaged(adapter, summary.instance_id)
         if damage is not None:
             row["damaged"] = damage
+        served = serving.items(row)
+        if served:
+            row["serves"] = served
         rows.append(row)
     if as_json:
         _print_json({"instances": rows})
@@ -62,6 +66,36 @@ def instances(
     from formctl.cli import render
 
     render.print_instances(rows)
+    for row in rows:
+        for item in row.get("serves", []):
+            typer.echo(f"{row['instance_id']} serves {_served_text(item)}")
+
+
+class _Serving:
+    """Which goal-program item each listed instance serves (docs/goals.md, "Form-bound items");
+    nothing when the store keeps no goal programs."""
+
+    def __init__(self, adapter: Any) -> None:
+        from formctl.goals.store import HasGoalStore
+
+        self.store = adapter.goal_store() if isinstance(adapter, HasGoalStore) else None
+        self.any = True
+
+    def items(self, row: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.store is None or not self.any:
+            return []
+        from formctl.goals.serving import items_served
+
+        if not self.store.scopes():
+            self.any = False  # no program anywhere: skip the lookups for the other rows
+            return []
+        return items_served(self.store, row["subject"], row["form"], row["instance_id"], row["status"])
+
+
+def _served_text(item: dict[str, Any]) -> str:
+    scope = item["scope"]
+    where = f"{scope['subject']} / {scope['key']}" + (f" / {scope['agent']}" if scope.get("agent") else "")
+    return f'program {item["program"]} ({where}): {item["goal"]}.{item["item"]} "{item["label"]}"'
 
 
 @app.command(
@@ -111,13 +145,31 @@ def inspect(
         # "nothing there"); at the command line it is a mistake, reported like history's.
         _unknown_name(runner, view.def_id, "step" if field is None else "field", field if field is not None else step)
     decided = _resolutions(runner, instance_id)
+    instance = runner.adapter.get_instance(instance_id)
+    served = (
+        _Serving(runner.adapter).items(
+            {
+                "subject": instance.subject,
+                "form": instance.def_id,
+                "instance_id": instance_id,
+                "status": instance.status,
+            }
+        )
+        if instance is not None
+        else []
+    )
     if as_json:
-        _print_json(_with_damage(_marked(_with_resolutions(view.to_dict(), decided), read), damage))
+        data = _with_damage(_marked(_with_resolutions(view.to_dict(), decided), read), damage)
+        if served:
+            data["serves"] = served
+        _print_json(data)
         return
     from formctl.cli import render
 
     render.print_view(view)
     render.print_resolutions(decided)
+    for item in served:
+        typer.echo(f"Serves {_served_text(item)}")
 
 
 def _unknown_name(runner: Any, def_id: str, kind: str, name: str) -> NoReturn:

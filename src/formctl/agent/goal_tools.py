@@ -1,0 +1,165 @@
+"""The model's goal tools, ``goal_status`` and ``goal_update``, over one :class:`GoalRunner`.
+
+Beside the form tools (:mod:`formctl.agent.tools`), with the same envelope, the same strict
+arguments and the same allow/deny selectors. Where the scope rule lives: the tools are given a
+runner, which is built for one exact scope; no argument names a scope or a subject, so the
+model cannot reach another. Starting and revising a program are host acts and are not tools.
+A model's update always carries the version it read (``goal_update.version``): a change since
+is ``goal_conflict``, and the model reads the status again (docs/goals.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from formctl.agent.tools import (
+    INVALID_ARGUMENTS,
+    UNKNOWN_TOOL,
+    _Args,
+    _compact,
+    _describe_validation,
+    bounded,
+    error_envelope,
+    success_envelope,
+)
+from formctl.errors import FormError, ToolSelectionError
+
+__all__ = ["GOAL_TOOL_NAMES", "GoalTools", "goal_tool_definitions"]
+
+
+class _StatusArgs(_Args):
+    pass
+
+
+class _UpdateArgs(_Args):
+    goal: str = Field(min_length=1, description="Goal key (any goal, not only the active one).")
+    completed: list[str] | None = Field(default=None, description="Item keys done.")
+    deferred: list[str] | None = Field(default=None, description="Item keys to come back to later.")
+    declined: list[str] | None = Field(default=None, description="Item keys not needed.")
+    reopened: list[str] | None = Field(default=None, description="Settled item keys to make pending again.")
+    reason: str | None = Field(default=None, max_length=500, description="Why, in a few words.")
+    version: int = Field(ge=1, description="The version goal_status gave.")
+
+
+def _status(runner: Any, a: _StatusArgs) -> Any:
+    status = runner.inspect()
+    if status is None:
+        return {"program": None, "message": "No goal program has started for this conversation."}
+    return status.to_dict()
+
+
+def _update(runner: Any, a: _UpdateArgs) -> Any:
+    status = runner.update(
+        goal=a.goal,
+        completed=a.completed or (),
+        deferred=a.deferred or (),
+        declined=a.declined or (),
+        reopened=a.reopened or (),
+        reason=a.reason,
+        if_version=a.version,
+    )
+    return status.to_dict()
+
+
+@dataclass(frozen=True)
+class _Tool:
+    name: str
+    description: str
+    args: type[_Args]
+    handler: Callable[[Any, Any], Any]
+
+
+_TOOLS: tuple[_Tool, ...] = (
+    _Tool(
+        "goal_status",
+        "The goal program: goals, items and their dispositions, follow-ups, and the version to update from.",
+        _StatusArgs,
+        _status,
+    ),
+    _Tool(
+        "goal_update",
+        "Settle items of one goal: completed (done), deferred (later), declined (not needed), or reopened. "
+        "Pass the version goal_status gave; on goal_conflict read goal_status again.",
+        _UpdateArgs,
+        _update,
+    ),
+)
+_BY_NAME = {t.name: t for t in _TOOLS}
+GOAL_TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in _TOOLS)
+
+
+def _matches(name: str, selector: str) -> bool:
+    return name == selector or name.endswith("_" + selector)
+
+
+def _select(allow: list[str] | None, deny: list[str] | None) -> list[str]:
+    for selector in [*(allow or []), *(deny or [])]:
+        if not isinstance(selector, str) or not any(_matches(n, selector) for n in GOAL_TOOL_NAMES):
+            raise ToolSelectionError(f'No goal tool matches "{selector}"; goal tools are {", ".join(GOAL_TOOL_NAMES)}.')
+    names = list(GOAL_TOOL_NAMES)
+    if allow is not None:
+        names = [n for n in names if any(_matches(n, s) for s in allow)]
+    if deny:
+        names = [n for n in names if not any(_matches(n, s) for s in deny)]
+    return names
+
+
+def goal_tool_definitions(allow: list[str] | None = None, deny: list[str] | None = None) -> list[dict[str, Any]]:
+    out = []
+    for name in _select(allow, deny):
+        tool = _BY_NAME[name]
+        schema = _compact(tool.args.model_json_schema())
+        schema.pop("description", None)
+        schema.setdefault("properties", {})
+        out.append({"name": tool.name, "description": tool.description, "input_schema": schema})
+    return out
+
+
+class GoalTools:
+    """The selected goal tools bound to one runner; ``call`` never raises (every outcome is an
+    envelope), and ``line()`` is the goals line for the tail of the model's input."""
+
+    def __init__(self, runner: Any, *, allow: list[str] | None = None, deny: list[str] | None = None) -> None:
+        self.runner = runner
+        self.names: list[str] = _select(allow, deny)
+        self.definitions: list[dict[str, Any]] = goal_tool_definitions(allow, deny)
+
+    def handles(self, name: str) -> bool:
+        return name in GOAL_TOOL_NAMES
+
+    def line(self) -> str:
+        """The goals line as stored now ("" before the program starts, or when it cannot be read)."""
+        try:
+            status = self.runner.inspect()
+        except Exception:
+            return ""
+        return status.line if status is not None else ""
+
+    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        return bounded(self._call(name, arguments))
+
+    def _call(self, name: str, arguments: Any) -> dict[str, Any]:
+        tool = _BY_NAME.get(name) if name in self.names else None
+        if tool is None:
+            return error_envelope(f'No tool "{name}". Goal tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
+        if not isinstance(arguments, dict):
+            return error_envelope(
+                f"Bad arguments for {name}: expected a JSON object, got {type(arguments).__name__}. Nothing was applied.",
+                INVALID_ARGUMENTS,
+            )
+        try:
+            args = tool.args.model_validate(arguments)
+        except ValidationError as exc:
+            return error_envelope(_describe_validation(name, exc), INVALID_ARGUMENTS)
+        try:
+            return success_envelope(tool.handler(self.runner, args))
+        except FormError as exc:
+            return error_envelope(exc.message, exc.code)
+        except Exception as exc:  # a host's validate_change or hook raising its own error
+            logging.getLogger("formctl.agent.goal_tools").info("%s failed: %s", name, exc, exc_info=exc)
+            return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)

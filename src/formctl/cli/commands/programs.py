@@ -1,0 +1,351 @@
+"""``formctl program list | start | show | update | revise | history``: the host's side of goal
+programs (docs/goals.md).
+
+A program runs in a scope: ``--subject S`` and ``--key K`` (``--agent A`` for an agent's own
+scope). ``start`` takes ``--key`` defaulting to the program's key; the other commands find the
+subject's one scope when ``--key`` is left out. Every write is recorded as ``--as NAME``
+(default: the login name) with source ``cli``. Reads take ``--json``.
+"""
+
+from typing import Any, List, NoReturn, Optional
+
+import typer
+
+from formctl.cli.base import _Command, _example, _fail, _Group, _print_json, app
+from formctl.cli.options import FormsOpt, JsonOpt, StoreOpt
+
+program_app = typer.Typer(
+    name="program",
+    cls=_Group,
+    help="Goal programs: what an intake works toward across forms and visits.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    epilog="\b\nExamples:\n  formctl program start client-intake --subject firm:1/matter:2 --key intake\n"
+    "  formctl program update identity --completed client --subject firm:1/matter:2\n"
+    "  formctl program show --subject firm:1/matter:2 --json",
+)
+app.add_typer(program_app)
+
+SubjectOpt = typer.Option(..., "--subject", metavar="S", help="Whose program (qualify it: firm:1/matter:2).")
+KeyOpt = typer.Option(None, "--key", metavar="K", help="The scope's key [default: the subject's one program].")
+AgentOpt = typer.Option(None, "--agent", metavar="A", help="An agent's own scope [default: none].")
+AsOpt = typer.Option(None, "--as", metavar="NAME", help="Who makes the change [default: your login name].")
+ReasonOpt = typer.Option(None, "--reason", help="Why (kept in the history and given to the hooks).")
+
+
+def _checked(*pairs: Any) -> None:
+    from formctl.cli.args import check_text
+
+    for text, what in pairs:
+        check_text(text, what)
+        if text is not None and not text.strip():
+            _fail(f"{what} needs a value.", 2)
+
+
+def _scope(adapter: Any, subject: str, key: Optional[str], agent: Optional[str]) -> Any:
+    """The scope named, or the subject's only one when ``--key`` is left out."""
+    from formctl.goals.runner import goal_store_of
+    from formctl.goals.state import GoalScope
+
+    if key is not None:
+        return GoalScope(subject=subject, key=key, agent=agent)
+    scopes = [s for s in goal_store_of(adapter).scopes(subject) if agent is None or s.agent == agent]
+    if not scopes:
+        _fail(f'No goal program has started for "{subject}" (formctl program start PROGRAM --subject ...).')
+    if len(scopes) > 1:
+        _ambiguous(scopes)
+    return scopes[0]
+
+
+def _ambiguous(scopes: list[Any]) -> NoReturn:
+    names = ", ".join(f"--key {s.key}" + (f" --agent {s.agent}" if s.agent else "") for s in scopes)
+    _fail(f"The subject has several goal programs; name one: {names}.", 2)
+
+
+def _runner(store: Optional[str], subject: str, key: Optional[str], agent: Optional[str], by: Optional[str]) -> Any:
+    from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
+    from formctl.goals.runner import GoalRunner
+
+    adapter = open_store(store)
+    scope = _scope(adapter, subject, key, agent)
+    return GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+
+
+def _items(values: Optional[List[str]]) -> List[str]:
+    """``--completed a --completed b`` or ``--completed a,b``."""
+    out: List[str] = []
+    for value in values or []:
+        out += [part.strip() for part in value.split(",") if part.strip()]
+    return out
+
+
+def _print_status(status: Any, as_json: bool) -> None:
+    if as_json:
+        _print_json(status.to_dict(full=True))
+        return
+    typer.echo(f"{status.program.key} · {status.scope} · version {status.version}")
+    typer.echo(status.line)
+    marks = {"completed": "✓", "deferred": "…", "declined": "✗", "pending": "·"}
+    number = 0
+    for goal in status.goals:
+        if goal.status != "retired":
+            number += 1
+        head = f"{number}." if goal.status != "retired" else "-"
+        typer.echo(f"  {head} {goal.title} [{goal.status}]  ({goal.key})")
+        for item in goal.items:
+            extra = ""
+            if item.form is not None:
+                extra = f"  form {item.form}" + (f", instance {item.instance}" if item.instance else "")
+            if item.reason:
+                extra += f"  — {item.reason}"
+            state = "retired" if item.retired else item.disposition
+            typer.echo(f"       {marks.get(item.disposition, '·')} {item.label} ({item.key}): {state}{extra}")
+    if status.follow_ups:
+        typer.echo("Follow-ups still owed:")
+        for f in status.follow_ups:
+            where = f"{f.goal}.{f.item}" + ("" if f.defined else ", no longer defined")
+            typer.echo(f"  … {f.label} ({where})" + (f" — {f.reason}" if f.reason else ""))
+
+
+@program_app.command(
+    "list", cls=_Command, epilog=_example("formctl program list", "formctl program list --subject dana")
+)
+def program_list(
+    subject: Optional[str] = typer.Option(None, "--subject", metavar="S", help="Only this subject's programs."),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the registered programs and the programs running in the store."""
+    from formctl.cli.workspace import is_database, open_store, registry_path, store_path
+    from formctl.errors import RegistryError
+    from formctl.goals.registry import ProgramRegistry
+    from formctl.goals.runner import goal_store_of
+
+    _checked((subject, "--subject"))
+    try:
+        registered = [r.to_dict() for r in ProgramRegistry.from_toml(registry_path(forms)).list()]
+    except RegistryError:
+        registered = []
+    running = []
+    if is_database(store) or store_path(store).exists():
+        goals = goal_store_of(open_store(store))
+        for scope in goals.scopes(subject):
+            state = goals.get(scope)
+            if state is not None:
+                from formctl.goals.view import status_of
+
+                s = status_of(state)
+                running.append(
+                    {
+                        "scope": scope.to_json(),
+                        "program": s.program.key,
+                        "version": s.version,
+                        "active_goal": s.active_goal,
+                        "complete": s.complete,
+                        "follow_ups": len(s.follow_ups),
+                        "updated_at": s.updated_at,
+                    }
+                )
+    if as_json:
+        _print_json({"programs": registered, "running": running})
+        return
+    typer.echo("Programs:" if registered else "No programs are registered.")
+    for r in registered:
+        typer.echo(f"  {r['key']}  {r['name']}" + (f" — {r['description']}" if r["description"] else ""))
+    if running:
+        typer.echo("Running:")
+    for row in running:
+        scope = row["scope"]
+        where = f"{scope['subject']} / {scope['key']}" + (f" / {scope['agent']}" if scope["agent"] else "")
+        state = "complete" if row["complete"] else f"active: {row['active_goal']}"
+        owed = f", {row['follow_ups']} follow-up(s)" if row["follow_ups"] else ""
+        typer.echo(f"  {where}  {row['program']} v{row['version']} ({state}{owed})")
+
+
+@program_app.command(
+    "start",
+    cls=_Command,
+    epilog=_example("formctl program start client-intake --subject firm:1/matter:2 --key intake"),
+)
+def program_start(
+    program: str = typer.Argument(..., metavar="PROGRAM", help="A registered program's key."),
+    subject: str = SubjectOpt,
+    key: Optional[str] = typer.Option(None, "--key", metavar="K", help="The scope's key [default: PROGRAM]."),
+    agent: Optional[str] = AgentOpt,
+    reason: Optional[str] = ReasonOpt,
+    by: Optional[str] = AsOpt,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a registered program for a subject."""
+    from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store, registry_path
+    from formctl.goals.registry import ProgramRegistry
+    from formctl.goals.runner import GoalRunner
+    from formctl.goals.state import GoalScope
+
+    _checked((program, "PROGRAM"), (subject, "--subject"), (key, "--key"), (agent, "--agent"), (reason, "--reason"))
+    _checked((by, "--as"))
+    definition = ProgramRegistry.from_toml(registry_path(forms)).load(program)
+    scope = GoalScope(subject=subject, key=key or program, agent=agent)
+    runner = GoalRunner(open_store(store), scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+    status = runner.start(definition, reason=reason)
+    _print_status(status, as_json)
+    _warn_hooks(runner)
+
+
+@program_app.command("show", cls=_Command, epilog=_example("formctl program show --subject firm:1/matter:2 --json"))
+def program_show(
+    subject: str = SubjectOpt,
+    key: Optional[str] = KeyOpt,
+    agent: Optional[str] = AgentOpt,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a subject's program: its goals, items, dispositions and the follow-ups still owed."""
+    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
+    status = _runner(store, subject, key, agent, "reader").inspect()
+    if status is None:
+        _fail(f'No goal program has started for "{subject}".')
+    _print_status(status, as_json)
+
+
+@program_app.command(
+    "update",
+    cls=_Command,
+    epilog=_example(
+        "formctl program update updates --completed changes --deferred documents "
+        "--reason 'documents tomorrow' --subject firm:1/matter:2"
+    ),
+)
+def program_update(
+    goal: str = typer.Argument(..., metavar="GOAL", help="The goal's key (any goal, not only the active one)."),
+    subject: str = SubjectOpt,
+    completed: Optional[List[str]] = typer.Option(None, "--completed", metavar="ITEM", help="Items done."),
+    deferred: Optional[List[str]] = typer.Option(None, "--deferred", metavar="ITEM", help="Items for later."),
+    declined: Optional[List[str]] = typer.Option(None, "--declined", metavar="ITEM", help="Items not needed."),
+    reopened: Optional[List[str]] = typer.Option(None, "--reopened", metavar="ITEM", help="Items to make pending."),
+    if_version: Optional[int] = typer.Option(
+        None, "--if-version", min=1, metavar="N", help="Fail if the program moved past version N."
+    ),
+    reason: Optional[str] = ReasonOpt,
+    key: Optional[str] = KeyOpt,
+    agent: Optional[str] = AgentOpt,
+    by: Optional[str] = AsOpt,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Settle or reopen items of one goal.
+
+    Without --if-version the update is retried while other writers change other items; a
+    change to the same items, or to the definitions, fails it.
+    """
+    _checked((goal, "GOAL"), (subject, "--subject"), (key, "--key"), (agent, "--agent"), (reason, "--reason"))
+    _checked((by, "--as"))
+    for values, what in ((completed, "--completed"), (deferred, "--deferred"), (declined, "--declined")):
+        for value in values or []:
+            _checked((value, what))
+    runner = _runner(store, subject, key, agent, by)
+    status = runner.update(
+        goal=goal,
+        completed=_items(completed),
+        deferred=_items(deferred),
+        declined=_items(declined),
+        reopened=_items(reopened),
+        reason=reason,
+        if_version=if_version,
+    )
+    _print_status(status, as_json)
+    _warn_hooks(runner)
+
+
+def _warn_hooks(runner: Any) -> None:
+    for outcome in runner.last_hooks:
+        if outcome.status == "failed":
+            typer.echo(
+                f"warning: the {outcome.kind} hook of goal {outcome.goal} failed ({outcome.error}); "
+                "the change is saved, and resume runs the hook again.",
+                err=True,
+            )
+
+
+@program_app.command(
+    "revise",
+    cls=_Command,
+    epilog=_example(
+        "formctl program revise --from forms/client_intake_follow_up.toml --if-version 2 "
+        "--subject firm:1/matter:2 --reason 'existing-matter follow-up'"
+    ),
+)
+def program_revise(
+    source: str = typer.Option(..., "--from", metavar="FILE", help="The whole program: TOML, or JSON as show --json."),
+    if_version: int = typer.Option(..., "--if-version", min=1, metavar="N", help="The version it was made from."),
+    subject: str = SubjectOpt,
+    reason: Optional[str] = ReasonOpt,
+    key: Optional[str] = KeyOpt,
+    agent: Optional[str] = AgentOpt,
+    by: Optional[str] = AsOpt,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace a program's definitions with the whole program in FILE.
+
+    Progress is kept by stable keys. Locked goals and items cannot be edited, removed, retired
+    or unlocked. A JSON file may be what show --json prints (its "definition" is used).
+    """
+    _checked((source, "--from"), (subject, "--subject"), (key, "--key"), (agent, "--agent"), (reason, "--reason"))
+    _checked((by, "--as"))
+    program = _read_program(source)
+    runner = _runner(store, subject, key, agent, by)
+    status = runner.revise(program, if_version=if_version, reason=reason)
+    _print_status(status, as_json)
+    _warn_hooks(runner)
+
+
+def _read_program(source: str) -> Any:
+    import json
+    import tomllib
+
+    from formctl.goals.definition import program_from_json
+
+    try:
+        with open(source, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        _fail(f"Cannot read {source}: {exc.strerror or exc}.")
+    try:
+        if source.endswith(".toml"):
+            data: Any = tomllib.loads(raw.decode("utf-8"))
+        else:
+            data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        _fail(f"{source} is not a program file ({type(exc).__name__}: {str(exc).splitlines()[0]}).")
+    if isinstance(data, dict) and "definition" in data and "goals" in data and isinstance(data["goals"], list):
+        data = data["definition"]  # the output of show --json
+    return program_from_json(data)
+
+
+@program_app.command("history", cls=_Command, epilog=_example("formctl program history --subject firm:1/matter:2"))
+def program_history(
+    subject: str = SubjectOpt,
+    key: Optional[str] = KeyOpt,
+    agent: Optional[str] = AgentOpt,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every version of a subject's program, oldest first: who changed what, when and why."""
+    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
+    history = _runner(store, subject, key, agent, "reader").history()
+    if as_json:
+        _print_json({"history": [h.to_dict(full=True) for h in history]})
+        return
+    for h in history:
+        moved = ", ".join(f"{t.goal} {t.kind}" for t in h.transitions)
+        typer.echo(
+            f"v{h.version}  {h.updated_at}  {h.change} by {h.actor}"
+            + (f" ({h.source})" if h.source else "")
+            + (f": {h.reason}" if h.reason else "")
+        )
+        typer.echo(f"     {h.line}" + (f"  [{moved}]" if moved else ""))

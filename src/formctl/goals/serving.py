@@ -1,0 +1,47 @@
+"""Which program item a form instance serves, for ``formctl instances`` and ``formctl inspect``.
+
+An item bound to a form (``Item(..., form="client-intake")``) serves the subject's instance of
+that form that completed it (its progress records the instance), or, while it is not
+completed, the subject's open instance of the form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from formctl.goals.state import COMPLETED
+from formctl.goals.store import GoalStore
+
+__all__ = ["items_served"]
+
+_OPEN = ("active", "ready", "awaiting")
+
+
+def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, status: str) -> list[dict[str, Any]]:
+    """``[{"program", "scope", "goal", "item", "label"}]`` for every live item of the subject's
+    programs that ``instance_id`` (of form ``def_id``, in ``status``) serves."""
+    out: list[dict[str, Any]] = []
+    for scope in store.scopes(subject):
+        state = store.get(scope)
+        if state is None:
+            continue
+        for goal in state.program.goals:
+            for item in goal.items:
+                if item.form != def_id or goal.retired or item.retired:
+                    continue
+                p = state.progress.get((goal.key, item.key))
+                if p is not None and p.instance == instance_id:
+                    serves = True
+                else:
+                    serves = (p is None or p.disposition != COMPLETED) and status in _OPEN
+                if serves:
+                    out.append(
+                        {
+                            "program": state.program.key,
+                            "scope": scope.to_json(),
+                            "goal": goal.key,
+                            "item": item.key,
+                            "label": item.label,
+                        }
+                    )
+    return out
