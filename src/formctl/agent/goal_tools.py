@@ -141,7 +141,8 @@ class GoalTools:
         return status.line if status is not None else ""
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        return bounded(self._call(name, arguments))
+        envelope: dict[str, Any] = bounded(self._call(name, arguments))
+        return envelope
 
     def _call(self, name: str, arguments: Any) -> dict[str, Any]:
         tool = _BY_NAME.get(name) if name in self.names else None

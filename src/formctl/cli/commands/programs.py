@@ -7,7 +7,7 @@ subject's one scope when ``--key`` is left out. Every write is recorded as ``--a
 (default: the login name) with source ``cli``. Reads take ``--json``.
 """
 
-from typing import Any, List, NoReturn, Optional
+from typing import Any, Dict, List, NoReturn, Optional
 
 import typer
 
@@ -128,7 +128,7 @@ def program_list(
         registered = [r.to_dict() for r in ProgramRegistry.from_toml(registry_path(forms)).list()]
     except RegistryError:
         registered = []
-    running = []
+    running: List[Dict[str, Any]] = []
     if is_database(store) or store_path(store).exists():
         goals = goal_store_of(open_store(store))
         for scope in goals.scopes(subject):
@@ -157,11 +157,12 @@ def program_list(
     if running:
         typer.echo("Running:")
     for row in running:
-        scope = row["scope"]
-        where = f"{scope['subject']} / {scope['key']}" + (f" / {scope['agent']}" if scope["agent"] else "")
-        state = "complete" if row["complete"] else f"active: {row['active_goal']}"
+        where = f"{row['scope']['subject']} / {row['scope']['key']}"
+        if row["scope"]["agent"]:
+            where += f" / {row['scope']['agent']}"
+        progress = "complete" if row["complete"] else f"active: {row['active_goal']}"
         owed = f", {row['follow_ups']} follow-up(s)" if row["follow_ups"] else ""
-        typer.echo(f"  {where}  {row['program']} v{row['version']} ({state}{owed})")
+        typer.echo(f"  {where}  {row['program']} v{row['version']} ({progress}{owed})")
 
 
 @program_app.command(
