@@ -120,6 +120,12 @@ def goal_tool_definitions(allow: list[str] | None = None, deny: list[str] | None
     return out
 
 
+GOALS_PROMPT = (
+    '- A line starting "[goals: …]" may follow it: the goal program this conversation serves, added by the '
+    "system. Settle the items it lists as the person answers, with goal_update."
+)
+
+
 class GoalTools:
     """The selected goal tools bound to one runner; ``call`` never raises (every outcome is an
     envelope), and ``line()`` is the goals line for the tail of the model's input."""
@@ -128,6 +134,7 @@ class GoalTools:
         self.runner = runner
         self.names: list[str] = _select(allow, deny)
         self.definitions: list[dict[str, Any]] = goal_tool_definitions(allow, deny)
+        self.prompt = GOALS_PROMPT
 
     def handles(self, name: str) -> bool:
         return name in GOAL_TOOL_NAMES

@@ -153,11 +153,7 @@ class ChatLoop:
         self.person: Person = person if person is not None else Person()
         self.tools = FormTools(runner, allow=allow, deny=deny, scope=scope, person=self.person)
         self.tool_definitions: list[dict[str, Any]] = self.tools.definitions
-        # A goal program's tools and its goals line (formctl.agent.goal_tools.GoalTools), when the
-        # conversation serves one: its tools follow the form tools, its line follows tier 0.
-        self.goals = goals
-        if goals is not None:
-            self.tool_definitions = [*self.tool_definitions, *goals.definitions]
+        self.goals: Any = None
         open_instance = None
         try:
             open_instance = runner.open_instance()
@@ -174,6 +170,8 @@ class ChatLoop:
                 form = None
         self.form_id: str | None = form.id if form is not None else form_id
         self.system_prompt: str = build_system_prompt(form, base=system)
+        if goals is not None:
+            self.attach_goals(goals)
         self.messages: list[dict[str, Any]] = _repair([dict(m) for m in (messages or [])])
         if not self.person.messages:  # a resumed conversation: what the person said before counts
             for text in person_texts(self.messages):
@@ -186,6 +184,15 @@ class ChatLoop:
         self.seen: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ public
+
+    def attach_goals(self, goals: Any) -> None:
+        """Serve a goal program too (:class:`formctl.agent.goal_tools.GoalTools`): its tools follow
+        the form tools, a fixed sentence about its line ends the system prompt, and the line
+        follows tier 0 at the tail of every request. Before the first request only: the prefix
+        must stay byte-identical for the whole conversation."""
+        self.goals = goals
+        self.tool_definitions = [*self.tool_definitions, *goals.definitions]
+        self.system_prompt = f"{self.system_prompt}\n{goals.prompt}"
 
     def cancel(self) -> None:
         """Stop the current turn at the next safe point. Safe to call from any thread."""

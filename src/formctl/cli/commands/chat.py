@@ -6,7 +6,16 @@ import typer
 
 from formctl.cli import base
 from formctl.cli.base import _Command, _example, app
-from formctl.cli.options import AsHostOpt, FormArg, FormsOpt, InstanceArg, ModelOpt, OfflineOpt, RecordOpt, StoreOpt
+from formctl.cli.options import (
+    AsHostOpt,
+    FormsOpt,
+    InstanceArg,
+    ModelOpt,
+    OfflineOpt,
+    RecordOpt,
+    StoreOpt,
+    _complete_form,
+)
 
 MigrateOpt = typer.Option(
     False,
@@ -23,10 +32,13 @@ MigrateOpt = typer.Option(
         "formctl run travel-claim --subject dana --seed mode=car --record transcripts/dana.toml",
         "printf 'Dana Reeve\\nAB1234\\n' | formctl run travel-claim --offline",
         "OPENAI_BASE_URL=http://localhost:11434/v1 formctl run travel-claim --model openai:llama3.1",
+        "formctl run --program client-intake --subject firm:1/matter:2",
     ),
 )
 def run(
-    form: FormArg,
+    form: Optional[str] = typer.Argument(
+        None, metavar="[FORM]", help="Form id (or --program KEY).", autocompletion=_complete_form
+    ),
     subject: Optional[str] = typer.Option(
         None, "--subject", envvar="FORMCTL_SUBJECT", help="Who the form is for [default: your login name]."
     ),
@@ -38,10 +50,15 @@ def run(
     store: StoreOpt = None,
     forms: FormsOpt = None,
     migrate: bool = MigrateOpt,
+    program: Optional[str] = typer.Option(
+        None, "--program", metavar="KEY", help="Walk a goal program's active goal instead of one form."
+    ),
 ) -> None:
     """Start or continue a form in a chat.
 
-    Starts the subject's FORM, or continues their open one.
+    Starts the subject's FORM, or continues their open one. With --program KEY instead, walks
+    the subject's goal program (started if need be): items no form answers are asked about,
+    and an item bound to a form opens that form's chat.
 
     In a terminal: a chat with a status bar; type /help for commands. With stdin not a
     terminal, each input line is one message and output is plain text. Exits 1 when a turn
@@ -58,6 +75,29 @@ def run(
     """
     from formctl.cli.chat import ChatOptions, run_chat
 
+    if (form is None) == (program is None):
+        base._fail("Give a FORM, or --program KEY (not both).", 2)
+    if program is not None:
+        from formctl.cli.chat.program import run_program_chat
+
+        if seed or record:
+            base._fail("--seed and --record go with a FORM, not --program.", 2)
+        code = run_program_chat(
+            ChatOptions(
+                subject=subject,
+                model=model,
+                offline=offline,
+                store=store,
+                forms=forms,
+                debug=base.debugging(),
+                as_host=as_host,
+                migrate=migrate,
+            ),
+            program,
+        )
+        if code:
+            raise typer.Exit(code)
+        return
     code = run_chat(
         ChatOptions(
             form=form,

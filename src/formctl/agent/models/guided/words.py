@@ -11,6 +11,7 @@ from typing import Any
 from formctl.agent.models.base import content_blocks
 
 TIER0_PREFIX = "[form: "
+GOALS_PREFIX = "[goals: "  # a goal program's line, after tier 0 (docs/goals.md)
 
 # Whole-message commands, after command_key() (lower case, no punctuation, single spaces).
 COMMANDS: dict[str, str] = {
@@ -66,7 +67,7 @@ def person_words(message: dict[str, Any]) -> str | None:
     blocks = content_blocks(message.get("content"))
     has_results = any(b.get("type") == "tool_result" for b in blocks)
     texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
-    if texts and texts[-1].startswith(TIER0_PREFIX):
+    while texts and texts[-1].startswith((TIER0_PREFIX, GOALS_PREFIX)):  # the goals line follows tier 0
         texts = texts[:-1]
     if has_results:
         # A turn of tool results is the person's only when words were joined onto it: a

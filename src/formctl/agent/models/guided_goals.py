@@ -1,0 +1,107 @@
+"""The guided model's side of a goal program: it asks about the active goal's items that no
+form answers, one at a time, and settles each with ``goal_update`` (docs/goals.md, "The
+person's side").
+
+    Verify the client: done, later, or not needed?
+
+"done" (yes, verified, ok…) completes the item, "later" (defer, tomorrow…) defers it, "not
+needed" (no, skip, n/a…) declines it; anything else is asked again with the three words.
+The reply the person gave is the update's reason, so the history says what was said. Like the
+form-filling guided model it is offline and deterministic, and writes only through the tools,
+so a transcript of it reads like one of a real model.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
+
+__all__ = ["GuidedGoalModel", "answer_disposition", "question"]
+
+_DONE = re.compile(r"^(done|yes|yep|y|ok|okay|verified|complete|completed|finished|got it|checked)\b", re.I)
+_LATER = re.compile(r"^(later|defer|deferred|not yet|tomorrow|next time|soon|after)\b", re.I)
+_DECLINED = re.compile(r"^(not needed|no|n|skip|decline|declined|n/?a|none|not applicable|never mind)\b", re.I)
+
+
+def answer_disposition(text: str) -> str | None:
+    """``completed``, ``deferred`` or ``declined`` for a person's reply, or None if it is none of them."""
+    words = text.strip().lower().strip(".!")
+    if _DECLINED.match(words):
+        return "declined"
+    if _LATER.match(words):
+        return "deferred"
+    if _DONE.match(words):
+        return "completed"
+    return None
+
+
+def question(label: str) -> str:
+    return f"{label}: done, later, or not needed?"
+
+
+class GuidedGoalModel:
+    """Settles the active goal's non-form items through ``goal_update``, asking the person each."""
+
+    name = "guided"
+
+    def __init__(self, goals: Any) -> None:
+        self.goals = goals  # the conversation's GoalRunner (reads only; writes go through the tools)
+        self.asking: tuple[str, str] | None = None  # (goal, item) last asked about
+
+    def _next_item(self) -> tuple[str, str, str] | None:
+        status = self.goals.inspect()
+        if status is None or status.active_goal is None:
+            return None
+        goal = status.goal(status.active_goal)
+        for item in goal.items:
+            if item.live and item.disposition == "pending" and item.form is None:
+                return goal.key, item.key, item.label
+        return None
+
+    def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        last = request.messages[-1] if request.messages else {"content": []}
+        blocks = content_blocks(last.get("content"))
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        if results:
+            failed = any(b.get("is_error") for b in results)
+            return self._say(("That didn't go through; " if failed else "") + self._ask_next(), on_text)
+        said = next((b.get("text", "") for b in blocks if b.get("type") == "text"), "")
+        if self.asking is None or said.strip() == "Hello.":
+            return self._say(self._ask_next(), on_text)
+        disposition = answer_disposition(said)
+        goal, item = self.asking
+        if disposition is None:
+            label = next(
+                (i.label for g in [self.goals.inspect()] if g for i in g.goal(goal).items if i.key == item), item
+            )
+            return self._say(f"Please answer done, later, or not needed. {question(label)}", on_text)
+        status = self.goals.inspect()
+        call = {
+            "type": "tool_use",
+            "id": f"toolu_goal_{status.version}_{item}",
+            "name": "goal_update",
+            "input": {
+                "goal": goal,
+                disposition: [item],
+                "reason": f"Said in the chat: {said.strip()[:200]}",
+                "version": status.version,
+            },
+        }
+        return ModelReply(content=[call], stop_reason="tool_use")
+
+    def _ask_next(self) -> str:
+        found = self._next_item()
+        if found is None:
+            self.asking = None
+            return "That settles this goal's checklist."
+        goal, item, label = found
+        self.asking = (goal, item)
+        return question(label)
+
+    @staticmethod
+    def _say(text: str, on_text: TextSink | None) -> ModelReply:
+        if on_text is not None:
+            on_text(text)
+        return ModelReply(content=[{"type": "text", "text": text}])

@@ -1,0 +1,142 @@
+"""``formctl run --program KEY --subject S`` through the real entry point, with the guided
+offline model and piped input: items no form answers are asked ("…: done, later, or not
+needed?") and settled, an item bound to a form opens the form's chat, which ends when the form
+completes (completing the item with its instance), and the walk goes on to the end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from clitools import formctl
+from fixture_project import FORMS
+
+pytestmark = pytest.mark.e2e
+
+FORM = """
+from formctl import define_form
+
+contact = (
+    define_form("contact", version=1, name="Contact details", description="How to reach the client.")
+    .step("reach", title="Reach")
+    .field("phone", str, label="Phone")
+    .build()
+)
+"""
+
+PROGRAM = """
+from formctl import Goal, Item, define_program
+
+visit = define_program(
+    "visit",
+    goals=[
+        Goal("identity", title="Confirm identity", items=[Item("client", label="Verify the client")]),
+        Goal("contact", title="Contact", items=[Item("form", label="Contact details", form="contact")]),
+        Goal(
+            "wrap",
+            title="Wrap up",
+            items=[Item("summary", label="Send the summary"), Item("docs", label="Collect documents")],
+        ),
+    ],
+)
+"""
+
+REGISTRY = """
+[forms.contact]
+name = "Contact details"
+module = "contact_form:contact"
+
+[programs.visit]
+name = "A visit"
+module = "visit_program:visit"
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    (forms / "contact_form.py").write_text(FORM)
+    (forms / "visit_program.py").write_text(PROGRAM)
+    with open(forms / "registry.toml", "a") as f:
+        f.write(REGISTRY)
+    return tmp_path
+
+
+def run_program(project, lines):
+    return formctl(
+        "run",
+        "--program",
+        "visit",
+        "--subject",
+        "dana",
+        "--offline",
+        cwd=project,
+        input="".join(f"{x}\n" for x in lines),
+    )
+
+
+def show(project):
+    result = formctl("program", "show", "--subject", "dana", "--key", "visit", "--json", cwd=project)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def items(status):
+    return {(g["key"], i["key"]): i for g in status["goals"] for i in g["items"]}
+
+
+def test_a_program_is_walked_in_one_chat_asking_items_and_opening_forms(project):
+    result = run_program(project, ["done", "0113 496 0000", "done", "later, they will post them"])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Verify the client: done, later, or not needed?" in out
+    assert "· Contact: Contact details (form contact)" in out
+    assert "Send the summary: done, later, or not needed?" in out
+    assert "Collect documents: done, later, or not needed?" in out
+    assert "Program visit is complete. Still owed: Collect documents" in out
+    # The form's chat showed the goals line with its own status.
+    assert out.index("Verify the client:") < out.index("Phone") < out.index("Send the summary:")
+
+    status = show(project)
+    by = items(status)
+    assert by[("identity", "client")]["disposition"] == "completed"
+    assert by[("identity", "client")]["reason"] == "Said in the chat: done"
+    form_item = by[("contact", "form")]
+    assert form_item["disposition"] == "completed"
+    instances = json.loads(formctl("instances", "--json", cwd=project).stdout)["instances"]
+    (contact,) = [i for i in instances if i["form"] == "contact"]
+    assert form_item["instance"] == contact["instance_id"] and contact["status"] == "complete"
+    assert by[("wrap", "docs")]["disposition"] == "deferred"
+    assert status["complete"] and [f["item"] for f in status["follow_ups"]] == ["docs"]
+
+
+def test_leaving_mid_walk_keeps_everything_and_the_same_command_carries_on(project):
+    first = run_program(project, ["later"])
+    assert first.returncode == 0, first.stderr
+    assert "Verify the client: done, later, or not needed?" in first.stdout
+    # "later" settled identity (deferred); the contact form opened and input ended there.
+    assert items(show(project))[("identity", "client")]["disposition"] == "deferred"
+
+    second = run_program(project, ["0113 496 0000", "not needed", "done"])
+    assert second.returncode == 0, second.stderr
+    assert "Verify the client: done" not in second.stdout  # settled before: not asked again
+    status = show(project)
+    assert status["complete"]
+    by = items(status)
+    assert by[("wrap", "summary")]["disposition"] == "declined" and by[("wrap", "docs")]["disposition"] == "completed"
+    assert [f["item"] for f in status["follow_ups"]] == ["client"]  # the deferral stays visible
+
+
+def test_an_unrecognised_answer_is_asked_again(project):
+    result = run_program(project, ["maybe?"])
+    assert "Please answer done, later, or not needed. Verify the client: done, later, or not needed?" in result.stdout
+    assert items(show(project))[("identity", "client")]["disposition"] == "pending"
+
+
+def test_run_needs_a_form_or_a_program_not_both(project):
+    for args in ((), ("contact", "--program", "visit")):
+        result = formctl("run", *args, "--offline", cwd=project)
+        assert result.returncode == 2 and "Give a FORM, or --program KEY" in result.stderr
