@@ -171,12 +171,14 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
     person leaves (False)."""
     from formctl.agent.events import ToolResult
     from formctl.agent.loop import ChatLoop
-    from formctl.agent.models import pick_model
+    from formctl.agent.models import choose_model, pick_model
     from formctl.agent.models.guided_goals import GuidedGoalModel
 
-    model: Any = pick_model(forms, model_name=options.model, offline=options.offline)
-    if model.name == "guided":
+    model: Any
+    if choose_model(options.model, offline=options.offline).provider == "guided":
         model = GuidedGoalModel(goals)
+    else:
+        model = pick_model(forms, model_name=options.model, offline=options.offline)
 
     def event(ev: Any) -> None:
         if isinstance(ev, ToolResult) and ev.name == "goal_update":
