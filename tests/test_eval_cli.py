@@ -140,6 +140,7 @@ def test_a_failed_run_exits_1_and_its_transcript_replays_as_a_regression_test(tm
     [
         (["--model", "openai-ish:thing"], "Unknown model"),
         (["--model", "anthropic:claude-sonnet-4-6"], "needs ANTHROPIC_API_KEY"),
+        (["--model", "claude-sonnet-4-6"], "no model key is set"),  # never the guided model under its name
         ([], "name a model to evaluate"),
         (["--model", "guided", "--person-model", "guided"], "cannot play a person"),
     ],

@@ -112,3 +112,60 @@ def test_a_model_played_person_through_the_sdk(tmp_path, api):
         assert bodies and all(not b.get("tools") for b in bodies)
         assert "Dana Reeve" in _system_text(bodies[0]["system"]) and "staff_id" not in _system_text(bodies[0]["system"])
         assert r.person_usage.input_tokens == 100 * len(bodies)
+
+
+# --------------------------------------------------------------------------- the OpenAI SDK
+
+
+class _Recording:
+    """The guided model, keeping every reply it gave: the script a loopback server plays back."""
+
+    def __init__(self, runner, form_id, replies):
+        self.inner, self.replies, self.name = GuidedModel(runner, form_id=form_id), replies, "guided"
+
+    def respond(self, request, on_text=None):
+        reply = self.inner.respond(request, on_text=on_text)
+        self.replies.append(reply)
+        return reply
+
+
+@pytest.mark.parametrize("path", SUBSET, ids=lambda p: p.stem)
+def test_a_subset_runs_through_the_openai_sdk(tmp_path, path):
+    """A scripted model behind the real ``openai`` SDK: the guided model's replies for this
+    scenario, recorded once, played back by the Chat Completions loopback server."""
+    pytest.importorskip("openai")
+    from fake_openai import FakeOpenAI
+    from formctl.agent.models.openai import OpenAIChatModel
+
+    registry = FormRegistry.from_toml(FORMS / "registry.toml")
+    s = load_scenario(path)
+    replies: list = []
+    first = run_suite(
+        [s],
+        registry,
+        [ModelSpec("guided", lambda runner, form: _Recording(runner, form, replies))],
+        runs=1,
+        make_person=lambda sc: ScriptedPerson(sc.persona),
+        record_dir=None,
+    )
+    assert first[0].passed, first[0].grade.problems
+    with FakeOpenAI() as api:
+        for reply in replies:
+            api.reply(*reply.content, usage={"prompt_tokens": 300, "completion_tokens": 30, "cached_tokens": 200})
+        spec = ModelSpec(
+            "openai:gpt-test",
+            lambda runner, form: OpenAIChatModel("gpt-test", api_key="sk-test", base_url=api.base_url, max_retries=0),
+        )
+        (r,) = run_suite(
+            [s], registry, [spec], runs=1, make_person=lambda sc: ScriptedPerson(sc.persona), record_dir=tmp_path
+        )
+        assert not api.unexpected and not api.rejected, (api.unexpected, api.rejected)
+        assert api.pending == 0
+    assert r.passed, r.grade.problems
+    assert r.values == first[0].values and r.model_calls == len(replies)
+    assert r.usage.input_tokens + r.usage.cache_read_input_tokens == 300 * len(replies)
+    report = report_json(
+        [r], k=1, prices={**load_prices(None), "gpt-test": Price(2.0, 8.0, 0.5, 2.0)}, person="scripted"
+    )
+    assert report["models"][0]["cost_usd"] > 0
+    assert Path(r.transcript).is_file()

@@ -51,7 +51,12 @@ def model_spec(name: str) -> ModelSpec:
     if choose is not None:  # PROVIDER:NAME, with the environment's keys checked up front
         choice = choose(spec)
         if choice.provider == "guided":
-            return model_spec("guided")
+            # `formctl run` falls back to the guided model without a key; an eval must not: the
+            # figures would be the guided model's under another model's name.
+            raise ModelError(
+                f"--model {spec}: no model key is set (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL); "
+                "set one, or evaluate the offline model with --model guided."
+            )
 
         def chosen(runner: Any, form_id: str) -> Any:
             return models.pick_model(runner, model_name=choice.spec, form_id=form_id)
