@@ -223,3 +223,41 @@ def test_ctrl_c_reports_the_runs_that_finished(tmp_path):
     assert 1 <= finished < 45 and f"interrupted: {finished} of 45 runs finished" in err
     assert "formctl eval · 3 runs per scenario" in out
     assert f"({finished - out.count('FAILED ')}/{finished} runs passed)" in out
+
+
+def test_in_a_terminal_a_progress_bar_counts_the_runs(tmp_path):
+    import os
+    import sys
+
+    pexpect = pytest.importorskip("pexpect")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    env.update(TERM="xterm-256color", COLUMNS="160")
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "-m",
+            "formctl.cli.app",
+            "eval",
+            str(REPO / "scenarios" / "travel_claim"),
+            "--model",
+            "guided",
+            "--forms",
+            str(FORMS),
+            "--record-dir",
+            str(tmp_path / "runs"),
+        ],
+        env=env,
+        dimensions=(40, 160),
+        encoding="utf-8",
+        timeout=90,
+        use_poll=True,
+    )
+    try:
+        child.expect(r"eval .*0/8")  # the bar, before the first run ends
+        # then it names the run just finished and counts it (the count in its own colour)
+        child.expect(r"travel_claim/\w+ · guided \x1b\[[0-9;]*m━.*\x1b\[32m[1-8]/8\x1b\[0m")
+        child.expect(r"guided: pass\^1 \d+% over 8 scenarios")  # then the report
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 1  # travel_claim/rambling_car fails with the guided model
