@@ -380,7 +380,8 @@ def test_importing_formctl_and_the_agent_does_not_import_anthropic():
 
 
 def test_a_broken_pipe_while_showing_the_reply_is_not_reported_as_an_api_failure(api):
-    from formctl.agent.models.base import ModelError, ModelRequest
+    from formctl.agent.models.base import ModelRequest
+    from formctl.errors import ModelError
 
     api.reply(text("Hello there, Dana."))
     shown: list[str] = []
@@ -397,7 +398,8 @@ def test_a_broken_pipe_while_showing_the_reply_is_not_reported_as_an_api_failure
 
 
 def test_an_api_failure_while_streaming_is_still_one_model_error_line(api):
-    from formctl.agent.models.base import ModelError, ModelRequest
+    from formctl.agent.models.base import ModelRequest
+    from formctl.errors import ModelError
 
     api.drop_mid_stream("Let me")
     request = ModelRequest(system="You help.", tools=[], messages=[{"role": "user", "content": "hi"}])

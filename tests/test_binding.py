@@ -12,7 +12,7 @@ from pydantic import Field
 
 from example_forms import register
 from formctl import Fail, define_form
-from formctl.forms.errors import FormDefinitionError
+from formctl.errors import FormDefinitionError
 
 
 def budget(log, *, watch=(), blocking=False):

@@ -340,7 +340,7 @@ def test_resolve_on_an_abandoned_instance_is_refused(waiting):
     with pytest.raises(FormError) as err:
         waiting.resolve_checkpoint(instance_id=iid)
 
-    assert err.value.code == "form_validation_failed"
+    assert err.value.code == "form_closed"
 
 
 def test_a_checkpoint_rising_again_blocks_again_under_a_new_occurrence(waiting):

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from formctl.agent.conversation import ConversationStore
-from formctl.forms.errors import InvalidArgumentError, StoreError
+from formctl.errors import InvalidArgumentError, StoreError
 
 MESSAGES = [
     {"role": "user", "content": [{"type": "text", "text": "Hi, I'm Dana — £310 for Leeds"}]},

@@ -311,7 +311,7 @@ def test_a_write_that_loses_the_race_to_an_abandon_is_refused(lab_runner, flaky,
     with pytest.raises(FormError) as err:
         lab_runner.fill({"trigger": "t"})
 
-    assert err.value.code == "form_validation_failed"
+    assert err.value.code == "form_closed"
     stored = lab_runner.open_instance(iid)
     assert (stored.status, stored.entries) == ("abandoned", {})
     assert log.keys == []

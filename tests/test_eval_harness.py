@@ -12,8 +12,8 @@ import pytest
 from fixture_project import FORMS
 from formctl import FormRegistry
 from formctl.agent.models.guided import GuidedModel
+from formctl.errors import ScenarioError
 from formctl.eval import (
-    ScenarioError,
     ScriptedPerson,
     load_scenario,
     model_spec,
@@ -375,7 +375,7 @@ def test_a_model_played_person_sees_the_persona_never_the_form(registry):
 
 
 def test_the_guided_model_cannot_play_the_person():
-    from formctl.agent.models.base import ModelError
+    from formctl.errors import ModelError
     from formctl.eval.suite import person_factory
 
     with pytest.raises(ModelError, match="cannot play a person"):

@@ -260,8 +260,8 @@ def test_a_failure_stays_open_until_the_same_hook_later_runs_without_failing(lab
 
 
 def test_for_each_hook_the_latest_finished_record_decides_and_the_later_one_wins_a_tie():
+    from formctl.forms.failures import open_failures
     from formctl.forms.instance import DispatchState, Instance
-    from formctl.forms.project import open_failures
 
     def failures(*records: tuple[str, str, str, str | None]) -> list[tuple[str, str]]:
         dispatches = {
@@ -397,7 +397,7 @@ def test_a_terminated_instance_keeps_its_answers_and_takes_no_more(lab_runner, l
     with pytest.raises(FormError) as err:
         lab_runner.fill({"derived": "late"}, instance_id=result.instance_id)
 
-    assert err.value.code == "form_validation_failed"
+    assert err.value.code == "form_closed"
     assert lab_runner.open_instance() is None  # no longer the subject's open form
     assert lab_runner.open_instance(result.instance_id).in_force_values() == {"trigger": "t", "extra": "ok"}
     assert lab_runner.tier0() == ""

@@ -15,7 +15,7 @@ import stat
 
 import pytest
 
-from formctl.forms.errors import ConflictError, NotFoundError, ProvenanceError, StoreDamagedError, StoreError
+from formctl.errors import ConflictError, NotFoundError, ProvenanceError, StoreDamagedError, StoreError
 from formctl.forms.instance import (
     Commit,
     DispatchState,

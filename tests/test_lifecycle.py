@@ -136,7 +136,7 @@ def test_writes_to_an_abandoned_instance_are_refused_and_nothing_is_lost(runner,
     with pytest.raises(FormError) as err:
         write(r, iid)
 
-    assert err.value.code == "form_validation_failed"
+    assert err.value.code == "form_closed"
     assert str(err.value) == f'Form instance "{iid}" was abandoned and no longer accepts answers.'
     stored = r.open_instance(iid)
     assert stored.version == abandoned.version

@@ -10,9 +10,9 @@ import pytest
 from formctl.agent.conversation import ConversationStore
 from formctl.agent.events import LoopError, ModelCall, ModelTurn, TextDelta, Tier0Changed, ToolCall, ToolResult, TurnEnd
 from formctl.agent.loop import ChatLoop
-from formctl.agent.models.base import ModelError, ModelReply
+from formctl.agent.models.base import ModelReply
 from formctl.agent.models.scripted import ScriptedModel
-from formctl.agent.tools import ToolSelectionError
+from formctl.errors import ModelError, ToolSelectionError
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 

@@ -26,10 +26,10 @@ from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.events import ToolResult
 from formctl.agent.loop import NOTHING_SAID, ChatLoop
 from formctl.agent.models.anthropic import AnthropicModel
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest
+from formctl.agent.models.base import ModelReply, ModelRequest
 from formctl.agent.models.openai import OpenAIChatModel
 from formctl.agent.models.scripted import ScriptedModel
-from formctl.errors import KeyRejectedError
+from formctl.errors import KeyRejectedError, ModelError
 
 KEY = "sk-contract-0123456789abcdef"
 text = fake_anthropic.text  # both fakes take the same blocks

@@ -19,11 +19,11 @@ from fixture_project import REGISTRY as FORMS
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.events import ToolResult
 from formctl.agent.loop import NOTHING_SAID, ChatLoop
-from formctl.agent.models import ModelError, choose_model, model_label, pick_model
+from formctl.agent.models import choose_model, model_label, pick_model
 from formctl.agent.models.anthropic import AnthropicModel
 from formctl.agent.models.base import ModelRequest
 from formctl.agent.models.openai import LOCAL_KEY, OpenAIChatModel
-from formctl.errors import KeyRejectedError
+from formctl.errors import KeyRejectedError, ModelError
 
 KEY = "sk-proj-test-0123456789abcdef"
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}

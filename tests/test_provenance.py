@@ -11,7 +11,7 @@ from pydantic import EmailStr, Field
 
 from clitools import invoke
 from formctl import FormRegistry, FormRunner, JsonFileAdapter, MemoryAdapter, Patch, define_form
-from formctl.forms.errors import FormDefinitionError
+from formctl.errors import FormDefinitionError
 from formctl.forms.instance import Entry, FieldLog, Instance, Provenance, instance_from_json, instance_to_json
 from formctl.forms.provenance import ModelWrite
 from formctl.forms.quotes import PersonMessage

@@ -4,6 +4,7 @@ every name resolves, and every error in it belongs to one tree with a stable cod
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import formctl
+import formctl.errors
 
 INIT = Path(formctl.__file__)
 
@@ -44,24 +46,39 @@ def test_every_exported_error_is_a_form_error_with_a_code():
         assert isinstance(error.code, str) and error.code, error
 
 
-def test_the_old_import_places_give_the_same_classes():
-    from formctl.forms import errors as forms_errors
-    from formctl.forms.registry import RegistryError
-    from formctl.store.base import FormAdapter, apply_entry_commit
+def test_every_error_is_imported_from_formctl_errors_and_nowhere_else():
+    # One import path: a module that imports an error class from anywhere but formctl.errors
+    # (or formctl) would make a second place to look, and a re-export to keep alive.
+    errors = set(formctl.errors.__all__)
+    root = INIT.parent.parent.parent
+    wrong = []
+    for path in [*(root / "src").rglob("*.py"), *(root / "tests").rglob("*.py"), *(root / "benchmarks").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("formctl"):
+                if node.module not in ("formctl", "formctl.errors"):
+                    wrong += [
+                        f"{path.relative_to(root)}: {n.name} from {node.module}" for n in node.names if n.name in errors
+                    ]
 
-    assert forms_errors.FormStaleError is formctl.FormStaleError
-    assert forms_errors.StoreDamagedError is formctl.StoreDamagedError
-    assert RegistryError is formctl.RegistryError
-    from formctl.agent.models.base import ModelError
-    from formctl.agent.tools import ToolSelectionError
-    from formctl.transcripts.format import TranscriptError
+    assert wrong == []
+    assert not (INIT.parent / "forms" / "errors.py").exists()
 
-    assert (ModelError, ToolSelectionError, TranscriptError) == (
-        formctl.ModelError,
-        formctl.ToolSelectionError,
-        formctl.TranscriptError,
-    )
-    assert (FormAdapter, apply_entry_commit) == (formctl.FormAdapter, formctl.apply_entry_commit)
+
+def test_each_code_has_one_class_and_the_docs_table_lists_exactly_them():
+    classes = [getattr(formctl.errors, n) for n in formctl.errors.__all__]
+    raised = [c for c in classes if c is not formctl.FormError and c is not formctl.UnknownFormError]
+    codes = [c.code for c in raised]
+    # UnknownFormError is a NotFoundError (same code: callers that catch "not found" catch it);
+    # every other class has a code of its own, and the base's code is never raised.
+    assert len(codes) == len(set(codes)), sorted(codes)
+    assert formctl.UnknownFormError.code == formctl.NotFoundError.code
+    assert set(formctl.errors.__all__) <= set(formctl.__all__)
+
+    table = (INIT.parent.parent.parent / "docs" / "engine.md").read_text(encoding="utf-8")
+    section = table[table.index("## Error codes") :]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    rows = re.findall(r"^\| `([a-z_]+)` \| `([A-Za-z]+)`", section, flags=re.M)
+    assert sorted(set(rows)) == sorted((c.code, c.__name__) for c in classes if c is not formctl.FormError)
 
 
 @pytest.mark.e2e

@@ -190,7 +190,7 @@ def test_after_every_write_the_runners_cached_evaluation_is_a_fresh_evaluation(d
             else:
                 runner.redo(arg)
         except FormError as error:
-            assert error.code == "form_validation_failed"  # nothing to undo/redo
+            assert error.code == "nothing_to_move"  # nothing to undo/redo
         _assert_cache_is_fresh(runner, op)
 
 
@@ -308,7 +308,8 @@ def test_a_patch_value_with_no_json_form_fails_its_hook(adapter):
 # --------------------------------------------------------------------------- property: status, views and tier 0 agree
 
 from formctl import Complete, Fail, Terminate  # noqa: E402
-from formctl.forms.project import blocking_failure_open, complete_flag  # noqa: E402
+from formctl.forms.failures import blocking_failure_open  # noqa: E402
+from formctl.forms.lifecycle import complete_flag  # noqa: E402
 
 _EFFECTS = ["none", "patch", "jump", "complete", "fail", "raise", "patch_jump", "complete_patch"]
 
@@ -400,7 +401,7 @@ def test_after_every_write_status_views_and_tier0_agree(case, sequence):
                 arg
             )
         except FormError as error:
-            assert error.code in ("form_validation_failed", "form_blocked")  # nothing to move; a host wait
+            assert error.code in ("nothing_to_move", "form_blocked")  # nothing to move; a host wait
             continue
         compiled, instance, ev = runner.evaluation(result.instance_id)
         assert instance.blocked_on is None or instance.status == "awaiting"

@@ -15,7 +15,7 @@ from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.conversation import ConversationStore
 from formctl.agent.loop import ChatLoop
 from formctl.agent.tools import EVERY_SUBJECT, FormTools
-from formctl.forms.errors import InvalidArgumentError
+from formctl.errors import InvalidArgumentError
 
 ALICE = {"full_name": "Alice Adams", "staff_id": "AA1111", "email": "alice@example.org"}
 

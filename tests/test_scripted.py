@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from formctl.agent.models.base import ChatModel, ModelError, ModelReply, ModelRequest
+from formctl.agent.models.base import ChatModel, ModelReply, ModelRequest
 from formctl.agent.models.scripted import ScriptedModel
+from formctl.errors import ModelError
 
 
 def _request(text: str) -> ModelRequest:

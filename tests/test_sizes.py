@@ -12,7 +12,7 @@ from pydantic import Field
 
 from formctl import FormRegistry, FormRunner, MemoryAdapter, define_form
 from formctl.agent.tools import ECHO_LIMIT, FormTools
-from formctl.forms.errors import FormDefinitionError
+from formctl.errors import FormDefinitionError
 from formctl.forms.validate import size_issue
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}

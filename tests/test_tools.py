@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from formctl.agent.tools import TOOL_NAMES, FormTools, ToolSelectionError, select_tools, tool_definitions
+from formctl.agent.tools import TOOL_NAMES, FormTools, select_tools, tool_definitions
+from formctl.errors import ToolSelectionError
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 TRIP = {
@@ -196,7 +197,7 @@ def test_form_revise_set_or_retract_without_a_field_is_an_error(tools):
 
 def test_form_revise_undo_with_nothing_to_undo_is_an_engine_error(tools):
     started(tools)
-    assert error_code(tools.call("form_revise", {"action": "undo"})) == "form_validation_failed"
+    assert error_code(tools.call("form_revise", {"action": "undo"})) == "nothing_to_move"
 
 
 def test_form_abandon_closes_the_form_and_keeps_its_answers(tools, claim_runner):

@@ -20,8 +20,9 @@ from fixture_project import TRANSCRIPTS as SHIPPED
 from formctl import FormRegistry, FormRunner, MemoryAdapter, define_form
 from formctl.agent.loop import ChatLoop
 from formctl.agent.models.guided import GuidedModel
+from formctl.errors import TranscriptError
 from formctl.transcripts.coverage import Coverage
-from formctl.transcripts.format import Transcript, TranscriptError, dumps, load, loads
+from formctl.transcripts.format import Transcript, dumps, load, loads
 from formctl.transcripts.record import Recorder
 from formctl.transcripts.replay import replay_file
 

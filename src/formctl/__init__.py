@@ -15,17 +15,24 @@ __version__ = "0.1.0"
 # Written out, not computed, so linters and type checkers can read the public API;
 # tests/test_public_api.py checks it names exactly the keys of _EXPORTS.
 __all__ = [
+    "AlreadyExistsError",
+    "CompiledForm",
     "Complete",
     "ConflictError",
+    "Effect",
+    "Evaluation",
+    "ExecutorContext",
     "Fail",
     "FormAdapter",
     "FormBlockedError",
     "FormBuilder",
     "FormDefinitionError",
     "FormError",
+    "FormOpenError",
     "FormRegistry",
     "FormRunner",
     "FormStaleError",
+    "GateState",
     "Goal",
     "GoalChange",
     "GoalConflictError",
@@ -34,26 +41,37 @@ __all__ = [
     "GoalRunner",
     "GoalScope",
     "GoalStatus",
+    "HostOnlyError",
+    "InstanceClosedError",
     "InvalidArgumentError",
     "Item",
     "JsonFileAdapter",
     "Jump",
+    "KeyRejectedError",
     "MemoryAdapter",
+    "MigrationError",
     "ModelError",
     "NotFoundError",
     "NotReadyError",
+    "NotWaitingError",
+    "NothingToMoveError",
     "Patch",
+    "PostgresAdapter",
     "ProvenanceError",
     "RegistryError",
+    "Status",
     "StoreDamagedError",
     "StoreError",
     "Terminate",
     "ToolSelectionError",
     "TranscriptError",
     "UnknownFormError",
+    "Values",
     "apply_entry_commit",
+    "compile_form",
     "define_form",
     "define_program",
+    "evaluate",
 ]
 
 _EXPORTS = {
@@ -63,11 +81,21 @@ _EXPORTS = {
     "Fail": "formctl.forms.definition",
     "Jump": "formctl.forms.definition",
     "Complete": "formctl.forms.definition",
+    "Effect": "formctl.forms.definition",
+    "compile_form": "formctl.forms.compile",
+    "CompiledForm": "formctl.forms.compile",
+    "evaluate": "formctl.forms.evaluate",
+    "Evaluation": "formctl.forms.evaluate",
+    "GateState": "formctl.forms.evaluate",
+    "Values": "formctl.forms.evaluate",
+    "ExecutorContext": "formctl.forms.executors",
+    "Status": "formctl.forms.lifecycle",
     "Terminate": "formctl.forms.definition",
     "FormRegistry": "formctl.forms.registry",
     "FormRunner": "formctl.forms.runner",
     "MemoryAdapter": "formctl.store.memory",
     "JsonFileAdapter": "formctl.store.jsonfile",
+    "PostgresAdapter": "formctl.store.postgres",  # psycopg loads only when a PostgresAdapter is made
     "FormAdapter": "formctl.forms.adapter",
     "apply_entry_commit": "formctl.forms.commit",
     "FormError": "formctl.errors",
@@ -97,6 +125,14 @@ _EXPORTS = {
     "GoalScope": "formctl.goals.state",
     "GoalStatus": "formctl.goals.view",
     "GoalEvent": "formctl.goals.hooks",
+    "KeyRejectedError": "formctl.errors",
+    "InstanceClosedError": "formctl.errors",
+    "NothingToMoveError": "formctl.errors",
+    "MigrationError": "formctl.errors",
+    "NotWaitingError": "formctl.errors",
+    "HostOnlyError": "formctl.errors",
+    "FormOpenError": "formctl.errors",
+    "AlreadyExistsError": "formctl.errors",
 }
 
 
@@ -115,16 +151,25 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from formctl.errors import (
+        AlreadyExistsError,
         ConflictError,
         FormBlockedError,
         FormDefinitionError,
         FormError,
+        FormOpenError,
         FormStaleError,
         GoalConflictError,
         GoalLockedError,
+        HostOnlyError,
+        InstanceClosedError,
         InvalidArgumentError,
+        KeyRejectedError,
+        MigrationError,
         ModelError,
         NotFoundError,
+        NothingToMoveError,
+        NotReadyError,
+        NotWaitingError,
         ProvenanceError,
         RegistryError,
         StoreDamagedError,
@@ -135,7 +180,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from formctl.forms.adapter import FormAdapter
     from formctl.forms.commit import apply_entry_commit
-    from formctl.forms.definition import Complete, Fail, FormBuilder, Jump, Patch, Terminate, define_form
+    from formctl.forms.compile import CompiledForm, compile_form
+    from formctl.forms.definition import Complete, Effect, Fail, FormBuilder, Jump, Patch, Terminate, define_form
+    from formctl.forms.evaluate import Evaluation, GateState, Values, evaluate
+    from formctl.forms.executors import ExecutorContext
+    from formctl.forms.lifecycle import Status
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
     from formctl.goals.definition import Goal, Item, define_program
@@ -145,3 +194,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from formctl.goals.view import GoalStatus
     from formctl.store.jsonfile import JsonFileAdapter
     from formctl.store.memory import MemoryAdapter
+    from formctl.store.postgres import PostgresAdapter

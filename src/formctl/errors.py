@@ -1,8 +1,9 @@
 """Every error formctl raises on purpose, in one tree.
 
-Each is a :class:`FormError` with a stable ``code`` string: the tools return the code to
-the model, the CLI prints the message as one line, and tests match on the code rather than
-the wording. The modules that raise them re-export them where they always were.
+Each is a :class:`FormError` subclass with a stable ``code`` string, one class per code
+(docs/engine.md, "Error codes", lists them; a test keeps that table and this module equal):
+the tools return the code to the model, the CLI prints the message as one line, and tests
+match on the code rather than the wording. This module is the one import path.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from typing import Any
 class FormError(Exception):
     """Base of every deliberate formctl error. ``code`` is stable; ``message`` is for people."""
 
-    code = "form_validation_failed"
+    code = "form_error"  # the base's own code is never raised: every deliberate error has its class
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-        if code is not None:
-            self.code = code
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message}
@@ -67,6 +66,50 @@ class NotReadyError(FormError):
     """A submit of a form that cannot be sent now: it has no review, is not ready, or was already sent."""
 
     code = "form_not_ready"
+
+
+class InstanceClosedError(FormError):
+    """The instance is closed (abandoned, or terminated by a hook): a write, an abandon, a resume
+    or a migrate of it. Also an abandon of a complete instance: complete is final for that too."""
+
+    code = "form_closed"
+
+
+class NothingToMoveError(FormError):
+    """An undo or redo with nothing to move: no answer yet, or the cursor already at that end."""
+
+    code = "nothing_to_move"
+
+
+class MigrationError(FormError):
+    """A form's ``migrate`` raised, returned a non-dict, or returned a value with no JSON form."""
+
+    code = "form_migration_failed"
+
+
+class NotWaitingError(FormError):
+    """``resolve_checkpoint`` on an instance that waits on no checkpoint."""
+
+    code = "not_waiting"
+
+
+class HostOnlyError(FormError):
+    """An act only the host may do, asked for by someone else (the person's ``/resolve`` in a chat
+    not opened with ``--as-host``)."""
+
+    code = "host_only"
+
+
+class FormOpenError(FormError):
+    """A start of a form while the same form is open and unfinished for the conversation."""
+
+    code = "form_open"
+
+
+class AlreadyExistsError(FormError):
+    """The CLI would overwrite a form, a module or a transcript."""
+
+    code = "already_exists"
 
 
 class ConflictError(FormError):
@@ -209,18 +252,25 @@ class ScenarioError(FormError):
 
 
 __all__ = [
+    "AlreadyExistsError",
     "ConflictError",
     "FormBlockedError",
     "FormDefinitionError",
     "FormError",
+    "FormOpenError",
     "FormStaleError",
     "GoalConflictError",
     "GoalLockedError",
+    "HostOnlyError",
+    "InstanceClosedError",
     "InvalidArgumentError",
     "KeyRejectedError",
+    "MigrationError",
     "ModelError",
     "NotFoundError",
     "NotReadyError",
+    "NotWaitingError",
+    "NothingToMoveError",
     "ProvenanceError",
     "RegistryError",
     "ScenarioError",

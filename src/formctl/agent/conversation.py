@@ -29,8 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from formctl.errors import InvalidArgumentError, StoreError
 from formctl.files import replace_text
-from formctl.forms.errors import InvalidArgumentError, StoreError
 
 __all__ = ["ConversationStore"]
 

@@ -46,12 +46,12 @@ from formctl.agent.events import (
     ToolResult,
     TurnEnd,
 )
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, content_blocks
+from formctl.agent.models.base import ModelReply, ModelRequest, content_blocks
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt as build_system_prompt
 from formctl.agent.tools import FormTools, is_error
 from formctl.agent.usage import Usage
-from formctl.forms.errors import FormError
+from formctl.errors import FormError, ModelError
 
 __all__ = ["ChatLoop", "Turn", "tool_result_block"]
 

@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from formctl.agent.notices import read_notice
-from formctl.forms.errors import FormError
+from formctl.errors import FormError
 from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
 from formctl.forms.validate import FieldValidator, text_issue

@@ -19,9 +19,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from formctl.agent.person import Person, confirm_unconfirmed
-from formctl.errors import ToolSelectionError  # defined with every other formctl error
-from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
+from formctl.errors import (
+    FormError,
+    FormOpenError,
+    InvalidArgumentError,
+    NotFoundError,
+    ToolSelectionError,  # defined with every other formctl error
+)
 from formctl.forms.instance import INSTANCE_STATUSES
+from formctl.forms.lifecycle import is_open
 from formctl.forms.provenance import ModelWrite
 
 __all__ = [
@@ -167,11 +173,10 @@ def _form_list(runner: Any, a: _NoArgs) -> Any:
 def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any:
     compiled = runner.compiled(a.form)
     current = runner.open_instance()
-    if current is not None and current.def_id == compiled.id and current.status in ("active", "ready", "awaiting"):
-        raise FormError(
+    if current is not None and current.def_id == compiled.id and is_open(current):
+        raise FormOpenError(
             f'Form "{compiled.id}" is already open (instance {current.id}): continue it, '
-            "or form_abandon it before starting again.",
-            code="form_open",
+            "or form_abandon it before starting again."
         )
     seed = dict(a.values or {})
     # A model's seed for a field only the person (or a host) may give is judged like any model

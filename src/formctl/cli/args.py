@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from formctl.forms.errors import InvalidArgumentError
+from formctl.errors import InvalidArgumentError
 
 
 def check_text(text: str | None, what: str) -> None:

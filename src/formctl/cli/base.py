@@ -1,7 +1,7 @@
 """The ``formctl`` typer app itself: its error handling, ``--debug`` and ``--version``.
 
 Errors: every command runs inside :class:`_Group.invoke`, which turns a
-:class:`~formctl.forms.errors.FormError` (and any other unexpected exception) into one
+:class:`~formctl.errors.FormError` (and any other unexpected exception) into one
 line on stderr and exit status 1. ``--debug`` (anywhere on the line) or ``FORMCTL_DEBUG=1``
 shows the traceback instead. Usage errors are typer's own (exit status 2).
 """
@@ -73,7 +73,7 @@ class _Group(LeanGroup):
         except Exception as exc:
             if type(exc).__module__.startswith(("typer", "click")) or _debug:
                 raise  # typer's own exits and usage errors, or --debug: let them through
-            from formctl.forms.errors import FormError
+            from formctl.errors import FormError
 
             if isinstance(exc, FormError):
                 if exc.code == "form_stale":

@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from formctl.errors import AlreadyExistsError, InvalidArgumentError, RegistryError
 from formctl.files import replace_text
-from formctl.forms.errors import FormError, InvalidArgumentError
 
 _FORM_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
@@ -116,12 +116,12 @@ def scaffold(
         try:
             registered = tomllib.loads(existing).get("forms", {})
         except tomllib.TOMLDecodeError as exc:
-            raise FormError(f"Form registry {registry_file} is not valid TOML: {exc}", code="registry_error") from None
+            raise RegistryError(f"Form registry {registry_file} is not valid TOML: {exc}") from None
         if form_id in registered:
-            raise FormError(f'A form "{form_id}" is already registered in {registry_file}.', code="already_exists")
+            raise AlreadyExistsError(f'A form "{form_id}" is already registered in {registry_file}.')
     module_path = folder / f"{module}.py"
     if module_path.exists():
-        raise FormError(f"{module_path} already exists; pick another id or remove it.", code="already_exists")
+        raise AlreadyExistsError(f"{module_path} already exists; pick another id or remove it.")
 
     title = name or form_id.replace("-", " ").capitalize()
     folder.mkdir(parents=True, exist_ok=True)
@@ -180,9 +180,10 @@ def coverage_report(registry: Any, form_id: str, folders: list[str]) -> tuple[An
     Returns (the coverage, the replay results). Transcripts of other forms are skipped;
     a transcript that fails still counts for what it exercised before it diverged.
     """
+    from formctl.errors import TranscriptError
     from formctl.transcripts.cli import transcript_files
     from formctl.transcripts.coverage import Coverage
-    from formctl.transcripts.format import TranscriptError, load
+    from formctl.transcripts.format import load
     from formctl.transcripts.pytest_plugin import is_transcript
     from formctl.transcripts.replay import replay_file
 

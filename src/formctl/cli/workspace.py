@@ -62,7 +62,8 @@ def store_name(store: str | os.PathLike[str] | None) -> str:
 
 
 def open_registry(forms: str | os.PathLike[str] | None) -> FormRegistry:
-    from formctl.forms.registry import FormRegistry, RegistryError
+    from formctl.errors import RegistryError
+    from formctl.forms.registry import FormRegistry
 
     path = registry_path(forms)
     if not path.exists():

@@ -7,11 +7,12 @@ pass^1, pass^k, values right/wrong/missing, invented values, turns, model calls,
 cost (:mod:`.report`).
 """
 
+from formctl.errors import ScenarioError
 from formctl.eval.grade import Grade, grade
 from formctl.eval.person import ModelPerson, ScriptedPerson, SimulatedPerson
 from formctl.eval.report import pass_hat_k, report_json
 from formctl.eval.run import RunResult, run_scenario
-from formctl.eval.scenario import Scenario, ScenarioError, load_scenario, scenario_files
+from formctl.eval.scenario import Scenario, load_scenario, scenario_files
 from formctl.eval.suite import ModelSpec, model_spec, run_suite
 
 __all__ = [

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from formctl.agent.models.base import ChatModel, ModelError, ModelRequest
+from formctl.agent.models.base import ChatModel, ModelRequest
 from formctl.agent.usage import Usage
+from formctl.errors import ModelError
 from formctl.eval.scenario import Fact, Persona
 
 __all__ = ["ModelPerson", "ScriptedPerson", "SimulatedPerson", "match_fact"]

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from formctl.agent.usage import KEYS, Usage
+from formctl.errors import ScenarioError
 from formctl.eval.run import RunResult
-from formctl.eval.scenario import ScenarioError
 
 __all__ = [
     "DEFAULT_PRICES",

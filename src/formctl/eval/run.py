@@ -19,9 +19,10 @@ from typing import Any
 
 from formctl.agent.person import Person
 from formctl.agent.usage import Usage
+from formctl.errors import ScenarioError
 from formctl.eval.grade import Grade, grade, same_value
 from formctl.eval.person import SimulatedPerson
-from formctl.eval.scenario import Scenario, ScenarioError
+from formctl.eval.scenario import Scenario
 
 __all__ = ["EVAL_SUBJECT", "EXTRA_TURNS", "ModelFactory", "RunResult", "check_against_form", "run_scenario"]
 

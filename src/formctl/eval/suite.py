@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from formctl.agent.models.base import ModelError
+from formctl.errors import ModelError
 from formctl.eval.person import ModelPerson, ScriptedPerson, SimulatedPerson
 from formctl.eval.run import ModelFactory, RunResult, run_scenario
 from formctl.eval.scenario import Scenario

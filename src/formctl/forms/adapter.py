@@ -11,20 +11,28 @@ faithfully is a correct adapter. Four invariants are the whole contract:
 3. A commit is all-or-nothing: entries, occurrences, dispatches and status land together.
 4. Reads return snapshots: callers can never mutate storage through a returned object.
 
-Optionally an adapter offers ``exclusive(instance_id)``, a context manager inside which no
-other writer can commit: the runner then runs each read, stage and commit inside it and
-never meets a conflict from those writers (:mod:`formctl.forms.contention`).
+Every store also says what it cannot keep (``find_instances(strict=True, damaged=[...])``),
+can be asked before a chat opens whether it can record answers (``ensure_writable``), and is
+closed when its owner is done (``close``). What only some stores do is a capability of its
+own, a ``runtime_checkable`` protocol asked with ``isinstance`` (docs/engine.md, "The store
+contract"): :class:`Serialising` (``exclusive(instance_id)``, a context manager inside which
+no other writer can commit, so the runner never meets a conflict from those writers:
+:mod:`formctl.forms.contention`), :class:`Maintainable` (damage, repair, check, reindex),
+:class:`Watchable` (announces commits) and :class:`Importing` (takes instances whole).
 
 The stores in ``formctl.store`` implement it; the engine never imports them.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, runtime_checkable
 
+from formctl.errors import StoreError
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance
 
-__all__ = ["FormAdapter"]
+__all__ = ["DamageReport", "FormAdapter", "Importing", "Maintainable", "Serialising", "Watchable", "Watcher"]
 
 
 @runtime_checkable
@@ -57,8 +65,16 @@ class FormAdapter(Protocol):
         def_id: str | None = None,
         status: str | None = None,
         limit: int | None = None,
+        strict: bool = False,
+        damaged: list[StoreError] | None = None,
     ) -> list[Instance]:
-        """Instances matching every given filter, most recently updated first, ``limit`` applied last."""
+        """Instances matching every given filter, most recently updated first, ``limit`` applied last.
+
+        An instance the store cannot read back is left out, and its error appended to
+        ``damaged`` when given. ``strict``: such an instance the store last saw open raises its
+        :class:`StoreError` instead (a chat asks this way, rather than start a second form
+        beside one it cannot read). A store that never loses an instance never does either.
+        """
         ...
 
     def find_open_instance(self, subject: str) -> Instance | None:
@@ -72,3 +88,77 @@ class FormAdapter(Protocol):
     def record_dispatch(self, instance_id: str, key: str, state: DispatchState, provenance: Provenance) -> None:
         """Upsert one dispatch record, outside compare-and-set. Must never make a commit fail."""
         ...
+
+    def ensure_writable(self) -> None:
+        """Raise :class:`StoreError` unless this store can record answers now (``formctl run``
+        asks before the chat opens, so nobody answers questions that cannot be kept)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the store holds (a connection, file handles). Idempotent."""
+        ...
+
+
+@runtime_checkable
+class Serialising(Protocol):
+    """A store whose writers can hold an instance exclusively: inside ``exclusive(instance_id)``
+    no other writer commits to it, so a compare-and-set write never conflicts."""
+
+    def exclusive(self, instance_id: str) -> AbstractContextManager[None]: ...
+
+
+@runtime_checkable
+class DamageReport(Protocol):
+    """What a store lost of one instance (``formctl store check`` and the reads show it)."""
+
+    def describe(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Maintainable(Protocol):
+    """A store that can lose acknowledged commits (files) and so can check, repair and reindex."""
+
+    def damage(self, instance_id: str) -> DamageReport | None:
+        """What the instance's storage lost, or None; while there is damage, writes are refused."""
+        ...
+
+    def repairs(self, instance_id: str) -> tuple[dict[str, Any], ...]:
+        """The losses ``repair`` accepted on this instance, oldest first."""
+        ...
+
+    def repair(self, instance_id: str, *, by: str) -> Any:
+        """Accept the loss of a damaged instance (None if it is not damaged)."""
+        ...
+
+    def check(self) -> Any:
+        """Read everything afresh and report what does not add up. Changes nothing."""
+        ...
+
+    def reindex(self) -> Any:
+        """Rebuild whatever the store derives from its instances (an index)."""
+        ...
+
+
+@runtime_checkable
+class Watcher(Protocol):
+    """Hears the commits a store announces."""
+
+    def wait(self, timeout: float) -> set[str] | None:
+        """Block up to ``timeout`` seconds; the ids committed to meanwhile, or None when it cannot hear."""
+        ...
+
+
+@runtime_checkable
+class Watchable(Protocol):
+    """A store that announces every commit (PostgreSQL's LISTEN/NOTIFY), so a reader can wait."""
+
+    def watch(self) -> Watcher: ...
+
+
+@runtime_checkable
+class Importing(Protocol):
+    """A store that takes instances whole, keeping their ids and logs (``formctl store copy``)."""
+
+    def import_instances(self, instances: Iterable[Instance]) -> list[str]: ...

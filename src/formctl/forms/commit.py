@@ -8,7 +8,7 @@ project a write before it commits it, so the projection and the stored result ag
 
 from __future__ import annotations
 
-from formctl.forms.errors import ConflictError
+from formctl.errors import ConflictError
 from formctl.forms.instance import UNSET, Commit, DispatchState, EntryCommit, FieldLog, Instance, replaced_fields
 
 __all__ = ["apply_commit", "apply_dispatch", "apply_entry_commit"]

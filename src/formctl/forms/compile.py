@@ -12,8 +12,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from formctl.errors import FormDefinitionError
 from formctl.forms.definition import CheckpointDef, FieldDef, FormDef, StepDef
-from formctl.forms.errors import FormDefinitionError
 
 if TYPE_CHECKING:
     from formctl.forms.validate import FieldValidator  # imported when first needed (pydantic is slow to import)

@@ -10,7 +10,7 @@ Two mechanisms, the first preferred:
 * Otherwise (or when a writer elsewhere still got in first) a compare-and-set conflict is
   retried after a pause that doubles from a few milliseconds, with jitter so that writers
   that collided do not collide again in step, for up to :data:`PATIENCE` seconds in all.
-  Then the :class:`~formctl.forms.errors.ConflictError` goes to the caller.
+  Then the :class:`~formctl.errors.ConflictError` goes to the caller.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
+
+from formctl.forms.adapter import Serialising
 
 __all__ = ["PATIENCE", "Attempts", "serialised"]
 
@@ -47,7 +49,7 @@ class Attempts:
         *,
         patience: float = PATIENCE,
     ) -> None:
-        self._exclusive = getattr(adapter, "exclusive", None)
+        self._exclusive = adapter.exclusive if _serialising(adapter) else None
         self._instance_id = instance_id
         self._deadline = clock() + patience
         self._pauses = 0
@@ -80,5 +82,17 @@ def serialised(adapter: Any, key: str) -> AbstractContextManager[Any]:
     lock when it offers none. ``start`` holds it on ``start:<form>:<subject>`` around "is one
     open already?" and the create, so two starts of one form for one subject, in two processes
     or on two machines, cannot both create an instance (docs/store.md, "Two starts at once")."""
-    exclusive = getattr(adapter, "exclusive", None)
-    return exclusive(key) if exclusive is not None else nullcontext()
+    return adapter.exclusive(key) if _serialising(adapter) else nullcontext()
+
+
+_SERIALISING: dict[type, bool] = {}
+
+
+def _serialising(adapter: object) -> bool:
+    """The adapter offers :class:`~formctl.forms.adapter.Serialising` (asked once per adapter
+    class: ``isinstance`` against a protocol costs microseconds, and every write asks)."""
+    kind = type(adapter)
+    known = _SERIALISING.get(kind)
+    if known is None:
+        known = _SERIALISING[kind] = isinstance(adapter, Serialising)
+    return known

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
-from formctl.forms.errors import FormDefinitionError
+from formctl.errors import FormDefinitionError
 
 if TYPE_CHECKING:
     from formctl.forms.compile import CompiledForm

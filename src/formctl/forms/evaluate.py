@@ -12,9 +12,9 @@ the fields plus one call per gate, however long the logs are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.history import moved_cursor
@@ -80,8 +80,31 @@ def remember_parse(entry: Entry, validator: Any, outcome: Any) -> None:
     entry.parse_cache = (validator, outcome)
 
 
-class GateState:
-    """What gates and executors may ask beyond the values: step completion, checkpoints fired, completion."""
+Values = Mapping[str, Any]
+"""The type of a gate's ``v`` and of ``ctx.values``: the live answers, read-only (a
+:class:`GateValues` at run time: ``v["x"]`` is None for a declared field with no live answer)."""
+
+
+class GateState(Protocol):
+    """The type of a gate's ``s`` and of an executor's ``ctx.state``: what they may ask beyond
+    the values. ``when=lambda v, s: s.step_complete("trip")``."""
+
+    def step_complete(self, step_id: str) -> bool:
+        """The step's required, applicable fields are all filled."""
+        ...
+
+    def checkpoint_fired(self, checkpoint_id: str) -> bool:
+        """The checkpoint's rising edge was counted before the write being evaluated."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """The whole form is complete."""
+        ...
+
+
+class _PassState:
+    """The :class:`GateState` a gate sees during an evaluation (it reads the pass under way)."""
 
     __slots__ = ("_pass", "_fired")
 
@@ -103,7 +126,7 @@ class GateState:
 
 
 class FrozenState:
-    """A state frozen from a finished evaluation: what executors get as ``ctx.state``."""
+    """The :class:`GateState` frozen from a finished evaluation: what executors get as ``ctx.state``."""
 
     __slots__ = ("_steps", "_fired", "complete")
 
@@ -128,7 +151,7 @@ class _Pass:
         self.ev = ev
         self.excluded = excluded
         self.values = GateValues(values, ev.compiled.field_by_id)
-        self.state = GateState(self, fired)
+        self.state = _PassState(self, fired)
         self.applicable: dict[int, bool] = {}
         self._steps: dict[int, bool] = {}
         self._complete: bool | None = None

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
+from formctl.errors import FormError
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
-from formctl.forms.errors import FormError
-from formctl.forms.evaluate import Evaluation
+from formctl.forms.evaluate import Evaluation, GateState, Values
+from formctl.forms.failures import Failure
 from formctl.forms.instance import (
     DISPATCH_FAILED,
     DISPATCH_OK,
@@ -31,9 +32,7 @@ from formctl.forms.instance import (
     DispatchState,
     Instance,
     Provenance,
-    now_iso,
 )
-from formctl.forms.project import Failure
 from formctl.forms.validate import json_data, size_issue
 
 _OWNER = f"{socket.gethostname()}:{os.getpid()}"
@@ -58,10 +57,10 @@ def owner() -> str:
 
 @dataclass(slots=True)
 class ExecutorContext:
-    """What an executor receives."""
+    """What an executor receives: ``def notify(ctx: ExecutorContext) -> Effect | list[Effect] | None``."""
 
-    values: Any
-    state: Any
+    values: Values
+    state: GateState
     instance: Instance
     hook_id: str
     idempotency_key: str
@@ -95,9 +94,15 @@ class RoundEffects:
 class Dispatcher:
     """Runs hooks under their idempotency keys and records each run; one per runner."""
 
-    def __init__(self, adapter: FormAdapter, provenance: Callable[[str | None], Provenance]) -> None:
+    def __init__(
+        self,
+        adapter: FormAdapter,
+        provenance: Callable[[str | None], Provenance],
+        clock: Callable[[], str],
+    ) -> None:
         self.adapter = adapter
         self._provenance = provenance
+        self.clock = clock  # the runner's: when each run started and finished
         self.replaying = False
         self.in_flight: set[str] = set()  # keys whose executor runs in this process right now
 
@@ -156,7 +161,9 @@ class Dispatcher:
             return
         attempts = (previous.attempts if previous else 0) + 1
         prov = self._provenance("dispatch")
-        self.record(iid, key, DispatchState(hook.hook_id, DISPATCH_RUNNING, attempts, now_iso(), owner=owner()), prov)
+        self.record(
+            iid, key, DispatchState(hook.hook_id, DISPATCH_RUNNING, attempts, self.clock(), owner=owner()), prov
+        )
         self.in_flight.add(key)
         try:
             ctx = ExecutorContext(values, state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
@@ -168,7 +175,7 @@ class Dispatcher:
             if detail is not None:
                 error = COULD_NOT_CHECK
                 _log.info("%s (%s) broke the executor contract: %s", hook.hook_id, key, detail)
-        at = now_iso()
+        at = self.clock()
         if error is not None:
             failures.append(Failure(hook.hook_id, error, at))
         else:

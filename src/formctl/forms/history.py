@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from formctl.forms.errors import FormError
+from formctl.errors import NothingToMoveError
 from formctl.forms.instance import FieldLog, Instance, provenance_kind
 
 _ABSENT: Any = object()
@@ -84,18 +84,18 @@ def cursor_move(instance: Instance, field_id: str | None, step: int) -> tuple[st
     """The field an undo (``step=-1``) or redo (``+1``) moves and the cursor it moves to.
 
     Without a field: undo moves the last one touched, redo the oldest pending redo. Raises
-    FormError when there is nothing to move.
+    NothingToMoveError when there is nothing to move.
     """
     target = field_id
     if target is None:
         target = last_touched(instance) if step < 0 else next_redo(instance)
         if target is None:
             if step < 0:
-                raise FormError("There is nothing to undo — no answer has been given yet.")
-            raise FormError("There is nothing to redo.")
+                raise NothingToMoveError("There is nothing to undo — no answer has been given yet.")
+            raise NothingToMoveError("There is nothing to redo.")
     cursor = moved_cursor(instance.entries.get(target), step)
     if cursor is None:
-        raise FormError(f'Nothing to {"undo" if step < 0 else "redo"} on "{target}".')
+        raise NothingToMoveError(f'Nothing to {"undo" if step < 0 else "redo"} on "{target}".')
     return target, cursor
 
 

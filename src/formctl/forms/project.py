@@ -15,20 +15,17 @@ from typing import Any
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation
+from formctl.forms.failures import Failure, open_failures
 from formctl.forms.history import MoveTarget, redo_target, undo_target
 from formctl.forms.instance import (
     ABANDONED,
     AWAITING,
     COMPLETE,
-    DISPATCH_FAILED,
-    DISPATCH_OK,
     READY,
     STALE,
-    DispatchState,
     Instance,
 )
-from formctl.forms.reading import read_status
-from formctl.forms.resolutions import decided_occurrence, is_resolution
+from formctl.forms.lifecycle import complete_flag, read_status
 from formctl.forms.validate import to_jsonable
 
 HELD_NOTE = (
@@ -44,82 +41,6 @@ NOT_STORED_NOTE = (
 )
 IGNORED_NOTE = "Blank values are ignored, never written. To withdraw an answer use form_revise action=retract."
 CLOSED_NOTE = "Collection has stopped: don't ask for the remaining fields. Tell the user why, using closed_reason."
-
-
-# --------------------------------------------------------------------------- failures
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    hook_id: str
-    message: str
-    at: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"hook": self.hook_id, "message": self.message}
-
-
-def open_failures(
-    instance: Instance, compiled: CompiledForm | None = None, ev: Evaluation | None = None
-) -> list[Failure]:
-    """Failures still standing (docs/engine.md, 'Commit then run').
-
-    A hook's failure stays open until a later run of the same hook succeeds, or the host
-    resolves it (``resolve_checkpoint`` records an ``ok`` for the checkpoint). So for each
-    hook the latest finished record decides; ``running`` records decide nothing.
-
-    Given the evaluation, a checkpoint's failure also closes once its condition no longer
-    holds: a claim over the cap that Finance rejected stops being "blocked" as soon as the
-    total is brought under the cap, without anyone having to clear it by hand.
-    """
-    dispatches = instance.dispatches
-    # Called on every write and read, over a record per run ever made: most instances have no
-    # failure at all, and then one pass that only compares statuses decides it.
-    failed = {record.hook_id for record in dispatches.values() if record.status == DISPATCH_FAILED}
-    if not failed:
-        return []
-    latest: dict[str, tuple[DispatchState, str]] = {}
-    for key, record in dispatches.items():  # in the order written: on a tie of ``at``, the later wins
-        if record.hook_id not in failed or record.status not in (DISPATCH_OK, DISPATCH_FAILED):
-            continue
-        previous = latest.get(record.hook_id)
-        if previous is None or record.at >= previous[0].at:
-            latest[record.hook_id] = (record, key)
-    out = [
-        Failure(hook_id, rec.error, rec.at)
-        for hook_id, (rec, key) in latest.items()
-        if rec.status == DISPATCH_FAILED and rec.error and not _outgrown(instance, hook_id, key)
-    ]
-    if compiled is not None and ev is not None:
-        out = [f for f in out if _checkpoint_still_active(compiled, ev, f.hook_id)]
-    out.sort(key=lambda f: f.at)
-    return out
-
-
-def _outgrown(instance: Instance, hook_id: str, key: str) -> bool:
-    """A host's rejection of an occurrence the checkpoint has since outgrown (it fired again
-    after a bound value changed): it no longer stands; the new occurrence waits for its own."""
-    if not is_resolution(key):
-        return False
-    decided = decided_occurrence(key, hook_id.partition(":")[2])
-    return decided is not None and decided < instance.occurrences.get(hook_id, 0)
-
-
-def _checkpoint_still_active(compiled: CompiledForm, ev: Evaluation, hook_id: str) -> bool:
-    if not hook_id.startswith("checkpoint:"):
-        return True
-    checkpoint = compiled.checkpoint_by_id.get(hook_id[len("checkpoint:") :])
-    return checkpoint is None or ev.checkpoint_active[checkpoint.index]
-
-
-def blocking_failure_open(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
-    """A blocking checkpoint that was rejected, and whose condition still holds, keeps the form from completing."""
-    for failure in open_failures(instance, compiled, ev):
-        if failure.hook_id.startswith("checkpoint:"):
-            checkpoint = compiled.checkpoint_by_id.get(failure.hook_id[len("checkpoint:") :])
-            if checkpoint is not None and checkpoint.blocking:
-                return True
-    return False
 
 
 # --------------------------------------------------------------------------- views
@@ -323,21 +244,6 @@ def answers(compiled: CompiledForm, ev: Evaluation) -> dict[str, dict[str, Any]]
         "values": {f.id: to_jsonable(ev.values[f.id]) for f in compiled.fields if f.id in ev.values},
         "held": {f.id: ev.held[f.id] for f in compiled.fields if f.id in ev.held},
     }
-
-
-def complete_flag(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
-    """The ``complete`` every view (and export) shows."""
-    # A terminated (abandoned) instance never reads complete: it was closed, not finished.
-    if instance.status == ABANDONED:
-        return False
-    # A form under review is complete only once it is sent (docs/engine.md, "Review before sending").
-    if compiled.review:
-        return instance.status == COMPLETE
-    # A rejected blocking checkpoint whose condition still holds keeps the form from
-    # reading complete, as it keeps the status from becoming complete (runner._settled).
-    if instance.status == COMPLETE:
-        return True
-    return ev.complete and not blocking_failure_open(compiled, ev, instance)
 
 
 def step_view(compiled: CompiledForm, ev: Evaluation, instance: Instance, step_id: str | None = None) -> FormView:

@@ -3,8 +3,8 @@
 Reads never write (docs/engine.md, "Reads and writes"). So "stale" is not a stored fact
 but a comparison made on every read: the instance pins the version of the form it was
 started on, and the registry says which version is registered now. The one function
-:func:`is_stale` decides it, and every view, tier 0, the instance listing and the chat
-ask it; nothing stores the answer.
+:func:`formctl.forms.lifecycle.is_stale` decides it, and every view, tier 0, the instance
+listing and the chat ask it; nothing stores the answer.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from formctl.forms.instance import ABANDONED, ACTIVE, STALE, Instance
+from formctl.forms.instance import Instance
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.compile import CompiledForm
@@ -33,38 +33,6 @@ class DefaultInstance:
 
     def __repr__(self) -> str:
         return f"DefaultInstance({self.instance_id!r})"
-
-
-def drifted(compiled: CompiledForm, instance: Instance) -> bool:
-    """The instance was started on another version of its form than the registered one (a downgrade counts)."""
-    return instance.def_version != compiled.version
-
-
-def is_stale(compiled: CompiledForm, instance: Instance) -> bool:
-    """Stale: started on another version of the form, which has no ``migrate`` to carry it forward.
-
-    ``compiled`` must be the *registered* form. A stale instance can be read (``runner.view``),
-    abandoned or moved explicitly (``runner.migrate``), but not continued. An abandoned one is
-    never stale: it is closed whatever the registry says. A drift the form can migrate is not
-    stale either: the next write (or ``runner.migrate``) carries the answers forward.
-    """
-    if instance.status == ABANDONED:
-        return False
-    return drifted(compiled, instance) and compiled.migrate is None
-
-
-def read_status(compiled: CompiledForm, instance: Instance) -> str:
-    """The status a reader sees: the stored one, or ``stale`` when :func:`is_stale` says so.
-
-    Older stores may hold a committed ``stale``; once the instance no longer is, it reads ``active``.
-    (The rule of :func:`is_stale`, spelled out: every view and tier 0 ask this, so it stays cheap.)
-    """
-    status = instance.status
-    if status == ABANDONED:
-        return status
-    if instance.def_version != compiled.version and compiled.migrate is None:
-        return STALE
-    return ACTIVE if status == STALE else status
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +90,47 @@ class InstanceView:
     @property
     def instance_id(self) -> str:
         return self.instance.id
+
+
+Stamp = tuple[str, int, str]
+"""What changes whenever anyone commits to an instance: (id, version, updated_at). A dispatch
+record, written outside compare-and-set, moves only ``updated_at``."""
+
+
+def stamp_of(instance: Instance) -> Stamp:
+    return (instance.id, instance.version, instance.updated_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """Which instance a conversation about a form carries on with (``runner.continuation``).
+
+    ``instance_id`` is the instance to continue, or None to start a new one. ``stale``: the one
+    to continue was started on another version of the form, which has no ``migrate``; it can be
+    read, migrated or abandoned, not continued as is. ``complete_id``: a new one starts because
+    the subject's most recent instance of the form is complete. ``note`` says either to the person.
+    """
+
+    form_id: str
+    instance_id: str | None
+    stale: bool = False
+    complete_id: str | None = None
+
+    @property
+    def starts_new(self) -> bool:
+        return self.instance_id is None
+
+    @property
+    def note(self) -> str | None:
+        if self.stale:
+            return (
+                f"{self.instance_id} was started on an older version of {self.form_id} and can't be continued. "
+                f"Move it with formctl migrate {self.instance_id}, or close it with /abandon REASON (its answers "
+                f"are kept; the next formctl run {self.form_id} starts afresh)."
+            )
+        if self.complete_id is not None:
+            return (
+                f"Your last {self.form_id} ({self.complete_id}) is complete, so this is a new one; "
+                f"to change that one: formctl resume {self.complete_id}"
+            )
+        return None

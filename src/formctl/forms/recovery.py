@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from formctl.errors import MigrationError
 from formctl.forms.compile import CompiledForm
-from formctl.forms.errors import FormError
 from formctl.forms.executors import RoundEffects, hook_for
-from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance, now_iso
+from formctl.forms.failures import Failure, open_failures
+from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance
 from formctl.forms.messages import rejection
-from formctl.forms.project import Failure, MigrateResult, Rejected, open_failures, step_view
+from formctl.forms.project import MigrateResult, Rejected, step_view
 from formctl.forms.staging import Staged, is_blank
 from formctl.forms.validate import json_data
 
@@ -43,7 +44,7 @@ def recover(
                     record.hook_id,
                     DISPATCH_FAILED,
                     record.attempts,
-                    now_iso(),
+                    runner.clock(),
                     "The definition no longer has this hook.",
                 )
                 runner._dispatcher.record(instance.id, key, gone, runner._provenance("recovery"))
@@ -76,14 +77,12 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
         try:
             carried = compiled.migrate(dict(old_values), old_version)
         except Exception as exc:
-            raise FormError(
+            raise MigrationError(
                 f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
-                code="form_migration_failed",
             ) from exc
         if not isinstance(carried, dict):
-            raise FormError(
+            raise MigrationError(
                 f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
-                code="form_migration_failed",
             )
     else:
         carried = {key: value for key, value in old_values.items() if key in compiled.field_by_id}
@@ -97,9 +96,8 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
         try:
             value = json_data(value)
         except ValueError as exc:
-            raise FormError(
+            raise MigrationError(
                 f'migrate() for "{compiled.id}" returned a value for "{key}" that is not JSON data ({exc}).',
-                code="form_migration_failed",
             ) from None
         if is_blank(value):
             continue

@@ -24,53 +24,49 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from formctl.forms.adapter import FormAdapter
-from formctl.forms.compile import CompiledForm
-from formctl.forms.contention import Attempts, serialised
-from formctl.forms.errors import (
+from formctl.errors import (
     ConflictError,
     FormDefinitionError,
-    FormError,
+    FormOpenError,
     FormStaleError,
     InvalidArgumentError,
     NotFoundError,
-    NotReadyError,
+    NotWaitingError,
 )
+from formctl.forms.adapter import FormAdapter
+from formctl.forms.compile import CompiledForm
+from formctl.forms.contention import Attempts, serialised
 from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
+from formctl.forms.failures import Failure, open_failures
 from formctl.forms.history import cursor_move
-from formctl.forms.instance import (
-    ABANDONED,
-    ACTIVE,
-    AWAITING,
-    COMPLETE,
-    READY,
-    UNSET,
-    Commit,
-    Instance,
-    Provenance,
-    now_iso,
+from formctl.forms.instance import ACTIVE, COMPLETE, UNSET, Commit, Instance, Provenance, now_iso
+from formctl.forms.lifecycle import (
+    check_closable,
+    check_open_for_writes,
+    check_ready_to_send,
+    close,
+    complete,
+    drifted,
+    is_closed,
+    is_open,
 )
 from formctl.forms.project import (
-    Failure,
     FillResult,
     FormView,
     MigrateResult,
     RecoverResult,
     field_row,
-    open_failures,
     step_view,
 )
 from formctl.forms.provenance import ModelWrite, judge
-from formctl.forms.reading import DefaultInstance, drifted
+from formctl.forms.reading import DefaultInstance
 from formctl.forms.recovery import migrate as migrate_instance
 from formctl.forms.recovery import recover as recover_instance
 from formctl.forms.registry import FormRegistry
 from formctl.forms.runner_reads import RunnerReads
 from formctl.forms.staging import (
     Staged,
-    abandoned_message,
-    check_open,
     check_writable,
     closing_commit,
     project_write,
@@ -79,7 +75,6 @@ from formctl.forms.staging import (
     resolve_or_report,
     rising_edges,
     settle_status,
-    settled,
     stage,
     stage_patch,
 )
@@ -119,8 +114,12 @@ class FormRunner(RunnerReads):
         replaying: bool = False,
         default: DefaultInstance | None = None,
         kind: str = "host",
+        clock: Callable[[], str] | None = None,
     ) -> None:
         self.adapter = adapter
+        # Every time a write records (provenance, dispatch records, completed_at) comes from here:
+        # an ISO-8601 UTC string. Staging never reads the clock itself.
+        self.clock: Callable[[], str] = clock if clock is not None else _wall_clock
         self.registry = registry
         self._subject = subject
         self.actor = actor or "agent"
@@ -130,7 +129,7 @@ class FormRunner(RunnerReads):
         self.conflict_retries = 0
         self._cache: dict[str, tuple[int, CompiledForm, Evaluation]] = {}
         self._lock = threading.RLock()
-        self._dispatcher = Dispatcher(adapter, self._provenance)
+        self._dispatcher = Dispatcher(adapter, self._provenance, self.clock)
         self.replaying = replaying
 
     @property
@@ -143,7 +142,7 @@ class FormRunner(RunnerReads):
         self._dispatcher.replaying = value
 
     def _provenance(self, note: str | None = None, kind: str | None = None) -> Provenance:
-        return Provenance(self.source, self.actor, now_iso(), note, kind or self.kind)
+        return Provenance(self.source, self.actor, self.clock(), note, kind or self.kind)
 
     # ------------------------------------------------------------------ writes
 
@@ -171,11 +170,10 @@ class FormRunner(RunnerReads):
         (two ``formctl run`` at once, a model's ``form_start`` beside a host's) one creates and
         the other is told which instance to continue (docs/store.md, "Two starts at once")."""
         for other in self.adapter.find_instances(subject=self.subject, def_id=form_id):
-            if other.status in (ACTIVE, READY, AWAITING):
-                raise FormError(
+            if is_open(other):
+                raise FormOpenError(
                     f'Form "{form_id}" is already open (instance {other.id}): continue it, '
-                    "or abandon it before starting again.",
-                    code="form_open",
+                    "or abandon it before starting again."
                 )
 
     def fill(
@@ -267,10 +265,12 @@ class FormRunner(RunnerReads):
         prov = self._provenance("submitted")
 
         def build(inst: Instance) -> Commit:
-            _check_ready(compiled, inst, self._evaluation(compiled, inst))
-            return Commit(status=COMPLETE, completed_at=prov.timestamp)
+            check_ready_to_send(compiled, inst, self._evaluation(compiled, inst))
+            commit = Commit()
+            complete(commit, prov.timestamp)
+            return commit
 
-        _check_ready(compiled, instance, self._evaluation(compiled, instance))
+        check_ready_to_send(compiled, instance, self._evaluation(compiled, instance))
         with self._lock:
             failures: list[Failure] = []
             instance = self._commit_retrying(instance, build, prov)
@@ -286,12 +286,14 @@ class FormRunner(RunnerReads):
             raise InvalidArgumentError("abandon needs a reason.")
         check_note(reason, "reason")
         compiled, instance = self._resolve(instance_id, allow_stale=True)
-        check_open(compiled, instance)
+        check_closable(compiled, instance)
         prov = self._provenance("abandoned")
 
         def build(inst: Instance) -> Commit:
-            check_open(compiled, inst)  # closed by another process since it was read
-            return Commit(status=ABANDONED, closed_reason=reason, blocked_on=None)
+            check_closable(compiled, inst)  # closed by another process since it was read
+            commit = Commit()
+            close(commit, reason)
+            return commit
 
         return self._commit_retrying(instance, build, prov)
 
@@ -318,7 +320,7 @@ class FormRunner(RunnerReads):
         """
         compiled, instance = self._resolve(instance_id, recover=False)
         result = RecoverResult(view=None)  # type: ignore[arg-type]
-        if instance.status != ABANDONED:
+        if not is_closed(instance):
             instance, result.rerun, failures = recover_instance(self, compiled, instance)
         else:
             failures = []
@@ -336,8 +338,7 @@ class FormRunner(RunnerReads):
         result's ``rejected`` and ``dropped``. An instance already on that version is left alone.
         """
         compiled, instance = self._read(instance_id)
-        if instance.status == ABANDONED:
-            raise FormError(abandoned_message(instance.id))
+        check_open_for_writes(instance)
         if not drifted(compiled, instance):
             ev = self._evaluation(compiled, instance)
             result = MigrateResult(
@@ -370,17 +371,18 @@ class FormRunner(RunnerReads):
         for text, what in ((fail, "rejection reason"), (reason, "reason"), (actor, "name of who resolves")):
             check_note(text, what)
         compiled, instance = self._resolve(instance_id)
-        if instance.status == ABANDONED:
-            raise FormError(abandoned_message(instance.id))
+        check_open_for_writes(instance)
         cp_id = checkpoint if checkpoint is not None else instance.blocked_on
         if cp_id is None:
-            raise FormError(f'Form instance "{instance.id}" is not waiting on a checkpoint.', code="not_waiting")
+            raise NotWaitingError(f'Form instance "{instance.id}" is not waiting on a checkpoint.')
         if cp_id not in compiled.checkpoint_by_id:
             raise NotFoundError(f'No checkpoint "{cp_id}" on form "{compiled.id}".')
         if actor is not None and (not isinstance(actor, str) or not actor.strip()):
             raise InvalidArgumentError("actor must name who resolves the checkpoint.")
         who = actor.strip() if actor is not None else self.actor
-        prov = Provenance(self.source, who, now_iso(), "checkpoint rejected" if fail else "checkpoint resolved", "host")
+        prov = Provenance(
+            self.source, who, self.clock(), "checkpoint rejected" if fail else "checkpoint resolved", "host"
+        )
         why = (reason or None) if not fail else fail
 
         def build(inst: Instance) -> Commit:
@@ -402,7 +404,7 @@ class FormRunner(RunnerReads):
         """For a write: the instance brought up to date first (migrated when its form can, its
         left-over dispatches recovered). A stale one raises FormStaleError unless ``allow_stale``."""
         compiled, instance = self._read(instance_id)
-        if instance.status == ABANDONED:
+        if is_closed(instance):
             return compiled, instance
         if drifted(compiled, instance):
             if compiled.migrate is None:
@@ -427,8 +429,7 @@ class FormRunner(RunnerReads):
 
     @staticmethod
     def _changed_under_the_write(fresh: Instance) -> Instance:
-        if fresh.status == ABANDONED:  # abandoned under us: nothing more may be written
-            raise FormError(abandoned_message(fresh.id))
+        check_open_for_writes(fresh)  # closed under us: nothing more may be written
         return fresh
 
     def _commit_retrying(
@@ -642,6 +643,7 @@ class FormRunner(RunnerReads):
                 lambda i: self._evaluation(compiled, i),
                 appended_fields=appended_fields,
                 set_completed_now=set_completed_now,
+                now=self.clock(),
             )
 
         return self._commit_retrying(committed, build, prov)
@@ -727,19 +729,5 @@ class FormRunner(RunnerReads):
         return instance
 
 
-def _check_ready(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> None:
-    """Refuse a submit that cannot send: no review, already sent, or not ready (and why)."""
-    if not compiled.review:
-        raise NotReadyError(
-            f'Form "{compiled.id}" has no review: it completes on its last required answer, with nothing to send.'
-        )
-    if instance.status == COMPLETE:
-        raise NotReadyError(f'Form instance "{instance.id}" was already sent; a change to it would need sending again.')
-    if instance.status == READY and settled(compiled, ev, instance, instance.forced_complete) == READY:
-        return
-    missing = [
-        f.label for f in compiled.fields if f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED
-    ]
-    if missing:
-        raise NotReadyError(f"Not ready to send: still needed: {', '.join(missing)}.")
-    raise NotReadyError("Not ready to send: a check has not passed; see failures.")
+def _wall_clock() -> str:
+    return now_iso()  # looked up when called, so a test's clock fixture reaches it

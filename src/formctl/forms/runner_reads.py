@@ -11,20 +11,22 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from formctl.forms.adapter import FormAdapter
+from formctl.errors import FormStaleError, InvalidArgumentError, NotFoundError
+from formctl.forms.adapter import DamageReport, FormAdapter, Maintainable
 from formctl.forms.compile import CompiledForm
-from formctl.forms.errors import FormStaleError, InvalidArgumentError, NotFoundError
 from formctl.forms.evaluate import Evaluation, evaluate
 from formctl.forms.history import FieldHistory, field_history
-from formctl.forms.instance import ABANDONED, STALE, Instance
-from formctl.forms.project import FormView, complete_flag, field_view, outline_view, step_view
+from formctl.forms.instance import ABANDONED, COMPLETE, STALE, Instance
+from formctl.forms.lifecycle import complete_flag, is_closed, is_continuable, is_stale, read_status
+from formctl.forms.project import FormView, field_view, outline_view, step_view
 from formctl.forms.project import tier0 as render_tier0
 from formctl.forms.reading import (
+    Continuation,
     DefaultInstance,
     InstanceSummary,
     InstanceView,
-    is_stale,
-    read_status,
+    Stamp,
+    stamp_of,
     summarise,
 )
 from formctl.forms.registry import FormRegistry
@@ -154,7 +156,38 @@ class RunnerReads:
         compiled, instance = self._readable(instance_id)
         return compiled, instance, self._evaluation(compiled, instance)
 
-    # ------------------------------------------------------------------ writes
+    def continuation(self, form_id: str) -> Continuation:
+        """Which of the subject's instances of ``form_id`` a new conversation carries on with
+        (docs/engine.md, "Completion and closing").
+
+        The most recently updated one that is not closed decides: an open one (or a stale one,
+        flagged ``stale``: the chat offers to migrate it) is continued; a complete one means a new
+        instance starts, and ``complete_id`` names it. Closed instances are passed over. Raises the
+        store's :class:`StoreError` when an instance it last saw open cannot be read: starting a
+        new one beside it would hide the person's half-filled form (the caller says how to fix it).
+        """
+        compiled = self.registry.load(form_id)
+        found = self.adapter.find_instances(subject=self.subject, def_id=compiled.id, strict=True)
+        for instance in found:  # most recent first
+            if is_continuable(instance):
+                return Continuation(compiled.id, instance.id, stale=is_stale(compiled, instance))
+            if instance.status == COMPLETE:
+                return Continuation(compiled.id, None, complete_id=instance.id)
+        return Continuation(compiled.id, None)
+
+    def stamp(self, instance_id: str) -> Stamp | None:
+        """The instance's change stamp (:data:`~formctl.forms.reading.Stamp`), or None when there
+        is no such instance: a status bar polls this, and reads the views only when it moves."""
+        instance = self.adapter.get_instance(instance_id)
+        return stamp_of(instance) if instance is not None else None
+
+    def damage(self, instance_id: str) -> DamageReport | None:
+        """What the store lost of this instance, or None (always None for a store that cannot lose
+        acknowledged commits). While there is damage, writes to it are refused; reads go on."""
+        if isinstance(self.adapter, Maintainable):
+            return self.adapter.damage(instance_id)
+        return None
+
     # ------------------------------------------------------------------ resolution
 
     def _find_open(self, subject: str | None = None) -> Instance | None:
@@ -166,7 +199,7 @@ class RunnerReads:
         if self.default.instance_id is None:
             return None
         instance = self.adapter.get_instance(self.default.instance_id)
-        if instance is None or instance.status == ABANDONED or instance.subject != subject:
+        if instance is None or is_closed(instance) or instance.subject != subject:
             return None
         return instance
 

@@ -3,7 +3,8 @@
 A write's values are checked one by one (``stage``), turned into the entry changes and the
 projected instance (``project_write``); comparing the evaluations before and after gives
 the rising edges (``rising_edges``: the hooks to run and the counters to bump, docs/engine.md
-"Staging and rising edges"), and the status a settled round lands in (``settled``). The
+"Staging and rising edges"), and the commits that settle a round's status (by the rules of
+:mod:`formctl.forms.lifecycle`). Nothing here reads the clock: the time is passed in. The
 runner commits what these decide.
 """
 
@@ -14,12 +15,13 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from formctl.errors import FormBlockedError
 from formctl.forms.binding import bound_fields, rebound
 from formctl.forms.commit import apply_entry_commit
 from formctl.forms.compile import CompiledForm
-from formctl.forms.errors import FormBlockedError, FormError
 from formctl.forms.evaluate import INVALID, Evaluation, remember_parse
 from formctl.forms.executors import Hook, RoundEffects
+from formctl.forms.failures import open_failures
 from formctl.forms.instance import (
     ABANDONED,
     ACTIVE,
@@ -27,7 +29,6 @@ from formctl.forms.instance import (
     COMPLETE,
     DISPATCH_FAILED,
     DISPATCH_OK,
-    READY,
     UNSET,
     Commit,
     DispatchState,
@@ -35,11 +36,10 @@ from formctl.forms.instance import (
     EntryCommit,
     Instance,
     Provenance,
-    now_iso,
 )
+from formctl.forms.lifecycle import check_open_for_writes, close, complete, is_closed, settle
 from formctl.forms.messages import rejection
-from formctl.forms.project import FillResult, Rejected, Unknown, blocking_failure_open, open_failures
-from formctl.forms.reading import is_stale
+from formctl.forms.project import FillResult, Rejected, Unknown
 from formctl.forms.resolutions import resolution_key
 from formctl.forms.validate import json_data, size_issue
 
@@ -69,23 +69,6 @@ class Staged:
     validator: Any = None
     retract: bool = False
     how: dict[str, Any] | None = None  # how this value arrived, when not as the write's provenance says
-
-
-def abandoned_message(instance_id: str) -> str:
-    return f'Form instance "{instance_id}" was abandoned and no longer accepts answers.'
-
-
-def check_open(compiled: CompiledForm, instance: Instance) -> None:
-    """Closing is final (docs/engine.md, "Completion and closing"): an abandoned or complete
-    instance cannot be abandoned, and the reason it was closed with stays. A stale one reads
-    stale, not complete, and abandoning is how it is closed."""
-    if instance.status == ABANDONED:
-        why = f" ({instance.closed_reason})" if instance.closed_reason else ""
-        raise FormError(f'Form instance "{instance.id}" is already abandoned{why}.', code="form_closed")
-    if instance.status == COMPLETE and not is_stale(compiled, instance):
-        raise FormError(
-            f'Form instance "{instance.id}" is complete; a complete form cannot be abandoned.', code="form_closed"
-        )
 
 
 def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged], FillResult]:
@@ -204,9 +187,8 @@ def stage_patch(
 
 
 def check_writable(compiled: CompiledForm, instance: Instance) -> None:
-    """Refuse a write to an abandoned instance, or to one waiting on a blocking checkpoint."""
-    if instance.status == ABANDONED:
-        raise FormError(abandoned_message(instance.id))
+    """Refuse a write to a closed instance, or to one waiting on a blocking checkpoint."""
+    check_open_for_writes(instance)
     if instance.status == AWAITING and instance.blocked_on:
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         raise FormBlockedError(instance.blocked_on, cp.wait_message if cp is not None else None)
@@ -215,32 +197,6 @@ def check_writable(compiled: CompiledForm, instance: Instance) -> None:
 def required_invalid(compiled: CompiledForm, ev: Evaluation) -> bool:
     """Some required field holds an invalid answer (a forced completion does not survive that)."""
     return any(f.required and ev.status[f.order] == INVALID for f in compiled.fields)
-
-
-def settled(
-    compiled: CompiledForm, ev: Evaluation, instance: Instance, forced: bool, *, sent: bool | None = None
-) -> str:
-    """The status a settled (not awaiting) instance should have: complete, ready or active.
-
-    A form declared with ``review=True`` whose answers are all in is ``ready`` until it is
-    sent (docs/engine.md, "Review before sending"); once sent it stays ``complete`` until a
-    change to its answers, which the caller says with ``sent=False``. By default it counts
-    as sent while its stored status is ``complete``.
-    """
-    if not (ev.complete or forced) or blocking_failure_open(compiled, ev, instance):
-        return ACTIVE
-    if not compiled.review:
-        return COMPLETE
-    if instance.status == COMPLETE if sent is None else sent:
-        return COMPLETE
-    if check_failure_open(compiled, ev, instance):
-        return ACTIVE
-    return READY
-
-
-def check_failure_open(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> bool:
-    """A field, step or checkpoint hook has an open failure: a form under review is not ready to send."""
-    return any(f.hook_id != "form" for f in open_failures(instance, compiled, ev))
 
 
 def rising_edges(
@@ -329,8 +285,10 @@ def closing_commit(
     *,
     appended_fields: list[str],
     set_completed_now: bool,
+    now: str,
 ) -> Commit:
-    """The closing commit of a round over ``inst``: unblock, jump or release the override, settle the status."""
+    """The closing commit of a round over ``inst``: unblock, jump or release the override, settle
+    the status (a completion stamped ``now``)."""
     commit = Commit()
     if effects.waiting_on is not None:
         if inst.blocked_on != effects.waiting_on:
@@ -349,11 +307,11 @@ def closing_commit(
         if any(compiled.field_by_id[f].step_id == override_step for f in appended_fields if f in compiled.field_by_id):
             commit.open_step_override = None
     if effects.terminate is not None:
-        commit.status = ABANDONED
-        commit.closed_reason = effects.terminate
+        close(commit, effects.terminate)
         if inst.open_step_override is not None or effects.jump is not None:
             commit.open_step_override = None
-        commit.blocked_on = None if inst.blocked_on is not None else UNSET
+        if inst.blocked_on is None:
+            commit.blocked_on = UNSET  # nothing to release: the commit stays as small as it was
         if set_completed_now and inst.completed_at is not None:
             commit.completed_at = None  # a terminated form never completed
         if inst.forced_complete:
@@ -365,11 +323,12 @@ def closing_commit(
         return commit
     ev = evaluation(inst)
     forced = effects.complete or inst.forced_complete
-    status = settled(compiled, ev, inst, forced)
-    if inst.status != status and inst.status != ABANDONED:
-        commit.status = status
-        if status == COMPLETE and not inst.completed_at:
-            commit.completed_at = now_iso()
+    status = settle(compiled, ev, inst, forced)
+    if inst.status != status and not is_closed(inst):
+        if status == COMPLETE:
+            complete(commit, now, completed_at=inst.completed_at)
+        else:
+            commit.status = status
     return commit
 
 
@@ -391,7 +350,7 @@ def settle_status(
     again when it undoes that. ``changes_answers``: the write is a change to the answers of a
     form already sent (not a hook's patch), so it needs sending again."""
     blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
-    target = settled(compiled, after, projected, forced_after, sent=stored_status == COMPLETE and not changes_answers)
+    target = settle(compiled, after, projected, forced_after, sent=stored_status == COMPLETE and not changes_answers)
     if stored_status == AWAITING and instance.blocked_on:
         # A patch round (or a recovery) written while a checkpoint waits for the host:
         # the wait holds, and the status with it, until resolve_checkpoint settles it.
@@ -405,9 +364,10 @@ def settle_status(
         # Into complete (with completed_at), into or out of ready, back to active after a
         # correction, a wait without a checkpoint released, or a stale status written by an
         # older formctl settled again.
-        commit.status = target
         if target == COMPLETE:
-            commit.completed_at = now
+            complete(commit, now)
+        else:
+            commit.status = target
 
 
 def resolution_commit(
@@ -429,7 +389,7 @@ def resolution_commit(
         f"checkpoint:{cp_id}",
         DISPATCH_FAILED if fail else DISPATCH_OK,
         1,
-        now_iso(),
+        now,
         fail if fail else None,
         actor=who,
         reason=why,
@@ -441,9 +401,9 @@ def resolution_commit(
     if inst.status == AWAITING or (fail is None and inst.status == ACTIVE):
         projected = inst.copy()
         projected.dispatches[key] = record
-        status = settled(compiled, ev, projected, inst.forced_complete)
-        if status != inst.status:
+        status = settle(compiled, ev, projected, inst.forced_complete)
+        if status == COMPLETE and inst.status != COMPLETE:
+            complete(commit, now, completed_at=inst.completed_at)
+        elif status != inst.status:
             commit.status = status
-            if status == COMPLETE and not inst.completed_at:
-                commit.completed_at = now
     return commit

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from formctl.errors import ConflictError, InvalidArgumentError, NotFoundError, ProvenanceError
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.commit import apply_commit, apply_dispatch, apply_entry_commit
-from formctl.forms.errors import ConflictError, InvalidArgumentError, NotFoundError, ProvenanceError
 from formctl.forms.instance import FieldLog, Instance, Provenance, highest_seq
 
 __all__ = [

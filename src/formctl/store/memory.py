@@ -15,6 +15,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from formctl.errors import StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.store.base import (
@@ -63,7 +64,11 @@ class MemoryAdapter:
         def_id: str | None = None,
         status: str | None = None,
         limit: int | None = None,
+        strict: bool = False,
+        damaged: list[StoreError] | None = None,
     ) -> list[Instance]:
+        """Every instance matching the filters, most recent first. ``strict`` and ``damaged`` ask
+        about instances that cannot be read back; a dict never loses one, so neither ever applies."""
         rows = [
             i
             for i in self._instances.values()
@@ -75,6 +80,12 @@ class MemoryAdapter:
         if limit:
             rows = rows[:limit]
         return [i.copy() for i in rows]
+
+    def ensure_writable(self) -> None:
+        """Always writable: the dict lives as long as the process."""
+
+    def close(self) -> None:
+        """Nothing to release: the instances stay readable until the adapter is dropped."""
 
     def find_open_instance(self, subject: str) -> Instance | None:
         rows = [i for i in self._instances.values() if i.subject == subject and i.status != "abandoned"]

@@ -118,7 +118,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         live_model = model if live and not offline else None
         if live_model:
-            from formctl.agent.models import ModelError, choose_model
+            from formctl.agent.models import choose_model
+            from formctl.errors import ModelError
 
             try:
                 choice = choose_model(live_model)

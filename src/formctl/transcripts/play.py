@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from formctl.transcripts.format import HOST_ACTIONS, Transcript, TranscriptError
+from formctl.errors import TranscriptError
+from formctl.transcripts.format import HOST_ACTIONS, Transcript
 from formctl.transcripts.record import OPENER, Recorder, end_state
 
 REPLAY_SUBJECT = "transcript-replay"
@@ -46,8 +47,9 @@ def recorded_model(replies: list[Any], name: str) -> Any:
     tools), and copying the whole growing conversation on every call made replay quadratic
     in its length (70% of the time of a twenty-turn replay).
     """
-    from formctl.agent.models.base import ModelError, ModelReply
+    from formctl.agent.models.base import ModelReply
     from formctl.agent.models.scripted import ScriptedModel
+    from formctl.errors import ModelError
 
     class _Recorded(ScriptedModel):
         def respond(self, request, on_text=None):  # type: ignore[override]
@@ -122,7 +124,7 @@ def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
 
 def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
     """Do what a host did mid-conversation; returns the result as JSON (errors too, as data)."""
-    from formctl.forms.errors import FormError
+    from formctl.errors import FormError
     from formctl.transcripts.record import host_result
 
     if action not in HOST_ACTIONS:

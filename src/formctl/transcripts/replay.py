@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from formctl.errors import TranscriptError
 from formctl.transcripts import changes as _changes
 from formctl.transcripts import diff as _diff
-from formctl.transcripts.format import Transcript, TranscriptError, Turn, dump, dumps, leading_comments, load
+from formctl.transcripts.format import Transcript, Turn, dump, dumps, leading_comments, load
 from formctl.transcripts.play import play, recorded_model, recorded_replies
 from formctl.transcripts.record import OPENER, opens_conversation
 

@@ -23,7 +23,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from formctl.agent.models.base import ChatModel, ModelError, ModelReply, ModelRequest
+from formctl.agent.models.base import ChatModel, ModelReply, ModelRequest
+from formctl.errors import ModelError
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -47,8 +47,8 @@ from formctl.agent.models._sdk import is_transport_error as _is_transport_error
 from formctl.agent.models._sdk import sendable
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models._sdk import trust_env as _trust_env
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
-from formctl.errors import KeyRejectedError
+from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
+from formctl.errors import KeyRejectedError, ModelError
 
 __all__ = ["AnthropicModel"]
 

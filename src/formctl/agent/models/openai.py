@@ -54,8 +54,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models._sdk import is_malformed, is_transport_error, sendable, tail, trust_env
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
-from formctl.errors import KeyRejectedError
+from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
+from formctl.errors import KeyRejectedError, ModelError
 
 __all__ = ["DEFAULT_BASE_URL", "LOCAL_KEY", "OpenAIChatModel"]
 

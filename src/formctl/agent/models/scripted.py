@@ -16,7 +16,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink
+from formctl.agent.models.base import ModelReply, ModelRequest, TextSink
+from formctl.errors import ModelError
 
 
 class ScriptedModel:

@@ -11,7 +11,7 @@ from typing import Any
 
 from formctl.cli import render
 from formctl.cli.workspace import default_subject
-from formctl.forms.errors import FormError, InvalidArgumentError, NotFoundError
+from formctl.errors import FormError, HostOnlyError, InvalidArgumentError, NotFoundError
 
 HELP = (
     ("/status", "the open step, in full"),
@@ -132,11 +132,10 @@ class Commands:
             # Resolving is the host's decision, never the person's own (README, "Who may do what").
             instance = self.person.open_instance(instance_id)
             what = f'"{instance.blocked_on}"' if instance is not None and instance.blocked_on else "a checkpoint"
-            raise FormError(
+            raise HostOnlyError(
                 f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
                 f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
-                "with formctl run FORM --as-host.",
-                code="host_only",
+                "with formctl run FORM --as-host."
             )
         fail = reason = None
         if rest:

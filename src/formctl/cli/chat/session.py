@@ -18,13 +18,21 @@ from typing import Any, Callable
 from formctl.cli import render
 from formctl.cli.chat.commands import Commands
 from formctl.cli.workspace import default_subject, is_database, local_folder, open_registry, open_store
-from formctl.forms.errors import FormError, FormStaleError, InvalidArgumentError, NotFoundError, StoreError
-from formctl.forms.reading import DefaultInstance, is_stale
+from formctl.errors import (
+    AlreadyExistsError,
+    FormError,
+    FormStaleError,
+    InstanceClosedError,
+    InvalidArgumentError,
+    NotFoundError,
+    StoreError,
+)
+from formctl.forms.lifecycle import is_continuable, is_stale
+from formctl.forms.reading import DefaultInstance
 
 OPENER = "Hello."
 CHAT_SOURCE = "chat"
 POLL_SECONDS = 1.0
-CONTINUABLE = ("active", "ready", "awaiting", "stale")
 
 
 @dataclass
@@ -166,17 +174,19 @@ class ChatSession(Commands):
             raise NotFoundError(f'No form instance "{instance_id}".')
         if instance.status == "abandoned":
             reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
-            raise FormError(
+            raise InstanceClosedError(
                 f'Form instance "{instance.id}" was abandoned{reason}; its answers are kept '
-                f"(formctl export {instance.id}).",
-                code="abandoned",
+                f"(formctl export {instance.id})."
             )
         return instance
 
     def _continuable(self, form_id: str) -> str | None:
-        """The subject's instance of ``form_id`` to carry on with, or None to start a new one."""
+        """The subject's instance of ``form_id`` to carry on with, or None to start a new one
+        (the runner decides: docs/engine.md, "Completion and closing")."""
+        from formctl.forms.runner import FormRunner
+
         try:
-            found = self.adapter.find_instances(subject=self.subject, def_id=form_id, strict=True)
+            decision = FormRunner(self.adapter, registry=self.registry, subject=self.subject).continuation(form_id)
         except StoreError as exc:
             if getattr(exc, "reason", None) is None:
                 raise  # the store failed (a server away, a folder unreadable): no instance is damaged
@@ -185,25 +195,12 @@ class ChatSession(Commands):
                 if is_database(self.options.store)
                 else "restore the file, or move it aside to start afresh (formctl store check lists damaged files)"
             )
-            raise StoreError(
-                f"{exc.message} Not starting a new {form_id} in its place: {fix}.", code=exc.code
-            ) from None
-        for instance in found:  # most recent first
-            if self._stale(instance):
-                self.notes.append(
-                    f"{instance.id} was started on an older version of {form_id} and can't be continued. "
-                    f"Move it with formctl migrate {instance.id}, or close it with /abandon REASON (its answers "
-                    f"are kept; the next formctl run {form_id} starts afresh)."
-                )
-            if instance.status in CONTINUABLE:
-                return instance.id
-            if instance.status == "complete":
-                self.notes.append(
-                    f"Your last {form_id} ({instance.id}) is complete, so this is a new one; "
-                    f"to change that one: formctl resume {instance.id}"
-                )
-                return None
-        return None
+            exc.message = f"{exc.message} Not starting a new {form_id} in its place: {fix}."
+            exc.args = (exc.message,)
+            raise
+        if decision.note is not None:
+            self.notes.append(decision.note)
+        return decision.instance_id
 
     def stale_instance(self) -> Any:
         """The instance this chat continues, if it is stale (formctl.cli.drift offers to move it)."""
@@ -219,7 +216,7 @@ class ChatSession(Commands):
 
     def _stale(self, instance: Any) -> bool:
         """A continuable instance started on another version of the form, which has no migrate."""
-        return instance.status in CONTINUABLE and is_stale(self.compiled, instance)
+        return is_continuable(instance) and is_stale(self.compiled, instance)
 
     def _bring_up_to_date(self, instance_id: str) -> None:
         """Opening a conversation is when recovery happens: re-run what a process that died left
@@ -268,10 +265,9 @@ class ChatSession(Commands):
 
         path = Path(self.options.record)
         if path.exists():  # a transcript is a regression test: recording over one would lose it
-            raise FormError(
+            raise AlreadyExistsError(
                 f"{path} already exists: record to a new path, or remove it first "
-                f"(formctl replay {path} --update refreshes it instead).",
-                code="already_exists",
+                f"(formctl replay {path} --update refreshes it instead)."
             )
         recorder = Recorder(
             path,

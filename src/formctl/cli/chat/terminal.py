@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from formctl.cli.chat.plain import ELSEWHERE, UNREADABLE, Face, readable
 from formctl.cli.chat.session import ChatSession
-from formctl.forms.errors import FormError
+from formctl.errors import FormError
 
 POLL_SECONDS = 1.0
 _CHANGED = object()  # the prompt's result when it was left because the form changed elsewhere

@@ -61,7 +61,7 @@ def check(
     transcripts cannot mask, a type the model cannot be told.
     """
     from formctl.cli.workspace import open_registry
-    from formctl.forms.errors import FormDefinitionError, FormError
+    from formctl.errors import FormDefinitionError, FormError
 
     registry = open_registry(forms)
     try:
@@ -137,7 +137,7 @@ def _check_new_form_evaluates(compiled: Any) -> None:
     """Evaluate an empty instance, as the first turn of ``formctl run`` will: a gate that throws
     (a field id that does not exist, ``None > 750``) would otherwise pass check and then fail
     every turn of the chat with 'cannot be evaluated'."""
-    from formctl.forms.errors import FormDefinitionError
+    from formctl.errors import FormDefinitionError
     from formctl.forms.evaluate import evaluate
     from formctl.forms.instance import Instance
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from formctl.agent.models.base import ModelError, ModelReply, ModelRequest, TextSink, content_blocks
+from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.agent.models.guided.phrasing import (
     READ_BACK_QUESTION,
     list_text,
@@ -28,6 +28,7 @@ from formctl.agent.models.guided.planning import form_named, plan_start, plan_tu
 from formctl.agent.models.guided.restore import restore
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.agent.models.guided.words import Turn, generic_kind, read_turn
+from formctl.errors import ModelError
 
 
 class GuidedModel:
@@ -150,7 +151,7 @@ class GuidedModel:
 
     def _read(self, instance_id: str | None) -> Snapshot | None:
         """The instance as any reader sees it, through the runner's read-only view (stale decided there)."""
-        from formctl.forms.errors import NotFoundError
+        from formctl.errors import NotFoundError
         from formctl.forms.project import step_view
 
         try:
