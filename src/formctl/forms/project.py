@@ -347,6 +347,19 @@ class Unknown:
 
 
 @dataclass(slots=True)
+class WriteReport:
+    """What checking a write's values found before anything is committed: the ids it renamed,
+    the unknown ones, the values refused or ignored, and a model's values held back for the
+    person (:mod:`formctl.forms.provenance`). The result of the write reports all of it."""
+
+    renamed: list[tuple[str, str]] = dc_field(default_factory=list)
+    unknown: list[Unknown] = dc_field(default_factory=list)
+    rejected: list[Rejected] = dc_field(default_factory=list)
+    ignored: list[str] = dc_field(default_factory=list)
+    unconfirmed: list[Any] = dc_field(default_factory=list)
+
+
+@dataclass(slots=True)
 class FillResult:
     """What a write did: the step view after it, and what was captured, held, renamed, unknown, rejected, ignored."""
 

@@ -4,126 +4,61 @@
 left ``running`` (docs/engine.md, "Commit then run"). ``migrate`` moves an instance to the
 registered version of its form through the ordinary commit cycle (docs/engine.md, "Drift").
 Reads never do either; the chat does both when a conversation opens, and every write does
-both before it commits. The runner owns the cycle; these functions drive it.
+both before it commits. Both drive a :class:`~formctl.forms.write.Write` the runner hands them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from formctl.errors import MigrationError
-from formctl.forms.compile import CompiledForm
 from formctl.forms.executors import RoundEffects, hook_for
-from formctl.forms.failures import Failure, open_failures
 from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance
-from formctl.forms.messages import rejection
-from formctl.forms.project import MigrateResult, Rejected, step_view
-from formctl.forms.staging import Staged, is_blank
-from formctl.forms.validate import json_data
+from formctl.forms.project import MigrateResult, WriteReport
+from formctl.forms.staging import plan_migration
+from formctl.forms.write import Write
 
-if TYPE_CHECKING:  # pragma: no cover
-    from formctl.forms.runner import FormRunner
+__all__ = ["migrate", "recover"]
 
 
-def recover(
-    runner: FormRunner, compiled: CompiledForm, instance: Instance
-) -> tuple[Instance, list[str], list[Failure]]:
-    """Re-run every orphaned dispatch of ``instance``; returns the instance, the keys re-run and the failures."""
-    orphans = runner._dispatcher.orphans(instance)
+def recover(write: Write, instance: Instance) -> tuple[Instance, list[str]]:
+    """Re-run every orphaned dispatch of ``instance``; returns the instance and the keys re-run
+    (what the hooks reported is in ``write.failures``)."""
+    orphans = write.dispatcher.orphans(instance)
     if not orphans:
-        return instance, [], []
-    with runner._lock:
-        ev = runner._evaluation(compiled, instance)
-        failures: list[Failure] = []
-        rerun: list[str] = []
-        effects = RoundEffects()
-        for key, record in orphans:
-            hook = hook_for(compiled, record.hook_id, key)
-            if hook is None:
-                gone = DispatchState(
-                    record.hook_id,
-                    DISPATCH_FAILED,
-                    record.attempts,
-                    runner.clock(),
-                    "The definition no longer has this hook.",
-                )
-                runner._dispatcher.record(instance.id, key, gone, runner._provenance("recovery"))
-                continue
-            rerun.append(key)
-            runner._dispatcher.run_hook(
-                compiled, instance, hook, ev.gate_values(), ev.frozen_state(instance.occurrences), effects, failures
+        return instance, []
+    compiled = write.compiled
+    ev = write.evaluation(instance)
+    rerun: list[str] = []
+    effects = RoundEffects()
+    for key, record in orphans:
+        hook = hook_for(compiled, record.hook_id, key)
+        if hook is None:
+            gone = DispatchState(
+                record.hook_id,
+                DISPATCH_FAILED,
+                record.attempts,
+                write.clock(),
+                "The definition no longer has this hook.",
             )
-            if effects.terminate is not None:
-                break
-        prov = runner._provenance("recovery")
-        instance = runner._reload(instance.id)
-        instance = runner._finish_round(
-            compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=False, round_no=0
+            write.dispatcher.record(instance.id, key, gone, write.prov)
+            continue
+        rerun.append(key)
+        write.dispatcher.run_hook(
+            compiled, instance, hook, ev.gate_values(), ev.frozen_state(instance.occurrences), effects, write.failures
         )
-        return instance, rerun, failures
+        if effects.terminate is not None:
+            break
+    instance = write.reload(instance.id)
+    instance = write.finish_round(instance, effects, appended_fields=[], set_completed_now=False)
+    return instance, rerun
 
 
-def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Staged], MigrateResult]:
-    """What moving ``instance`` to ``compiled`` writes, and the result that reports it (its view still unset).
-
-    The form's ``migrate`` carries the answers (without one, every answer to a field the new
-    version still has); carried values the new version accepts are staged, the rest withdrawn
-    and reported in ``rejected``; old answers nothing carried are withdrawn and listed in ``dropped``.
-    """
-    old_version = instance.def_version
-    old_values = instance.in_force_values()
-    result = MigrateResult(view=None, from_version=old_version, to_version=compiled.version)  # type: ignore[arg-type]
-    if compiled.migrate is not None:
-        try:
-            carried = compiled.migrate(dict(old_values), old_version)
-        except Exception as exc:
-            raise MigrationError(
-                f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
-            ) from exc
-        if not isinstance(carried, dict):
-            raise MigrationError(
-                f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
-            )
-    else:
-        carried = {key: value for key, value in old_values.items() if key in compiled.field_by_id}
-    staged: dict[str, Staged] = {}
-    kept: set[str] = set()
-    refused: set[str] = set()
-    for key, value in carried.items():
-        field_id = compiled.resolve_field(key)
-        if field_id is None:
-            continue
-        try:
-            value = json_data(value)
-        except ValueError as exc:
-            raise MigrationError(
-                f'migrate() for "{compiled.id}" returned a value for "{key}" that is not JSON data ({exc}).',
-            ) from None
-        if is_blank(value):
-            continue
-        field = compiled.field_by_id[field_id]
-        outcome = field.validator.validate(value)
-        if not outcome.ok:
-            refused.add(field_id)
-            for issue in outcome.issues:
-                result.rejected.append(Rejected(field_id, *rejection(field, issue, value)))
-            continue
-        kept.add(field_id)
-        if field_id in old_values and old_values[field_id] == value:
-            continue
-        staged[field_id] = Staged(field_id, value, outcome, field.validator)
-    for field_id, value in old_values.items():
-        if field_id not in kept:
-            staged[field_id] = Staged(field_id, None, retract=True)
-            if field_id not in refused:
-                result.dropped[field_id] = value
-    return list(staged.values()), result
-
-
-def migrate(runner: FormRunner, compiled: CompiledForm, instance: Instance) -> tuple[Instance, MigrateResult]:
-    """Write the migration :func:`plan_migration` decides, as one ordinary commit cycle."""
-    items, result = plan_migration(compiled, instance)
-    new_version = compiled.version
+def migrate(write: Write, instance: Instance) -> tuple[Instance, MigrateResult]:
+    """Write the migration :func:`~formctl.forms.staging.plan_migration` decides, as one ordinary
+    commit cycle; the result reports what was refused and what nothing carried."""
+    compiled = write.compiled
+    items, rejected, dropped = plan_migration(compiled, instance)
+    from_version, new_version = instance.def_version, compiled.version
 
     def extra(inst: Instance) -> dict[str, Any]:
         out: dict[str, Any] = {"def_version": new_version}
@@ -131,11 +66,12 @@ def migrate(runner: FormRunner, compiled: CompiledForm, instance: Instance) -> t
             out["status"] = ACTIVE
         return out
 
-    with runner._lock:
-        prov = runner._provenance(f"migrated {result.from_version} → {new_version}", "migrated")
-        failures: list[Failure] = []
-        instance, _ = runner._cycle(compiled, instance, lambda inst: (items, {}), prov, failures, extra=extra)
-        ev = runner._evaluation(compiled, instance)
-        result.view = step_view(compiled, ev, instance)
-        result.failures = failures or open_failures(instance, compiled, ev)
-    return instance, result
+    instance, _ = write.cycle(instance, lambda inst: (items, {}), extra=extra)
+    return instance, write.result(
+        instance,
+        WriteReport(rejected=rejected),
+        kind=MigrateResult,
+        from_version=from_version,
+        to_version=new_version,
+        dropped=dropped,
+    )

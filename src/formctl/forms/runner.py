@@ -1,46 +1,35 @@
 """The runner: the only place that commits. Commit, then run.
 
-Every write (start, fill, revise, retract, undo, redo, resolve_checkpoint, migrate, recover)
-follows one cycle (docs/engine.md, "Commit then run"):
-
-1. stage the revisions (validated once, and never again: :mod:`formctl.forms.staging`);
-2. evaluate the stored instance (``before``) and the projected one (``after``), find the
-   rising edges, and commit entries, occurrence counters and status in one
-   compare-and-set write, under the adapter's lock when it offers one, else re-reading
-   and re-applying on a conflict for up to two seconds (:mod:`formctl.forms.contention`);
-3. only then run the executors the edges imply (:mod:`formctl.forms.executors`), in the
-   fixed order (field ``on_fill``, step ``on_complete``, checkpoint ``run``, form
-   ``on_complete``), each under its idempotency key ``instance:hook:occurrence``;
-4. apply their effects in a closing commit, and write any patches in further rounds.
-
-The reads are :class:`~formctl.forms.runner_reads.RunnerReads`; recovery and migration are
-:mod:`formctl.forms.recovery`. Evaluations are cached per (instance id, version), so a
-write evaluates the instance it stores once and the next operation starts from it.
+Every write (start, fill, revise, retract, undo, redo, submit, resolve_checkpoint, migrate,
+recover) is one :class:`~formctl.forms.write.Write`, which runs the commit cycle
+(docs/engine.md, "Commit then run") and builds the result once, at the end. The runner decides
+what each operation stages, checks it may be written, and hands the write its collaborators:
+the adapter, the dispatcher, the evaluations it shares with the reads, the provenance and the
+clock. The reads are a :class:`~formctl.forms.runner_reads.Reads` the runner holds (composed,
+not inherited); recovery and migration are :mod:`formctl.forms.recovery`.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from formctl.errors import (
-    ConflictError,
-    FormDefinitionError,
     FormOpenError,
     FormStaleError,
     InvalidArgumentError,
     NotFoundError,
     NotWaitingError,
+    StoreError,
 )
-from formctl.forms.adapter import FormAdapter
+from formctl.forms.adapter import DamageReport, FormAdapter
 from formctl.forms.compile import CompiledForm
-from formctl.forms.contention import Attempts, serialised
-from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
-from formctl.forms.executors import Dispatcher, Hook, RoundEffects
-from formctl.forms.failures import Failure, open_failures
-from formctl.forms.history import cursor_move
-from formctl.forms.instance import ACTIVE, COMPLETE, UNSET, Commit, Instance, Provenance, now_iso
+from formctl.forms.contention import serialised
+from formctl.forms.evaluate import Evaluation
+from formctl.forms.executors import Dispatcher
+from formctl.forms.history import FieldHistory, cursor_move
+from formctl.forms.instance import ACTIVE, COMPLETE, Commit, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import (
     check_closable,
     check_open_for_writes,
@@ -51,36 +40,20 @@ from formctl.forms.lifecycle import (
     is_closed,
     is_open,
 )
-from formctl.forms.project import (
-    FillResult,
-    FormView,
-    MigrateResult,
-    RecoverResult,
-    field_row,
-    step_view,
-)
+from formctl.forms.project import FillResult, FormView, MigrateResult, RecoverResult, WriteReport, step_view
 from formctl.forms.provenance import ModelWrite, judge
-from formctl.forms.reading import DefaultInstance
+from formctl.forms.reading import Continuation, DefaultInstance, InstanceSummary, InstanceView, Stamp
 from formctl.forms.recovery import migrate as migrate_instance
 from formctl.forms.recovery import recover as recover_instance
 from formctl.forms.registry import FormRegistry
-from formctl.forms.runner_reads import RunnerReads
-from formctl.forms.staging import (
-    Staged,
-    check_writable,
-    closing_commit,
-    project_write,
-    required_invalid,
-    resolution_commit,
-    resolve_or_report,
-    rising_edges,
-    settle_status,
-    stage,
-    stage_patch,
-)
+from formctl.forms.runner_reads import Reads
+from formctl.forms.staging import Staged, check_writable, resolution_commit, resolve_or_report, stage
 from formctl.forms.validate import text_issue
+from formctl.forms.write import Evaluations, Write, result_of
 
-MAX_ROUNDS = 8
+__all__ = ["FormRunner", "check_note"]
+
+R = TypeVar("R", bound=FillResult)
 
 
 def check_note(text: Any, what: str) -> None:
@@ -95,12 +68,17 @@ def check_note(text: Any, what: str) -> None:
         raise InvalidArgumentError(f"The {what} is not text that can be kept: {issue.message}")
 
 
-class FormRunner(RunnerReads):
+def _wall_clock() -> str:
+    return now_iso()  # looked up when called, so a test's clock fixture reaches it
+
+
+class FormRunner:
     """Drives form instances for one subject over one adapter.
 
     ``default``: a conversation's instance. Given, calls without an ``instance_id`` act on it
     (while it is not abandoned) instead of on the subject's open form, and ``start`` moves it
-    to the new instance; a chat shares one between its runners.
+    to the new instance; a chat shares one between its runners. ``clock``: where every time a
+    write records comes from (an ISO-8601 UTC string; the wall clock by default).
     """
 
     def __init__(
@@ -117,18 +95,15 @@ class FormRunner(RunnerReads):
         clock: Callable[[], str] | None = None,
     ) -> None:
         self.adapter = adapter
-        # Every time a write records (provenance, dispatch records, completed_at) comes from here:
-        # an ISO-8601 UTC string. Staging never reads the clock itself.
-        self.clock: Callable[[], str] = clock if clock is not None else _wall_clock
         self.registry = registry
-        self._subject = subject
         self.actor = actor or "agent"
         self.source = source or "forms"
         self.kind = kind  # how this runner's plain writes arrived: "host" (docs/engine.md, "Provenance")
-        self.default = default
+        self.clock: Callable[[], str] = clock if clock is not None else _wall_clock
         self.conflict_retries = 0
-        self._cache: dict[str, tuple[int, CompiledForm, Evaluation]] = {}
-        self._lock = threading.RLock()
+        self._evaluations = Evaluations()
+        self.reads = Reads(adapter, registry, subject, default, self._evaluations)
+        self._lock = threading.RLock()  # one write at a time through this runner (a chat's threads share it)
         self._dispatcher = Dispatcher(adapter, self._provenance, self.clock)
         self.replaying = replaying
 
@@ -141,8 +116,88 @@ class FormRunner(RunnerReads):
     def replaying(self, value: bool) -> None:
         self._dispatcher.replaying = value
 
+    @property
+    def subject(self) -> str:
+        return self.reads.subject
+
+    @property
+    def default(self) -> DefaultInstance | None:
+        return self.reads.default
+
     def _provenance(self, note: str | None = None, kind: str | None = None) -> Provenance:
         return Provenance(self.source, self.actor, self.clock(), note, kind or self.kind)
+
+    def _count_conflict(self) -> None:
+        self.conflict_retries += 1
+
+    def _begin(self, compiled: CompiledForm, prov: Provenance) -> Write:
+        return Write(
+            self.adapter,
+            self._dispatcher,
+            self._evaluations,
+            compiled,
+            prov,
+            clock=self.clock,
+            on_conflict=self._count_conflict,
+        )
+
+    # ------------------------------------------------------------------ reads (Reads answers them)
+
+    def compiled(self, form_id: str) -> CompiledForm:
+        """The registered (compiled) definition of ``form_id``; raises UnknownFormError."""
+        return self.reads.compiled(form_id)
+
+    def open_instance(self, instance_id: str | None = None) -> Instance | None:
+        """The stored instance by id, or the subject's open form; None when there is none."""
+        return self.reads.open_instance(instance_id)
+
+    def instances(
+        self,
+        subject: str | None = None,
+        form_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        *,
+        damaged: list[StoreError] | None = None,
+    ) -> list[InstanceSummary]:
+        """Stored instances, most recently updated first, with the status a reader sees (see :meth:`Reads.instances`)."""
+        return self.reads.instances(subject, form_id, status, limit, damaged=damaged)
+
+    def view(self, instance_id: str | None = None) -> InstanceView:
+        """A read-only view of any instance, stale ones included (see :meth:`Reads.view`)."""
+        return self.reads.view(instance_id)
+
+    def status(self, instance_id: str | None = None) -> FormView:
+        """Tier 1: the open step in full (or the last step of a finished form)."""
+        return self.reads.status(instance_id)
+
+    def inspect(self, scope: str = "outline", id: str | None = None, instance_id: str | None = None) -> FormView:
+        """Tier 2: a step (by id or title), one field (by id or label), or the whole outline."""
+        return self.reads.inspect(scope, id, instance_id)
+
+    def tier0(self, subject: str | None = None, instance_id: str | None = None) -> str:
+        """The standing status line of an instance; "" when there is none or it cannot load."""
+        return self.reads.tier0(subject, instance_id)
+
+    def history(self, field: str, instance_id: str | None = None) -> FieldHistory:
+        """Every answer ever given to one field, oldest first."""
+        return self.reads.history(field, instance_id)
+
+    def evaluation(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance, Evaluation]:
+        """The compiled form, stored instance and its evaluation (for views the CLI renders itself)."""
+        return self.reads.evaluation(instance_id)
+
+    def continuation(self, form_id: str) -> Continuation:
+        """Which of the subject's instances of ``form_id`` a new conversation carries on with (see :meth:`Reads.continuation`)."""
+        return self.reads.continuation(form_id)
+
+    def stamp(self, instance_id: str) -> Stamp | None:
+        """The instance's change stamp, or None when there is no such instance (a status bar polls it)."""
+        return self.reads.stamp(instance_id)
+
+    def damage(self, instance_id: str) -> DamageReport | None:
+        """What the store lost of this instance, or None (see :meth:`Reads.damage`)."""
+        return self.reads.damage(instance_id)
 
     # ------------------------------------------------------------------ writes
 
@@ -151,9 +206,8 @@ class FormRunner(RunnerReads):
         if seed is not None and not isinstance(seed, dict):
             raise InvalidArgumentError("seed must be an object of field ids to values.")
         compiled = self.registry.load(form_id)
-        staged, result = stage(
-            compiled, seed or {}
-        )  # before the instance exists: a start that fails here writes nothing
+        # Staged before the instance exists: a start that fails here writes nothing.
+        staged, report = stage(compiled, seed or {})
         for item in staged:
             item.how = {"kind": "seed"}
         prov = self._provenance("start")
@@ -162,7 +216,10 @@ class FormRunner(RunnerReads):
             instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
         if self.default is not None:  # the conversation is about the new instance from now on
             self.default.instance_id = instance.id
-        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None, is_start=True)
+        with self._lock:
+            write = self._begin(compiled, self._provenance())
+            instance, staged_ids = write.cycle(instance, lambda inst: (staged, {}), is_start=True)
+            return write.result(instance, report, staged_ids)
 
     def _refuse_second_open(self, form_id: str) -> None:
         """One open instance of a form per subject: a start while one is active, ready or awaiting
@@ -195,8 +252,8 @@ class FormRunner(RunnerReads):
         if not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
         compiled, instance = self._writable(instance_id)
-        staged, result = self._judged(compiled, instance, values, write, how)
-        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=None)
+        staged, report = self._judged(compiled, instance, values, write, how)
+        return self._staged_write(compiled, instance, staged, report, note=None)
 
     def revise(
         self,
@@ -210,9 +267,9 @@ class FormRunner(RunnerReads):
         """Correct one field: a one-key fill whose provenance note records the reason."""
         check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
-        staged, result = self._judged(compiled, instance, {field: value}, write, None)
+        staged, report = self._judged(compiled, instance, {field: value}, write, None)
         note = f"revision: {reason}" if reason else "revision"
-        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note)
+        return self._staged_write(compiled, instance, staged, report, note=note)
 
     @staticmethod
     def _judged(
@@ -221,29 +278,45 @@ class FormRunner(RunnerReads):
         values: dict[str, Any],
         write: ModelWrite | None,
         how: dict[str, dict[str, Any]] | None,
-    ) -> tuple[list[Staged], FillResult]:
-        staged, result = stage(compiled, values)
+    ) -> tuple[list[Staged], WriteReport]:
+        staged, report = stage(compiled, values)
         if write is not None:
-            staged, result.unconfirmed, refused = judge(compiled, staged, write, instance)
-            result.rejected.extend(refused)
+            staged, report.unconfirmed, refused = judge(compiled, staged, write, instance)
+            report.rejected.extend(refused)
         for key, given in (how or {}).items():
             field_id = compiled.resolve_field(key)
             for item in staged:
                 if item.field_id == field_id:
                     item.how = {k: v for k, v in given.items() if v is not None}
-        return staged, result
+        return staged, report
+
+    def _staged_write(
+        self,
+        compiled: CompiledForm,
+        instance: Instance,
+        staged: list[Staged],
+        report: WriteReport,
+        *,
+        note: str | None,
+        moved: str | None = None,
+    ) -> FillResult:
+        with self._lock:
+            write = self._begin(compiled, self._provenance(note))
+            instance, staged_ids = write.cycle(instance, lambda inst: (staged, {}))
+            return write.result(instance, report, staged_ids, moved=moved)
 
     def retract(self, field: str, reason: str | None = None, instance_id: str | None = None) -> FillResult:
         """Withdraw an answer: a retraction revision, so it can be undone."""
         check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
-        result = FillResult(view=None)  # type: ignore[arg-type]
-        field_id = resolve_or_report(compiled, field, result)
+        report = WriteReport()
+        field_id = resolve_or_report(compiled, field, report)
         if field_id is None:
-            return self._result_only(compiled, instance, result)
-        staged = [Staged(field_id, None, retract=True)]
+            return self._result_only(compiled, instance, report)
         note = f"retracted: {reason}" if reason else "retracted"
-        return self._write(compiled, instance, lambda inst: (staged, {}), result, note=note, moved=[field_id])
+        return self._staged_write(
+            compiled, instance, [Staged(field_id, None, retract=True)], report, note=note, moved=field_id
+        )
 
     def undo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
         """Move a field's cursor back one revision: the named field, or the last one touched."""
@@ -252,6 +325,26 @@ class FormRunner(RunnerReads):
     def redo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
         """Move a field's cursor forward one revision: the named field, or the oldest pending redo."""
         return self._move(field, +1, instance_id)
+
+    def _move(self, field: str | None, step: int, instance_id: str | None) -> FillResult:
+        compiled, instance = self._writable(instance_id)
+        report = WriteReport()
+        field_id: str | None = None
+        if field is not None:
+            field_id = resolve_or_report(compiled, field, report)
+            if field_id is None:
+                return self._result_only(compiled, instance, report)
+        moved = cursor_move(instance, field_id, step)[0]  # raises "nothing to undo" before any work
+
+        def plan(inst: Instance) -> tuple[list[Staged], dict[str, int]]:
+            nonlocal moved
+            moved, cursor = cursor_move(inst, field_id, step)
+            return [], {moved: cursor}
+
+        with self._lock:
+            write = self._begin(compiled, self._provenance("undo" if step < 0 else "redo"))
+            instance, staged_ids = write.cycle(instance, plan)
+            return write.result(instance, report, staged_ids, moved=moved)
 
     def submit(self, instance_id: str | None = None) -> FillResult:
         """Send a form declared with ``review=True`` that is ``ready``: it becomes ``complete`` and
@@ -262,21 +355,19 @@ class FormRunner(RunnerReads):
         check failed) or was already sent; the message says which.
         """
         compiled, instance = self._writable(instance_id)
-        prov = self._provenance("submitted")
-
-        def build(inst: Instance) -> Commit:
-            check_ready_to_send(compiled, inst, self._evaluation(compiled, inst))
-            commit = Commit()
-            complete(commit, prov.timestamp)
-            return commit
-
-        check_ready_to_send(compiled, instance, self._evaluation(compiled, instance))
+        check_ready_to_send(compiled, instance, self._evaluations.of(compiled, instance))
         with self._lock:
-            failures: list[Failure] = []
-            instance = self._commit_retrying(instance, build, prov)
-            instance = self._fire_completion(compiled, instance, prov, failures)
-            result = self._result_only(compiled, instance, FillResult(view=None))  # type: ignore[arg-type]
-            result.failures = failures or result.failures
+            write = self._begin(compiled, self._provenance("submitted"))
+
+            def build(inst: Instance) -> Commit:
+                check_ready_to_send(compiled, inst, write.evaluation(inst))
+                commit = Commit()
+                complete(commit, write.prov.timestamp)
+                return commit
+
+            instance = write.commit_retrying(instance, build)
+            instance = write.fire_completion(instance)
+            result: FillResult = write.result(instance)
             result.view.step, result.view.fields = None, []  # what was sent is what was read back: no step to show
             return result
 
@@ -287,7 +378,6 @@ class FormRunner(RunnerReads):
         check_note(reason, "reason")
         compiled, instance = self._resolve(instance_id, allow_stale=True)
         check_closable(compiled, instance)
-        prov = self._provenance("abandoned")
 
         def build(inst: Instance) -> Commit:
             check_closable(compiled, inst)  # closed by another process since it was read
@@ -295,22 +385,21 @@ class FormRunner(RunnerReads):
             close(commit, reason)
             return commit
 
-        return self._commit_retrying(instance, build, prov)
+        return self._begin(compiled, self._provenance("abandoned")).commit_retrying(instance, build)
 
     def reopen(self, instance_id: str | None = None) -> FormView:
         """Host only: undo a forced completion, so the form reads complete only when its fields are."""
         compiled, instance = self._resolve(instance_id)
-        prov = self._provenance("reopened")
+        write = self._begin(compiled, self._provenance("reopened"))
 
         def build(inst: Instance) -> Commit:
-            ev = self._evaluation(compiled, inst)
             status = inst.status
-            if status == COMPLETE and not ev.complete:
+            if status == COMPLETE and not write.evaluation(inst).complete:
                 status = ACTIVE
             return Commit(forced_complete=False, status=status)
 
-        instance = self._commit_retrying(instance, build, prov)
-        return step_view(compiled, self._evaluation(compiled, instance), instance)
+        instance = write.commit_retrying(instance, build)
+        return step_view(compiled, write.evaluation(instance), instance)
 
     def recover(self, instance_id: str | None = None) -> RecoverResult:
         """Re-run, under the same idempotency key, every executor a process that died left ``running``.
@@ -319,15 +408,12 @@ class FormRunner(RunnerReads):
         reads never do it, writes do it first. A form that can migrate is migrated first.
         """
         compiled, instance = self._resolve(instance_id, recover=False)
-        result = RecoverResult(view=None)  # type: ignore[arg-type]
-        if not is_closed(instance):
-            instance, result.rerun, failures = recover_instance(self, compiled, instance)
-        else:
-            failures = []
-        ev = self._evaluation(compiled, instance)
-        result.view = step_view(compiled, ev, instance)
-        result.failures = failures or open_failures(instance, compiled, ev)
-        return result
+        if is_closed(instance) or not self._dispatcher.orphans(instance):
+            return self._result_only(compiled, instance, kind=RecoverResult)
+        with self._lock:
+            write = self._begin(compiled, self._provenance("recovery"))
+            instance, rerun = recover_instance(write, instance)
+            return write.result(instance, kind=RecoverResult, rerun=rerun)
 
     def migrate(self, instance_id: str | None = None) -> MigrateResult:
         """Move an instance to the registered version of its form, through the ordinary commit cycle.
@@ -337,16 +423,18 @@ class FormRunner(RunnerReads):
         hooks fire on their rising edges; the rest are withdrawn (undoable) and reported in the
         result's ``rejected`` and ``dropped``. An instance already on that version is left alone.
         """
-        compiled, instance = self._read(instance_id)
+        compiled, instance = self.reads.read(instance_id)
         check_open_for_writes(instance)
         if not drifted(compiled, instance):
-            ev = self._evaluation(compiled, instance)
-            result = MigrateResult(
-                view=step_view(compiled, ev, instance), from_version=instance.def_version, to_version=compiled.version
+            return self._result_only(
+                compiled, instance, kind=MigrateResult, from_version=instance.def_version, to_version=compiled.version
             )
-            result.failures = open_failures(instance, compiled, ev)
-            return result
-        return migrate_instance(self, compiled, instance)[1]
+        return self._migrated(compiled, instance)[1]
+
+    def _migrated(self, compiled: CompiledForm, instance: Instance) -> tuple[Instance, MigrateResult]:
+        note = f"migrated {instance.def_version} → {compiled.version}"
+        with self._lock:
+            return migrate_instance(self._begin(compiled, self._provenance(note, "migrated")), instance)
 
     def resolve_checkpoint(
         self,
@@ -384,26 +472,32 @@ class FormRunner(RunnerReads):
             self.source, who, self.clock(), "checkpoint rejected" if fail else "checkpoint resolved", "host"
         )
         why = (reason or None) if not fail else fail
+        staged, report = stage(compiled, values or {})
+        with self._lock:
+            write = self._begin(compiled, prov)
 
-        def build(inst: Instance) -> Commit:
-            ev = self._evaluation(compiled, inst)
-            return resolution_commit(compiled, inst, ev, cp_id, fail, who=who, why=why, now=prov.timestamp)
+            def build(inst: Instance) -> Commit:
+                ev = write.evaluation(inst)
+                return resolution_commit(compiled, inst, ev, cp_id, fail, who=who, why=why, now=prov.timestamp)
 
-        was = instance.status
-        instance = self._commit_retrying(instance, build, prov)
-        if instance.status == COMPLETE and was != COMPLETE:
-            instance = self._fire_completion(compiled, instance, prov, [])
-        staged, result = stage(compiled, values or {})
-        if not staged:
-            return self._result_only(compiled, instance, result)
-        return self._write(compiled, instance, lambda inst: (staged, {}), result, note="checkpoint values")
+            was = instance.status
+            instance = write.commit_retrying(instance, build)
+            if instance.status == COMPLETE and was != COMPLETE:
+                instance = write.fire_completion(instance)
+            if not staged:
+                return self._result_only(compiled, instance, report)
+            values_write = self._begin(compiled, self._provenance("checkpoint values"))
+            instance, staged_ids = values_write.cycle(instance, lambda inst: (staged, {}))
+            return values_write.result(instance, report, staged_ids)
+
+    # ------------------------------------------------------------------ resolution
 
     def _resolve(
         self, instance_id: str | None = None, *, allow_stale: bool = False, recover: bool = True
     ) -> tuple[CompiledForm, Instance]:
         """For a write: the instance brought up to date first (migrated when its form can, its
         left-over dispatches recovered). A stale one raises FormStaleError unless ``allow_stale``."""
-        compiled, instance = self._read(instance_id)
+        compiled, instance = self.reads.read(instance_id)
         if is_closed(instance):
             return compiled, instance
         if drifted(compiled, instance):
@@ -411,323 +505,30 @@ class FormRunner(RunnerReads):
                 if not allow_stale:
                     raise FormStaleError(instance.def_version, compiled.version)
                 return compiled, instance
-            instance = migrate_instance(self, compiled, instance)[0]
-        if recover:
-            instance = recover_instance(self, compiled, instance)[0]
+            instance = self._migrated(compiled, instance)[0]
+        if recover and self._dispatcher.orphans(instance):
+            with self._lock:
+                instance = recover_instance(self._begin(compiled, self._provenance("recovery")), instance)[0]
         return compiled, instance
+
+    def _result_only(
+        self,
+        compiled: CompiledForm,
+        instance: Instance,
+        report: WriteReport | None = None,
+        *,
+        kind: type[R] = FillResult,  # type: ignore[assignment]  # the default is the bound itself
+        **extra: Any,
+    ) -> R:
+        """The result of an operation that wrote nothing: the instance as it is, the failures still open."""
+        return result_of(compiled, self._evaluations.of(compiled, instance), instance, report, kind=kind, **extra)
 
     def _writable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
         compiled, instance = self._resolve(instance_id)
         check_writable(compiled, instance)
         return compiled, instance
 
-    def _reload(self, instance_id: str) -> Instance:
-        instance = self.adapter.get_instance(instance_id)
-        if instance is None:
-            raise NotFoundError(f'No form instance "{instance_id}".')
-        return instance
-
-    @staticmethod
-    def _changed_under_the_write(fresh: Instance) -> Instance:
-        check_open_for_writes(fresh)  # closed under us: nothing more may be written
-        return fresh
-
-    def _commit_retrying(
-        self, instance: Instance, build: Callable[[Instance], Commit | None], prov: Provenance
-    ) -> Instance:
-        """Commit ``build(instance)``; on a conflict re-read and rebuild (see :mod:`formctl.forms.contention`)."""
-        attempts = Attempts(self.adapter, instance.id)
-        for _ in attempts:
-            if attempts.serialised:
-                instance = self._reload(instance.id)
-            commit = build(instance)
-            if commit is None or commit.is_empty():
-                return instance
-            try:
-                return self.adapter.commit_instance(instance.id, commit, if_version=instance.version, provenance=prov)
-            except ConflictError:
-                if attempts.expired():
-                    raise
-                self.conflict_retries += 1
-                instance = self._reload(instance.id)
-        raise AssertionError("unreachable")
-
-    # ------------------------------------------------------------------ undo / redo
-
-    def _move(self, field: str | None, step: int, instance_id: str | None) -> FillResult:
-        compiled, instance = self._writable(instance_id)
-        word = "undo" if step < 0 else "redo"
-        result = FillResult(view=None)  # type: ignore[arg-type]
-        field_id: str | None = None
-        if field is not None:
-            field_id = resolve_or_report(compiled, field, result)
-            if field_id is None:
-                return self._result_only(compiled, instance, result)
-
-        moved: list[str] = []
-
-        def plan(inst: Instance) -> tuple[list[Staged], dict[str, int]]:
-            target, cursor = cursor_move(inst, field_id, step)
-            moved[:] = [target]
-            return [], {target: cursor}
-
-        plan(instance)  # raise "nothing to undo" before any work
-        return self._write(compiled, instance, plan, result, note=word, moved=moved)
-
-    # ------------------------------------------------------------------ the commit cycle
-
-    def _write(
-        self,
-        compiled: CompiledForm,
-        instance: Instance,
-        plan: Callable[[Instance], tuple[list[Staged], dict[str, int]]],
-        result: FillResult,
-        *,
-        note: str | None,
-        is_start: bool = False,
-        extra: Callable[[Instance], dict[str, Any]] | None = None,
-        moved: list[str] | None = None,
-    ) -> FillResult:
-        """Run the commit cycle and build the result. ``moved`` (filled by the time ``plan`` has run)
-        names the field an undo, redo or retract moves; the result says what it holds now."""
-        with self._lock:
-            prov = self._provenance(note)
-            staged_ids: list[str] = []
-            failures: list[Failure] = []
-            instance, first_staged = self._cycle(
-                compiled, instance, plan, prov, failures, is_start=is_start, extra=extra
-            )
-            staged_ids.extend(first_staged)
-            final = instance
-            ev = self._evaluation(compiled, final)
-            result.view = self._result_view(compiled, ev, final, staged_ids)
-            for field_id in dict.fromkeys(staged_ids):
-                status = ev.field_status(field_id)
-                if status == FILLED:
-                    result.captured.append(field_id)
-                elif status == HELD:
-                    result.held.append(field_id)
-            result.failures = failures or open_failures(final, compiled, ev)
-            if moved and moved[0] in compiled.field_by_id:
-                result.moved = field_row(compiled, ev, final, moved[0])
-            return result
-
-    def _result_view(
-        self, compiled: CompiledForm, ev: Evaluation, instance: Instance, staged_ids: list[str]
-    ) -> FormView:
-        if ev.open_step is None and staged_ids:
-            return step_view(compiled, ev, instance, compiled.steps[compiled.field_by_id[staged_ids[0]].step_index].id)
-        return step_view(compiled, ev, instance)
-
-    def _result_only(self, compiled: CompiledForm, instance: Instance, result: FillResult) -> FillResult:
-        ev = self._evaluation(compiled, instance)
-        result.view = step_view(compiled, ev, instance)
-        result.failures = open_failures(instance, compiled, ev)
-        return result
-
-    def _cycle(
-        self,
-        compiled: CompiledForm,
-        instance: Instance,
-        plan: Callable[[Instance], tuple[list[Staged], dict[str, int]]],
-        prov: Provenance,
-        failures: list[Failure],
-        *,
-        is_start: bool = False,
-        extra: Callable[[Instance], dict[str, Any]] | None = None,
-        round_no: int = 0,
-    ) -> tuple[Instance, list[str]]:
-        """One commit round and the rounds its patches cause. Returns the final instance and staged ids."""
-        attempts = Attempts(self.adapter, instance.id)
-        for _ in attempts:
-            if attempts.serialised:
-                fresh = self._reload(instance.id)
-                if fresh.version != instance.version:
-                    instance = self._changed_under_the_write(fresh)
-            staged, moves = plan(instance)
-            before = Evaluation(compiled) if is_start else self._evaluation(compiled, instance)
-            entries_commit, projected, appended = project_write(instance, staged, moves, prov)
-            fired_before = instance.occurrences
-            if is_start:
-                after = evaluate(compiled, projected, fired=fired_before)
-            else:
-                after = evaluate_change(compiled, before, projected, entries_commit, fired=fired_before)
-            if after.defects:
-                raise FormDefinitionError(
-                    f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects
-                )
-            queue, occurrences = rising_edges(compiled, instance, before, after, entries_commit)
-            commit = Commit(entries=entries_commit or None, occurrences=occurrences or None)
-            if appended:
-                commit.revision_seq = instance.revision_seq + len(appended)
-            forced_after = instance.forced_complete and not required_invalid(compiled, after)
-            if instance.forced_complete and not forced_after:
-                commit.forced_complete = False
-            stored_status = instance.status
-            extra_fields = extra(instance) if extra is not None else {}
-            if extra_fields.get("status") is not None:
-                stored_status = extra_fields["status"]
-            for name, value in extra_fields.items():
-                setattr(commit, name, value)
-            settle_status(
-                commit,
-                compiled,
-                instance,
-                queue,
-                after,
-                projected,
-                stored_status,
-                forced_after,
-                prov.timestamp,
-                changes_answers=round_no == 0 and bool(entries_commit),
-            )
-            # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
-            # person, or held by a rejected blocking checkpoint, completes (and announces it) only
-            # once it really is complete, and a forced completion is announced exactly once.
-            completes = commit.status == COMPLETE and instance.status != COMPLETE
-            if completes:
-                n = instance.occurrences.get("form", 0) + 1
-                commit.occurrences = {**(commit.occurrences or {}), "form": n}
-                if compiled.on_complete is not None:
-                    queue.append(Hook("form", compiled.on_complete, n))
-            try:
-                committed = self.adapter.commit_instance(
-                    instance.id, commit, if_version=instance.version, provenance=prov
-                )
-            except ConflictError:
-                if attempts.expired():
-                    raise
-                self.conflict_retries += 1
-                instance = self._changed_under_the_write(self._reload(instance.id))
-                continue
-            break
-        if not after.read_fired:
-            self._remember(committed, compiled, after)
-        staged_ids = [s.field_id for s in staged]
-        set_completed_now = commit.completed_at is not UNSET
-
-        effects = self._dispatcher.dispatch(compiled, committed, queue, after, fired_before, failures)
-        if queue:
-            # Re-read, so the closing commit and the result see the dispatch
-            # records (written outside compare-and-set, without a version bump).
-            committed = self._reload(committed.id)
-        committed = self._finish_round(
-            compiled,
-            committed,
-            effects,
-            prov,
-            failures,
-            appended_fields=[s.field_id for s in staged],
-            set_completed_now=set_completed_now,
-            round_no=round_no,
-        )
-        return committed, staged_ids
-
-    def _close(
-        self,
-        compiled: CompiledForm,
-        committed: Instance,
-        effects: RoundEffects,
-        prov: Provenance,
-        *,
-        appended_fields: list[str],
-        set_completed_now: bool,
-    ) -> Instance:
-        """The closing commit of a round: unblock, jump or release the override, settle the status."""
-
-        def build(inst: Instance) -> Commit:
-            return closing_commit(
-                compiled,
-                inst,
-                effects,
-                lambda i: self._evaluation(compiled, i),
-                appended_fields=appended_fields,
-                set_completed_now=set_completed_now,
-                now=self.clock(),
-            )
-
-        return self._commit_retrying(committed, build, prov)
-
-    def _close_and_announce(
-        self,
-        compiled: CompiledForm,
-        committed: Instance,
-        effects: RoundEffects,
-        prov: Provenance,
-        failures: list[Failure],
-        *,
-        appended_fields: list[str],
-        set_completed_now: bool,
-    ) -> Instance:
-        """Close the round; if that moved the status into complete, announce it (form on_complete)."""
-        was = committed.status
-        closed = self._close(
-            compiled, committed, effects, prov, appended_fields=appended_fields, set_completed_now=set_completed_now
-        )
-        if closed.status == COMPLETE and was != COMPLETE:
-            closed = self._fire_completion(compiled, closed, prov, failures)
-        return closed
-
-    def _fire_completion(
-        self, compiled: CompiledForm, instance: Instance, prov: Provenance, failures: list[Failure]
-    ) -> Instance:
-        """Bump the form's occurrence counter, then run its on_complete (commit, then run)."""
-
-        def build(inst: Instance) -> Commit:
-            return Commit(occurrences={"form": inst.occurrences.get("form", 0) + 1})
-
-        instance = self._commit_retrying(instance, build, prov)
-        if compiled.on_complete is None:
-            return instance
-        occurrence = instance.occurrences["form"]
-        ev = self._evaluation(compiled, instance)
-        effects = RoundEffects()
-        self._dispatcher.run_hook(
-            compiled,
-            instance,
-            Hook("form", compiled.on_complete, occurrence),
-            ev.gate_values(),
-            ev.frozen_state(instance.occurrences),
-            effects,
-            failures,
-        )
-        instance = self._reload(instance.id)
-        # set_completed_now: the status has just risen into complete, so a Terminate from the
-        # on_complete leaves the form never completed , as in the main round.
-        return self._finish_round(
-            compiled, instance, effects, prov, failures, appended_fields=[], set_completed_now=True, round_no=0
-        )
-
-    def _finish_round(
-        self,
-        compiled: CompiledForm,
-        committed: Instance,
-        effects: RoundEffects,
-        prov: Provenance,
-        failures: list[Failure],
-        *,
-        appended_fields: list[str],
-        set_completed_now: bool,
-        round_no: int,
-    ) -> Instance:
-        """Close the round (announcing a completion it causes), then write its hooks' patches as the next round."""
-        instance = self._close_and_announce(
-            compiled,
-            committed,
-            effects,
-            prov,
-            failures,
-            appended_fields=appended_fields,
-            set_completed_now=set_completed_now,
-        )
-        if effects.terminate is None and effects.patch and round_no < MAX_ROUNDS:
-            staged = stage_patch(compiled, effects.patch, effects.patched_by)
-            if staged:
-                instance, _ = self._cycle(
-                    compiled, instance, lambda inst: (staged, {}), prov, failures, round_no=round_no + 1
-                )
-        return instance
-
-
-def _wall_clock() -> str:
-    return now_iso()  # looked up when called, so a test's clock fixture reaches it
+    # Last in the class: a method named ``list`` would shadow the builtin in every annotation after it.
+    def list(self) -> list[dict[str, str]]:
+        """The registered forms, ``[{id, name, description}]``, without loading any of them."""
+        return self.reads.forms()

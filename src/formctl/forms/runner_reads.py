@@ -1,20 +1,19 @@
 """The runner's read side: every read loads, compiles, evaluates and projects, and nothing else.
 
 No read commits, runs an executor or migrates (docs/engine.md, "Reads and writes"); stale is
-computed on read (:mod:`formctl.forms.reading`). :class:`FormRunner` inherits these from
-:class:`RunnerReads`; the writes and the commit cycle are in :mod:`formctl.forms.runner`.
+computed on read (:mod:`formctl.forms.lifecycle`). :class:`FormRunner` holds a :class:`Reads`
+and answers its read methods with it; the writes are in :mod:`formctl.forms.runner` and
+:mod:`formctl.forms.write`, which share the evaluations cached here.
 """
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable
-from typing import Any
 
 from formctl.errors import FormStaleError, InvalidArgumentError, NotFoundError
 from formctl.forms.adapter import DamageReport, FormAdapter, Maintainable
 from formctl.forms.compile import CompiledForm
-from formctl.forms.evaluate import Evaluation, evaluate
+from formctl.forms.evaluate import Evaluation
 from formctl.forms.history import FieldHistory, field_history
 from formctl.forms.instance import ABANDONED, COMPLETE, STALE, Instance
 from formctl.forms.lifecycle import complete_flag, is_closed, is_continuable, is_stale, read_status
@@ -30,24 +29,31 @@ from formctl.forms.reading import (
     summarise,
 )
 from formctl.forms.registry import FormRegistry
+from formctl.forms.write import Evaluations
 
-EVALUATIONS_KEPT = 64
 
-
-class RunnerReads:
+class Reads:
     """Reads over one adapter and registry, for one subject (or one conversation's instance)."""
 
-    adapter: FormAdapter
-    registry: FormRegistry
-    default: DefaultInstance | None
-    _subject: str | Callable[[], str]
-    _cache: dict[str, tuple[int, CompiledForm, Evaluation]]
+    def __init__(
+        self,
+        adapter: FormAdapter,
+        registry: FormRegistry,
+        subject: str | Callable[[], str],
+        default: DefaultInstance | None,
+        evaluations: Evaluations,
+    ) -> None:
+        self.adapter = adapter
+        self.registry = registry
+        self._subject = subject
+        self.default = default
+        self.evaluations = evaluations
 
     @property
     def subject(self) -> str:
         return self._subject() if callable(self._subject) else self._subject
 
-    def list(self) -> builtins.list[dict[str, str]]:
+    def forms(self) -> list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""
         return self.registry.list()
 
@@ -59,7 +65,7 @@ class RunnerReads:
         """The stored instance by id, or the subject's open form; None when there is none."""
         if instance_id is not None:
             return self.adapter.get_instance(instance_id)
-        return self._find_open()
+        return self.find_open()
 
     def instances(
         self,
@@ -68,25 +74,26 @@ class RunnerReads:
         status: str | None = None,
         limit: int | None = None,
         *,
-        damaged: builtins.list[Any] | None = None,
-    ) -> builtins.list[InstanceSummary]:
+        damaged: list[StoreError] | None = None,
+    ) -> list[InstanceSummary]:
         """Stored instances, most recently updated first, with the status a reader sees (``stale`` included).
 
         ``subject=None`` lists every subject's. ``status`` filters on the status as read, so
         ``status="stale"`` finds stale instances without opening them. ``damaged``, when the
         store supports it, collects the errors of instances it had to leave out.
         """
-        kwargs: dict[str, Any] = {"subject": subject, "def_id": form_id}
-        if damaged is not None:
-            kwargs["damaged"] = damaged
         # Abandoned is never stale, and no status but stale is ever read differently from the
         # stored one unless the stored one is stale or the instance drifted: filter after reading.
         exact = status is None or status == ABANDONED
-        if exact:
-            kwargs.update(status=status, limit=limit)
-        found = self.adapter.find_instances(**kwargs)
+        found = self.adapter.find_instances(
+            subject=subject,
+            def_id=form_id,
+            status=status if exact else None,
+            limit=limit if exact else None,
+            damaged=damaged,
+        )
         versions: dict[str, CompiledForm | None] = {}
-        out: builtins.list[InstanceSummary] = []
+        out: list[InstanceSummary] = []
         for instance in found:
             read = self._read_status(instance, versions)
             if status is not None and read != status:
@@ -102,20 +109,20 @@ class RunnerReads:
         Unlike ``status``/``inspect`` it does not refuse a stale instance: it evaluates the stored
         answers against the registered form and says ``stale``. Raises NotFoundError, UnknownFormError.
         """
-        compiled, instance = self._read(instance_id)
+        compiled, instance = self.read(instance_id)
         status = read_status(compiled, instance)
-        ev = self._evaluation(compiled, instance)
+        ev = self.evaluation_of(compiled, instance)
         return InstanceView(compiled, instance, ev, status, status == STALE, complete_flag(compiled, ev, instance))
 
     def status(self, instance_id: str | None = None) -> FormView:
         """Tier 1: the open step in full (or the last step of a finished form)."""
-        compiled, instance = self._readable(instance_id)
-        return step_view(compiled, self._evaluation(compiled, instance), instance)
+        compiled, instance = self.readable(instance_id)
+        return step_view(compiled, self.evaluation_of(compiled, instance), instance)
 
     def inspect(self, scope: str = "outline", id: str | None = None, instance_id: str | None = None) -> FormView:
         """Tier 2: a step (by id or title), one field (by id or label), or the whole outline."""
-        compiled, instance = self._readable(instance_id)
-        ev = self._evaluation(compiled, instance)
+        compiled, instance = self.readable(instance_id)
+        ev = self.evaluation_of(compiled, instance)
         if scope == "outline":
             return outline_view(compiled, ev, instance)
         if scope == "step":
@@ -133,17 +140,17 @@ class RunnerReads:
             if instance_id is not None:
                 instance = self.adapter.get_instance(instance_id)
             else:
-                instance = self._find_open(subject)
+                instance = self.find_open(subject)
             if instance is None:
                 return ""
-            compiled = self._load(instance)
-            return render_tier0(compiled, self._evaluation(compiled, instance), instance)
+            compiled = self.load(instance)
+            return render_tier0(compiled, self.evaluation_of(compiled, instance), instance)
         except Exception:
             return ""
 
     def history(self, field: str, instance_id: str | None = None) -> FieldHistory:
         """Every answer ever given to one field, oldest first."""
-        compiled, instance = self._readable(instance_id)
+        compiled, instance = self.readable(instance_id)
         field_id = compiled.resolve_field(field)
         if field_id is None:
             if field in instance.entries:  # a field a later definition dropped: its log is still there
@@ -153,8 +160,8 @@ class RunnerReads:
 
     def evaluation(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance, Evaluation]:
         """The compiled form, stored instance and its evaluation (for views the CLI renders itself)."""
-        compiled, instance = self._readable(instance_id)
-        return compiled, instance, self._evaluation(compiled, instance)
+        compiled, instance = self.readable(instance_id)
+        return compiled, instance, self.evaluation_of(compiled, instance)
 
     def continuation(self, form_id: str) -> Continuation:
         """Which of the subject's instances of ``form_id`` a new conversation carries on with
@@ -190,7 +197,7 @@ class RunnerReads:
 
     # ------------------------------------------------------------------ resolution
 
-    def _find_open(self, subject: str | None = None) -> Instance | None:
+    def find_open(self, subject: str | None = None) -> Instance | None:
         """What ``instance_id=None`` means: the conversation's instance when the runner has a
         ``default`` (while it is not abandoned), else the subject's open form."""
         subject = subject or self.subject
@@ -203,47 +210,37 @@ class RunnerReads:
             return None
         return instance
 
-    def _load(self, instance: Instance) -> CompiledForm:
+    def load(self, instance: Instance) -> CompiledForm:
         return self.registry.load(instance.def_id)
 
     def _read_status(self, instance: Instance, forms: dict[str, CompiledForm | None]) -> str:
         """The status a reader sees, loading each form once per listing; a form that cannot load reads as stored."""
         if instance.def_id not in forms:
             try:
-                forms[instance.def_id] = self._load(instance)
+                forms[instance.def_id] = self.load(instance)
             except Exception:
                 forms[instance.def_id] = None
         compiled = forms[instance.def_id]
         return instance.status if compiled is None else read_status(compiled, instance)
 
-    def _read(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance]:
+    def read(self, instance_id: str | None = None) -> tuple[CompiledForm, Instance]:
         """The stored instance (by id, else the subject's open form) and its registered form. Writes nothing."""
         if instance_id is not None:
             instance = self.adapter.get_instance(instance_id)
             if instance is None:
                 raise NotFoundError(f'No form instance "{instance_id}".')
         else:
-            instance = self._find_open()
+            instance = self.find_open()
             if instance is None:
                 raise NotFoundError(f'No open form instance for subject "{self.subject}".')
-        return self._load(instance), instance
+        return self.load(instance), instance
 
-    def _readable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
+    def readable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
         """For the views: the instance as stored, refused with FormStaleError when it is stale."""
-        compiled, instance = self._read(instance_id)
+        compiled, instance = self.read(instance_id)
         if is_stale(compiled, instance):
             raise FormStaleError(instance.def_version, compiled.version)
         return compiled, instance
 
-    def _evaluation(self, compiled: CompiledForm, instance: Instance) -> Evaluation:
-        cached = self._cache.get(instance.id)
-        if cached is not None and cached[0] == instance.version and cached[1] is compiled:
-            return cached[2]
-        ev = evaluate(compiled, instance)
-        self._remember(instance, compiled, ev)
-        return ev
-
-    def _remember(self, instance: Instance, compiled: CompiledForm, ev: Evaluation) -> None:
-        if len(self._cache) > EVALUATIONS_KEPT:
-            self._cache.clear()
-        self._cache[instance.id] = (instance.version, compiled, ev)
+    def evaluation_of(self, compiled: CompiledForm, instance: Instance) -> Evaluation:
+        return self.evaluations.of(compiled, instance)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from formctl.errors import FormBlockedError
+from formctl.errors import FormBlockedError, MigrationError
 from formctl.forms.binding import bound_fields, rebound
 from formctl.forms.commit import apply_entry_commit
 from formctl.forms.compile import CompiledForm
@@ -39,7 +39,7 @@ from formctl.forms.instance import (
 )
 from formctl.forms.lifecycle import check_open_for_writes, close, complete, is_closed, settle
 from formctl.forms.messages import rejection
-from formctl.forms.project import FillResult, Rejected, Unknown
+from formctl.forms.project import Rejected, Unknown, WriteReport
 from formctl.forms.resolutions import resolution_key
 from formctl.forms.validate import json_data, size_issue
 
@@ -71,13 +71,13 @@ class Staged:
     how: dict[str, Any] | None = None  # how this value arrived, when not as the write's provenance says
 
 
-def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged], FillResult]:
+def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged], WriteReport]:
     """Check each value on its own against its field: blanks ignored, unknown ids and invalid values reported.
 
     Invalid values are still staged (written with their error, so the person sees them); values with no
     JSON form are not. A later key for the same field wins.
     """
-    result = FillResult(view=None)  # type: ignore[arg-type]
+    result = WriteReport()
     staged: dict[str, Staged] = {}
     for key, value in values.items():
         # Measured before anything walks it: a value too big to store is refused, not kept
@@ -121,7 +121,7 @@ def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged],
     return list(staged.values()), result
 
 
-def resolve_or_report(compiled: CompiledForm, sent: Any, result: FillResult) -> str | None:
+def resolve_or_report(compiled: CompiledForm, sent: Any, result: WriteReport) -> str | None:
     """The field id ``sent`` names (forgivingly); an unknown one is reported in ``result`` and gives None."""
     field_id = compiled.resolve_field(sent)
     if field_id is None:
@@ -407,3 +407,62 @@ def resolution_commit(
         elif status != inst.status:
             commit.status = status
     return commit
+
+
+def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Staged], list[Rejected], dict[str, Any]]:
+    """What moving ``instance`` to ``compiled`` writes: the staged values, the carried values the
+    new version refuses, and the old answers nothing carried (by field id, with their values).
+
+    The form's ``migrate`` carries the answers (without one, every answer to a field the new
+    version still has); carried values the new version accepts are staged, the rest withdrawn
+    and reported in ``rejected``; old answers nothing carried are withdrawn and listed in ``dropped``.
+    """
+    old_version = instance.def_version
+    old_values = instance.in_force_values()
+    rejected: list[Rejected] = []
+    dropped: dict[str, Any] = {}
+    if compiled.migrate is not None:
+        try:
+            carried = compiled.migrate(dict(old_values), old_version)
+        except Exception as exc:
+            raise MigrationError(
+                f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
+            ) from exc
+        if not isinstance(carried, dict):
+            raise MigrationError(
+                f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
+            )
+    else:
+        carried = {key: value for key, value in old_values.items() if key in compiled.field_by_id}
+    staged: dict[str, Staged] = {}
+    kept: set[str] = set()
+    refused: set[str] = set()
+    for key, value in carried.items():
+        field_id = compiled.resolve_field(key)
+        if field_id is None:
+            continue
+        try:
+            value = json_data(value)
+        except ValueError as exc:
+            raise MigrationError(
+                f'migrate() for "{compiled.id}" returned a value for "{key}" that is not JSON data ({exc}).',
+            ) from None
+        if is_blank(value):
+            continue
+        field = compiled.field_by_id[field_id]
+        outcome = field.validator.validate(value)
+        if not outcome.ok:
+            refused.add(field_id)
+            for issue in outcome.issues:
+                rejected.append(Rejected(field_id, *rejection(field, issue, value)))
+            continue
+        kept.add(field_id)
+        if field_id in old_values and old_values[field_id] == value:
+            continue
+        staged[field_id] = Staged(field_id, value, outcome, field.validator)
+    for field_id, value in old_values.items():
+        if field_id not in kept:
+            staged[field_id] = Staged(field_id, None, retract=True)
+            if field_id not in refused:
+                dropped[field_id] = value
+    return list(staged.values()), rejected, dropped

@@ -1,0 +1,373 @@
+"""One write: the commit cycle of one operation, as one object.
+
+Every write (start, fill, revise, retract, undo, redo, submit, resolve_checkpoint, migrate,
+recover) follows one cycle (docs/engine.md, "Commit then run"):
+
+1. stage the revisions (validated once, and never again: :mod:`formctl.forms.staging`);
+2. evaluate the stored instance (``before``) and the projected one (``after``), find the
+   rising edges, and commit entries, occurrence counters and status in one
+   compare-and-set write (:meth:`Write.commit_retrying`, the one retry loop: under the
+   adapter's lock when it offers one, else re-reading and rebuilding on a conflict for up to
+   two seconds, :mod:`formctl.forms.contention`);
+3. only then run the executors the edges imply (:mod:`formctl.forms.executors`), in the
+   fixed order (field ``on_fill``, step ``on_complete``, checkpoint ``run``, form
+   ``on_complete``), each under its idempotency key ``instance:hook:occurrence``;
+4. apply their effects in a closing commit (announcing a completion that causes), and write
+   any patches as further rounds.
+
+A :class:`Write` owns what that needs: the adapter, the dispatcher, the compiled form, the
+provenance, the evaluations and the failures the rounds collect. The runner makes one per
+operation and builds the result once, at the end (:meth:`Write.result`); recovery and
+migration (:mod:`formctl.forms.recovery`) drive the same object. Nothing here imports the runner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from formctl.errors import ConflictError, FormDefinitionError, NotFoundError
+from formctl.forms.adapter import FormAdapter
+from formctl.forms.compile import CompiledForm
+from formctl.forms.contention import Attempts
+from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
+from formctl.forms.executors import Dispatcher, Hook, RoundEffects
+from formctl.forms.failures import Failure, open_failures
+from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
+from formctl.forms.lifecycle import check_open_for_writes
+from formctl.forms.project import FillResult, WriteReport, field_row, step_view
+from formctl.forms.staging import (
+    Staged,
+    closing_commit,
+    project_write,
+    required_invalid,
+    rising_edges,
+    settle_status,
+    stage_patch,
+)
+
+__all__ = ["MAX_ROUNDS", "Evaluations", "Plan", "Write", "result_of"]
+
+MAX_ROUNDS = 8
+EVALUATIONS_KEPT = 64
+
+Plan = Callable[[Instance], tuple[list[Staged], dict[str, int]]]
+"""What a write appends and which cursors it moves, decided over the instance as it is read
+(again, after a conflict): ``(staged values, {field id: new cursor})``."""
+
+R = TypeVar("R", bound=FillResult)
+
+
+class Evaluations:
+    """Evaluations cached per (instance id, version), shared by a runner's reads and writes: a
+    write evaluates the instance it stores once, and the next operation starts from it."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int, CompiledForm, Evaluation]] = {}
+
+    def of(self, compiled: CompiledForm, instance: Instance) -> Evaluation:
+        cached = self._cache.get(instance.id)
+        if cached is not None and cached[0] == instance.version and cached[1] is compiled:
+            return cached[2]
+        ev = evaluate(compiled, instance)
+        self.remember(instance, compiled, ev)
+        return ev
+
+    def remember(self, instance: Instance, compiled: CompiledForm, ev: Evaluation) -> None:
+        if len(self._cache) > EVALUATIONS_KEPT:
+            self._cache.clear()
+        self._cache[instance.id] = (instance.version, compiled, ev)
+
+
+@dataclass(slots=True)
+class _Round:
+    """The attempt of a round's main commit that landed: what the rest of the round needs."""
+
+    staged: list[Staged]
+    queue: list[Hook]
+    after: Evaluation
+    fired_before: dict[str, int]
+    commit: Commit
+
+
+class Write:
+    """One operation's commits, with everything they need. Not reused across operations."""
+
+    def __init__(
+        self,
+        adapter: FormAdapter,
+        dispatcher: Dispatcher,
+        evaluations: Evaluations,
+        compiled: CompiledForm,
+        prov: Provenance,
+        *,
+        clock: Callable[[], str],
+        on_conflict: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.adapter = adapter
+        self.dispatcher = dispatcher
+        self.evaluations = evaluations
+        self.compiled = compiled
+        self.prov = prov
+        self.clock = clock
+        self.on_conflict = on_conflict  # the runner counts the retries (``conflict_retries``)
+        self.failures: list[Failure] = []  # what the hooks run by this write reported
+
+    # ------------------------------------------------------------------ reading
+
+    def evaluation(self, instance: Instance) -> Evaluation:
+        return self.evaluations.of(self.compiled, instance)
+
+    def reload(self, instance_id: str) -> Instance:
+        instance = self.adapter.get_instance(instance_id)
+        if instance is None:
+            raise NotFoundError(f'No form instance "{instance_id}".')
+        return instance
+
+    # ------------------------------------------------------------------ committing
+
+    def commit_retrying(
+        self, instance: Instance, build: Callable[[Instance], Commit | None], *, skip_empty: bool = True
+    ) -> Instance:
+        """Commit ``build(instance)``; on a conflict re-read and rebuild (see :mod:`formctl.forms.contention`).
+
+        ``build`` sees the instance as stored at each attempt (re-read inside the adapter's lock
+        when it offers one) and may raise to refuse it. An empty commit is not written unless
+        ``skip_empty`` is False (a round's main commit always lands: it bumps the version a
+        reader's "most recently updated" goes by).
+        """
+        attempts = Attempts(self.adapter, instance.id)
+        for _ in attempts:
+            if attempts.serialised:
+                instance = self.reload(instance.id)
+            commit = build(instance)
+            if commit is None or (skip_empty and commit.is_empty()):
+                return instance
+            try:
+                return self.adapter.commit_instance(
+                    instance.id, commit, if_version=instance.version, provenance=self.prov
+                )
+            except ConflictError:
+                if attempts.expired():
+                    raise
+                self.on_conflict()
+                instance = self.reload(instance.id)
+        raise AssertionError("unreachable")
+
+    def cycle(
+        self,
+        instance: Instance,
+        plan: Plan,
+        *,
+        is_start: bool = False,
+        extra: Callable[[Instance], dict[str, Any]] | None = None,
+        round_no: int = 0,
+    ) -> tuple[Instance, list[str]]:
+        """One commit round and the rounds its patches cause. Returns the final instance and the
+        ids of the fields the first round staged."""
+        compiled, prov = self.compiled, self.prov
+        landed: list[_Round] = []
+
+        def build(inst: Instance) -> Commit:
+            check_open_for_writes(inst)  # closed under us (read again after a conflict): nothing more may be written
+            staged, moves = plan(inst)
+            before = Evaluation(compiled) if is_start else self.evaluation(inst)
+            entries_commit, projected, appended = project_write(inst, staged, moves, prov)
+            fired_before = inst.occurrences
+            if is_start:
+                after = evaluate(compiled, projected, fired=fired_before)
+            else:
+                after = evaluate_change(compiled, before, projected, entries_commit, fired=fired_before)
+            if after.defects:
+                raise FormDefinitionError(
+                    f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects
+                )
+            queue, occurrences = rising_edges(compiled, inst, before, after, entries_commit)
+            commit = Commit(entries=entries_commit or None, occurrences=occurrences or None)
+            if appended:
+                commit.revision_seq = inst.revision_seq + len(appended)
+            forced_after = inst.forced_complete and not required_invalid(compiled, after)
+            if inst.forced_complete and not forced_after:
+                commit.forced_complete = False
+            stored_status = inst.status
+            extra_fields = extra(inst) if extra is not None else {}
+            if extra_fields.get("status") is not None:
+                stored_status = extra_fields["status"]
+            for name, value in extra_fields.items():
+                setattr(commit, name, value)
+            settle_status(
+                commit,
+                compiled,
+                inst,
+                queue,
+                after,
+                projected,
+                stored_status,
+                forced_after,
+                prov.timestamp,
+                changes_answers=round_no == 0 and bool(entries_commit),
+            )
+            # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
+            # person, or held by a rejected blocking checkpoint, completes (and announces it) only
+            # once it really is complete, and a forced completion is announced exactly once.
+            if commit.status == COMPLETE and inst.status != COMPLETE:
+                n = inst.occurrences.get("form", 0) + 1
+                commit.occurrences = {**(commit.occurrences or {}), "form": n}
+                if compiled.on_complete is not None:
+                    queue.append(Hook("form", compiled.on_complete, n))
+            landed[:] = [_Round(staged, queue, after, fired_before, commit)]
+            return commit
+
+        committed = self.commit_retrying(instance, build, skip_empty=False)
+        done = landed[0]
+        if not done.after.read_fired:
+            self.evaluations.remember(committed, compiled, done.after)
+        staged_ids = [s.field_id for s in done.staged]
+        effects = self.dispatcher.dispatch(
+            compiled, committed, done.queue, done.after, done.fired_before, self.failures
+        )
+        if done.queue:
+            # Re-read, so the closing commit and the result see the dispatch
+            # records (written outside compare-and-set, without a version bump).
+            committed = self.reload(committed.id)
+        committed = self.finish_round(
+            committed,
+            effects,
+            appended_fields=staged_ids,
+            set_completed_now=done.commit.completed_at is not UNSET,
+            round_no=round_no,
+        )
+        return committed, staged_ids
+
+    def finish_round(
+        self,
+        committed: Instance,
+        effects: RoundEffects,
+        *,
+        appended_fields: list[str],
+        set_completed_now: bool,
+        round_no: int = 0,
+    ) -> Instance:
+        """Close the round (unblock, jump or release the override, settle the status), announce a
+        completion the closing causes, then write the hooks' patches as the next round."""
+        compiled = self.compiled
+        was = committed.status
+
+        def build(inst: Instance) -> Commit:
+            return closing_commit(
+                compiled,
+                inst,
+                effects,
+                self.evaluation,
+                appended_fields=appended_fields,
+                set_completed_now=set_completed_now,
+                now=self.clock(),
+            )
+
+        instance = self.commit_retrying(committed, build)
+        if instance.status == COMPLETE and was != COMPLETE:
+            instance = self.fire_completion(instance)
+        if effects.terminate is None and effects.patch and round_no < MAX_ROUNDS:
+            staged = stage_patch(compiled, effects.patch, effects.patched_by)
+            if staged:
+                instance, _ = self.cycle(instance, lambda inst: (staged, {}), round_no=round_no + 1)
+        return instance
+
+    def fire_completion(self, instance: Instance) -> Instance:
+        """The status rose into complete outside a main commit (a closing commit, a resolution, a
+        submit): bump the form's occurrence counter, then run its on_complete (commit, then run)."""
+        compiled = self.compiled
+        instance = self.commit_retrying(
+            instance, lambda inst: Commit(occurrences={"form": inst.occurrences.get("form", 0) + 1})
+        )
+        if compiled.on_complete is None:
+            return instance
+        occurrence = instance.occurrences["form"]
+        ev = self.evaluation(instance)
+        effects = RoundEffects()
+        self.dispatcher.run_hook(
+            compiled,
+            instance,
+            Hook("form", compiled.on_complete, occurrence),
+            ev.gate_values(),
+            ev.frozen_state(instance.occurrences),
+            effects,
+            self.failures,
+        )
+        instance = self.reload(instance.id)
+        # set_completed_now: the status has just risen into complete, so a Terminate from the
+        # on_complete leaves the form never completed, as in the main round.
+        return self.finish_round(instance, effects, appended_fields=[], set_completed_now=True)
+
+    # ------------------------------------------------------------------ the result
+
+    def result(
+        self,
+        instance: Instance,
+        report: WriteReport | None = None,
+        staged_ids: list[str] | None = None,
+        *,
+        moved: str | None = None,
+        kind: type[R] = FillResult,  # type: ignore[assignment]  # the default is the bound itself
+        **extra: Any,
+    ) -> R:
+        """The result of this write over the final instance (see :func:`result_of`)."""
+        return result_of(
+            self.compiled,
+            self.evaluation(instance),
+            instance,
+            report,
+            staged_ids,
+            failures=self.failures,
+            moved=moved,
+            kind=kind,
+            **extra,
+        )
+
+
+def result_of(
+    compiled: CompiledForm,
+    ev: Evaluation,
+    instance: Instance,
+    report: WriteReport | None = None,
+    staged_ids: list[str] | None = None,
+    *,
+    failures: list[Failure] | None = None,
+    moved: str | None = None,
+    kind: type[R] = FillResult,  # type: ignore[assignment]  # the default is the bound itself
+    **extra: Any,
+) -> R:
+    """A write's result, built once over the final instance: the view (the open step, or the first
+    staged field's step when none is open), what the staged fields amount to, what checking the
+    values found (``report``), the failures the write's hooks reported (else those still open),
+    and what a moved field (undo, redo, retract) holds now."""
+    staged_ids = staged_ids or []
+    report = report or WriteReport()
+    captured: list[str] = []
+    held: list[str] = []
+    for field_id in dict.fromkeys(staged_ids):
+        status = ev.field_status(field_id)
+        if status == FILLED:
+            captured.append(field_id)
+        elif status == HELD:
+            held.append(field_id)
+    if ev.open_step is None and staged_ids:
+        view = step_view(compiled, ev, instance, compiled.steps[compiled.field_by_id[staged_ids[0]].step_index].id)
+    else:
+        view = step_view(compiled, ev, instance)
+    return kind(
+        view=view,
+        captured=captured,
+        held=held,
+        renamed=report.renamed,
+        unknown=report.unknown,
+        rejected=report.rejected,
+        ignored=report.ignored,
+        failures=failures or open_failures(instance, compiled, ev),
+        unconfirmed=report.unconfirmed,
+        moved=field_row(compiled, ev, instance, moved) if moved in compiled.field_by_id else None,
+        **extra,
+    )
