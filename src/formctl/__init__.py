@@ -75,8 +75,8 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "define_form": "formctl.forms.definition",
-    "FormBuilder": "formctl.forms.definition",
+    "define_form": "formctl.forms.builder",
+    "FormBuilder": "formctl.forms.builder",
     "Patch": "formctl.forms.definition",
     "Fail": "formctl.forms.definition",
     "Jump": "formctl.forms.definition",
@@ -179,9 +179,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnknownFormError,
     )
     from formctl.forms.adapter import FormAdapter
+    from formctl.forms.builder import FormBuilder, define_form
     from formctl.forms.commit import apply_entry_commit
     from formctl.forms.compile import CompiledForm, compile_form
-    from formctl.forms.definition import Complete, Effect, Fail, FormBuilder, Jump, Patch, Terminate, define_form
+    from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
     from formctl.forms.evaluate import Evaluation, GateState, Values, evaluate
     from formctl.forms.executors import ExecutorContext
     from formctl.forms.lifecycle import Status

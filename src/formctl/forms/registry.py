@@ -170,8 +170,9 @@ async def _await(awaitable: Any) -> Any:
 
 
 def _compile_loaded(loaded: Any) -> CompiledForm:
+    from formctl.forms.builder import FormBuilder
     from formctl.forms.compile import CompiledForm, compile_form
-    from formctl.forms.definition import FormBuilder, FormDef
+    from formctl.forms.definition import FormDef
 
     if isinstance(loaded, CompiledForm):
         return loaded

@@ -110,8 +110,8 @@ class JsonFileAdapter:
             while os.path.lexists(self.files.paths(instance.id)[0]):  # two ids in one ms, equal random tails
                 instance.id = new_instance_id()
                 data = snapshot_bytes(instance, 0)
-            self._before_write()
-            self._mark(instance.id, subject)
+            self.before_write()
+            self.mark(instance.id, subject)
             try:
                 self.files.create(instance, data)
             except StoreError:
@@ -167,15 +167,15 @@ class JsonFileAdapter:
             loaded = self.files.read(instance_id)
             if loaded is None:
                 raise missing(instance_id)
-            self._before_write()
-            damage = self._damage_of(instance_id, loaded)
+            self.before_write()
+            damage = self.damage_of(instance_id, loaded)
             if damage is not None:
                 raise damage.error()
             new, body = change(loaded.instance)
             record = {"s": loaded.seq + 1, "v": new.version, "at": new.updated_at, **body}
             data = encoded(lambda: frame(record))
             subject = new.subject
-            self._mark(instance_id, subject)
+            self.mark(instance_id, subject)
             try:
                 self.files.append(instance_id, loaded, data, record, new)
             except StoreError:
@@ -247,7 +247,7 @@ class JsonFileAdapter:
             return None
         with self.lock.held(exclusive=False):
             loaded = self.files.read(instance_id)
-            return self._damage_of(instance_id, loaded) if loaded is not None else None
+            return self.damage_of(instance_id, loaded) if loaded is not None else None
 
     def repairs(self, instance_id: str) -> tuple[dict[str, Any], ...]:
         """The losses accepted by ``repair`` on this instance, oldest first (``at``, ``by``,
@@ -264,7 +264,7 @@ class JsonFileAdapter:
         writes resume at the version after the last one lost."""
         return maintenance.repair(self, instance_id, by=by)
 
-    def _damage_of(self, iid: str, loaded: Loaded) -> Damage | None:
+    def damage_of(self, iid: str, loaded: Loaded) -> Damage | None:
         acknowledged = None
         try:
             if self.index.refresh():
@@ -480,7 +480,7 @@ class JsonFileAdapter:
         except OSError:
             self.index.adopt(rows.values())  # a read-only (or absent) store: keep it in memory
 
-    def _before_write(self) -> None:
+    def before_write(self) -> None:
         """With the lock held exclusively: the index up to date, what a writer that died left
         pending settled, and the log compacted if it has grown."""
         try:
@@ -507,7 +507,7 @@ class JsonFileAdapter:
             if row is not None:
                 self.index.put(iid, subject, row)
 
-    def _mark(self, iid: str, subject: str) -> None:
+    def mark(self, iid: str, subject: str) -> None:
         try:
             self.index.mark_pending(iid, subject)
         except OSError as exc:

@@ -18,19 +18,42 @@ import os
 import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from formctl.errors import StoreError
 from formctl.forms.instance import Instance, now_iso
 from formctl.store import _durable
-from formctl.store._index import Row
+from formctl.store._index import Index, Row
 from formctl.store.base import missing
 from formctl.store.codec import snapshot_bytes
-from formctl.store.files import encoded
+from formctl.store.damage import Damage
+from formctl.store.files import InstanceFiles, Loaded, encoded
 from formctl.store.ids import is_instance_id
+from formctl.store.locking import StoreLock
 
-if TYPE_CHECKING:
-    from formctl.store.jsonfile import JsonFileAdapter
+
+class FileStore(Protocol):
+    """What maintenance needs of a store of instance files (a ``JsonFileAdapter`` is one): its
+    parts, and the three steps every write to it takes. Declared here, so that maintenance does
+    not import the adapter that calls it."""
+
+    directory: str
+    files: InstanceFiles
+    index: Index
+    lock: StoreLock
+
+    def ensure_layout(self) -> None: ...
+
+    def before_write(self) -> None:
+        """With the lock held exclusively: the index up to date, what a dead writer left settled."""
+        ...
+
+    def damage_of(self, iid: str, loaded: Loaded) -> Damage | None: ...
+
+    def mark(self, iid: str, subject: str) -> None:
+        """Mark the instance's index row pending before its files change."""
+        ...
+
 
 __all__ = ["Repair", "StoreProblem", "StoreReport", "check", "reindex", "repair", "row_of", "scan_instances"]
 
@@ -112,11 +135,11 @@ def row_of(instance: Instance) -> Row:
     return (instance.id, instance.subject, instance.def_id, instance.status, instance.updated_at, instance.version)
 
 
-def check(adapter: JsonFileAdapter) -> StoreReport:
+def check(store: FileStore) -> StoreReport:
     """Compare the index with the instance files; changes nothing."""
-    with adapter.lock.held(exclusive=False):
-        files, truth, problems, notes = scan_instances(adapter, fresh=True)
-        index = adapter.index
+    with store.lock.held(exclusive=False):
+        files, truth, problems, notes = scan_instances(store, fresh=True)
+        index = store.index
         index_ok = index.refresh()
         if not index_ok:
             notes.append(f"{index.problem}; the index is rebuilt on next use, or by reindex.")
@@ -130,7 +153,7 @@ def check(adapter: JsonFileAdapter) -> StoreReport:
             indexed = index.rows()
             behind = {
                 iid: p
-                for iid, p in _behind_the_index(adapter, truth, indexed).items()
+                for iid, p in _behind_the_index(store, truth, indexed).items()
                 if iid not in awaiting and iid not in damaged
             }
             problems.extend(behind.values())
@@ -141,7 +164,7 @@ def check(adapter: JsonFileAdapter) -> StoreReport:
                     index_ok = False
                     notes.append(f"{index.path}: the row for {iid} does not match its instance file.")
         return StoreReport(
-            directory=adapter.directory,
+            directory=store.directory,
             files_checked=files,
             instances=len(truth),
             problems=tuple(problems),
@@ -150,22 +173,22 @@ def check(adapter: JsonFileAdapter) -> StoreReport:
         )
 
 
-def reindex(adapter: JsonFileAdapter) -> StoreReport:
+def reindex(store: FileStore) -> StoreReport:
     """Rebuild the index from the instance files; remove temporary files left by crashes.
 
     Corrupt instance files are listed in ``problems`` and left exactly as they are.
     """
-    adapter.ensure_layout()
-    with adapter.lock.held(exclusive=True, for_write=True):
-        notes = _remove_leftovers(adapter)
-        files, truth, problems, scan_notes = scan_instances(adapter, fresh=True)
-        index = adapter.index
+    store.ensure_layout()
+    with store.lock.held(exclusive=True, for_write=True):
+        notes = _remove_leftovers(store)
+        files, truth, problems, scan_notes = scan_instances(store, fresh=True)
+        index = store.index
         if index.refresh():
             seen, awaiting = index.rows(), index.pending()  # an interrupted write's row: not evidence of loss
         else:
             seen, awaiting = index.evidence, set()
         rows = dict(truth)
-        behind = {iid: p for iid, p in _behind_the_index(adapter, truth, seen).items() if iid not in awaiting}
+        behind = {iid: p for iid, p in _behind_the_index(store, truth, seen).items() if iid not in awaiting}
         problems.extend(behind.values())
         for iid in behind:  # keep the row that remembers the later version: the evidence
             rows[iid] = seen[iid]
@@ -174,7 +197,7 @@ def reindex(adapter: JsonFileAdapter) -> StoreReport:
         except OSError as exc:
             raise _durable.os_error(exc, f"write the index {index.path}") from None
         return StoreReport(
-            directory=adapter.directory,
+            directory=store.directory,
             files_checked=files,
             instances=len(truth),
             problems=tuple(problems),
@@ -184,9 +207,7 @@ def reindex(adapter: JsonFileAdapter) -> StoreReport:
         )
 
 
-def _behind_the_index(
-    adapter: JsonFileAdapter, truth: dict[str, Row], indexed: dict[str, Row]
-) -> dict[str, StoreProblem]:
+def _behind_the_index(store: FileStore, truth: dict[str, Row], indexed: dict[str, Row]) -> dict[str, StoreProblem]:
     """Instances whose files hold an older version than the index last recorded: commits the
     index saw are gone from the files (a deleted or truncated journal, an old snapshot
     restored over a newer one). "Run reindex" would be the wrong advice: it would make the
@@ -195,7 +216,7 @@ def _behind_the_index(
     for iid, row in truth.items():
         seen = indexed.get(iid)
         if seen is not None and seen[5] > row[5]:
-            spath, _ = adapter.files.paths(iid)
+            spath, _ = store.files.paths(iid)
             behind[iid] = StoreProblem(
                 spath,
                 (
@@ -207,11 +228,9 @@ def _behind_the_index(
     return behind
 
 
-def scan_instances(
-    adapter: JsonFileAdapter, *, fresh: bool
-) -> tuple[int, dict[str, Row], list[StoreProblem], list[str]]:
+def scan_instances(store: FileStore, *, fresh: bool) -> tuple[int, dict[str, Row], list[StoreProblem], list[str]]:
     """Read every instance in the folder: (files read, rows of the good ones, problems, notes)."""
-    folder = adapter.files.folder
+    folder = store.files.folder
     try:
         names = sorted(os.listdir(folder))
     except FileNotFoundError:
@@ -238,7 +257,7 @@ def scan_instances(
         else:
             files += 1 + (f"{stem}.journal" in present)
             try:
-                loaded = adapter.files.read(stem, fresh=fresh)
+                loaded = store.files.read(stem, fresh=fresh)
             except StoreError as exc:
                 where = getattr(exc, "path", path)
                 problems.append(StoreProblem(where, getattr(exc, "reason", exc.message)))
@@ -262,15 +281,15 @@ def scan_instances(
     return files, truth, problems, notes
 
 
-def _remove_leftovers(adapter: JsonFileAdapter) -> list[str]:
+def _remove_leftovers(store: FileStore) -> list[str]:
     """Delete ``*.tmp`` files: with the lock held exclusively no write is in flight, so every
     temporary file belongs to a writer that died."""
     notes = []
-    old_index = os.path.join(adapter.directory, "index")  # the 64 shards of formctl 0.1's first stores
+    old_index = os.path.join(store.directory, "index")  # the 64 shards of formctl 0.1's first stores
     if os.path.isdir(old_index) and all(n.endswith(".jsonl") for n in os.listdir(old_index)):
         shutil.rmtree(old_index, ignore_errors=True)
-        notes.append(f"removed {old_index} (the old index folder; the index is now {adapter.index.path})")
-    for folder in (adapter.files.folder, adapter.directory):
+        notes.append(f"removed {old_index} (the old index folder; the index is now {store.index.path})")
+    for folder in (store.files.folder, store.directory):
         try:
             names = os.listdir(folder)
         except OSError:
@@ -282,7 +301,7 @@ def _remove_leftovers(adapter: JsonFileAdapter) -> list[str]:
     return notes
 
 
-def repair(adapter: JsonFileAdapter, iid: str, *, by: str) -> Repair | None:
+def repair(store: FileStore, iid: str, *, by: str) -> Repair | None:
     """Accept the loss of a damaged instance's missing versions; None if it is not damaged.
 
     In this order, so that a crash at any point loses nothing and ``repair`` can be run
@@ -292,14 +311,14 @@ def repair(adapter: JsonFileAdapter, iid: str, *, by: str) -> Repair | None:
     """
     if not is_instance_id(iid):
         raise missing(iid)
-    adapter.ensure_layout()
-    with adapter.lock.held(exclusive=True, for_write=True):
-        files = adapter.files
+    store.ensure_layout()
+    with store.lock.held(exclusive=True, for_write=True):
+        files = store.files
         loaded = files.read(iid, fresh=True)
         if loaded is None:
             raise missing(iid)
-        adapter._before_write()
-        damage = adapter._damage_of(iid, loaded)
+        store.before_write()
+        damage = store.damage_of(iid, loaded)
         if damage is None:
             return None
         at = now_iso()
@@ -313,13 +332,13 @@ def repair(adapter: JsonFileAdapter, iid: str, *, by: str) -> Repair | None:
             "by": by,
             "lost": list(damage.lost) if damage.lost else None,
             "reason": damage.reason,
-            "kept": os.path.relpath(kept, adapter.directory),
+            "kept": os.path.relpath(kept, store.directory),
         }
         # Past every record number the old journal can hold, so none of it is ever replayed again.
         seq = loaded.seq + journal_lines + 1
         data = encoded(lambda: snapshot_bytes(instance, seq, loaded.repairs + (record,)))
         subject = instance.subject
-        adapter._mark(iid, subject)
+        store.mark(iid, subject)
         try:
             if os.path.exists(jpath):
                 os.unlink(jpath)
@@ -327,10 +346,10 @@ def repair(adapter: JsonFileAdapter, iid: str, *, by: str) -> Repair | None:
             _durable.replace_atomically(spath, data)
         except OSError as exc:
             files.forget(iid)
-            adapter.index.put(iid, subject, row_of(loaded.instance))
+            store.index.put(iid, subject, row_of(loaded.instance))
             raise _durable.os_error(exc, f"write {spath}") from None
         files.forget(iid)
-        adapter.index.put(iid, subject, row_of(instance))
+        store.index.put(iid, subject, row_of(instance))
         return Repair(iid, damage.lost, damage.reason, by, at, kept, instance.version)
 
 
