@@ -59,9 +59,12 @@ def test_a_subject_with_nothing_started_starts_new(runner):
     assert decision.starts_new and decision.note is None and decision.instance_id is None
 
 
+COMPLETE_SEED = {"name": "Dana", "age": 40, "colour": "red", "agree": True}
+
+
 def test_the_most_recent_open_instance_is_continued(runner, clock):
     r = runner()
-    r.start("basic")
+    r.start("basic", seed=COMPLETE_SEED)  # an older complete one does not decide
     latest = r.start("basic").instance_id
 
     decision = r.continuation("basic")
@@ -71,8 +74,9 @@ def test_the_most_recent_open_instance_is_continued(runner, clock):
 
 def test_a_complete_most_recent_instance_means_a_new_one_and_says_so(runner, clock):
     r = runner()
-    r.start("basic")  # an older open one does not stand in for the complete one
-    done = r.start("basic", seed={"name": "Dana", "age": 40, "colour": "red", "agree": True}).instance_id
+    r.start("basic")
+    r.abandon("started by mistake")
+    done = r.start("basic", seed=COMPLETE_SEED).instance_id
     assert r.view(done).status == "complete"
 
     decision = r.continuation("basic")
@@ -86,10 +90,27 @@ def test_a_complete_most_recent_instance_means_a_new_one_and_says_so(runner, clo
 def test_closed_instances_are_passed_over(runner, clock):
     r = runner()
     older = r.start("basic").instance_id
-    newer = r.start("basic").instance_id
-    r.abandon("duplicate", instance_id=newer)
+    r.fill({"name": "Dana"})
+    r.abandon("duplicate")
+    # A closed one never decides: the one before it does (here, a new start's own instance).
+    newest = r.start("basic").instance_id
+    r.abandon("duplicate", instance_id=newest)
 
-    assert r.continuation("basic").instance_id == older
+    assert r.continuation("basic").starts_new
+    assert r.continuation("basic").complete_id is None
+    assert older != newest
+
+
+def test_an_open_instance_behind_a_closed_one_is_continued(runner, clock, adapter):
+    r = runner()
+    opened = r.start("basic").instance_id
+    # Another writer's instance of the same form, closed later than the open one was touched.
+    from formctl.forms.instance import Provenance
+
+    other = adapter.create_instance("basic", 1, "s1", Provenance("test", "host", clock()))
+    r.abandon("not this one", instance_id=other.id)
+
+    assert r.continuation("basic").instance_id == opened
 
 
 def test_another_subjects_or_forms_instances_are_not_continued(runner, clock):
