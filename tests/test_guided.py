@@ -217,7 +217,8 @@ def test_travel_claim_completes_through_corrections_a_rejection_a_skip_and_a_fin
     chat.say("AB1234")
     text = chat.say("undo")
     assert chat.tools == [("form_revise", {"action": "undo", "field": "staff_id"})]
-    assert "Undone: Staff ID is empty again." in text  # the refused ab12 is never brought back into force
+    # One answer back is the refused ab12: in force again as it was, and said to be not accepted.
+    assert "Undone: Staff ID is back to ab12, which wasn't accepted." in text
     assert text.endswith("Staff ID? Two capital letters and four digits, like AB1234.")
     chat.say("AB1234")
     text = chat.say("Staff ID: CD5678")  # a labelled correction of an answer given: a revision

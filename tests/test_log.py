@@ -455,20 +455,28 @@ def test_numbers_are_bare_in_undo_and_redo_would(runner):
     assert out["undo_would"] == "n → empty"
 
 
-def test_undo_passes_over_a_value_refused_when_written_and_does_what_it_previewed(runner):
+def test_undo_would_shows_the_raw_value_even_if_invalid(runner):
+    r = runner()
+    r.start("basic", {"age": "forty"})
+    r.revise("age", 40)
+    assert r.status().to_dict()["undo_would"] == 'age → "forty" (not accepted)'
+
+
+def test_undo_moves_exactly_one_revision_onto_a_refused_value_and_does_what_it_previewed(runner):
+    # The design's rule (docs/engine.md, "The answer log"): the cursor moves by one, and a
+    # value refused when written is a revision like any other; it comes back in force, invalid.
     r = runner()
     r.start("basic", {"age": "forty"})  # refused: not a number
     r.revise("age", 40)
-    assert r.status().to_dict()["undo_would"] == "age → empty"
 
     moved = r.undo("age").moved
 
-    assert moved.status == "empty"
+    assert (moved.status, moved.value) == ("invalid", "forty")
     assert r.status().to_dict()["redo_would"] == "age → 40"
     assert r.redo().moved.value == 40
 
 
-def test_undo_from_a_refused_value_returns_to_the_answer_before_it_and_redo_never_restores_it(runner):
+def test_undo_then_redo_puts_back_a_refused_value_in_force(runner):
     r = runner()
     r.start("basic", {"age": 40})
     r.revise("age", "forty")  # refused, but in force (invalid) until undone
@@ -476,9 +484,31 @@ def test_undo_from_a_refused_value_returns_to_the_answer_before_it_and_redo_neve
 
     r.undo("age")
 
-    assert r.status().to_dict().get("redo_would") is None
-    with pytest.raises(FormError, match="Nothing to redo"):
-        r.redo("age")
+    assert r.status().to_dict()["redo_would"] == 'age → "forty" (not accepted)'
+    moved = r.redo("age").moved
+    assert (moved.status, moved.value) == ("invalid", "forty")
+
+
+def test_undoing_the_only_answer_empties_the_field_even_a_refused_one_and_redo_restores_it(runner):
+    r = runner()
+    r.start("basic")
+    r.fill({"age": "forty"})
+
+    assert r.undo("age").moved.status == "empty"
+    assert r.status().to_dict()["redo_would"] == 'age → "forty" (not accepted)'
+    moved = r.redo().moved
+    assert (moved.status, moved.value) == ("invalid", "forty")
+
+
+def test_a_correction_of_a_refused_value_undoes_back_to_the_refused_value(runner):
+    r = runner()
+    r.start("basic")
+    r.fill({"age": "forty"})
+    r.fill({"age": 40})
+
+    moved = r.undo("age").moved
+
+    assert (moved.status, moved.value) == ("invalid", "forty")
 
 
 def test_undo_would_empty_when_the_previous_revision_is_a_retraction(runner):

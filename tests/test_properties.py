@@ -13,7 +13,11 @@ from example_forms import RETRACT, build_instance
 from formctl import FormError, FormRunner, MemoryAdapter, define_form
 from formctl.forms.evaluate import evaluate
 
-FIELDS = ["a", "b", "c"]
+FIELDS = ["a", "b", "c", "n"]
+# What each field may be sent: text for the text fields; for the number "n", numbers and words
+# it refuses ("forty" is stored with its error and reads invalid: docs/engine.md, "The answer
+# log"). Blanks are ignored, never written.
+VALUES = {"a": ["x", "y", "z", "", "  "], "b": ["x", "y", "", " "], "c": ["x", "z"], "n": [3, 7, "forty", "x", ""]}
 PROPERTY_SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------- a model of the log
@@ -27,6 +31,10 @@ class LogModel:
         self.logs: dict[str, list[tuple[int, Any]]] = {}
         self.cursor: dict[str, int] = {}
         self.seq = 0
+
+    @staticmethod
+    def refused(field: str, value: Any) -> bool:
+        return field == "n" and isinstance(value, str)
 
     def append(self, field: str, value: Any) -> None:
         self.seq += 1
@@ -59,7 +67,8 @@ class LogModel:
         self.cursor[target] = c + step
         return True
 
-    def in_force(self) -> dict[str, Any]:
+    def at_cursor(self) -> dict[str, Any]:
+        """Each field's raw value in force, a refused one included (it reads invalid)."""
         out = {}
         for field, log in self.logs.items():
             c = self.cursor[field]
@@ -67,11 +76,31 @@ class LogModel:
                 out[field] = log[c][1]
         return out
 
+    def in_force(self) -> dict[str, Any]:
+        return {f: v for f, v in self.at_cursor().items() if not self.refused(f, v)}
+
+    def invalid(self) -> set[str]:
+        return {f for f, v in self.at_cursor().items() if self.refused(f, v)}
+
+    def would(self, field: str | None, step: int) -> tuple[str, Any, bool] | None:
+        """What a bare or named move would do: (field, raw value it restores or None, accepted)."""
+        target = field if field is not None else (self.last_touched() if step < 0 else self.next_redo())
+        if target is None:
+            return None
+        log, c = self.logs.get(target, []), self.cursor.get(target, -1)
+        if not (c >= 0 if step < 0 else c < len(log) - 1):
+            return None
+        i = c + step
+        value = log[i][1] if i >= 0 else RETRACT
+        if value is RETRACT:
+            return target, None, True
+        return target, value, not self.refused(target, value)
+
 
 _moves = st.tuples(st.sampled_from(["undo", "redo"]), st.sampled_from(FIELDS + [None, None]))
 ops = st.lists(
     st.one_of(
-        st.tuples(st.just("set"), st.sampled_from(FIELDS), st.sampled_from(["x", "y", "z", "", "  "])),
+        st.sampled_from(FIELDS).flatmap(lambda f: st.tuples(st.just("set"), st.just(f), st.sampled_from(VALUES[f]))),
         st.tuples(st.just("retract"), st.sampled_from(FIELDS)),
         _moves,
         _moves,  # twice: cursor moves are where the interesting states are
@@ -97,6 +126,9 @@ def _stored(r: FormRunner):
 # undo the newest at a cursor.
 @example([("set", "a", "x"), ("set", "b", "y"), ("undo", "a"), ("undo", "b"), ("redo", None), ("redo", None)])
 @example([("set", "b", "x"), ("set", "c", "y"), ("set", "b", "z"), ("undo", None), ("undo", None), ("undo", None)])
+# A refused value is a revision like any other: undo moves onto it, redo past it.
+@example([("set", "n", "forty"), ("undo", "n"), ("redo", None)])
+@example([("set", "n", "forty"), ("set", "n", 3), ("undo", "n"), ("undo", None), ("redo", "n"), ("redo", None)])
 def test_no_sequence_of_writes_loses_a_revision_or_leaves_the_cursor_out_of_range(sequence):
     r, model = _runner(), LogModel()
     previous: dict[str, tuple] = {}
@@ -105,7 +137,7 @@ def test_no_sequence_of_writes_loses_a_revision_or_leaves_the_cursor_out_of_rang
         if kind == "set":
             value = op[2]
             r.revise(field, value)
-            if value.strip():
+            if not isinstance(value, str) or value.strip():
                 model.append(field, value)
         elif kind == "retract":
             r.retract(field)
@@ -137,10 +169,22 @@ def test_no_sequence_of_writes_loses_a_revision_or_leaves_the_cursor_out_of_rang
         } == {fid: [v for _, v in log] for fid, log in model.logs.items()}
         assert {fid: log.cursor for fid, log in instance.entries.items()} == model.cursor
         assert ev.values == model.in_force()
+        assert set(ev.errors) == model.invalid()
+        # The previews name exactly what the act would restore, and say when it was refused.
+        view = r.status()
+        for target, step in ((view.undo, -1), (view.redo, +1)):
+            expected_move = model.would(None, step)
+            if expected_move is None:
+                assert target is None
+            else:
+                assert target is not None
+                assert (target.field, None if target.empties else target.value, target.accepted) == expected_move
 
 
 @PROPERTY_SETTINGS
 @given(ops, st.sampled_from(FIELDS + [None]))
+@example([("set", "n", "forty")], "n")  # undo empties it; redo puts the refused value back
+@example([("set", "n", "forty"), ("set", "n", 3)], None)
 def test_undo_then_redo_restores_the_value_in_force(sequence, field):
     r = _runner()
     for op in sequence:
@@ -157,7 +201,7 @@ def test_undo_then_redo_restores_the_value_in_force(sequence, field):
         except FormError:
             pass
     instance, ev = _stored(r)
-    before = (dict(ev.values), {fid: log.cursor for fid, log in instance.entries.items()})
+    before = (dict(ev.values), dict(ev.errors), {fid: log.cursor for fid, log in instance.entries.items()})
     try:
         result = r.undo(field)
     except FormError:
@@ -166,11 +210,11 @@ def test_undo_then_redo_restores_the_value_in_force(sequence, field):
     if moved is None:
         # a bare undo moves the last-touched field; redo that one by name
         after_instance, _ = _stored(r)
-        moved = next(fid for fid, log in after_instance.entries.items() if log.cursor != before[1][fid])
+        moved = next(fid for fid, log in after_instance.entries.items() if log.cursor != before[2][fid])
     assert result.captured == []
     r.redo(moved)
     instance, ev = _stored(r)
-    assert (ev.values, {fid: log.cursor for fid, log in instance.entries.items()}) == before
+    assert (ev.values, ev.errors, {fid: log.cursor for fid, log in instance.entries.items()}) == before
 
 
 # --------------------------------------------------------------------------- the liveness fixpoint

@@ -34,10 +34,12 @@ def test_undo_after_a_refused_staff_id_does_what_inspect_said_it_would(store):
     undone = invoke("undo", instance_id, "staff_id", "--store", store, "--forms", str(FORMS))
     after = invoke("inspect", instance_id, "--field", "staff_id", "--store", store, "--forms", str(FORMS), "--json")
 
-    assert "undo would set Staff ID → empty" in preview.stdout
-    assert undone.exit_code == 0 and undone.stdout.startswith("undid Staff ID → empty")
+    # One revision back is the refused value: it comes back in force as it was, and every
+    # preview and the act's own line say it was not accepted (docs/engine.md, "The answer log").
+    assert "undo would set Staff ID → ab12345 (not accepted)" in preview.stdout
+    assert undone.exit_code == 0 and undone.stdout.startswith("undid Staff ID → ab12345 (not accepted)")
     row = json.loads(after.stdout)["fields"][0]
-    assert row["status"] == "empty"  # not the refused "ab12345" back in force
+    assert row["status"] == "invalid"  # the refused value back in force, as it was
     assert json.loads(after.stdout)["redo_would"] == 'staff_id → "AB1234"'
 
 

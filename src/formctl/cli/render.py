@@ -139,8 +139,19 @@ def print_view(view: Any, out: Console | None = None) -> None:
         out.print(Text(f"redo would set {_move(view.redo)}", style="dim"))
 
 
+def moved_text(row: Any) -> str:
+    """What a field an undo, redo or retract moved holds now, for people: ``AB1234``, ``empty``, or a
+    value refused when it was given, back in force as it was: ``ab12 (not accepted)``."""
+    if not row.has_value:
+        return "empty"
+    return f"{value_text(row.value)} (not accepted)" if row.error else value_text(row.value)
+
+
 def _move(target: Any) -> str:
-    return f"{target.label} → empty" if target.empties else f"{target.label} → {value_text(target.value)}"
+    if target.empties:
+        return f"{target.label} → empty"
+    text = f"{target.label} → {value_text(target.value)}"
+    return text if target.accepted else f"{text} (not accepted)"
 
 
 def print_fill_result(result: Any, labels: dict[str, str], out: Console | None = None) -> None:

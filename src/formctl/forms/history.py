@@ -43,41 +43,21 @@ def next_redo(instance: Instance) -> str | None:
 def moved_cursor(log: FieldLog | None, step: int) -> int | None:
     """Where an undo (``step=-1``) or redo (``+1``) moves this log's cursor; None when it cannot move.
 
+    Exactly one revision either way, whatever the revision holds (docs/engine.md, 'The answer
+    log'): a value refused when it was written is a revision like any other, so undoing the
+    correction that followed it puts it back in force, invalid, as it was. That keeps "undo
+    then redo puts back the value in force" true for every log. The previews name what the
+    move restores and say when it was not accepted (:class:`MoveTarget`).
+
     The one place the target is decided: the act (:func:`cursor_move`), every preview
     (``undo_would``/``redo_would``, :func:`becomes_after`) and the evaluation's redo target
     all ask here, so what inspect says undo will do is what undo does.
-
-    A revision refused when it was written (it carries its error) is passed over: it was
-    never an answer in force as far as the person is concerned ("That Staff ID wasn't
-    accepted"), so undoing the correction that followed it goes back to what was there
-    before it, or to empty (docs/engine.md, 'The answer log').
     """
     if log is None:
         return None
-    revisions = log.revisions
     if step < 0:
-        if log.cursor < 0:
-            return None
-        i = log.cursor - 1
-        while i >= 0 and _refused(revisions[i]):
-            i -= 1
-        return i
-    i = log.cursor + 1
-    while i < len(revisions) and _refused(revisions[i]):
-        i += 1
-    return i if i < len(revisions) else None
-
-
-def _refused(entry: Any) -> bool:
-    return not entry.retracted and bool(entry.error)
-
-
-def can_undo(log: FieldLog | None) -> bool:
-    return moved_cursor(log, -1) is not None
-
-
-def can_redo(log: FieldLog | None) -> bool:
-    return moved_cursor(log, +1) is not None
+        return log.cursor - 1 if log.cursor >= 0 else None
+    return log.cursor + 1 if log.cursor < len(log.revisions) - 1 else None
 
 
 def cursor_move(instance: Instance, field_id: str | None, step: int) -> tuple[str, int]:
@@ -99,23 +79,28 @@ def cursor_move(instance: Instance, field_id: str | None, step: int) -> tuple[st
     return target, cursor
 
 
-def becomes_after(log: FieldLog, step: int) -> Any:
-    """The raw value the field would hold after an undo (``-1``) or redo (``+1``); ``_ABSENT`` for empty."""
+def becomes_after(log: FieldLog, step: int) -> tuple[Any, bool]:
+    """The raw value the field would hold after an undo (``-1``) or redo (``+1``) (``_ABSENT`` for
+    empty), and whether that value was accepted when it was written."""
     target = moved_cursor(log, step)
     if target is not None and target >= 0:
         entry = log.revisions[target]
         if not entry.retracted:
-            return entry.value
-    return _ABSENT
+            return entry.value, not entry.error
+    return _ABSENT, True
 
 
 @dataclass(frozen=True, slots=True)
 class MoveTarget:
-    """What ``undo``/``redo`` without a field would do: ``field`` would become ``value`` (or empty)."""
+    """What ``undo``/``redo`` would do: ``field`` would become ``value`` (or empty).
+
+    ``accepted`` is False when that value was refused when it was written: the move puts it
+    back in force as it was, invalid, and every preview says so."""
 
     field: str
     label: str
     value: Any = _ABSENT
+    accepted: bool = True
 
     @property
     def empties(self) -> bool:
@@ -132,7 +117,7 @@ def undo_target(
         field_id = last_touched(instance)
     if field_id is None:
         return None
-    return MoveTarget(field_id, labels.get(field_id, field_id), becomes_after(instance.entries[field_id], -1))
+    return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], -1))
 
 
 def redo_target(
@@ -145,7 +130,7 @@ def redo_target(
         field_id = next_redo(instance)
     if field_id is None:
         return None
-    return MoveTarget(field_id, labels.get(field_id, field_id), becomes_after(instance.entries[field_id], +1))
+    return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], +1))
 
 
 @dataclass(frozen=True, slots=True)

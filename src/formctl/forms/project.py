@@ -174,10 +174,15 @@ class FormView:
         return d
 
 
+NOT_ACCEPTED = "(not accepted)"
+"""How a preview marks a value an undo or redo would put back that was refused when written."""
+
+
 def _move_text(target: MoveTarget) -> str:
     if target.empties:
         return f"{target.field} → empty"
-    return f"{target.field} → {_json_literal(target.value)}"
+    text = f"{target.field} → {_json_literal(target.value)}"
+    return text if target.accepted else f"{text} {NOT_ACCEPTED}"
 
 
 def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: int, open_k: int | None) -> FieldRow:

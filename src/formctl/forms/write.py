@@ -31,12 +31,12 @@ from formctl.errors import ConflictError, FormDefinitionError, NotFoundError
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import Attempts
-from formctl.forms.evaluate import FILLED, HELD, Evaluation, evaluate, evaluate_change
+from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.failures import Failure, open_failures
 from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
 from formctl.forms.lifecycle import check_open_for_writes
-from formctl.forms.project import FillResult, WriteReport, field_row, step_view
+from formctl.forms.project import FieldRow, FillResult, WriteReport, field_row, step_view
 from formctl.forms.staging import (
     Staged,
     closing_commit,
@@ -368,6 +368,20 @@ def result_of(
         ignored=report.ignored,
         failures=failures or open_failures(instance, compiled, ev),
         unconfirmed=report.unconfirmed,
-        moved=field_row(compiled, ev, instance, moved) if moved in compiled.field_by_id else None,
+        moved=_moved_row(compiled, ev, instance, moved),
         **extra,
     )
+
+
+def _moved_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, field_id: str | None) -> FieldRow | None:
+    """What the field an undo, redo or retract moved holds now. Unlike a view's row, an invalid
+    answer's raw value is given too (with its ``error``): a move can put back a value refused
+    when it was written, and the person is told which one (docs/engine.md, "The answer log")."""
+    if field_id is None or field_id not in compiled.field_by_id:
+        return None
+    row = field_row(compiled, ev, instance, field_id)
+    log = instance.entries.get(field_id)
+    entry = log.at_cursor if log is not None else None
+    if row.status == INVALID and entry is not None and not entry.retracted:
+        row.value, row.has_value = entry.value, True
+    return row

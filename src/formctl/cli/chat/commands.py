@@ -122,8 +122,7 @@ class Commands:
                 self._err.print(line, style="red", markup=False, highlight=False)
                 return
         else:
-            becomes = render.value_text(moved.value) if moved.has_value else "empty"
-            line = f"{'undid' if action == 'undo' else 'redid'} {moved.label} → {becomes}"
+            line = f"{'undid' if action == 'undo' else 'redid'} {moved.label} → {render.moved_text(moved)}"
         out.print(line, style="dim", markup=False, highlight=False)
 
     def _cmd_resolve(self, rest: str, out: Any) -> None:

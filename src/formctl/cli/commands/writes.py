@@ -31,7 +31,7 @@ def _write_outcome(runner: Any, result: Any, as_json: bool, verb: str = "") -> N
 
         moved = result.moved
         if verb and moved is not None and not result.unknown:
-            typer.echo(f"{verb} {moved.label} → {render.value_text(moved.value) if moved.has_value else 'empty'}")
+            typer.echo(f"{verb} {moved.label} → {render.moved_text(moved)}")
         render.print_fill_result(result, _labels(runner, result.view.def_id))
     if result.rejected or result.unknown:
         raise typer.Exit(1)

@@ -460,7 +460,9 @@ def move_text(kind: str, target: Any, sensitive: bool = False) -> str:
     if sensitive:  # as "Got it — PIN: (hidden)": a sensitive value is never shown
         which = "the answer you took back" if kind == "redo" else "its previous answer"
         return f"{verb}: {target.label} has {which} again (hidden)."
-    return f"{verb}: {target.label} is back to {format_value(jsonable(target.value))}."
+    back = f"{verb}: {target.label} is back to {format_value(jsonable(target.value))}"
+    # One answer back can be one that was refused when given: it is in force again, as it was.
+    return f"{back}." if target.accepted else f"{back}, which wasn't accepted."
 
 
 def _sensitive(snap: Snapshot, field_id: str) -> bool:
