@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from formctl.forms.adapter import FormAdapter, Maintainable
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
-    from formctl.store.jsonfile import JsonFileAdapter
-    from formctl.store.postgres import PostgresAdapter
 
 DEFAULT_FORMS = "forms"
 DEFAULT_STORE = ".formctl"
@@ -79,7 +78,9 @@ def is_database(store: str | os.PathLike[str] | None) -> bool:
     return is_dsn(store)
 
 
-def open_store(store: str | os.PathLike[str] | None) -> JsonFileAdapter | PostgresAdapter:
+def open_store(store: str | os.PathLike[str] | None) -> FormAdapter:
+    """The store behind ``--store``/``FORMCTL_STORE``: a PostgreSQL DSN or a folder of JSON files.
+    This is where the CLI opens the store; everything else asks the runner."""
     if is_database(store):
         from formctl.store.postgres import PostgresAdapter
 
@@ -87,6 +88,17 @@ def open_store(store: str | os.PathLike[str] | None) -> JsonFileAdapter | Postgr
     from formctl.store.jsonfile import JsonFileAdapter
 
     return JsonFileAdapter(store_path(store))
+
+
+def open_maintained_store(store: str | os.PathLike[str] | None) -> Maintainable:
+    """The store, for ``formctl store check/reindex/repair``: one that can be checked and repaired."""
+    from formctl.errors import StoreError
+    from formctl.forms.adapter import Maintainable
+
+    adapter = open_store(store)
+    if not isinstance(adapter, Maintainable):  # both stores formctl ships are; a host's own may not be
+        raise StoreError(f"The store {store_name(store)} cannot be checked or repaired.")
+    return adapter
 
 
 def open_runner(

@@ -199,6 +199,10 @@ class FormRunner:
         """What the store lost of this instance, or None (see :meth:`Reads.damage`)."""
         return self.reads.damage(instance_id)
 
+    def repairs(self, instance_id: str) -> tuple[dict[str, Any], ...]:
+        """The losses ``formctl store repair`` accepted on this instance, oldest first."""
+        return self.reads.repairs(instance_id)
+
     # ------------------------------------------------------------------ writes
 
     def start(self, form_id: str, seed: dict[str, Any] | None = None) -> FillResult:

@@ -9,6 +9,7 @@ and answers its read methods with it; the writes are in :mod:`formctl.forms.runn
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from formctl.errors import FormStaleError, InvalidArgumentError, NotFoundError
 from formctl.forms.adapter import DamageReport, FormAdapter, Maintainable
@@ -194,6 +195,13 @@ class Reads:
         if isinstance(self.adapter, Maintainable):
             return self.adapter.damage(instance_id)
         return None
+
+    def repairs(self, instance_id: str) -> tuple[dict[str, Any], ...]:
+        """The losses ``formctl store repair`` accepted on this instance, oldest first (none for a
+        store that cannot lose an acknowledged commit)."""
+        if isinstance(self.adapter, Maintainable):
+            return self.adapter.repairs(instance_id)
+        return ()
 
     # ------------------------------------------------------------------ resolution
 

@@ -26,7 +26,7 @@ def instances(
     The status is read against the registered forms: one started on another version of its
     form, which cannot migrate it, is listed as stale.
     """
-    from formctl.cli.workspace import open_registry, open_runner, open_store
+    from formctl.cli.workspace import open_registry, open_runner
     from formctl.errors import RegistryError
     from formctl.forms.instance import INSTANCE_STATUSES
     from formctl.forms.registry import FormRegistry
@@ -43,8 +43,7 @@ def instances(
         registry = open_registry(forms)
     except RegistryError:  # no forms here: list what is stored, with the stored statuses
         registry = FormRegistry()
-    adapter = open_store(store)
-    runner = open_runner(store, forms, adapter=adapter, registry=registry)
+    runner = open_runner(store, forms, registry=registry)
     damaged: list[Any] = []
     found = runner.instances(subject=subject, form_id=form, status=status, limit=limit, damaged=damaged)
     for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
@@ -53,7 +52,7 @@ def instances(
     serving = _Serving(adapter)
     for summary in found:
         row = summary.to_dict()
-        damage = _warn_if_damaged(adapter, summary.instance_id)
+        damage = _warn_if_damaged(runner, summary.instance_id)
         if damage is not None:
             row["damaged"] = damage
         served = serving.items(row)
@@ -122,7 +121,7 @@ def inspect(
     if (field is not None and not field.strip()) or (step is not None and not step.strip()):
         _fail(f"--{'field' if field is not None else 'step'} needs a name or id.", 2)
     runner = open_runner(store, forms)
-    damage = _warn_if_damaged(open_store_for(store), instance_id)
+    damage = _warn_if_damaged(runner, instance_id)
     read = _read_stale(runner, instance_id)
     if read is not None:  # the stored answers read against the registered version, marked stale
         from formctl.forms.project import field_view, outline_view, step_view
@@ -201,8 +200,7 @@ def history(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    adapter = open_store_for(store)
-    damage = _warn_if_damaged(adapter, instance_id)
+    damage = _warn_if_damaged(runner, instance_id)
     read = _read_stale(runner, instance_id)
 
     def one(name: str) -> Any:
@@ -215,7 +213,7 @@ def history(
         ordered = [f.id for f in compiled.fields if f.id in instance.entries]
         ordered += [f for f in instance.entries if f not in compiled.field_by_id]
         histories = [one(f).to_dict() for f in ordered]
-    repairs = [dict(r) for r in adapter.repairs(instance_id)]
+    repairs = [dict(r) for r in runner.repairs(instance_id)]
     decided = _resolutions(runner, instance_id) if field is None else []  # one field's history is that field's
     faults = _failed_runs(runner, instance_id) if field is None else []
     if as_json:
@@ -271,7 +269,7 @@ def why(
     from formctl.cli.workspace import open_runner
 
     runner = open_runner(store, forms)
-    damage = _warn_if_damaged(open_store_for(store), instance_id)
+    damage = _warn_if_damaged(runner, instance_id)
     history = _one_history(runner, instance_id, field, _read_stale(runner, instance_id)).to_dict()
     in_force = next((r for r in history["revisions"] if r["in_force"] and not r.get("retracted")), None)
     data = {
@@ -308,7 +306,7 @@ def export(
     from formctl.forms.project import answers
 
     runner = open_runner(store, forms)
-    damage = _warn_if_damaged(open_store_for(store), instance_id)
+    damage = _warn_if_damaged(runner, instance_id)
     view = runner.view(instance_id)  # a stale instance exports too: its answers are what it has
     compiled, instance = view.compiled, view.instance
     read = _read_stale(runner, instance_id, view)
@@ -387,16 +385,11 @@ def _marked(data: dict[str, Any], read: Any) -> dict[str, Any]:
     }
 
 
-def open_store_for(store: Optional[str]) -> Any:
-    from formctl.cli.workspace import open_store
-
-    return open_store(store)
-
-
-def _warn_if_damaged(adapter: Any, instance_id: str) -> dict[str, Any] | None:
+def _warn_if_damaged(runner: Any, instance_id: str) -> dict[str, Any] | None:
     """Say on stderr, in one line, that the instance's files lost what the store acknowledged
-    (the read goes on, showing what they hold); the damage as JSON data, or None."""
-    damage = adapter.damage(instance_id) if hasattr(adapter, "damage") else None
+    (the read goes on, showing what they hold); the damage as JSON data, or None. The runner
+    asks its own store: a command holds one adapter."""
+    damage = runner.damage(instance_id)
     if damage is None:
         return None
     sys.stderr.write(

@@ -15,10 +15,10 @@ def store_check(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
 
     Changes nothing. Exits 1 unless all is well.
     """
-    from formctl.cli.workspace import open_store
+    from formctl.cli.workspace import open_maintained_store
 
     _require_store(store)
-    _store_report(open_store(store).check().to_dict(), as_json)
+    _store_report(open_maintained_store(store).check().to_dict(), as_json)
 
 
 @store_app.command("reindex", cls=_Command, epilog=_example("formctl store reindex"))
@@ -27,10 +27,10 @@ def store_reindex(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
 
     Corrupt files are reported, never touched.
     """
-    from formctl.cli.workspace import open_store
+    from formctl.cli.workspace import open_maintained_store
 
     _require_store(store)
-    _store_report(open_store(store).reindex().to_dict(), as_json)
+    _store_report(open_maintained_store(store).reindex().to_dict(), as_json)
 
 
 @store_app.command(
@@ -56,10 +56,10 @@ def store_repair(
     keeps a copy of the damaged files beside them (instances/ID.damaged-TIME/), and lets
     writes resume.
     """
-    from formctl.cli.workspace import default_subject, open_store
+    from formctl.cli.workspace import default_subject, open_maintained_store
 
     _require_store(store)
-    done = open_store(store).repair(instance_id, by=by or default_subject())
+    done = open_maintained_store(store).repair(instance_id, by=by or default_subject())
     if done is None:
         if as_json:
             _print_json({"instance_id": instance_id, "repaired": False})
