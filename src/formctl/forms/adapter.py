@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from formctl.errors import StoreError
-from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance
+from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, Status
 
 __all__ = ["DamageReport", "FormAdapter", "Importing", "Maintainable", "Serialising", "Watchable", "Watcher"]
 
@@ -49,7 +49,7 @@ class FormAdapter(Protocol):
         provenance: Provenance,
         *,
         entries: dict[str, FieldLog] | None = None,
-        status: str = "active",  # a Status
+        status: Status = Status.ACTIVE,
     ) -> Instance:
         """Assign an id; version 1; created_at = updated_at = now; revision_seq = highest seq given."""
         ...

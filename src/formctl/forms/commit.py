@@ -9,7 +9,16 @@ project a write before it commits it, so the projection and the stored result ag
 from __future__ import annotations
 
 from formctl.errors import ConflictError
-from formctl.forms.instance import UNSET, Commit, DispatchState, EntryCommit, FieldLog, Instance, replaced_fields
+from formctl.forms.instance import (
+    UNSET,
+    Commit,
+    DispatchState,
+    EntryCommit,
+    FieldLog,
+    Instance,
+    Status,
+    replaced_fields,
+)
 
 __all__ = ["apply_commit", "apply_dispatch", "apply_entry_commit"]
 
@@ -50,6 +59,8 @@ def apply_commit(stored: Instance, commit: Commit, *, if_version: int, now: str)
         value = getattr(commit, name)
         if value is not UNSET:
             setattr(new, name, value)
+    if commit.status is not UNSET:
+        new.status = Status(commit.status)  # a journal replays it as the plain word
     new.version = stored.version + 1
     new.updated_at = now
     return new

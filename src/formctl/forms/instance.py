@@ -327,7 +327,7 @@ class Instance:
         self.def_id = def_id
         self.def_version = def_version
         self.subject = subject
-        self.status = status
+        self.status: Status = Status(status)  # stores hand back the plain word
         self.entries = entries if entries is not None else {}
         self.revision_seq = revision_seq
         self.occurrences = occurrences if occurrences is not None else {}
