@@ -59,6 +59,7 @@ __all__ = [
     "PostgresAdapter",
     "ProvenanceError",
     "RegistryError",
+    "ScenarioError",
     "Status",
     "StoreDamagedError",
     "StoreError",
@@ -133,6 +134,7 @@ _EXPORTS = {
     "HostOnlyError": "formctl.errors",
     "FormOpenError": "formctl.errors",
     "AlreadyExistsError": "formctl.errors",
+    "ScenarioError": "formctl.errors",
 }
 
 
@@ -172,6 +174,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         NotWaitingError,
         ProvenanceError,
         RegistryError,
+        ScenarioError,
         StoreDamagedError,
         StoreError,
         ToolSelectionError,
