@@ -264,7 +264,7 @@ class Write:
                 self.evaluation,
                 appended_fields=appended_fields,
                 set_completed_now=set_completed_now,
-                now=self.clock(),
+                clock=self.clock,
             )
 
         instance = self.commit_retrying(committed, build)
