@@ -20,6 +20,8 @@ import os
 import re
 from urllib.parse import unquote
 
+from formctl.errors import StoreError
+
 SCHEMES = ("postgresql://", "postgres://")
 
 _QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
@@ -223,3 +225,14 @@ def _reason(exc: BaseException, dsn: str | None = None) -> str:
                 break
     reason = scrub(reason, dsn).rstrip(".?! ")
     return reason + "."
+
+
+def require_psycopg() -> None:
+    """Raise :class:`StoreError` in one line when PostgreSQL support (psycopg) is not installed.
+    Imports psycopg only when asked, so this module stays free of it."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise StoreError(
+            "PostgreSQL support is not installed: pip install 'formctl[postgres]' (it adds psycopg)."
+        ) from None

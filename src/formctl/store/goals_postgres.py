@@ -38,7 +38,7 @@ from formctl.goals.state import (
     state_to_json,
 )
 from formctl.goals.store import claimable
-from formctl.store._pgconn import connect_failure, mask_dsn
+from formctl.store._pgconn import connect_failure, mask_dsn, require_psycopg
 
 __all__ = ["PostgresGoalStore"]
 
@@ -100,8 +100,6 @@ class PostgresGoalStore:
     """A :class:`~formctl.goals.store.GoalStore` on the database ``dsn`` names."""
 
     def __init__(self, dsn: str, *, connect_timeout: int = 10) -> None:
-        from formctl.store.postgres import require_psycopg
-
         require_psycopg()
         self.dsn = dsn
         self.display = mask_dsn(dsn)

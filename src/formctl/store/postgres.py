@@ -60,7 +60,7 @@ from formctl.store._pgcodec import (
     revision_rows,
     row_values,
 )
-from formctl.store._pgconn import _reason, connect_failure, describe_server, dsn_problem, mask_dsn
+from formctl.store._pgconn import _reason, connect_failure, describe_server, dsn_problem, mask_dsn, require_psycopg
 from formctl.store._pglisten import Watcher
 from formctl.store.base import check_provenance, missing, new_instance
 from formctl.store.ids import is_instance_id, new_instance_id
@@ -122,11 +122,6 @@ def _close_in(conn: Any, pid: int) -> None:
             conn.close()
         except Exception:
             pass
-
-
-def require_psycopg() -> None:
-    if psycopg is None:
-        raise StoreError("PostgreSQL support is not installed: pip install 'formctl[postgres]' (it adds psycopg).")
 
 
 @dataclass(frozen=True, slots=True)
