@@ -25,7 +25,6 @@ The stores in ``formctl.store`` implement it; the engine never imports them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
@@ -161,4 +160,6 @@ class Watchable(Protocol):
 class Importing(Protocol):
     """A store that takes instances whole, keeping their ids and logs (``formctl store copy``)."""
 
-    def import_instances(self, instances: Iterable[Instance]) -> list[str]: ...
+    def import_instances(self, instances: list[Instance]) -> list[tuple[str, str]]:
+        """Per instance, in order: (outcome, why), as ``formctl.store.copy`` reads them."""
+        ...

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from formctl.errors import FormStaleError, InvalidArgumentError, NotFoundError
+from formctl.errors import FormStaleError, InvalidArgumentError, NotFoundError, StoreError
 from formctl.forms.adapter import DamageReport, FormAdapter, Maintainable
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import Evaluation

@@ -196,7 +196,7 @@ class JsonFileAdapter:
 
         results: list[tuple[str, str]] = []
         with self._writing():
-            self._before_write()
+            self.before_write()
             for given in instances:
                 results.append(self._import_one(given, outcome))
         return results
@@ -206,7 +206,7 @@ class JsonFileAdapter:
             return "refused", "its id is not one this store can name a file by"
         try:
             loaded = self.files.read(given.id)
-            damage = self._damage_of(given.id, loaded) if loaded is not None else None
+            damage = self.damage_of(given.id, loaded) if loaded is not None else None
         except StoreError as exc:
             return "refused", f"damaged in the target: {exc.message}"
         if damage is not None:
@@ -219,7 +219,7 @@ class JsonFileAdapter:
             data = encoded(lambda: snapshot_bytes(given, seq))
         except StoreError as exc:
             return "refused", exc.message
-        self._mark(given.id, given.subject)
+        self.mark(given.id, given.subject)
         try:
             self.files.create(given, data)
             if loaded is not None:
