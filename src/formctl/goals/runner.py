@@ -23,6 +23,7 @@ from typing import Any
 
 from formctl.errors import GoalConflictError, InvalidArgumentError, NotFoundError
 from formctl.forms.instance import now_iso
+from formctl.forms.lifecycle import is_open
 from formctl.goals.definition import Program, program_digest
 from formctl.goals.evaluate import Stamp, apply_update, check_revision, evaluate, transitions
 from formctl.goals.hooks import DEFAULT_LEASE, HookOutcome, check_hooks, run_receipts
@@ -33,7 +34,6 @@ from formctl.goals.view import GoalStatus, status_of
 __all__ = ["GoalChange", "GoalRunner", "goal_store_of"]
 
 MAX_ATTEMPTS = 50
-_OPEN_STATUSES = ("active", "ready", "awaiting")
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,7 +351,7 @@ class GoalRunner:
         out: dict[str, str] = {}
         for form in sorted(forms):
             for instance in self.forms.find_instances(subject=self.scope.subject, def_id=form):
-                if instance.status in _OPEN_STATUSES:
+                if is_open(instance):
                     out[form] = instance.id
                     break
         return out
