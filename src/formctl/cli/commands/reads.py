@@ -49,7 +49,7 @@ def instances(
     for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
         sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
     rows = []
-    serving = _Serving(adapter)
+    serving = _Serving(runner.adapter)
     for summary in found:
         row = summary.to_dict()
         damage = _warn_if_damaged(runner, summary.instance_id)

@@ -33,7 +33,7 @@ def run_mcp(subject: str, *, store: Any = None, forms: Any = None, as_host: bool
     try:
         import mcp  # noqa: F401
     except ImportError:
-        from formctl.forms.errors import FormError
+        from formctl.errors import FormError
 
         raise FormError("formctl mcp needs the mcp package: pip install 'formctl[mcp]'.") from None
     from formctl.cli.mcp.server import serve_stdio

@@ -40,7 +40,7 @@ from mcp.shared.exceptions import MCPError
 
 from formctl.agent.tools import error_envelope
 from formctl.cli.mcp.state import TIER0_URI, FormService, Outcome, form_uri, instance_uri
-from formctl.forms.errors import FormError
+from formctl.errors import FormError
 
 __all__ = ["ASK_TIMEOUT", "POLL_SECONDS", "build_server", "serve_stdio"]
 

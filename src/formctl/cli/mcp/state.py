@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt
 from formctl.agent.tools import FormTools, error_envelope, is_error, success_envelope
-from formctl.forms.errors import FormError, NotFoundError
+from formctl.errors import FormError, NotFoundError
 from formctl.forms.instance import Provenance
 
 __all__ = ["MCP_SOURCE", "FormService", "Outcome", "RESOLVE_TOOL", "TIER0_URI", "form_uri", "instance_uri"]
