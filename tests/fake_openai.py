@@ -504,8 +504,9 @@ CLAIM_LINES = [
 ]
 
 
-def script_travel_claim(api: FakeOpenAI) -> None:
-    """Queue the replies of a model that fills in a travel claim from :data:`CLAIM_LINES` and sends it:
+def script_travel_claim(api: Any) -> None:
+    """Queue, on either fake (this one or ``FakeAnthropic``: both take the same replies), the replies of
+    a model that fills in a travel claim from :data:`CLAIM_LINES` and sends it:
     the opening turn, then two model calls per line (tool calls, then what it says)."""
     api.reply(text("Hello! I can help with your travel claim. Where did you go, and who are you?"))
     api.reply(

@@ -296,3 +296,17 @@ def test_the_readme_session_prints_what_its_comments_say(tmp_path):
     assert done.returncode == 0, done.stderr
     expected = [line.split("# ", 1)[1] for line in script.splitlines() if "print(" in line]
     assert done.stdout.splitlines() == expected
+
+
+def test_a_postgresql_store_is_served_the_same_way(pg_dsn):
+    async def session() -> None:
+        async with Client(server(pg_dsn)) as client:
+            started = await client.call_tool("form_start", {"form": "travel-claim", **quoted(CLAIMANT)})
+            instance_id = envelope(started)["data"]["instance_id"]
+            uris = [str(r.uri) for r in (await client.list_resources()).resources]
+            assert f"formctl://instances/{instance_id}" in uris
+            view = json.loads((await client.read_resource(f"formctl://instances/{instance_id}")).contents[0].text)
+            assert view["status"]["status"] == "active"
+            assert view["history"]["values"]["staff_id"] == "AB1234"
+
+    run(session)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from fake_anthropic import FakeAnthropic
 from fake_openai import CLAIM_LINES, FakeOpenAI, script_travel_claim, text, tool_use
 from fixture_project import FORMS, ROOT
 from formctl import JsonFileAdapter
@@ -59,23 +60,29 @@ def test_run_with_an_openai_model_completes_a_claim_and_records_provider_and_mod
     assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
 
 
-def test_replay_live_plays_a_hand_written_scenario_to_an_openai_model(tmp_path):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_replay_live_plays_a_hand_written_scenario_to_either_provider(tmp_path, provider):
     scenario = tmp_path / "scenario.toml"
     scenario.write_text(
         'format = 1\nform = "travel-claim"\n\n'
         + "".join(f'[[turns]]\ntext = "{line}"\n' for line in CLAIM_LINES)
         + '[expect]\nstatus = "complete"\n\n[expect.values]\nticket_reference = "TR-99812"\ntotal = 285.5\n'
     )
-    with FakeOpenAI() as api:
-        script_travel_claim(api)
+    fake = FakeOpenAI if provider == "openai" else FakeAnthropic
+    with fake() as api:
+        script_travel_claim(api)  # both fakes take the same replies
+        if provider == "openai":
+            env = {"OPENAI_BASE_URL": api.base_url}
+        else:
+            env = {"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "ANTHROPIC_BASE_URL": api.url}
         result = run(
-            ["replay", str(scenario), "--live", "--model", "openai:some-model", "--forms", str(FORMS)],
+            ["replay", str(scenario), "--live", "--model", f"{provider}:some-model", "--forms", str(FORMS)],
             input="",
-            env={"OPENAI_BASE_URL": api.base_url},
+            env=env,
         )
-        assert not api.rejected and not api.unexpected
+        assert not api.rejected and not api.unexpected and api.pending == 0
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert api.bodies and api.bodies[0]["model"] == "some-model"
+    assert api.bodies and {b["model"] for b in api.bodies} == {"some-model"}
 
 
 def test_replay_live_with_a_provider_whose_key_is_not_set_is_one_line(tmp_path):
