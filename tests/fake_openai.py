@@ -119,7 +119,9 @@ _ERROR_CODES = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit
 class FakeOpenAI:
     """A scripted Chat Completions server. Use as a context manager, or call ``close()``."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, knows_stream_options: bool = True) -> None:
+        # False: answer 400 to a request carrying stream_options, as some compatible servers do.
+        self.knows_stream_options = knows_stream_options
         self.requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
         self.rejected: list[tuple[RecordedRequest, str]] = []
@@ -221,6 +223,8 @@ class FakeOpenAI:
         """Why the API would refuse this request body, or None."""
         if not isinstance(body, dict) or not isinstance(body.get("model"), str) or not body["model"]:
             return "a request needs a model"
+        if not self.knows_stream_options and "stream_options" in body:
+            return "Unrecognized request argument supplied: stream_options"
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return "messages must be a non-empty list"

@@ -239,6 +239,17 @@ def test_nothing_listening_is_one_line_naming_the_server(store):
     assert turn.error.startswith("Could not reach the model server at http://127.0.0.1:9/v1")
 
 
+def test_a_server_that_does_not_know_stream_options_is_asked_again_without_them(store):
+    with FakeOpenAI(knows_stream_options=False) as api:
+        loop, _ = make_loop(make_runner(store), api)
+        api.reply(text("Hello."))
+        api.reply(text("Still here."))
+        assert loop.send("hi").text == "Hello."
+        assert loop.send("and?").text == "Still here."
+        assert ["stream_options" in b for b in api.bodies] == [True, False, False]  # asked once, then never
+        assert loop.usage.output_tokens == 0  # such a server sends no usage: the figures stay at zero
+
+
 # --------------------------------------------------------------------------- choosing the model
 
 

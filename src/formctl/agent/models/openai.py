@@ -91,6 +91,7 @@ class OpenAIChatModel:
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "").strip()
         self.__api_key = key or (LOCAL_KEY if not self.is_openai else "")
         self._client: Any = None
+        self._ask_usage = True  # off once a server refuses stream_options (see _create)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -113,7 +114,7 @@ class OpenAIChatModel:
         reply = _Assembly()
         with contextlib.ExitStack() as stack:
             with self._api_errors():
-                stream = client.chat.completions.create(**params)
+                stream = self._create(client, params)
                 stack.callback(_close, stream)
                 chunks = iter(stream)
             while True:
@@ -125,6 +126,21 @@ class OpenAIChatModel:
                 if shown and on_text is not None:
                     on_text(shown)  # outside the mapping: a failure to show text is not the API's
         return self._reply(reply)
+
+    def _create(self, client: Any, params: dict[str, Any]) -> Any:
+        """``chat.completions.create``; a server that refuses ``stream_options`` (a 400 naming it: some
+        compatible servers do not know it) is asked again without it, and never asked for usage again."""
+        if not self._ask_usage:
+            params = {k: v for k, v in params.items() if k != "stream_options"}
+        try:
+            return client.chat.completions.create(**params)
+        except Exception as exc:
+            if "stream_options" not in params or getattr(exc, "status_code", None) not in (400, 422):
+                raise
+            if "stream_options" not in _api_message(exc) + str(exc):
+                raise
+        self._ask_usage = False
+        return client.chat.completions.create(**{k: v for k, v in params.items() if k != "stream_options"})
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create``: the request in wire shape.
