@@ -132,6 +132,7 @@ def test_a_claim_waits_for_approval_a_host_in_another_process_resolves_it_and_th
     assert instance.in_force_values()["total"] == 812.5
 
 
+@pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # the handshake era's way, on purpose
 def test_a_handshake_era_client_subscribes_and_hears_of_a_change_made_elsewhere(store):
     async def session() -> None:
         heard = anyio.Event()
