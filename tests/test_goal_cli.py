@@ -64,6 +64,7 @@ def test_the_readme_returning_client_story_runs_as_written(project):
     ]
     assert [h["complete"] for h in history] == [False, False, False, True, True]
     assert history[3]["follow_ups"][0]["item"] == "documents"
+    ok(project, "store", "check")  # a store only programs have written is a whole store
 
 
 def test_program_list_shows_registered_and_running_programs_as_json(project):
@@ -138,3 +139,27 @@ def test_instances_and_inspect_say_which_program_item_an_instance_serves(project
     shown = json.loads(ok(project, "program", "show", "--subject", "dana", "--json").stdout)
     form_item = shown["goals"][1]["items"][0]
     assert form_item["instance"] == instance_id and form_item["disposition"] == "pending"
+
+
+def test_sync_completes_an_item_whose_form_was_completed_outside_the_program(project):
+    from formctl import FormRegistry, FormRunner, JsonFileAdapter
+    from formctl.forms.instance import Commit, Provenance, now_iso
+
+    ok(project, "program", "start", "client-intake", "--subject", "dana")
+    adapter = JsonFileAdapter(project / ".formctl")
+    registry = FormRegistry.from_toml(project / "forms" / "registry.toml")
+    instance_id = FormRunner(adapter, registry=registry, subject="dana").start("client-intake").view.instance_id
+    synced = json.loads(ok(project, "program", "sync", "--subject", "dana", "--json").stdout)
+    assert synced["version"] == 1  # open, not complete: nothing settles, no new version
+    # Completed elsewhere (a host's tooling writing the store directly, as any process may).
+    instance = adapter.get_instance(instance_id)
+    adapter.commit_instance(
+        instance_id,
+        Commit(status="complete", completed_at=now_iso()),
+        if_version=instance.version,
+        provenance=Provenance("test", "tester", now_iso()),
+    )
+    synced = json.loads(ok(project, "program", "sync", "--subject", "dana", "--json").stdout)
+    item = synced["goals"][1]["items"][0]
+    assert (synced["version"], item["disposition"], item["instance"]) == (2, "completed", instance_id)
+    assert synced["change"] == "form" and item["reason"] == 'Form "client-intake" completed.'

@@ -140,3 +140,41 @@ def test_run_needs_a_form_or_a_program_not_both(project):
     for args in ((), ("contact", "--program", "visit")):
         result = formctl("run", *args, "--offline", cwd=project)
         assert result.returncode == 2 and "Give a FORM, or --program KEY" in result.stderr
+
+
+def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp_path):
+    import os
+    import sys
+
+    pexpect = pytest.importorskip("pexpect")
+    from test_cli_chat import Terminal
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_", "OPENAI_"))}
+    env.update(TERM="xterm-256color", NO_COLOR="1")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "formctl.cli.app", "run", "--program", "visit", "--subject", "dana", "--offline"],
+        env=env,
+        cwd=str(project),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        timeout=30,
+        use_poll=True,
+    )
+    child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+    term = Terminal(child)
+    try:
+        term.expect("Verify the client: done, later, or not needed?")
+        term.say("done")
+        term.expect(r"\[form: contact\] step 1/1 \"Reach\" · pending: Phone")
+        term.expect(r'\[goals: visit\] goal 2/3 "Contact" · pending: Contact details')
+        term.say("0113 496 0000")
+        term.expect("Send the summary: done, later, or not needed?")
+        child.sendeof()
+        term.expect("Saved. Carry on with: formctl run --program visit --subject dana")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    status = show(project)
+    assert items(status)[("contact", "form")]["disposition"] == "completed"
+    assert status["active_goal"] == "wrap"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -53,7 +53,8 @@ FORMAT = 1
 
 
 class FileGoalStore:
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, prepare: Callable[[], None] | None = None) -> None:
+        self._prepare = prepare  # run once, before the first write (the forms' store makes its layout)
         self.store_directory = os.path.abspath(os.fspath(directory))
         self.directory = os.path.join(self.store_directory, "goals")
         self.lock = StoreLock(self.directory)
@@ -113,6 +114,9 @@ class FileGoalStore:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
+        if self._prepare is not None:
+            prepare, self._prepare = self._prepare, None
+            prepare()
         try:
             os.makedirs(self.store_directory, mode=_durable.DIR_MODE, exist_ok=True)
             _durable.make_dir(self.directory)

@@ -88,8 +88,15 @@ class JsonFileAdapter:
         if self._goals is None:
             from formctl.store.goals_files import FileGoalStore
 
-            self._goals = FileGoalStore(self.directory)
+            self._goals = FileGoalStore(self.directory, prepare=self._ready_for_goals)
         return self._goals
+
+    def _ready_for_goals(self) -> None:
+        """Before the first goal write into a folder no form has used: make it a whole store (its
+        layout and an empty index), so ``formctl store check`` reads it as one."""
+        if not os.path.exists(self.index.path):
+            self.ensure_layout()
+            self.reindex()
 
     # ------------------------------------------------------------------ protocol: writes
 

@@ -1,4 +1,4 @@
-"""``formctl program list | start | show | update | revise | history``: the host's side of goal
+"""``formctl program list | start | show | update | revise | sync | history``: the host's side of goal
 programs (docs/goals.md).
 
 A program runs in a scope: ``--subject S`` and ``--key K`` (``--agent A`` for an agent's own
@@ -326,6 +326,29 @@ def _read_program(source: str) -> Any:
     if isinstance(data, dict) and "definition" in data and "goals" in data and isinstance(data["goals"], list):
         data = data["definition"]  # the output of show --json
     return program_from_json(data)
+
+
+@program_app.command("sync", cls=_Command, epilog=_example("formctl program sync --subject firm:1/matter:2"))
+def program_sync(
+    subject: str = SubjectOpt,
+    key: Optional[str] = KeyOpt,
+    agent: Optional[str] = AgentOpt,
+    by: Optional[str] = AsOpt,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Complete the items bound to forms whose instance has completed since.
+
+    Every program write does this too; sync is for when a form was completed outside the
+    program's chat (formctl run FORM, formctl fill) and nothing else was written since.
+    """
+    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"), (by, "--as"))
+    runner = _runner(store, subject, key, agent, by)
+    status = runner.sync()
+    if status is None:
+        _fail(f'No goal program has started for "{subject}".')
+    _print_status(status, as_json)
+    _warn_hooks(runner)
 
 
 @program_app.command("history", cls=_Command, epilog=_example("formctl program history --subject firm:1/matter:2"))
