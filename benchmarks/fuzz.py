@@ -1,6 +1,12 @@
 """The tool-layer fuzz at scale: ten thousand tool calls a confused model might make, counted.
 
-Run:  python benchmarks/fuzz.py [CALLS]        (default 10,000)
+Run:  python benchmarks/fuzz.py [CALLS] [--through chat|openai|mcp]   (default 10,000, chat)
+
+``--through``: how the calls reach the tools. ``chat`` (the default) hands them to the chat
+loop as they are; ``openai`` streams them from a loopback Chat Completions server through the
+real ``openai`` SDK and the adapter (one in four with garbled arguments); ``mcp`` makes them
+with the ``mcp`` SDK's client to ``formctl mcp``'s server, which also counts reads across
+subjects.
 
 The same examples and checks as ``tests/test_tool_fuzz.py`` (``tests/tool_fuzz.py`` says what
 each call must keep true): every example is one chat turn in a fresh JSON store, the tools run
@@ -30,10 +36,10 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 import tool_fuzz  # noqa: E402
 
-HEADLINE = ["crash", "write on error", "version drop", "conversation under another id"]
+HEADLINE = ["crash", "write on error", "version drop", "conversation under another id", "read across subjects"]
 
 
-def main(target: int) -> int:
+def main(target: int, through: str = "chat") -> int:
     # fsync off, as in the test suite: what is checked is what gets written, not that it is durable.
     from formctl.store import _durable
 
@@ -50,7 +56,12 @@ def main(target: int) -> int:
         nonlocal examples
         examples += 1
         try:
-            tool_fuzz.play(example, registry, tally)
+            if through == "mcp":
+                tool_fuzz.play_mcp(example, registry, tally)
+            else:
+                tool_fuzz.play(
+                    example, registry, tally, through=tool_fuzz.through_openai if through == "openai" else None
+                )
         except Exception as exc:  # the harness's own failure: reported, never hidden
             harness_errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -74,13 +85,15 @@ def main(target: int) -> int:
 
     kinds = Counter(f.kind for f in tally.findings)
     print(
-        f"tool-layer fuzz: {tally.calls:,} calls in {examples:,} chat turns "
+        f"tool-layer fuzz through {through}: {tally.calls:,} calls in {examples:,} chat turns "
         f"({tally.errors:,} error results, {tally.calls - tally.errors:,} successes)"
     )
     print(f"  crashes:                              {kinds['crash']}")
     print(f"  writes on error results:              {kinds['write on error']}")
     print(f"  version regressions:                  {kinds['version drop']}")
     print(f"  conversations saved under another id: {kinds['conversation under another id']}")
+    if through == "mcp":
+        print(f"  reads across subjects:                {kinds['read across subjects']}")
     for kind, count in sorted(kinds.items()):
         if kind not in HEADLINE:
             print(f"  {kind + ':':<38}{count}")
@@ -102,4 +115,10 @@ def main(target: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("calls", nargs="?", type=int, default=10_000)
+    parser.add_argument("--through", choices=["chat", "openai", "mcp"], default="chat")
+    args = parser.parse_args()
+    sys.exit(main(args.calls, args.through))
