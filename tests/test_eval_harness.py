@@ -163,6 +163,15 @@ def test_a_question_about_two_things_gets_both_and_a_read_back_gets_yes():
     assert person.reply("Is that right?") == person.persona.unknown  # repeats nothing of theirs: not a read-back
 
 
+def test_a_question_asked_as_a_list_or_without_a_question_mark_is_answered():
+    person = ScriptedPerson(load_scenario(TERSE).persona)
+    listed = "Thanks! To start, could you tell me:\n- your full name\n- your staff ID\n- your work email?"
+    assert person.reply(listed) == "Dana Reeve, AB1234, dana@example.org"
+    assert person.reply("Please give me the destination so I can complete the form.") == "Leeds"
+    assert person.reply("All done: your claim has been submitted.") is None
+    assert person.reply("Thanks.") == person.persona.nudge
+
+
 def test_topics_match_whole_phrases_and_plurals():
     facts = load_scenario(TERSE).persona.facts
     assert facts[match_fact(facts, "What were your meals costs?")].says == ("none",)

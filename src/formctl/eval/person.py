@@ -71,17 +71,29 @@ def _has_phrase(tokens: list[str], phrase: list[str]) -> bool:
     return n > 0 and any(tokens[i : i + n] == phrase for i in range(len(tokens) - n + 1))
 
 
+_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+
+
 def question_of(text: str) -> tuple[str, str]:
     """The question in a model message and the words around it: its last line with a question
-    mark (else its last line), as (the sentence asking, the whole line)."""
+    mark (else its last line), as (the sentence asking, the whole line). A question that is a
+    list ("Could you tell me:\n- your name\n- your staff ID?") is its items, and the line that
+    introduces it is the words around them."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    asked = [ln for ln in lines if "?" in ln]
-    if asked:
-        last = asked[-1]
-        parts = re.split(r"(?<=[.!?])\s+", last)
-        return next(p for p in reversed(parts) if "?" in p), last
-    line = lines[-1] if lines else ""
-    return line, line
+    asked = [i for i, ln in enumerate(lines) if "?" in ln]
+    if not asked:
+        line = lines[-1] if lines else ""
+        return line, line
+    at = asked[-1]
+    last = lines[at]
+    if _BULLET.match(last):
+        start = at
+        while start > 0 and _BULLET.match(lines[start - 1]):
+            start -= 1
+        items = " ".join(_BULLET.sub("", ln) for ln in lines[start : at + 1])
+        return items, " ".join(lines[max(0, start - 1) : at + 1])
+    parts = re.split(r"(?<=[.!?])\s+", last)
+    return next(p for p in reversed(parts) if "?" in p), last
 
 
 def match_fact(facts: tuple[Fact, ...], question: str) -> int | None:
@@ -96,7 +108,7 @@ def match_fact(facts: tuple[Fact, ...], question: str) -> int | None:
     return best
 
 
-def facts_asked(facts: tuple[Fact, ...], question: str, limit: int = 3) -> list[int]:
+def facts_asked(facts: tuple[Fact, ...], question: str, limit: int = 4) -> list[int]:
     """Every fact a question asks about ("your name and staff ID?"), in the order the question
     names them, at most ``limit``. A phrase inside a longer matched phrase of another fact
     ("date" in "return date") does not count for that other fact."""
@@ -154,8 +166,6 @@ class ScriptedPerson:
                 self._changed = True
                 return self.persona.readback_change
             return "yes"
-        if "?" not in question and _DONE.search(model_text):
-            return None  # nothing asked, and the model says it is done
         # The sentence that asks first; the help around it ("Optional: say skip to leave it out")
         # only when the question itself names nothing they know.
         asked = facts_asked(self.persona.facts, question)
@@ -167,6 +177,8 @@ class ScriptedPerson:
         if index is not None:
             return self._say(index)
         if "?" not in question:
+            if _DONE.search(model_text):
+                return None  # nothing asked of them, and the model says it is done: they leave
             return self.persona.nudge
         if re.search(r"\bsay \W?skip\b", line, re.I):
             return "skip"  # the model says how to pass over a question they have no answer to
