@@ -371,9 +371,7 @@ class FormRunner:
 
             instance = write.commit_retrying(instance, build)
             instance = write.fire_completion(instance)
-            result: FillResult = write.result(instance)
-            result.view.step, result.view.fields = None, []  # what was sent is what was read back: no step to show
-            return result
+            return write.result(instance, sent=True)
 
     def abandon(self, reason: str, instance_id: str | None = None) -> Instance:
         """Close the instance without finishing; every answer is kept."""

@@ -311,6 +311,7 @@ class Write:
         staged_ids: list[str] | None = None,
         *,
         moved: str | None = None,
+        sent: bool = False,
         kind: type[R] = FillResult,  # type: ignore[assignment]  # the default is the bound itself
         **extra: Any,
     ) -> R:
@@ -323,6 +324,7 @@ class Write:
             staged_ids,
             failures=self.failures,
             moved=moved,
+            sent=sent,
             kind=kind,
             **extra,
         )
@@ -337,13 +339,15 @@ def result_of(
     *,
     failures: list[Failure] | None = None,
     moved: str | None = None,
+    sent: bool = False,
     kind: type[R] = FillResult,  # type: ignore[assignment]  # the default is the bound itself
     **extra: Any,
 ) -> R:
     """A write's result, built once over the final instance: the view (the open step, or the first
     staged field's step when none is open), what the staged fields amount to, what checking the
     values found (``report``), the failures the write's hooks reported (else those still open),
-    and what a moved field (undo, redo, retract) holds now."""
+    and what a moved field (undo, redo, retract) holds now. ``sent``: a submit's result, whose
+    view shows no step (what was sent is what was read back)."""
     staged_ids = staged_ids or []
     report = report or WriteReport()
     captured: list[str] = []
@@ -354,7 +358,10 @@ def result_of(
             captured.append(field_id)
         elif status == HELD:
             held.append(field_id)
-    if ev.open_step is None and staged_ids:
+    if sent:
+        view = step_view(compiled, ev, instance)
+        view.step, view.fields = None, []
+    elif ev.open_step is None and staged_ids:
         view = step_view(compiled, ev, instance, compiled.steps[compiled.field_by_id[staged_ids[0]].step_index].id)
     else:
         view = step_view(compiled, ev, instance)
