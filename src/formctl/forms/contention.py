@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -85,14 +86,17 @@ def serialised(adapter: Any, key: str) -> AbstractContextManager[Any]:
     return adapter.exclusive(key) if _serialising(adapter) else nullcontext()
 
 
-_SERIALISING: dict[type, bool] = {}
+_SERIALISING: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
-def _serialising(adapter: object) -> bool:
-    """The adapter offers :class:`~formctl.forms.adapter.Serialising` (asked once per adapter
-    class: ``isinstance`` against a protocol costs microseconds, and every write asks)."""
-    kind = type(adapter)
-    known = _SERIALISING.get(kind)
+def _serialising(adapter: Any) -> bool:
+    """The adapter offers :class:`~formctl.forms.adapter.Serialising`. Asked once per adapter
+    object (``isinstance`` against a protocol costs microseconds, and every write asks); per
+    object, not per class, because a wrapper that forwards attributes offers what it wraps."""
+    try:
+        known = _SERIALISING.get(adapter)
+    except TypeError:  # not weakly referenceable: ask every time
+        return isinstance(adapter, Serialising)
     if known is None:
-        known = _SERIALISING[kind] = isinstance(adapter, Serialising)
+        known = _SERIALISING[adapter] = isinstance(adapter, Serialising)
     return known

@@ -169,12 +169,13 @@ class Write:
         """One commit round and the rounds its patches cause. Returns the final instance and the
         ids of the fields the first round staged."""
         compiled, prov = self.compiled, self.prov
+        evaluation_of = self.evaluations.of  # called on every attempt of every round: one call, not two
         landed: list[_Round] = []
 
         def build(inst: Instance) -> Commit:
             check_open_for_writes(inst)  # closed under us (read again after a conflict): nothing more may be written
             staged, moves = plan(inst)
-            before = Evaluation(compiled) if is_start else self.evaluation(inst)
+            before = Evaluation(compiled) if is_start else evaluation_of(compiled, inst)
             entries_commit, projected, appended = project_write(inst, staged, moves, prov)
             fired_before = inst.occurrences
             if is_start:

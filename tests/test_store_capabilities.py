@@ -1,0 +1,41 @@
+"""What only some stores do is a capability, asked with isinstance (docs/engine.md, "The store
+contract"): a forwarding wrapper offers what the adapter it wraps offers, whatever its class."""
+
+from __future__ import annotations
+
+from conftest import make_registry
+from formctl import FormRunner, JsonFileAdapter, MemoryAdapter
+from formctl.forms.adapter import FormAdapter, Importing, Maintainable, Serialising, Watchable
+
+
+class Forwarding:
+    """A host's wrapper (logging, metrics): every attribute is the wrapped adapter's."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_the_stores_declare_what_they_do(tmp_path):
+    memory, files = MemoryAdapter(), JsonFileAdapter(tmp_path / "store")
+
+    assert isinstance(memory, FormAdapter) and isinstance(files, FormAdapter)
+    assert not isinstance(memory, (Serialising, Maintainable, Watchable, Importing))
+    assert isinstance(files, Serialising) and isinstance(files, Maintainable) and isinstance(files, Importing)
+    assert not isinstance(files, Watchable)
+
+
+def test_one_wrapper_class_over_two_kinds_of_store_writes_through_each(tmp_path):
+    # Asked per adapter object: a cache per class would take the file store's lock for the
+    # in-memory one (which has none) once the first had been seen.
+    registry = make_registry()
+    over_files = FormRunner(Forwarding(JsonFileAdapter(tmp_path / "store")), registry=registry, subject="a")
+    over_memory = FormRunner(Forwarding(MemoryAdapter()), registry=registry, subject="b")
+
+    over_files.start("basic", seed={"name": "Dana"})
+    result = over_memory.start("basic", seed={"name": "Robin"})
+
+    assert result.captured == ["name"]
+    assert over_memory.fill({"age": 40}).captured == ["age"]
