@@ -1,30 +1,196 @@
 """The person's ``/commands`` in a chat: reads of the form, and host writes as ``actor="person"``.
 
-:class:`Commands` is mixed into :class:`~formctl.cli.chat.session.ChatSession`, whose runners,
-compiled form and recorder it uses.
+One table, :data:`COMMANDS`, says every command: its names, its usage and what it does (which
+``/help`` prints) and the function that runs it. :class:`ChatCommands` is the chat session's
+collaborator that looks a line up in the table and runs it; it reaches the session only through
+:class:`CommandHost`, the few things a command needs of it. Adding a command is one function
+and one row.
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from formctl.cli import render
 from formctl.cli.workspace import default_subject
 from formctl.errors import FormError, HostOnlyError, InvalidArgumentError, NotFoundError
 
-HELP = (
-    ("/status", "the open step, in full"),
-    ("/inspect [STEP|FIELD]", "the outline, or one step or field"),
-    ("/history FIELD", "every answer given to a field"),
-    ("/undo [FIELD]", "take back the last answer (or a field's)"),
-    ("/redo [FIELD]", "put an undone answer back"),
-    ("/resolve [--fail REASON | --reason WHY]", "answer the checkpoint the form waits on (--as-host only)"),
-    ("/abandon REASON", "close the form without finishing (answers are kept)"),
-    ("/usage", "the tokens this conversation has cost so far"),
-    ("/help", "this list"),
-    ("/quit", "leave; formctl resume ID comes back here"),
+
+class CommandHost(Protocol):
+    """What a ``/command`` uses of the chat session."""
+
+    @property
+    def person(self) -> Any: ...  # the FormRunner acting as the person (actor="person")
+    @property
+    def compiled(self) -> Any: ...  # the chat's compiled form
+    @property
+    def options(self) -> Any: ...  # the ChatOptions (``as_host``)
+    @property
+    def recorder(self) -> Any: ...  # the transcript recorder, or None
+    @property
+    def model(self) -> Any: ...
+    @property
+    def instance_id(self) -> str | None: ...
+    def usage_line(self) -> str | None: ...
+    def labels(self, def_id: str | None = None) -> dict[str, str]: ...
+    def status_lines(self, runner: Any = None) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Call:
+    """One run of a command: the session, the words after the command's name, and where to print
+    (``err`` is stderr in a pipe, ``out`` in a terminal)."""
+
+    host: CommandHost
+    rest: str
+    out: Any
+    err: Any
+
+    def instance_id(self) -> str:
+        if self.host.instance_id is None:
+            raise NotFoundError("The form has not been started yet.")
+        return self.host.instance_id
+
+    def said(self, line: str) -> None:
+        self.out.print(line, style="dim", markup=False, highlight=False)
+
+    def host_write(self, action: str, result: Any, **args: Any) -> None:
+        """A host write made from the chat goes into the transcript being recorded, if any."""
+        if self.host.recorder is not None:
+            self.host.recorder.host(action, result=result, **args)
+
+
+@dataclass(frozen=True)
+class Command:
+    names: tuple[str, ...]  # the first is the one /help shows
+    usage: str
+    what: str
+    run: Callable[[Call], None] | None  # None: leave the chat
+
+
+def _status(call: Call) -> None:
+    render.print_view(call.host.person.status(instance_id=call.instance_id()), call.out)
+
+
+def _inspect(call: Call) -> None:
+    instance_id, rest, host = call.instance_id(), call.rest, call.host
+    if not rest:
+        view = host.person.inspect("outline", instance_id=instance_id)
+    elif host.compiled.resolve_step(rest) is not None:
+        view = host.person.inspect("step", rest, instance_id=instance_id)
+    elif host.compiled.resolve_field(rest) is not None:
+        view = host.person.inspect("field", rest, instance_id=instance_id)
+    else:
+        raise NotFoundError(f'No step or field "{rest}" on this form.')
+    render.print_view(view, call.out)
+
+
+def _history(call: Call) -> None:
+    instance_id, person = call.instance_id(), call.host.person
+    if call.rest:
+        histories = [person.history(call.rest, instance_id=instance_id).to_dict()]
+    else:
+        instance = person.open_instance(instance_id)
+        histories = [
+            person.history(f.id, instance_id=instance_id).to_dict()
+            for f in call.host.compiled.fields
+            if f.id in instance.entries
+        ]
+    render.print_histories(histories, call.out)
+
+
+def _move(action: str) -> Callable[[Call], None]:
+    """``/undo`` and ``/redo``: move the cursor, then say which field now holds what (the result says)."""
+
+    def run(call: Call) -> None:
+        instance_id, field = call.instance_id(), call.rest or None
+        person = call.host.person
+        result = (person.undo if action == "undo" else person.redo)(field, instance_id=instance_id)
+        call.host_write(action, result, field=field)
+        moved = result.moved
+        if result.unknown or moved is None:
+            envelope = {"status": "success", "data": result.to_dict()}
+            line = render.activity_line("form_revise", envelope, call.host.labels())
+            if result.unknown:  # a field that isn't there: an error line (stderr in a pipe)
+                call.err.print(line, style="red", markup=False, highlight=False)
+                return
+        else:
+            line = f"{'undid' if action == 'undo' else 'redid'} {moved.label} → {render.moved_text(moved)}"
+        call.said(line)
+
+    return run
+
+
+def _resolve(call: Call) -> None:
+    instance_id, host = call.instance_id(), call.host
+    if not host.options.as_host:
+        # Role check: resolving is the host's decision, never the person's own (README, "Who may
+        # do what"); the chat's person may /resolve only when a form author plays the host.
+        instance = host.person.open_instance(instance_id)
+        what = f'"{instance.blocked_on}"' if instance is not None and instance.blocked_on else "a checkpoint"
+        raise HostOnlyError(
+            f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
+            f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
+            "with formctl run FORM --as-host."
+        )
+    fail = reason = None
+    if call.rest:
+        words = shlex.split(call.rest)
+        if words[0] not in ("--fail", "--reason") or len(words) < 2:
+            raise InvalidArgumentError("Use /resolve, /resolve --reason WHY, or /resolve --fail REASON.")
+        if words[0] == "--fail":
+            fail = " ".join(words[1:])
+        else:
+            reason = " ".join(words[1:])
+    actor = default_subject()
+    result = host.person.resolve_checkpoint(instance_id, fail=fail, actor=actor, reason=reason)
+    call.host_write("resolve", result, fail=fail, actor=actor, reason=reason)
+    what = f"rejected: {fail}" if fail else "approved"
+    call.said(f"checkpoint {what} · {host.status_lines(host.person)[0]}")
+
+
+def _abandon(call: Call) -> None:
+    instance_id = call.instance_id()
+    if not call.rest:
+        raise InvalidArgumentError("Say why: /abandon REASON.")
+    instance = call.host.person.abandon(call.rest, instance_id=instance_id)
+    call.host_write("abandon", instance, reason=call.rest)
+    call.said(f"abandoned {instance.id}: {call.rest} (answers are kept)")
+
+
+def _usage(call: Call) -> None:
+    line = call.host.usage_line() or f"No tokens: the {call.host.model.name} model runs offline."
+    call.out.print(line, markup=False, highlight=False)
+
+
+def _help(call: Call) -> None:
+    call.out.print(help_table())
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(("status",), "/status", "the open step, in full", _status),
+    Command(("inspect",), "/inspect [STEP|FIELD]", "the outline, or one step or field", _inspect),
+    Command(("history",), "/history FIELD", "every answer given to a field", _history),
+    Command(("undo",), "/undo [FIELD]", "take back the last answer (or a field's)", _move("undo")),
+    Command(("redo",), "/redo [FIELD]", "put an undone answer back", _move("redo")),
+    Command(
+        ("resolve",),
+        "/resolve [--fail REASON | --reason WHY]",
+        "answer the checkpoint the form waits on (--as-host only)",
+        _resolve,
+    ),
+    Command(("abandon",), "/abandon REASON", "close the form without finishing (answers are kept)", _abandon),
+    Command(("usage",), "/usage", "the tokens this conversation has cost so far", _usage),
+    Command(("help", "?", ""), "/help", "this list", _help),
+    Command(("quit", "exit", "q"), "/quit", "leave; formctl resume ID comes back here", None),
 )
+
+_BY_NAME: dict[str, Command] = {name: command for command in COMMANDS for name in command.names}
+
+HELP = tuple((command.usage, command.what) for command in COMMANDS)
 
 
 def help_table() -> Any:
@@ -34,133 +200,30 @@ def help_table() -> Any:
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
     table.add_column("command", no_wrap=True, style="bold")
     table.add_column("what it does")
-    for command, what in HELP:
-        table.add_row(command, what)
+    for usage, what in HELP:
+        table.add_row(usage, what)
     return table
 
 
-class Commands:
-    """The ``/commands`` of a chat session."""
+class ChatCommands:
+    """The chat session's ``/commands``: looks a line up in :data:`COMMANDS` and runs it."""
 
-    _err: Any = None  # where the running command's errors go (see command)
+    def __init__(self, host: CommandHost) -> None:
+        self.host = host
 
-    def command(self, line: str, out: Any, err: Any = None) -> bool:
+    def run(self, line: str, out: Any, err: Any = None) -> bool:
         """Run a ``/command``, printing to ``out`` (a rich console) and its errors to ``err``
         (another, stderr in a pipe; ``out`` if not given). Returns False to leave."""
-        err = self._err = err or out
+        err = err or out
         name, _, rest = line[1:].strip().partition(" ")
-        name, rest = name.lower(), rest.strip()
-        if name in ("quit", "exit", "q"):
+        command = _BY_NAME.get(name.lower())
+        if command is None:
+            err.print(f"Unknown command /{name.lower()}; /help lists them.", style="red", markup=False)
+            return True
+        if command.run is None:
             return False
-        if name in ("help", "?", ""):
-            out.print(help_table())
-            return True
-        handler = getattr(self, f"_cmd_{name}", None)
-        if handler is None:
-            err.print(f"Unknown command /{name}; /help lists them.", style="red", markup=False)
-            return True
         try:
-            handler(rest, out)
+            command.run(Call(self.host, rest.strip(), out, err))
         except FormError as exc:
             err.print(f"error: {exc.message}", style="red", markup=False, highlight=False)
         return True
-
-    def _need_instance(self) -> str:
-        if self.instance_id is None:
-            raise NotFoundError("The form has not been started yet.")
-        return self.instance_id
-
-    def _cmd_usage(self, rest: str, out: Any) -> None:
-        out.print(
-            self.usage_line() or f"No tokens: the {self.model.name} model runs offline.", markup=False, highlight=False
-        )
-
-    def _cmd_status(self, rest: str, out: Any) -> None:
-        render.print_view(self.person.status(instance_id=self._need_instance()), out)
-
-    def _cmd_inspect(self, rest: str, out: Any) -> None:
-        instance_id = self._need_instance()
-        if not rest:
-            view = self.person.inspect("outline", instance_id=instance_id)
-        elif self.compiled.resolve_step(rest) is not None:
-            view = self.person.inspect("step", rest, instance_id=instance_id)
-        elif self.compiled.resolve_field(rest) is not None:
-            view = self.person.inspect("field", rest, instance_id=instance_id)
-        else:
-            raise NotFoundError(f'No step or field "{rest}" on this form.')
-        render.print_view(view, out)
-
-    def _cmd_history(self, rest: str, out: Any) -> None:
-        instance_id = self._need_instance()
-        if rest:
-            histories = [self.person.history(rest, instance_id=instance_id).to_dict()]
-        else:
-            instance = self.person.open_instance(instance_id)
-            histories = [
-                self.person.history(f.id, instance_id=instance_id).to_dict()
-                for f in self.compiled.fields
-                if f.id in instance.entries
-            ]
-        render.print_histories(histories, out)
-
-    def _cmd_undo(self, rest: str, out: Any) -> None:
-        self._move("undo", rest or None, out)
-
-    def _cmd_redo(self, rest: str, out: Any) -> None:
-        self._move("redo", rest or None, out)
-
-    def _move(self, action: str, field: str | None, out: Any) -> None:
-        """``/undo`` and ``/redo``: move the cursor, then say which field now holds what (the result says)."""
-        instance_id = self._need_instance()
-        result = getattr(self.person, action)(field, instance_id=instance_id)
-        self._host(action, result, field=field)
-        moved = result.moved
-        if result.unknown or moved is None:
-            envelope = {"status": "success", "data": result.to_dict()}
-            line = render.activity_line("form_revise", envelope, self.labels())
-            if result.unknown:  # a field that isn't there: an error line (stderr in a pipe)
-                self._err.print(line, style="red", markup=False, highlight=False)
-                return
-        else:
-            line = f"{'undid' if action == 'undo' else 'redid'} {moved.label} → {render.moved_text(moved)}"
-        out.print(line, style="dim", markup=False, highlight=False)
-
-    def _cmd_resolve(self, rest: str, out: Any) -> None:
-        instance_id = self._need_instance()
-        if not self.options.as_host:
-            # Resolving is the host's decision, never the person's own (README, "Who may do what").
-            instance = self.person.open_instance(instance_id)
-            what = f'"{instance.blocked_on}"' if instance is not None and instance.blocked_on else "a checkpoint"
-            raise HostOnlyError(
-                f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
-                f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
-                "with formctl run FORM --as-host."
-            )
-        fail = reason = None
-        if rest:
-            words = shlex.split(rest)
-            if words[0] not in ("--fail", "--reason") or len(words) < 2:
-                raise InvalidArgumentError("Use /resolve, /resolve --reason WHY, or /resolve --fail REASON.")
-            if words[0] == "--fail":
-                fail = " ".join(words[1:])
-            else:
-                reason = " ".join(words[1:])
-        actor = default_subject()
-        result = self.person.resolve_checkpoint(instance_id, fail=fail, actor=actor, reason=reason)
-        self._host("resolve", result, fail=fail, actor=actor, reason=reason)
-        what = f"rejected: {fail}" if fail else "approved"
-        out.print(
-            f"checkpoint {what} · {self.status_lines(self.person)[0]}", style="dim", markup=False, highlight=False
-        )
-
-    def _cmd_abandon(self, rest: str, out: Any) -> None:
-        instance_id = self._need_instance()
-        if not rest:
-            raise InvalidArgumentError("Say why: /abandon REASON.")
-        instance = self.person.abandon(rest, instance_id=instance_id)
-        self._host("abandon", instance, reason=rest)
-        out.print(f"abandoned {instance.id}: {rest} (answers are kept)", style="dim", markup=False, highlight=False)
-
-    def _host(self, action: str, result: Any, **args: Any) -> None:
-        if self.recorder is not None:
-            self.recorder.host(action, result=result, **args)

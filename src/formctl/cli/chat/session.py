@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from formctl.cli import render
-from formctl.cli.chat.commands import Commands
+from formctl.cli.chat.commands import ChatCommands
 from formctl.cli.workspace import default_subject, is_database, local_folder, open_registry, open_store
 from formctl.errors import (
     AlreadyExistsError,
@@ -70,7 +70,7 @@ def _seed_lines(pairs: list[str]) -> list[str]:
 # --------------------------------------------------------------------------- the session
 
 
-class ChatSession(Commands):
+class ChatSession:
     """The store, the runners, the model, the loop and the recorder of one chat; no I/O of its own.
 
     ``on_event`` (set by the face) receives every loop event; ``send`` runs one turn;
@@ -159,6 +159,11 @@ class ChatSession(Commands):
         # conversation, so a resumed chat can say what changed while it was away.
         self.seen: dict[str, Any] | None = self.conversations.seen(pinned) if self.resumed and pinned else None
         self.loop.seen = self.seen
+        self.commands = ChatCommands(self)  # the /commands (commands.py): a table, run against this session
+
+    def command(self, line: str, out: Any, err: Any = None) -> bool:
+        """Run a ``/command`` (see :class:`ChatCommands`); False means leave the chat."""
+        return self.commands.run(line, out, err)
 
     def _ask_person(self, question: str) -> str | None:
         answer = self.asker(question) if self.asker is not None else None
