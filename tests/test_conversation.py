@@ -104,3 +104,36 @@ def test_a_value_nested_900_levels_deep_is_saved_with_a_placeholder(tmp_path):
         node = node[0] if isinstance(node, list) else node["a"]
         depth += 1
     assert node == TOO_DEEP and depth == MAX_DEPTH
+
+
+def test_a_chat_opening_loads_an_intact_conversation_and_says_nothing(tmp_path):
+    store = ConversationStore(tmp_path)
+    store.save("form_abc_123456", MESSAGES)
+    assert store.load_or_set_aside("form_abc_123456") == (MESSAGES, None)
+    assert store.load_or_set_aside("form_abc_999999") == ([], None)
+
+
+@pytest.mark.parametrize("damage", [b'{"format": 1, "messages": [', b"\xff\xfe not utf-8", b'{"format": 9}'])
+def test_a_chat_opening_sets_a_damaged_conversation_aside_and_keeps_each_one(tmp_path, damage):
+    store = ConversationStore(tmp_path)
+    path = store.save("form_abc_123456", MESSAGES)
+    notes = []
+    for n in (1, 2):
+        path.write_bytes(damage)
+        messages, note = store.load_or_set_aside("form_abc_123456")
+        assert messages == [] and not path.exists()
+        aside = path.with_name("form_abc_123456.json.damaged" + ("" if n == 1 else "-2"))
+        assert aside.read_bytes() == damage  # kept as it was, never overwritten
+        assert str(path) in note and f"moved to {aside}" in note and "every answer is kept" in note
+        notes.append(note)
+    assert notes[0] != notes[1]
+
+
+def test_a_conversation_that_cannot_be_read_is_not_set_aside(tmp_path):
+    store = ConversationStore(tmp_path)
+    path = store.save("form_abc_123456", MESSAGES)
+    path.unlink()
+    path.mkdir()  # unreadable as a file (as a file without permission is, for anyone but root)
+    with pytest.raises(StoreError, match="Cannot read the conversation"):
+        store.load_or_set_aside("form_abc_123456")
+    assert path.is_dir() and not path.with_name(path.name + ".damaged").exists()

@@ -45,7 +45,8 @@ TOO_DEEP = f"[not saved: nested deeper than {MAX_DEPTH} levels]"
 
 
 class ConversationStore:
-    """``load(instance_id)`` / ``save(instance_id, messages)`` under ``<directory>/conversations``."""
+    """``load(instance_id)`` / ``save(instance_id, messages)`` under ``<directory>/conversations``;
+    ``load_or_set_aside`` for a chat that opens (a damaged file is kept, renamed, and the chat goes on)."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
@@ -77,6 +78,35 @@ class ConversationStore:
         if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in messages):
             raise StoreError(f"The conversation file {path} is corrupt (a message without a user/assistant role).")
         return messages
+
+    def load_or_set_aside(self, instance_id: str) -> tuple[list[dict[str, Any]], str | None]:
+        """The saved messages and None; or, when the file is damaged, ``[]`` and one sentence
+        saying where the damaged file was moved (``<id>.json.damaged``, ``.damaged-2``, ...).
+
+        The conversation is only the model's context: the answers live in the instance. Failing
+        here would lock the person out of a form whose answers are intact, and saving a new
+        conversation over the damaged file would lose it, so it is kept, renamed. A file that
+        cannot be read at all (permissions, I/O) is not damaged: that still raises StoreError.
+        """
+        path = self.path(instance_id)
+        try:
+            return self.load(instance_id), None
+        except StoreError as exc:
+            if isinstance(exc.__cause__, OSError):
+                raise  # unreadable, not damaged: nothing to set aside
+            why = exc.message
+        except UnicodeDecodeError as exc:
+            why = f"The conversation file {path} is corrupt (not UTF-8 text, byte {exc.start})."
+        aside = path.with_name(path.name + ".damaged")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.damaged-{n}")
+        try:
+            os.rename(path, aside)
+        except OSError as exc:
+            raise StoreError(f"{why} It could not be moved aside ({exc.strerror or exc}).") from None
+        return [], f"{why} It was moved to {aside}; the conversation starts afresh, and every answer is kept."
 
     def seen(self, instance_id: str) -> dict[str, Any] | None:
         """What the person was last shown of the instance, as saved with its conversation (or None)."""

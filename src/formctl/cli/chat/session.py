@@ -234,33 +234,11 @@ class ChatSession:
             self.notes.append(exc.message)
 
     def _saved_conversation(self, instance_id: str) -> list[Any]:
-        """The instance's saved messages; a damaged file is set aside (kept, renamed) and the chat
-        starts the conversation afresh.
-
-        The conversation is only the model's context: the answers live in the instance. Failing
-        here would lock the person out of a form whose answers are intact, and saving the new
-        conversation over the damaged file would lose it, so it is moved to ``*.damaged``.
-        """
-        path = self.conversations.path(instance_id)
-        try:
-            return self.conversations.load(instance_id)
-        except StoreError as exc:
-            if isinstance(exc.__cause__, OSError):
-                raise  # unreadable, not damaged: nothing to set aside
-            why = exc.message
-        except UnicodeDecodeError as exc:
-            why = f"The conversation file {path} is corrupt (not UTF-8 text, byte {exc.start})."
-        aside = path.with_name(path.name + ".damaged")
-        n = 1
-        while aside.exists():
-            n += 1
-            aside = path.with_name(f"{path.name}.damaged-{n}")
-        try:
-            os.rename(path, aside)
-        except OSError as exc:
-            raise StoreError(f"{why} It could not be moved aside ({exc.strerror or exc}).") from None
-        self.notes.append(f"{why} It was moved to {aside}; the conversation starts afresh, and every answer is kept.")
-        return []
+        """The instance's saved messages; a damaged file is set aside and the chat says so."""
+        messages, set_aside = self.conversations.load_or_set_aside(instance_id)
+        if set_aside is not None:
+            self.notes.append(set_aside)
+        return messages
 
     def _recorder(self) -> Any:
         if not self.options.record:
