@@ -1,6 +1,6 @@
 """Context cost: what the chat loop sends the model, call by call, against the "eager" alternative.
 
-Run:  python benchmarks/context.py
+Run:  python benchmarks/context.py          (--quick: the same run; it takes seconds)
 
 For six scripted conversations on ``travel-claim`` (the model's turns are fixed
 :class:`ScriptedModel` replies; the tools, the engine and the loop run for real) this
@@ -365,4 +365,9 @@ def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="for .ci/run: the same run (it takes seconds)")
+    parser.parse_args()
     main()

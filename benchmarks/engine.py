@@ -16,6 +16,7 @@ calls), and the final instance's JSON size per revision. Figures are the median 
 
     python benchmarks/engine.py                 # medium and large, memory and jsonfile
     python benchmarks/engine.py --variant medium --processes 3 --no-jsonfile
+    python benchmarks/engine.py --quick         # medium, one process per store (.ci/run)
 """
 
 from __future__ import annotations
@@ -274,11 +275,14 @@ def main() -> None:
     parser.add_argument("--variant", choices=["medium", "large", "all"], default="all")
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--no-jsonfile", action="store_true", help="skip the JsonFileAdapter column")
+    parser.add_argument("--quick", action="store_true", help="medium only, one process per store (.ci/run)")
     parser.add_argument("--child", nargs=2, metavar=("VARIANT", "STORE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_once(*args.child)))
         return
+    if args.quick:
+        args.variant, args.processes = "medium", 1
     variants = ["medium", "large"] if args.variant == "all" else [args.variant]
     stores = ["memory"] if args.no_jsonfile else ["memory", "jsonfile"]
     results: dict[tuple[str, str], list[dict]] = {(v, s): [] for v in variants for s in stores}

@@ -1,6 +1,6 @@
 """The tool-layer fuzz at scale: ten thousand tool calls a confused model might make, counted.
 
-Run:  python benchmarks/fuzz.py [CALLS] [--through chat|openai|mcp]   (default 10,000, chat)
+Run:  python benchmarks/fuzz.py [CALLS] [--through chat|openai|mcp]   (default 10,000, chat; --quick: 300)
 
 ``--through``: how the calls reach the tools. ``chat`` (the default) hands them to the chat
 loop as they are; ``openai`` streams them from a loopback Chat Completions server through the
@@ -120,5 +120,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("calls", nargs="?", type=int, default=10_000)
     parser.add_argument("--through", choices=["chat", "openai", "mcp"], default="chat")
+    parser.add_argument("--quick", action="store_true", help="300 calls, for .ci/run")
     args = parser.parse_args()
-    sys.exit(main(args.calls, args.through))
+    sys.exit(main(300 if args.quick else args.calls, args.through))

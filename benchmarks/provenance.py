@@ -1,6 +1,6 @@
 """Provenance: does a value the person never gave get stored, and is a value they did give taken as said?
 
-Run:  python benchmarks/provenance.py
+Run:  python benchmarks/provenance.py        (--quick: the same run; it takes seconds)
 
 Scripted conversations (no network): the person's messages go through the real chat loop, a
 :class:`ScriptedModel` answers them and then calls ``form_fill`` with a value and a quote for a
@@ -405,4 +405,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="for .ci/run: the same run (it takes seconds)")
+    parser.parse_args()
     sys.exit(main())

@@ -13,6 +13,7 @@ in a temporary folder, then replayed. Figures are the median of ``--rounds`` rou
 
     python benchmarks/replay.py
     python benchmarks/replay.py --rounds 7
+    python benchmarks/replay.py --quick         # one round, each workload replayed once (.ci/run)
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ TARGET_PER_SECOND = 50  # twenty-turn transcripts
 
 
 def _claim_turns(extra: int) -> list[str]:
-    """A travel claim by car, answered one question at a time, then ``extra`` more turns."""
+    """A travel claim by car, answered one question at a time, ``extra`` more turns, the total,
+    and "yes" to the read-back (a form is sent only when the person says so)."""
     turns = [
-        "I'd like to claim for a trip",
         "Dana Reeve",
         "AB1234",
         "dana.reeve@example.com",
@@ -58,7 +59,7 @@ def _claim_turns(extra: int) -> list[str]:
         "Purpose of trip: Supplier audit",
     ]
     turns += [fillers[i % len(fillers)] for i in range(extra)]
-    turns.append("54")
+    turns += ["54", "yes"]
     return turns
 
 
@@ -74,6 +75,10 @@ def generate(folder: Path, registry) -> dict[str, Path]:
         _write(path, _claim_turns(extra))
         result = replay_file(path, live=True, update=True, registry=registry)
         assert result.passed, result.diff
+        # --update rewrites [expect]: check that the recording is the claim the turns describe
+        expect = load(path).expect or {}
+        if expect.get("status") != "complete" or expect.get("values", {}).get("full_name") != "Dana Reeve":
+            raise SystemExit(f"the generated {name}-turn claim did not complete as scripted: {expect}")
         assert replay_file(path, registry=registry).passed
         out[name] = path
     return out
@@ -107,7 +112,11 @@ def rate(files: list[Path], registry, rounds: int, minimum_seconds: float = 0.5)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="one round, each workload replayed once (.ci/run)")
     args = parser.parse_args()
+    least = 0.0 if args.quick else 0.5  # seconds each round replays for
+    if args.quick:
+        args.rounds = 1
 
     shipped = sorted((ROOT / "transcripts").glob("*.toml"))
     registry = find_registry(shipped[0])
@@ -120,15 +129,15 @@ def main() -> None:
         rows = [
             (
                 f"shipped set ({len(shipped)} transcripts, {sum(len(load(f).turns) for f in shipped)} turns)",
-                *rate(shipped, registry, args.rounds),
+                *rate(shipped, registry, args.rounds, least),
             ),
             (
                 f"generated {turns['twenty']}-turn claim ({model_calls['twenty']} model calls)",
-                *rate([generated["twenty"]], registry, args.rounds),
+                *rate([generated["twenty"]], registry, args.rounds, least),
             ),
             (
                 f"generated {turns['fifty']}-turn claim ({model_calls['fifty']} model calls)",
-                *rate([generated["fifty"]], registry, args.rounds),
+                *rate([generated["fifty"]], registry, args.rounds, least),
             ),
         ]
     print(f"{'workload':<58} {'per s (wall)':>13} {'per s (CPU)':>12} {'ms each':>8}")

@@ -1,6 +1,6 @@
 """Start-up time of the ``formctl`` command, as ratios to ``python -c pass`` and to a bare typer app.
 
-    python benchmarks/startup.py [--runs 15] [--json] [--as-is]
+    python benchmarks/startup.py [--runs 15] [--json] [--as-is] [--quick]
 
 Measures the wall time of
 
@@ -102,7 +102,10 @@ def main() -> int:
     parser.add_argument(
         "--as-is", action="store_true", help="keep the environment's bytecode settings (PYTHONDONTWRITEBYTECODE)"
     )
+    parser.add_argument("--quick", action="store_true", help="two rounds, for .ci/run")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 2
 
     env = dict(os.environ)
     env.pop("FORMCTL_STORE", None)

@@ -1,6 +1,6 @@
 """The test suite's wall and CPU time, run as the README runs it, optionally beside an older commit.
 
-    python benchmarks/suite.py [--serial] [--against REV] [--rounds N] [-- PYTEST_ARGS]
+    python benchmarks/suite.py [--serial] [--against REV] [--rounds N] [--quick] [-- PYTEST_ARGS]
 
 Runs ``python -m pytest -n auto`` (the README's test command) in this checkout and prints,
 per run: the wall time; the CPU time (user + sys) of pytest and of every process it started
@@ -8,7 +8,9 @@ and waited for (the workers, the ``formctl`` commands the CLI tests start; not a
 server, which runs detached); the count of tests; the load average before and after. On a
 shared machine the wall time follows whatever else runs; the CPU time is the steadier
 figure. ``--serial`` runs the suite without ``-n`` as well. Arguments after ``--`` go to
-pytest (a test file, for a quick look at one part).
+pytest (a test file, for a quick look at one part). ``--quick`` (for .ci/run, which has just run
+the whole suite) runs once, only the in-process tests about conversations (``-m "not e2e" -k
+conversation``): it shows the script still works, not how fast the suite is.
 
 ``--against REV`` checks REV out into a temporary git worktree (removed afterwards) and runs
 the same commands there, alternating with this checkout (this, REV, this, REV, ...) so a
@@ -36,8 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_suite(checkout: Path, parallel: bool, extra: list[str]) -> dict[str, float | str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if checkout != ROOT:
-        env["PYTHONPATH"] = str(checkout / "src")  # before the editable install's path
+    env["PYTHONPATH"] = str(checkout / "src")  # this checkout's code, before the editable install's path
     command = [sys.executable, "-m", "pytest", *(["-n", "auto"] if parallel else []), *extra]
     load_before = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -73,7 +74,11 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV", help="an older commit to run beside this checkout")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("pytest_args", nargs="*", help="after --: more arguments for pytest")
+    parser.add_argument("--quick", action="store_true", help="a smoke run on a few tests (.ci/run)")
     args = parser.parse_args()
+    if args.quick:
+        args.serial, args.against, args.rounds = False, None, 1
+        args.pytest_args = ["-m", "not e2e", "-k", "conversation", *args.pytest_args]
 
     print(
         f"{os.cpu_count()} CPUs; python -m pytest{' (and serial)' if args.serial else ''}; "
