@@ -74,7 +74,7 @@ class ConversationStore:
             ) from exc
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("messages"), list):
             raise StoreError(f"The conversation file {path} is not a formctl conversation (format {FORMAT}).")
-        messages = data["messages"]
+        messages: list[dict[str, Any]] = data["messages"]
         if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in messages):
             raise StoreError(f"The conversation file {path} is corrupt (a message without a user/assistant role).")
         return messages

@@ -103,7 +103,8 @@ def _shown(value: Any, kind: str | None) -> str:
 
 def question_for(u: Any) -> str:
     """What formctl asks about one unconfirmed value: the person's words (if any), the field and the value."""
-    kind = value_kind(u.annotation).kind if value_kind(u.annotation) is not None else None
+    found = value_kind(u.annotation)
+    kind = found.kind if found is not None else None
     shown = "(hidden)" if u.sensitive else _shown(u.value, kind)
     words = f'You said "{u.check.quote}". ' if u.check.quote and not u.sensitive else ""
     if kind == "bool":  # asked outright: "yes" to "Details changed: no. Right?" would read both ways
@@ -117,7 +118,7 @@ def confirm_unconfirmed(runner: Any, result: Any, person: Person | None, instanc
     Returns ``result.to_dict()`` with ``asked_person`` (one row per question: confirmed, gave,
     declined or no answer) and the view as it stands after their answers.
     """
-    data = result.to_dict()
+    data: dict[str, Any] = result.to_dict()
     if not result.unconfirmed or person is None or person.ask is None:
         return data
     rows: list[dict[str, Any]] = []

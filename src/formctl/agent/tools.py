@@ -380,7 +380,7 @@ def _compact(node: Any) -> Any:
 
 
 def _schema(args: type[_Args]) -> dict[str, Any]:
-    schema = _compact(args.model_json_schema())
+    schema: dict[str, Any] = _compact(args.model_json_schema())
     schema.pop("description", None)
     schema.setdefault("properties", {})
     return schema
@@ -394,7 +394,8 @@ def _definition(tool: _Tool) -> dict[str, Any]:
     if cached is None:
         cached = {"name": tool.name, "description": tool.description, "input_schema": _schema(tool.args)}
         _DEFINITIONS[tool.name] = cached
-    return json.loads(json.dumps(cached))  # a private copy: callers may add cache_control
+    copy: dict[str, Any] = json.loads(json.dumps(cached))  # a private copy: callers may add cache_control
+    return copy
 
 
 def _matches(name: str, selector: str) -> bool:
@@ -481,7 +482,8 @@ class FormTools:
         """The one subject the tools may reach, or None for every subject."""
         if self.scope is EVERY_SUBJECT:
             return None
-        return self.scope if self.scope is not None else self.runner.subject
+        scope: str = self.scope if self.scope is not None else self.runner.subject
+        return scope
 
     def _scoped(self, args: Any) -> Any:
         """``args`` confined to the scope: raises NotFoundError for another subject's instance,
@@ -501,7 +503,8 @@ class FormTools:
         return args
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        return bounded(self._call(name, arguments))
+        result: dict[str, Any] = bounded(self._call(name, arguments))
+        return result
 
     def _call(self, name: str, arguments: Any) -> dict[str, Any]:
         tool = _BY_NAME.get(name) if name in self.names else None

@@ -15,6 +15,7 @@ from typing import Any, List, Union, get_args, get_origin
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+_RuntimeParam: Any
 try:
     from typer._coercion import RuntimeParam as _RuntimeParam
 except ImportError:  # pragma: no cover - another typer: it does its own coercion
@@ -62,7 +63,7 @@ if _RuntimeParam is not None:
         from dataclasses import dataclass
 
         @dataclass(frozen=True)
-        class _PlainParam(_RuntimeParam):  # type: ignore[misc, valid-type, no-redef]
+        class _PlainParam(_RuntimeParam):  # type: ignore[misc, no-redef]
             kind: type = str
             many: bool = False
 
@@ -102,7 +103,7 @@ def _lighten(params: list[Any]) -> list[Any]:
 class LeanCommand(TyperCommand):
     """A typer command whose plain parameters skip typer's pydantic coercion."""
 
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: Any) -> list[Any]:  # a click Context (typer's own, or click's)
         # Here, not in __init__: the help option is made on demand.
         return _lighten(super().get_params(ctx))
 
@@ -110,6 +111,6 @@ class LeanCommand(TyperCommand):
 class LeanGroup(TyperGroup):
     """A typer group whose own options (--debug, --version, completion) skip it too."""
 
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def get_params(self, ctx: Any) -> list[Any]:
         # Here, not in __init__: typer adds its completion and help options later.
         return _lighten(super().get_params(ctx))

@@ -85,7 +85,11 @@ def _only_the_command_run(args: list[str]) -> typer.Typer:
         return app
     from typer.main import get_command_name
 
-    commands = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == name]
+    commands = [
+        c
+        for c in app.registered_commands
+        if (c.name or get_command_name(c.callback.__name__ if c.callback is not None else "")) == name
+    ]
     groups = [g for g in app.registered_groups if _group_name(g) == name]
     if len(commands) + len(groups) != 1:
         return app

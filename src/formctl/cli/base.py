@@ -14,6 +14,8 @@ from typing import Any, NoReturn, Optional
 import typer
 
 from formctl.cli._lean_typer import LeanCommand as _Command  # noqa: F401  (the commands' class)
+
+__all__ = ["_Command"]  # and the names below, which the commands import by name
 from formctl.cli._lean_typer import LeanGroup
 
 _debug = os.environ.get("FORMCTL_DEBUG", "") not in ("", "0")
@@ -37,7 +39,7 @@ def _log_to_stderr() -> None:
     class DebugHandler(logging.StreamHandler):  # type: ignore[type-arg]
         """Writes to sys.stderr as it is at the time, and only while debugging."""
 
-        @property  # type: ignore[override]
+        @property
         def stream(self) -> Any:
             return sys.stderr
 
@@ -60,11 +62,11 @@ def _log_to_stderr() -> None:
 class _Group(LeanGroup):
     """Turns errors from any command into one line on stderr and a non-zero exit."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # a click Context
         ctx.meta["formctl.args"] = list(args)  # the command line as given, for the error hints
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         args = ctx.meta.get("formctl.args", [])
         try:
             return super().invoke(ctx)

@@ -474,7 +474,10 @@ def activity_line(
     worth a line). ``reasons=False`` (the chat) names a rejected field without the sentence, which
     the model's reply says: a rejection is said once.
     """
-    name = lambda fid: labels.get(fid, fid)  # noqa: E731
+
+    def name(fid: str) -> str:
+        return labels.get(fid, fid)
+
     if envelope.get("status") == "error":
         code = (envelope.get("data") or {}).get("code")
         if code in (None, "form_definition_error"):  # the form's own bug: the host reads it with --debug

@@ -7,6 +7,7 @@ engine, the chat loop and the models load inside the command.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -39,7 +40,7 @@ def transcript_files(paths: list[Path]) -> list[Path]:
     return unique
 
 
-def write_junit(path: Path, results: list, *, suite: str = "formctl-transcripts") -> None:
+def write_junit(path: Path, results: list[Any], *, suite: str = "formctl-transcripts") -> None:
     """A JUnit XML report (one testcase per transcript, the diff as the failure text)."""
     import xml.etree.ElementTree as ET
 

@@ -47,12 +47,12 @@ def recorded_model(replies: list[Any], name: str) -> Any:
     tools), and copying the whole growing conversation on every call made replay quadratic
     in its length (70% of the time of a twenty-turn replay).
     """
-    from formctl.agent.models.base import ModelReply
+    from formctl.agent.models.base import ModelReply, ModelRequest, TextSink
     from formctl.agent.models.scripted import ScriptedModel
     from formctl.errors import ModelError
 
     class _Recorded(ScriptedModel):
-        def respond(self, request, on_text=None):  # type: ignore[override]
+        def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
             if self.played >= len(self._replies):
                 raise ModelError(f"The script has no more model turns ({self.played} played).")
             recorded = self._replies[self.played]
@@ -118,7 +118,8 @@ def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
             except (ValueError, AttributeError):
                 continue
             if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
-                return data["instance_id"]
+                found: str = data["instance_id"]
+                return found
     return None
 
 

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import glob
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,7 +114,7 @@ def is_transcript(path: Path) -> bool:
     return {m.group(1) for m in _TOP_KEY.finditer(top)} == {"format", "form"}
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TranscriptFile | None:
     if file_path.suffix != ".toml" or not _enabled(parent.config):
         return None
     if not is_transcript(file_path):
@@ -125,7 +127,7 @@ class TranscriptDiverged(Exception):
 
 
 class TranscriptFile(pytest.File):
-    def collect(self):
+    def collect(self) -> Iterator[pytest.Item]:
         item = TranscriptItem.from_parent(self, name=self.path.stem)
         item.add_marker(MARKER)
         yield item
@@ -142,10 +144,10 @@ class TranscriptItem(pytest.Item):
         if not result.passed:
             raise TranscriptDiverged(result.diff)
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TranscriptDiverged):
             return f"{self.path.name}\n{excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"transcript {self.path.name}"

@@ -57,7 +57,7 @@ def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> d
     compiled, instance = view.compiled, view.instance
     fired = [cp.id for cp in compiled.checkpoints if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0]
     shown = answers(compiled, view.evaluation)
-    return normaliser.value(
+    state: dict[str, Any] = normaliser.value(
         {
             "status": view.status,
             **shown,
@@ -65,6 +65,7 @@ def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> d
             "provenance": provenance_kinds(instance, [*shown.get("values", {}), *shown.get("held", {})]),
         }
     )
+    return state
 
 
 def provenance_kinds(instance: Any, fields: list[str]) -> dict[str, str]:
@@ -159,8 +160,7 @@ class Recorder:
         kind = getattr(ev, "kind", "")
         norm = self.normaliser
         if kind == "model_call":
-            if self._turn is None:
-                self.person("")
+            turn = self._turn if self._turn is not None else self.person("")
             request = ev.request
             if self.transcript.system is None and request is not None:
                 self.transcript.system = norm.text(request.system or "")
@@ -168,7 +168,7 @@ class Recorder:
             # "error" until the reply arrives: a model call that never answered (a model error,
             # a cancel) is replayed as that same error, at the same point.
             self._iteration = Iteration(tier0=norm.text(ev.tier0 or ""), stop_reason="error")
-            self._turn.iterations.append(self._iteration)
+            turn.iterations.append(self._iteration)
         elif kind == "model_turn":
             if self._iteration is None:
                 return

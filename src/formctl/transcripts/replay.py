@@ -387,6 +387,7 @@ def _live(
     rec, _, chat_model = play(transcript, registry, compiled, _model_factory(model, transcript.form), coverage=coverage)
     new_t = rec.transcript
     problems = [f"    turn {n} ({t.label()}): {t.error}" for n, t in enumerate(new_t.turns, 1) if t.error]
+    end: str | None
     if transcript.expect is None:
         end = "    the transcript has no [expect] table to grade against"
     else:

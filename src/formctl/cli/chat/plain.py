@@ -78,7 +78,7 @@ class WordWrap:
         word, spaces = self._word, self._spaces
         self._word, self._spaces = "", ""
         size = cell_len(word)
-        if self.column and self.column + cell_len(spaces) + size > self.width:
+        if self.column and self.column + cell_len(spaces) + size > (self.width or 0):
             self.column = size
             return "\n" + word
         self.column += cell_len(spaces) + size

@@ -7,7 +7,6 @@ docs/chat.md.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from dataclasses import dataclass
@@ -306,7 +305,7 @@ class ChatSession:
         return lines
 
     def _status_lines(self, runner: Any) -> list[str]:
-        text = runner.tier0()
+        text: str = runner.tier0()
         if text:
             lines = text.splitlines()
             lines[0] = self._as_asked(lines[0], runner)
@@ -532,7 +531,9 @@ class ChatSession:
         if instance_id is None:
             return "Nothing was started."
         instance = self.adapter.get_instance(instance_id)
-        status = instance.status if instance is not None else "gone"
+        if instance is None:
+            return f"{instance_id} is gone from the store."
+        status = instance.status
         if status == "complete":
             return f"Done: {self.compiled.name} {instance_id} is complete."
         if status == "abandoned":

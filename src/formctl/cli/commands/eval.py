@@ -1,7 +1,7 @@
 """``eval``: run scenario files against one or more models and measure how well each collects the form
 (formctl.eval, imported when the command runs; docs/eval.md)."""
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -92,7 +92,7 @@ def eval_command(
         transient=True,
         disable=not err.is_terminal,
     )
-    results: list = []
+    results: list[Any] = []
     interrupted = False
     with progress:
         task = progress.add_task("eval", total=total)

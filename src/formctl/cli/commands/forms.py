@@ -110,7 +110,7 @@ def check(
                 + (" (--strict: errors)" if strict else "")
             )
         if cov is not None:
-            typer.echo(_coverage_text(form, coverage, *cov))
+            typer.echo(_coverage_text(form, coverage or [], *cov))
     if failed:
         raise typer.Exit(1)
 
@@ -123,7 +123,7 @@ def _coverage_dict(form: str, cov: Any, results: list[Any]) -> dict[str, Any]:
 def _coverage_text(form: str, folders: list[str], cov: Any, results: list[Any]) -> str:
     if not results:
         return f"coverage: no transcripts of {form} under {', '.join(folders)}"
-    text = cov.render()
+    text: str = cov.render()
     failed = [r.path for r in results if not r.passed]
     if failed:
         text += (

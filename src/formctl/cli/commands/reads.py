@@ -142,7 +142,9 @@ def inspect(
     if view.step is None and not view.fields and (step not in (None, "open") or field is not None):
         # The views answer an unknown name with the header alone (the model reads that as
         # "nothing there"); at the command line it is a mistake, reported like history's.
-        _unknown_name(runner, view.def_id, "step" if field is None else "field", field if field is not None else step)
+        _unknown_name(
+            runner, view.def_id, "step" if field is None else "field", field if field is not None else step or ""
+        )
     decided = _resolutions(runner, instance_id)
     instance = runner.adapter.get_instance(instance_id)
     served = (
@@ -310,7 +312,7 @@ def export(
     view = runner.view(instance_id)  # a stale instance exports too: its answers are what it has
     compiled, instance = view.compiled, view.instance
     read = _read_stale(runner, instance_id, view)
-    data = {
+    data: dict[str, Any] = {
         "instance_id": instance.id,
         "form": instance.def_id,
         "version": instance.def_version,
@@ -392,10 +394,11 @@ def _warn_if_damaged(runner: Any, instance_id: str) -> dict[str, Any] | None:
     damage = runner.damage(instance_id)
     if damage is None:
         return None
+    found: dict[str, Any] = damage.to_dict()
     sys.stderr.write(
         f"warning: {damage.describe()}; writes to it are refused until formctl store repair {instance_id}\n"
     )
-    return damage.to_dict()
+    return found
 
 
 def _resolutions(runner: Any, instance_id: str) -> list[dict[str, Any]]:

@@ -92,7 +92,7 @@ def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     adapter = open_store(store)
     name = store_name(store)
     if is_database(store):
-        before, after = adapter.init()
+        before, after = adapter.init()  # type: ignore[attr-defined]  # a database store: a PostgresAdapter
         what = (
             "tables created"
             if before == 0
