@@ -87,6 +87,9 @@ class ChatSession:
         self.notes: list[str] = []  # lines for the face to print before the chat starts
         self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
         self.stopped: str | None = None  # why the chat cannot go on (the API refused the key)
+        # The last turn was stopped (Ctrl-C) before it ended: what it saved was not yet said to the
+        # person, so the form is not marked as seen, and the face says it and asks again.
+        self.interrupted = False
 
         if options.instance_id is not None:
             instance = self._resumable(options.instance_id)
@@ -464,7 +467,9 @@ class ChatSession:
 
     def _event(self, ev: Any) -> None:
         if ev.kind == "turn_end":
-            self.mark_seen()  # before the loop's last save of the turn, which keeps it
+            self.interrupted = ev.stop_reason == "cancelled"
+            if not self.interrupted:
+                self.mark_seen()  # before the loop's last save of the turn, which keeps it
         if ev.kind == "tool_call":
             self.calls[ev.id] = ev
         if ev.kind == "loop_error" and ev.code == "key_rejected":

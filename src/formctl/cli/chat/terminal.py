@@ -13,12 +13,20 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from formctl.cli.chat.plain import ELSEWHERE, UNREADABLE, Face, readable
+from formctl.cli.chat.plain import ELSEWHERE, UNREADABLE, Face, _last_said, readable
 from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
 
 POLL_SECONDS = 1.0
 _CHANGED = object()  # the prompt's result when it was left because the form changed elsewhere
+# The longest line the prompt takes (characters). A paste without bracketed-paste mode arrives
+# one key press at a time; past this the characters are counted, not kept, and the line is
+# refused when Enter comes, so a paste of any size costs bounded memory and time.
+LINE_LIMIT = 10_000
+# Past this many characters a key press no longer saves an undo state (each one is a copy of
+# the whole line: a long paste typed key by key would otherwise keep thousands of copies).
+_UNDO_LIMIT = 1_000
+STOPPED = "Saved before you stopped it"  # the notice after a stopped turn that had written answers
 
 
 class TerminalChat(Face):
@@ -41,6 +49,7 @@ class TerminalChat(Face):
         self._stop = threading.Event()
         self._prompt: Any = None
         self._held = ""  # the text to put back at the prompt (typed before a change elsewhere)
+        self._dropped = 0  # characters of the line being typed beyond LINE_LIMIT (not kept)
         self._spinner = _Spinner(self.out)
         session.asker = self._ask
 
@@ -137,6 +146,7 @@ class TerminalChat(Face):
             try:
                 line = self._prompt.prompt("you › ", default=held)
             except KeyboardInterrupt:
+                self._dropped = 0
                 continue  # Ctrl-C at the prompt clears the line, like a shell
             except EOFError:
                 return
@@ -144,6 +154,15 @@ class TerminalChat(Face):
                 self._catch_up(ELSEWHERE)
                 if self.session.stopped:
                     return
+                continue
+            dropped, self._dropped = self._dropped, 0
+            if dropped:
+                self._history.discard()
+                self._line(
+                    f"That line is too long ({dropped + len(line):,} characters; at most {LINE_LIMIT:,}): "
+                    "nothing was sent. Please type a shorter one.",
+                    "yellow",
+                )
                 continue
             line = line.strip()
             if line and not readable(line):
@@ -155,27 +174,44 @@ class TerminalChat(Face):
                 self._history.flush()  # the turn has run: its values are known, and masked
 
     def _turn(self, text: str) -> None:
-        """One model turn in a worker thread, so Ctrl-C here can cancel it at a safe point."""
+        """One model turn in a worker thread, so Ctrl-C here can cancel it at a safe point.
+
+        A turn stopped after it had written answers (Ctrl-C while an executor runs, or while
+        the model reads the results) never told the person what it saved, nor asked what comes
+        next: the chat says it and asks now (docs/chat.md, "Ctrl-C")."""
+        self._run_turn(text)
+        if self.session.interrupted and not self.session.stopped:
+            self.session.interrupted = False  # said once: a catch-up that is stopped too is not caught up
+            if not self._catch_up(STOPPED):  # nothing the person would see changed: ask again
+                self._text(self._wrap.feed(_last_said(self.session.loop.messages)) + self._wrap.flush())
+            self.session.interrupted = False
+
+    def _run_turn(self, text: str) -> None:
         self._busy.set()
         error: list[BaseException] = []
+        done = threading.Event()
 
         def work() -> None:
             try:
                 self.session.send(text)
             except BaseException as exc:  # shown below, on the main thread
                 error.append(exc)
+            finally:
+                done.set()
 
         worker = threading.Thread(target=work, name="formctl-turn", daemon=True)
         stopping = False
         # Python runs the Ctrl-C handler at its next safe point in this thread: on a busy machine
         # the worker can be well into the turn before this thread gets back from start(), so the
-        # start and every check of the worker are inside the try, not only the join.
+        # start and every check of the worker are inside the try, not only the wait. The wait is
+        # on an Event, not Thread.join: a Ctrl-C that interrupts join() on Python 3.11 marks the
+        # thread stopped while it still runs (threading._wait_for_tstate_lock), and the prompt
+        # came back in the middle of the turn.
         while True:
             try:
                 if worker.ident is None and not stopping:
                     worker.start()
-                while worker.is_alive():
-                    worker.join(0.1)
+                while not done.wait(0.1):
                     self._spinner.tick()
                 break
             except KeyboardInterrupt:
@@ -201,6 +237,7 @@ class TerminalChat(Face):
         self._prompt = PromptSession(
             history=self._history,
             bottom_toolbar=self._toolbar,  # prompt-toolkit's reverse video: readable with or without NO_COLOR
+            key_bindings=self._bounded_typing(),
         )
         self._refresh()
         poller = threading.Thread(target=self._poll, name="formctl-status", daemon=True)
@@ -211,6 +248,50 @@ class TerminalChat(Face):
             self._stop.set()
             poller.join(timeout=2 * POLL_SECONDS)  # before the session closes the poller's adapter
             self._history.flush()
+
+    def _bounded_typing(self) -> Any:
+        """Typing and pasting key by key with the line held to :data:`LINE_LIMIT` characters.
+
+        The key press that would take the line past the limit empties it (its undo states too),
+        and every character after it is counted, not kept, until Enter, which refuses the line
+        and says how long it was: a paste of any size costs bounded memory and a bounded redraw."""
+        from prompt_toolkit.filters import Condition, emacs_insert_mode, vi_insert_mode
+        from prompt_toolkit.key_binding import KeyBindings
+        from prompt_toolkit.keys import Keys
+
+        bindings = KeyBindings()
+
+        @Condition
+        def overflowing() -> bool:
+            return self._dropped > 0
+
+        def worth_an_undo_state(event: Any) -> bool:
+            return len(event.current_buffer.text) < _UNDO_LIMIT and not event.is_repeat
+
+        def take(event: Any, data: str) -> None:
+            buffer = event.current_buffer
+            if self._dropped or len(buffer.text) + len(data) > LINE_LIMIT:
+                self._dropped += len(buffer.text) + len(data) if not self._dropped else len(data)
+                if buffer.text:
+                    buffer.reset()  # the line and its undo states: it will be refused whole
+                return
+            buffer.insert_text(data)
+
+        @bindings.add(Keys.Any, filter=overflowing)
+        def _count(event: Any) -> None:
+            self._dropped += len(event.data) * event.arg
+
+        @bindings.add(
+            Keys.Any, filter=~overflowing & (emacs_insert_mode | vi_insert_mode), save_before=worth_an_undo_state
+        )
+        def _insert(event: Any) -> None:
+            take(event, event.data * event.arg)
+
+        @bindings.add(Keys.BracketedPaste)
+        def _paste(event: Any) -> None:
+            take(event, event.data.replace("\r\n", "\n").replace("\r", "\n"))
+
+        return bindings
 
 
 class _Spinner:

@@ -1,0 +1,160 @@
+"""The terminal chat under a stopped turn and a huge paste, in a real pseudo-terminal.
+
+* Ctrl-C while a slow executor runs (after the answer was saved): the prompt comes back only
+  once the turn has stopped, the chat says what was saved and asks the question open now, and
+  the next answer is taken for it (not refused as "The form changed since I asked that").
+* 200,000 characters typed key by key (a paste without bracketed-paste mode): the chat's memory
+  stays bounded, the line is refused as too long, and the chat goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+from fixture_project import FORMS, ROOT  # noqa: E402
+
+pytestmark = pytest.mark.e2e  # every test here runs formctl in a pseudo-terminal
+
+CPR = "\x1b[6n"  # prompt-toolkit asks where the cursor is; a terminal answers
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _spawn(tmp_path: Path, forms: Path, **env: str) -> pexpect.spawn:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    full.pop("NO_COLOR", None)
+    full.update(TERM="xterm-256color", FORMCTL_SUBJECT="dana", **env)
+
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "formctl.cli.app", "run", "travel-claim", "--store", str(tmp_path / "store"), "--forms", str(forms)],
+        env=full,
+        cwd=str(ROOT),
+        dimensions=(30, 120),
+        encoding="utf-8",
+        timeout=60,
+        use_poll=True,
+    )
+    child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+    return child
+
+
+def _expect(child: pexpect.spawn, pattern: str, timeout: float = -1) -> str:
+    """Wait for ``pattern``, answering cursor-position requests; what came before it, plain."""
+    seen = []
+    while True:
+        index = child.expect([pattern, re.escape(CPR)], timeout=timeout)
+        seen.append(child.before)
+        if index == 0:
+            return ANSI.sub("", "".join(seen))
+        child.send("\x1b[5;1R")
+
+
+def _say(child: pexpect.spawn, text: str) -> None:
+    child.send(text + "\r")
+
+
+def _answer_up_to_the_miles(child: pexpect.spawn) -> None:
+    _expect(child, "Full name")
+    for answer, next_question in [
+        ("Dana Reeve", "Staff ID"),
+        ("AB1234", "Work email"),
+        ("dana@example.org", "Destination"),
+        ("Leeds", "Departure date"),
+        ("2026-03-02", "Return date"),
+        ("2026-03-04", "Purpose of trip"),
+        ("client visit", "Mode"),
+        ("car", "Miles driven"),
+    ]:
+        _say(child, answer)
+        _expect(child, next_question)
+
+
+def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_and_takes_the_next_answer(tmp_path):
+    # The example forms, with the mileage executor held until the test lets it go.
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    release = tmp_path / "release"
+    claim = forms / "travel_claim.py"
+    source = claim.read_text(encoding="utf-8")
+    slow = """    miles = ctx.values.get("mileage")
+    if miles == 120:
+        import os, sys, time
+        sys.stdout.write("(executor running)\\r\\n")
+        sys.stdout.flush()
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.environ["FORMCTL_TEST_RELEASE"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+"""
+    assert '    miles = ctx.values.get("mileage")\n' in source
+    claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', slow), encoding="utf-8")
+
+    child = _spawn(tmp_path, forms, FORMCTL_TEST_RELEASE=str(release))
+    try:
+        _answer_up_to_the_miles(child)
+        _say(child, "120")
+        _expect(child, r"\(executor running\)")
+        child.sendintr()
+        _expect(child, "stopping…")
+        time.sleep(1)  # the turn is still running: the prompt must not come back meanwhile
+        release.touch()
+        stopped = _expect(child, "Cancelled. Every answer already given is saved.")
+        assert "you ›" not in stopped, f"the prompt came back mid-turn: {stopped!r}"
+        said = _expect(child, r"Accommodation cost\? Optional")
+        assert "Saved before you stopped it: Miles driven is now 120; Mileage cost is now 54." in said
+        assert "you ›" not in said
+        _expect(child, "you ›")
+        _say(child, "0")
+        answered = _expect(child, r"Meals cost\?")
+        assert "saved Accommodation cost" in answered
+        assert "changed since I asked" not in answered
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def _type_without_bracketed_paste(child: pexpect.spawn, text: str) -> None:
+    """``text`` written key by key, as a terminal without bracketed-paste mode sends a paste,
+    reading what the chat echoes between pieces (neither side may block on a full terminal)."""
+    for start in range(0, len(text), 1024):
+        child.send(text[start : start + 1024])
+        while True:
+            try:
+                echoed = child.read_nonblocking(1 << 16, timeout=0.05)
+            except pexpect.TIMEOUT:
+                break
+            if CPR in echoed:
+                child.send("\x1b[5;1R")
+
+
+def test_a_200000_character_paste_without_bracketed_paste_is_refused_with_bounded_memory(tmp_path):
+    child = _spawn(tmp_path, FORMS)
+    try:
+        _expect(child, "Full name")
+        paste = ("Dana Reeve, staff id AB1234, leaving for Leeds on 2 March. " * 4000)[:200_000]
+        _type_without_bracketed_paste(child, paste)
+        child.send("\r")
+        refused = _expect(
+            child, r"That line is too long \(200,000 characters; at most 10,000\): nothing was sent\.", 180
+        )
+        assert "saved" not in refused
+        with open(f"/proc/{child.pid}/status", encoding="ascii") as status:
+            peak_kb = int(re.search(r"VmHWM:\s+(\d+) kB", status.read()).group(1))
+        assert peak_kb < 250_000, f"the chat peaked at {peak_kb // 1024} MB"
+        _say(child, "Dana Reeve")  # the chat goes on, and the question is still the name
+        assert "saved Full name" in _expect(child, "Staff ID")
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
