@@ -73,7 +73,10 @@ def main() -> None:
     parser.add_argument("--chars-per-token", type=float, default=4.0)
     parser.add_argument("--price-model", default="claude-sonnet-4-6")
     parser.add_argument("--forms", default=str(ROOT / "tests" / "fixtures" / "forms"))
+    parser.add_argument("--quick", action="store_true", help="one run of each scenario (.ci/run)")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
 
     from formctl.agent.models.guided import GuidedModel
 

@@ -165,7 +165,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument("--pg", default=os.environ.get("FORMCTL_BENCH_PG_DSN"))
     parser.add_argument("--no-fsync", action="store_true", help="JSON store without its fsyncs (a tmpfs-like disk).")
+    parser.add_argument("--quick", action="store_true", help="five rounds (.ci/run)")
     args = parser.parse_args()
+    if args.quick:
+        args.rounds = 5
     if args.no_fsync:
         _durable.fsync_enabled = False
 
