@@ -178,3 +178,56 @@ def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp
     status = show(project)
     assert items(status)[("contact", "form")]["disposition"] == "completed"
     assert status["active_goal"] == "wrap"
+
+
+def test_with_a_model_the_walk_lets_it_settle_items_through_the_real_sdk(project):
+    from fake_anthropic import FakeAnthropic, text, tool_use
+
+    with FakeAnthropic() as api:
+        # The identity goal: no form answers it, so the model asks and settles it.
+        api.reply(text("Hello! Are you the client?"))
+        api.reply(
+            tool_use("goal_update", {"goal": "identity", "completed": ["client"], "reason": "Said so", "version": 1})
+        )
+        api.reply(text("Thank you."))
+        # The contact goal: its item is the contact form, whose chat opens with the goal tools.
+        api.reply(tool_use("form_start", {"form": "contact"}))
+        api.reply(text("What is your phone number?"))
+        api.reply(tool_use("form_fill", {"values": {"phone": "0113 496 0000"}}))
+        api.reply(text("Saved."))
+        # The wrap-up goal: settled in one update (the form's completion made version 3).
+        api.reply(
+            tool_use("goal_update", {"goal": "wrap", "completed": ["summary"], "deferred": ["docs"], "version": 3})
+        )
+        api.reply(text("All set; send the documents when you can."))
+        result = formctl(
+            "run",
+            "--program",
+            "visit",
+            "--subject",
+            "dana",
+            cwd=project,
+            env={"ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef", "ANTHROPIC_BASE_URL": api.url},
+            input="Yes, it's me, Dana.\n0113 496 0000\n",
+        )
+        bodies = api.bodies
+    assert result.returncode == 0, result.stderr
+    assert "Program visit is complete. Still owed: Collect documents" in result.stdout
+    assert len(bodies) == 9
+    tails = [b["messages"][-1]["content"][-1]["text"] for b in bodies]
+    assert all(t.startswith("[goals: visit]") for t in tails)
+    assert tails[0] == '[goals: visit] goal 1/3 "Confirm identity" · pending: Verify the client'
+    assert tails[3] == '[goals: visit] goal 2/3 "Contact" · pending: Contact details'
+    assert tails[7] == '[goals: visit] goal 3/3 "Wrap up" · pending: Send the summary, Collect documents'
+    # In the form's chat the tier-0 line comes first, then the goals line.
+    assert bodies[5]["messages"][-1]["content"][-2]["text"].startswith("[form: contact]")
+    form_phase = bodies[3:7]
+    assert len({json.dumps(b["tools"]) for b in form_phase}) == 1
+    assert len({json.dumps(b["system"]) for b in form_phase}) == 1
+    names = [t["name"] for t in form_phase[0]["tools"]]
+    assert "form_fill" in names and names[-2:] == ["goal_status", "goal_update"]
+    status = show(project)
+    by = items(status)
+    assert by[("identity", "client")]["reason"] == "Said so"
+    assert by[("contact", "form")]["disposition"] == "completed"
+    assert by[("wrap", "docs")]["disposition"] == "deferred"
