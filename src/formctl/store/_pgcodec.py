@@ -30,6 +30,21 @@ UPDATE_INSTANCE = (
     "blocked_on = %s, open_step_override = %s, forced_complete = %s, fields = %s, occurrences = %s, "
     "dispatches = %s WHERE id = %s"
 )
+ONE_TRIP_COMMIT = (
+    f"WITH upd AS ({UPDATE_INSTANCE} AND writes = %s RETURNING id), "
+    f"ins AS (INSERT INTO formctl_revisions ({REV_COLUMNS}) "
+    "SELECT upd.id, r.field, r.pos, %s, r.seq, r.at, r.source, r.actor, r.note, r.value::json, r.error, "
+    "r.retracted, r.how::json FROM upd, unnest(%s::text[], %s::int[], %s::bigint[], %s::text[], %s::text[], "
+    "%s::text[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[]) "
+    "AS r(field, pos, seq, at, source, actor, note, value, error, retracted, how) RETURNING 1) "
+    "SELECT count(*) FROM upd"
+)
+"""A whole commit as one statement, so one round trip: the instance row is updated only if its
+``writes`` counter is still the one the writer's copy was read at (compare-and-set on every
+write, dispatch records included), and the new revisions are inserted only if it was. The
+parameters: the UPDATE's, the ``writes`` expected, the new version, then
+:func:`revision_arrays`. Returns 1 when it committed, 0 when the row had moved (nothing
+written)."""
 RevisionRow = tuple[Any, ...]
 """One ``formctl_revisions`` row, its values in :data:`REV_COLUMNS` order."""
 dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
@@ -162,3 +177,27 @@ def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | Non
         updated_at=row.updated_at,
         completed_at=row.completed_at,
     )
+
+
+def revision_arrays(rows: list[RevisionRow]) -> list[list[Any]]:
+    """:func:`revision_rows` as the eleven arrays :data:`ONE_TRIP_COMMIT` unnests (every column
+    but the instance id and the version, which the statement supplies)."""
+    columns: list[list[Any]] = [[] for _ in range(11)]
+    for row in rows:
+        _, field, pos, _, seq, at, source, actor, note, value, error, retracted, how = row
+        values = (
+            field,
+            pos,
+            seq,
+            at,
+            source,
+            actor,
+            note,
+            None if value is None else value.obj,  # already JSON text (revision_rows)
+            error,
+            retracted,
+            None if how is None else dumps(how.obj),
+        )
+        for column, item in zip(columns, values):
+            column.append(item)
+    return columns
