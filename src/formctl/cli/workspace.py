@@ -48,9 +48,21 @@ def store_path(store: str | os.PathLike[str] | None) -> Path:
 
 
 def local_folder(store: str | os.PathLike[str] | None) -> Path:
-    """Where a chat keeps what is one person's own (the conversation with the model, the input
-    history): the store folder, or ``./.formctl`` when the store is a shared database."""
+    """Where a chat keeps what is one person's own (the input history, and the conversation
+    with the model in a folder store): the store folder, or ``./.formctl`` when the store is a
+    shared database."""
     return Path(DEFAULT_STORE) if is_database(store) else store_path(store)
+
+
+def open_conversations(store: str | os.PathLike[str] | None, adapter: Any, subject: str) -> Any:
+    """Where a chat keeps its conversations: beside the instances in a database store (the
+    subject's alone; a colleague who resumes an instance continues its chat), else in the
+    store folder's ``conversations/`` (docs/store-postgres.md, "Conversations")."""
+    if is_database(store) and hasattr(adapter, "conversation_store"):
+        return adapter.conversation_store(subject)
+    from formctl.agent.conversation import ConversationStore
+
+    return ConversationStore(local_folder(store))
 
 
 def store_name(store: str | os.PathLike[str] | None) -> str:

@@ -113,6 +113,34 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
+CONVERSATIONS = (
+    """CREATE TABLE IF NOT EXISTS formctl_conversations (
+        instance_id text COLLATE "C" PRIMARY KEY REFERENCES formctl_instances (id),
+        subject text NOT NULL,
+        saved_at text NOT NULL,
+        document text NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS formctl_conversations_aside (
+        instance_id text COLLATE "C" NOT NULL,
+        subject text NOT NULL,
+        set_aside_at timestamptz NOT NULL DEFAULT now(),
+        document text NOT NULL,
+        why text NOT NULL
+    )""",
+)
+"""The chats' conversations (``_pgconversations``): created by the first save, beside the
+versioned tables rather than as a migration, so that a store at schema 2 needs no upgrade
+(and a reader no privilege) for a chat to keep its conversation there. ``document`` is the
+conversation as JSON text, ASCII-escaped, exactly as the local store writes its file."""
+
+
+def ensure_conversations(cur: Cursor[Any]) -> None:
+    """Create the conversation tables if missing, inside the caller's transaction."""
+    cur.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
+    for statement in CONVERSATIONS:
+        cur.execute(statement)
+
+
 CREATE_VERSION_TABLE = """CREATE TABLE IF NOT EXISTS formctl_schema (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     version integer NOT NULL,

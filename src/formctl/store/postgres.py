@@ -68,6 +68,7 @@ from formctl.store._pgcodec import (
     row_values,
 )
 from formctl.store._pgconn import _reason, connect_failure, describe_server, dsn_problem, mask_dsn, require_psycopg
+from formctl.store._pgconversations import PostgresConversations
 from formctl.store._pglisten import Watcher
 from formctl.store.base import check_provenance, missing, new_instance
 from formctl.store.ids import is_instance_id, new_instance_id
@@ -191,6 +192,11 @@ class PostgresAdapter:
 
             goals = self.__dict__["_goals"] = PostgresGoalStore(self.dsn)
         return goals
+
+    def conversation_store(self, subject: str) -> PostgresConversations:
+        """The chats' conversations of ``subject``'s instances, kept in this database
+        (:mod:`formctl.store._pgconversations`), so a colleague who resumes one continues it."""
+        return PostgresConversations(self._run, display=self.display, subject=subject)
 
     def close(self) -> None:
         with self._mutex:

@@ -16,7 +16,14 @@ from typing import Any, Callable
 
 from formctl.cli import render
 from formctl.cli.chat.commands import ChatCommands
-from formctl.cli.workspace import default_subject, is_database, local_folder, open_registry, open_store
+from formctl.cli.workspace import (
+    default_subject,
+    is_database,
+    local_folder,
+    open_conversations,
+    open_registry,
+    open_store,
+)
 from formctl.errors import (
     AlreadyExistsError,
     FormError,
@@ -81,7 +88,7 @@ class ChatSession:
 
         self.options = options
         self.seed_lines = _seed_lines(options.seed)  # a malformed --seed fails before anything opens
-        self.store_dir = local_folder(options.store)  # conversations and input history: the person's own
+        self.store_dir = local_folder(options.store)  # input history (and conversations, in a folder store)
         self.registry = open_registry(options.forms)
         self.adapter = open_store(options.store)
         self.notes: list[str] = []  # lines for the face to print before the chat starts
@@ -129,11 +136,10 @@ class ChatSession:
         self._watcher: Any = None  # LISTEN on a PostgreSQL store (see wait_for_change)
         self._watched = False
 
-        from formctl.agent.conversation import ConversationStore
         from formctl.agent.loop import ChatLoop
         from formctl.agent.models import pick_model
 
-        self.conversations = ConversationStore(self.store_dir)
+        self.conversations = open_conversations(options.store, self.adapter, self.subject)
         messages = self._saved_conversation(pinned) if pinned else []
         self.resumed = bool(messages)
         self.model = pick_model(self.agent, model_name=options.model, offline=options.offline, form_id=self.form_id)

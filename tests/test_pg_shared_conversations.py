@@ -1,0 +1,115 @@
+"""Conversations in the PostgreSQL store (docs/store-postgres.md, "Conversations"): a colleague
+who resumes an instance on another machine, with an empty local folder, continues the chat so
+far, and the model's next request holds the earlier turns; a conversation is reachable only
+by a chat of its instance's subject."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+
+from clitools import formctl
+from fake_anthropic import FakeAnthropic, text
+from fixture_project import FORMS
+from formctl.errors import StoreError
+from formctl.store.postgres import PostgresAdapter
+
+
+def person_turns(body: dict) -> list[str]:
+    return [
+        block["text"]
+        for message in body["messages"]
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "text"
+    ] + [m["content"] for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], str)]
+
+
+@pytest.mark.e2e
+def test_a_colleague_with_an_empty_folder_resumes_the_conversation_and_the_model_sees_the_earlier_turns(
+    pg_dsn, tmp_path
+):
+    env = {"FORMCTL_STORE": pg_dsn, "FORMCTL_FORMS": str(FORMS)}
+    first_machine, second_machine = tmp_path / "ann", tmp_path / "ben"
+    first_machine.mkdir()
+    second_machine.mkdir()
+    begun = formctl(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        input="Dana Reeve\nAB1234\n",
+        env=env,
+        cwd=first_machine,
+    )
+    assert begun.returncode == 0, begun.stderr
+    (row,) = json.loads(formctl("instances", "--json", env=env, cwd=first_machine).stdout)["instances"]
+    iid = row["instance_id"]
+    # Which turn said each answer (its provenance) names a turn of the conversation that is kept.
+    why = json.loads(formctl("why", iid, "staff_id", "--json", env=env, cwd=first_machine).stdout)
+
+    with FakeAnthropic() as api:
+        api.reply(text("Welcome back, Dana. What is your work email?"))
+        resumed = formctl(
+            "resume",
+            iid,
+            env={**env, "ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url},
+            cwd=second_machine,
+            input="dana@example.com\n",
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert api.unexpected == []
+        (request,) = api.bodies
+    said = person_turns(request)
+    assert any("Dana Reeve" in t for t in said) and any("AB1234" in t for t in said)
+    assert "dana@example.com" in " ".join(said[-2:])  # the turn typed on the second machine, last (tier 0 after it)
+    assert any(m["role"] == "assistant" for m in request["messages"][:-1])  # the model's earlier turns too
+    assert "Welcome back, Dana." in resumed.stdout
+    assert not (first_machine / ".formctl" / "conversations").exists()
+    assert not (second_machine / ".formctl" / "conversations").exists()
+    with psycopg.connect(pg_dsn) as conn:
+        (document,) = conn.execute(
+            "SELECT document FROM formctl_conversations WHERE instance_id = %s", (iid,)
+        ).fetchone()
+    kept = json.loads(document)["messages"]
+    assert any("Welcome back, Dana." in json.dumps(m) for m in kept)  # the second machine's turn saved too
+    turn = json.dumps(why)
+    assert "AB1234" in turn and '"turn"' in turn
+
+
+def test_a_conversation_is_reachable_only_by_a_chat_of_its_instances_subject(pg_adapter):
+    from formctl.forms.instance import Provenance, now_iso
+
+    instance = pg_adapter.create_instance("travel-claim", 1, "dana", Provenance("cli", "host", now_iso()))
+    danas = pg_adapter.conversation_store("dana")
+    bobs = pg_adapter.conversation_store("bob")
+    assert danas.load(instance.id) == []  # none saved yet (the table does not even exist)
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Dana Reeve"}]}]
+    danas.save(instance.id, messages, seen={"version": 1})
+    assert danas.load(instance.id) == messages and danas.seen(instance.id) == {"version": 1}
+    assert bobs.load(instance.id) == [] and bobs.seen(instance.id) is None  # confirms nothing
+    with pytest.raises(StoreError, match="not an instance of 'bob'"):
+        bobs.save(instance.id, [{"role": "user", "content": "mine now"}])
+    with pytest.raises(StoreError, match="not an instance of 'dana'"):
+        danas.save("form_mx3tplc2_9jz5s0", messages)  # no such instance
+    assert PostgresAdapter(pg_adapter.dsn).conversation_store("dana").load(instance.id) == messages
+    bobs.delete(instance.id)
+    assert danas.load(instance.id) == messages
+
+
+def test_a_damaged_conversation_is_set_aside_and_the_chat_starts_afresh(pg_adapter, pg_dsn):
+    from formctl.forms.instance import Provenance, now_iso
+
+    instance = pg_adapter.create_instance("travel-claim", 1, "dana", Provenance("cli", "host", now_iso()))
+    store = pg_adapter.conversation_store("dana")
+    store.save(instance.id, [{"role": "user", "content": "hello"}])
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute('UPDATE formctl_conversations SET document = \'{"format": 1, "messages": [{}]}\'')
+    messages, note = store.load_or_set_aside(instance.id)
+    assert messages == [] and "formctl_conversations_aside" in note
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM formctl_conversations_aside").fetchone()[0] == 1
+    assert store.load_or_set_aside(instance.id) == ([], None)
