@@ -51,7 +51,7 @@ from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt as build_system_prompt
 from formctl.agent.tools import FormTools, is_error
 from formctl.agent.usage import Usage
-from formctl.errors import FormError, ModelError
+from formctl.errors import FormError, ModelError, StoreError
 
 __all__ = ["ChatLoop", "Turn", "tool_result_block"]
 
@@ -247,7 +247,7 @@ class ChatLoop:
             self._emit(ModelCall(iterations, request, tier0))
             try:
                 reply = self.model.respond(request, on_text=self._on_text)
-            except ModelError as exc:
+            except (ModelError, StoreError) as exc:  # a store error names the store, not the model
                 return Turn("", "error", iterations, exc.message, tool_calls, code=exc.code)
             except KeyboardInterrupt:
                 raise

@@ -180,6 +180,8 @@ class PostgresAdapter:
         self._committing = False
         self._upgraded = (0, 0)
         self._lost = False  # the last connection died under us: reconnect with patience
+        self._gave_up_at = -1e9  # when a patient reconnect last failed (monotonic seconds)
+        self._stop = threading.Event()  # interrupt(): stop the wait in progress
 
     def __repr__(self) -> str:
         return f"PostgresAdapter({self.display!r})"
@@ -632,11 +634,19 @@ class PostgresAdapter:
 
     # ------------------------------------------------------------------ connections
 
+    def interrupt(self) -> None:
+        """Stop waiting for a server that is away, now (safe from any thread: a chat's Ctrl-C).
+        The wait in progress ends with a :class:`StoreError`; nothing is written by it."""
+        self._stop.set()
+
     def _connect(self, *, patience: float = 0.0) -> Any:
         """A new connection. With ``patience``, keep trying that long while the server is away
-        (refusing, starting up, shutting down): a restart then costs a pause, not an error."""
+        (refusing, starting up, shutting down): a restart then costs a pause, not an error.
+        :meth:`interrupt` ends the wait early."""
         deadline = time.monotonic() + patience
         pause = 0.05
+        if patience:
+            self._stop.clear()
         while True:
             try:
                 return psycopg.connect(self.dsn, autocommit=True, **self._connect_options())
@@ -645,7 +655,12 @@ class PostgresAdapter:
                     raise StoreError(connect_failure(self.dsn, exc)) from None
             except (psycopg.Error, ValueError) as exc:  # ValueError: a NUL in the string
                 raise StoreError(connect_failure(self.dsn, exc)) from None
-            time.sleep(pause)
+            if self._stop.wait(pause):
+                self._stop.clear()
+                raise StoreError(
+                    f"Stopped waiting for the PostgreSQL store at {self.server} (it is not answering): "
+                    "nothing was saved by this message. Send it again once the server is back."
+                )
             pause = min(pause * 2, 0.5)
 
     def _connect_options(self) -> dict[str, Any]:
@@ -672,8 +687,19 @@ class PostgresAdapter:
             _INHERITED.append(self._conn)  # a forked child: leave the parent's session alone
             self._conn = None
         if self._conn is None or self._conn.closed:
-            conn = self._connect(patience=_reconnect_patience() if self._lost else 0.0)
+            patience = _reconnect_patience() if self._lost else 0.0
+            if time.monotonic() - self._gave_up_at < patience:
+                # Waited that long a moment ago and the server stayed away: the calls that follow
+                # (the rest of one chat turn) fail at once, so a turn waits once, not once a call.
+                patience = 0.0
+            try:
+                conn = self._connect(patience=patience)
+            except BaseException:  # away after all that waiting, or Ctrl-C stopped the wait
+                if patience:
+                    self._gave_up_at = time.monotonic()
+                raise
             self._lost = False
+            self._gave_up_at = -1e9
             self._conn, self._pid = conn, os.getpid()
             weakref.finalize(self, _close_in, conn, self._pid)  # an adapter dropped unclosed closes its session
             self._tables = False

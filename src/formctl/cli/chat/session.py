@@ -537,11 +537,25 @@ class ChatSession:
         usage = self.loop.usage
         return usage.line() if usage else None
 
+    def cancel(self) -> None:
+        """Ctrl-C during a turn (any thread): stop the loop at its next safe point, and stop
+        waiting for a store that is not answering, if that is where the turn is."""
+        self.loop.cancel()
+        interrupt = getattr(self.adapter, "interrupt", None)
+        if interrupt is not None:
+            interrupt()
+
     def goodbye(self) -> str:
         instance_id = self.instance_id
         if instance_id is None:
             return "Nothing was started."
-        instance = self.adapter.get_instance(instance_id)
+        try:
+            instance = self.adapter.get_instance(instance_id)
+        except StoreError as exc:  # the store is away: say what is certain without it
+            return (
+                f"{exc.message} Every answer the chat confirmed as saved is in {instance_id}; "
+                f"carry on with: formctl resume {instance_id}"
+            )
         if instance is None:
             return f"{instance_id} is gone from the store."
         status = instance.status

@@ -220,7 +220,7 @@ class TerminalChat(Face):
                     self._end_text()
                     self._line("stopping…", "yellow")
                 stopping = True
-                self.session.loop.cancel()
+                self.session.cancel()
         self._spinner.call_ended()
         self._end_text()
         self._busy.clear()

@@ -28,7 +28,7 @@ from formctl.agent.models.guided.planning import form_named, plan_start, plan_tu
 from formctl.agent.models.guided.restore import restore
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.agent.models.guided.words import Turn, generic_kind, read_turn
-from formctl.errors import ModelError
+from formctl.errors import ModelError, StoreError
 
 
 class GuidedModel:
@@ -49,8 +49,8 @@ class GuidedModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         try:
             reply = self._respond(request)
-        except ModelError:
-            raise
+        except (ModelError, StoreError):
+            raise  # a store that failed is the store's failure, not the model's: the loop says so
         except Exception as exc:  # the interface allows ModelError only
             raise ModelError(f"The guided model could not answer: {exc}") from exc
         if on_text is not None and reply.text:

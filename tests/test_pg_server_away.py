@@ -1,0 +1,130 @@
+"""A PostgreSQL server that goes away under a chat (docs/store-postgres.md, "A server that is
+away"): a turn waits for it once, not once per store call; the line names the store, not the
+model; Ctrl-C stops the wait; and Ctrl-D still says what is saved."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from fixture_project import FORMS
+from formctl.errors import StoreError
+from formctl.forms.instance import Provenance, now_iso
+from formctl.store.postgres import PostgresAdapter
+
+pytestmark = pytest.mark.e2e  # every test here stops a server
+
+
+def _reader(stream, out: queue.Queue) -> None:
+    for line in stream:
+        out.put(line.rstrip("\n"))
+    out.put(None)
+
+
+def _until(out: queue.Queue, text: str, timeout: float = 60) -> list[str]:
+    seen = []
+    deadline = time.monotonic() + timeout
+    while True:
+        line = out.get(timeout=max(0.1, deadline - time.monotonic()))
+        assert line is not None, f"the chat ended before {text!r}: {seen}"
+        seen.append(line)
+        if text in line:
+            return seen
+
+
+def _chat(server, tmp_path, patience: str):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    env.update(FORMCTL_STORE=server.dsn, FORMCTL_FORMS=str(FORMS), FORMCTL_PG_RECONNECT_PATIENCE=patience)
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--subject", "dana"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        env=env,
+        cwd=tmp_path,
+    )
+    out: queue.Queue = queue.Queue()
+    threading.Thread(target=_reader, args=(chat.stdout, out), daemon=True).start()
+    return chat, out
+
+
+def test_a_turn_waits_for_a_server_that_is_away_once_and_says_it_is_the_store(private_pg, tmp_path):
+    patience = 4.0
+    chat, out = _chat(private_pg, tmp_path, str(patience))
+    said: list[str] = []
+    try:
+        said += _until(out, "Full name?")
+        chat.stdin.write("Dana Reeve\n")
+        said += _until(out, "Staff ID?")
+        private_pg.stop()
+        started = time.monotonic()
+        chat.stdin.write("AB1234\n")
+        turn = _until(out, "PostgreSQL")
+        waited = time.monotonic() - started
+        said += turn
+        assert waited < 2 * patience + 2, f"{waited:.1f}s: more than one wait for the server in one turn"
+        (line,) = [x for x in turn if "PostgreSQL" in x]
+        assert "Cannot connect to the PostgreSQL store" in line and "model" not in line
+        started = time.monotonic()
+        chat.stdin.write("AB1234\n")  # at once again: the server was just found away
+        said += _until(out, "PostgreSQL")
+        assert time.monotonic() - started < patience, "the next message waited all over again"
+        chat.stdin.close()  # Ctrl-D
+        rest = []
+        while (line := out.get(timeout=60)) is not None:
+            rest.append(line)
+        said += rest
+        assert chat.wait(timeout=60) in (0, 1)
+        assert any("carry on with: formctl resume form_" in x for x in rest), rest
+        assert not any("Traceback" in x or "psycopg" in x for x in said), said
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+
+
+def test_ctrl_c_stops_the_wait_for_a_server_that_is_away(private_pg, tmp_path):
+    chat, out = _chat(private_pg, tmp_path, "60")
+    said: list[str] = []
+    try:
+        said += _until(out, "Full name?")
+        chat.stdin.write("Dana Reeve\n")
+        said += _until(out, "Staff ID?")
+        private_pg.stop()
+        chat.stdin.write("AB1234\n")
+        time.sleep(1.5)  # well into the wait (it would last a minute)
+        started = time.monotonic()
+        chat.send_signal(signal.SIGINT)
+        chat.stdin.close()
+        while (line := out.get(timeout=30)) is not None:
+            said.append(line)
+        assert time.monotonic() - started < 10
+        assert chat.wait(timeout=30) == 130
+        assert not any("Traceback" in x or "psycopg" in x for x in said), said
+        assert any("carry on with: formctl resume form_" in x for x in said), said  # the goodbye, at once
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+
+
+def test_interrupt_ends_an_adapters_wait_from_another_thread(private_pg, monkeypatch):
+    monkeypatch.setenv("FORMCTL_PG_RECONNECT_PATIENCE", "60")
+    adapter = PostgresAdapter(private_pg.dsn)
+    try:
+        instance = adapter.create_instance("travel-claim", 1, "dana", Provenance("cli", "host", now_iso()))
+        private_pg.stop()
+        threading.Timer(1.0, adapter.interrupt).start()
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="Stopped waiting for the PostgreSQL store"):
+            adapter.get_instance(instance.id)
+        assert time.monotonic() - started < 5
+    finally:
+        adapter.close()
