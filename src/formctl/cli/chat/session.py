@@ -246,7 +246,7 @@ class ChatSession:
         messages, set_aside = self.conversations.load_or_set_aside(instance_id)
         if set_aside is not None:
             self.notes.append(set_aside)
-        return messages
+        return list(messages)  # a folder's ConversationStore or the database's (workspace.open_conversations)
 
     def _recorder(self) -> Any:
         if not self.options.record:
