@@ -108,12 +108,19 @@ def run_suite(
     make_person: Callable[[Scenario], SimulatedPerson],
     record_dir: str | Path | None,
     on_run: Callable[[RunResult], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[RunResult]:
-    """Every scenario ``runs`` times per model, in order (scenario, model, run)."""
+    """Every scenario ``runs`` times per model, in order (scenario, model, run).
+
+    ``should_stop`` is asked before each run: once it says yes, no further run starts and the
+    runs so far are returned (the CLI's first Ctrl-C sets it, so a run is never cut in half).
+    """
     results: list[RunResult] = []
     for scenario in scenarios:
         for spec in models:
             for n in range(1, runs + 1):
+                if should_stop is not None and should_stop():
+                    return results
                 record = (
                     Path(record_dir).joinpath(*map(_slug, scenario.name.split("/"))) / f"{_slug(spec.label)}-{n}.toml"
                     if record_dir is not None

@@ -1,6 +1,7 @@
 """``eval``: run scenario files against one or more models and measure how well each collects the form
 (formctl.eval, imported when the command runs; docs/eval.md)."""
 
+import signal
 from typing import Any, List, Optional
 
 import typer
@@ -101,10 +102,36 @@ def eval_command(
             results.append(r)
             progress.update(task, advance=1, description=f"{getattr(r, 'scenario', '')} · {getattr(r, 'model', '')}")
 
+        # Ctrl-C: report the runs that finished (a live eval costs money). The first Ctrl-C lets
+        # the run under way finish and starts no other: a KeyboardInterrupt raised inside a run
+        # would be taken by the chat loop as the person stopping a turn (docs/chat.md), and the
+        # suite would go on. A second Ctrl-C stops at once.
+        asked: list[int] = []
+
+        def on_sigint(signum: int, frame: object) -> None:
+            asked.append(signum)
+            if len(asked) > 1:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                raise KeyboardInterrupt
+            err.print("stopping after the run under way (Ctrl-C again to stop now)", markup=False, highlight=False)
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
         try:
-            run_suite(scenarios, registry, specs, runs=runs, make_person=make_person, record_dir=folder, on_run=on_run)
-        except KeyboardInterrupt:  # Ctrl-C: report the runs that finished (a live eval costs money)
+            run_suite(
+                scenarios,
+                registry,
+                specs,
+                runs=runs,
+                make_person=make_person,
+                record_dir=folder,
+                on_run=on_run,
+                should_stop=lambda: bool(asked),
+            )
+        except KeyboardInterrupt:
             interrupted = True
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        interrupted = interrupted or bool(asked)
     if interrupted:
         err.print(f"interrupted: {len(results)} of {total} runs finished", markup=False, highlight=False)
         if not results:
