@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
             "default guided.",
         ),
         offline: bool = typer.Option(
-            False, "--offline", help="With --live: the offline guided model, even with ANTHROPIC_API_KEY set."
+            False, "--offline", help="With --live: the offline guided model, even with a model key set."
         ),
         junit: str | None = typer.Option(None, "--junit", metavar="PATH", help="Write a JUnit XML report."),
         coverage: bool = typer.Option(
