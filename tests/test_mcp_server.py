@@ -311,3 +311,24 @@ def test_a_postgresql_store_is_served_the_same_way(pg_dsn):
             assert view["history"]["values"]["staff_id"] == "AB1234"
 
     run(session)
+
+
+def test_as_host_the_client_resolves_the_subjects_checkpoint_and_no_one_elses(store):
+    theirs = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="sam")
+    other = theirs.start("travel-claim", seed={"full_name": "Sam Jones"}).view.instance_id
+
+    async def session() -> tuple[dict, dict]:
+        async with Client(server(store, "--as-host")) as client:
+            await client.call_tool("form_start", {"form": "travel-claim", **quoted(CLAIMANT)})
+            for values in (TRIP, {"mode": "rail", "ticket_reference": "TR-99812"}, OVER_THE_CAP):
+                await client.call_tool("form_fill", quoted(values))
+            refused = envelope(await client.call_tool("form_resolve", {"instance_id": other}))
+            approved = await client.call_tool("form_resolve", {"reason": "conference rates"})
+            return refused, envelope(approved)
+
+    refused, approved = run(session)
+    assert refused["data"] == {"code": "not_found"}
+    assert approved["status"] == "success" and approved["data"]["status"] == "ready"
+    adapter = JsonFileAdapter(store)
+    (row,) = adapter.find_instances(subject="dana")
+    assert adapter.get_instance(row.id).status == "ready"

@@ -20,6 +20,11 @@ roles"):
   view and its answers), and the tier-0 line of the subject's open form.
 - **Prompts**: one per form, its conduct text as the chat's system prompt gives it.
 
+Where each role check lives: the subject's scope in ``FormTools._scoped`` (agent/tools.py) for
+every model tool, and in :meth:`FormService._resolve` for the host's one; the host's tool in
+:meth:`FormService.__init__` (listed only with a host runner) and ``open_service`` in
+``__init__.py`` (a host runner only with ``--as-host``).
+
 Every call runs under one lock (the store adapter is used from worker threads); a call that
 waits for the person's answer releases it while it waits.
 """
@@ -36,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt
-from formctl.agent.tools import FormTools, error_envelope, is_error, success_envelope
+from formctl.agent.tools import FormTools, bounded, error_envelope, is_error, success_envelope
 from formctl.errors import FormError, NotFoundError
 from formctl.forms.instance import Provenance
 
@@ -111,7 +116,7 @@ class FormService:
         person and returns their answer, or None; it is called without the lock held."""
         with self.lock:
             if name == RESOLVE_TOOL and self.host_runner is not None:
-                envelope = self._resolve(arguments)
+                envelope = bounded(self._resolve(arguments))  # as FormTools bounds every result
             else:
                 person = Person(ask=self._unlocked(ask) if ask is not None else None)
                 for quote in _quotes(arguments):
