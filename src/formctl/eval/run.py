@@ -153,6 +153,10 @@ def run_scenario(
         said.clear()
         rec.person(text)
         turn = loop.send(text)
+        if turn.stop_reason == "cancelled":
+            # The loop takes Ctrl-C as "stop this turn" (a chat goes on); nothing but the person at
+            # the keyboard cancels an eval's turn, and they mean the whole eval.
+            raise KeyboardInterrupt
         turns += 1
         if turn.error and turn.stop_reason == "error":
             error = turn.error
