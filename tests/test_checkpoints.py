@@ -256,7 +256,7 @@ def test_resolving_with_fail_records_an_open_failure_and_the_form_does_not_read_
     view = waiting.status().to_dict()
     assert failures_of(waiting.status()) == expected
     assert (view["status"], view["complete"]) == ("active", False)
-    assert "blocked earlier: checkpoint:cap — Over the limit: needs Finance pre-approval." in waiting.tier0()
+    assert "blocked: checkpoint:cap — Over the limit: needs Finance pre-approval." in waiting.tier0()
     assert form_runs(log) == []
     stored = waiting.open_instance()
     record = stored.dispatches[f"{stored.id}:checkpoint:cap:1:resolved:1"]

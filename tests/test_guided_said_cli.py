@@ -148,3 +148,32 @@ def test_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(store,
     exported = json.loads(formctl("export", iid, "--store", store, "--forms", str(FORMS), "--json").stdout)
     assert exported["values"]["email"] == "pat.quinn@example.org"
     assert exported["values"]["full_name"] == "Pat Quinn"
+
+
+CLAIM_BY_CAR = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04", "visit", "car", "120"]
+
+
+def test_switching_the_mode_says_the_mileage_was_set_aside(store):
+    out = chat(store, "run", "travel-claim", "--subject", "s", lines=[*CLAIM_BY_CAR, "54", "Mode: rail"])
+
+    after = out.split("Got it — Mode: rail.")[1]
+    assert "Miles driven and Mileage cost don't apply any more, so I've set them aside" in after
+
+
+def test_inspect_shows_a_field_that_does_not_apply_as_not_needed(store):
+    chat(store, "run", "travel-claim", "--subject", "s", lines=CLAIM_BY_CAR)
+    iid = instance_id(store)
+
+    shown = formctl("inspect", iid, "--store", store, "--forms", str(FORMS)).stdout
+
+    [row] = [line for line in shown.splitlines() if line.startswith("ticket_reference")]
+    assert "doesn't apply" in row and " yes " not in row and "empty" not in row
+
+
+def test_the_person_sees_a_held_claim_in_plain_words_and_not_the_models_instructions(store):
+    lines = [*UP_TO_TOTAL[:9], "300", "300", "100"]
+    out = chat(store, "run", "travel-claim", "--subject", "s", lines=lines)
+
+    status = [line for line in out.splitlines() if line.startswith("· [form:")]
+    assert status[-1] == "· [form: travel-claim] on hold until an answer changes"
+    assert not any("nothing pending" in line or "step:" in line or "form_submit" in line for line in status)

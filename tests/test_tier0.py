@@ -55,7 +55,7 @@ def test_a_revisit_reads_back_at_step_and_go_through_it_again(runner):
 def test_an_open_failure_adds_a_blocked_earlier_line(runner):
     r = runner()
     r.start("f", {"x": "bad"})
-    assert r.tier0() == '[form: f] step 1/1 "A" · pending: Y\nblocked earlier: field:x — boom'
+    assert r.tier0() == '[form: f] step 1/1 "A" · pending: Y\nblocked: field:x — boom'
 
 
 def test_an_awaiting_form_is_a_single_line_with_the_wait_message(runner):
@@ -265,3 +265,38 @@ def test_a_subject_with_only_abandoned_forms_has_no_open_form(runner):
     r.abandon("No.")
     assert r.open_instance() is None
     assert r.tier0() == ""
+
+
+def test_the_persons_status_names_a_standing_failure_in_words():
+    from formctl import define_form
+    from formctl.forms.compile import compile_form
+    from formctl.forms.person_status import failure_text
+
+    compiled = compile_form(
+        define_form("f", name="F")
+        .step("costs", title="Costs")
+        .field("total", float, label="Total claimed")
+        .checkpoint("policy-cap", when=lambda v, s: False)
+        .build()
+    )
+    assert failure_text(compiled, "step:costs", "Too much.") == "Costs: Too much."
+    assert failure_text(compiled, "checkpoint:policy-cap", "Over.") == 'The "policy cap" check: Over.'
+    assert failure_text(compiled, "field:total", "Bad.") == "Total claimed: Bad."
+
+
+def test_the_persons_ready_line_has_no_instruction_for_the_model():
+    from formctl import define_form
+    from formctl.forms.compile import compile_form
+    from formctl.forms.person_status import status_lines
+
+    form = compile_form(
+        define_form("r", name="R", review=True)
+        .step("one", title="One")
+        .field("name", str, label="Name")
+        .field("note", str | None, label="Note")
+        .build()
+    )
+    instance = build_instance(form, {"name": "Dana"}, status="ready")
+    ev = evaluate(form, instance)
+    assert "form_submit" in tier0(form, ev, instance)  # the model's line says what to do
+    assert status_lines(form, ev, instance) == ["[form: r] ready to send · optional, unanswered: Note"]

@@ -81,7 +81,7 @@ def view_header(view: Any) -> Text:
     if view.closed_reason:
         line.append(f"\nclosed: {view.closed_reason}", style="dim")
     for failure in view.failures:
-        line.append(f"\nblocked earlier: {failure.hook_id} — {failure.message}", style="red")
+        line.append(f"\nblocked: {failure.hook_id} — {failure.message}", style="red")
     return line
 
 
@@ -100,12 +100,14 @@ def _fields_table(rows: Iterable[Any], *, title: str | None = None) -> Table:
             value = value_text(row.value)
         elif row.error:
             value = row.error
+        applies = getattr(row, "applies", True)
+        status = row.status if applies or row.status != "empty" else "doesn't apply"
         cells = [
             f"{row.id}{mark}",
             row.label,
             row.type,
-            "yes" if row.required else "no",
-            _status(row.status),
+            ("yes" if row.required else "no") if applies else "-",  # not needed given the answers
+            _status(status),
             Text(value, style="red" if row.status == "invalid" else ""),
         ]
         table.add_row(*cells)

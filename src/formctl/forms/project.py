@@ -62,6 +62,10 @@ class FieldRow:
     value: Any = None
     has_value: bool = False
     error: str | None = None
+    # False for a field that does not apply given the other answers (a ticket on a car trip):
+    # not needed, whatever ``required`` says. Shown by the command-line views; the tool results'
+    # rows keep their shape (their status says held, or empty and never asked).
+    applies: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -198,6 +202,7 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
         and field.step_index == open_k
     )
     row = FieldRow(field.id, field.label, field.type, field.required, status, ask, field.description)
+    row.applies = bool(applicable)
     if status == FILLED:
         row.value = to_jsonable(ev.values[field.id])
         row.has_value = True
@@ -502,5 +507,5 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     if later:
         lines.append("later: " + " · ".join(later))
     for failure in open_failures(instance, compiled, ev):
-        lines.append(f"blocked earlier: {failure.hook_id} — {failure.message}")
+        lines.append(f"blocked: {failure.hook_id} — {failure.message}")
     return "\n".join(lines)

@@ -34,6 +34,7 @@ from formctl.errors import (
     StoreError,
 )
 from formctl.forms.lifecycle import is_continuable, is_stale
+from formctl.forms.person_status import status_for
 from formctl.forms.reading import DefaultInstance
 
 OPENER = "Hello."
@@ -314,7 +315,8 @@ class ChatSession:
         return lines
 
     def _status_lines(self, runner: Any) -> list[str]:
-        text: str = runner.tier0()
+        # The person's status line, not the model's tier 0 (forms/person_status.py).
+        text: str = status_for(runner, self.instance_id) if self.instance_id is not None else ""
         if text:
             lines = text.splitlines()
             lines[0] = self._as_asked(lines[0], runner)

@@ -91,7 +91,9 @@ class GuidedModel:
         if snap is not None:
             if not self.state.asked_known and turn.conversation_started:
                 restore(self.state, messages, snap)  # a conversation restored from disk (restore.py)
-            return plan_turn(self.state, snap, turn), snap
+            plan = plan_turn(self.state, snap, turn)
+            plan.in_force = frozenset(f.id for f in snap.compiled.fields if snap.ev.status[f.order] == "filled")
+            return plan, snap
         if turn.instance_id is not None:
             return Plan(
                 "say", lead=["I can't find this form any more, so there is nothing more to fill in here."]

@@ -76,6 +76,12 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
                     state.focus = plan.target.field
                     state.skipped.discard(plan.target.field)
             paragraphs.extend(fill_report(state, result.data, labels, snap, plan.replaced))
+    aside = [f.label for f in compiled.fields if f.id in plan.in_force and snap.ev.status[f.order] == "held"]
+    if aside:
+        # An answer that applied before this turn and not after it (car to rail: the mileage).
+        names = or_list(aside).replace(" or ", " and ")
+        verb, it = ("doesn't", "it") if len(aside) == 1 else ("don't", "them")
+        paragraphs.append(f"{names} {verb} apply any more, so I've set {it} aside (kept in case that changes back).")
     paragraphs.extend(plan.notes)
     if plan.kind == "skip" and plan.target is not None:
         paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")

@@ -51,6 +51,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     revisited: bool = False  # answers were kept for the step being gone over (see revisit.py)
     replaced: dict[str, Any] = field(default_factory=dict)  # corrections: field id -> the answer in force before
+    in_force: frozenset[str] = frozenset()  # the fields that had an answer in force when the turn was planned
     lead: list[str] = field(default_factory=list)
     say_problems: bool = False
     say_state: bool = False

@@ -1,0 +1,94 @@
+"""The status line a person reads (the chat's status bar and its line after each turn).
+
+Tier 0 (:func:`formctl.forms.project.tier0`) is the model's line: hook ids, and what the model
+should do next ("read every answer back; form_submit once the person confirms"). The person
+sees the same state in labels and plain words, without the model's instructions
+(docs/engine.md, "The person's status line"). Pure, like tier 0; :func:`status_for` reads an
+instance through a runner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from formctl.forms.compile import CompiledForm
+from formctl.forms.evaluate import FILLED, Evaluation
+from formctl.forms.executors import COULD_NOT_CHECK
+from formctl.forms.instance import Instance
+from formctl.forms.project import open_failures
+
+__all__ = ["failure_text", "status_for", "status_lines"]
+
+
+def failure_text(compiled: CompiledForm, hook_id: str, message: str) -> str:
+    """A standing failure in a person's words: what it is about (a label, a step's title, a
+    check's name), then its message."""
+    kind, _, name = hook_id.partition(":")
+    if kind == "field" and name in compiled.field_by_id:
+        about = compiled.field_by_id[name].label
+    elif kind == "step" and name in compiled.step_by_id:
+        about = compiled.step_by_id[name].title
+    elif kind == "checkpoint":
+        about = f'the "{name.replace("-", " ").replace("_", " ")}" check'
+    else:
+        about = "a check"
+    if message == COULD_NOT_CHECK:
+        return f"{about[:1].upper()}{about[1:]} couldn't be checked just now"
+    return f"{about[:1].upper()}{about[1:]}: {message}"
+
+
+def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, stale: bool = False) -> list[str]:
+    """The person's status, as lines; ``[]`` for a form with nothing to say (complete, closed)."""
+    tag = f"[form: {compiled.id}]"
+    if stale:
+        return [f"{tag} can't be continued: the form changed since it was started"]
+    if instance.status == "awaiting" and instance.blocked_on:
+        checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on)
+        if checkpoint is not None and checkpoint.wait_message:
+            return [f"{tag} waiting — {checkpoint.wait_message}"]
+        return [f'{tag} waiting on the "{instance.blocked_on.replace("-", " ")}" check']
+    if instance.status == "abandoned" or (instance.status == "complete" and not ev.revisiting):
+        return []
+    held = [f"held: {failure_text(compiled, f.hook_id, f.message)}" for f in open_failures(instance, compiled, ev)]
+    steps = compiled.steps
+    k = ev.open_step
+    if instance.status == "ready" and not ev.revisiting and not held:
+        line = f"{tag} ready to send"
+        optional = [
+            f.label
+            for f in compiled.fields
+            if not f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED
+        ]
+        return [line + (f" · optional, unanswered: {', '.join(optional)}" if optional else "")]
+    lines = []
+    if k is not None:
+        step = steps[k]
+        pending = [f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED]
+        if ev.revisiting:
+            head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'
+        else:
+            head = f'{tag} step {step.number}/{len(steps)} "{step.title}"'
+        lines.append(f"{head} · pending: {', '.join(pending)}" if pending else head)
+    elif held:
+        lines.append(f"{tag} on hold until an answer changes")
+    else:
+        lines.append(f"{tag} nothing to answer now")
+    later_from = k + 1 if k is not None else 0
+    later = [
+        f"{s.title} ({s.preview})" if s.preview else s.title
+        for s in steps[later_from:]
+        if not ev.step_complete[s.index]
+    ]
+    if later:
+        lines.append("later: " + " · ".join(later))
+    return lines + held
+
+
+def status_for(runner: Any, instance_id: str | None) -> str:
+    """The person's status of an instance (by id, else the runner's open one), as text; "" when
+    there is none or it cannot be read."""
+    try:
+        view = runner.view(instance_id)
+    except Exception:
+        return ""
+    return "\n".join(status_lines(view.compiled, view.evaluation, view.instance, stale=view.stale))
