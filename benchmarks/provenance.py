@@ -16,7 +16,19 @@ Two families, each case with the outcome it should have:
   *stored without the person's confirmation*. Target: 0.
 - **said differently**: values the person did give, written another way (currency signs and
   thousands separators, "3rd of March", "AB 1234" for AB1234, "yeah", mixed case, typographic
-  quotes). Counted: the share *stored as said without asking*. Target: at least 90%.
+  quotes). Counted: the share *stored as said without asking*. Target: at least 95%.
+
+Then two families that check what is stored as ``said`` against the person's words themselves
+(an audit independent of the quote checker: a text value's words must stand, in order and
+adjacent, in one message the person typed; an address or a number must be written there):
+
+- **seeded and assembled** (scripted model): a ``--seed`` value on the chat's opening lines
+  (the host's, not the person's), and a value assembled from pieces of a line ("I'm Sam Lee,
+  07700 900123" from "I'm Sam Lee, sam.lee@example.org, 07700 900123").
+- **sentences** (the guided offline model, for real): whole sentences at "Full name?" and
+  lines that answer several questions at once.
+
+Counted: values stored as ``said`` that the person's words do not contain. Target: 0.
 
 Then the context cost of the ``quotes`` parameter: the tool definitions as sent, with and
 without it (``benchmarks/context.py`` holds the whole surface to 3,500 characters).
@@ -39,6 +51,7 @@ from pydantic import EmailStr, Field  # noqa: E402
 from formctl import FormRegistry, FormRunner, MemoryAdapter, define_form  # noqa: E402
 from formctl.agent.loop import ChatLoop  # noqa: E402
 from formctl.agent.models.base import ModelReply  # noqa: E402
+from formctl.agent.models.guided import GuidedModel  # noqa: E402
 from formctl.agent.models.scripted import ScriptedModel  # noqa: E402
 from formctl.agent.person import Person  # noqa: E402
 
@@ -63,6 +76,7 @@ def bench_form():
         .field("changed", bool, label="Details changed", source="person")
         .field("mode", Literal["car", "rail", "air"], label="Mode", source="person")
         .field("cabin", Cabin, label="Cabin", source="person")
+        .field("notes", str | None, label="Notes")
         .build()
     )
 
@@ -353,6 +367,174 @@ def run_case(case: Case) -> Outcome:
     return Outcome(case, bool(revisions), revisions[-1].kind if revisions else None, len(asked), leaked)
 
 
+# --------------------------------------------------------------------------- said, audited
+
+OPENER = "Hello."  # what the chat sends first, in the person's place (never their words)
+
+
+@dataclass(frozen=True)
+class Said:
+    """A conversation whose stored ``said`` values are audited against the person's words."""
+
+    family: str  # seeded | assembled | sentence
+    what: str
+    person: tuple[str, ...]  # the messages sent (an opening with seeds first, when there is one)
+    fill: tuple[dict[str, Any], dict[str, str]] | None = None  # the scripted model's form_fill; None: guided
+
+
+SAID_CASES: list[Said] = [
+    Said(
+        "seeded",
+        "a --seed for a person's field, quoted from the opening lines",
+        (f"{OPENER}\nemail: dana@example.org", "hi"),
+        ({"email": "dana@example.org"}, {"email": "email: dana@example.org"}),
+    ),
+    Said(
+        "seeded",
+        "a --seed for a field anyone may give, quoted from the opening lines",
+        (f"{OPENER}\nnotes: fast track", "hi"),
+        ({"notes": "fast track"}, {"notes": "notes: fast track"}),
+    ),
+    Said(
+        "seeded",
+        "a --seed total, quoted",
+        (f"{OPENER}\ntotal: 9999", "hi"),
+        ({"total": 9999}, {"total": "total: 9999"}),
+    ),
+    Said(
+        "seeded",
+        "the guided model over seeds",
+        (f"{OPENER}\nemail: dana@example.org\ntotal: 9999\nnotes: fast track",),
+    ),
+    Said(
+        "assembled",
+        "a name assembled around an email",
+        ("I'm Sam Lee, sam.lee@example.org, 07700 900123",),
+        ({"full_name": "I'm Sam Lee, 07700 900123"}, {"full_name": "I'm Sam Lee, sam.lee@example.org, 07700 900123"}),
+    ),
+    Said(
+        "assembled",
+        "a name assembled from two parts of a line",
+        ("Dana, my staff id is AB1234, Reeve",),
+        ({"full_name": "Dana Reeve"}, {"full_name": "Dana, my staff id is AB1234, Reeve"}),
+    ),
+    Said(
+        "assembled",
+        "a country assembled from words either side of a date",
+        ("New 3 March Zealand",),
+        ({"country": "New Zealand"}, {"country": "New 3 March Zealand"}),
+    ),
+    Said(
+        "sentence",
+        "a sentence at Full name with an id and an email",
+        ("I'm Dana Reeve, staff id ab1234 and my email is dana@example",),
+    ),
+    Said(
+        "sentence",
+        "a sentence at Full name with an email and a phone",
+        ("I'm Sam Lee, sam.lee@example.org, 07700 900123",),
+    ),
+    Said("sentence", "a name with its lead-in", ("my name is Dana Reeve",)),
+    Said(
+        "sentence",
+        "a staff id, an email and words at Full name",
+        ("Dana Reeve, AB1234, dana@example.org, going to Leeds",),
+    ),
+    Said(
+        "sentence",
+        "several answers at Country",
+        ("Dana Reeve", "AB1234", "dana@example.org", "France, leaving 3 March 2026, back 1 March 2026, client visit"),
+    ),
+    Said("sentence", "a line with no plain first part at Full name", ("3 March, then Leeds",)),
+    Said("sentence", "'1.2k' at Total", ("Dana Reeve", "AB1234", "dana@example.org", "France", "2026-12-08", "1.2k")),
+]
+
+
+def _audit_words(text: str) -> list[str]:
+    import re
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c)).replace("'", "").replace("\u2019", "")
+    return re.findall(r"[a-z0-9]+", folded)
+
+
+def contained(value: Any, messages: list[str]) -> bool | None:
+    """Do the person's words contain ``value``? None for a kind this audit does not judge (dates,
+    yes/no, choices: those are read, and the quote checker's own tests cover them)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        import re
+
+        for message in messages:
+            for token in re.findall(r"(?<![\w.,])(?:\d[\d,.\s]*\d|\d)(?![\w])", message):
+                for reading in {token.replace(",", "").replace(" ", ""), token.replace(".", "").replace(",", ".")}:
+                    try:
+                        if float(reading) == float(value):
+                            return True
+                    except ValueError:
+                        continue
+        return False
+    if not isinstance(value, str):
+        return None
+    if "@" in value:
+        return any(value.casefold() in m.casefold().replace(" @ ", "@") for m in messages)
+    try:
+        date.fromisoformat(value)
+        return None
+    except ValueError:
+        pass
+    wanted = _audit_words(value)
+    for message in messages:
+        words = _audit_words(message)
+        n = len(wanted)
+        if n and any(words[i : i + n] == wanted for i in range(len(words) - n + 1)):
+            return True
+    return False
+
+
+@dataclass
+class SaidOutcome:
+    case: Said
+    said: list[tuple[str, Any]]  # (field, value) stored as said
+    not_contained: list[tuple[str, Any]]
+
+
+def run_said(case: Said) -> SaidOutcome:
+    registry = FormRegistry()
+    registry.register("intake", name="Intake", description="", load=bench_form)
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="bench", actor="agent", source="chat")
+    person = Person(ask=lambda question: "no", not_theirs=frozenset({OPENER}))
+    if case.fill is None:
+        model: Any = GuidedModel(runner, form_id="intake")
+    else:
+        runner.start("intake")
+        values, quotes = case.fill
+        model = ScriptedModel([_fill(values, quotes), _say("Thanks.")] + [_say("Noted.")] * len(case.person))
+    loop = ChatLoop(runner, model, form_id="intake", person=person)
+    opening = [] if case.person[0].startswith(OPENER) or case.fill is not None else [OPENER]  # as the chat does
+    for text in [*opening, *case.person]:
+        turn = loop.send(text)
+        assert turn.error is None, (case.what, turn.error)
+    # What the person typed: every message but the chat's opening (and the seeds on its lines).
+    typed = [text for text in case.person if not text.startswith(OPENER)]
+    said, missing = [], []
+    instance = runner.open_instance()
+    for field_id in ("full_name", "staff_id", "email", "country", "departure", "total", "nights", "notes"):
+        try:
+            revisions = runner.history(field_id, instance_id=instance.id if instance else None).revisions
+        except Exception:
+            continue
+        if not revisions or revisions[-1].kind != "said":
+            continue
+        value = revisions[-1].value
+        said.append((field_id, value))
+        if contained(value, typed) is False:
+            missing.append((field_id, value))
+    return SaidOutcome(case, said, missing)
+
+
 def tool_surface() -> tuple[int, int, int]:
     """The tool definitions in characters: compact, with ``quotes`` taken out, and with json's default
     (spaced) separators, which tests/test_tools.py holds to 3,500."""
@@ -383,6 +565,14 @@ def main() -> int:
                 else (o.kind or "not stored")
             )
         print(f"{o.case.family:<9} {verdict:<22} {o.asked:>5}  {o.case.what}")
+    audited = [run_said(c) for c in SAID_CASES]
+    print()
+    print(f"{'family':<9} {'said':>4} {'not in their words':<19}  case")
+    for a in audited:
+        bad = "; ".join(f"{f}={v!r}" for f, v in a.not_contained) or "-"
+        print(f"{a.case.family:<9} {len(a.said):>4} {bad:<19}  {a.case.what}")
+    not_contained = sum(len(a.not_contained) for a in audited)
+    said_total = sum(len(a.said) for a in audited)
     leaked = sum(o.leaked for o in invented)
     accepted = sum(o.stored and o.kind == "said" and not o.asked for o in said)
     share = accepted / len(said)
@@ -395,13 +585,17 @@ def main() -> int:
     )
     print(
         f"values said differently, accepted as said without asking: {accepted} of {len(said)} = {share:.0%} "
-        "— target ≥ 90%"
+        "— target ≥ 95%"
+    )
+    print(
+        f"values stored as said that the person's words do not contain: {not_contained} "
+        f"(of {said_total} stored as said over {len(audited)} seeded, assembled and sentence cases) — target 0"
     )
     print(
         f"tool surface: {with_quotes:,} characters compact ({spaced:,} with spaced separators); the quotes "
         f"parameter costs {with_quotes - without:,} ({without:,} without it) — target ≤ 3,500"
     )
-    return 0 if leaked == 0 and share >= 0.9 and spaced <= 3500 else 1
+    return 0 if leaked == 0 and share >= 0.95 and not_contained == 0 and spaced <= 3500 else 1
 
 
 if __name__ == "__main__":

@@ -43,10 +43,12 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
     if stale:
         return [f"{tag} can't be continued: the form changed since it was started"]
     if instance.status == "awaiting" and instance.blocked_on:
+        # As tier 0 says it: the checkpoint's name is what a host resolves (formctl resolve).
+        line = f'{tag} awaiting "{instance.blocked_on}"'
         checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on)
         if checkpoint is not None and checkpoint.wait_message:
-            return [f"{tag} waiting — {checkpoint.wait_message}"]
-        return [f'{tag} waiting on the "{instance.blocked_on.replace("-", " ")}" check']
+            line += f" — {checkpoint.wait_message}"
+        return [line]
     if instance.status == "abandoned" or (instance.status == "complete" and not ev.revisiting):
         return []
     held = [f"held: {failure_text(compiled, f.hook_id, f.message)}" for f in open_failures(instance, compiled, ev)]
