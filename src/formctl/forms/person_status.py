@@ -14,8 +14,8 @@ from typing import Any
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, Evaluation
 from formctl.forms.executors import COULD_NOT_CHECK
+from formctl.forms.failures import open_failures
 from formctl.forms.instance import Instance
-from formctl.forms.project import open_failures
 
 __all__ = ["failure_text", "status_for", "status_lines"]
 
