@@ -91,7 +91,7 @@ class _Group(LeanGroup):
 def _stale_hint(args: list[str]) -> str:
     """What to do about an instance started on an older version of its form (with no migrate):
     it can't be continued, but nothing is lost, and export reads it as it is."""
-    from formctl.store.ids import is_instance_id
+    from formctl.cli.workspace import is_instance_id
 
     iid = next((a for a in args if isinstance(a, str) and is_instance_id(a)), "ID")
     return (

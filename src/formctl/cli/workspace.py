@@ -102,6 +102,36 @@ def open_store(store: str | os.PathLike[str] | None) -> FormAdapter:
     return JsonFileAdapter(store_path(store))
 
 
+def open_scratch_store() -> FormAdapter:
+    """A store in memory that holds nothing of anyone's (the MCP server reads form outlines over it)."""
+    from formctl.store.memory import MemoryAdapter
+
+    return MemoryAdapter()
+
+
+def is_instance_id(text: str) -> bool:
+    """True iff ``text`` has the shape of an instance id the stores generate."""
+    from formctl.store.ids import is_instance_id as shaped
+
+    return shaped(text)
+
+
+def versions_text(lost: tuple[int, int] | list[int] | None, verb: str = "is") -> str:
+    """``version 5 is`` / ``versions 5-8 are``: the versions a damaged store lost, in words."""
+    from formctl.store.damage import versions_text as said
+
+    return said(lost, verb)
+
+
+def copy_store(
+    source: FormAdapter, target: FormAdapter, *, source_name: str, target_name: str, progress: Any = None
+) -> Any:
+    """``formctl store copy``: every instance of ``source`` into ``target`` (formctl.store.copy)."""
+    from formctl.store.copy import copy_store as copy
+
+    return copy(source, target, source_name=source_name, target_name=target_name, progress=progress)
+
+
 def open_maintained_store(store: str | os.PathLike[str] | None) -> Maintainable:
     """The store, for ``formctl store check/reindex/repair``: one that can be checked and repaired."""
     from formctl.errors import StoreError

@@ -58,11 +58,6 @@ class ChatOptions:
     migrate: bool = False  # move a stale instance to the registered version without asking
 
 
-def _stamp(instance: Any) -> tuple[str, int, str]:
-    """What changes whenever anyone commits to the instance (a dispatch record moves only ``updated_at``)."""
-    return (instance.id, instance.version, instance.updated_at)
-
-
 def _seed_lines(pairs: list[str]) -> list[str]:
     """``--seed k=v`` as the ``k: v`` lines of the opening message (docs/chat.md: who starts the form)."""
     lines = []
@@ -183,7 +178,10 @@ class ChatSession:
     # -- choosing the instance ---------------------------------------------------------
 
     def _resumable(self, instance_id: str) -> Any:
-        instance = self.adapter.get_instance(instance_id)
+        from formctl.forms.runner import FormRunner
+
+        reads = FormRunner(self.adapter, registry=self.registry, subject=self.options.subject or default_subject())
+        instance = reads.open_instance(instance_id)
         if instance is None:
             raise NotFoundError(f'No form instance "{instance_id}".')
         if instance.status == "abandoned":
@@ -219,7 +217,7 @@ class ChatSession:
     def stale_instance(self) -> Any:
         """The instance this chat continues, if it is stale (formctl.cli.drift offers to move it)."""
         instance_id = self.instance_id
-        instance = self.adapter.get_instance(instance_id) if instance_id is not None else None
+        instance = self.agent.open_instance(instance_id) if instance_id is not None else None
         return instance if instance is not None and self._stale(instance) else None
 
     def migrate(self) -> Any:
@@ -383,10 +381,10 @@ class ChatSession:
         instance_id = self.instance_id
         if instance_id is None:
             return None
-        instance = self._poll_adapter.get_instance(instance_id)
-        if instance is None:
+        stamp = self._poll_runner.stamp(instance_id)
+        if stamp is None:
             return None
-        return _stamp(instance), self.status_lines(self._poll_runner)
+        return stamp, self.status_lines(self._poll_runner)
 
     def wait_for_change(self, timeout: float, stop: Any) -> bool:
         """For the status poller: block up to ``timeout`` seconds (or until ``stop`` is set) and say
@@ -413,8 +411,7 @@ class ChatSession:
     def stamp(self) -> Any:
         """The change stamp of the instance as this chat last wrote it (see :meth:`poll`)."""
         instance_id = self.instance_id
-        instance = self.adapter.get_instance(instance_id) if instance_id is not None else None
-        return _stamp(instance) if instance is not None else None
+        return self.agent.stamp(instance_id) if instance_id is not None else None
 
     # -- what the person was last shown (docs/chat.md: the chat always knows what it asked)
 
@@ -519,7 +516,7 @@ class ChatSession:
             return text
         from formctl.transcripts.normalise import masker_for
 
-        return masker_for(self.compiled, self.adapter.get_instance(self.instance_id)).mask_text(text)
+        return masker_for(self.compiled, self.agent.open_instance(self.instance_id)).mask_text(text)
 
     def close(self) -> None:
         if self.recorder is not None:
@@ -552,7 +549,7 @@ class ChatSession:
         if instance_id is None:
             return "Nothing was started."
         try:
-            instance = self.adapter.get_instance(instance_id)
+            instance = self.agent.open_instance(instance_id)
         except StoreError as exc:  # the store is away: say what is certain without it
             return (
                 f"{exc.message} Every answer the chat confirmed as saved is in {instance_id}; "

@@ -146,7 +146,7 @@ def inspect(
             runner, view.def_id, "step" if field is None else "field", field if field is not None else step or ""
         )
     decided = _resolutions(runner, instance_id)
-    instance = runner.adapter.get_instance(instance_id)
+    instance = runner.open_instance(instance_id)
     served = (
         _Serving(runner.adapter).items(
             {
@@ -231,7 +231,7 @@ def history(
     render.print_histories(histories)
     render.print_resolutions(decided)
     render.print_failed_runs(faults)
-    from formctl.store.damage import versions_text
+    from formctl.cli.workspace import versions_text
 
     for r in repairs:  # the loss someone accepted is part of the instance's history
         what = f"{versions_text(r.get('lost'), 'was')} lost"

@@ -69,7 +69,7 @@ def store_repair(
     if as_json:
         _print_json({**done.to_dict(), "repaired": True})
         return
-    from formctl.store.damage import versions_text
+    from formctl.cli.workspace import versions_text
 
     what = f"{versions_text(done.lost, 'was')} lost"
     typer.echo(f"Repaired {instance_id}: {what} ({done.reason}).")
@@ -134,8 +134,7 @@ def store_copy(
     with what differs and not copied. Then every instance is read back and compared with the
     source, and store check runs on both. Exits 1 unless all of it was copied and verified.
     """
-    from formctl.cli.workspace import is_database, open_store, store_name, store_path
-    from formctl.store.copy import copy_store
+    from formctl.cli.workspace import copy_store, is_database, open_store, store_name, store_path
 
     if not is_database(source) and not store_path_exists(source):
         _fail(f"No form store at {store_name(source)}: nothing to copy.")

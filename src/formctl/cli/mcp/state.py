@@ -183,7 +183,8 @@ class FormService:
     def versions(self) -> dict[str, int]:
         """Each of the subject's instances and its version: what the change watcher compares."""
         with self.lock:
-            return {i.id: i.version for i in self.runner.adapter.find_instances(subject=self.subject)}
+            stamps = (self.runner.stamp(row.instance_id) for row in self.runner.instances(subject=self.subject))
+            return {stamp[0]: stamp[1] for stamp in stamps if stamp is not None}
 
     def outline(self, form_id: str) -> dict[str, Any]:
         """A registered form's outline: its steps and fields, as ``form_inspect`` shows an empty instance."""
