@@ -69,3 +69,14 @@ def test_the_agent_importing_the_store_breaks_its_contract(tree: Path):
     result = lint_imports(tree, tree / "src")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "The agent reads and writes through the runner, never the store BROKEN" in result.stdout
+
+
+def test_the_cli_importing_the_store_outside_workspace_breaks_its_contract(tree: Path):
+    session = tree / "src" / "formctl" / "cli" / "chat" / "session.py"
+    session.write_text(
+        session.read_text() + "\n\nfrom formctl.store.jsonfile import JsonFileAdapter  # noqa: E402,F401\n"
+    )
+    result = lint_imports(tree, tree / "src")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "formctl.cli.chat.session -> formctl.store.jsonfile" in result.stdout
+    assert "The CLI opens the store in cli/workspace.py only" in result.stdout
