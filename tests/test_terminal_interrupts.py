@@ -1,14 +1,17 @@
-"""The terminal chat under a stopped turn, in a real pseudo-terminal.
+"""The terminal chat under a stopped turn and a huge paste, in a real pseudo-terminal.
 
 * Ctrl-C while a slow executor runs (after the answer was saved): the prompt comes back only
   once the turn has stopped, the chat says what was saved and asks the question open now, and
   the next answer is taken for it (not refused as "The form changed since I asked that").
+* 200,000 characters typed key by key (a paste without bracketed-paste mode): the chat's memory
+  stays bounded, the line is refused as too long, and the chat goes on.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import sys
 import time
@@ -114,6 +117,48 @@ def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_a
         answered = _expect(child, r"Meals cost\?")
         assert "saved Accommodation cost" in answered
         assert "changed since I asked" not in answered
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+
+
+def _type_without_bracketed_paste(child: pexpect.spawn, text: str) -> None:
+    """``text`` written key by key, as a terminal without bracketed-paste mode sends a paste,
+    reading what the chat echoes between pieces (neither side may block on a full terminal)."""
+    writable = select.poll()
+    writable.register(child.child_fd, select.POLLOUT)
+    deadline = time.monotonic() + 240
+    for start in range(0, len(text), 1024):
+        while not writable.poll(1000):  # a chat that stopped reading fails the test, never hangs it
+            assert time.monotonic() < deadline, f"the chat stopped reading its input after {start:,} characters"
+        child.send(text[start : start + 1024])
+        while True:
+            try:
+                echoed = child.read_nonblocking(1 << 16, timeout=0.05)
+            except pexpect.TIMEOUT:
+                break
+            if CPR in echoed:
+                child.send("\x1b[5;1R")
+
+
+def test_a_200000_character_paste_without_bracketed_paste_is_refused_with_bounded_memory(tmp_path):
+    child = _spawn(tmp_path, FORMS)
+    try:
+        _expect(child, "Full name")
+        paste = ("Dana Reeve, staff id AB1234, leaving for Leeds on 2 March. " * 4000)[:200_000]
+        _type_without_bracketed_paste(child, paste)
+        child.send("\r")
+        refused = _expect(
+            child, r"That line is too long \(200,000 characters; at most 10,000\): nothing was sent\.", 180
+        )
+        assert "saved" not in refused
+        with open(f"/proc/{child.pid}/status", encoding="ascii") as status:
+            peak_kb = int(re.search(r"VmHWM:\s+(\d+) kB", status.read()).group(1))
+        assert peak_kb < 250_000, f"the chat peaked at {peak_kb // 1024} MB"
+        _say(child, "Dana Reeve")  # the chat goes on, and the question is still the name
+        assert "saved Full name" in _expect(child, "Staff ID")
         _say(child, "/quit")
         child.expect(pexpect.EOF)
     finally:
