@@ -7,6 +7,7 @@ test changes them), never the repository's own ``.formctl``.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import re
@@ -424,7 +425,7 @@ def test_history_lists_every_revision_with_who_made_it(store):
     assert one["field"] == "full_name" and one["label"] == "Full name"
     assert [r["value"] for r in one["revisions"]] == ["Dana Reve", "Dana Reeve"]
     assert [r["in_force"] for r in one["revisions"]] == [False, True]
-    assert one["revisions"][1]["actor"] == "host" and one["revisions"][1]["source"] == "cli"
+    assert one["revisions"][1]["actor"] == getpass.getuser() and one["revisions"][1]["source"] == "cli"
     every = as_json("history", instance_id, *base)
     assert [h["field"] for h in every["fields"]] == ["full_name"]
     assert "Dana Reeve" in ok("history", instance_id, "full_name", *base).stdout
@@ -727,20 +728,13 @@ def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
     )
     registry = forms / "registry.toml"
     registry.write_text(registry.read_text().replace('"travel_claim:travel_claim"', '"travel_claim_v2:travel_claim"'))
-    first = ok(
-        "run",
-        "travel-claim",
-        "--offline",
-        "--subject",
-        "dana",
-        "--forms",
-        str(forms),
-        "--store",
-        store,
-        input="/abandon definition changed\n",
-    ).stdout
-    assert f"{instance_id} was started on an older version of travel-claim" in first
-    assert f"abandoned {instance_id}" in first
+    first = invoke(
+        "run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store, input=""
+    )
+    assert first.exit_code == 1 and first.stdout == ""  # one message, no chat on a form it cannot continue
+    assert f"{instance_id} was started on version 1 of travel-claim" in first.stderr
+    assert f"formctl abandon {instance_id} --reason REASON" in first.stderr
+    ok("abandon", instance_id, "--reason", "definition changed", "--forms", str(forms), "--store", store)
     second = ok(
         "run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store, input=""
     ).stdout

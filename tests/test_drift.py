@@ -44,25 +44,50 @@ class Migration:
 # --------------------------------------------------------------------------- stale
 
 
-def test_drift_without_migrate_reads_as_stale_and_raises_form_stale_without_writing(started, registry):
+@pytest.fixture
+def begun(runner, registry, log):
+    """A runner with a version-1 instance under way: a and c given, b (required) still to come."""
+    register(registry, drift(1, log=log))
+    r = runner()
+    r.start("drift", seed={"a": "alpha", "c": "gamma"})
+    assert r.status().status == "active"
+    log.clear()
+    return r
+
+
+def test_a_complete_instance_is_a_closed_record_never_stale(started, registry):
     iid = started.open_instance().id
-    version = started.open_instance().version
+    register(registry, drift(2))
+
+    assert started.view(iid).status == "complete" and not started.view(iid).stale
+    assert [(s.instance_id, s.status) for s in started.instances(status="complete")] == [(iid, "complete")]
+    assert started.instances(status="stale") == []
+    stored = started.open_instance(iid)
+    assert (stored.status, stored.def_version) == ("complete", 1)
+    with pytest.raises(FormError) as err:
+        started.migrate(iid)  # a closed record keeps its version unless a host reopens it
+    assert err.value.code == "form_closed"
+
+
+def test_drift_without_migrate_reads_as_stale_and_raises_form_stale_without_writing(begun, registry):
+    iid = begun.open_instance().id
+    version = begun.open_instance().version
     register(registry, drift(2))
 
     with pytest.raises(FormStaleError) as err:
-        started.status()
+        begun.status()
 
     assert err.value.code == "form_stale"
     assert str(err.value) == "Instance was started against def version 1; the registered def is at 2."
     assert (err.value.instance_version, err.value.def_version) == (1, 2)
-    stored = started.open_instance(iid)
-    assert (stored.status, stored.def_version, stored.version) == ("complete", 1, version)
-    assert stored.in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
-    view = started.view(iid)
+    stored = begun.open_instance(iid)
+    assert (stored.status, stored.def_version, stored.version) == ("active", 1, version)
+    assert stored.in_force_values() == {"a": "alpha", "c": "gamma"}
+    view = begun.view(iid)
     assert (view.status, view.stale) == ("stale", True)
-    assert [(s.instance_id, s.status) for s in started.instances()] == [(iid, "stale")]
-    assert [s.instance_id for s in started.instances(status="stale")] == [iid]
-    assert started.instances(status="complete") == []
+    assert [(s.instance_id, s.status) for s in begun.instances()] == [(iid, "stale")]
+    assert [s.instance_id for s in begun.instances(status="stale")] == [iid]
+    assert begun.instances(status="active") == []
 
 
 @pytest.mark.parametrize(
@@ -81,46 +106,46 @@ def test_drift_without_migrate_reads_as_stale_and_raises_form_stale_without_writ
     ],
     ids=["status", "inspect", "fill", "revise", "retract", "undo", "redo", "history", "resolve", "evaluation"],
 )
-def test_a_stale_instance_refuses_everything_but_abandon(started, registry, call):
+def test_a_stale_instance_refuses_everything_but_abandon(begun, registry, call):
     register(registry, drift(2))
 
     with pytest.raises(FormStaleError):
-        call(started)
+        call(begun)
 
-    assert started.open_instance().in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
+    assert begun.open_instance().in_force_values() == {"a": "alpha", "c": "gamma"}
 
 
-def test_a_stale_instance_stays_the_open_form_and_tier0_says_so(started, registry):
+def test_a_stale_instance_stays_the_open_form_and_tier0_says_so(begun, registry):
     register(registry, drift(2))
 
-    assert started.tier0() == STALE_LINE
+    assert begun.tier0() == STALE_LINE
     with pytest.raises(FormStaleError):
-        started.status()
+        begun.status()
 
-    assert started.open_instance().status == "complete"
-    assert started.tier0() == STALE_LINE
+    assert begun.open_instance().status == "active"
+    assert begun.tier0() == STALE_LINE
 
 
-def test_a_stale_instance_can_be_abandoned_and_keeps_its_answers(started, registry):
+def test_a_stale_instance_can_be_abandoned_and_keeps_its_answers(begun, registry):
     register(registry, drift(2))
 
-    stored = started.abandon("form was replaced")
+    stored = begun.abandon("form was replaced")
 
     assert (stored.status, stored.closed_reason) == ("abandoned", "form was replaced")
-    assert stored.in_force_values() == {"a": "alpha", "b": "beta", "c": "gamma"}
-    assert started.open_instance() is None
+    assert stored.in_force_values() == {"a": "alpha", "c": "gamma"}
+    assert begun.open_instance() is None
 
 
-def test_stale_is_never_committed(started, registry):
-    version = started.open_instance().version
+def test_stale_is_never_committed(begun, registry):
+    version = begun.open_instance().version
     register(registry, drift(2))
     with pytest.raises(FormStaleError):
-        started.status()
+        begun.status()
 
     with pytest.raises(FormStaleError):
-        started.fill({"a": "again"})
+        begun.fill({"a": "again"})
 
-    assert started.open_instance().version == version
+    assert begun.open_instance().version == version
 
 
 def test_a_downgrade_is_drift_too(runner, registry):
@@ -141,7 +166,7 @@ def test_an_explicit_migrate_without_a_migrate_function_keeps_what_the_new_versi
     iid = r.start("drift", seed={"a": "alpha", "b": "beta", "c": "gamma"}).instance_id
     register(registry, drift(2, with_e=True))  # no migrate; e is new and required
 
-    result = r.migrate()
+    result = r.migrate(reopen=True)  # it was complete under version 1: a closed record
 
     stored = r.open_instance(iid)
     assert stored.def_version == 2
@@ -161,8 +186,8 @@ def test_migrate_gets_the_in_force_values_and_the_old_version_once(started, regi
 
     started.status()  # a read: no migration
     assert migration.calls == []
-    started.migrate()
-    started.migrate()
+    started.migrate(reopen=True)
+    started.migrate(reopen=True)
     started.status()
 
     assert migration.calls == [({"a": "alpha", "b": "beta", "c": "gamma"}, 1)]
@@ -172,7 +197,7 @@ def test_migrate_gets_the_in_force_values_and_the_old_version_once(started, regi
 def test_fields_migrate_leaves_out_get_a_retraction_that_can_be_undone(started, registry):
     register(registry, drift(2, migrate=Migration(lambda old: {"a": old["a"], "b": old["b"]})))
 
-    result = started.migrate()
+    result = started.migrate(reopen=True)
 
     assert result.dropped == {"c": "gamma"}
     history = started.history("c").to_dict()["revisions"]
@@ -188,7 +213,7 @@ def test_fields_migrate_leaves_out_get_a_retraction_that_can_be_undone(started, 
 def test_migration_recomputes_the_status(started, registry):
     register(registry, drift(2, migrate=Migration(lambda old: dict(old)), with_e=True))  # e is new and required
 
-    view = started.migrate().view.to_dict()
+    view = started.migrate(reopen=True).view.to_dict()
 
     assert (view["status"], view["complete"]) == ("active", False)
     assert [f["id"] for f in view["fields"] if f["ask"]] == ["e"]
@@ -247,7 +272,7 @@ def test_a_migrate_that_raises_commits_nothing(started, registry):
 
     started.status()  # a read does not call migrate
     with pytest.raises(FormError) as err:
-        started.migrate()
+        started.migrate(reopen=True)
 
     assert err.value.code == "form_migration_failed"
     after = started.open_instance()
@@ -317,7 +342,7 @@ def test_an_abandoned_instance_is_not_marked_stale_and_stays_readable(started, r
 def test_a_migrated_value_the_new_version_refuses_is_withdrawn_and_reported(started, registry):
     register(registry, drift(2, migrate=Migration(lambda old: {**old, "b": 12})))
 
-    result = started.migrate()
+    result = started.migrate(reopen=True)
 
     assert [r.field for r in result.rejected] == ["b"]
     assert "b" not in started.open_instance().in_force_values()
@@ -331,7 +356,7 @@ def test_a_stale_instance_can_be_moved_to_the_new_version_explicitly(started, re
     with pytest.raises(FormStaleError):
         started.fill({"a": "again"})
 
-    started.migrate()
+    started.migrate(reopen=True)
     started.fill({"a": "again"})
 
     assert started.open_instance().in_force_values()["a"] == "again"

@@ -112,7 +112,9 @@ def test_a_form_author_playing_the_host_can_resolve_and_the_status_bar_says_so(s
 
     instance_id = claim_over_the_cap(store)
 
-    result = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", input="/resolve --reason trial run\n")
+    result = run(
+        store, "run", "travel-claim", "--subject", "dana", "--as-host", input="/resolve --reason 'trial run'\n"
+    )
 
     assert result.exit_code == 0, result.output
     assert "playing the host" in result.output
@@ -169,7 +171,7 @@ def test_a_resolution_without_as_is_recorded_as_the_login_name(store):
 
 def test_a_recorded_transcript_carries_who_resolved_and_replays(store, tmp_path):
     path = tmp_path / "cap.toml"
-    lines = OVER_CAP_LINES + ["/resolve --reason fine for a trial"]
+    lines = OVER_CAP_LINES + ["/resolve --reason 'fine for a trial'"]
     result = run(
         store,
         "run",

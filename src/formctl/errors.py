@@ -202,6 +202,20 @@ class StoreDamagedError(StoreError):
         return {**super().to_dict(), "damaged": self.damage}
 
 
+class OwnRequestError(FormError):
+    """A host deciding their own request: resolving a checkpoint of an instance whose subject is
+    the resolver, without the explicit override (``--own-request``) that records it."""
+
+    code = "own_request"
+
+
+class NeedsReopenError(FormError):
+    """A host command that would take a complete instance back to ready or active, without
+    ``--reopen`` (the host's explicit word, which is recorded)."""
+
+    code = "needs_reopen"
+
+
 class ModelError(FormError):
     """The model could not answer (bad key, rate limit past the retries, overload, a dropped
     connection, a malformed reply). ``message`` is one line a person can act on; nothing
@@ -267,10 +281,12 @@ __all__ = [
     "KeyRejectedError",
     "MigrationError",
     "ModelError",
+    "NeedsReopenError",
     "NotFoundError",
     "NotReadyError",
     "NotWaitingError",
     "NothingToMoveError",
+    "OwnRequestError",
     "ProvenanceError",
     "RegistryError",
     "ScenarioError",

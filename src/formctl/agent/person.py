@@ -29,7 +29,7 @@ from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
 from formctl.forms.validate import FieldValidator, text_issue
 
-__all__ = ["Person", "confirm_unconfirmed", "question_for"]
+__all__ = ["Person", "confirm_ending", "confirm_unconfirmed", "question_for"]
 
 ASK_ATTEMPTS = 2  # a typed answer the field refuses is asked once more, then left to the model
 
@@ -207,3 +207,57 @@ def _field_of(runner: Any, u: Any, instance_id: str | None) -> Any:
 def _is_bool(u: Any) -> bool:
     kind = value_kind(u.annotation)
     return kind is not None and kind.kind == "bool"
+
+
+def confirm_ending(runner: Any, data: dict[str, Any], result: Any, person: Person | None) -> dict[str, Any]:
+    """A model's write that ended the form (a routing rule closed it): formctl asks the person to
+    confirm the answer that ended it (docs/engine.md, "Host acts", "Closed records").
+
+    "yes" (or no answer: a host's program, the end of piped input) keeps the form closed. Any
+    other answer, "no" most of all, means the answer was wrong: the form is reopened and the
+    answers this write gave are undone, both recorded with the person's reply as the reason,
+    and the model is told to ask again. Returns the tool result ``data`` with ``asked_person``.
+    """
+    view = result.view
+    if view.status != "abandoned" or person is None or person.ask is None or not result.captured:
+        return data
+    instance_id = view.instance_id
+    labels = _form_labels(runner, view.def_id)
+    instance = runner.open_instance(instance_id)
+    given = (
+        ", ".join(f"{labels.get(f, f)}: {_as_text(instance.in_force_values().get(f))}" for f in result.captured)
+        if instance is not None
+        else ", ".join(result.captured)
+    )
+    reason = (instance.closed_reason if instance is not None else None) or "the form cannot go on."
+    # "Label: value. Is that right?" first, as formctl's other questions (a person, or a scripted
+    # one, reads the value there); then why it matters.
+    question = (
+        f"{given}. Is that right? That answer ends this form ({reason.rstrip('.')}). Say yes, or no to correct it."
+    )
+    answer = person.ask(question)
+    person.answers.append({"field": None, "question": question, "answer": answer})
+    if answer is None or not answer.strip():
+        return data  # nobody to answer (a replay that recorded none, the end of piped input): it stands
+    if is_yes(answer.strip()):
+        return {**data, "asked_person": [*data.get("asked_person", []), {"ended": reason, "outcome": "confirmed"}]}
+    why = f'the person said "{answer.strip()}" to the answer that ended it'
+    runner.reopen(instance_id, reason=why)
+    undone = None
+    for field_id in reversed(result.captured):
+        undone = runner.undo(field_id, instance_id=instance_id, reason=why)
+    out = undone.to_dict() if undone is not None else data
+    out["asked_person"] = [*data.get("asked_person", []), {"ended": reason, "outcome": "declined"}]
+    out["not_ended_note"] = "The person said that answer was wrong: the form goes on; ask for it again."
+    return out
+
+
+def _form_labels(runner: Any, form_id: str) -> dict[str, str]:
+    try:
+        return {f.id: f.label for f in runner.compiled(form_id).fields}
+    except Exception:  # a label is a courtesy: the field id stands without it
+        return {}
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)

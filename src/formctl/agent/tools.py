@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from formctl.agent.person import Person, confirm_unconfirmed
+from formctl.agent.person import Person, confirm_ending, confirm_unconfirmed
 from formctl.errors import (
     FormError,
     FormOpenError,
@@ -189,6 +189,13 @@ def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any
     started = runner.start(compiled.id, seed=seed if a.values is not None else None)
     if not judged:
         return started.to_dict()
+    if started.view.status == "abandoned":
+        # The seed ended the form (a routing rule closed it): the start happened and says so;
+        # the values still to be judged are not written to a closed form, and are listed as such.
+        data = started.to_dict()
+        data["not_written"] = sorted(judged)
+        data["not_written_note"] = "The form ended with the start, so these were not written."
+        return data
     result = runner.fill(judged, instance_id=started.instance_id, write=_model_write(a.quotes, person))
     data = confirm_unconfirmed(runner, result, person, started.instance_id)
     first = started.to_dict()  # what the start itself reported comes first
@@ -218,7 +225,7 @@ def _model_write(quotes: dict[str, Any] | None, person: Person | None) -> ModelW
 
 def _form_fill(runner: Any, a: _FillArgs, person: Person | None = None) -> Any:
     result = runner.fill(a.values, instance_id=a.instance_id, write=_model_write(a.quotes, person))
-    return confirm_unconfirmed(runner, result, person, a.instance_id)
+    return confirm_ending(runner, confirm_unconfirmed(runner, result, person, a.instance_id), result, person)
 
 
 def _form_revise(runner: Any, a: _ReviseArgs, person: Person | None = None) -> Any:
@@ -228,7 +235,7 @@ def _form_revise(runner: Any, a: _ReviseArgs, person: Person | None = None) -> A
         result = runner.revise(
             a.field, a.value, reason=a.reason, instance_id=a.instance_id, write=_model_write(a.quotes, person)
         )
-        return confirm_unconfirmed(runner, result, person, a.instance_id)
+        return confirm_ending(runner, confirm_unconfirmed(runner, result, person, a.instance_id), result, person)
     elif a.action == "retract":
         result = runner.retract(a.field, reason=a.reason, instance_id=a.instance_id)
     elif a.action == "undo":

@@ -9,9 +9,8 @@ stay stored, so ``history`` still shows them).
 
 ``formctl run`` and ``resume`` meet a stale instance before the chat opens: in a terminal
 they ask whether to move it; piped (stdin is the person's answers, so nothing can be asked)
-they move it with ``--migrate`` and otherwise say how on stderr. A chat that ends with the
-instance still stale (not moved, not closed with ``/abandon``) exits 1: the conversation
-could not go on.
+they move it with ``--migrate`` and otherwise say how on stderr, in one message, and exit 1
+without opening the chat (which could only say the same again, in other words).
 """
 
 from __future__ import annotations

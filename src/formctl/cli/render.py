@@ -375,7 +375,28 @@ def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) ->
     for r in rows:
         decision = Text(r["outcome"], style="green" if r["outcome"] == "approved" else "red")
         on = ", ".join(f"{k}={value_text(v)}" for k, v in (r.get("covers") or {}).items())
-        table.add_row(r["checkpoint"], decision, r.get("actor") or "(not recorded)", r["at"], on, r.get("reason") or "")
+        by = r.get("actor") or "(not recorded)"
+        if r.get("override"):  # decided past a rule, on the host's explicit word
+            by += f" ({r['override']})"
+        table.add_row(r["checkpoint"], decision, by, r["at"], on, r.get("reason") or "")
+    out.print(table)
+
+
+def print_acts(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+    """Every act on the instance, oldest first: what, by whom (and on what explicit word), when, why."""
+    if not rows:
+        return
+    out = out or console()
+    out.print(Text("acts", style="bold"))
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in ("act", "by", "at", "what", "reason"):
+        table.add_column(name)
+    for r in rows:
+        by = r.get("actor") or "(not recorded)"
+        if r.get("override"):
+            by += f" ({r['override']})"
+        what = r.get("detail") or ", ".join(r.get("fields", ()))
+        table.add_row(r["act"], by, r["at"], what, r.get("reason") or "")
     out.print(table)
 
 

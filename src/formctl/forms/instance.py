@@ -246,6 +246,7 @@ class DispatchState:
     reason: str | None = None
     covers: dict[str, Any] | None = None  # a resolution: the values the decision is bound to
     detail: str | None = None  # a fault's own text (exception, where), for the host; ``error`` is what people read
+    override: str | None = None  # a host act done past a rule on the host's explicit word (docs/engine.md, "Host acts")
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"hook_id": self.hook_id, "status": self.status, "attempts": self.attempts, "at": self.at}
@@ -261,6 +262,8 @@ class DispatchState:
             d["covers"] = dict(self.covers)
         if self.detail is not None:
             d["detail"] = self.detail
+        if self.override is not None:
+            d["override"] = self.override
         return d
 
     @classmethod
@@ -276,6 +279,7 @@ class DispatchState:
             d.get("reason"),
             d.get("covers"),
             d.get("detail"),
+            d.get("override"),
         )
 
 

@@ -88,11 +88,12 @@ def is_stale(compiled: CompiledForm, instance: Instance) -> bool:
     """Stale: started on another version of the form, which has no ``migrate`` to carry it forward.
 
     ``compiled`` must be the *registered* form. A stale instance can be read (``runner.view``),
-    abandoned or moved explicitly (``runner.migrate``), but not continued. A closed one is
-    never stale: it is closed whatever the registry says. A drift the form can migrate is not
+    abandoned or moved explicitly (``runner.migrate``), but not continued. A complete or
+    abandoned one is never stale: it is a closed record, kept under the version it closed on,
+    whatever the registry says (docs/engine.md, "Drift"). A drift the form can migrate is not
     stale either: the next write (or ``runner.migrate``) carries the answers forward.
     """
-    if instance.status == ABANDONED:
+    if instance.status in (ABANDONED, COMPLETE):
         return False
     return instance.def_version != compiled.version and compiled.migrate is None
 
@@ -104,7 +105,7 @@ def read_status(compiled: CompiledForm, instance: Instance) -> str:
     (The rule of :func:`is_stale`, spelled out: every view and tier 0 ask this, so it stays cheap.)
     """
     status = instance.status
-    if status == ABANDONED:
+    if status in (ABANDONED, COMPLETE):
         return status
     if instance.def_version != compiled.version and compiled.migrate is None:
         return STALE

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from formctl.forms.acts import act_dispatch
 from formctl.forms.executors import RoundEffects, hook_for
 from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance
 from formctl.forms.project import MigrateResult, WriteReport
@@ -53,9 +54,13 @@ def recover(write: Write, instance: Instance) -> tuple[Instance, list[str]]:
     return instance, rerun
 
 
-def migrate(write: Write, instance: Instance) -> tuple[Instance, MigrateResult]:
+def migrate(
+    write: Write, instance: Instance, *, reason: str | None = None, override: str | None = None
+) -> tuple[Instance, MigrateResult]:
     """Write the migration :func:`~formctl.forms.staging.plan_migration` decides, as one ordinary
-    commit cycle; the result reports what was refused and what nothing carried."""
+    commit cycle; the result reports what was refused and what nothing carried. Recorded as a
+    ``migrate`` act (who, when, which versions, ``reason``; ``override``: a closed record moved
+    on the host's explicit word: docs/engine.md, "Host acts")."""
     compiled = write.compiled
     items, rejected, dropped = plan_migration(compiled, instance)
     from_version, new_version = instance.def_version, compiled.version
@@ -64,6 +69,15 @@ def migrate(write: Write, instance: Instance) -> tuple[Instance, MigrateResult]:
         out: dict[str, Any] = {"def_version": new_version}
         if inst.status == STALE:  # committed by an older formctl, whose reads marked it
             out["status"] = ACTIVE
+        out["dispatches"] = act_dispatch(
+            inst,
+            "migrate",
+            actor=write.prov.actor,
+            at=write.prov.timestamp,
+            reason=reason,
+            detail=f"version {inst.def_version} → {new_version}",
+            override=override,
+        )
         return out
 
     instance, _ = write.cycle(instance, lambda inst: (items, {}), extra=extra)

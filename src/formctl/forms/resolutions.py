@@ -46,11 +46,12 @@ class Resolution:
 
     checkpoint: str
     occurrence: int | None  # None in stores written before occurrences were recorded
-    outcome: str  # "approved" | "rejected"
+    outcome: str  # "approved" | "rejected" | "withdrawn" (the request taken back: runner.withdraw)
     actor: str | None  # None in stores written before the actor was recorded
     at: str
     reason: str | None = None
     covers: dict[str, Any] | None = None  # the values the decision is bound to, when recorded
+    override: str | None = None  # the rule the host set aside to decide (their own request)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"checkpoint": self.checkpoint}
@@ -61,11 +62,15 @@ class Resolution:
             d["reason"] = self.reason
         if self.covers is not None:
             d["covers"] = dict(self.covers)
+        if self.override is not None:
+            d["override"] = self.override
         return d
 
     def text(self) -> str:
         """``policy-cap approved by sam at 2026-…: within budget``."""
         who = f" by {self.actor}" if self.actor else ""
+        if self.override:
+            who += f" ({self.override})"
         why = f": {self.reason}" if self.reason else ""
         return f"{self.checkpoint} {self.outcome}{who} at {self.at}{why}"
 
@@ -78,6 +83,8 @@ def resolutions(instance: Instance) -> list[Resolution]:
             continue
         checkpoint = record.hook_id.partition(":")[2]
         outcome = "rejected" if record.status == "failed" else "approved"
+        if record.override == "withdrawn":  # the request taken back (runner.withdraw), not decided
+            outcome = "withdrawn"
         reason = record.reason if record.reason is not None else (record.error if outcome == "rejected" else None)
         out.append(
             (
@@ -91,6 +98,7 @@ def resolutions(instance: Instance) -> list[Resolution]:
                     record.at,
                     reason,
                     record.covers,
+                    None if outcome == "withdrawn" else record.override,
                 ),
             )
         )

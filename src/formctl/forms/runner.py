@@ -11,6 +11,7 @@ not inherited); recovery and migration are :mod:`formctl.forms.recovery`.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -18,18 +19,20 @@ from typing import Any, TypeVar
 from formctl.errors import (
     FormOpenError,
     FormStaleError,
+    InstanceClosedError,
     InvalidArgumentError,
     NotFoundError,
     NotWaitingError,
     StoreError,
 )
+from formctl.forms.acts import act_dispatch
 from formctl.forms.adapter import DamageReport, FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import serialised
 from formctl.forms.evaluate import Evaluation
 from formctl.forms.executors import Dispatcher
 from formctl.forms.history import FieldHistory, cursor_move
-from formctl.forms.instance import ACTIVE, COMPLETE, Commit, Instance, Provenance, now_iso
+from formctl.forms.instance import ABANDONED, ACTIVE, AWAITING, COMPLETE, Commit, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import (
     check_closable,
     check_open_for_writes,
@@ -39,6 +42,7 @@ from formctl.forms.lifecycle import (
     drifted,
     is_closed,
     is_open,
+    settle,
 )
 from formctl.forms.project import FillResult, FormView, MigrateResult, RecoverResult, WriteReport, step_view
 from formctl.forms.provenance import ModelWrite, judge
@@ -101,6 +105,10 @@ class FormRunner:
         self.kind = kind  # how this runner's plain writes arrived: "host" (docs/engine.md, "Provenance")
         self.clock: Callable[[], str] = clock if clock is not None else _wall_clock
         self.conflict_retries = 0
+        # Whether this runner's writes may take a complete instance back (docs/engine.md, "Host
+        # acts"): None, yes (a model, the person, the API); False, refused (a host command
+        # without --reopen); True, yes on the host's explicit word, recorded as such.
+        self.reopening: bool | None = None
         self._evaluations = Evaluations()
         self.reads = Reads(adapter, registry, subject, default, self._evaluations)
         self._lock = threading.RLock()  # one write at a time through this runner (a chat's threads share it)
@@ -139,6 +147,7 @@ class FormRunner:
             prov,
             clock=self.clock,
             on_conflict=self._count_conflict,
+            reopening=self.reopening,
         )
 
     # ------------------------------------------------------------------ reads (Reads answers them)
@@ -244,6 +253,7 @@ class FormRunner:
         *,
         write: ModelWrite | None = None,
         how: dict[str, dict[str, Any]] | None = None,
+        reason: str | None = None,
     ) -> FillResult:
         """Write any fields, from any step. Each value is checked on its own; nothing is gated.
 
@@ -255,9 +265,10 @@ class FormRunner:
         """
         if not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
+        check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
         staged, report = self._judged(compiled, instance, values, write, how)
-        return self._staged_write(compiled, instance, staged, report, note=None)
+        return self._staged_write(compiled, instance, staged, report, note=f"fill: {reason}" if reason else None)
 
     def revise(
         self,
@@ -322,15 +333,22 @@ class FormRunner:
             compiled, instance, [Staged(field_id, None, retract=True)], report, note=note, moved=field_id
         )
 
-    def undo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
-        """Move a field's cursor back one revision: the named field, or the last one touched."""
-        return self._move(field, -1, instance_id)
+    def undo(
+        self, field: str | None = None, instance_id: str | None = None, *, reason: str | None = None
+    ) -> FillResult:
+        """Move a field's cursor back one revision: the named field, or the last one touched.
+        Recorded as an act (who, when, ``reason``, what it moved: :mod:`formctl.forms.acts`)."""
+        return self._move(field, -1, instance_id, reason)
 
-    def redo(self, field: str | None = None, instance_id: str | None = None) -> FillResult:
-        """Move a field's cursor forward one revision: the named field, or the oldest pending redo."""
-        return self._move(field, +1, instance_id)
+    def redo(
+        self, field: str | None = None, instance_id: str | None = None, *, reason: str | None = None
+    ) -> FillResult:
+        """Move a field's cursor forward one revision: the named field, or the oldest pending redo.
+        Recorded as an act, as :meth:`undo` is."""
+        return self._move(field, +1, instance_id, reason)
 
-    def _move(self, field: str | None, step: int, instance_id: str | None) -> FillResult:
+    def _move(self, field: str | None, step: int, instance_id: str | None, reason: str | None = None) -> FillResult:
+        check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
         report = WriteReport()
         field_id: str | None = None
@@ -345,12 +363,21 @@ class FormRunner:
             moved, cursor = cursor_move(inst, field_id, step)
             return [], {moved: cursor}
 
+        word = "undo" if step < 0 else "redo"
         with self._lock:
-            write = self._begin(compiled, self._provenance("undo" if step < 0 else "redo"))
-            instance, staged_ids = write.cycle(instance, plan)
+            write = self._begin(compiled, self._provenance(word))
+
+            def record(inst: Instance) -> dict[str, Any]:
+                target, cursor = cursor_move(inst, field_id, step)
+                log = inst.entries[target]
+                detail = f"{target}: {_shown(log, log.cursor)} → {_shown(log, cursor)}"
+                act = act_dispatch(inst, word, actor=self.actor, at=write.prov.timestamp, reason=reason, detail=detail)
+                return {"dispatches": act}
+
+            instance, staged_ids = write.cycle(instance, plan, extra=record)
             return write.result(instance, report, staged_ids, moved=moved)
 
-    def submit(self, instance_id: str | None = None) -> FillResult:
+    def submit(self, instance_id: str | None = None, *, reason: str | None = None) -> FillResult:
         """Send a form declared with ``review=True`` that is ``ready``: it becomes ``complete`` and
         its ``on_complete`` fires (docs/engine.md, "Review before sending").
 
@@ -358,6 +385,7 @@ class FormRunner:
         (``form_not_ready``) when the form has no review, is not ready (an answer is missing, a
         check failed) or was already sent; the message says which.
         """
+        check_note(reason, "reason")
         compiled, instance = self._writable(instance_id)
         check_ready_to_send(compiled, instance, self._evaluations.of(compiled, instance))
         with self._lock:
@@ -367,6 +395,10 @@ class FormRunner:
                 check_ready_to_send(compiled, inst, write.evaluation(inst))
                 commit = Commit()
                 complete(commit, write.prov.timestamp)
+                commit.dispatches = act_dispatch(
+                    inst, "submit", actor=self.actor, at=write.prov.timestamp, reason=reason,
+                    detail=f"{inst.status} → complete",
+                )  # fmt: skip
                 return commit
 
             instance = write.commit_retrying(instance, build)
@@ -381,24 +413,48 @@ class FormRunner:
         compiled, instance = self._resolve(instance_id, allow_stale=True)
         check_closable(compiled, instance)
 
+        write = self._begin(compiled, self._provenance("abandoned"))
+
         def build(inst: Instance) -> Commit:
             check_closable(compiled, inst)  # closed by another process since it was read
             commit = Commit()
             close(commit, reason)
+            commit.dispatches = act_dispatch(
+                inst, "abandon", actor=self.actor, at=write.prov.timestamp, reason=reason,
+                detail=f"{inst.status} → abandoned",
+            )  # fmt: skip
             return commit
 
-        return self._begin(compiled, self._provenance("abandoned")).commit_retrying(instance, build)
+        return write.commit_retrying(instance, build)
 
-    def reopen(self, instance_id: str | None = None) -> FormView:
-        """Host only: undo a forced completion, so the form reads complete only when its fields are."""
-        compiled, instance = self._resolve(instance_id)
+    def reopen(self, instance_id: str | None = None, *, reason: str | None = None) -> FormView:
+        """Host only: take a closed instance back (docs/engine.md, "Host acts").
+
+        An abandoned (or terminated) instance opens again, at the status its answers give
+        (active, ready or complete), its closing reason cleared; a forced completion is undone,
+        so the form reads complete only when its fields are. Recorded as an act with ``reason``.
+        """
+        check_note(reason, "reason")
+        compiled, instance = self._resolve(instance_id, allow_stale=True)
         write = self._begin(compiled, self._provenance("reopened"))
 
         def build(inst: Instance) -> Commit:
             status = inst.status
-            if status == COMPLETE and not write.evaluation(inst).complete:
+            commit = Commit(forced_complete=False)
+            ev = write.evaluation(inst)
+            if status == ABANDONED:
+                status = settle(compiled, ev, inst, False)
+                if status == COMPLETE and not inst.completed_at:
+                    commit.completed_at = write.prov.timestamp
+                commit.closed_reason = None
+            elif status == COMPLETE and not ev.complete:
                 status = ACTIVE
-            return Commit(forced_complete=False, status=status)
+            commit.status = status
+            commit.dispatches = act_dispatch(
+                inst, "reopen", actor=self.actor, at=write.prov.timestamp, reason=reason,
+                detail=f"{inst.status} → {status}",
+            )  # fmt: skip
+            return commit
 
         instance = write.commit_retrying(instance, build)
         return step_view(compiled, write.evaluation(instance), instance)
@@ -417,26 +473,88 @@ class FormRunner:
             instance, rerun = recover_instance(write, instance)
             return write.result(instance, kind=RecoverResult, rerun=rerun)
 
-    def migrate(self, instance_id: str | None = None) -> MigrateResult:
+    def migrate(
+        self, instance_id: str | None = None, *, reason: str | None = None, reopen: bool = False
+    ) -> MigrateResult:
         """Move an instance to the registered version of its form, through the ordinary commit cycle.
 
         The form's ``migrate`` carries the answers if it has one; without one every answer to a
         field the new version still has is carried. Answers the new version accepts are kept,
         hooks fire on their rising edges; the rest are withdrawn (undoable) and reported in the
         result's ``rejected`` and ``dropped``. An instance already on that version is left alone.
+
+        A complete or abandoned instance is a closed record: it keeps the version it closed
+        under, and is moved only with ``reopen=True`` (``formctl migrate ID --reopen``), which
+        the act records; an abandoned one is reopened first (:meth:`reopen`).
         """
+        check_note(reason, "reason")
         compiled, instance = self.reads.read(instance_id)
+        if instance.status in (ABANDONED, COMPLETE) and drifted(compiled, instance):
+            if not reopen:
+                what = "was abandoned" if instance.status == ABANDONED else "is complete"
+                raise InstanceClosedError(
+                    f'Form instance "{instance.id}" {what}: a closed record keeps version {instance.def_version} '
+                    f"of its form. To move it to version {compiled.version} anyway (and open it again if its "
+                    "answers no longer complete it), migrate it with --reopen; that is recorded."
+                )
+            if instance.status == ABANDONED:
+                self.reopen(instance.id, reason=reason)
+                compiled, instance = self.reads.read(instance.id)
+            return self._migrated(compiled, instance, reason=reason, override="--reopen")[1]
         check_open_for_writes(instance)
         if not drifted(compiled, instance):
             return self._result_only(
                 compiled, instance, kind=MigrateResult, from_version=instance.def_version, to_version=compiled.version
             )
-        return self._migrated(compiled, instance)[1]
+        return self._migrated(compiled, instance, reason=reason)[1]
 
-    def _migrated(self, compiled: CompiledForm, instance: Instance) -> tuple[Instance, MigrateResult]:
+    def _migrated(
+        self, compiled: CompiledForm, instance: Instance, *, reason: str | None = None, override: str | None = None
+    ) -> tuple[Instance, MigrateResult]:
         note = f"migrated {instance.def_version} → {compiled.version}"
         with self._lock:
-            return migrate_instance(self._begin(compiled, self._provenance(note, "migrated")), instance)
+            write = self._begin(compiled, self._provenance(note, "migrated"))
+            return migrate_instance(write, instance, reason=reason, override=override)
+
+    def withdraw(self, instance_id: str | None = None, *, reason: str | None = None) -> FillResult:
+        """Take back the request a form waits on for a host's approval (docs/engine.md, "Host acts").
+
+        The person may (``/withdraw``), and a host (``formctl withdraw``). The wait ends and the
+        answers are editable again; it is recorded like a resolution (outcome ``withdrawn``, who,
+        when, why) plus a ``withdraw`` act. Like a rejection, it keeps the form from completing
+        while the checkpoint's condition holds on the values it was asked about; a change to
+        them while it holds is a new occurrence, so the approval is requested again.
+        """
+        check_note(reason, "reason")
+        compiled, instance = self._resolve(instance_id)
+        if instance.status != AWAITING or instance.blocked_on is None:
+            raise NotWaitingError(f'Form instance "{instance.id}" is not waiting for an approval.')
+        cp_id = instance.blocked_on
+        told = (
+            "You withdrew the request for approval"
+            if self.actor == "person"
+            else "The request for approval was withdrawn"
+        )
+        fail = f"{told}: change the answers it covers, and it is asked again."
+        with self._lock:
+            write = self._begin(compiled, self._provenance("approval request withdrawn", "host"))
+            at = write.prov.timestamp
+
+            def build(inst: Instance) -> Commit:
+                if inst.status != AWAITING or inst.blocked_on != cp_id:
+                    raise NotWaitingError(f'Form instance "{inst.id}" is not waiting for an approval.')
+                ev = write.evaluation(inst)
+                commit = resolution_commit(
+                    compiled, inst, ev, cp_id, fail, who=self.actor, why=reason, now=at, override="withdrawn"
+                )
+                act = act_dispatch(
+                    inst, "withdraw", actor=self.actor, at=at, reason=reason, detail=f"{cp_id}: awaiting → active"
+                )
+                commit.dispatches = {**(commit.dispatches or {}), **act}
+                return commit
+
+            instance = write.commit_retrying(instance, build)
+            return self._result_only(compiled, instance)
 
     def resolve_checkpoint(
         self,
@@ -447,6 +565,7 @@ class FormRunner:
         *,
         actor: str | None = None,
         reason: str | None = None,
+        override: str | None = None,
     ) -> FillResult:
         """The host's answer to a checkpoint: unblock it (or record ``fail``), then write any ``values``.
 
@@ -454,7 +573,8 @@ class FormRunner:
         outcome becomes an open failure the agent sees; an ok outcome clears an earlier one.
         The resolution is recorded (docs/engine.md, "Checkpoints and waits"): who (``actor``,
         by default the runner's), when, approved or rejected, and why (``fail`` when rejected,
-        ``reason`` when approved); ``formctl.forms.resolutions`` reads them back.
+        ``reason`` when approved); ``formctl.forms.resolutions`` reads them back. ``override``: the
+        rule the host explicitly set aside (a resolution of their own request), kept with it.
         """
         if values is not None and not isinstance(values, dict):
             raise InvalidArgumentError("values must be an object of field ids to values.")
@@ -480,7 +600,9 @@ class FormRunner:
 
             def build(inst: Instance) -> Commit:
                 ev = write.evaluation(inst)
-                return resolution_commit(compiled, inst, ev, cp_id, fail, who=who, why=why, now=prov.timestamp)
+                return resolution_commit(
+                    compiled, inst, ev, cp_id, fail, who=who, why=why, now=prov.timestamp, override=override
+                )
 
             was = instance.status
             instance = write.commit_retrying(instance, build)
@@ -534,3 +656,11 @@ class FormRunner:
     def list(self) -> list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""
         return self.reads.forms()
+
+
+def _shown(log: Any, cursor: int) -> str:
+    """A field's value at ``cursor`` as an act's detail says it (``empty`` before the first answer)."""
+    if cursor < 0 or cursor >= len(log.revisions) or log.revisions[cursor].retracted:
+        return "empty"
+    value = log.revisions[cursor].value
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

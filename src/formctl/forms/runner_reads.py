@@ -83,9 +83,9 @@ class Reads:
         ``status="stale"`` finds stale instances without opening them. ``damaged``, when the
         store supports it, collects the errors of instances it had to leave out.
         """
-        # Abandoned is never stale, and no status but stale is ever read differently from the
-        # stored one unless the stored one is stale or the instance drifted: filter after reading.
-        exact = status is None or status == ABANDONED
+        # Abandoned and complete are never stale, and no status but stale is ever read differently
+        # from the stored one unless the stored one is stale or the instance drifted: filter after reading.
+        exact = status is None or status in (ABANDONED, COMPLETE)
         found = self.adapter.find_instances(
             subject=subject,
             def_id=form_id,

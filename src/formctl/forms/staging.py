@@ -382,6 +382,7 @@ def resolution_commit(
     who: str,
     why: str | None,
     now: str,
+    override: str | None = None,
 ) -> Commit:
     """The host's answer to checkpoint ``cp_id`` as a commit: a record of its own (ok, or failed
     with the reason; who and why), the wait released, and the status settled if the answer settles it."""
@@ -396,6 +397,7 @@ def resolution_commit(
         actor=who,
         reason=why,
         covers=covers,
+        override=override,
     )
     commit = Commit(dispatches={key: record})
     if inst.blocked_on == cp_id:

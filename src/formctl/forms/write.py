@@ -27,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from formctl.errors import ConflictError, FormDefinitionError, NotFoundError
+from formctl.errors import ConflictError, FormDefinitionError, NeedsReopenError, NotFoundError
+from formctl.forms.acts import act_dispatch
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import Attempts
@@ -106,6 +107,7 @@ class Write:
         *,
         clock: Callable[[], str],
         on_conflict: Callable[[], None] = lambda: None,
+        reopening: bool | None = None,
     ) -> None:
         self.adapter = adapter
         self.dispatcher = dispatcher
@@ -115,6 +117,10 @@ class Write:
         self.clock = clock
         self.on_conflict = on_conflict  # the runner counts the retries (``conflict_retries``)
         self.failures: list[Failure] = []  # what the hooks run by this write reported
+        # May this write take a complete instance back to ready or active (docs/engine.md, "Host
+        # acts")? None: yes (a model, the person, the API); False: refused (a host command
+        # without --reopen); True: yes, on the host's explicit word, recorded as such.
+        self.reopening = reopening
 
     # ------------------------------------------------------------------ reading
 
@@ -211,6 +217,8 @@ class Write:
                 prov.timestamp,
                 changes_answers=round_no == 0 and bool(entries_commit),
             )
+            if round_no == 0:
+                self.check_reopening(inst, commit)
             # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
             # person, or held by a rejected blocking checkpoint, completes (and announces it) only
             # once it really is complete, and a forced completion is announced exactly once.
@@ -242,6 +250,33 @@ class Write:
             round_no=round_no,
         )
         return committed, staged_ids
+
+    def check_reopening(self, instance: Instance, commit: Commit) -> None:
+        """A commit that takes a complete instance back to ready or active: refused unless this
+        write may (:attr:`reopening`), and recorded as a ``reopen`` act in the same commit."""
+        if instance.status != COMPLETE or commit.status is UNSET or commit.status == COMPLETE:
+            return
+        if self.reopening is False:
+            raise NeedsReopenError(
+                f'Form instance "{instance.id}" is complete; this would take it back to {commit.status}. '
+                "Add --reopen to do it anyway (it is recorded)."
+            )
+        note = self.prov.note
+        # the act that reopens it (an undo, a submit...) is in this commit: the reopening shares its time
+        at = next(
+            (r.at for r in (commit.dispatches or {}).values() if r.hook_id.startswith("act:")), self.prov.timestamp
+        )
+        head, sep, rest = (note or "").partition(": ")
+        act = act_dispatch(
+            instance,
+            "reopen",
+            actor=self.prov.actor,
+            at=at,
+            reason=(rest or None) if sep else None,
+            detail=f"complete → {commit.status} ({head or 'a change'})",
+            override="--reopen" if self.reopening else None,
+        )
+        commit.dispatches = {**(commit.dispatches or {}), **act}
 
     def finish_round(
         self,

@@ -22,7 +22,7 @@ from formctl.errors import TranscriptError  # defined with every other formctl e
 from formctl.files import replace_text
 
 FORMAT = 1
-HOST_ACTIONS = ("resolve", "fill", "revise", "retract", "undo", "redo", "abandon", "reopen")
+HOST_ACTIONS = ("resolve", "fill", "revise", "retract", "undo", "redo", "abandon", "reopen", "withdraw")
 
 
 # --------------------------------------------------------------------------- the model

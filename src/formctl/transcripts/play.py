@@ -151,8 +151,10 @@ def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
             out = runner.redo(args.get("field"))
         elif action == "abandon":
             out = runner.abandon(args.get("reason") or "Abandoned by the host.")
+        elif action == "withdraw":
+            out = runner.withdraw(reason=args.get("reason"))
         else:  # reopen
-            out = runner.reopen()
+            out = runner.reopen(reason=args.get("reason"))
     except FormError as exc:
         return {"status": "error", "message": exc.message, "code": exc.code}
     except KeyError as exc:

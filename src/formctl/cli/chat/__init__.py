@@ -26,7 +26,11 @@ def run_chat(options: ChatOptions) -> int:
         terminal = sys.stdin.isatty() and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
         # A stale instance can't be continued: moved (asked, or --migrate), or the chat does not open.
         asking = sys.stdin.isatty() and sys.stdout.isatty()  # piped, stdin holds answers: nothing to ask
-        offer_migration(session, migrate=options.migrate, ask=ask_in_terminal if asking else None)
+        moved = offer_migration(session, migrate=options.migrate, ask=ask_in_terminal if asking else None)
+        if not moved and session.stale_instance() is not None:
+            # Not moved: the one message (offer_migration's, on stderr) says why and how; a chat
+            # opened on it could only say the same again, in other words.
+            return 1
         if terminal:
             TerminalChat(session).run()
         else:
@@ -40,5 +44,8 @@ def run_chat(options: ChatOptions) -> int:
         sys.stderr.write(f"error: {session.stopped}\n")
         return 1
     # Nothing started and a turn failed (the API unreachable, the key refused, the form not
-    # starting): a script or CI job must not read that as success.
+    # starting), or the person's answers could not be written (a damaged instance, a full disk):
+    # a script or CI job must not read that as success.
+    if session.unwritten is not None:
+        return 1
     return 1 if session.failed and session.instance_id is None else 0

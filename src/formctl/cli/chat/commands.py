@@ -9,14 +9,13 @@ and one row.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from formctl.cli import render
 from formctl.cli.workspace import default_subject
-from formctl.errors import FormError, HostOnlyError, InvalidArgumentError, NotFoundError
+from formctl.errors import FormError, InvalidArgumentError, NotFoundError
 
 
 class CommandHost(Protocol):
@@ -125,31 +124,27 @@ def _move(action: str) -> Callable[[Call], None]:
 
 
 def _resolve(call: Call) -> None:
+    # The role checks (a host only; nobody decides their own request) and the parser are
+    # formctl resolve's own: formctl.cli.host.
+    from formctl.cli import host as hosting
+
     instance_id, host = call.instance_id(), call.host
-    if not host.options.as_host:
-        # Role check: resolving is the host's decision, never the person's own (README, "Who may
-        # do what"); the chat's person may /resolve only when a form author plays the host.
-        instance = host.person.open_instance(instance_id)
-        what = f'"{instance.blocked_on}"' if instance is not None and instance.blocked_on else "a checkpoint"
-        raise HostOnlyError(
-            f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
-            f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
-            "with formctl run FORM --as-host."
-        )
-    fail = reason = None
-    if call.rest:
-        words = shlex.split(call.rest)
-        if words[0] not in ("--fail", "--reason") or len(words) < 2:
-            raise InvalidArgumentError("Use /resolve, /resolve --reason WHY, or /resolve --fail REASON.")
-        if words[0] == "--fail":
-            fail = " ".join(words[1:])
-        else:
-            reason = " ".join(words[1:])
     actor = default_subject()
-    result = host.person.resolve_checkpoint(instance_id, fail=fail, actor=actor, reason=reason)
+    result, options = hosting.chat_resolve(
+        host.person, instance_id, call.rest, as_host=host.options.as_host, actor=actor
+    )
+    fail, reason = options["fail"], options["reason"]
     call.host_write("resolve", result, fail=fail, actor=actor, reason=reason)
     what = f"rejected: {fail}" if fail else "approved"
     call.said(f"checkpoint {what} · {host.status_lines(host.person)[0]}")
+
+
+def _withdraw(call: Call) -> None:
+    """The person takes back a request waiting for approval (runner.withdraw: recorded)."""
+    instance_id, host = call.instance_id(), call.host
+    result = host.person.withdraw(instance_id, reason=call.rest or None)
+    call.host_write("withdraw", result, reason=call.rest or None)
+    call.said(f"request withdrawn: your answers can be corrected · {host.status_lines(host.person)[0]}")
 
 
 def _abandon(call: Call) -> None:
@@ -182,6 +177,7 @@ COMMANDS: tuple[Command, ...] = (
         "answer the checkpoint the form waits on (--as-host only)",
         _resolve,
     ),
+    Command(("withdraw",), "/withdraw [REASON]", "take back a request waiting for approval, to correct it", _withdraw),
     Command(("abandon",), "/abandon REASON", "close the form without finishing (answers are kept)", _abandon),
     Command(("usage",), "/usage", "the tokens this conversation has cost so far", _usage),
     Command(("help", "?", ""), "/help", "this list", _help),

@@ -89,6 +89,7 @@ class ChatSession:
         self.adapter = open_store(options.store)
         self.notes: list[str] = []  # lines for the face to print before the chat starts
         self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
+        self.unwritten: str | None = None  # why some of the person's answers could not be written (the store)
         self.stopped: str | None = None  # why the chat cannot go on (the API refused the key)
         # The last turn was stopped (Ctrl-C) before it ended: what it saved was not yet said to the
         # person, so the form is not marked as seen, and the face says it and asks again.
@@ -139,6 +140,8 @@ class ChatSession:
         messages = self._saved_conversation(pinned) if pinned else []
         self.resumed = bool(messages)
         self.model = pick_model(self.agent, model_name=options.model, offline=options.offline, form_id=self.form_id)
+        if options.as_host and self.model.name == "guided":  # its waiting message then names /resolve
+            self.model.state.host_here = True  # type: ignore[attr-defined]
         self.recorder = self._recorder()
         self.on_event: Callable[[Any], None] | None = None
         # The model reaches this conversation's subject and nobody else's (README, "Who may do what").
@@ -232,7 +235,17 @@ class ChatSession:
 
     def _bring_up_to_date(self, instance_id: str) -> None:
         """Opening a conversation is when recovery happens: re-run what a process that died left
-        running, after migrating the instance if its form changed and can migrate. Reads never do."""
+        running, after migrating the instance if its form changed and can migrate. Reads never do.
+
+        A damaged instance (its files lost what the store acknowledged) is said first: every
+        answer typed into it would be refused until a host accepts the loss."""
+        found = self.person.damage(instance_id)
+        if found is not None:
+            self.notes.append(
+                f"This form can't take answers now: {found.describe()}. Nothing you answer here can be "
+                f"saved until a host accepts the loss with formctl store repair {instance_id} --as NAME."
+            )
+            return
         try:
             self.agent.recover(instance_id)
         except FormStaleError:
@@ -479,6 +492,10 @@ class ChatSession:
             self.calls[ev.id] = ev
         if ev.kind == "loop_error" and ev.code == "key_rejected":
             self.stopped = ev.message  # every further line would be refused the same way
+        if ev.kind == "tool_result" and isinstance(ev.result, dict) and ev.result.get("status") == "error":
+            code = (ev.result.get("data") or {}).get("code") if isinstance(ev.result.get("data"), dict) else None
+            if code in ("store_damaged", "store_error"):  # the person's answers were not written
+                self.unwritten = str(ev.result.get("message") or code)
         if ev.kind == "loop_error" or (
             ev.kind == "tool_result"
             and ev.name == "form_start"
@@ -548,6 +565,12 @@ class ChatSession:
         instance_id = self.instance_id
         if instance_id is None:
             return "Nothing was started."
+        if self.unwritten is not None:
+            return (
+                f"Not saved: some of your answers could not be written to {instance_id} (the store refused "
+                f"them). Once a host has run formctl store repair {instance_id}, carry on with: "
+                f"formctl resume {instance_id}"
+            )
         try:
             instance = self.agent.open_instance(instance_id)
         except StoreError as exc:  # the store is away: say what is certain without it

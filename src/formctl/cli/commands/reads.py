@@ -218,8 +218,11 @@ def history(
     repairs = [dict(r) for r in runner.repairs(instance_id)]
     decided = _resolutions(runner, instance_id) if field is None else []  # one field's history is that field's
     faults = _failed_runs(runner, instance_id) if field is None else []
+    done = _acts(runner, instance_id, field)
     if as_json:
         data = histories[0] if field is not None else {"instance_id": instance_id, "fields": histories}
+        if done:
+            data["acts"] = done
         if repairs:
             data["repairs"] = repairs
         if faults:
@@ -231,6 +234,7 @@ def history(
     render.print_histories(histories)
     render.print_resolutions(decided)
     render.print_failed_runs(faults)
+    render.print_acts(done)
     from formctl.cli.workspace import versions_text
 
     for r in repairs:  # the loss someone accepted is part of the instance's history
@@ -284,12 +288,16 @@ def why(
         "invalid": bool(in_force and in_force.get("invalid")),
         "revisions": history["revisions"],
     }
+    done = _acts(runner, instance_id, history["field"])
+    if done:
+        data["acts"] = done
     if as_json:
         _print_json(_with_damage(data, damage))
         return
     from formctl.cli import render
 
     render.print_why(data)
+    render.print_acts(done)
 
 
 @app.command(cls=_Command, epilog=_example("formctl export form_lx2k9_ab12cd --json > claim.json"))
@@ -332,6 +340,11 @@ def export(
         }
         if gone:  # answers to fields the registered version no longer has: kept, and shown
             data["not_in_registered_version"] = gone
+    elif instance.def_version != compiled.version and instance.status in ("complete", "abandoned"):
+        # A closed record keeps the version it closed on (docs/engine.md, "Drift"): its answers
+        # as stored, beside the reading against the registered version above.
+        data["closed_on_version"] = instance.def_version
+        data["answers_as_closed"] = instance.in_force_values()
     if instance.completed_at:
         data["completed_at"] = instance.completed_at
     if instance.closed_reason:
@@ -348,6 +361,9 @@ def export(
             current = next((r for r in rows if r.in_force and not r.retracted), None)
             if current is not None:
                 data["provenance"][fid] = {**current.provenance(), "actor": current.actor, "at": current.at}
+        from formctl.forms.acts import acts
+
+        data["acts"] = [a.to_dict() for a in acts(instance)]
     if as_json:
         _print_json(_with_damage(data, damage))
         return
@@ -355,6 +371,7 @@ def export(
 
     render.print_export(data, {f.id: f.label for f in compiled.fields})
     render.print_resolutions(data.get("resolutions", []))
+    render.print_acts(data.get("acts", []))
 
 
 def _read_stale(runner: Any, instance_id: str, view: Any = None) -> Any:
@@ -415,6 +432,20 @@ def _failed_runs(runner: Any, instance_id: str) -> list[dict[str, Any]]:
 
     instance = runner.open_instance(instance_id)
     return failed_runs(instance) if instance is not None else []
+
+
+def _acts(runner: Any, instance_id: str, field: str | None = None) -> list[dict[str, Any]]:
+    """Every act on the instance (who, when, why: formctl.forms.acts), oldest first; with
+    ``field``, the acts that touched that field."""
+    from formctl.forms.acts import acts
+
+    instance = runner.open_instance(instance_id)
+    if instance is None:
+        return []
+    rows = [a.to_dict() for a in acts(instance)]
+    if field is None:
+        return rows
+    return [r for r in rows if field in r.get("fields", ()) or str(r.get("detail", "")).startswith(f"{field}: ")]
 
 
 def _with_resolutions(data: dict[str, Any], decided: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,7 +1,11 @@
-"""Host writes: ``fill``, ``undo``, ``redo``, ``retract``, ``resolve``, ``submit``, ``abandon`` and ``migrate``.
+"""Host writes: ``fill``, ``undo``, ``redo``, ``retract``, ``resolve``, ``submit``, ``abandon``,
+``reopen`` and ``migrate``.
 
 Each prints the write's result; a write that rejected some of its values exits 1 (the rest
-were saved).
+were saved). Each is a host act (formctl.cli.host says who a host is): done as ``--as NAME``,
+else the login name, and recorded with that name, the time and ``--reason`` when given. One
+that would take a complete instance back to ready or active is refused unless ``--reopen``
+(docs/engine.md, "Host acts").
 """
 
 from typing import Any, List, Optional
@@ -10,6 +14,26 @@ import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, app
 from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
+
+AsOpt = typer.Option(None, "--as", metavar="NAME", help="Who does it [default: your login name].")
+ReasonOpt = typer.Option(None, "--reason", help="Why (recorded with the act).")
+ReopenOpt = typer.Option(False, "--reopen", help="Allow taking a complete instance back to ready or active (recorded).")
+
+
+def _host_runner(store: Any, forms: Any, by: str | None, reason: str | None = None, reopen: bool | None = None) -> Any:
+    """A runner acting as the host named ``--as`` (else the login name); ``reopen``: None for an act
+    that cannot reopen anything, else whether --reopen was given."""
+    from formctl.cli.args import check_text
+    from formctl.cli.workspace import default_subject, open_runner
+
+    check_text(by, "--as")
+    check_text(reason, "--reason")
+    if by is not None and not by.strip():
+        _fail("--as needs a name.", 2)
+    runner = open_runner(store, forms, actor=by.strip() if by is not None else default_subject())
+    if reopen is not None:
+        runner.reopening = reopen
+    return runner
 
 
 def _labels(runner: Any, def_id: str) -> dict[str, str]:
@@ -43,6 +67,9 @@ def fill(
     assignments: List[str] = typer.Argument(
         ..., metavar="FIELD=VALUE...", help="Values: JSON when it parses (812.5, true), text otherwise."
     ),
+    reason: Optional[str] = ReasonOpt,
+    by: Optional[str] = AsOpt,
+    reopen: bool = ReopenOpt,
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
@@ -50,16 +77,15 @@ def fill(
     """Write values to an instance's fields.
 
     Any field, from any step. Exits 1 if a value was rejected or named no field; the other
-    values are saved.
+    values are saved. Recorded with who (--as) and why (--reason).
     """
     from formctl.cli.args import parse_assignments
-    from formctl.cli.workspace import open_runner
 
     parse_assignments(assignments)  # a malformed pair fails before the store is opened
-    runner = open_runner(store, forms)
+    runner = _host_runner(store, forms, by, reason, reopen)
     compiled, _, before = runner.evaluation(instance_id)
     values = parse_assignments(assignments, compiled)
-    result = runner.fill(values, instance_id=instance_id)
+    result = runner.fill(values, instance_id=instance_id, reason=reason)
     if not as_json:
         _say_set_aside(compiled, before, values, result)
     _write_outcome(runner, result, as_json)
@@ -89,37 +115,44 @@ def _say_set_aside(compiled: Any, before: Any, values: dict[str, Any], result: A
 def undo(
     instance_id: InstanceArg,
     field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the last one changed]."),
+    reason: Optional[str] = ReasonOpt,
+    by: Optional[str] = AsOpt,
+    reopen: bool = ReopenOpt,
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Step a field back to its previous answer.
 
-    Nothing is lost: redo brings it back.
+    Nothing is lost: redo brings it back. Recorded with who (--as), when and why (--reason).
     """
     from formctl.cli.args import check_text
-    from formctl.cli.workspace import open_runner
 
     check_text(field, "FIELD")
-    runner = open_runner(store, forms)
-    _write_outcome(runner, runner.undo(field, instance_id=instance_id), as_json, "undid")
+    runner = _host_runner(store, forms, by, reason, reopen)
+    _write_outcome(runner, runner.undo(field, instance_id=instance_id, reason=reason), as_json, "undid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
 def redo(
     instance_id: InstanceArg,
     field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the oldest undone]."),
+    reason: Optional[str] = ReasonOpt,
+    by: Optional[str] = AsOpt,
+    reopen: bool = ReopenOpt,
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Put back an answer that undo stepped back."""
+    """Put back an answer that undo stepped back.
+
+    Recorded with who (--as), when and why (--reason).
+    """
     from formctl.cli.args import check_text
-    from formctl.cli.workspace import open_runner
 
     check_text(field, "FIELD")
-    runner = open_runner(store, forms)
-    _write_outcome(runner, runner.redo(field, instance_id=instance_id), as_json, "redid")
+    runner = _host_runner(store, forms, by, reason, reopen)
+    _write_outcome(runner, runner.redo(field, instance_id=instance_id, reason=reason), as_json, "redid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
@@ -127,20 +160,20 @@ def retract(
     instance_id: InstanceArg,
     field: str = typer.Argument(..., metavar="FIELD", help="Field id or label."),
     reason: Optional[str] = typer.Option(None, "--reason", help="Why (kept in the history)."),
+    by: Optional[str] = AsOpt,
+    reopen: bool = ReopenOpt,
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Withdraw an answer.
 
-    It stays in the history, and undo brings it back.
+    It stays in the history, and undo brings it back. Recorded with who (--as) and why.
     """
     from formctl.cli.args import check_text
-    from formctl.cli.workspace import open_runner
 
     check_text(field, "FIELD")
-    check_text(reason, "--reason")
-    runner = open_runner(store, forms)
+    runner = _host_runner(store, forms, by, reason, reopen)
     view = runner.view(instance_id)
     field_id = view.compiled.resolve_field(field)
     if field_id is not None and not view.stale and view.evaluation.field_status(field_id) == "empty":
@@ -169,6 +202,11 @@ def resolve(
     checkpoint: Optional[str] = typer.Option(
         None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."
     ),
+    own_request: bool = typer.Option(
+        False,
+        "--own-request",
+        help="Decide an instance whose subject is you (refused without it; recorded with the decision).",
+    ),
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
@@ -177,27 +215,32 @@ def resolve(
 
     Approves it, or rejects it with --fail REASON (the person is told why). The decision is
     recorded with who made it (--as, else your login name), when and why: inspect, history
-    and export show it.
+    and export show it. Nobody decides their own request: if the instance's subject is you,
+    it is refused unless you add --own-request, which is recorded too.
     """
+    from formctl.cli import host
     from formctl.cli.args import check_text, parse_assignments
     from formctl.cli.workspace import default_subject, open_runner
+    from formctl.errors import InvalidArgumentError
 
     for text, what in ((fail, "--fail"), (reason, "--reason"), (by, "--as")):
         check_text(text, what)
-    if fail is not None and reason is not None:
-        _fail("Give --fail REASON to reject, or --reason to say why it is approved, not both.", 2)
-    if by is not None and not by.strip():
-        _fail("--as needs a name.", 2)
+    try:
+        host.check_combination(fail, reason, by)
+    except InvalidArgumentError as exc:
+        _fail(exc.message, 2)
     parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
     runner = open_runner(store, forms)
     values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
-    result = runner.resolve_checkpoint(
+    result = host.resolve(
+        runner,
         instance_id,
+        actor=by.strip() if by is not None else default_subject(),
         fail=fail,
-        values=values or None,
-        checkpoint=checkpoint,
-        actor=by or default_subject(),
         reason=reason,
+        checkpoint=checkpoint,
+        values=values or None,
+        own_request=own_request,
     )
     _write_outcome(runner, result, as_json)
 
@@ -205,6 +248,8 @@ def resolve(
 @app.command(cls=_Command, epilog=_example("formctl submit form_lx2k9_ab12cd", "formctl instances --status ready"))
 def submit(
     instance_id: InstanceArg,
+    reason: Optional[str] = ReasonOpt,
+    by: Optional[str] = AsOpt,
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
@@ -215,10 +260,8 @@ def submit(
     "ready"; sending makes it complete and runs what the form does on completion. Exits 1
     if it is not ready (the message says what is missing) or was already sent.
     """
-    from formctl.cli.workspace import open_runner
-
-    runner = open_runner(store, forms)
-    result = runner.submit(instance_id)
+    runner = _host_runner(store, forms, by, reason)
+    result = runner.submit(instance_id, reason=reason)
     if as_json:
         _print_json(result.to_dict())
         return
@@ -232,19 +275,16 @@ def submit(
 def abandon(
     instance_id: InstanceArg,
     reason: str = typer.Option(..., "--reason", help="Why (kept on the instance)."),
+    by: Optional[str] = AsOpt,
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Close an instance without finishing it.
 
-    Every answer is kept.
+    Every answer is kept; formctl reopen takes it back. Recorded with who (--as) and why.
     """
-    from formctl.cli.args import check_text
-    from formctl.cli.workspace import open_runner
-
-    check_text(reason, "--reason")
-    instance = open_runner(store, forms).abandon(reason, instance_id=instance_id)
+    instance = _host_runner(store, forms, by, reason).abandon(reason, instance_id=instance_id)
     if as_json:
         _print_json({"instance_id": instance.id, "status": instance.status, "closed_reason": instance.closed_reason})
     else:
@@ -254,6 +294,11 @@ def abandon(
 @app.command(cls=_Command, epilog=_example("formctl migrate form_lx2k9_ab12cd", "formctl instances --status stale"))
 def migrate(
     instance_id: InstanceArg,
+    reason: Optional[str] = ReasonOpt,
+    by: Optional[str] = AsOpt,
+    reopen: bool = typer.Option(
+        False, "--reopen", help="Move a complete or abandoned instance too, opening it again if need be (recorded)."
+    ),
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
@@ -263,15 +308,74 @@ def migrate(
     For an instance started on an older version (it reads "stale"). Every answer the
     registered version accepts is kept; the others are listed, withdrawn (it asks for them
     again) and kept in the instance's history. An instance already on that version is left
-    as it is.
+    as it is. A complete or abandoned instance keeps the version it closed under: it is moved
+    only with --reopen. Recorded with who (--as), when and why (--reason).
     """
     from formctl.cli.drift import migrate_lines
-    from formctl.cli.workspace import open_runner
 
-    runner = open_runner(store, forms)
-    result = runner.migrate(instance_id)
+    runner = _host_runner(store, forms, by, reason, reopen)
+    result = runner.migrate(instance_id, reason=reason, reopen=reopen)
     if as_json:
         _print_json(result.to_dict())
         return
     for line in migrate_lines(result, _labels(runner, result.view.def_id)):
         typer.echo(line)
+
+
+@app.command(
+    cls=_Command,
+    epilog=_example("formctl reopen form_lx2k9_ab12cd --reason 'age was a typo: 61, not 16'"),
+)
+def reopen(
+    instance_id: InstanceArg,
+    reason: str = typer.Option(..., "--reason", help="Why (recorded with the act)."),
+    by: Optional[str] = AsOpt,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Open an abandoned or terminated instance again.
+
+    Its answers decide what it is then (active, ready or complete); the reason it was closed
+    with is cleared, and the reopening is recorded with who (--as), when and why.
+    """
+    from formctl.cli.args import check_text
+
+    if not reason.strip():
+        _fail("--reason needs a reason.", 2)
+    check_text(reason, "--reason")
+    runner = _host_runner(store, forms, by, reason)
+    before = runner.open_instance(instance_id)
+    view = runner.reopen(instance_id, reason=reason)
+    if as_json:
+        _print_json(view.to_dict())
+        return
+    was = before.status if before is not None else "?"
+    typer.echo(f"reopened {instance_id}: {was} → {view.status}")
+
+
+@app.command(
+    cls=_Command,
+    epilog=_example("formctl withdraw form_lx2k9_ab12cd --reason 'the total was wrong'"),
+)
+def withdraw(
+    instance_id: InstanceArg,
+    reason: str = typer.Option(..., "--reason", help="Why (recorded, like a resolution)."),
+    by: Optional[str] = AsOpt,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Take back a request that waits for approval.
+
+    The wait ends and the answers can be corrected; the approval is asked again when the
+    answers it covers change while its condition holds. Recorded with who (--as), when and why.
+    """
+    if not reason.strip():
+        _fail("--reason needs a reason.", 2)
+    runner = _host_runner(store, forms, by, reason)
+    result = runner.withdraw(instance_id, reason=reason)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    typer.echo(f"withdrawn: {instance_id} no longer waits for approval; it is {result.view.status}")

@@ -35,8 +35,14 @@ HELP_TEXT = (
 
 STALE_TEXT = (
     "This form's definition changed since it was started, so it can't be continued here. "
-    "Its answers are kept: `formctl export ID` shows them, and `formctl abandon ID --reason REASON` closes it."
+    "Its answers are kept: `formctl export {id}` shows them, `formctl migrate {id}` moves it to the "
+    "new version, and `formctl abandon {id} --reason REASON` closes it."
 )
+
+
+def stale_text(instance_id: str) -> str:
+    """What the guided model says of a stale instance, naming it (never a placeholder)."""
+    return STALE_TEXT.format(id=instance_id)
 
 
 # After a refused correction of a good answer; a model resumed over it keeps the offer (restore.py).
@@ -67,7 +73,7 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
         if result is None:
             continue
         if not result.ok:
-            paragraphs.append(error_text(result))
+            paragraphs.append(error_text(result, snap.instance.id))
             continue
         if call.get("name") in ("form_fill", "form_start", "form_revise") and isinstance(result.data, dict):
             if plan.kind in ("undo", "back", "redo") and plan.target is not None:
@@ -177,9 +183,9 @@ def state_paragraphs(state: GuidedState, snap: Snapshot, *, repeat: bool = False
     if instance.status == "abandoned":
         return [closed_text(snap)]
     if snap.stale:
-        return [STALE_TEXT]
+        return [stale_text(snap.instance.id)]
     if instance.status == "awaiting":
-        return [wait_text(snap)]
+        return [wait_text(snap, host_here=state.host_here)]
     out = []
     fresh = [f for f in snap.view.failures if (f.hook_id, f.message) not in state.shown_failures]
     for failure in snap.view.failures if repeat else fresh:
@@ -345,7 +351,7 @@ def what_else_text(turn: Turn, snap: Snapshot, skipped: set[str]) -> str:
     return " ".join(parts)
 
 
-def wait_text(snap: Snapshot) -> str:
+def wait_text(snap: Snapshot, *, host_here: bool = False) -> str:
     instance, compiled = snap.instance, snap.compiled
     checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on or "")
     message = (
@@ -354,7 +360,14 @@ def wait_text(snap: Snapshot) -> str:
         else (f'The form is waiting on the "{instance.blocked_on}" check.')
     )
     # The wait message names who decides ("waiting for Finance to approve"); the
-    # command is the same for every form, so say it.
+    # command is the same for every form, so say it. A chat opened --as-host is the host's own
+    # terminal: there, it is /resolve.
+    if host_here:
+        return (
+            f"{sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
+            "you are playing the host, so decide it here with /resolve (or /resolve --fail REASON "
+            "to turn it down)."
+        )
     return (
         f"{sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
         f"the approver runs `formctl resolve {instance.id}` (or `formctl resolve {instance.id} --fail REASON` "
@@ -431,11 +444,11 @@ def summary(snap: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def error_text(result: Result) -> str:
+def error_text(result: Result, instance_id: str) -> str:
     if result.code == "form_blocked":
         return "I can't change anything while the form is waiting."
     if result.code == "form_stale":
-        return STALE_TEXT
+        return stale_text(instance_id)
     if result.code in (None, "form_definition_error"):
         # A bug in the form's own code (a gate or a check that raised): nothing the person
         # said or can fix, and never an exception's text. The host sees it with --debug.

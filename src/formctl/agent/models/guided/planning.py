@@ -27,7 +27,7 @@ from formctl.agent.models.guided.answers import (
     jsonable,
 )
 from formctl.agent.models.guided.natural import place, split_labels
-from formctl.agent.models.guided.phrasing import HELP_TEXT, STALE_TEXT, closed_text, quit_text, sentence
+from formctl.agent.models.guided.phrasing import HELP_TEXT, closed_text, quit_text, sentence, stale_text
 from formctl.agent.models.guided.questions import (
     asked_moved_on,
     current_question,
@@ -100,7 +100,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
     if snap.instance.status == "abandoned":
         return say([closed_text(snap)])
     if snap.stale:
-        return say([STALE_TEXT])
+        return say([stale_text(snap.instance.id)])
     if not turn.conversation_started and command is None:
         # The first words of a conversation: read the status (the initial status read a
         # model makes), and write whatever labelled answers came with the greeting.

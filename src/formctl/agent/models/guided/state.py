@@ -80,6 +80,7 @@ class GuidedState:
     resumed_at_read_back: bool = False  # a restored conversation whose last reply was the read-back
     revisit: Revisit | None = None  # the step being gone over and the answers kept (revisit.py)
     keep_offer: tuple[str, str] | None = None  # (instance id, field): "keep" puts its earlier answer back
+    host_here: bool = False  # the person at the keyboard plays the host (formctl run --as-host): /resolve works
 
     def kind(self, compiled: Any, field_id: str) -> Kind:
         """The kind of a field's answer (read once per form version)."""

@@ -1,0 +1,161 @@
+"""Who a host is, and the host's resolution of a checkpoint, the same from the command line and the chat.
+
+A **host** is whoever runs formctl's host commands (``fill``, ``undo``, ``resolve``, ...) against
+a store: access to the store is the permission, as with ``git`` on a repository. A host acts
+under a name, ``--as NAME`` or else their login name, and every act is recorded with it
+(docs/engine.md, "Host acts"). The person in a chat is not a host; ``formctl run --as-host``
+lets a form author trying a form play one.
+
+The role checks of a resolution live here, and only here:
+
+* only a host resolves: the chat's ``/resolve`` is refused unless the chat was opened with
+  ``--as-host`` (:func:`chat_resolve`);
+* nobody decides their own request: resolving an instance whose subject is the resolver's
+  name is refused (:class:`~formctl.errors.OwnRequestError`) unless the host says so
+  explicitly with ``--own-request``, which is recorded with the decision. A form author
+  playing the host (``--as-host``) has said so by opening the chat that way, and that is
+  what is recorded.
+
+One parser for both: the chat's ``/resolve --fail "over budget"`` is parsed by the very
+command that parses ``formctl resolve ID --fail "over budget"`` (its click definition), and
+both go through :func:`resolve`, so an option, a combination or a rule cannot differ between them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from formctl.errors import HostOnlyError, InvalidArgumentError, OwnRequestError
+
+OWN_REQUEST = "own request"
+"""What a resolution of the resolver's own instance records as its override."""
+
+OWN_REQUEST_AS_HOST = "own request, playing the host (--as-host)"
+
+CHAT_OPTIONS = ("fail", "reason", "checkpoint", "own_request")
+"""The options of ``formctl resolve`` the chat's ``/resolve`` takes (the store, the forms and
+the name are the chat's own)."""
+
+
+def check_options(fail: str | None, reason: str | None, by: str | None) -> None:
+    """What ``resolve`` refuses before anything is read: text that cannot be kept, then the
+    combinations (:func:`check_combination`)."""
+    from formctl.cli.args import check_text
+
+    for text, what in ((fail, "--fail"), (reason, "--reason"), (by, "--as")):
+        check_text(text, what)
+    check_combination(fail, reason, by)
+
+
+def check_combination(fail: str | None, reason: str | None, by: str | None) -> None:
+    """The combinations of options ``resolve`` refuses (a usage error: exit status 2 on the command line)."""
+    if fail is not None and reason is not None:
+        raise InvalidArgumentError("Give --fail REASON to reject, or --reason to say why it is approved, not both.")
+    if by is not None and not by.strip():
+        raise InvalidArgumentError("--as needs a name.")
+
+
+def resolve(
+    runner: Any,
+    instance_id: str,
+    *,
+    actor: str,
+    fail: str | None = None,
+    reason: str | None = None,
+    checkpoint: str | None = None,
+    values: dict[str, Any] | None = None,
+    own_request: bool = False,
+    playing_host: bool = False,
+) -> Any:
+    """Resolve the checkpoint ``instance_id`` waits on, as ``actor``; the role check first.
+
+    ``own_request``: the host's explicit word that they decide an instance whose subject they
+    are. ``playing_host``: a chat opened with ``--as-host``, which says the same."""
+    check_options(fail, reason, actor)
+    instance = runner.open_instance(instance_id)
+    override = None
+    if instance is not None and instance.subject.strip().casefold() == actor.strip().casefold():
+        if not (own_request or playing_host):
+            raise OwnRequestError(
+                f"{actor} is the subject of {instance.id}: a request is decided by someone else. "
+                "To decide your own anyway, add --own-request (it is recorded with the decision)."
+            )
+        override = OWN_REQUEST if own_request else OWN_REQUEST_AS_HOST
+    return runner.resolve_checkpoint(
+        instance_id,
+        fail=fail,
+        values=values,
+        checkpoint=checkpoint,
+        actor=actor,
+        reason=reason,
+        override=override,
+    )
+
+
+def parse_chat_resolve(rest: str, instance_id: str) -> dict[str, Any]:
+    """The options of a chat's ``/resolve REST``, parsed by ``formctl resolve``'s own definition."""
+    import typer.main
+
+    from formctl.cli.app import app  # the command tree; loaded only when a host resolves in a chat
+
+    try:
+        words = shlex.split(rest)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"/resolve: {exc}.") from None
+    resolve_command = typer.main.get_command(app).commands["resolve"]
+    try:
+        ctx = resolve_command.make_context("/resolve", [instance_id, *words])
+    except Exception as exc:  # click's (or typer's vendored click's) usage errors, and --help's exit
+        message = getattr(exc, "format_message", None)
+        if message is None and not hasattr(exc, "exit_code"):
+            raise
+        said = f"{message()} " if message is not None else ""
+        raise InvalidArgumentError(f"/resolve: {said}{USAGE}") from None
+    params = dict(ctx.params)
+    loose = [w for w in params.get("assignments") or () if "=" not in w]
+    if loose:  # `/resolve --reason trial run`: the command line would refuse it the same way
+        raise InvalidArgumentError(
+            f'/resolve: "{loose[0]}" is not an option; quote a reason of several words '
+            '(/resolve --reason "within budget").'
+        )
+    extra = [
+        name
+        for name, value in params.items()
+        if name not in (*CHAT_OPTIONS, "instance_id") and value not in (None, False, [], ())
+    ]
+    if extra:
+        raise InvalidArgumentError(f"/resolve takes no {', '.join(extra)} in a chat. {USAGE}")
+    return {name: params.get(name) for name in CHAT_OPTIONS}
+
+
+USAGE = "Use /resolve, /resolve --reason WHY, or /resolve --fail REASON (and --checkpoint ID, --own-request)."
+
+
+def chat_resolve(runner: Any, instance_id: str, rest: str, *, as_host: bool, actor: str) -> tuple[Any, dict[str, Any]]:
+    """A chat's ``/resolve REST``: refused unless the chat plays the host; then as :func:`resolve`.
+    Returns the result and the options it was given."""
+    if not as_host:
+        # Resolving is the host's decision, never the person's own.
+        instance = runner.open_instance(instance_id)
+        what = f'"{instance.blocked_on}"' if instance is not None and instance.blocked_on else "a checkpoint"
+        raise HostOnlyError(
+            f"Only a host can resolve {what}: from a host's terminal, run formctl resolve "
+            f"{instance_id} (or --fail REASON). A form author trying the form can play the host "
+            "with formctl run FORM --as-host."
+        )
+    options = parse_chat_resolve(rest, instance_id)
+    result = resolve(
+        runner,
+        instance_id,
+        actor=actor,
+        fail=options["fail"],
+        reason=options["reason"],
+        checkpoint=options["checkpoint"],
+        own_request=bool(options["own_request"]),
+        playing_host=True,
+    )
+    return result, options
+
+
+__all__ = ["OWN_REQUEST", "check_combination", "check_options", "chat_resolve", "parse_chat_resolve", "resolve"]
