@@ -6,6 +6,7 @@ fit the store in use."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -111,7 +112,8 @@ def test_an_instance_written_on_both_sides_is_reported_with_what_differs_and_nev
         for iid, mine, theirs in ((dana, "AA1111", "BB2222"), (sam, "SJ1111", "SJ2222"), (lee, "LP1111", "LP2222")):
             (line,) = [x for x in said.splitlines() if iid in x]
             assert line.startswith(f"not copied (diverged): {iid}: written on both sides")
-            assert f"staff_id: source has '{mine}' by host, target has '{theirs}' by host" in line
+            me = getpass.getuser()  # a host command acts as the login name (no --as)
+            assert f"staff_id: source has '{mine}' by {me}, target has '{theirs}' by {me}" in line
         assert "3 instance(s) not copied: written on both sides" in said and "Verified" not in result.stdout
         assert values(pg_dsn, kim)["staff_id"] == "KO1234"
         assert values(pg_dsn, dana)["staff_id"] == "BB2222" and values(pg_dsn, lee)["staff_id"] == "LP2222"

@@ -21,11 +21,13 @@ command that parses ``formctl resolve ID --fail "over budget"`` (its click defin
 both go through :func:`resolve`, so an option, a combination or a rule cannot differ between them.
 """
 
-from __future__ import annotations
-
 import shlex
-from typing import Any
+from typing import Any, List, Optional
 
+import typer
+
+from formctl.cli.base import _Command, _example, _fail, app
+from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
 from formctl.errors import HostOnlyError, InvalidArgumentError, OwnRequestError
 
 OWN_REQUEST = "own request"
@@ -56,7 +58,7 @@ def check_combination(fail: str | None, reason: str | None, by: str | None) -> N
         raise InvalidArgumentError("--as needs a name.")
 
 
-def resolve(
+def resolve_as(
     runner: Any,
     instance_id: str,
     *,
@@ -95,17 +97,17 @@ def resolve(
 
 def parse_chat_resolve(rest: str, instance_id: str) -> dict[str, Any]:
     """The options of a chat's ``/resolve REST``, parsed by ``formctl resolve``'s own definition."""
-    import typer.main
-
-    from formctl.cli.app import app  # the command tree; loaded only when a host resolves in a chat
-
     try:
         words = shlex.split(rest)
     except ValueError as exc:
         raise InvalidArgumentError(f"/resolve: {exc}.") from None
-    resolve_command = typer.main.get_command(app).commands["resolve"]
+    import typer.main
+
+    one = typer.Typer()
+    one.command(cls=_Command)(resolve_command)  # the very definition formctl resolve parses with
+    resolve_parser = typer.main.get_command(one)
     try:
-        ctx = resolve_command.make_context("/resolve", [instance_id, *words])
+        ctx = resolve_parser.make_context("/resolve", [instance_id, *words])
     except Exception as exc:  # click's (or typer's vendored click's) usage errors, and --help's exit
         message = getattr(exc, "format_message", None)
         if message is None and not hasattr(exc, "exit_code"):
@@ -145,7 +147,7 @@ def chat_resolve(runner: Any, instance_id: str, rest: str, *, as_host: bool, act
             "with formctl run FORM --as-host."
         )
     options = parse_chat_resolve(rest, instance_id)
-    result = resolve(
+    result = resolve_as(
         runner,
         instance_id,
         actor=actor,
@@ -158,4 +160,76 @@ def chat_resolve(runner: Any, instance_id: str, rest: str, *, as_host: bool, act
     return result, options
 
 
-__all__ = ["OWN_REQUEST", "check_combination", "check_options", "chat_resolve", "parse_chat_resolve", "resolve"]
+@app.command(
+    "resolve",
+    cls=_Command,
+    epilog=_example(
+        "formctl resolve form_lx2k9_ab12cd --reason 'within the travel budget'",
+        "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval' --as 'Sam Jones'",
+    ),
+)
+def resolve_command(
+    instance_id: InstanceArg,
+    assignments: Optional[List[str]] = typer.Argument(
+        None, metavar="[FIELD=VALUE...]", help="Values to write with the answer."
+    ),
+    fail: Optional[str] = typer.Option(
+        None, "--fail", metavar="REASON", help="Reject, with the reason the person is told."
+    ),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why it is approved (kept with the decision)."),
+    by: Optional[str] = typer.Option(None, "--as", metavar="NAME", help="Who decides [default: your login name]."),
+    checkpoint: Optional[str] = typer.Option(
+        None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."
+    ),
+    own_request: bool = typer.Option(
+        False,
+        "--own-request",
+        help="Decide an instance whose subject is you (refused without it; recorded with the decision).",
+    ),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer the checkpoint an instance waits on.
+
+    Approves it, or rejects it with --fail REASON (the person is told why). The decision is
+    recorded with who made it (--as, else your login name), when and why: inspect, history
+    and export show it. Nobody decides their own request: if the instance's subject is you,
+    it is refused unless you add --own-request, which is recorded too.
+    """
+    from formctl.cli.args import check_text, parse_assignments
+    from formctl.cli.commands.writes import write_outcome
+    from formctl.cli.workspace import default_subject, open_runner
+    from formctl.errors import InvalidArgumentError
+
+    for text, what in ((fail, "--fail"), (reason, "--reason"), (by, "--as")):
+        check_text(text, what)
+    try:
+        check_combination(fail, reason, by)
+    except InvalidArgumentError as exc:
+        _fail(exc.message, 2)
+    parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
+    runner = open_runner(store, forms)
+    values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
+    result = resolve_as(
+        runner,
+        instance_id,
+        actor=by.strip() if by is not None else default_subject(),
+        fail=fail,
+        reason=reason,
+        checkpoint=checkpoint,
+        values=values or None,
+        own_request=own_request,
+    )
+    write_outcome(runner, result, as_json)
+
+
+__all__ = [
+    "OWN_REQUEST",
+    "chat_resolve",
+    "check_combination",
+    "check_options",
+    "parse_chat_resolve",
+    "resolve_as",
+    "resolve_command",
+]

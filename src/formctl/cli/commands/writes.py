@@ -43,7 +43,7 @@ def _labels(runner: Any, def_id: str) -> dict[str, str]:
         return {}
 
 
-def _write_outcome(runner: Any, result: Any, as_json: bool, verb: str = "") -> None:
+def write_outcome(runner: Any, result: Any, as_json: bool, verb: str = "") -> None:
     """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved).
 
     ``verb``: for an undo, redo or retract, said first with the field the result says moved, as
@@ -88,7 +88,7 @@ def fill(
     result = runner.fill(values, instance_id=instance_id, reason=reason)
     if not as_json:
         _say_set_aside(compiled, before, values, result)
-    _write_outcome(runner, result, as_json)
+    write_outcome(runner, result, as_json)
 
 
 def _say_set_aside(compiled: Any, before: Any, values: dict[str, Any], result: Any) -> None:
@@ -130,7 +130,7 @@ def undo(
 
     check_text(field, "FIELD")
     runner = _host_runner(store, forms, by, reason, reopen)
-    _write_outcome(runner, runner.undo(field, instance_id=instance_id, reason=reason), as_json, "undid")
+    write_outcome(runner, runner.undo(field, instance_id=instance_id, reason=reason), as_json, "undid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
@@ -152,7 +152,7 @@ def redo(
 
     check_text(field, "FIELD")
     runner = _host_runner(store, forms, by, reason, reopen)
-    _write_outcome(runner, runner.redo(field, instance_id=instance_id, reason=reason), as_json, "redid")
+    write_outcome(runner, runner.redo(field, instance_id=instance_id, reason=reason), as_json, "redid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
@@ -179,70 +179,7 @@ def retract(
     if field_id is not None and not view.stale and view.evaluation.field_status(field_id) == "empty":
         # the engine would log a withdrawal of nothing
         _fail(f"{view.compiled.field_by_id[field_id].label} has no answer to withdraw.")
-    _write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, "withdrew")
-
-
-@app.command(
-    cls=_Command,
-    epilog=_example(
-        "formctl resolve form_lx2k9_ab12cd --reason 'within the travel budget'",
-        "formctl resolve form_lx2k9_ab12cd --fail 'needs pre-approval' --as 'Sam Jones'",
-    ),
-)
-def resolve(
-    instance_id: InstanceArg,
-    assignments: Optional[List[str]] = typer.Argument(
-        None, metavar="[FIELD=VALUE...]", help="Values to write with the answer."
-    ),
-    fail: Optional[str] = typer.Option(
-        None, "--fail", metavar="REASON", help="Reject, with the reason the person is told."
-    ),
-    reason: Optional[str] = typer.Option(None, "--reason", help="Why it is approved (kept with the decision)."),
-    by: Optional[str] = typer.Option(None, "--as", metavar="NAME", help="Who decides [default: your login name]."),
-    checkpoint: Optional[str] = typer.Option(
-        None, "--checkpoint", help="Checkpoint id [default: the one it waits on]."
-    ),
-    own_request: bool = typer.Option(
-        False,
-        "--own-request",
-        help="Decide an instance whose subject is you (refused without it; recorded with the decision).",
-    ),
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Answer the checkpoint an instance waits on.
-
-    Approves it, or rejects it with --fail REASON (the person is told why). The decision is
-    recorded with who made it (--as, else your login name), when and why: inspect, history
-    and export show it. Nobody decides their own request: if the instance's subject is you,
-    it is refused unless you add --own-request, which is recorded too.
-    """
-    from formctl.cli import host
-    from formctl.cli.args import check_text, parse_assignments
-    from formctl.cli.workspace import default_subject, open_runner
-    from formctl.errors import InvalidArgumentError
-
-    for text, what in ((fail, "--fail"), (reason, "--reason"), (by, "--as")):
-        check_text(text, what)
-    try:
-        host.check_combination(fail, reason, by)
-    except InvalidArgumentError as exc:
-        _fail(exc.message, 2)
-    parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
-    runner = open_runner(store, forms)
-    values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
-    result = host.resolve(
-        runner,
-        instance_id,
-        actor=by.strip() if by is not None else default_subject(),
-        fail=fail,
-        reason=reason,
-        checkpoint=checkpoint,
-        values=values or None,
-        own_request=own_request,
-    )
-    _write_outcome(runner, result, as_json)
+    write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, "withdrew")
 
 
 @app.command(cls=_Command, epilog=_example("formctl submit form_lx2k9_ab12cd", "formctl instances --status ready"))
