@@ -259,6 +259,36 @@ def test_a_seed_is_a_hosts_value_not_the_persons_words(store):
     assert "said by the person" not in why.output
 
 
+def test_a_seed_given_when_a_chat_is_continued_is_the_hosts_value_too(store):
+    """``formctl run FORM --seed`` that continues an open instance carries the seeds under the
+    chat's opening line as a new chat does: stored as the host's seed, not as the person's words,
+    and the greeting above them is not taken as the answer to the question shown last."""
+    begun = formctl(
+        "run", "travel-claim", "--offline", "--store", store, "--subject", "r3", input="Dana Reeve\nAB1234\n"
+    )
+    assert begun.returncode == 0, begun.stderr
+    iid = only_instance(store)
+    went_on = formctl(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--seed",
+        "destination=Leeds",
+        "--store",
+        store,
+        "--subject",
+        "r3",
+        input="dana@example.org\n",
+    )
+    assert went_on.returncode == 0, went_on.stderr
+    assert only_instance(store) == iid  # continued, not a second instance
+    destination = json.loads(invoke("history", iid, "destination", "--store", store, "--json").output)
+    assert [r["provenance"]["kind"] for r in destination["revisions"]] == ["seed"]
+    email = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    assert [r["value"] for r in email["revisions"]] == ["dana@example.org"]  # "Hello." was not an answer
+    assert "said by the person" not in invoke("why", iid, "destination", "--store", store).output
+
+
 def test_a_refused_answer_to_formctls_question_is_said_in_plain_words(store):
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))

@@ -474,9 +474,11 @@ class ChatSession:
 
     def opening(self) -> str | None:
         """The message that opens the conversation (or carries ``--seed`` into a resumed one), if any."""
-        if not self.resumed:
+        # The seeds ride under the opening line in a continued chat too: the person record reads
+        # the lines after it as the host's values, never as the person's words (agent/person.py).
+        if not self.resumed or self.seed_lines:
             return "\n".join([OPENER, *self.seed_lines])
-        return "\n".join(self.seed_lines) or None
+        return None
 
     def send(self, text: str) -> Any:
         if self.recorder is not None:

@@ -80,6 +80,14 @@ def calling(plan: Plan, calls: list[ToolCall]) -> Plan:
     return plan
 
 
+_GREETINGS = frozenset({"hello", "hi", "hey"})
+
+
+def _greeting(words: str) -> bool:
+    """Whether the message's first line is only a greeting ("Hello.", the chat's opening line)."""
+    return words.split("\n", 1)[0].strip().rstrip(".!").lower() in _GREETINGS
+
+
 def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
     """What to do with the person's words in ``turn``, over the conversation's instance ``snap``."""
     words = (turn.words or "").strip()
@@ -101,9 +109,11 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         return say([closed_text(snap)])
     if snap.stale:
         return say([stale_text(snap.instance.id)])
-    if not turn.conversation_started and command is None:
-        # The first words of a conversation: read the status (the initial status read a
-        # model makes), and write whatever labelled answers came with the greeting.
+    if (not turn.conversation_started or _greeting(words)) and command is None:
+        # The first words of a conversation, or a greeting later on (a continued chat opens
+        # with one, the host's seeds under it): read the status (the initial status read a
+        # model makes), and write whatever labelled answers came with the greeting; a greeting
+        # is never a bare answer to the question shown last.
         values, corrections, plan = read_answers(state, snap, words, bare_allowed=False)
         if values or corrections:
             return plan_answers(plan, values, corrections, words)
