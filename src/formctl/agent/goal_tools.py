@@ -25,9 +25,10 @@ from formctl.agent.tools import (
     _describe_validation,
     bounded,
     error_envelope,
+    select_tools,
     success_envelope,
 )
-from formctl.errors import FormError, ToolSelectionError
+from formctl.errors import FormError
 
 __all__ = ["GOAL_TOOL_NAMES", "GoalTools", "goal_tool_definitions"]
 
@@ -93,20 +94,9 @@ _BY_NAME = {t.name: t for t in _TOOLS}
 GOAL_TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in _TOOLS)
 
 
-def _matches(name: str, selector: str) -> bool:
-    return name == selector or name.endswith("_" + selector)
-
-
 def _select(allow: list[str] | None, deny: list[str] | None) -> list[str]:
-    for selector in [*(allow or []), *(deny or [])]:
-        if not isinstance(selector, str) or not any(_matches(n, selector) for n in GOAL_TOOL_NAMES):
-            raise ToolSelectionError(f'No goal tool matches "{selector}"; goal tools are {", ".join(GOAL_TOOL_NAMES)}.')
-    names = list(GOAL_TOOL_NAMES)
-    if allow is not None:
-        names = [n for n in names if any(_matches(n, s) for s in allow)]
-    if deny:
-        names = [n for n in names if not any(_matches(n, s) for s in deny)]
-    return names
+    """The goal tools left after ``allow`` and ``deny``, by the form tools' one selection rule."""
+    return select_tools(allow, deny, surface=GOAL_TOOL_NAMES, what="goal tool")
 
 
 def goal_tool_definitions(allow: list[str] | None = None, deny: list[str] | None = None) -> list[dict[str, Any]]:

@@ -409,18 +409,25 @@ def _matches(name: str, selector: str) -> bool:
     return name == selector or name.endswith("_" + selector)
 
 
-def select_tools(allow: list[str] | None = None, deny: list[str] | None = None) -> list[str]:
+def select_tools(
+    allow: list[str] | None = None,
+    deny: list[str] | None = None,
+    *,
+    surface: tuple[str, ...] = TOOL_NAMES,
+    what: str = "tool",
+) -> list[str]:
     """The tool names left after ``allow`` narrows and ``deny`` subtracts, in surface order.
 
     A selector matches a tool named exactly so, or ending in ``_«selector»`` (``fill``,
     ``history``). Both lists are resolved against the full surface, and a selector that
     matches nothing raises :class:`ToolSelectionError` (code ``unknown_tool``): a typo in a
-    deny list must not silently leave a tool enabled.
+    deny list must not silently leave a tool enabled. ``surface`` and ``what`` serve another
+    tool set with the same rule (the goal tools: agent/goal_tools.py).
     """
     for selector in [*(allow or []), *(deny or [])]:
-        if not isinstance(selector, str) or not any(_matches(n, selector) for n in TOOL_NAMES):
-            raise ToolSelectionError(f'No tool matches "{selector}"; tools are {", ".join(TOOL_NAMES)}.')
-    names = list(TOOL_NAMES)
+        if not isinstance(selector, str) or not any(_matches(n, selector) for n in surface):
+            raise ToolSelectionError(f'No {what} matches "{selector}"; {what}s are {", ".join(surface)}.')
+    names = list(surface)
     if allow is not None:
         names = [n for n in names if any(_matches(n, s) for s in allow)]
     if deny:
