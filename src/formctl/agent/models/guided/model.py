@@ -29,6 +29,7 @@ from formctl.agent.models.guided.restore import restore
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.agent.models.guided.words import Turn, generic_kind, read_turn
 from formctl.errors import ModelError, StoreError
+from formctl.forms.evaluate import FILLED
 
 
 class GuidedModel:
@@ -92,7 +93,7 @@ class GuidedModel:
             if not self.state.asked_known and turn.conversation_started:
                 restore(self.state, messages, snap)  # a conversation restored from disk (restore.py)
             plan = plan_turn(self.state, snap, turn)
-            plan.in_force = frozenset(f.id for f in snap.compiled.fields if snap.ev.status[f.order] == "filled")
+            plan.in_force = frozenset(f.id for f in snap.compiled.fields if snap.ev.status[f.order] == FILLED)
             return plan, snap
         if turn.instance_id is not None:
             return Plan(

@@ -17,10 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from formctl.agent.models.guided.answers import format_value, jsonable, or_list
-from formctl.agent.models.guided.questions import failed_step_check, next_question
+from formctl.agent.models.guided.questions import asks_nothing, failed_step_check, next_question
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.agent.models.guided.words import Result, Turn
+from formctl.forms.evaluate import FILLED, HELD
 from formctl.forms.executors import COULD_NOT_CHECK
+from formctl.forms.lifecycle import Status, is_closed
 from formctl.forms.messages import said_by
 
 HELP_TEXT = (
@@ -47,6 +49,10 @@ def stale_text(instance_id: str) -> str:
 
 # After a refused correction of a good answer; a model resumed over it keeps the offer (restore.py).
 KEEP_OFFER = 'say "keep" to put it back'
+
+# How a waiting request is taken back, in the wait's text: the chat's own command (its name is
+# cli/chat/commands.py's); after it the answers can be corrected and the request is made again.
+WITHDRAW_TEXT = "To correct an answer before then, take the request back with /withdraw."
 
 # The read-back's question: a model resumed over a conversation that ends with it reads back again.
 READ_BACK_QUESTION = "Shall I send it?"
@@ -82,7 +88,7 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
                     state.focus = plan.target.field
                     state.skipped.discard(plan.target.field)
             paragraphs.extend(fill_report(state, result.data, labels, snap, plan.replaced))
-    aside = [f.label for f in compiled.fields if f.id in plan.in_force and snap.ev.status[f.order] == "held"]
+    aside = [f.label for f in compiled.fields if f.id in plan.in_force and snap.ev.status[f.order] == HELD]
     if aside:
         # An answer that applied before this turn and not after it (car to rail: the mileage).
         names = or_list(aside).replace(" or ", " and ")
@@ -92,7 +98,7 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
     if plan.kind == "skip" and plan.target is not None:
         paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
     paragraphs.extend(problem_paragraphs(state, snap, plan))
-    if plan.kind == "submit" and not errors and snap.instance.status == "complete":
+    if plan.kind == "submit" and not errors and snap.instance.status == Status.COMPLETE:
         state.summarised = (snap.instance.id, snap.instance.version)
         paragraphs.append(f"Sent. The {compiled.name} is complete — thank you.")
         return paragraphs
@@ -180,11 +186,11 @@ def state_paragraphs(state: GuidedState, snap: Snapshot, *, repeat: bool = False
     """What happens now: a closure, a wait, the next question, or the summary of a finished form."""
     instance, compiled, ev = snap.instance, snap.compiled, snap.ev
     state.asked = None
-    if instance.status == "abandoned":
+    if is_closed(instance):
         return [closed_text(snap)]
     if snap.stale:
         return [stale_text(snap.instance.id)]
-    if instance.status == "awaiting":
+    if instance.status == Status.AWAITING:
         return [wait_text(snap, host_here=state.host_here)]
     out = []
     fresh = [f for f in snap.view.failures if (f.hook_id, f.message) not in state.shown_failures]
@@ -201,13 +207,13 @@ def state_paragraphs(state: GuidedState, snap: Snapshot, *, repeat: bool = False
     if field_id is not None:
         out.extend(question(state, snap, field_id))
         return out
-    if instance.status == "ready":
+    if instance.status == Status.READY:
         out.append(read_back_text(state, snap))
         state.read_back = (instance.id, instance.version)
         return out
     # A rejected blocking checkpoint keeps a fully answered form "active": only the
     # stored status says the form is really complete.
-    if instance.status == "complete":
+    if instance.status == Status.COMPLETE:
         if state.summarised == (instance.id, instance.version):
             out.append(
                 f"The {compiled.name} is complete; nothing more is needed. "
@@ -221,7 +227,7 @@ def state_paragraphs(state: GuidedState, snap: Snapshot, *, repeat: bool = False
         out.append('To go on, change an answer with "Label: value" (or say "undo").')
         return out
     pending = [
-        f.label for f in compiled.fields if f.required and ev.applicable[f.order] and ev.status[f.order] != "filled"
+        f.label for f in compiled.fields if f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED
     ]
     if pending:
         out.append("Still needed: " + ", ".join(pending) + '. Give them as "Label: value".')
@@ -258,7 +264,7 @@ def question(state: GuidedState, snap: Snapshot, field_id: str) -> list[str]:
     helps = [h for h in (field.ask, field.hint) if h and not any(said_by(s, h) for s in said)]
     if kind.name == "date" and not helps and not any("2026-11-03" in s for s in said):
         helps.append("A date, like 2026-11-03.")
-    if ev.status[field.order] == "filled" and field_id in ev.values:
+    if ev.status[field.order] == FILLED and field_id in ev.values:
         if field.sensitive:
             helps.append('It has an answer (hidden); say "same" to keep it.')
         else:
@@ -283,7 +289,7 @@ def welcome(compiled: Any, *, new: bool, snap: Snapshot | None = None) -> str:
             text += f" It covers: {_lower_first(compiled.description)}"
             text = text if text.endswith(".") else text + "."
         return text + ' I\'ll ask one thing at a time. Say "help" at any point to see what else you can say.'
-    answered = sum(1 for f in compiled.fields if snap is not None and snap.ev.status[f.order] == "filled")
+    answered = sum(1 for f in compiled.fields if snap is not None and snap.ev.status[f.order] == FILLED)
     if answered:
         saved = "Your answer so far is saved." if answered == 1 else f"Your {answered} answers so far are saved."
         return f"Welcome back to the {compiled.name}. {saved}"
@@ -292,13 +298,13 @@ def welcome(compiled: Any, *, new: bool, snap: Snapshot | None = None) -> str:
 
 def status_text(snap: Snapshot, skipped: set[str]) -> str:
     compiled, ev, instance = snap.compiled, snap.ev, snap.instance
-    if instance.status in ("abandoned", "awaiting") or snap.stale:
+    if asks_nothing(instance) or snap.stale:
         return ""
     if ev.open_step is None:
         return ""  # the summary of the finished form says it all
     step = compiled.steps[ev.open_step]
     rows = snap.view.fields
-    done = [r.label for r in rows if r.status == "filled" and not r.ask]
+    done = [r.label for r in rows if r.status == FILLED and not r.ask]
     pending = [r.label for r in rows if r.ask and r.id not in skipped]
     text = f"We're on step {step.number} of {len(compiled.steps)}: {step.title}."
     if done:
@@ -324,7 +330,7 @@ def what_else_text(turn: Turn, snap: Snapshot, skipped: set[str]) -> str:
         pending = [
             f.label
             for f in step.fields
-            if ev.applicable[f.order] and ev.status[f.order] != "filled" and f.id not in skipped
+            if ev.applicable[f.order] and ev.status[f.order] != FILLED and f.id not in skipped
         ]
         if pending:
             parts.append(f"In this step ({step.title}) I still need: {', '.join(pending)}.")
@@ -361,17 +367,18 @@ def wait_text(snap: Snapshot, *, host_here: bool = False) -> str:
     )
     # The wait message names who decides ("waiting for Finance to approve"); the
     # command is the same for every form, so say it. A chat opened --as-host is the host's own
-    # terminal: there, it is /resolve.
+    # terminal: there, it is /resolve. Either way the person may take the request back to
+    # correct an answer: the chat's /withdraw (cli/chat/commands.py) does it, and is recorded.
     if host_here:
         return (
             f"{sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
             "you are playing the host, so decide it here with /resolve (or /resolve --fail REASON "
-            "to turn it down)."
+            f"to turn it down). {WITHDRAW_TEXT}"
         )
     return (
         f"{sentence(message)} Your answers are saved, but nothing can change until it is resolved: "
         f"the approver runs `formctl resolve {instance.id}` (or `formctl resolve {instance.id} --fail REASON` "
-        "to turn it down). Message me again once that's done and we'll carry on."
+        f"to turn it down). {WITHDRAW_TEXT} Message me again once that's done and we'll carry on."
     )
 
 
@@ -387,7 +394,7 @@ def closed_text(snap: Snapshot) -> str:
 
 def quit_text(snap: Snapshot) -> str:
     instance = snap.instance
-    if instance.status == "abandoned":
+    if is_closed(instance):
         return closed_text(snap)
     return (
         "No problem — everything you've answered is saved. "
@@ -402,7 +409,7 @@ def fix_text(snap: Snapshot, step_id: str, *, retry: bool = False) -> str:
     step = compiled.step_by_id.get(step_id)
     shown = []
     for field in step.fields if step is not None else []:
-        if ev.status[field.order] == "filled" and field.id in ev.values:
+        if ev.status[field.order] == FILLED and field.id in ev.values:
             value = "(hidden)" if field.sensitive else format_value(jsonable(ev.values[field.id]))
             shown.append(f"{field.label}: {value}")
     text = (
@@ -421,7 +428,7 @@ def read_back_text(state: GuidedState, snap: Snapshot) -> str:
     for field in compiled.fields:
         if not ev.applicable[field.order]:
             continue
-        if ev.status[field.order] == "filled" and field.id in ev.values:
+        if ev.status[field.order] == FILLED and field.id in ev.values:
             shown = "(hidden)" if field.sensitive else format_value(jsonable(ev.values[field.id]))
             lines.append(f"- {field.label}: {shown}")
         elif not field.required:
@@ -437,7 +444,7 @@ def summary(snap: Snapshot) -> str:
     compiled, ev = snap.compiled, snap.ev
     lines = [f"That's everything — the {compiled.name} is complete. Here's what I have:"]
     for field in compiled.fields:
-        if ev.applicable[field.order] and ev.status[field.order] == "filled" and field.id in ev.values:
+        if ev.applicable[field.order] and ev.status[field.order] == FILLED and field.id in ev.values:
             shown = "(hidden)" if field.sensitive else format_value(jsonable(ev.values[field.id]))
             lines.append(f"- {field.label}: {shown}")
     lines.append('If anything is wrong, tell me as "Label: value".')

@@ -38,6 +38,8 @@ from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
 from formctl.agent.notices import read_notice
+from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
+from formctl.forms.lifecycle import Status, is_closed
 
 # At the read-back of a form ready to send: the words that send it, and those that hold it back.
 _SEND_WORDS = {
@@ -105,7 +107,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         return say([HELP_TEXT])
     if command == "quit":
         return say([quit_text(snap)])
-    if snap.instance.status == "abandoned":
+    if is_closed(snap.instance):
         return say([closed_text(snap)])
     if snap.stale:
         return say([stale_text(snap.instance.id)])
@@ -132,7 +134,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
     if asked_moved_on(state, snap):
         return plan_moved_on(state, snap, words)
     asked = current_question(state, snap)
-    if snap.instance.status == "ready" and asked is None and command is None:
+    if snap.instance.status == Status.READY and asked is None and command is None:
         review = plan_review(state, snap, words)
         if review is not None:
             return review
@@ -241,7 +243,7 @@ def plan_review(state: GuidedState, snap: Snapshot, words: str) -> Plan | None:
 
 def plan_move(snap: Snapshot, command: str) -> Plan:
     """``undo``, ``back`` or ``redo``: the move the runner's view previews, or why there is none."""
-    if snap.instance.status == "awaiting":
+    if snap.instance.status == Status.AWAITING:
         return calling(
             Plan("check", notes=["I can't change anything while the form is waiting."]), [("form_status", {})]
         )
@@ -261,7 +263,7 @@ def plan_keep(state: GuidedState, snap: Snapshot, words: str) -> Plan | None:
         return None
     field = snap.compiled.field_by_id.get(offer[1])
     target = snap.view.undo
-    if field is None or snap.ev.status[field.order] != "invalid" or target is None or target.field != field.id:
+    if field is None or snap.ev.status[field.order] != INVALID or target is None or target.field != field.id:
         return None
     return calling(Plan("undo", target=target), [("form_revise", {"action": "undo", "field": field.id})])
 
@@ -390,9 +392,9 @@ def read_answers(
         cleaned = text.strip()
         if not cleaned:
             continue  # "Phone:" with nothing after it: nothing to write
-        status = snap.ev.status[field.order] if snap.ev is not None else "empty"
+        status = snap.ev.status[field.order] if snap.ev is not None else EMPTY
         going_over = revisit if revisit is not None and field_id in revisit.fields else None
-        if command_key(cleaned) in SAME_WORDS and status == "filled" and snap.ev is not None:
+        if command_key(cleaned) in SAME_WORDS and status == FILLED and snap.ev is not None:
             if going_over is not None:
                 _keep(plan, going_over, field, jsonable(snap.ev.values[field_id]), "Kept", words)
                 continue
@@ -420,7 +422,7 @@ def read_answers(
             plan.problems.append((field_id, cleaned, str(exc)))
             state.focus = field_id
             continue
-        if going_over is not None and compiled.review and status in ("filled", "held"):
+        if going_over is not None and compiled.review and status in (FILLED, HELD):
             # A form with a review cannot complete before the person's "yes": the change is
             # written now, so what the chat acknowledges is stored (revisit.py).
             _keep(plan, going_over, field, value, "Noted", words)
@@ -428,13 +430,13 @@ def read_answers(
             going_over.saved.add(field_id)
             going_over.wrote = True
             corrections[field_id] = value
-            if status == "filled" and field_id in snap.ev.values:
+            if status == FILLED and field_id in snap.ev.values:
                 plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
         elif going_over is not None:
             _keep(plan, going_over, field, value, "Noted", words)
-        elif status in ("filled", "held"):
+        elif status in (FILLED, HELD):
             corrections[field_id] = value  # a change to an answer given: a revision
-            if status == "filled" and snap.ev is not None and field_id in snap.ev.values:
+            if status == FILLED and snap.ev is not None and field_id in snap.ev.values:
                 plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
         else:
             values[field_id] = value
@@ -457,7 +459,7 @@ def _place_natural(
     kinds = {
         f.id: state.kind(compiled, f.id)
         for f in compiled.fields
-        if f.id not in named and ev.applicable[f.order] and ev.status[f.order] in ("empty", "invalid")
+        if f.id not in named and ev.applicable[f.order] and ev.status[f.order] in (EMPTY, INVALID)
     }
     kinds[first] = state.kind(compiled, first)
     index, segment = bare[0]

@@ -11,6 +11,8 @@ from typing import Any
 
 from formctl.agent.models.guided.revisit import Revisit, revisit_of
 from formctl.agent.models.guided.state import GuidedState, Snapshot
+from formctl.forms.evaluate import EMPTY, INVALID
+from formctl.forms.lifecycle import Status, is_closed
 
 
 def revisit_now(state: GuidedState, snap: Snapshot) -> Revisit | None:
@@ -40,19 +42,24 @@ def current_question(state: GuidedState, snap: Snapshot) -> str | None:
     return next_question(state, snap)
 
 
+def asks_nothing(instance: Any) -> bool:
+    """Nothing is asked of the person: the instance is closed, or waits for the host's decision."""
+    return is_closed(instance) or instance.status == Status.AWAITING
+
+
 def askable(snap: Snapshot, field_id: str) -> bool:
     field = snap.compiled.field_by_id.get(field_id)
-    if field is None or field.source == "host" or snap.instance.status in ("abandoned", "awaiting"):
+    if field is None or field.source == "host" or asks_nothing(snap.instance):
         return False  # a host-only field is never asked in the conversation
     row = next((r for r in snap.view.fields if r.id == field_id), None)
     if row is not None and row.ask:
         return True
     status = snap.ev.status[field.order]
-    return bool(snap.ev.applicable[field.order]) and status in ("empty", "invalid")
+    return bool(snap.ev.applicable[field.order]) and status in (EMPTY, INVALID)
 
 
 def next_question(state: GuidedState, snap: Snapshot) -> str | None:
-    if snap.instance.status in ("abandoned", "awaiting") or snap.stale:
+    if asks_nothing(snap.instance) or snap.stale:
         return None
     revisit = revisit_now(state, snap)
     if revisit is not None:
@@ -62,7 +69,7 @@ def next_question(state: GuidedState, snap: Snapshot) -> str | None:
             return state.focus
         state.focus = None
     ev, compiled = snap.ev, snap.compiled
-    if snap.instance.status == "ready" and not ev.revisiting:
+    if snap.instance.status == Status.READY and not ev.revisiting:
         # Every required answer is in: offer the optional questions not answered or
         # passed over, one at a time, before the read-back (docs/guided.md). A model
         # resumed at the read-back (it has not spoken yet, and the conversation's last
@@ -75,7 +82,7 @@ def next_question(state: GuidedState, snap: Snapshot) -> str | None:
                 not field.required
                 and field.id not in state.skipped
                 and ev.applicable[field.order]
-                and ev.status[field.order] in ("empty", "invalid")
+                and ev.status[field.order] in (EMPTY, INVALID)
             ):
                 return str(field.id)
         return None
@@ -89,7 +96,7 @@ def next_question(state: GuidedState, snap: Snapshot) -> str | None:
                 and field.id not in state.skipped
                 and field.source != "host"
                 and ev.applicable[field.order]
-                and ev.status[field.order] in ("empty", "invalid")
+                and ev.status[field.order] in (EMPTY, INVALID)
                 and ev.step_complete[field.step_index]
             ):
                 return str(field.id)
