@@ -8,7 +8,7 @@ real ``openai`` SDK and the adapter (one in four with garbled arguments); ``mcp`
 with the ``mcp`` SDK's client to ``formctl mcp``'s server, which also counts reads across
 subjects.
 
-The same examples and checks as ``tests/test_tool_fuzz.py`` (``tests/tool_fuzz.py`` says what
+The same examples and checks as ``tests/agent/test_tool_fuzz.py`` (``tests/tool_fuzz.py`` says what
 each call must keep true): every example is one chat turn in a fresh JSON store, the tools run
 through the chat loop, and every call is checked as it happens. Instead of stopping at the
 first finding, this counts them and prints, for the whole run: calls, crashes, writes on error

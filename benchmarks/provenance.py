@@ -537,7 +537,7 @@ def run_said(case: Said) -> SaidOutcome:
 
 def tool_surface() -> tuple[int, int, int]:
     """The tool definitions in characters: compact, with ``quotes`` taken out, and with json's default
-    (spaced) separators, which tests/test_tools.py holds to 3,500."""
+    (spaced) separators, which tests/agent/test_tools.py holds to 3,500."""
     from formctl.agent.tools import tool_definitions
 
     defs = tool_definitions()

@@ -1,4 +1,4 @@
-"""The tool-layer fuzz, shared by ``tests/test_tool_fuzz.py`` (a few hundred examples in every run)
+"""The tool-layer fuzz, shared by ``tests/agent/test_tool_fuzz.py`` (a few hundred examples in every run)
 and ``benchmarks/fuzz.py`` (ten thousand calls, counted).
 
 Every example is one chat turn in a fresh JSON store: a model that gets every argument wrong

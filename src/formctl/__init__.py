@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 # Written out, not computed, so linters and type checkers can read the public API;
-# tests/test_public_api.py checks it names exactly the keys of _EXPORTS.
+# tests/architecture/test_public_api.py checks it names exactly the keys of _EXPORTS.
 __all__ = [
     "AlreadyExistsError",
     "CompiledForm",

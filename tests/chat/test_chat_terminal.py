@@ -23,6 +23,7 @@ import pytest
 pexpect = pytest.importorskip("pexpect")
 
 from fixture_project import FORMS, ROOT  # noqa: E402  (the example project, never ./forms)
+from helpers.terminal import Terminal  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
 
@@ -77,25 +78,6 @@ def _formctl(*args: str) -> subprocess.CompletedProcess:
         cwd=ROOT,
         timeout=60,
     )
-
-
-class Terminal:
-    """A pexpect child that answers prompt-toolkit's cursor-position requests."""
-
-    CPR = re.escape("\x1b[6n")
-
-    def __init__(self, child) -> None:
-        self.child = child
-
-    def expect(self, pattern: str) -> None:
-        while True:
-            index = self.child.expect([pattern, self.CPR])
-            if index == 0:
-                return
-            self.child.send("\x1b[5;1R")  # "the cursor is on row 5": plenty of room below
-
-    def say(self, text: str) -> None:
-        self.child.send(text + "\r")
 
 
 def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resolve_from_elsewhere(tmp_path):

@@ -147,7 +147,7 @@ def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp
     import sys
 
     pexpect = pytest.importorskip("pexpect")
-    from test_cli_chat import Terminal
+    from helpers.terminal import Terminal
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_", "OPENAI_"))}
     env.update(TERM="xterm-256color", NO_COLOR="1")

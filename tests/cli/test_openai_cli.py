@@ -21,8 +21,8 @@ from fixture_project import FORMS, ROOT
 from formctl import JsonFileAdapter
 from formctl.cli import app as cli
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-FAKE = Path(__file__).resolve().parent / "fake_openai.py"
+README = Path(__file__).resolve().parents[2] / "README.md"
+FAKE = Path(__file__).resolve().parents[1] / "fake_openai.py"
 
 
 def run(args: list[str], *, input: str, env: dict[str, str]):

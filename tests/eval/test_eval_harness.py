@@ -27,7 +27,7 @@ from formctl.eval.person import ModelPerson, match_fact
 from formctl.eval.report import load_prices
 from formctl.eval.scenario import STYLES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
 TERSE = SCENARIOS / "travel_claim" / "terse_rail.toml"
 

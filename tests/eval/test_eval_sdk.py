@@ -18,7 +18,7 @@ from formctl.agent.models.guided import GuidedModel
 from formctl.eval import ModelPerson, ModelSpec, ScriptedPerson, load_scenario, report_json, run_suite
 from formctl.eval.report import Price, load_prices
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SUBSET = [
     REPO / "scenarios" / "travel_claim" / "terse_rail.toml",
     REPO / "scenarios" / "travel_claim" / "over_cap_approved.toml",

@@ -12,7 +12,7 @@ import pytest
 from clitools import formctl
 from fixture_project import FORMS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TERSE = REPO / "scenarios" / "travel_claim" / "terse_rail.toml"
 WAIT = REPO / "scenarios" / "travel_claim" / "over_cap_approved.toml"
 

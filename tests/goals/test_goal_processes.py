@@ -20,7 +20,7 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 WORKER = r"""
 import json, os, sys, time

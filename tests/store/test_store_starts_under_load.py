@@ -23,7 +23,7 @@ from formctl import FormError, FormRunner, JsonFileAdapter
 from formctl.store import _durable
 from helpers.race_form import open_adapter, registry
 
-HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
+HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 
 
 def _runner(store: str, actor: str = "test") -> FormRunner:

@@ -14,7 +14,7 @@ import pytest
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.cli.chat import ChatOptions, ChatSession
 from formctl.forms.instance import DispatchState, Provenance, now_iso
-from test_recovery import dead_pid
+from helpers.processes import dead_pid
 
 WATCH_FORM = textwrap.dedent(
     """

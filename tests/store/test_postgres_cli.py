@@ -212,7 +212,7 @@ def test_the_readme_team_commands_run_as_written_on_a_fresh_server(private_pg, t
     import re
     import stat
 
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = text[text.index("\n## For a team: PostgreSQL") :]
     section = section[: section.index("\n## ", 1)]
     (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.S)

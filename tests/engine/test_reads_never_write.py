@@ -20,7 +20,7 @@ from clitools import invoke
 from fixture_project import FORMS
 from formctl import FormRegistry, FormRunner, FormStaleError, JsonFileAdapter
 from formctl.forms.instance import DispatchState, Provenance, now_iso
-from test_recovery import dead_pid
+from helpers.processes import dead_pid
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
 

@@ -259,14 +259,14 @@ def test_without_the_plugin_turned_on_no_toml_is_collected(author_project):
 
 # --------------------------------------------------------------------------- the suite never reads ./forms
 
-REPO = Path(__file__).resolve().parent.parent
-SHIPPED_EXAMPLES = Path(__file__).resolve().parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_EXAMPLES = Path(__file__).resolve().parents[1] / "fixtures"
 ISOLATION_TESTS = (
-    "tests/test_cli.py::test_list_shows_the_registered_forms_and_json_gives_their_ids",
-    "tests/test_cli.py::test_list_reads_forms_from_the_current_folder_by_default",
-    "tests/test_registry.py::test_listing_the_shipped_registry_imports_no_form_module",
-    "tests/test_transcripts.py::test_every_shipped_transcript_replays_exactly",
-    "tests/test_replay_cli.py::test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line",
+    "tests/cli/test_cli.py::test_list_shows_the_registered_forms_and_json_gives_their_ids",
+    "tests/cli/test_cli.py::test_list_reads_forms_from_the_current_folder_by_default",
+    "tests/engine/test_registry.py::test_listing_the_shipped_registry_imports_no_form_module",
+    "tests/transcripts/test_transcripts.py::test_every_shipped_transcript_replays_exactly",
+    "tests/transcripts/test_replay_cli.py::test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line",
 )
 
 
@@ -320,9 +320,7 @@ def test_the_author_loop_test_passes_in_a_clone_where_the_author_scaffolded_the_
     clone = checkout(tmp_path, SHIPPED_EXAMPLES)
     made = formctl("new", "my-form", cwd=clone)
     assert made.returncode == 0, made.stderr
-    item = (
-        "tests/test_author_loop.py::test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted"
-    )
+    item = "tests/transcripts/test_author_loop.py::test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted"
     out = pytest_in(clone, item)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "1 passed" in out.stdout

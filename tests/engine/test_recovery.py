@@ -6,31 +6,14 @@ conversation opens) or writes to it; reads never do. A record that is ``ok`` nev
 from __future__ import annotations
 
 import os
-import shutil
 import socket
-import subprocess
-import sys
 
 import pytest
 
 from example_forms import HookLog, lab, register
 from formctl import FormRunner, Patch
 from formctl.forms.instance import DispatchState, Provenance, now_iso
-
-# A process that exits at once: true(1) where there is one (no Python start-up to pay for).
-SHORT_LIVED = [path] if (path := shutil.which("true")) else [sys.executable, "-c", "pass"]
-
-
-def dead_pid() -> int:
-    """The pid of a process that has exited (and been reaped)."""
-    for _ in range(5):
-        child = subprocess.Popen(SHORT_LIVED)
-        child.wait()
-        try:
-            os.kill(child.pid, 0)
-        except ProcessLookupError:
-            return child.pid
-    pytest.skip("could not find a pid that is not running")
+from helpers.processes import dead_pid
 
 
 @pytest.fixture

@@ -277,7 +277,7 @@ def test_importing_formctl_and_listing_forms_does_not_import_mcp():
 
 
 def test_the_readme_session_prints_what_its_comments_say(tmp_path):
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     start = readme.index("\n## Any agent: `formctl mcp`")
     section = readme[start : readme.index("\n## ", start + 1)]
     (script,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)

@@ -22,7 +22,7 @@ from formctl.forms.instance import Provenance, now_iso
 
 pytestmark = pytest.mark.durable
 
-HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
+HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 WORKERS = 4
 FILLS = 200
 

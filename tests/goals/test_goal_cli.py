@@ -12,7 +12,7 @@ import pytest
 
 from clitools import formctl, start
 from fixture_project import FORMS
-from test_readme import blocks, section
+from helpers.readme import blocks, section
 
 pytestmark = pytest.mark.e2e
 

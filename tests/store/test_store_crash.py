@@ -29,7 +29,7 @@ from formctl.forms.instance import Provenance, now_iso
 # set-up writes as durable as a user's.
 pytestmark = pytest.mark.durable
 
-HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
+HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 KILLS = 60
 
 from helpers.race_form import open_adapter  # noqa: E402

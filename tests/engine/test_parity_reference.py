@@ -19,7 +19,7 @@ import pytest
 
 from formctl import FormError, FormRegistry, FormRunner, MemoryAdapter
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1]  # the tests folder
 DATA = HERE / "fixtures" / "parity"
 
 # Intended differences, by operation index: what formctl does instead, and why.

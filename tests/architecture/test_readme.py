@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -15,19 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixture_project import FORMS
-
-README = Path(__file__).resolve().parent.parent / "README.md"
-
-
-def section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"\n## {title}")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
-
-
-def blocks(text: str, language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+from helpers.readme import blocks, section
 
 
 def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
 
 pytest.importorskip("importlinter")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def lint_imports(root: Path, src: Path) -> subprocess.CompletedProcess[str]:

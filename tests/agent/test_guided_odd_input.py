@@ -60,7 +60,7 @@ import re  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from formctl.transcripts.replay import replay_file  # noqa: E402
-from test_transcripts import record  # noqa: E402
+from helpers.recording import record  # noqa: E402
 
 
 class _Bank(BaseModel):
@@ -116,7 +116,7 @@ def test_punctuation_alone_is_not_taken_as_an_answer():
 
 def _record_claim(path, adapter, subject):
     from formctl.transcripts.record import Recorder
-    from test_transcripts import forms_registry
+    from helpers.recording import forms_registry
 
     runner = FormRunner(adapter, registry=forms_registry(), subject=subject)
     model = GuidedModel(runner, form_id="travel-claim")
@@ -194,7 +194,7 @@ def test_a_transcript_whose_model_named_the_instance_still_replays(tmp_path):
 
 
 def test_a_number_too_long_to_read_is_answered_locally_not_a_model_failure():
-    from test_guided import Chat
+    from helpers.guided_chat import Chat
 
     chat = Chat("travel-claim")
     chat.say("hi")

@@ -163,7 +163,7 @@ def test_form_start_refuses_while_the_same_form_is_ready(review_runner):
 
 
 def test_the_guided_yes_after_a_change_elsewhere_reads_back_again_and_sends_only_the_next_yes():
-    from test_guided import Chat
+    from helpers.guided_chat import Chat
 
     chat = Chat("travel-claim")
     chat.say("hello")

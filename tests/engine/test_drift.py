@@ -10,10 +10,10 @@ out get a retraction, hooks fire on rising edges, and the status is recomputed. 
 from __future__ import annotations
 
 import pytest
+from test_cycle import FlakyAdapter
 
 from example_forms import drift, register
 from formctl import ConflictError, FormError, FormRunner, FormStaleError
-from test_cycle import FlakyAdapter
 
 STALE_LINE = "[form: drift] stale — the definition changed since this was started; it can't be continued."
 
