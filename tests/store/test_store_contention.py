@@ -1,7 +1,7 @@
 """How a write waits out other writers: under the JSON store's lock, or by backing off.
 
-An adapter that cannot serialise a write (here a MemoryAdapter that someone else always
-beats to the commit) makes the runner retry: with pauses that grow and are jittered, for
+A write that keeps losing the compare-and-set (here to a writer that commits just before
+every commit of ours, as a writer on another machine can) makes the runner retry: with pauses that grow and are jittered, for
 about two seconds of (simulated) time, after which the conflict reaches the caller. The
 JSON store offers ``exclusive``, so a runner over it never meets a conflict from a writer
 on this machine: see test_store_concurrency.py for four processes under CPU load.

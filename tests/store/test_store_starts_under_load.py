@@ -19,7 +19,7 @@ import threading
 
 import pytest
 
-from formctl import FormError, FormRunner, JsonFileAdapter
+from formctl import FormError, FormRunner, JsonFileAdapter, MemoryAdapter
 from formctl.store import _durable
 from helpers.race_form import open_adapter, registry
 
@@ -74,17 +74,24 @@ def test_a_read_that_meets_a_journal_line_half_written_waits_for_the_write_and_l
     assert [i.id for i in seen["listed"]] == [iid]
 
 
-@pytest.mark.parametrize("kind", ["jsonfile", "postgres"])
+@pytest.mark.parametrize("kind", ["jsonfile", "postgres", "memory"])
 def test_two_starts_of_one_form_for_one_subject_at_once_create_one_instance(kind, tmp_path, request, monkeypatch):
-    store = request.getfixturevalue("pg_dsn") if kind == "postgres" else str(tmp_path / "store")
-    first, second = _runner(store, "first"), _runner(store, "second")
+    """``memory``: two threads sharing one in-memory store (the others: an adapter each)."""
+    if kind == "memory":
+        shared = MemoryAdapter()
+        first, second = (FormRunner(shared, registry=registry(), subject="race", actor=a) for a in ("first", "second"))
+    else:
+        store = request.getfixturevalue("pg_dsn") if kind == "postgres" else str(tmp_path / "store")
+        first, second = _runner(store, "first"), _runner(store, "second")
     looked, go_on = threading.Event(), threading.Event()
     real = first.adapter.find_instances
+    pausing: list[threading.Thread] = []
 
     def look_then_pause(**kw):  # the first start has looked for an open one and found none
         found = real(**kw)
-        looked.set()
-        assert go_on.wait(30)
+        if threading.current_thread() is pausing[0]:
+            looked.set()
+            assert go_on.wait(30)
         return found
 
     monkeypatch.setattr(first.adapter, "find_instances", look_then_pause)
@@ -97,6 +104,7 @@ def test_two_starts_of_one_form_for_one_subject_at_once_create_one_instance(kind
             outcome[name] = exc
 
     a = threading.Thread(target=start, args=("first", first))
+    pausing.append(a)
     a.start()
     assert looked.wait(30)
     b = threading.Thread(target=start, args=("second", second))
@@ -111,7 +119,8 @@ def test_two_starts_of_one_form_for_one_subject_at_once_create_one_instance(kind
     refused = outcome["second"]
     assert isinstance(refused, FormError) and refused.code == "form_open"
     assert created in refused.message
-    assert [i.id for i in open_adapter(store).find_instances(subject="race")] == [created]
+    adapter = shared if kind == "memory" else open_adapter(store)
+    assert [i.id for i in adapter.find_instances(subject="race")] == [created]
 
 
 @pytest.mark.e2e

@@ -4,15 +4,19 @@ Short enough to read end to end before writing another adapter. Snapshots share 
 immutable revision and dispatch records and copy only the maps, so a read costs
 O(fields) however long the answer logs grow.
 
-It does not offer the optional ``exclusive`` (see :mod:`formctl.store.base`): only threads
-sharing one adapter can race here, the runner then retries with backoff, and re-reading
-the instance inside a lock on every write cost the engine benchmark about 15%.
+It offers the optional ``exclusive`` (:class:`formctl.forms.adapter.Serialising`), as the JSON
+and PostgreSQL stores do: threads sharing one adapter are the only writers that can race here,
+and without it two threads could both find no open instance of a form and both start one
+(docs/store.md, "Two starts at once"). One lock serves every key, the one commits already
+take: work under it is in memory, so nothing is gained by locking keys apart.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from formctl.errors import StoreError
@@ -110,6 +114,15 @@ class MemoryAdapter:
             if stored is None:
                 raise missing(instance_id)
             self._instances[instance_id] = apply_dispatch(stored, key, state, now=now_iso())
+
+    @contextmanager
+    def exclusive(self, key: str) -> Iterator[None]:
+        """Hold the adapter's lock across a whole read, stage and commit of ``key`` (an instance
+        id, or ``start:<form>:<subject>`` around a start's look and create). Commits and dispatch
+        records of other threads wait for it; reads do not (they return copies). Re-entrant, so
+        the commit made inside it by the same thread goes straight through."""
+        with self._lock:
+            yield
 
     def goal_store(self) -> MemoryGoalStore:
         """Goal programs kept beside these instances, for as long as this adapter lives (docs/goals.md)."""
