@@ -29,7 +29,7 @@ too, is printed as well.
 Neither design's re-sent history is counted: both re-send the same history, and with
 the tools and system prompt fixed, a provider's prompt cache serves it.
 
-Targets: the nine tool definitions as sent ≤ 3,500 characters (the reference: 6,842);
+Targets: the ten tool definitions as sent ≤ 3,500 characters (the reference: 6,842);
 tier 0 at the start of travel-claim ≤ 260 characters (the reference: 521); learning ≤ 30%
 of eager.
 """
@@ -311,7 +311,7 @@ def main() -> dict[str, Any]:
     compiled = FormRegistry.from_toml(REGISTRY).load("travel-claim")
     print("Context cost — formctl's tiered design vs the eager alternative (characters; tokens ≈ chars/4)\n")
     print(
-        f"nine tool definitions as sent (compact JSON, as the SDK sends): {sizes['compact']:,} chars "
+        f"ten tool definitions as sent (compact JSON, as the SDK sends): {sizes['compact']:,} chars "
         f"({sizes['compact_with_cache_control']:,} with the cache_control marker; {sizes['spaced']:,} with "
         f"spaced separators) — target ≤ 3,500, reference 6,842"
     )

@@ -498,9 +498,13 @@ READY = {
 }
 
 
+# The same claim over the 750 cap: ``awaiting`` Finance's approval (form_withdraw takes it back).
+AWAITING = READY | {"total": 900}
+
+
 class World:
-    """One example's store: the subject's instances (one open, maybe: just begun, or ready to
-    send), another subject's instance with a saved conversation of its own."""
+    """One example's store: the subject's instances (one open, maybe: just begun, ready to send,
+    or waiting for approval), another subject's instance with a saved conversation of its own."""
 
     def __init__(self, registry_file: Path, *, open_form: bool | str, closed: bool) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="formctl-fuzz-"))
@@ -525,7 +529,7 @@ class World:
             mine.abandon("moved away", instance_id=done)
             self.ids.mine.append(done)
         if open_form:
-            seed = READY if open_form == "ready" else {"full_name": "Dana Reeve"}
+            seed = {"ready": READY, "awaiting": AWAITING}.get(str(open_form), {"full_name": "Dana Reeve"})
             self.ids.mine.append(mine.start("travel-claim", seed=seed).view.instance_id)
         self.theirs_conversation = (self.store / "conversations" / f"{theirs}.json").read_bytes()
 
@@ -672,7 +676,8 @@ def turns(draw: st.DrawFn) -> dict[str, Any]:
     :func:`realise` once the world exists, so the same example replays against any store."""
     ids = Ids(mine=["@mine"], theirs=["@theirs"])
     batches = draw(st.lists(st.lists(tool_calls(ids), min_size=1, max_size=3), min_size=1, max_size=4))
-    return {"open": draw(st.sampled_from([False, True, "ready"])), "closed": draw(st.booleans()), "batches": batches}
+    open_form = draw(st.sampled_from([False, True, "ready", "awaiting"]))
+    return {"open": open_form, "closed": draw(st.booleans()), "batches": batches}
 
 
 def realise(node: Any, world: World) -> Any:

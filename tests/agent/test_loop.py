@@ -504,6 +504,7 @@ def test_allow_and_deny_narrow_the_tools_sent(claim_runner):
         "form_fill",
         "form_revise",
         "form_submit",
+        "form_withdraw",
         "form_history",
     ]
 

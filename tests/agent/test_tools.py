@@ -1,4 +1,4 @@
-"""The nine form tools, called the way a model calls them: a name and a JSON object of arguments."""
+"""The ten form tools, called the way a model calls them: a name and a JSON object of arguments."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def started(tools: FormTools, values: dict | None = None) -> dict:
 # --------------------------------------------------------------------------- definitions
 
 
-def test_the_surface_is_the_nine_tools_in_spec_order():
+def test_the_surface_is_the_ten_tools_in_spec_order():
     assert [d["name"] for d in tool_definitions()] == [
         "form_list",
         "form_start",
@@ -54,12 +54,13 @@ def test_the_surface_is_the_nine_tools_in_spec_order():
         "form_revise",
         "form_submit",
         "form_abandon",
+        "form_withdraw",
         "form_history",
     ]
     assert list(TOOL_NAMES) == [d["name"] for d in tool_definitions()]
 
 
-def test_the_nine_definitions_as_sent_fit_the_context_budget():
+def test_the_ten_definitions_as_sent_fit_the_context_budget():
     as_sent = json.dumps(tool_definitions())  # the SDK's own separators
     assert len(as_sent) <= 3500, len(as_sent)
 
@@ -76,7 +77,7 @@ def test_each_schema_requires_exactly_what_validation_requires(tools):
     assert required["form_start"] == {"form"}
     assert required["form_fill"] == {"values"}
     assert required["form_abandon"] == {"reason"}
-    for name in ("form_list", "form_status", "form_inspect", "form_revise", "form_history"):
+    for name in ("form_list", "form_status", "form_inspect", "form_revise", "form_withdraw", "form_history"):
         assert required[name] == set(), name
     for definition in tool_definitions():
         assert definition["input_schema"]["additionalProperties"] is False
@@ -251,6 +252,55 @@ def test_starting_an_unregistered_form_is_not_found(tools):
 
 def test_writing_without_an_open_form_is_not_found(tools):
     assert error_code(tools.call("form_fill", {"values": {"full_name": "Dana"}})) == "not_found"
+
+
+# --------------------------------------------------------------------------- a form waiting for approval
+
+OVER_THE_CAP = CLAIMANT | TRIP | {"mode": "rail", "ticket_reference": "TR1234", "meals": 24.5, "total": 900}
+
+
+def test_a_change_while_the_form_waits_is_refused_and_names_form_withdraw(tools, claim_runner):
+    assert started(tools, OVER_THE_CAP)["status"] == "awaiting"
+    refused = tools.call("form_fill", {"values": {"total": 700}})
+    assert error_code(refused) == "form_blocked"
+    assert "unless the person asks to withdraw the request (form_withdraw)" in refused["message"]
+    assert refused["message"].endswith("Over the 750 cap: waiting for Finance to approve.")  # the form's own words
+    assert claim_runner.open_instance().in_force_values()["total"] == 900
+
+
+def test_without_form_withdraw_in_the_selection_the_refusal_does_not_name_it(claim_runner):
+    tools = FormTools(claim_runner, deny=["withdraw"])
+    started(tools, OVER_THE_CAP)
+    refused = tools.call("form_revise", {"field": "total", "value": 700})
+    assert error_code(refused) == "form_blocked" and "withdraw" not in refused["message"]
+
+
+def test_form_withdraw_ends_the_wait_is_recorded_and_approval_is_asked_again(tools, claim_runner):
+    from formctl.forms.acts import acts
+    from formctl.forms.resolutions import resolutions
+
+    instance_id = started(tools, OVER_THE_CAP)["instance_id"]
+    data = ok(tools.call("form_withdraw", {"reason": "the total was wrong"}))
+    assert data["status"] == "active" and "blocked_on" not in data
+    assert ok(tools.call("form_fill", {"values": {"total": 950}}))["status"] == "awaiting"  # over the cap: asked again
+
+    instance = claim_runner.open_instance(instance_id)
+    assert instance.in_force_values()["total"] == 950
+    (withdrawal,) = resolutions(instance)
+    assert (withdrawal.checkpoint, withdrawal.outcome, withdrawal.actor, withdrawal.reason) == (
+        "policy-cap",
+        "withdrawn",
+        claim_runner.actor,
+        "the total was wrong",
+    )
+    assert [(a.act, a.reason) for a in acts(instance) if a.act == "withdraw"] == [("withdraw", "the total was wrong")]
+
+
+def test_form_withdraw_of_a_form_that_does_not_wait_changes_nothing(tools, claim_runner):
+    started(tools, CLAIMANT)
+    version = claim_runner.open_instance().version
+    assert error_code(tools.call("form_withdraw", {})) == "not_waiting"
+    assert claim_runner.open_instance().version == version
 
 
 # --------------------------------------------------------------------------- malformed calls

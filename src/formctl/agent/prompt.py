@@ -2,7 +2,7 @@
 
 It is built once per conversation and never changes afterwards (docs/engine.md, 'Tier 0'): the
 form's live state travels as the tier-0 block at the tail of the newest user turn, so a
-provider's prompt cache keeps holding the tools and this text. Everything the nine tools
+provider's prompt cache keeps holding the tools and this text. Everything the ten tools
 have in common is said here rather than in each tool's description, because the tool list
 is re-sent on every call and this text is cached with it.
 """

@@ -1,4 +1,4 @@
-"""The model-facing tool surface: nine tools over a :class:`~formctl.forms.runner.FormRunner`.
+"""The model-facing tool surface: ten tools over a :class:`~formctl.forms.runner.FormRunner`.
 
 Each tool is one pydantic model (its arguments, validated strictly) plus one handler; the JSON
 schema the model reads is generated from the same model, so the schema and the validation can
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from formctl.agent.person import Person, confirm_ending, confirm_unconfirmed
 from formctl.errors import (
+    FormBlockedError,
     FormError,
     FormOpenError,
     InvalidArgumentError,
@@ -44,6 +45,19 @@ __all__ = [
 
 INVALID_ARGUMENTS = InvalidArgumentError.code  # "invalid_arguments"
 UNKNOWN_TOOL = "unknown_tool"
+
+
+# A write refused while the form waits for approval (``form_blocked``) says the way out:
+# without it a model could only tell the person that nothing can change until a host decides,
+# although the person may take the request back (form_withdraw) and correct the answers. The
+# way out comes before the form's own wait message, which may be long (results are cut at
+# ECHO_LIMIT characters).
+def _waiting_message(exc: FormBlockedError) -> str:
+    message = (
+        f'Waiting on checkpoint "{exc.checkpoint_id}": nothing can change until it is decided, '
+        "unless the person asks to withdraw the request (form_withdraw)."
+    )
+    return f"{message} {exc.wait_message}" if exc.wait_message else message
 
 
 # --------------------------------------------------------------------------- envelopes
@@ -121,7 +135,7 @@ _QUOTES = "{field id: the person's exact words}"
 
 class _StartArgs(_Args):
     form: str = Field(min_length=1, description="Form id, from form_list.")
-    values: dict[str, Any] | None = Field(default=None, description="Values already known, from any step.")
+    values: dict[str, Any] | None = None  # "seed anything already known": the tool's description
     quotes: dict[str, Any] | None = None  # as form_fill's
 
 
@@ -131,7 +145,7 @@ class _StatusArgs(_Args):
 
 class _InspectArgs(_Args):
     scope: Literal["outline", "step", "field"] = "outline"
-    id: str | None = Field(default=None, description="Step id or title; field id for scope=field.")
+    id: str | None = Field(default=None, description="Step id or title, or a field id.")
     instance_id: str | None = None
 
 
@@ -143,9 +157,9 @@ class _FillArgs(_Args):
 
 class _ReviseArgs(_Args):
     action: Literal["set", "retract", "undo", "redo"] = "set"
-    field: str | None = Field(default=None, description="Field id; optional for undo/redo.")
-    value: Any = Field(default=None, description="The corrected value (set).")
-    reason: str | None = Field(default=None, description="Why; kept in the history.")
+    field: str | None = Field(default=None, description="Optional for undo/redo.")
+    value: Any = None
+    reason: str | None = None
     quotes: dict[str, Any] | None = None  # as form_fill's
     instance_id: str | None = None
 
@@ -155,11 +169,16 @@ class _AbandonArgs(_Args):
     instance_id: str | None = None
 
 
+class _WithdrawArgs(_Args):
+    reason: str | None = None  # the person's reason, if they gave one (never invented)
+    instance_id: str | None = None
+
+
 class _HistoryArgs(_Args):
     form: str | None = None
     subject: str | None = None
     status: Literal[INSTANCE_STATUSES] | None = None  # type: ignore[valid-type]
-    instance_id: str | None = Field(default=None, description="One form's answers.")
+    instance_id: str | None = None  # one form's answers: the tool's description
     limit: int = Field(default=10, ge=1, le=50)
 
 
@@ -254,6 +273,12 @@ def _form_abandon(runner: Any, a: _AbandonArgs) -> Any:
     return {"instance_id": instance.id, "status": instance.status}
 
 
+def _form_withdraw(runner: Any, a: _WithdrawArgs) -> Any:
+    """The person takes back the request the form waits on (``runner.withdraw``, recorded like a
+    resolution: docs/engine.md, "Host acts"); the answers are editable again."""
+    return runner.withdraw(a.instance_id, reason=a.reason).to_dict()
+
+
 def _form_history(runner: Any, a: _HistoryArgs) -> Any:
     """One instance (outline + values + held), or a list of the subject's instances.
 
@@ -297,39 +322,42 @@ class _Tool:
 # Descriptions are cut to what changes the model's behaviour. Each clause is there
 # because a model got it wrong without it (the reference implementation's agentic bench):
 # reading the field list aloud, promising ask=false fields, blanking a field with "".
+# form_withdraw is the tenth tool, beyond the design's nine (docs/tools.md says why): a form
+# waiting for approval takes no writes, so without it the person's "I need to change the
+# total" had no way through the model. "If the person asks": an approval covers what it was
+# asked about, so a model must never take the request back on its own to make a change.
 _TOOLS: tuple[_Tool, ...] = (
-    _Tool("form_list", "Forms that can be started: id, name, description.", _NoArgs, _form_list),
+    _Tool("form_list", "Forms that can be started.", _NoArgs, _form_list),
     _Tool(
         "form_start",
-        "Start a form. Seed anything already known, from any step. Don't read the field list aloud.",
+        "Start a form, seeding anything known from any step. Don't read the field list aloud.",
         _StartArgs,
         _form_start,
         person=True,
     ),
     _Tool(
         "form_status",
-        "The current step in full. ask=true: steer toward it now; ask=false: answered, not applicable or later.",
+        "The open step in full. ask=true: steer toward it now; ask=false: answered, not applicable or later.",
         _StatusArgs,
         _form_status,
     ),
     _Tool(
         "form_inspect",
-        "Look beyond the current step: the outline, a step, or a field. ask=false fields may be skipped; "
-        "don't promise them.",
+        "Beyond the open step: the outline, a step or a field. ask=false fields may be skipped; don't promise them.",
         _InspectArgs,
         _form_inspect,
     ),
     _Tool(
         "form_fill",
-        "Send every value learned, from any step, in one call. Each is checked alone: see captured, "
-        "rejected (fix and resend), held (kept, not applicable now).",
+        "Send every value learned, from any step, in one call. See captured, rejected (fix and resend), "
+        "held (kept, not applicable now).",
         _FillArgs,
         _form_fill,
         person=True,
     ),
     _Tool(
         "form_revise",
-        "Correct (set), withdraw (retract), undo or redo an answer. Nothing is lost. Never blank a field "
+        "Correct (set), retract, undo or redo an answer. Nothing is lost. Never blank a field "
         'with "" or 0: retract it.',
         _ReviseArgs,
         _form_revise,
@@ -346,6 +374,12 @@ _TOOLS: tuple[_Tool, ...] = (
         "Close the form unfinished, when the user wants to stop. Answers are kept.",
         _AbandonArgs,
         _form_abandon,
+    ),
+    _Tool(
+        "form_withdraw",
+        "If the person asks: withdraw the awaited approval request, so answers can change.",
+        _WithdrawArgs,
+        _form_withdraw,
     ),
     _Tool(
         "form_history", "Read-only: earlier forms, or one form's answers by instance_id.", _HistoryArgs, _form_history
@@ -544,6 +578,8 @@ class FormTools:
         except FormError as exc:
             if exc.code == "form_definition_error":
                 _log_fault(name, exc)
+            if isinstance(exc, FormBlockedError) and "form_withdraw" in self.names:
+                return error_envelope(_waiting_message(exc), exc.code)
             return error_envelope(exc.message, exc.code)
         except Exception as exc:  # a bug in a form's code: tell the model, keep the conversation
             _log_fault(name, exc)
