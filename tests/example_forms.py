@@ -535,3 +535,16 @@ def reviewed(log: HookLog | None = None):
 
 
 ALL_FORMS["reviewed"] = reviewed
+
+
+def secret():
+    """A sensitive PIN between two plain fields, and a checkpoint that jumps back (colour "again")."""
+    return (
+        define_form("secret", name="Secret")
+        .step("who", title="Who")
+        .field("full_name", Annotated[str, Field(min_length=2)], label="Full name")
+        .field("pin", Annotated[int, Field(ge=1000, le=9999)], label="PIN", sensitive=True)
+        .field("colour", str, label="Colour")
+        .checkpoint("again", when=lambda v, s: v["colour"] == "again", run=lambda ctx: Jump("who"))
+        .build()
+    )

@@ -10,7 +10,18 @@ from __future__ import annotations
 import pytest
 
 from example_forms import cap_lab, register
-from formctl import Complete, ConflictError, Fail, FormBlockedError, FormError, FormRunner, Patch
+from formctl import (
+    Complete,
+    ConflictError,
+    Fail,
+    FormBlockedError,
+    FormError,
+    FormRegistry,
+    FormRunner,
+    MemoryAdapter,
+    Patch,
+    define_form,
+)
 
 
 def make(runner, registry, log, **options):
@@ -402,3 +413,28 @@ def test_a_non_blocking_checkpoint_never_blocks(runner, registry, log):
 
     assert seen == ["active"]
     assert r.open_instance().status == "active"
+
+
+def test_a_patch_round_does_not_end_a_wait_for_the_host():
+    """An on_fill's patch, written while a blocking checkpoint waits for the host, leaves it waiting."""
+    form = (
+        define_form("waits", name="Waits")
+        .step("s", title="S")
+        .field("a", str, label="A")
+        .field("b", str, label="B")
+        .field("e", str, label="E", on_fill=lambda ctx: [Complete(), Patch({"a": "z"})])
+        .checkpoint("cp", when=lambda v, s: v["a"] == "y", blocking=True)  # no run: waits for the host
+        .build()
+    )
+    registry = FormRegistry().register(form.id, name=form.name, description="", load=lambda: form)
+    runner = FormRunner(MemoryAdapter(), registry=registry, subject="qa")
+    runner.start("waits")
+    result = runner.fill({"e": "x", "a": "y"})
+    _, instance, ev = runner.evaluation(result.instance_id)
+    assert ev.values["a"] == "z"  # the patch was written
+    assert (instance.status, instance.blocked_on) == ("awaiting", "cp")  # used to read complete, still blocked on cp
+    assert instance.occurrences.get("form", 0) == 0
+    runner.resolve_checkpoint(instance.id)
+    _, instance, _ = runner.evaluation(result.instance_id)
+    assert (instance.status, instance.blocked_on) == ("complete", None)  # the forced completion lands now
+    assert instance.occurrences["form"] == 1

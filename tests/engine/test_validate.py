@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import enum
 from typing import Annotated, Literal, Optional
 
 import pytest
@@ -266,3 +267,30 @@ def test_fast_json_encoding_matches_the_json_module(raw):
     import json
 
     assert validate_module._json_text(raw) == json.dumps(raw, ensure_ascii=False, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------- strictness: true is not 1
+
+
+def test_a_boolean_is_not_a_number_literal_and_a_number_is_not_a_boolean_literal():
+    from typing import Literal
+
+    from formctl.forms.validate import FieldValidator
+
+    class Rating(enum.IntEnum):
+        one = 1
+        two = 2
+
+    for annotation, raw in [
+        (Literal[1, 2, 3], True),
+        (Literal[0], False),
+        (Literal[1] | None, True),
+        (Rating, True),
+        (Literal[True], 1),
+        (Literal[False, "no"], 0),
+    ]:
+        outcome = FieldValidator(annotation).validate(raw)
+        assert not outcome.ok, (annotation, raw, outcome.value)
+    assert FieldValidator(Literal[1, 2]).validate(1).ok
+    assert FieldValidator(Literal[True]).validate(True).ok
+    assert FieldValidator(Literal[1, True]).validate(True).value is True

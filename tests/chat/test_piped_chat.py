@@ -1,0 +1,169 @@
+"""``formctl run`` with the chat piped in, as a script or CI drives it: a bad ``--seed``, Ctrl-C,
+bytes that are not UTF-8, and the exit status when nothing could start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clitools import FORMS, ROOT, invoke
+from formctl.cli import app as cli
+
+
+def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store):
+    result = invoke(
+        "run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS), "--seed", "nosuch=1", input=""
+    )
+
+    assert result.exit_code == 1
+    assert "nosuch" in result.stderr and "--seed" in result.stderr
+    assert not (Path(store) / "instances").exists() or not list((Path(store) / "instances").glob("*.json"))
+
+
+# --------------------------------------------------------------------------- Ctrl-C in the plain chat
+
+
+@pytest.mark.e2e
+def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(store):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--offline",
+            "--store",
+            store,
+            "--forms",
+            str(FORMS),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        # /status runs after the turn has ended, so its last line means the chat is between
+        # turns (a Ctrl-C inside a turn cancels only that turn, as in the terminal).
+        child.stdin.write("Dana Reeve\n/status\n")
+        child.stdin.flush()
+        seen = []
+        for line in child.stdout:
+            seen.append(line)
+            if line.startswith("undo would set"):
+                break
+        child.send_signal(signal.SIGINT)
+        rest, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    out = "".join(seen) + rest
+    assert child.returncode == 130
+    assert "Traceback" not in err
+    assert "saved Full name" in out
+    assert "formctl resume form_" in out
+
+
+def test_a_ctrl_c_python_sees_only_after_the_input_ended_still_says_how_to_carry_on(store, monkeypatch, capsys):
+    """Python runs its Ctrl-C handler at its next safe point: a Ctrl-C pressed as stdin closes
+    can be seen after the read returned the end of input, inside the goodbye. It still says
+    how to carry on, once, and the chat ends as interrupted."""
+    import io
+    import sys
+
+    from formctl.cli.chat import ChatOptions, ChatSession, PlainChat
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Dana Reeve\n"), encoding="utf-8"))
+    session = ChatSession(ChatOptions(form="travel-claim", subject="dana", offline=True, store=store, forms=str(FORMS)))
+    goodbye, pressed = session.goodbye, []
+
+    def late_ctrl_c() -> str:
+        if not pressed:
+            pressed.append(True)
+            raise KeyboardInterrupt
+        return goodbye()
+
+    monkeypatch.setattr(session, "goodbye", late_ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            PlainChat(session).converse()
+    finally:
+        session.close()
+    out = capsys.readouterr().out
+    assert "saved Full name" in out
+    assert out.count("formctl resume form_") == 1
+
+
+# --------------------------------------------------------------------------- bytes that are not UTF-8 on stdin
+
+
+@pytest.mark.e2e
+def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(store):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "formctl.cli.app",
+            "run",
+            "travel-claim",
+            "--offline",
+            "--store",
+            store,
+            "--forms",
+            str(FORMS),
+        ],
+        input=b"Dana Reeve\n\xff\xfe\nAB1234\n",
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+
+    out, err = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, err
+    assert "Traceback" not in err and "UnicodeEncodeError" not in err
+    assert "saved Staff ID" in out and "formctl resume form_" in out
+
+
+# --------------------------------------------------------------------------- exit status when nothing could start
+
+
+def test_a_scripted_run_where_every_turn_failed_and_nothing_started_exits_1(store):
+    from fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic() as api:
+        api.fault(401, times=5, message="invalid x-api-key")
+        env = {"ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "ANTHROPIC_BASE_URL": api.url}
+        result = CliRunner().invoke(
+            cli.app,
+            ["run", "travel-claim", "--model", "claude-test", "--store", store, "--forms", str(FORMS)],
+            input="Dana Reeve\n",
+            env=env,
+        )
+
+    assert result.exit_code == 1, result.stdout
+    assert "refused the key (401)" in result.stderr and "Nothing was started." in result.stdout
+    assert "sk-test-not-a-real-key" not in result.stdout + result.stderr
+
+
+def test_a_scripted_run_that_only_reads_and_leaves_exits_0(store):
+    result = invoke("run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS), input="/help\n")
+
+    assert result.exit_code == 0, result.stderr
