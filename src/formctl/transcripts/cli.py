@@ -98,11 +98,18 @@ def register(app: typer.Typer) -> None:
             "--forms",
             envvar="FORMCTL_FORMS",
             metavar="DIR",
-            help="Folder holding registry.toml (default: forms/ above the transcript).",
+            help="Folder holding registry.toml [default: ./forms, else the nearest forms/ above the "
+            "transcript, up to its project root].",
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Only failures and the summary line."),
     ) -> None:
-        """Replay recorded transcripts against the current forms; exit 1 if any diverges."""
+        """Replay recorded transcripts against the current forms; exit 1 if any diverges.
+
+        The forms are --forms (or FORMCTL_FORMS) when given, else ./forms as for every other
+        command; only where the current folder has none, the nearest forms/registry.toml above
+        the transcript, looking no higher than its project root (a folder holding .git or
+        pyproject.toml).
+        """
         from formctl.transcripts.coverage import Coverage
         from formctl.transcripts.replay import replay_file
 

@@ -20,7 +20,8 @@ Then every transcript is an ordinary pytest item, wherever it lives:
   guided model) and a failure's report is the replay diff.
 
 ``--formctl-forms DIR`` (or the ini option ``formctl_forms``) names the forms folder; by
-default it is ``forms/`` above the transcript, ``$FORMCTL_FORMS``, or ``./forms``.
+default it is ``$FORMCTL_FORMS``, else ``./forms``, else the nearest ``forms/`` above the
+transcript up to its project root, as for ``formctl replay`` (docs/transcripts.md, "Which forms").
 """
 
 from __future__ import annotations

@@ -62,30 +62,52 @@ class Divergence:
 # --------------------------------------------------------------------------- registry
 
 
-def find_registry(path: str | os.PathLike[str] | None = None, forms: str | os.PathLike[str] | None = None) -> Any:
-    """The forms registry: ``forms`` (a folder or registry.toml) > ``$FORMCTL_FORMS`` >
-    the nearest ``forms/registry.toml`` above the transcript > ``./forms``. Cached per file."""
-    from formctl.forms.registry import FormRegistry
+PROJECT_MARKERS = (".git", "pyproject.toml")
+"""What makes a folder a project root: the walk up from a transcript stops there."""
 
-    candidates: list[Path] = []
+
+def registry_candidates(
+    path: str | os.PathLike[str] | None = None, forms: str | os.PathLike[str] | None = None
+) -> list[Path]:
+    """Where :func:`find_registry` looks, in order (docs/transcripts.md, "Which forms").
+
+    ``forms`` or ``$FORMCTL_FORMS`` alone when given. Otherwise ``./forms``, as every command
+    reads the project it runs in, and then, for a transcript replayed from outside its project,
+    each ``forms/`` above the transcript's folder up to its project root (the nearest folder
+    holding one of :data:`PROJECT_MARKERS`; the whole way up when there is none). The current
+    folder comes first because a ``forms/`` that merely sits above a transcript (a temporary
+    folder's, a colleague's experiment in ``/tmp/forms``) is not the project's, and picking it
+    silently replays against forms nobody meant.
+    """
     given = forms or os.environ.get("FORMCTL_FORMS")
     if given:
-        candidates.append(Path(given))
-    else:
-        if path is not None:
-            for parent in Path(path).resolve().parents:
-                candidates.append(parent / "forms")
-        candidates.append(Path("forms"))
-    for c in candidates:
-        reg = c if c.suffix == ".toml" else c / "registry.toml"
+        return [Path(given)]
+    candidates = [Path("forms")]
+    if path is not None:
+        for parent in Path(path).resolve().parents:
+            candidates.append(parent / "forms")
+            if any((parent / marker).exists() for marker in PROJECT_MARKERS):
+                break
+    return candidates
+
+
+def find_registry(path: str | os.PathLike[str] | None = None, forms: str | os.PathLike[str] | None = None) -> Any:
+    """The forms registry for the transcript (or scenario) at ``path``: the first of
+    :func:`registry_candidates` holding a ``registry.toml``. Cached per file."""
+    from formctl.forms.registry import FormRegistry
+
+    for folder in registry_candidates(path, forms):
+        reg = folder if folder.suffix == ".toml" else folder / "registry.toml"
         if reg.is_file():
             key = str(reg.resolve())
             if key not in _registries:
                 _registries[key] = FormRegistry.from_toml(reg)
             return _registries[key]
+    if forms or os.environ.get("FORMCTL_FORMS"):  # named, so only that one was looked at
+        raise TranscriptError(f"no forms registry at {reg}")
     raise TranscriptError(
-        "no forms registry found (looked for forms/registry.toml above the transcript and in the current "
-        "folder); pass --forms DIR or set FORMCTL_FORMS",
+        "no forms registry found (looked for forms/registry.toml in the current folder and above the "
+        "transcript, up to its project root); pass --forms DIR or set FORMCTL_FORMS",
         path=path,
     )
 

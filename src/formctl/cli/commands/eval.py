@@ -44,7 +44,7 @@ def eval_command(
         "--forms",
         envvar="FORMCTL_FORMS",
         metavar="DIR",
-        help="Folder holding registry.toml [default: forms/ above the scenarios, else ./forms].",
+        help="Folder holding registry.toml [default: ./forms, else the nearest forms/ above the scenarios].",
     ),
 ) -> None:
     """Measure how well a model collects a form: each scenario's simulated person talks to each model K times.
