@@ -25,22 +25,34 @@ def _with(status: str):
 
 
 @pytest.mark.parametrize(
-    "status, is_open, is_continuable, is_closed",
+    "status, is_open, is_continuable, is_closed, is_awaiting, is_in_progress, is_ended",
     [
-        ("active", True, True, False),
-        ("ready", True, True, False),
-        ("awaiting", True, True, False),
-        ("complete", False, False, False),
-        ("abandoned", False, False, True),
-        ("stale", False, True, False),  # stored by an older formctl: carried on with, after migrating
+        ("active", True, True, False, False, True, False),
+        ("ready", True, True, False, False, False, False),  # every answer in: only sending is left
+        ("awaiting", True, True, False, True, True, False),
+        ("complete", False, False, False, False, False, True),
+        ("abandoned", False, False, True, False, False, True),
+        # stored by an older formctl: carried on with, after migrating
+        ("stale", False, True, False, False, False, False),
     ],
 )
-def test_each_status_answers_the_named_questions(status, is_open, is_continuable, is_closed):
+def test_each_status_answers_the_named_questions(
+    status, is_open, is_continuable, is_closed, is_awaiting, is_in_progress, is_ended
+):
     row = _with(Status(status))
 
     assert lifecycle.is_open(row) is is_open
+    assert lifecycle.is_open_status(status) is is_open
     assert lifecycle.is_continuable(row) is is_continuable
     assert lifecycle.is_closed(row) is is_closed
+    assert lifecycle.is_awaiting(row) is is_awaiting
+    assert lifecycle.is_in_progress(row) is is_in_progress
+    assert lifecycle.is_ended(row) is is_ended
+
+
+def test_every_stored_status_is_in_the_table_above():
+    # A new status must be placed in every named question; the table is where that is decided.
+    assert {s.value for s in Status} == {"active", "ready", "awaiting", "complete", "abandoned", "stale"}
 
 
 def test_no_module_below_the_runner_reads_the_clock_itself():

@@ -19,6 +19,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from formctl.forms.evaluate import FILLED
+from formctl.forms.lifecycle import Status
+
 __all__ = ["NOTICE_PREFIX", "Notice", "describe_changes", "notice_message", "read_notice", "shown_value", "snapshot"]
 
 NOTICE_PREFIX = "[form changed; not the person's words: say this in a few words, then ask the question open now] "
@@ -56,7 +59,7 @@ def snapshot(compiled: Any, evaluation: Any, instance: Any) -> dict[str, Any]:
     answers = {
         f.id: _digest(to_jsonable(evaluation.values[f.id]))
         for f in compiled.fields
-        if evaluation.applicable[f.order] and evaluation.status[f.order] == "filled" and f.id in evaluation.values
+        if evaluation.applicable[f.order] and evaluation.status[f.order] == FILLED and f.id in evaluation.values
     }
     return {
         "instance": instance.id,
@@ -89,7 +92,7 @@ def describe_changes(compiled: Any, evaluation: Any, instance: Any, before: dict
         else:
             out.append(f"{field.label} is now {shown_value(to_jsonable(evaluation.values[field.id]))}")
     if before.get("status") != now["status"]:
-        if before.get("status") == "awaiting" and before.get("blocked_on"):
+        if before.get("status") == Status.AWAITING and before.get("blocked_on"):
             out.append(f'the "{before["blocked_on"]}" check was resolved')
         out.append(_status_sentence(now["status"], instance))
     return out
@@ -107,17 +110,17 @@ def shown_value(value: Any) -> str:
 
 
 def _status_sentence(status: str, instance: Any) -> str:
-    if status == "awaiting":
+    if status == Status.AWAITING:
         return (
             f'the form is now waiting on the "{instance.blocked_on}" check'
             if instance.blocked_on
             else ("the form is now waiting on a check")
         )
-    if status == "abandoned":
+    if status == Status.ABANDONED:
         reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
         return f"the form was closed{reason}"
-    if status == "complete":
+    if status == Status.COMPLETE:
         return "the form is complete"
-    if status == "ready":
+    if status == Status.READY:
         return "the form is ready to send"
     return "the form is open again"

@@ -25,6 +25,7 @@ from typing import Any
 
 from formctl.agent.notices import read_notice
 from formctl.errors import FormError
+from formctl.forms.lifecycle import is_closed
 from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
 from formctl.forms.validate import FieldValidator, text_issue
@@ -219,7 +220,7 @@ def confirm_ending(runner: Any, data: dict[str, Any], result: Any, person: Perso
     and the model is told to ask again. Returns the tool result ``data`` with ``asked_person``.
     """
     view = result.view
-    if view.status != "abandoned" or person is None or person.ask is None or not result.captured:
+    if not is_closed(view) or person is None or person.ask is None or not result.captured:
         return data
     instance_id = view.instance_id
     labels = _form_labels(runner, view.def_id)

@@ -21,17 +21,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-_STATUS_STYLE = {
+from formctl.forms.instance import Status
+
+_STATUS_STYLE: dict[str, str] = {
+    # a field's status
     "filled": "green",
     "held": "yellow",
     "invalid": "red",
     "empty": "dim",
-    "active": "cyan",
-    "ready": "magenta",
-    "awaiting": "yellow",
-    "complete": "green",
-    "abandoned": "dim",
-    "stale": "red",
+    # an instance's status as read (Status members hash and compare as their words)
+    Status.ACTIVE: "cyan",
+    Status.READY: "magenta",
+    Status.AWAITING: "yellow",
+    Status.COMPLETE: "green",
+    Status.ABANDONED: "dim",
+    Status.STALE: "red",
 }
 
 
@@ -72,7 +76,7 @@ def view_header(view: Any) -> Text:
     line.append(view.name, style="bold")
     line.append(f"  {view.instance_id}  ", style="dim")
     line.append_text(_status(view.status))
-    if view.complete and view.status != "complete":
+    if view.complete and view.status != Status.COMPLETE:
         line.append(" (complete)", style="green")
     if view.blocked_on:
         line.append(f"\nwaiting on {view.blocked_on}", style="yellow")

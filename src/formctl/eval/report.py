@@ -18,6 +18,7 @@ from typing import Any
 from formctl.agent.usage import KEYS, Usage
 from formctl.errors import ScenarioError
 from formctl.eval.run import RunResult
+from formctl.forms.lifecycle import Status
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -179,7 +180,7 @@ def run_json(r: RunResult, price: Price | None) -> dict[str, Any]:
 def _group(runs: list[dict[str, Any]], k: int) -> dict[str, Any]:
     n = len(runs)
     c = sum(1 for r in runs if r["passed"])
-    completed = [r for r in runs if r["status"] == "complete"]
+    completed = [r for r in runs if r["status"] == Status.COMPLETE]
     return {
         "runs": n,
         "passed": c,

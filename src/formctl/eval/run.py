@@ -23,6 +23,7 @@ from formctl.errors import ScenarioError
 from formctl.eval.grade import Grade, grade, same_value
 from formctl.eval.person import SimulatedPerson
 from formctl.eval.scenario import Scenario
+from formctl.forms.lifecycle import Status, is_awaiting, is_ended
 
 __all__ = ["EVAL_SUBJECT", "EXTRA_TURNS", "ModelFactory", "RunResult", "check_against_form", "run_scenario"]
 
@@ -30,7 +31,8 @@ EVAL_SUBJECT = "eval-person"
 # A run may go past its turn budget (and fail on it), so the report can say by how much; this
 # many turns past it, it is stopped: a model stuck in a loop must not run up a bill.
 EXTRA_TURNS = 10
-_CLOSED = frozenset({"complete", "abandoned"})
+# What a scenario may expect the form to end in: any stored status this version writes.
+_EXPECTABLE = tuple(s for s in Status if s is not Status.STALE)
 
 ModelFactory = Callable[[Any], Any]  # runner -> ChatModel
 
@@ -76,9 +78,9 @@ def check_against_form(scenario: Scenario, compiled: Any) -> None:
     for cp in [*(scenario.expect.checkpoints or ()), *(h.checkpoint for h in scenario.host)]:
         if cp not in checkpoints:
             raise ScenarioError(f"the form {compiled.id} has no checkpoint {cp!r}", path=scenario.path)
-    if scenario.expect.status not in ("active", "ready", "awaiting", "complete", "abandoned"):
+    if scenario.expect.status not in _EXPECTABLE:
         raise ScenarioError(
-            f"`expect.status` {scenario.expect.status!r} is not a status (active, ready, awaiting, complete, abandoned)",
+            f"`expect.status` {scenario.expect.status!r} is not a status ({', '.join(_EXPECTABLE)})",
             path=scenario.path,
         )
 
@@ -163,10 +165,9 @@ def run_scenario(
             if turn.code == "key_rejected":
                 break
         instance = _instance(runner, loop.instance_id)
-        status = instance.status if instance is not None else None
-        if status in _CLOSED:
+        if instance is not None and is_ended(instance):
             break
-        if status == "awaiting" and instance is not None:
+        if instance is not None and is_awaiting(instance):
             host = scenario.host_for(instance.blocked_on)
             occurrence = (str(instance.blocked_on), instance.version)
             if host is None or occurrence in decided:

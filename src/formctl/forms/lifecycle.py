@@ -37,9 +37,13 @@ __all__ = [
     "complete",
     "complete_flag",
     "drifted",
+    "is_awaiting",
     "is_closed",
     "is_continuable",
+    "is_ended",
+    "is_in_progress",
     "is_open",
+    "is_open_status",
     "is_stale",
     "read_status",
     "settle",
@@ -54,6 +58,8 @@ class _HasStatus(Protocol):
 # Sets, not tuples: asked on every listing row and every tool call.
 _OPEN = frozenset({ACTIVE, READY, AWAITING})
 _CONTINUABLE = _OPEN | {STALE}
+_IN_PROGRESS = frozenset({ACTIVE, AWAITING})
+_ENDED = frozenset({COMPLETE, ABANDONED})
 
 
 # --------------------------------------------------------------------------- predicates
@@ -70,6 +76,30 @@ def is_open(instance: _HasStatus) -> bool:
     (``ready``) or for the host (``awaiting``). Neither complete nor closed. A model may not start
     the same form again beside an open one."""
     return instance.status in _OPEN
+
+
+def is_open_status(status: str) -> bool:
+    """:func:`is_open` for a status word already read (an index row, a listing's ``status``)."""
+    return status in _OPEN
+
+
+def is_awaiting(instance: _HasStatus) -> bool:
+    """Held at a checkpoint until a host decides (``blocked_on`` names it): the person's answers
+    wait, and what a chat or an eval does next is the host's resolve."""
+    return instance.status == AWAITING
+
+
+def is_in_progress(instance: _HasStatus) -> bool:
+    """Open and still gathering answers: ``active``, or ``awaiting`` a host part-way through.
+    Not ``ready``: there every answer is in and only the person's send is left."""
+    return instance.status in _IN_PROGRESS
+
+
+def is_ended(instance: _HasStatus) -> bool:
+    """Nothing more happens to it in a conversation: sent (``complete``) or closed (``abandoned``).
+    A run that drives a form (an eval, a scripted person) stops here; it goes on while the form
+    is open, ``ready`` included, since sending is still the person's to do."""
+    return instance.status in _ENDED
 
 
 def is_continuable(instance: _HasStatus) -> bool:

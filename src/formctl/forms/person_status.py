@@ -15,7 +15,8 @@ from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, Evaluation
 from formctl.forms.executors import COULD_NOT_CHECK
 from formctl.forms.failures import open_failures
-from formctl.forms.instance import Instance
+from formctl.forms.instance import COMPLETE, READY, Instance
+from formctl.forms.lifecycle import is_awaiting, is_closed
 
 __all__ = ["failure_text", "status_for", "status_lines"]
 
@@ -42,19 +43,19 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
     tag = f"[form: {compiled.id}]"
     if stale:
         return [f"{tag} can't be continued: the form changed since it was started"]
-    if instance.status == "awaiting" and instance.blocked_on:
+    if is_awaiting(instance) and instance.blocked_on:
         # As tier 0 says it: the checkpoint's name is what a host resolves (formctl resolve).
         line = f'{tag} awaiting "{instance.blocked_on}"'
         checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on)
         if checkpoint is not None and checkpoint.wait_message:
             line += f" — {checkpoint.wait_message}"
         return [line]
-    if instance.status == "abandoned" or (instance.status == "complete" and not ev.revisiting):
+    if is_closed(instance) or (instance.status == COMPLETE and not ev.revisiting):
         return []
     held = [f"held: {failure_text(compiled, f.hook_id, f.message)}" for f in open_failures(instance, compiled, ev)]
     steps = compiled.steps
     k = ev.open_step
-    if instance.status == "ready" and not ev.revisiting and not held:
+    if instance.status == READY and not ev.revisiting and not held:
         line = f"{tag} ready to send"
         optional = [
             f.label

@@ -23,7 +23,7 @@ from typing import Any
 
 from formctl.errors import GoalConflictError, InvalidArgumentError, NotFoundError
 from formctl.forms.instance import now_iso
-from formctl.forms.lifecycle import is_open
+from formctl.forms.lifecycle import Status, is_open
 from formctl.goals.definition import Program, program_digest
 from formctl.goals.evaluate import Stamp, apply_update, check_revision, evaluate, transitions
 from formctl.goals.hooks import DEFAULT_LEASE, HookOutcome, check_hooks, run_receipts
@@ -334,7 +334,7 @@ class GoalRunner:
                     continue
                 if item.form not in cache:
                     cache[item.form] = self.forms.find_instances(
-                        subject=self.scope.subject, def_id=item.form, status="complete"
+                        subject=self.scope.subject, def_id=item.form, status=Status.COMPLETE
                     )
                 for instance in cache[item.form]:
                     done_at = instance.completed_at or instance.updated_at

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from formctl.forms.lifecycle import is_open_status
 from formctl.goals.state import COMPLETED
 from formctl.goals.store import GoalStore
 
 __all__ = ["items_served"]
-
-_OPEN = ("active", "ready", "awaiting")
 
 
 def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, status: str) -> list[dict[str, Any]]:
@@ -33,7 +32,7 @@ def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, 
                 if p is not None and p.instance == instance_id:
                     serves = True
                 else:
-                    serves = (p is None or p.disposition != COMPLETED) and status in _OPEN
+                    serves = (p is None or p.disposition != COMPLETED) and is_open_status(status)
                 if serves:
                     out.append(
                         {

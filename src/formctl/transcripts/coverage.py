@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from formctl.forms.evaluate import FILLED
+from formctl.forms.lifecycle import is_in_progress
 from formctl.forms.resolutions import is_resolution
 
 
@@ -94,10 +96,10 @@ class Coverage:
         elif cov.compiled is not compiled:
             cov.compiled = compiled
         cov.transcripts.add(transcript)
-        if ev.open_step is not None and instance.status in ("active", "awaiting"):
+        if ev.open_step is not None and is_in_progress(instance):
             cov.steps_opened.add(compiled.steps[ev.open_step].id)
         for f in compiled.fields:
-            if ev.status[f.order] == "filled":
+            if ev.status[f.order] == FILLED:
                 cov.fields_filled.add(f.id)
             if f.when is not None:
                 cov.gates.setdefault(f"field:{f.id}", set()).add(bool(ev.applicable[f.order]))
