@@ -268,6 +268,45 @@ def test_from_toml_reports_an_entry_without_a_module(tmp_path):
     assert "module" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("[forms\n", "is not valid TOML"),
+        ('forms = "x"\nprograms = "x"\n', "must be a table of"),
+        ('[forms.x]\nname = "X"\n[programs.x]\nname = "X"\n', 'needs module = "module:attribute"'),
+    ],
+)
+def test_forms_and_programs_read_the_one_registry_file_with_the_same_errors(tmp_path, text, says):
+    from formctl.goals.registry import ProgramRegistry
+
+    path = tmp_path / "registry.toml"
+    path.write_text(text)
+
+    with pytest.raises(FormError) as forms_err:
+        FormRegistry.from_toml(path)
+    with pytest.raises(FormError) as programs_err:
+        ProgramRegistry.from_toml(path)
+
+    for err, table in ((forms_err, "forms"), (programs_err, "programs")):
+        assert str(err.value).startswith(f"Form registry {path}"), str(err.value)
+        assert says in str(err.value)
+        if says != "is not valid TOML":
+            assert f"[{table}" in str(err.value)
+
+
+def test_a_program_module_that_cannot_be_imported_is_named_as_a_program(tmp_path):
+    from formctl.goals.registry import ProgramRegistry
+
+    path = tmp_path / "registry.toml"
+    path.write_text('[programs.intake]\nname = "Intake"\nmodule = "no_such_program_module_x:program"\n')
+    registry = ProgramRegistry.from_toml(path)
+
+    assert [r.to_dict() for r in registry.list()] == [{"key": "intake", "name": "Intake", "description": ""}]
+    with pytest.raises(FormError) as err:
+        registry.load("intake")
+    assert str(err.value).startswith('Cannot import program module "no_such_program_module_x" from ')
+
+
 @pytest.mark.e2e
 def test_listing_the_shipped_registry_imports_no_form_module():
     code = textwrap.dedent(

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+import clitools
 from clitools import formctl, start
 from fixture_project import FORMS
 from helpers.readme import blocks, section
@@ -97,6 +98,18 @@ def test_bad_input_is_one_line_and_changes_nothing(project):
     assert json.loads(ok(project, "program", "show", "--subject", SUBJECT, "--json").stdout)["version"] == 1
     result = run(project, "program", "show", "--subject", "nobody")
     assert result.returncode == 1 and "No goal program has started" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["show", "sync", "history"])
+def test_a_scope_without_a_program_is_one_line_for_every_read(tmp_path, command):
+    store = str(tmp_path / ".formctl")
+    assert clitools.invoke("program", "start", "client-intake", "--subject", SUBJECT, "--store", store).exit_code == 0
+
+    result = clitools.invoke("program", command, "--subject", SUBJECT, "--key", "nope", "--store", store)
+
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr == f'error: No goal program has started for "{SUBJECT}".\n'
 
 
 def test_a_locked_item_cannot_be_revised_from_the_command_line(project):

@@ -99,35 +99,60 @@ class FormRegistry:
 
         Modules are imported from the registry file's folder, on first load only.
         """
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RegistryError(f"No form registry at {path}.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RegistryError(f"Cannot read form registry {path}: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise RegistryError(f"Form registry {path} is not valid TOML: {exc}") from None
+        folder, entries = read_registry(path, "forms")
         registry = cls()
-        registry.folder = path.resolve().parent
-        forms = data.get("forms", {})
-        if not isinstance(forms, dict):
-            raise RegistryError(f"Form registry {path}: [forms] must be a table of forms.")
-        for form_id, entry in forms.items():
-            module = entry.get("module") if isinstance(entry, dict) else None
-            if not isinstance(module, str) or not all(part.strip() for part in module.partition(":")[::2]):
-                raise RegistryError(f'Form registry {path}: [forms.{form_id}] needs module = "module:attribute".')
+        registry.folder = folder
+        for entry in entries:
             registry.register(
-                form_id,
-                name=str(entry.get("name", form_id)),
-                description=str(entry.get("description", "")),
-                load=_module_loader(entry["module"], registry.folder),
-                module=entry["module"],
+                entry.key,
+                name=entry.name,
+                description=entry.description,
+                load=module_loader(entry.module, folder),
+                module=entry.module,
             )
         return registry
 
 
-def _module_loader(spec: str, folder: Path) -> Callable[[], Any]:
+@dataclass(frozen=True, slots=True)
+class RegistryEntry:
+    """One ``[TABLE.KEY]`` table of ``registry.toml``: a form's or a program's name and module."""
+
+    key: str
+    name: str
+    description: str
+    module: str  # "module:attribute", imported from the registry file's folder
+
+
+def read_registry(path: str | Path, table: str) -> tuple[Path, builtins.list[RegistryEntry]]:
+    """The ``[TABLE.KEY]`` entries of the registry file at ``path``, in file order, and the folder
+    their modules are imported from. One file holds both tables (``forms``, and the goal
+    programs' ``programs``), so both registries read it here; no table is no entries. Every
+    problem is one :class:`RegistryError` naming the file (and the table, or the entry)."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RegistryError(f"No form registry at {path}.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RegistryError(f"Cannot read form registry {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RegistryError(f"Form registry {path} is not valid TOML: {exc}") from None
+    tables = data.get(table, {})
+    if not isinstance(tables, dict):
+        raise RegistryError(f"Form registry {path}: [{table}] must be a table of {table}.")
+    entries = []
+    for key, entry in tables.items():
+        module = entry.get("module") if isinstance(entry, dict) else None
+        if not isinstance(module, str) or not all(part.strip() for part in module.partition(":")[::2]):
+            raise RegistryError(f'Form registry {path}: [{table}.{key}] needs module = "module:attribute".')
+        entries.append(RegistryEntry(key, str(entry.get("name", key)), str(entry.get("description", "")), module))
+    return path.resolve().parent, entries
+
+
+def module_loader(spec: str, folder: Path, *, noun: str = "form") -> Callable[[], Any]:
+    """A loader for ``spec`` (``"module:attribute"``) that imports the module from ``folder`` when
+    first called, so listing a registry imports nothing. ``noun`` names what the module holds
+    in its errors ("form", "program")."""
     module_name, _, attribute = spec.partition(":")
 
     def load() -> Any:
@@ -137,19 +162,19 @@ def _module_loader(spec: str, folder: Path) -> Callable[[], Any]:
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise RegistryError(f'Cannot import form module "{module_name}" from {folder}: {exc}') from exc
+            raise RegistryError(f'Cannot import {noun} module "{module_name}" from {folder}: {exc}') from exc
         except FormError:
             raise  # the definition's own error (duplicate ids, ...) already says what is wrong
         except Exception as exc:
             # Code at the module's top level failed (a SyntaxError, a RuntimeError, ...): without
             # the module's name the one-line error reads as formctl's own failure.
             raise RegistryError(
-                f'Form module "{module_name}" failed while importing: {type(exc).__name__}: {exc}'
+                f'{noun.capitalize()} module "{module_name}" failed while importing: {type(exc).__name__}: {exc}'
             ) from exc
         try:
             return getattr(module, attribute)
         except AttributeError:
-            raise RegistryError(f'Form module "{module_name}" has no attribute "{attribute}".') from None
+            raise RegistryError(f'{noun.capitalize()} module "{module_name}" has no attribute "{attribute}".') from None
 
     return load
 

@@ -13,14 +13,13 @@ loader as the forms'), so listing programs imports none of them.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from formctl.errors import NotFoundError, RegistryError
-from formctl.forms.registry import _module_loader
+from formctl.forms.registry import module_loader, read_registry
 from formctl.goals.definition import Program
 
 __all__ = ["ProgramRegistry", "ProgramRegistration"]
@@ -64,29 +63,15 @@ class ProgramRegistry:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> ProgramRegistry:
-        """The ``[programs]`` tables of ``registry.toml`` (none is an empty registry)."""
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RegistryError(f"No registry at {path}.") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RegistryError(f"Cannot read the registry {path}: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise RegistryError(f"The registry {path} is not valid TOML: {exc}") from None
+        """The ``[programs]`` tables of ``registry.toml`` (none is an empty registry), read as
+        the forms' are (:func:`formctl.forms.registry.read_registry`)."""
+        folder, entries = read_registry(path, "programs")
         registry = cls()
-        programs = data.get("programs", {})
-        if not isinstance(programs, dict):
-            raise RegistryError(f"Registry {path}: [programs] must be a table of programs.")
-        folder = path.resolve().parent
-        for key, entry in programs.items():
-            module = entry.get("module") if isinstance(entry, dict) else None
-            if not isinstance(module, str) or not all(part.strip() for part in module.partition(":")[::2]):
-                raise RegistryError(f'Registry {path}: [programs.{key}] needs module = "module:attribute".')
+        for entry in entries:
             registry.register(
-                key,
-                name=str(entry.get("name", key)),
-                description=str(entry.get("description", "")),
-                load=_module_loader(module, folder),
+                entry.key,
+                name=entry.name,
+                description=entry.description,
+                load=module_loader(entry.module, folder, noun="program"),
             )
         return registry

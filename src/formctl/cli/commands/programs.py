@@ -63,6 +63,12 @@ def _ambiguous(scopes: list[Any]) -> NoReturn:
     _fail(f"The subject has several goal programs; name one: {names}.", 2)
 
 
+def _check_scope(subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: Any) -> None:
+    """Check the options naming a scope and its writer (and ``more`` ``(text, what)`` pairs),
+    before anything is opened: bad input is one line and touches no store."""
+    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"), (by, "--as"), *more)
+
+
 def _runner(store: Optional[str], subject: str, key: Optional[str], agent: Optional[str], by: Optional[str]) -> Any:
     from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
     from formctl.goals.runner import GoalRunner
@@ -70,6 +76,27 @@ def _runner(store: Optional[str], subject: str, key: Optional[str], agent: Optio
     adapter = open_store(store)
     scope = _scope(adapter, subject, key, agent)
     return GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+
+
+def _program_runner(
+    store: Optional[str], subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: Any
+) -> Any:
+    """The checked options, then the runner of the scope they name (see :func:`_scope`)."""
+    _check_scope(subject, key, agent, by, *more)
+    return _runner(store, subject, key, agent, by)
+
+
+def _started(found: Any, subject: str) -> Any:
+    """``found`` (a status, a history), or the one line saying the scope has no program."""
+    if not found:
+        _fail(f'No goal program has started for "{subject}".')
+    return found
+
+
+def _report(runner: Any, status: Any, as_json: bool) -> None:
+    """What every program command prints: the status, then a warning per hook that failed."""
+    _print_status(status, as_json)
+    _warn_hooks(runner)
 
 
 def _items(values: Optional[List[str]]) -> List[str]:
@@ -187,14 +214,11 @@ def program_start(
     from formctl.goals.runner import GoalRunner
     from formctl.goals.state import GoalScope
 
-    _checked((program, "PROGRAM"), (subject, "--subject"), (key, "--key"), (agent, "--agent"), (reason, "--reason"))
-    _checked((by, "--as"))
+    _check_scope(subject, key, agent, by, (program, "PROGRAM"), (reason, "--reason"))
     definition = ProgramRegistry.from_toml(registry_path(forms)).load(program)
     scope = GoalScope(subject=subject, key=key or program, agent=agent)
     runner = GoalRunner(open_store(store), scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
-    status = runner.start(definition, reason=reason)
-    _print_status(status, as_json)
-    _warn_hooks(runner)
+    _report(runner, runner.start(definition, reason=reason), as_json)
 
 
 @program_app.command("show", cls=_Command, epilog=_example("formctl program show --subject firm:1/matter:2 --json"))
@@ -206,11 +230,8 @@ def program_show(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a subject's program: its goals, items, dispositions and the follow-ups still owed."""
-    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
-    status = _runner(store, subject, key, agent, "reader").inspect()
-    if status is None:
-        _fail(f'No goal program has started for "{subject}".')
-    _print_status(status, as_json)
+    runner = _program_runner(store, subject, key, agent, "reader")
+    _report(runner, _started(runner.inspect(), subject), as_json)
 
 
 @program_app.command(
@@ -243,12 +264,9 @@ def program_update(
     Without --if-version the update is retried while other writers change other items; a
     change to the same items, or to the definitions, fails it.
     """
-    _checked((goal, "GOAL"), (subject, "--subject"), (key, "--key"), (agent, "--agent"), (reason, "--reason"))
-    _checked((by, "--as"))
-    for values, what in ((completed, "--completed"), (deferred, "--deferred"), (declined, "--declined")):
-        for value in values or []:
-            _checked((value, what))
-    runner = _runner(store, subject, key, agent, by)
+    named = ((completed, "--completed"), (deferred, "--deferred"), (declined, "--declined"))
+    items = [(value, what) for values, what in named for value in values or []]
+    runner = _program_runner(store, subject, key, agent, by, (goal, "GOAL"), (reason, "--reason"), *items)
     status = runner.update(
         goal=goal,
         completed=_items(completed),
@@ -258,8 +276,7 @@ def program_update(
         reason=reason,
         if_version=if_version,
     )
-    _print_status(status, as_json)
-    _warn_hooks(runner)
+    _report(runner, status, as_json)
 
 
 def _warn_hooks(runner: Any) -> None:
@@ -296,13 +313,10 @@ def program_revise(
     Progress is kept by stable keys. Locked goals and items cannot be edited, removed, retired
     or unlocked. A JSON file may be what show --json prints (its "definition" is used).
     """
-    _checked((source, "--from"), (subject, "--subject"), (key, "--key"), (agent, "--agent"), (reason, "--reason"))
-    _checked((by, "--as"))
-    program = _read_program(source)
+    _check_scope(subject, key, agent, by, (source, "--from"), (reason, "--reason"))
+    program = _read_program(source)  # a file that is not a program is said before the store opens
     runner = _runner(store, subject, key, agent, by)
-    status = runner.revise(program, if_version=if_version, reason=reason)
-    _print_status(status, as_json)
-    _warn_hooks(runner)
+    _report(runner, runner.revise(program, if_version=if_version, reason=reason), as_json)
 
 
 def _read_program(source: str) -> Any:
@@ -342,13 +356,8 @@ def program_sync(
     Every program write does this too; sync is for when a form was completed outside the
     program's chat (formctl run FORM, formctl fill) and nothing else was written since.
     """
-    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"), (by, "--as"))
-    runner = _runner(store, subject, key, agent, by)
-    status = runner.sync()
-    if status is None:
-        _fail(f'No goal program has started for "{subject}".')
-    _print_status(status, as_json)
-    _warn_hooks(runner)
+    runner = _program_runner(store, subject, key, agent, by)
+    _report(runner, _started(runner.sync(), subject), as_json)
 
 
 @program_app.command("history", cls=_Command, epilog=_example("formctl program history --subject firm:1/matter:2"))
@@ -360,8 +369,7 @@ def program_history(
     as_json: JsonOpt = False,
 ) -> None:
     """Every version of a subject's program, oldest first: who changed what, when and why."""
-    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
-    history = _runner(store, subject, key, agent, "reader").history()
+    history = _started(_program_runner(store, subject, key, agent, "reader").history(), subject)
     if as_json:
         _print_json({"history": [h.to_dict(full=True) for h in history]})
         return
