@@ -14,6 +14,7 @@ changed mid-conversation), and a test here sends exactly that, so this suite can
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -387,3 +388,31 @@ def test_a_line_with_an_undecodable_byte_does_not_break_the_conversation(wire, s
     assert loop.send("Claim, please").error is None
     assert wire.user_texts(wire.bodies[-1])[0] == "I'm Jos\ufffd"
     assert loop.messages[0]["content"][0]["text"] == "I'm Jos\udce9"  # the history keeps what was typed
+
+
+# --------------------------------------------------------------------------- what the adapters share (_sdk.py)
+
+
+def test_the_sdks_debug_log_variable_never_leaves_a_log_on_that_could_carry_the_key(wire, store, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_LOG" if wire.provider == "anthropic" else "OPENAI_LOG", "debug")
+    loggers = [logging.getLogger(name) for name in (wire.provider, "httpx")]
+    levels = [logger.level for logger in loggers]
+    try:
+        for logger in loggers:
+            logger.setLevel(logging.DEBUG)  # what the SDK does at import with the variable set
+        loop, _ = make_loop(wire, store)
+        wire.api.reply(text("Hello."))
+
+        assert loop.send("hi").text == "Hello."
+
+        assert [logger.level for logger in loggers] == [logging.WARNING, logging.WARNING]
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def test_a_key_is_scrubbed_from_an_error_line_unless_too_short_to_find_safely():
+    from formctl.agent.models._sdk import scrub
+
+    assert scrub(f"401 for key {KEY}\n  at https://api?k={KEY}", KEY) == "401 for key [key] at https://api?k=[key]"
+    assert scrub("a bad request", "a") == "a bad request"

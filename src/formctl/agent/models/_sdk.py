@@ -8,11 +8,12 @@ lines a person reads stay in each adapter.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Any
 
-__all__ = ["is_malformed", "is_transport_error", "sendable", "tail", "trust_env"]
+__all__ = ["is_malformed", "is_transport_error", "quiet_debug_logs", "scrub", "sendable", "tail", "trust_env"]
 
 # A surrogate code point on its own (a str holds a valid pair as one code point): UTF-8 cannot
 # encode it, and both SDKs send the body as UTF-8, so one lone surrogate anywhere in the history
@@ -45,6 +46,23 @@ def trust_env() -> bool:
     opts in.
     """
     return os.environ.get("FORMCTL_TRUST_ENV", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def quiet_debug_logs(variable: str, sdk_logger: str) -> None:
+    """Keep the SDK's and its HTTP library's loggers at WARNING when ``variable`` (``ANTHROPIC_LOG``,
+    ``OPENAI_LOG``) is set. The SDK turns debug logging on from it at import, and a debug log of a
+    request is exactly where a key or a person's answers could leak. Call it after the import."""
+    if os.environ.get(variable):
+        for name in (sdk_logger, "httpx2", "httpx"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def scrub(text: str, key: str) -> str:
+    """``text`` on one line, with ``key`` written ``[key]`` wherever it appears (an SDK's error may
+    quote a header or a URL). A key under 8 characters is left alone: replacing it would garble
+    the line, and no provider issues one that short."""
+    line = " ".join(text.split())
+    return line.replace(key, "[key]") if key and len(key) >= 8 else line
 
 
 def tail(detail: str) -> str:

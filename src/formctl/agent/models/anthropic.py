@@ -37,14 +37,13 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
-import logging
 import os
 from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models._sdk import is_malformed as _is_malformed
 from formctl.agent.models._sdk import is_transport_error as _is_transport_error
-from formctl.agent.models._sdk import sendable
+from formctl.agent.models._sdk import quiet_debug_logs, scrub, sendable
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models._sdk import trust_env as _trust_env
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
@@ -153,11 +152,7 @@ class AnthropicModel:
             import anthropic
         except ImportError as exc:  # pragma: no cover - anthropic is a dependency
             raise ModelError(f"The anthropic package is not installed ({exc}).") from None
-        if os.environ.get("ANTHROPIC_LOG"):
-            # The SDK turns on debug logging from ANTHROPIC_LOG at import; a debug log of a
-            # request is exactly where a key or a person's answers could leak.
-            for name in ("anthropic", "httpx2", "httpx"):
-                logging.getLogger(name).setLevel(logging.WARNING)
+        quiet_debug_logs("ANTHROPIC_LOG", "anthropic")
         options: dict[str, Any] = {}
         if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
             options["open_telemetry"] = False  # SDKs that trace would read the OTEL_* variables
@@ -240,9 +235,7 @@ class AnthropicModel:
         return f"The Anthropic API call failed ({type(exc).__name__}{': ' + text if text else ''})."
 
     def _scrub(self, text: str) -> str:
-        key = self.__api_key
-        line = " ".join(text.split())
-        return line.replace(key, "[key]") if key and len(key) >= 8 else line
+        return scrub(text, self.__api_key)
 
 
 def _custom_header_names() -> list[str]:

@@ -48,12 +48,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 from collections.abc import Iterator
 from typing import Any
 
-from formctl.agent.models._sdk import is_malformed, is_transport_error, sendable, tail, trust_env
+from formctl.agent.models._sdk import (
+    is_malformed,
+    is_transport_error,
+    quiet_debug_logs,
+    scrub,
+    sendable,
+    tail,
+    trust_env,
+)
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.errors import KeyRejectedError, ModelError
 
@@ -180,11 +187,7 @@ class OpenAIChatModel:
             raise ModelError(
                 "The openai package is not installed: pip install 'formctl[openai]', or pick another model."
             ) from None
-        if os.environ.get("OPENAI_LOG"):
-            # The SDK turns on debug logging from OPENAI_LOG; a debug log of a request is exactly
-            # where a key or a person's answers could leak.
-            for name in ("openai", "httpx2", "httpx"):
-                logging.getLogger(name).setLevel(logging.WARNING)
+        quiet_debug_logs("OPENAI_LOG", "openai")
         try:
             client = openai.OpenAI(
                 api_key=self.__api_key,
@@ -289,9 +292,7 @@ class OpenAIChatModel:
         return f"{who} call failed ({type(exc).__name__}{': ' + text if text else ''})."
 
     def _scrub(self, text: str) -> str:
-        key = self.__api_key
-        line = " ".join(text.split())
-        return line.replace(key, "[key]") if key and len(key) >= 8 else line
+        return scrub(text, self.__api_key)
 
 
 class _Assembly:
