@@ -64,6 +64,13 @@ COMMANDS = [
     ["store", "check"],
     ["store", "init"],
     ["store", "reindex"],
+    # Goal programs keep their own connection to the same database (store/goals_postgres.py).
+    ["program", "list"],
+    ["program", "start", "client-intake", "--subject", "firm:1/matter:2"],
+    ["program", "show", "--subject", "firm:1/matter:2"],
+    ["program", "update", "intake", "--subject", "firm:1/matter:2", "--completed", "x"],
+    ["program", "sync", "--subject", "firm:1/matter:2"],
+    ["program", "history", "--subject", "firm:1/matter:2"],
 ]
 
 

@@ -132,6 +132,25 @@ def copy_store(
     return copy(source, target, source_name=source_name, target_name=target_name, progress=progress)
 
 
+def init_store(store: str | os.PathLike[str] | None) -> tuple[int | None, int | None]:
+    """``formctl store init``: the store made ready to use. For a database, its schema version
+    before and after (tables created or upgraded); for a folder, ``(None, None)``."""
+    adapter = open_store(store)
+    try:
+        if is_database(store):
+            from formctl.store.postgres import PostgresAdapter
+
+            assert isinstance(adapter, PostgresAdapter)
+            return adapter.init()
+        from formctl.store.jsonfile import JsonFileAdapter
+
+        assert isinstance(adapter, JsonFileAdapter)
+        adapter.init()
+        return None, None
+    finally:
+        adapter.close()
+
+
 def open_maintained_store(store: str | os.PathLike[str] | None) -> Maintainable:
     """The store, for ``formctl store check/reindex/repair``: one that can be checked and repaired."""
     from formctl.errors import StoreError

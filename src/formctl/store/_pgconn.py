@@ -1,8 +1,9 @@
 """PostgreSQL connection strings: recognising one, showing one without its password, and
 turning a failure to connect into one line that names the server.
 
-Pure string work, with no import of psycopg, so the CLI can decide which store it was given
-(and print a masked DSN in an error) before anything heavy loads.
+String work, with no import of psycopg at module level (only :func:`connect_options` loads
+it, to parse a DSN as libpq will), so the CLI can decide which store it was given (and print
+a masked DSN in an error) before anything heavy loads.
 
 Passwords (docs/store-postgres.md, "Passwords"): every text formctl builds from a DSN, or
 from a message libpq or psycopg wrote about one, goes through :func:`scrub` first. It
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 from urllib.parse import unquote
 
 from formctl.errors import StoreError
@@ -225,6 +227,28 @@ def _reason(exc: BaseException, dsn: str | None = None) -> str:
                 break
     reason = scrub(reason, dsn).rstrip(".?! ")
     return reason + "."
+
+
+def connect_options(dsn: str, *, connect_timeout: int) -> dict[str, Any]:
+    """The options to connect to ``dsn`` with, after checking it in our words: a malformed DSN
+    is a :class:`StoreError` naming it masked, before libpq sees it (its messages quote the
+    whole string, password and all). Every store that connects asks here first."""
+    from psycopg import Error
+    from psycopg.conninfo import conninfo_to_dict
+
+    problem = dsn_problem(dsn)
+    if problem is not None:
+        raise StoreError(f"Not a valid PostgreSQL connection string ({mask_dsn(dsn)}): {problem}.")
+    try:
+        given = conninfo_to_dict(dsn)
+    except (Error, ValueError) as exc:  # ValueError: a NUL in the string
+        raise StoreError(f"Not a valid PostgreSQL connection string ({mask_dsn(dsn)}): {_reason(exc, dsn)}") from None
+    options: dict[str, Any] = {}
+    if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
+        options["connect_timeout"] = connect_timeout
+    if "application_name" not in given and "PGAPPNAME" not in os.environ:
+        options["application_name"] = "formctl"
+    return options
 
 
 def require_psycopg() -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formctl.errors import StoreError
+from formctl.forms.adapter import Importing
 from formctl.forms.instance import FieldLog, Instance
 
 BATCH = 200
@@ -133,7 +134,7 @@ def copy_store(
 ) -> CopyReport:
     """Copy every instance of ``source`` (any adapter) into ``target`` (one with
     ``import_instances``: the PostgreSQL store, the JSON store), then verify both."""
-    if not hasattr(target, "import_instances"):
+    if not isinstance(target, Importing):
         raise StoreError(f"{target_name}: copying into this kind of store is not supported.")
     report = CopyReport(source_name, target_name)
     damaged: list[StoreError] = []
@@ -150,7 +151,8 @@ def copy_store(
         if progress is not None:
             progress(min(start + BATCH, len(instances)), len(instances))
     _verify(instances, target, report)
-    for name, adapter, flag in ((source_name, source, "source_ok"), (target_name, target, "target_ok")):
+    sides: tuple[tuple[str, Any, str], ...] = ((source_name, source, "source_ok"), (target_name, target, "target_ok"))
+    for name, adapter, flag in sides:
         checked = adapter.check()
         setattr(report, flag, checked.ok)
         report.problems.extend(f"{name}: {p.path}: {p.message}" for p in checked.problems)

@@ -38,7 +38,7 @@ from formctl.goals.state import (
     state_to_json,
 )
 from formctl.goals.store import claimable
-from formctl.store._pgconn import connect_failure, mask_dsn, require_psycopg
+from formctl.store._pgconn import _reason, connect_failure, connect_options, mask_dsn, require_psycopg
 
 __all__ = ["PostgresGoalStore"]
 
@@ -128,9 +128,10 @@ class PostgresGoalStore:
             self._conn = None  # a forked child's or a dead one: never reused
             self._ready = False
         if self._conn is None:
+            options = connect_options(self.dsn, connect_timeout=self._timeout)  # a malformed DSN, in our words
             try:
-                self._conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
-            except psycopg.OperationalError as exc:
+                self._conn = psycopg.connect(self.dsn, autocommit=True, **options)
+            except (psycopg.Error, ValueError) as exc:  # ValueError: a NUL in the string
                 raise StoreError(connect_failure(self.dsn, exc)) from None
             self._pid = os.getpid()
         if not self._ready:
@@ -154,12 +155,16 @@ class PostgresGoalStore:
                         return work(cur)
                 except psycopg.OperationalError as exc:
                     if attempt == 2 or not conn.broken:
-                        raise StoreError(f"The PostgreSQL goal store failed: {exc}".rstrip()) from None
+                        raise StoreError(
+                            f"The PostgreSQL goal store at {self.display} failed: {_reason(exc, self.dsn)}"
+                        ) from None
                     self._conn = None
                     self._ready = False
-                except psycopg.Error as exc:
+                except psycopg.Error as exc:  # every message built from the driver's text is scrubbed
                     what = "write to" if write else "read"
-                    raise StoreError(f"Cannot {what} the goal programs in {self.display}: {exc}".strip()) from None
+                    raise StoreError(
+                        f"Cannot {what} the goal programs in {self.display}: {_reason(exc, self.dsn)}"
+                    ) from None
             raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ the contract

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.instance import ABANDONED, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.lifecycle import is_closed, is_open_status
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
 from formctl.store._index import sort_recent_first as _recent_rows
@@ -339,8 +340,8 @@ class JsonFileAdapter:
         try:
             loaded = self.files.read(iid)
         except StoreError as exc:
-            if strict and indexed_status in ("active", "awaiting", None):
-                raise
+            if strict and (indexed_status is None or is_open_status(indexed_status)):
+                raise  # open, or not in the index at all: formctl run must not start a second form beside it
             if damaged is not None:
                 damaged.append(exc)
             return False
@@ -370,13 +371,13 @@ class JsonFileAdapter:
             if pending:  # a writer died half way: its row may be out of date, so read them all
                 return self._open_by_reading(subject, rows, pending)
             for row in _recent_rows(rows):
-                if row[3] == "abandoned":
+                if row[3] == ABANDONED:  # the index row's status (is_closed asks an instance)
                     continue
                 loaded = self.files.read(row[0])
                 if loaded is None:
                     continue
                 i = loaded.instance
-                if i.subject != subject or i.status == "abandoned" or i.updated_at != row[4]:
+                if i.subject != subject or is_closed(i) or i.updated_at != row[4]:
                     return self._open_by_reading(subject, rows, pending)  # the index disagrees: trust the files
                 return i.copy()
             return None
@@ -387,7 +388,7 @@ class JsonFileAdapter:
         found = []
         for iid in {r[0] for r in rows} | pending:
             loaded = self.files.read(iid)
-            if loaded is not None and loaded.instance.status != "abandoned" and loaded.instance.subject == subject:
+            if loaded is not None and not is_closed(loaded.instance) and loaded.instance.subject == subject:
                 found.append(loaded.instance)
         return sort_recent_first(found)[0].copy() if found else None
 
@@ -425,6 +426,17 @@ class JsonFileAdapter:
         return maintenance.reindex(self)
 
     # ------------------------------------------------------------------ the folder, the lock, the index
+
+    def init(self) -> None:
+        """Make the folder a whole store, ready to use (``formctl store init``): its layout and an
+        index, so ``formctl store check`` right after reads it as fine rather than as a store
+        whose index is missing. An existing store is left as it is: an index is written only
+        when there is none (an index that is there but out of date is ``reindex``'s work)."""
+        self.ensure_writable()
+        if os.path.exists(self.index.path):
+            return
+        with self.lock.held(exclusive=True, for_write=True):
+            self._ready_index(exclusive=True)
 
     def ensure_layout(self) -> None:
         folder = self.files.folder

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from formctl.errors import StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.lifecycle import is_closed
 from formctl.store.base import (
     check_provenance,
     missing,
@@ -92,7 +93,7 @@ class MemoryAdapter:
         """Nothing to release: the instances stay readable until the adapter is dropped."""
 
     def find_open_instance(self, subject: str) -> Instance | None:
-        rows = [i for i in self._instances.values() if i.subject == subject and i.status != "abandoned"]
+        rows = [i for i in self._instances.values() if i.subject == subject and not is_closed(i)]
         if not rows:
             return None
         return sort_recent_first(rows)[0].copy()

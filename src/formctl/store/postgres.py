@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.instance import ABANDONED, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.lifecycle import is_open
 from formctl.store import _pgschema
 from formctl.store._pgcodec import (
     COLUMNS,
@@ -67,7 +68,14 @@ from formctl.store._pgcodec import (
     revision_rows,
     row_values,
 )
-from formctl.store._pgconn import _reason, connect_failure, describe_server, dsn_problem, mask_dsn, require_psycopg
+from formctl.store._pgconn import (
+    _reason,
+    connect_failure,
+    connect_options,
+    describe_server,
+    mask_dsn,
+    require_psycopg,
+)
 from formctl.store._pgconversations import PostgresConversations
 from formctl.store._pglisten import Watcher
 from formctl.store.base import check_provenance, missing, new_instance
@@ -384,7 +392,7 @@ class PostgresAdapter:
             where += " ORDER BY updated_at DESC, id DESC"
 
         def on_damage(row: Any, exc: StoreError) -> None:
-            if strict and row.status in ("active", "awaiting"):
+            if strict and is_open(row):
                 raise exc
             if damaged is not None:
                 damaged.append(exc)
@@ -397,7 +405,10 @@ class PostgresAdapter:
         if "\x00" in subject:
             return None  # no stored subject holds a NUL
         found = self._select(
-            "WHERE subject = %s AND status <> 'abandoned' ORDER BY updated_at DESC, id DESC LIMIT 1", (subject,)
+            # A literal, not a parameter: the planner matches it to the partial index's own
+            # predicate (_pgschema), which it cannot do for a bound value under a generic plan.
+            f"WHERE subject = %s AND status <> '{ABANDONED}' ORDER BY updated_at DESC, id DESC LIMIT 1",
+            (subject,),
         )
         return found[0] if found else None
 
@@ -664,23 +675,7 @@ class PostgresAdapter:
             pause = min(pause * 2, 0.5)
 
     def _connect_options(self) -> dict[str, Any]:
-        from psycopg.conninfo import conninfo_to_dict
-
-        problem = dsn_problem(self.dsn)  # before libpq: its messages quote the whole string
-        if problem is not None:
-            raise StoreError(f"Not a valid PostgreSQL connection string ({self.display}): {problem}.")
-        try:
-            given = conninfo_to_dict(self.dsn)
-        except (psycopg.Error, ValueError) as exc:
-            raise StoreError(
-                f"Not a valid PostgreSQL connection string ({self.display}): {_reason(exc, self.dsn)}"
-            ) from None
-        options: dict[str, Any] = {}
-        if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
-            options["connect_timeout"] = self._connect_timeout
-        if "application_name" not in given and "PGAPPNAME" not in os.environ:
-            options["application_name"] = "formctl"
-        return options
+        return connect_options(self.dsn, connect_timeout=self._connect_timeout)
 
     def _connection(self) -> Any:
         if self._conn is not None and self._pid != os.getpid():

@@ -87,12 +87,12 @@ def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     upgraded). The first write creates the store anyway; this makes a bad DSN or a missing
     privilege show up now, not in the middle of somebody's form.
     """
-    from formctl.cli.workspace import is_database, open_store, store_name
+    from formctl.cli.workspace import init_store, store_name
 
-    adapter = open_store(store)
     name = store_name(store)
-    if is_database(store):
-        before, after = adapter.init()  # type: ignore[attr-defined]  # a database store: a PostgresAdapter
+    existed = store_path_exists(store)
+    before, after = init_store(store)
+    if before is not None and after is not None:  # a database store: its schema versions
         what = (
             "tables created"
             if before == 0
@@ -101,9 +101,7 @@ def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
             else "already set up"
         )
     else:
-        existed = store_path_exists(store)
-        adapter.ensure_writable()
-        before, after, what = None, None, "already set up" if existed else "folder created"
+        what = "already set up" if existed else "folder created"
     if as_json:
         _print_json({"store": name, "result": what, "schema_version": after})
     else:
