@@ -53,7 +53,7 @@ from formctl.forms.registry import FormRegistry
 from formctl.forms.runner_reads import Reads
 from formctl.forms.staging import Staged, check_writable, resolution_commit, resolve_or_report, stage
 from formctl.forms.validate import text_issue
-from formctl.forms.write import Evaluations, Write, result_of
+from formctl.forms.write import Evaluations, OnCommit, Write, result_of
 
 __all__ = ["FormRunner", "check_note"]
 
@@ -82,7 +82,8 @@ class FormRunner:
     ``default``: a conversation's instance. Given, calls without an ``instance_id`` act on it
     (while it is not abandoned) instead of on the subject's open form, and ``start`` moves it
     to the new instance; a chat shares one between its runners. ``clock``: where every time a
-    write records comes from (an ISO-8601 UTC string; the wall clock by default).
+    write records comes from (an ISO-8601 UTC string; the wall clock by default). ``on_commit``:
+    told of every commit this runner makes (:data:`~formctl.forms.write.OnCommit`).
     """
 
     def __init__(
@@ -97,8 +98,10 @@ class FormRunner:
         default: DefaultInstance | None = None,
         kind: str = "host",
         clock: Callable[[], str] | None = None,
+        on_commit: OnCommit | None = None,
     ) -> None:
         self.adapter = adapter
+        self.on_commit = on_commit
         self.registry = registry
         self.actor = actor or "agent"
         self.source = source or "forms"
@@ -148,6 +151,7 @@ class FormRunner:
             clock=self.clock,
             on_conflict=self._count_conflict,
             reopening=self.reopening,
+            on_commit=self.on_commit,
         )
 
     # ------------------------------------------------------------------ reads (Reads answers them)
@@ -227,6 +231,8 @@ class FormRunner:
         with serialised(self.adapter, f"start:{compiled.id}:{self.subject}"):
             self._refuse_second_open(compiled.id)
             instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
+        if self.on_commit is not None:
+            self.on_commit(None, instance)
         if self.default is not None:  # the conversation is about the new instance from now on
             self.default.instance_id = instance.id
         with self._lock:

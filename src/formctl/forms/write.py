@@ -48,7 +48,7 @@ from formctl.forms.staging import (
     stage_patch,
 )
 
-__all__ = ["MAX_ROUNDS", "Evaluations", "Plan", "Write", "result_of"]
+__all__ = ["MAX_ROUNDS", "Evaluations", "OnCommit", "Plan", "Write", "result_of"]
 
 MAX_ROUNDS = 8
 EVALUATIONS_KEPT = 64
@@ -56,6 +56,12 @@ EVALUATIONS_KEPT = 64
 Plan = Callable[[Instance], tuple[list[Staged], dict[str, int]]]
 """What a write appends and which cursors it moves, decided over the instance as it is read
 (again, after a conflict): ``(staged values, {field id: new cursor})``."""
+
+OnCommit = Callable[[Instance | None, Instance], None]
+"""Told of every commit a runner makes, once it has landed: ``(the instance as stored when the
+commit was made over it, or None for a start; the instance the commit produced)``. A chat keeps
+them, so it can tell its own writes from a colleague's made at the same moment (docs/chat.md,
+"The chat always knows what it asked")."""
 
 R = TypeVar("R", bound=FillResult)
 
@@ -108,6 +114,7 @@ class Write:
         clock: Callable[[], str],
         on_conflict: Callable[[], None] = lambda: None,
         reopening: bool | None = None,
+        on_commit: OnCommit | None = None,
     ) -> None:
         self.adapter = adapter
         self.dispatcher = dispatcher
@@ -121,6 +128,7 @@ class Write:
         # acts")? None: yes (a model, the person, the API); False: refused (a host command
         # without --reopen); True: yes, on the host's explicit word, recorded as such.
         self.reopening = reopening
+        self.on_commit = on_commit
 
     # ------------------------------------------------------------------ reading
 
@@ -153,7 +161,7 @@ class Write:
             if commit is None or (skip_empty and commit.is_empty()):
                 return instance
             try:
-                return self.adapter.commit_instance(
+                committed = self.adapter.commit_instance(
                     instance.id, commit, if_version=instance.version, provenance=self.prov
                 )
             except ConflictError:
@@ -161,6 +169,10 @@ class Write:
                     raise
                 self.on_conflict()
                 instance = self.reload(instance.id)
+                continue
+            if self.on_commit is not None:
+                self.on_commit(instance, committed)
+            return committed
         raise AssertionError("unreachable")
 
     def cycle(

@@ -31,6 +31,9 @@ def readable(line: str) -> bool:
 ERROR_STYLES = ("red", "yellow")
 SINCE = "Since we last spoke"
 ELSEWHERE = "Changed elsewhere"
+# Notices in a row at most, while changes keep landing elsewhere: a colleague writing on and on
+# would otherwise keep this chat talking; what is left is said before the next line is taken.
+CATCH_UPS = 3
 
 
 class WordWrap:
@@ -152,12 +155,32 @@ class Face:
 
     def _catch_up(self, by: str) -> bool:
         """If the form changed since the person was last shown it (``by`` says how), have the model
-        say what changed and ask the question open now, before any bare answer is taken."""
-        notice = self.session.changes(by)
-        if notice is None:
-            return False
-        self._turn(notice)
-        return True
+        say what changed and ask the question open now, before any bare answer is taken; and
+        again for what was written elsewhere while it did (at most :data:`CATCH_UPS` in all)."""
+        said = False
+        for _ in range(CATCH_UPS):
+            notice = self.session.changes(by)
+            if notice is None:
+                break
+            self._turn(notice)
+            said, by = True, ELSEWHERE
+            if self.session.cancelled or self.session.stopped:
+                break
+        return said
+
+    def _exchange(self, text: str) -> None:
+        """One turn, then what was written elsewhere while it ran, said at once: two chats on one
+        instance sending at the same moment each commit during the other's turn, and the chat's
+        last words must not contradict the status bar (docs/chat.md). Unless the person's next
+        line is already waiting: they typed it before any notice, so it goes with the notice
+        (see :meth:`_talk`), to be taken only for the question it answered."""
+        self._turn(text)
+        if not (self.session.cancelled or self.session.stopped or self._line_waiting()):
+            self._catch_up(ELSEWHERE)
+
+    def _line_waiting(self) -> bool:
+        """Whether the person's next line has already arrived (typed during the turn)."""
+        return False
 
     def converse(self) -> None:
         """Header and notes; the opening turn (or what was last asked); then each line the person
@@ -196,12 +219,12 @@ class Face:
             self._text(self._wrap.feed(_last_said(s.loop.messages)) + self._wrap.flush())
             self._refresh()
         if opening:
-            self._turn(opening)
+            self._exchange(opening)
         for line in self._lines() if not s.stopped else ():
             if not line.startswith("/"):
                 # Changed elsewhere since the last question: the line goes with the notice,
                 # so it is taken only if the question it answered is still the open one.
-                self._turn(s.changes(ELSEWHERE, words=line) or line)
+                self._exchange(s.changes(ELSEWHERE, words=line) or line)
                 if s.stopped:
                     break
                 continue
@@ -247,6 +270,32 @@ class PlainChat(Face):
         self.err = render.console(stderr=True)
         self._read = self._stdin_lines()
         session.asker = self._ask
+
+    def _line_waiting(self) -> bool:
+        """Bytes already in stdin's buffer or its pipe, looked at without reading them (the
+        descriptor is made non-blocking for the look): stdin stays the one reader's, so a goal
+        program's walk reads on where the form's chat stopped."""
+        stream = getattr(sys.stdin, "buffer", None)
+        try:
+            fd = stream.fileno() if stream is not None and hasattr(stream, "peek") else None
+        except (OSError, ValueError):  # not a file (a test's BytesIO): nothing can be waiting unseen
+            fd = None
+        if fd is None:
+            return False
+        import fcntl
+        import os
+
+        try:
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        except OSError:
+            return False
+        try:
+            return bool(stream.peek(1))
+        except (BlockingIOError, OSError, ValueError):
+            return False
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags)
 
     def _ask(self, question: str) -> str | None:
         """formctl's own question mid-turn: printed, and answered by the next stdin line (None at its end)."""

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from formctl.cli import render
 from formctl.cli.chat.commands import ChatCommands
+from formctl.cli.chat.seen import OwnCommits, shown_after
 from formctl.cli.workspace import (
     default_subject,
     is_database,
@@ -94,6 +95,7 @@ class ChatSession:
         # The last turn was stopped (Ctrl-C) before it ended: what it saved was not yet said to the
         # person, so the form is not marked as seen, and the face says it and asks again.
         self.interrupted = False
+        self.cancelled = False  # the last turn was stopped (``interrupted`` is reset once it is said)
 
         if options.instance_id is not None:
             instance = self._resumable(options.instance_id)
@@ -113,6 +115,9 @@ class ChatSession:
         # The conversation's instance, shared by its runners: calls without an instance id act on
         # it (not on whatever the subject touched last), and the model's form_start moves it.
         self.default = DefaultInstance(pinned)
+        # Every commit this chat's runners make, until the person is shown the form (seen.py):
+        # what differs in the store beyond them was written elsewhere, and is said.
+        self.own = OwnCommits()
 
         def runner(actor: str, adapter: Any) -> Any:
             return FormRunner(
@@ -122,6 +127,7 @@ class ChatSession:
                 actor=actor,
                 source=CHAT_SOURCE,
                 default=self.default,
+                on_commit=self.own.record,
             )
 
         self.agent = runner("agent", self.adapter)
@@ -166,6 +172,12 @@ class ChatSession:
         # conversation, so a resumed chat can say what changed while it was away.
         self.seen: dict[str, Any] | None = self.conversations.seen(pinned) if self.resumed and pinned else None
         self.loop.seen = self.seen
+        if self.seen is None and pinned is not None:
+            # A chat opening on answers it has no record of showing: the opening turn shows them as
+            # they are now, and a write elsewhere while it runs is said after it (seen.py).
+            view = self._view()
+            if view is not None:
+                self._shown(view)
         self.commands = ChatCommands(self)  # the /commands (commands.py): a table, run against this session
 
     def command(self, line: str, out: Any, err: Any = None) -> bool:
@@ -428,21 +440,32 @@ class ChatSession:
 
     # -- what the person was last shown (docs/chat.md: the chat always knows what it asked)
 
-    def _snapshot(self) -> dict[str, Any] | None:
-        from formctl.agent.notices import snapshot
-
+    def _view(self) -> Any:
         instance_id = self.instance_id
         if instance_id is None:
             return None
         try:
-            view = self.agent.view(instance_id)
+            return self.agent.view(instance_id)
         except FormError:
             return None
-        return snapshot(view.compiled, view.evaluation, view.instance)
 
     def mark_seen(self) -> None:
-        """The person has just been shown the form as it is stored now (a turn ended)."""
-        self.seen = self._snapshot()
+        """A turn ended: the person has been shown what this chat's own commits did, and not
+        what was written elsewhere meanwhile (seen.py), which the next notice says."""
+        view = self._view()
+        commits = self.own.take()
+        if view is not None:
+            self.seen = shown_after(self.seen, commits, view.compiled, view.instance, view.evaluation)
+        else:
+            self.seen = None
+        self.loop.seen = self.seen
+
+    def _shown(self, view: Any) -> None:
+        """The person is being shown ``view`` whole (a notice says what changed up to it)."""
+        from formctl.agent.notices import snapshot
+
+        self.own.take()  # what they did is part of what is shown now
+        self.seen = snapshot(view.compiled, view.evaluation, view.instance)
         self.loop.seen = self.seen
 
     def seen_version(self) -> Any:
@@ -458,15 +481,12 @@ class ChatSession:
         seen, instance_id = self.seen, self.instance_id
         if seen is None or instance_id is None or seen.get("instance") != instance_id:
             return None
-        try:
-            view = self.agent.view(instance_id)
-        except FormError:
-            return None
-        if view.instance.version == seen.get("version"):
+        view = self._view()
+        if view is None or view.instance.version == seen.get("version"):
             return None
         sentences = describe_changes(view.compiled, view.evaluation, view.instance, seen)
+        self._shown(view)  # the notice says it all; or only the version moved (an executor's record)
         if not sentences:
-            self.mark_seen()  # only the version moved (an executor's record): nothing to say
             return None
         return notice_message(f"{by}: {'; '.join(sentences)}.", words)
 
@@ -487,7 +507,7 @@ class ChatSession:
 
     def _event(self, ev: Any) -> None:
         if ev.kind == "turn_end":
-            self.interrupted = ev.stop_reason == "cancelled"
+            self.interrupted = self.cancelled = ev.stop_reason == "cancelled"
             if not self.interrupted:
                 self.mark_seen()  # before the loop's last save of the turn, which keeps it
         if ev.kind == "tool_call":

@@ -45,6 +45,7 @@ class TerminalChat(Face):
         super().__init__(session)
         self._status: list[str] = []
         self._stamp: Any = None
+        self._left_for: Any = None  # the stamp the prompt was last left for (see _poll)
         self._busy = threading.Event()
         self._stop = threading.Event()
         self._prompt: Any = None
@@ -109,9 +110,14 @@ class TerminalChat(Face):
             pass
 
     def _poll(self) -> None:
+        unsaid = False  # a change the person has not been shown, seen while the prompt was away
         while not self._stop.is_set():
             try:
-                if not self.session.wait_for_change(POLL_SECONDS, self._stop) or self._stop.is_set():
+                if unsaid:  # look again each second until the prompt is back (no announcement is coming)
+                    self._stop.wait(POLL_SECONDS)
+                elif not self.session.wait_for_change(POLL_SECONDS, self._stop):
+                    continue
+                if self._stop.is_set():
                     continue
                 polled = self.session.poll()
             except Exception:
@@ -120,18 +126,29 @@ class TerminalChat(Face):
             if polled is None:
                 continue
             stamp, lines = polled
-            if stamp == self._stamp:
-                continue
-            self._stamp = stamp
-            self._status = lines
+            fresh = stamp != self._stamp
+            if fresh:
+                self._stamp = stamp
+                self._status = lines
             app = self._prompt.app if self._prompt is not None else None
             if app is None or not app.is_running:
+                unsaid = self._behind(stamp)
                 continue  # a turn or a command is running: it refreshes when it ends
-            if not self._busy.is_set() and stamp[:2] != self.session.seen_version():
+            unsaid = False
+            if not self._busy.is_set() and self._behind(stamp) and stamp != self._left_for:
                 # Changed elsewhere while the person is at the prompt: leave the prompt (what they
                 # typed so far is kept) so the chat says what changed and asks again, unprompted.
+                # Asked of what the person was shown, not of the stamp last drawn: a commit made
+                # elsewhere just before this chat's own refresh is in that stamp, and unsaid.
+                self._left_for = stamp  # once per stamp: a notice that cannot be built is not retried each second
                 app.loop.call_soon_threadsafe(self._leave_prompt, app)
-            app.invalidate()
+            if fresh:
+                app.invalidate()
+
+    def _behind(self, stamp: Any) -> bool:
+        """Whether the stored instance (``stamp``) holds a change the person has not been shown."""
+        seen = self.session.seen_version()
+        return seen is not None and seen[0] == stamp[0] and seen[1] != stamp[1]
 
     def _leave_prompt(self, app: Any) -> None:
         if app.is_running and not app.is_done:
@@ -185,6 +202,8 @@ class TerminalChat(Face):
             if not self._catch_up(STOPPED):  # nothing the person would see changed: ask again
                 self._text(self._wrap.feed(_last_said(self.session.loop.messages)) + self._wrap.flush())
             self.session.interrupted = False
+            if self.session.cancelled:  # the catch-up was stopped too: nothing more is tried, the poller's
+                self._left_for = self._stamp  # leaving the prompt for it included (docs/chat.md, "Ctrl-C")
 
     def _run_turn(self, text: str) -> None:
         self._busy.set()

@@ -1,0 +1,119 @@
+"""What the person has been shown of the form, kept apart from what a colleague changed.
+
+A chat keeps what the person was last shown of its instance (a
+:func:`~formctl.agent.notices.snapshot`, saved with the conversation as ``seen``) and tells the
+model, in a notice, whatever changed since by anything but its own turn (docs/chat.md, "The
+chat always knows what it asked"). When a turn ends, the person has been shown what the turn's
+own writes did, but not a colleague's write that landed during the turn: two chats on one
+instance sending at the same moment each commit while the other's turn runs. Marking the
+instance *as it is stored* at the end of the turn swallowed the colleague's write, so in two of
+four trials neither chat said "Changed elsewhere" and one's last words disagreed with its status
+bar.
+
+So the chat's runners report every commit they make (:data:`~formctl.forms.write.OnCommit`):
+the instance each was made over and the instance it produced. :class:`OwnCommits` keeps them
+until the next time the person is shown the form, and :func:`shown_after` folds them over what
+was shown before: a field or a status that one of the chat's own commits changed has been
+shown; anything else that differs in the store came from elsewhere, and stays as the person
+last saw it, so the next notice says it. Versions tell the two apart: a commit made over the
+version the chat's last write produced follows it directly; any other version in between was
+someone else's.
+
+A colleague's answer that this chat's own later commit replaced in the same turn is not said:
+the person sees the value they gave, and that is what is stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from formctl.forms.compile import CompiledForm
+from formctl.forms.evaluate import Evaluation, evaluate
+from formctl.forms.instance import Instance
+
+__all__ = ["OwnCommits", "shown_after"]
+
+Snapshot = dict[str, Any]
+Commit = tuple[Instance | None, Instance]  # (the instance it was made over, or None for a start; what it produced)
+
+
+class OwnCommits:
+    """The commits this chat's own runners made since the person was last shown the form.
+
+    ``record`` is the runners' ``on_commit``; it is called from whichever thread writes (a
+    turn's worker, a ``/command`` on the main thread), so the list is guarded."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._commits: list[Commit] = []
+
+    def record(self, before: Instance | None, after: Instance) -> None:
+        with self._lock:
+            self._commits.append((before, after))
+
+    def take(self) -> list[Commit]:
+        """The commits recorded so far, oldest first; the ledger is empty afterwards."""
+        with self._lock:
+            commits, self._commits = self._commits, []
+        return commits
+
+
+def shown_after(
+    seen: Snapshot | None,
+    commits: list[Commit],
+    compiled: CompiledForm,
+    instance: Instance,
+    evaluation: Evaluation,
+) -> Snapshot:
+    """What the person has been shown once a turn that made ``commits`` has ended, with
+    ``instance`` (evaluated as ``evaluation``) as stored now.
+
+    The stored state itself when every version since ``seen`` is one of the chat's own commits.
+    Otherwise ``seen`` with what the own commits changed applied to it, and the version before
+    the first change made elsewhere, so a notice compares the stored state with it and says the
+    rest."""
+    from formctl.agent.notices import snapshot
+
+    now = snapshot(compiled, evaluation, instance)
+    chain = [(before, after) for before, after in commits if after.id == instance.id]
+    if seen is not None and seen.get("instance") == instance.id:
+        version: int | None = seen.get("version")
+    elif chain:  # not shown yet (a new conversation, a form the model just started): from its first commit
+        first = chain[0][0]
+        version = first.version if first is not None else None
+        seen = _snap(compiled, first) if first is not None else _empty(instance.id)
+    else:
+        return now
+    behind: int | None = None  # the version before the first change made elsewhere
+    for before, after in chain:
+        if before is not None and before.version != version:
+            behind = version if behind is None else behind
+        version = after.version
+    if instance.version != version and behind is None:
+        behind = version
+    if behind is None:
+        return now
+    shown: Snapshot = {**seen, "answers": dict(seen.get("answers") or {}), "version": behind}
+    for before, after in chain:
+        was = _snap(compiled, before) if before is not None else _empty(instance.id)
+        made = _snap(compiled, after)
+        for field_id in set(was["answers"]) | set(made["answers"]):
+            if was["answers"].get(field_id) != made["answers"].get(field_id):
+                if field_id in made["answers"]:
+                    shown["answers"][field_id] = made["answers"][field_id]
+                else:
+                    shown["answers"].pop(field_id, None)
+        if (was["status"], was["blocked_on"]) != (made["status"], made["blocked_on"]):
+            shown["status"], shown["blocked_on"] = made["status"], made["blocked_on"]
+    return shown
+
+
+def _snap(compiled: CompiledForm, instance: Instance) -> Snapshot:
+    from formctl.agent.notices import snapshot
+
+    return snapshot(compiled, evaluate(compiled, instance), instance)
+
+
+def _empty(instance_id: str) -> Snapshot:
+    return {"instance": instance_id, "version": None, "status": None, "blocked_on": None, "answers": {}}
