@@ -276,11 +276,11 @@ class PlainChat(Face):
         descriptor is made non-blocking for the look): stdin stays the one reader's, so a goal
         program's walk reads on where the form's chat stopped."""
         stream = getattr(sys.stdin, "buffer", None)
+        if stream is None or not hasattr(stream, "peek"):
+            return False
         try:
-            fd = stream.fileno() if stream is not None and hasattr(stream, "peek") else None
+            fd = stream.fileno()
         except (OSError, ValueError):  # not a file (a test's BytesIO): nothing can be waiting unseen
-            fd = None
-        if fd is None:
             return False
         import fcntl
         import os
