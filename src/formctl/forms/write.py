@@ -61,7 +61,7 @@ OnCommit = Callable[[Instance | None, Instance], None]
 """Told of every commit a runner makes, once it has landed: ``(the instance as stored when the
 commit was made over it, or None for a start; the instance the commit produced)``. A chat keeps
 them, so it can tell its own writes from a colleague's made at the same moment (docs/chat.md,
-"The chat always knows what it asked")."""
+"Two chats on one instance")."""
 
 R = TypeVar("R", bound=FillResult)
 

@@ -171,7 +171,7 @@ class Face:
     def _exchange(self, text: str) -> None:
         """One turn, then what was written elsewhere while it ran, said at once: two chats on one
         instance sending at the same moment each commit during the other's turn, and the chat's
-        last words must not contradict the status bar (docs/chat.md). Unless the person's next
+        last words must not contradict the status bar (docs/chat.md, "Two chats on one instance"). Unless the person's next
         line is already waiting: they typed it before any notice, so it goes with the notice
         (see :meth:`_talk`), to be taken only for the question it answered."""
         self._turn(text)

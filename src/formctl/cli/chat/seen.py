@@ -20,7 +20,8 @@ version the chat's last write produced follows it directly; any other version in
 someone else's.
 
 A colleague's answer that this chat's own later commit replaced in the same turn is not said:
-the person sees the value they gave, and that is what is stored.
+the person sees the value they gave, and that is what is stored (docs/chat.md, "Two chats on
+one instance").
 """
 
 from __future__ import annotations
