@@ -467,9 +467,9 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
     assert chat.tools == [("form_fill", {"values": {"details_changed": True}})]
     assert "We need to go back over Contact: please confirm or correct these answers." in text
     assert text.endswith('Full name? It is Sam Lee now; say "same" to keep it.')
-    # Every field of Contact gets its question. A kept answer needs no new revision; the form has
-    # a review (it cannot complete before the person's "yes"), so a changed answer is written as
-    # it is given, quoted with the line it came from, and the rest of the step is still asked.
+    # Every field of Contact gets its question. A kept answer needs no new revision; a changed
+    # answer is written as it is given (on every form), quoted with the line it came from, and
+    # the rest of the step is still asked.
     text = chat.say("same")
     assert chat.tools == [] and text.startswith("Kept — Full name: Sam Lee.")
     assert text.endswith('Email? It is sam@example.org now; say "same" to keep it.')
@@ -485,6 +485,23 @@ def test_returning_client_with_changed_details_goes_back_over_contact():
     assert chat.tools == []  # nothing more changed
     assert "Before I send it, please check your answers:" in text
     assert chat.values()["email"] == "sam.lee@example.org"
+
+
+def test_same_for_an_optional_question_gone_over_without_an_answer_leaves_it_empty():
+    chat = Chat("client-intake")
+    chat.say("hi")
+    chat.say("Client type: returning; Age: 40")
+    chat.say("Full name: Sam Lee; Email: sam@example.org")
+    chat.say("skip")  # no phone
+    chat.say("C12345")
+    chat.say("yes")  # details changed: back over Contact
+    chat.say("same")
+    chat.say("same")
+    text = chat.say("same")  # at "Phone? Optional"
+    assert "wasn't accepted" not in text and "Left out Phone." in text
+    assert all(values.get("values", {}).get("phone") is None for _, values in chat.tools)
+    assert "Before I send it, please check your answers:" in text
+    assert "phone" not in chat.values()
 
 
 # --------------------------------------------------------------------------- reading replies

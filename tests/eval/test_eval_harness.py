@@ -34,15 +34,9 @@ TERSE = SCENARIOS / "travel_claim" / "terse_rail.toml"
 # What the guided model (offline, deterministic) cannot do yet, found by these scenarios. Each
 # entry is a run that fails with that problem; the test fails if any other scenario fails, or
 # if one of these fails some other way. When the guided model learns one, delete its line.
-GUIDED_LIMITS = {
-    # a rambling line is stored whole as a free-text answer (the name)
-    "travel_claim/rambling_car": 'values.full_name: expected "Dana Reeve", got "Oh hello!',
-    # "Sorry, I swapped the digits. Age: 34" at "Full name?": the Label: value is used, and the
-    # rest of the line is stored as the name
-    "client_intake/rambling_returning": 'values.full_name: expected "Jo Bloggs", got "Sorry, I swapped',
-    # a refusal of an optional text field is stored as its value
-    "client_intake/refuses_phone": "values.phone: expected no value, got \"I'd rather not",
-}
+# (Empty: the rambling greeting stored as the name, the apology stored as the name and the
+# refused phone stored as the phone are fixed; test_guided_reading_cli.py pins each.)
+GUIDED_LIMITS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

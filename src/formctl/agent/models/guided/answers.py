@@ -19,6 +19,16 @@ from formctl.agent.notices import shown_value
 
 # Said for an optional field, these mean "leave it out".
 NONE_WORDS = {"none", "n/a", "na", "nothing", "-", "no", "nope", "not applicable", "leave it", "blank"}
+# A refusal to give the value asked for: "I'd rather not give a phone number.", "prefer not to
+# say", "I don't want to share that", "no thanks". Read only when the line gives nothing else (no
+# figure, no address): "I'd rather not give my mobile, but 0113 496 0000 works" gives a number.
+_DECLINES = re.compile(
+    r"\b(?:(?:i'?d|i would|we'?d) (?:rather|prefer) not|(?:i )?prefer not|rather not"
+    r"|(?:i )?(?:don'?t|do not|won'?t|will not) (?:want to |wish to )?(?:give|share|say|tell|provide|disclose)"
+    r"|not (?:comfortable|willing|happy) (?:to |giving |sharing )|no,? thanks?\b|no thank you"
+    r"|none of your business|decline to)",
+    re.IGNORECASE,
+)
 # Said during a revisit, these mean "keep the answer you have".
 SAME_WORDS = {"same", "unchanged", "no change", "keep", "keep it", "still the same", "as before"}
 _TRUE = {"yes", "y", "yeah", "yep", "yup", "true", "t", "correct", "affirmative", "sure"}
@@ -119,6 +129,12 @@ def _kind_of_node(node: Any, defs: dict[str, Any]) -> Kind:
         pattern = node.get("pattern")
         return Kind("text", pattern=pattern if isinstance(pattern, str) else None)
     return Kind("json")
+
+
+def declines(text: str) -> bool:
+    """Do these words refuse to give the value asked for (and give nothing else)?"""
+    text = text.replace("\u2019", "'")
+    return _DECLINES.search(text) is not None and not any(ch.isdigit() for ch in text) and "@" not in text
 
 
 def or_list(items: list[str]) -> str:

@@ -43,7 +43,9 @@ def split_labels(segment: str, labels: dict[str, str]) -> list[str]:
     return [re.sub(r"\s+and$", "", p) for p in parts if p]
 
 
-def place(text: str, asked: str, kinds: dict[str, Any], others: frozenset[str] = frozenset()) -> Placed | None:
+def place(
+    text: str, asked: str, kinds: dict[str, Any], others: frozenset[str] = frozenset(), *, alone: bool = True
+) -> Placed | None:
     """The values in ``text`` that fit a field for sure: the token fitting the asked field's
     pattern or type, and tokens whose shape fits exactly one other open field (``kinds``: open
     field id → its kind, the asked field included). None when nothing could be placed that way:
@@ -55,6 +57,11 @@ def place(text: str, asked: str, kinds: dict[str, Any], others: frozenset[str] =
     ``others``, lower-cased labels and ids) gives the asked field its first part when that is
     plain words, and the rest is said back as not used; when the first part is not plain, nothing
     is taken and the person is asked again.
+
+    A chatty line (:func:`_chatty`: several sentences, a greeting or an apology before the answer,
+    or other answers beside it: ``alone`` is False when the line also held ``Label: value``
+    parts) gives free text only from its first sentence, and only when that reads as a value
+    rather than a remark about something (:func:`_plain_value`).
     """
     parts = [p.strip() for p in _PARTS.split(text) if p.strip()]
     placed = Placed()
@@ -73,17 +80,16 @@ def place(text: str, asked: str, kinds: dict[str, Any], others: frozenset[str] =
             remaining.append((part, whole))
     free = _is_free_text(kinds.get(asked))
     if not placed.values:
-        if free and len(parts) > 1 and any(_other_answer(p, others) for p in parts):
-            return _first_plain(asked, [(p, True) for p in parts], others)
         if free:
-            said = _without_lead_in(_whole(text))
-            if said != _whole(text) and said:
-                return Placed({asked: said})
+            return _free_text(text, asked, others, alone)
         return None  # nothing found: the usual path reads the whole line
     if list(placed.values) == [asked] and not remaining and len(parts) == 1 and _whole(text) == placed.values[asked]:
         return None  # the whole line is the answer: the usual path reads it
     if asked in placed.values:
-        placed.leftover = [p for p, _ in remaining]  # the question is answered: the rest is not guessed
+        # The question is answered: the rest is said back, not guessed (but not a value taken
+        # said again, "AB1234, I think. Yes, AB1234.", nor a bare "Oh" or "It's").
+        taken = set(placed.values.values())
+        placed.leftover = [p for p, _ in remaining if p not in taken and not _says_nothing(p)]
     elif remaining and free:
         rest = _first_plain(asked, remaining, others)
         placed.values.update(rest.values)
@@ -91,6 +97,93 @@ def place(text: str, asked: str, kinds: dict[str, Any], others: frozenset[str] =
     elif remaining:
         placed.values[asked] = ", ".join(p for p, _ in remaining)  # read in the asked field's type
     return placed
+
+
+def _free_text(text: str, asked: str, others: frozenset[str], alone: bool) -> Placed | None:
+    """Free text for the asked field from a line in which no value fitted a field by its shape."""
+    sentences = _sentences(text)
+    said = [s for s in sentences if not _only_remark(s)]  # "Oh hello!", "Sorry!": nothing to take
+    first = _without_remark(said[0]) if said else ""
+    if alone and said == sentences and len(said) == 1 and first == said[0]:
+        # One plain sentence, the whole line: as the person wrote it (lead-in left out), or its
+        # first part when its other parts say other things.
+        parts = [p.strip() for p in _PARTS.split(text) if p.strip()]
+        if len(parts) > 1 and any(_other_answer(p, others) for p in parts):
+            return _first_plain(asked, [(p, True) for p in parts], others)
+        value = _without_lead_in(_whole(text))
+        if value != _whole(text) and value:
+            return Placed({asked: value})
+        return None  # the usual path reads the whole line
+    # A chatty line: "Oh hello! It's Dana Reeve, though everyone calls me Dee." gives Dana
+    # Reeve; "Sorry, I swapped the digits." (beside "Age: 34") gives nothing: a remark, not a value.
+    if not said:
+        return Placed()
+    head, aside = _cut_aside(_without_lead_in(first), others)
+    if _plain_value(head, others):
+        return Placed({asked: head}, [p for p in [aside, *said[1:]] if p])
+    return Placed({}, said)
+
+
+# Words that open a remark rather than an answer: a greeting, an apology, a filler.
+_REMARK_WORDS = frozenset(
+    "oh ah aha hello hi hey hiya there well um umm uh er erm hmm so ok okay right sorry oops "
+    "apologies thanks thank you yes yeah yep sure alright good morning afternoon evening".split()
+)
+# A clause that comes after the answer, not part of it: ", though everyone calls me Dee".
+_ASIDE_OPENERS = frozenset(
+    "though although but as because since so which who and or if unless except well actually".split()
+)
+_REMARK_RUN = re.compile(r"^\s*((?:[A-Za-z]+\s*)+?)[,!.]+\s*")
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|our|ours)\b")  # "i" covers "i'm", "i've", "i'd"
+# Where one sentence ends and the next begins; not after an initial or a title ("J. Smith", "Dr. Lee").
+_SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\b[DMS]r)(?<!\bMrs)(?<!\bMs)(?<!\bSt)(?<!\bJr)(?<!\bSr)[.!?]+\s+(?=\S)")
+
+
+def _words_of(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower().replace("'", "").replace("\u2019", ""))
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def _only_remark(sentence: str) -> bool:
+    """A sentence of nothing but greeting, apology or filler words ("Oh hello!", "Sorry!")."""
+    words = _words_of(sentence)
+    return bool(words) and all(w in _REMARK_WORDS for w in words)
+
+
+def _says_nothing(part: str) -> bool:
+    """A part of a line with no content of its own: "Oh", "It's", "well"."""
+    return all(w in _REMARK_WORDS or w in ("its", "it", "is", "thats", "that") for w in _words_of(part))
+
+
+def _without_remark(sentence: str) -> str:
+    """``sentence`` without the remark words that open it, up to their comma ("Oh, Dana Reeve",
+    "Sorry, I swapped the digits": the words after the comma)."""
+    while (m := _REMARK_RUN.match(sentence)) is not None and all(w in _REMARK_WORDS for w in _words_of(m.group(1))):
+        sentence = sentence[m.end() :]
+    return sentence.strip()
+
+
+def _cut_aside(sentence: str, others: frozenset[str]) -> tuple[str, str]:
+    """The answer of one sentence and what follows it: cut at the first comma after which comes an
+    aside (", though ...") or something else (figures, an address, another question's name)."""
+    parts = [p.strip() for p in _PARTS.split(sentence) if p.strip()]
+    for i in range(1, len(parts)):
+        opener = _words_of(parts[i])[:1]
+        if (opener and opener[0] in _ASIDE_OPENERS) or _other_answer(parts[i], others):
+            return ", ".join(parts[:i]).strip(_EDGE + " "), ", ".join(parts[i:]).strip(_EDGE + " ")
+    return sentence.strip(_EDGE + " "), ""
+
+
+def _plain_value(text: str, others: frozenset[str]) -> bool:
+    """Does ``text`` read as a value given, not as a remark about something? Words only (no
+    figures, address or other question's name), and no "I", "me", "my" (those tell something
+    about the person: "I swapped the digits")."""
+    if not any(ch.isalnum() for ch in text) or _other_answer(text, others):
+        return False
+    return not _FIRST_PERSON.search(text.lower())
 
 
 def _first_plain(asked: str, parts: list[tuple[str, bool]], others: frozenset[str]) -> Placed:

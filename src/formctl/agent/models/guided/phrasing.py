@@ -154,7 +154,6 @@ def fill_report(
             state.focus = field_id
         if state.revisit is not None and field_id in state.revisit.answers:
             del state.revisit.answers[field_id]  # going over a step: asked again
-            state.revisit.saved.discard(field_id)
     for row in data.get("unknown_fields") or []:
         sent = row.get("field", "")
         guesses = [labels.get(g, g) for g in row.get("did_you_mean") or []]

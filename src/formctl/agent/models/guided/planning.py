@@ -23,6 +23,7 @@ from formctl.agent.models.guided.answers import (
     SAME_WORDS,
     UnreadableAnswer,
     convert,
+    declines,
     format_value,
     jsonable,
 )
@@ -117,7 +118,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         # model makes), and write whatever labelled answers came with the greeting; a greeting
         # is never a bare answer to the question shown last.
         values, corrections, plan = read_answers(state, snap, words, bare_allowed=False)
-        if values or corrections:
+        if values or corrections or plan.retract:
             return plan_answers(plan, values, corrections, words)
         return calling(Plan("greet"), [("form_status", {})])
     if command == "status":
@@ -141,7 +142,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
     values, corrections, plan = read_answers(state, snap, words, bare_allowed=asked is not None)
     if (
         asked is None
-        and not (values or corrections or plan.problems or plan.unknown)
+        and not (values or corrections or plan.retract or plan.problems or plan.unknown)
         and failed_step_check(snap.view) is not None
     ):
         # Held on a step's failed check ("Which answer should change?"): a bare line names
@@ -149,7 +150,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         plan.unplaced.extend(s for s in segments(words) if not LABELLED.match(s))
     if plan.revisited:
         return plan_revisit(state, plan, values, corrections, words)
-    if values or corrections:
+    if values or corrections or plan.retract:
         return plan_answers(plan, values, corrections, words)
     if plan.problems or plan.unplaced or plan.unknown:
         return _local(plan, [])
@@ -173,7 +174,7 @@ def plan_moved_on(state: GuidedState, snap: Snapshot, words: str) -> Plan:
     if bare:
         shown = "; ".join(f'"{w}"' for w in bare)
         plan.notes.append(f"The form changed since I asked that, so I haven't used {shown}.")
-    if values or corrections:
+    if values or corrections or plan.retract:
         return plan_answers(plan, values, corrections)
     return _local(plan, plan.notes)
 
@@ -278,8 +279,14 @@ def plan_skip(state: GuidedState, snap: Snapshot) -> Plan:
         return say([f"{field.label} is required, so I can't skip it."], then_state=True, repeat=True)
     revisit = revisit_now(state, snap)
     if revisit is not None and field_id in revisit.fields:
-        revisit.answers[field_id] = SKIPPED
-        plan = Plan("answers", revisited=True, notes=[f"Left out {field.label}."])
+        plan = Plan("answers", revisited=True)
+        if snap.ev.status[field.order] == FILLED and field_id in snap.ev.values:
+            # Passing over a question that has an answer leaves the answer as it is ("same");
+            # "none" is how it is left out.
+            _keep(plan, revisit, field, jsonable(snap.ev.values[field_id]), "skip")
+        else:
+            revisit.answers[field_id] = SKIPPED
+            plan.notes.append(f"Left out {field.label}.")
         return plan_revisit(state, plan, {}, {})
     state.skipped.add(field_id)
     if state.focus == field_id:
@@ -290,17 +297,18 @@ def plan_skip(state: GuidedState, snap: Snapshot) -> Plan:
 def plan_revisit(
     state: GuidedState, plan: Plan, values: dict[str, Any], corrections: dict[str, Any], words: str = ""
 ) -> Plan:
-    """Answers for the step being gone over are kept until its last field has one; then they
-    are written together, with anything else said, in one fill (so the form completes once),
-    each quoted with the line it was read from."""
+    """An answer for the step being gone over is written as it is given (read_answers); the
+    answers kept ("same") are written only when nothing else was, after the step's last field,
+    to end the engine's revisit, each quoted with the line it was read from (revisit.py)."""
     revisit = state.revisit
     quotes: dict[str, str] = {}
     if revisit is not None and revisit.next() is None:
         values = {**values, **revisit.values()}
         quotes = {f: q for f, q in revisit.quotes.items() if f in values}
+        if not revisit.wrote:
+            plan.notes = [n for n in plan.notes if not n.startswith("Kept")]  # the write's report says them
         state.revisit = None
-        plan.notes = [n for n in plan.notes if not n.startswith(("Noted", "Kept"))]
-    if values or corrections:
+    if values or corrections or plan.retract:
         return plan_answers(plan, values, corrections, words, quotes)
     return _local(plan, plan.notes)
 
@@ -326,6 +334,8 @@ def plan_answers(
         if words:
             revise["quotes"] = {field_id: words}
         calls.append(("form_revise", revise))
+    for field_id in plan.retract:
+        calls.append(("form_revise", {"action": "retract", "field": field_id, "reason": "left out by the person"}))
     plan.kind = "answers"
     return calling(plan, calls)
 
@@ -396,16 +406,35 @@ def read_answers(
         going_over = revisit if revisit is not None and field_id in revisit.fields else None
         if command_key(cleaned) in SAME_WORDS and status == FILLED and snap.ev is not None:
             if going_over is not None:
-                _keep(plan, going_over, field, jsonable(snap.ev.values[field_id]), "Kept", words)
+                _keep(plan, going_over, field, jsonable(snap.ev.values[field_id]), words)
                 continue
             corrections[field_id] = jsonable(snap.ev.values[field_id])
             continue
+        if command_key(cleaned) in SAME_WORDS and status == EMPTY and going_over is not None and not field.required:
+            # "same" for an optional question gone over that had no answer: it stays without one.
+            going_over.answers[field_id] = SKIPPED
+            plan.revisited = True
+            plan.notes.append(f"Left out {field.label}.")
+            continue
         kind = state.kind(compiled, field_id)
+        # "I'd rather not give a phone number.": a refusal, not a value ("no thanks" at a yes/no
+        # question is its answer, though).
+        declined = declines(cleaned) and not _reads_as(kind, cleaned)
         means_none = cleaned.lower() in NONE_WORDS or command_key(cleaned) in NONE_WORDS | {"n a"}
         if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
             means_none = False  # "none" can be an option of its own
-        if not field.required and kind.name != "boolean" and means_none:
-            if going_over is not None:
+        if declined and field.required:
+            plan.notes.append(f"I understand, but {field.label} is required, so I can't leave it out.")
+            state.focus = field_id
+            continue
+        if not field.required and (declined or (kind.name != "boolean" and means_none)):
+            if status != EMPTY:
+                # An answer is in force: "Left out" is true only once it is withdrawn (a
+                # retraction, which undo takes back), so it is written now.
+                plan.retract.append(field_id)
+            if going_over is not None and status != EMPTY:
+                _written(plan, going_over, field_id, SKIPPED, words)
+            elif going_over is not None:
                 going_over.answers[field_id] = SKIPPED
                 plan.revisited = True
             else:
@@ -422,19 +451,11 @@ def read_answers(
             plan.problems.append((field_id, cleaned, str(exc)))
             state.focus = field_id
             continue
-        if going_over is not None and compiled.review and status in (FILLED, HELD):
-            # A form with a review cannot complete before the person's "yes": the change is
-            # written now, so what the chat acknowledges is stored (revisit.py).
-            _keep(plan, going_over, field, value, "Noted", words)
-            plan.notes.pop()  # the write's own report says it ("Got it — ...")
-            going_over.saved.add(field_id)
-            going_over.wrote = True
-            corrections[field_id] = value
-            if status == FILLED and field_id in snap.ev.values:
-                plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
-        elif going_over is not None:
-            _keep(plan, going_over, field, value, "Noted", words)
-        elif status in (FILLED, HELD):
+        if going_over is not None:
+            # Going over a step, an answer is written as it is given, on every form, so what the
+            # chat acknowledges is stored even if the conversation ends here (revisit.py).
+            _written(plan, going_over, field_id, value, words)
+        if status in (FILLED, HELD):
             corrections[field_id] = value  # a change to an answer given: a revision
             if status == FILLED and snap.ev is not None and field_id in snap.ev.values:
                 plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
@@ -463,10 +484,13 @@ def _place_natural(
     }
     kinds[first] = state.kind(compiled, first)
     index, segment = bare[0]
+    if declines(segment):
+        return bare  # a refusal is read as one (read_answers), not searched for values
     others = frozenset(
         name.lower().replace("_", " ") for f in compiled.fields if f.id != first for name in (f.id, f.label)
     )
-    placed = place(segment, first, kinds, others)
+    # A bare part beside "Label: value" parts is read as a chatty line (natural.py).
+    placed = place(segment, first, kinds, others, alone=len(bare) == 1 and not labelled)
     if placed is None:
         return bare
     for field_id, raw in placed.values.items():
@@ -476,13 +500,32 @@ def _place_natural(
     return bare[1:]
 
 
-def _keep(plan: Plan, revisit: Revisit, field: Any, value: Any, verb: str, said: str) -> None:
+def _reads_as(kind: Any, text: str) -> bool:
+    """Do ``text``'s words answer a yes/no or a choice question as they are ("no thanks")?"""
+    if kind.name not in ("boolean", "choice"):
+        return False
+    try:
+        convert(kind, text)
+    except UnreadableAnswer:
+        return False
+    return True
+
+
+def _keep(plan: Plan, revisit: Revisit, field: Any, value: Any, said: str) -> None:
+    """ "same" for a field of the step gone over: the answer in force stays (nothing to write)."""
     revisit.answers[field.id] = value
     revisit.quotes[field.id] = said
-    if verb == "Kept":
-        revisit.kept.add(field.id)
-    else:
-        revisit.kept.discard(field.id)
+    revisit.kept.add(field.id)
     plan.revisited = True
     shown = "(hidden)" if field.sensitive else format_value(value)
-    plan.notes.append(f"{verb} — {field.label}: {shown}.")
+    plan.notes.append(f"Kept — {field.label}: {shown}.")
+
+
+def _written(plan: Plan, revisit: Revisit, field_id: str, value: Any, said: str) -> None:
+    """An answer for the step gone over that this turn writes (the write's report says it); the
+    rest of the step is still asked after the write ends the engine's revisit (revisit.py)."""
+    revisit.answers[field_id] = value
+    revisit.quotes[field_id] = said
+    revisit.kept.discard(field_id)
+    revisit.wrote = True
+    plan.revisited = True

@@ -2,19 +2,22 @@
 
 When a checkpoint sends the conversation back to a finished step (client intake's
 ``confirm`` jumps back to Contact), the engine keeps the step open only until the next write
-to any of its fields (docs/engine.md, "Routing"). Writing each answer as it is given
-would end the revisit, and complete the form, after the first one: Email and Phone would never
-be confirmed. So the guided model asks every field of the step in turn, keeps the answers
-("same" keeps the one in force, "skip" leaves an optional one out), and writes them together in
-one ``form_fill`` after the last, so the form completes only then and once.
+to any of its fields (docs/engine.md, "Routing"). The guided model asks every field of the step
+in turn all the same ("same" keeps the answer in force, "none" leaves an optional one out).
 
-A form with a review (``review=True``) cannot complete before the person says "yes" to the
-read-back, so there a changed answer is written as soon as it is given: what the chat said it
-noted is stored even if the conversation ends there. That first write ends the engine's
-revisit; the model still goes over the rest of the step (:func:`revisit_of` keeps it).
+Whatever the chat acknowledges is stored when it says so, on every form, with or without a
+review: a changed or new answer is written as it is given (a ``form_revise`` or ``form_fill``
+quoted with its line), an optional answer left out is retracted then, so nothing is lost if the
+conversation ends there (Ctrl-D, the end of piped input, ``quit``). The first such write ends
+the engine's revisit; :func:`revisit_of` keeps going over the rest of the step until every field
+has its answer. (Writing once at the end, as an earlier version did on forms without a review,
+lost an answer the chat had said "Noted" to when the input ended before the last field.) Kept
+answers need no write; when nothing else was written, they are written after the last field, to
+end the engine's revisit.
 
-The answers kept are conversation state, not stored: a fresh model over a restored
-conversation finds the engine still revisiting (nothing was written) and asks the step again.
+Which fields were gone over is conversation state, not stored: a fresh model over a restored
+conversation asks the step again while the engine still revisits it (nothing written yet), and
+after a write takes up the question its last reply asked, then the form's own order.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ class Revisit:
     answers: dict[str, Any] = field(default_factory=dict)
     quotes: dict[str, str] = field(default_factory=dict)  # field id -> the person's line it came from
     kept: set[str] = field(default_factory=set)  # answered "same": the value in force stays
-    saved: set[str] = field(default_factory=set)  # written as given (a form with a review)
     wrote: bool = False  # something was written during the revisit (the engine's revisit ended)
 
     def next(self) -> str | None:
@@ -47,12 +49,12 @@ class Revisit:
         return [f for f in self.fields if f not in self.answers and f != after]
 
     def values(self) -> dict[str, Any]:
-        """What to write at the end: every answer but the ones left out, and but the ones kept
-        ("same") when anything else is written (one write to the step ends the revisit; a kept
-        answer needs no new revision, and "same" is not the value's own words)."""
-        given = {f: v for f, v in self.answers.items() if v is not SKIPPED}
-        changed = {f: v for f, v in given.items() if f not in self.kept and f not in self.saved}
-        return changed if changed or self.wrote else given
+        """What is still to write after the last field: the kept answers when nothing was written
+        during the revisit (one write to the step ends it), else nothing; answers written as they
+        were given and answers left out are never written again."""
+        if self.wrote:
+            return {}
+        return {f: v for f, v in self.answers.items() if v is not SKIPPED and f in self.kept}
 
 
 def revisit_of(current: Revisit | None, snap: Any) -> Revisit | None:

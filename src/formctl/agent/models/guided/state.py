@@ -50,6 +50,7 @@ class Plan:
     target: Any = None  # undo/back/redo: the MoveTarget; skip: the field id
     notes: list[str] = field(default_factory=list)
     revisited: bool = False  # answers were kept for the step being gone over (see revisit.py)
+    retract: list[str] = field(default_factory=list)  # optional answers in force the person left out ("none")
     replaced: dict[str, Any] = field(default_factory=dict)  # corrections: field id -> the answer in force before
     in_force: frozenset[str] = frozenset()  # the fields that had an answer in force when the turn was planned
     lead: list[str] = field(default_factory=list)

@@ -1,0 +1,112 @@
+"""What the chat has acknowledged is stored when it says so, on every form: through the real
+``formctl`` command (the chat piped in, and in a pseudo-terminal for Ctrl-D), a revisit of a
+returning client's contact details keeps the answer the chat said it took when the input ends
+right after, on a form without a review step (tests/fixtures/forms_without_review; the example
+forms have one, and test_guided_said_cli.py covers them); and "none" for an optional answer in force withdraws it, as "Left out" says."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from clitools import formctl
+from fixture_project import ROOT
+
+pytestmark = pytest.mark.e2e
+
+NO_REVIEW = ROOT / "forms_without_review"  # contact-update: completes on its last required answer
+
+# contact-update, up to the revisit of Contact ("Details changed: yes" jumps back to it)
+RETURNING = ["Pat Quinn", "pat@example.org", "07700 900123", "C12345", "yes"]
+
+
+def chat(store: str, forms: Path, form: str, lines: list[str]) -> str:
+    done = formctl(
+        "run", form, "--offline", "--subject", "s", "--store", store, "--forms", str(forms),
+        input="".join(f"{x}\n" for x in lines),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def stored(store: str, forms: Path) -> dict:
+    listed = json.loads(formctl("instances", "--store", store, "--forms", str(forms), "--json").stdout)
+    (row,) = listed["instances"]
+    done = formctl("export", row["instance_id"], "--store", store, "--forms", str(forms), "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("ending", [[], ["/quit"], ["quit"]], ids=["EOF", "/quit", "quit"])
+def test_on_a_form_without_review_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(store, ending):
+    out = chat(store, NO_REVIEW, "contact-update", [*RETURNING, "same", "pat.quinn@example.org", *ending])
+
+    revisit = out.split("We need to go back over Contact")[1]
+    assert "Email: pat.quinn@example.org." in revisit  # what the chat acknowledged ...
+    record = stored(store, NO_REVIEW)
+    assert record["values"]["email"] == "pat.quinn@example.org"  # ... is what is stored
+    assert record["values"]["full_name"] == "Pat Quinn" and record["values"]["phone"] == "07700 900123"
+
+
+def test_none_for_an_optional_answer_in_force_during_the_revisit_withdraws_it_as_left_out_says(store):
+    out = chat(store, NO_REVIEW, "contact-update", [*RETURNING, "same", "same", "none"])
+
+    assert "Left out Phone." in out.split("We need to go back over Contact")[1]
+    record = stored(store, NO_REVIEW)
+    assert "phone" not in record["values"]
+    assert record["values"]["email"] == "pat@example.org"  # kept ("same"), not rewritten
+
+
+def test_left_out_by_label_withdraws_an_answer_in_force(store):
+    out = chat(store, NO_REVIEW, "contact-update", [*RETURNING[:3], "Phone: none"])
+
+    assert "Left out Phone." in out.split("Got it — Phone: 07700 900123.")[1]
+    assert "phone" not in stored(store, NO_REVIEW)["values"]
+
+
+def test_ctrl_d_right_after_the_revisit_acknowledged_an_answer_keeps_it(tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    env.pop("NO_COLOR", None)
+    env.update(TERM="xterm-256color", FORMCTL_SUBJECT="s")
+    store = str(tmp_path / "store")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "formctl.cli.app", "run", "contact-update", "--offline", "--store", store, "--forms", str(NO_REVIEW)],
+        env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=60, use_poll=True,
+    )  # fmt: skip
+    child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+    ansi = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+    def expect(pattern: str) -> str:
+        seen = []
+        while child.expect([pattern, re.escape("\x1b[6n")]) == 1:  # answer the cursor-position requests
+            seen.append(child.before)
+            child.send("\x1b[5;1R")
+        return ansi.sub("", "".join([*seen, child.before]))
+
+    try:
+        for answer, then in [
+            ("Pat Quinn", "Email"),
+            ("pat@example.org", "Phone"),
+            ("07700 900123", "Client number"),
+            ("C12345", "Details changed"),
+            ("yes", r"Full name\? It is Pat Quinn"),
+            ("same", r"Email\? It is pat@example.org"),
+            ("pat.quinn@example.org", r"Phone\? It is 07700 900123"),
+        ]:
+            child.send(answer + "\r")
+            said = expect(then)
+        assert "Email: pat.quinn@example.org." in said
+        expect("you ›")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert stored(store, NO_REVIEW)["values"]["email"] == "pat.quinn@example.org"
