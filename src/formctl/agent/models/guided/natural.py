@@ -117,18 +117,23 @@ def _free_text(text: str, asked: str, others: frozenset[str], alone: bool) -> Pl
     # A chatty line: "Oh hello! It's Dana Reeve, though everyone calls me Dee." gives Dana
     # Reeve; "Sorry, I swapped the digits." (beside "Age: 34") gives nothing: a remark, not a value.
     if not said:
-        return Placed()
+        if alone and len(sentences) == 1 and not all(w in _NOT_ANSWERS for w in _words_of(sentences[0])):
+            return None  # "yes", "OK" on their own: the person's answer, as written
+        return Placed()  # "Oh hello!", "Sorry!": nothing to take; the question is asked again
     head, aside = _cut_aside(_without_lead_in(first), others)
     if _plain_value(head, others):
         return Placed({asked: head}, [p for p in [aside, *said[1:]] if p])
     return Placed({}, said)
 
 
-# Words that open a remark rather than an answer: a greeting, an apology, a filler.
-_REMARK_WORDS = frozenset(
-    "oh ah aha hello hi hey hiya there well um umm uh er erm hmm so ok okay right sorry oops "
-    "apologies thanks thank you yes yeah yep sure alright good morning afternoon evening".split()
+# Words that are never an answer: a greeting, an apology, thanks, a filler.
+_NOT_ANSWERS = frozenset(
+    "oh ah aha hello hi hey hiya there well um umm uh er erm hmm sorry oops apologies thanks thank you "
+    "good morning afternoon evening".split()
 )
+# Words that open a remark rather than an answer ("Yes, ...", "OK so ..."); alone, "yes" or "OK"
+# may be the answer itself.
+_REMARK_WORDS = _NOT_ANSWERS | frozenset("so ok okay right yes yeah yep sure alright".split())
 # A clause that comes after the answer, not part of it: ", though everyone calls me Dee".
 _ASIDE_OPENERS = frozenset(
     "though although but as because since so which who and or if unless except well actually".split()
@@ -190,9 +195,14 @@ def _first_plain(asked: str, parts: list[tuple[str, bool]], others: frozenset[st
     """The first part to the asked free-text field when it is plain words written in one piece
     (its lead-in left out), the rest said back as not used; or nothing taken."""
     first, whole = parts[0]
-    said = _without_lead_in(first)
-    if whole and said and not _other_answer(first, others):
-        return Placed({asked: said}, [p for p, _ in parts[1:]])
+    sentences = _sentences(first)
+    saying = [s for s in sentences if not _only_remark(s)]  # "Oh hello! I'm Dana Reeve": the name
+    opener = _without_remark(saying[0]) if saying else ""
+    said = _without_lead_in(opener)
+    chatty = saying != sentences or len(saying) > 1 or opener != (saying[0] if saying else "")
+    if whole and said and not _other_answer(first, others) and (not chatty or _plain_value(said, others)):
+        rest = [s.strip(_EDGE + " ") for s in saying[1:]]
+        return Placed({asked: said.strip(_EDGE + " ")}, [*rest, *(p for p, _ in parts[1:])])
     return Placed({}, [p for p, _ in parts])
 
 

@@ -1,0 +1,69 @@
+"""Reading a chatty line at a free-text question (docs/guided.md, "Reading a chatty line"): the
+pure functions that decide what a line clearly gives, and what reads as a refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from formctl.agent.models.guided.answers import Kind, declines
+from formctl.agent.models.guided.natural import place
+
+KINDS = {"full_name": Kind("text"), "staff_id": Kind("text", pattern=r"^[A-Z]{2}\d{4}$"), "email": Kind("email")}
+OTHERS = frozenset({"staff id", "staff_id", "work email", "email"})
+
+
+@pytest.mark.parametrize(
+    "line, name, said_back",
+    [
+        ("Oh hello! It's Dana Reeve, though everyone calls me Dee.", "Dana Reeve", ["though everyone calls me Dee"]),
+        (
+            "Jo Bloggs. Well, Joanna, but Jo Bloggs on everything.",
+            "Jo Bloggs",
+            ["Well, Joanna, but Jo Bloggs on everything."],
+        ),
+        ("Hi, Dana Reeve!", "Dana Reeve", []),
+        ("Oh hello! I'm Dana Reeve, AB1234", "Dana Reeve", []),
+    ],
+)
+def test_a_chatty_line_gives_the_name_it_clearly_holds(line, name, said_back):
+    placed = place(line, "full_name", KINDS, OTHERS)
+    assert placed is not None and placed.values["full_name"] == name
+    assert placed.leftover == said_back
+
+
+@pytest.mark.parametrize(
+    "line, alone",
+    [
+        ("Sorry, I swapped the digits.", False),  # beside "Age: 34"
+        ("I swapped the digits.", False),
+        ("Sorry, I swapped the digits.", True),
+        ("Oh hello!", True),
+        ("Hello there. I think I told you already.", True),
+    ],
+)
+def test_a_remark_is_not_a_name(line, alone):
+    placed = place(line, "full_name", KINDS, OTHERS, alone=alone)
+    assert placed is not None and "full_name" not in placed.values
+
+
+def test_one_plain_sentence_alone_is_still_the_persons_answer_as_written():
+    assert place("I need help finding housing", "full_name", KINDS, OTHERS) is None  # read whole, as before
+    assert place("Leeds, UK", "full_name", KINDS, OTHERS) is None
+    assert place("yes", "full_name", KINDS, OTHERS) is None  # a one-word answer, not a remark
+
+
+@pytest.mark.parametrize(
+    "words, refuses",
+    [
+        ("I'd rather not give a phone number.", True),
+        ("I\u2019d rather not say", True),
+        ("prefer not to say", True),
+        ("I don't want to share that", True),
+        ("No thanks", True),
+        ("I'd rather not give my mobile, but 0113 496 0000 works", False),  # it gives a number
+        ("Dana Reeve", False),
+        ("not sure", False),
+    ],
+)
+def test_a_refusal_is_read_as_one_only_when_the_line_gives_nothing_else(words, refuses):
+    assert declines(words) is refuses
