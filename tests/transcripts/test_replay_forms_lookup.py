@@ -97,6 +97,20 @@ def test_a_named_forms_folder_is_the_only_one_looked_at(tmp_path):
         find_registry(transcript, tmp_path / "nowhere")
 
 
+def test_a_form_the_registry_lacks_names_the_registry_that_was_asked(tmp_path, monkeypatch):
+    stray = _forms(tmp_path / "other" / "forms", empty=True)
+    transcript = _transcript(tmp_path / "transcripts")
+    monkeypatch.chdir(tmp_path / "other")
+
+    result = clitools.invoke("replay", str(transcript))
+
+    assert result.exit_code == 1
+    assert (
+        f"  cannot load form 'travel-claim': No form registered as \"travel-claim\" in "
+        f"{(stray / 'registry.toml').resolve()}; pass --forms DIR for another forms folder."
+    ) in result.output.splitlines()
+
+
 def test_replay_help_says_where_the_forms_come_from():
     result = clitools.invoke("replay", "--help", catch_exceptions=False)
 

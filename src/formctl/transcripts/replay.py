@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from formctl.errors import TranscriptError
+from formctl.errors import TranscriptError, UnknownFormError
 from formctl.transcripts import changes as _changes
 from formctl.transcripts import diff as _diff
 from formctl.transcripts.format import Transcript, Turn, dump, dumps, leading_comments, load
@@ -168,6 +168,10 @@ def replay(
         compiled = registry.load(transcript.form)
     except Exception as exc:
         message = getattr(exc, "message", None) or str(exc)
+        folder = getattr(registry, "folder", None)
+        if isinstance(exc, UnknownFormError) and folder is not None:
+            # Which registry was asked: the lookup order decides it (docs/transcripts.md, "Which forms").
+            message = f"{message.rstrip('.')} in {folder / 'registry.toml'}; pass --forms DIR for another forms folder."
         return ReplayResult(
             transcript.name,
             path,
