@@ -12,7 +12,7 @@ from typing import Any
 
 from formctl.goals.definition import Goal, Program, program_to_json
 from formctl.goals.evaluate import Evaluation, FollowUp, evaluate, goals_line
-from formctl.goals.state import GoalScope, GoalState, ItemProgress, Transition
+from formctl.goals.state import COMPLETED, GoalScope, GoalState, ItemProgress, Transition
 
 __all__ = ["GoalStatus", "GoalView", "ItemView", "status_of"]
 
@@ -129,7 +129,7 @@ def status_of(state: GoalState, open_instances: Mapping[str, str] | None = None)
         for i in g.items:
             p = i.progress
             instance = p.instance if p is not None and p.instance else None
-            if instance is None and i.form is not None and i.disposition != "completed":
+            if instance is None and i.form is not None and i.disposition != COMPLETED:
                 instance = (open_instances or {}).get(i.form)
             items.append(
                 ItemView(

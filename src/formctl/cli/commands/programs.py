@@ -113,12 +113,15 @@ def _print_status(status: Any, as_json: bool) -> None:
         return
     typer.echo(f"{status.program.key} · {status.scope} · version {status.version}")
     typer.echo(status.line)
-    marks = {"completed": "✓", "deferred": "…", "declined": "✗", "pending": "·"}
+    from formctl.goals.evaluate import GOAL_RETIRED
+    from formctl.goals.state import COMPLETED, DECLINED, DEFERRED, PENDING
+
+    marks = {COMPLETED: "✓", DEFERRED: "…", DECLINED: "✗", PENDING: "·"}
     number = 0
     for goal in status.goals:
-        if goal.status != "retired":
+        if goal.status != GOAL_RETIRED:
             number += 1
-        head = f"{number}." if goal.status != "retired" else "-"
+        head = f"{number}." if goal.status != GOAL_RETIRED else "-"
         typer.echo(f"  {head} {goal.title} [{goal.status}]  ({goal.key})")
         for item in goal.items:
             extra = ""
