@@ -41,11 +41,11 @@ from typing import Any
 from hypothesis import strategies as st
 
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
-from formctl.agent.conversation import ConversationStore
 from formctl.agent.events import LoopError, ToolCall, ToolResult
 from formctl.agent.loop import ChatLoop, tool_result_block
 from formctl.agent.models.base import ModelReply
 from formctl.agent.tools import _BY_NAME, TOOL_NAMES
+from formctl.store.conversations import ConversationStore
 
 SUBJECT = "dana"
 OTHER = "sam"

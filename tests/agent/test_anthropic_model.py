@@ -17,11 +17,11 @@ import pytest
 from fake_anthropic import FakeAnthropic, text, tool_use
 from fixture_project import REGISTRY as FORMS  # noqa: E402
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
-from formctl.agent.conversation import ConversationStore
 from formctl.agent.events import LoopError, TextDelta
 from formctl.agent.loop import ChatLoop
 from formctl.agent.models import pick_model
 from formctl.agent.models.anthropic import AnthropicModel
+from formctl.store.conversations import ConversationStore
 
 KEY = "sk-ant-test-0123456789abcdef"
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}

@@ -7,12 +7,12 @@ import threading
 
 import pytest
 
-from formctl.agent.conversation import ConversationStore
 from formctl.agent.events import LoopError, ModelCall, ModelTurn, TextDelta, Tier0Changed, ToolCall, ToolResult, TurnEnd
 from formctl.agent.loop import ChatLoop
 from formctl.agent.models.base import ModelReply
 from formctl.agent.models.scripted import ScriptedModel
 from formctl.errors import ModelError, ToolSelectionError
+from formctl.store.conversations import ConversationStore
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 

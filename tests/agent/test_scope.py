@@ -12,10 +12,10 @@ import pytest
 from clitools import FORMS
 from fake_anthropic import FakeAnthropic, text, tool_use
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
-from formctl.agent.conversation import ConversationStore
 from formctl.agent.loop import ChatLoop
 from formctl.agent.tools import EVERY_SUBJECT, FormTools
 from formctl.errors import InvalidArgumentError
+from formctl.store.conversations import ConversationStore
 
 ALICE = {"full_name": "Alice Adams", "staff_id": "AA1111", "email": "alice@example.org"}
 

@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from formctl.agent.conversation import ConversationStore
 from formctl.errors import InvalidArgumentError, StoreError
+from formctl.store.conversations import ConversationStore
 
 MESSAGES = [
     {"role": "user", "content": [{"type": "text", "text": "Hi, I'm Dana — £310 for Leeds"}]},
@@ -82,7 +82,7 @@ def test_lone_surrogates_and_any_text_round_trip(tmp_path):
 
 
 def test_a_value_nested_900_levels_deep_is_saved_with_a_placeholder(tmp_path):
-    from formctl.agent.conversation import MAX_DEPTH, TOO_DEEP
+    from formctl.store.conversations import MAX_DEPTH, TOO_DEEP
 
     deep: object = "bottom"
     for _ in range(900):

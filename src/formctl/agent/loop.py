@@ -116,7 +116,7 @@ class ChatLoop:
     ``system`` replaces the base prompt (the tools' conventions); the form's name,
     description and conduct are appended either way. The form is ``form_id`` if given,
     else the subject's open form, if any. ``messages`` resumes an earlier conversation
-    (as saved by :class:`~formctl.agent.conversation.ConversationStore`); pass
+    (as saved by :class:`~formctl.store.conversations.ConversationStore`); pass
     ``conversation_store`` to have the loop save it after every turn, under the instance
     the conversation is about (``instance_id``: the open form it began with, or the one its
     own ``form_start`` created). ``scope`` is whose instances the tools may reach (see

@@ -60,7 +60,7 @@ def open_conversations(store: str | os.PathLike[str] | None, adapter: Any, subje
     store folder's ``conversations/`` (docs/store-postgres.md, "Conversations")."""
     if is_database(store) and hasattr(adapter, "conversation_store"):
         return adapter.conversation_store(subject)
-    from formctl.agent.conversation import ConversationStore
+    from formctl.store.conversations import ConversationStore
 
     return ConversationStore(local_folder(store))
 

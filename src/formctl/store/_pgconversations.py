@@ -4,7 +4,7 @@ machine continues the chat so far (docs/store-postgres.md, "Conversations").
 The same document the local store keeps in ``conversations/<id>.json`` (format 1: the
 messages without tier 0, and ``seen``), one row per instance in ``formctl_conversations``,
 written whole on every save. The same interface as
-:class:`formctl.agent.conversation.ConversationStore`: ``load``, ``load_or_set_aside``,
+:class:`formctl.store.conversations.ConversationStore`: ``load``, ``load_or_set_aside``,
 ``seen``, ``save``, ``delete``.
 
 Isolation: a conversation store is opened for one subject (the chat's) and reaches only the
@@ -158,16 +158,84 @@ class PostgresConversations:
 
 
 def _messages(document: str, where: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = _parsed(document, where)["messages"]
+    return messages
+
+
+def _parsed(document: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(document)
     except ValueError as exc:
         raise StoreError(f"The conversation in {where} is corrupt (not JSON: {exc}).") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("messages"), list):
         raise StoreError(f"The conversation in {where} is not a formctl conversation (format {FORMAT}).")
-    messages: list[dict[str, Any]] = data["messages"]
-    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in messages):
+    if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in data["messages"]):
         raise StoreError(f"The conversation in {where} is corrupt (a message without a user/assistant role).")
-    return messages
+    return data
+
+
+# --------------------------------------------------------------------------- formctl store copy
+
+
+def all_documents(cur: Any, display: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Every conversation in the store, whole, by instance id, and one line for each that cannot
+    be read as one. Reads only: a store where no chat saved one has no table, and that is none."""
+    cur.execute("SELECT to_regclass('formctl_conversations') IS NOT NULL")
+    if not cur.fetchone()[0]:
+        return {}, []
+    cur.execute("SELECT instance_id, document FROM formctl_conversations ORDER BY instance_id")
+    out: dict[str, dict[str, Any]] = {}
+    unreadable: list[str] = []
+    for instance_id, document in cur.fetchall():
+        try:
+            out[instance_id] = _parsed(document, f"{display} (the conversation of {instance_id})")
+        except StoreError as exc:
+            unreadable.append(exc.message)
+    return out, unreadable
+
+
+def import_documents(
+    cur: Any,
+    items: list[tuple[str, str, dict[str, Any]]],
+    decide: Callable[[dict[str, Any] | None, dict[str, Any]], tuple[str, str]],
+    display: str,
+) -> list[tuple[str, str]]:
+    """Store each (instance id, subject, document) exactly as given, in the caller's transaction;
+    per item (outcome, why) as ``decide(held, given)`` says. The isolation of a chat's save
+    holds here too: a conversation is written only beside its instance, of the same subject
+    (the same ``INSERT … SELECT`` from the instance row)."""
+    _pgschema.ensure_conversations(cur)
+    ids = [instance_id for instance_id, _, _ in items]
+    cur.execute("SELECT id, subject FROM formctl_instances WHERE id = ANY(%s)", (ids,))
+    subjects = {row[0]: row[1] for row in cur.fetchall()}
+    cur.execute(
+        "SELECT instance_id, document FROM formctl_conversations WHERE instance_id = ANY(%s) FOR UPDATE", (ids,)
+    )
+    held_documents = {row[0]: row[1] for row in cur.fetchall()}
+    outcomes: list[tuple[str, str]] = []
+    for instance_id, subject, given in items:
+        if instance_id not in subjects:
+            outcomes.append(("refused", "its instance is not in the target"))
+            continue
+        if subjects[instance_id] != subject:
+            outcomes.append(("refused", "its instance in the target is another subject's"))
+            continue
+        held: dict[str, Any] | None = None
+        if instance_id in held_documents:
+            try:
+                held = _parsed(held_documents[instance_id], f"{display} (the conversation of {instance_id})")
+            except StoreError as exc:
+                outcomes.append(("refused", f"damaged in the target: {exc.message}"))
+                continue
+        done, why = decide(held, given)
+        if done in ("copied", "updated"):
+            text = json.dumps(given, ensure_ascii=True, separators=(",", ":"))
+            saved_at = str(given.get("saved_at") or datetime.now(UTC).isoformat())
+            cur.execute(_SAVE, (saved_at, text, instance_id, subject))
+            if cur.rowcount != 1:
+                done, why = "refused", "its instance in the target is another subject's"
+        outcomes.append((done, why))
+    return outcomes
 
 
 def _bounded(value: Any, depth: int) -> Any:

@@ -1,4 +1,4 @@
-"""Copying a store into another, both ways: every instance with its whole history, then proof.
+"""Copying a store into another, both ways: everything a team stores, then proof.
 
 ``formctl store copy --from .formctl --to postgresql://…`` moves a team onto the shared store;
 ``--from postgresql://… --to DIR`` makes a backup a person can read (one JSON file per
@@ -21,23 +21,60 @@ What happens to each instance is decided by :func:`outcome`, the same for every 
   anything: it is reported with what differs, the other instances are copied as usual, and
   the copy exits non-zero (some were not copied).
 * ``refused``: the target could not hold it (a value it cannot store): named, not copied.
+
+The chats' **conversations** and the **goal programs** follow the instances, by the same
+outcomes (:func:`conversation_outcome`, :func:`goal_outcome`), verified the same way. A
+conversation is written only beside its instance, of the same subject, as a chat's own save
+is; a goal program arrives with every version of its history and its hooks' receipts.
+
+**Ctrl-C** is taken between units of work (a batch of instances, a batch of conversations,
+one goal program), never inside one: each unit lands whole or not at all, so nothing is left
+half-copied, and running the same command again goes on. A second Ctrl-C stops at once (a
+database transaction in flight is rolled back; a folder's files are each replaced whole).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from formctl.errors import StoreError
+from formctl.errors import GoalConflictError, StoreError
 from formctl.forms.adapter import Importing
 from formctl.forms.instance import FieldLog, Instance
+from formctl.goals.state import RECEIPT_PENDING, GoalScope, GoalState, Receipt, state_to_json
+from formctl.goals.store import HasGoalStore
 
 BATCH = 200
 """Instances per batch (one transaction on PostgreSQL): a failure loses at most one batch's
 work, and a re-run resumes."""
 
 OUTCOMES = ("copied", "updated", "same", "newer", "diverged", "refused")
+
+
+@runtime_checkable
+class CopiesConversations(Protocol):
+    """A store that keeps the chats' conversations and can hand them over whole and take them in."""
+
+    def conversation_documents(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Every conversation, by instance id, and one line for each that cannot be read."""
+        ...
+
+    def import_conversations(self, items: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str]]:
+        """Per (instance id, subject, document), in order: (outcome, why)."""
+        ...
+
+
+@runtime_checkable
+class ImportsGoals(Protocol):
+    """A goal store that takes a program's history as it was (versions, authors, times) and its receipts."""
+
+    def import_history(
+        self, scope: GoalScope, states: list[GoalState], receipts: list[Receipt], *, if_version: int | None
+    ) -> None: ...
 
 
 def _prefix(short: FieldLog | None, long: FieldLog | None) -> bool:
@@ -86,6 +123,102 @@ def outcome(held: Instance | None, given: Instance) -> tuple[str, str]:
     )
 
 
+def conversation_outcome(held: dict[str, Any] | None, given: dict[str, Any]) -> tuple[str, str]:
+    """What copying the conversation ``given`` over ``held`` (None: none) does. A conversation
+    only grows (a chat saves it whole after each turn), so "same history" is "one's messages
+    are the first ones of the other's"; the same messages with another ``seen`` go by the
+    later save."""
+    if held is None:
+        return "copied", ""
+    a, b = given["messages"], held["messages"]
+    if a == b:
+        if held.get("seen") == given.get("seen"):
+            return "same", ""
+        return ("updated", "") if str(given.get("saved_at")) > str(held.get("saved_at")) else ("newer", "")
+    if len(b) < len(a) and a[: len(b)] == b:
+        return "updated", ""
+    if len(a) < len(b) and b[: len(a)] == a:
+        return "newer", ""
+    apart = next(n for n, (x, y) in enumerate(zip(a, b)) if x != y) if any(x != y for x, y in zip(a, b)) else 0
+    return "diverged", (
+        f"the chat went on on both sides: {len(a)} message(s) in the source, {len(b)} in the target, "
+        f"different from message {apart + 1} on"
+    )
+
+
+def goal_outcome(held: list[dict[str, Any]], given: list[dict[str, Any]]) -> tuple[str, str]:
+    """What copying a goal program's history ``given`` over ``held`` (each snapshot as JSON,
+    oldest first; ``[]``: none) does: by the same rule as instances, whole snapshots."""
+    if not held:
+        return "copied", ""
+    if held == given:
+        return "same", ""
+    if len(held) < len(given) and given[: len(held)] == held:
+        return "updated", ""
+    if len(given) < len(held) and held[: len(given)] == given:
+        return "newer", ""
+    n = next(n for n, (x, y) in enumerate(zip(given, held)) if x != y)
+    a, b = given[n], held[n]
+    return "diverged", (
+        f"written on both sides after version {n} (source at version {len(given)}, target at {len(held)}): version "
+        f"{n + 1} is {a['change']} by {a['actor']} at {a['updated_at']} in the source, {b['change']} by "
+        f"{b['actor']} at {b['updated_at']} in the target"
+    )
+
+
+def receipts_to_take(held: list[Receipt], given: list[Receipt]) -> list[Receipt]:
+    """The source's hook receipts the target takes: those it lacks, and those it holds as never
+    tried (pending, no attempt) where the source went further. A receipt the target's own
+    executor has tried is its record of what ran there, and stays."""
+    mine = {r.key: r for r in held}
+    out = []
+    for receipt in given:
+        there = mine.get(receipt.key)
+        if there is None or (there != receipt and there.status == RECEIPT_PENDING and there.attempts == 0):
+            out.append(receipt)
+    return out
+
+
+@dataclass
+class Tally:
+    """What happened to each record of one kind (conversations, goal programs), by key."""
+
+    copied: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    same: list[str] = field(default_factory=list)
+    newer: list[str] = field(default_factory=list)
+    diverged: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+
+    def add(self, key: str, done: str, why: str) -> None:
+        if done in ("diverged", "refused"):
+            getattr(self, done)[key] = why
+        else:
+            getattr(self, done).append(key)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.diverged or self.refused or self.unreadable or self.mismatched)
+
+    @property
+    def total(self) -> int:
+        return sum(len(getattr(self, name)) for name in OUTCOMES)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "copied": len(self.copied),
+            "updated": len(self.updated),
+            "unchanged": len(self.same),
+            "newer_in_target": self.newer,
+            "diverged": self.diverged,
+            "refused": self.refused,
+            "not_copied": self.unreadable,
+            "mismatched": self.mismatched,
+        }
+
+
 @dataclass
 class CopyReport:
     source: str
@@ -98,6 +231,8 @@ class CopyReport:
     refused: dict[str, str] = field(default_factory=dict)  # the target cannot hold it: not copied, why
     unreadable: list[str] = field(default_factory=list)  # damaged in the source: not copied
     mismatched: list[str] = field(default_factory=list)  # read back different: the copy is wrong
+    conversations: Tally = field(default_factory=Tally)  # by instance id
+    goals: Tally = field(default_factory=Tally)  # by "subject/key" (and "@agent")
     source_ok: bool = True
     target_ok: bool = True
     problems: list[str] = field(default_factory=list)
@@ -106,6 +241,8 @@ class CopyReport:
     def verified(self) -> bool:
         return (
             not (self.unreadable or self.mismatched or self.problems or self.diverged or self.refused)
+            and self.conversations.clean
+            and self.goals.clean
             and self.source_ok
             and self.target_ok
         )
@@ -122,6 +259,8 @@ class CopyReport:
             "refused": self.refused,
             "not_copied": self.unreadable,
             "mismatched": self.mismatched,
+            "conversations": self.conversations.to_dict(),
+            "goal_programs": self.goals.to_dict(),
             "source_check_ok": self.source_ok,
             "target_check_ok": self.target_ok,
             "problems": self.problems,
@@ -132,16 +271,38 @@ class CopyReport:
 def copy_store(
     source: Any, target: Any, *, source_name: str, target_name: str, progress: Callable[[int, int], None] | None = None
 ) -> CopyReport:
-    """Copy every instance of ``source`` (any adapter) into ``target`` (one with
-    ``import_instances``: the PostgreSQL store, the JSON store), then verify both."""
+    """Copy everything ``source`` (any adapter) holds into ``target`` (an :class:`Importing` one:
+    the PostgreSQL store, the JSON store): instances, then the chats' conversations, then goal
+    programs; then verify all of it, and check both stores."""
     if not isinstance(target, Importing):
         raise StoreError(f"{target_name}: copying into this kind of store is not supported.")
     report = CopyReport(source_name, target_name)
+    with _interrupts_between_units() as checkpoint:
+        instances = _copy_instances(source, target, report, checkpoint, progress)
+        _copy_conversations(source, target, instances, report, target_name, checkpoint)
+        _copy_goals(source, target, report, target_name, checkpoint)
+    _verify(instances, target, report)
+    sides: tuple[tuple[str, Any, str], ...] = ((source_name, source, "source_ok"), (target_name, target, "target_ok"))
+    for name, adapter, flag in sides:
+        checked = adapter.check()
+        setattr(report, flag, checked.ok)
+        report.problems.extend(f"{name}: {p.path}: {p.message}" for p in checked.problems)
+    return report
+
+
+def _copy_instances(
+    source: Any,
+    target: Importing,
+    report: CopyReport,
+    checkpoint: Callable[[], None],
+    progress: Callable[[int, int], None] | None,
+) -> list[Instance]:
     damaged: list[StoreError] = []
-    instances = source.find_instances(damaged=damaged)
+    instances: list[Instance] = source.find_instances(damaged=damaged)
     report.unreadable = [_named(exc) for exc in damaged]
     instances.sort(key=lambda i: i.id)  # oldest first: ids grow with creation time
     for start in range(0, max(len(instances), 1), BATCH):  # one (empty) batch at least: the target is set up
+        checkpoint()
         batch = instances[start : start + BATCH]
         for instance, (done, why) in zip(batch, target.import_instances(batch)):
             if done in ("diverged", "refused"):
@@ -150,13 +311,122 @@ def copy_store(
                 getattr(report, done).append(instance.id)
         if progress is not None:
             progress(min(start + BATCH, len(instances)), len(instances))
-    _verify(instances, target, report)
-    sides: tuple[tuple[str, Any, str], ...] = ((source_name, source, "source_ok"), (target_name, target, "target_ok"))
-    for name, adapter, flag in sides:
-        checked = adapter.check()
-        setattr(report, flag, checked.ok)
-        report.problems.extend(f"{name}: {p.path}: {p.message}" for p in checked.problems)
-    return report
+    return instances
+
+
+def _copy_conversations(
+    source: Any,
+    target: Any,
+    instances: list[Instance],
+    report: CopyReport,
+    target_name: str,
+    checkpoint: Callable[[], None],
+) -> None:
+    """Each conversation beside its instance, under the subject the source's instance has."""
+    if not isinstance(source, CopiesConversations):
+        return
+    documents, report.conversations.unreadable = source.conversation_documents()
+    if not documents:
+        return
+    if not isinstance(target, CopiesConversations):
+        report.problems.append(f"{target_name}: this kind of store keeps no conversations; {len(documents)} not copied")
+        return
+    subjects = {i.id: i.subject for i in instances}
+    items: list[tuple[str, str, dict[str, Any]]] = []
+    for instance_id in sorted(documents):
+        if instance_id in subjects:
+            items.append((instance_id, subjects[instance_id], documents[instance_id]))
+        else:
+            report.conversations.refused[instance_id] = "its instance is not in the source (or cannot be read there)"
+    for start in range(0, len(items), BATCH):
+        checkpoint()
+        batch = items[start : start + BATCH]
+        for (instance_id, _, _), (done, why) in zip(batch, target.import_conversations(batch)):
+            report.conversations.add(instance_id, done, why)
+    held, _ = target.conversation_documents()
+    tally = report.conversations
+    for instance_id in [*tally.copied, *tally.updated, *tally.same]:
+        if held.get(instance_id) != documents[instance_id]:
+            tally.mismatched.append(instance_id)
+
+
+def _scope_name(scope: GoalScope) -> str:
+    return f"{scope.subject}/{scope.key}" + (f"@{scope.agent}" if scope.agent else "")
+
+
+def _copy_goals(source: Any, target: Any, report: CopyReport, target_name: str, checkpoint: Callable[[], None]) -> None:
+    """Each goal program with every version of its history, then its hooks' receipts."""
+    if not isinstance(source, HasGoalStore):
+        return
+    given_store = source.goal_store()
+    scopes = given_store.scopes()
+    if not scopes:
+        return
+    if not isinstance(target, HasGoalStore) or not isinstance(target.goal_store(), ImportsGoals):
+        report.problems.append(f"{target_name}: this kind of store keeps no goal programs; {len(scopes)} not copied")
+        return
+    held_store: Any = target.goal_store()  # a GoalStore that ImportsGoals
+    tally = report.goals
+    for scope in scopes:
+        checkpoint()
+        name = _scope_name(scope)
+        try:
+            given = given_store.history(scope)
+            given_receipts = given_store.receipts(scope)
+        except StoreError as exc:
+            tally.unreadable.append(f"{name}: {exc.message}")
+            continue
+        try:
+            held = held_store.history(scope)
+            held_receipts = held_store.receipts(scope)
+        except StoreError as exc:
+            tally.refused[name] = f"damaged in the target: {exc.message}"
+            continue
+        given_json = [state_to_json(s) for s in given]
+        done, why = goal_outcome([state_to_json(s) for s in held], given_json)
+        tally.add(name, done, why)
+        if done in ("diverged", "newer"):
+            continue
+        taken = receipts_to_take(held_receipts, given_receipts)
+        if len(held) == len(given) and not taken:
+            continue  # the same, receipts and all: nothing to write
+        try:
+            held_store.import_history(scope, given[len(held) :], taken, if_version=held[-1].version if held else None)
+        except (StoreError, GoalConflictError) as exc:  # a conflict: written in the target meanwhile
+            getattr(tally, done).remove(name)
+            tally.add(name, "refused", f"the target could not take it: {exc.message}")
+            continue
+        if [state_to_json(s) for s in held_store.history(scope)] != given_json or any(
+            r not in held_store.receipts(scope) for r in taken
+        ):
+            tally.mismatched.append(name)
+
+
+@contextmanager
+def _interrupts_between_units() -> Iterator[Callable[[], None]]:
+    """Hold Ctrl-C until the unit of work in flight has landed: yields ``checkpoint()``, which
+    raises :class:`KeyboardInterrupt` there if one came meanwhile. A second Ctrl-C stops at
+    once. Only the main thread can take signals; elsewhere Ctrl-C is left as it is."""
+    pending = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+
+    def held(signum: int, frame: Any) -> None:
+        if pending.is_set():
+            raise KeyboardInterrupt
+        pending.set()
+
+    def checkpoint() -> None:
+        if pending.is_set():
+            raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGINT, held)
+    try:
+        yield checkpoint
+    finally:
+        signal.signal(signal.SIGINT, before)
+    checkpoint()  # one that came during the last unit: the copy stops before its verification
 
 
 def _verify(instances: list[Instance], target: Any, report: CopyReport) -> None:

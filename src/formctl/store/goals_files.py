@@ -280,3 +280,57 @@ class FileGoalStore:
                 head["receipts"][key] = settled
             self._write_head(scope, head)
             return True
+
+    # ------------------------------------------------------------------ formctl store copy
+
+    def import_history(
+        self, scope: GoalScope, states: list[GoalState], receipts: list[Receipt], *, if_version: int | None
+    ) -> None:
+        """Append ``states`` (versions ``if_version + 1`` on, each exactly as given) to the scope's
+        history, move the head to the last of them, and put ``receipts`` as given: all of it
+        lands with the head's one rename, as a commit does (``formctl store copy``). Refused
+        (:class:`GoalConflictError`) unless the head is still at ``if_version``."""
+        with self._writing():
+            head = self._read_head(self._head_path(scope))
+            actual = head["version"] if head is not None else None
+            if actual != if_version or any(st.version != (if_version or 0) + n + 1 for n, st in enumerate(states)):
+                raise GoalConflictError(if_version, actual)
+            if not states and head is None:
+                return
+            if states:
+                top: dict[str, Any] = {"version": states[-1].version, "state": state_to_json(states[-1])}
+            else:
+                assert head is not None
+                top = {"version": head["version"], "state": head["state"]}
+            digest = head["digest"] if head is not None else None
+            for state in states:
+                named = program_digest(state.program)
+                line: dict[str, Any] = {"version": state.version, "state": state_to_json(state, with_program=False)}
+                line["program"] = named
+                if named != digest:
+                    line["definition"] = program_to_json(state.program)
+                self._append_history(scope, line)
+                digest = named
+            held = dict(head["receipts"]) if head is not None else {}
+            for state in states:
+                for t in state.transitions:
+                    held.setdefault(t.key, Receipt(t.key, t).to_json())
+            done = self._done(scope)
+            for receipt in receipts:
+                if receipt.status == RECEIPT_OK:  # done ones live in the log, as settle() keeps them
+                    if receipt.key not in done:
+                        self._append(self._done_path(scope), receipt.to_json())
+                    held.pop(receipt.key, None)
+                else:
+                    held[receipt.key] = receipt.to_json()
+            assert digest is not None
+            self._write_head(
+                scope,
+                {
+                    "format": FORMAT,
+                    "version": top["version"],
+                    "digest": digest,
+                    "state": top["state"],
+                    "receipts": held,
+                },
+            )

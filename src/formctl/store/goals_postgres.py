@@ -134,23 +134,36 @@ class PostgresGoalStore:
             except (psycopg.Error, ValueError) as exc:  # ValueError: a NUL in the string
                 raise StoreError(connect_failure(self.dsn, exc)) from None
             self._pid = os.getpid()
-        if not self._ready:
-            with self._conn.transaction():
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
-                for statement in _SCHEMA:
-                    self._conn.execute(statement)
-            self._ready = True
         return self._conn
 
-    def _run(self, work: Callable[[Any], T], *, write: bool) -> T:
+    def _tables(self, conn: Any, *, write: bool) -> bool:
+        """Whether the tables are there; a write creates them first. A read never writes (a
+        read-only user can read, and ``formctl store copy --from`` it): before any program
+        was started here there are no tables, and that reads as no programs."""
+        if self._ready:
+            return True
+        if write:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+        elif not conn.execute("SELECT to_regclass('formctl_goal_heads') IS NOT NULL").fetchone()[0]:
+            return False
+        self._ready = True  # all of them are created in one transaction: one there, all there
+        return True
+
+    def _run(self, work: Callable[[Any], T], *, write: bool, absent: Any = None) -> T:
         """``work(cursor)`` in one transaction; a connection found broken before anything was
-        written is replaced and the work tried once more."""
+        written is replaced and the work tried once more. A read of a database where no
+        program was ever started returns ``absent`` (``work`` is not run)."""
         import psycopg
 
         with self._mutex:
             for attempt in (1, 2):
                 conn = self._connection()
                 try:
+                    if not self._tables(conn, write=write):
+                        return absent  # type: ignore[no-any-return]  # each read passes its own "none"
                     with conn.transaction(), conn.cursor() as cur:
                         return work(cur)
                 except psycopg.OperationalError as exc:
@@ -238,7 +251,7 @@ class PostgresGoalStore:
             )
             return programs, cur.fetchall()
 
-        programs, rows = self._run(read, write=False)
+        programs, rows = self._run(read, write=False, absent=([], []))
         definitions: dict[str, Program] = {d: self._programs.get(d) or program_from_json(p) for d, p in programs}
         return [state_from_json(state, definitions[digest]) for digest, state in rows]
 
@@ -252,14 +265,14 @@ class PostgresGoalStore:
                 )
             return list(cur.fetchall())
 
-        return [GoalScope(s, k, a) for s, k, a in self._run(read, write=False)]
+        return [GoalScope(s, k, a) for s, k, a in self._run(read, write=False, absent=[])]
 
     def receipts(self, scope: GoalScope) -> list[Receipt]:
         def read(cur: Any) -> list[Any]:
             cur.execute("SELECT receipt FROM formctl_goal_receipts WHERE scope_id = %s ORDER BY ord", (scope.id,))
             return list(cur.fetchall())
 
-        return [Receipt.from_json(r[0]) for r in self._run(read, write=False)]
+        return [Receipt.from_json(r[0]) for r in self._run(read, write=False, absent=[])]
 
     def _locked_receipt(self, cur: Any, scope: GoalScope, key: str) -> dict[str, Any] | None:
         cur.execute(
@@ -300,3 +313,68 @@ class PostgresGoalStore:
             return True
 
         return self._run(write, write=True)
+
+    # ------------------------------------------------------------------ formctl store copy
+
+    def import_history(
+        self, scope: GoalScope, states: list[GoalState], receipts: list[Receipt], *, if_version: int | None
+    ) -> None:
+        """Append ``states`` (versions ``if_version + 1`` on, each exactly as given) to the scope's
+        history, move the head to the last of them, and put ``receipts`` as given, in one
+        transaction (``formctl store copy``). Refused (:class:`GoalConflictError`) unless the
+        head is still at ``if_version``."""
+        if any(st.version != (if_version or 0) + n + 1 for n, st in enumerate(states)):
+            raise GoalConflictError(if_version, states[0].version - 1 if states else None)
+        order = {t.key: st.version * 1000 + n for st in states for n, t in enumerate(st.transitions)}
+
+        def write(cur: Any) -> None:
+            cur.execute("SELECT version FROM formctl_goal_heads WHERE scope_id = %s FOR UPDATE", (scope.id,))
+            row = cur.fetchone()
+            if (row[0] if row else None) != if_version:
+                raise GoalConflictError(if_version, row[0] if row else None)
+            if states:
+                last = states[-1]
+                values = (last.version, program_digest(last.program), _dumps(state_to_json(last)), last.updated_at)
+                if row is None:
+                    cur.execute(
+                        "INSERT INTO formctl_goal_heads (scope_id, subject, key, agent, version, digest, state, "
+                        "updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                        (scope.id, scope.subject, scope.key, scope.agent, *values),
+                    )
+                else:
+                    cur.execute(
+                        "UPDATE formctl_goal_heads SET version = %s, digest = %s, state = %s, updated_at = %s "
+                        "WHERE scope_id = %s",
+                        (*values, scope.id),
+                    )
+            for state in states:
+                digest = program_digest(state.program)
+                cur.execute(
+                    "INSERT INTO formctl_goal_programs (scope_id, digest, definition) VALUES (%s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (scope.id, digest, _dumps(program_to_json(state.program))),
+                )
+                cur.execute(
+                    "INSERT INTO formctl_goal_history (scope_id, version, digest, state) VALUES (%s, %s, %s, %s)",
+                    (scope.id, state.version, digest, _dumps(state_to_json(state, with_program=False))),
+                )
+                for t in state.transitions:
+                    cur.execute(
+                        "INSERT INTO formctl_goal_receipts (scope_id, key, ord, receipt) VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT DO NOTHING",
+                        (scope.id, t.key, order[t.key], _dumps(Receipt(t.key, t).to_json())),
+                    )
+            for receipt in receipts:
+                cur.execute(
+                    "INSERT INTO formctl_goal_receipts (scope_id, key, ord, receipt) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (scope_id, key) DO UPDATE SET receipt = EXCLUDED.receipt",
+                    (
+                        scope.id,
+                        receipt.key,
+                        order.get(receipt.key, receipt.transition.version * 1000),
+                        _dumps(receipt.to_json()),
+                    ),
+                )
+
+        if states or receipts:
+            self._run(write, write=True)

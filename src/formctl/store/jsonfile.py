@@ -25,6 +25,7 @@ from formctl.store._index import sort_recent_first as _recent_rows
 from formctl.store._journal import frame
 from formctl.store.base import check_provenance, missing, new_instance, sort_recent_first
 from formctl.store.codec import FORMAT, commit_from_json, commit_to_json, snapshot_bytes
+from formctl.store.conversations import ConversationStore
 from formctl.store.damage import Damage, assess
 from formctl.store.files import COMPACT_AFTER, InstanceFiles, Loaded, encoded
 from formctl.store.ids import is_instance_id, new_instance_id
@@ -238,6 +239,43 @@ class JsonFileAdapter:
             raise
         self.index.put(given.id, given.subject, row_of(given))
         return done, ""
+
+    def conversation_documents(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Every chat's conversation in ``conversations/``, whole, by instance id, and a line for
+        each file that cannot be read (``formctl store copy``)."""
+        return ConversationStore(self.directory).documents()
+
+    def import_conversations(self, items: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str]]:
+        """Store each (instance id, subject, document) as given, each file atomically, beside
+        its instance of the same subject only (the isolation a chat's save keeps); per item
+        (outcome, why) as :func:`formctl.store.copy.conversation_outcome` decides."""
+        from formctl.store.copy import conversation_outcome
+
+        conversations = ConversationStore(self.directory)
+        results: list[tuple[str, str]] = []
+        for instance_id, subject, given in items:
+            try:
+                instance = self.get_instance(instance_id)
+            except StoreError as exc:
+                results.append(("refused", f"its instance is damaged in the target: {exc.message}"))
+                continue
+            if instance is None:
+                results.append(("refused", "its instance is not in the target"))
+                continue
+            if instance.subject != subject:
+                results.append(("refused", "its instance in the target is another subject's"))
+                continue
+            try:
+                held = conversations.document(instance_id)
+            except (StoreError, UnicodeDecodeError) as exc:
+                why = exc.message if isinstance(exc, StoreError) else "not UTF-8"
+                results.append(("refused", f"damaged in the target: {why}"))
+                continue
+            done, why = conversation_outcome(held, given)
+            if done in ("copied", "updated"):
+                conversations.put_document(instance_id, given)
+            results.append((done, why))
+        return results
 
     # ------------------------------------------------------------------ protocol: reads
 

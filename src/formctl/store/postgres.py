@@ -54,7 +54,7 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_open
-from formctl.store import _pgschema
+from formctl.store import _pgconversations, _pgschema
 from formctl.store._pgcodec import (
     COLUMNS,
     INSERT_INSTANCE,
@@ -557,6 +557,23 @@ class PostgresAdapter:
         if not instances:
             return []
         return self._run(write, write=True)
+
+    def conversation_documents(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Every chat's conversation, whole, by instance id, and a line for each that cannot be
+        read (``formctl store copy``; :mod:`formctl.store._pgconversations`)."""
+        return self._run(lambda cur: _pgconversations.all_documents(cur, self.display))
+
+    def import_conversations(self, items: list[tuple[str, str, dict[str, Any]]]) -> list[tuple[str, str]]:
+        """Store each (instance id, subject, document) as given, in one transaction, beside its
+        instance of the same subject only; per item (outcome, why) as
+        :func:`formctl.store.copy.conversation_outcome` decides."""
+        from formctl.store.copy import conversation_outcome
+
+        if not items:
+            return []
+        return self._run(
+            lambda cur: _pgconversations.import_documents(cur, items, conversation_outcome, self.display), write=True
+        )
 
     # ------------------------------------------------------------------ damage
 

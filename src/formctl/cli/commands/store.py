@@ -122,11 +122,12 @@ def store_copy(
     target: str = typer.Option(..., "--to", metavar="STORE", help="The store to copy into (a DSN or a folder)."),
     as_json: JsonOpt = False,
 ) -> None:
-    """Copy every instance, with its whole history and versions, into another store, then verify.
+    """Copy everything a team stores into another store, then verify.
 
-    Either way round: a folder into a PostgreSQL database (moving a team over), or a database
-    into a folder (a backup a person can read). Ids, versions, timestamps and every revision
-    of every answer arrive as they were. Run it again and it copies only what changed in the
+    Every instance with its whole history, the chats' conversations and the goal programs
+    (every version, and their hooks' receipts). Either way round: a folder into a PostgreSQL
+    database (moving a team over), or a database into a folder (a backup a person can read).
+    Ids, versions, timestamps and every revision of every answer arrive as they were. Run it again and it copies only what changed in the
     source since (later answers are added to the copy, never written over it); an instance
     written in the target since is left alone, and one written on both sides is reported
     with what differs and not copied. Then every instance is read back and compared with the
@@ -163,11 +164,22 @@ def _print_copy(report: Any) -> None:
         f"{report.source} -> {report.target}: {total} instance(s); {len(report.copied)} copied, "
         f"{len(report.updated)} brought up to date, {len(report.same)} already there."
     )
+    for tally, noun in ((report.conversations, "conversation(s)"), (report.goals, "goal program(s)")):
+        if tally.total or tally.unreadable:
+            typer.echo(
+                f"{tally.total} {noun}; {len(tally.copied)} copied, {len(tally.updated)} brought up to date, "
+                f"{len(tally.same)} already there."
+            )
     if report.newer:
         typer.echo(
             f"note: {len(report.newer)} written in the target since the last copy, and holding everything the "
             "source has, left alone: " + ", ".join(report.newer)
         )
+    for tally, noun in ((report.conversations, "conversation(s)"), (report.goals, "goal program(s)")):
+        if tally.newer:
+            typer.echo(
+                f"note: {len(tally.newer)} {noun} went on in the target since, left alone: " + ", ".join(tally.newer)
+            )
     for iid, why in report.diverged.items():
         typer.echo(f"not copied (diverged): {iid}: {why}.", err=True)
     for iid, why in report.refused.items():
@@ -176,15 +188,34 @@ def _print_copy(report: Any) -> None:
         typer.echo(f"not copied (damaged in the source): {line}", err=True)
     for iid in report.mismatched:
         typer.echo(f"MISMATCH: {iid} reads back different from the source.", err=True)
+    for tally, noun in ((report.conversations, "conversation of"), (report.goals, "goal program")):
+        for key, why in tally.diverged.items():
+            typer.echo(f"not copied (diverged): {noun} {key}: {why}.", err=True)
+        for key, why in tally.refused.items():
+            typer.echo(f"not copied: {noun} {key}: {why}.", err=True)
+        for line in tally.unreadable:
+            typer.echo(f"not copied (damaged in the source): {line}", err=True)
+        for key in tally.mismatched:
+            typer.echo(f"MISMATCH: {noun} {key} reads back different from the source.", err=True)
     for line in report.problems:
         typer.echo(f"problem: {line}", err=True)
+    counts = (
+        (len(report.diverged), "instance(s)"),
+        (len(report.conversations.diverged), "conversation(s)"),
+        (len(report.goals.diverged), "goal program(s)"),
+    )
+    diverged = ", ".join(f"{n} {noun}" for n, noun in counts if n)
+    others = report.refused or report.unreadable or report.mismatched or report.problems
+    others = others or not all(
+        not (t.refused or t.unreadable or t.mismatched) for t in (report.conversations, report.goals)
+    )
     if report.verified:
-        typer.echo("Verified: every instance reads back identical, and store check is ok on both sides.")
-    elif report.diverged and not (report.refused or report.unreadable or report.mismatched or report.problems):
+        typer.echo("Verified: everything reads back identical, and store check is ok on both sides.")
+    elif diverged and not others:
         typer.echo(
-            f"{len(report.diverged)} instance(s) not copied: written on both sides (above); everything else "
-            "was copied and reads back identical. Settle them by hand (formctl history ID on each side), then "
-            "run the copy again.",
+            f"{diverged} not copied: written on both sides (above); everything else "
+            "was copied and reads back identical. Settle them by hand (formctl history ID, or formctl program "
+            "history, on each side), then run the copy again.",
             err=True,
         )
     else:

@@ -59,11 +59,16 @@ class ConversationStore:
 
     def load(self, instance_id: str) -> list[dict[str, Any]]:
         """The saved messages, or ``[]`` when this instance has no saved conversation."""
+        document = self.document(instance_id)
+        return document["messages"] if document is not None else []
+
+    def document(self, instance_id: str) -> dict[str, Any] | None:
+        """The saved conversation whole (format, saved_at, messages, seen), or None."""
         path = self.path(instance_id)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []
+            return None
         except OSError as exc:
             raise StoreError(f"Cannot read the conversation {path}: {exc.strerror or exc}.") from exc
         try:
@@ -77,7 +82,45 @@ class ConversationStore:
         messages: list[dict[str, Any]] = data["messages"]
         if not all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in messages):
             raise StoreError(f"The conversation file {path} is corrupt (a message without a user/assistant role).")
-        return messages
+        return data
+
+    def documents(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Every saved conversation, whole, by instance id (``formctl store copy``), and one line
+        for each file that cannot be read as one (left where it is)."""
+        try:
+            names = sorted(os.listdir(self.folder))
+        except FileNotFoundError:
+            return {}, []
+        except OSError as exc:
+            raise StoreError(f"Cannot list the conversations in {self.folder}: {exc.strerror or exc}.") from None
+        out: dict[str, dict[str, Any]] = {}
+        unreadable: list[str] = []
+        for name in names:
+            instance_id = name[: -len(".json")]
+            if not name.endswith(".json") or not _SAFE_ID.match(instance_id):
+                continue  # a damaged one set aside (.json.damaged), a temporary file
+            try:
+                document = self.document(instance_id)
+            except StoreError as exc:
+                unreadable.append(exc.message)
+                continue
+            except UnicodeDecodeError as exc:
+                unreadable.append(
+                    f"The conversation file {self.path(instance_id)} is corrupt (not UTF-8, byte {exc.start})."
+                )
+                continue
+            if document is not None:
+                out[instance_id] = document
+        return out, unreadable
+
+    def put_document(self, instance_id: str, document: dict[str, Any]) -> None:
+        """Write a conversation exactly as given, its ``saved_at`` kept (a copy's), atomically."""
+        path = self.path(instance_id)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            replace_text(path, json.dumps(document, ensure_ascii=True, indent=1), private=True)
+        except OSError as exc:
+            raise StoreError(f"Cannot save the conversation {path}: {exc.strerror or exc}.") from exc
 
     def load_or_set_aside(self, instance_id: str) -> tuple[list[dict[str, Any]], str | None]:
         """The saved messages and None; or, when the file is damaged, ``[]`` and one sentence
