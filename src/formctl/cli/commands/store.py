@@ -127,11 +127,13 @@ def store_copy(
     Every instance with its whole history, the chats' conversations and the goal programs
     (every version, and their hooks' receipts). Either way round: a folder into a PostgreSQL
     database (moving a team over), or a database into a folder (a backup a person can read).
-    Ids, versions, timestamps and every revision of every answer arrive as they were. Run it again and it copies only what changed in the
-    source since (later answers are added to the copy, never written over it); an instance
-    written in the target since is left alone, and one written on both sides is reported
-    with what differs and not copied. Then every instance is read back and compared with the
-    source, and store check runs on both. Exits 1 unless all of it was copied and verified.
+    Ids, versions, timestamps and every revision of every answer arrive as they were.
+    Run it again and it copies only what changed in the source since (later answers, turns
+    and versions are added to the copy, never written over it); a record written in the
+    target since is left alone, and one written on both sides is reported with what differs
+    and not copied. Then everything is read back and compared with the source, and store
+    check runs on both. Exits 1 unless all of it was copied and verified. Ctrl-C stops
+    between batches: what landed is whole, and the same command goes on.
     """
     from formctl.cli.workspace import copy_store, is_database, open_store, store_name, store_path
 
