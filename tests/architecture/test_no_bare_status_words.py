@@ -44,10 +44,6 @@ PENDING = {
     "agent/tools.py": 1,
     "cli/chat/session.py": 6,
     "cli/commands/reads.py": 2,
-    "store/base.py": 1,
-    "store/jsonfile.py": 5,
-    "store/memory.py": 2,
-    "store/postgres.py": 2,
 }
 
 

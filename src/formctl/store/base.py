@@ -11,7 +11,7 @@ from typing import Any
 from formctl.errors import ConflictError, InvalidArgumentError, NotFoundError, ProvenanceError
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.commit import apply_commit, apply_dispatch, apply_entry_commit
-from formctl.forms.instance import FieldLog, Instance, Provenance, highest_seq
+from formctl.forms.instance import ACTIVE, FieldLog, Instance, Provenance, highest_seq
 
 __all__ = [
     "ConflictError",
@@ -55,7 +55,7 @@ def new_instance(
     subject: str,
     *,
     entries: dict[str, FieldLog] | None = None,
-    status: str = "active",
+    status: str = ACTIVE,
     now: str,
 ) -> Instance:
     """A new instance as every adapter creates it: a generated id, version 1, created = updated = now,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import ABANDONED, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_closed, is_open_status
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
@@ -110,7 +110,7 @@ class JsonFileAdapter:
         provenance: Provenance,
         *,
         entries: dict[str, FieldLog] | None = None,
-        status: str = "active",
+        status: str = ACTIVE,
     ) -> Instance:
         check_provenance(provenance)
         instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())

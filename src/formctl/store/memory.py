@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from formctl.errors import StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.instance import ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_closed
 from formctl.store.base import (
     check_provenance,
@@ -51,7 +51,7 @@ class MemoryAdapter:
         provenance: Provenance,
         *,
         entries: dict[str, FieldLog] | None = None,
-        status: str = "active",
+        status: str = ACTIVE,
     ) -> Instance:
         check_provenance(provenance)
         instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
