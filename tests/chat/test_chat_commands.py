@@ -15,7 +15,7 @@ from formctl.cli.chat.session import ChatOptions, ChatSession
 
 @pytest.fixture
 def chat(tmp_path):
-    session = ChatSession(
+    session = ChatSession.open(
         ChatOptions(form="travel-claim", subject="dana", offline=True, store=str(tmp_path / "s"), forms=str(FORMS))
     )
     yield session

@@ -47,7 +47,7 @@ def test_a_history_line_waits_for_its_turn_and_is_written_masked(tmp_path):
 
 def test_a_value_given_to_a_sensitive_field_is_masked_for_the_history(tmp_path):
     forms = _forms(tmp_path)
-    session = ChatSession(
+    session = ChatSession.open(
         ChatOptions(form="benefit", subject="s1", offline=True, store=str(tmp_path / "store"), forms=str(forms))
     )
     try:
@@ -61,7 +61,7 @@ def test_a_value_given_to_a_sensitive_field_is_masked_for_the_history(tmp_path):
 
 
 def test_a_form_without_sensitive_fields_leaves_history_lines_alone(tmp_path):
-    session = ChatSession(
+    session = ChatSession.open(
         ChatOptions(form="travel-claim", subject="s2", offline=True, store=str(tmp_path / "store"), forms=str(FORMS))
     )
     try:

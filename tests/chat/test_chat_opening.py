@@ -65,7 +65,9 @@ def test_the_chat_re_runs_a_hook_a_dead_process_left_running_when_it_opens(proje
     runner.status()
     assert "derived" not in runner.open_instance(iid).in_force_values()  # reads re-run nothing
 
-    session = ChatSession(ChatOptions(form="watch", subject="s1", offline=True, store=str(store), forms=str(forms)))
+    session = ChatSession.open(
+        ChatOptions(form="watch", subject="s1", offline=True, store=str(store), forms=str(forms))
+    )
     try:
         assert session.instance_id == iid
         stored = runner.open_instance(iid)
@@ -81,7 +83,7 @@ def test_the_chats_runners_act_on_the_conversations_instance_not_the_subjects_la
     runner = FormRunner(JsonFileAdapter(store), registry=registry, subject="s1")
     first = runner.start("watch", seed={"trigger": "a"}).instance_id
 
-    session = ChatSession(
+    session = ChatSession.open(
         ChatOptions(form="watch", subject="s1", offline=True, store=str(store), forms=str(forms), instance_id=first)
     )
     try:

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -41,7 +42,7 @@ UP_TO_PURPOSE = {
 
 
 def chat(store, instance_id) -> ChatSession:
-    return ChatSession(
+    return ChatSession.open(
         ChatOptions(instance_id=instance_id, subject="dana", offline=True, store=str(store), forms=str(FORMS))
     )
 
@@ -304,3 +305,51 @@ def test_two_chat_processes_sending_at_the_same_moment_each_end_knowing_what_is_
             assert "for Mode" not in text, (trial, line, text)
             last_question = [row for row in text.splitlines() if row.rstrip().endswith("?")][-1]
             assert last_question.startswith("Mode"), (trial, line, text)
+
+
+@pytest.mark.e2e
+def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(tmp_path):
+    """A real pseudo-terminal: while the chat's turn runs (its mileage executor held), a host
+    changes Purpose of trip from another process. When the turn ends the chat says so at once,
+    before the prompt comes back, and asks the question the status bar shows. Before, the turn's end
+    marked the host's write as seen and the status poller took the stamp read after the turn as
+    the chat's own: nothing was ever said."""
+    pexpect = pytest.importorskip("pexpect")
+    from chat.test_terminal_interrupts import _answer_up_to_the_miles, _expect, _say, _spawn
+
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    release = tmp_path / "release"
+    claim = forms / "travel_claim.py"
+    source = claim.read_text(encoding="utf-8")
+    held = """    miles = ctx.values.get("mileage")
+    if miles == 120:
+        import os, sys, time
+        sys.stdout.write("(executor running)\\r\\n")
+        sys.stdout.flush()
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.environ["FORMCTL_TEST_RELEASE"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+"""
+    assert '    miles = ctx.values.get("mileage")\n' in source
+    claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', held), encoding="utf-8")
+    store = tmp_path / "store"
+
+    child = _spawn(tmp_path, forms, FORMCTL_TEST_RELEASE=str(release))
+    try:
+        _answer_up_to_the_miles(child)
+        _say(child, "120")
+        _expect(child, r"\(executor running\)")  # Miles driven is stored; the turn goes on
+        (row,) = json.loads(invoke("instances", "--store", str(store), "--json").stdout)["instances"]
+        host = invoke("fill", row["instance_id"], "purpose=Team offsite", "--store", str(store), "--forms", str(forms))
+        assert host.exit_code == 0, host.output
+        release.touch()
+        said = _expect(child, r"Changed elsewhere: Purpose of trip is now Team offsite\.", timeout=30)
+        assert "you ›" not in said  # said as the turn ends, before the prompt comes back
+        _expect(child, r"Accommodation cost\?")  # the notice's turn asks what the store has open…
+        bar = _expect(child, "Total claimed")  # …as the status bar, drawn under the prompt, shows
+        assert 'step 4/4 "Costs" · pending: Accommodation cost' in bar
+        _say(child, "/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()

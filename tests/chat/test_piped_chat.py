@@ -86,7 +86,9 @@ def test_a_ctrl_c_python_sees_only_after_the_input_ended_still_says_how_to_carry
     from formctl.cli.chat import ChatOptions, ChatSession, PlainChat
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Dana Reeve\n"), encoding="utf-8"))
-    session = ChatSession(ChatOptions(form="travel-claim", subject="dana", offline=True, store=store, forms=str(FORMS)))
+    session = ChatSession.open(
+        ChatOptions(form="travel-claim", subject="dana", offline=True, store=store, forms=str(FORMS))
+    )
     goodbye, pressed = session.goodbye, []
 
     def late_ctrl_c() -> str:

@@ -105,7 +105,7 @@ def test_the_chat_hears_another_persons_write_without_polling(pg_dsn):
     from formctl.cli.chat.session import ChatOptions, ChatSession
     from formctl.store.postgres import PostgresAdapter
 
-    session = ChatSession(
+    session = ChatSession.open(
         ChatOptions(form="travel-claim", subject="dana", offline=True, store=pg_dsn, forms=str(FORMS))
     )
     stop = threading.Event()

@@ -31,7 +31,16 @@ from typing import Any, Protocol, runtime_checkable
 from formctl.errors import StoreError
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, Status
 
-__all__ = ["DamageReport", "FormAdapter", "Importing", "Maintainable", "Serialising", "Watchable", "Watcher"]
+__all__ = [
+    "DamageReport",
+    "FormAdapter",
+    "Importing",
+    "Interruptible",
+    "Maintainable",
+    "Serialising",
+    "Watchable",
+    "Watcher",
+]
 
 
 @runtime_checkable
@@ -148,12 +157,24 @@ class Watcher(Protocol):
         """Block up to ``timeout`` seconds; the ids committed to meanwhile, or None when it cannot hear."""
         ...
 
+    def close(self) -> None:
+        """Stop listening (its connection is closed)."""
+        ...
+
 
 @runtime_checkable
 class Watchable(Protocol):
     """A store that announces every commit (PostgreSQL's LISTEN/NOTIFY), so a reader can wait."""
 
     def watch(self) -> Watcher: ...
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """A store whose waits can be cut short from another thread (PostgreSQL waiting for a server
+    that is away: a chat's Ctrl-C stops the wait, which ends with a ``StoreError``)."""
+
+    def interrupt(self) -> None: ...
 
 
 @runtime_checkable

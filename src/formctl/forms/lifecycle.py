@@ -39,11 +39,13 @@ __all__ = [
     "drifted",
     "is_awaiting",
     "is_closed",
+    "is_complete",
     "is_continuable",
     "is_ended",
     "is_in_progress",
     "is_open",
     "is_open_status",
+    "is_ready",
     "is_stale",
     "read_status",
     "settle",
@@ -100,6 +102,16 @@ def is_ended(instance: _HasStatus) -> bool:
     A run that drives a form (an eval, a scripted person) stops here; it goes on while the form
     is open, ``ready`` included, since sending is still the person's to do."""
     return instance.status in _ENDED
+
+
+def is_complete(instance: _HasStatus) -> bool:
+    """Sent and done (stored ``complete``): a closed record, kept under the version it closed on."""
+    return instance.status == COMPLETE
+
+
+def is_ready(instance: _HasStatus) -> bool:
+    """Open, every answer in, and waiting for the person to send it (a form under review)."""
+    return instance.status == READY
 
 
 def is_continuable(instance: _HasStatus) -> bool:

@@ -21,7 +21,7 @@ def run_chat(options: ChatOptions) -> int:
     """Open the session, then the terminal or plain chat. Returns the exit status."""
     from formctl.cli.drift import ask_in_terminal, offer_migration
 
-    session = ChatSession(options)
+    session = ChatSession.open(options)
     try:
         terminal = sys.stdin.isatty() and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
         # A stale instance can't be continued: moved (asked, or --migrate), or the chat does not open.

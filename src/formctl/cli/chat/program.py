@@ -32,11 +32,17 @@ class ProgramChatSession(ChatSession):
     """A form's chat serving one program item: the goal tools are offered beside the form tools,
     and the goals line joins the status lines."""
 
-    def __init__(self, options: ChatOptions, goal_tools: Any, goal: str, item: str) -> None:
-        super().__init__(options)
-        self.goal_tools = goal_tools
-        self.served_item = (goal, item)
-        self.loop.attach_goals(goal_tools)  # before the first request: the prefix stays byte-identical
+    goal_tools: Any
+    served_item: tuple[str, str]
+
+    @classmethod
+    def for_item(cls, options: ChatOptions, goal_tools: Any, goal: str, item: str) -> ProgramChatSession:
+        """Open the form's chat (:meth:`ChatSession.open`) for ``goal``'s ``item``."""
+        session = cls.open(options)
+        session.goal_tools = goal_tools
+        session.served_item = (goal, item)
+        session.loop.attach_goals(goal_tools)  # before the first request: the prefix stays byte-identical
+        return session
 
     def status_lines(self, runner: Any = None) -> list[str]:
         lines = super().status_lines(runner)
@@ -151,7 +157,7 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
             continue
         item = pending[0]
         _say(f"· {goal.title}: {item.label} (form {item.form})")
-        session = ProgramChatSession(dataclasses.replace(options, form=item.form), tools, goal.key, item.key)
+        session = ProgramChatSession.for_item(dataclasses.replace(options, form=item.form), tools, goal.key, item.key)
         try:
             if _terminal():
                 _TerminalUntilServed(session).run()

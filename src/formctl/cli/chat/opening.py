@@ -1,0 +1,284 @@
+"""Opening a chat: everything decided and opened before the person types (:func:`open_chat`).
+
+In order: the ``--seed`` lines are checked; the registry and the store are opened; which
+instance the chat continues is decided (the one resumed by id, or the runner's
+``continuation``: docs/chat.md, "Which instance"); the form is loaded and each
+seed's field checked against it; the store is asked whether it can be written; the chat's two
+runners are made over one :class:`~formctl.forms.reading.DefaultInstance`, reporting their
+commits to one :class:`~formctl.cli.chat.seen.OwnCommits`; what a process that died left
+running is recovered; the saved conversation is loaded (or set aside when damaged, through
+the conversation store); the model and the recorder are made; and the status poller is given
+what it opens on first use. What the person should read first is collected in ``notes``.
+
+The result, an :class:`Opening`, is what :class:`~formctl.cli.chat.session.ChatSession` wires
+together; the session itself opens nothing. If any step fails, the store is closed again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from formctl.cli.chat.options import CHAT_SOURCE, ChatOptions, seed_lines
+from formctl.cli.chat.poller import StatusPoller
+from formctl.cli.chat.seen import OwnCommits
+from formctl.cli.workspace import (
+    default_subject,
+    is_database,
+    local_folder,
+    open_conversations,
+    open_registry,
+    open_store,
+)
+from formctl.errors import (
+    AlreadyExistsError,
+    FormError,
+    FormStaleError,
+    InstanceClosedError,
+    InvalidArgumentError,
+    NotFoundError,
+    StoreError,
+)
+from formctl.forms.lifecycle import is_closed
+from formctl.forms.reading import DefaultInstance
+
+if TYPE_CHECKING:  # pragma: no cover
+    from formctl.forms.adapter import FormAdapter
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.instance import Instance
+    from formctl.forms.registry import FormRegistry
+    from formctl.forms.runner import FormRunner
+
+__all__ = ["Opening", "open_chat"]
+
+
+@dataclass
+class Opening:
+    """What a chat is opened with: the collaborators a :class:`ChatSession` wires together."""
+
+    options: ChatOptions
+    seed_lines: list[str]  # ``--seed`` as the ``k: v`` lines of the opening message
+    store_dir: Path  # input history (and conversations, in a folder store)
+    registry: FormRegistry
+    adapter: FormAdapter  # the chat's store, shared by its runners; closed with the session
+    form_id: str
+    subject: str
+    compiled: CompiledForm
+    default: DefaultInstance  # the conversation's instance, shared by its runners
+    own: OwnCommits  # every commit the runners make, until the person is shown the form
+    agent: FormRunner  # the model's runner (actor "agent")
+    person: FormRunner  # the person's /commands (actor "person")
+    conversations: Any  # a folder's ConversationStore or the database's (workspace.open_conversations)
+    messages: list[dict[str, Any]]  # the saved conversation, empty for a new one
+    seen: dict[str, Any] | None  # what the person was last shown of the instance
+    model: Any  # a ChatModel (agent/models)
+    recorder: Any  # a transcripts Recorder with --record, else None
+    poller: StatusPoller
+    notes: list[str]  # lines for the face to print before the chat starts
+
+
+def open_chat(options: ChatOptions) -> Opening:
+    """Open everything a chat needs for ``options``; one clear error (a :class:`FormError`) if it cannot."""
+    lines = seed_lines(options.seed)  # a malformed --seed fails before anything opens
+    store_dir = local_folder(options.store)
+    registry = open_registry(options.forms)
+    adapter = open_store(options.store)
+    try:
+        return _open(options, lines, store_dir, registry, adapter)
+    except BaseException:
+        adapter.close()
+        raise
+
+
+def _open(
+    options: ChatOptions, lines: list[str], store_dir: Path, registry: FormRegistry, adapter: FormAdapter
+) -> Opening:
+    from formctl.agent.models import pick_model
+    from formctl.forms.runner import FormRunner
+
+    notes: list[str] = []
+    if options.instance_id is not None:
+        resumed = _resumable(adapter, registry, options)
+        form_id, subject = resumed.def_id, resumed.subject
+    else:
+        assert options.form is not None
+        form_id, subject = options.form, options.subject or default_subject()
+    compiled = registry.load(form_id)  # an unknown or broken form fails here, in one line
+    for line in lines:  # a mistyped --seed would otherwise reach the model as chat and vanish
+        key = line.partition(":")[0]
+        if compiled.resolve_field(key) is None:
+            raise InvalidArgumentError(
+                f"--seed {key}: no such field on {form_id} (formctl check {form_id} lists them)."
+            )
+    reads = FormRunner(adapter, registry=registry, subject=subject)
+    pinned = options.instance_id or _continued(reads, form_id, options, notes)
+    adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
+    # Calls without an instance id act on the conversation's instance (not on whatever the
+    # subject touched last), and the model's form_start moves it.
+    default = DefaultInstance(pinned)
+    own = OwnCommits()
+
+    def runner(actor: str, over: FormAdapter) -> FormRunner:
+        return FormRunner(
+            over,
+            registry=registry,
+            subject=subject,
+            actor=actor,
+            source=CHAT_SOURCE,
+            default=default,
+            on_commit=own.record if over is adapter else None,
+        )
+
+    agent, person = runner("agent", adapter), runner("person", adapter)
+    conversations = open_conversations(options.store, adapter, subject)
+    messages: list[dict[str, Any]] = []
+    seen: dict[str, Any] | None = None
+    if pinned is not None:
+        _bring_up_to_date(agent, person, pinned, notes)
+        saved, set_aside = conversations.load_or_set_aside(pinned)
+        if set_aside is not None:
+            notes.append(set_aside)
+        messages = list(saved)
+        # What the person was last shown of the instance (formctl.agent.notices): kept with the
+        # conversation, so a resumed chat can say what changed while it was away. A chat with no
+        # record of showing the answers shows them as they are now, in its opening turn, and a
+        # write made elsewhere while that runs is said after it (seen.py).
+        seen = conversations.seen(pinned) if messages else None
+        if seen is None:
+            seen = _as_shown_now(agent, pinned, own)
+    model = pick_model(agent, model_name=options.model, offline=options.offline, form_id=form_id)
+    if options.as_host and model.name == "guided":  # its waiting message then names /resolve
+        model.state.host_here = True  # type: ignore[attr-defined]
+    recorder = _recorder(options, form_id, compiled, subject, model, agent, notes)
+    # The status bar reads through an adapter of its own (see poller.py), opened on first use.
+    poller = StatusPoller(lambda: open_store(options.store), lambda over: runner("agent", over))
+    return Opening(
+        options=options,
+        seed_lines=lines,
+        store_dir=store_dir,
+        registry=registry,
+        adapter=adapter,
+        form_id=form_id,
+        subject=subject,
+        compiled=compiled,
+        default=default,
+        own=own,
+        agent=agent,
+        person=person,
+        conversations=conversations,
+        messages=messages,
+        seen=seen,
+        model=model,
+        recorder=recorder,
+        poller=poller,
+        notes=notes,
+    )
+
+
+def _resumable(adapter: FormAdapter, registry: FormRegistry, options: ChatOptions) -> Instance:
+    """The instance ``formctl resume ID`` names: it must exist and not be closed."""
+    from formctl.forms.runner import FormRunner
+
+    assert options.instance_id is not None
+    reads = FormRunner(adapter, registry=registry, subject=options.subject or default_subject())
+    instance = reads.open_instance(options.instance_id)
+    if instance is None:
+        raise NotFoundError(f'No form instance "{options.instance_id}".')
+    if is_closed(instance):
+        reason = f" ({instance.closed_reason})" if instance.closed_reason else ""
+        raise InstanceClosedError(
+            f'Form instance "{instance.id}" was abandoned{reason}; its answers are kept (formctl export {instance.id}).'
+        )
+    return instance
+
+
+def _continued(reads: FormRunner, form_id: str, options: ChatOptions, notes: list[str]) -> str | None:
+    """The subject's instance of ``form_id`` to carry on with, or None to start a new one
+    (the runner decides: docs/engine.md, "Completion and closing")."""
+    try:
+        decision = reads.continuation(form_id)
+    except StoreError as exc:
+        if getattr(exc, "reason", None) is None:  # set by the stores' decoders on a damaged record
+            raise  # the store failed (a server away, a folder unreadable): no instance is damaged
+        fix = (
+            "restore it from a backup (formctl store check lists damaged instances)"
+            if is_database(options.store)
+            else "restore the file, or move it aside to start afresh (formctl store check lists damaged files)"
+        )
+        exc.message = f"{exc.message} Not starting a new {form_id} in its place: {fix}."
+        exc.args = (exc.message,)
+        raise
+    if decision.note is not None:
+        notes.append(decision.note)
+    return decision.instance_id
+
+
+def _bring_up_to_date(agent: FormRunner, person: FormRunner, instance_id: str, notes: list[str]) -> None:
+    """Opening a conversation is when recovery happens: re-run what a process that died left
+    running, after migrating the instance if its form changed and can migrate. Reads never do.
+
+    A damaged instance (its files lost what the store acknowledged) is said first: every
+    answer typed into it would be refused until a host accepts the loss."""
+    found = person.damage(instance_id)
+    if found is not None:
+        notes.append(
+            f"This form can't take answers now: {found.describe()}. Nothing you answer here can be "
+            f"saved until a host accepts the loss with formctl store repair {instance_id} --as NAME."
+        )
+        return
+    try:
+        agent.recover(instance_id)
+    except FormStaleError:
+        pass  # said in the notes; it can still be abandoned
+    except FormError as exc:  # a migrate() that fails: the chat opens, and says why writes will fail
+        notes.append(exc.message)
+
+
+def _as_shown_now(agent: FormRunner, instance_id: str, own: OwnCommits) -> dict[str, Any] | None:
+    """The instance as it is now, as the person will be shown it (None when it cannot be read)."""
+    from formctl.agent.notices import snapshot
+
+    try:
+        view = agent.view(instance_id)
+    except FormError:
+        return None
+    own.take()  # the recovery just made is part of what is shown
+    return snapshot(view.compiled, view.evaluation, view.instance)
+
+
+def _recorder(
+    options: ChatOptions,
+    form_id: str,
+    compiled: CompiledForm,
+    subject: str,
+    model: Any,
+    agent: FormRunner,
+    notes: list[str],
+) -> Any:
+    if not options.record:
+        return None
+    from formctl.agent.models import model_label
+    from formctl.transcripts.record import Recorder
+
+    path = Path(options.record)
+    if path.exists():  # a transcript is a regression test: recording over one would lose it
+        raise AlreadyExistsError(
+            f"{path} already exists: record to a new path, or remove it first "
+            f"(formctl replay {path} --update refreshes it instead)."
+        )
+    recorder = Recorder(
+        path,
+        form_id=form_id,
+        form_version=compiled.version,
+        model=model_label(model),  # PROVIDER:NAME, as --model takes it
+        subject=subject,
+        runner=agent,
+    )
+    if recorder.transcript.resumed:
+        notes.append(
+            f"Recording {path} over a form that already has answers: formctl replay "
+            f"starts from an empty store and can't reproduce it. For a replayable "
+            f"transcript, record a new form from its start."
+        )
+    return recorder
