@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from formctl.errors import ModelError  # defined with every other formctl error
 
-__all__ = ["ChatModel", "ModelError", "ModelReply", "ModelRequest", "TextSink", "content_blocks"]
+__all__ = ["ChatModel", "ModelError", "ModelReply", "ModelRequest", "SaysWhatItAsked", "TextSink", "content_blocks"]
 
 TextSink = Callable[[str], None]
 
@@ -67,4 +67,15 @@ class ChatModel(Protocol):
 
         Raise :class:`ModelError` (never anything else) when no answer can be had.
         """
+        ...
+
+
+@runtime_checkable
+class SaysWhatItAsked(Protocol):
+    """A model that can say which field its last reply asked about (the guided model). The chat's
+    status bar then shows the step of that question, which may be earlier than the engine's open
+    step (an optional question left behind), and leaves out the optional fields the person skipped."""
+
+    def asking(self) -> tuple[str | None, frozenset[str]]:
+        """(the field id the last reply asked about, or None; the optional field ids left out)."""
         ...

@@ -13,6 +13,7 @@ import re
 import sys
 from typing import Any, Callable, Self
 
+from formctl.agent.models.base import SaysWhatItAsked
 from formctl.cli import render
 from formctl.cli.chat.commands import ChatCommands
 from formctl.cli.chat.opening import Opening, open_chat
@@ -179,10 +180,14 @@ class ChatSession:
         """Tier 0's step line as the person sees the chat: the step of the question the model
         asked last (the guided model asks optional questions left behind after the engine has
         moved on), and without the optional fields the person chose to leave out."""
-        asking = getattr(self.model, "asking", None)
-        if asking is None or self.instance_id is None or " · pending: " not in line and "step " not in line:
+        if (
+            not isinstance(self.model, SaysWhatItAsked)
+            or self.instance_id is None
+            or " · pending: " not in line
+            and "step " not in line
+        ):
             return line
-        asked, skipped = asking()
+        asked, skipped = self.model.asking()
         try:
             view = runner.view(self.instance_id)
         except FormError:
