@@ -45,12 +45,16 @@ def exported(store: str) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize("as_host", [False, True], ids=["person", "as-host"])
+@pytest.mark.parametrize(
+    "as_host, withdraw",
+    [(False, "/withdraw the total was wrong"), (True, "/withdraw the total was wrong"), (False, "withdraw")],
+    ids=["person", "as-host", "said to the model"],
+)
 def test_the_waiting_reply_says_the_request_can_be_withdrawn_and_withdrawing_lets_an_answer_be_corrected(
-    store, as_host
+    store, as_host, withdraw
 ):
     hosting = ["--as-host"] if as_host else []
-    lines = [*OVER_THE_CAP, "/withdraw the total was wrong", "Total claimed: 700"]
+    lines = [*OVER_THE_CAP, withdraw, "Total claimed: 700"]
     out = chat(store, "--subject", "dana", *hosting, lines=lines)
 
     waiting = out.split("Over the 750 cap: waiting for Finance to approve.")[1]
@@ -59,7 +63,10 @@ def test_the_waiting_reply_says_the_request_can_be_withdrawn_and_withdrawing_let
         assert "decide it here with /resolve" in waiting and "formctl resolve" not in waiting
     else:
         assert "the approver runs `formctl resolve" in waiting
-    assert "request withdrawn: your answers can be corrected" in out
+    if withdraw.startswith("/"):
+        assert "request withdrawn: your answers can be corrected" in out  # the chat's command
+    else:
+        assert "I've withdrawn the request for approval, so your answers can be changed." in out  # form_withdraw
     record = exported(store)
     assert record["values"]["total"] == 700
     assert [r["outcome"] for r in record["resolutions"]] == ["withdrawn"]

@@ -30,6 +30,7 @@ HELP_TEXT = (
     '"Label: value" (several at once separated by ";"). You can also say: '
     '"undo" (take back your last answer), "back" (take it back and answer again), '
     '"skip" (leave out an optional question), "status" (where we are), '
+    '"withdraw" (take back a request waiting for approval, to change an answer), '
     '"what else" (what\'s still to come) and "quit" (stop now and carry on later). '
     'When every answer is in I read them all back, and "yes" sends the form.'
 )
@@ -52,7 +53,7 @@ KEEP_OFFER = 'say "keep" to put it back'
 
 # How a waiting request is taken back, in the wait's text: the chat's own command (its name is
 # cli/chat/commands.py's); after it the answers can be corrected and the request is made again.
-WITHDRAW_TEXT = "To correct an answer before then, take the request back with /withdraw."
+WITHDRAW_TEXT = 'To correct an answer before then, take the request back with /withdraw (or say "withdraw").'
 
 # The read-back's question: a model resumed over a conversation that ends with it reads back again.
 READ_BACK_QUESTION = "Shall I send it?"
@@ -94,6 +95,8 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
         names = or_list(aside).replace(" or ", " and ")
         verb, it = ("doesn't", "it") if len(aside) == 1 else ("don't", "them")
         paragraphs.append(f"{names} {verb} apply any more, so I've set {it} aside (kept in case that changes back).")
+    if plan.kind == "withdraw" and not errors:
+        paragraphs.append("I've withdrawn the request for approval, so your answers can be changed.")
     paragraphs.extend(plan.notes)
     if plan.kind == "skip" and plan.target is not None:
         paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")

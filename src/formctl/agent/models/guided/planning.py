@@ -127,6 +127,8 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         return calling(Plan("what_else"), [("form_inspect", {"scope": "outline"})])
     if command in ("undo", "back", "redo"):
         return plan_move(snap, command)
+    if command == "withdraw":
+        return plan_withdraw(snap)
     kept = plan_keep(state, snap, words)
     if kept is not None:
         return kept
@@ -254,6 +256,14 @@ def plan_move(snap: Snapshot, command: str) -> Plan:
         return say([f"There's nothing to {what}."], then_state=True)
     action = "redo" if command == "redo" else "undo"
     return calling(Plan(command, target=target), [("form_revise", {"action": action, "field": target.field})])
+
+
+def plan_withdraw(snap: Snapshot) -> Plan:
+    """ "withdraw": the person takes back the request the form waits on (form_withdraw), so the
+    answers can be corrected; the approval is asked again for the new ones."""
+    if snap.instance.status != Status.AWAITING:
+        return say(["There's no request waiting for approval to withdraw."], then_state=True)
+    return calling(Plan("withdraw"), [("form_withdraw", {})])
 
 
 def plan_keep(state: GuidedState, snap: Snapshot, words: str) -> Plan | None:

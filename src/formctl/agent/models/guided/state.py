@@ -41,7 +41,7 @@ class Plan:
     then (``say_state``) what happens now: the next question, a wait, the read-back.
     """
 
-    kind: str  # start | list | answers | undo | back | redo | skip | status | what_else | greet | check | submit | say
+    kind: str  # start | list | answers | undo | back | redo | skip | withdraw | status | what_else | greet | check | submit | say
     calls: list[ToolCall] = field(default_factory=list)
     call_ids: tuple[str, ...] = ()
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (field id, words, reason)
