@@ -23,7 +23,7 @@ from formctl.errors import InvalidArgumentError
 from formctl.forms.executors import _run_awaitable, fault_text, owner
 from formctl.forms.instance import now_iso
 from formctl.goals.definition import Goal, Program
-from formctl.goals.state import GoalScope, Receipt, Transition
+from formctl.goals.state import RECEIPT_FAILED, RECEIPT_OK, GoalScope, Receipt, Transition
 from formctl.goals.store import GoalStore
 
 __all__ = ["GoalEvent", "HookOutcome", "HOOK_NAMES", "run_receipts"]
@@ -127,6 +127,6 @@ def run_receipts(
             error = fault_text(exc)
             _log.info("goal hook %s (%s) raised: %s", HOOK_NAMES[t.kind], receipt.key, error, exc_info=exc)
         settled = store.settle(scope, receipt.key, me, ok=error is None, at=now_iso(), error=error)
-        status = ("ok" if error is None else "failed") if settled else "skipped"
+        status = (RECEIPT_OK if error is None else RECEIPT_FAILED) if settled else "skipped"
         outcomes.append(HookOutcome(receipt.key, t.goal, t.kind, status, error))
     return outcomes

@@ -283,8 +283,10 @@ def program_update(
 
 
 def _warn_hooks(runner: Any) -> None:
+    from formctl.goals.state import RECEIPT_FAILED
+
     for outcome in runner.last_hooks:
-        if outcome.status == "failed":
+        if outcome.status == RECEIPT_FAILED:
             typer.echo(
                 f"warning: the {outcome.kind} hook of goal {outcome.goal} failed ({outcome.error}); "
                 "the change is saved, and resume runs the hook again.",
