@@ -78,6 +78,49 @@ def test_a_sent_claim_stays_complete_and_listed_as_such_under_a_new_version_of_i
     assert exported["answers_as_closed"]["full_name"] == "Dana Reeve"  # as it was sent
 
 
+def test_a_sent_claim_reads_as_it_was_sent_never_judged_by_the_stricter_new_version(sent_then_bumped):
+    """Version 2 allows at most 5 characters of full name; the claim was sent with "Dana Reeve"
+    under version 1. Its views present the answer as sent, not as invalid (docs/engine.md,
+    "Closed records")."""
+    root, instance_id = sent_then_bumped
+
+    shown = formctl("inspect", instance_id, cwd=root)
+    viewed = json.loads(formctl("inspect", instance_id, "--json", cwd=root).stdout)
+    one = json.loads(formctl("inspect", instance_id, "--field", "full_name", "--json", cwd=root).stdout)
+    exported = json.loads(formctl("export", instance_id, "--json", cwd=root).stdout)
+    why = formctl("why", instance_id, "full_name", cwd=root)
+
+    assert shown.returncode == 0, shown.stderr
+    assert "closed on version 1 of its form" in shown.stdout
+    assert "invalid" not in shown.stdout and "at most 5" not in shown.stdout and "undo would" not in shown.stdout
+    assert viewed["closed_on_version"] == 1 and "undo_would" not in viewed
+    (row,) = one["fields"]
+    assert (row["status"], row["value"]) == ("filled", "Dana Reeve") and "error" not in row
+    assert all(step["complete"] for step in viewed["steps"])
+    assert not any(f["ask"] for f in viewed["fields"])  # nothing is asked of a closed record
+    assert exported["values"]["full_name"] == "Dana Reeve" and exported["closed_on_version"] == 1
+    assert why.returncode == 0 and "Dana Reeve" in why.stdout and "invalid" not in why.stdout
+
+
+def test_an_abandoned_claim_on_an_older_version_reads_as_it_closed(tmp_path):
+    shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+    store = str(tmp_path / "store")
+    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234"})
+    opts = ("--store", store, "--forms", str(FORMS))
+    assert invoke("abandon", instance_id, "--reason", "filed on paper", *opts).exit_code == 0
+    form = tmp_path / "forms" / "travel_claim.py"
+    text = form.read_text().replace("version=1,", "version=2,", 1)
+    form.write_text(text.replace(r'r"^[A-Z]{2}\d{4}$"', r'r"^[A-Z]{3}\d{4}$"', 1))
+    assert r"^[A-Z]{3}\d{4}$" in form.read_text()  # version 2 refuses the staff id given
+
+    viewed = json.loads(formctl("inspect", instance_id, "--field", "staff_id", "--json", cwd=tmp_path).stdout)
+    exported = json.loads(formctl("export", instance_id, "--json", cwd=tmp_path).stdout)
+
+    assert (viewed["status"], viewed["closed_on_version"]) == ("abandoned", 1)
+    assert (viewed["fields"][0]["status"], viewed["fields"][0]["value"]) == ("filled", "AB1234")
+    assert exported["values"] == {"full_name": "Dana Reeve", "staff_id": "AB1234"}
+
+
 def test_migrate_refuses_a_complete_instance_unless_asked_to_reopen_it_and_records_that(sent_then_bumped):
     root, instance_id = sent_then_bumped
 

@@ -84,6 +84,11 @@ def view_header(view: Any) -> Text:
             line.append(f": {view.wait_message}", style="yellow")
     if view.closed_reason:
         line.append(f"\nclosed: {view.closed_reason}", style="dim")
+    if getattr(view, "closed_on_version", None) is not None:
+        line.append(
+            f"\nclosed on version {view.closed_on_version} of its form: its answers as they were when it closed",
+            style="dim",
+        )
     for failure in view.failures:
         line.append(f"\nblocked: {failure.hook_id} — {failure.message}", style="red")
     return line

@@ -284,6 +284,10 @@ class Evaluation:
         self.cursor_seq: dict[str, int] = {}  # field id -> seq of the revision at its cursor (undo's target)
         self.redo_seq: dict[str, int] = {}  # field id -> seq of the revision a redo would restore
         self._final: _Pass | None = None
+        # A closed record read as it was written (:func:`evaluate` ``as_written``): its answers'
+        # verdicts are the ones stored with them, not the registered version's.
+        self.as_written = False
+        self._written_errors: dict[int, str] = {}
 
     def _defect(self, text: str) -> None:
         if text not in self.defects:
@@ -304,15 +308,26 @@ class Evaluation:
         return GateValues(self.values, self.compiled.field_by_id)
 
 
-def evaluate(compiled: CompiledForm, instance: Instance, *, fired: dict[str, int] | None = None) -> Evaluation:
+def evaluate(
+    compiled: CompiledForm, instance: Instance, *, fired: dict[str, int] | None = None, as_written: bool = False
+) -> Evaluation:
     """Evaluate an instance: parse what is in force, run the liveness fixpoint, derive the rest.
 
     ``fired`` is the occurrence map ``checkpoint_fired`` reads; by default the instance's own.
+
+    ``as_written``: a closed record on another version of its form (docs/engine.md, "Closed
+    records"). Each answer in force keeps the verdict stored with it when it was written (valid,
+    or the error it was refused with), never the registered validator's; a valid one the
+    registered validator still parses is shown parsed, otherwise as stored. Nothing is asked of
+    a closed record, so no step is open.
     """
     ev = Evaluation(compiled)
+    ev.as_written = as_written
     for field_id, log in instance.entries.items():
         _read_log(ev, field_id, log)
     _settle(ev, instance, instance.occurrences if fired is None else fired, None)
+    if as_written:
+        ev.open_step, ev.revisiting = None, False
     return ev
 
 
@@ -331,7 +346,7 @@ def evaluate_change(
     gated ones: an ungated field whose log did not move cannot change status. This is what
     keeps a write's cost proportional to what it touches rather than to the form's size.
     """
-    if before.compiled is not compiled:
+    if before.compiled is not compiled or before.as_written:
         return evaluate(compiled, instance, fired=fired)
     ev = Evaluation(compiled)
     ev._valid = dict(before._valid)
@@ -390,7 +405,14 @@ def _read_log(ev: Evaluation, field_id: str, log: Any) -> None:
         return
     ev._in_force[i] = entry
     outcome = parse_entry(ev.compiled.fields[i], entry)
-    if outcome.ok:
+    if ev.as_written:
+        if entry.error is not None:
+            ev._written_errors[i] = entry.error
+            return
+        value = outcome.value if outcome.ok else entry.value
+        ev._valid[i] = value
+        ev._base_values[field_id] = value
+    elif outcome.ok:
         ev._valid[i] = outcome.value
         ev._base_values[field_id] = outcome.value
 
@@ -455,7 +477,8 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
             status[i] = INVALID
             from formctl.forms.messages import field_error  # only for an invalid answer: views say it in words
 
-            ev.errors[field.id] = field_error(field, parse_entry(field, entry)) or "invalid"
+            written = ev._written_errors.get(i)
+            ev.errors[field.id] = written or field_error(field, parse_entry(field, entry)) or "invalid"
 
     for k in range(len(compiled.steps)):
         ev.step_complete[k] = current.step_done(k)

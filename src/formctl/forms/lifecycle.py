@@ -39,6 +39,7 @@ __all__ = [
     "drifted",
     "is_awaiting",
     "is_closed",
+    "is_closed_record",
     "is_complete",
     "is_continuable",
     "is_ended",
@@ -124,6 +125,13 @@ def is_continuable(instance: _HasStatus) -> bool:
 def drifted(compiled: CompiledForm, instance: Instance) -> bool:
     """The instance was started on another version of its form than the registered one (a downgrade counts)."""
     return instance.def_version != compiled.version
+
+
+def is_closed_record(compiled: CompiledForm, instance: Instance) -> bool:
+    """Complete or abandoned on another version of its form than the registered one: read as it
+    was when it closed, never judged by the newer definition (docs/engine.md, "Closed records";
+    :func:`formctl.forms.evaluate.evaluate` ``as_written``)."""
+    return is_ended(instance) and drifted(compiled, instance)
 
 
 def is_stale(compiled: CompiledForm, instance: Instance) -> bool:

@@ -144,6 +144,7 @@ class FormView:
     closed_reason: str | None = None
     undo: MoveTarget | None = None
     redo: MoveTarget | None = None
+    closed_on_version: int | None = None  # a closed record read as it closed (docs/engine.md, "Closed records")
 
     def to_dict(self) -> dict[str, Any]:
         # The form's conduct is sent once, in the fixed system prompt (docs/engine.md, 'Views'), so views
@@ -175,6 +176,8 @@ class FormView:
         if self.closed_reason:
             d["closed_reason"] = self.closed_reason
             d["closed_note"] = CLOSED_NOTE
+        if self.closed_on_version is not None:
+            d["closed_on_version"] = self.closed_on_version
         return d
 
 
@@ -239,9 +242,16 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         failures=open_failures(instance, compiled, ev),
         revisiting=ev.revisiting,
         closed_reason=instance.closed_reason or None,
-        undo=undo_target(instance, labels, ev.cursor_seq if ev.compiled is compiled and ev.passes else None),
-        redo=redo_target(instance, labels, ev.redo_seq if ev.compiled is compiled and ev.passes else None),
+        # A closed record on an older version takes no undo or redo (they would need a move to
+        # the registered version first), so it offers none.
+        undo=None if ev.as_written else undo_target(instance, labels, _seqs(ev, compiled, ev.cursor_seq)),
+        redo=None if ev.as_written else redo_target(instance, labels, _seqs(ev, compiled, ev.redo_seq)),
+        closed_on_version=instance.def_version if ev.as_written else None,
     )
+
+
+def _seqs(ev: Evaluation, compiled: CompiledForm, seqs: dict[str, int]) -> dict[str, int] | None:
+    return seqs if ev.compiled is compiled and ev.passes else None
 
 
 def answers(compiled: CompiledForm, ev: Evaluation) -> dict[str, dict[str, Any]]:

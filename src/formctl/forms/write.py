@@ -36,7 +36,7 @@ from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, 
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.failures import Failure, open_failures
 from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
-from formctl.forms.lifecycle import check_open_for_writes
+from formctl.forms.lifecycle import check_open_for_writes, is_closed_record
 from formctl.forms.project import FieldRow, FillResult, WriteReport, field_row, step_view
 from formctl.forms.staging import (
     Staged,
@@ -79,7 +79,8 @@ class Evaluations:
         cached = self._cache.get(instance.id)
         if cached is not None and cached[0] == instance.version and cached[1] is compiled:
             return cached[2]
-        ev = evaluate(compiled, instance)
+        # A closed record on an older version reads as it closed (docs/engine.md, "Closed records").
+        ev = evaluate(compiled, instance, as_written=is_closed_record(compiled, instance))
         self.remember(instance, compiled, ev)
         return ev
 
