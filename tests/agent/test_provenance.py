@@ -130,7 +130,7 @@ def test_each_kind_of_write_records_its_own_kind(store_adapter):
     runner.start("trip", seed={"notes": "from the booking"})
     runner.fill({"nights": 2})
     runner.fill({"email": "a@b.co"}, how={"email": {"kind": "confirmed", "quote": "yes", "turn": 4, "message": "yes"}})
-    assert revisions(runner, "notes")[0]["provenance"] == {"kind": "seed"}
+    assert revisions(runner, "notes")[0]["provenance"] == {"kind": "seed", "moment": "start"}
     assert revisions(runner, "nights")[0]["provenance"] == {"kind": "host"}
     assert revisions(runner, "night_cost")[0]["provenance"] == {"kind": "executor", "hook": "field:nights"}
     assert revisions(runner, "email")[0]["provenance"]["kind"] == "confirmed"

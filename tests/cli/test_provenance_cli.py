@@ -289,6 +289,54 @@ def test_a_seed_given_when_a_chat_is_continued_is_the_hosts_value_too(store):
     assert "said by the person" not in invoke("why", iid, "destination", "--store", store).output
 
 
+def test_why_says_a_seed_was_given_when_a_chat_continued_the_form_not_when_it_started(store):
+    """The moment a seed was given is recorded (provenance ``moment``): with the form's start, or
+    with a chat that continued it. Before, ``why`` said "given when the form started" of both."""
+    begun = formctl(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--seed",
+        "purpose=client visit",
+        "--store",
+        store,
+        "--subject",
+        "r3",
+        input="Dana Reeve\nAB1234\n",
+    )
+    assert begun.returncode == 0, begun.stderr
+    iid = only_instance(store)
+    went_on = formctl(
+        "run", "travel-claim", "--offline", "--seed", "destination=Leeds", "--store", store, "--subject", "r3", input=""
+    )
+    assert went_on.returncode == 0, went_on.stderr
+
+    at_start = invoke("why", iid, "purpose", "--store", store).output
+    later = invoke("why", iid, "destination", "--store", store).output
+    destination = json.loads(invoke("history", iid, "destination", "--store", store, "--json").output)
+    purpose = json.loads(invoke("history", iid, "purpose", "--store", store, "--json").output)
+
+    assert "given when the form started" in at_start
+    assert "given by the host when a chat continued the form" in later and "when the form started" not in later
+    assert [r["provenance"] for r in purpose["revisions"]] == [{"kind": "seed", "moment": "start"}]
+    assert [r["provenance"] for r in destination["revisions"]] == [{"kind": "seed", "moment": "continued"}]
+
+
+def test_a_seed_stored_before_its_moment_was_recorded_claims_no_moment(store):
+    from formctl import JsonFileAdapter
+    from formctl.forms.instance import Entry, FieldLog, Provenance
+
+    old = Provenance("chat", "agent", "2026-11-30T10:00:00Z", kind="seed")  # as stored before: no moment
+    instance = JsonFileAdapter(store).create_instance(
+        "travel-claim", 1, "r3", old, entries={"destination": FieldLog((Entry(1, "Leeds", old),), 0)}
+    )
+
+    why = invoke("why", instance.id, "destination", "--store", store)
+
+    assert why.exit_code == 0, why.output
+    assert "given by the host as a seed" in why.output and "when the form started" not in why.output
+
+
 def test_a_refused_answer_to_formctls_question_is_said_in_plain_words(store):
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))

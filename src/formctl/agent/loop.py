@@ -160,6 +160,8 @@ class ChatLoop:
         except FormError:
             open_instance = None
         self.instance_id: str | None = open_instance.id if open_instance is not None else None
+        if self.person.opened_on is None:  # seeds written into it come with a chat that continued it
+            self.person.opened_on = self.instance_id
         form = None
         if form_id is not None:
             form = runner.compiled(form_id)

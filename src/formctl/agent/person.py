@@ -51,6 +51,9 @@ class Person:
     # Values the front end gave in the person's place (``--seed k=v``, on the lines after its
     # opening line): a host's, never the person's words (docs/engine.md, "Provenance").
     seeds: dict[str, str] = field(default_factory=dict)
+    # The instance open when the conversation opened (set by the chat loop): a seed written into
+    # it was given with a chat that continued the form (provenance ``moment``), not with its start.
+    opened_on: str | None = None
 
     def said(self, text: str, at: str | None = "now") -> PersonMessage | None:
         """Record a message the person typed; ``at`` None for one whose date is not known (a resumed chat)."""

@@ -239,7 +239,7 @@ def _model_write(quotes: dict[str, Any] | None, person: Person | None) -> ModelW
     """A model's write: its quotes, checked against the person's own messages (docs/engine.md, "Provenance")."""
     if person is None:  # no conversation: nobody's words to check, nobody to ask
         return ModelWrite(quotes or {}, (), enforce=False)
-    return ModelWrite(quotes or {}, person.words(), seeds=dict(person.seeds))
+    return ModelWrite(quotes or {}, person.words(), seeds=dict(person.seeds), opened_on=person.opened_on)
 
 
 def _form_fill(runner: Any, a: _FillArgs, person: Person | None = None) -> Any:

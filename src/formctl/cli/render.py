@@ -306,15 +306,32 @@ _HOW = {
     "confirmed": "confirmed by the person",
     "host": "written by the host",
     "executor": "derived by a hook",
-    "seed": "given when the form started",
+    "seed": "given by the host as a seed",  # a seed stored before its moment was recorded
     "migrated": "carried over by a migration",
 }
 
+# When the host gave a seed (provenance ``moment``): with the form's start, or with a chat
+# (``formctl run FORM --seed``) that continued a form already under way.
+_SEED_MOMENT = {
+    "start": ("given when the form started", "at the start"),
+    "continued": ("given by the host when a chat continued the form", "when a chat continued"),
+}
+
+
+def how_words(p: dict[str, Any]) -> str:
+    """How a revision's value arrived, in words: ``said by the person``, ``given when the form started``."""
+    kind = str(p.get("kind") or "")
+    if kind == "seed" and p.get("moment") in _SEED_MOMENT:
+        return _SEED_MOMENT[p["moment"]][0]
+    return _HOW.get(kind, kind)
+
 
 def how_text(p: dict[str, Any]) -> str:
-    """A revision's provenance in a few words: ``said, turn 2``, ``executor field:mileage``."""
+    """A revision's provenance in a few words: ``said, turn 2``, ``executor field:mileage``, ``seed, at the start``."""
     kind = p.get("kind") or ""
     extra = f"turn {p['turn']}" if p.get("turn") is not None else (p.get("hook") or "")
+    if kind == "seed" and p.get("moment") in _SEED_MOMENT:
+        extra = _SEED_MOMENT[p["moment"]][1]
     return f"{kind}, {extra}" if extra else kind
 
 
@@ -341,7 +358,7 @@ def print_why(data: dict[str, Any], out: Console | None = None) -> None:
     if p is not None:
         out.print(
             Text(
-                f"  {_HOW.get(p.get('kind'), p.get('kind') or '')}"
+                f"  {how_words(p)}"
                 + (f", turn {p['turn']}" if p.get("turn") is not None else "")
                 + (f" ({p['hook']})" if p.get("hook") else "")
                 + (f" · {data['by']}" if data.get("by") else "")

@@ -148,6 +148,7 @@ class RevisionView:
     turn: int | None = None
     message: str | None = None
     hook: str | None = None
+    moment: str | None = None  # a seed's: given with the form's start, or with a chat that continued it
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -166,9 +167,9 @@ class RevisionView:
         return d
 
     def provenance(self) -> dict[str, Any]:
-        """How the value arrived: kind, and the person's words (quote, turn, message) or the hook."""
+        """How the value arrived: kind, and the person's words (quote, turn, message), the hook, or a seed's moment."""
         d: dict[str, Any] = {"kind": self.kind}
-        for name in ("quote", "turn", "message", "hook"):
+        for name in ("quote", "turn", "message", "hook", "moment"):
             value = getattr(self, name)
             if value is not None:
                 d[name] = value
@@ -204,6 +205,7 @@ def field_history(instance: Instance, field_id: str, label: str) -> FieldHistory
             turn=e.provenance.turn,
             message=e.provenance.message,
             hook=e.provenance.hook,
+            moment=e.provenance.moment,
         )
         for i, e in enumerate(log.revisions)
     )

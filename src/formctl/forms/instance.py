@@ -90,6 +90,9 @@ class Provenance:
     ``confirmed``, ``quote`` is the person's words as they wrote them, ``turn`` the number of
     their message in the conversation and ``message`` that message (cut to
     :data:`MESSAGE_EXCERPT` characters around the quote); ``hook`` names an executor's hook.
+    For a ``seed``, ``moment`` says when the host gave it: ``start`` (with the form's start) or
+    ``continued`` (with a chat that continued the form); None on a seed written before formctl
+    recorded it (docs/engine.md, "Provenance").
     """
 
     source: str
@@ -101,6 +104,7 @@ class Provenance:
     turn: int | None = None
     message: str | None = None
     hook: str | None = None
+    moment: str | None = None
 
     def extras(self) -> dict[str, Any]:
         """The how-it-arrived part, only the keys that are set."""
@@ -112,6 +116,7 @@ class Provenance:
                 ("turn", self.turn),
                 ("message", self.message),
                 ("hook", self.hook),
+                ("moment", self.moment),
             )
             if v is not None
         }
@@ -439,7 +444,7 @@ ProvKey = tuple[Any, ...]
 """A provenance's interning key: (source, actor, note, and how the value arrived, as sorted pairs)."""
 ProvRow = list[Any]
 """A row of the provenance table: ``[source, actor]``, ``[source, actor, note]`` or
-``[source, actor, note, {kind, quote, turn, message, hook}]``."""
+``[source, actor, note, {kind, quote, turn, message, hook, moment}]``."""
 EncodedEntry = list[Any]
 """A revision on disk: ``[seq, at, provenance_index, value?, error?]``."""
 
@@ -447,7 +452,7 @@ EncodedEntry = list[Any]
 def encode_entry(entry: Entry, prov_index: dict[ProvKey, int], prov_table: list[ProvRow]) -> EncodedEntry:
     """One revision as ``[seq, at, provenance_index, value?, error?]``, interning its provenance."""
     p = entry.provenance
-    key = (p.source, p.actor, p.note, p.kind, p.quote, p.turn, p.message, p.hook)
+    key = (p.source, p.actor, p.note, p.kind, p.quote, p.turn, p.message, p.hook, p.moment)
     idx = prov_index.get(key)
     if idx is None:
         idx = prov_index[key] = len(prov_table)
@@ -478,6 +483,7 @@ def provenance_rows(prov_table: list[ProvRow]) -> list[tuple[Any, ...]]:
                 extras.get("hook"),
                 p[0],
                 p[1],
+                extras.get("moment"),
             )
         )
     return out
@@ -487,7 +493,7 @@ def decode_entry(raw: EncodedEntry, prov_table: list[ProvRow], rows: list[tuple[
     """The inverse of :func:`encode_entry` (``rows``: :func:`provenance_rows` of the table, to read it once)."""
     seq, at, idx = raw[0], raw[1], raw[2]
     r = (rows or provenance_rows([prov_table[idx]]))[idx if rows else 0]
-    prov = Provenance(r[6], r[7], at, r[0], r[1], r[2], r[3], r[4], r[5])
+    prov = Provenance(r[6], r[7], at, r[0], r[1], r[2], r[3], r[4], r[5], r[8])
     if len(raw) == 3:
         return Entry(seq, None, prov, retracted=True)
     return Entry(seq, raw[3], prov, error=raw[4] if len(raw) > 4 else None)

@@ -43,6 +43,9 @@ class ModelWrite:
     # Values the host gave the conversation to start with (``--seed k=v``: field key -> the text
     # given). A model's value that is one of them is a ``seed``, never the person's words.
     seeds: Mapping[str, str] = field(default_factory=dict)
+    # The instance that was open when the conversation opened (None: none was): a seed written
+    # into it was given with a chat that continued the form, not with its start.
+    opened_on: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,8 @@ def judge(
                         )
                     )
                 continue
-            item.how = {"kind": SEED}
+            continued = instance is not None and write.opened_on is not None and instance.id == write.opened_on
+            item.how = {"kind": SEED, "moment": "continued" if continued else "start"}
             keep.append(item)
             continue
         check = check_quote(write.words, quotes.get(item.field_id), item.value, f.validator.annotation)

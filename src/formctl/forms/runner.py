@@ -226,7 +226,7 @@ class FormRunner:
         # Staged before the instance exists: a start that fails here writes nothing.
         staged, report = stage(compiled, seed or {})
         for item in staged:
-            item.how = {"kind": "seed"}
+            item.how = {"kind": "seed", "moment": "start"}
         prov = self._provenance("start")
         with serialised(self.adapter, f"start:{compiled.id}:{self.subject}"):
             self._refuse_second_open(compiled.id)

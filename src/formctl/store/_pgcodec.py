@@ -142,6 +142,7 @@ def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | Non
                 how.get("turn"),
                 how.get("message"),
                 how.get("hook"),
+                how.get("moment"),
             )
             new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
         revisions = old + tuple(new)
