@@ -92,7 +92,7 @@ def test_a_blocking_checkpoint_with_no_run_leaves_the_instance_awaiting(waiting)
     assert view["waiting"] == "Checking with Finance."
     assert waiting.status().to_dict()["blocked_on"] == "cap"  # reads still work
     assert waiting.inspect("outline").status == "awaiting"
-    assert waiting.tier0() == '[form: cap-lab] awaiting "cap" — Checking with Finance.'
+    assert waiting.tier0() == '[form: cap-lab] awaiting the "cap" check — Checking with Finance.'
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_resolving_with_fail_records_an_open_failure_and_the_form_does_not_read_
     view = waiting.status().to_dict()
     assert failures_of(waiting.status()) == expected
     assert (view["status"], view["complete"]) == ("active", False)
-    assert "blocked: checkpoint:cap — Over the limit: needs Finance pre-approval." in waiting.tier0()
+    assert 'blocked: The "cap" check: Over the limit: needs Finance pre-approval.' in waiting.tier0()
     assert form_runs(log) == []
     stored = waiting.open_instance()
     record = stored.dispatches[f"{stored.id}:checkpoint:cap:1:resolved:1"]

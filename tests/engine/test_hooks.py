@@ -287,7 +287,7 @@ def test_an_open_failure_is_listed_in_tier0(lab_runner, log):
     log.behaviours["field:trigger"] = Fail("no such code")
     lab_runner.fill({"trigger": "bad"})
 
-    assert lab_runner.tier0().splitlines()[-1] == "blocked: field:trigger — no such code"
+    assert lab_runner.tier0().splitlines()[-1] == "blocked: Trigger: no such code"
 
 
 # --------------------------------------------------------------------------- effects and precedence

@@ -52,16 +52,16 @@ def test_a_revisit_reads_back_at_step_and_go_through_it_again(runner):
     )
 
 
-def test_an_open_failure_adds_a_blocked_earlier_line(runner):
+def test_an_open_failure_adds_a_blocked_line_naming_its_field_by_label(runner):
     r = runner()
     r.start("f", {"x": "bad"})
-    assert r.tier0() == '[form: f] step 1/1 "A" · pending: Y\nblocked: field:x — boom'
+    assert r.tier0() == '[form: f] step 1/1 "A" · pending: Y\nblocked: X: boom'
 
 
 def test_an_awaiting_form_is_a_single_line_with_the_wait_message(runner):
     r = runner()
     r.start("blk", {"x": "hit"})
-    assert r.tier0() == '[form: blk] awaiting "cp" — Hold on.'
+    assert r.tier0() == '[form: blk] awaiting the "cp" check — Hold on.'
 
 
 def test_an_awaiting_line_without_a_wait_message_ends_at_the_checkpoint():
@@ -74,7 +74,7 @@ def test_an_awaiting_line_without_a_wait_message_ends_at_the_checkpoint():
         .checkpoint("cp", when=lambda v, s: True, blocking=True)
         .build()
     )
-    assert _pure(form, status="awaiting", blocked_on="cp") == '[form: w] awaiting "cp"'
+    assert _pure(form, status="awaiting", blocked_on="cp") == '[form: w] awaiting the "cp" check'
 
 
 def test_later_lists_gated_off_steps_too(runner):
@@ -270,7 +270,7 @@ def test_a_subject_with_only_abandoned_forms_has_no_open_form(runner):
 def test_the_persons_status_names_a_standing_failure_in_words():
     from formctl import define_form
     from formctl.forms.compile import compile_form
-    from formctl.forms.person_status import failure_text
+    from formctl.forms.failures import failure_text
 
     compiled = compile_form(
         define_form("f", name="F")
@@ -282,6 +282,9 @@ def test_the_persons_status_names_a_standing_failure_in_words():
     assert failure_text(compiled, "step:costs", "Too much.") == "Costs: Too much."
     assert failure_text(compiled, "checkpoint:policy-cap", "Over.") == 'The "policy cap" check: Over.'
     assert failure_text(compiled, "field:total", "Bad.") == "Total claimed: Bad."
+    assert failure_text(compiled, "checkpoint:policy-cap", "Over.", host=True) == (
+        'The "policy cap" check [policy-cap]: Over.'  # a host's view: the id they act on
+    )
 
 
 def test_the_persons_ready_line_has_no_instruction_for_the_model():

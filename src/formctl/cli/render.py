@@ -72,6 +72,8 @@ def _status(text: str) -> Text:
 
 def view_header(view: Any) -> Text:
     """``Travel reimbursement claim · form_… · active`` plus what is blocking or closed."""
+    from formctl.forms.failures import check_words
+
     line = Text()
     line.append(view.name, style="bold")
     line.append(f"  {view.instance_id}  ", style="dim")
@@ -79,7 +81,8 @@ def view_header(view: Any) -> Text:
     if view.complete and view.status != Status.COMPLETE:
         line.append(" (complete)", style="green")
     if view.blocked_on:
-        line.append(f"\nwaiting on {view.blocked_on}", style="yellow")
+        # Plain words, and the check's id in brackets: a host names it to act (formctl resolve).
+        line.append(f"\nwaiting on {check_words(view.blocked_on)} [{view.blocked_on}]", style="yellow")
         if view.wait_message:
             line.append(f": {view.wait_message}", style="yellow")
     if view.closed_reason:
@@ -89,8 +92,8 @@ def view_header(view: Any) -> Text:
             f"\nclosed on version {view.closed_on_version} of its form: its answers as they were when it closed",
             style="dim",
         )
-    for failure in view.failures:
-        line.append(f"\nblocked: {failure.hook_id} — {failure.message}", style="red")
+    for text in view.failure_lines:
+        line.append(f"\nblocked: {text}", style="red")
     return line
 
 

@@ -16,7 +16,14 @@ from formctl.forms.evaluate import Evaluation
 from formctl.forms.instance import DISPATCH_FAILED, DISPATCH_OK, DispatchState, Instance
 from formctl.forms.resolutions import decided_occurrence, is_resolution
 
-__all__ = ["Failure", "blocking_failure_open", "check_failure_open", "open_failures"]
+__all__ = [
+    "Failure",
+    "blocking_failure_open",
+    "check_failure_open",
+    "check_words",
+    "failure_text",
+    "open_failures",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,32 @@ def open_failures(
         out = [f for f in out if _checkpoint_still_active(compiled, ev, f.hook_id)]
     out.sort(key=lambda f: f.at)
     return out
+
+
+def check_words(checkpoint_id: str) -> str:
+    """A checkpoint in a person's words: ``the "policy cap" check``. Checkpoints have no label,
+    so their id is read as words; where a host must act on it, the caller adds the id."""
+    return f'the "{checkpoint_id.replace("-", " ").replace("_", " ")}" check'
+
+
+def failure_text(compiled: CompiledForm, hook_id: str, message: str, *, host: bool = False) -> str:
+    """A standing failure in plain words: what it is about (a field's label, a step's title, a
+    check's name), then its message. ``host``: a check's id follows in brackets, as a host
+    names it to act (``formctl resolve ID --checkpoint policy-cap``)."""
+    from formctl.forms.executors import COULD_NOT_CHECK
+
+    kind, _, name = hook_id.partition(":")
+    if kind == "field" and name in compiled.field_by_id:
+        about = compiled.field_by_id[name].label
+    elif kind == "step" and name in compiled.step_by_id:
+        about = compiled.step_by_id[name].title
+    elif kind == "checkpoint":
+        about = check_words(name) + (f" [{name}]" if host else "")
+    else:
+        about = "a check"
+    if message == COULD_NOT_CHECK:
+        return f"{about[:1].upper()}{about[1:]} couldn't be checked just now"
+    return f"{about[:1].upper()}{about[1:]}: {message}"
 
 
 def _outgrown(instance: Instance, hook_id: str, key: str) -> bool:

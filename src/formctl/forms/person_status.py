@@ -13,29 +13,11 @@ from typing import Any
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, Evaluation
-from formctl.forms.executors import COULD_NOT_CHECK
-from formctl.forms.failures import open_failures
+from formctl.forms.failures import failure_text, open_failures
 from formctl.forms.instance import COMPLETE, READY, Instance
 from formctl.forms.lifecycle import is_awaiting, is_closed
 
 __all__ = ["failure_text", "status_for", "status_lines"]
-
-
-def failure_text(compiled: CompiledForm, hook_id: str, message: str) -> str:
-    """A standing failure in a person's words: what it is about (a label, a step's title, a
-    check's name), then its message."""
-    kind, _, name = hook_id.partition(":")
-    if kind == "field" and name in compiled.field_by_id:
-        about = compiled.field_by_id[name].label
-    elif kind == "step" and name in compiled.step_by_id:
-        about = compiled.step_by_id[name].title
-    elif kind == "checkpoint":
-        about = f'the "{name.replace("-", " ").replace("_", " ")}" check'
-    else:
-        about = "a check"
-    if message == COULD_NOT_CHECK:
-        return f"{about[:1].upper()}{about[1:]} couldn't be checked just now"
-    return f"{about[:1].upper()}{about[1:]}: {message}"
 
 
 def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, stale: bool = False) -> list[str]:
@@ -44,7 +26,7 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
     if stale:
         return [f"{tag} can't be continued: the form changed since it was started"]
     if is_awaiting(instance) and instance.blocked_on:
-        # As tier 0 says it: the checkpoint's name is what a host resolves (formctl resolve).
+        # The checkpoint's id, as a host names it to resolve it (formctl resolve).
         line = f'{tag} awaiting "{instance.blocked_on}"'
         checkpoint = compiled.checkpoint_by_id.get(instance.blocked_on)
         if checkpoint is not None and checkpoint.wait_message:

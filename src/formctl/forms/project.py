@@ -15,7 +15,7 @@ from typing import Any
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation
-from formctl.forms.failures import Failure, open_failures
+from formctl.forms.failures import Failure, check_words, failure_text, open_failures
 from formctl.forms.history import MoveTarget, redo_target, undo_target
 from formctl.forms.instance import (
     ABANDONED,
@@ -145,6 +145,9 @@ class FormView:
     undo: MoveTarget | None = None
     redo: MoveTarget | None = None
     closed_on_version: int | None = None  # a closed record read as it closed (docs/engine.md, "Closed records")
+    # The failures in plain words for a host's view, a check's id in brackets (not in to_dict:
+    # the model reads ``failures``).
+    failure_lines: list[str] = dc_field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         # The form's conduct is sent once, in the fixed system prompt (docs/engine.md, 'Views'), so views
@@ -228,6 +231,7 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
     if instance.blocked_on:
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         wait = cp.wait_message if cp is not None else None
+    failures = open_failures(instance, compiled, ev)
     return FormView(
         instance_id=instance.id,
         def_id=compiled.id,
@@ -239,7 +243,8 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         conduct=compiled.conduct,
         blocked_on=instance.blocked_on,
         wait_message=wait,
-        failures=open_failures(instance, compiled, ev),
+        failures=failures,
+        failure_lines=[failure_text(compiled, f.hook_id, f.message, host=True) for f in failures],
         revisiting=ev.revisiting,
         closed_reason=instance.closed_reason or None,
         # A closed record on an older version takes no undo or redo (they would need a move to
@@ -483,7 +488,8 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     if read_status(compiled, instance) == STALE:
         return stale_line(compiled.id)
     if instance.status == AWAITING and instance.blocked_on:
-        line = f'{tag} awaiting "{instance.blocked_on}"'
+        # Plain words, not the hook id (the model acts on none; a host's views add the id).
+        line = f"{tag} awaiting {check_words(instance.blocked_on)}"
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         if cp is not None and cp.wait_message:
             line += f" — {cp.wait_message}"
@@ -517,5 +523,5 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     if later:
         lines.append("later: " + " · ".join(later))
     for failure in open_failures(instance, compiled, ev):
-        lines.append(f"blocked: {failure.hook_id} — {failure.message}")
+        lines.append(f"blocked: {failure_text(compiled, failure.hook_id, failure.message)}")
     return "\n".join(lines)
