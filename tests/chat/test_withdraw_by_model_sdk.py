@@ -56,6 +56,8 @@ def test_the_model_withdraws_the_request_when_the_person_asks_and_the_total_is_c
 
     assert ran.returncode == 0, ran.stderr
     assert "form_withdraw" in [tool["name"] for tool in bodies[0]["tools"]]
+    tier0 = bodies[0]["messages"][-1]["content"][-1]["text"]  # the model's line, at the tail of the turn
+    assert tier0.startswith('[form: travel-claim] awaiting the "policy cap" check — Over the 750 cap')
     refused, withdrawn, filled = _results(bodies[-1])
     assert refused["data"]["code"] == "form_blocked"
     assert "the person asks to withdraw the request (form_withdraw)" in refused["message"]

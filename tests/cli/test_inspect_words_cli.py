@@ -1,0 +1,45 @@
+"""``formctl inspect`` names a waiting check and a standing failure in plain words, with a
+check's id in brackets because a host types it to act (docs/engine.md, "Tier 0")."""
+
+from __future__ import annotations
+
+from clitools import FORMS, invoke, start
+
+OVER_THE_CAP = {
+    "full_name": "Dana Reeve",
+    "staff_id": "AB1234",
+    "email": "dana@example.org",
+    "destination": "Leeds",
+    "departure_date": "2026-03-02",
+    "return_date": "2026-03-04",
+    "purpose": "client visit",
+    "mode": "rail",
+    "ticket_reference": "TR-5511",
+    "accommodation": 800,
+    "total": 780,
+}
+
+
+def run(store: str, *args: str):
+    result = invoke(*args, "--store", store, "--forms", str(FORMS))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_inspect_says_which_check_a_claim_waits_on_in_words_with_the_id_a_host_acts_on(store):
+    instance_id = start(store, OVER_THE_CAP)
+
+    shown = run(store, "inspect", instance_id)
+
+    assert 'waiting on the "policy cap" check [policy-cap]: Over the 750 cap' in shown
+
+
+def test_inspect_names_standing_failures_by_label_and_title_never_by_hook_id(store):
+    instance_id = start(store, OVER_THE_CAP)
+    run(store, "resolve", instance_id, "--fail", "Over the cap without pre-approval", "--as", "Finance")
+
+    shown = run(store, "inspect", instance_id)
+
+    assert 'blocked: The "policy cap" check [policy-cap]: Over the cap without pre-approval' in shown
+    assert "blocked: Costs: Accommodation and meals come to £800" in shown
+    assert "checkpoint:policy-cap" not in shown and "step:costs" not in shown
