@@ -24,6 +24,7 @@ from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
 from formctl.forms.evaluate import Evaluation, GateState, Values
+from formctl.forms.failures import COULD_NOT_CHECK as COULD_NOT_CHECK  # re-exported: defined beside the failures
 from formctl.forms.failures import Failure
 from formctl.forms.instance import (
     DISPATCH_FAILED,
@@ -36,12 +37,6 @@ from formctl.forms.instance import (
 from formctl.forms.validate import json_data, size_issue
 
 _OWNER = f"{socket.gethostname()}:{os.getpid()}"
-
-COULD_NOT_CHECK = "That couldn't be checked just now."
-"""What the person and the model read when an executor raised (or broke its contract): never
-the exception. What went wrong is kept for the host in the run's record (``detail``), shown by
-``formctl history``, and logged to the ``formctl.executors`` logger (``--debug`` prints it
-with the traceback)."""
 
 _log = logging.getLogger("formctl.executors")
 

@@ -17,6 +17,7 @@ from formctl.forms.instance import DISPATCH_FAILED, DISPATCH_OK, DispatchState, 
 from formctl.forms.resolutions import decided_occurrence, is_resolution
 
 __all__ = [
+    "COULD_NOT_CHECK",
     "Failure",
     "blocking_failure_open",
     "check_failure_open",
@@ -24,6 +25,13 @@ __all__ = [
     "failure_text",
     "open_failures",
 ]
+
+
+COULD_NOT_CHECK = "That couldn't be checked just now."
+"""What the person and the model read when an executor raised (or broke its contract): never
+the exception. What went wrong is kept for the host in the run's record (``detail``), shown by
+``formctl history``, and logged to the ``formctl.executors`` logger (``--debug`` prints it
+with the traceback)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +91,6 @@ def failure_text(compiled: CompiledForm, hook_id: str, message: str, *, host: bo
     """A standing failure in plain words: what it is about (a field's label, a step's title, a
     check's name), then its message. ``host``: a check's id follows in brackets, as a host
     names it to act (``formctl resolve ID --checkpoint policy-cap``)."""
-    from formctl.forms.executors import COULD_NOT_CHECK
-
     kind, _, name = hook_id.partition(":")
     if kind == "field" and name in compiled.field_by_id:
         about = compiled.field_by_id[name].label
