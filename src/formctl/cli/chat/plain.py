@@ -272,7 +272,7 @@ class PlainChat(Face):
         session.asker = self._ask
 
     def _line_waiting(self) -> bool:
-        """Bytes already in stdin's buffer or its pipe, looked at without reading them (the
+        """Bytes already in stdin's buffer or its pipe, looked at without reading them (a pipe's
         descriptor is made non-blocking for the look): stdin stays the one reader's, so a goal
         program's walk reads on where the form's chat stopped."""
         stream = getattr(sys.stdin, "buffer", None)
@@ -285,6 +285,12 @@ class PlainChat(Face):
         import fcntl
         import os
 
+        if os.isatty(fd):
+            # A terminal's descriptor is shared with the shell: never made non-blocking. A line
+            # typed there is read whole when Enter comes, so the kernel's queue says it all.
+            import select
+
+            return bool(select.select([fd], [], [], 0)[0])
         try:
             flags = fcntl.fcntl(fd, fcntl.F_GETFL)
             fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
