@@ -119,7 +119,7 @@ class HeldTurn:
         self.thread.join(30)
 
 
-def test_two_chats_sending_at_the_same_moment_the_one_whose_answer_was_replaced_is_told(tmp_path):
+def test_two_chats_sending_at_the_same_moment_are_each_told_of_the_others_answer(tmp_path):
     store = tmp_path / "store"
     instance_id = start(str(store), seed=UP_TO_PURPOSE)
     mine, other = chat(store, instance_id), chat(store, instance_id)
@@ -135,7 +135,13 @@ def test_two_chats_sending_at_the_same_moment_the_one_whose_answer_was_replaced_
         assert notice is not None, "the other chat's commit was taken as seen"
         assert notice.what == f"{ELSEWHERE}: Purpose of trip is now Workshop."
         assert mine.changes(ELSEWHERE) is None  # said once
-        # The other person gave the answer that is stored: nothing of theirs to say back.
+        # The other person's answer is the one stored, but they replaced ours without knowing it:
+        # they are told too.
+        theirs_told = read_notice(other.changes(ELSEWHERE))
+        assert theirs_told is not None, "the answer the other chat replaced was never said to it"
+        assert theirs_told.what == (
+            f"{ELSEWHERE}: Purpose of trip was answered there too, as Conference, just before the answer here replaced it."
+        )
         assert other.changes(ELSEWHERE) is None
     finally:
         mine.close()
@@ -281,8 +287,9 @@ def test_two_chat_processes_sending_at_the_same_moment_each_end_knowing_what_is_
     """Two ``formctl resume`` processes on one instance, each sent its answer to "Purpose of
     trip?" at the same moment, four times, then ``/status`` once both have moved on. Whichever
     answer is stored, the chat whose answer it is not says "Changed elsewhere: Purpose of trip is
-    now …", neither person's answer is taken for a question they had not seen, and both chats'
-    last question is the one the store has open. (Before this was fixed, a chat marked the form
+    now …"; the chat whose answer replaced the other's says so; neither person's answer is taken
+    for a question they had not seen; and both chats' last question is the one the store has
+    open. (Before this was fixed, a chat marked the form
     as it stood when its turn ended as seen, the other chat's answer included: in about half the
     trials neither chat said it.)"""
     from formctl.cli.workspace import open_store
@@ -298,10 +305,15 @@ def test_two_chat_processes_sending_at_the_same_moment_each_end_knowing_what_is_
             adapter.close()
         said = _two_chats_send_at_once(store, instance_id, subject)
         stored = values(store, instance_id)["purpose"]
+        history = invoke("history", instance_id, "purpose", "--json", "--store", store, "--forms", str(FORMS))
+        given = {row["value"] for row in json.loads(history.stdout)["revisions"]}
         for line, text in said.items():
             assert "Traceback" not in text, text
             if line != stored:
                 assert f"Changed elsewhere: Purpose of trip is now {stored}." in text, (trial, line, text)
+            other = next(o for o in said if o != line)
+            if line == stored and other in given:  # theirs was stored, then ours replaced it
+                assert f"answered there too, as {other}" in text, (trial, line, text)
             assert "for Mode" not in text, (trial, line, text)
             last_question = [row for row in text.splitlines() if row.rstrip().endswith("?")][-1]
             assert last_question.startswith("Mode"), (trial, line, text)

@@ -19,9 +19,10 @@ last saw it, so the next notice says it. Versions tell the two apart: a commit m
 version the chat's last write produced follows it directly; any other version in between was
 someone else's.
 
-A colleague's answer that this chat's own later commit replaced in the same turn is not said:
-the person sees the value they gave, and that is what is stored (docs/chat.md, "Two chats on
-one instance").
+A colleague's answer that this chat's own later commit replaced in the same turn is said too
+("Purpose of trip was answered there too, as Workshop, just before the answer here replaced
+it"): what is stored is the person's own value, but two people answered the same question at
+once, and each should know (docs/chat.md, "Two chats on one instance").
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import Evaluation, evaluate
 from formctl.forms.instance import Instance
 
-__all__ = ["OwnCommits", "shown_after"]
+__all__ = ["REPLACED", "OwnCommits", "shown_after"]
+
+# Under this key of ``seen``: the sentences for answers given elsewhere that this chat's own
+# commits replaced in the same turn. The store no longer holds them, so comparing it with what
+# was shown cannot find them; they are said with the next notice (session.changes).
+REPLACED = "replaced_elsewhere"
 
 Snapshot = dict[str, Any]
 Commit = tuple[Instance | None, Instance]  # (the instance it was made over, or None for a start; what it produced)
@@ -96,18 +102,45 @@ def shown_after(
     if behind is None:
         return now
     shown: Snapshot = {**seen, "answers": dict(seen.get("answers") or {}), "version": behind}
+    replaced: list[str] = list(seen.get(REPLACED) or [])
+    last, version = dict(seen.get("answers") or {}), seen.get("version")
     for before, after in chain:
         was = _snap(compiled, before) if before is not None else _empty(instance.id)
         made = _snap(compiled, after)
+        # What a change made elsewhere just before this commit set (the commit was made over it).
+        foreign = (
+            {f for f in set(last) | set(was["answers"]) if last.get(f) != was["answers"].get(f)}
+            if before is not None and before.version != version
+            else set()
+        )
         for field_id in set(was["answers"]) | set(made["answers"]):
             if was["answers"].get(field_id) != made["answers"].get(field_id):
                 if field_id in made["answers"]:
                     shown["answers"][field_id] = made["answers"][field_id]
                 else:
                     shown["answers"].pop(field_id, None)
+                if field_id in foreign and before is not None:
+                    replaced.append(_replaced(compiled, before, field_id))
         if (was["status"], was["blocked_on"]) != (made["status"], made["blocked_on"]):
             shown["status"], shown["blocked_on"] = made["status"], made["blocked_on"]
+        last, version = made["answers"], after.version
+    if replaced:
+        shown[REPLACED] = replaced
     return shown
+
+
+def _replaced(compiled: CompiledForm, before: Instance, field_id: str) -> str:
+    """The sentence for an answer given elsewhere that this chat's own commit then replaced."""
+    from formctl.agent.notices import shown_value
+    from formctl.forms.validate import to_jsonable
+
+    field = compiled.field_by_id[field_id]
+    values = evaluate(compiled, before).values
+    if field.sensitive or field_id not in values:
+        given = "an answer (hidden)" if field.sensitive else "an answer"
+    else:
+        given = shown_value(to_jsonable(values[field_id]))
+    return f"{field.label} was answered there too, as {given}, just before the answer here replaced it"
 
 
 def _snap(compiled: CompiledForm, instance: Instance) -> Snapshot:

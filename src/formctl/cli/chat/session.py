@@ -18,7 +18,7 @@ from formctl.cli import render
 from formctl.cli.chat.commands import ChatCommands
 from formctl.cli.chat.opening import Opening, open_chat
 from formctl.cli.chat.options import CHAT_SOURCE, OPENER, ChatOptions
-from formctl.cli.chat.seen import shown_after
+from formctl.cli.chat.seen import REPLACED, shown_after
 from formctl.errors import FormError, StoreError
 from formctl.forms.adapter import Interruptible
 from formctl.forms.evaluate import FILLED
@@ -282,7 +282,7 @@ class ChatSession:
         view = self._view()
         if view is None or view.instance.version == seen.get("version"):
             return None
-        sentences = describe_changes(view.compiled, view.evaluation, view.instance, seen)
+        sentences = [*describe_changes(view.compiled, view.evaluation, view.instance, seen), *seen.get(REPLACED, ())]
         self._shown(view)  # the notice says it all; or only the version moved (an executor's record)
         if not sentences:
             return None
