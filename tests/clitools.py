@@ -1,11 +1,24 @@
 """How the tests drive the ``formctl`` command: in process through typer's CliRunner
-(:func:`invoke`), or as the real console entry point in a child process (:func:`formctl`)."""
+(:func:`invoke`), or as the real console entry point in a child process (:func:`formctl`).
+
+Most tests take the ``cli`` fixture (tests/conftest.py), a :class:`Cli`: the store and the forms
+are set once, through ``FORMCTL_STORE`` and ``FORMCTL_FORMS`` as a user's shell would set them,
+so a test writes only the command it is about::
+
+    def test_export_gives_the_values(cli):
+        instance_id = cli.start({"full_name": "Dana Reeve"})
+        assert cli.json("export", instance_id)["values"]["full_name"] == "Dana Reeve"
+
+A test about ``--store`` or ``--forms`` themselves passes them explicitly (an option given on the
+command line wins over the environment)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +57,47 @@ def formctl(*args: str, env: dict[str, str] | None = None, input: str | None = N
         cwd=cwd,
         timeout=60,
     )
+
+
+@dataclass(frozen=True)
+class Cli:
+    """``formctl`` against one store and one forms folder, given through the environment."""
+
+    store: str
+    forms: Path = FORMS
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"FORMCTL_STORE": self.store, "FORMCTL_FORMS": str(self.forms)}
+
+    def at(self, store: str | Path | None = None, forms: str | Path | None = None) -> Cli:
+        """The same, with another store or another forms folder."""
+        return Cli(str(store if store is not None else self.store), Path(forms) if forms is not None else self.forms)
+
+    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        """``formctl ARGS`` in this process: typer's result (exit code, stdout, stderr)."""
+        from formctl.cli import app as cli
+
+        return CliRunner().invoke(cli.app, list(args), input=input, env={**self.env, **(env or {})}, **kwargs)
+
+    def ok(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Any:
+        """``formctl ARGS`` that must exit 0."""
+        result = self(*args, input=input, env=env)
+        assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+        return result
+
+    def json(self, *args: str, input: str | None = None) -> Any:
+        """``formctl ARGS --json`` that must exit 0, parsed."""
+        return json.loads(self.ok(*args, "--json", input=input).stdout)
+
+    def process(
+        self, *args: str, input: str | None = None, env: dict[str, str] | None = None, cwd: Path = ROOT
+    ) -> subprocess.CompletedProcess[str]:
+        """``formctl ARGS`` through the real console entry point, in a child process (an e2e test)."""
+        return formctl(*args, input=input, env={**self.env, **(env or {})}, cwd=cwd)
+
+    def start(self, seed: dict[str, Any] | None = None, *, subject: str = "dana", form: str = "travel-claim") -> str:
+        """A new instance of a form in this store (through the runner, not the command); its id."""
+        registry = FormRegistry.from_toml(self.forms / "registry.toml")
+        runner = FormRunner(JsonFileAdapter(self.store), registry=registry, subject=subject)
+        return runner.start(form, seed=seed).view.instance_id

@@ -17,6 +17,9 @@
 * ``adapter``: a fresh store, parametrised over the in-memory and the JSON-file adapter,
   so every test that uses it runs against both.
 * ``store``: a path (a string, as the CLI takes it) for a JSON store in ``tmp_path``.
+* ``cli``: ``formctl`` with that store and the example forms set through ``FORMCTL_STORE`` and
+  ``FORMCTL_FORMS``: ``cli("fill", ...)``, ``cli.ok(...)``, ``cli.json(...)``, ``cli.process(...)``
+  (the real entry point, in a child process), ``cli.start(seed)`` (see ``clitools.Cli``).
 * ``runner``: a factory, ``runner(subject="s1", **kwargs)`` → FormRunner over the same
   ``adapter`` and ``registry`` (call it twice for two runners sharing one store).
 * ``claim_runner``: a FormRunner over the shipped forms (``forms/registry.toml``) and an
@@ -25,7 +28,7 @@
 * ``pg_server``, ``pg_dsn``, ``pg_adapter``, ``private_pg``: a PostgreSQL server for the
   store's tests, a fresh schema on it per test, an adapter there (``pg_server.py``).
 
-The CLI's helpers (``invoke``, ``start``, ``formctl``) are in ``clitools.py``.
+The CLI's helpers (``Cli``, and the lower-level ``invoke``, ``start``, ``formctl``) are in ``clitools.py``.
 """
 
 from __future__ import annotations
@@ -163,6 +166,13 @@ def adapter(request, tmp_path):
 @pytest.fixture
 def store(tmp_path) -> str:
     return str(tmp_path / "store")
+
+
+@pytest.fixture
+def cli(store):
+    from clitools import Cli
+
+    return Cli(store)
 
 
 @pytest.fixture

@@ -9,14 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clitools import FORMS, ROOT, invoke
+from clitools import FORMS, ROOT
 from formctl.cli import app as cli
 
 
-def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store):
-    result = invoke(
-        "run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS), "--seed", "nosuch=1", input=""
-    )
+def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store, cli):
+    result = cli("run", "travel-claim", "--offline", "--seed", "nosuch=1", input="")
 
     assert result.exit_code == 1
     assert "nosuch" in result.stderr and "--seed" in result.stderr
@@ -165,7 +163,7 @@ def test_a_scripted_run_where_every_turn_failed_and_nothing_started_exits_1(stor
     assert "sk-test-not-a-real-key" not in result.stdout + result.stderr
 
 
-def test_a_scripted_run_that_only_reads_and_leaves_exits_0(store):
-    result = invoke("run", "travel-claim", "--offline", "--store", store, "--forms", str(FORMS), input="/help\n")
+def test_a_scripted_run_that_only_reads_and_leaves_exits_0(cli):
+    result = cli("run", "travel-claim", "--offline", input="/help\n")
 
     assert result.exit_code == 0, result.stderr

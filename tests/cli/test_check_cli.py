@@ -23,10 +23,10 @@ def _broken_forms(tmp_path: Path) -> Path:
     return forms
 
 
-def test_run_of_a_form_whose_module_raises_names_the_module(tmp_path, store):
+def test_run_of_a_form_whose_module_raises_names_the_module(tmp_path, cli):
     forms = _broken_forms(tmp_path)
 
-    result = invoke("run", "qa-boom", "--offline", "--store", store, "--forms", str(forms), input="hi\n")
+    result = cli("run", "qa-boom", "--offline", "--forms", str(forms), input="hi\n")
 
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
@@ -80,7 +80,7 @@ def test_check_fails_a_field_type_pydantic_cannot_validate(tmp_path):
     assert result.stderr.count("\n") == 1
 
 
-def test_check_fails_a_gate_that_throws_on_a_new_form(tmp_path, store):
+def test_check_fails_a_gate_that_throws_on_a_new_form(tmp_path, cli):
     forms = _forms_with(
         tmp_path,
         "qa_gate",
@@ -93,11 +93,11 @@ def test_check_fails_a_gate_that_throws_on_a_new_form(tmp_path, store):
         ),
     )
 
-    result = invoke("check", "qa-gate", "--forms", str(forms))
+    result = cli("check", "qa-gate", "--forms", str(forms))
 
     assert result.exit_code == 1
     assert "nosuch" in result.stderr
-    as_json = invoke("check", "qa-gate", "--json", "--forms", str(forms))
+    as_json = cli("check", "qa-gate", "--json", "--forms", str(forms))
     assert as_json.exit_code == 1 and '"ok": false' in as_json.stdout
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from clitools import FORMS, ROOT, formctl, invoke, start
+from clitools import FORMS, ROOT, formctl, invoke
 from formctl.cli import app as cli
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
@@ -212,30 +212,26 @@ def test_new_scaffolds_a_form_that_compiles_and_registers_it_keeping_the_registr
     assert bad.exit_code == 1 and "not a form id" in bad.stderr
 
 
-def test_a_new_form_runs_in_the_chat(tmp_path, store):
+def test_a_new_form_runs_in_the_chat(tmp_path, cli):
     forms = tmp_path / "forms"
-    ok("new", "feedback", "--forms", str(forms))  # into a folder with no registry yet
+    cli.ok("new", "feedback", "--forms", str(forms))  # into a folder with no registry yet
     lines = "Dana Reeve\ndana@example.org\nquestion\nnone\nyes\n"
-    out = ok("run", "feedback", "--offline", "--forms", str(forms), "--store", store, input=lines).stdout
+    out = cli.ok("run", "feedback", "--offline", "--forms", str(forms), input=lines).stdout
     assert "complete" in out
-    (row,) = as_json("instances", "--store", store)["instances"]
+    (row,) = cli.json("instances")["instances"]
     assert row["form"] == "feedback" and row["status"] == "complete"
 
 
 # --------------------------------------------------------------------------- run and resume (plain mode)
 
 
-def test_run_with_piped_input_completes_a_claim_with_the_guided_model(store):
-    result = ok(
+def test_run_with_piped_input_completes_a_claim_with_the_guided_model(cli):
+    result = cli.ok(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "dana",
-        "--forms",
-        str(FORMS),
-        "--store",
-        store,
         input="\n".join(CLAIM_LINES) + "\n",
     )
     out = result.stdout
@@ -245,52 +241,52 @@ def test_run_with_piped_input_completes_a_claim_with_the_guided_model(store):
     assert "· saved Full name" in out
     assert 'step 2/4 "Trip"' in out and 'step 4/4 "Costs"' in out
     assert "Done: Travel reimbursement claim" in out
-    (row,) = as_json("instances", "--store", store)["instances"]
+    (row,) = cli.json("instances")["instances"]
     assert row["status"] == "complete" and row["subject"] == "dana"
-    exported = as_json("export", row["instance_id"], "--store", store, "--forms", str(FORMS))
+    exported = cli.json("export", row["instance_id"])
     assert exported["values"]["full_name"] == "Dana Reeve"
     assert exported["values"]["mileage"] == 120 and exported["values"]["mileage_cost"] == 54.0
     assert exported["complete"] is True
 
 
-def test_without_a_model_key_run_says_it_uses_the_guided_model(store):
-    out = ok("run", "travel-claim", "--forms", str(FORMS), "--store", store, input="").stdout
+def test_without_a_model_key_run_says_it_uses_the_guided_model(cli):
+    out = cli.ok("run", "travel-claim", input="").stdout
     assert "guided offline model (no model key is set)" in out.splitlines()[0]
 
 
-def test_run_continues_the_subjects_open_instance_and_resume_continues_the_conversation(store):
-    args = ["--offline", "--subject", "dana", "--forms", str(FORMS), "--store", store]
-    first = ok("run", "travel-claim", *args, input="Dana Reeve\nAB1234\n").stdout
-    (row,) = as_json("instances", "--store", store)["instances"]
+def test_run_continues_the_subjects_open_instance_and_resume_continues_the_conversation(store, cli):
+    args = ["--offline", "--subject", "dana"]
+    first = cli.ok("run", "travel-claim", *args, input="Dana Reeve\nAB1234\n").stdout
+    (row,) = cli.json("instances")["instances"]
     instance_id = row["instance_id"]
     assert f"formctl resume {instance_id}" in first
     conversation = Path(store) / "conversations" / f"{instance_id}.json"
     assert conversation.exists()
 
-    second = ok("run", "travel-claim", *args, input="dana@example.org\n").stdout
+    second = cli.ok("run", "travel-claim", *args, input="dana@example.org\n").stdout
     assert "Work email?" in second.split("· saved")[0]  # shows what was asked before carrying on
-    assert len(as_json("instances", "--store", store)["instances"]) == 1
+    assert len(cli.json("instances")["instances"]) == 1
     assert "saved Work email" in second
 
-    third = ok("resume", instance_id, "--offline", "--forms", str(FORMS), "--store", store, input="Leeds\n").stdout
+    third = cli.ok("resume", instance_id, "--offline", input="Leeds\n").stdout
     assert "saved Destination" in third
-    history = as_json("history", instance_id, "--store", store, "--forms", str(FORMS))
+    history = cli.json("history", instance_id)
     assert [h["field"] for h in history["fields"]] == ["full_name", "staff_id", "email", "destination"]
     saved = json.loads(conversation.read_text())["messages"]
     assert any("Leeds" in json.dumps(m) for m in saved)
 
 
-def test_a_complete_instance_is_not_continued_a_new_one_is_started(store):
-    args = ["--offline", "--subject", "dana", "--forms", str(FORMS), "--store", store]
-    ok("run", "travel-claim", *args, input="\n".join(CLAIM_LINES) + "\n")
-    out = ok("run", "travel-claim", *args, input="Sam Okafor\n").stdout
+def test_a_complete_instance_is_not_continued_a_new_one_is_started(cli):
+    args = ["--offline", "--subject", "dana"]
+    cli.ok("run", "travel-claim", *args, input="\n".join(CLAIM_LINES) + "\n")
+    out = cli.ok("run", "travel-claim", *args, input="Sam Okafor\n").stdout
     assert "is complete, so this is a new one" in out
-    rows = as_json("instances", "--store", store)["instances"]
+    rows = cli.json("instances")["instances"]
     assert sorted(r["status"] for r in rows) == ["active", "complete"]
 
 
-def test_seed_values_reach_the_form_when_it_starts(store):
-    out = ok(
+def test_seed_values_reach_the_form_when_it_starts(cli):
+    out = cli.ok(
         "run",
         "travel-claim",
         "--offline",
@@ -298,101 +294,93 @@ def test_seed_values_reach_the_form_when_it_starts(store):
         "mode=car",
         "--seed",
         "mileage=120",
-        "--forms",
-        str(FORMS),
-        "--store",
-        store,
         input="",
     ).stdout
     assert "Mode: car" in out
-    (row,) = as_json("instances", "--store", store)["instances"]
-    view = as_json("inspect", row["instance_id"], "--field", "mileage", "--store", store, "--forms", str(FORMS))
+    (row,) = cli.json("instances")["instances"]
+    view = cli.json("inspect", row["instance_id"], "--field", "mileage")
     assert view["fields"][0]["value"] == 120 and view["fields"][0]["status"] == "filled"
 
 
-def test_slash_commands_work_in_plain_mode(store):
+def test_slash_commands_work_in_plain_mode(cli):
     lines = "Dana Reeve\nAB1234\n/undo\n/history staff_id\n/status\n/inspect trip\n/nope\n/quit\nnot sent\n"
-    result = ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input=lines)
+    result = cli.ok("run", "travel-claim", "--offline", input=lines)
     out = result.stdout
     assert "undid Staff ID → empty" in out
     assert "Staff ID (staff_id)" in out  # the history table
     assert "step 2/4 · Trip (trip)" in out  # /inspect trip
     assert "Unknown command /nope" in result.stderr  # in a pipe, error lines go to stderr
-    (row,) = as_json("instances", "--store", store)["instances"]
-    view = as_json("inspect", row["instance_id"], "--field", "staff_id", "--store", store, "--forms", str(FORMS))
+    (row,) = cli.json("instances")["instances"]
+    view = cli.json("inspect", row["instance_id"], "--field", "staff_id")
     assert view["fields"][0]["status"] == "empty"
-    history = as_json("history", row["instance_id"], "staff_id", "--store", store, "--forms", str(FORMS))
+    history = cli.json("history", row["instance_id"], "staff_id")
     assert [r["actor"] for r in history["revisions"]] == ["agent"]  # the undo moved the cursor, kept the answer
     assert history["revisions"][0]["in_force"] is False
 
 
-def test_record_writes_a_transcript_that_replays(tmp_path, store):
+def test_record_writes_a_transcript_that_replays(tmp_path, cli):
     pytest.importorskip("formctl.transcripts.replay")
     path = tmp_path / "claim.toml"
-    ok(
+    cli.ok(
         "run",
         "travel-claim",
         "--offline",
         "--record",
         str(path),
-        "--forms",
-        str(FORMS),
-        "--store",
-        store,
         input="\n".join(CLAIM_LINES) + "\n",
     )
     text = path.read_text()
     assert 'form = "travel-claim"' in text and "Hello." in text
-    replayed = ok("replay", str(path), "--forms", str(FORMS))
+    replayed = cli.ok("replay", str(path))
     assert "1 passed" in replayed.stdout or "passed" in replayed.stdout
 
 
-def test_run_of_an_unknown_form_is_one_line_and_starts_nothing(store):
-    result = invoke("run", "nope", "--forms", str(FORMS), "--store", store, input="hi\n")
+def test_run_of_an_unknown_form_is_one_line_and_starts_nothing(cli):
+    result = cli("run", "nope", input="hi\n")
     assert result.exit_code == 1 and result.stderr == 'error: No form registered as "nope".\n'
 
 
-def test_resume_of_an_abandoned_instance_says_so(store):
-    instance_id = start(store, CLAIMANT)
-    ok("abandon", instance_id, "--reason", "duplicate", "--store", store, "--forms", str(FORMS))
-    result = invoke("resume", instance_id, "--forms", str(FORMS), "--store", store, input="")
+def test_resume_of_an_abandoned_instance_says_so(cli):
+    instance_id = cli.start(CLAIMANT)
+    cli.ok("abandon", instance_id, "--reason", "duplicate")
+    result = cli("resume", instance_id, input="")
     assert result.exit_code == 1 and "was abandoned (duplicate)" in result.stderr
 
 
 # --------------------------------------------------------------------------- host reads
 
 
-def test_instances_filters_by_subject_form_and_status(store):
-    a = start(store, CLAIMANT, subject="dana")
-    b = start(store, subject="sam")
-    c = start(store, subject="sam", form="client-intake")
-    ok("abandon", c, "--reason", "test", "--store", store, "--forms", str(FORMS))
-    ids = lambda *args: [r["instance_id"] for r in as_json("instances", "--store", store, *args)["instances"]]  # noqa: E731
+def test_instances_filters_by_subject_form_and_status(store, cli):
+    a = cli.start(CLAIMANT, subject="dana")
+    b = cli.start(subject="sam")
+    c = cli.start(subject="sam", form="client-intake")
+    cli.ok("abandon", c, "--reason", "test")
+    ids = lambda *args: [r["instance_id"] for r in cli.json("instances", *args)["instances"]]  # noqa: E731
     assert set(ids()) == {a, b, c}
     assert ids("--subject", "dana") == [a]
     assert set(ids("--subject", "sam")) == {b, c}
     assert ids("--form", "client-intake") == [c]
     assert ids("--status", "abandoned") == [c]
     assert len(ids("--limit", "1")) == 1
-    row = as_json("instances", "--store", store, "--subject", "dana")["instances"][0]
+    row = cli.json("instances", "--subject", "dana")["instances"][0]
     assert row["answered"] == 3 and row["form"] == "travel-claim" and row["status"] == "active"
-    bad = invoke("instances", "--status", "done", "--store", store)
+    bad = cli("instances", "--status", "done")
     assert bad.exit_code == 2 and "Unknown status" in bad.stderr
-    assert "no instances" in ok("instances", "--store", str(Path(store) / "empty")).stdout
+    assert "no instances" in cli.ok("instances", "--store", str(Path(store) / "empty")).stdout
 
 
-def test_inspect_shows_the_outline_a_step_or_a_field_as_the_model_sees_it(store):
-    instance_id = start(store, CLAIMANT)
-    base = [instance_id, "--store", store, "--forms", str(FORMS)]
-    outline = as_json("inspect", *base)
+def test_inspect_shows_the_outline_a_step_or_a_field_as_the_model_sees_it(cli):
+    instance_id = cli.start(CLAIMANT)
+    base = [instance_id]
+    outline = cli.json("inspect", *base)
     assert [s["id"] for s in outline["steps"]] == ["claimant", "trip", "travel", "costs"]
     assert outline["steps"][0]["complete"] is True
     assert outline["instance_id"] == instance_id and outline["form"] == "travel-claim"
-    assert as_json("inspect", *base, "--outline") == outline
-    step = as_json("inspect", *base, "--step", "Trip")
+    assert cli.json("inspect", *base, "--outline") == outline
+    step = cli.json("inspect", *base, "--step", "Trip")
     assert step["step"]["id"] == "trip" and [f["id"] for f in step["fields"]][0] == "destination"
-    assert as_json("inspect", *base, "--step", "open")["step"]["id"] == "trip"
-    field = as_json("inspect", *base, "--field", "Work email")
+    assert cli.json("inspect", *base, "--step", "open")["step"]["id"] == "trip"
+    field = cli.json("inspect", *base, "--field", "Work email")
     assert field["fields"] == [
         {
             "id": "email",
@@ -404,172 +392,168 @@ def test_inspect_shows_the_outline_a_step_or_a_field_as_the_model_sees_it(store)
             "value": "dana@example.org",
         }
     ]
-    text = ok("inspect", *base).stdout
+    text = cli.ok("inspect", *base).stdout
     assert "Travel reimbursement claim" in text and "dana@example.org" in text and "email address" in text
-    both = invoke("inspect", *base, "--step", "trip", "--field", "email")
+    both = cli("inspect", *base, "--step", "trip", "--field", "email")
     assert both.exit_code == 2
 
 
-def test_inspect_of_a_missing_instance_is_one_line_on_stderr(store):
-    result = invoke("inspect", "form_nothere_abcdef", "--store", store, "--forms", str(FORMS))
+def test_inspect_of_a_missing_instance_is_one_line_on_stderr(cli):
+    result = cli("inspect", "form_nothere_abcdef")
     assert result.exit_code == 1
     assert result.stderr == 'error: No form instance "form_nothere_abcdef".\n'
     assert result.stdout == ""
 
 
-def test_history_lists_every_revision_with_who_made_it(store):
-    instance_id = start(store, {"full_name": "Dana Reve"})
-    base = ["--store", store, "--forms", str(FORMS)]
-    ok("fill", instance_id, "full_name=Dana Reeve", *base)
-    one = as_json("history", instance_id, "full_name", *base)
+def test_history_lists_every_revision_with_who_made_it(cli):
+    instance_id = cli.start({"full_name": "Dana Reve"})
+    base = ["--forms", str(FORMS)]
+    cli.ok("fill", instance_id, "full_name=Dana Reeve", *base)
+    one = cli.json("history", instance_id, "full_name", *base)
     assert one["field"] == "full_name" and one["label"] == "Full name"
     assert [r["value"] for r in one["revisions"]] == ["Dana Reve", "Dana Reeve"]
     assert [r["in_force"] for r in one["revisions"]] == [False, True]
     assert one["revisions"][1]["actor"] == getpass.getuser() and one["revisions"][1]["source"] == "cli"
-    every = as_json("history", instance_id, *base)
+    every = cli.json("history", instance_id, *base)
     assert [h["field"] for h in every["fields"]] == ["full_name"]
-    assert "Dana Reeve" in ok("history", instance_id, "full_name", *base).stdout
-    assert invoke("history", instance_id, "nope", *base).stderr == 'error: No field "nope" on this form.\n'
+    assert "Dana Reeve" in cli.ok("history", instance_id, "full_name", *base).stdout
+    assert cli("history", instance_id, "nope", *base).stderr == 'error: No field "nope" on this form.\n'
 
 
-def test_export_gives_live_values_with_held_ones_apart(store):
-    instance_id = start(store, {**CLAIMANT, **TRIP, "mode": "car", "mileage": 120})
-    base = ["--store", store, "--forms", str(FORMS)]
-    data = as_json("export", instance_id, *base)
+def test_export_gives_live_values_with_held_ones_apart(cli):
+    instance_id = cli.start({**CLAIMANT, **TRIP, "mode": "car", "mileage": 120})
+    base = ["--forms", str(FORMS)]
+    data = cli.json("export", instance_id, *base)
     assert data["values"]["mileage"] == 120 and data["values"]["mileage_cost"] == 54.0
     assert data["values"]["departure_date"] == "2026-03-02"
     assert data["held"] == {}
-    ok("fill", instance_id, "mode=rail", *base)
-    data = as_json("export", instance_id, *base)
+    cli.ok("fill", instance_id, "mode=rail", *base)
+    data = cli.json("export", instance_id, *base)
     assert "mileage" not in data["values"]
     assert data["held"] == {"mileage": 120, "mileage_cost": 54.0}
     assert data["status"] == "active" and data["complete"] is False
-    text = ok("export", instance_id, *base).stdout
+    text = cli.ok("export", instance_id, *base).stdout
     assert "held" in text and "120" in text
 
 
 # --------------------------------------------------------------------------- host writes
 
 
-def test_fill_parses_json_when_it_can_and_text_otherwise(store):
-    instance_id = start(store, {**CLAIMANT, **TRIP})
-    base = ["--store", store, "--forms", str(FORMS)]
-    result = as_json("fill", instance_id, "mode=car", "mileage=200", "staff_id=AB1234", *base)
+def test_fill_parses_json_when_it_can_and_text_otherwise(cli):
+    instance_id = cli.start({**CLAIMANT, **TRIP})
+    base = ["--forms", str(FORMS)]
+    result = cli.json("fill", instance_id, "mode=car", "mileage=200", "staff_id=AB1234", *base)
     assert result["captured"] == ["mode", "mileage", "staff_id"]
-    values = as_json("export", instance_id, *base)["values"]
+    values = cli.json("export", instance_id, *base)["values"]
     assert values["mileage"] == 200  # JSON: an integer, which the strict type accepts
     assert values["mileage_cost"] == 90.0  # its on_fill patch ran
     assert values["staff_id"] == "AB1234"  # not JSON: text
 
 
-def test_fill_with_a_rejected_value_saves_the_rest_and_exits_1(store):
-    instance_id = start(store)
-    result = invoke(
+def test_fill_with_a_rejected_value_saves_the_rest_and_exits_1(cli):
+    instance_id = cli.start()
+    result = cli(
         "fill",
         instance_id,
         "full_name=Dana Reeve",
         "email=not-an-email",
         "nmae=x",
         "--json",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
     )
     assert result.exit_code == 1
     data = json.loads(result.stdout)
     assert data["captured"] == ["full_name"]
     assert data["rejected"][0]["field"] == "email"
     assert data["unknown_fields"][0]["field"] == "nmae"
-    human = invoke("fill", instance_id, "email=still-not", "--store", store, "--forms", str(FORMS))
+    human = cli("fill", instance_id, "email=still-not")
     assert human.exit_code == 1 and "rejected Work email" in human.stdout
-    malformed = invoke("fill", instance_id, "justtext", "--store", store, "--forms", str(FORMS))
+    malformed = cli("fill", instance_id, "justtext")
     assert malformed.exit_code == 1 and malformed.stderr == 'error: Expected field=value, got "justtext".\n'
 
 
-def test_undo_redo_and_retract_move_through_the_answer_log(store):
-    instance_id = start(store, CLAIMANT)
-    base = ["--store", store, "--forms", str(FORMS)]
-    email = lambda: as_json("inspect", instance_id, "--field", "email", *base)["fields"][0]  # noqa: E731
-    ok("fill", instance_id, "email=dana.reeve@example.org", *base)
-    undone = as_json("undo", instance_id, *base)
+def test_undo_redo_and_retract_move_through_the_answer_log(cli):
+    instance_id = cli.start(CLAIMANT)
+    base = ["--forms", str(FORMS)]
+    email = lambda: cli.json("inspect", instance_id, "--field", "email", *base)["fields"][0]  # noqa: E731
+    cli.ok("fill", instance_id, "email=dana.reeve@example.org", *base)
+    undone = cli.json("undo", instance_id, *base)
     assert undone["redo_would"] == 'email → "dana.reeve@example.org"'
     assert email()["value"] == "dana@example.org"
-    as_json("redo", instance_id, "email", *base)
+    cli.json("redo", instance_id, "email", *base)
     assert email()["value"] == "dana.reeve@example.org"
-    as_json("retract", instance_id, "Work email", "--reason", "left the company", *base)
+    cli.json("retract", instance_id, "Work email", "--reason", "left the company", *base)
     assert email()["status"] == "empty"
-    history = as_json("history", instance_id, "email", *base)
+    history = cli.json("history", instance_id, "email", *base)
     assert history["revisions"][-1]["retracted"] is True
     assert history["revisions"][-1]["note"] == "retracted: left the company"
-    assert "undo would set" in ok("undo", instance_id, *base).stdout
+    assert "undo would set" in cli.ok("undo", instance_id, *base).stdout
 
 
-def test_resolve_unblocks_the_waiting_checkpoint_and_fail_records_the_reason(store):
-    base = ["--store", store, "--forms", str(FORMS)]
-    approved = start(store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900})
-    assert as_json("inspect", approved, *base)["status"] == "awaiting"
-    waiting = as_json("instances", "--status", "awaiting", "--store", store)["instances"]
+def test_resolve_unblocks_the_waiting_checkpoint_and_fail_records_the_reason(cli):
+    base = ["--forms", str(FORMS)]
+    approved = cli.start({**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900})
+    assert cli.json("inspect", approved, *base)["status"] == "awaiting"
+    waiting = cli.json("instances", "--status", "awaiting")["instances"]
     assert [r["instance_id"] for r in waiting] == [approved]
-    result = as_json("resolve", approved, *base)
+    result = cli.json("resolve", approved, *base)
     assert result["status"] == "ready" and "blocked_on" not in result  # approved; the claimant sends it
-    assert as_json("submit", approved, *base)["status"] == "complete"
-    again = invoke("resolve", approved, *base)
+    assert cli.json("submit", approved, *base)["status"] == "complete"
+    again = cli("resolve", approved, *base)
     assert again.exit_code == 1 and "not waiting on a checkpoint" in again.stderr
 
-    rejected = start(
-        store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900}, subject="sam"
+    rejected = cli.start(
+        {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900}, subject="sam"
     )
-    result = as_json("resolve", rejected, "--fail", "needs pre-approval", *base)
+    result = cli.json("resolve", rejected, "--fail", "needs pre-approval", *base)
     assert result["status"] == "active"
     assert result["failures"] == [{"hook": "checkpoint:policy-cap", "message": "needs pre-approval"}]
-    text = ok("inspect", rejected, *base).stdout
+    text = cli.ok("inspect", rejected, *base).stdout
     assert "needs pre-approval" in text
 
 
-def test_resolve_can_write_values_with_the_answer(store):
-    instance_id = start(store, {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900})
-    result = as_json("resolve", instance_id, "meals=45.5", "--store", store, "--forms", str(FORMS))
+def test_resolve_can_write_values_with_the_answer(cli):
+    instance_id = cli.start({**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900})
+    result = cli.json("resolve", instance_id, "meals=45.5")
     assert result["captured"] == ["meals"]
     assert {f["id"]: f.get("value") for f in result["fields"]}["meals"] == 45.5
 
 
-def test_abandon_keeps_the_answers_and_later_writes_fail_in_one_line(store):
-    instance_id = start(store, CLAIMANT)
-    base = ["--store", store, "--forms", str(FORMS)]
-    data = as_json("abandon", instance_id, "--reason", "duplicate claim", *base)
+def test_abandon_keeps_the_answers_and_later_writes_fail_in_one_line(cli):
+    instance_id = cli.start(CLAIMANT)
+    base = ["--forms", str(FORMS)]
+    data = cli.json("abandon", instance_id, "--reason", "duplicate claim", *base)
     assert data == {"instance_id": instance_id, "status": "abandoned", "closed_reason": "duplicate claim"}
-    result = invoke("fill", instance_id, "email=x@example.org", *base)
+    result = cli("fill", instance_id, "email=x@example.org", *base)
     assert result.exit_code == 1
     assert result.stderr == f'error: Form instance "{instance_id}" was abandoned and no longer accepts answers.\n'
-    assert as_json("export", instance_id, *base)["values"]["full_name"] == "Dana Reeve"
-    assert invoke("abandon", instance_id, *base).exit_code == 2  # --reason is required
+    assert cli.json("export", instance_id, *base)["values"]["full_name"] == "Dana Reeve"
+    assert cli("abandon", instance_id, *base).exit_code == 2  # --reason is required
 
 
 # --------------------------------------------------------------------------- the store
 
 
-def test_store_check_and_reindex_report_a_healthy_store(store):
-    start(store, CLAIMANT)
-    report = as_json("store", "check", "--store", store)
+def test_store_check_and_reindex_report_a_healthy_store(cli):
+    cli.start(CLAIMANT)
+    report = cli.json("store", "check")
     assert report["ok"] is True and report["instances"] == 1 and report["problems"] == []
-    rebuilt = as_json("store", "reindex", "--store", store)
+    rebuilt = cli.json("store", "reindex")
     assert rebuilt["index_rebuilt"] is True and rebuilt["instances"] == 1
-    assert "1 instance(s)" in ok("store", "check", "--store", store).stdout
+    assert "1 instance(s)" in cli.ok("store", "check").stdout
 
 
-def test_store_check_names_a_corrupt_file_and_exits_1(store):
-    good = start(store, CLAIMANT)
-    bad = start(store, subject="sam")
+def test_store_check_names_a_corrupt_file_and_exits_1(store, cli):
+    good = cli.start(CLAIMANT)
+    bad = cli.start(subject="sam")
     path = Path(store) / "instances" / f"{bad}.json"
     path.write_text('{"format": 1, "version": ')
-    result = invoke("store", "check", "--store", store, "--json")
+    result = cli("store", "check", "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["ok"] is False and report["problems"][0]["path"].endswith(f"{bad}.json")
     assert path.read_text() == '{"format": 1, "version": '  # reported, never replaced
-    assert as_json("inspect", good, "--store", store, "--forms", str(FORMS))["instance_id"] == good
-    human = invoke("store", "check", "--store", store)
+    assert cli.json("inspect", good)["instance_id"] == good
+    human = cli("store", "check")
     assert human.exit_code == 1 and f"{bad}.json" in human.stdout
 
 
@@ -577,14 +561,13 @@ def test_store_check_names_a_corrupt_file_and_exits_1(store):
 
 
 @pytest.mark.e2e
-def test_errors_are_one_line_without_a_traceback_unless_debug(tmp_path):
-    store = str(tmp_path / "store")
-    plain = formctl("inspect", "form_nothere_abcdef", "--store", store)
+def test_errors_are_one_line_without_a_traceback_unless_debug(cli, tmp_path):
+    plain = cli.process("inspect", "form_nothere_abcdef")
     assert plain.returncode == 1
     assert plain.stderr == 'error: No form instance "form_nothere_abcdef".\n'
-    debug = formctl("inspect", "form_nothere_abcdef", "--store", store, "--debug")
+    debug = cli.process("inspect", "form_nothere_abcdef", "--debug")
     assert debug.returncode != 0 and "Traceback" in debug.stderr and "NotFoundError" in debug.stderr
-    env_debug = formctl("inspect", "form_nothere_abcdef", "--store", store, env={"FORMCTL_DEBUG": "1"})
+    env_debug = cli.process("inspect", "form_nothere_abcdef", env={"FORMCTL_DEBUG": "1"})
     assert "Traceback" in env_debug.stderr
 
 
@@ -599,26 +582,24 @@ def test_an_unexpected_error_is_still_one_line(tmp_path):
 
 
 @pytest.mark.e2e
-def test_output_has_no_colour_when_not_a_terminal_or_with_no_color(tmp_path):
-    store = str(tmp_path / "store")
-    instance_id = start(store, CLAIMANT)
-    piped = formctl("inspect", instance_id, "--store", store)
+def test_output_has_no_colour_when_not_a_terminal_or_with_no_color(cli, tmp_path):
+    instance_id = cli.start(CLAIMANT)
+    piped = cli.process("inspect", instance_id)
     assert piped.returncode == 0 and "dana@example.org" in piped.stdout and "\x1b[" not in piped.stdout
-    forced = formctl("inspect", instance_id, "--store", store, env={"FORCE_COLOR": "1"})
+    forced = cli.process("inspect", instance_id, env={"FORCE_COLOR": "1"})
     assert "\x1b[" in forced.stdout  # colour is possible...
-    no_color = formctl("inspect", instance_id, "--store", store, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    no_color = cli.process("inspect", instance_id, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert not re.search(r"\x1b\[[0-9;]*3[0-9](;|m)", no_color.stdout)  # ...and NO_COLOR turns it off
 
 
 @pytest.mark.e2e
-def test_tab_completion_offers_commands_form_ids_and_instance_ids(tmp_path):
-    store = str(tmp_path / "store")
-    instance_id = start(store, CLAIMANT)
-    commands = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl ins", "COMP_CWORD": "1"})
+def test_tab_completion_offers_commands_form_ids_and_instance_ids(store, cli, tmp_path):
+    instance_id = cli.start(CLAIMANT)
+    commands = cli.process(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl ins", "COMP_CWORD": "1"})
     assert commands.stdout.split() == ["instances", "inspect"]
-    forms = formctl(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl run tr", "COMP_CWORD": "2"})
+    forms = cli.process(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl run tr", "COMP_CWORD": "2"})
     assert forms.stdout.split() == ["travel-claim"]
-    ids = formctl(
+    ids = cli.process(
         env={
             "_FORMCTL_COMPLETE": "complete_bash",
             "COMP_WORDS": "formctl inspect form_",
@@ -627,7 +608,7 @@ def test_tab_completion_offers_commands_form_ids_and_instance_ids(tmp_path):
         }
     )
     assert ids.stdout.split() == [instance_id]
-    statuses = formctl(
+    statuses = cli.process(
         env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl instances --status a", "COMP_CWORD": "3"}
     )
     assert statuses.stdout.split() == ["active", "awaiting", "abandoned"]
@@ -689,9 +670,9 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
     assert row["answered"] == 1
 
 
-def test_slash_undo_and_redo_of_a_named_field_say_what_it_holds_now(store):
+def test_slash_undo_and_redo_of_a_named_field_say_what_it_holds_now(cli):
     lines = "Dana Reeve\nAB1234\n/undo full_name\n/redo Full name\n/undo nmae\n"
-    result = ok("run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input=lines)
+    result = cli.ok("run", "travel-claim", "--offline", input=lines)
     out = result.stdout
     assert "undid Full name → empty" in out
     assert "redid Full name → Dana Reeve" in out
@@ -709,17 +690,16 @@ def test_in_a_fresh_clone_run_works_with_no_configuration(tmp_path):
 
 
 @pytest.mark.e2e
-def test_the_console_script_runs_sub_commands_and_suggests_on_a_typo(tmp_path):
-    store = str(tmp_path / "store")
-    start(store, CLAIMANT)
-    checked = formctl("store", "check", "--store", store, "--json")
+def test_the_console_script_runs_sub_commands_and_suggests_on_a_typo(cli, tmp_path):
+    cli.start(CLAIMANT)
+    checked = cli.process("store", "check", "--json")
     assert checked.returncode == 0 and json.loads(checked.stdout)["instances"] == 1
-    typo = formctl("instnces")
+    typo = cli.process("instnces")
     assert typo.returncode == 2 and "instances" in typo.stderr
 
 
-def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
-    instance_id = start(store, CLAIMANT)
+def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, cli):
+    instance_id = cli.start(CLAIMANT)
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms)
     # Under another module name: this process may already have imported travel_claim (version 1).
@@ -728,18 +708,14 @@ def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, store):
     )
     registry = forms / "registry.toml"
     registry.write_text(registry.read_text().replace('"travel_claim:travel_claim"', '"travel_claim_v2:travel_claim"'))
-    first = invoke(
-        "run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store, input=""
-    )
+    first = cli("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), input="")
     assert first.exit_code == 1 and first.stdout == ""  # one message, no chat on a form it cannot continue
     assert f"{instance_id} was started on version 1 of travel-claim" in first.stderr
     assert f"formctl abandon {instance_id} --reason REASON" in first.stderr
-    ok("abandon", instance_id, "--reason", "definition changed", "--forms", str(forms), "--store", store)
-    second = ok(
-        "run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), "--store", store, input=""
-    ).stdout
+    cli.ok("abandon", instance_id, "--reason", "definition changed", "--forms", str(forms))
+    second = cli.ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), input="").stdout
     assert "Full name?" in second
-    rows = as_json("instances", "--store", store, "--forms", str(forms))["instances"]
+    rows = cli.json("instances", "--forms", str(forms))["instances"]
     assert sorted(r["status"] for r in rows) == ["abandoned", "active"]  # read against the forms given
 
 
@@ -772,7 +748,7 @@ def test_the_activity_line_says_what_a_tool_call_saved_held_and_rejected():
     assert activity_line("form_status", {"status": "success", "data": {"complete": False}}, labels) == ""
 
 
-def test_slash_usage_with_the_guided_model_says_it_costs_no_tokens_and_run_ends_without_a_tokens_line(store):
-    result = ok("run", "travel-claim", "--forms", str(FORMS), "--store", store, input="Dana Reeve\n/usage\n")
+def test_slash_usage_with_the_guided_model_says_it_costs_no_tokens_and_run_ends_without_a_tokens_line(cli):
+    result = cli.ok("run", "travel-claim", input="Dana Reeve\n/usage\n")
     assert "No tokens: the guided model runs offline." in result.stdout
     assert not any(line.startswith("tokens:") for line in result.stdout.splitlines())

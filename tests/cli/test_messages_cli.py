@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from clitools import invoke, start
+from clitools import invoke
 from fixture_project import FORMS
 
 STAFF_ID_SENTENCE = "A Staff ID is two capital letters and four digits, like AB1234."
@@ -26,7 +26,7 @@ def _ok(*args: str, input: str | None = None) -> Any:
     return result
 
 
-def test_a_piped_chat_says_each_rejection_once_in_plain_words(store):
+def test_a_piped_chat_says_each_rejection_once_in_plain_words(cli):
     lines = [
         "Dana Reeve",
         "ab12345",
@@ -45,10 +45,6 @@ def test_a_piped_chat_says_each_rejection_once_in_plain_words(store):
         "--offline",
         "--subject",
         "dana",
-        "--forms",
-        str(FORMS),
-        "--store",
-        store,
         input="\n".join(lines) + "\n",
     ).stdout
     assert not MACHINE.search(out), out
@@ -67,18 +63,14 @@ def test_a_piped_chat_says_each_rejection_once_in_plain_words(store):
     assert "Departure date? A date, like 2026-11-03." in said
 
 
-def test_fill_prints_the_plain_sentence_and_json_gives_it_with_a_code(store):
-    instance_id = start(store)
-    human = invoke("fill", instance_id, "staff_id=ab12345", "email=dana@foo", "--store", store, "--forms", str(FORMS))
+def test_fill_prints_the_plain_sentence_and_json_gives_it_with_a_code(cli):
+    instance_id = cli.start()
+    human = cli("fill", instance_id, "staff_id=ab12345", "email=dana@foo")
     assert human.exit_code == 1
     assert f"rejected Staff ID: {STAFF_ID_SENTENCE}" in human.stdout
     assert "rejected Work email: Work email should be an email address, like name@example.com." in human.stdout
     assert not MACHINE.search(human.stdout), human.stdout
-    data = json.loads(
-        invoke(
-            "fill", instance_id, "staff_id=ab1", "full_name=D", "--json", "--store", store, "--forms", str(FORMS)
-        ).stdout
-    )
+    data = json.loads(cli("fill", instance_id, "staff_id=ab1", "full_name=D", "--json").stdout)
     rows = {row["field"]: row for row in data["rejected"]}
     assert rows["staff_id"] == {"field": "staff_id", "message": STAFF_ID_SENTENCE, "code": "pattern"}
     assert rows["full_name"] == {
@@ -91,9 +83,8 @@ def test_fill_prints_the_plain_sentence_and_json_gives_it_with_a_code(store):
     assert fields["staff_id"]["error"] == STAFF_ID_SENTENCE
 
 
-def test_a_quoted_number_tells_the_model_how_to_resend_it(store):
-    instance_id = start(
-        store,
+def test_a_quoted_number_tells_the_model_how_to_resend_it(cli):
+    instance_id = cli.start(
         {
             "full_name": "Dana Reeve",
             "staff_id": "AB1234",
@@ -105,18 +96,16 @@ def test_a_quoted_number_tells_the_model_how_to_resend_it(store):
             "mode": "car",
         },
     )
-    data = json.loads(
-        invoke("fill", instance_id, 'mileage="forty"', "--json", "--store", store, "--forms", str(FORMS)).stdout
-    )
+    data = json.loads(cli("fill", instance_id, 'mileage="forty"', "--json").stdout)
     (row,) = data["rejected"]
     assert row["message"] == "Miles driven should be a whole number, like 40."
     assert row["code"] == "number" and "JSON number" in row["hint"]
 
 
-def test_check_shows_a_pattern_field_by_its_example(store):
-    out = _ok("check", "travel-claim", "--forms", str(FORMS)).stdout
+def test_check_shows_a_pattern_field_by_its_example(cli):
+    out = _ok("check", "travel-claim").stdout
     assert re.search(r"staff_id\s+Staff ID\s+text like AB1234\s+yes", out), out
-    data = json.loads(_ok("check", "travel-claim", "--json", "--forms", str(FORMS)).stdout)
+    data = json.loads(_ok("check", "travel-claim", "--json").stdout)
     (staff_id,) = [f for s in data["steps"] for f in s["fields"] if f["id"] == "staff_id"]
     assert staff_id["type"] == "text like AB1234"
 
@@ -276,10 +265,8 @@ def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
     _words_intact(text, "Work email should be an email address, like name@example.com.", 50)
 
 
-def test_a_pipe_is_not_wrapped(store):
-    out = _ok(
-        "run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input="Dana Reeve\nab12345\n"
-    ).stdout
+def test_a_pipe_is_not_wrapped(cli):
+    out = _ok("run", "travel-claim", "--offline", input="Dana Reeve\nab12345\n").stdout
     assert f"That wasn't accepted. {STAFF_ID_SENTENCE}\n" in out
 
 
@@ -348,7 +335,7 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
         child.close(force=True)
 
 
-def test_the_guided_models_own_rejections_are_said_once_too(store):
+def test_the_guided_models_own_rejections_are_said_once_too(cli):
     lines = [
         "Dana Reeve",
         "AB1234",
@@ -361,9 +348,7 @@ def test_the_guided_models_own_rejections_are_said_once_too(store):
         "bus",
         "car",
     ]
-    said = _ok(
-        "run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", store, input="\n".join(lines) + "\n"
-    ).stdout.splitlines()
+    said = _ok("run", "travel-claim", "--offline", input="\n".join(lines) + "\n").stdout.splitlines()
     at = said.index('I couldn\'t use "next tuesday" for Departure date: I need a date, like 2026-11-03 or 3 Nov 2026.')
     assert said[at + 1] == "Departure date?"  # not "A date, like 2026-11-03." again
     at = said.index('I couldn\'t use "bus" for Mode: I need one of: car, rail or air.')

@@ -10,25 +10,25 @@ import shutil
 
 import pytest
 
-from clitools import FORMS, invoke, start
+from clitools import FORMS, invoke
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
 
 @pytest.mark.parametrize("option", ["--field", "--step"])
-def test_inspect_of_an_unknown_field_or_step_is_an_error(store, option):
-    instance_id = start(store)
+def test_inspect_of_an_unknown_field_or_step_is_an_error(cli, option):
+    instance_id = cli.start()
 
-    result = invoke("inspect", instance_id, option, "emal", "--store", store, "--forms", str(FORMS))
+    result = cli("inspect", instance_id, option, "emal")
 
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and "emal" in result.stderr
     assert result.stdout == ""
 
 
-def test_inspect_of_an_unknown_field_suggests_the_close_one(store):
-    instance_id = start(store)
+def test_inspect_of_an_unknown_field_suggests_the_close_one(cli):
+    instance_id = cli.start()
 
-    result = invoke("inspect", instance_id, "--field", "emal", "--store", store, "--forms", str(FORMS))
+    result = cli("inspect", instance_id, "--field", "emal")
 
     assert "email" in result.stderr
 
@@ -36,10 +36,10 @@ def test_inspect_of_an_unknown_field_suggests_the_close_one(store):
 # --------------------------------------------------------------------------- what the reads show
 
 
-def test_export_heads_held_values_on_one_line(store):
-    instance_id = start(store, {"mode": "rail", "mileage": 40})
+def test_export_heads_held_values_on_one_line(cli):
+    instance_id = cli.start({"mode": "rail", "mileage": 40})
 
-    result = invoke("export", instance_id, "--store", store, "--forms", str(FORMS))
+    result = cli("export", instance_id)
 
     assert result.exit_code == 0, result.stderr
     assert "held (not applicable now, kept)\n" in result.stdout
@@ -56,14 +56,14 @@ def test_the_store_group_help_has_an_example():
 # --------------------------------------------------------------------------- brackets in values and titles
 
 
-def test_values_and_reasons_with_square_brackets_print_as_typed(store):
-    instance_id = start(store, {"full_name": "Dana [x] Reeve", "destination": "[/]Paris", "purpose": "[bold]talk"})
-    opts = ("--store", store, "--forms", str(FORMS))
+def test_values_and_reasons_with_square_brackets_print_as_typed(cli):
+    instance_id = cli.start({"full_name": "Dana [x] Reeve", "destination": "[/]Paris", "purpose": "[bold]talk"})
+    opts = ("--forms", str(FORMS))
 
-    export = invoke("export", instance_id, *opts)
-    history = invoke("history", instance_id, "destination", *opts)
-    invoke("abandon", instance_id, "--reason", "dup of [form_x]", *opts)
-    listing = invoke("instances", "--store", store)
+    export = cli("export", instance_id, *opts)
+    history = cli("history", instance_id, "destination", *opts)
+    cli("abandon", instance_id, "--reason", "dup of [form_x]", *opts)
+    listing = cli("instances")
 
     assert export.exit_code == 0, export.stderr
     assert "Dana [x] Reeve" in export.stdout and "[/]Paris" in export.stdout and "[bold]talk" in export.stdout
@@ -74,7 +74,7 @@ def test_values_and_reasons_with_square_brackets_print_as_typed(store):
 # --------------------------------------------------------------------------- a form whose version moved on
 
 
-def test_reading_an_instance_of_an_older_form_version_shows_its_answers_marked_stale(tmp_path, store):
+def test_reading_an_instance_of_an_older_form_version_shows_its_answers_marked_stale(tmp_path, store, cli):
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
     runner = FormRunner(
@@ -88,7 +88,7 @@ def test_reading_an_instance_of_an_older_form_version_shows_its_answers_marked_s
     registry = forms / "registry.toml"
     registry.write_text(registry.read_text().replace('"travel_claim:', '"travel_claim_v2:'))
 
-    result = invoke("inspect", instance_id, "--store", store, "--forms", str(forms))
+    result = cli("inspect", instance_id, "--forms", str(forms))
 
     # Support staff read the answers without closing the form first: marked stale, with one
     # line on stderr saying how to move it to the registered version.
@@ -96,14 +96,14 @@ def test_reading_an_instance_of_an_older_form_version_shows_its_answers_marked_s
     assert result.stderr.count("\n") == 1
     assert f"formctl migrate {instance_id}" in result.stderr
 
-    exported = invoke("export", instance_id, "--store", store, "--forms", str(forms), "--json")  # a read: it works
+    exported = cli("export", instance_id, "--forms", str(forms), "--json")  # a read: it works
     assert exported.exit_code == 0
     assert (json.loads(exported.stdout)["status"], json.loads(exported.stdout)["values"]["full_name"]) == (
         "stale",
         "Dana Reeve",
     )
-    invoke("abandon", instance_id, "--reason", "form changed", "--store", store, "--forms", str(forms))
-    after = invoke("export", instance_id, "--store", store, "--forms", str(forms))
+    cli("abandon", instance_id, "--reason", "form changed", "--forms", str(forms))
+    after = cli("export", instance_id, "--forms", str(forms))
     assert after.exit_code == 0 and "Dana Reeve" in after.stdout and after.stderr == ""
 
 
@@ -119,12 +119,12 @@ def test_help_names_arguments_without_python_type_noise(command):
     assert "Example" in result.stdout
 
 
-def test_history_marks_a_rejected_answer_in_words_not_only_in_red(store):
-    instance_id = start(store, {"staff_id": "AB1234"})
-    opts = ("--store", store, "--forms", str(FORMS))
-    invoke("fill", instance_id, "staff_id=AB12", *opts)
+def test_history_marks_a_rejected_answer_in_words_not_only_in_red(cli):
+    instance_id = cli.start({"staff_id": "AB1234"})
+    opts = ("--forms", str(FORMS))
+    cli("fill", instance_id, "staff_id=AB12", *opts)
 
-    result = invoke("history", instance_id, "staff_id", *opts)  # not a terminal: no colour at all
+    result = cli("history", instance_id, "staff_id", *opts)  # not a terminal: no colour at all
 
     (rejected,) = [line for line in result.stdout.splitlines() if " AB12 " in line or line.rstrip().endswith("AB12")]
     assert "rejected" in rejected
@@ -132,10 +132,10 @@ def test_history_marks_a_rejected_answer_in_words_not_only_in_red(store):
     assert "rejected" not in accepted
 
 
-def test_inspect_with_an_empty_field_name_speaks_the_commands_language(store):
-    instance_id = start(store)
+def test_inspect_with_an_empty_field_name_speaks_the_commands_language(cli):
+    instance_id = cli.start()
 
-    result = invoke("inspect", instance_id, "--field", "", "--store", store, "--forms", str(FORMS))
+    result = cli("inspect", instance_id, "--field", "")
 
     assert result.exit_code == 2
     assert "--field" in result.stderr and "scope=" not in result.stderr

@@ -5,34 +5,30 @@ from __future__ import annotations
 
 import json
 
-from clitools import FORMS, invoke, start
+from clitools import FORMS
 
 
-def _run(store: str, lines: list[str], *, form: str = "travel-claim") -> str:
+def _run(cli: str, lines: list[str], *, form: str = "travel-claim") -> str:
     """``formctl run FORM --offline`` with ``lines`` piped in; the instance id it started."""
-    result = invoke(
+    result = cli(
         "run",
         form,
         "--offline",
         "--subject",
         "dana",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="".join(line + "\n" for line in lines),
     )
     assert result.exit_code == 0, result.stderr
-    listed = invoke("instances", "--store", store, "--forms", str(FORMS), "--json")
+    listed = cli("instances", "--json")
     return json.loads(listed.stdout)["instances"][0]["instance_id"]
 
 
-def test_undo_after_a_refused_staff_id_does_what_inspect_said_it_would(store):
-    instance_id = _run(store, ["Dana Reeve", "ab12345", "AB1234"])
+def test_undo_after_a_refused_staff_id_does_what_inspect_said_it_would(cli):
+    instance_id = _run(cli, ["Dana Reeve", "ab12345", "AB1234"])
 
-    preview = invoke("inspect", instance_id, "--store", store, "--forms", str(FORMS))
-    undone = invoke("undo", instance_id, "staff_id", "--store", store, "--forms", str(FORMS))
-    after = invoke("inspect", instance_id, "--field", "staff_id", "--store", store, "--forms", str(FORMS), "--json")
+    preview = cli("inspect", instance_id)
+    undone = cli("undo", instance_id, "staff_id")
+    after = cli("inspect", instance_id, "--field", "staff_id", "--json")
 
     # One revision back is the refused value: it comes back in force as it was, and every
     # preview and the act's own line say it was not accepted (docs/engine.md, "The answer log").
@@ -43,19 +39,19 @@ def test_undo_after_a_refused_staff_id_does_what_inspect_said_it_would(store):
     assert json.loads(after.stdout)["redo_would"] == 'staff_id → "AB1234"'
 
 
-def test_a_scaffolded_form_offers_its_optional_notes_reads_back_and_sends_only_on_yes(tmp_path, store):
+def test_a_scaffolded_form_offers_its_optional_notes_reads_back_and_sends_only_on_yes(tmp_path, cli):
     forms = tmp_path / "forms"
-    assert invoke("new", "demo", "--forms", str(forms)).exit_code == 0
-    args = ["--offline", "--subject", "dana", "--forms", str(forms), "--store", store]
+    assert cli("new", "demo", "--forms", str(forms)).exit_code == 0
+    args = ["--offline", "--subject", "dana", "--forms", str(forms)]
 
-    first = invoke("run", "demo", *args, input="Dana Reeve\ndana@example.org\nquestion\n")
-    listed = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    first = cli("run", "demo", *args, input="Dana Reeve\ndana@example.org\nquestion\n")
+    listed = json.loads(cli("instances", "--json").stdout)["instances"]
 
     assert 'Notes? Anything else they want to add. Optional: say "skip" to leave it out.' in first.stdout
     assert [r["status"] for r in listed] == ["ready"]  # every required answer is in, but nothing is sent
 
-    second = invoke("run", "demo", *args, input="Please call after 5pm\nyes\n")
-    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    second = cli("run", "demo", *args, input="Please call after 5pm\nyes\n")
+    (row,) = json.loads(cli("instances", "--json").stdout)["instances"]
 
     assert "Before I send it, please check your answers:" in second.stdout
     assert "- Notes: Please call after 5pm" in second.stdout
@@ -63,7 +59,7 @@ def test_a_scaffolded_form_offers_its_optional_notes_reads_back_and_sends_only_o
     assert row["status"] == "complete"
 
 
-def test_the_travel_claim_is_completed_by_following_only_the_questions(store):
+def test_the_travel_claim_is_completed_by_following_only_the_questions(cli):
     answers = [
         "Dana Reeve",
         "AB1234",
@@ -80,16 +76,12 @@ def test_the_travel_claim_is_completed_by_following_only_the_questions(store):
         "yes",
     ]
 
-    out = invoke(
+    out = cli(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "dana",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="".join(a + "\n" for a in answers),
     ).stdout
 
@@ -98,34 +90,30 @@ def test_the_travel_claim_is_completed_by_following_only_the_questions(store):
     assert "- Miles driven: 120" in read_back and "- Mileage cost: 54" in read_back
     assert "- Accommodation cost: 85" in read_back and "- Total claimed: 240" in read_back
     assert "Sent. The Travel reimbursement claim is complete" in out
-    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    (row,) = json.loads(cli("instances", "--json").stdout)["instances"]
     assert row["status"] == "complete"
 
 
-def test_the_client_intake_is_completed_by_following_only_the_questions(store):
+def test_the_client_intake_is_completed_by_following_only_the_questions(cli):
     answers = ["new", "34", "Sam Lee", "sam@example.org", "0113 496 0000", "friend", "Help finding housing", "yes"]
 
-    out = invoke(
+    out = cli(
         "run",
         "client-intake",
         "--offline",
         "--subject",
         "sam",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="".join(a + "\n" for a in answers),
     ).stdout
 
     assert "Phone? Optional" in out
     assert "- Phone: 0113 496 0000" in out.split("Before I send it, please check your answers:")[1]
     assert "Sent. The Client intake is complete" in out
-    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
+    (row,) = json.loads(cli("instances", "--json").stdout)["instances"]
     assert row["status"] == "complete"
 
 
-def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(store):
+def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(cli):
     answers = [
         "Dana Reeve",
         "AB1234",
@@ -144,16 +132,12 @@ def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(stor
         "yes",
     ]
 
-    out = invoke(
+    out = cli(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "dana",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="".join(a + "\n" for a in answers),
     ).stdout
 
@@ -164,37 +148,27 @@ def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(stor
     assert "Sent." in read_backs[2]
 
 
-def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected(store):
+def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected(cli):
     answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-04", "2026-03-02", "client visit"]
 
-    out = invoke(
+    out = cli(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "dana",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="".join(a + "\n" for a in answers),
     ).stdout
-    (row,) = json.loads(invoke("instances", "--store", store, "--json").stdout)["instances"]
-    fixed = invoke(
+    (row,) = json.loads(cli("instances", "--json").stdout)["instances"]
+    fixed = cli(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "dana",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="Return date: 2026-03-06\n",
     ).stdout
-    inspected = json.loads(
-        invoke("inspect", row["instance_id"], "--store", store, "--forms", str(FORMS), "--json").stdout
-    )
+    inspected = json.loads(cli("inspect", row["instance_id"], "--json").stdout)
 
     assert "The return date (2026-03-02) is before the departure date (2026-03-04)." in out
     assert 'Which answer should change? Tell me as "Label: value"' in out
@@ -203,7 +177,7 @@ def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected
     assert "failures" not in inspected
 
 
-def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(store):
+def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(cli):
     answers = [
         "Dana Reeve",
         "AB1234",
@@ -216,16 +190,12 @@ def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(
         "Return date: 2026-03-06",
     ]
 
-    out = invoke(
+    out = cli(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "dana",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="".join(a + "\n" for a in answers),
     ).stdout
 
@@ -234,9 +204,8 @@ def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(
     assert "Mode" in held.split("Return date: 2026-03-06")[-1]
 
 
-def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(store):
-    instance_id = start(
-        store,
+def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(cli):
+    instance_id = cli.start(
         {
             "full_name": "Dana Reeve",
             "staff_id": "AB1234",
@@ -251,12 +220,12 @@ def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(s
             "total": 700,
         },
     )
-    base = ["--store", store, "--forms", str(FORMS)]
+    base = ["--forms", str(FORMS)]
 
-    refused = invoke("submit", instance_id, *base)
-    inspected = invoke("inspect", instance_id, *base)
-    fixed = invoke("fill", instance_id, "accommodation=500", *base, "--json")
-    sent = invoke("submit", instance_id, *base)
+    refused = cli("submit", instance_id, *base)
+    inspected = cli("inspect", instance_id, *base)
+    fixed = cli("fill", instance_id, "accommodation=500", *base, "--json")
+    sent = cli("submit", instance_id, *base)
 
     assert refused.exit_code == 1 and refused.stderr.startswith("error: Not ready to send")
     assert "Accommodation and meals come to £900, more than the total claimed (£700)." in inspected.stdout
@@ -264,9 +233,8 @@ def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(s
     assert sent.exit_code == 0 and sent.stdout.startswith(f"sent {instance_id}: Travel reimbursement claim is complete")
 
 
-def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an_example(store):
-    instance_id = start(
-        store,
+def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an_example(cli):
+    instance_id = cli.start(
         {
             "full_name": "Dana Reeve",
             "staff_id": "AB1234",
@@ -280,12 +248,12 @@ def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an
             "total": 100,
         },
     )
-    base = ["--store", store, "--forms", str(FORMS)]
-    listed = json.loads(invoke("instances", "--status", "ready", "--store", store, "--json").stdout)["instances"]
+    base = ["--forms", str(FORMS)]
+    listed = json.loads(cli("instances", "--status", "ready", "--json").stdout)["instances"]
 
-    first = invoke("submit", instance_id, *base, "--json")
-    again = invoke("submit", instance_id, *base)
-    helped = invoke("submit", "--help")
+    first = cli("submit", instance_id, *base, "--json")
+    again = cli("submit", instance_id, *base)
+    helped = cli("submit", "--help")
 
     assert [r["instance_id"] for r in listed] == [instance_id]
     assert json.loads(first.stdout)["status"] == "complete" and json.loads(first.stdout)["complete"] is True
@@ -293,7 +261,7 @@ def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an
     assert "formctl submit form_" in helped.stdout
 
 
-def test_after_a_resume_the_first_yes_reads_back_and_the_second_sends(store):
+def test_after_a_resume_the_first_yes_reads_back_and_the_second_sends(cli):
     answers = [
         "Dana Reeve",
         "AB1234",
@@ -308,13 +276,13 @@ def test_after_a_resume_the_first_yes_reads_back_and_the_second_sends(store):
         "skip",
         "100",
     ]
-    instance_id = _run(store, answers)  # ends at the read-back, not sent
+    instance_id = _run(cli, answers)  # ends at the read-back, not sent
 
-    resumed = invoke("resume", instance_id, "--offline", "--store", store, "--forms", str(FORMS), input="yes\nyes\n")
+    resumed = cli("resume", instance_id, "--offline", input="yes\nyes\n")
 
     after_resume = resumed.stdout.split("Shall I send it?", 1)[1]  # the screen shows the last read-back first
     assert "Before I send it, please check your answers:" in after_resume  # read back again, not a question
     assert "Accommodation cost?" not in after_resume  # the optional questions were offered once already
     assert "Sent. The Travel reimbursement claim is complete" in after_resume
-    exported = json.loads(invoke("export", instance_id, "--store", store, "--forms", str(FORMS), "--json").stdout)
+    exported = json.loads(cli("export", instance_id, "--json").stdout)
     assert exported["status"] == "complete"

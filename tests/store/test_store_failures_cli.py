@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import FORMS, ROOT, invoke, start
+from clitools import FORMS, ROOT, invoke
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
 
@@ -18,24 +18,22 @@ def _truncate(store: str, instance_id: str) -> Path:
     return path
 
 
-def test_run_does_not_start_afresh_past_the_subjects_corrupt_open_instance(store):
-    instance_id = start(store, {"full_name": "Dana Reeve", "staff_id": "AB1234"})
+def test_run_does_not_start_afresh_past_the_subjects_corrupt_open_instance(store, cli):
+    instance_id = cli.start({"full_name": "Dana Reeve", "staff_id": "AB1234"})
     path = _truncate(store, instance_id)
 
-    result = invoke(
-        "run", "travel-claim", "--offline", "--subject", "dana", "--store", store, "--forms", str(FORMS), input="Dana\n"
-    )
+    result = cli("run", "travel-claim", "--offline", "--subject", "dana", input="Dana\n")
 
     assert result.exit_code == 1
     assert str(path) in result.stderr and "Traceback" not in result.stderr
     assert len(list((Path(store) / "instances").glob("*.json"))) == 1  # no second instance was started
 
 
-def test_a_corrupt_file_is_named_without_a_doubled_word(store):
-    instance_id = start(store)
+def test_a_corrupt_file_is_named_without_a_doubled_word(store, cli):
+    instance_id = cli.start()
     _truncate(store, instance_id)
 
-    result = invoke("inspect", instance_id, "--store", store, "--forms", str(FORMS))
+    result = cli("inspect", instance_id)
 
     assert result.exit_code == 1
     assert "not valid JSON" in result.stderr
@@ -62,20 +60,16 @@ def _read_only_store(monkeypatch):
     monkeypatch.setattr(_durable, "open_private", read_only)
 
 
-def test_run_on_a_read_only_store_stops_before_the_chat_in_one_line(store, monkeypatch):
-    instance_id = start(store, subject="ann")  # a store with an instance (and its folders) in it
+def test_run_on_a_read_only_store_stops_before_the_chat_in_one_line(store, cli, monkeypatch):
+    instance_id = cli.start(subject="ann")  # a store with an instance (and its folders) in it
     _read_only_store(monkeypatch)
 
-    result = invoke(
+    result = cli(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "bob",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="Bob Stone\nBS1234\n",
     )
 
@@ -110,17 +104,13 @@ def test_run_with_a_store_folder_that_cannot_be_created_stops_in_one_line(tmp_pa
 
 
 @pytest.mark.parametrize("damage", [b'{"format": 1, "messages": [{"role": "us', b"\xff\xfe\x00", b"[]"])
-def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store, damage):
-    first = invoke(
+def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store, cli, damage):
+    first = cli(
         "run",
         "travel-claim",
         "--offline",
         "--subject",
         "dana",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="Dana Reeve\n",
     )
     assert first.exit_code == 0, first.stderr
@@ -128,27 +118,27 @@ def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store
     instance_id = conversation.stem
     conversation.write_bytes(damage)
 
-    result = invoke("resume", instance_id, "--offline", "--store", store, "--forms", str(FORMS), input="AB1234\n")
+    result = cli("resume", instance_id, "--offline", input="AB1234\n")
 
     assert result.exit_code == 0, result.stderr
     assert str(conversation) in result.stdout and "every answer is kept" in result.stdout
     assert "saved Staff ID" in result.stdout
     (aside,) = (Path(store) / "conversations").glob(f"{instance_id}.json.damaged*")
     assert aside.read_bytes() == damage  # set aside as it was, never overwritten
-    export = invoke("export", instance_id, "--json", "--store", store, "--forms", str(FORMS))
+    export = cli("export", instance_id, "--json")
     assert '"full_name": "Dana Reeve"' in export.stdout and '"staff_id": "AB1234"' in export.stdout
 
 
 # --------------------------------------------------------------------------- listing past a damaged file
 
 
-def test_instances_warns_about_a_damaged_file_it_cannot_list(store):
-    kept = start(store, subject="ann")
-    damaged = start(store, subject="bob")
+def test_instances_warns_about_a_damaged_file_it_cannot_list(store, cli):
+    kept = cli.start(subject="ann")
+    damaged = cli.start(subject="bob")
     path = _truncate(store, damaged)
 
-    result = invoke("instances", "--store", store)
-    as_json = invoke("instances", "--json", "--store", store)
+    result = cli("instances")
+    as_json = cli("instances", "--json")
 
     assert result.exit_code == 0
     assert kept in result.stdout and damaged not in result.stdout
@@ -200,7 +190,7 @@ def test_an_os_error_names_the_path_in_plain_words(tmp_path):
 # --------------------------------------------------------------------------- a lost journal
 
 
-def test_store_check_reports_answers_lost_with_a_journal_and_reindex_keeps_the_evidence(store):
+def test_store_check_reports_answers_lost_with_a_journal_and_reindex_keeps_the_evidence(store, cli):
     runner = FormRunner(
         JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana"
     )
@@ -212,9 +202,9 @@ def test_store_check_reports_answers_lost_with_a_journal_and_reindex_keeps_the_e
     assert journal.exists()
     journal.unlink()
 
-    checked = invoke("store", "check", "--store", store)
-    reindexed = invoke("store", "reindex", "--store", store)
-    again = invoke("store", "check", "--store", store)
+    checked = cli("store", "check")
+    reindexed = cli("store", "reindex")
+    again = cli("store", "check")
 
     for result in (checked, reindexed, again):
         assert result.exit_code == 1, result.stdout

@@ -4,25 +4,19 @@ reproduce what it records.
 
 from __future__ import annotations
 
-from clitools import FORMS, invoke, start
-
 # --------------------------------------------------------------------------- --record
 
 
-def test_record_does_not_overwrite_an_existing_transcript(tmp_path, store):
+def test_record_does_not_overwrite_an_existing_transcript(tmp_path, cli):
     path = tmp_path / "dana.toml"
     path.write_text("# a transcript someone relies on\n")
 
-    result = invoke(
+    result = cli(
         "run",
         "travel-claim",
         "--offline",
         "--record",
         str(path),
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="Dana Reeve\n",
     )
 
@@ -31,11 +25,11 @@ def test_record_does_not_overwrite_an_existing_transcript(tmp_path, store):
     assert path.read_text() == "# a transcript someone relies on\n"
 
 
-def test_record_over_a_form_that_already_has_answers_says_replay_cannot_reproduce_it(tmp_path, store):
-    start(store, {"full_name": "Dana Reeve"}, subject="dana")
+def test_record_over_a_form_that_already_has_answers_says_replay_cannot_reproduce_it(tmp_path, cli):
+    cli.start({"full_name": "Dana Reeve"}, subject="dana")
     path = tmp_path / "later.toml"
 
-    result = invoke(
+    result = cli(
         "run",
         "travel-claim",
         "--offline",
@@ -43,10 +37,6 @@ def test_record_over_a_form_that_already_has_answers_says_replay_cannot_reproduc
         "dana",
         "--record",
         str(path),
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
         input="AB1234\n",
     )
 
