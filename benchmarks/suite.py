@@ -12,6 +12,11 @@ pytest (a test file, for a quick look at one part). ``--quick`` (for .ci/run, wh
 the whole suite) runs once, only the in-process tests about conversations (``-m "not e2e" -k
 conversation``): it shows the script still works, not how fast the suite is.
 
+``--slowest N`` also prints the N tests that took the most CPU time (the test's process and the
+processes it started and waited for, setup and teardown included; the conftest's
+``FORMCTL_TEST_CPU_LOG``), and the CPU time of the in-process (not e2e) tests and of the e2e ones:
+on a shared machine that says where the time goes when the wall time cannot.
+
 ``--against REV`` checks REV out into a temporary git worktree (removed afterwards) and runs
 the same commands there, alternating with this checkout (this, REV, this, REV, ...) so a
 machine that gets busier part-way slows both alike. REV's own ``formctl`` is imported, in
@@ -36,9 +41,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_suite(checkout: Path, parallel: bool, extra: list[str]) -> dict[str, float | str]:
+def run_suite(checkout: Path, parallel: bool, extra: list[str], cpu_log: Path | None = None) -> dict[str, float | str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(checkout / "src")  # this checkout's code, before the editable install's path
+    if cpu_log is not None:
+        env["FORMCTL_TEST_CPU_LOG"] = str(cpu_log)
     command = [sys.executable, "-m", "pytest", *(["-n", "auto"] if parallel else []), *extra]
     load_before = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -68,6 +75,35 @@ def report(label: str, runs: list[dict[str, float | str]]) -> tuple[float, float
     return wall, cpu
 
 
+def slowest(cpu_log: Path, checkout: Path, count: int) -> None:
+    """The tests that took the most CPU time, and the CPU time of the e2e tests and of the rest."""
+    rows = []
+    for line in cpu_log.read_text(encoding="utf-8").splitlines():
+        nodeid, cpu, wall = line.rsplit("\t", 2)
+        rows.append((float(cpu), float(wall), nodeid))
+    e2e = _e2e_tests(checkout)
+    spent = {True: 0.0, False: 0.0}
+    for cpu, _, nodeid in rows:
+        spent[nodeid in e2e] += cpu
+    print(f"  CPU in the tests: {sum(spent.values()):.1f} s; e2e {spent[True]:.1f} s, the rest {spent[False]:.1f} s")
+    print(f"  the {count} tests that took the most CPU (CPU s, wall s):")
+    for cpu, wall, nodeid in sorted(rows, reverse=True)[:count]:
+        print(f"    {cpu:7.2f} {wall:7.2f}  {nodeid}{'  [e2e]' if nodeid in e2e else ''}")
+
+
+def _e2e_tests(checkout: Path) -> set[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(checkout / "src")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "e2e", "-p", "no:randomly"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return {line for line in done.stdout.splitlines() if "::" in line}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serial", action="store_true", help="also run the suite without -n")
@@ -75,6 +111,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("pytest_args", nargs="*", help="after --: more arguments for pytest")
     parser.add_argument("--quick", action="store_true", help="a smoke run on a few tests (.ci/run)")
+    parser.add_argument("--slowest", type=int, metavar="N", default=0, help="the N tests that took most CPU")
     args = parser.parse_args()
     if args.quick:
         args.serial, args.against, args.rounds = False, None, 1
@@ -102,12 +139,17 @@ def main() -> None:
             for parallel in [True, False] if args.serial else [True]:
                 mine: list[dict[str, float | str]] = []
                 theirs: list[dict[str, float | str]] = []
+                cpu_log = Path(folder) / "cpu.log" if args.slowest else None
                 for _ in range(args.rounds):
-                    mine.append(run_suite(ROOT, parallel, args.pytest_args))
+                    if cpu_log is not None:
+                        cpu_log.unlink(missing_ok=True)  # the last round's
+                    mine.append(run_suite(ROOT, parallel, args.pytest_args, cpu_log))
                     if other is not None:
                         theirs.append(run_suite(other, parallel, args.pytest_args))
                 print("-n auto:" if parallel else "serial:")
                 wall, cpu = report("this checkout", mine)
+                if cpu_log is not None:
+                    slowest(cpu_log, ROOT, args.slowest)
                 if other is not None:
                     their_wall, their_cpu = report(args.against, theirs)
                     print(

@@ -7,8 +7,9 @@
   pseudo-terminal fails unless it is marked ``@pytest.mark.e2e`` (``-m "not e2e"`` is the fast run).
 * ``_in_example_project`` (autouse): the working folder is the example project, a
   temporary copy of ``tests/fixtures`` (see ``fixture_project.py``): no test reads ``./forms``.
-* ``_no_fsync`` (autouse): the JSON store skips fsync, unless the test is marked
-  ``@pytest.mark.durable``. Everything else (temp files, renames, locks) is as in production.
+* ``_no_fsync`` (autouse): the JSON store and ``formctl.files`` (conversations, transcripts, the
+  registry) skip fsync, unless the test is marked ``@pytest.mark.durable``. Everything else (temp
+  files, renames, locks) is as in production.
 * ``_simulated_contention`` (autouse): a write that keeps meeting conflicts backs off on a
   simulated clock (its pauses advance it, nothing sleeps), so giving up takes no time.
 * ``clock``: every reading of the engine's and the stores' clock is one second after the
@@ -27,6 +28,10 @@
 * ``log``: a fresh :class:`example_forms.HookLog`.
 * ``pg_server``, ``pg_dsn``, ``pg_adapter``, ``private_pg``: a PostgreSQL server for the
   store's tests, a fresh schema on it per test, an adapter there (``pg_server.py``).
+
+``FORMCTL_TEST_CPU_LOG=FILE`` appends one line per test to FILE: its node id, the CPU seconds it
+took (this process and the processes it started and waited for) and its wall seconds, setup and
+teardown included (``benchmarks/suite.py --slowest N`` sets it and sums it up).
 
 The CLI's helpers (``Cli``, and the lower-level ``invoke``, ``start``, ``formctl``) are in ``clitools.py``.
 """
@@ -60,6 +65,26 @@ ENVIRONMENT = (
 PREFIXES = ("FORMCTL_", "ANTHROPIC_", "OPENAI_")
 # The developer's choice of random seed for the crash test, and the PostgreSQL server CI started.
 KEEP = ("FORMCTL_CRASH_SEED", "FORMCTL_TEST_PG_DSN", "FORMCTL_TEST_PG_DIR", "FORMCTL_TEST_PG_PORT")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    log = os.environ.get("FORMCTL_TEST_CPU_LOG")
+    if not log:
+        yield
+        return
+    import resource
+    import time
+
+    def cpu() -> float:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    cpu_before, wall_before = cpu(), time.perf_counter()
+    yield
+    line = f"{item.nodeid}\t{cpu() - cpu_before:.3f}\t{time.perf_counter() - wall_before:.3f}\n"
+    with open(log, "a", encoding="utf-8") as fh:  # one short append per test: whole lines from every worker
+        fh.write(line)
 
 
 @pytest.fixture(autouse=True)
@@ -113,6 +138,21 @@ def _no_fsync(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
         from formctl.store import _durable
 
         monkeypatch.setattr(_durable, "fsync_enabled", False)
+        # formctl.files is a leaf that imports no other part of formctl, so it has no switch of
+        # its own: its module's `os` is swapped for one whose fsync does nothing. On a busy disk a
+        # conversation save (two fsyncs) cost as much as the rest of a chat turn.
+        from formctl import files
+
+        monkeypatch.setattr(files, "os", _OsWithoutFsync())
+
+
+class _OsWithoutFsync:
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def fsync(fd: int) -> None:
+        pass
 
 
 @pytest.fixture(autouse=True)
