@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Drop as _Drop
+from loopback import Hang as _Hang
+from loopback import LoopbackHandler, LoopbackServer
+from loopback import Malformed as _Malformed
 
 _ids = itertools.count(1)
 
@@ -49,15 +51,6 @@ def text(value: str) -> dict[str, Any]:
 
 def tool_use(name: str, input: dict[str, Any], id: str | None = None) -> dict[str, Any]:
     return {"type": "tool_use", "id": id or f"toolu_{next(_ids):04d}", "name": name, "input": input}
-
-
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    raw: bytes
 
 
 @dataclass
@@ -74,21 +67,6 @@ class _Fault:
     error_type: str
     message: str
     headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class _Drop:
-    text: str
-
-
-@dataclass
-class _Malformed:
-    pass
-
-
-@dataclass
-class _Hang:
-    seconds: float
 
 
 @dataclass
@@ -109,35 +87,14 @@ _ERROR_TYPES = {
 }
 
 
-class FakeAnthropic:
+class FakeAnthropic(LoopbackServer):
     """A scripted Messages API server. Use as a context manager, or call ``close()``."""
 
     def __init__(self) -> None:
-        self.requests: list[RecordedRequest] = []
-        self.unexpected: list[RecordedRequest] = []
-        self.rejected: list[tuple[RecordedRequest, str]] = []
-        self._conversations: dict[str, tuple[str, str]] = {}  # first user message: (system, tools)
-        self._script: deque[Any] = deque()
-        self._lock = threading.Lock()
         self._responder: Any = None
-        fake = self
-
-        class Handler(_Handler):
-            server_fake = fake
-
-        self._server = _QuietServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic", daemon=True
-        )
-        self._thread.start()
+        super().__init__(_Handler, name="fake-anthropic")
 
     # ------------------------------------------------------------------ scripting
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def reply(
         self,
@@ -180,36 +137,12 @@ class FakeAnthropic:
         stop reason defaults as in :meth:`reply`). ``None`` turns it off."""
         self._responder = respond
 
-    def _push(self, item: Any) -> None:
-        with self._lock:
-            self._script.append(item)
-
-    def _next(self) -> Any:
-        with self._lock:
-            return self._script.popleft() if self._script else None
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
-
     # ------------------------------------------------------------------ reading what was sent
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
         """Parsed bodies of the Messages requests, in order (retries included)."""
         return [r.body for r in self.requests if r.path.endswith("/v1/messages")]
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeAnthropic:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ what the real API refuses
 
@@ -276,37 +209,13 @@ class FakeAnthropic:
         return None
 
 
-class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hangs up (the SDK after a dropped stream) is not a test failure
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(LoopbackHandler):
     server_fake: FakeAnthropic
 
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out as separate writes; without NODELAY, Nagle plus the
-        # client's delayed ACK adds 40 ms to every response.
-        import socket
-
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-        pass
-
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
+        record = self._record()
+        body = record.body
         fake = self.server_fake
-        record = RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw)
-        with fake._lock:
-            fake.requests.append(record)
         if not self.path.split("?")[0].endswith("/v1/messages"):
             self._json(404, _error_body("not_found_error", f"fake: no route {self.path}"))
             return
@@ -362,46 +271,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ writers
 
-    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.send_header("request-id", f"req_fake_{next(_ids)}")
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
     def _sse(self, events: list[tuple[str, Any]]) -> None:
         self._raw_sse(_encode(events))
-
-    def _raw_sse(self, payload: bytes) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("content-length", str(len(payload)))
-        self.send_header("request-id", f"req_fake_{next(_ids)}")
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
-
-    def _sse_partial(self, payload: bytes, cut: int) -> None:
-        """Promise the whole body, send part of it, then close: a connection dropped mid-stream."""
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload[:cut])
-        self.wfile.flush()
-        self.close_connection = True
-        try:
-            import socket
-
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def _error_body(kind: str, message: str) -> dict[str, Any]:

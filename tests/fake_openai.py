@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Drop as _Drop
+from loopback import Hang as _Hang
+from loopback import LoopbackHandler, LoopbackServer
+from loopback import Malformed as _Malformed
 
 _ids = itertools.count(1)
 
@@ -54,15 +56,6 @@ def tool_use(
     if arguments is not None:
         block["arguments"] = arguments
     return block
-
-
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    raw: bytes
 
 
 @dataclass
@@ -84,21 +77,6 @@ class _Fault:
 
 
 @dataclass
-class _Drop:
-    text: str
-
-
-@dataclass
-class _Malformed:
-    pass
-
-
-@dataclass
-class _Hang:
-    seconds: float
-
-
-@dataclass
 class _StreamError:
     code: str
     message: str
@@ -116,36 +94,15 @@ _ERROR_TYPES = {
 _ERROR_CODES = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """A scripted Chat Completions server. Use as a context manager, or call ``close()``."""
 
     def __init__(self, port: int = 0, *, knows_stream_options: bool = True) -> None:
         # False: answer 400 to a request carrying stream_options, as some compatible servers do.
         self.knows_stream_options = knows_stream_options
-        self.requests: list[RecordedRequest] = []
-        self.unexpected: list[RecordedRequest] = []
-        self.rejected: list[tuple[RecordedRequest, str]] = []
-        self._conversations: dict[str, tuple[str, str]] = {}  # first user message: (system, tools)
-        self._script: deque[Any] = deque()
-        self._lock = threading.Lock()
-        fake = self
-
-        class Handler(_Handler):
-            server_fake = fake
-
-        self._server = _QuietServer(("127.0.0.1", port), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
-        )
-        self._thread.start()
+        super().__init__(_Handler, port=port, name="fake-openai")
 
     # ------------------------------------------------------------------ scripting
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     @property
     def base_url(self) -> str:
@@ -186,36 +143,12 @@ class FakeOpenAI:
         """Queue a 200 stream that carries an error object after its first chunk."""
         self._push(_StreamError(code, message))
 
-    def _push(self, item: Any) -> None:
-        with self._lock:
-            self._script.append(item)
-
-    def _next(self) -> Any:
-        with self._lock:
-            return self._script.popleft() if self._script else None
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
-
     # ------------------------------------------------------------------ reading what was sent
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
         """Parsed bodies of the Chat Completions requests, in order (retries and rejected ones included)."""
         return [r.body for r in self.requests if r.path.split("?")[0].endswith("/chat/completions")]
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeOpenAI:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ what the real API refuses
 
@@ -294,35 +227,14 @@ class FakeOpenAI:
         return None
 
 
-class _QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(LoopbackHandler):
     server_fake: FakeOpenAI
-
-    def setup(self) -> None:
-        super().setup()
-        import socket
-
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    REQUEST_ID_HEADER = "x-request-id"
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
+        record = self._record()
+        body = record.body
         fake = self.server_fake
-        record = RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw)
-        with fake._lock:
-            fake.requests.append(record)
         if not self.path.split("?")[0].endswith("/v1/chat/completions"):
             self._json(404, _error_body("invalid_request_error", None, f"fake: no route {self.path}"))
             return
@@ -372,44 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ writers
 
-    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.send_header("x-request-id", f"req_fake_{next(_ids)}")
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
     def _sse(self, chunks: list[Any]) -> None:
         self._raw_sse(_encode(chunks))
-
-    def _raw_sse(self, payload: bytes) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-        self.wfile.flush()
-
-    def _sse_partial(self, payload: bytes, cut: int) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload[:cut])
-        self.wfile.flush()
-        self.close_connection = True
-        try:
-            import socket
-
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def _error_body(kind: str, code: str | None, message: str) -> dict[str, Any]:
