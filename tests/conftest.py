@@ -38,16 +38,24 @@ The CLI's helpers (``Cli``, and the lower-level ``invoke``, ``start``, ``formctl
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
 from typing import Any
 
 import pytest
+import typer.testing
 
 import example_forms
 from formctl import FormRegistry, FormRunner, MemoryAdapter
 from pg_server import pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
+
+# typer's CliRunner builds the app's whole click command tree again on every invoke: about 10 ms of
+# CPU, nine tenths of an in-process CLI run (the console script builds only the command it runs,
+# once per process). Built once per app here; a click command is not changed by running it.
+if callable(getattr(typer.testing, "_get_command", None)):
+    typer.testing._get_command = functools.cache(typer.testing._get_command)
 
 # What rich reads from the environment to size and colour a console, and formctl's own
 # settings: a test sets the ones it means to test.

@@ -39,7 +39,7 @@ def test_a_piped_chat_says_each_rejection_once_in_plain_words(cli):
         "x",
         "client visit",
     ]
-    out = _ok(
+    out = cli.ok(
         "run",
         "travel-claim",
         "--offline",
@@ -103,9 +103,9 @@ def test_a_quoted_number_tells_the_model_how_to_resend_it(cli):
 
 
 def test_check_shows_a_pattern_field_by_its_example(cli):
-    out = _ok("check", "travel-claim").stdout
+    out = cli.ok("check", "travel-claim").stdout
     assert re.search(r"staff_id\s+Staff ID\s+text like AB1234\s+yes", out), out
-    data = json.loads(_ok("check", "travel-claim", "--json").stdout)
+    data = json.loads(cli.ok("check", "travel-claim", "--json").stdout)
     (staff_id,) = [f for s in data["steps"] for f in s["fields"] if f["id"] == "staff_id"]
     assert staff_id["type"] == "text like AB1234"
 
@@ -266,7 +266,7 @@ def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
 
 
 def test_a_pipe_is_not_wrapped(cli):
-    out = _ok("run", "travel-claim", "--offline", input="Dana Reeve\nab12345\n").stdout
+    out = cli.ok("run", "travel-claim", "--offline", input="Dana Reeve\nab12345\n").stdout
     assert f"That wasn't accepted. {STAFF_ID_SENTENCE}\n" in out
 
 
@@ -348,7 +348,7 @@ def test_the_guided_models_own_rejections_are_said_once_too(cli):
         "bus",
         "car",
     ]
-    said = _ok("run", "travel-claim", "--offline", input="\n".join(lines) + "\n").stdout.splitlines()
+    said = cli.ok("run", "travel-claim", "--offline", input="\n".join(lines) + "\n").stdout.splitlines()
     at = said.index('I couldn\'t use "next tuesday" for Departure date: I need a date, like 2026-11-03 or 3 Nov 2026.')
     assert said[at + 1] == "Departure date?"  # not "A date, like 2026-11-03." again
     at = said.index('I couldn\'t use "bus" for Mode: I need one of: car, rail or air.')

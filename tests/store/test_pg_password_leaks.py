@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import traceback
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -82,6 +83,22 @@ def dsns() -> list[tuple[str, str]]:
             kv = "'" + pw.replace("\\", "\\\\").replace("'", "\\'") + "'"
             out.append((shape.format(pw=pw, q=quote(pw, safe=""), kv=kv), pw))
     return out
+
+
+@pytest.fixture(autouse=True)
+def _invalid_hosts_are_not_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``.invalid`` never resolves (RFC 2606), so a lookup's answer is known without asking: asked,
+    a resolver that cannot be reached (a sandbox, a train) stalls the first lookup for seconds."""
+    import socket
+
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(host, str) and host.rstrip(".").endswith(".invalid"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
 
 
 def leaked(text: str, password: str) -> bool:
