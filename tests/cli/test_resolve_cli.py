@@ -81,6 +81,28 @@ def test_a_form_author_playing_the_host_can_resolve_and_the_status_bar_says_so(s
     assert (decision["outcome"], decision["actor"], decision["reason"]) == ("approved", getpass.getuser(), "trial run")
 
 
+def test_resolve_in_a_chat_whose_store_and_forms_come_from_the_environment(store, monkeypatch):
+    # FORMCTL_STORE and FORMCTL_FORMS are the chat's own settings, not options typed after /resolve.
+    instance_id = claim_over_the_cap(store)
+    monkeypatch.setenv("FORMCTL_STORE", store)
+    monkeypatch.setenv("FORMCTL_FORMS", str(FORMS))
+
+    result = invoke("run", "travel-claim", "--subject", "dana", "--as-host", input="/resolve --reason 'trial run'\n")
+
+    assert result.exit_code == 0, result.output
+    assert "takes no" not in result.output
+    (decision,) = as_json(store, "inspect", instance_id)["resolutions"]
+    assert (decision["outcome"], decision["reason"]) == ("approved", "trial run")
+
+
+def test_resolve_in_a_chat_still_refuses_a_store_typed_after_it(store):
+    claim_over_the_cap(store)
+
+    result = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", input=f"/resolve --store {store}\n")
+
+    assert "/resolve takes no store in a chat." in result.output
+
+
 def test_every_resolution_shows_who_when_and_why_in_inspect_history_and_export(store):
     instance_id = claim_over_the_cap(store)
     rejected = run(store, "resolve", instance_id, "--fail", "needs pre-approval", "--as", "Sam Jones")

@@ -121,14 +121,24 @@ def parse_chat_resolve(rest: str, instance_id: str) -> dict[str, Any]:
             f'/resolve: "{loose[0]}" is not an option; quote a reason of several words '
             '(/resolve --reason "within budget").'
         )
+    # Only what was typed after /resolve counts: --store or --forms the chat's environment sets
+    # (FORMCTL_STORE, FORMCTL_FORMS) are the chat's own, already in use, never the person's extra.
     extra = [
         name
         for name, value in params.items()
-        if name not in (*CHAT_OPTIONS, "instance_id") and value not in (None, False, [], ())
+        if name not in (*CHAT_OPTIONS, "instance_id")
+        and value not in (None, False, [], ())
+        and _typed(ctx.get_parameter_source(name))
     ]
     if extra:
         raise InvalidArgumentError(f"/resolve takes no {', '.join(extra)} in a chat. {USAGE}")
     return {name: params.get(name) for name in CHAT_OPTIONS}
+
+
+def _typed(source: Any) -> bool:
+    """Whether an option's value came from the words typed (click's ``ParameterSource``, asked by
+    name: typer may carry its own copy of click)."""
+    return getattr(source, "name", None) == "COMMANDLINE"
 
 
 USAGE = "Use /resolve, /resolve --reason WHY, or /resolve --fail REASON (and --checkpoint ID, --own-request)."
