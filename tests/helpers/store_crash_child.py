@@ -22,6 +22,13 @@ from race_form import Acknowledging, open_adapter, registry  # noqa: E402
 from formctl import FormRunner  # noqa: E402
 
 
+def say(line: str) -> None:
+    """One line in one write(2): the forked writers' ``ack`` lines share this pipe, and print()
+    may write a line and its newline apart (under PYTHONUNBUFFERED it does), so an ``ack`` could
+    land between them ("pid 5334ack ...")."""
+    os.write(1, f"{line}\n".encode())
+
+
 def write_forever(store: str, instance_id: str, run: int, forms) -> None:
     # compact_after=8 (JSON store): kills land inside compactions too, not only inside appends.
     adapter = Acknowledging(open_adapter(store, compact_after=8))
@@ -30,7 +37,7 @@ def write_forever(store: str, instance_id: str, run: int, forms) -> None:
     while True:
         value = f"r{run}-{i}"
         runner.fill({f"f{i % 3}": value}, instance_id=instance_id)
-        os.write(1, f"ack {run} {i} {adapter.versions[-1]} {value}\n".encode())
+        say(f"ack {run} {i} {adapter.versions[-1]} {value}")
         i += 1
 
 
@@ -38,7 +45,7 @@ def main() -> None:
     store, instance_id = sys.argv[1], sys.argv[2]
     forms = registry()
     forms.load("race")  # compile once, before forking
-    print("ready", flush=True)
+    say("ready")
     for line in sys.stdin:
         words = line.split()
         if not words or words[0] != "go":
@@ -49,9 +56,9 @@ def main() -> None:
                 write_forever(store, instance_id, int(words[1]), forms)
             finally:
                 os._exit(1)
-        print(f"pid {pid}", flush=True)
+        say(f"pid {pid}")
         os.waitpid(pid, 0)
-        print(f"exit {pid}", flush=True)
+        say(f"exit {pid}")
 
 
 if __name__ == "__main__":
