@@ -28,6 +28,23 @@ from typer.testing import CliRunner
 from fixture_project import FORMS, ROOT  # noqa: E402
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
+# What a claimant types into `formctl run travel-claim --offline` for a car trip whose total
+# (1204.50) is over the 750 cap, so the claim waits for approval at the end.
+OVER_CAP_LINES = [
+    "Dana Reeve",
+    "AB1234",
+    "dana@example.org",
+    "Leeds",
+    "2026-03-02",
+    "2026-03-04",
+    "client visit",
+    "car",
+    "120",
+    "skip",
+    "skip",
+    "1204.50",
+]
+
 
 def invoke(*args: str, input: str | None = None, catch_exceptions: bool = True) -> Any:
     """``formctl ARGS`` in this process (the environment is cleaned by conftest's autouse fixture)."""

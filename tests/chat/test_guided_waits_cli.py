@@ -8,24 +8,9 @@ import json
 
 import pytest
 
-from clitools import FORMS, formctl
+from clitools import FORMS, OVER_CAP_LINES, formctl
 
 pytestmark = pytest.mark.e2e
-
-OVER_THE_CAP = [
-    "Dana Reeve",
-    "AB1234",
-    "dana@example.org",
-    "Leeds",
-    "2026-03-02",
-    "2026-03-04",
-    "client visit",
-    "car",
-    "120",
-    "skip",
-    "skip",
-    "1204.50",
-]
 
 
 def chat(store: str, *args: str, lines: list[str]) -> str:
@@ -54,7 +39,7 @@ def test_the_waiting_reply_says_the_request_can_be_withdrawn_and_withdrawing_let
     store, as_host, withdraw
 ):
     hosting = ["--as-host"] if as_host else []
-    lines = [*OVER_THE_CAP, withdraw, "Total claimed: 700"]
+    lines = [*OVER_CAP_LINES, withdraw, "Total claimed: 700"]
     out = chat(store, "--subject", "dana", *hosting, lines=lines)
 
     waiting = out.split("Over the 750 cap: waiting for Finance to approve.")[1]

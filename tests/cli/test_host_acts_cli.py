@@ -8,25 +8,9 @@ import getpass
 import json
 from typing import Any
 
-from clitools import FORMS, invoke
+from clitools import FORMS, OVER_CAP_LINES, invoke
 
 ME = getpass.getuser()
-
-# What a claimant types into `formctl run travel-claim` for a claim over the 750 cap.
-OVER_CAP_LINES = [
-    "Dana Reeve",
-    "AB1234",
-    "dana@example.org",
-    "Leeds",
-    "2026-03-02",
-    "2026-03-04",
-    "client visit",
-    "car",
-    "120",
-    "skip",
-    "skip",
-    "1204.50",
-]
 
 
 def run(store: str, *args: str, input: str | None = None) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clitools import FORMS, invoke
+from clitools import FORMS, OVER_CAP_LINES, invoke
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
 TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "client visit"}
@@ -26,22 +26,6 @@ def as_json(store: str, *args: str) -> Any:
 
 
 # --------------------------------------------------------------------------- resolving is a host's act
-
-# What a claimant types into `formctl run travel-claim` for a claim over the 750 cap.
-OVER_CAP_LINES = [
-    "Dana Reeve",
-    "AB1234",
-    "dana@example.org",
-    "Leeds",
-    "2026-03-02",
-    "2026-03-04",
-    "client visit",
-    "car",
-    "120",
-    "skip",
-    "skip",
-    "1204.50",
-]
 
 
 def claim_over_the_cap(store: str) -> str:
