@@ -23,11 +23,10 @@ from typing import Any
 
 from formctl.errors import StoreError
 from formctl.store import _pgschema
+from formctl.store.conversations import bounded
 from formctl.store.ids import is_instance_id
 
 FORMAT = 1
-MAX_DEPTH = 64
-TOO_DEEP = f"[not saved: nested deeper than {MAX_DEPTH} levels]"
 
 _SAVE = (
     "INSERT INTO formctl_conversations (instance_id, subject, saved_at, document) "
@@ -128,7 +127,7 @@ class PostgresConversations:
             "format": FORMAT,
             "instance_id": instance_id,
             "saved_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "messages": _bounded(messages, 0),
+            "messages": bounded(messages),
         }
         if seen is not None:
             payload["seen"] = seen
@@ -236,17 +235,3 @@ def import_documents(
                 done, why = "refused", "its instance in the target is another subject's"
         outcomes.append((done, why))
     return outcomes
-
-
-def _bounded(value: Any, depth: int) -> Any:
-    """``value`` as plain JSON data, every subtree deeper than :data:`MAX_DEPTH` replaced by
-    :data:`TOO_DEEP` (the local store's rule, docs/chat.md)."""
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
-        return TOO_DEEP
-    if isinstance(value, dict):
-        return {key if isinstance(key, str) else str(key): _bounded(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_bounded(item, depth + 1) for item in value]
-    return str(value)

@@ -167,7 +167,7 @@ class ConversationStore:
             "format": FORMAT,
             "instance_id": instance_id,
             "saved_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "messages": _bounded(messages, 0),
+            "messages": bounded(messages, 0),
         }
         if seen is not None:
             payload["seen"] = seen
@@ -190,14 +190,15 @@ class ConversationStore:
             pass
 
 
-def _bounded(value: Any, depth: int) -> Any:
-    """``value`` as plain JSON data, every subtree deeper than :data:`MAX_DEPTH` replaced by :data:`TOO_DEEP`."""
+def bounded(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data, every subtree deeper than :data:`MAX_DEPTH` replaced by
+    :data:`TOO_DEEP` (both stores of conversations save by this rule, docs/chat.md)."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
         return TOO_DEEP
     if isinstance(value, dict):
-        return {key if isinstance(key, str) else str(key): _bounded(item, depth + 1) for key, item in value.items()}
+        return {key if isinstance(key, str) else str(key): bounded(item, depth + 1) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_bounded(item, depth + 1) for item in value]
+        return [bounded(item, depth + 1) for item in value]
     return str(value)
