@@ -16,6 +16,7 @@ from formctl.forms.evaluate import FILLED, Evaluation
 from formctl.forms.failures import failure_text, open_failures
 from formctl.forms.instance import COMPLETE, READY, Instance
 from formctl.forms.lifecycle import is_awaiting, is_closed
+from formctl.forms.project import step_line
 
 __all__ = ["failure_text", "status_for", "status_lines"]
 
@@ -47,13 +48,7 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
         return [line + (f" · optional, unanswered: {', '.join(optional)}" if optional else "")]
     lines = []
     if k is not None:
-        step = steps[k]
-        pending = [f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED]
-        if ev.revisiting:
-            head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'
-        else:
-            head = f'{tag} step {step.number}/{len(steps)} "{step.title}"'
-        lines.append(f"{head} · pending: {', '.join(pending)}" if pending else head)
+        lines.append(step_line(tag, compiled, ev, k))
     elif held:
         lines.append(f"{tag} on hold until an answer changes")
     else:

@@ -471,6 +471,19 @@ def stale_line(def_id: str) -> str:
     return f"[form: {def_id}] stale — the definition changed since this was started; it can't be continued."
 
 
+def step_line(tag: str, compiled: CompiledForm, ev: Evaluation, k: int) -> str:
+    """The line of the open step ``k``: where the form is (back at it, on a revisit) and the
+    labels still pending there. The person's status bar and tier 0 say it alike."""
+    steps = compiled.steps
+    step = steps[k]
+    pending = [f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED]
+    if ev.revisiting:
+        head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'
+    else:
+        head = f'{tag} step {step.number}/{len(steps)} "{step.title}"'
+    return f"{head} · pending: {', '.join(pending)}" if pending else head
+
+
 def ready_line(compiled: CompiledForm, ev: Evaluation) -> str:
     """Tier 0 of a form under review whose answers are all in: what to offer, then how it is sent."""
     line = f"[form: {compiled.id}] ready to send"
@@ -504,13 +517,7 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
     steps = compiled.steps
     k = ev.open_step
     if k is not None:
-        step = steps[k]
-        pending = [f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED]
-        if ev.revisiting:
-            head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'
-        else:
-            head = f'{tag} step {step.number}/{len(steps)} "{step.title}"'
-        lines.append(f"{head} · pending: {', '.join(pending)}" if pending else head)
+        lines.append(step_line(tag, compiled, ev, k))
         later_from = k + 1
     else:
         lines.append(f"{tag} nothing pending")
