@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from example_forms import build_instance
@@ -277,8 +277,35 @@ def _build_effect_form(case):
     return builder.build()
 
 
+_CLOSED_BY_ON_COMPLETE = (
+    [
+        ("a", False, "none", "a", "patch_jump", "a"),
+        ("b", False, "none", "a", "complete_patch", "a"),
+        ("c", False, "none", "a", "none", "a"),
+        ("d", False, "none", "a", "none", "a"),
+        ("e", False, "none", "a", "none", "a"),
+    ],
+    [("a", False, "terminate", "a")],
+    "patch",
+)
+
+
+def test_a_patch_left_over_when_a_hook_closes_the_form_is_dropped_and_the_write_reports_the_close():
+    runner = _runner_for(_build_effect_form(_CLOSED_BY_ON_COMPLETE))
+    runner.start("fx")
+    result = runner.fill({"b": "x"}).to_dict()
+    assert result["status"] == "abandoned"
+    assert result["closed_reason"] == "stop"
+    assert result["captured"] == ["b"]
+    values = {f["id"]: f.get("value") for f in result["fields"]}
+    assert values["a"] == "y"  # the on_complete's round and a's own patch landed; b's "z" never did
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(_effect_forms(), _operations(list("abcde")))
+# Found by hypothesis: b's hook completes the form and patches a; the on_complete's own patch
+# round terminates it first, so b's patch must be dropped, not refused as a write to a closed form.
+@example(_CLOSED_BY_ON_COMPLETE, [("fill", {"b": "x"})])
 def test_after_every_write_status_views_and_tier0_agree(case, sequence):
     runner = _runner_for(_build_effect_form(case))
     result = runner.start("fx")

@@ -36,7 +36,7 @@ from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, 
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.failures import Failure, open_failures
 from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
-from formctl.forms.lifecycle import check_open_for_writes, is_closed_record
+from formctl.forms.lifecycle import check_open_for_writes, is_closed, is_closed_record
 from formctl.forms.project import FieldRow, FillResult, WriteReport, field_row, step_view
 from formctl.forms.staging import (
     Staged,
@@ -319,6 +319,11 @@ class Write:
         instance = self.commit_retrying(committed, build)
         if instance.status == COMPLETE and was != COMPLETE:
             instance = self.fire_completion(instance)
+        # A hook may have closed the form meanwhile (the on_complete just fired, or a round it
+        # patched terminated it): the round's remaining patches are dropped, not refused, so the
+        # write that caused all this reports the close (docs/engine.md "Patch rounds").
+        if is_closed(instance):
+            return instance
         if effects.terminate is None and effects.patch and round_no < MAX_ROUNDS:
             staged = stage_patch(compiled, effects.patch, effects.patched_by)
             if staged:
