@@ -36,15 +36,6 @@ WORDS = frozenset({"active", "ready", "awaiting", "complete", "abandoned", "stal
 
 BOUNDARY = frozenset({"forms/instance.py", "forms/lifecycle.py"})
 
-# Modules other engineers were rewriting while the rule above was brought in (the model
-# tools, the chat, inspect/why, the stores): each may keep at most this many
-# lines that still say a status word, and none more. Lower a number (or drop the line) when
-# you clear one; the aim is an empty table.
-PENDING = {
-    "agent/tools.py": 1,
-    "cli/commands/reads.py": 2,
-}
-
 
 def _is_word(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in WORDS
@@ -117,22 +108,13 @@ def _scan() -> Counter[str]:
 
 
 def test_no_module_outside_the_lifecycle_says_a_status_with_its_bare_word():
-    counts = _scan()
-    offenders = {rel: n for rel, n in counts.items() if rel not in PENDING}
+    offenders = _scan()
     assert not offenders, (
         "bare status words (ask formctl.forms.lifecycle: Status and its predicates instead): "
         + ", ".join(
             f"{rel} ({n} line{'s' * (n != 1)}: {bare_status_lines((SRC / rel).read_text())})"
             for rel, n in offenders.items()
         )
-    )
-
-
-def test_the_modules_still_pending_do_not_gain_bare_status_words():
-    counts = _scan()
-    grown = {rel: (counts[rel], most) for rel, most in PENDING.items() if counts[rel] > most}
-    assert not grown, "more bare status words than before (use formctl.forms.lifecycle): " + ", ".join(
-        f"{rel}: {n} > {most}" for rel, (n, most) in grown.items()
     )
 
 

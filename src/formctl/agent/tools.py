@@ -28,7 +28,7 @@ from formctl.errors import (
     ToolSelectionError,  # defined with every other formctl error
 )
 from formctl.forms.instance import INSTANCE_STATUSES
-from formctl.forms.lifecycle import is_open
+from formctl.forms.lifecycle import is_closed, is_open
 from formctl.forms.provenance import ModelWrite
 
 __all__ = [
@@ -208,7 +208,7 @@ def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any
     started = runner.start(compiled.id, seed=seed if a.values is not None else None)
     if not judged:
         return started.to_dict()
-    if started.view.status == "abandoned":
+    if is_closed(started.view):
         # The seed ended the form (a routing rule closed it): the start happened and says so;
         # the values still to be judged are not written to a closed form, and are listed as such.
         data = started.to_dict()

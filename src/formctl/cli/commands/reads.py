@@ -313,6 +313,7 @@ def export(
     Held values are kept but do not apply given the other answers.
     """
     from formctl.cli.workspace import open_runner
+    from formctl.forms.lifecycle import is_closed_record
     from formctl.forms.project import answers
 
     runner = open_runner(store, forms)
@@ -340,7 +341,7 @@ def export(
         }
         if gone:  # answers to fields the registered version no longer has: kept, and shown
             data["not_in_registered_version"] = gone
-    elif instance.def_version != compiled.version and instance.status in ("complete", "abandoned"):
+    elif is_closed_record(compiled, instance):
         # A closed record keeps the version it closed on (docs/engine.md, "Drift"): its answers
         # as stored, beside the reading against the registered version above.
         data["closed_on_version"] = instance.def_version
@@ -397,7 +398,7 @@ def _marked(data: dict[str, Any], read: Any) -> dict[str, Any]:
         return data
     return {
         **data,
-        "status": "stale",
+        "status": read.status,  # the status as read (lifecycle.read_status): stale
         "stale": True,
         "registered_version": read.compiled.version,
         "started_on_version": read.instance.def_version,
