@@ -1,10 +1,15 @@
-"""An instance's status is asked through ``formctl.forms.lifecycle``, never with its bare words.
+"""A status is asked through its home module, never with its bare words.
 
 "Is this instance still open?" has one home (docs/engine.md, "Completion and closing"): the
-typed ``Status`` and the named predicates (``is_open``, ``is_continuable``, ``is_closed``,
-``is_awaiting``, ``is_in_progress``, ``is_ended``, ...). A call site that compares a status with
-``"active"`` or keeps its own ``("active", "ready", "awaiting")`` is a second home for the
-rule, which the next status (``ready`` was one) silently misses.
+typed ``Status`` and the named predicates of ``formctl.forms.lifecycle`` (``is_open``,
+``is_continuable``, ``is_closed``, ``is_awaiting``, ``is_in_progress``, ``is_ended``, ...). A call
+site that compares a status with ``"active"`` or keeps its own ``("active", "ready", "awaiting")``
+is a second home for the rule, which the next status (``ready`` was one) silently misses. The
+same holds for the other status vocabularies, each with its own home (:data:`VOCABULARIES`):
+a goal item's disposition (``formctl.goals.state.Disposition``, asked with
+``formctl.goals.evaluate.is_pending``, ``is_asked``, ``is_settled``) and the status of a run
+(``DispatchState.failed``/``ended``/... in ``formctl.forms.instance``; a hook receipt's
+``RECEIPT_*`` in ``formctl.goals.state``).
 
 This test reads every module of ``src/formctl`` (its syntax tree, so docstrings, messages and
 dictionary keys such as ``"complete": view.complete`` are not counted) and finds a status word
@@ -12,21 +17,20 @@ used as a status:
 
 - compared (``status == "awaiting"``, ``status in ("active", "ready")``, ``case "ready":``);
 - kept as a set of statuses (``_OPEN = ("active", "ready", "awaiting")``);
-- passed or defaulted as a ``status`` (``status="complete"``, ``status: str = "active"``,
-  ``{"status": "stale"}``, ``self.status = "active"``);
+- passed or defaulted as a ``status`` or ``disposition`` (``status="complete"``,
+  ``status: str = "active"``, ``{"status": "stale"}``, ``self.status = "active"``);
 - used as the keys of a table by status (three or more of the words).
 
-The serialisation boundary, where the words are the data, is named here and nowhere else:
-``forms/instance.py`` defines ``Status`` (its members *are* the stored words) and
-``forms/lifecycle.py`` holds the rules. The PostgreSQL queries say ``'abandoned'`` inside SQL
-text, which is the stored form and not Python: this test does not see it, by design.
+The serialisation boundary, where the words are the data, is named here and nowhere else: the
+modules that define each vocabulary (their members *are* the stored words) and hold its rules.
+The PostgreSQL queries say ``'abandoned'`` inside SQL text, which is the stored form and not
+Python: this test does not see it, by design.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-from collections import Counter
 from pathlib import Path
 
 import formctl
@@ -34,41 +38,65 @@ import formctl
 SRC = Path(formctl.__file__).resolve().parent
 WORDS = frozenset({"active", "ready", "awaiting", "complete", "abandoned", "stale"})
 
-BOUNDARY = frozenset({"forms/instance.py", "forms/lifecycle.py"})
+# (what the words are, the words, the modules that define them and hold their rules, where to ask)
+VOCABULARIES = (
+    (
+        "an instance's status",
+        WORDS,
+        frozenset({"forms/instance.py", "forms/lifecycle.py"}),
+        "formctl.forms.lifecycle: Status and its predicates",
+    ),
+    (
+        "a goal item's disposition or a goal's status",
+        frozenset({"pending", "completed", "deferred", "declined", "reopened", "active", "complete", "retired"}),
+        frozenset({"goals/state.py", "goals/evaluate.py"}),
+        "formctl.goals.state.Disposition, formctl.goals.evaluate's is_pending/is_asked/is_settled",
+    ),
+    (
+        "the status of a run (a dispatch record, a hook receipt)",
+        frozenset({"pending", "running", "ok", "failed"}),
+        frozenset({"forms/instance.py", "goals/state.py"}),
+        "DispatchState.failed/succeeded/ended/running (formctl.forms.instance), RECEIPT_* (formctl.goals.state)",
+    ),
+)
 
 
-def _is_word(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in WORDS
+def _is_word(node: ast.AST | None, words: frozenset[str] = WORDS) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in words
 
 
-def _words_in(node: ast.expr) -> list[ast.expr]:
-    if _is_word(node):
+def _words_in(node: ast.expr, words: frozenset[str]) -> list[ast.expr]:
+    if _is_word(node, words):
         return [node]
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [e for e in node.elts if _is_word(e)]
+        return [e for e in node.elts if _is_word(e, words)]
     return []
+
+
+def _says_status(name: str) -> bool:
+    return name.lower().endswith(("status", "disposition"))
 
 
 def _named_status(target: ast.AST) -> bool:
     name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
-    return name.lower().endswith("status")
+    return _says_status(name)
 
 
-def bare_status_lines(source: str) -> list[int]:
-    """The lines of ``source`` that use a status word as a status (see the module docstring)."""
+def bare_status_lines(source: str, words: frozenset[str] = WORDS) -> list[int]:
+    """The lines of ``source`` that use one of ``words`` as a status (see the module docstring)."""
     lines: set[int] = set()
     for node in ast.walk(ast.parse(source)):
         found: list[ast.expr] = []
         if isinstance(node, ast.Compare):
             for operand in (node.left, *node.comparators):
-                found += _words_in(operand)
+                found += _words_in(operand, words)
         elif isinstance(node, ast.MatchValue):
-            found += _words_in(node.value)
+            found += _words_in(node.value, words)
         elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            if len(node.elts) >= 2 and all(_is_word(e) for e in node.elts):
+            if len(node.elts) >= 2 and all(_is_word(e, words) for e in node.elts):
                 found += node.elts
         elif isinstance(node, ast.keyword):
-            if node.arg is not None and node.arg.endswith("status") and _is_word(node.value):
+            if node.arg is not None and _says_status(node.arg) and _is_word(node.value, words):
                 found.append(node.value)
         elif isinstance(node, ast.arguments):
             positional = [*node.posonlyargs, *node.args]
@@ -76,45 +104,47 @@ def bare_status_lines(source: str) -> list[int]:
                 *zip(positional[len(positional) - len(node.defaults) :], node.defaults),
                 *zip(node.kwonlyargs, node.kw_defaults),
             ]
-            found += [d for a, d in pairs if d is not None and a.arg.endswith("status") and _is_word(d)]
+            found += [d for a, d in pairs if d is not None and _says_status(a.arg) and _is_word(d, words)]
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if node.value is not None and _is_word(node.value) and any(_named_status(t) for t in targets):
+            if node.value is not None and _is_word(node.value, words) and any(_named_status(t) for t in targets):
                 found.append(node.value)
         elif isinstance(node, ast.Dict):
-            keys = [k for k in node.keys if k is not None and _is_word(k)]
+            keys = [k for k in node.keys if k is not None and _is_word(k, words)]
             if len(keys) >= 3:
                 found += keys
             found += [
                 v
                 for k, v in zip(node.keys, node.values)
-                if isinstance(k, ast.Constant) and k.value == "status" and _is_word(v)
+                if isinstance(k, ast.Constant)
+                and isinstance(k.value, str)
+                and _says_status(k.value)
+                and _is_word(v, words)
             ]
         lines.update(n.lineno for n in found)
     return sorted(lines)
 
 
 @functools.cache
-def _scan() -> Counter[str]:
-    counts: Counter[str] = Counter()
+def _scan() -> dict[str, list[str]]:
+    """For each module that says a status with its bare word: one complaint per vocabulary."""
+    found: dict[str, list[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if rel in BOUNDARY:
-            continue
-        n = len(bare_status_lines(path.read_text(encoding="utf-8")))
-        if n:
-            counts[rel] = n
-    return counts
+        source = path.read_text(encoding="utf-8")
+        for what, words, home, ask in VOCABULARIES:
+            if rel in home:
+                continue
+            lines = bare_status_lines(source, words)
+            if lines:
+                found.setdefault(rel, []).append(f"{what} on line(s) {lines} (ask {ask})")
+    return found
 
 
-def test_no_module_outside_the_lifecycle_says_a_status_with_its_bare_word():
+def test_no_module_outside_its_home_says_a_status_with_its_bare_word():
     offenders = _scan()
-    assert not offenders, (
-        "bare status words (ask formctl.forms.lifecycle: Status and its predicates instead): "
-        + ", ".join(
-            f"{rel} ({n} line{'s' * (n != 1)}: {bare_status_lines((SRC / rel).read_text())})"
-            for rel, n in offenders.items()
-        )
+    assert not offenders, "bare status words: " + "; ".join(
+        f"{rel}: {', '.join(complaints)}" for rel, complaints in offenders.items()
     )
 
 
@@ -147,3 +177,23 @@ if instance.status == Status.ABANDONED or is_open(instance):
     pass
 '''
     assert bare_status_lines(source) == []
+
+
+def test_the_check_finds_a_goal_items_disposition_and_a_runs_status():
+    goal_words = VOCABULARIES[1][1]
+    run_words = VOCABULARIES[2][1]
+    source = """
+if item.live and item.disposition == "pending":
+    pass
+ItemProgress(disposition="deferred")
+if record.status not in ("ok", "failed"):
+    pass
+outcome = "rejected" if record.status == "failed" else "approved"
+"""
+    assert bare_status_lines(source, goal_words) == [2, 4]
+    assert bare_status_lines(source, run_words) == [2, 5, 7]
+
+
+def test_every_home_named_exists():
+    homes = {rel for _, _, home, _ in VOCABULARIES for rel in home}
+    assert {rel for rel in homes if not (SRC / rel).is_file()} == set()

@@ -106,7 +106,7 @@ class Dispatcher:
         return [
             (key, record)
             for key, record in instance.dispatches.items()
-            if record.status == DISPATCH_RUNNING and key not in self.in_flight and not owner_alive(record.owner)
+            if record.running and key not in self.in_flight and not owner_alive(record.owner)
         ]
 
     def dispatch(
@@ -152,7 +152,7 @@ class Dispatcher:
             return
         key = f"{iid}:{hook.hook_id}:{hook.occurrence}"
         previous = snapshot.dispatches.get(key)
-        if previous is not None and previous.status == DISPATCH_OK:
+        if previous is not None and previous.succeeded:
             return
         attempts = (previous.attempts if previous else 0) + 1
         prov = self._provenance("dispatch")
@@ -332,7 +332,7 @@ def failed_runs(instance: Instance) -> list[dict[str, Any]]:
 
     rows = []
     for key, record in instance.dispatches.items():
-        if record.status != DISPATCH_FAILED or is_resolution(key):
+        if not record.failed or is_resolution(key):
             continue
         row: dict[str, Any] = {
             "hook": record.hook_id,

@@ -13,7 +13,7 @@ from typing import Any
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import Evaluation
-from formctl.forms.instance import DISPATCH_FAILED, DISPATCH_OK, DispatchState, Instance
+from formctl.forms.instance import DispatchState, Instance
 from formctl.forms.resolutions import decided_occurrence, is_resolution
 
 __all__ = [
@@ -60,12 +60,12 @@ def open_failures(
     dispatches = instance.dispatches
     # Called on every write and read, over a record per run ever made: most instances have no
     # failure at all, and then one pass that only compares statuses decides it.
-    failed = {record.hook_id for record in dispatches.values() if record.status == DISPATCH_FAILED}
+    failed = {record.hook_id for record in dispatches.values() if record.failed}
     if not failed:
         return []
     latest: dict[str, tuple[DispatchState, str]] = {}
     for key, record in dispatches.items():  # in the order written: on a tie of ``at``, the later wins
-        if record.hook_id not in failed or record.status not in (DISPATCH_OK, DISPATCH_FAILED):
+        if record.hook_id not in failed or not record.ended:
             continue
         previous = latest.get(record.hook_id)
         if previous is None or record.at >= previous[0].at:
@@ -73,7 +73,7 @@ def open_failures(
     out = [
         Failure(hook_id, rec.error, rec.at)
         for hook_id, (rec, key) in latest.items()
-        if rec.status == DISPATCH_FAILED and rec.error and not _outgrown(instance, hook_id, key)
+        if rec.failed and rec.error and not _outgrown(instance, hook_id, key)
     ]
     if compiled is not None and ev is not None:
         out = [f for f in out if _checkpoint_still_active(compiled, ev, f.hook_id)]

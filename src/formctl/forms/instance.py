@@ -253,6 +253,28 @@ class DispatchState:
     detail: str | None = None  # a fault's own text (exception, where), for the host; ``error`` is what people read
     override: str | None = None  # a host act done past a rule on the host's explicit word (docs/engine.md, "Host acts")
 
+    # The questions asked of a record's status, answered here and nowhere else.
+    @property
+    def failed(self) -> bool:
+        """The run ended in a failure (for a host's resolution: the checkpoint was rejected)."""
+        return self.status == DISPATCH_FAILED
+
+    @property
+    def succeeded(self) -> bool:
+        """The run ended well (for a host's resolution: the checkpoint was approved); never run again."""
+        return self.status == DISPATCH_OK
+
+    @property
+    def ended(self) -> bool:
+        """The run ended, well or not: ``ok`` or ``failed``, not still ``running``."""
+        return self.status == DISPATCH_OK or self.status == DISPATCH_FAILED
+
+    @property
+    def running(self) -> bool:
+        """Set when the run started and not yet ended: in flight, or left by a process that died
+        (``owner`` tells them apart)."""
+        return self.status == DISPATCH_RUNNING
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"hook_id": self.hook_id, "status": self.status, "attempts": self.attempts, "at": self.at}
         if self.error is not None:

@@ -79,10 +79,10 @@ def resolutions(instance: Instance) -> list[Resolution]:
     """Every resolution of the instance's checkpoints, oldest first."""
     out: list[tuple[str, int, Resolution]] = []
     for order, (key, record) in enumerate(instance.dispatches.items()):
-        if not is_resolution(key) or record.status not in ("ok", "failed"):
+        if not is_resolution(key) or not record.ended:
             continue
         checkpoint = record.hook_id.partition(":")[2]
-        outcome = "rejected" if record.status == "failed" else "approved"
+        outcome = "rejected" if record.failed else "approved"
         if record.override == "withdrawn":  # the request taken back (runner.withdraw), not decided
             outcome = "withdrawn"
         reason = record.reason if record.reason is not None else (record.error if outcome == "rejected" else None)

@@ -270,7 +270,7 @@ def rising_edges(
 
 def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> frozenset[str]:
     """The field and step hooks whose latest run failed (cheap when nothing ever failed)."""
-    if not any(r.status == DISPATCH_FAILED for r in instance.dispatches.values()):
+    if not any(r.failed for r in instance.dispatches.values()):
         return frozenset()
     return frozenset(
         f.hook_id for f in open_failures(instance, compiled, ev) if f.hook_id.startswith(("field:", "step:"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from formctl.errors import GoalLockedError, InvalidArgumentError
 from formctl.goals.definition import Goal, Item, Program
@@ -33,6 +34,9 @@ __all__ = [
     "check_revision",
     "evaluate",
     "goals_line",
+    "is_asked",
+    "is_pending",
+    "is_settled",
     "transitions",
 ]
 
@@ -40,6 +44,40 @@ __all__ = [
 GOAL_PENDING, GOAL_ACTIVE, GOAL_COMPLETE, GOAL_RETIRED = "pending", "active", "complete", "retired"
 
 Progress = Mapping[tuple[str, str], ItemProgress]
+
+
+class _Item(Protocol):
+    """An item as evaluated (:class:`ItemEval`) or as shown (``goals.view.ItemView``)."""
+
+    @property
+    def disposition(self) -> str: ...
+    @property
+    def live(self) -> bool: ...
+    @property
+    def form(self) -> str | None: ...
+
+
+# --------------------------------------------------------------------------- predicates
+# The questions asked of an item's disposition, answered here and nowhere else.
+
+
+def is_pending(item: _Item) -> bool:
+    """The goal waits on it: pending and live. A retired item, or an item of a retired goal, is
+    never waited on, whatever its stored disposition (retirement is not completion)."""
+    return item.live and item.disposition == PENDING
+
+
+def is_asked(item: _Item) -> bool:
+    """Pending, and no form answers it: the person is asked about it in the chat ("done, later,
+    or not needed?") and it is settled with ``goal_update``. A pending item bound to a form is
+    answered by completing that form's instance instead."""
+    return is_pending(item) and item.form is None
+
+
+def is_settled(item: _Item) -> bool:
+    """No longer pending: completed, deferred or declined (only completed is done: see
+    :attr:`ItemEval.done`). A chat serving the item ends here."""
+    return item.disposition != PENDING
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +107,7 @@ class GoalEval:
         return self.goal.key
 
     def pending(self) -> list[ItemEval]:
-        return [i for i in self.items if i.live and i.disposition == PENDING]
+        return [i for i in self.items if is_pending(i)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +168,7 @@ def evaluate(program: Program, progress: Progress) -> Evaluation:
         )
         if goal.retired:
             status = GOAL_RETIRED
-        elif any(i.live and i.disposition == PENDING for i in items):
+        elif any(is_pending(i) for i in items):
             if active is None:
                 active = goal.key
                 status = GOAL_ACTIVE

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from formctl.errors import InvalidArgumentError
@@ -20,6 +21,7 @@ __all__ = [
     "DECLINED",
     "DEFERRED",
     "PENDING",
+    "Disposition",
     "REOPENED",
     "GoalScope",
     "GoalState",
@@ -30,12 +32,30 @@ __all__ = [
     "state_to_json",
 ]
 
-# Dispositions (docs/goals.md, "Progress"). ``reopened`` is an action, not a disposition:
-# it makes a settled item pending again, and the item's record says it was reopened.
-PENDING = "pending"
-COMPLETED = "completed"
-DEFERRED = "deferred"
-DECLINED = "declined"
+
+class Disposition(StrEnum):
+    """Where an item of a goal stands (docs/goals.md, "Progress"); its members are the stored words.
+
+    The questions asked of it (is the goal waiting on this item? does the chat ask the person
+    about it?) are :func:`formctl.goals.evaluate.is_pending` and its neighbours, not comparisons
+    with these words at the call site.
+    """
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    DEFERRED = "deferred"
+    DECLINED = "declined"
+
+
+# The members under plain module names, as the rest of the package reads them. ``reopened`` is
+# an action, not a disposition: it makes a settled item pending again, and the item's record
+# says it was reopened.
+PENDING, COMPLETED, DEFERRED, DECLINED = (
+    Disposition.PENDING,
+    Disposition.COMPLETED,
+    Disposition.DEFERRED,
+    Disposition.DECLINED,
+)
 REOPENED = "reopened"
 SETTLED = frozenset({COMPLETED, DEFERRED, DECLINED})
 

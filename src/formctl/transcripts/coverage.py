@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formctl.forms.evaluate import FILLED
-from formctl.forms.instance import DISPATCH_FAILED, DISPATCH_OK
 from formctl.forms.lifecycle import is_in_progress
 from formctl.forms.resolutions import is_resolution
 
@@ -114,7 +113,7 @@ class Coverage:
         for key, record in instance.dispatches.items():
             if is_resolution(key):
                 continue  # the host's answer to a checkpoint, not an executor run
-            if record.status in (DISPATCH_OK, DISPATCH_FAILED):  # it ran (not still running)
+            if record.ended:  # it ran (not still running)
                 cov.effects_ran.add(record.hook_id)
 
     def summaries(self) -> list[dict[str, Any]]:

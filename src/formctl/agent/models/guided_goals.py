@@ -17,6 +17,8 @@ import re
 from typing import Any
 
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
+from formctl.goals.evaluate import is_asked
+from formctl.goals.state import COMPLETED, DECLINED, DEFERRED, Disposition
 
 __all__ = ["GuidedGoalModel", "answer_disposition", "question"]
 
@@ -25,15 +27,15 @@ _LATER = re.compile(r"^(later|defer|deferred|not yet|tomorrow|next time|soon|aft
 _DECLINED = re.compile(r"^(not needed|no|n|skip|decline|declined|n/?a|none|not applicable|never mind)\b", re.I)
 
 
-def answer_disposition(text: str) -> str | None:
+def answer_disposition(text: str) -> Disposition | None:
     """``completed``, ``deferred`` or ``declined`` for a person's reply, or None if it is none of them."""
     words = text.strip().lower().strip(".!")
     if _DECLINED.match(words):
-        return "declined"
+        return DECLINED
     if _LATER.match(words):
-        return "deferred"
+        return DEFERRED
     if _DONE.match(words):
-        return "completed"
+        return COMPLETED
     return None
 
 
@@ -56,7 +58,7 @@ class GuidedGoalModel:
             return None
         goal = status.goal(status.active_goal)
         for item in goal.items:
-            if item.live and item.disposition == "pending" and item.form is None:
+            if is_asked(item):
                 return goal.key, item.key, item.label
         return None
 

@@ -24,6 +24,7 @@ from typing import Any
 from formctl.cli.chat.plain import PlainChat
 from formctl.cli.chat.session import CHAT_SOURCE, OPENER, ChatOptions, ChatSession
 from formctl.cli.chat.terminal import TerminalChat
+from formctl.goals.evaluate import is_asked, is_pending, is_settled
 
 __all__ = ["run_program_chat"]
 
@@ -62,7 +63,7 @@ class ProgramChatSession(ChatSession):
         if status is None:
             return False
         item = status.item(*self.served_item)
-        return item is None or item.disposition != "pending"
+        return item is None or is_settled(item)
 
 
 def _until_served(session: Any, lines: Iterator[str]) -> Iterator[str]:
@@ -148,8 +149,8 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
             return code
         goal = status.goal(status.active_goal or "")
         assert goal is not None
-        pending = [i for i in goal.items if i.live and i.disposition == "pending"]
-        asked = [i for i in pending if i.form is None]
+        pending = [i for i in goal.items if is_pending(i)]
+        asked = [i for i in pending if is_asked(i)]
         if asked:
             if not _settle_items(options, goals, forms, tools, goal.key):
                 _say(f"Saved. Carry on with: formctl run --program {program_key} --subject {subject}")
@@ -200,7 +201,7 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
         if status is None or status.active_goal != goal_key:
             return False
         goal = status.goal(goal_key)
-        return any(i.live and i.disposition == "pending" and i.form is None for i in goal.items)
+        return any(is_asked(i) for i in goal.items)
 
     def turn(text: str) -> None:
         result = loop.send(text)
