@@ -170,9 +170,20 @@ class ProvenanceError(FormError):
 
 
 class StoreError(FormError):
-    """Storage failed: a corrupt file, a full disk, a folder that cannot be written."""
+    """Storage failed: a corrupt file, a full disk, a folder that cannot be written.
+
+    A damaged record (a file or a row the store cannot decode) says so: ``path`` names where it
+    is and ``reason`` what is wrong with it, without the place (what ``formctl store check``
+    reports). Both are None for every other storage failure (a server away, a full disk), so
+    ``reason is None`` tells "no instance is damaged" apart.
+    """
 
     code = "store_error"
+
+    def __init__(self, message: str, *, path: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
 
 
 class InvalidArgumentError(FormError):

@@ -106,10 +106,8 @@ def revision_rows(
 
 
 def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
-    error = StoreError(f"{display} instance {instance_id}: {reason}")
-    error.path = f"{display} instance {instance_id}"  # type: ignore[attr-defined]
-    error.reason = reason  # type: ignore[attr-defined]
-    return error
+    where = f"{display} instance {instance_id}"
+    return StoreError(f"{where}: {reason}", path=where, reason=reason)
 
 
 def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | None, display: str) -> Instance:

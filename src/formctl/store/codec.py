@@ -117,10 +117,7 @@ def snapshot_bytes(instance: Instance, seq: int, repairs: tuple[dict[str, Any], 
 
 def file_error(path: str, reason: str) -> StoreError:
     """A damaged file: the message names it; ``path`` and ``reason`` are kept for reports."""
-    error = StoreError(f"{path}: {reason}")
-    error.path = path  # type: ignore[attr-defined]
-    error.reason = reason  # type: ignore[attr-defined]
-    return error
+    return StoreError(f"{path}: {reason}", path=path, reason=reason)
 
 
 def unsupported_format(path: str, found: Any) -> StoreError:

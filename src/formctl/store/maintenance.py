@@ -259,8 +259,7 @@ def scan_instances(store: FileStore, *, fresh: bool) -> tuple[int, dict[str, Row
             try:
                 loaded = store.files.read(stem, fresh=fresh)
             except StoreError as exc:
-                where = getattr(exc, "path", path)
-                problems.append(StoreProblem(where, getattr(exc, "reason", exc.message)))
+                problems.append(StoreProblem(exc.path or path, exc.reason or exc.message))
                 continue
             if loaded is None:
                 continue

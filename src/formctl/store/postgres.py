@@ -617,9 +617,7 @@ class PostgresAdapter:
                 last = rows[-1].id
 
                 def damaged(row: Any, exc: StoreError) -> None:
-                    problems.append(
-                        StoreProblem(f"{self.display} instance {row.id}", getattr(exc, "reason", exc.message))
-                    )
+                    problems.append(StoreProblem(f"{self.display} instance {row.id}", exc.reason or exc.message))
 
                 for instance in self._assemble(cur, rows, on_damage=damaged, cached=False):
                     instances += 1

@@ -199,7 +199,7 @@ def _continued(reads: FormRunner, form_id: str, options: ChatOptions, notes: lis
     try:
         decision = reads.continuation(form_id)
     except StoreError as exc:
-        if getattr(exc, "reason", None) is None:  # set by the stores' decoders on a damaged record
+        if exc.reason is None:  # set by the stores' decoders on a damaged record
             raise  # the store failed (a server away, a folder unreadable): no instance is damaged
         fix = (
             "restore it from a backup (formctl store check lists damaged instances)"
