@@ -181,16 +181,16 @@ def receipts_to_take(held: list[Receipt], given: list[Receipt]) -> list[Receipt]
 
 @dataclass
 class Tally:
-    """What happened to each record of one kind (conversations, goal programs), by key."""
+    """What happened to each record of one kind (instances, conversations, goal programs), by key."""
 
     copied: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     same: list[str] = field(default_factory=list)
-    newer: list[str] = field(default_factory=list)
-    diverged: dict[str, str] = field(default_factory=dict)
-    refused: dict[str, str] = field(default_factory=dict)
-    unreadable: list[str] = field(default_factory=list)
-    mismatched: list[str] = field(default_factory=list)
+    newer: list[str] = field(default_factory=list)  # written in the target since: left alone
+    diverged: dict[str, str] = field(default_factory=dict)  # written on both sides: not copied, why
+    refused: dict[str, str] = field(default_factory=dict)  # the target cannot hold it: not copied, why
+    unreadable: list[str] = field(default_factory=list)  # damaged in the source: not copied
+    mismatched: list[str] = field(default_factory=list)  # read back different: the copy is wrong
 
     def add(self, key: str, done: str, why: str) -> None:
         if done in ("diverged", "refused"):
@@ -207,6 +207,7 @@ class Tally:
         return sum(len(getattr(self, name)) for name in OUTCOMES)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's keys for one kind of record (``formctl store copy --json``)."""
         return {
             "copied": len(self.copied),
             "updated": len(self.updated),
@@ -223,14 +224,7 @@ class Tally:
 class CopyReport:
     source: str
     target: str
-    copied: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    same: list[str] = field(default_factory=list)
-    newer: list[str] = field(default_factory=list)  # written in the target since: left alone
-    diverged: dict[str, str] = field(default_factory=dict)  # written on both sides: not copied, why
-    refused: dict[str, str] = field(default_factory=dict)  # the target cannot hold it: not copied, why
-    unreadable: list[str] = field(default_factory=list)  # damaged in the source: not copied
-    mismatched: list[str] = field(default_factory=list)  # read back different: the copy is wrong
+    instances: Tally = field(default_factory=Tally)  # by instance id
     conversations: Tally = field(default_factory=Tally)  # by instance id
     goals: Tally = field(default_factory=Tally)  # by "subject/key" (and "@agent")
     source_ok: bool = True
@@ -240,7 +234,8 @@ class CopyReport:
     @property
     def verified(self) -> bool:
         return (
-            not (self.unreadable or self.mismatched or self.problems or self.diverged or self.refused)
+            self.instances.clean
+            and not self.problems
             and self.conversations.clean
             and self.goals.clean
             and self.source_ok
@@ -251,14 +246,7 @@ class CopyReport:
         return {
             "from": self.source,
             "to": self.target,
-            "copied": len(self.copied),
-            "updated": len(self.updated),
-            "unchanged": len(self.same),
-            "newer_in_target": self.newer,
-            "diverged": self.diverged,
-            "refused": self.refused,
-            "not_copied": self.unreadable,
-            "mismatched": self.mismatched,
+            **self.instances.to_dict(),  # the instances' counts at the top level, as the report always had
             "conversations": self.conversations.to_dict(),
             "goal_programs": self.goals.to_dict(),
             "source_check_ok": self.source_ok,
@@ -299,16 +287,13 @@ def _copy_instances(
 ) -> list[Instance]:
     damaged: list[StoreError] = []
     instances: list[Instance] = source.find_instances(damaged=damaged)
-    report.unreadable = [_named(exc) for exc in damaged]
+    report.instances.unreadable = [_named(exc) for exc in damaged]
     instances.sort(key=lambda i: i.id)  # oldest first: ids grow with creation time
     for start in range(0, max(len(instances), 1), BATCH):  # one (empty) batch at least: the target is set up
         checkpoint()
         batch = instances[start : start + BATCH]
         for instance, (done, why) in zip(batch, target.import_instances(batch)):
-            if done in ("diverged", "refused"):
-                getattr(report, done)[instance.id] = why
-            else:
-                getattr(report, done).append(instance.id)
+            report.instances.add(instance.id, done, why)
         if progress is not None:
             progress(min(start + BATCH, len(instances)), len(instances))
     return instances
@@ -432,10 +417,11 @@ def _interrupts_between_units() -> Iterator[Callable[[], None]]:
 def _verify(instances: list[Instance], target: Any, report: CopyReport) -> None:
     """Read every copied instance back from the target, afresh, and compare it whole."""
     held = {i.id: i for i in target.find_instances()}  # imports bypass the adapter's cache: these are read
-    skip = set(report.newer) | set(report.diverged) | set(report.refused)
+    tally = report.instances
+    skip = set(tally.newer) | set(tally.diverged) | set(tally.refused)
     for instance in instances:
         if instance.id not in skip and held.get(instance.id) != instance:
-            report.mismatched.append(instance.id)
+            tally.mismatched.append(instance.id)
 
 
 def _named(exc: StoreError) -> str:

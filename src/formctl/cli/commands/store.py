@@ -161,10 +161,10 @@ def store_copy(
 
 
 def _print_copy(report: Any) -> None:
-    total = sum(len(getattr(report, name)) for name in ("copied", "updated", "same", "newer", "diverged", "refused"))
+    instances = report.instances
     typer.echo(
-        f"{report.source} -> {report.target}: {total} instance(s); {len(report.copied)} copied, "
-        f"{len(report.updated)} brought up to date, {len(report.same)} already there."
+        f"{report.source} -> {report.target}: {instances.total} instance(s); {len(instances.copied)} copied, "
+        f"{len(instances.updated)} brought up to date, {len(instances.same)} already there."
     )
     for tally, noun in ((report.conversations, "conversation(s)"), (report.goals, "goal program(s)")):
         if tally.total or tally.unreadable:
@@ -172,23 +172,23 @@ def _print_copy(report: Any) -> None:
                 f"{tally.total} {noun}; {len(tally.copied)} copied, {len(tally.updated)} brought up to date, "
                 f"{len(tally.same)} already there."
             )
-    if report.newer:
+    if instances.newer:
         typer.echo(
-            f"note: {len(report.newer)} written in the target since the last copy, and holding everything the "
-            "source has, left alone: " + ", ".join(report.newer)
+            f"note: {len(instances.newer)} written in the target since the last copy, and holding everything the "
+            "source has, left alone: " + ", ".join(instances.newer)
         )
     for tally, noun in ((report.conversations, "conversation(s)"), (report.goals, "goal program(s)")):
         if tally.newer:
             typer.echo(
                 f"note: {len(tally.newer)} {noun} went on in the target since, left alone: " + ", ".join(tally.newer)
             )
-    for iid, why in report.diverged.items():
+    for iid, why in instances.diverged.items():
         typer.echo(f"not copied (diverged): {iid}: {why}.", err=True)
-    for iid, why in report.refused.items():
+    for iid, why in instances.refused.items():
         typer.echo(f"not copied: {iid}: {why}", err=True)
-    for line in report.unreadable:
+    for line in instances.unreadable:
         typer.echo(f"not copied (damaged in the source): {line}", err=True)
-    for iid in report.mismatched:
+    for iid in instances.mismatched:
         typer.echo(f"MISMATCH: {iid} reads back different from the source.", err=True)
     for tally, noun in ((report.conversations, "conversation of"), (report.goals, "goal program")):
         for key, why in tally.diverged.items():
@@ -202,14 +202,13 @@ def _print_copy(report: Any) -> None:
     for line in report.problems:
         typer.echo(f"problem: {line}", err=True)
     counts = (
-        (len(report.diverged), "instance(s)"),
+        (len(instances.diverged), "instance(s)"),
         (len(report.conversations.diverged), "conversation(s)"),
         (len(report.goals.diverged), "goal program(s)"),
     )
     diverged = ", ".join(f"{n} {noun}" for n, noun in counts if n)
-    others = report.refused or report.unreadable or report.mismatched or report.problems
-    others = others or not all(
-        not (t.refused or t.unreadable or t.mismatched) for t in (report.conversations, report.goals)
+    others = report.problems or any(
+        t.refused or t.unreadable or t.mismatched for t in (instances, report.conversations, report.goals)
     )
     if report.verified:
         typer.echo("Verified: everything reads back identical, and store check is ok on both sides.")
