@@ -7,8 +7,8 @@ A form is imported and compiled on first use, once; the compile is cached.
 from __future__ import annotations
 
 import builtins
-import importlib
 import inspect
+import os
 import sys
 import threading
 import tomllib
@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from formctl.errors import FormDefinitionError, FormError, RegistryError, UnknownFormError
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from formctl.forms.compile import CompiledForm
 
 
@@ -160,7 +162,7 @@ def module_loader(spec: str, folder: Path, *, noun: str = "form") -> Callable[[]
         if folder_text not in sys.path:
             sys.path.insert(0, folder_text)
         try:
-            module = importlib.import_module(module_name)
+            module = _import_from(module_name, folder)
         except ImportError as exc:
             raise RegistryError(f'Cannot import {noun} module "{module_name}" from {folder}: {exc}') from exc
         except FormError:
@@ -177,6 +179,77 @@ def module_loader(spec: str, folder: Path, *, noun: str = "form") -> Callable[[]
             raise RegistryError(f'{noun.capitalize()} module "{module_name}" has no attribute "{attribute}".') from None
 
     return load
+
+
+# Module name → (file, mtime_ns, size) of the file a registry last imported it from.
+_imported: dict[str, tuple[str, int, int]] = {}
+_import_lock = threading.Lock()
+
+
+def _import_from(module_name: str, folder: Path) -> ModuleType:
+    """``module_name`` as the file in ``folder`` reads now.
+
+    Python keeps one module per name for the whole process, and ``import_module`` takes the
+    first folder on ``sys.path`` that has one. A process that reads two forms folders which
+    both hold a ``travel_claim.py`` (a host serving two projects, or two ``formctl`` commands
+    run in one process) would otherwise get whichever was imported first for both, and a form
+    edited after its first import would never be read again. So the module is looked up in
+    ``folder`` itself, and imported again only when the one already loaded under its name came
+    from another file, or from this file before it changed; otherwise it is reused, and a form
+    module is still imported once per process. A module the folder does not hold (an installed
+    package named in the registry) is imported as Python finds it."""
+    import importlib.machinery
+    import importlib.util
+
+    top = module_name.partition(".")[0]
+    with _import_lock:
+        # The folder's finder caches its listing: a module written since would be missed.
+        invalidate = getattr(sys.path_importer_cache.get(str(folder)), "invalidate_caches", None)
+        if invalidate is not None:
+            invalidate()
+        spec = importlib.machinery.PathFinder.find_spec(top, [str(folder)])
+        if spec is None or spec.origin is None or spec.loader is None:
+            return importlib.import_module(module_name)
+        if not (_current(top, spec.origin) and _current(module_name, None)):
+            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                del sys.modules[name]
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[top] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(top, None)
+                raise
+        module = importlib.import_module(module_name)
+        for loaded in {sys.modules[top], module}:
+            try:
+                _imported[loaded.__name__] = _stamp(loaded.__file__ or "")
+            except OSError:  # no file (a namespace package), or gone since: nothing to compare later
+                _imported.pop(loaded.__name__, None)
+        return module
+
+
+def _current(name: str, origin: str | None) -> bool:
+    """Whether the module loaded as ``name`` (from ``origin``, when given) is its file as it reads now.
+    A module not yet loaded is current (nothing to throw away); one loaded by someone else from
+    the same file is taken as it is."""
+    loaded = sys.modules.get(name)
+    if loaded is None:
+        return origin is None
+    file = getattr(loaded, "__file__", None)
+    if origin is not None and file != origin:
+        return False
+    if not file:
+        return True
+    try:
+        return _imported.get(name, _stamp(file)) == _stamp(file)
+    except OSError:
+        return False
+
+
+def _stamp(file: str) -> tuple[str, int, int]:
+    info = os.stat(file)
+    return file, info.st_mtime_ns, info.st_size
 
 
 def _call_loader(load: Callable[[], Any]) -> Any:
