@@ -118,3 +118,20 @@ def test_replay_help_says_where_the_forms_come_from():
     text = " ".join(result.output.split())
     assert "else ./forms as for every other command" in text
     assert "looking no higher than its project root" in text
+
+
+def test_a_form_edited_between_two_replays_in_one_process_is_replayed_as_edited(tmp_path, monkeypatch):
+    """Two ``formctl replay`` commands in one process (a host's, or the tests'): the second one
+    replays against the form as the author left it, not the compile the first one made."""
+    project = tmp_path / "project"
+    _forms(project / "forms")
+    transcript = _transcript(project / "transcripts")
+    monkeypatch.chdir(project)
+    assert clitools.invoke("replay", str(transcript)).exit_code == 0
+
+    form = project / "forms" / "travel_claim.py"
+    form.write_text(form.read_text().replace('v["mode"] == "car", on_fill', 'v["mode"] in ("car", "rail"), on_fill'))
+    result = clitools.invoke("replay", str(transcript))
+
+    assert result.exit_code == 1, result.output
+    assert 'fields[mileage].status: recorded "held", now "filled"' in result.output

@@ -24,7 +24,8 @@ from formctl.transcripts.record import OPENER, opens_conversation
 
 GUIDED = "guided"  # the offline model's name: its turns can be made again, a real model's cannot
 _STEP = re.compile(r'step (\d+/\d+) "([^"]*)"')
-_registries: dict[str, Any] = {}
+# registry.toml → (its forms folder's files as they were, the registry read from them); see find_registry.
+_registries: dict[str, tuple[tuple[tuple[str, int, int], ...], Any]] = {}
 
 
 @dataclass
@@ -93,16 +94,23 @@ def registry_candidates(
 
 def find_registry(path: str | os.PathLike[str] | None = None, forms: str | os.PathLike[str] | None = None) -> Any:
     """The forms registry for the transcript (or scenario) at ``path``: the first of
-    :func:`registry_candidates` holding a ``registry.toml``. Cached per file."""
+    :func:`registry_candidates` holding a ``registry.toml``.
+
+    Cached per registry file, so a folder of transcripts compiles each form once; but only
+    while no file in the forms folder has changed: a process that replays, lets the author edit
+    a form, and replays again (a host, or two ``formctl replay`` commands run in one process)
+    replays against the edited form, as a new process would."""
     from formctl.forms.registry import FormRegistry
 
     for folder in registry_candidates(path, forms):
         reg = folder if folder.suffix == ".toml" else folder / "registry.toml"
         if reg.is_file():
             key = str(reg.resolve())
-            if key not in _registries:
-                _registries[key] = FormRegistry.from_toml(reg)
-            return _registries[key]
+            now = _files(reg.resolve().parent)
+            cached = _registries.get(key)
+            if cached is None or cached[0] != now:
+                cached = _registries[key] = (now, FormRegistry.from_toml(reg))
+            return cached[1]
     if forms or os.environ.get("FORMCTL_FORMS"):  # named, so only that one was looked at
         raise TranscriptError(f"no forms registry at {reg}")
     raise TranscriptError(
@@ -110,6 +118,20 @@ def find_registry(path: str | os.PathLike[str] | None = None, forms: str | os.Pa
         "transcript, up to its project root); pass --forms DIR or set FORMCTL_FORMS",
         path=path,
     )
+
+
+def _files(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """Each file directly in ``folder`` (the registry and the form modules) with its mtime and size."""
+    try:
+        with os.scandir(folder) as entries:
+            found = []
+            for entry in entries:
+                if entry.is_file():
+                    info = entry.stat()
+                    found.append((entry.name, info.st_mtime_ns, info.st_size))
+    except OSError:
+        return ()
+    return tuple(sorted(found))
 
 
 # --------------------------------------------------------------------------- entry points
