@@ -1,5 +1,11 @@
-"""The form author's loop, through the real CLI and pytest itself: record, change, replay,
-``--update`` without writing a lie, and transcripts as pytest items wherever they live."""
+"""The form author's loop, through the CLI and pytest itself: record, change, replay,
+``--update`` without writing a lie, and transcripts as pytest items wherever they live.
+
+The ``formctl`` commands run in this process (the ``cli`` fixture), in a project folder of the
+test's own whose forms it edits between commands: the registry reads a form module from its
+folder as the file is now, so an edited form is imported afresh as a new process would. Child
+processes are kept where they are the point: pytest run on a copy of the checkout, and pytest
+collecting the author's transcripts through the plugin's entry point."""
 
 from __future__ import annotations
 
@@ -17,26 +23,14 @@ pytest_plugins = ["pytester"]
 from fixture_project import FORMS  # noqa: E402
 from fixture_project import TRANSCRIPTS as SHIPPED  # noqa: E402
 
-pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
 
-
-def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:
-    """The console entry point in a fresh process (an edited form module is imported afresh)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "formctl.cli.app", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        input=input,
-        timeout=120,
-    )
-
-
-def project(tmp_path: Path) -> Path:
+@pytest.fixture
+def author(cli, tmp_path, monkeypatch):
+    """``formctl`` in a project at ``tmp_path`` (the working folder): ``./forms`` a copy of the
+    example forms, ``./store`` its store."""
     shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
-    return tmp_path
+    monkeypatch.chdir(tmp_path)
+    return cli.at(store=tmp_path / "store", forms=tmp_path / "forms")
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -49,37 +43,24 @@ FULL_NAME = 'Annotated[str, Field(min_length=2)], label="Full name"'
 TIGHTER = 'Annotated[str, Field(min_length=2, max_length=5)], label="Full name"'
 
 
-def recorded(tmp_path: Path, folder: str = "transcripts", model: str | None = None) -> tuple[Path, Path]:
-    """A project with a guided conversation recorded by a piped ``formctl run --record``."""
-    root = project(tmp_path)
-    path = root / folder / "dana.toml"
-    out = formctl(
-        "run",
-        "travel-claim",
-        "--offline",
-        "--store",
-        "store",
-        "--record",
-        str(path),
-        cwd=root,
-        input="Dana Reeve\nAB1234\n",
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+def recorded(author, folder: str = "transcripts", model: str | None = None) -> Path:
+    """A guided conversation recorded in the project by a piped ``formctl run --record``."""
+    path = author.forms.parent / folder / "dana.toml"
+    author.ok("run", "travel-claim", "--offline", "--record", str(path), input="Dana Reeve\nAB1234\n")
     if model is not None:  # as if a real model had spoken these turns
         edit(path, 'model = "guided"', f'model = "{model}"')
-    return root, path
+    return path
 
 
 # --------------------------------------------------------------------------- --update never writes a lie
 
 
-def test_update_of_a_guided_transcript_makes_its_turns_again_so_the_words_match_the_form(tmp_path):
-    root, path = recorded(tmp_path)
+def test_update_of_a_guided_transcript_makes_its_turns_again_so_the_words_match_the_form(author):
+    path = recorded(author)
     assert "Got it — Full name: Dana Reeve." in path.read_text()
-    edit(root / "forms" / "travel_claim.py", FULL_NAME, TIGHTER)
+    edit(author.forms / "travel_claim.py", FULL_NAME, TIGHTER)
 
-    updated = formctl("replay", "transcripts", "--update", cwd=root)
-    assert updated.returncode == 0, updated.stdout + updated.stderr
+    updated = author.ok("replay", "transcripts", "--update")
     assert "updated transcripts/dana.toml (the guided model's turns made again)" in updated.stdout
     assert 'fields[full_name].status: recorded "filled", now "invalid"' in updated.stdout
     assert "-Got it — Full name: Dana Reeve." in updated.stdout  # the diff shows the words that changed
@@ -88,19 +69,19 @@ def test_update_of_a_guided_transcript_makes_its_turns_again_so_the_words_match_
     assert "at most 5 characters" in text
     assert 'full_name = "Dana Reeve"' not in text.split("[expect]")[1]
 
-    again = formctl("replay", "transcripts", "--update", cwd=root)
-    assert again.returncode == 0 and "ok      transcripts/dana.toml (guided) (unchanged)" in again.stdout
+    again = author("replay", "transcripts", "--update")
+    assert again.exit_code == 0 and "ok      transcripts/dana.toml (guided) (unchanged)" in again.stdout
     assert path.read_text() == text  # a second --update is a no-op
-    assert formctl("replay", "transcripts", cwd=root).returncode == 0
+    assert author("replay", "transcripts").exit_code == 0
 
 
-def test_update_of_a_real_models_transcript_lists_the_replies_that_may_no_longer_fit(tmp_path):
-    root, path = recorded(tmp_path, model="claude-sonnet-4-5")
+def test_update_of_a_real_models_transcript_lists_the_replies_that_may_no_longer_fit(author):
+    path = recorded(author, model="claude-sonnet-4-5")
     before = path.read_text()
-    edit(root / "forms" / "travel_claim.py", FULL_NAME, TIGHTER)
+    edit(author.forms / "travel_claim.py", FULL_NAME, TIGHTER)
 
-    refused = formctl("replay", "transcripts", "--update", cwd=root)
-    assert refused.returncode == 1, refused.stdout
+    refused = author("replay", "transcripts", "--update")
+    assert refused.exit_code == 1, refused.stdout
     lines = refused.stdout.splitlines()
     assert "FAILED  transcripts/dana.toml (not updated)" in lines
     assert 'fields[full_name].status: recorded "filled", now "invalid"' in refused.stdout
@@ -112,20 +93,21 @@ def test_update_of_a_real_models_transcript_lists_the_replies_that_may_no_longer
     assert "--update --accept-text" in refused.stdout
     assert path.read_text() == before  # nothing written
 
-    accepted = formctl("replay", "transcripts", "--update", "--accept-text", cwd=root)
-    assert accepted.returncode == 0, accepted.stdout
+    accepted = author("replay", "transcripts", "--update", "--accept-text")
+    assert accepted.exit_code == 0, accepted.stdout
     assert "updated transcripts/dana.toml (kept 3 model replies as recorded)" in accepted.stdout
     text = path.read_text()
     assert '"status": "invalid"' in text and 'model = "claude-sonnet-4-5"' in text
-    again = formctl("replay", "transcripts", "--update", cwd=root)
-    assert again.returncode == 0 and "(unchanged)" in again.stdout
+    again = author("replay", "transcripts", "--update")
+    assert again.exit_code == 0 and "(unchanged)" in again.stdout
     assert path.read_text() == text
-    assert formctl("replay", "transcripts", cwd=root).returncode == 0
+    assert author("replay", "transcripts").exit_code == 0
 
 
-def test_accept_text_without_update_is_a_usage_error(tmp_path):
-    out = formctl("replay", str(SHIPPED), "--accept-text", cwd=tmp_path)
-    assert out.returncode == 2 and "--accept-text goes with --update" in out.stderr
+def test_accept_text_without_update_is_a_usage_error(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = cli("replay", str(SHIPPED), "--accept-text")
+    assert out.exit_code == 2 and "--accept-text goes with --update" in out.stderr
 
 
 # --------------------------------------------------------------------------- hand-written scenarios
@@ -150,31 +132,28 @@ values = { full_name = "Dana Reeve", staff_id = "AB1234", email = "dana@example.
 """
 
 
-def test_a_hand_written_scenarios_first_line_is_an_answer_like_every_other(tmp_path):
-    root = project(tmp_path)
-    path = root / "scenarios" / "one_at_a_time.toml"
+def test_a_hand_written_scenarios_first_line_is_an_answer_like_every_other(author):
+    path = author.forms.parent / "scenarios" / "one_at_a_time.toml"
     path.parent.mkdir()
     path.write_text(SCENARIO)
-    live = formctl("replay", "scenarios", "--live", "--offline", cwd=root)
-    assert live.returncode == 0, live.stdout + live.stderr
+    live = author.ok("replay", "scenarios", "--live", "--offline")
     assert "ok      scenarios/one_at_a_time.toml (live)" in live.stdout
 
     path.write_text(SCENARIO.replace('staff_id = "AB1234"', 'staff_id = "ZZ9999"'))
-    wrong = formctl("replay", "scenarios", "--live", "--offline", cwd=root)
-    assert wrong.returncode == 1
+    wrong = author("replay", "scenarios", "--live", "--offline")
+    assert wrong.exit_code == 1
     assert '    values.staff_id: expected "ZZ9999", got "AB1234"' in wrong.stdout.splitlines()
 
 
-def test_live_update_records_the_opening_so_the_scenario_then_replays_exactly(tmp_path):
-    root = project(tmp_path)
-    path = root / "scenarios" / "one_at_a_time.toml"
+def test_live_update_records_the_opening_so_the_scenario_then_replays_exactly(author):
+    path = author.forms.parent / "scenarios" / "one_at_a_time.toml"
     path.parent.mkdir()
     path.write_text(SCENARIO)
-    assert formctl("replay", "scenarios", "--live", "--update", cwd=root).returncode == 0
+    assert author("replay", "scenarios", "--live", "--update").exit_code == 0
     text = path.read_text()
     assert text.index('text = "Hello."') < text.index('text = "Dana Reeve"')
-    exact = formctl("replay", "scenarios", cwd=root)
-    assert exact.returncode == 0 and "ok      scenarios/one_at_a_time.toml" in exact.stdout.splitlines()
+    exact = author("replay", "scenarios")
+    assert exact.exit_code == 0 and "ok      scenarios/one_at_a_time.toml" in exact.stdout.splitlines()
 
 
 # --------------------------------------------------------------------------- transcripts are pytest items
@@ -295,7 +274,8 @@ def pytest_in(folder: Path, *items: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted(tmp_path):
+@pytest.mark.e2e
+def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted(cli, tmp_path, monkeypatch):
     """The tests that once read ./forms (the registry listing, the shipped replays), run in a
     copy of the repository after a form author has been at work in its ./forms.
 
@@ -303,8 +283,8 @@ def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_d
     from this checkout's ``./forms``: that folder is the author's, and may already hold the form
     scaffolded here (a ``formctl new my-form`` in it once made this very test fail)."""
     copy = checkout(tmp_path, SHIPPED_EXAMPLES)
-    made = formctl("new", "my-form", cwd=copy)
-    assert made.returncode == 0, made.stderr
+    monkeypatch.chdir(copy)
+    cli.at(forms=copy / "forms").ok("new", "my-form")
     edit(copy / "forms" / "travel_claim.py", "version=1", "version=2")
     (copy / "forms" / "client_intake.py").unlink()
     out = pytest_in(copy, *ISOLATION_TESTS)
@@ -313,13 +293,13 @@ def test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_d
 
 
 @pytest.mark.e2e
-def test_the_author_loop_test_passes_in_a_clone_where_the_author_scaffolded_the_same_form(tmp_path):
+def test_the_author_loop_test_passes_in_a_clone_where_the_author_scaffolded_the_same_form(cli, tmp_path, monkeypatch):
     """The README's promise, as a new author meets it: ``formctl new my-form`` in a fresh clone,
     then the suite. The test above scaffolds ``my-form`` too, in its own copy; it must not trip
     over the author's."""
     clone = checkout(tmp_path, SHIPPED_EXAMPLES)
-    made = formctl("new", "my-form", cwd=clone)
-    assert made.returncode == 0, made.stderr
+    monkeypatch.chdir(clone)
+    cli.at(forms=clone / "forms").ok("new", "my-form")
     item = "tests/transcripts/test_author_loop.py::test_the_suite_passes_in_a_checkout_whose_forms_were_scaffolded_edited_and_deleted"
     out = pytest_in(clone, item)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -329,51 +309,49 @@ def test_the_author_loop_test_passes_in_a_clone_where_the_author_scaffolded_the_
 # --------------------------------------------------------------------------- the whole loop
 
 
-def test_the_form_authors_whole_loop_in_a_new_project(tmp_path):
+@pytest.mark.e2e
+def test_the_form_authors_whole_loop_in_a_new_project(cli, tmp_path, monkeypatch):
     """new → edit → check → piped run --record → a deliberate change → replay fails naming the
-    field → --update → replay passes → pytest collects the transcript from its own folder."""
-    made = formctl("new", "bug-report", "--name", "Bug report", cwd=tmp_path)
-    assert made.returncode == 0, made.stderr
+    field → --update → replay passes → pytest, in a child process, collects the transcript from
+    its own folder."""
+    monkeypatch.chdir(tmp_path)
+    author = cli.at(store=tmp_path / "store", forms=tmp_path / "forms")
+    author.ok("new", "bug-report", "--name", "Bug report")
     module = tmp_path / "forms" / "bug_report.py"
     edit(
         module,
         '    .field("notes",',
         '    .field("summary", Annotated[str, Field(min_length=3)], label="Summary")\n    .field("notes",',
     )
-    checked = formctl("check", "bug-report", "--strict", cwd=tmp_path)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    checked = author.ok("check", "bug-report", "--strict")
     assert "summary" in checked.stdout and "warning" not in checked.stdout
 
-    recorded = formctl(
+    author.ok(
         "run",
         "bug-report",
         "--offline",
-        "--store",
-        "store",
         "--record",
         "regressions/crash.toml",
-        cwd=tmp_path,
         input="Dana Reeve\ndana@example.org\nquestion\nApp crashes on save\nskip\nyes\n",
     )
-    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     transcript = tmp_path / "regressions" / "crash.toml"
     assert 'status = "complete"' in transcript.read_text()
-    assert formctl("replay", "regressions", cwd=tmp_path).returncode == 0
+    assert author("replay", "regressions").exit_code == 0
 
     edit(module, 'Field(min_length=3)], label="Summary"', 'Field(min_length=3, max_length=15)], label="Summary"')
-    failing = formctl("replay", "regressions", cwd=tmp_path)
-    assert failing.returncode == 1
+    failing = author("replay", "regressions")
+    assert failing.exit_code == 1
     assert "fields[summary]" in failing.stdout  # the first divergence names the field (its type, here)
 
-    updated = formctl("replay", "regressions", "--update", cwd=tmp_path)
-    assert updated.returncode == 0, updated.stdout
+    updated = author("replay", "regressions", "--update")
+    assert updated.exit_code == 0, updated.stdout
     assert "updated regressions/crash.toml (the guided model's turns made again)" in updated.stdout
     text = transcript.read_text()
     assert "Got it — Summary: App crashes on save" not in text  # the kept words would contradict the form
     # The refused summary is asked again, and the "yes" that sent the claim now answers it: not sent.
     assert 'status = "ready"' in text.split("[expect]")[1]
-    passing = formctl("replay", "regressions", cwd=tmp_path)
-    assert passing.returncode == 0 and passing.stdout.splitlines()[-1] == "1 passed, 0 failed"
+    passing = author("replay", "regressions")
+    assert passing.exit_code == 0 and passing.stdout.splitlines()[-1] == "1 passed, 0 failed"
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     collected = subprocess.run(
