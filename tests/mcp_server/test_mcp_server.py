@@ -1,9 +1,17 @@
-"""``formctl mcp`` driven over stdio by the ``mcp`` SDK's own client, as any agent would drive it.
+"""``formctl mcp`` driven by the ``mcp`` SDK's own client, as any agent would drive it.
 
 Both protocol eras the SDK speaks are exercised where they differ: a 2026-07-28 client
 ("auto" negotiates it) asks the person through ``InputRequiredResult`` and hears of changes on
 a ``subscriptions/listen`` stream; a handshake-era client ("legacy") is asked over the back
 channel and subscribes to a resource.
+
+Over stdio, with ``formctl mcp`` a child process as an agent starts it (``stdio``): a whole
+claim whose checkpoint another process resolves, a handshake-era client hearing of a change
+another process made, a person asked over the wire, the README's session, and the lazy
+imports. The rest (what the tools store, refuse and ask; roles; prompts; a PostgreSQL store)
+talk to the same server, :func:`formctl.cli.mcp.server.build_server` over the service
+``formctl mcp`` opens, in this process (``local``): the SDK's client connects to a server
+object directly, the handshake era through its in-memory JSON-RPC streams.
 """
 
 from __future__ import annotations
@@ -25,8 +33,8 @@ from mcp.shared.exceptions import MCPError
 from fixture_project import FORMS
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.tools import tool_definitions
-
-pytestmark = pytest.mark.e2e
+from formctl.cli.mcp import open_service
+from formctl.cli.mcp.server import build_server
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
 TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "Workshop"}
@@ -38,11 +46,28 @@ def quoted(values: dict[str, Any]) -> dict[str, Any]:
     return {"values": values, "quotes": {k: str(v) for k, v in values.items()}}
 
 
-def server(store: str, *extra: str) -> Any:
+def stdio(store: str) -> Any:
     """``formctl mcp`` for dana as a subprocess, as the SDK's stdio transport starts it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_", "OPENAI_"))}
-    args = ["-m", "formctl.cli.app", "mcp", "--subject", "dana", "--forms", str(FORMS), "--store", store, *extra]
+    env.update(FORMCTL_STORE=store, FORMCTL_FORMS=str(FORMS))
+    args = ["-m", "formctl.cli.app", "mcp", "--subject", "dana"]
     return stdio_client(StdioServerParameters(command=sys.executable, args=args, env=env))
+
+
+@pytest.fixture
+def local() -> Any:
+    """``local(store, as_host=False)``: the server ``formctl mcp --subject dana [--as-host]`` serves,
+    built in this process for a client to connect to directly; its store is closed after the test."""
+    services: list[Any] = []
+
+    def build(store: str, *, as_host: bool = False) -> Any:
+        service = open_service("dana", store=store, forms=FORMS, as_host=as_host)
+        services.append(service)
+        return build_server(service)
+
+    yield build
+    for service in services:
+        service.runner.adapter.close()
 
 
 def envelope(result: types.CallToolResult) -> dict[str, Any]:
@@ -73,12 +98,13 @@ def run(coro: Any, *args: Any) -> Any:
 # --------------------------------------------------------------------------- a whole claim
 
 
+@pytest.mark.e2e
 def test_a_claim_waits_for_approval_a_host_in_another_process_resolves_it_and_the_client_hears(store):
     theirs = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="sam")
     other = theirs.start("client-intake", seed={"full_name": "Sam Jones"}).view.instance_id
 
     async def session() -> None:
-        async with Client(server(store), elicitation_callback=Person()) as client:
+        async with Client(stdio(store), elicitation_callback=Person()) as client:
             assert client.protocol_version == "2026-07-28"
             tools = (await client.list_tools()).tools
             same = {t["name"]: (t["description"], t["input_schema"]) for t in tool_definitions()}
@@ -110,8 +136,8 @@ def test_a_claim_waits_for_approval_a_host_in_another_process_resolves_it_and_th
 
             async with client.listen(resource_subscriptions=[uri]) as events:
                 host = await anyio.run_process(
-                    [sys.executable, "-m", "formctl.cli.app", "resolve", instance_id, "--as", "finance"]
-                    + ["--store", store, "--forms", str(FORMS)],
+                    [sys.executable, "-m", "formctl.cli.app", "resolve", instance_id, "--as", "finance"],
+                    env={**os.environ, "FORMCTL_STORE": store, "FORMCTL_FORMS": str(FORMS)},
                     check=False,
                 )
                 assert host.returncode == 0, host.stderr
@@ -132,6 +158,7 @@ def test_a_claim_waits_for_approval_a_host_in_another_process_resolves_it_and_th
     assert instance.in_force_values()["total"] == 812.5
 
 
+@pytest.mark.e2e
 @pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # the handshake era's way, on purpose
 def test_a_handshake_era_client_subscribes_and_hears_of_a_change_made_elsewhere(store):
     async def session() -> None:
@@ -144,14 +171,14 @@ def test_a_handshake_era_client_subscribes_and_hears_of_a_change_made_elsewhere(
                 uris.append(str(root.params.uri))
                 heard.set()
 
-        async with Client(server(store), mode="legacy", message_handler=on_message) as client:
+        async with Client(stdio(store), mode="legacy", message_handler=on_message) as client:
             started = await client.call_tool("form_start", {"form": "travel-claim", **quoted(CLAIMANT)})
             instance_id = envelope(started)["data"]["instance_id"]
             uri = f"formctl://instances/{instance_id}"
             await client.session.subscribe_resource(uri)
             done = await anyio.run_process(
-                [sys.executable, "-m", "formctl.cli.app", "abandon", instance_id, "--reason", "duplicate"]
-                + ["--store", store, "--forms", str(FORMS)],
+                [sys.executable, "-m", "formctl.cli.app", "abandon", instance_id, "--reason", "duplicate"],
+                env={**os.environ, "FORMCTL_STORE": store, "FORMCTL_FORMS": str(FORMS)},
                 check=False,
             )
             assert done.returncode == 0, done.stderr
@@ -176,11 +203,21 @@ def _log(store: str, field: str) -> list[Any]:
     ("answer", "expect"),
     [("yes", ("AB1234", "confirmed")), ("AB9876", ("AB9876", "said")), ("no", None)],
 )
-def test_a_value_without_the_persons_words_is_asked_through_the_client(store, mode, answer, expect):
+def test_a_value_without_the_persons_words_is_asked_through_the_client(store, local, mode, answer, expect):
+    asked_without_quotes(local(store), store, mode, answer, expect)
+
+
+@pytest.mark.e2e
+def test_over_stdio_a_value_without_the_persons_words_is_asked_through_the_client(store):
+    """The same, with the question and the answer's retry (its request_state token) on the wire."""
+    asked_without_quotes(stdio(store), store, "auto", "AB9876", ("AB9876", "said"))
+
+
+def asked_without_quotes(server: Any, store: str, mode: str, answer: str, expect: tuple[str, str] | None) -> None:
     person = Person(answer)
 
     async def session() -> dict:
-        async with Client(server(store), elicitation_callback=person, mode=mode) as client:
+        async with Client(server, elicitation_callback=person, mode=mode) as client:
             await client.call_tool("form_start", {"form": "travel-claim", **quoted({"full_name": "Dana Reeve"})})
             result = await client.call_tool("form_fill", {"values": {"staff_id": "AB1234"}})  # no quote
             return envelope(result)
@@ -200,9 +237,9 @@ def test_a_value_without_the_persons_words_is_asked_through_the_client(store, mo
         assert revisions[-1].provenance.source == "mcp"
 
 
-def test_a_client_without_elicitation_gets_told_what_is_needed_and_nothing_is_stored(store):
+def test_a_client_without_elicitation_gets_told_what_is_needed_and_nothing_is_stored(store, local):
     async def session() -> dict:
-        async with Client(server(store)) as client:
+        async with Client(local(store)) as client:
             await client.call_tool("form_start", {"form": "travel-claim", **quoted({"full_name": "Dana Reeve"})})
             return envelope(await client.call_tool("form_fill", {"values": {"staff_id": "AB1234"}}))
 
@@ -214,11 +251,11 @@ def test_a_client_without_elicitation_gets_told_what_is_needed_and_nothing_is_st
     assert "staff_id" not in adapter.get_instance(row.id).in_force_values()
 
 
-def test_a_quote_that_does_not_hold_the_value_is_not_taken(store):
+def test_a_quote_that_does_not_hold_the_value_is_not_taken(store, local):
     person = Person("no")
 
     async def session() -> dict:
-        async with Client(server(store), elicitation_callback=person) as client:
+        async with Client(local(store), elicitation_callback=person) as client:
             values = {"values": {"full_name": "Dana Reeve"}, "quotes": {"full_name": "my name is on the badge"}}
             return envelope(await client.call_tool("form_start", {"form": "travel-claim", **values}))
 
@@ -229,21 +266,21 @@ def test_a_quote_that_does_not_hold_the_value_is_not_taken(store):
 # --------------------------------------------------------------------------- roles and prompts
 
 
-def test_resolving_a_checkpoint_is_a_tool_only_with_as_host(store):
-    async def session(*extra: str) -> tuple[list[str], dict]:
-        async with Client(server(store, *extra)) as client:
+def test_resolving_a_checkpoint_is_a_tool_only_with_as_host(store, local):
+    async def session(as_host: bool) -> tuple[list[str], dict]:
+        async with Client(local(store, as_host=as_host)) as client:
             names = [t.name for t in (await client.list_tools()).tools]
             return names, envelope(await client.call_tool("form_resolve", {}))
 
-    names, result = run(session)
+    names, result = run(session, False)
     assert "form_resolve" not in names and result["data"] == {"code": "unknown_tool"}
-    names, result = run(session, "--as-host")
+    names, result = run(session, True)
     assert names[-1] == "form_resolve" and result["status"] == "error"  # nothing open, so nothing waits
 
 
-def test_each_form_has_a_prompt_with_its_conduct(store):
+def test_each_form_has_a_prompt_with_its_conduct(store, local):
     async def session() -> tuple[list[str], str]:
-        async with Client(server(store)) as client:
+        async with Client(local(store)) as client:
             names = [p.name for p in (await client.list_prompts()).prompts]
             prompt = await client.get_prompt("travel-claim")
             return names, prompt.messages[0].content.text
@@ -253,16 +290,12 @@ def test_each_form_has_a_prompt_with_its_conduct(store):
     assert "Conduct:" in text and "Travel reimbursement claim" in text
 
 
-def test_without_a_subject_the_server_does_not_start(store):
-    done = subprocess.run(
-        [sys.executable, "-m", "formctl.cli.app", "mcp", "--store", store, "--forms", str(FORMS)],
-        capture_output=True,
-        text=True,
-        env={k: v for k, v in os.environ.items() if not k.startswith("FORMCTL_")},
-    )
-    assert done.returncode == 2 and "needs --subject" in done.stderr and done.stdout == ""
+def test_without_a_subject_the_server_does_not_start(cli):
+    done = cli("mcp")
+    assert done.exit_code == 2 and "needs --subject" in done.stderr and done.stdout == ""
 
 
+@pytest.mark.e2e
 def test_importing_formctl_and_listing_forms_does_not_import_mcp():
     code = (
         "import sys, formctl, formctl.cli.app;"
@@ -276,6 +309,7 @@ def test_importing_formctl_and_listing_forms_does_not_import_mcp():
 # --------------------------------------------------------------------------- the README's session
 
 
+@pytest.mark.e2e
 def test_the_readme_session_prints_what_its_comments_say(tmp_path):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     start = readme.index("\n## Any agent: `formctl mcp`")
@@ -299,9 +333,9 @@ def test_the_readme_session_prints_what_its_comments_say(tmp_path):
     assert done.stdout.splitlines() == expected
 
 
-def test_a_postgresql_store_is_served_the_same_way(pg_dsn):
+def test_a_postgresql_store_is_served_the_same_way(pg_dsn, local):
     async def session() -> None:
-        async with Client(server(pg_dsn)) as client:
+        async with Client(local(pg_dsn)) as client:
             started = await client.call_tool("form_start", {"form": "travel-claim", **quoted(CLAIMANT)})
             instance_id = envelope(started)["data"]["instance_id"]
             uris = [str(r.uri) for r in (await client.list_resources()).resources]
@@ -313,12 +347,12 @@ def test_a_postgresql_store_is_served_the_same_way(pg_dsn):
     run(session)
 
 
-def test_as_host_the_client_resolves_the_subjects_checkpoint_and_no_one_elses(store):
+def test_as_host_the_client_resolves_the_subjects_checkpoint_and_no_one_elses(store, local):
     theirs = FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="sam")
     other = theirs.start("travel-claim", seed={"full_name": "Sam Jones"}).view.instance_id
 
     async def session() -> tuple[dict, dict]:
-        async with Client(server(store, "--as-host")) as client:
+        async with Client(local(store, as_host=True)) as client:
             await client.call_tool("form_start", {"form": "travel-claim", **quoted(CLAIMANT)})
             for values in (TRIP, {"mode": "rail", "ticket_reference": "TR-99812"}, OVER_THE_CAP):
                 await client.call_tool("form_fill", quoted(values))
