@@ -1,5 +1,6 @@
-"""``formctl eval`` through the real console entry point: the table, --json, --junit, the exit
-status, a failed run's regression command, and one-line errors."""
+"""``formctl eval``: the table, --json, --junit, the exit status, a failed run's regression
+command, and one-line errors, in process through the ``cli`` fixture; through the real console
+entry point (e2e), Ctrl-C reporting the runs that finished and the progress bar in a terminal."""
 
 from __future__ import annotations
 
@@ -9,31 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from clitools import formctl
 from fixture_project import FORMS
 
 REPO = Path(__file__).resolve().parents[2]
 TERSE = REPO / "scenarios" / "travel_claim" / "terse_rail.toml"
 WAIT = REPO / "scenarios" / "travel_claim" / "over_cap_approved.toml"
 
-pytestmark = pytest.mark.e2e
 
-
-def test_eval_prints_the_table_and_one_line_per_model(tmp_path):
-    done = formctl(
-        "eval",
-        str(TERSE),
-        str(WAIT),
-        "--model",
-        "guided",
-        "--runs",
-        "2",
-        "--forms",
-        str(FORMS),
-        "--record-dir",
-        str(tmp_path / "runs"),
+def test_eval_prints_the_table_and_one_line_per_model(cli, tmp_path):
+    done = cli(
+        "eval", str(TERSE), str(WAIT), "--model", "guided", "--runs", "2", "--record-dir", str(tmp_path / "runs")
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     out = done.stdout
     assert "formctl eval · 2 runs per scenario · person: scripted" in out
     assert "travel_claim/terse_rail" in out and "travel_claim/over_cap_approved" in out
@@ -47,24 +35,13 @@ def test_eval_prints_the_table_and_one_line_per_model(tmp_path):
     ]
 
 
-def test_eval_json_follows_the_documented_schema_and_junit_is_written(tmp_path):
+def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_path):
     junit = tmp_path / "eval.xml"
-    done = formctl(
-        "eval",
-        str(TERSE),
-        "--model",
-        "guided",
-        "--runs",
-        "3",
-        "--json",
-        "--junit",
-        str(junit),
-        "--forms",
-        str(FORMS),
-        "--record-dir",
-        str(tmp_path / "runs"),
-    )
-    assert done.returncode == 0, done.stderr
+    done = cli(
+        "eval", str(TERSE), "--model", "guided", "--runs", "3", "--json", "--junit", str(junit),
+        "--record-dir", str(tmp_path / "runs"),
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stderr
     report = json.loads(done.stdout)
     assert set(report) == {"format", "k", "person", "models", "scenarios", "runs", "record_dir"}
     assert report["format"] == 1 and report["k"] == 3 and report["person"] == "scripted"
@@ -105,31 +82,20 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(tmp_path):
     assert suite.get("tests") == "1" and suite.get("failures") == "0"
 
 
-def test_a_failed_run_exits_1_and_its_transcript_replays_as_a_regression_test(tmp_path):
+def test_a_failed_run_exits_1_and_its_transcript_replays_as_a_regression_test(cli, tmp_path):
     wrong = tmp_path / "wrong_total.toml"
     wrong.write_text(TERSE.read_text(encoding="utf-8").replace("total = 212.4", "total = 221.4"), encoding="utf-8")
     junit = tmp_path / "eval.xml"
-    done = formctl(
-        "eval",
-        str(wrong),
-        "--model",
-        "guided",
-        "--forms",
-        str(FORMS),
-        "--junit",
-        str(junit),
-        "--record-dir",
-        str(tmp_path / "runs"),
-    )
-    assert done.returncode == 1
+    done = cli("eval", str(wrong), "--model", "guided", "--junit", str(junit), "--record-dir", str(tmp_path / "runs"))
+    assert done.exit_code == 1
     lines = done.stdout.splitlines()
     at = lines.index(next(line for line in lines if line.startswith("FAILED ")))
     assert lines[at + 1] == "  values.total: expected 221.4, got 212.4"
     command = next(line for line in lines if line.startswith("  as a regression test: "))
     argv = command.split(": ", 1)[1].split()
     assert argv[:2] == ["formctl", "replay"] and argv[3:] == ["--live", "--offline"]
-    again = formctl(*argv[1:], "--forms", str(FORMS))
-    assert again.returncode == 1
+    again = cli(*argv[1:])
+    assert again.exit_code == 1
     assert "values.total: expected 221.4, got 212.4" in again.stdout
     failure = ET.parse(junit).getroot().find(".//failure")
     assert failure is not None and "values.total: expected 221.4, got 212.4" in failure.get("message")
@@ -145,26 +111,27 @@ def test_a_failed_run_exits_1_and_its_transcript_replays_as_a_regression_test(tm
         (["--model", "guided", "--person-model", "guided"], "cannot play a person"),
     ],
 )
-def test_eval_refuses_what_cannot_run_in_one_line(args, message):
-    done = formctl("eval", str(TERSE), "--forms", str(FORMS), *args)
-    assert done.returncode in (1, 2)
+def test_eval_refuses_what_cannot_run_in_one_line(cli, args, message):
+    done = cli("eval", str(TERSE), *args)
+    assert done.exit_code in (1, 2)
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert done.stdout == ""
 
 
-def test_a_scenario_naming_a_missing_field_is_one_line_before_any_run(tmp_path):
+def test_a_scenario_naming_a_missing_field_is_one_line_before_any_run(cli, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(TERSE.read_text(encoding="utf-8").replace("staff_id =", "staf_id ="), encoding="utf-8")
-    done = formctl("eval", str(bad), "--model", "guided", "--forms", str(FORMS), "--record-dir", str(tmp_path / "r"))
-    assert done.returncode == 1
+    done = cli("eval", str(bad), "--model", "guided", "--record-dir", str(tmp_path / "r"))
+    assert done.exit_code == 1
     assert done.stderr.strip() == (
         f"error: {bad}: `expect.values.staf_id`: the form travel-claim has no field 'staf_id' (did you mean staff_id?)"
     )
     assert not (tmp_path / "r").exists()
 
 
-def test_the_readme_command_runs_on_a_fresh_clone_and_prints_the_table(tmp_path):
-    """The README's first eval command, as written, from the top of a checkout (its forms/ and scenarios/)."""
+def test_the_readme_command_runs_on_a_fresh_clone_and_prints_the_table(cli, tmp_path, monkeypatch):
+    """The README's first eval command, as written, from the top of a checkout (its forms/ and
+    scenarios/): no --forms and no FORMCTL_FORMS, so ./forms."""
     import re
     import shutil
 
@@ -175,14 +142,16 @@ def test_the_readme_command_runs_on_a_fresh_clone_and_prints_the_table(tmp_path)
     clone = tmp_path / "clone"
     shutil.copytree(REPO / "scenarios", clone / "scenarios")
     shutil.copytree(FORMS, clone / "forms", ignore=shutil.ignore_patterns("__pycache__"))
-    done = formctl(*first[1:], cwd=clone)
-    assert done.returncode in (0, 1), done.stderr
+    monkeypatch.chdir(clone)
+    done = cli(*first[1:], env={"FORMCTL_FORMS": None})
+    assert done.exit_code in (0, 1), done.stderr
     assert "formctl eval · 3 runs per scenario · person: scripted" in done.stdout
     assert "pass^3" in done.stdout and "travel_claim/over_cap_approved" in done.stdout
     assert re.search(r"^guided: pass\^1 \d+%, pass\^3 \d+% over 15 scenarios", done.stdout, flags=re.M)
     assert (clone / ".formctl" / "eval").is_dir()  # the runs' transcripts
 
 
+@pytest.mark.e2e
 def test_ctrl_c_reports_the_runs_that_finished(tmp_path):
     import os
     import signal
@@ -225,6 +194,7 @@ def test_ctrl_c_reports_the_runs_that_finished(tmp_path):
     assert f"({finished - out.count('FAILED ')}/{finished} runs passed)" in out
 
 
+@pytest.mark.e2e
 def test_in_a_terminal_a_progress_bar_counts_the_runs(tmp_path):
     import os
     import sys
