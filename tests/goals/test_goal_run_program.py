@@ -1,7 +1,10 @@
-"""``formctl run --program KEY --subject S`` through the real entry point, with the guided
-offline model and piped input: items no form answers are asked ("…: done, later, or not
-needed?") and settled, an item bound to a form opens the form's chat, which ends when the form
-completes (completing the item with its instance), and the walk goes on to the end."""
+"""``formctl run --program KEY --subject S`` with the guided offline model and piped input: items
+no form answers are asked ("…: done, later, or not needed?") and settled, an item bound to a
+form opens the form's chat, which ends when the form completes (completing the item with its
+instance), and the walk goes on to the end.
+
+The piped runs are in process (the ``cli`` fixture); the walk in a real pseudo-terminal, with
+its status bar, runs the console script in a child process (e2e)."""
 
 from __future__ import annotations
 
@@ -10,10 +13,7 @@ import shutil
 
 import pytest
 
-from clitools import formctl
 from fixture_project import FORMS
-
-pytestmark = pytest.mark.e2e
 
 FORM = """
 from formctl import define_form
@@ -55,33 +55,25 @@ module = "visit_program:visit"
 
 
 @pytest.fixture
-def project(tmp_path):
+def project(cli, tmp_path):
+    """``formctl`` with the example forms plus the contact form and the visit program."""
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
     (forms / "contact_form.py").write_text(FORM)
     (forms / "visit_program.py").write_text(PROGRAM)
     with open(forms / "registry.toml", "a") as f:
         f.write(REGISTRY)
-    return tmp_path
+    return cli.at(forms=forms)
 
 
-def run_program(project, lines):
-    return formctl(
-        "run",
-        "--program",
-        "visit",
-        "--subject",
-        "dana",
-        "--offline",
-        cwd=project,
-        input="".join(f"{x}\n" for x in lines),
+def run_program(project, lines, env=None):
+    return project(
+        "run", "--program", "visit", "--subject", "dana", "--offline", input="".join(f"{x}\n" for x in lines), env=env
     )
 
 
 def show(project):
-    result = formctl("program", "show", "--subject", "dana", "--key", "visit", "--json", cwd=project)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    return project.json("program", "show", "--subject", "dana", "--key", "visit")
 
 
 def items(status):
@@ -90,7 +82,7 @@ def items(status):
 
 def test_a_program_is_walked_in_one_chat_asking_items_and_opening_forms(project):
     result = run_program(project, ["done", "0113 496 0000", "done", "later, they will post them"])
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert "Verify the client: done, later, or not needed?" in out
     assert "· Contact: Contact details (form contact)" in out
@@ -106,7 +98,7 @@ def test_a_program_is_walked_in_one_chat_asking_items_and_opening_forms(project)
     assert by[("identity", "client")]["reason"] == "Said in the chat: done"
     form_item = by[("contact", "form")]
     assert form_item["disposition"] == "completed"
-    instances = json.loads(formctl("instances", "--json", cwd=project).stdout)["instances"]
+    instances = project.json("instances")["instances"]
     (contact,) = [i for i in instances if i["form"] == "contact"]
     assert form_item["instance"] == contact["instance_id"] and contact["status"] == "complete"
     assert by[("wrap", "docs")]["disposition"] == "deferred"
@@ -115,13 +107,13 @@ def test_a_program_is_walked_in_one_chat_asking_items_and_opening_forms(project)
 
 def test_leaving_mid_walk_keeps_everything_and_the_same_command_carries_on(project):
     first = run_program(project, ["later"])
-    assert first.returncode == 0, first.stderr
+    assert first.exit_code == 0, first.stderr
     assert "Verify the client: done, later, or not needed?" in first.stdout
     # "later" settled identity (deferred); the contact form opened and input ended there.
     assert items(show(project))[("identity", "client")]["disposition"] == "deferred"
 
     second = run_program(project, ["0113 496 0000", "not needed", "done"])
-    assert second.returncode == 0, second.stderr
+    assert second.exit_code == 0, second.stderr
     assert "Verify the client: done" not in second.stdout  # settled before: not asked again
     status = show(project)
     assert status["complete"]
@@ -138,10 +130,11 @@ def test_an_unrecognised_answer_is_asked_again(project):
 
 def test_run_needs_a_form_or_a_program_not_both(project):
     for args in ((), ("contact", "--program", "visit")):
-        result = formctl("run", *args, "--offline", cwd=project)
-        assert result.returncode == 2 and "Give a FORM, or --program KEY" in result.stderr
+        result = project("run", *args, "--offline")
+        assert result.exit_code == 2 and "Give a FORM, or --program KEY" in result.stderr
 
 
+@pytest.mark.e2e
 def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp_path):
     import os
     import sys
@@ -150,12 +143,12 @@ def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp
     from helpers.terminal import Terminal
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_", "OPENAI_"))}
-    env.update(TERM="xterm-256color", NO_COLOR="1")
+    env.update(project.env, TERM="xterm-256color", NO_COLOR="1")
     child = pexpect.spawn(
         sys.executable,
         ["-m", "formctl.cli.app", "run", "--program", "visit", "--subject", "dana", "--offline"],
         env=env,
-        cwd=str(project),
+        cwd=str(tmp_path),
         dimensions=(30, 120),
         encoding="utf-8",
         timeout=30,
@@ -200,18 +193,17 @@ def test_with_a_model_the_walk_lets_it_settle_items_through_the_real_sdk(project
             tool_use("goal_update", {"goal": "wrap", "completed": ["summary"], "deferred": ["docs"], "version": 3})
         )
         api.reply(text("All set; send the documents when you can."))
-        result = formctl(
+        result = project(
             "run",
             "--program",
             "visit",
             "--subject",
             "dana",
-            cwd=project,
             env={"ANTHROPIC_API_KEY": "sk-ant-test-0123456789abcdef", "ANTHROPIC_BASE_URL": api.url},
             input="Yes, it's me, Dana.\n0113 496 0000\n",
         )
         bodies = api.bodies
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     assert "Program visit is complete. Still owed: Collect documents" in result.stdout
     assert len(bodies) == 9
     tails = [b["messages"][-1]["content"][-1]["text"] for b in bodies]
