@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from clitools import formctl, invoke, start
+from clitools import start
 from fixture_project import FORMS
 from formctl.forms.instance import Provenance, now_iso
 from helpers import pg_cluster
@@ -29,33 +29,30 @@ def ids(result) -> list[str]:
     return [row["instance_id"] for row in json.loads(result.stdout)["instances"]]
 
 
-@pytest.mark.e2e
-def test_every_command_works_on_a_database_store_and_nothing_lands_in_a_folder(pg_dsn, tmp_path):
-    env = {"FORMCTL_STORE": pg_dsn, "FORMCTL_FORMS": str(FORMS)}
-    chat = formctl(
-        "run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\nAB1234\n", env=env, cwd=tmp_path
-    )
-    assert chat.returncode == 0, chat.stderr
-    (iid,) = ids(formctl("instances", "--json", env=env, cwd=tmp_path))
+def test_every_command_works_on_a_database_store_and_nothing_lands_in_a_folder(cli, pg_dsn, tmp_path, monkeypatch):
+    # In process, from an empty working folder (the commands on PostgreSQL through the real
+    # console script: the restart and README tests below).
+    monkeypatch.chdir(tmp_path)
+    db = cli.at(store=pg_dsn)
+    chat = db.ok("run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\nAB1234\n")
+    (iid,) = ids(db("instances", "--json"))
     assert f"formctl resume {iid}" in chat.stdout
-    assert formctl("fill", iid, "email=dana@example.com", env=env, cwd=tmp_path).returncode == 0
-    assert formctl("inspect", iid, env=env, cwd=tmp_path).returncode == 0
-    shown = json.loads(formctl("export", iid, "--json", env=env, cwd=tmp_path).stdout)
+    db.ok("fill", iid, "email=dana@example.com")
+    db.ok("inspect", iid)
+    shown = db.json("export", iid)
     assert shown["values"]["full_name"] == "Dana Reeve" and shown["values"]["email"] == "dana@example.com"
-    history = formctl("history", iid, "staff_id", env=env, cwd=tmp_path)
-    assert history.returncode == 0 and "AB1234" in history.stdout
-    assert formctl("undo", iid, "email", env=env, cwd=tmp_path).returncode == 0
-    assert "email" not in json.loads(formctl("export", iid, "--json", env=env, cwd=tmp_path).stdout).get("values", {})
-    check = formctl("store", "check", "--json", env=env, cwd=tmp_path)
-    assert check.returncode == 0 and json.loads(check.stdout)["instances"] == 1
+    assert "AB1234" in db.ok("history", iid, "staff_id").stdout
+    db.ok("undo", iid, "email")
+    assert "email" not in db.json("export", iid).get("values", {})
+    assert db.json("store", "check")["instances"] == 1
     # The instance and the conversation with the model are in the database, nothing in a folder.
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
-def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(pg_server):
-    dsn = pg_server.tcp_dsn(password="hunter2-wrong")
+def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(cli, pg_server):
+    wrong = cli.at(store=pg_server.tcp_dsn(password="hunter2-wrong"))  # the example project's forms
     for args in (["instances"], ["store", "check"], ["inspect", "form_mx3tplc2_9jz5s0"]):
-        result = invoke(*args, "--store", dsn)  # the example project's forms: the shipped ones
+        result = wrong(*args)
         assert result.exit_code == 1
         assert "hunter2" not in result.stdout + result.stderr
         (line,) = result.stderr.strip().splitlines()
@@ -63,42 +60,38 @@ def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(pg_serve
         assert "password authentication failed" in line
 
 
-def test_store_init_creates_the_tables_once(pg_dsn):
-    first = invoke("store", "init", "--store", pg_dsn)
+def test_store_init_creates_the_tables_once(cli, pg_dsn):
+    first = cli.at(store=pg_dsn)("store", "init")
     assert first.exit_code == 0 and "tables created (schema version 2)" in first.stdout
-    again = invoke("store", "init", "--store", pg_dsn)
+    again = cli.at(store=pg_dsn)("store", "init")
     assert again.exit_code == 0 and "already set up (schema version 2)" in again.stdout
 
 
-def test_store_copy_moves_every_instance_with_its_history_once_and_verifies(pg_dsn, tmp_path):
-    # In this process: the commands' own start-up is proved by the test above.
-    local = str(tmp_path / "local")
-    dana = start(local, {"full_name": "Dana Reeve"})
-    sam = start(local, {"full_name": "Sam Jones"}, subject="sam")
-    assert invoke("fill", dana, "full_name=Dana R. Reeve", "--store", local).exit_code == 0
-    assert invoke("undo", dana, "full_name", "--store", local).exit_code == 0
+def test_store_copy_moves_every_instance_with_its_history_once_and_verifies(cli, pg_dsn, tmp_path):
+    local, db = cli.at(store=tmp_path / "local"), cli.at(store=pg_dsn)
+    dana = local.start({"full_name": "Dana Reeve"})
+    sam = local.start({"full_name": "Sam Jones"}, subject="sam")
+    local.ok("fill", dana, "full_name=Dana R. Reeve")
+    local.ok("undo", dana, "full_name")
 
-    first = invoke("store", "copy", "--from", local, "--to", pg_dsn, "--json")
+    first = cli("store", "copy", "--from", local.store, "--to", pg_dsn, "--json")
     assert first.exit_code == 0, first.stderr
     report = json.loads(first.stdout)
     assert (report["copied"], report["unchanged"], report["verified"]) == (2, 0, True)
     for iid in (dana, sam):  # the same history, versions and timestamps on both sides
-        here = json.loads(invoke("history", iid, "--json", "--store", local).stdout)
-        there = json.loads(invoke("history", iid, "--json", "--store", pg_dsn).stdout)
-        assert here == there
-    assert ids(invoke("instances", "--json", "--store", pg_dsn)) == ids(invoke("instances", "--json", "--store", local))
+        assert local.json("history", iid) == db.json("history", iid)
+    assert ids(db("instances", "--json")) == ids(local("instances", "--json"))
 
-    second = json.loads(invoke("store", "copy", "--from", local, "--to", pg_dsn, "--json").stdout)
+    second = cli.json("store", "copy", "--from", local.store, "--to", pg_dsn)
     assert (second["copied"], second["updated"], second["unchanged"]) == (0, 0, 2)
 
-    assert invoke("fill", sam, "staff_id=SJ1234", "--store", local).exit_code == 0  # the source moves on
-    assert invoke("fill", dana, "staff_id=DR1234", "--store", pg_dsn).exit_code == 0  # and so does the target
-    third = invoke("store", "copy", "--from", local, "--to", pg_dsn)
+    local.ok("fill", sam, "staff_id=SJ1234")  # the source moves on
+    db.ok("fill", dana, "staff_id=DR1234")  # and so does the target
+    third = cli("store", "copy", "--from", local.store, "--to", pg_dsn)
     assert third.exit_code == 0, third.stderr
     assert "0 copied, 1 brought up to date, 0 already there" in third.stdout
     assert f"left alone: {dana}" in third.stdout and "Verified" in third.stdout
-    sam_there = json.loads(invoke("export", sam, "--json", "--store", pg_dsn).stdout)
-    assert sam_there["values"]["staff_id"] == "SJ1234"
+    assert db.json("export", sam)["values"]["staff_id"] == "SJ1234"
 
 
 def test_the_chat_hears_another_persons_write_without_polling(pg_dsn):
