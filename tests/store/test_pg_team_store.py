@@ -14,7 +14,7 @@ import shutil
 import psycopg
 import pytest
 
-from clitools import invoke, start
+from clitools import Cli, invoke, start
 from fixture_project import FORMS
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.errors import InvalidArgumentError
@@ -32,7 +32,7 @@ def ok(result):
 
 
 def values(store: str, iid: str) -> dict:
-    return json.loads(ok(invoke("export", iid, "--json", "--store", store)).stdout).get("values", {})
+    return json.loads(ok(Cli(store)("export", iid, "--json")).stdout).get("values", {})
 
 
 # --------------------------------------------------------------------------- an older schema
@@ -52,19 +52,19 @@ def _make_schema_1(dsn: str, store: str) -> list[str]:
 def test_a_database_at_an_older_schema_is_refused_in_one_line_never_read_as_empty(pg_dsn, tmp_path):
     iids = _make_schema_1(pg_dsn, str(tmp_path / "local"))
     for args in (["instances"], ["inspect", iids[0]], ["export", iids[0]], ["history", iids[0]]):
-        result = invoke(*args, "--store", pg_dsn)
+        result = Cli(pg_dsn)(*args)
         assert result.exit_code == 1, (args, result.stdout)
         (line,) = result.stderr.strip().splitlines()
         assert "schema version 1, older than this formctl's 2: formctl store init upgrades it" in line
         assert "No form instance" not in result.stdout + result.stderr and "no instances" not in result.stdout
-    check = invoke("store", "check", "--store", pg_dsn)
+    check = Cli(pg_dsn)("store", "check")
     assert check.exit_code == 1 and "schema version 1" in check.stdout and "no formctl tables" not in check.stdout
     copy = invoke("store", "copy", "--from", pg_dsn, "--to", str(tmp_path / "backup"))
     assert copy.exit_code == 1 and "Verified" not in copy.stdout and "schema version 1" in copy.stderr
 
-    upgraded = ok(invoke("store", "init", "--store", pg_dsn))
+    upgraded = ok(Cli(pg_dsn)("store", "init"))
     assert "schema upgraded from version 1 (schema version 2)" in upgraded.stdout
-    listed = json.loads(ok(invoke("instances", "--json", "--store", pg_dsn)).stdout)["instances"]
+    listed = json.loads(ok(Cli(pg_dsn)("instances", "--json")).stdout)["instances"]
     assert sorted(row["instance_id"] for row in listed) == sorted(iids)
     assert values(pg_dsn, iids[1]) == {"full_name": "Person 1"}
 
@@ -92,18 +92,18 @@ def test_an_instance_written_on_both_sides_is_reported_with_what_differs_and_nev
     ok(invoke("store", "copy", "--from", local, "--to", pg_dsn))
 
     # dana: one answer on each side (same version, different answers)
-    ok(invoke("fill", dana, "staff_id=AA1111", "--store", local))
-    ok(invoke("fill", dana, "staff_id=BB2222", "--store", pg_dsn))
+    ok(Cli(local)("fill", dana, "staff_id=AA1111"))
+    ok(Cli(pg_dsn)("fill", dana, "staff_id=BB2222"))
     # sam: the target is ahead, but the source has an answer the target does not
-    ok(invoke("fill", sam, "staff_id=SJ1111", "--store", local))
-    ok(invoke("fill", sam, "staff_id=SJ2222", "--store", pg_dsn))
-    ok(invoke("fill", sam, "email=sam@example.com", "--store", pg_dsn))
+    ok(Cli(local)("fill", sam, "staff_id=SJ1111"))
+    ok(Cli(pg_dsn)("fill", sam, "staff_id=SJ2222"))
+    ok(Cli(pg_dsn)("fill", sam, "email=sam@example.com"))
     # lee: the source is ahead, and the target has an answer the source does not
-    ok(invoke("fill", lee, "staff_id=LP1111", "--store", local))
-    ok(invoke("fill", lee, "email=lee@example.com", "--store", local))
-    ok(invoke("fill", lee, "staff_id=LP2222", "--store", pg_dsn))
+    ok(Cli(local)("fill", lee, "staff_id=LP1111"))
+    ok(Cli(local)("fill", lee, "email=lee@example.com"))
+    ok(Cli(pg_dsn)("fill", lee, "staff_id=LP2222"))
     # kim: only the source moved on, the ordinary case
-    ok(invoke("fill", kim, "staff_id=KO1234", "--store", local))
+    ok(Cli(local)("fill", kim, "staff_id=KO1234"))
 
     for _ in range(2):  # and the same again on a re-run: nothing else is ever held back
         result = invoke("store", "copy", "--from", local, "--to", pg_dsn)
@@ -136,19 +136,19 @@ def test_a_database_copies_into_a_folder_a_person_can_read_verified_and_kept_up_
     first = ok(invoke("store", "copy", "--from", pg_dsn, "--to", backup))
     assert "2 copied" in first.stdout and "Verified" in first.stdout
     for iid in (dana, sam):  # the same history, versions and timestamps on both sides
-        there = json.loads(ok(invoke("history", iid, "--json", "--store", backup)).stdout)
-        assert there == json.loads(ok(invoke("history", iid, "--json", "--store", pg_dsn)).stdout)
+        there = json.loads(ok(Cli(backup)("history", iid, "--json")).stdout)
+        assert there == json.loads(ok(Cli(pg_dsn)("history", iid, "--json")).stdout)
     snapshot = json.loads((tmp_path / "backup" / "instances" / f"{dana}.json").read_text(encoding="utf-8"))
     assert snapshot["instance"]["id"] == dana  # one readable JSON file per instance
-    ok(invoke("store", "check", "--store", backup))
+    ok(Cli(backup)("store", "check"))
 
     again = ok(invoke("store", "copy", "--from", pg_dsn, "--to", backup, "--json"))
     assert (json.loads(again.stdout)["copied"], json.loads(again.stdout)["unchanged"]) == (0, 2)
-    ok(invoke("fill", sam, "staff_id=SJ1234", "--store", pg_dsn))
+    ok(Cli(pg_dsn)("fill", sam, "staff_id=SJ1234"))
     third = ok(invoke("store", "copy", "--from", pg_dsn, "--to", backup))
     assert "0 copied, 1 brought up to date, 1 already there" in third.stdout and "Verified" in third.stdout
     assert values(backup, sam)["staff_id"] == "SJ1234"
-    ok(invoke("fill", sam, "email=sam@example.com", "--store", backup))  # the backup is a working store too
+    ok(Cli(backup)("fill", sam, "email=sam@example.com"))  # the backup is a working store too
     assert values(backup, sam)["email"] == "sam@example.com"
 
 
@@ -201,18 +201,16 @@ def test_an_instance_a_store_cannot_hold_is_named_and_the_rest_are_copied(pg_dsn
 
 def test_the_words_fit_the_store_in_use(pg_dsn, tmp_path, monkeypatch):
     assert "local store folder" not in invoke("store", "-h").stdout
-    ok(invoke("store", "init", "--store", pg_dsn))
+    ok(Cli(pg_dsn)("store", "init"))
     start(str(tmp_path / "local"), {"full_name": "Dana Reeve"})
     ok(invoke("store", "copy", "--from", str(tmp_path / "local"), "--to", pg_dsn))
-    check = ok(invoke("store", "check", "--store", pg_dsn))
+    check = ok(Cli(pg_dsn)("store", "check"))
     assert "1 instance(s), 1 answer revision(s) read — ok" in check.stdout and "file" not in check.stdout
-    assert json.loads(ok(invoke("store", "check", "--store", pg_dsn, "--json")).stdout)["revisions_read"] == 1
-    port = invoke("instances", "--store", "postgresql://ann:Summer50@localhost:54x2/forms")
+    assert json.loads(ok(Cli(pg_dsn)("store", "check", "--json")).stdout)["revisions_read"] == 1
+    port = Cli("postgresql://ann:Summer50@localhost:54x2/forms")("instances")
     assert port.exit_code == 1 and "the port after the host is not a number" in port.stderr
     # a store that cannot be reached is not a damaged file
     monkeypatch.chdir(tmp_path)
-    down = invoke(
-        "run", "travel-claim", "--offline", "--forms", str(FORMS), "--store", "postgresql:///forms?host=/nonexistent"
-    )
+    down = Cli("postgresql:///forms?host=/nonexistent")("run", "travel-claim", "--offline")
     assert down.exit_code == 1 and "Cannot connect to the PostgreSQL store" in down.stderr
     assert "restore the file" not in down.stderr and "damaged files" not in down.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import invoke
+from clitools import Cli, invoke
 from fixture_project import FORMS
 from formctl.store.conversations import ConversationStore
 from formctl.store.postgres import PostgresAdapter
@@ -32,26 +32,13 @@ def copy(source: str, target: str):
 
 def chat(store: str, subject: str, answers: str) -> str:
     """A chat through ``formctl run`` (the offline model), which saves its conversation; the id."""
-    ok(
-        invoke(
-            "run",
-            "travel-claim",
-            "--offline",
-            "--subject",
-            subject,
-            "--store",
-            store,
-            "--forms",
-            str(FORMS),
-            input=answers,
-        )
-    )
-    rows = json.loads(ok(invoke("instances", "--json", "--subject", subject, "--store", store)).stdout)["instances"]
+    ok(Cli(store)("run", "travel-claim", "--offline", "--subject", subject, input=answers))
+    rows = json.loads(ok(Cli(store)("instances", "--json", "--subject", subject)).stdout)["instances"]
     return str(rows[0]["instance_id"])
 
 
 def program(store: str, *args: str) -> str:
-    return ok(invoke("program", *args, "--store", store)).stdout
+    return ok(Cli(store)("program", *args)).stdout
 
 
 def history(store: str, subject: str = SUBJECT) -> list:
@@ -105,7 +92,7 @@ def test_a_folder_copies_into_postgresql_with_its_conversations_and_goal_program
     # point at the same person's message there as in the folder.
     local_document = ConversationStore(local).document(iid)
     assert pg_document(pg_dsn, iid) == local_document
-    why = json.loads(ok(invoke("why", iid, "staff_id", "--json", "--store", pg_dsn)).stdout)
+    why = json.loads(ok(Cli(pg_dsn)("why", iid, "staff_id", "--json")).stdout)
     assert why["provenance"]["quote"] == "AB1234"
     assert person_said(pg_document(pg_dsn, iid))[why["provenance"]["turn"]] == "AB1234"
 
@@ -138,7 +125,7 @@ def test_a_folder_copies_into_postgresql_with_its_conversations_and_goal_program
     assert ConversationStore(backup).document(iid) == local_document
     assert history(backup) == history(local)
     assert copy(pg_dsn, backup)[0].exit_code == 0
-    assert ok(invoke("store", "check", "--store", backup)).exit_code == 0
+    assert ok(Cli(backup)("store", "check")).exit_code == 0
 
 
 def test_later_turns_and_versions_are_brought_up_to_date_on_a_second_copy(team, pg_dsn):

@@ -1,7 +1,8 @@
 """Ctrl-C during ``formctl store copy`` (docs/store-postgres.md, "Copying"): one clear line and
 no driver internals, nothing half-copied that ``store check`` or the copy's verification would
 call damaged, and running the same command again completes. A real ``formctl`` process is
-sent SIGINT while it copies, both ways between a folder and a real PostgreSQL."""
+sent SIGINT while it copies, both ways between a folder and a real PostgreSQL; what it left
+behind is then checked, and copied again, in process (the ``cli`` fixture)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from clitools import formctl
 from formctl import JsonFileAdapter
 from formctl.forms.instance import Provenance, now_iso
 
@@ -78,7 +78,9 @@ def _one_clear_line(result: subprocess.CompletedProcess[str]) -> None:
         assert internal not in result.stderr
 
 
-def test_ctrl_c_while_copying_a_folder_into_postgresql_leaves_whole_batches_and_a_rerun_completes(pg_dsn, tmp_path):
+def test_ctrl_c_while_copying_a_folder_into_postgresql_leaves_whole_batches_and_a_rerun_completes(
+    cli, pg_dsn, tmp_path
+):
     local = tmp_path / "local"
     ids = _folder_with_many(local)
     args = ["store", "copy", "--from", str(local), "--to", pg_dsn]
@@ -88,19 +90,21 @@ def test_ctrl_c_while_copying_a_folder_into_postgresql_leaves_whole_batches_and_
     landed = _count_in_database(pg_dsn)
     assert 0 < landed < MANY and landed % 200 == 0  # whole batches, never part of one
 
-    check = formctl("store", "check", "--store", pg_dsn, "--json")
-    assert check.returncode == 0 and json.loads(check.stdout)["ok"], check.stdout + check.stderr
-    again = formctl(*args, "--json")
+    check = cli.at(store=pg_dsn)("store", "check", "--json")
+    assert check.exit_code == 0 and json.loads(check.stdout)["ok"], check.stdout + check.stderr
+    again = cli(*args, "--json")
     report = json.loads(again.stdout)
-    assert again.returncode == 0 and report["verified"], again.stdout + again.stderr
+    assert again.exit_code == 0 and report["verified"], again.stdout + again.stderr
     assert report["unchanged"] == landed and report["copied"] == MANY - landed
     assert _count_in_database(pg_dsn) == len(ids)
 
 
-def test_ctrl_c_while_copying_postgresql_into_a_folder_leaves_a_sound_folder_and_a_rerun_completes(pg_dsn, tmp_path):
+def test_ctrl_c_while_copying_postgresql_into_a_folder_leaves_a_sound_folder_and_a_rerun_completes(
+    cli, pg_dsn, tmp_path
+):
     local = tmp_path / "local"
     _folder_with_many(local)
-    assert formctl("store", "copy", "--from", str(local), "--to", pg_dsn).returncode == 0
+    cli.ok("store", "copy", "--from", str(local), "--to", pg_dsn)
     backup = tmp_path / "backup"
     args = ["store", "copy", "--from", pg_dsn, "--to", str(backup)]
 
@@ -109,11 +113,11 @@ def test_ctrl_c_while_copying_postgresql_into_a_folder_leaves_a_sound_folder_and
     landed = _count_in_folder(backup)
     assert 0 < landed < MANY
 
-    check = formctl("store", "check", "--store", str(backup), "--json")
-    assert check.returncode == 0 and json.loads(check.stdout)["ok"], check.stdout + check.stderr
+    check = cli.at(store=backup)("store", "check", "--json")
+    assert check.exit_code == 0 and json.loads(check.stdout)["ok"], check.stdout + check.stderr
     # Not even a write left for the next one to finish: the copy stopped between instances.
     assert "interrupted write" not in check.stdout, check.stdout
-    again = formctl(*args, "--json")
+    again = cli(*args, "--json")
     report = json.loads(again.stdout)
-    assert again.returncode == 0 and report["verified"], again.stdout + again.stderr
+    assert again.exit_code == 0 and report["verified"], again.stdout + again.stderr
     assert report["copied"] + report["unchanged"] == MANY and report["copied"] == MANY - landed

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import FORMS, formctl, invoke, start
+from clitools import FORMS, Cli, formctl, start
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
 
@@ -52,28 +52,28 @@ def test_a_damaged_journal_warns_refuses_writes_and_is_repaired_explicitly(store
     journal = instances / f"{instance_id}.journal"
     harm(journal)
     harmed = {p.name: p.read_bytes() for p in instances.iterdir()}
-    opts = ("--store", store, "--forms", str(FORMS))
+    at = Cli(store)
 
-    exported = invoke("export", instance_id, *opts)
+    exported = at("export", instance_id)
     assert exported.exit_code == 0
     assert exported.stderr.count("\n") == 1 and exported.stderr.startswith("warning: ")
     assert instance_id in exported.stderr and "store repair" in exported.stderr
-    data = json.loads(invoke("export", instance_id, "--json", *opts).stdout)
+    data = json.loads(at("export", instance_id, "--json").stdout)
     assert data["damaged"]["missing_versions"] == {"from": holds + 1, "to": 5}
     assert data["damaged"]["holds_version"] == holds
     for command in (("inspect", instance_id), ("history", instance_id)):
-        assert json.loads(invoke(*command, "--json", *opts).stdout)["damaged"]["missing_versions"]["to"] == 5
-    [row] = json.loads(invoke("instances", "--json", "--store", store).stdout)["instances"]
+        assert json.loads(at(*command, "--json").stdout)["damaged"]["missing_versions"]["to"] == 5
+    [row] = json.loads(at("instances", "--json").stdout)["instances"]
     assert row["damaged"]["instance_id"] == instance_id
 
-    refused = invoke("fill", instance_id, "destination=Leeds", "--json", *opts)
+    refused = at("fill", instance_id, "destination=Leeds", "--json")
     assert refused.exit_code == 1
     assert instance_id in refused.stderr and f"{holds + 1}" in refused.stderr and "store repair" in refused.stderr
     assert {p.name: p.read_bytes() for p in instances.iterdir()} == harmed  # the evidence is untouched
-    checked = invoke("store", "check", "--store", store)
+    checked = at("store", "check")
     assert checked.exit_code == 1 and instance_id in checked.stdout
 
-    repaired = invoke("store", "repair", instance_id, "--as", "Sam Jones", "--store", store, "--json")
+    repaired = at("store", "repair", instance_id, "--as", "Sam Jones", "--json")
     assert repaired.exit_code == 0, repaired.stderr
     done = json.loads(repaired.stdout)
     assert done["repaired"] is True and done["repaired_by"] == "Sam Jones"
@@ -82,13 +82,13 @@ def test_a_damaged_journal_warns_refuses_writes_and_is_repaired_explicitly(store
     assert kept.parent == instances and kept.name.startswith(f"{instance_id}.damaged-")
     assert {p.name: p.read_bytes() for p in kept.iterdir()} == harmed
 
-    assert invoke("fill", instance_id, "destination=Leeds", *opts).exit_code == 0
-    assert invoke("export", instance_id, *opts).stderr == ""
-    assert invoke("store", "check", "--store", store).exit_code == 0
-    history = json.loads(invoke("history", instance_id, "--json", *opts).stdout)
+    assert at("fill", instance_id, "destination=Leeds").exit_code == 0
+    assert at("export", instance_id).stderr == ""
+    assert at("store", "check").exit_code == 0
+    history = json.loads(at("history", instance_id, "--json").stdout)
     assert history["repairs"][0]["by"] == "Sam Jones" and history["repairs"][0]["lost"] == [holds + 1, 5]
     assert "damaged" not in history
-    again = invoke("store", "repair", instance_id, "--store", store)
+    again = at("store", "repair", instance_id)
     assert again.exit_code == 0 and "not damaged" in again.stdout
 
 
@@ -97,18 +97,18 @@ def test_a_torn_unacknowledged_last_record_stays_silently_dropped(store):
     journal = Path(store) / "instances" / f"{instance_id}.journal"
     with journal.open("ab") as f:  # killed mid-append, before the commit was acknowledged
         f.write(b'0badc0de {"s":9,"v":5,"at":"x","c":{"entr')
-    opts = ("--store", store, "--forms", str(FORMS))
-    exported = invoke("export", instance_id, *opts)
+    at = Cli(store)
+    exported = at("export", instance_id)
     assert exported.exit_code == 0 and exported.stderr == ""
-    assert invoke("fill", instance_id, "destination=Leeds", *opts).exit_code == 0
-    assert invoke("store", "check", "--store", store).exit_code == 0
+    assert at("fill", instance_id, "destination=Leeds").exit_code == 0
+    assert at("store", "check").exit_code == 0
 
 
 @pytest.mark.e2e
 def test_repair_through_the_console_entry_point_defaults_to_the_login_name(store, tmp_path):
     instance_id = _claim(store)
     _cut_last_line(Path(store) / "instances" / f"{instance_id}.journal")
-    result = formctl("store", "repair", instance_id, "--store", store, env={"USER": "pat", "LOGNAME": "pat"})
+    result = Cli(store).process("store", "repair", instance_id, env={"USER": "pat", "LOGNAME": "pat"})
     assert result.returncode == 0, result.stderr
     assert "version 5 was lost" in result.stdout and "pat" in result.stdout
     assert "Example:" in formctl("store", "repair", "--help").stdout
