@@ -5,29 +5,14 @@ prints what its comments say."""
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from fixture_project import FORMS
 from helpers.readme import blocks, section
-
-
-def formctl(*args: str, cwd: Path, input: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "formctl.cli.app", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        input=input,
-        timeout=120,
-    )
 
 
 def test_the_set_up_names_python_3_11_and_a_virtual_environment_before_installing():
@@ -40,8 +25,7 @@ def test_the_set_up_names_python_3_11_and_a_virtual_environment_before_installin
     assert "ANTHROPIC_API_KEY" in setup and "switches" in setup and "--offline" in setup
 
 
-@pytest.mark.e2e
-def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_runs(tmp_path):
+def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_runs(cli, tmp_path, monkeypatch):
     (source,) = blocks(section("A form is Python code"), "python")
     tree = ast.parse(source)
     imported = {
@@ -58,33 +42,25 @@ def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_run
     (forms / "travel_claim.py").write_text(source)
     (registry,) = blocks(section("A form is Python code"), "toml")
     (forms / "registry.toml").write_text(registry)
-    checked = formctl("check", "travel-claim", "--strict", cwd=tmp_path)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    monkeypatch.chdir(tmp_path)
+    here = cli.at(store=tmp_path / "store", forms=forms)  # in process: the README's form, not the example one
+    checked = here.ok("check", "travel-claim", "--strict")
     assert "warning" not in checked.stdout and "error" not in checked.stdout
-    ran = formctl(
-        "run",
-        "travel-claim",
-        "--offline",
-        "--store",
-        "store",
-        cwd=tmp_path,
-        input="Dana Reeve\ndana@example.org\nrail\n120\n",
-    )
-    assert ran.returncode == 0, ran.stdout + ran.stderr
-    listed = formctl("instances", "--store", "store", "--status", "complete", "--json", cwd=tmp_path)
+    ran = here.ok("run", "travel-claim", "--offline", input="Dana Reeve\ndana@example.org\nrail\n120\n")
+    listed = here("instances", "--status", "complete", "--json")
     assert '"travel-claim"' in listed.stdout, ran.stdout
 
 
-@pytest.mark.e2e
-def test_the_scenario_example_replays_live_against_the_guided_model(tmp_path):
+def test_the_scenario_example_replays_live_against_the_guided_model(cli, tmp_path, monkeypatch):
     transcripts = section("Transcripts: conversations as regression tests")
     scenario = next(b for b in blocks(transcripts, "toml") if b.startswith("# hand-written/"))
     shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
     path = tmp_path / scenario.splitlines()[0].split()[1].rstrip(":")
     path.parent.mkdir()
     path.write_text(scenario)
-    out = formctl("replay", str(path.relative_to(tmp_path)), "--live", "--offline", cwd=tmp_path)
-    assert out.returncode == 0, out.stdout + out.stderr
+    monkeypatch.chdir(tmp_path)
+    out = cli.at(forms=tmp_path / "forms")("replay", str(path.relative_to(tmp_path)), "--live", "--offline")
+    assert out.exit_code == 0, out.stdout + out.stderr
     assert out.stdout.splitlines()[-1] == "1 passed, 0 failed"
 
 
