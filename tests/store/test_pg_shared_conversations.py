@@ -29,8 +29,10 @@ def person_turns(body: dict) -> list[str]:
 
 @pytest.mark.e2e
 def test_a_colleague_with_an_empty_folder_resumes_the_conversation_and_the_model_sees_the_earlier_turns(
-    pg_dsn, tmp_path
+    cli, pg_dsn, tmp_path, monkeypatch
 ):
+    """The chat and its resumption are two processes in two folders (nothing carried over in
+    memory); the reads between them run in process."""
     env = {"FORMCTL_STORE": pg_dsn, "FORMCTL_FORMS": str(FORMS)}
     first_machine, second_machine = tmp_path / "ann", tmp_path / "ben"
     first_machine.mkdir()
@@ -46,10 +48,12 @@ def test_a_colleague_with_an_empty_folder_resumes_the_conversation_and_the_model
         cwd=first_machine,
     )
     assert begun.returncode == 0, begun.stderr
-    (row,) = json.loads(formctl("instances", "--json", env=env, cwd=first_machine).stdout)["instances"]
+    monkeypatch.chdir(first_machine)
+    db = cli.at(store=pg_dsn)
+    (row,) = db.json("instances")["instances"]
     iid = row["instance_id"]
     # Which turn said each answer (its provenance) names a turn of the conversation that is kept.
-    why = json.loads(formctl("why", iid, "staff_id", "--json", env=env, cwd=first_machine).stdout)
+    why = db.json("why", iid, "staff_id")
 
     with FakeAnthropic() as api:
         api.reply(text("Welcome back, Dana. What is your work email?"))
