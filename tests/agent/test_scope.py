@@ -107,26 +107,11 @@ def test_a_conversation_is_saved_under_its_own_id_never_one_the_model_named(alic
     assert not conversations.path(other_id).exists()
 
 
-@pytest.mark.e2e
-def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_writes_nothing_of_hers(tmp_path):
+def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_writes_nothing_of_hers(cli):
     from pathlib import Path
 
-    from clitools import formctl
-
-    store = str(tmp_path / "store")
-    opened = formctl(
-        "run",
-        "travel-claim",
-        "--subject",
-        "alice",
-        "--offline",
-        "--store",
-        store,
-        "--forms",
-        str(FORMS),
-        input="Alice Adams\nAA1111\n",
-    )
-    assert opened.returncode == 0, opened.stderr
+    store = cli.store
+    cli.ok("run", "travel-claim", "--subject", "alice", "--offline", input="Alice Adams\nAA1111\n")
     (alice_id,) = [p.stem for p in (Path(store) / "conversations").glob("*.json")]
     files = [p for p in Path(store).rglob("*") if p.is_file() and alice_id in p.name]
     assert len(files) >= 2  # her instance and her saved conversation, at least
@@ -148,10 +133,7 @@ def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_wri
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Nothing of anyone else's here. What's your full name?"))
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-        bobs = formctl(
-            "run", "travel-claim", "--subject", "bob", "--store", store, "--forms", str(FORMS), env=env, input=""
-        )
-        assert bobs.returncode == 0, bobs.stderr
+        bobs = cli.ok("run", "travel-claim", "--subject", "bob", env=env, input="")
         assert api.unexpected == []
         sent = json.dumps(api.bodies)
 
@@ -172,5 +154,5 @@ def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_wri
         {"status": "success", "data": {"instances": []}},
     ]  # form_history: hers, by id, his
     assert {p: p.read_bytes() for p in files} == before  # nothing of hers was written
-    (bob_row,) = json.loads(formctl("instances", "--subject", "bob", "--store", store, "--json").stdout)["instances"]
+    (bob_row,) = cli.json("instances", "--subject", "bob")["instances"]
     assert (Path(store) / "conversations" / f"{bob_row['instance_id']}.json").exists()

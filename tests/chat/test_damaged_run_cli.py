@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clitools import FORMS, invoke, start
+from clitools import FORMS, start
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
 
@@ -22,12 +22,10 @@ def _damaged_claim(store: str) -> str:
     return instance_id
 
 
-def test_a_chat_on_a_damaged_instance_says_so_first_never_says_saved_and_exits_1(store):
+def test_a_chat_on_a_damaged_instance_says_so_first_never_says_saved_and_exits_1(cli, store):
     instance_id = _damaged_claim(store)
 
-    result = invoke(
-        "run", "travel-claim", "--subject", "dana", "--store", store, "--forms", str(FORMS), input="AB1234\n"
-    )
+    result = cli("run", "travel-claim", "--subject", "dana", input="AB1234\n")
 
     lines = result.stdout.splitlines()
     assert result.exit_code == 1, result.output
@@ -37,12 +35,11 @@ def test_a_chat_on_a_damaged_instance_says_so_first_never_says_saved_and_exits_1
     assert lines[-1].startswith(f"Not saved: some of your answers could not be written to {instance_id}")
 
 
-def test_after_the_repair_the_same_chat_saves_and_exits_0(store):
+def test_after_the_repair_the_same_chat_saves_and_exits_0(cli, store):
     instance_id = _damaged_claim(store)
-    opts = ("--store", store, "--forms", str(FORMS))
-    assert invoke("store", "repair", instance_id, "--as", "Sam Jones", "--store", store).exit_code == 0
+    cli.ok("store", "repair", instance_id, "--as", "Sam Jones")
 
-    result = invoke("run", "travel-claim", "--subject", "dana", *opts, input="AB1234\n")
+    result = cli("run", "travel-claim", "--subject", "dana", input="AB1234\n")
 
     assert result.exit_code == 0, result.output
     assert "can't take answers" not in result.output

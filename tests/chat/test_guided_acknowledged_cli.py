@@ -1,23 +1,19 @@
-"""What the chat has acknowledged is stored when it says so, on every form: through the real
-``formctl`` command (the chat piped in, and in a pseudo-terminal for Ctrl-D), a revisit of a
+"""What the chat has acknowledged is stored when it says so, on every form: through the
+``formctl`` command (the chat piped in, in process; and in a pseudo-terminal for Ctrl-D), a revisit of a
 returning client's contact details keeps the answer the chat said it took when the input ends
 right after, on a form without a review step (tests/fixtures/forms_without_review; the example
 forms have one, and test_guided_said_cli.py covers them); and "none" for an optional answer in force withdraws it, as "Left out" says."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
-from clitools import formctl
+from clitools import Cli
 from fixture_project import ROOT
-
-pytestmark = pytest.mark.e2e
 
 NO_REVIEW = ROOT / "forms_without_review"  # contact-update: completes on its last required answer
 
@@ -25,59 +21,59 @@ NO_REVIEW = ROOT / "forms_without_review"  # contact-update: completes on its la
 RETURNING = ["Pat Quinn", "pat@example.org", "07700 900123", "C12345", "yes"]
 
 
-def chat(store: str, forms: Path, form: str, lines: list[str]) -> str:
-    done = formctl(
-        "run", form, "--offline", "--subject", "s", "--store", store, "--forms", str(forms),
-        input="".join(f"{x}\n" for x in lines),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+@pytest.fixture
+def cli(cli: Cli) -> Cli:
+    """The ``cli`` fixture, over the forms without a review step."""
+    return cli.at(forms=NO_REVIEW)
 
 
-def stored(store: str, forms: Path) -> dict:
-    listed = json.loads(formctl("instances", "--store", store, "--forms", str(forms), "--json").stdout)
-    (row,) = listed["instances"]
-    done = formctl("export", row["instance_id"], "--store", store, "--forms", str(forms), "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+def chat(cli: Cli, form: str, lines: list[str]) -> str:
+    """``formctl run FORM --offline`` with ``lines`` piped in; what it printed."""
+    return str(cli.ok("run", form, "--offline", "--subject", "s", input="".join(f"{x}\n" for x in lines)).stdout)
+
+
+def stored(cli: Cli) -> dict:
+    """The one instance in the store, exported."""
+    (row,) = cli.json("instances")["instances"]
+    return dict(cli.json("export", row["instance_id"]))
 
 
 @pytest.mark.parametrize("ending", [[], ["/quit"], ["quit"]], ids=["EOF", "/quit", "quit"])
-def test_on_a_form_without_review_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(store, ending):
-    out = chat(store, NO_REVIEW, "contact-update", [*RETURNING, "same", "pat.quinn@example.org", *ending])
+def test_on_a_form_without_review_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(cli, ending):
+    out = chat(cli, "contact-update", [*RETURNING, "same", "pat.quinn@example.org", *ending])
 
     revisit = out.split("We need to go back over Contact")[1]
     assert "Email: pat.quinn@example.org." in revisit  # what the chat acknowledged ...
-    record = stored(store, NO_REVIEW)
+    record = stored(cli)
     assert record["values"]["email"] == "pat.quinn@example.org"  # ... is what is stored
     assert record["values"]["full_name"] == "Pat Quinn" and record["values"]["phone"] == "07700 900123"
 
 
-def test_none_for_an_optional_answer_in_force_during_the_revisit_withdraws_it_as_left_out_says(store):
-    out = chat(store, NO_REVIEW, "contact-update", [*RETURNING, "same", "same", "none"])
+def test_none_for_an_optional_answer_in_force_during_the_revisit_withdraws_it_as_left_out_says(cli):
+    out = chat(cli, "contact-update", [*RETURNING, "same", "same", "none"])
 
     assert "Left out Phone." in out.split("We need to go back over Contact")[1]
-    record = stored(store, NO_REVIEW)
+    record = stored(cli)
     assert "phone" not in record["values"]
     assert record["values"]["email"] == "pat@example.org"  # kept ("same"), not rewritten
 
 
-def test_left_out_by_label_withdraws_an_answer_in_force(store):
-    out = chat(store, NO_REVIEW, "contact-update", [*RETURNING[:3], "Phone: none"])
+def test_left_out_by_label_withdraws_an_answer_in_force(cli):
+    out = chat(cli, "contact-update", [*RETURNING[:3], "Phone: none"])
 
     assert "Left out Phone." in out.split("Got it — Phone: 07700 900123.")[1]
-    assert "phone" not in stored(store, NO_REVIEW)["values"]
+    assert "phone" not in stored(cli)["values"]
 
 
-def test_ctrl_d_right_after_the_revisit_acknowledged_an_answer_keeps_it(tmp_path):
+@pytest.mark.e2e  # Ctrl-D in a real pseudo-terminal
+def test_ctrl_d_right_after_the_revisit_acknowledged_an_answer_keeps_it(tmp_path, cli):
     pexpect = pytest.importorskip("pexpect")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.pop("NO_COLOR", None)
-    env.update(TERM="xterm-256color", FORMCTL_SUBJECT="s")
-    store = str(tmp_path / "store")
+    env.update(TERM="xterm-256color", FORMCTL_SUBJECT="s", **cli.env)
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "formctl.cli.app", "run", "contact-update", "--offline", "--store", store, "--forms", str(NO_REVIEW)],
+        ["-m", "formctl.cli.app", "run", "contact-update", "--offline"],
         env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=60, use_poll=True,
     )  # fmt: skip
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
@@ -109,4 +105,4 @@ def test_ctrl_d_right_after_the_revisit_acknowledged_an_answer_keeps_it(tmp_path
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
-    assert stored(store, NO_REVIEW)["values"]["email"] == "pat.quinn@example.org"
+    assert stored(cli)["values"]["email"] == "pat.quinn@example.org"

@@ -1,17 +1,14 @@
-"""What the person said is what is stored, through the real ``formctl`` command in a child
-process with the chat piped in (the guided offline model): a bare answer goes to the question
-shown last, a sentence is not stored as a name, amounts are read right or refused, what the
-chat acknowledged is stored, and a refused correction says what it set aside."""
+"""What the person said is what is stored, through the ``formctl`` command (in process, the
+``cli`` fixture) with the chat piped in (the guided offline model): a bare answer goes to the
+question shown last, a sentence is not stored as a name, amounts are read right or refused, what
+the chat acknowledged is stored, and a refused correction says what it set aside. The piped chat
+through the real entry point in a child process is tests/chat/test_piped_chat.py's."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from clitools import FORMS, formctl
-
-pytestmark = pytest.mark.e2e
+from clitools import Cli
 
 UP_TO_TOTAL = [
     "Dana Reeve",
@@ -28,36 +25,31 @@ UP_TO_TOTAL = [
 ]
 
 
-def chat(store: str, *args: str, lines: list[str]) -> str:
-    """``formctl ARGS --offline --store STORE`` with ``lines`` piped in; what it printed."""
-    done = formctl(*args, "--offline", "--store", store, "--forms", str(FORMS), input="".join(f"{x}\n" for x in lines))
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def chat(cli: Cli, *args: str, lines: list[str]) -> str:
+    """``formctl ARGS --offline`` with ``lines`` piped in; what it printed."""
+    return str(cli.ok(*args, "--offline", input="".join(f"{x}\n" for x in lines)).stdout)
 
 
-def instance_id(store: str) -> str:
-    listed = formctl("instances", "--store", store, "--forms", str(FORMS), "--json")
-    rows = json.loads(listed.stdout)["instances"]
+def instance_id(cli: Cli) -> str:
+    rows = cli.json("instances")["instances"]
     assert len(rows) == 1
     return str(rows[0]["instance_id"])
 
 
-def values(store: str, iid: str) -> dict:
-    exported = formctl("export", iid, "--store", store, "--forms", str(FORMS), "--json")
-    assert exported.returncode == 0, exported.stderr
-    return json.loads(exported.stdout)["values"]
+def values(cli: Cli, iid: str) -> dict:
+    return dict(cli.json("export", iid)["values"])
 
 
-def test_after_resume_a_bare_answer_goes_to_the_question_shown_last(store):
-    chat(store, "run", "travel-claim", "--subject", "r3", lines=UP_TO_TOTAL)
-    iid = instance_id(store)
+def test_after_resume_a_bare_answer_goes_to_the_question_shown_last(cli):
+    chat(cli, "run", "travel-claim", "--subject", "r3", lines=UP_TO_TOTAL)
+    iid = instance_id(cli)
 
-    out = chat(store, "resume", iid, lines=["700"])
+    out = chat(cli, "resume", iid, lines=["700"])
 
     shown_last = out.split("Total claimed?")[-1]
     assert "Total claimed: 700" in shown_last
     assert "Accommodation cost: 700" not in out
-    got = values(store, iid)
+    got = values(cli, iid)
     assert got["total"] == 700
     assert got.get("accommodation") is None and got.get("meals") is None
 
@@ -69,11 +61,11 @@ def test_after_resume_a_bare_answer_goes_to_the_question_shown_last(store):
         ("I'm Sam Lee, sam.lee@example.org, 07700 900123", "Sam Lee", "07700 900123"),
     ],
 )
-def test_a_sentence_at_full_name_gives_the_name_and_says_the_rest_back(store, line, name, not_used):
-    out = chat(store, "run", "travel-claim", "--subject", "s", lines=[line])
+def test_a_sentence_at_full_name_gives_the_name_and_says_the_rest_back(cli, line, name, not_used):
+    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=[line])
 
     assert f'"{not_used}' in out.split("I wasn't sure which question this answers:")[1]
-    got = values(store, instance_id(store))
+    got = values(cli, instance_id(cli))
     assert got["full_name"] == name
     if "sam.lee" in line:
         assert got["email"] == "sam.lee@example.org"
@@ -81,71 +73,71 @@ def test_a_sentence_at_full_name_gives_the_name_and_says_the_rest_back(store, li
         assert got.get("email") is None and got.get("staff_id") is None
 
 
-def test_a_line_of_several_answers_at_destination_gives_only_the_destination(store):
+def test_a_line_of_several_answers_at_destination_gives_only_the_destination(cli):
     lines = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds, leaving 3 March 2026, back 1 March 2026, client visit"]
-    out = chat(store, "run", "travel-claim", "--subject", "s", lines=lines)
+    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=lines)
 
     assert '"leaving 3 March 2026"; "back 1 March 2026"; "client visit"' in out
-    got = values(store, instance_id(store))
+    got = values(cli, instance_id(cli))
     assert got["destination"] == "Leeds"
     assert got.get("departure_date") is None and got.get("purpose") is None
 
 
-def test_a_sentence_with_no_plain_first_part_is_not_stored_and_asked_again(store):
-    out = chat(store, "run", "travel-claim", "--subject", "s", lines=["3 March, then Leeds"])
+def test_a_sentence_with_no_plain_first_part_is_not_stored_and_asked_again(cli):
+    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=["3 March, then Leeds"])
 
     assert "I wasn't sure which question this answers" in out
     assert out.rstrip().splitlines()[-2].startswith("Full name?")
-    assert values(store, instance_id(store)).get("full_name") is None
+    assert values(cli, instance_id(cli)).get("full_name") is None
 
 
 @pytest.mark.parametrize("amount", ["1.2k", "0.5k", "2 thousand"])
-def test_an_amount_with_a_multiplier_is_refused_not_read_as_its_digits(store, amount):
-    out = chat(store, "run", "travel-claim", "--subject", "s", lines=[*UP_TO_TOTAL[:9], amount, "yes"])
+def test_an_amount_with_a_multiplier_is_refused_not_read_as_its_digits(cli, amount):
+    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=[*UP_TO_TOTAL[:9], amount, "yes"])
 
     assert f'I couldn\'t use "{amount}" for Accommodation cost: please write the amount in full' in out
-    got = values(store, instance_id(store))
+    got = values(cli, instance_id(cli))
     assert got.get("accommodation") is None
 
 
-def test_a_refused_correction_says_the_earlier_answer_no_longer_counts_and_keep_puts_it_back(store):
-    out = chat(store, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234", "Staff ID: AB12345"])
-    iid = instance_id(store)
+def test_a_refused_correction_says_the_earlier_answer_no_longer_counts_and_keep_puts_it_back(cli):
+    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234", "Staff ID: AB12345"])
+    iid = instance_id(cli)
 
     assert 'The earlier answer (AB1234) no longer counts: say "keep" to put it back' in out
-    assert values(store, iid).get("staff_id") is None  # the refused one is in force: the field reads invalid
+    assert values(cli, iid).get("staff_id") is None  # the refused one is in force: the field reads invalid
 
-    out = chat(store, "resume", iid, lines=["keep"])
+    out = chat(cli, "resume", iid, lines=["keep"])
 
     assert "Staff ID is back to AB1234" in out.split("Undone:")[-1]
-    assert values(store, iid)["staff_id"] == "AB1234"
+    assert values(cli, iid)["staff_id"] == "AB1234"
 
 
-def test_a_hosts_refused_fill_over_a_good_answer_says_what_the_field_holds_and_how_to_undo(store):
-    chat(store, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234"])
-    iid = instance_id(store)
+def test_a_hosts_refused_fill_over_a_good_answer_says_what_the_field_holds_and_how_to_undo(cli):
+    chat(cli, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234"])
+    iid = instance_id(cli)
 
-    done = formctl("fill", iid, "Staff ID=AB12345", "--store", store, "--forms", str(FORMS))
+    done = cli("fill", iid, "Staff ID=AB12345")
 
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert (
         f"Staff ID now holds AB12345, not accepted, so its earlier answer AB1234 no longer counts; "
         f"to put it back: formctl undo {iid} staff_id"
     ) in done.stdout
-    assert formctl("undo", iid, "staff_id", "--store", store, "--forms", str(FORMS)).returncode == 0
-    assert values(store, iid)["staff_id"] == "AB1234"
+    assert cli("undo", iid, "staff_id").exit_code == 0
+    assert values(cli, iid)["staff_id"] == "AB1234"
 
 
 @pytest.mark.parametrize("ending", [[], ["/quit"], ["quit"]])
-def test_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(store, ending):
+def test_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(cli, ending):
     returning = ["returning", "40", "Pat Quinn", "pat@example.org", "skip", "C12345", "yes"]
     out = chat(
-        store, "run", "client-intake", "--subject", "s", lines=[*returning, "same", "pat.quinn@example.org", *ending]
+        cli, "run", "client-intake", "--subject", "s", lines=[*returning, "same", "pat.quinn@example.org", *ending]
     )
-    iid = instance_id(store)
+    iid = instance_id(cli)
 
     assert "Email: pat.quinn@example.org" in out.split("Kept — Full name: Pat Quinn.")[1]
-    exported = json.loads(formctl("export", iid, "--store", store, "--forms", str(FORMS), "--json").stdout)
+    exported = cli.json("export", iid)
     assert exported["values"]["email"] == "pat.quinn@example.org"
     assert exported["values"]["full_name"] == "Pat Quinn"
 
@@ -153,26 +145,26 @@ def test_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(store,
 CLAIM_BY_CAR = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04", "visit", "car", "120"]
 
 
-def test_switching_the_mode_says_the_mileage_was_set_aside(store):
-    out = chat(store, "run", "travel-claim", "--subject", "s", lines=[*CLAIM_BY_CAR, "54", "Mode: rail"])
+def test_switching_the_mode_says_the_mileage_was_set_aside(cli):
+    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=[*CLAIM_BY_CAR, "54", "Mode: rail"])
 
     after = out.split("Got it — Mode: rail.")[1]
     assert "Miles driven and Mileage cost don't apply any more, so I've set them aside" in after
 
 
-def test_inspect_shows_a_field_that_does_not_apply_as_not_needed(store):
-    chat(store, "run", "travel-claim", "--subject", "s", lines=CLAIM_BY_CAR)
-    iid = instance_id(store)
+def test_inspect_shows_a_field_that_does_not_apply_as_not_needed(cli):
+    chat(cli, "run", "travel-claim", "--subject", "s", lines=CLAIM_BY_CAR)
+    iid = instance_id(cli)
 
-    shown = formctl("inspect", iid, "--store", store, "--forms", str(FORMS)).stdout
+    shown = cli.ok("inspect", iid).stdout
 
     [row] = [line for line in shown.splitlines() if line.startswith("ticket_reference")]
     assert "doesn't apply" in row and " yes " not in row and "empty" not in row
 
 
-def test_the_person_sees_a_held_claim_in_plain_words_and_not_the_models_instructions(store):
+def test_the_person_sees_a_held_claim_in_plain_words_and_not_the_models_instructions(cli):
     lines = [*UP_TO_TOTAL[:9], "300", "300", "100"]
-    out = chat(store, "run", "travel-claim", "--subject", "s", lines=lines)
+    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=lines)
 
     status = [line for line in out.splitlines() if line.startswith("· [form:")]
     assert status[-1] == "· [form: travel-claim] on hold until an answer changes"

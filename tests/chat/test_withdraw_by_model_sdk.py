@@ -1,18 +1,13 @@
 """The person asks to take back a request waiting for approval, and the model does it with
-``form_withdraw``: through ``formctl run`` and the real ``anthropic`` SDK against
+``form_withdraw``: through ``formctl run`` (in process) and the real ``anthropic`` SDK against
 tests/fake_anthropic.py (docs/engine.md, "Host acts", "Withdrawing a request")."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
-from clitools import formctl, start
+from clitools import start
 from fake_anthropic import FakeAnthropic, text, tool_use
-from fixture_project import FORMS
-
-pytestmark = pytest.mark.e2e  # formctl runs in a child process
 
 OVER_THE_CAP = {
     "full_name": "Dana Reeve",
@@ -39,22 +34,19 @@ def _results(body: dict) -> list[dict]:
     ]
 
 
-def test_the_model_withdraws_the_request_when_the_person_asks_and_the_total_is_corrected(tmp_path):
-    store = str(tmp_path / "store")
-    instance_id = start(store, OVER_THE_CAP)
+def test_the_model_withdraws_the_request_when_the_person_asks_and_the_total_is_corrected(cli):
+    instance_id = start(cli.store, OVER_THE_CAP)
     with FakeAnthropic() as api:
         api.reply(tool_use("form_fill", {"values": {"total": 700}, "quotes": {"total": "it should be 700"}}))
         api.reply(tool_use("form_withdraw", {"reason": "the total was wrong"}))
         api.reply(tool_use("form_fill", {"values": {"total": 700}, "quotes": {"total": "it should be 700"}}))
         api.reply(text("Done: the request is withdrawn and the total is now 700."))
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-        ran = formctl(
-            "run", "travel-claim", "--subject", "dana", "--store", store, "--forms", str(FORMS), env=env, input=ASKS
-        )
+        ran = cli("run", "travel-claim", "--subject", "dana", env=env, input=ASKS)
         assert api.unexpected == [] and api.rejected == []
         bodies = api.bodies
 
-    assert ran.returncode == 0, ran.stderr
+    assert ran.exit_code == 0, (ran.stderr, ran.exception)
     assert "form_withdraw" in [tool["name"] for tool in bodies[0]["tools"]]
     tier0 = bodies[0]["messages"][-1]["content"][-1]["text"]  # the model's line, at the tail of the turn
     assert tier0.startswith('[form: travel-claim] awaiting the "policy cap" check — Over the 750 cap')
@@ -64,8 +56,8 @@ def test_the_model_withdraws_the_request_when_the_person_asks_and_the_total_is_c
     assert withdrawn["status"] == "success" and withdrawn["data"]["status"] == "active"
     assert filled["status"] == "success" and filled["data"]["captured"] == ["total"]
 
-    exported = json.loads(formctl("export", instance_id, "--store", store, "--forms", str(FORMS), "--json").stdout)
+    exported = cli.json("export", instance_id)
     assert exported["values"]["total"] == 700 and exported["status"] == "ready"  # under the cap: no approval needed
-    history = json.loads(formctl("history", instance_id, "--store", store, "--forms", str(FORMS), "--json").stdout)
+    history = cli.json("history", instance_id)
     (act,) = [a for a in history["acts"] if a["act"] == "withdraw"]
     assert act["reason"] == "the total was wrong" and act["actor"] == "agent"
