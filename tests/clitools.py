@@ -118,3 +118,12 @@ class Cli:
         registry = FormRegistry.from_toml(self.forms / "registry.toml")
         runner = FormRunner(JsonFileAdapter(self.store), registry=registry, subject=subject)
         return runner.start(form, seed=seed).view.instance_id
+
+
+def formctl_child(*args: str, env: dict[str, str] | None = None, **popen: Any) -> subprocess.Popen[Any]:
+    """The real console entry point started in a child process that the test drives itself (writes
+    its stdin line by line, signals it, hands it bytes), with the environment :func:`formctl`
+    gives; ``popen``: :class:`subprocess.Popen`'s own arguments (``stdin=subprocess.PIPE``, ...)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
+    full_env.update(env or {})
+    return subprocess.Popen([sys.executable, "-m", "formctl.cli.app", *args], env=full_env, cwd=ROOT, **popen)

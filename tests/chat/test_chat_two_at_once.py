@@ -11,8 +11,6 @@ its answer was stored.
 from __future__ import annotations
 
 import io
-import json
-import os
 import queue
 import shutil
 import subprocess
@@ -22,8 +20,8 @@ import time
 
 import pytest
 
-from clitools import invoke, start
-from fixture_project import FORMS, ROOT
+from clitools import Cli, formctl_child, start
+from fixture_project import FORMS
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.notices import read_notice
 from formctl.cli.chat import ChatOptions, ChatSession, PlainChat
@@ -48,8 +46,7 @@ def chat(store, instance_id) -> ChatSession:
 
 
 def values(store, instance_id) -> dict:
-    out = invoke("export", instance_id, "--json", "--store", str(store), "--forms", str(FORMS))
-    return json.loads(out.stdout)["values"]
+    return dict(Cli(str(store)).json("export", instance_id)["values"])
 
 
 def during_the_turn(session: ChatSession, write) -> list[bool]:
@@ -215,19 +212,17 @@ def test_a_chat_says_a_colleagues_commit_at_once_and_its_last_words_ask_what_the
 class _Piped:
     """``formctl resume ID`` in a child process, stdin a pipe; its output read as it comes."""
 
-    def __init__(self, store: str, instance_id: str, subject: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_", "OPENAI_"))}
-        env.update(FORMCTL_SUBJECT=subject, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "formctl.cli.app", "resume", instance_id, "--store", store, "--forms", str(FORMS)],
+    def __init__(self, cli: Cli, instance_id: str, subject: str) -> None:
+        self.proc = formctl_child(
+            "resume",
+            instance_id,
+            env={**cli.env, "FORMCTL_SUBJECT": subject, "PYTHONUNBUFFERED": "1"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=env,
-            cwd=ROOT,
         )
-        self.lines: queue.Queue[str] = queue.Queue()
+        self.lines: queue.Queue[str | None] = queue.Queue()
         self.said: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -235,15 +230,19 @@ class _Piped:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)  # the end of its output: nothing more will come
 
     def expect(self, text: str, timeout: float = 60) -> None:
         """Read until a line holds ``text``."""
         deadline = time.monotonic() + timeout
         while not self.said or text not in self.said[-1]:
             try:
-                self.said.append(self.lines.get(timeout=max(deadline - time.monotonic(), 0.01)))
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
             except queue.Empty:
-                raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.said)) from None
+                line = None
+            if line is None:
+                raise AssertionError(f"no {text!r} in:\n" + "\n".join(self.said))
+            self.said.append(line)
 
     def say(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -257,20 +256,19 @@ class _Piped:
         self.proc.stdin.close()
 
     def finish(self) -> str:
+        """Everything it said, up to the end of its output (read until the reader's end mark: no
+        waiting for a quiet second)."""
         self.proc.wait(timeout=90)
-        while not self.lines.empty() or self.proc.stdout is not None and not self.proc.stdout.closed:
-            try:
-                self.said.append(self.lines.get(timeout=1))
-            except queue.Empty:
-                break
+        while (line := self.lines.get(timeout=30)) is not None:
+            self.said.append(line)
         return "\n".join(self.said)
 
 
-def _two_chats_send_at_once(store: str, instance_id: str, subject: str) -> dict[str, str]:
+def _two_chats_send_at_once(cli: Cli, instance_id: str, subject: str) -> dict[str, str]:
     """What each chat said, by the line it was sent."""
     chats: dict[str, _Piped] = {}
     for line in ("Conference", "Workshop"):  # opened one after the other: the second continues the
-        chats[line] = _Piped(store, instance_id, subject)  # conversation the first saved
+        chats[line] = _Piped(cli, instance_id, subject)  # conversation the first saved
         chats[line].expect("Purpose of trip?")
     for line, piped in chats.items():  # released together
         piped.say(line)
@@ -295,6 +293,7 @@ def test_two_chat_processes_sending_at_the_same_moment_each_end_knowing_what_is_
     from formctl.cli.workspace import open_store
 
     store = str(tmp_path / "store") if store_kind == "json" else request.getfixturevalue("pg_dsn")
+    cli = Cli(store)
     for trial in range(4):
         subject = f"dana{trial}"  # one open claim per subject: a new one each trial
         adapter = open_store(store)
@@ -303,10 +302,9 @@ def test_two_chat_processes_sending_at_the_same_moment_each_end_knowing_what_is_
             instance_id = runner.start("travel-claim", seed=UP_TO_PURPOSE).view.instance_id
         finally:
             adapter.close()
-        said = _two_chats_send_at_once(store, instance_id, subject)
+        said = _two_chats_send_at_once(cli, instance_id, subject)
         stored = values(store, instance_id)["purpose"]
-        history = invoke("history", instance_id, "purpose", "--json", "--store", store, "--forms", str(FORMS))
-        given = {row["value"] for row in json.loads(history.stdout)["revisions"]}
+        given = {row["value"] for row in cli.json("history", instance_id, "purpose")["revisions"]}
         for line, text in said.items():
             assert "Traceback" not in text, text
             if line != stored:
@@ -320,7 +318,7 @@ def test_two_chat_processes_sending_at_the_same_moment_each_end_knowing_what_is_
 
 
 @pytest.mark.e2e
-def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(tmp_path):
+def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(tmp_path, cli):
     """A real pseudo-terminal: while the chat's turn runs (its mileage executor held), a host
     changes Purpose of trip from another process. When the turn ends the chat says so at once,
     before the prompt comes back, and asks the question the status bar shows. Before, the turn's end
@@ -345,16 +343,15 @@ def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(t
 """
     assert '    miles = ctx.values.get("mileage")\n' in source
     claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', held), encoding="utf-8")
-    store = tmp_path / "store"
+    cli = cli.at(forms=forms)
 
-    child = _spawn(tmp_path, forms, FORMCTL_TEST_RELEASE=str(release))
+    child = _spawn(cli, FORMCTL_TEST_RELEASE=str(release))
     try:
         _answer_up_to_the_miles(child)
         _say(child, "120")
         _expect(child, r"\(executor running\)")  # Miles driven is stored; the turn goes on
-        (row,) = json.loads(invoke("instances", "--store", str(store), "--json").stdout)["instances"]
-        host = invoke("fill", row["instance_id"], "purpose=Team offsite", "--store", str(store), "--forms", str(forms))
-        assert host.exit_code == 0, host.output
+        (row,) = cli.json("instances")["instances"]
+        cli.ok("fill", row["instance_id"], "purpose=Team offsite")  # the host, from another process
         release.touch()
         said = _expect(child, r"Changed elsewhere: Purpose of trip is now Team offsite\.", timeout=30)
         assert "you ›" not in said  # said as the turn ends, before the prompt comes back
