@@ -11,18 +11,17 @@ so the test answers its cursor-position requests, as a terminal would.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-from fixture_project import FORMS, ROOT  # noqa: E402  (the example project, never ./forms)
+from fixture_project import ROOT  # noqa: E402  (the example project, never ./forms)
 from helpers.terminal import Terminal  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
@@ -62,30 +61,22 @@ main(sys.argv[1:])
 """
 
 
-def _env(**extra: str) -> dict[str, str]:
+def _env(cli, **extra: str) -> dict[str, str]:
+    """The chat's environment: the test's, with ``cli``'s store and forms, and ``extra``. (What the
+    test reads of the store afterwards, and a host's write from elsewhere, it runs in its own
+    process through ``cli``: a second process to the chat's, as another terminal is.)"""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.pop("NO_COLOR", None)
-    env.update(extra)
+    env.update(cli.env, **extra)
     return env
 
 
-def _formctl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "formctl.cli.app", *args],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        cwd=ROOT,
-        timeout=60,
-    )
-
-
-def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resolve_from_elsewhere(tmp_path):
-    store = str(tmp_path / "store")
+def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resolve_from_elsewhere(tmp_path, cli):
+    store = cli.store
     child = pexpect.spawn(
         sys.executable,
-        ["-c", BOOTSTRAP, "run", "travel-claim", "--store", store, "--forms", str(FORMS)],
-        env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana", FORMCTL_TEST_SLOW_AFTER="Leeds"),
+        ["-c", BOOTSTRAP, "run", "travel-claim"],
+        env=_env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana", FORMCTL_TEST_SLOW_AFTER="Leeds"),
         cwd=str(ROOT),
         dimensions=(30, 120),
         encoding="utf-8",
@@ -115,11 +106,9 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         term.expect("stopping…")
         term.expect("Cancelled. Every answer already given is saved.")
         term.expect(r'step 2/4 "Trip" · pending: Departure date')
-        (row,) = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
+        (row,) = cli.json("instances")["instances"]
         instance_id = row["instance_id"]
-        field = json.loads(
-            _formctl("inspect", instance_id, "--field", "destination", "--json", "--store", store).stdout
-        )["fields"][0]
+        field = cli.json("inspect", instance_id, "--field", "destination")["fields"][0]
         assert field["status"] == "filled" and field["value"] == "Leeds"
 
         # The conversation carries on after the cancelled turn: the next answer lands.
@@ -141,8 +130,8 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         term.expect(r'\[form: travel-claim\] awaiting "policy-cap" — Over the 750 cap')
 
         # Finance approves from a second terminal; the chat says so without a keystroke.
-        resolved = _formctl("resolve", instance_id, "--store", store)
-        assert resolved.returncode == 0, resolved.stderr
+        resolved = cli("resolve", instance_id)
+        assert resolved.exit_code == 0, resolved.stderr
         term.expect(r'Changed elsewhere: the "policy-cap" check was resolved; the form is ready to send\.')
         term.expect("Before I send it, please check your answers:")
         term.expect(r"\[form: travel-claim\] ready to send")
@@ -159,15 +148,14 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
     history = (Path(store) / "input_history").read_text(encoding="utf-8")
     assert "Dana Reeve" in history and "/quit" in history  # input history persists across runs
     assert oct((Path(store) / "input_history").stat().st_mode & 0o777) == "0o600"
-    exported = json.loads(_formctl("export", instance_id, "--json", "--store", store).stdout)
+    exported = cli.json("export", instance_id)
     assert exported["status"] == "complete"
     assert exported["values"]["destination"] == "Leeds" and exported["values"]["total"] == 900
 
 
-def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
-    store = str(tmp_path / "store")
-    args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
-    env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
+def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(cli):
+    args = ["-m", "formctl.cli.app", "run", "travel-claim"]
+    env = _env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana")
     child = pexpect.spawn(
         sys.executable,
         args,
@@ -193,7 +181,7 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
 
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "formctl.cli.app", "resume", instance_id, "--store", store, "--forms", str(FORMS)],
+        ["-m", "formctl.cli.app", "resume", instance_id],  # a new process: the conversation is read back
         env=env,
         cwd=str(ROOT),
         dimensions=(30, 120),
@@ -214,14 +202,13 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(tmp_path):
     finally:
         child.close()
     assert child.exitstatus == 0
-    (row,) = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
+    (row,) = cli.json("instances")["instances"]
     assert row["instance_id"] == instance_id and row["answered"] == 2
 
 
-def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(tmp_path):
-    store = str(tmp_path / "store")
-    args = ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)]
-    env = _env(TERM="xterm-256color", FORMCTL_SUBJECT="dana")
+def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(cli):
+    args = ["-m", "formctl.cli.app", "run", "travel-claim"]
+    env = _env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana")
     child = pexpect.spawn(
         sys.executable,
         args,
@@ -249,12 +236,11 @@ def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(tmp_path)
     assert child.exitstatus == 0
 
 
-def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_path):
-    store = str(tmp_path / "store")
+def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_path, cli):
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "formctl.cli.app", "run", "travel-claim", "--store", store, "--forms", str(FORMS)],
-        env=_env(TERM="xterm-256color", FORMCTL_SUBJECT="dana"),
+        ["-m", "formctl.cli.app", "run", "travel-claim"],
+        env=_env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana"),
         cwd=str(ROOT),
         dimensions=(30, 120),
         encoding="utf-8",
@@ -315,24 +301,13 @@ def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_
     assert len(columns) == 1, rows[-10:]
 
 
-def _model_chat(api, store: str, tmp_path: Path):
+def _model_chat(api, cli, tmp_path: Path):
     """``formctl run travel-claim`` against the loopback Messages API in a pseudo-terminal."""
     child = pexpect.spawn(
         sys.executable,
-        [
-            "-m",
-            "formctl.cli.app",
-            "run",
-            "travel-claim",
-            "--model",
-            "claude-test",
-            "--store",
-            store,
-            "--forms",
-            str(FORMS),
-        ],
+        ["-m", "formctl.cli.app", "run", "travel-claim", "--model", "claude-test"],
         env=_env(
-            TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
+            cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
         ),
         cwd=str(ROOT),
         dimensions=(30, 120),
@@ -344,21 +319,28 @@ def _model_chat(api, store: str, tmp_path: Path):
     return child, Terminal(child)
 
 
-def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_path):
+def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_path, cli):
     from fake_anthropic import FakeAnthropic, text, tool_use
 
-    store = str(tmp_path / "store")
+    counted = threading.Event()
+
+    def answer_once_the_seconds_counted(body):
+        # The "model" thinks until the test has seen the spinner count up (no fixed delay to outlast).
+        assert counted.wait(TIMEOUT), "the spinner never counted a second"
+        return [text("Thanks, Dana. Your staff ID?")], None
+
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Welcome! What is your full name?"))
-        api.reply(text("Thanks, Dana. Your staff ID?"), delay=2.6)
-        child, term = _model_chat(api, store, tmp_path)
+        api.answer_with(answer_once_the_seconds_counted)
+        child, term = _model_chat(api, cli, tmp_path)
         try:
             term.expect("What is your full name?")
             term.expect("you ›")
             term.say("Dana Reeve")
             term.expect(r"thinking… 0s · Ctrl-C to stop")
-            term.expect(r"thinking… [12]s · Ctrl-C to stop")  # the seconds count up while it waits
+            term.expect(r"thinking… [1-9]\d*s · Ctrl-C to stop")  # the seconds count up while it waits
+            counted.set()
             term.expect("Thanks, Dana. Your staff ID?")
             term.expect("you ›")
             child.sendeof()
@@ -367,18 +349,17 @@ def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_
             child.close()
 
 
-def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tmp_path):
+def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tmp_path, cli):
     # formctl's own question (a source="person" value not in the person's words) is asked and
     # answered at the real terminal, and the chat goes on at its prompt afterwards
     from fake_anthropic import FakeAnthropic, text, tool_use
 
-    store = str(tmp_path / "store")
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Welcome! Your work email?"))
         api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
         api.reply(text("Thanks. Your staff ID?"))
-        child, term = _model_chat(api, store, tmp_path)
+        child, term = _model_chat(api, cli, tmp_path)
         try:
             term.expect("Your work email?")
             term.expect("you ›")
@@ -391,8 +372,6 @@ def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tm
             child.expect(pexpect.EOF)
         finally:
             child.close()
-    [row] = json.loads(_formctl("instances", "--store", store, "--json").stdout)["instances"]
-    [revision] = json.loads(_formctl("history", row["instance_id"], "email", "--store", store, "--json").stdout)[
-        "revisions"
-    ]
+    [row] = cli.json("instances")["instances"]
+    [revision] = cli.json("history", row["instance_id"], "email")["revisions"]
     assert (revision["value"], revision["provenance"]["kind"]) == ("dana@finance.example.org", "said")

@@ -7,10 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from clitools import FORMS, ROOT
-from formctl.cli import app as cli
+from clitools import FORMS, formctl_child
 
 
 def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store, cli):
@@ -24,33 +22,20 @@ def test_run_refuses_a_seed_for_a_field_the_form_does_not_have(store, cli):
 # --------------------------------------------------------------------------- Ctrl-C in the plain chat
 
 
-@pytest.mark.e2e
-def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(store):
-    import os
+@pytest.mark.e2e  # a real SIGINT, to a real process
+def test_ctrl_c_in_the_plain_chat_still_says_how_to_carry_on(cli):
     import signal
     import subprocess
-    import sys
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "formctl.cli.app",
-            "run",
-            "travel-claim",
-            "--offline",
-            "--store",
-            store,
-            "--forms",
-            str(FORMS),
-        ],
+    child = formctl_child(
+        "run",
+        "travel-claim",
+        "--offline",
+        env=cli.env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
-        cwd=ROOT,
     )
     try:
         # /status runs after the turn has ended, so its last line means the chat is between
@@ -109,35 +94,13 @@ def test_a_ctrl_c_python_sees_only_after_the_input_ended_still_says_how_to_carry
 # --------------------------------------------------------------------------- bytes that are not UTF-8 on stdin
 
 
-@pytest.mark.e2e
-def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(store):
-    import os
-    import subprocess
-    import sys
+def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(cli):
+    """(In process; the same through the real entry point, what reaches stderr included, is
+    tests/engine/test_text_doors.py's piped line.)"""
+    result = cli("run", "travel-claim", "--offline", input=b"Dana Reeve\n\xff\xfe\nAB1234\n")
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "formctl.cli.app",
-            "run",
-            "travel-claim",
-            "--offline",
-            "--store",
-            store,
-            "--forms",
-            str(FORMS),
-        ],
-        input=b"Dana Reeve\n\xff\xfe\nAB1234\n",
-        capture_output=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-    )
-
-    out, err = result.stdout.decode(), result.stderr.decode()
-    assert result.returncode == 0, err
+    out, err = result.stdout, result.stderr
+    assert result.exit_code == 0, (err, result.exception)
     assert "Traceback" not in err and "UnicodeEncodeError" not in err
     assert "saved Staff ID" in out and "formctl resume form_" in out
 
@@ -145,18 +108,13 @@ def test_a_scripted_line_that_is_not_utf8_does_not_stop_the_chat(store):
 # --------------------------------------------------------------------------- exit status when nothing could start
 
 
-def test_a_scripted_run_where_every_turn_failed_and_nothing_started_exits_1(store):
+def test_a_scripted_run_where_every_turn_failed_and_nothing_started_exits_1(cli):
     from fake_anthropic import FakeAnthropic
 
     with FakeAnthropic() as api:
         api.fault(401, times=5, message="invalid x-api-key")
         env = {"ANTHROPIC_API_KEY": "sk-test-not-a-real-key", "ANTHROPIC_BASE_URL": api.url}
-        result = CliRunner().invoke(
-            cli.app,
-            ["run", "travel-claim", "--model", "claude-test", "--store", store, "--forms", str(FORMS)],
-            input="Dana Reeve\n",
-            env=env,
-        )
+        result = cli("run", "travel-claim", "--model", "claude-test", input="Dana Reeve\n", env=env)
 
     assert result.exit_code == 1, result.stdout
     assert "refused the key (401)" in result.stderr and "Nothing was started." in result.stdout

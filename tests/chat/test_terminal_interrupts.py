@@ -34,14 +34,15 @@ CPR = "\x1b[6n"  # prompt-toolkit asks where the cursor is; a terminal answers
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def _spawn(tmp_path: Path, forms: Path, **env: str) -> pexpect.spawn:
+def _spawn(cli, **env: str) -> pexpect.spawn:
+    """``formctl run travel-claim`` in a pseudo-terminal, over ``cli``'s store and forms."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     full.pop("NO_COLOR", None)
-    full.update(TERM="xterm-256color", FORMCTL_SUBJECT="dana", **env)
+    full.update(TERM="xterm-256color", FORMCTL_SUBJECT="dana", **cli.env, **env)
 
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "formctl.cli.app", "run", "travel-claim", "--store", str(tmp_path / "store"), "--forms", str(forms)],
+        ["-m", "formctl.cli.app", "run", "travel-claim"],
         env=full,
         cwd=str(ROOT),
         dimensions=(30, 120),
@@ -49,7 +50,7 @@ def _spawn(tmp_path: Path, forms: Path, **env: str) -> pexpect.spawn:
         timeout=60,
         use_poll=True,
     )
-    child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
+    child.logfile_read = open(Path(cli.store).parent / "terminal.log", "w", encoding="utf-8")
     return child
 
 
@@ -84,7 +85,7 @@ def _answer_up_to_the_miles(child: pexpect.spawn) -> None:
         _expect(child, next_question)
 
 
-def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_and_takes_the_next_answer(tmp_path):
+def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_and_takes_the_next_answer(tmp_path, cli):
     # The example forms, with the mileage executor held until the test lets it go.
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
@@ -103,7 +104,7 @@ def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_a
     assert '    miles = ctx.values.get("mileage")\n' in source
     claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', slow), encoding="utf-8")
 
-    child = _spawn(tmp_path, forms, FORMCTL_TEST_RELEASE=str(release))
+    child = _spawn(cli.at(forms=forms), FORMCTL_TEST_RELEASE=str(release))
     try:
         _answer_up_to_the_miles(child)
         _say(child, "120")
@@ -169,8 +170,8 @@ def _refuses_then_goes_on(child: pexpect.spawn, length: int) -> None:
     child.expect(pexpect.EOF)
 
 
-def test_a_200000_character_paste_is_refused_in_one_line_with_bounded_memory(tmp_path):
-    child = _spawn(tmp_path, FORMS)
+def test_a_200000_character_paste_is_refused_in_one_line_with_bounded_memory(cli):
+    child = _spawn(cli)
     try:
         _expect(child, "Full name")
         _expect(child, "you ›")  # the prompt is up (its cursor-position request answered): bracketed paste is on
@@ -183,8 +184,8 @@ def test_a_200000_character_paste_is_refused_in_one_line_with_bounded_memory(tmp
     assert child.exitstatus == 0
 
 
-def test_a_paste_without_bracketed_paste_mode_is_counted_key_by_key_and_refused(tmp_path):
-    child = _spawn(tmp_path, FORMS)
+def test_a_paste_without_bracketed_paste_mode_is_counted_key_by_key_and_refused(cli):
+    child = _spawn(cli)
     try:
         _expect(child, "Full name")
         _send_in_pieces(child, ("Dana Reeve, staff id AB1234. " * 500)[:12_000])

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from clitools import formctl, start
+from clitools import formctl_child, start
 from fixture_project import FORMS  # noqa: E402
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.tools import FormTools
@@ -55,31 +55,29 @@ def test_a_key_inside_a_value_is_checked_too(store_dir):
     assert answers(store_dir, instance_id)["full_name"] == "Dana Reeve"
 
 
-@pytest.mark.e2e
-def test_host_fill_refuses_an_argument_that_is_not_utf8_and_says_so(store_dir):
+@pytest.mark.e2e  # the argument as the console script's argv hands it over; the others below run in process
+def test_host_fill_refuses_an_argument_that_is_not_utf8_and_says_so(cli, store_dir):
     instance_id = start(store_dir)
     # "Jos\xe9" as the shell passes it: Python hands the undecodable byte over as U+DCE9
-    done = formctl("fill", instance_id, "full_name=Jos\udce9", "staff_id=AB1234", "--store", store_dir)
+    done = cli.process("fill", instance_id, "full_name=Jos\udce9", "staff_id=AB1234")
     assert done.returncode == 1, done
     assert "not valid UTF-8" in done.stderr and "0xE9" in done.stderr and "full_name" in done.stderr
     assert "Traceback" not in done.stderr and "JSON" not in done.stderr
     assert answers(store_dir, instance_id) == {}
 
 
-@pytest.mark.e2e
-def test_host_fill_rejects_a_json_escaped_nul_for_that_field_and_keeps_the_rest(store_dir):
+def test_host_fill_rejects_a_json_escaped_nul_for_that_field_and_keeps_the_rest(cli, store_dir):
     instance_id = start(store_dir)
-    done = formctl("fill", instance_id, 'full_name="Dana\\u0000Reeve"', "staff_id=AB1234", "--store", store_dir)
-    assert done.returncode == 1, done
+    done = cli("fill", instance_id, 'full_name="Dana\\u0000Reeve"', "staff_id=AB1234")
+    assert done.exit_code == 1, done
     assert "NUL" in done.stdout + done.stderr
     assert answers(store_dir, instance_id) == {"staff_id": "AB1234"}
 
 
-@pytest.mark.e2e
-def test_host_resolve_fail_refuses_a_reason_that_is_not_utf8(store_dir):
+def test_host_resolve_fail_refuses_a_reason_that_is_not_utf8(cli, store_dir):
     instance_id = start(store_dir)
-    done = formctl("resolve", instance_id, "--fail", "too dear \udce9", "--store", store_dir)
-    assert done.returncode == 1, done
+    done = cli("resolve", instance_id, "--fail", "too dear \udce9")
+    assert done.exit_code == 1, done
     assert "--fail" in done.stderr and "not valid UTF-8" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -147,12 +145,11 @@ def test_the_runner_refuses_a_reason_that_is_not_text_and_writes_nothing(store_d
         ["abandon", "{id}", "--reason", "dup \udce9"],
     ],
 )
-@pytest.mark.e2e
-def test_host_writes_refuse_arguments_that_are_not_utf8_and_say_which(store_dir, args):
+def test_host_writes_refuse_arguments_that_are_not_utf8_and_say_which(cli, store_dir, args):
     instance_id = start(store_dir, {"full_name": "Dana Reeve"})
     before = files_of(store_dir)
-    done = formctl(*[a.format(id=instance_id) for a in args], "--store", store_dir)
-    assert done.returncode == 1, done
+    done = cli(*[a.format(id=instance_id) for a in args])
+    assert done.exit_code == 1, done
     named = "--reason" if "--reason" in args else "FIELD"
     assert named in done.stderr and "not valid UTF-8" in done.stderr and "0xE9" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -252,36 +249,22 @@ def test_once_the_command_runs_ctrl_c_is_its_own_again():
 # --------------------------------------------------------------------------- lines that are not UTF-8
 
 
-@pytest.mark.e2e
-def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(store_dir):
+@pytest.mark.e2e  # the bytes on a real process's stdin, and what reaches its stderr
+def test_a_piped_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(cli, store_dir):
     import subprocess
-    import sys
 
-    from fixture_project import ROOT
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "formctl.cli.app",
-            "run",
-            "travel-claim",
-            "--offline",
-            "--store",
-            store_dir,
-            "--forms",
-            str(FORMS),
-        ],
-        input=b"Jos\xe9 Garc\xeda\nJos\xc3\xa9 Garc\xc3\xada\nJG1234\n",
-        capture_output=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
+    child = formctl_child(
+        "run",
+        "travel-claim",
+        "--offline",
+        env=cli.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
-    out = done.stdout.decode("utf-8")
-    assert done.returncode == 0, (out, done.stderr)
-    err = done.stderr.decode("utf-8")
+    stdout, stderr = child.communicate(b"Jos\xe9 Garc\xeda\nJos\xc3\xa9 Garc\xc3\xada\nJG1234\n", timeout=120)
+    out, err = stdout.decode("utf-8"), stderr.decode("utf-8")
+    assert child.returncode == 0, (out, err)
     # in a pipe every error line goes to stderr, where scripts look
     assert err.count("That line has characters that could not be read; please type it again.") == 1
     assert "could not be read" not in out
