@@ -92,6 +92,16 @@ class LoopbackServer:
         with self._lock:
             return len(self._script)
 
+    def reset(self) -> None:
+        """Forget the script left, the requests and the conversations, as a new server would (the
+        tool fuzz plays example after example through one server and one SDK client on it)."""
+        with self._lock:
+            self._script.clear()
+            self._conversations.clear()
+            self.requests.clear()
+            self.unexpected.clear()
+            self.rejected.clear()
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()

@@ -26,6 +26,7 @@ count them; the test fails on the first.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -310,35 +311,40 @@ def fill_values(draw: st.DrawFn) -> Any:
     return {name: draw(field_value(name)) for name in names}
 
 
+# What each named parameter wants, but an instance id (which depends on the ids an example
+# knows): built once, not at every draw (building and checking them again took a tenth of an example).
+PARAMETERS: dict[str, st.SearchStrategy[Any]] = {
+    "form": st.sampled_from(
+        [
+            "travel-claim",
+            "travel-claim",
+            "client-intake",
+            "travel_claim",
+            "Travel claim",
+            "nope",
+            "../forms/travel_claim",
+            "travel-claim\x00",
+            "travel-claim\udce9",
+        ]
+    ),
+    "values": fill_values(),
+    "field": field_names,
+    "id": st.one_of(field_names, st.sampled_from(STEP_IDS)),
+    "scope": st.sampled_from(["outline", "step", "field", "all", "OUTLINE", ""]),
+    "action": st.sampled_from(["set", "set", "retract", "undo", "redo", "delete", "SET", ""]),
+    "value": st.one_of(st.sampled_from(GOOD_VALUES), json_values),
+    "reason": st.one_of(st.sampled_from(["changed their mind", "duplicate", "typo"]), texts),
+    "subject": st.sampled_from([SUBJECT, OTHER, "", "*", "../sam", "dana\x00"]),
+    "status": st.sampled_from(["active", "awaiting", "complete", "abandoned", "stale", "ACTIVE", ""]),
+    "limit": st.one_of(st.integers(-5, 60), st.sampled_from(["10", 1.5, 10**30])),
+}
+
+
 def _parameter(name: str, ids: Ids) -> st.SearchStrategy[Any]:
     """A value for one named parameter, of the kind it wants."""
-    good: dict[str, st.SearchStrategy[Any]] = {
-        "instance_id": instance_ids(ids),
-        "form": st.sampled_from(
-            [
-                "travel-claim",
-                "travel-claim",
-                "client-intake",
-                "travel_claim",
-                "Travel claim",
-                "nope",
-                "../forms/travel_claim",
-                "travel-claim\x00",
-                "travel-claim\udce9",
-            ]
-        ),
-        "values": fill_values(),
-        "field": field_names,
-        "id": st.one_of(field_names, st.sampled_from(STEP_IDS)),
-        "scope": st.sampled_from(["outline", "step", "field", "all", "OUTLINE", ""]),
-        "action": st.sampled_from(["set", "set", "retract", "undo", "redo", "delete", "SET", ""]),
-        "value": st.one_of(st.sampled_from(GOOD_VALUES), json_values),
-        "reason": st.one_of(st.sampled_from(["changed their mind", "duplicate", "typo"]), texts),
-        "subject": st.sampled_from([SUBJECT, OTHER, "", "*", "../sam", "dana\x00"]),
-        "status": st.sampled_from(["active", "awaiting", "complete", "abandoned", "stale", "ACTIVE", ""]),
-        "limit": st.one_of(st.integers(-5, 60), st.sampled_from(["10", 1.5, 10**30])),
-    }
-    return good.get(name, json_values)
+    if name == "instance_id":
+        return instance_ids(ids)
+    return PARAMETERS.get(name, json_values)
 
 
 @st.composite
@@ -504,20 +510,31 @@ AWAITING = READY | {"total": 900}
 
 class World:
     """One example's store: the subject's instances (one open, maybe: just begun, ready to send,
-    or waiting for approval), another subject's instance with a saved conversation of its own."""
+    or waiting for approval), another subject's instance with a saved conversation of its own.
+
+    The first world of each kind is made through the runner; the next ones are a copy of its
+    files in a fresh folder (the store holds no path of its own), with the same instance ids.
+    Each example still plays on a store of its own; only making it is cheaper (it took about
+    a third of an example's CPU)."""
 
     def __init__(self, registry_file: Path, *, open_form: bool | str, closed: bool) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="formctl-fuzz-"))
         self.store = self.root / "store"
+        self.registry_file = registry_file
+        self.registry = _registry(registry_file)
         try:
-            self._populate(registry_file, open_form, closed)
+            kind = (registry_file, open_form, closed)
+            made = _MADE.get(kind)
+            if made is None:
+                self._populate(open_form, closed)
+                _MADE[kind] = _Made.of(self)
+            else:
+                made.write(self)
         except BaseException:
             self.close()  # nothing left behind in /tmp, whatever stopped the example
             raise
 
-    def _populate(self, registry_file: Path, open_form: bool | str, closed: bool) -> None:
-        self.registry_file = registry_file
-        self.registry = FormRegistry.from_toml(registry_file)
+    def _populate(self, open_form: bool | str, closed: bool) -> None:
         self.ids = Ids()
         host = FormRunner(JsonFileAdapter(self.store), registry=self.registry, subject=OTHER)
         theirs = host.start("client-intake", seed={"full_name": "Sam Jones", "age": 40}).view.instance_id
@@ -537,6 +554,53 @@ class World:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+@functools.cache
+def _registry(registry_file: Path) -> FormRegistry:
+    """One registry per file for every example: it compiles each form once, when first asked."""
+    return FormRegistry.from_toml(registry_file)
+
+
+@dataclass(frozen=True)
+class _Made:
+    """A world's files (path in the store, mode, bytes; None for a folder) and ids, to make it again."""
+
+    mode: int  # the store folder's
+    files: tuple[tuple[str, int, bytes | None], ...]
+    mine: tuple[str, ...]
+    theirs: tuple[str, ...]
+    theirs_conversation: bytes
+
+    @classmethod
+    def of(cls, world: World) -> _Made:
+        files: list[tuple[str, int, bytes | None]] = []
+        for root, dirs, names in os.walk(world.store):
+            for name in sorted(dirs):
+                path = os.path.join(root, name)
+                files.append((os.path.relpath(path, world.store), os.stat(path).st_mode & 0o777, None))
+            for name in sorted(names):
+                path = os.path.join(root, name)
+                with open(path, "rb") as fh:
+                    files.append((os.path.relpath(path, world.store), os.stat(path).st_mode & 0o777, fh.read()))
+        mine, theirs = tuple(world.ids.mine), tuple(world.ids.theirs)
+        return cls(os.stat(world.store).st_mode & 0o777, tuple(files), mine, theirs, world.theirs_conversation)
+
+    def write(self, world: World) -> None:
+        world.store.mkdir()
+        world.store.chmod(self.mode)
+        for relative, mode, content in self.files:  # a folder comes before what it holds
+            path = world.store / relative
+            if content is None:
+                path.mkdir()
+            else:
+                path.write_bytes(content)
+            path.chmod(mode)
+        world.ids = Ids(mine=list(self.mine), theirs=list(self.theirs))
+        world.theirs_conversation = self.theirs_conversation
+
+
+_MADE: dict[tuple[Path, bool | str, bool], _Made] = {}
+
+
 class Watch:
     """Runs one turn of planned calls through the chat loop and checks each call as it happens."""
 
@@ -547,6 +611,7 @@ class Watch:
         self.runner = FormRunner(self.adapter, registry=world.registry, subject=SUBJECT)
         self.conversations = ConversationStore(world.store)
         self._before: tuple[dict[str, str], dict[str, int]] | None = None
+        self._read: dict[frozenset[tuple[str, str]], dict[str, int]] = {}  # store files: versions read
         self._call = ""
         self._input: Any = None
 
@@ -577,7 +642,8 @@ class Watch:
         if isinstance(ev, ToolCall):
             self._call = f"{ev.name}({_short(ev.input, 200)})"
             self._input = ev.input
-            self._before = (store_files(self.world.store), versions(self.world.store))
+            files = store_files(self.world.store)
+            self._before = (files, self._versions(files))
         elif isinstance(ev, ToolResult):
             self._check(ev)
         elif isinstance(ev, LoopError):
@@ -601,7 +667,8 @@ class Watch:
         except (UnicodeError, ValueError, TypeError) as exc:
             self.finding("not utf-8 json", f"{type(exc).__name__}: {_short(str(exc))}")
         files_before, versions_before = self._before or ({}, {})
-        files_after, versions_after = store_files(self.world.store), versions(self.world.store)
+        files_after = store_files(self.world.store)
+        versions_after = self._versions(files_after)
         changed = sorted({path for path, _ in set(files_before.items()) ^ set(files_after.items())})
         if envelope["status"] == "error":
             self.tally.errors += 1
@@ -617,6 +684,15 @@ class Watch:
             data = envelope["data"]
             if ev.name == "form_start" and isinstance(data, dict):
                 self.allowed.add(data.get("instance_id"))
+
+    def _versions(self, files: dict[str, str]) -> dict[str, int]:
+        """The instances' versions as a fresh adapter reads them from the store whose files are
+        ``files``: read again only when a file has changed (most calls are refused and change
+        nothing; reading every instance twice a call took a fifth of an example)."""
+        key = frozenset(files.items())
+        if key not in self._read:
+            self._read[key] = versions(self.world.store)
+        return self._read[key]
 
     def _captured(self, name: str, data: Any) -> None:
         """Every field a success says it captured holds, as a valid revision, a value this call sent for it."""
@@ -733,26 +809,55 @@ def arguments_text(arguments: Any, garble: int = 0) -> str:
     return encoded
 
 
-@contextlib.contextmanager
-def through_openai(batches: list[list[tuple[str, Any]]]) -> Iterator[Any]:
-    """The batches as a loopback Chat Completions server's replies, and an ``OpenAIChatModel`` on it.
+class OpenAIWire:
+    """A loopback Chat Completions server and an ``OpenAIChatModel`` on it, for example after
+    example: :meth:`through` scripts one example's batches as the server's replies and yields the
+    model. Built once per test rather than per example: the SDK's HTTP client loads the system's
+    CA certificates when it is made (about 0.1 s of CPU, more than the rest of an example).
 
     One call in four (by position) has its arguments garbled into text that is not JSON."""
-    from fake_openai import FakeOpenAI, text, tool_use
-    from formctl.agent.models.openai import OpenAIChatModel
 
-    with FakeOpenAI() as api:
+    def __init__(self) -> None:
+        from fake_openai import FakeOpenAI
+        from formctl.agent.models.openai import OpenAIChatModel
+
+        self.api = FakeOpenAI()
+        self.model = OpenAIChatModel(
+            "gpt-fuzz", api_key="sk-fuzz-0123456789", base_url=self.api.base_url, max_retries=0
+        )
+
+    @contextlib.contextmanager
+    def through(self, batches: list[list[tuple[str, Any]]]) -> Iterator[Any]:
+        from fake_openai import text, tool_use
+
+        self.api.reset()  # replies an earlier example's turn did not get to are not this one's
         for b, batch in enumerate(batches):
-            api.reply(
+            self.api.reply(
                 *[
                     tool_use(name, id=f"call_{b}_{i}", arguments=arguments_text(arguments, (b + i) % 4 if i else 0))
                     for i, (name, arguments) in enumerate(batch)
                 ]
             )
-        api.reply(text("Noted."))
-        yield OpenAIChatModel("gpt-fuzz", api_key="sk-fuzz-0123456789", base_url=api.base_url, max_retries=0)
-        if api.rejected:
-            raise AssertionError(f"the server refused a request: {api.rejected[0][1]}")
+        self.api.reply(text("Noted."))
+        yield self.model
+        if self.api.rejected:
+            raise AssertionError(f"the server refused a request: {self.api.rejected[0][1]}")
+
+    def close(self) -> None:
+        self.api.close()
+
+    def __enter__(self) -> OpenAIWire:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def through_openai(batches: list[list[tuple[str, Any]]]) -> Iterator[Any]:
+    """:meth:`OpenAIWire.through` on a wire of its own, for one example."""
+    with OpenAIWire() as wire, wire.through(batches) as model:
+        yield model
 
 
 # --------------------------------------------------------------------------- through the MCP server

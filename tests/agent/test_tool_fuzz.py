@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fixture_project import REGISTRY
-from tool_fuzz import Tally, play, play_mcp, through_openai, turns
+from tool_fuzz import OpenAIWire, Tally, play, play_mcp, turns
 
 FUZZ_SETTINGS = settings(
     max_examples=200,
@@ -34,13 +34,19 @@ def test_no_tool_call_a_model_gets_wrong_crashes_loses_or_writes_what_it_should_
     assert not tally.findings, "\n".join(str(f) for f in tally.findings)
 
 
+@pytest.fixture(scope="module")
+def openai_wire():
+    with OpenAIWire() as wire:
+        yield wire
+
+
 @settings(FUZZ_SETTINGS, max_examples=60)
 @given(example=turns())
-def test_the_same_calls_through_the_openai_sdk_crash_nothing_and_write_nothing_on_an_error(example):
+def test_the_same_calls_through_the_openai_sdk_crash_nothing_and_write_nothing_on_an_error(openai_wire, example):
     """The calls streamed by a loopback Chat Completions server through the real ``openai`` SDK
     (one in four with arguments that are not JSON): the same checks, on the adapter's path."""
     tally = Tally()
-    play(example, REGISTRY, tally, through=through_openai)
+    play(example, REGISTRY, tally, through=openai_wire.through)
     assert not tally.findings, "\n".join(str(f) for f in tally.findings)
 
 
