@@ -15,16 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from formctl.agent.tools import (
-    INVALID_ARGUMENTS,
     UNKNOWN_TOOL,
     _Args,
     _compact,
-    _describe_validation,
     bounded,
     error_envelope,
+    parse_arguments,
     select_tools,
     success_envelope,
 )
@@ -145,15 +144,9 @@ class GoalTools:
         tool = _BY_NAME.get(name) if name in self.names else None
         if tool is None:
             return error_envelope(f'No tool "{name}". Goal tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
-        if not isinstance(arguments, dict):
-            return error_envelope(
-                f"Bad arguments for {name}: expected a JSON object, got {type(arguments).__name__}. Nothing was applied.",
-                INVALID_ARGUMENTS,
-            )
-        try:
-            args = tool.args.model_validate(arguments)
-        except ValidationError as exc:
-            return error_envelope(_describe_validation(name, exc), INVALID_ARGUMENTS)
+        args = parse_arguments(name, arguments, tool.args)
+        if isinstance(args, dict):
+            return args
         try:
             return success_envelope(tool.handler(self.runner, args))
         except FormError as exc:

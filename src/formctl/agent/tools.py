@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -124,6 +124,9 @@ class _Args(BaseModel):
                 continue
             out[key] = value
         return out
+
+
+_ArgsT = TypeVar("_ArgsT", bound=_Args)
 
 
 class _NoArgs(_Args):
@@ -474,6 +477,21 @@ def tool_definitions(allow: list[str] | None = None, deny: list[str] | None = No
     return [_definition(_BY_NAME[n]) for n in select_tools(allow, deny)]
 
 
+def parse_arguments(name: str, arguments: Any, args: type[_ArgsT]) -> _ArgsT | dict[str, Any]:
+    """A model's ``arguments`` for tool ``name`` as ``args`` (strict and closed: :class:`_Args`), or
+    the error envelope that says why they are not (nothing is applied). The form tools and the
+    goal tools judge a call's arguments alike, here."""
+    if not isinstance(arguments, dict):
+        return error_envelope(
+            f"Bad arguments for {name}: expected a JSON object, got {type(arguments).__name__}. Nothing was applied.",
+            INVALID_ARGUMENTS,
+        )
+    try:
+        return args.model_validate(arguments)
+    except ValidationError as exc:
+        return error_envelope(_describe_validation(name, exc), INVALID_ARGUMENTS)
+
+
 def _describe_validation(name: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
@@ -558,18 +576,11 @@ class FormTools:
         tool = _BY_NAME.get(name) if name in self.names else None
         if tool is None:
             return error_envelope(f'No tool "{name}". Tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
-        if not isinstance(arguments, dict):
-            return error_envelope(
-                f"Bad arguments for {name}: expected a JSON object, got {type(arguments).__name__}. "
-                "Nothing was applied.",
-                INVALID_ARGUMENTS,
-            )
+        parsed = parse_arguments(name, arguments, tool.args)
+        if isinstance(parsed, dict):
+            return parsed
         try:
-            args = tool.args.model_validate(arguments)
-        except ValidationError as exc:
-            return error_envelope(_describe_validation(name, exc), INVALID_ARGUMENTS)
-        try:
-            args = self._scoped(args)
+            args = self._scoped(parsed)
             if args is None:
                 return success_envelope({"instances": []})
             if tool.person:
