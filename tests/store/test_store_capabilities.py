@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import make_registry
 from formctl import FormRunner, JsonFileAdapter, MemoryAdapter
-from formctl.forms.adapter import FormAdapter, Importing, Maintainable, Serialising, Watchable
+from formctl.forms.adapter import FormAdapter, Importing, Maintainable, Serialising, SharesConversations, Watchable
 
 
 class Forwarding:
@@ -23,9 +23,9 @@ def test_the_stores_declare_what_they_do(tmp_path):
 
     assert isinstance(memory, FormAdapter) and isinstance(files, FormAdapter)
     assert isinstance(memory, Serialising)  # threads sharing it: docs/store.md, "Two starts at once"
-    assert not isinstance(memory, (Maintainable, Watchable, Importing))
+    assert not isinstance(memory, (Maintainable, Watchable, Importing, SharesConversations))
     assert isinstance(files, Serialising) and isinstance(files, Maintainable) and isinstance(files, Importing)
-    assert not isinstance(files, Watchable)
+    assert not isinstance(files, (Watchable, SharesConversations))  # a chat keeps them in the folder
 
 
 def test_one_wrapper_class_over_two_kinds_of_store_writes_through_each(tmp_path):
@@ -40,3 +40,14 @@ def test_one_wrapper_class_over_two_kinds_of_store_writes_through_each(tmp_path)
 
     assert result.captured == ["name"]
     assert over_memory.fill({"age": 40}).captured == ["age"]
+
+
+def test_the_postgresql_store_declares_what_it_does_without_connecting():
+    from formctl.forms.adapter import Interruptible
+    from formctl.store.postgres import PostgresAdapter
+
+    adapter = PostgresAdapter("postgresql://ann@127.0.0.1:1/forms", connect_timeout=1)  # nothing listens there
+
+    assert isinstance(adapter, FormAdapter) and isinstance(adapter, Serialising) and isinstance(adapter, Maintainable)
+    assert isinstance(adapter, Watchable) and isinstance(adapter, Importing) and isinstance(adapter, Interruptible)
+    assert isinstance(adapter, SharesConversations)  # a colleague who resumes an instance continues its chat

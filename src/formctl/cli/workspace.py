@@ -58,7 +58,9 @@ def open_conversations(store: str | os.PathLike[str] | None, adapter: Any, subje
     """Where a chat keeps its conversations: beside the instances in a database store (the
     subject's alone; a colleague who resumes an instance continues its chat), else in the
     store folder's ``conversations/`` (docs/store-postgres.md, "Conversations")."""
-    if is_database(store) and hasattr(adapter, "conversation_store"):
+    from formctl.forms.adapter import SharesConversations
+
+    if is_database(store) and isinstance(adapter, SharesConversations):
         return adapter.conversation_store(subject)
     from formctl.store.conversations import ConversationStore
 

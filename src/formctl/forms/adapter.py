@@ -18,7 +18,8 @@ own, a ``runtime_checkable`` protocol asked with ``isinstance`` (docs/engine.md,
 contract"): :class:`Serialising` (``exclusive(instance_id)``, a context manager inside which
 no other writer can commit, so the runner never meets a conflict from those writers:
 :mod:`formctl.forms.contention`), :class:`Maintainable` (damage, repair, check, reindex),
-:class:`Watchable` (announces commits) and :class:`Importing` (takes instances whole).
+:class:`Watchable` (announces commits), :class:`Importing` (takes instances whole) and
+:class:`SharesConversations` (keeps the chats' conversations beside the instances).
 
 The stores in ``formctl.store`` implement it; the engine never imports them.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "Interruptible",
     "Maintainable",
     "Serialising",
+    "SharesConversations",
     "Watchable",
     "Watcher",
 ]
@@ -175,6 +177,17 @@ class Interruptible(Protocol):
     that is away: a chat's Ctrl-C stops the wait, which ends with a ``StoreError``)."""
 
     def interrupt(self) -> None: ...
+
+
+@runtime_checkable
+class SharesConversations(Protocol):
+    """A store that keeps the chats' conversations beside the instances, each subject's apart
+    (PostgreSQL), so a colleague who resumes an instance continues its chat. Without it a chat
+    keeps its conversations in a folder of its own (``formctl.store.conversations``)."""
+
+    def conversation_store(self, subject: str) -> Any:
+        """The conversations of ``subject``'s instances: ``load``/``save`` by instance id."""
+        ...
 
 
 @runtime_checkable

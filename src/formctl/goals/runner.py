@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from formctl.errors import GoalConflictError, InvalidArgumentError, NotFoundError
+from formctl.forms.adapter import FormAdapter
 from formctl.forms.instance import now_iso
 from formctl.forms.lifecycle import Status, is_open
 from formctl.goals.definition import Program, program_digest
@@ -77,7 +78,7 @@ class GoalRunner:
             raise InvalidArgumentError("actor must be a name.")
         self.store = goal_store_of(adapter)
         # The forms adapter, when there is one: form-bound items read its instances.
-        self.forms: Any = adapter if hasattr(adapter, "find_instances") else None
+        self.forms: FormAdapter | None = adapter if isinstance(adapter, FormAdapter) else None
         self.scope = scope
         self.actor = actor
         self.source = source

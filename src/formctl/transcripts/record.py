@@ -23,6 +23,7 @@ import json
 import os
 from typing import Any
 
+from formctl.forms.instance import Instance
 from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
 from formctl.transcripts.normalise import Normaliser, learn_masks
 
@@ -87,7 +88,7 @@ def host_result(result: Any) -> Any:
         return result
     if hasattr(result, "to_dict"):
         return result.to_dict()
-    if hasattr(result, "status") and hasattr(result, "id"):
+    if isinstance(result, Instance):  # what runner.abandon gives back
         return {"instance_id": result.id, "status": result.status}
     return {"result": repr(result)}
 
