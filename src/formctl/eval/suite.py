@@ -47,38 +47,19 @@ def model_spec(name: str) -> ModelSpec:
         return ModelSpec("guided", guided)
     from formctl.agent import models
 
-    choose = getattr(models, "choose_model", None)
-    if choose is not None:  # PROVIDER:NAME, with the environment's keys checked up front
-        choice = choose(spec)
-        if choice.provider == "guided":
-            # `formctl run` falls back to the guided model without a key; an eval must not: the
-            # figures would be the guided model's under another model's name.
-            raise ModelError(
-                f"--model {spec}: no model key is set (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL); "
-                "set one, or evaluate the offline model with --model guided."
-            )
+    choice = models.choose_model(spec)  # PROVIDER:NAME, with the environment's keys checked up front
+    if choice.provider == "guided":
+        # `formctl run` falls back to the guided model without a key; an eval must not: the
+        # figures would be the guided model's under another model's name.
+        raise ModelError(
+            f"--model {spec}: no model key is set (ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL); "
+            "set one, or evaluate the offline model with --model guided."
+        )
 
-        def chosen(runner: Any, form_id: str) -> Any:
-            return models.pick_model(runner, model_name=choice.spec, form_id=form_id)
+    def chosen(runner: Any, form_id: str) -> Any:
+        return models.pick_model(runner, model_name=choice.spec, form_id=form_id)
 
-        return ModelSpec(choice.spec, chosen)
-    provider, colon, model_name = spec.partition(":")
-    if not colon:
-        provider, model_name = "anthropic", spec
-    if provider.strip().lower() != "anthropic" or not model_name.strip():
-        raise ModelError(f'Unknown model "{spec}": use guided or anthropic:NAME.')
-    import os
-
-    if not os.environ.get("ANTHROPIC_API_KEY", "").strip():
-        raise ModelError(f"--model {spec} needs ANTHROPIC_API_KEY: set it, or use --model guided.")
-    model_name = model_name.strip()
-
-    def anthropic(runner: Any, form_id: str) -> Any:
-        from formctl.agent.models.anthropic import AnthropicModel
-
-        return AnthropicModel(model_name)
-
-    return ModelSpec(f"anthropic:{model_name}", anthropic)
+    return ModelSpec(choice.spec, chosen)
 
 
 def person_factory(person_model: str | None) -> tuple[str, Callable[[Scenario], SimulatedPerson]]:
