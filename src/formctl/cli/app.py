@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     """The console script. ``--debug`` may appear anywhere before ``--``."""
     args = list(sys.argv[1:] if argv is None else argv)
     end = args.index("--") if "--" in args else len(args)
+    was = base.debugging()  # --debug holds for this command only (see base._root)
     if "--debug" in args[:end]:
         args.remove("--debug")
         base.set_debugging()
@@ -126,6 +127,8 @@ def main(argv: list[str] | None = None) -> None:
         command(args=args, prog_name="formctl")
     except KeyboardInterrupt:  # between here and the command: still nothing done
         sys.exit(130)
+    finally:
+        base.set_debugging(was)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,12 @@ def debugging() -> bool:
     return _debug
 
 
-def set_debugging() -> None:
+def set_debugging(on: bool = True) -> None:
+    """``--debug`` on (or back off): tracebacks instead of one-line errors, and formctl's log on stderr."""
     global _debug
-    _debug = True
-    _log_to_stderr()
+    _debug = on
+    if on:
+        _log_to_stderr()
 
 
 def _log_to_stderr() -> None:
@@ -165,8 +167,12 @@ def _root(
         help="Store folder, or a postgresql:// DSN, for the command that follows (as FORMCTL_STORE does).",
     ),
 ) -> None:
-    if debug or _debug:  # --debug, or FORMCTL_DEBUG=1
+    # --debug (or FORMCTL_DEBUG=1) holds for this command only: a host that runs several commands
+    # in one process gets the next one's errors as one line again, as a shell's next command does.
+    was = _debug
+    if debug or _debug:
         set_debugging()
+    ctx.call_on_close(lambda: set_debugging(was))
     if store is not None:
         # ``formctl --store X instances``: the command's own --store still wins, and X wins over
         # the FORMCTL_STORE the shell had; put back when the command is done.
