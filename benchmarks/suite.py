@@ -2,15 +2,17 @@
 
     python benchmarks/suite.py [--serial] [--against REV] [--rounds N] [--quick] [-- PYTEST_ARGS]
 
-Runs ``python -m pytest -n auto`` (the README's test command) in this checkout and prints,
-per run: the wall time; the CPU time (user + sys) of pytest and of every process it started
+Runs the two commands issue 20 sets budgets for, in this checkout: ``python -m pytest -m "not e2e"
+-n auto`` (the in-process tests, the inner loop) and ``python -m pytest -n auto`` (the README's test
+command, the whole suite), and prints, per command: the wall time; the CPU time (user + sys) of pytest and of every process it started
 and waited for (the workers, the ``formctl`` commands the CLI tests start; not a PostgreSQL
 server, which runs detached); the count of tests; the load average before and after. On a
 shared machine the wall time follows whatever else runs; the CPU time is the steadier
-figure. ``--serial`` runs the suite without ``-n`` as well. Arguments after ``--`` go to
-pytest (a test file, for a quick look at one part). ``--quick`` (for .ci/run, which has just run
-the whole suite) runs once, only the in-process tests about conversations (``-m "not e2e" -k
-conversation``): it shows the script still works, not how fast the suite is.
+figure. ``--serial`` runs them without ``-n`` as well. Arguments after ``--`` go to
+pytest, and then only that one command runs (a test file, for a quick look at one part).
+``--quick`` (for .ci/run, which has just run the whole suite) runs once, only the in-process tests
+about conversations (``-m "not e2e" -k conversation``): it shows the script still works, not how
+fast the suite is.
 
 ``--slowest N`` also prints the N tests that took the most CPU time (the test's process and the
 processes it started and waited for, setup and teardown included; the conftest's
@@ -21,13 +23,17 @@ on a shared machine that says where the time goes when the wall time cannot.
 the same commands there, alternating with this checkout (this, REV, this, REV, ...) so a
 machine that gets busier part-way slows both alike. REV's own ``formctl`` is imported, in
 pytest and in the commands its tests start (``PYTHONPATH`` comes before the editable
-install's path). Both checkouts are byte-compiled first, so neither run pays for compiling.
-Then the ratios this / REV.
+install's path). Both checkouts are byte-compiled first, so neither run pays for compiling:
+``pytest --collect-only`` once, which fills the suite's own cache of compiled and rewritten
+modules where it has one (``.pytest_cache/d/pycache``, when ``PYTHONDONTWRITEBYTECODE`` is set: see
+tests/conftest.py), and ``compileall`` into REV's temporary checkout (an older suite may have no
+such cache); nothing is compiled into this checkout's source tree. Then the ratios this / REV.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import resource
@@ -63,6 +69,28 @@ def run_suite(checkout: Path, parallel: bool, extra: list[str], cpu_log: Path | 
         "tests": " ".join(f"{n} {what}" for n, what in counts),
         "load": f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}",
     }
+
+
+def warm_up(checkout: Path, *, compile_tree: bool) -> None:
+    """Compile before timing: the suite's collection fills its own cache of compiled modules (when
+    it keeps one); ``compile_tree`` also byte-compiles src and tests into the checkout itself."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(checkout / "src")
+    if compile_tree:
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", "src", "tests"],
+            cwd=checkout,
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly"],
+        cwd=checkout,
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def report(label: str, runs: list[dict[str, float | str]]) -> tuple[float, float]:
@@ -118,7 +146,7 @@ def main() -> None:
         args.pytest_args = ["-m", "not e2e", "-k", "conversation", *args.pytest_args]
 
     print(
-        f"{os.cpu_count()} CPUs; python -m pytest{' (and serial)' if args.serial else ''}; "
+        f"{os.cpu_count()} CPUs; python -m pytest -n auto{' (and serial)' if args.serial else ''}; "
         f"median of {args.rounds} round(s)"
     )
     with tempfile.TemporaryDirectory(prefix="formctl-suite-") as folder:
@@ -130,23 +158,20 @@ def main() -> None:
             )
         try:
             for checkout in [ROOT] if other is None else [ROOT, other]:
-                subprocess.run(
-                    [sys.executable, "-m", "compileall", "-q", "src", "tests"],
-                    cwd=checkout,
-                    check=False,
-                    stdout=subprocess.DEVNULL,
-                )
-            for parallel in [True, False] if args.serial else [True]:
+                warm_up(checkout, compile_tree=checkout != ROOT)
+            # The commands issue 20 budgets (the in-process tests; the whole suite), or the one asked for.
+            commands = [("not e2e", ["-m", "not e2e"]), ("whole suite", [])] if not args.pytest_args else [("", [])]
+            for parallel, (name, selection) in itertools.product([True, False] if args.serial else [True], commands):
                 mine: list[dict[str, float | str]] = []
                 theirs: list[dict[str, float | str]] = []
                 cpu_log = Path(folder) / "cpu.log" if args.slowest else None
                 for _ in range(args.rounds):
                     if cpu_log is not None:
                         cpu_log.unlink(missing_ok=True)  # the last round's
-                    mine.append(run_suite(ROOT, parallel, args.pytest_args, cpu_log))
+                    mine.append(run_suite(ROOT, parallel, [*selection, *args.pytest_args], cpu_log))
                     if other is not None:
-                        theirs.append(run_suite(other, parallel, args.pytest_args))
-                print("-n auto:" if parallel else "serial:")
+                        theirs.append(run_suite(other, parallel, [*selection, *args.pytest_args]))
+                print(f"{'-n auto' if parallel else 'serial'}{', ' + name if name else ''}:")
                 wall, cpu = report("this checkout", mine)
                 if cpu_log is not None:
                     slowest(cpu_log, ROOT, args.slowest)

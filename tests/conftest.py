@@ -53,6 +53,7 @@ import pytest
 import typer.testing
 
 import example_forms
+import pg_server as pg_run
 from formctl import FormRegistry, FormRunner, MemoryAdapter
 from pg_server import pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
 
@@ -76,12 +77,18 @@ ENVIRONMENT = (
     "COLORTERM",
 )
 PREFIXES = ("FORMCTL_", "ANTHROPIC_", "OPENAI_")
-# The developer's choice of random seed for the crash test, and the PostgreSQL server CI started.
-KEEP = ("FORMCTL_CRASH_SEED", "FORMCTL_TEST_PG_DSN", "FORMCTL_TEST_PG_DIR", "FORMCTL_TEST_PG_PORT")
+# The developer's choice of random seed for the crash test, the PostgreSQL server CI started, and
+# the folder of the run's own (pg_server.py).
+KEEP = ("FORMCTL_CRASH_SEED", "FORMCTL_TEST_PG_DSN", "FORMCTL_TEST_PG_DIR", "FORMCTL_TEST_PG_PORT", pg_run.RUN)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     _keep_bytecode(config)
+    pg_run.configure()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pg_run.unconfigure()
 
 
 def _keep_bytecode(config: pytest.Config) -> None:

@@ -1,14 +1,16 @@
 """Fixtures for the PostgreSQL store's tests: one server per test session, one schema per test.
 
 * ``pg_server`` (session): the server named by ``FORMCTL_TEST_PG_DSN`` (``.ci/run`` starts one
-  and exports it, with ``FORMCTL_TEST_PG_DIR``/``_PORT`` so a test may restart it), else a
-  throwaway cluster started here (``helpers/pg_cluster.py``). When neither is possible the
-  PostgreSQL tests are skipped with the reason, except under ``CI=true``, where they fail:
-  CI must never go green by silently not testing the PostgreSQL store.
+  and exports it, with ``FORMCTL_TEST_PG_DIR``/``_PORT`` so a test may restart it), else one
+  throwaway cluster for the whole run (``helpers/pg_cluster.py``): the first xdist worker that
+  needs it starts it, the others find it (``FORMCTL_TEST_PG_RUN``, the folder the run's first
+  process made for it in ``pytest_configure``), and that process stops it at the end. When
+  neither is possible the PostgreSQL tests are skipped with the reason, except under
+  ``CI=true``, where they fail: CI must never go green by silently not testing the PostgreSQL store.
 * ``pg_dsn``: a DSN whose ``search_path`` is a fresh, empty schema, dropped afterwards.
 * ``pg_adapter``: a :class:`PostgresAdapter` on ``pg_dsn``, closed afterwards.
 * ``private_pg``: a cluster of the test's own, for a test that stops or restarts it (the
-  session's server is shared with the other xdist worker's tests).
+  run's server is shared by every xdist worker's tests).
 """
 
 from __future__ import annotations
@@ -77,7 +79,44 @@ def pg_server():
             unavailable(f"FORMCTL_TEST_PG_DSN cannot be reached: {exc}")
         yield Server(given, cluster)
         return
-    yield from _own_cluster()
+    run = os.environ.get(RUN)
+    if not run:
+        yield from _own_cluster()  # a session without the conftest's configure (pytester)
+        return
+    try:
+        cluster = pg_cluster.shared(run, fsync=False)  # why no test needs the flush: helpers/pg_cluster.py
+        pg_cluster.wait_ready(cluster.dsn())
+    except pg_cluster.ClusterUnavailable as exc:
+        unavailable(str(exc))
+    yield Server(cluster.dsn(), cluster)
+
+
+# The folder of the run's own cluster, made by the run's first process and inherited by its
+# xdist workers: see configure().
+RUN = "FORMCTL_TEST_PG_RUN"
+
+
+def configure() -> None:
+    """In the run's first process (the xdist controller, or the only process): a folder for the
+    run's cluster, which no process starts until a test asks for it. Nothing when
+    ``FORMCTL_TEST_PG_DSN`` names a server, or in an xdist worker (it inherits the folder)."""
+    if os.environ.get("FORMCTL_TEST_PG_DSN") or os.environ.get(RUN):
+        return
+    global _run_folder
+    _run_folder = pg_cluster.run_folder()
+    os.environ[RUN] = _run_folder
+
+
+def unconfigure() -> None:
+    """Stop and remove the run's cluster: after the xdist workers, as the run's first process ends."""
+    global _run_folder
+    if _run_folder is not None:
+        os.environ.pop(RUN, None)
+        pg_cluster.remove(_run_folder)
+        _run_folder = None
+
+
+_run_folder: str | None = None
 
 
 @pytest.fixture

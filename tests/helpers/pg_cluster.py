@@ -160,6 +160,52 @@ def create(folder: str | None = None, *, fsync: bool = True) -> Cluster:
 _PREFIX = "formctl-pg-"
 
 
+def run_folder() -> str:
+    """A folder for a cluster that :func:`shared` starts when first asked, owned by this process:
+    should the process die before removing it, the next :func:`create` stops and removes it."""
+    folder = tempfile.mkdtemp(prefix=_PREFIX)
+    with open(os.path.join(folder, "owner"), "w") as f:
+        f.write(str(os.getpid()))
+    return folder
+
+
+def shared(folder: str, *, fsync: bool = True) -> Cluster:
+    """The cluster in ``folder`` (from :func:`run_folder`): started by the first caller, under a lock
+    on the folder, and found by the next ones, in any process. Raises :class:`ClusterUnavailable`
+    with the first caller's reason to every caller when it could not be started."""
+    import fcntl
+
+    with open(os.path.join(folder, "claim"), "a") as claim:
+        fcntl.flock(claim, fcntl.LOCK_EX)  # released when the file is closed
+        started, failed = os.path.join(folder, "port"), os.path.join(folder, "unavailable")
+        if os.path.exists(failed):
+            with open(failed, encoding="utf-8") as f:
+                raise ClusterUnavailable(f.read())
+        bindir = bin_dir()
+        if os.path.exists(started) and bindir is not None:
+            with open(started, encoding="utf-8") as f:
+                return Cluster(folder, int(f.read()), bindir)
+        try:
+            cluster = create(folder, fsync=fsync)
+        except ClusterUnavailable as exc:
+            os.makedirs(folder, exist_ok=True)  # create() removes the folder when the server did not start
+            with open(failed, "w", encoding="utf-8") as f:
+                f.write(str(exc))
+            raise
+        with open(started, "w", encoding="utf-8") as f:
+            f.write(str(cluster.port))
+        return cluster
+
+
+def remove(folder: str) -> None:
+    """Stop the cluster in ``folder``, if one was started there, and remove the folder."""
+    bindir = bin_dir()
+    if bindir and os.path.isdir(os.path.join(folder, "data")):
+        Cluster(folder, 0, bindir).destroy()
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _sweep(bindir: str) -> None:
     """Stop and remove the clusters of test runs that were killed before their teardown (the
     process that created a cluster is gone): a killed pytest must not leave servers running."""
@@ -199,11 +245,7 @@ def main(argv: list[str]) -> int:
         print(f"export FORMCTL_TEST_PG_PORT='{cluster.port}'")
         return 0
     if len(argv) == 2 and argv[0] == "stop":
-        bindir = bin_dir()
-        if bindir and os.path.isdir(os.path.join(argv[1], "data")):
-            Cluster(argv[1], 0, bindir).destroy()
-        else:
-            shutil.rmtree(argv[1], ignore_errors=True)
+        remove(argv[1])
         return 0
     sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
     return 2
