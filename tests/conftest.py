@@ -114,7 +114,10 @@ def _keep_bytecode(config: pytest.Config) -> None:
     import shutil
     import tempfile
 
-    prefix = cache.mkdir("pycache")
+    try:
+        prefix = cache.mkdir("pycache")
+    except OSError:
+        return  # a cache folder that cannot be written (pytest then only warns): compile as before
     # The modules of temporary folders (a test's copy of a forms folder) are never met again:
     # dropped once per run so the cache does not grow with every run.
     shutil.rmtree(prefix / os.path.relpath(tempfile.gettempdir(), os.sep), ignore_errors=True)
