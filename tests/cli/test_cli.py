@@ -195,7 +195,7 @@ def test_check_of_an_unregistered_form_is_one_line():
 
 def test_new_scaffolds_a_form_that_compiles_and_registers_it_keeping_the_registry_comments(tmp_path):
     forms = tmp_path / "forms"
-    shutil.copytree(FORMS, forms)
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
     before = (forms / "registry.toml").read_text()
     out = ok("new", "expense-report", "--name", "Expense report", "--forms", str(forms)).stdout
     assert "expense_report.py" in out
@@ -701,13 +701,10 @@ def test_the_console_script_runs_sub_commands_and_suggests_on_a_typo(cli, tmp_pa
 def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, cli):
     instance_id = cli.start(CLAIMANT)
     forms = tmp_path / "forms"
-    shutil.copytree(FORMS, forms)
-    # Under another module name: this process may already have imported travel_claim (version 1).
-    (forms / "travel_claim_v2.py").write_text(
-        (forms / "travel_claim.py").read_text().replace("version=1,", "version=2,")
-    )
-    registry = forms / "registry.toml"
-    registry.write_text(registry.read_text().replace('"travel_claim:travel_claim"', '"travel_claim_v2:travel_claim"'))
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    # Version 2 under the same module name: this process has imported travel_claim (version 1)
+    # from the example forms, and the copy's own is what a registry of the copy must run.
+    (forms / "travel_claim.py").write_text((forms / "travel_claim.py").read_text().replace("version=1,", "version=2,"))
     first = cli("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), input="")
     assert first.exit_code == 1 and first.stdout == ""  # one message, no chat on a form it cannot continue
     assert f"{instance_id} was started on version 1 of travel-claim" in first.stderr
