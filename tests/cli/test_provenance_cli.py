@@ -1,5 +1,8 @@
-"""The real CLI, the real anthropic SDK and the loopback Messages API: a value for a source="person"
-field that the person never wrote is not stored; formctl asks them, and their answer is what lands."""
+"""The CLI, the real anthropic SDK and the loopback Messages API: a value for a source="person"
+field that the person never wrote is not stored; formctl asks them, and their answer is what lands.
+
+The chats run in process (the ``cli`` fixture: the same typer app the console script runs, the
+chat piped in); the one that runs ``formctl`` as a child process is about the real pipe."""
 
 from __future__ import annotations
 
@@ -7,30 +10,22 @@ import json
 
 import pytest
 
-from clitools import formctl, invoke
 from fake_anthropic import FakeAnthropic, text, tool_use
 
-pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
+RUN = ("run", "travel-claim", "--model", "claude-test", "--subject", "dana")
 
 
-def run(api, store, lines: list[str]):
-    env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-    return formctl(
-        "run",
-        "travel-claim",
-        "--model",
-        "claude-test",
-        "--store",
-        store,
-        "--subject",
-        "dana",
-        env=env,
-        input="".join(f"{line}\n" for line in lines),
-    )
+def model_env(api) -> dict[str, str]:
+    return {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
 
 
-def only_instance(store) -> str:
-    rows = json.loads(invoke("instances", "--store", store, "--json").output)["instances"]
+def run(api, cli, lines: list[str]):
+    """The chat with the model behind ``api``, in process, the person's ``lines`` piped in."""
+    return cli(*RUN, env=model_env(api), input="".join(f"{line}\n" for line in lines))
+
+
+def only_instance(cli) -> str:
+    rows = cli.json("instances")["instances"]
     assert len(rows) == 1
     return rows[0]["instance_id"]
 
@@ -46,7 +41,7 @@ def tool_results(body) -> list[dict]:
         ("yes", "dana.reeve@example.com", "confirmed"),
     ],
 )
-def test_an_email_the_person_never_wrote_is_not_stored_and_the_person_is_asked(store, answer, stored, kind):
+def test_an_email_the_person_never_wrote_is_not_stored_and_the_person_is_asked(cli, answer, stored, kind):
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your name and work email?"))
@@ -61,19 +56,19 @@ def test_an_email_the_person_never_wrote_is_not_stored_and_the_person_is_asked(s
             )
         )
         api.reply(text("Thanks. Your staff ID?"))
-        result = run(api, store, ["Dana Reeve, I work in finance", answer])
+        result = run(api, cli, ["Dana Reeve, I work in finance", answer])
         bodies = api.bodies
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     assert (
         '· You said "Dana Reeve". Work email: dana.reeve@example.com. Is that right? (yes, or type the address)'
     ) in result.stdout
     assert "Thanks. Your staff ID?" in result.stdout
-    iid = only_instance(store)
-    history = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    iid = only_instance(cli)
+    history = cli.json("history", iid, "email")
     assert [r["value"] for r in history["revisions"]] == [stored]  # the invented one was never written
     provenance = history["revisions"][0]["provenance"]
     assert provenance == {"kind": kind, "quote": answer, "turn": 2, "message": answer}
-    name = json.loads(invoke("history", iid, "full_name", "--store", store, "--json").output)
+    name = cli.json("history", iid, "full_name")
     assert name["revisions"][0]["provenance"]["kind"] == "said"
     # the model is told what happened, and is never shown the person's answer as its own value
     [fill] = tool_results(bodies[3])
@@ -85,25 +80,25 @@ def test_an_email_the_person_never_wrote_is_not_stored_and_the_person_is_asked(s
     assert "email" in fill["data"]["captured"]
 
 
-def test_the_person_saying_no_stores_nothing_and_the_model_hears_it(store):
+def test_the_person_saying_no_stores_nothing_and_the_model_hears_it(cli):
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your work email?"))
         api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
         api.reply(text("Sorry, what is it?"))
-        result = run(api, store, ["it's the usual one", "no"])
+        result = run(api, cli, ["it's the usual one", "no"])
         bodies = api.bodies
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     assert "Work email: dana.reeve@example.com. Is that right?" in result.stdout
     assert "You said" not in result.stdout  # no quote: nothing of theirs to show
-    iid = only_instance(store)
-    assert json.loads(invoke("history", iid, "email", "--store", store, "--json").output)["revisions"] == []
+    iid = only_instance(cli)
+    assert cli.json("history", iid, "email")["revisions"] == []
     [fill] = tool_results(bodies[3])
     assert fill["data"]["asked_person"] == [{"field": "email", "outcome": "declined"}]
     assert fill["data"]["not_stored"] == [{"field": "email", "kind": "assumed"}]
 
 
-def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote_and_turn(store):
+def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote_and_turn(cli):
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your name?"))
@@ -116,11 +111,11 @@ def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote
             )
         )
         api.reply(text("Thanks. Your staff ID?"))
-        result = run(api, store, ["Dana Reeve", "Sure, it's Dana.Reeve@example.com at work."])
-    assert result.returncode == 0, result.stderr
+        result = run(api, cli, ["Dana Reeve", "Sure, it's Dana.Reeve@example.com at work."])
+    assert result.exit_code == 0, result.stderr
     assert "Is that right?" not in result.stdout  # nothing to ask: their own words hold it
-    iid = only_instance(store)
-    history = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    iid = only_instance(cli)
+    history = cli.json("history", iid, "email")
     [revision] = history["revisions"]
     assert revision["value"] == "dana.reeve@example.com"
     assert revision["provenance"] == {
@@ -129,12 +124,12 @@ def test_an_email_quoted_from_the_persons_words_is_stored_as_said_with_its_quote
         "turn": 2,
         "message": "Sure, it's Dana.Reeve@example.com at work.",
     }
-    why = invoke("why", iid, "email", "--store", store)
+    why = cli("why", iid, "email")
     assert "said by the person, turn 2" in why.output
     assert "Sure, «it's Dana.Reeve@example.com» at work." in why.output
 
 
-def test_a_recorded_confirmation_replays_and_the_replay_compares_provenance(store, tmp_path):
+def test_a_recorded_confirmation_replays_and_the_replay_compares_provenance(cli, tmp_path):
     path = tmp_path / "asked.toml"
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
@@ -149,56 +144,56 @@ def test_a_recorded_confirmation_replays_and_the_replay_compares_provenance(stor
             )
         )
         api.reply(text("Thanks. Your staff ID?"))
-        env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-        result = formctl(
+        result = cli(
             "run",
             "travel-claim",
             "--model",
             "claude-test",
-            "--store",
-            store,
             "--record",
             str(path),
-            env=env,
+            env=model_env(api),
             input="Dana Reeve\ndana@finance.example.org\n",
         )
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     recorded = path.read_text()
     assert 'answers = ["dana@finance.example.org"]' in recorded
     assert 'email = "said"' in recorded and 'full_name = "said"' in recorded  # [expect.provenance]
-    replayed = formctl("replay", str(path))
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    replayed = cli("replay", str(path))
+    assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
     # the same conversation, but the person now only says yes: the value and its provenance differ
     path.write_text(recorded.replace('answers = ["dana@finance.example.org"]', 'answers = ["yes"]'))
-    changed = formctl("replay", str(path))
-    assert changed.returncode == 1
+    changed = cli("replay", str(path))
+    assert changed.exit_code == 1
     assert "confirmed" in changed.stdout
 
 
-def test_why_on_the_client_intake_after_an_offline_chat(store):
+def test_why_on_the_client_intake_after_an_offline_chat(cli):
     lines = "new\n34\nSam Lee\nsam@example.com\n"
-    result = formctl("run", "client-intake", "--offline", "--store", store, "--subject", "sam", input=lines)
-    assert result.returncode == 0, result.stderr
-    iid = only_instance(store)
-    why = invoke("why", iid, "email", "--store", store)
+    result = cli("run", "client-intake", "--offline", "--subject", "sam", input=lines)
+    assert result.exit_code == 0, result.stderr
+    iid = only_instance(cli)
+    why = cli("why", iid, "email")
     assert why.exit_code == 0, why.output
     assert "Email (email): sam@example.com" in why.output
     assert "said by the person, turn 4" in why.output and "«sam@example.com»" in why.output
-    age = json.loads(invoke("why", iid, "age", "--store", store, "--json").output)
+    age = cli.json("why", iid, "age")
     assert (age["value"], age["provenance"]) == (34, {"kind": "said", "quote": "34", "turn": 2, "message": "34"})
-    assert "no answer in force" in invoke("why", iid, "phone", "--store", store).output
+    assert "no answer in force" in cli("why", iid, "phone").output
 
 
-def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(store):
+@pytest.mark.e2e
+def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(cli):
     # formctl's own question reads its answer from the same stdin as the chat: the lines after
-    # it must not be swallowed (piped input arrives all at once)
+    # it must not be swallowed (piped input arrives all at once). A child process, so the lines
+    # come through a real pipe and the console script's own stdin, whose read-ahead could take
+    # them (typer's CliRunner hands the chat an in-memory stream instead).
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your work email?"))
         api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
         api.reply(text("Thanks. Your staff ID?"))
         api.reply(text("Got it."))
-        result = run(api, store, ["it's the usual one", "yes", "AB1234"])
+        result = cli.process(*RUN, env=model_env(api), input="it's the usual one\nyes\nAB1234\n")
         bodies = api.bodies
     assert result.returncode == 0, result.stderr
     person = [
@@ -211,29 +206,29 @@ def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(store):
     assert "Got it." in result.stdout
 
 
-def test_an_answer_to_formctls_own_question_is_checked_like_any_line(store):
+def test_an_answer_to_formctls_own_question_is_checked_like_any_line(cli):
     """A line holding a NUL, typed at "Full name: Zoe Ang. Is that right?", is not stored, and
     neither the chat nor the tool result says it was."""
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Zoe Ang"}}))
         api.reply(text("Your staff ID?"))
-        result = run(api, store, ["a\x00b"])
+        result = run(api, cli, ["a\x00b"])
         bodies = api.bodies
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.stderr
     assert "Full name: Zoe Ang. Is that right?" in result.stdout
     assert "saved Full name" not in result.stdout
-    iid = only_instance(store)
-    exported = json.loads(invoke("export", iid, "--store", store, "--json").output)
+    iid = only_instance(cli)
+    exported = cli.json("export", iid)
     assert exported["values"].get("full_name") is None
     [start] = tool_results(bodies[1])
     assert "full_name" not in start["data"].get("captured", [])
     assert all(row["outcome"] not in ("gave", "confirmed") for row in start["data"]["asked_person"])
 
 
-def test_a_seed_is_a_hosts_value_not_the_persons_words(store):
+def test_a_seed_is_a_hosts_value_not_the_persons_words(cli):
     """``--seed`` values are on the chat's opening lines, not typed by the person: a seeded field
     only the person may give is asked about (EOF: not stored), never stored as said."""
-    done = formctl(
+    done = cli(
         "run",
         "travel-claim",
         "--offline",
@@ -241,80 +236,70 @@ def test_a_seed_is_a_hosts_value_not_the_persons_words(store):
         "email=dana@example.org",
         "--seed",
         "total=9999",
-        "--store",
-        store,
         "--subject",
         "dana",
         input="yes\n",
     )
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert "Work email: dana@example.org. Is that right?" in done.stdout
-    iid = only_instance(store)
-    email = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    iid = only_instance(cli)
+    email = cli.json("history", iid, "email")
     assert [r["provenance"]["kind"] for r in email["revisions"]] == ["confirmed"]
     assert email["revisions"][0]["provenance"]["quote"] == "yes"
-    total = json.loads(invoke("history", iid, "total", "--store", store, "--json").output)
+    total = cli.json("history", iid, "total")
     assert total["revisions"] == []  # asked, and the input ended: nothing stored as theirs
-    why = invoke("why", iid, "total", "--store", store)
+    why = cli("why", iid, "total")
     assert "said by the person" not in why.output
 
 
-def test_a_seed_given_when_a_chat_is_continued_is_the_hosts_value_too(store):
+def test_a_seed_given_when_a_chat_is_continued_is_the_hosts_value_too(cli):
     """``formctl run FORM --seed`` that continues an open instance carries the seeds under the
     chat's opening line as a new chat does: stored as the host's seed, not as the person's words,
     and the greeting above them is not taken as the answer to the question shown last."""
-    begun = formctl(
-        "run", "travel-claim", "--offline", "--store", store, "--subject", "r3", input="Dana Reeve\nAB1234\n"
-    )
-    assert begun.returncode == 0, begun.stderr
-    iid = only_instance(store)
-    went_on = formctl(
+    begun = cli("run", "travel-claim", "--offline", "--subject", "r3", input="Dana Reeve\nAB1234\n")
+    assert begun.exit_code == 0, begun.stderr
+    iid = only_instance(cli)
+    went_on = cli(
         "run",
         "travel-claim",
         "--offline",
         "--seed",
         "destination=Leeds",
-        "--store",
-        store,
         "--subject",
         "r3",
         input="dana@example.org\n",
     )
-    assert went_on.returncode == 0, went_on.stderr
-    assert only_instance(store) == iid  # continued, not a second instance
-    destination = json.loads(invoke("history", iid, "destination", "--store", store, "--json").output)
+    assert went_on.exit_code == 0, went_on.stderr
+    assert only_instance(cli) == iid  # continued, not a second instance
+    destination = cli.json("history", iid, "destination")
     assert [r["provenance"]["kind"] for r in destination["revisions"]] == ["seed"]
-    email = json.loads(invoke("history", iid, "email", "--store", store, "--json").output)
+    email = cli.json("history", iid, "email")
     assert [r["value"] for r in email["revisions"]] == ["dana@example.org"]  # "Hello." was not an answer
-    assert "said by the person" not in invoke("why", iid, "destination", "--store", store).output
+    assert "said by the person" not in cli("why", iid, "destination").output
 
 
-def test_why_says_a_seed_was_given_when_a_chat_continued_the_form_not_when_it_started(store):
+def test_why_says_a_seed_was_given_when_a_chat_continued_the_form_not_when_it_started(cli):
     """The moment a seed was given is recorded (provenance ``moment``): with the form's start, or
     with a chat that continued it. Before, ``why`` said "given when the form started" of both."""
-    begun = formctl(
+    begun = cli(
         "run",
         "travel-claim",
         "--offline",
         "--seed",
         "purpose=client visit",
-        "--store",
-        store,
         "--subject",
         "r3",
         input="Dana Reeve\nAB1234\n",
     )
-    assert begun.returncode == 0, begun.stderr
-    iid = only_instance(store)
-    went_on = formctl(
-        "run", "travel-claim", "--offline", "--seed", "destination=Leeds", "--store", store, "--subject", "r3", input=""
-    )
-    assert went_on.returncode == 0, went_on.stderr
+    assert begun.exit_code == 0, begun.stderr
+    iid = only_instance(cli)
+    went_on = cli("run", "travel-claim", "--offline", "--seed", "destination=Leeds", "--subject", "r3", input="")
+    assert went_on.exit_code == 0, went_on.stderr
 
-    at_start = invoke("why", iid, "purpose", "--store", store).output
-    later = invoke("why", iid, "destination", "--store", store).output
-    destination = json.loads(invoke("history", iid, "destination", "--store", store, "--json").output)
-    purpose = json.loads(invoke("history", iid, "purpose", "--store", store, "--json").output)
+    at_start = cli("why", iid, "purpose").output
+    later = cli("why", iid, "destination").output
+    destination = cli.json("history", iid, "destination")
+    purpose = cli.json("history", iid, "purpose")
 
     assert "given when the form started" in at_start
     assert "given by the host when a chat continued the form" in later and "when the form started" not in later
@@ -322,30 +307,30 @@ def test_why_says_a_seed_was_given_when_a_chat_continued_the_form_not_when_it_st
     assert [r["provenance"] for r in destination["revisions"]] == [{"kind": "seed", "moment": "continued"}]
 
 
-def test_a_seed_stored_before_its_moment_was_recorded_claims_no_moment(store):
+def test_a_seed_stored_before_its_moment_was_recorded_claims_no_moment(cli):
     from formctl import JsonFileAdapter
     from formctl.forms.instance import Entry, FieldLog, Provenance
 
     old = Provenance("chat", "agent", "2026-11-30T10:00:00Z", kind="seed")  # as stored before: no moment
-    instance = JsonFileAdapter(store).create_instance(
+    instance = JsonFileAdapter(cli.store).create_instance(
         "travel-claim", 1, "r3", old, entries={"destination": FieldLog((Entry(1, "Leeds", old),), 0)}
     )
 
-    why = invoke("why", instance.id, "destination", "--store", store)
+    why = cli("why", instance.id, "destination")
 
     assert why.exit_code == 0, why.output
     assert "given by the host as a seed" in why.output and "when the form started" not in why.output
 
 
-def test_a_refused_answer_to_formctls_question_is_said_in_plain_words(store):
+def test_a_refused_answer_to_formctls_question_is_said_in_plain_words(cli):
     with FakeAnthropic() as api:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your costs?"))
         api.reply(tool_use("form_fill", {"values": {"total": 300}}))
         api.reply(text("Thanks."))
-        result = run(api, store, ["it was three hundred", "three hundred", "300"])
-    assert result.returncode == 0, result.stderr
+        result = run(api, cli, ["it was three hundred", "three hundred", "300"])
+    assert result.exit_code == 0, result.stderr
     assert "Total claimed should be a number, like 12.50. Total claimed: 300. Is that right?" in result.stdout
     assert "Input should be" not in result.stdout
-    iid = only_instance(store)
-    assert json.loads(invoke("export", iid, "--store", store, "--json").output)["values"]["total"] == 300
+    iid = only_instance(cli)
+    assert cli.json("export", iid)["values"]["total"] == 300
