@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 import pytest
-
-from clitools import invoke
-from fixture_project import FORMS
 
 STAFF_ID_SENTENCE = "A Staff ID is two capital letters and four digits, like AB1234."
 # What pydantic, email-validator or Python say, which a person must never read.
@@ -18,12 +14,6 @@ MACHINE = re.compile(
     r"String should|Input should|pattern|\^\[A-Z\]|\\d|value is not a valid|Expected |"
     r"did not pass|division by zero|ZeroDivisionError"
 )
-
-
-def _ok(*args: str, input: str | None = None) -> Any:
-    result = invoke(*args, input=input)
-    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
-    return result
 
 
 def test_a_piped_chat_says_each_rejection_once_in_plain_words(cli):
@@ -133,70 +123,47 @@ signup = (
 """
 
 
-def _signup_project(tmp_path):
+def _signup_project(cli, tmp_path):
+    """``cli`` on a forms folder holding only the sign-up form."""
     forms = tmp_path / "forms"
     forms.mkdir()
     (forms / "signup.py").write_text(SIGNUP, encoding="utf-8")
     (forms / "registry.toml").write_text(
         '[forms.signup]\nname = "Sign-up"\ndescription = "d"\nmodule = "signup:signup"\n', encoding="utf-8"
     )
-    return str(forms), str(tmp_path / "store")
+    return cli.at(forms=forms)
 
 
-def test_an_executor_that_raises_is_not_shown_to_the_person_but_kept_for_the_host(tmp_path):
-    forms, store = _signup_project(tmp_path)
-    chat = invoke(
-        "run",
-        "signup",
-        "--offline",
-        "--subject",
-        "dana",
-        "--forms",
-        forms,
-        "--store",
-        store,
-        input="Dana Reeve\ndana@example.com\nab1\n",
-    )
+def test_an_executor_that_raises_is_not_shown_to_the_person_but_kept_for_the_host(cli, tmp_path):
+    signup = _signup_project(cli, tmp_path)
+    chat = signup("run", "signup", "--offline", "--subject", "dana", input="Dana Reeve\ndana@example.com\nab1\n")
     assert chat.exit_code == 0, (chat.stdout, chat.stderr)
     assert "Email couldn't be checked just now." in chat.stdout
     assert not MACHINE.search(chat.stdout), chat.stdout
     assert "That wasn't accepted. Code should be two capital letters and four digits." in chat.stdout
     # the host reads what happened, in formctl history (text and JSON)
-    (row,) = json.loads(_ok("instances", "--store", store, "--json").stdout)["instances"]
-    history = _ok("history", row["instance_id"], "--store", store, "--forms", forms).stdout
+    (row,) = signup.json("instances")["instances"]
+    history = signup.ok("history", row["instance_id"]).stdout
     assert "executor runs that failed" in history and "ZeroDivisionError: division by zero (signup.py:" in history
-    data = json.loads(_ok("history", row["instance_id"], "--json", "--store", store, "--forms", forms).stdout)
+    data = signup.json("history", row["instance_id"])
     (run,) = data["failed_runs"]
     assert run["hook"] == "field:email" and run["message"] == "That couldn't be checked just now."
     assert (
         run["detail"].startswith("ZeroDivisionError: division by zero (signup.py:") and "_check_domain" in run["detail"]
     )
     # the model reads the same plain words in the view, never the exception
-    view = json.loads(_ok("inspect", row["instance_id"], "--json", "--store", store, "--forms", forms).stdout)
+    view = signup.json("inspect", row["instance_id"])
     assert "division" not in json.dumps(view)
 
 
-@pytest.mark.e2e
-def test_debug_prints_an_executors_fault_with_its_traceback(tmp_path):
-    from clitools import formctl
-
-    forms, store = _signup_project(tmp_path)
-    quiet = formctl(
-        "run", "signup", "--offline", "--forms", forms, "--store", store, input="Dana Reeve\ndana@example.com\n"
+def test_debug_prints_an_executors_fault_with_its_traceback(cli, tmp_path):
+    signup = _signup_project(cli, tmp_path)
+    quiet = signup("run", "signup", "--offline", input="Dana Reeve\ndana@example.com\n")
+    assert quiet.exit_code == 0 and "ZeroDivisionError" not in quiet.stderr + quiet.stdout
+    loud = signup.at(store=f"{cli.store}2")(
+        "--debug", "run", "signup", "--offline", input="Dana Reeve\ndana@example.com\n"
     )
-    assert quiet.returncode == 0 and "ZeroDivisionError" not in quiet.stderr + quiet.stdout
-    loud = formctl(
-        "--debug",
-        "run",
-        "signup",
-        "--offline",
-        "--forms",
-        forms,
-        "--store",
-        store + "2",
-        input="Dana Reeve\ndana@example.com\n",
-    )
-    assert loud.returncode == 0, loud.stderr
+    assert loud.exit_code == 0, loud.stderr
     assert "debug: formctl.executors: field:email" in loud.stderr
     assert "Traceback" in loud.stderr and "ZeroDivisionError: division by zero" in loud.stderr
     assert "ZeroDivisionError" not in loud.stdout
@@ -212,7 +179,7 @@ def _words_intact(out: str, sentence: str, width: int) -> None:
 
 
 @pytest.mark.e2e
-def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
+def test_piped_input_to_a_terminal_wraps_the_chat_at_words(cli):
     import os
     import pty
     import struct
@@ -228,19 +195,9 @@ def test_piped_input_to_a_terminal_wraps_the_chat_at_words(tmp_path):
         for k, v in os.environ.items()
         if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")
     }
+    env.update(cli.env)
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "formctl.cli.app",
-            "run",
-            "travel-claim",
-            "--offline",
-            "--forms",
-            str(FORMS),
-            "--store",
-            str(tmp_path / "store"),
-        ],
+        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline"],
         stdin=subprocess.PIPE,
         stdout=slave,
         stderr=slave,
@@ -281,7 +238,7 @@ def test_streamed_pieces_break_only_between_words():
 
 
 @pytest.mark.e2e
-def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
+def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(cli):
     import os
     import sys
 
@@ -293,20 +250,10 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(tmp_path):
         for k, v in os.environ.items()
         if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")
     }
-    env["TERM"] = "xterm-256color"
+    env.update(cli.env, TERM="xterm-256color")
     child = pexpect.spawn(
         sys.executable,
-        [
-            "-m",
-            "formctl.cli.app",
-            "run",
-            "travel-claim",
-            "--offline",
-            "--forms",
-            str(FORMS),
-            "--store",
-            str(tmp_path / "store"),
-        ],
+        ["-m", "formctl.cli.app", "run", "travel-claim", "--offline"],
         env=env,
         dimensions=(30, 50),
         encoding="utf-8",
@@ -369,23 +316,21 @@ gated = define_form("gated", version=1, name="Gated").step("s", title="S").field
 """
 
 
-@pytest.mark.e2e
-def test_a_gate_that_raises_is_not_shown_to_the_person(tmp_path):
-    from clitools import formctl
-
+def test_a_gate_that_raises_is_not_shown_to_the_person(cli, tmp_path):
     forms = tmp_path / "forms"
     forms.mkdir()
     (forms / "gated.py").write_text(GATED, encoding="utf-8")
     (forms / "registry.toml").write_text(
         '[forms.gated]\nname = "Gated"\ndescription = "d"\nmodule = "gated:gated"\n', encoding="utf-8"
     )
-    args = ("run", "gated", "--offline", "--forms", str(forms))
-    quiet = formctl(*args, "--store", str(tmp_path / "a"), input="boom\n")
-    assert quiet.returncode == 0, quiet.stderr
+    gated = cli.at(forms=forms)
+    args = ("run", "gated", "--offline")
+    quiet = gated.at(store=tmp_path / "a")(*args, input="boom\n")
+    assert quiet.exit_code == 0, quiet.stderr
     assert "something in the form itself went wrong, not your answer" in quiet.stdout
     assert "· fill failed: a problem in the form itself" in quiet.stdout
     assert "division by zero" not in quiet.stdout + quiet.stderr
-    loud = formctl("--debug", *args, "--store", str(tmp_path / "b"), input="boom\n")
+    loud = gated.at(store=tmp_path / "b")("--debug", *args, input="boom\n")
     assert (
         'debug: formctl.agent.tools: form_fill failed: Form "gated" cannot be evaluated: gate "y" threw: division by zero'
         in loud.stderr
