@@ -5,28 +5,16 @@ request, and that a chat's ``/resolve`` is ``formctl resolve`` parsed by the sam
 from __future__ import annotations
 
 import getpass
-import json
-from typing import Any
 
-from clitools import FORMS, OVER_CAP_LINES, invoke
+from clitools import OVER_CAP_LINES
 
 ME = getpass.getuser()
 
 
-def run(store: str, *args: str, input: str | None = None) -> Any:
-    return invoke(*args, "--store", store, "--forms", str(FORMS), input=input)
-
-
-def as_json(store: str, *args: str) -> Any:
-    result = run(store, *args, "--json")
-    assert result.exit_code == 0, (result.stdout, result.stderr)
-    return json.loads(result.stdout)
-
-
-def claim_over_the_cap(store: str, subject: str) -> str:
-    result = run(store, "run", "travel-claim", "--subject", subject, input="\n".join(OVER_CAP_LINES) + "\n")
+def claim_over_the_cap(cli, subject: str) -> str:
+    result = cli("run", "travel-claim", "--subject", subject, input="\n".join(OVER_CAP_LINES) + "\n")
     assert result.exit_code == 0, result.output
-    (row,) = as_json(store, "instances", "--subject", subject)["instances"]
+    (row,) = cli.json("instances", "--subject", subject)["instances"]
     assert row["status"] == "awaiting"
     return row["instance_id"]
 
@@ -34,92 +22,92 @@ def claim_over_the_cap(store: str, subject: str) -> str:
 # --------------------------------------------------------------------------- nobody decides their own request
 
 
-def test_a_claimant_resolving_their_own_claim_from_the_command_line_is_refused_in_one_line(store):
-    instance_id = claim_over_the_cap(store, ME)  # the claim's subject is the login name
+def test_a_claimant_resolving_their_own_claim_from_the_command_line_is_refused_in_one_line(cli):
+    instance_id = claim_over_the_cap(cli, ME)  # the claim's subject is the login name
 
-    refused = run(store, "resolve", instance_id, "--reason", "looks fine to me")
+    refused = cli("resolve", instance_id, "--reason", "looks fine to me")
 
     assert refused.exit_code == 1
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith(f"error: {ME} is the subject of {instance_id}")
     assert "--own-request" in refused.stderr
-    exported = as_json(store, "export", instance_id)
+    exported = cli.json("export", instance_id)
     assert exported["status"] == "awaiting" and "resolutions" not in exported
-    named = run(store, "resolve", instance_id, "--as", ME.upper(), "--fail", "no")  # the name, however spelt
+    named = cli("resolve", instance_id, "--as", ME.upper(), "--fail", "no")  # the name, however spelt
     assert named.exit_code == 1 and "is the subject of" in named.stderr
 
 
-def test_deciding_ones_own_request_takes_the_explicit_override_which_is_recorded(store):
-    instance_id = claim_over_the_cap(store, ME)
+def test_deciding_ones_own_request_takes_the_explicit_override_which_is_recorded(cli):
+    instance_id = claim_over_the_cap(cli, ME)
 
-    done = run(store, "resolve", instance_id, "--reason", "team lead away", "--own-request")
+    done = cli("resolve", instance_id, "--reason", "team lead away", "--own-request")
 
     assert done.exit_code == 0, done.output
     for command in ("inspect", "history", "export"):
-        (decision,) = as_json(store, command, instance_id)["resolutions"]
+        (decision,) = cli.json(command, instance_id)["resolutions"]
         assert (decision["outcome"], decision["actor"], decision["override"]) == ("approved", ME, "own request")
-    assert f"approved  {ME} (own request)" in run(store, "history", instance_id).output
+    assert f"approved  {ME} (own request)" in cli("history", instance_id).output
 
 
-def test_another_host_resolves_without_any_override(store):
-    instance_id = claim_over_the_cap(store, "dana")
-    assert run(store, "resolve", instance_id, "--as", "Sam Jones").exit_code == 0
-    (decision,) = as_json(store, "export", instance_id)["resolutions"]
+def test_another_host_resolves_without_any_override(cli):
+    instance_id = claim_over_the_cap(cli, "dana")
+    assert cli("resolve", instance_id, "--as", "Sam Jones").exit_code == 0
+    (decision,) = cli.json("export", instance_id)["resolutions"]
     assert decision["actor"] == "Sam Jones" and "override" not in decision
 
 
 # --------------------------------------------------------------------------- /resolve is formctl resolve
 
 
-def test_a_chats_resolve_refuses_fail_with_reason_as_the_command_line_does(store):
-    instance_id = claim_over_the_cap(store, "dana")
+def test_a_chats_resolve_refuses_fail_with_reason_as_the_command_line_does(cli):
+    instance_id = claim_over_the_cap(cli, "dana")
     line = '/resolve --fail "over budget" --reason "x"'
 
-    chat = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", input=line + "\n")
-    cli = run(store, "resolve", instance_id, "--fail", "over budget", "--reason", "x")
+    chat = cli("run", "travel-claim", "--subject", "dana", "--as-host", input=line + "\n")
+    command_line = cli("resolve", instance_id, "--fail", "over budget", "--reason", "x")
 
-    assert cli.exit_code == 2 and "not both" in cli.output
+    assert command_line.exit_code == 2 and "not both" in command_line.output
     assert "error: Give --fail REASON to reject, or --reason to say why it is approved, not both." in chat.output
-    exported = as_json(store, "export", instance_id)
+    exported = cli.json("export", instance_id)
     assert exported["status"] == "awaiting" and "resolutions" not in exported
 
 
-def test_a_chats_resolve_takes_a_quoted_rejection_whole(store):
-    instance_id = claim_over_the_cap(store, "dana")
+def test_a_chats_resolve_takes_a_quoted_rejection_whole(cli):
+    instance_id = claim_over_the_cap(cli, "dana")
 
-    chat = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", input='/resolve --fail "over budget"\n')
+    chat = cli("run", "travel-claim", "--subject", "dana", "--as-host", input='/resolve --fail "over budget"\n')
 
     assert "checkpoint rejected: over budget" in chat.output, chat.output
-    (decision,) = as_json(store, "export", instance_id)["resolutions"]
+    (decision,) = cli.json("export", instance_id)["resolutions"]
     assert (decision["outcome"], decision["reason"]) == ("rejected", "over budget")
 
 
-def test_a_chats_resolve_with_unquoted_words_says_to_quote_them_and_decides_nothing(store):
-    instance_id = claim_over_the_cap(store, "dana")
+def test_a_chats_resolve_with_unquoted_words_says_to_quote_them_and_decides_nothing(cli):
+    instance_id = claim_over_the_cap(cli, "dana")
 
-    chat = run(store, "run", "travel-claim", "--subject", "dana", "--as-host", input="/resolve --reason trial run\n")
+    chat = cli("run", "travel-claim", "--subject", "dana", "--as-host", input="/resolve --reason trial run\n")
 
     assert 'error: /resolve: "run" is not an option; quote a reason of several words' in chat.output
-    assert "resolutions" not in as_json(store, "export", instance_id)
+    assert "resolutions" not in cli.json("export", instance_id)
 
 
-def test_playing_the_host_the_waiting_message_names_resolve_not_formctl_resolve(store):
+def test_playing_the_host_the_waiting_message_names_resolve_not_formctl_resolve(cli):
     lines = "\n".join(OVER_CAP_LINES) + "\n"
 
-    hosted = run(store, "run", "travel-claim", "--subject", "kim", "--as-host", input=lines)
-    plain = run(store, "run", "travel-claim", "--subject", "lee", input=lines)
+    hosted = cli("run", "travel-claim", "--subject", "kim", "--as-host", input=lines)
+    plain = cli("run", "travel-claim", "--subject", "lee", input=lines)
 
     assert "decide it here with /resolve (or /resolve --fail REASON" in hosted.output
     assert "formctl resolve" not in hosted.output
     assert "the approver runs `formctl resolve" in plain.output
 
 
-def test_a_form_author_playing_the_host_may_decide_their_own_trial_claim_and_that_is_recorded(store):
-    instance_id = claim_over_the_cap(store, ME)
+def test_a_form_author_playing_the_host_may_decide_their_own_trial_claim_and_that_is_recorded(cli):
+    instance_id = claim_over_the_cap(cli, ME)
 
-    chat = run(store, "run", "travel-claim", "--as-host", input="/resolve --reason 'trying the form'\n")
+    chat = cli("run", "travel-claim", "--as-host", input="/resolve --reason 'trying the form'\n")
 
     assert "checkpoint approved" in chat.output, chat.output
-    (decision,) = as_json(store, "export", instance_id)["resolutions"]
+    (decision,) = cli.json("export", instance_id)["resolutions"]
     assert decision["actor"] == ME and decision["override"] == "own request, playing the host (--as-host)"
 
 
@@ -139,32 +127,30 @@ CLAIM = [
 ]
 
 
-def complete_claim(store: str) -> str:
-    from clitools import start
-
-    instance_id = start(store)
-    assert run(store, "fill", instance_id, *CLAIM, "--as", "Kim Lee").exit_code == 0
-    assert run(store, "submit", instance_id, "--as", "Kim Lee").exit_code == 0
-    assert as_json(store, "export", instance_id)["status"] == "complete"
+def complete_claim(cli) -> str:
+    instance_id = cli.start()
+    assert cli("fill", instance_id, *CLAIM, "--as", "Kim Lee").exit_code == 0
+    assert cli("submit", instance_id, "--as", "Kim Lee").exit_code == 0
+    assert cli.json("export", instance_id)["status"] == "complete"
     return instance_id
 
 
-def test_undo_on_a_complete_claim_says_it_would_take_it_back_and_needs_reopen(store):
-    instance_id = complete_claim(store)
+def test_undo_on_a_complete_claim_says_it_would_take_it_back_and_needs_reopen(cli):
+    instance_id = complete_claim(cli)
 
-    refused = run(store, "undo", instance_id, "total")
+    refused = cli("undo", instance_id, "total")
 
     assert refused.exit_code == 1
     assert refused.stderr == (
         f'error: Form instance "{instance_id}" is complete; this would take it back to active. '
         "Add --reopen to do it anyway (it is recorded).\n"
     )
-    assert as_json(store, "export", instance_id)["status"] == "complete"
+    assert cli.json("export", instance_id)["status"] == "complete"
 
-    done = run(store, "undo", instance_id, "total", "--reopen", "--as", "Sam Jones", "--reason", "wrong total")
+    done = cli("undo", instance_id, "total", "--reopen", "--as", "Sam Jones", "--reason", "wrong total")
     assert done.exit_code == 0, done.output
-    assert as_json(store, "export", instance_id)["status"] == "active"
-    acts = as_json(store, "history", instance_id)["acts"]
+    assert cli.json("export", instance_id)["status"] == "active"
+    acts = cli.json("history", instance_id)["acts"]
     undo, reopen = acts[-2:]
     assert (undo["act"], undo["actor"], undo["reason"], undo["detail"]) == (
         "undo",
@@ -176,10 +162,8 @@ def test_undo_on_a_complete_claim_says_it_would_take_it_back_and_needs_reopen(st
     assert reopen["detail"].startswith("complete → active") and reopen["at"] == undo["at"]
 
 
-def test_history_lists_every_host_act_with_its_actor_and_time(store):
-    from clitools import start
-
-    instance_id = start(store)
+def test_history_lists_every_host_act_with_its_actor_and_time(cli):
+    instance_id = cli.start()
     steps = [
         ("fill", instance_id, *CLAIM[:9], "total=1204.5", "--as", "Kim", "--reason", "from the receipt"),
         ("resolve", instance_id, "--as", "Finance", "--reason", "within budget"),
@@ -194,10 +178,10 @@ def test_history_lists_every_host_act_with_its_actor_and_time(store):
         ("reopen", instance_id, "--as", "Sam", "--reason", "not a duplicate after all"),
     ]
     for args in steps:
-        out = run(store, *args)
+        out = cli(*args)
         assert out.exit_code in (0, 1) and "error" not in out.stderr, (args, out.output)
 
-    acts = as_json(store, "history", instance_id)["acts"]
+    acts = cli.json("history", instance_id)["acts"]
 
     assert [a["act"] for a in acts] == [
         "fill",
@@ -222,66 +206,60 @@ def test_history_lists_every_host_act_with_its_actor_and_time(store):
     assert by_act[("retract", "Lee")]["reason"] == "lost ticket"
     assert by_act[("abandon", "Kim")]["reason"] == "duplicate claim"
     assert by_act[("reopen", "Sam")]["detail"] == "abandoned → ready"
-    why = as_json(store, "why", instance_id, "purpose")["acts"]
+    why = cli.json("why", instance_id, "purpose")["acts"]
     assert [a["act"] for a in why] == ["fill", "revise", "undo", "redo"]
-    exported = as_json(store, "export", instance_id, "--provenance")
+    exported = cli.json("export", instance_id, "--provenance")
     assert exported["acts"] == acts
-    text = run(store, "history", instance_id).output
+    text = cli("history", instance_id).output
     assert "acts" in text and "Finance" in text and "not a duplicate after all" in text
 
 
-def test_a_host_act_without_as_is_recorded_under_the_login_name(store):
-    from clitools import start
-
-    instance_id = start(store)
-    assert run(store, "fill", instance_id, "full_name=Dana Reeve").exit_code == 0
-    assert run(store, "undo", instance_id).exit_code == 0
-    acts = as_json(store, "history", instance_id)["acts"]
+def test_a_host_act_without_as_is_recorded_under_the_login_name(cli):
+    instance_id = cli.start()
+    assert cli("fill", instance_id, "full_name=Dana Reeve").exit_code == 0
+    assert cli("undo", instance_id).exit_code == 0
+    acts = cli.json("history", instance_id)["acts"]
     assert [(a["act"], a["actor"]) for a in acts] == [("fill", ME), ("undo", ME)]
 
 
 # --------------------------------------------------------------------------- closing and reopening
 
 
-def test_a_typo_that_ends_an_intake_is_put_right_by_a_host_reopening_it(store):
-    from clitools import start
-
-    instance_id = start(store, form="client-intake")
-    ended = run(store, "fill", instance_id, "client_type=new", "age=16")
+def test_a_typo_that_ends_an_intake_is_put_right_by_a_host_reopening_it(cli):
+    instance_id = cli.start(form="client-intake")
+    ended = cli("fill", instance_id, "client_type=new", "age=16")
     assert "closed: Under 18" in ended.output
-    assert as_json(store, "export", instance_id)["status"] == "abandoned"
-    assert run(store, "fill", instance_id, "age=61").exit_code == 1  # closed: refused
+    assert cli.json("export", instance_id)["status"] == "abandoned"
+    assert cli("fill", instance_id, "age=61").exit_code == 1  # closed: refused
 
-    reopened = run(store, "reopen", instance_id, "--reason", "age was 61, typed 16", "--as", "Sam Jones")
+    reopened = cli("reopen", instance_id, "--reason", "age was 61, typed 16", "--as", "Sam Jones")
     assert reopened.exit_code == 0, reopened.output
     assert reopened.stdout == f"reopened {instance_id}: abandoned → active\n"
-    assert run(store, "fill", instance_id, "age=61").exit_code == 0
-    exported = as_json(store, "export", instance_id)
+    assert cli("fill", instance_id, "age=61").exit_code == 0
+    exported = cli.json("export", instance_id)
     assert exported["status"] == "active" and exported["values"]["age"] == 61 and "closed_reason" not in exported
-    act = next(a for a in as_json(store, "history", instance_id)["acts"] if a["act"] == "reopen")
+    act = next(a for a in cli.json("history", instance_id)["acts"] if a["act"] == "reopen")
     assert (act["actor"], act["reason"], act["detail"]) == ("Sam Jones", "age was 61, typed 16", "abandoned → active")
 
 
-def test_reopen_needs_a_reason(store):
-    from clitools import start
-
-    instance_id = start(store, form="client-intake")
-    run(store, "fill", instance_id, "client_type=new", "age=16")
-    assert run(store, "reopen", instance_id).exit_code == 2
-    assert run(store, "reopen", instance_id, "--reason", " ").exit_code == 2
-    assert as_json(store, "export", instance_id)["status"] == "abandoned"
+def test_reopen_needs_a_reason(cli):
+    instance_id = cli.start(form="client-intake")
+    cli("fill", instance_id, "client_type=new", "age=16")
+    assert cli("reopen", instance_id).exit_code == 2
+    assert cli("reopen", instance_id, "--reason", " ").exit_code == 2
+    assert cli.json("export", instance_id)["status"] == "abandoned"
 
 
 # --------------------------------------------------------------------------- withdrawing a request for approval
 
 
-def test_the_person_withdraws_a_waiting_claim_corrects_it_and_it_is_not_asked_again_under_the_cap(store):
-    instance_id = claim_over_the_cap(store, "dana")
+def test_the_person_withdraws_a_waiting_claim_corrects_it_and_it_is_not_asked_again_under_the_cap(cli):
+    instance_id = claim_over_the_cap(cli, "dana")
 
-    chat = run(store, "run", "travel-claim", "--subject", "dana", input="/withdraw the total was wrong\n")
+    chat = cli("run", "travel-claim", "--subject", "dana", input="/withdraw the total was wrong\n")
 
     assert "request withdrawn: your answers can be corrected" in chat.output, chat.output
-    exported = as_json(store, "export", instance_id)
+    exported = cli.json("export", instance_id)
     assert exported["status"] == "active"
     (decision,) = exported["resolutions"]
     assert (decision["outcome"], decision["actor"], decision["reason"]) == (
@@ -289,9 +267,9 @@ def test_the_person_withdraws_a_waiting_claim_corrects_it_and_it_is_not_asked_ag
         "person",
         "the total was wrong",
     )
-    assert run(store, "fill", instance_id, "total=120.5", "--as", "dana").exit_code == 0
-    assert as_json(store, "export", instance_id)["status"] == "ready"  # under the cap: nothing to approve
-    (act,) = [a for a in as_json(store, "history", instance_id)["acts"] if a["act"] == "withdraw"]
+    assert cli("fill", instance_id, "total=120.5", "--as", "dana").exit_code == 0
+    assert cli.json("export", instance_id)["status"] == "ready"  # under the cap: nothing to approve
+    (act,) = [a for a in cli.json("history", instance_id)["acts"] if a["act"] == "withdraw"]
     assert (act["actor"], act["reason"], act["detail"]) == (
         "person",
         "the total was wrong",
@@ -299,24 +277,24 @@ def test_the_person_withdraws_a_waiting_claim_corrects_it_and_it_is_not_asked_ag
     )
 
 
-def test_after_a_withdrawal_the_approval_is_asked_again_for_new_values_and_never_skipped(store):
-    instance_id = claim_over_the_cap(store, "dana")
-    done = run(store, "withdraw", instance_id, "--reason", "claimant asked", "--as", "Sam Jones")
+def test_after_a_withdrawal_the_approval_is_asked_again_for_new_values_and_never_skipped(cli):
+    instance_id = claim_over_the_cap(cli, "dana")
+    done = cli("withdraw", instance_id, "--reason", "claimant asked", "--as", "Sam Jones")
     assert done.exit_code == 0, done.output
     assert done.stdout == f"withdrawn: {instance_id} no longer waits for approval; it is active\n"
 
-    assert run(store, "fill", instance_id, "purpose=conference").exit_code == 0
-    assert as_json(store, "export", instance_id)["status"] == "active"  # not sent past the cap unapproved
-    assert run(store, "fill", instance_id, "total=1500").exit_code == 0  # still over: asked again
-    exported = as_json(store, "export", instance_id)
+    assert cli("fill", instance_id, "purpose=conference").exit_code == 0
+    assert cli.json("export", instance_id)["status"] == "active"  # not sent past the cap unapproved
+    assert cli("fill", instance_id, "total=1500").exit_code == 0  # still over: asked again
+    exported = cli.json("export", instance_id)
     assert exported["status"] == "awaiting"
-    assert run(store, "withdraw", instance_id, "--reason", "x", "--as", "Sam").exit_code == 0
-    again = run(store, "withdraw", instance_id, "--reason", "twice")
+    assert cli("withdraw", instance_id, "--reason", "x", "--as", "Sam").exit_code == 0
+    again = cli("withdraw", instance_id, "--reason", "twice")
     assert again.exit_code == 1 and "is not waiting for an approval" in again.stderr
 
 
-def test_a_chat_asks_the_person_to_confirm_the_answer_that_ends_the_form_and_no_puts_it_right(store):
-    chat = run(store, "run", "client-intake", "--subject", "ali", "--offline", input="new\n16\nno\n61\n")
+def test_a_chat_asks_the_person_to_confirm_the_answer_that_ends_the_form_and_no_puts_it_right(cli):
+    chat = cli("run", "client-intake", "--subject", "ali", "--offline", input="new\n16\nno\n61\n")
 
     assert chat.exit_code == 0, chat.output
     assert (
@@ -324,18 +302,18 @@ def test_a_chat_asks_the_person_to_confirm_the_answer_that_ends_the_form_and_no_
         "A guardian must apply instead). Say yes, or no to correct it."
     ) in chat.output
     assert "we have to stop here" not in chat.output
-    (row,) = as_json(store, "instances", "--subject", "ali")["instances"]
-    exported = as_json(store, "export", row["instance_id"])
+    (row,) = cli.json("instances", "--subject", "ali")["instances"]
+    exported = cli.json("export", row["instance_id"])
     assert exported["status"] == "active" and exported["values"]["age"] == 61
-    acts = as_json(store, "history", row["instance_id"])["acts"]
+    acts = cli.json("history", row["instance_id"])["acts"]
     reopened = next(a for a in acts if a["act"] == "reopen")
     assert reopened["reason"] == 'the person said "no" to the answer that ended it'
 
 
-def test_yes_to_the_answer_that_ends_the_form_ends_it(store):
-    chat = run(store, "run", "client-intake", "--subject", "ali", "--offline", input="new\n16\nyes\n")
+def test_yes_to_the_answer_that_ends_the_form_ends_it(cli):
+    chat = cli("run", "client-intake", "--subject", "ali", "--offline", input="new\n16\nyes\n")
 
     assert "Age: 16. Is that right? That answer ends this form" in chat.output
     assert "we have to stop here: Under 18" in chat.output
-    (row,) = as_json(store, "instances", "--subject", "ali")["instances"]
+    (row,) = cli.json("instances", "--subject", "ali")["instances"]
     assert row["status"] == "abandoned"

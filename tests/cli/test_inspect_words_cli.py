@@ -3,8 +3,6 @@ check's id in brackets because a host types it to act (docs/engine.md, "Tier 0")
 
 from __future__ import annotations
 
-from clitools import FORMS, invoke, start
-
 OVER_THE_CAP = {
     "full_name": "Dana Reeve",
     "staff_id": "AB1234",
@@ -20,25 +18,19 @@ OVER_THE_CAP = {
 }
 
 
-def run(store: str, *args: str):
-    result = invoke(*args, "--store", store, "--forms", str(FORMS))
-    assert result.exit_code == 0, result.output
-    return result.output
+def test_inspect_says_which_check_a_claim_waits_on_in_words_with_the_id_a_host_acts_on(cli):
+    instance_id = cli.start(OVER_THE_CAP)
 
-
-def test_inspect_says_which_check_a_claim_waits_on_in_words_with_the_id_a_host_acts_on(store):
-    instance_id = start(store, OVER_THE_CAP)
-
-    shown = run(store, "inspect", instance_id)
+    shown = cli.ok("inspect", instance_id).output
 
     assert 'waiting on the "policy cap" check [policy-cap]: Over the 750 cap' in shown
 
 
-def test_inspect_names_standing_failures_by_label_and_title_never_by_hook_id(store):
-    instance_id = start(store, OVER_THE_CAP)
-    run(store, "resolve", instance_id, "--fail", "Over the cap without pre-approval", "--as", "Finance")
+def test_inspect_names_standing_failures_by_label_and_title_never_by_hook_id(cli):
+    instance_id = cli.start(OVER_THE_CAP)
+    cli.ok("resolve", instance_id, "--fail", "Over the cap without pre-approval", "--as", "Finance")
 
-    shown = run(store, "inspect", instance_id)
+    shown = cli.ok("inspect", instance_id).output
 
     assert 'blocked: The "policy cap" check [policy-cap]: Over the cap without pre-approval' in shown
     assert "blocked: Costs: Accommodation and meals come to £800" in shown

@@ -64,8 +64,6 @@ def test_list_with_an_option_and_tab_completion_run_without_pydantic():
     )
 
 
-def test_the_light_coercion_still_refuses_what_typer_would(tmp_path):
-    from clitools import invoke
-
-    result = invoke("instances", "--limit", "many", "--store", str(tmp_path / "store"))
+def test_the_light_coercion_still_refuses_what_typer_would(cli):
+    result = cli("instances", "--limit", "many")
     assert result.exit_code == 2 and "--limit" in result.output

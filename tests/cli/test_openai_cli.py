@@ -13,29 +13,29 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from fake_anthropic import FakeAnthropic
 from fake_openai import CLAIM_LINES, FakeOpenAI, script_travel_claim, text, tool_use
-from fixture_project import FORMS, ROOT
+from fixture_project import ROOT
 from formctl import JsonFileAdapter
-from formctl.cli import app as cli
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 FAKE = Path(__file__).resolve().parents[1] / "fake_openai.py"
 
 
-def run(args: list[str], *, input: str, env: dict[str, str]):
-    return CliRunner().invoke(cli.app, args, input=input, env=env)
-
-
-def test_run_with_an_openai_model_completes_a_claim_and_records_provider_and_model(store, tmp_path):
+def test_run_with_an_openai_model_completes_a_claim_and_records_provider_and_model(cli, tmp_path):
     transcript = tmp_path / "claim.toml"
     with FakeOpenAI() as api:
         script_travel_claim(api)
-        result = run(
-            ["run", "travel-claim", "--model", "openai:some-model", "--subject", "dana"]
-            + ["--forms", str(FORMS), "--store", store, "--record", str(transcript)],
+        result = cli(
+            "run",
+            "travel-claim",
+            "--model",
+            "openai:some-model",
+            "--subject",
+            "dana",
+            "--record",
+            str(transcript),
             input="\n".join(CLAIM_LINES) + "\n/usage\n",
             env={"OPENAI_BASE_URL": api.base_url},
         )
@@ -47,8 +47,8 @@ def test_run_with_an_openai_model_completes_a_claim_and_records_provider_and_mod
     assert "All done: your claim is sent." in out
     assert {b["model"] for b in bodies} == {"some-model"}
     assert "tokens: 1,352 in, 230 out, 2,048 cache reads, 0 cache writes" in out  # /usage
-    (row,) = JsonFileAdapter(store).find_instances()
-    instance = JsonFileAdapter(store).get_instance(row.id)
+    (row,) = JsonFileAdapter(cli.store).find_instances()
+    instance = JsonFileAdapter(cli.store).get_instance(row.id)
     assert instance.status == "complete"
     assert instance.in_force_values()["ticket_reference"] == "TR-99812"
     recorded = tomllib.loads(transcript.read_text())
@@ -56,12 +56,12 @@ def test_run_with_an_openai_model_completes_a_claim_and_records_provider_and_mod
     assert recorded["usage"]["cache_read_input_tokens"] == 2048
 
     # the recording replays exactly, offline, with no server at all
-    replayed = run(["replay", str(transcript), "--forms", str(FORMS)], input="", env={})
+    replayed = cli("replay", str(transcript), input="", env={})
     assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_replay_live_plays_a_hand_written_scenario_to_either_provider(tmp_path, provider):
+def test_replay_live_plays_a_hand_written_scenario_to_either_provider(cli, tmp_path, provider):
     scenario = tmp_path / "scenario.toml"
     scenario.write_text(
         'format = 1\nform = "travel-claim"\n\n'
@@ -75,8 +75,12 @@ def test_replay_live_plays_a_hand_written_scenario_to_either_provider(tmp_path, 
             env = {"OPENAI_BASE_URL": api.base_url}
         else:
             env = {"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "ANTHROPIC_BASE_URL": api.url}
-        result = run(
-            ["replay", str(scenario), "--live", "--model", f"{provider}:some-model", "--forms", str(FORMS)],
+        result = cli(
+            "replay",
+            str(scenario),
+            "--live",
+            "--model",
+            f"{provider}:some-model",
             input="",
             env=env,
         )
@@ -85,29 +89,28 @@ def test_replay_live_plays_a_hand_written_scenario_to_either_provider(tmp_path, 
     assert api.bodies and {b["model"] for b in api.bodies} == {"some-model"}
 
 
-def test_replay_live_with_a_provider_whose_key_is_not_set_is_one_line(tmp_path):
+def test_replay_live_with_a_provider_whose_key_is_not_set_is_one_line(cli, tmp_path):
     scenario = tmp_path / "scenario.toml"
     scenario.write_text('format = 1\nform = "travel-claim"\n\n[[turns]]\ntext = "hi"\n\n[expect]\nstatus = "active"\n')
-    result = run(
-        ["replay", str(scenario), "--live", "--model", "openai:gpt-x", "--forms", str(FORMS)], input="", env={}
-    )
+    result = cli("replay", str(scenario), "--live", "--model", "openai:gpt-x", input="", env={})
     assert result.exit_code == 2 and "needs OPENAI_API_KEY" in result.stderr
 
 
-def test_run_with_an_unknown_provider_is_one_line_and_exit_1(store):
-    result = run(
-        ["run", "travel-claim", "--model", "gemini:pro", "--forms", str(FORMS), "--store", store], input="", env={}
-    )
+def test_run_with_an_unknown_provider_is_one_line_and_exit_1(cli):
+    result = cli("run", "travel-claim", "--model", "gemini:pro", input="", env={})
     assert result.exit_code == 1 and 'Unknown model provider "gemini"' in result.stderr
 
 
-def test_the_model_line_names_the_model_and_the_session_goes_on(store):
+def test_the_model_line_names_the_model_and_the_session_goes_on(cli):
     with FakeOpenAI() as api:
         api.reply(text("Hello! Where did you travel?"))
         api.reply(tool_use("form_list", {}))
         api.reply(text("There are two forms."))
-        result = run(
-            ["run", "travel-claim", "--model", "openai:llama3.1", "--forms", str(FORMS), "--store", store],
+        result = cli(
+            "run",
+            "travel-claim",
+            "--model",
+            "openai:llama3.1",
             input="what forms are there?\n",
             env={"OPENAI_BASE_URL": api.base_url},
         )
@@ -152,12 +155,15 @@ def test_the_readme_session_runs_as_written(tmp_path):
     assert instance.status == "complete"
 
 
-def test_a_refused_key_stops_the_chat_with_one_line_on_stderr_and_exit_1(store):
+def test_a_refused_key_stops_the_chat_with_one_line_on_stderr_and_exit_1(cli):
     key = "sk-proj-refused-0123456789"
     with FakeOpenAI() as api:
         api.fault(401, message=f"Incorrect API key provided: {key}")
-        result = run(
-            ["run", "travel-claim", "--model", "openai:gpt-test", "--forms", str(FORMS), "--store", store],
+        result = cli(
+            "run",
+            "travel-claim",
+            "--model",
+            "openai:gpt-test",
             input="hello\nare you there?\n",
             env={"OPENAI_API_KEY": key, "OPENAI_BASE_URL": api.base_url},
         )
