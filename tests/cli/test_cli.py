@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from clitools import FORMS, ROOT, formctl, invoke
+from clitools import FORMS, ROOT, invoke
 from formctl.cli import app as cli
 
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
@@ -149,12 +148,12 @@ def test_every_command_has_help_with_a_real_example():
         assert re.search(r"Examples?:\s*\n\s+formctl " + re.escape(command[0]), text), (command, text)
 
 
-def test_check_prints_the_outline_with_each_fields_type_string():
-    text = ok("check", "travel-claim", "--forms", str(FORMS)).stdout
+def test_check_prints_the_outline_with_each_fields_type_string(cli):
+    text = cli.ok("check", "travel-claim").stdout
     assert "Claimant" in text and "full_name" in text
     assert "text (min 2 chars)" in text and "email address" in text and "date (YYYY-MM-DD)" in text
     assert "policy-cap" in text
-    data = as_json("check", "travel-claim", "--forms", str(FORMS))
+    data = cli.json("check", "travel-claim")
     fields = {f["id"]: f for s in data["steps"] for f in s["fields"]}
     assert fields["mileage"] == {
         "id": "mileage",
@@ -174,49 +173,51 @@ broken = (define_form("broken", name="Broken").step("a", title="A")
 """
 
 
-def test_check_of_a_form_that_does_not_compile_exits_1_with_the_definition_error(tmp_path):
+def test_check_of_a_form_that_does_not_compile_exits_1_with_the_definition_error(cli, tmp_path):
     forms = tmp_path / "forms"
     forms.mkdir()
     (forms / "broken.py").write_text(BROKEN_FORM)
     (forms / "registry.toml").write_text('[forms.broken]\nname = "Broken"\nmodule = "broken:broken"\n')
-    result = invoke("check", "broken", "--forms", str(forms))
+    broken = cli.at(forms=forms)
+    result = broken("check", "broken")
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: broken: ")
     assert "x" in result.stderr and "Traceback" not in result.stderr
-    data = json.loads(invoke("check", "broken", "--forms", str(forms), "--json").stdout)
+    data = json.loads(broken("check", "broken", "--json").stdout)
     assert data["ok"] is False and data["code"] == "form_definition_error"
 
 
-def test_check_of_an_unregistered_form_is_one_line():
-    result = invoke("check", "nope", "--forms", str(FORMS))
+def test_check_of_an_unregistered_form_is_one_line(cli):
+    result = cli("check", "nope")
     assert result.exit_code == 1
     assert result.stderr == 'error: No form registered as "nope".\n'
 
 
-def test_new_scaffolds_a_form_that_compiles_and_registers_it_keeping_the_registry_comments(tmp_path):
+def test_new_scaffolds_a_form_that_compiles_and_registers_it_keeping_the_registry_comments(cli, tmp_path):
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    copy = cli.at(forms=forms)
     before = (forms / "registry.toml").read_text()
-    out = ok("new", "expense-report", "--name", "Expense report", "--forms", str(forms)).stdout
+    out = copy.ok("new", "expense-report", "--name", "Expense report").stdout
     assert "expense_report.py" in out
     after = (forms / "registry.toml").read_text()
     assert after.startswith(before)  # appended: the comments and the other forms untouched
     assert (forms / "expense_report.py").exists()
-    ids = [f["id"] for f in as_json("list", "--forms", str(forms))["forms"]]
+    ids = [f["id"] for f in copy.json("list")["forms"]]
     assert ids == ["travel-claim", "client-intake", "expense-report"]
-    checked = as_json("check", "expense-report", "--forms", str(forms))
+    checked = copy.json("check", "expense-report")
     assert checked["ok"] is True and checked["name"] == "Expense report"
-    again = invoke("new", "expense-report", "--forms", str(forms))
+    again = copy("new", "expense-report")
     assert again.exit_code == 1 and "already registered" in again.stderr
-    bad = invoke("new", "Bad Id", "--forms", str(forms))
+    bad = copy("new", "Bad Id")
     assert bad.exit_code == 1 and "not a form id" in bad.stderr
 
 
 def test_a_new_form_runs_in_the_chat(tmp_path, cli):
-    forms = tmp_path / "forms"
-    cli.ok("new", "feedback", "--forms", str(forms))  # into a folder with no registry yet
+    feedback = cli.at(forms=tmp_path / "forms")
+    feedback.ok("new", "feedback")  # into a folder with no registry yet
     lines = "Dana Reeve\ndana@example.org\nquestion\nnone\nyes\n"
-    out = cli.ok("run", "feedback", "--offline", "--forms", str(forms), input=lines).stdout
+    out = feedback.ok("run", "feedback", "--offline", input=lines).stdout
     assert "complete" in out
     (row,) = cli.json("instances")["instances"]
     assert row["form"] == "feedback" and row["status"] == "complete"
@@ -350,7 +351,7 @@ def test_resume_of_an_abandoned_instance_says_so(cli):
 # --------------------------------------------------------------------------- host reads
 
 
-def test_instances_filters_by_subject_form_and_status(store, cli):
+def test_instances_filters_by_subject_form_and_status(cli):
     a = cli.start(CLAIMANT, subject="dana")
     b = cli.start(subject="sam")
     c = cli.start(subject="sam", form="client-intake")
@@ -366,7 +367,7 @@ def test_instances_filters_by_subject_form_and_status(store, cli):
     assert row["answered"] == 3 and row["form"] == "travel-claim" and row["status"] == "active"
     bad = cli("instances", "--status", "done")
     assert bad.exit_code == 2 and "Unknown status" in bad.stderr
-    assert "no instances" in cli.ok("instances", "--store", str(Path(store) / "empty")).stdout
+    assert "no instances" in cli.at(store=Path(cli.store) / "empty").ok("instances").stdout
 
 
 def test_inspect_shows_the_outline_a_step_or_a_field_as_the_model_sees_it(cli):
@@ -407,32 +408,30 @@ def test_inspect_of_a_missing_instance_is_one_line_on_stderr(cli):
 
 def test_history_lists_every_revision_with_who_made_it(cli):
     instance_id = cli.start({"full_name": "Dana Reve"})
-    base = ["--forms", str(FORMS)]
-    cli.ok("fill", instance_id, "full_name=Dana Reeve", *base)
-    one = cli.json("history", instance_id, "full_name", *base)
+    cli.ok("fill", instance_id, "full_name=Dana Reeve")
+    one = cli.json("history", instance_id, "full_name")
     assert one["field"] == "full_name" and one["label"] == "Full name"
     assert [r["value"] for r in one["revisions"]] == ["Dana Reve", "Dana Reeve"]
     assert [r["in_force"] for r in one["revisions"]] == [False, True]
     assert one["revisions"][1]["actor"] == getpass.getuser() and one["revisions"][1]["source"] == "cli"
-    every = cli.json("history", instance_id, *base)
+    every = cli.json("history", instance_id)
     assert [h["field"] for h in every["fields"]] == ["full_name"]
-    assert "Dana Reeve" in cli.ok("history", instance_id, "full_name", *base).stdout
-    assert cli("history", instance_id, "nope", *base).stderr == 'error: No field "nope" on this form.\n'
+    assert "Dana Reeve" in cli.ok("history", instance_id, "full_name").stdout
+    assert cli("history", instance_id, "nope").stderr == 'error: No field "nope" on this form.\n'
 
 
 def test_export_gives_live_values_with_held_ones_apart(cli):
     instance_id = cli.start({**CLAIMANT, **TRIP, "mode": "car", "mileage": 120})
-    base = ["--forms", str(FORMS)]
-    data = cli.json("export", instance_id, *base)
+    data = cli.json("export", instance_id)
     assert data["values"]["mileage"] == 120 and data["values"]["mileage_cost"] == 54.0
     assert data["values"]["departure_date"] == "2026-03-02"
     assert data["held"] == {}
-    cli.ok("fill", instance_id, "mode=rail", *base)
-    data = cli.json("export", instance_id, *base)
+    cli.ok("fill", instance_id, "mode=rail")
+    data = cli.json("export", instance_id)
     assert "mileage" not in data["values"]
     assert data["held"] == {"mileage": 120, "mileage_cost": 54.0}
     assert data["status"] == "active" and data["complete"] is False
-    text = cli.ok("export", instance_id, *base).stdout
+    text = cli.ok("export", instance_id).stdout
     assert "held" in text and "120" in text
 
 
@@ -441,10 +440,9 @@ def test_export_gives_live_values_with_held_ones_apart(cli):
 
 def test_fill_parses_json_when_it_can_and_text_otherwise(cli):
     instance_id = cli.start({**CLAIMANT, **TRIP})
-    base = ["--forms", str(FORMS)]
-    result = cli.json("fill", instance_id, "mode=car", "mileage=200", "staff_id=AB1234", *base)
+    result = cli.json("fill", instance_id, "mode=car", "mileage=200", "staff_id=AB1234")
     assert result["captured"] == ["mode", "mileage", "staff_id"]
-    values = cli.json("export", instance_id, *base)["values"]
+    values = cli.json("export", instance_id)["values"]
     assert values["mileage"] == 200  # JSON: an integer, which the strict type accepts
     assert values["mileage_cost"] == 90.0  # its on_fill patch ran
     assert values["staff_id"] == "AB1234"  # not JSON: text
@@ -473,41 +471,39 @@ def test_fill_with_a_rejected_value_saves_the_rest_and_exits_1(cli):
 
 def test_undo_redo_and_retract_move_through_the_answer_log(cli):
     instance_id = cli.start(CLAIMANT)
-    base = ["--forms", str(FORMS)]
-    email = lambda: cli.json("inspect", instance_id, "--field", "email", *base)["fields"][0]  # noqa: E731
-    cli.ok("fill", instance_id, "email=dana.reeve@example.org", *base)
-    undone = cli.json("undo", instance_id, *base)
+    email = lambda: cli.json("inspect", instance_id, "--field", "email")["fields"][0]  # noqa: E731
+    cli.ok("fill", instance_id, "email=dana.reeve@example.org")
+    undone = cli.json("undo", instance_id)
     assert undone["redo_would"] == 'email → "dana.reeve@example.org"'
     assert email()["value"] == "dana@example.org"
-    cli.json("redo", instance_id, "email", *base)
+    cli.json("redo", instance_id, "email")
     assert email()["value"] == "dana.reeve@example.org"
-    cli.json("retract", instance_id, "Work email", "--reason", "left the company", *base)
+    cli.json("retract", instance_id, "Work email", "--reason", "left the company")
     assert email()["status"] == "empty"
-    history = cli.json("history", instance_id, "email", *base)
+    history = cli.json("history", instance_id, "email")
     assert history["revisions"][-1]["retracted"] is True
     assert history["revisions"][-1]["note"] == "retracted: left the company"
-    assert "undo would set" in cli.ok("undo", instance_id, *base).stdout
+    assert "undo would set" in cli.ok("undo", instance_id).stdout
 
 
 def test_resolve_unblocks_the_waiting_checkpoint_and_fail_records_the_reason(cli):
-    base = ["--forms", str(FORMS)]
     approved = cli.start({**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900})
-    assert cli.json("inspect", approved, *base)["status"] == "awaiting"
+    assert cli.json("inspect", approved)["status"] == "awaiting"
     waiting = cli.json("instances", "--status", "awaiting")["instances"]
     assert [r["instance_id"] for r in waiting] == [approved]
-    result = cli.json("resolve", approved, *base)
+    result = cli.json("resolve", approved)
     assert result["status"] == "ready" and "blocked_on" not in result  # approved; the claimant sends it
-    assert cli.json("submit", approved, *base)["status"] == "complete"
-    again = cli("resolve", approved, *base)
+    assert cli.json("submit", approved)["status"] == "complete"
+    again = cli("resolve", approved)
     assert again.exit_code == 1 and "not waiting on a checkpoint" in again.stderr
 
     rejected = cli.start(
         {**CLAIMANT, **TRIP, "mode": "rail", "ticket_reference": "TR-4411", "total": 900}, subject="sam"
     )
-    result = cli.json("resolve", rejected, "--fail", "needs pre-approval", *base)
+    result = cli.json("resolve", rejected, "--fail", "needs pre-approval")
     assert result["status"] == "active"
     assert result["failures"] == [{"hook": "checkpoint:policy-cap", "message": "needs pre-approval"}]
-    text = cli.ok("inspect", rejected, *base).stdout
+    text = cli.ok("inspect", rejected).stdout
     assert "needs pre-approval" in text
 
 
@@ -520,14 +516,13 @@ def test_resolve_can_write_values_with_the_answer(cli):
 
 def test_abandon_keeps_the_answers_and_later_writes_fail_in_one_line(cli):
     instance_id = cli.start(CLAIMANT)
-    base = ["--forms", str(FORMS)]
-    data = cli.json("abandon", instance_id, "--reason", "duplicate claim", *base)
+    data = cli.json("abandon", instance_id, "--reason", "duplicate claim")
     assert data == {"instance_id": instance_id, "status": "abandoned", "closed_reason": "duplicate claim"}
-    result = cli("fill", instance_id, "email=x@example.org", *base)
+    result = cli("fill", instance_id, "email=x@example.org")
     assert result.exit_code == 1
     assert result.stderr == f'error: Form instance "{instance_id}" was abandoned and no longer accepts answers.\n'
-    assert cli.json("export", instance_id, *base)["values"]["full_name"] == "Dana Reeve"
-    assert cli("abandon", instance_id, *base).exit_code == 2  # --reason is required
+    assert cli.json("export", instance_id)["values"]["full_name"] == "Dana Reeve"
+    assert cli("abandon", instance_id).exit_code == 2  # --reason is required
 
 
 # --------------------------------------------------------------------------- the store
@@ -571,47 +566,43 @@ def test_errors_are_one_line_without_a_traceback_unless_debug(cli, tmp_path):
     assert "Traceback" in env_debug.stderr
 
 
-@pytest.mark.e2e
-def test_an_unexpected_error_is_still_one_line(tmp_path):
-    store = tmp_path / "store"
-    store.write_text("a file where the store folder should be")
-    result = formctl("instances", "--store", str(store))
-    assert result.returncode == 1
+def test_an_unexpected_error_is_still_one_line(cli):
+    Path(cli.store).write_text("a file where the store folder should be")
+    result = cli("instances")
+    assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ")
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.e2e
-def test_output_has_no_colour_when_not_a_terminal_or_with_no_color(cli, tmp_path):
+def test_output_has_no_colour_when_not_a_terminal_or_with_no_color(cli):
     instance_id = cli.start(CLAIMANT)
-    piped = cli.process("inspect", instance_id)
-    assert piped.returncode == 0 and "dana@example.org" in piped.stdout and "\x1b[" not in piped.stdout
-    forced = cli.process("inspect", instance_id, env={"FORCE_COLOR": "1"})
+    piped = cli("inspect", instance_id)
+    assert piped.exit_code == 0 and "dana@example.org" in piped.stdout and "\x1b[" not in piped.stdout
+    forced = cli("inspect", instance_id, env={"FORCE_COLOR": "1"})
     assert "\x1b[" in forced.stdout  # colour is possible...
-    no_color = cli.process("inspect", instance_id, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    no_color = cli("inspect", instance_id, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert not re.search(r"\x1b\[[0-9;]*3[0-9](;|m)", no_color.stdout)  # ...and NO_COLOR turns it off
 
 
+def _completing(words: str) -> dict[str, str]:
+    """The environment bash's completion hook gives ``formctl`` for the line ``words``."""
+    return {"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+
+
+def test_tab_completion_offers_commands_form_ids_and_statuses(cli):
+    assert cli.ok(env=_completing("formctl ins")).stdout.split() == ["instances", "inspect"]
+    assert cli.ok(env=_completing("formctl run tr")).stdout.split() == ["travel-claim"]
+    statuses = cli.ok(env=_completing("formctl instances --status a")).stdout.split()
+    assert statuses == ["active", "awaiting", "abandoned"]
+
+
 @pytest.mark.e2e
-def test_tab_completion_offers_commands_form_ids_and_instance_ids(store, cli, tmp_path):
+def test_tab_completion_through_the_console_script_offers_the_stores_instance_ids(cli):
+    """The shell runs the console script with the completion variables and its own FORMCTL_STORE."""
     instance_id = cli.start(CLAIMANT)
-    commands = cli.process(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl ins", "COMP_CWORD": "1"})
-    assert commands.stdout.split() == ["instances", "inspect"]
-    forms = cli.process(env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl run tr", "COMP_CWORD": "2"})
-    assert forms.stdout.split() == ["travel-claim"]
-    ids = cli.process(
-        env={
-            "_FORMCTL_COMPLETE": "complete_bash",
-            "COMP_WORDS": "formctl inspect form_",
-            "COMP_CWORD": "2",
-            "FORMCTL_STORE": store,
-        }
-    )
+    ids = cli.process(env=_completing("formctl inspect form_"))
+    assert ids.returncode == 0, ids.stderr
     assert ids.stdout.split() == [instance_id]
-    statuses = cli.process(
-        env={"_FORMCTL_COMPLETE": "complete_bash", "COMP_WORDS": "formctl instances --status a", "COMP_CWORD": "3"}
-    )
-    assert statuses.stdout.split() == ["active", "awaiting", "abandoned"]
 
 
 def test_version_prints_the_package_version():
@@ -621,7 +612,7 @@ def test_version_prints_the_package_version():
 # --------------------------------------------------------------------------- run with a model key
 
 
-def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(store):
+def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(cli):
     from fake_anthropic import FakeAnthropic, text, tool_use
 
     with FakeAnthropic() as api:
@@ -642,9 +633,11 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
         )
         api.fault(529, times=3)
         env = {"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": api.url}
-        result = CliRunner().invoke(
-            cli.app,
-            ["run", "travel-claim", "--model", "claude-test", "--forms", str(FORMS), "--store", store],
+        result = cli(
+            "run",
+            "travel-claim",
+            "--model",
+            "claude-test",
             input="Dana Reeve, dana at example\nhello\n/usage\n",
             env=env,
         )
@@ -664,7 +657,7 @@ def test_run_with_a_model_key_talks_to_the_messages_api_and_streams_its_text(sto
     assert bodies[0]["messages"][0]["content"][0]["text"] == "Hello."
     tail = bodies[2]["messages"][-1]["content"][-1]["text"]  # tier 0 rides on the newest user turn
     assert tail.startswith('[form: travel-claim] step 1/4 "Claimant"')
-    (row,) = as_json("instances", "--store", store)["instances"]
+    (row,) = cli.json("instances")["instances"]
     # the name is stored; the invalid email, which the person's words do not hold either, is not
     # (the model is told it was rejected, and asks again)
     assert row["answered"] == 1
@@ -679,11 +672,11 @@ def test_slash_undo_and_redo_of_a_named_field_say_what_it_holds_now(cli):
     assert "no field nmae" in result.stderr  # in a pipe, error lines go to stderr
 
 
-@pytest.mark.e2e
-def test_in_a_fresh_clone_run_works_with_no_configuration(tmp_path):
-    shutil.copytree(FORMS, tmp_path / "forms")
-    result = formctl("run", "travel-claim", input="Dana Reeve\n", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+def test_in_a_fresh_clone_run_works_with_no_configuration(tmp_path, monkeypatch):
+    shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", "travel-claim", input="Dana Reeve\n")  # no FORMCTL_* setting, no option
+    assert result.exit_code == 0, result.stderr
     assert "guided offline model (no model key is set)" in result.stdout
     assert "saved Full name" in result.stdout
     assert list((tmp_path / ".formctl" / "instances").glob("form_*.json"))  # the default store, ./.formctl
@@ -705,14 +698,15 @@ def test_a_stale_instance_is_continued_with_a_way_out(tmp_path, cli):
     # Version 2 under the same module name: this process has imported travel_claim (version 1)
     # from the example forms, and the copy's own is what a registry of the copy must run.
     (forms / "travel_claim.py").write_text((forms / "travel_claim.py").read_text().replace("version=1,", "version=2,"))
-    first = cli("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), input="")
+    v2 = cli.at(forms=forms)
+    first = v2("run", "travel-claim", "--offline", "--subject", "dana", input="")
     assert first.exit_code == 1 and first.stdout == ""  # one message, no chat on a form it cannot continue
     assert f"{instance_id} was started on version 1 of travel-claim" in first.stderr
     assert f"formctl abandon {instance_id} --reason REASON" in first.stderr
-    cli.ok("abandon", instance_id, "--reason", "definition changed", "--forms", str(forms))
-    second = cli.ok("run", "travel-claim", "--offline", "--subject", "dana", "--forms", str(forms), input="").stdout
+    v2.ok("abandon", instance_id, "--reason", "definition changed")
+    second = v2.ok("run", "travel-claim", "--offline", "--subject", "dana", input="").stdout
     assert "Full name?" in second
-    rows = cli.json("instances", "--forms", str(forms))["instances"]
+    rows = v2.json("instances")["instances"]
     assert sorted(r["status"] for r in rows) == ["abandoned", "active"]  # read against the forms given
 
 
