@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from clitools import FORMS
-
 
 def _run(cli: str, lines: list[str], *, form: str = "travel-claim") -> str:
     """``formctl run FORM --offline`` with ``lines`` piped in; the instance id it started."""
@@ -220,12 +218,11 @@ def test_accommodation_and_meals_over_the_total_keep_the_claim_from_being_sent(c
             "total": 700,
         },
     )
-    base = ["--forms", str(FORMS)]
 
-    refused = cli("submit", instance_id, *base)
-    inspected = cli("inspect", instance_id, *base)
-    fixed = cli("fill", instance_id, "accommodation=500", *base, "--json")
-    sent = cli("submit", instance_id, *base)
+    refused = cli("submit", instance_id)
+    inspected = cli("inspect", instance_id)
+    fixed = cli("fill", instance_id, "accommodation=500", "--json")
+    sent = cli("submit", instance_id)
 
     assert refused.exit_code == 1 and refused.stderr.startswith("error: Not ready to send")
     assert "Accommodation and meals come to £900, more than the total claimed (£700)." in inspected.stdout
@@ -248,11 +245,10 @@ def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an
             "total": 100,
         },
     )
-    base = ["--forms", str(FORMS)]
     listed = json.loads(cli("instances", "--status", "ready", "--json").stdout)["instances"]
 
-    first = cli("submit", instance_id, *base, "--json")
-    again = cli("submit", instance_id, *base)
+    first = cli("submit", instance_id, "--json")
+    again = cli("submit", instance_id)
     helped = cli("submit", "--help")
 
     assert [r["instance_id"] for r in listed] == [instance_id]
