@@ -556,14 +556,27 @@ def test_store_check_names_a_corrupt_file_and_exits_1(store, cli):
 
 
 @pytest.mark.e2e
-def test_errors_are_one_line_without_a_traceback_unless_debug(cli, tmp_path):
+def test_errors_are_one_line_without_a_traceback_unless_debug(cli):
+    """Through the console script: --debug after the command's own options, and the traceback is
+    the one Python prints for the error let through."""
     plain = cli.process("inspect", "form_nothere_abcdef")
     assert plain.returncode == 1
     assert plain.stderr == 'error: No form instance "form_nothere_abcdef".\n'
     debug = cli.process("inspect", "form_nothere_abcdef", "--debug")
     assert debug.returncode != 0 and "Traceback" in debug.stderr and "NotFoundError" in debug.stderr
-    env_debug = cli.process("inspect", "form_nothere_abcdef", env={"FORMCTL_DEBUG": "1"})
-    assert "Traceback" in env_debug.stderr
+
+
+def test_formctl_debug_is_read_as_each_command_runs(cli):
+    """In one process (a host running the app, these tests) FORMCTL_DEBUG set for one command lets
+    its error through, and set to 0 for the next, that one's error is one line again
+    (tests/cli/test_debug_one_command.py: the same for --debug)."""
+    from formctl.errors import NotFoundError
+
+    from_env = cli("inspect", "form_nothere_abcdef", env={"FORMCTL_DEBUG": "1"})
+    after = cli("inspect", "form_nothere_abcdef", env={"FORMCTL_DEBUG": "0"})
+
+    assert isinstance(from_env.exception, NotFoundError)
+    assert after.exit_code == 1 and after.stderr == 'error: No form instance "form_nothere_abcdef".\n'
 
 
 def test_an_unexpected_error_is_still_one_line(cli):

@@ -18,7 +18,12 @@ from formctl.cli._lean_typer import LeanCommand as _Command  # noqa: F401  (the 
 __all__ = ["_Command"]  # and the names below, which the commands import by name
 from formctl.cli._lean_typer import LeanGroup
 
-_debug = os.environ.get("FORMCTL_DEBUG", "") not in ("", "0")
+
+def _asked_by_environment() -> bool:
+    return os.environ.get("FORMCTL_DEBUG", "") not in ("", "0")
+
+
+_debug = _asked_by_environment()
 
 
 def debugging() -> bool:
@@ -169,8 +174,10 @@ def _root(
 ) -> None:
     # --debug (or FORMCTL_DEBUG=1) holds for this command only: a host that runs several commands
     # in one process gets the next one's errors as one line again, as a shell's next command does.
+    # FORMCTL_DEBUG is read as the command runs, not only when this module was imported: a host
+    # may set it between two commands.
     was = _debug
-    if debug or _debug:
+    if debug or _debug or _asked_by_environment():
         set_debugging()
     ctx.call_on_close(lambda: set_debugging(was))
     if store is not None:
