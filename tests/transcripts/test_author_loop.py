@@ -178,7 +178,13 @@ def author_project(pytester, tmp_path):
 def _run(pytester, *args: str):
     """pytest on the project, in this process (a child pytest costs a second and a half of start-up
     for nothing more: the form modules are the shipped ones, unchanged, and the plugin is loaded
-    from its entry point either way; the end-to-end child pytest is in the whole-loop test below)."""
+    from its entry point either way; the end-to-end child pytest is in the whole-loop test below).
+
+    hypothesis is imported here first: its pytest plugin imports it at the end of every session,
+    and pytester drops what a run imported, so each run would import (and assert-rewrite) it
+    afresh, a second of CPU each when this file runs alone."""
+    import hypothesis  # noqa: F401
+
     env_forms = os.environ.pop("FORMCTL_FORMS", None)
     try:
         return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", *args)
