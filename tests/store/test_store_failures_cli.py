@@ -80,20 +80,11 @@ def test_run_on_a_read_only_store_stops_before_the_chat_in_one_line(store, cli, 
     assert [p.stem for p in (Path(store) / "instances").glob("*.json")] == [instance_id]
 
 
-def test_run_with_a_store_folder_that_cannot_be_created_stops_in_one_line(tmp_path):
+def test_run_with_a_store_folder_that_cannot_be_created_stops_in_one_line(cli, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
 
-    result = invoke(
-        "run",
-        "travel-claim",
-        "--offline",
-        "--store",
-        str(blocker / "store"),
-        "--forms",
-        str(FORMS),
-        input="Dana Reeve\n",
-    )
+    result = cli.at(store=blocker / "store")("run", "travel-claim", "--offline", input="Dana Reeve\n")
 
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ") and str(blocker) in result.stderr
