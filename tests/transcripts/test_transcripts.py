@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -24,6 +23,8 @@ from formctl.transcripts.format import Transcript, dumps, load, loads
 from formctl.transcripts.record import Recorder
 from formctl.transcripts.replay import replay_file
 from helpers.recording import forms_registry, record
+
+pytest_plugins = ["pytester"]
 
 
 def copy_shipped(tmp_path: Path, name: str) -> Path:
@@ -295,32 +296,21 @@ def test_the_pytest_plugin_and_the_cli_module_import_only_light_modules():
         assert loaded == "", f"{module} imports {loaded}"
 
 
-@pytest.mark.e2e
-def test_pytest_collects_each_transcript_as_a_test_with_the_diff_as_its_failure(tmp_path):
-    ok = copy_shipped(tmp_path, "what_else")
-    broken = copy_shipped(tmp_path, "rejected_then_fixed")
+def test_pytest_collects_each_transcript_as_a_test_with_the_diff_as_its_failure(pytester, monkeypatch):
+    # pytest in this process (the plugin loaded from its entry point all the same); a child
+    # pytest collecting an author's transcripts is the author loop's whole-loop test.
+    ok = copy_shipped(pytester.path, "what_else")
+    broken = copy_shipped(pytester.path, "rejected_then_fixed")
     broken.write_text(broken.read_text().replace('[expect]\nstatus = "active"', '[expect]\nstatus = "complete"'))
-    env = {**os.environ, "FORMCTL_FORMS": str(FORMS)}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--formctl-transcripts",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            str(tmp_path / "transcripts"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
+    monkeypatch.setenv("FORMCTL_FORMS", str(FORMS))
+    out = pytester.runpytest_inprocess(
+        "--formctl-transcripts", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", str(pytester.path / "transcripts")
     )
-    assert out.returncode == 1, out.stdout + out.stderr
-    assert "1 failed, 1 passed" in out.stdout
-    assert "rejected_then_fixed.toml" in out.stdout
-    assert 'status: recorded "complete", now "active"' in out.stdout
+    assert out.ret == 1, out.stdout.str()
+    text = out.stdout.str()
+    assert "1 failed, 1 passed" in text
+    assert "rejected_then_fixed.toml" in text
+    assert 'status: recorded "complete", now "active"' in text
     assert ok.exists()
 
 
