@@ -93,3 +93,19 @@ def test_a_transcript_whose_model_named_the_instance_still_replays(tmp_path):
     assert 'instance_id = "<instance>"' in path.read_text()
     result = replay_file(path, registry=registry)
     assert result.passed, result.diff
+
+
+def test_a_recording_written_turn_by_turn_is_the_file_the_whole_transcript_makes_at_once(tmp_path):
+    """The recorder rewrites its file after every turn, and dumps renders each turn once and keeps
+    it (transcripts/format.py): the file at the end is what rendering the whole document afresh,
+    in one piece, gives."""
+    import tomlkit
+
+    from formctl.transcripts import format as fmt
+
+    written = _record_claim(tmp_path / "a.toml", MemoryAdapter(), "dana")
+    transcript = fmt.load(tmp_path / "a.toml")
+    fmt._RENDERED.clear()
+
+    assert fmt.dumps(transcript) == written
+    assert fmt.DEFAULT_HEADER + tomlkit.dumps(fmt._table(tomlkit.document(), fmt.to_doc(transcript))) == written

@@ -394,12 +394,47 @@ def dumps(t: Transcript, *, header: str | None = None) -> str:
       is one line;
     * any other table is a ``[header]`` of its own, after its table's plain keys.
     """
-    import tomlkit
-
-    return (header or DEFAULT_HEADER) + tomlkit.dumps(_table(tomlkit.document(), to_doc(t)))
+    doc = to_doc(t)
+    # Each [[turns]] entry and each other table is rendered on its own (a blank line before
+    # it, as tomlkit lays out the whole document) and kept: a recorder rewrites its file after
+    # every turn, and rendering every earlier turn again made writing a conversation of n
+    # turns cost n² (two thirds of the CPU of `formctl eval scenarios/ --runs 3`).
+    text = _rendered({key: value for key, value in doc.items() if not _is_table(key, value)})
+    for key, value in doc.items():
+        if _is_table(key, value):
+            for part in [{key: [row]} for row in value] if isinstance(value, list) else [{key: value}]:
+                text += "\n" + _rendered(part)
+    return (header or DEFAULT_HEADER) + text
 
 
 _INLINE_KEYS = ("input", "args", "usage")
+_RENDERED: dict[str, str] = {}  # repr of a part of a document → its TOML (see dumps)
+
+
+def _rendered(part: dict[str, Any]) -> str:
+    """``part`` as tomlkit writes it, from :data:`_RENDERED` when the same part was written before.
+    The key is the part's ``repr``: its keys in order and its values with their types."""
+    import tomlkit
+
+    key = repr(part)
+    text = _RENDERED.get(key)
+    if text is None:
+        if len(_RENDERED) >= 2048:  # a long-lived process (eval, a host) never holds more
+            _RENDERED.clear()
+        text = _RENDERED[key] = tomlkit.dumps(_table(tomlkit.document(), part))
+    return text
+
+
+def _is_table(key: str, value: Any) -> bool:
+    """Whether ``value`` is written as a ``[header]`` table (or ``[[header]]`` tables) of its own."""
+    if isinstance(value, dict):
+        return key not in _INLINE_KEYS
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+# The control characters a literal string cannot hold: all below 32 but tab and newline, and DEL.
+# (One search, not a test per character: a recorder rewrites its file after every turn.)
+_NO_LITERAL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _table(table: Any, data: dict[str, Any]) -> Any:
@@ -408,9 +443,9 @@ def _table(table: Any, data: dict[str, Any]) -> Any:
 
     later = []
     for key, value in data.items():
-        if isinstance(value, dict) and key not in _INLINE_KEYS:
+        if isinstance(value, dict) and _is_table(key, value):
             later.append((key, _table(tomlkit.table(), value)))
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        elif _is_table(key, value):
             rows = tomlkit.aot()
             for row in value:
                 rows.append(_table(tomlkit.table(), row))
@@ -453,7 +488,7 @@ def _can_be_literal(text: str) -> bool:
     """
     if '"' not in text and "\n" not in text and "\\" not in text:
         return False
-    if any(ord(ch) < 32 and ch not in "\n\t" or ord(ch) == 127 for ch in text):
+    if _NO_LITERAL.search(text):
         return False
     if "\n" in text:
         return "'''" not in text and not text.endswith("'") and not text.startswith(("\n", "\r"))
