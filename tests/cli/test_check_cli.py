@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clitools import FORMS, invoke
+from clitools import FORMS
 
 # --------------------------------------------------------------------------- a form module that fails to import
 
@@ -26,7 +26,7 @@ def _broken_forms(tmp_path: Path) -> Path:
 def test_run_of_a_form_whose_module_raises_names_the_module(tmp_path, cli):
     forms = _broken_forms(tmp_path)
 
-    result = cli("run", "qa-boom", "--offline", "--forms", str(forms), input="hi\n")
+    result = cli.at(forms=forms)("run", "qa-boom", "--offline", input="hi\n")
 
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
@@ -34,17 +34,17 @@ def test_run_of_a_form_whose_module_raises_names_the_module(tmp_path, cli):
     assert "RuntimeError" in result.stderr
 
 
-def test_check_of_a_form_whose_module_raises_names_the_module(tmp_path):
+def test_check_of_a_form_whose_module_raises_names_the_module(tmp_path, cli):
     forms = _broken_forms(tmp_path)
 
-    result = invoke("check", "qa-boom", "--forms", str(forms))
+    result = cli.at(forms=forms)("check", "qa-boom")
 
     assert result.exit_code == 1
     assert '"qa_boom"' in result.stderr and "kaboom at import" in result.stderr
 
 
-def test_check_marks_gated_steps():
-    result = invoke("check", "travel-claim", "--forms", str(FORMS))
+def test_check_marks_gated_steps(cli):
+    result = cli("check", "travel-claim")
 
     assert result.exit_code == 0
     assert "Travel (travel) — how they travelled, mileage or ticket  [gated]" in result.stdout
@@ -62,7 +62,7 @@ def _forms_with(tmp_path: Path, name: str, body: str) -> Path:
     return forms
 
 
-def test_check_fails_a_field_type_pydantic_cannot_validate(tmp_path):
+def test_check_fails_a_field_type_pydantic_cannot_validate(tmp_path, cli):
     forms = _forms_with(
         tmp_path,
         "qa_thing",
@@ -73,7 +73,7 @@ def test_check_fails_a_field_type_pydantic_cannot_validate(tmp_path):
         ),
     )
 
-    result = invoke("check", "qa-thing", "--forms", str(forms))
+    result = cli.at(forms=forms)("check", "qa-thing")
 
     assert result.exit_code == 1
     assert result.stderr.startswith("error: qa-thing: ") and "Thing" in result.stderr and '"x"' in result.stderr
@@ -93,27 +93,27 @@ def test_check_fails_a_gate_that_throws_on_a_new_form(tmp_path, cli):
         ),
     )
 
-    result = cli("check", "qa-gate", "--forms", str(forms))
+    result = cli.at(forms=forms)("check", "qa-gate")
 
     assert result.exit_code == 1
     assert "nosuch" in result.stderr
-    as_json = cli("check", "qa-gate", "--json", "--forms", str(forms))
+    as_json = cli.at(forms=forms)("check", "qa-gate", "--json")
     assert as_json.exit_code == 1 and '"ok": false' in as_json.stdout
 
 
-def test_check_still_passes_the_example_forms():
+def test_check_still_passes_the_example_forms(cli):
     for form in ("travel-claim", "client-intake"):
-        result = invoke("check", form, "--forms", str(FORMS))
+        result = cli("check", form)
         assert result.exit_code == 0, result.stderr
 
 
 @pytest.mark.parametrize("spec", ["travel_claim:", ":travel_claim", "travel_claim"])
-def test_a_registry_module_spec_without_both_halves_is_named_as_such(tmp_path, spec):
+def test_a_registry_module_spec_without_both_halves_is_named_as_such(tmp_path, cli, spec):
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
     (forms / "registry.toml").write_text(f'[forms.travel-claim]\nname = "T"\nmodule = "{spec}"\n')
 
-    result = invoke("check", "travel-claim", "--forms", str(forms))
+    result = cli.at(forms=forms)("check", "travel-claim")
 
     assert result.exit_code == 1
     assert 'needs module = "module:attribute"' in result.stderr

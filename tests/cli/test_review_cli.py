@@ -38,17 +38,17 @@ def test_undo_after_a_refused_staff_id_does_what_inspect_said_it_would(cli):
 
 
 def test_a_scaffolded_form_offers_its_optional_notes_reads_back_and_sends_only_on_yes(tmp_path, cli):
-    forms = tmp_path / "forms"
-    assert cli("new", "demo", "--forms", str(forms)).exit_code == 0
-    args = ["--offline", "--subject", "dana", "--forms", str(forms)]
+    demo = cli.at(forms=tmp_path / "forms")
+    assert demo("new", "demo").exit_code == 0
+    args = ["--offline", "--subject", "dana"]
 
-    first = cli("run", "demo", *args, input="Dana Reeve\ndana@example.org\nquestion\n")
+    first = demo("run", "demo", *args, input="Dana Reeve\ndana@example.org\nquestion\n")
     listed = json.loads(cli("instances", "--json").stdout)["instances"]
 
     assert 'Notes? Anything else they want to add. Optional: say "skip" to leave it out.' in first.stdout
     assert [r["status"] for r in listed] == ["ready"]  # every required answer is in, but nothing is sent
 
-    second = cli("run", "demo", *args, input="Please call after 5pm\nyes\n")
+    second = demo("run", "demo", *args, input="Please call after 5pm\nyes\n")
     (row,) = json.loads(cli("instances", "--json").stdout)["instances"]
 
     assert "Before I send it, please check your answers:" in second.stdout
