@@ -208,6 +208,37 @@ def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_i
 # --------------------------------------------------------------------------- live updates
 
 
+def test_a_watcher_hears_only_its_own_store_not_another_schema_of_the_same_database(pg_server, pg_dsn):
+    import uuid
+
+    from pg_server import with_options
+
+    other_schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {other_schema}")
+    other = PostgresAdapter(with_options(pg_server.dsn, f"-csearch_path={other_schema}"))
+    ours = PostgresAdapter(pg_dsn)
+    mine = ours.create_instance("travel", 1, "alice", prov())
+    theirs = other.create_instance("travel", 1, "bob", prov())
+    watcher = ours.watch()
+    try:
+        watcher.wait(0.2)  # listening now
+        fill(other, theirs, "name", "Bo")
+        fill(ours, mine, "name", "Ada")
+        heard: set[str] = set()
+        while (more := watcher.wait(2)) and mine.id not in heard:
+            heard |= more
+        heard |= watcher.wait(0.3) or set()
+        assert mine.id in heard
+        assert theirs.id not in heard  # the other team's write, on the same channel, is not ours
+    finally:
+        watcher.close()
+        ours.close()
+        other.close()
+        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {other_schema} CASCADE")
+
+
 def test_a_commit_wakes_a_watcher_and_a_refused_one_does_not(pg_dsn):
     writer = PostgresAdapter(pg_dsn)
     inst = writer.create_instance("travel", 1, "alice", prov())

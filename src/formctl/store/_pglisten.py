@@ -20,6 +20,11 @@ class Watcher:
     ``wait(timeout)`` returns the ids of the instances written since the last call (waiting
     up to ``timeout`` seconds for the first), or None when the server cannot be reached just
     now (the caller falls back on polling; the watcher reconnects on the next call).
+
+    The channel is the database's, not the store's: two stores in two schemas of one database
+    (two teams, or the tests' schema per test) hear each other's writes on it. So the ids heard
+    are kept only when this store holds them (one indexed read on the listening connection, in
+    autocommit, so no transaction stays open to hold back later notifications).
     """
 
     def __init__(self, connect: Callable[[], Any]) -> None:
@@ -42,7 +47,10 @@ class Watcher:
                 changed.add(note.payload.split(" ", 1)[0])
             for note in conn.notifies(timeout=0):  # whatever else arrived meanwhile
                 changed.add(note.payload.split(" ", 1)[0])
-            return changed
+            if not changed:
+                return changed
+            ours = conn.execute("SELECT id FROM formctl_instances WHERE id = ANY(%s)", (sorted(changed),))
+            return {row[0] for row in ours.fetchall()}
         except (StoreError, psycopg.Error):
             self.close()
             return None
