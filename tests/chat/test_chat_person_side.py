@@ -42,8 +42,12 @@ def values(cli: Cli, instance_id) -> dict:
 
 @pytest.fixture(autouse=True)
 def _a_person_may_type(monkeypatch: pytest.MonkeyPatch) -> None:
-    """typer's runner takes a str or bytes as stdin; a :class:`Person` is handed over as it is."""
-    given = typer.testing.make_input_stream
+    """typer's own runner (typer 0.22 and later) takes only a str or bytes as stdin; a
+    :class:`Person` is handed over as it is. Before that typer used click's runner, which takes a
+    binary stream already (a :class:`Person` reads as one)."""
+    given = getattr(typer.testing, "make_input_stream", None)
+    if given is None:
+        return
 
     def make_input_stream(input, charset):  # noqa: A002 (typer's name)
         return input if isinstance(input, Person) else given(input, charset)
@@ -69,6 +73,11 @@ class Person(io.BufferedIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size == 0:
+            return b""  # how click's runner tells a binary stream
+        raise io.UnsupportedOperation("a Person is read line by line")
 
     def __iter__(self) -> Iterator[bytes]:
         while True:
