@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -123,7 +124,22 @@ class Cli:
 def formctl_child(*args: str, env: dict[str, str] | None = None, **popen: Any) -> subprocess.Popen[Any]:
     """The real console entry point started in a child process that the test drives itself (writes
     its stdin line by line, signals it, hands it bytes), with the environment :func:`formctl`
-    gives; ``popen``: :class:`subprocess.Popen`'s own arguments (``stdin=subprocess.PIPE``, ...)."""
+    gives and Ctrl-C at its default (:func:`ctrl_c_at_default`); ``popen``:
+    :class:`subprocess.Popen`'s own arguments (``stdin=subprocess.PIPE``, ``cwd``, ...)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     full_env.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", "formctl.cli.app", *args], env=full_env, cwd=ROOT, **popen)
+    popen.setdefault("cwd", ROOT)
+    popen.setdefault("preexec_fn", ctrl_c_at_default)
+    return subprocess.Popen([sys.executable, "-m", "formctl.cli.app", *args], env=full_env, **popen)
+
+
+def ctrl_c_at_default() -> None:
+    """SIGINT back at its default, in a child between its fork and its exec (``preexec_fn`` of
+    :class:`subprocess.Popen` and ``pexpect.spawn``): for every child a test sends Ctrl-C to.
+
+    An ignored signal stays ignored across exec, and a shell that starts a command in the
+    background without job control (``pytest ... &`` in a script, ``nohup``) starts it with SIGINT
+    ignored. A Python child that starts with SIGINT ignored installs no KeyboardInterrupt handler
+    and never sees the test's Ctrl-C, so every Ctrl-C test would fail in such a run. (Popen's
+    ``restore_signals`` restores only SIGPIPE, SIGXFZ and SIGXFSZ.)"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -21,6 +21,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
+from clitools import ctrl_c_at_default  # noqa: E402
 from fixture_project import ROOT  # noqa: E402  (the example project, never ./forms)
 from helpers.terminal import Terminal  # noqa: E402
 
@@ -82,6 +83,7 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         encoding="utf-8",
         timeout=TIMEOUT,
         use_poll=True,
+        preexec_fn=ctrl_c_at_default,  # the test's Ctrl-C reaches it however pytest was started
     )
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)

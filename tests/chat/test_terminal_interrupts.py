@@ -26,6 +26,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
+from clitools import ctrl_c_at_default  # noqa: E402
 from fixture_project import FORMS, ROOT  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here runs formctl in a pseudo-terminal
@@ -49,6 +50,7 @@ def _spawn(cli, **env: str) -> pexpect.spawn:
         encoding="utf-8",
         timeout=60,
         use_poll=True,
+        preexec_fn=ctrl_c_at_default,  # the Ctrl-C test's interrupt reaches it however pytest was started
     )
     child.logfile_read = open(Path(cli.store).parent / "terminal.log", "w", encoding="utf-8")
     return child

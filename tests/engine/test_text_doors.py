@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from clitools import formctl_child, start
+from clitools import ctrl_c_at_default, formctl_child, start
 from fixture_project import FORMS  # noqa: E402
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.tools import FormTools
@@ -231,7 +231,9 @@ def test_ctrl_c_during_start_up_exits_130_with_no_traceback():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", STARTING], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", STARTING], capture_output=True, text=True, timeout=60, preexec_fn=ctrl_c_at_default
+    )
     assert done.returncode == 130, done
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr
     assert "still running" not in done.stdout
@@ -242,7 +244,9 @@ def test_once_the_command_runs_ctrl_c_is_its_own_again():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", HANDED_BACK], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", HANDED_BACK], capture_output=True, text=True, timeout=60, preexec_fn=ctrl_c_at_default
+    )
     assert done.stdout.strip().endswith("True"), done
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clitools import ctrl_c_at_default
 from fixture_project import FORMS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -181,6 +182,7 @@ def test_ctrl_c_reports_the_runs_that_finished(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=ctrl_c_at_default,
     )
     deadline = time.monotonic() + 60
     while not list(runs.rglob("guided-2.toml")) and time.monotonic() < deadline:  # a run or two finished

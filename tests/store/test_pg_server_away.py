@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from clitools import ctrl_c_at_default
 from fixture_project import FORMS
 from formctl.errors import StoreError
 from formctl.forms.instance import Provenance, now_iso
@@ -51,6 +52,7 @@ def _chat(server, tmp_path, patience: str):
         bufsize=1,
         env=env,
         cwd=tmp_path,
+        preexec_fn=ctrl_c_at_default,
     )
     out: queue.Queue = queue.Queue()
     threading.Thread(target=_reader, args=(chat.stdout, out), daemon=True).start()

@@ -17,6 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from clitools import ctrl_c_at_default
 from formctl import JsonFileAdapter
 from formctl.forms.instance import Provenance, now_iso
 
@@ -59,6 +60,7 @@ def _interrupt_part_way(args: list[str], copied: callable) -> subprocess.Complet
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=ctrl_c_at_default,
     )
     deadline = time.monotonic() + 120
     while copied() == 0 and child.poll() is None and time.monotonic() < deadline:
