@@ -84,45 +84,53 @@ def _named_status(target: ast.AST) -> bool:
 
 def bare_status_lines(source: str, words: frozenset[str] = WORDS) -> list[int]:
     """The lines of ``source`` that use one of ``words`` as a status (see the module docstring)."""
-    lines: set[int] = set()
-    for node in ast.walk(ast.parse(source)):
-        found: list[ast.expr] = []
-        if isinstance(node, ast.Compare):
-            for operand in (node.left, *node.comparators):
-                found += _words_in(operand, words)
-        elif isinstance(node, ast.MatchValue):
-            found += _words_in(node.value, words)
-        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            if len(node.elts) >= 2 and all(_is_word(e, words) for e in node.elts):
-                found += node.elts
-        elif isinstance(node, ast.keyword):
-            if node.arg is not None and _says_status(node.arg) and _is_word(node.value, words):
-                found.append(node.value)
-        elif isinstance(node, ast.arguments):
-            positional = [*node.posonlyargs, *node.args]
-            pairs = [
-                *zip(positional[len(positional) - len(node.defaults) :], node.defaults),
-                *zip(node.kwonlyargs, node.kw_defaults),
-            ]
-            found += [d for a, d in pairs if d is not None and _says_status(a.arg) and _is_word(d, words)]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if node.value is not None and _is_word(node.value, words) and any(_named_status(t) for t in targets):
-                found.append(node.value)
-        elif isinstance(node, ast.Dict):
-            keys = [k for k in node.keys if k is not None and _is_word(k, words)]
-            if len(keys) >= 3:
-                found += keys
-            found += [
-                v
-                for k, v in zip(node.keys, node.values)
-                if isinstance(k, ast.Constant)
-                and isinstance(k.value, str)
-                and _says_status(k.value)
-                and _is_word(v, words)
-            ]
-        lines.update(n.lineno for n in found)
-    return sorted(lines)
+    return _bare_status_lines(ast.parse(source), [words])[0]
+
+
+def _bare_status_lines(tree: ast.AST, vocabularies: list[frozenset[str]]) -> list[list[int]]:
+    """For each set of words, the lines of ``tree`` that use one of them as a status: one walk
+    over the tree for all of them (parsing every module is most of this test's time)."""
+    lines: list[set[int]] = [set() for _ in vocabularies]
+    for node in ast.walk(tree):
+        for words, found_lines in zip(vocabularies, lines):
+            found_lines.update(n.lineno for n in _said_as_status(node, words))
+    return [sorted(found) for found in lines]
+
+
+def _said_as_status(node: ast.AST, words: frozenset[str]) -> list[ast.expr]:
+    found: list[ast.expr] = []
+    if isinstance(node, ast.Compare):
+        for operand in (node.left, *node.comparators):
+            found += _words_in(operand, words)
+    elif isinstance(node, ast.MatchValue):
+        found += _words_in(node.value, words)
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        if len(node.elts) >= 2 and all(_is_word(e, words) for e in node.elts):
+            found += node.elts
+    elif isinstance(node, ast.keyword):
+        if node.arg is not None and _says_status(node.arg) and _is_word(node.value, words):
+            found.append(node.value)
+    elif isinstance(node, ast.arguments):
+        positional = [*node.posonlyargs, *node.args]
+        pairs = [
+            *zip(positional[len(positional) - len(node.defaults) :], node.defaults),
+            *zip(node.kwonlyargs, node.kw_defaults),
+        ]
+        found += [d for a, d in pairs if d is not None and _says_status(a.arg) and _is_word(d, words)]
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if node.value is not None and _is_word(node.value, words) and any(_named_status(t) for t in targets):
+            found.append(node.value)
+    elif isinstance(node, ast.Dict):
+        keys = [k for k in node.keys if k is not None and _is_word(k, words)]
+        if len(keys) >= 3:
+            found += keys
+        found += [
+            v
+            for k, v in zip(node.keys, node.values)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str) and _says_status(k.value) and _is_word(v, words)
+        ]
+    return found
 
 
 @functools.cache
@@ -131,11 +139,9 @@ def _scan() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        source = path.read_text(encoding="utf-8")
-        for what, words, home, ask in VOCABULARIES:
-            if rel in home:
-                continue
-            lines = bare_status_lines(source, words)
+        asked = [(what, words, ask) for what, words, home, ask in VOCABULARIES if rel not in home]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for (what, _, ask), lines in zip(asked, _bare_status_lines(tree, [words for _, words, _ in asked])):
             if lines:
                 found.setdefault(rel, []).append(f"{what} on line(s) {lines} (ask {ask})")
     return found
