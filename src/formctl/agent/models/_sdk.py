@@ -11,9 +11,20 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
+from importlib import import_module
 from typing import Any
 
-__all__ = ["is_malformed", "is_transport_error", "quiet_debug_logs", "scrub", "sendable", "tail", "trust_env"]
+__all__ = [
+    "is_malformed",
+    "is_transport_error",
+    "quiet_debug_logs",
+    "scrub",
+    "sendable",
+    "ssl_context",
+    "tail",
+    "trust_env",
+]
 
 # A surrogate code point on its own (a str holds a valid pair as one code point): UTF-8 cannot
 # encode it, and both SDKs send the body as UTF-8, so one lone surrogate anywhere in the history
@@ -46,6 +57,43 @@ def trust_env() -> bool:
     opts in.
     """
     return os.environ.get("FORMCTL_TRUST_ENV", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_contexts: dict[tuple[Any, ...], Any] = {}
+_contexts_lock = threading.Lock()
+
+
+def ssl_context(client_class: type, trust_env: bool) -> Any:
+    """The TLS context an SDK client (``client_class``: ``anthropic.DefaultHttpxClient``,
+    ``openai.DefaultHttpxClient``) would build for itself, built once per process and shared.
+
+    Left to itself, every client builds its own default context, and reading the trusted
+    certificates into it (``load_verify_locations``) costs ~20 ms: paid again for every model
+    a host makes, and by every ``formctl run`` before its first turn. Here the context comes
+    from the SDK's own HTTP library (httpx2, or httpx for older SDKs), by its own
+    ``create_ssl_context(verify=True, trust_env=...)``, so it trusts exactly what the client
+    would have: the same bundle or system store, and ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when
+    ``trust_env`` lets the library read them (their values are part of the cache key, so
+    changing one builds a new context). The client is then given it as ``verify=``. Sharing one
+    context between clients is what the HTTP libraries recommend; verification and hostname
+    checks stay on. None when the library cannot be found: the client then builds its own.
+    """
+    library = next(
+        (b.__module__.split(".")[0] for b in client_class.__mro__ if b.__module__.split(".")[0] in ("httpx2", "httpx")),
+        None,
+    )
+    if library is None:
+        return None
+    env = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")) if trust_env else ()
+    key = (library, trust_env, *env)
+    with _contexts_lock:
+        context = _contexts.get(key)
+        if context is None:
+            create = getattr(import_module(library), "create_ssl_context", None)
+            if create is None:
+                return None
+            context = _contexts[key] = create(verify=True, trust_env=trust_env)
+        return context
 
 
 def quiet_debug_logs(variable: str, sdk_logger: str) -> None:

@@ -43,7 +43,7 @@ from typing import Any
 
 from formctl.agent.models._sdk import is_malformed as _is_malformed
 from formctl.agent.models._sdk import is_transport_error as _is_transport_error
-from formctl.agent.models._sdk import quiet_debug_logs, scrub, sendable
+from formctl.agent.models._sdk import quiet_debug_logs, scrub, sendable, ssl_context
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models._sdk import trust_env as _trust_env
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
@@ -162,12 +162,17 @@ class AnthropicModel:
             # ours to send, and an omitted default header is the SDK's own way to drop one.
             options["default_headers"] = {name: anthropic.Omit() for name in custom}
         try:
+            trust = _trust_env()
+            network: dict[str, Any] = {"trust_env": trust, "timeout": self.timeout}
+            context = ssl_context(anthropic.DefaultHttpxClient, trust)  # one per process (see _sdk.py)
+            if context is not None:
+                network["verify"] = context
             client = anthropic.Anthropic(
                 api_key=self.__api_key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=anthropic.DefaultHttpxClient(trust_env=_trust_env(), timeout=self.timeout),
+                http_client=anthropic.DefaultHttpxClient(**network),
                 **options,
             )
         except Exception as exc:

@@ -58,6 +58,7 @@ from formctl.agent.models._sdk import (
     quiet_debug_logs,
     scrub,
     sendable,
+    ssl_context,
     tail,
     trust_env,
 )
@@ -189,12 +190,17 @@ class OpenAIChatModel:
             ) from None
         quiet_debug_logs("OPENAI_LOG", "openai")
         try:
+            trust = trust_env()
+            network: dict[str, Any] = {"trust_env": trust, "timeout": self.timeout}
+            context = ssl_context(openai.DefaultHttpxClient, trust)  # one per process (see _sdk.py)
+            if context is not None:
+                network["verify"] = context
             client = openai.OpenAI(
                 api_key=self.__api_key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=openai.DefaultHttpxClient(trust_env=trust_env(), timeout=self.timeout),
+                http_client=openai.DefaultHttpxClient(**network),
             )
         except Exception as exc:
             raise ModelError(self._scrub(f"Could not set up the OpenAI client: {exc}")) from None
