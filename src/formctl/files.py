@@ -12,7 +12,6 @@ primitives (``formctl.store._durable``), which it needs to inject faults between
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 __all__ = ["replace_text"]
@@ -29,7 +28,7 @@ def replace_text(path: str | os.PathLike[str], text: str, *, private: bool = Fal
     removed and the old file is left as it was.
     """
     target = Path(path)
-    temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    temp = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")  # secrets.token_hex(4), without its imports
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

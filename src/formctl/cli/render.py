@@ -15,13 +15,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from formctl.forms.instance import Status
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 _STATUS_STYLE: dict[str, str] = {
     # a field's status
@@ -37,6 +39,15 @@ _STATUS_STYLE: dict[str, str] = {
     Status.ABANDONED: "dim",
     Status.STALE: "red",
 }
+
+
+def _table(**options: Any) -> Table:
+    """A rich ``Table``. rich.table is imported with the first table drawn, not with this module:
+    it brings in ``fractions`` and ``decimal`` (~10 ms), and the chat, which prints through this
+    module on every turn, draws none until a ``/status`` or ``/history``."""
+    from rich.table import Table
+
+    return Table(**options)
 
 
 PIPE_WIDTH = 200
@@ -98,7 +109,7 @@ def view_header(view: Any) -> Text:
 
 
 def _fields_table(rows: Iterable[Any], *, title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("field", no_wrap=True)
     table.add_column("label")
     table.add_column("type", style="cyan")
@@ -131,7 +142,7 @@ def print_view(view: Any, out: Console | None = None) -> None:
     out = out or console()
     out.print(view_header(view))
     if view.scope == "outline" and view.steps is not None:
-        steps = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        steps = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for name in ("#", "step", "title", "collects", "progress", "state"):
             steps.add_column(name)
         for s in view.steps:
@@ -205,7 +216,9 @@ def print_check(compiled: Any, out: Console | None = None) -> None:
             title += f" — {step.preview}"
         if step.when is not None:
             title += "  [gated]"
-        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+        table = _table(
+            title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold"
+        )
         for name in ("field", "label", "type", "req", "notes"):
             table.add_column(name)
         for f in step.fields:
@@ -271,7 +284,7 @@ def print_histories(histories: list[dict[str, Any]], out: Console | None = None)
     if not histories:
         out.print(Text("no answers yet", style="dim"))
     for h in histories:
-        table = Table(
+        table = _table(
             title=f"{h['label']} ({h['field']})",
             title_justify="left",
             show_edge=False,
@@ -398,7 +411,7 @@ def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) ->
         return
     out = out or console()
     out.print(Text("checkpoint decisions", style="bold"))
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for name in ("checkpoint", "decision", "by", "at", "on", "reason"):
         table.add_column(name)
     for r in rows:
@@ -417,7 +430,7 @@ def print_acts(rows: list[dict[str, Any]], out: Console | None = None) -> None:
         return
     out = out or console()
     out.print(Text("acts", style="bold"))
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for name in ("act", "by", "at", "what", "reason"):
         table.add_column(name)
     for r in rows:
@@ -435,7 +448,7 @@ def print_failed_runs(rows: list[dict[str, Any]], out: Console | None = None) ->
         return
     out = out or console()
     out.print(Text("executor runs that failed", style="bold"))
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for name in ("hook", "at", "attempt", "said", "fault"):
         table.add_column(name)
     for r in rows:
@@ -450,7 +463,7 @@ def print_instances(rows: list[dict[str, Any]], out: Console | None = None) -> N
     if not rows:
         out.print(Text("no instances", style="dim"))
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for name in ("id", "form", "subject", "status", "answered", "updated"):
         table.add_column(name, no_wrap=name in ("id", "updated"))
     for r in rows:
@@ -468,7 +481,7 @@ def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | No
     head.append(f"  {data['instance_id']}  {data['subject']}  ", style="dim")
     head.append_text(_status(data["status"]))
     out.print(head)
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for name in ("field", "label", "value"):
         table.add_column(name)
     for key, value in data["values"].items():
@@ -478,7 +491,7 @@ def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | No
         # A heading line, not the table's title: a title wraps to the table's width, which
         # split this one over two lines when the values were short.
         out.print(Text("held (not applicable now, kept)", style="bold"))
-        held = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        held = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for name in ("field", "label", "value"):
             held.add_column(name)
         for key, value in data["held"].items():

@@ -10,9 +10,7 @@ closing commit; an effect naming what the form does not have fails the hook inst
 from __future__ import annotations
 
 import inspect
-import logging
 import os
-import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,9 +34,9 @@ from formctl.forms.instance import (
 )
 from formctl.forms.validate import json_data, size_issue
 
-_OWNER = f"{socket.gethostname()}:{os.getpid()}"
-
-_log = logging.getLogger("formctl.executors")
+# Worked out on first use, as is the logger: ``socket`` and ``logging`` cost ~5 ms each to
+# import, and most commands (``inspect``, ``history``, a chat turn with no executor) need neither.
+_OWNER = ""
 
 
 def owner() -> str:
@@ -46,8 +44,17 @@ def owner() -> str:
     global _OWNER
     pid = os.getpid()
     if not _OWNER.endswith(f":{pid}"):
+        import socket
+
         _OWNER = f"{socket.gethostname()}:{pid}"
     return _OWNER
+
+
+def _log(message: str, *args: Any, exc_info: BaseException | None = None) -> None:
+    """``logging.getLogger("formctl.executors").info(...)``: a host sees executor faults at INFO."""
+    import logging
+
+    logging.getLogger("formctl.executors").info(message, *args, exc_info=exc_info, stacklevel=2)
 
 
 @dataclass(slots=True)
@@ -169,7 +176,7 @@ class Dispatcher:
             detail = check_effects(compiled, items)
             if detail is not None:
                 error = COULD_NOT_CHECK
-                _log.info("%s (%s) broke the executor contract: %s", hook.hook_id, key, detail)
+                _log("%s (%s) broke the executor contract: %s", hook.hook_id, key, detail)
         at = self.clock()
         if error is not None:
             failures.append(Failure(hook.hook_id, error, at))
@@ -204,7 +211,7 @@ def call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str |
             result = _run_awaitable(result)
     except Exception as exc:
         detail = fault_text(exc)
-        _log.info("%s (%s) raised: %s", ctx.hook_id, ctx.idempotency_key, detail, exc_info=exc)
+        _log("%s (%s) raised: %s", ctx.hook_id, ctx.idempotency_key, detail, exc_info=exc)
         return COULD_NOT_CHECK, [], detail
     if result is None or result is False:
         return None, [], None
@@ -215,7 +222,7 @@ def call_executor(fn: Callable[[Any], Any], ctx: ExecutorContext) -> tuple[str |
                 f"Executor returned {type(item).__name__} {item!r:.60}, not an effect "
                 "(Patch, Fail, Jump, Complete or Terminate)."
             )
-            _log.info("%s (%s): %s", ctx.hook_id, ctx.idempotency_key, detail)
+            _log("%s (%s): %s", ctx.hook_id, ctx.idempotency_key, detail)
             return COULD_NOT_CHECK, [], detail
     for item in items:
         if isinstance(item, Fail):
@@ -306,6 +313,8 @@ def _run_awaitable(awaitable: Any) -> Any:
 def owner_alive(owner: str | None) -> bool:
     if not owner or ":" not in owner:
         return False
+    import socket
+
     host, _, pid_text = owner.rpartition(":")
     if host != socket.gethostname():
         return True  # another machine's process: we cannot tell, so we do not steal its work

@@ -7,7 +7,6 @@ every store keeps the same thing and a snapshot read back is detached from stora
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -84,6 +83,8 @@ class GoalScope:
     @property
     def id(self) -> str:
         """A file- and key-safe id of the exact tuple (the stores' primary key)."""
+        import hashlib  # here: the reads that never name a scope need not load OpenSSL
+
         text = json.dumps([self.subject, self.key, self.agent], ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 import time
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -21,6 +20,8 @@ def _base36(n: int) -> str:
 
 def new_instance_id() -> str:
     """``form_<ms since epoch, base 36>_<6 random base-36 chars>``: sortable by creation, unique across processes."""
+    import secrets  # here, not at the top: the commands that only read never make an id
+
     stamp = _base36(time.time_ns() // 1_000_000)
     tail = "".join(secrets.choice(_ALPHABET) for _ in range(6))
     return f"form_{stamp}_{tail}"
