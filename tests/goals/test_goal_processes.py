@@ -63,6 +63,7 @@ elif mode == "resume":
     print(json.dumps([[o.kind, o.goal, o.status] for o in runner.resume_hooks()]))
 elif mode.startswith("items:"):
     keys = mode.split(":", 1)[1].split(",")
+    print("ready", flush=True)
     while not os.path.exists(os.path.join(folder, "go")):
         time.sleep(0.005)
     for key in keys:
@@ -143,7 +144,8 @@ def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_
     adapter = adapter_for(durable_store)
     GoalRunner(adapter, scope=scope, actor="host").start(program)
     procs = [worker(durable_store, "items:" + ",".join(keys[n::4]), folder) for n in range(4)]
-    time.sleep(0.5)
+    for proc in procs:  # every one set up and watching for the go
+        assert proc.stdout.readline().strip() == "ready", proc.communicate()
     (folder / "go").touch()
     for proc in procs:
         out, err = proc.communicate(timeout=120)

@@ -11,10 +11,7 @@ two commits at the same version.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -24,8 +21,10 @@ pytestmark = pytest.mark.durable
 
 HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 WORKERS = 4
+WORKER_NUMBERS = ",".join(str(w) for w in range(WORKERS))
 FILLS = 200
 
+from helpers.forked import race_beside_busy_cpus  # noqa: E402
 from helpers.race_form import open_adapter  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
@@ -44,40 +43,10 @@ def test_four_processes_filling_one_instance_lose_no_revision(store):
     instance = setup.create_instance("race", 1, "race", Provenance("test", "setup", now_iso()))
     start_version = instance.version
 
-    # A machine busy with other work: as many spinning processes as there are CPUs.
-    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                os.path.join(HELPERS, "store_concurrency_child.py"),
-                store,
-                instance.id,
-                str(w),
-                str(FILLS),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(WORKERS)
-    ]
-    try:
-        for worker in workers:
-            assert worker.stdout.readline().strip() == "ready"
-        for worker in workers:  # all start together
-            worker.stdin.write("go\n")
-            worker.stdin.flush()
-        summaries = []
-        for worker in workers:
-            out, _ = worker.communicate(timeout=300)
-            assert worker.returncode == 0, out
-            summaries.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for process in workers + load:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+    # Beside a machine busy with other work: as many spinning processes as there are CPUs.
+    summaries = race_beside_busy_cpus(
+        [os.path.join(HELPERS, "store_concurrency_child.py"), store, instance.id, WORKER_NUMBERS, str(FILLS)], WORKERS
+    )
 
     total = WORKERS * FILLS
     # Exactly one version per commit: every acknowledged version is distinct, and together
@@ -101,5 +70,5 @@ def test_four_processes_filling_one_instance_lose_no_revision(store):
     for s in summaries:
         assert s["attempts"] == FILLS
         assert s["adapter_conflicts"] == 0 and s["runner_conflict_retries"] == 0
-    print(f"{total} fills by {WORKERS} processes beside {len(load)} CPU-bound ones; no conflict")
+    print(f"{total} fills by {WORKERS} processes beside {os.cpu_count() or 2} CPU-bound ones; no conflict")
     assert open_adapter(store).check().ok

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -20,21 +22,54 @@ import pytest
 from clitools import ctrl_c_at_default
 from formctl import JsonFileAdapter
 from formctl.forms.instance import Provenance, now_iso
+from formctl.store import _durable
 
 pytestmark = pytest.mark.e2e
 
 MANY = 2400  # twelve batches of 200: the copy takes long enough to be interrupted part way
 
 
-def _folder_with_many(folder: Path) -> list[str]:
-    adapter = JsonFileAdapter(folder)
-    try:
-        return [
-            adapter.create_instance("travel-claim", 1, f"person-{n % 40}", Provenance("test", "host", now_iso())).id
-            for n in range(MANY)
-        ]
-    finally:
-        adapter.close()
+@pytest.fixture(scope="session")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A JSON store folder holding MANY instances, built once per run and only ever read (both
+    tests copy *from* it): building it costs two CPU-seconds, and what it holds is the set-up,
+    not what is tested. The xdist workers of one run share it (the first builds it, under a
+    lock); :func:`source` checks that no test changed it."""
+    import fcntl
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    run = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.getbasetemp()
+    folder = run / "copy-interrupted-many"
+    with open(run / "copy-interrupted-many.lock", "a") as claim:
+        fcntl.flock(claim, fcntl.LOCK_EX)  # released when the file is closed
+        if not (folder / "complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            adapter = JsonFileAdapter(folder / "store")
+            # without fsync, as the tests' own writes are (conftest's _no_fsync, which a session
+            # fixture runs before)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(_durable, "fsync_enabled", False)
+                for n in range(MANY):
+                    adapter.create_instance(
+                        "travel-claim", 1, f"person-{n % 40}", Provenance("test", "host", now_iso())
+                    )
+            adapter.close()
+            (folder / "complete").touch()
+    return folder / "store"
+
+
+@pytest.fixture
+def source(many: Path) -> Iterator[Path]:
+    """The folder of MANY instances, for a test that only reads it; afterwards, unchanged."""
+    before = _state(many)
+    yield many
+    assert _state(many) == before, "a copy changed the folder it copied from"
+
+
+def _state(folder: Path) -> dict[str, tuple[int, int]]:
+    """Each file's size and modification time."""
+    files = [path for path in folder.rglob("*") if path.is_file()]
+    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns) for path in files}
 
 
 def _count_in_database(dsn: str) -> int:
@@ -80,12 +115,8 @@ def _one_clear_line(result: subprocess.CompletedProcess[str]) -> None:
         assert internal not in result.stderr
 
 
-def test_ctrl_c_while_copying_a_folder_into_postgresql_leaves_whole_batches_and_a_rerun_completes(
-    cli, pg_dsn, tmp_path
-):
-    local = tmp_path / "local"
-    ids = _folder_with_many(local)
-    args = ["store", "copy", "--from", str(local), "--to", pg_dsn]
+def test_ctrl_c_while_copying_a_folder_into_postgresql_leaves_whole_batches_and_a_rerun_completes(cli, pg_dsn, source):
+    args = ["store", "copy", "--from", str(source), "--to", pg_dsn]
 
     interrupted = _interrupt_part_way(args, lambda: _count_in_database(pg_dsn))
     _one_clear_line(interrupted)
@@ -98,15 +129,13 @@ def test_ctrl_c_while_copying_a_folder_into_postgresql_leaves_whole_batches_and_
     report = json.loads(again.stdout)
     assert again.exit_code == 0 and report["verified"], again.stdout + again.stderr
     assert report["unchanged"] == landed and report["copied"] == MANY - landed
-    assert _count_in_database(pg_dsn) == len(ids)
+    assert _count_in_database(pg_dsn) == MANY
 
 
 def test_ctrl_c_while_copying_postgresql_into_a_folder_leaves_a_sound_folder_and_a_rerun_completes(
-    cli, pg_dsn, tmp_path
+    cli, pg_dsn, source, tmp_path
 ):
-    local = tmp_path / "local"
-    _folder_with_many(local)
-    cli.ok("store", "copy", "--from", str(local), "--to", pg_dsn)
+    cli.ok("store", "copy", "--from", str(source), "--to", pg_dsn)
     backup = tmp_path / "backup"
     args = ["store", "copy", "--from", pg_dsn, "--to", str(backup)]
 

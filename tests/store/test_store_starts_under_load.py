@@ -11,16 +11,14 @@ each other even inside one process); the stress test runs the whole story in pro
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import threading
 
 import pytest
 
 from formctl import FormError, FormRunner, JsonFileAdapter, MemoryAdapter
 from formctl.store import _durable
+from helpers.forked import race_beside_busy_cpus
 from helpers.race_form import open_adapter, registry
 
 HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
@@ -132,32 +130,10 @@ def test_six_processes_starting_and_filling_one_form_beside_busy_ones_share_one_
     ``open_instance()``. One start creates; five are refused and name it; every fill lands in it."""
     store = request.getfixturevalue("pg_dsn") if kind == "postgres" else str(tmp_path / "store")
     workers_n, fills = 6, 60
-    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
-    workers = [
-        subprocess.Popen(
-            [sys.executable, os.path.join(HELPERS, "store_start_child.py"), store, str(w), str(fills)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(workers_n)
-    ]
-    try:
-        for worker in workers:
-            assert worker.stdout.readline().strip() == "ready"
-        for worker in workers:
-            worker.stdin.write("go\n")
-            worker.stdin.flush()
-        summaries = []
-        for worker in workers:
-            out, _ = worker.communicate(timeout=300)
-            assert worker.returncode == 0, out
-            summaries.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for process in workers + load:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+    summaries = race_beside_busy_cpus(
+        [os.path.join(HELPERS, "store_start_child.py"), store, ",".join(str(w) for w in range(workers_n)), str(fills)],
+        workers_n,
+    )
 
     created = [s["started"] for s in summaries if s["started"]]
     assert len(created) == 1, summaries
