@@ -9,8 +9,9 @@
   ``CI=true``, where they fail: CI must never go green by silently not testing the PostgreSQL store.
 * ``pg_dsn``: a DSN whose ``search_path`` is a fresh, empty schema, dropped afterwards.
 * ``pg_adapter``: a :class:`PostgresAdapter` on ``pg_dsn``, closed afterwards.
-* ``private_pg``: a cluster of the test's own, for a test that stops or restarts it (the
-  run's server is shared by every xdist worker's tests).
+* ``private_pg``: a cluster no other test uses at the same time, for a test that stops or
+  restarts it (the run's server is shared by every xdist worker's tests): one per process,
+  lent to its tests in turn, each given a fresh schema on it.
 """
 
 from __future__ import annotations
@@ -108,8 +109,12 @@ def configure() -> None:
 
 
 def unconfigure() -> None:
-    """Stop and remove the run's cluster: after the xdist workers, as the run's first process ends."""
-    global _run_folder
+    """Stop and remove the run's cluster: after the xdist workers, as the run's first process ends;
+    and in every process, the cluster :func:`private_pg` lent to its tests."""
+    global _run_folder, _spare
+    if _spare is not None and _spare.cluster is not None:
+        _spare.cluster.destroy()  # this process's cluster for private_pg
+        _spare = None
     if _run_folder is not None:
         os.environ.pop(RUN, None)
         pg_cluster.remove(_run_folder)
@@ -121,7 +126,31 @@ _run_folder: str | None = None
 
 @pytest.fixture
 def private_pg(pg_server):
-    yield from _own_cluster()
+    """A cluster no other test uses while this one runs, running, with a fresh empty schema as
+    the DSN's search path: the test may stop, restart or start it. One cluster per process,
+    created when a test first asks for one and lent to its tests one after the other (started
+    again if a test left it stopped), removed as the process ends (:func:`unconfigure`):
+    creating a cluster costs about a CPU-second and two seconds, starting one a tenth of that."""
+    import psycopg
+
+    global _spare
+    if _spare is None:
+        try:
+            cluster = pg_cluster.create(fsync=False)  # why no test needs the flush: helpers/pg_cluster.py
+        except pg_cluster.ClusterUnavailable as exc:
+            unavailable(str(exc))
+        _spare = Server(cluster.dsn(), cluster)
+    try:
+        psycopg.connect(_spare.dsn, connect_timeout=5).close()
+    except psycopg.OperationalError:
+        _spare.start()
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(_spare.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield Server(with_options(_spare.dsn, f"-csearch_path={schema}"), _spare.cluster)
+
+
+_spare: Server | None = None
 
 
 def _own_cluster():

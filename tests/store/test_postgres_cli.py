@@ -197,8 +197,8 @@ def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_messag
 
 @pytest.mark.e2e
 def test_the_readme_team_commands_run_as_written_on_a_fresh_server(private_pg, tmp_path):
-    """The README's "For a team: PostgreSQL" block, run by bash line for line against a fresh
-    cluster of its own, from a project folder that has a local store. Only two things stand in
+    """The README's "For a team: PostgreSQL" block, run by bash line for line against a cluster
+    of its own (no role or database but the superuser's), from a project folder that has a local store. Only two things stand in
     for the reader's machine: ``sudo -u postgres CMD`` runs CMD as the cluster's superuser (over
     its socket), and the server's port is PGPORT (the block's DSN names no port, as 5432 is
     the default). The pip line is skipped: the test runs where formctl is installed."""
