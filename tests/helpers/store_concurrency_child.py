@@ -21,17 +21,14 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import forked  # noqa: E402
-from race_form import Acknowledging, open_adapter, registry  # noqa: E402
+from race_form import Acknowledging, open_adapter, warmed_registry  # noqa: E402
 
 from formctl import FormRunner  # noqa: E402
 
 
 def main() -> None:
     store, instance_id, workers, fills = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    forms = registry()
-    forms.load("race")  # compiled once, before any fork
-    if store.startswith(("postgresql://", "postgres://")):
-        import formctl.store.postgres  # noqa: F401  (imported once, before any fork)
+    forms = warmed_registry(store)  # compiled, and what a fill imports imported, once, before any fork
 
     def prepare(worker: int) -> Callable[[], dict[str, Any]]:
         adapter = Acknowledging(open_adapter(store))

@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from race_form import Acknowledging, open_adapter, registry  # noqa: E402
+from race_form import Acknowledging, open_adapter, warmed_registry  # noqa: E402
 
 from formctl import FormRunner  # noqa: E402
 
@@ -43,8 +43,7 @@ def write_forever(store: str, instance_id: str, run: int, forms) -> None:
 
 def main() -> None:
     store, instance_id = sys.argv[1], sys.argv[2]
-    forms = registry()
-    forms.load("race")  # compile once, before forking
+    forms = warmed_registry(store)  # compiled, and what a fill imports imported, once, before forking
     say("ready")
     for line in sys.stdin:
         words = line.split()

@@ -23,17 +23,14 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import forked  # noqa: E402
-from race_form import open_adapter, registry  # noqa: E402
+from race_form import open_adapter, warmed_registry  # noqa: E402
 
 from formctl import FormError, FormRunner  # noqa: E402
 
 
 def main() -> None:
     store, workers, fills = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    forms = registry()
-    forms.load("race")  # compiled once, before any fork
-    if store.startswith(("postgresql://", "postgres://")):
-        import formctl.store.postgres  # noqa: F401  (imported once, before any fork)
+    forms = warmed_registry(store)  # compiled, and what a fill imports imported, once, before any fork
 
     def prepare(worker: int) -> Callable[[], dict[str, Any]]:
         runner = FormRunner(open_adapter(store), registry=forms, subject="race", actor=f"worker-{worker}")
