@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import (
     FormOpenError,
@@ -45,15 +45,20 @@ from formctl.forms.lifecycle import (
     settle,
 )
 from formctl.forms.project import FillResult, FormView, MigrateResult, RecoverResult, WriteReport, step_view
-from formctl.forms.provenance import ModelWrite, judge
 from formctl.forms.reading import Continuation, DefaultInstance, InstanceSummary, InstanceView, Stamp
-from formctl.forms.recovery import migrate as migrate_instance
-from formctl.forms.recovery import recover as recover_instance
 from formctl.forms.registry import FormRegistry
 from formctl.forms.runner_reads import Reads
 from formctl.forms.staging import Staged, check_writable, resolution_commit, resolve_or_report, stage
 from formctl.forms.validate import text_issue
 from formctl.forms.write import Evaluations, OnCommit, Write, result_of
+
+if TYPE_CHECKING:
+    from formctl.forms.provenance import ModelWrite
+
+# Judging a model's values (formctl.forms.provenance, with the quote matching of
+# formctl.forms.quotes: regexes and dataclasses, ~5 ms to import) and recovery/migration
+# (formctl.forms.recovery) are imported by the methods that use them: most processes that
+# make a runner only read (inspect, history, export) or fill values a person typed.
 
 __all__ = ["FormRunner", "check_note"]
 
@@ -302,6 +307,8 @@ class FormRunner:
     ) -> tuple[list[Staged], WriteReport]:
         staged, report = stage(compiled, values)
         if write is not None:
+            from formctl.forms.provenance import judge
+
             staged, report.unconfirmed, refused = judge(compiled, staged, write, instance)
             report.rejected.extend(refused)
         for key, given in (how or {}).items():
@@ -476,6 +483,8 @@ class FormRunner:
             return self._result_only(compiled, instance, kind=RecoverResult)
         with self._lock:
             write = self._begin(compiled, self._provenance("recovery"))
+            from formctl.forms.recovery import recover as recover_instance
+
             instance, rerun = recover_instance(write, instance)
             return write.result(instance, kind=RecoverResult, rerun=rerun)
 
@@ -520,6 +529,8 @@ class FormRunner:
         note = f"migrated {instance.def_version} → {compiled.version}"
         with self._lock:
             write = self._begin(compiled, self._provenance(note, "migrated"))
+            from formctl.forms.recovery import migrate as migrate_instance
+
             return migrate_instance(write, instance, reason=reason, override=override)
 
     def withdraw(self, instance_id: str | None = None, *, reason: str | None = None) -> FillResult:
@@ -638,6 +649,8 @@ class FormRunner:
             instance = self._migrated(compiled, instance)[0]
         if recover and self._dispatcher.orphans(instance):
             with self._lock:
+                from formctl.forms.recovery import recover as recover_instance
+
                 instance = recover_instance(self._begin(compiled, self._provenance("recovery")), instance)[0]
         return compiled, instance
 
