@@ -34,10 +34,14 @@ def _interrupted_while_starting(signum: int, frame: Any) -> None:
 # First, before the imports that take most of the start-up time. Only for the console script
 # (or ``python -m formctl.cli.app``), never for a program that merely imports this module, and
 # not when whoever started us set Ctrl-C aside. main() hands Ctrl-C back before the command runs.
-if (__name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "formctl") and signal.getsignal(
-    signal.SIGINT
-) is signal.default_int_handler:
+_CONSOLE_SCRIPT = __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "formctl"
+if _CONSOLE_SCRIPT and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+from formctl.cli import collector  # noqa: E402
+
+if _CONSOLE_SCRIPT:
+    collector.hold()  # no cyclic collection while start-up builds what lives until exit (cli/collector.py)
 
 import typer  # noqa: E402
 
@@ -80,7 +84,7 @@ def _only_the_command_run(args: list[str]) -> typer.Typer:
     budget, spent on commands that will not run. ``formctl --help``, a mistyped command
     and shell completion still get the whole app.
     """
-    name = next((a for n, a in enumerate(args) if not a.startswith("-") and args[n - 1 : n] != ["--store"]), None)
+    name = _named(args)
     if name is None or os.environ.get("_FORMCTL_COMPLETE"):
         return app
     from typer.main import get_command_name
@@ -112,6 +116,42 @@ def _group_name(info: Any) -> Any:
     return name or info.typer_instance.info.name
 
 
+# The commands that touch one instance, a listing or a form and end: they keep the collector
+# held to the end (cli/collector.py). Any other command (a store copy, eval, replay, the MCP
+# server, a program) lets it go before it runs; run and resume, chats, let it go when they
+# first wait for the person's next line (cli/chat/plain.py).
+_SHORT = frozenset(
+    {
+        "list",
+        "check",
+        "new",
+        "instances",
+        "inspect",
+        "history",
+        "why",
+        "export",
+        "fill",
+        "undo",
+        "redo",
+        "retract",
+        "submit",
+        "abandon",
+        "migrate",
+        "reopen",
+        "withdraw",
+        "resolve",
+        "run",
+        "resume",
+    }
+)
+
+
+def _named(args: list[str]) -> str | None:
+    """The command named on the command line (the first word that is neither an option nor
+    ``--store``'s value), or None."""
+    return next((a for n, a in enumerate(args) if not a.startswith("-") and args[n - 1 : n] != ["--store"]), None)
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script. ``--debug`` may appear anywhere before ``--``."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -121,6 +161,8 @@ def main(argv: list[str] | None = None) -> None:
         args.remove("--debug")
         base.set_debugging()
     command = _only_the_command_run(args[:end])
+    if _named(args[:end]) not in _SHORT and _named(args[:end]) is not None:
+        collector.settled()
     try:
         if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
             signal.signal(signal.SIGINT, signal.default_int_handler)  # the command handles Ctrl-C itself

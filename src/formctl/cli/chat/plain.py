@@ -10,7 +10,7 @@ import sys
 from typing import Any, Iterator
 
 from formctl.agent.models.base import content_blocks
-from formctl.cli import render
+from formctl.cli import collector, render
 from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
 
@@ -220,6 +220,7 @@ class Face:
             self._refresh()
         if opening:
             self._exchange(opening)
+        collector.settled()  # the chat now waits on a person and may run for hours (cli/collector.py)
         for line in self._lines() if not s.stopped else ():
             if not line.startswith("/"):
                 # Changed elsewhere since the last question: the line goes with the notice,
