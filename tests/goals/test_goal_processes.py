@@ -31,9 +31,9 @@ from formctl import GoalRunner, GoalScope, Goal, Item, JsonFileAdapter, define_p
 store, mode, folder = sys.argv[2], sys.argv[3], sys.argv[4]
 if store.startswith("postgresql"):
     from formctl.store.postgres import PostgresAdapter
-    adapter = PostgresAdapter(store)
+    open_store = PostgresAdapter
 else:
-    adapter = JsonFileAdapter(store)
+    open_store = JsonFileAdapter
 scope = GoalScope(subject="firm:1/matter:2", key="intake")
 ledger = os.path.join(folder, "ledger.jsonl")
 
@@ -55,19 +55,45 @@ def hook(event):
         write(["effect", event.idempotency_key])
 
 hooks = {"on_enter": hook, "on_complete": hook, "on_reopen": hook}
-runner = GoalRunner(adapter, scope=scope, actor="worker", hooks=hooks)
-if mode == "kill":
-    runner.start(gp.intake())
-    runner.update(goal="identity", completed=["client"], reason="verified")
-elif mode == "resume":
-    print(json.dumps([[o.kind, o.goal, o.status] for o in runner.resume_hooks()]))
-elif mode.startswith("items:"):
-    keys = mode.split(":", 1)[1].split(",")
-    print("ready", flush=True)
+
+def new_runner():
+    return GoalRunner(open_store(store), scope=scope, actor="worker", hooks=hooks)
+
+def settle(keys):
+    runner = new_runner()
+    os.write(1, b"ready\n")  # one write: the forked workers share this pipe
+    deadline = time.monotonic() + 60
     while not os.path.exists(os.path.join(folder, "go")):
+        assert time.monotonic() < deadline, "no go"
         time.sleep(0.005)
     for key in keys:
         runner.update(goal="many", completed=[key], reason=f"{os.getpid()} settles {key}")
+
+if mode == "kill":
+    runner = new_runner()
+    runner.start(gp.intake())
+    runner.update(goal="identity", completed=["client"], reason="verified")
+elif mode == "resume":
+    print(json.dumps([[o.kind, o.goal, o.status] for o in new_runner().resume_hooks()]))
+elif mode.startswith("items:"):
+    # One process forked per group of keys ("k00,k04|k01,k05|..."), from this one: the workers
+    # race in the store, their Python start-up is not what is tested. Each opens its own store.
+    children = []
+    for group in mode.split(":", 1)[1].split("|"):
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                settle(group.split(","))
+                status = 0
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+            finally:
+                sys.stderr.flush()
+                os._exit(status)
+        children.append(pid)
+    sys.exit(max(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0 for pid in children))
 """
 
 
@@ -143,13 +169,16 @@ def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_
     scope = GoalScope(subject="firm:1/matter:2", key="intake")
     adapter = adapter_for(durable_store)
     GoalRunner(adapter, scope=scope, actor="host").start(program)
-    procs = [worker(durable_store, "items:" + ",".join(keys[n::4]), folder) for n in range(4)]
-    for proc in procs:  # every one set up and watching for the go
-        assert proc.stdout.readline().strip() == "ready", proc.communicate()
-    (folder / "go").touch()
-    for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+    workers = worker(durable_store, "items:" + "|".join(",".join(keys[n::4]) for n in range(4)), folder)
+    try:
+        for _ in range(4):  # every one of the four set up and watching for the go
+            assert workers.stdout.readline().strip() == "ready", workers.communicate(timeout=60)
+        (folder / "go").touch()
+        out, err = workers.communicate(timeout=120)
+        assert workers.returncode == 0, err
+    finally:
+        if workers.poll() is None:
+            workers.kill()
 
     fresh = GoalRunner(adapter_for(durable_store), scope=scope, actor="host")
     status = fresh.inspect()
