@@ -8,12 +8,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
+from clitools import invoke
 from fixture_project import FORMS, TRANSCRIPTS
 from formctl import FormRegistry
 from formctl.forms.lint import lint
@@ -113,11 +111,16 @@ def test_a_finding_renders_as_path_line_warning_and_code(tmp_path):
 # --------------------------------------------------------------------------- through formctl check
 
 
-def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "formctl.cli.app", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
-    )
+def formctl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``formctl ARGS`` in the project folder ``cwd``, in process (its ``./forms`` is the one read,
+    as for an author who types it there): exit code, stdout and stderr, as a child's would be."""
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = invoke(*args)
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
 def flawed_project(tmp_path: Path) -> Path:
@@ -130,7 +133,6 @@ def flawed_project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.e2e
 def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_path):
     root = flawed_project(tmp_path)
     out = formctl("check", "flawed", cwd=root)
@@ -152,7 +154,6 @@ def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_
     assert lines[-1] == "11 warnings"
 
 
-@pytest.mark.e2e
 def test_check_strict_makes_warnings_errors(tmp_path):
     root = flawed_project(tmp_path)
     out = formctl("check", "flawed", "--strict", cwd=root)
@@ -169,7 +170,6 @@ def test_check_strict_makes_warnings_errors(tmp_path):
     assert clean.returncode == 0 and "warning" not in clean.stdout
 
 
-@pytest.mark.e2e
 def test_check_coverage_reports_what_the_forms_transcripts_never_exercised(tmp_path):
     root = flawed_project(tmp_path)
     folder = root / "recorded"
