@@ -74,9 +74,12 @@ class _Group(LeanGroup):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
+        from formctl.cli.workspace import closing_stores
+
         args = ctx.meta.get("formctl.args", [])
         try:
-            return super().invoke(ctx)
+            with closing_stores():  # what the command opened is closed as it ends
+                return super().invoke(ctx)
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
         except Exception as exc:

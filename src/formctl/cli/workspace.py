@@ -19,6 +19,9 @@ Nothing heavy is imported at module level: ``formctl list`` opens only the regis
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +88,24 @@ def open_registry(forms: str | os.PathLike[str] | None) -> FormRegistry:
     return FormRegistry.from_toml(path)
 
 
+# The stores the running command opened, closed when it ends (closing_stores).
+_opened: ContextVar[ExitStack | None] = ContextVar("formctl_opened_stores", default=None)
+
+
+@contextmanager
+def closing_stores() -> Iterator[None]:
+    """Close every store :func:`open_store` opens inside the block when the block ends, however
+    it ends. Every command runs inside one (``base._Group.invoke``): a host that runs formctl's
+    commands in its own process keeps no database session or file open per command, and a
+    command cannot forget to close what it opened (docs/store-postgres.md, "Connections")."""
+    with ExitStack() as opened:
+        token = _opened.set(opened)
+        try:
+            yield
+        finally:
+            _opened.reset(token)
+
+
 def is_database(store: str | os.PathLike[str] | None) -> bool:
     """True when the store is a PostgreSQL DSN rather than a folder."""
     from formctl.store._pgconn import is_dsn
@@ -94,14 +115,21 @@ def is_database(store: str | os.PathLike[str] | None) -> bool:
 
 def open_store(store: str | os.PathLike[str] | None) -> FormAdapter:
     """The store behind ``--store``/``FORMCTL_STORE``: a PostgreSQL DSN or a folder of JSON files.
-    This is where the CLI opens the store; everything else asks the runner."""
+    This is where the CLI opens the store; everything else asks the runner. Inside
+    :func:`closing_stores` (every command) the store is closed when the command ends."""
+    adapter: FormAdapter
     if is_database(store):
         from formctl.store.postgres import PostgresAdapter
 
-        return PostgresAdapter(str(store))
-    from formctl.store.jsonfile import JsonFileAdapter
+        adapter = PostgresAdapter(str(store))
+    else:
+        from formctl.store.jsonfile import JsonFileAdapter
 
-    return JsonFileAdapter(store_path(store))
+        adapter = JsonFileAdapter(store_path(store))
+    opened = _opened.get()
+    if opened is not None:
+        opened.callback(adapter.close)
+    return adapter
 
 
 def open_scratch_store() -> FormAdapter:

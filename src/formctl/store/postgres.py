@@ -209,10 +209,14 @@ class PostgresAdapter:
         return PostgresConversations(self._run, display=self.display, subject=subject)
 
     def close(self) -> None:
+        """End this adapter's session on the server, and its goal store's (it reconnects if used again)."""
         with self._mutex:
             if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
             self._conn = None
+            goals: PostgresGoalStore | None = self.__dict__.get("_goals")
+            if goals is not None:
+                goals.close()
 
     # ------------------------------------------------------------------ protocol: writes
 

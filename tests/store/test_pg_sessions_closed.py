@@ -1,0 +1,111 @@
+"""Every ``formctl`` command closes the PostgreSQL sessions it opened before it returns
+(docs/store-postgres.md, "Connections"): a host that runs the commands in its own process
+keeps no server session per command, whether the command succeeded or failed.
+
+The sessions are counted on the server (``pg_stat_activity``) by an ``application_name``
+of this test's own, with Python's cyclic collector off for the test: an adapter left open
+stays open there until a collection happens to run. A session its client closed can still be
+listed for a moment (its server process exits after the client has gone), so the count that
+decides is the one after the last command, asked again for up to a few seconds; the count
+after each command is kept to say which command left one."""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+import uuid
+
+import psycopg
+import pytest
+import typer.main
+
+UNKNOWN = "form_mx3tplc2_9jz5s0"  # the shape of an id, of no instance
+
+
+def _sessions(dsn: str, name: str, *, patience: float = 0.0) -> int:
+    deadline = time.monotonic() + patience
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)).fetchone()
+            if row[0] == 0 or time.monotonic() > deadline:
+                return int(row[0])
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def no_collector():
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _store_commands() -> set[str]:
+    """Every command of the app that opens a store: those taking ``--store``, and ``store copy``."""
+    from formctl.cli import app
+
+    found: set[str] = set()
+
+    def walk(group, prefix: str) -> None:
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                walk(command, f"{prefix}{name} ")
+            elif any(p.name in ("store", "source") for p in command.params):
+                found.add(prefix + name)
+
+    walk(typer.main.get_command(app.app), "")
+    return found
+
+
+def test_no_command_leaves_a_session_open_on_the_server(cli, pg_dsn, tmp_path, monkeypatch, no_collector):
+    monkeypatch.chdir(tmp_path)
+    name = f"formctl-test-{uuid.uuid4().hex[:12]}"
+    db = cli.at(store=pg_dsn + ("&" if "?" in pg_dsn else "?") + f"application_name={name}")
+    folder = str(tmp_path / "folder")
+    ran: list[tuple[str, int]] = []
+
+    def command(*args: str, input: str | None = None, exit_codes: tuple[int, ...] = (0,)) -> str:
+        result = db(*args, input=input)
+        assert result.exit_code in exit_codes, (args, result.stdout, result.stderr, result.exception)
+        words = [a for a in args if not a.startswith("-")]
+        ran.append((" ".join(words[:2] if words[0] in ("store", "program") else words[:1]), _sessions(pg_dsn, name)))
+        return str(result.stdout)
+
+    command("store", "init")
+    command("run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\nAB1234\n")
+    iid = json.loads(command("instances", "--json"))["instances"][0]["instance_id"]
+    command("resume", iid, input="dana@example.org\n")
+    command("fill", iid, "email=dana@example.com")
+    command("undo", iid, "email")
+    command("redo", iid, "email")
+    command("retract", iid, "email", "--reason", "asked to")
+    command("inspect", iid)
+    command("inspect", UNKNOWN, exit_codes=(1,))  # a failure after the store was opened
+    command("history", iid, "full_name")
+    command("why", iid, "full_name")
+    command("export", iid, "--json")
+    command("submit", iid, exit_codes=(1,))  # not ready: refused after reading it
+    command("migrate", iid, exit_codes=(0, 1))
+    command("resolve", iid, exit_codes=(1,))  # it waits on no checkpoint
+    command("abandon", iid, "--reason", "a duplicate")
+    command("reopen", iid, "--reason", "not a duplicate after all")
+    command("withdraw", iid, "--reason", "no longer needed", exit_codes=(1,))  # it waits on no approval
+    command("store", "check")
+    command("store", "reindex", exit_codes=(0, 1))
+    command("store", "repair", iid, exit_codes=(0, 1))
+    command("program", "start", "client-intake", "--subject", "sam")
+    command("program", "list")
+    command("program", "update", "identity", "--subject", "sam", "--completed", "client")
+    shown = tmp_path / "program.json"
+    shown.write_text(command("program", "show", "--subject", "sam", "--json"))
+    command("program", "revise", "--from", str(shown), "--if-version", "1", "--subject", "sam", exit_codes=(0, 1))
+    command("program", "sync", "--subject", "sam")
+    command("program", "history", "--subject", "sam")
+    command("mcp", "--subject", "dana", input="")
+    command("store", "copy", "--from", db.store, "--to", folder)
+    command("store", "copy", "--from", folder, "--to", db.store)
+
+    assert _sessions(pg_dsn, name, patience=5.0) == 0, [(what, open_then) for what, open_then in ran if open_then]
+    assert {what for what, _ in ran} == _store_commands()  # a new command is added here too
