@@ -494,7 +494,10 @@ def test_each_store_keeps_programs_across_adapters(goal_adapter, tmp_path):
         from formctl.store.postgres import PostgresAdapter
 
         fresh = PostgresAdapter(goal_adapter.dsn)
-    status = GoalRunner(fresh, scope=SCOPE, actor="b").inspect()
+    try:
+        status = GoalRunner(fresh, scope=SCOPE, actor="b").inspect()
+    finally:
+        fresh.close()
     assert status.version == 1 and status.program == gp.intake()
 
 
