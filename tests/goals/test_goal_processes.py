@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -159,7 +160,7 @@ def test_hooks_run_exactly_once_per_transition_across_a_sigkill_mid_effect(durab
     assert json.loads(out) == []  # done receipts are skipped for good
 
 
-def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_path):
+def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_path, request):
     from formctl import Goal, GoalRunner, GoalScope, Item, define_program
 
     folder = tmp_path / "run"
@@ -167,8 +168,8 @@ def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_
     keys = [f"k{n:02d}" for n in range(24)]
     program = define_program("many-items", goals=[Goal("many", title="Many", items=[Item(k, label=k) for k in keys])])
     scope = GoalScope(subject="firm:1/matter:2", key="intake")
-    adapter = adapter_for(durable_store)
-    GoalRunner(adapter, scope=scope, actor="host").start(program)
+    with closing(adapter_for(durable_store)) as adapter:
+        GoalRunner(adapter, scope=scope, actor="host").start(program)
     workers = worker(durable_store, "items:" + "|".join(",".join(keys[n::4]) for n in range(4)), folder)
     try:
         for _ in range(4):  # every one of the four set up and watching for the go
@@ -180,7 +181,9 @@ def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_
         if workers.poll() is None:
             workers.kill()
 
-    fresh = GoalRunner(adapter_for(durable_store), scope=scope, actor="host")
+    reader = adapter_for(durable_store)
+    request.addfinalizer(reader.close)
+    fresh = GoalRunner(reader, scope=scope, actor="host")
     status = fresh.inspect()
     assert {i.key: i.disposition for i in status.goal("many").items} == dict.fromkeys(keys, "completed")
     assert status.version == 1 + len(keys) and status.complete
