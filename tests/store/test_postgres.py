@@ -239,6 +239,39 @@ def test_a_watcher_hears_only_its_own_store_not_another_schema_of_the_same_datab
             conn.execute(f"DROP SCHEMA {other_schema} CASCADE")
 
 
+def test_another_schemas_write_does_not_end_the_wait_for_a_write_of_ours(pg_server, pg_dsn):
+    # Two stores in two schemas of one database share the notification channel: hearing only
+    # the other's write is no change of ours, and the wait goes on until ours (or the timeout).
+    import threading
+    import uuid
+
+    from pg_server import with_options
+
+    other_schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {other_schema}")
+    other = PostgresAdapter(with_options(pg_server.dsn, f"-csearch_path={other_schema}"))
+    ours = PostgresAdapter(pg_dsn)
+    mine = ours.create_instance("travel", 1, "alice", prov())
+    theirs = other.create_instance("travel", 1, "bob", prov())
+    watcher = ours.watch()
+    later = threading.Timer(0.5, lambda: fill(ours, mine, "name", "Ada"))
+    try:
+        watcher.wait(0.2)  # listening now
+        while watcher.wait(0.3):  # our create's own signal may still come: wait for quiet
+            pass
+        fill(other, theirs, "name", "Bo")  # heard first
+        later.start()
+        assert watcher.wait(10) == {mine.id}
+    finally:
+        later.join()
+        watcher.close()
+        ours.close()
+        other.close()
+        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {other_schema} CASCADE")
+
+
 def test_a_commit_wakes_a_watcher_and_a_refused_one_does_not(pg_dsn):
     writer = PostgresAdapter(pg_dsn)
     inst = writer.create_instance("travel", 1, "alice", prov())

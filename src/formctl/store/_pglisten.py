@@ -3,6 +3,7 @@ writing transaction NOTIFYs when it commits (the trigger is in ``_pgschema``).""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,17 +41,25 @@ class Watcher:
         return self._conn
 
     def wait(self, timeout: float) -> set[str] | None:
+        deadline = time.monotonic() + timeout
         try:
             conn = self._listening()
-            changed: set[str] = set()
-            for note in conn.notifies(timeout=timeout, stop_after=1):
-                changed.add(note.payload.split(" ", 1)[0])
-            for note in conn.notifies(timeout=0):  # whatever else arrived meanwhile
-                changed.add(note.payload.split(" ", 1)[0])
-            if not changed:
-                return changed
-            ours = conn.execute("SELECT id FROM formctl_instances WHERE id = ANY(%s)", (sorted(changed),))
-            return {row[0] for row in ours.fetchall()}
+            while True:
+                changed: set[str] = set()
+                left = max(0.0, deadline - time.monotonic())
+                for note in conn.notifies(timeout=left, stop_after=1):
+                    changed.add(note.payload.split(" ", 1)[0])
+                for note in conn.notifies(timeout=0):  # whatever else arrived meanwhile
+                    changed.add(note.payload.split(" ", 1)[0])
+                if not changed:
+                    return changed
+                rows = conn.execute("SELECT id FROM formctl_instances WHERE id = ANY(%s)", (sorted(changed),))
+                ours = {row[0] for row in rows.fetchall()}
+                # Only another store's writes: not a change of ours, so the wait goes on (a
+                # caller that hears "nothing changed" early would miss a write of ours that
+                # arrives before its timeout is up).
+                if ours or time.monotonic() >= deadline:
+                    return ours
         except (StoreError, psycopg.Error):
             self.close()
             return None
