@@ -91,3 +91,22 @@ def test_two_in_process_commands_read_two_projects_forms(cli, tmp_path):
 
     assert "First label" in cli.at(forms=one).ok("check", "intake").stdout
     assert "Second label" in cli.at(forms=two).ok("check", "intake").stdout
+
+
+def test_loading_forms_from_many_folders_leaves_sys_path_as_it_was(tmp_path):
+    # A host that opens many projects in one process must not collect their folders on sys.path.
+    before = list(sys.path)
+    for n in range(3):
+        path = project(tmp_path / f"p{n}", f"intake_{uuid.uuid4().hex[:10]}", f"Project {n}")
+        assert label(FormRegistry.from_toml(path)) == f"Project {n}"
+    assert sys.path == before
+
+
+def test_a_form_module_imports_a_module_beside_it(tmp_path):
+    helper = f"labels_{uuid.uuid4().hex[:10]}"
+    module = f"intake_{uuid.uuid4().hex[:10]}"
+    path = project(tmp_path, module, "unused")
+    (tmp_path / f"{helper}.py").write_text('LABEL = "From the helper"\n')
+    source = FORM.replace('label="{label}"', f"label={helper}.LABEL")
+    (tmp_path / f"{module}.py").write_text(f"import {helper}\n" + source)
+    assert label(FormRegistry.from_toml(path)) == "From the helper"

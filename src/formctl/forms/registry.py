@@ -158,9 +158,6 @@ def module_loader(spec: str, folder: Path, *, noun: str = "form") -> Callable[[]
     module_name, _, attribute = spec.partition(":")
 
     def load() -> Any:
-        folder_text = str(folder)
-        if folder_text not in sys.path:
-            sys.path.insert(0, folder_text)
         try:
             module = _import_from(module_name, folder)
         except ImportError as exc:
@@ -197,36 +194,53 @@ def _import_from(module_name: str, folder: Path) -> ModuleType:
     ``folder`` itself, and imported again only when the one already loaded under its name came
     from another file, or from this file before it changed; otherwise it is reused, and a form
     module is still imported once per process. A module the folder does not hold (an installed
-    package named in the registry) is imported as Python finds it."""
+    package named in the registry) is imported as Python finds it.
+
+    The folder is on ``sys.path`` only while the module is imported (so a form module may
+    import a module beside it at its top level), then taken off again if it was not there
+    before: a host that opens many projects in one process does not collect their folders."""
+    top = module_name.partition(".")[0]
+    folder_text = str(folder)
+    with _import_lock:
+        added = folder_text not in sys.path
+        if added:
+            sys.path.insert(0, folder_text)
+        try:
+            return _import_from_folder(module_name, top, folder)
+        finally:
+            if added and folder_text in sys.path:
+                sys.path.remove(folder_text)
+
+
+def _import_from_folder(module_name: str, top: str, folder: Path) -> ModuleType:
+    """The body of :func:`_import_from`, under its lock and with ``folder`` on ``sys.path``."""
     import importlib.machinery
     import importlib.util
 
-    top = module_name.partition(".")[0]
-    with _import_lock:
-        # The folder's finder caches its listing: a module written since would be missed.
-        invalidate = getattr(sys.path_importer_cache.get(str(folder)), "invalidate_caches", None)
-        if invalidate is not None:
-            invalidate()
-        spec = importlib.machinery.PathFinder.find_spec(top, [str(folder)])
-        if spec is None or spec.origin is None or spec.loader is None:
-            return importlib.import_module(module_name)
-        if not (_current(top, spec.origin) and _current(module_name, None)):
-            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-                del sys.modules[name]
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[top] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                sys.modules.pop(top, None)
-                raise
-        module = importlib.import_module(module_name)
-        for loaded in {sys.modules[top], module}:
-            try:
-                _imported[loaded.__name__] = _stamp(loaded.__file__ or "")
-            except OSError:  # no file (a namespace package), or gone since: nothing to compare later
-                _imported.pop(loaded.__name__, None)
-        return module
+    # The folder's finder caches its listing: a module written since would be missed.
+    invalidate = getattr(sys.path_importer_cache.get(str(folder)), "invalidate_caches", None)
+    if invalidate is not None:
+        invalidate()
+    spec = importlib.machinery.PathFinder.find_spec(top, [str(folder)])
+    if spec is None or spec.origin is None or spec.loader is None:
+        return importlib.import_module(module_name)
+    if not (_current(top, spec.origin) and _current(module_name, None)):
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[top] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(top, None)
+            raise
+    module = importlib.import_module(module_name)
+    for loaded in {sys.modules[top], module}:
+        try:
+            _imported[loaded.__name__] = _stamp(loaded.__file__ or "")
+        except OSError:  # no file (a namespace package), or gone since: nothing to compare later
+            _imported.pop(loaded.__name__, None)
+    return module
 
 
 def _current(name: str, origin: str | None) -> bool:
