@@ -77,15 +77,26 @@ from formctl import define_form
 
 def module_name(form_id: str) -> str:
     """The module for ``form_id``: dashes as underscores, with ``_form`` added when the plain
-    name is already a module Python knows (``json``, ``email``, ``test``). The registry imports
-    form modules by name, so a forms/json.py would lose to the standard library's json (the
-    form "has no attribute json"), or shadow it for everything imported after."""
-    import importlib.util
+    name is already a module Python knows (``json``, ``email``, ``test``, an installed package).
+    Python keeps one module per name, so a forms/json.py would take the standard library's
+    json's place, or lose to it.
+
+    The answer depends on the installation, never on what this process happens to have
+    imported: a module of that name loaded from another project's forms folder (a host that
+    serves several) is no reason, since the registry reads each folder's own file
+    (docs/engine.md, "The registry file"). So installed modules are looked up on ``sys.path``
+    (``PathFinder``), not through ``importlib.util.find_spec``, which answers from
+    ``sys.modules`` first."""
+    import importlib.machinery
     import sys
 
     name = form_id.replace("-", "_")
     try:
-        taken = name in sys.stdlib_module_names or name in sys.modules or importlib.util.find_spec(name) is not None
+        taken = (
+            name in sys.stdlib_module_names
+            or name in sys.builtin_module_names
+            or importlib.machinery.PathFinder.find_spec(name) is not None
+        )
     except (ImportError, ValueError):
         taken = True
     return f"{name}_form" if taken else name
