@@ -209,3 +209,21 @@ def test_a_person_field_the_quote_checker_cannot_read_is_a_warning(tmp_path):
     findings = lint(compiled, path=str(path))
     assert [(f.code, f.line) for f in findings] == [("person-unchecked", line_of(path, '.field("tags"'))]
     assert "every value the model gives it will be asked about" in findings[0].message
+
+
+def test_a_form_file_edited_since_it_was_linted_is_linted_as_it_reads_now(tmp_path):
+    # One process lints a form, the author edits the file (a flaw moves down two lines and a new
+    # one appears), and the form is loaded and linted again: the findings are the new file's.
+    compiled, path = load(tmp_path, FLAWED, "flawed")
+    assert ("unknown-field", line_of(path, 'v["knd"]')) in {(f.code, f.line) for f in lint(compiled)}
+    edited = FLAWED.replace("LIMIT = 100\n", "LIMIT = 100\nOTHER = 1\nMORE = 2\n").replace('v["knd"]', 'v["kindd"]')
+    path.write_text(edited)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = {
+        (f.code, f.message.split('"')[3] if f.message.count('"') >= 4 else "", f.line) for f in lint(module.flawed)
+    }
+    assert ("unknown-field", "kindd", line_of(path, 'v["kindd"]')) in found
+    assert not any(name == "knd" for _, name, _ in found)
+    assert ("unknown-step", "nowhere", line_of(path, '"nowhere"')) in found

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import CodeType
@@ -78,17 +79,31 @@ class _Reads:
     opaque: bool = False  # the values or the state are passed on somewhere we do not follow
 
 
-_trees: dict[str, ast.Module | None] = {}
+# File name → (its stamp when parsed, the tree): each version of a file is parsed once.
+_trees: dict[str, tuple[tuple[int, int] | None, ast.Module | None]] = {}
 
 
 def _tree(filename: str) -> ast.Module | None:
-    if filename not in _trees:
-        source = "".join(linecache.getlines(filename))
-        try:
-            _trees[filename] = ast.parse(source) if source else None
-        except SyntaxError:
-            _trees[filename] = None
-    return _trees[filename]
+    """The parsed source of ``filename`` as the file reads now. The same rule as the registry's
+    (docs/engine.md, "The registry file"): a form file edited since it was last read is read
+    again, so a process that checks a form, has it edited and checks it again (a host, an
+    editor's plugin) lints the new file, not the lines of the old one."""
+    try:
+        info = os.stat(filename)
+        stamp: tuple[int, int] | None = (info.st_mtime_ns, info.st_size)
+    except OSError:  # not a file (a form built in code, in a REPL): linecache's copy, if any
+        stamp = None
+    cached = _trees.get(filename)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    linecache.checkcache(filename)  # linecache keeps a file's old lines until asked to check
+    source = "".join(linecache.getlines(filename))
+    try:
+        tree = ast.parse(source) if source else None
+    except SyntaxError:
+        tree = None
+    _trees[filename] = (stamp, tree)
+    return tree
 
 
 def _function_node(fn: Callable[..., Any]) -> tuple[FunctionNode | None, str | None]:
