@@ -29,22 +29,15 @@ from typer.testing import CliRunner
 from fixture_project import FORMS, ROOT  # noqa: E402
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 
-# What a claimant types into `formctl run travel-claim --offline` for a car trip whose total
-# (1204.50) is over the 750 cap, so the claim waits for approval at the end.
-OVER_CAP_LINES = [
-    "Dana Reeve",
-    "AB1234",
-    "dana@example.org",
-    "Leeds",
-    "2026-03-02",
-    "2026-03-04",
-    "client visit",
-    "car",
-    "120",
-    "skip",
-    "skip",
-    "1204.50",
-]
+# The example travel claim's claimant and trip: as values (a seed, ``cli.start``), and as the
+# lines a person types first into `formctl run travel-claim --offline`, which asks for them in
+# this order. A test adds the rest of its claim (by car, by rail, under or over the cap).
+CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
+TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "client visit"}
+CLAIMANT_AND_TRIP = [*CLAIMANT.values(), *TRIP.values()]
+
+# A car trip whose total (1204.50) is over the 750 cap, so the claim waits for approval at the end.
+OVER_CAP_LINES = [*CLAIMANT_AND_TRIP, "car", "120", "skip", "skip", "1204.50"]
 
 
 def invoke(*args: str, input: str | None = None, catch_exceptions: bool = True) -> Any:

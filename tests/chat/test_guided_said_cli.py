@@ -8,21 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from clitools import Cli
+from clitools import CLAIMANT_AND_TRIP, Cli
 
-UP_TO_TOTAL = [
-    "Dana Reeve",
-    "AB1234",
-    "dana@example.org",
-    "Leeds",
-    "2026-03-02",
-    "2026-03-04",
-    "visit",
-    "rail",
-    "TR-88231",
-    "skip",
-    "skip",
-]
+UP_TO_TOTAL = [*CLAIMANT_AND_TRIP, "rail", "TR-88231", "skip", "skip"]
 
 
 def chat(cli: Cli, *args: str, lines: list[str]) -> str:
@@ -142,7 +130,7 @@ def test_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(cli, e
     assert exported["values"]["full_name"] == "Pat Quinn"
 
 
-CLAIM_BY_CAR = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-02", "2026-03-04", "visit", "car", "120"]
+CLAIM_BY_CAR = [*CLAIMANT_AND_TRIP, "car", "120"]
 
 
 def test_switching_the_mode_says_the_mileage_was_set_aside(cli):

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import json
 
-from clitools import start
+from clitools import CLAIMANT, TRIP, start
 from fake_anthropic import FakeAnthropic, text, tool_use
 
 OVER_THE_CAP = {
-    "full_name": "Dana Reeve",
-    "staff_id": "AB1234",
-    "email": "dana@example.org",
-    "destination": "Leeds",
-    "departure_date": "2026-03-02",
-    "return_date": "2026-03-04",
-    "purpose": "Client workshop",
+    **CLAIMANT,
+    **TRIP,
     "mode": "rail",
     "ticket_reference": "TR1234",
     "total": 900,

@@ -19,28 +19,11 @@ from typing import Any
 
 import pytest
 
-from clitools import FORMS, ROOT, invoke
+from clitools import CLAIMANT, CLAIMANT_AND_TRIP, FORMS, ROOT, TRIP, invoke
 from formctl.cli import app as cli
 
-CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.org"}
-TRIP = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "client visit"}
-
 # What a person types into `formctl run travel-claim` to finish a claim under the cap.
-CLAIM_LINES = [
-    "Dana Reeve",
-    "AB1234",
-    "dana@example.org",
-    "Leeds",
-    "2026-03-02",
-    "2026-03-04",
-    "client visit",
-    "car",
-    "120",
-    "skip",
-    "skip",
-    "100",
-    "yes",
-]
+CLAIM_LINES = [*CLAIMANT_AND_TRIP, "car", "120", "skip", "skip", "100", "yes"]
 
 
 def ok(*args: str, input: str | None = None) -> Any:

@@ -3,14 +3,11 @@ check's id in brackets because a host types it to act (docs/engine.md, "Tier 0")
 
 from __future__ import annotations
 
+from clitools import CLAIMANT, TRIP
+
 OVER_THE_CAP = {
-    "full_name": "Dana Reeve",
-    "staff_id": "AB1234",
-    "email": "dana@example.org",
-    "destination": "Leeds",
-    "departure_date": "2026-03-02",
-    "return_date": "2026-03-04",
-    "purpose": "client visit",
+    **CLAIMANT,
+    **TRIP,
     "mode": "rail",
     "ticket_reference": "TR-5511",
     "accommodation": 800,

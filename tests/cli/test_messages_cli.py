@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from clitools import CLAIMANT, TRIP
+
 STAFF_ID_SENTENCE = "A Staff ID is two capital letters and four digits, like AB1234."
 # What pydantic, email-validator or Python say, which a person must never read.
 MACHINE = re.compile(
@@ -75,16 +77,7 @@ def test_fill_prints_the_plain_sentence_and_json_gives_it_with_a_code(cli):
 
 def test_a_quoted_number_tells_the_model_how_to_resend_it(cli):
     instance_id = cli.start(
-        {
-            "full_name": "Dana Reeve",
-            "staff_id": "AB1234",
-            "email": "dana@example.org",
-            "destination": "Leeds",
-            "departure_date": "2026-03-02",
-            "return_date": "2026-03-04",
-            "purpose": "client visit",
-            "mode": "car",
-        },
+        {**CLAIMANT, **TRIP, "mode": "car"},
     )
     data = json.loads(cli("fill", instance_id, 'mileage="forty"', "--json").stdout)
     (row,) = data["rejected"]

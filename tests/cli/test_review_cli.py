@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from clitools import CLAIMANT_AND_TRIP
+
 
 def _run(cli: str, lines: list[str], *, form: str = "travel-claim") -> str:
     """``formctl run FORM --offline`` with ``lines`` piped in; the instance id it started."""
@@ -59,13 +61,7 @@ def test_a_scaffolded_form_offers_its_optional_notes_reads_back_and_sends_only_o
 
 def test_the_travel_claim_is_completed_by_following_only_the_questions(cli):
     answers = [
-        "Dana Reeve",
-        "AB1234",
-        "dana@example.org",
-        "Leeds",
-        "2026-03-02",
-        "2026-03-04",
-        "client visit",
+        *CLAIMANT_AND_TRIP,
         "car",
         "120",
         "85",
@@ -113,13 +109,7 @@ def test_the_client_intake_is_completed_by_following_only_the_questions(cli):
 
 def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(cli):
     answers = [
-        "Dana Reeve",
-        "AB1234",
-        "dana@example.org",
-        "Leeds",
-        "2026-03-02",
-        "2026-03-04",
-        "client visit",
+        *CLAIMANT_AND_TRIP,
         "rail",
         "TR-4411",
         "skip",
@@ -259,13 +249,7 @@ def test_submit_of_a_form_sent_already_is_one_line_on_stderr_and_its_help_has_an
 
 def test_after_a_resume_the_first_yes_reads_back_and_the_second_sends(cli):
     answers = [
-        "Dana Reeve",
-        "AB1234",
-        "dana@example.org",
-        "Leeds",
-        "2026-03-02",
-        "2026-03-04",
-        "client visit",
+        *CLAIMANT_AND_TRIP,
         "rail",
         "TR-4411",
         "skip",
