@@ -51,9 +51,19 @@ def values(instance: Instance) -> dict:
     return instance.in_force_values()
 
 
+def _bytes(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _write(path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
 def files_of(store) -> dict[str, bytes]:
     folder = os.path.join(store, "instances")
-    return {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
+    return {name: _bytes(os.path.join(folder, name)) for name in sorted(os.listdir(folder))}
 
 
 # Every write one second after the last, so "most recent first" never rests on a tie.
@@ -233,12 +243,12 @@ def test_the_instance_file_has_the_documented_shape(store):
     a = JsonFileAdapter(store, compact_after=2)
     inst = a.create_instance("travel", 1, "alice", prov())
     path = os.path.join(store, "instances", f"{inst.id}.json")
-    doc = json.loads(open(path, "rb").read())
+    doc = json.loads(_bytes(path))
     assert doc["format"] == 1 and doc["version"] == 1 and doc["updated_at"] == inst.updated_at
     assert doc["instance"]["id"] == inst.id
     inst = fill(a, inst, "name", "Ada")
     inst = fill(a, inst, "name", "Bob")  # the second journal record folds into a new snapshot
-    doc = json.loads(open(path, "rb").read())
+    doc = json.loads(_bytes(path))
     assert doc["version"] == 3 and doc["instance"]["version"] == 3
     assert not os.path.exists(os.path.join(store, "instances", f"{inst.id}.journal"))
 
@@ -311,7 +321,7 @@ def test_a_truncated_instance_file_is_reported_by_name_and_left_alone(store):
     good = a.create_instance("travel", 1, "bob", prov())
     bad = a.create_instance("travel", 1, "alice", prov())
     snapshot, _ = _instance_files(store, bad)
-    data = open(snapshot, "rb").read()
+    data = _bytes(snapshot)
     with open(snapshot, "wb") as f:
         f.write(data[: len(data) // 2])
     before = files_of(store)
@@ -352,7 +362,7 @@ def test_an_unknown_format_is_refused_with_a_clear_message(store):
     a = JsonFileAdapter(store)
     inst = a.create_instance("travel", 1, "alice", prov())
     snapshot, _ = _instance_files(store, inst)
-    doc = json.loads(open(snapshot, "rb").read())
+    doc = json.loads(_bytes(snapshot))
     doc["format"] = 2
     with open(snapshot, "w") as f:
         json.dump(doc, f)
@@ -375,7 +385,7 @@ def test_a_torn_last_journal_line_is_ignored_and_cut_off_by_the_next_commit(stor
     inst = fill(fresh, fresh.get_instance(inst.id), "name", "Bob")
     assert inst.version == 3
     assert values(JsonFileAdapter(store).get_instance(inst.id)) == {"name": "Bob"}
-    lines = open(journal, "rb").read().splitlines()
+    lines = _bytes(journal).splitlines()
     assert len(lines) == 3 and b"0badc0de" not in b"".join(lines)  # header, Ada, Bob: the torn bytes are gone
 
 
@@ -394,11 +404,11 @@ def test_a_damaged_journal_line_before_a_good_one_is_corruption(store):
     for value in ("Ada", "Bob", "Cy"):
         inst = fill(a, inst, "name", value)
     _, journal = _instance_files(store, inst)
-    lines = open(journal, "rb").read().splitlines(keepends=True)
+    lines = _bytes(journal).splitlines(keepends=True)
     lines[2] = lines[2].replace(b"Bob", b"Rob")  # the checksum no longer matches
     with open(journal, "wb") as f:
         f.write(b"".join(lines))
-    damaged = open(journal, "rb").read()
+    damaged = _bytes(journal)
     fresh = JsonFileAdapter(store)
     # Reads still work, as of the record before the damage, and say what is wrong.
     read = fresh.get_instance(inst.id)
@@ -409,7 +419,7 @@ def test_a_damaged_journal_line_before_a_good_one_is_corruption(store):
     with pytest.raises(StoreDamagedError) as caught:
         fill(fresh, read, "name", "Dee")
     assert caught.value.code == "store_damaged" and inst.id in caught.value.message and "3-4" in caught.value.message
-    assert open(journal, "rb").read() == damaged
+    assert _bytes(journal) == damaged
     assert [p.path for p in fresh.check().problems] == [journal]
 
 
@@ -419,7 +429,7 @@ def test_a_missing_journal_record_is_corruption(store):
     for value in ("Ada", "Bob", "Cy"):
         inst = fill(a, inst, "name", value)
     _, journal = _instance_files(store, inst)
-    lines = open(journal, "rb").read().splitlines(keepends=True)
+    lines = _bytes(journal).splitlines(keepends=True)
     with open(journal, "wb") as f:
         f.write(b"".join(lines[:2] + lines[3:]))
     fresh = JsonFileAdapter(store)
@@ -438,7 +448,7 @@ def _three_answers(store):
 
 
 def _cut_last_line(journal):
-    lines = open(journal, "rb").read().splitlines(keepends=True)
+    lines = _bytes(journal).splitlines(keepends=True)
     with open(journal, "wb") as f:
         f.write(b"".join(lines[:-1]))
 
@@ -448,9 +458,9 @@ def _empty(journal):
 
 
 def _corrupt_last_record(journal):
-    data = bytearray(open(journal, "rb").read())
+    data = bytearray(_bytes(journal))
     data[-5] ^= 0x20  # a bit flipped inside the last record's JSON
-    open(journal, "wb").write(bytes(data))
+    _write(journal, bytes(data))
 
 
 @pytest.mark.parametrize("harm, holds", [(_cut_last_line, 3), (_empty, 1), (_corrupt_last_record, 3)])
@@ -458,7 +468,7 @@ def test_acknowledged_versions_gone_from_the_journal_are_damage_until_repaired(s
     inst = _three_answers(store)
     snapshot, journal = _instance_files(store, inst)
     harm(journal)
-    harmed = {p: open(p, "rb").read() for p in (snapshot, journal)}
+    harmed = {p: _bytes(p) for p in (snapshot, journal)}
     a = JsonFileAdapter(store)
     read = a.get_instance(inst.id)
     assert read.version == holds
@@ -469,15 +479,15 @@ def test_acknowledged_versions_gone_from_the_journal_are_damage_until_repaired(s
         fill(a, read, "name", "Dee")
     with pytest.raises(StoreDamagedError):
         a.record_dispatch(inst.id, "k", DispatchState("h", "ok", 1, now_iso()), prov())
-    assert {p: open(p, "rb").read() for p in (snapshot, journal)} == harmed  # the evidence is untouched
+    assert {p: _bytes(p) for p in (snapshot, journal)} == harmed  # the evidence is untouched
     assert not a.check().ok and a.reindex().problems  # reindex keeps the evidence too
     assert JsonFileAdapter(store).damage(inst.id).lost == (holds + 1, 4)
 
     done = a.repair(inst.id, by="sam")
     assert done.lost == (holds + 1, 4) and done.by == "sam" and done.version == 5
     kept = os.path.join(store, done.kept)
-    assert open(os.path.join(kept, os.path.basename(snapshot)), "rb").read() == harmed[snapshot]
-    assert open(os.path.join(kept, os.path.basename(journal)), "rb").read() == harmed[journal]
+    assert _bytes(os.path.join(kept, os.path.basename(snapshot))) == harmed[snapshot]
+    assert _bytes(os.path.join(kept, os.path.basename(journal))) == harmed[journal]
     assert stat.S_IMODE(os.stat(kept).st_mode) == 0o700
     assert a.damage(inst.id) is None and a.repair(inst.id, by="sam") is None
     fresh = JsonFileAdapter(store)
@@ -712,7 +722,7 @@ def test_an_index_from_before_a_restart_is_rebuilt(store):
     expected = _answers(a)
     # A machine crash loses unsynced appends: drop the rows, and mark the header.
     path = _index(store)
-    lines = open(path, "rb").read().splitlines(keepends=True)
+    lines = _bytes(path).splitlines(keepends=True)
     header = json.loads(lines[0])
     header["boot"] = "another-boot"
     with open(path, "wb") as f:
@@ -728,7 +738,7 @@ def test_a_writer_that_died_between_commit_and_index_row_is_repaired(store):
     victim = made[1]
     # Simulate the crash: the commit landed, the index holds only the marker.
     index_path = _index(store)
-    before = open(index_path, "rb").read()
+    before = _bytes(index_path)
     a.commit_instance(victim.id, Commit(status="abandoned"), if_version=2, provenance=prov())
     with open(index_path, "wb") as f:
         f.write(before + json.dumps([victim.id, victim.subject]).encode() + b"\n")
@@ -739,7 +749,7 @@ def test_a_writer_that_died_between_commit_and_index_row_is_repaired(store):
     assert victim.id not in [i.id for i in JsonFileAdapter(store).find_instances(status="active")]
     assert JsonFileAdapter(store).find_open_instance(victim.subject).id == made[4].id
     fill(reader, reader.get_instance(made[2].id), "name", "x")  # the next write, to any instance, repairs it
-    repaired = json.loads(open(index_path, "rb").read().splitlines()[-3])
+    repaired = json.loads(_bytes(index_path).splitlines()[-3])
     assert repaired[0] == victim.id and repaired[3] == "abandoned"
     assert JsonFileAdapter(store).check().ok
 
@@ -778,7 +788,7 @@ def test_reindex_lists_corrupt_files_and_indexes_the_rest(store):
         f.write(b'{"format": 1, "vers')
     report = JsonFileAdapter(store).reindex()
     assert report.instances == 5 and [p.path for p in report.problems] == [snapshot]
-    assert open(snapshot, "rb").read() == b'{"format": 1, "vers'
+    assert _bytes(snapshot) == b'{"format": 1, "vers'
     assert made[3].id not in [i.id for i in JsonFileAdapter(store).find_instances()]
 
 
@@ -787,7 +797,7 @@ def test_the_index_log_is_compacted_as_it_grows(store):
     inst = a.create_instance("travel", 1, "alice", prov())
     for n in range(700):
         inst = fill(a, inst, "n", n)
-    lines = open(_index(store), "rb").read().count(b"\n")
+    lines = _bytes(_index(store)).count(b"\n")
     assert lines < 600
     assert JsonFileAdapter(store).find_open_instance("alice").version == 701
 
@@ -844,7 +854,7 @@ def test_the_next_write_settles_the_marker_a_dead_writer_left(store):
     a, made = _populate(store)
     victim = made[2]  # subject s2, the open form of s2
     index_path = _index(store)
-    before = open(index_path, "rb").read()
+    before = _bytes(index_path)
     a.commit_instance(victim.id, Commit(status="abandoned"), if_version=2, provenance=prov())
     # The victim's writer died after its marker; the next write (to another instance) settles it.
     later = JsonFileAdapter(store).get_instance(made[1].id)
