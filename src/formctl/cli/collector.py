@@ -1,4 +1,5 @@
-"""Python's cyclic garbage collector while ``formctl`` starts.
+"""Python's cyclic garbage collector while ``formctl`` starts (docs/startup.md, "The garbage
+collector waits for start-up").
 
 Start-up makes tens of thousands of objects that live as long as the process: modules, classes
 (60-80 dataclasses whose methods are compiled as they are made), functions, pydantic schemas,

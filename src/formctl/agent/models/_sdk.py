@@ -77,6 +77,7 @@ def ssl_context(client_class: type, trust_env: bool) -> Any:
     changing one builds a new context). The client is then given it as ``verify=``. Sharing one
     context between clients is what the HTTP libraries recommend; verification and hostname
     checks stay on. None when the library cannot be found: the client then builds its own.
+    (docs/startup.md, "One TLS context per process".)
     """
     library = next(
         (b.__module__.split(".")[0] for b in client_class.__mro__ if b.__module__.split(".")[0] in ("httpx2", "httpx")),
