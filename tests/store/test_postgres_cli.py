@@ -145,6 +145,15 @@ def _until(out: queue.Queue, text: str) -> list[str]:
             return seen
 
 
+def _between_turns(chat, out: queue.Queue) -> None:
+    """``/status``, up to its last line. The chat reads a line only once the turn before it has
+    ended (its conversation saved, what changed elsewhere read): from here it waits on its input,
+    so a restart or a stop meets the next message, not the end of the last turn (on a busy
+    machine the question is out well before the turn has saved its conversation)."""
+    chat.stdin.write("/status\n")
+    _until(out, "undo would set")
+
+
 @pytest.mark.e2e
 def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_message_works(private_pg, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
@@ -166,9 +175,11 @@ def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_messag
         _until(out, "Full name?")
         chat.stdin.write("Dana Reeve\n")
         _until(out, "Staff ID?")
+        _between_turns(chat, out)
         private_pg.restart()  # between two messages: the chat never notices
         chat.stdin.write("AB1234\n")
         _until(out, "Work email?")
+        _between_turns(chat, out)
         private_pg.stop()  # during the next one: one clear line
         chat.stdin.write("dana@example.com\n")
         said = _until(out, "PostgreSQL")
