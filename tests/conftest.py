@@ -55,7 +55,7 @@ import typer.testing
 import example_forms
 import pg_server as pg_run
 from formctl import FormRegistry, FormRunner, MemoryAdapter
-from pg_server import pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
+from pg_server import _pg_schemas, pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
 
 pytest_plugins = ["helpers.tmp_folders"]  # pytest's tmp_path, without its numbering's listing of the whole folder
 
