@@ -47,6 +47,7 @@ import functools
 import itertools
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,7 +114,6 @@ def _keep_bytecode(config: pytest.Config) -> None:
     cache = getattr(config, "cache", None)
     if cache is None:
         return
-    import shutil
     import tempfile
 
     try:
@@ -121,12 +121,31 @@ def _keep_bytecode(config: pytest.Config) -> None:
     except OSError:
         return  # a cache folder that cannot be written (pytest then only warns): compile as before
     # The modules of temporary folders (a test's copy of a forms folder) are never met again:
-    # dropped once per run so the cache does not grow with every run.
-    shutil.rmtree(prefix / os.path.relpath(tempfile.gettempdir(), os.sep), ignore_errors=True)
+    # dropped once per run so the cache does not grow with every run; all but this checkout's
+    # own, when it is itself in the temporary folder (a clone for CI, an older commit checked
+    # out to compare with), which compiled everything again on every run.
+    temporary, checkout = (prefix / os.path.relpath(p, os.sep) for p in (tempfile.gettempdir(), config.rootpath))
+    _drop_all_but(temporary, checkout)
     sys.pycache_prefix = str(prefix)
     sys.dont_write_bytecode = False
     os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def _drop_all_but(folder: Path, keep: Path) -> None:
+    """Remove ``folder`` and what it holds, except ``keep`` and what it holds (and the folders on the way)."""
+    import shutil
+
+    if not keep.is_relative_to(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    if keep == folder or not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            _drop_all_but(entry, keep)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 # How many more modules than at the last freeze make the next one worth it (see _freeze_long_lived).

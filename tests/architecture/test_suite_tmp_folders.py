@@ -118,3 +118,20 @@ def test_the_retention_policy_failed_keeps_only_the_folders_of_failed_tests(pyte
         "test_madecurrent",
     ]
     assert (base / "test_failscurrent").resolve() == base / "test_fails0"
+
+
+def test_the_compiled_modules_of_temporary_folders_are_dropped_but_a_checkouts_own_in_one(tmp_path):
+    from conftest import _drop_all_but
+
+    temporary = tmp_path / "pycache" / "tmp"
+    for name in ("pytest-of-root/pytest-3/test_x0/forms/claim.pyc", "checkout/src/formctl/app.pyc", "other/m.pyc"):
+        (temporary / name).parent.mkdir(parents=True, exist_ok=True)
+        (temporary / name).write_bytes(b"")
+
+    _drop_all_but(temporary, temporary / "checkout")
+
+    assert [p.relative_to(temporary).as_posix() for p in sorted(temporary.rglob("*.pyc"))] == [
+        "checkout/src/formctl/app.pyc"
+    ]
+    _drop_all_but(temporary, tmp_path / "elsewhere")
+    assert not temporary.exists()
