@@ -109,3 +109,29 @@ def test_no_command_leaves_a_session_open_on_the_server(cli, pg_dsn, tmp_path, m
 
     assert _sessions(pg_dsn, name, patience=5.0) == 0, [(what, open_then) for what, open_then in ran if open_then]
     assert {what for what, _ in ran} == _store_commands()  # a new command is added here too
+
+
+def test_a_chat_session_a_host_closes_leaves_no_session_open(pg_dsn, no_collector):
+    # A host embedding the chat: the session's store, the status poller's own store and the
+    # watcher listening for other people's writes are three sessions; close() ends all three.
+    import threading
+
+    from fixture_project import FORMS
+    from formctl.cli.chat.session import ChatOptions, ChatSession
+
+    name = f"formctl-test-{uuid.uuid4().hex[:12]}"
+    dsn = pg_dsn + ("&" if "?" in pg_dsn else "?") + f"application_name={name}"
+    session = ChatSession.open(
+        ChatOptions(form="travel-claim", subject="dana", offline=True, store=dsn, forms=str(FORMS))
+    )
+    try:
+        session.send(session.opening() or "Hello.")
+        session.send("Dana Reeve")
+        stop = threading.Event()
+        session.wait_for_change(0.1, stop)  # the poller opens its store and starts listening
+        session.wait_for_change(0.1, stop)
+        session.poll()  # and reads through its store
+        assert _sessions(pg_dsn, name) == 3
+    finally:
+        session.close()
+    assert _sessions(pg_dsn, name, patience=5.0) == 0
