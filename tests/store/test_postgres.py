@@ -208,15 +208,26 @@ def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_i
 # --------------------------------------------------------------------------- live updates
 
 
-def test_a_watcher_hears_only_its_own_store_not_another_schema_of_the_same_database(pg_server, pg_dsn):
+@pytest.fixture
+def other_schema_store(pg_server):
+    """A store in another schema of the same database as ``pg_dsn``'s: the two share the
+    notification channel, and nothing else."""
     import uuid
 
     from pg_server import with_options
 
-    other_schema = f"t_{uuid.uuid4().hex[:16]}"
+    schema = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {other_schema}")
-    other = PostgresAdapter(with_options(pg_server.dsn, f"-csearch_path={other_schema}"))
+        conn.execute(f"CREATE SCHEMA {schema}")
+    other = PostgresAdapter(with_options(pg_server.dsn, f"-csearch_path={schema}"))
+    yield other
+    other.close()
+    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_watcher_hears_only_its_own_store_not_another_schema_of_the_same_database(pg_dsn, other_schema_store):
+    other = other_schema_store
     ours = PostgresAdapter(pg_dsn)
     mine = ours.create_instance("travel", 1, "alice", prov())
     theirs = other.create_instance("travel", 1, "bob", prov())
@@ -234,23 +245,14 @@ def test_a_watcher_hears_only_its_own_store_not_another_schema_of_the_same_datab
     finally:
         watcher.close()
         ours.close()
-        other.close()
-        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {other_schema} CASCADE")
 
 
-def test_another_schemas_write_does_not_end_the_wait_for_a_write_of_ours(pg_server, pg_dsn):
+def test_another_schemas_write_does_not_end_the_wait_for_a_write_of_ours(pg_dsn, other_schema_store):
     # Two stores in two schemas of one database share the notification channel: hearing only
     # the other's write is no change of ours, and the wait goes on until ours (or the timeout).
     import threading
-    import uuid
 
-    from pg_server import with_options
-
-    other_schema = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {other_schema}")
-    other = PostgresAdapter(with_options(pg_server.dsn, f"-csearch_path={other_schema}"))
+    other = other_schema_store
     ours = PostgresAdapter(pg_dsn)
     mine = ours.create_instance("travel", 1, "alice", prov())
     theirs = other.create_instance("travel", 1, "bob", prov())
@@ -267,9 +269,6 @@ def test_another_schemas_write_does_not_end_the_wait_for_a_write_of_ours(pg_serv
         later.join()
         watcher.close()
         ours.close()
-        other.close()
-        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {other_schema} CASCADE")
 
 
 def test_a_commit_wakes_a_watcher_and_a_refused_one_does_not(pg_dsn):
