@@ -94,6 +94,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     pg_run.unconfigure()
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one xdist worker per core, and one more.
+
+    Much of the whole suite's time is spent waiting, not computing: a pseudo-terminal's next
+    line, a ``formctl`` child starting, PostgreSQL restarting, a timeout a test is about. With one
+    worker per core the cores sat idle about a quarter of a whole run (sampled from
+    ``/proc/stat``); the extra worker runs tests in that time. ``benchmarks/suite.py`` measures it.
+    xdist's own ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
+
+
 def _keep_bytecode(config: pytest.Config) -> None:
     """Keep compiled modules between runs in pytest's cache folder when Python may not write them
     beside the source (``PYTHONDONTWRITEBYTECODE``): ``sys.pycache_prefix`` (``PYTHONPYCACHEPREFIX``
