@@ -17,7 +17,7 @@ import pytest
 
 from formctl.forms.instance import Provenance, now_iso
 
-pytestmark = pytest.mark.durable
+pytestmark = [pytest.mark.durable, pytest.mark.e2e]  # real fsyncs; every test here crosses a process boundary
 
 HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 WORKERS = 4
@@ -26,8 +26,6 @@ FILLS = 200
 
 from helpers.forked import race_beside_busy_cpus  # noqa: E402
 from helpers.race_form import open_adapter  # noqa: E402
-
-pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
 
 
 @pytest.fixture(params=["jsonfile", "postgres"])

@@ -27,14 +27,12 @@ from formctl.forms.instance import Provenance, now_iso
 
 # The helpers are separate processes that fsync anyway; the mark keeps the test's own
 # set-up writes as durable as a user's.
-pytestmark = pytest.mark.durable
+pytestmark = [pytest.mark.durable, pytest.mark.e2e]  # real fsyncs; every test here crosses a process boundary
 
 HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
 KILLS = 60
 
 from helpers.race_form import open_adapter  # noqa: E402
-
-pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
 
 
 @pytest.fixture(params=["jsonfile", "postgres"])
