@@ -8,6 +8,8 @@ schema is versioned; damage is reported, not papered over; and a write wakes a w
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 import pytest
 
@@ -182,7 +184,9 @@ def test_an_instance_missing_answers_is_reported_and_never_stands_in_silently(pg
 
 @pytest.mark.e2e
 def test_a_server_restart_between_operations_is_invisible_and_a_stopped_server_is_one_line(private_pg, monkeypatch):
-    monkeypatch.setattr(postgres, "RECONNECT_PATIENCE", 1.5)  # a stopped server: fail after 1.5 s, not 8
+    # A stopped server: fail after 0.2 s of retrying, not 8 (how long is not the point here; the
+    # restart is over before the next call, which needs no patience to reconnect).
+    monkeypatch.setattr(postgres, "RECONNECT_PATIENCE", 0.2)
     pg_server = private_pg
     adapter = PostgresAdapter(pg_server.dsn, connect_timeout=3)
     inst = fill(adapter, adapter.create_instance("travel", 1, "alice", prov()), "name", "Ada")
@@ -226,6 +230,22 @@ def other_schema_store(pg_server):
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
+def heard_until(watcher, instance_id: str, timeout: float = 10.0) -> set[str]:
+    """Every id the watcher hears up to and including a write to ``instance_id``. The server
+    delivers notifications in the order their transactions committed, so whatever was committed
+    before that write has been heard too when this returns, and nothing of it is still to come:
+    a write made for the purpose (a marker) ends a wait for quiet without waiting for a timeout."""
+    heard: set[str] = set()
+    deadline = time.monotonic() + timeout
+    while instance_id not in heard:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no write to {instance_id} heard in {timeout} s (heard {sorted(heard)})"
+        more = watcher.wait(left)
+        assert more is not None, "the watcher lost the server"
+        heard |= more
+    return heard
+
+
 def test_a_watcher_hears_only_its_own_store_not_another_schema_of_the_same_database(pg_dsn, other_schema_store):
     other = other_schema_store
     ours = PostgresAdapter(pg_dsn)
@@ -233,13 +253,11 @@ def test_a_watcher_hears_only_its_own_store_not_another_schema_of_the_same_datab
     theirs = other.create_instance("travel", 1, "bob", prov())
     watcher = ours.watch()
     try:
-        watcher.wait(0.2)  # listening now
+        watcher.wait(0)  # listening now
         fill(other, theirs, "name", "Bo")
         fill(ours, mine, "name", "Ada")
-        heard: set[str] = set()
-        while (more := watcher.wait(2)) and mine.id not in heard:
-            heard |= more
-        heard |= watcher.wait(0.3) or set()
+        marker = ours.create_instance("travel", 1, "carol", prov())  # committed last: heard last
+        heard = heard_until(watcher, marker.id)
         assert mine.id in heard
         assert theirs.id not in heard  # the other team's write, on the same channel, is not ours
     finally:
@@ -257,11 +275,12 @@ def test_another_schemas_write_does_not_end_the_wait_for_a_write_of_ours(pg_dsn,
     mine = ours.create_instance("travel", 1, "alice", prov())
     theirs = other.create_instance("travel", 1, "bob", prov())
     watcher = ours.watch()
-    later = threading.Timer(0.5, lambda: fill(ours, mine, "name", "Ada"))
+    # Ours comes 0.2 s after theirs: a wait that ended on theirs would have returned by then
+    # (it is heard within milliseconds); with both at once the wait would see ours beside it.
+    later = threading.Timer(0.2, lambda: fill(ours, mine, "name", "Ada"))
     try:
-        watcher.wait(0.2)  # listening now
-        while watcher.wait(0.3):  # our create's own signal may still come: wait for quiet
-            pass
+        watcher.wait(0)  # listening now
+        heard_until(watcher, ours.create_instance("travel", 1, "carol", prov()).id)  # quiet from here
         fill(other, theirs, "name", "Bo")  # heard first
         later.start()
         assert watcher.wait(10) == {mine.id}
@@ -276,15 +295,16 @@ def test_a_commit_wakes_a_watcher_and_a_refused_one_does_not(pg_dsn):
     inst = writer.create_instance("travel", 1, "alice", prov())
     watcher = PostgresAdapter(pg_dsn).watch()
     try:
-        watcher.wait(0.2)  # listening now (PostgreSQL may still deliver a commit from just before LISTEN)
+        watcher.wait(0)  # listening now
+        heard_until(watcher, writer.create_instance("travel", 1, "bob", prov()).id)  # quiet from here
         fill(writer, inst, "name", "Ada")
         assert watcher.wait(5) == {inst.id}
-        # On a loaded machine the create's own signal (sent just before LISTEN) can arrive after
-        # the fill's; wait for quiet before the refused write, so what follows is its doing.
-        while watcher.wait(0.5):
-            pass
         with pytest.raises(ConflictError):
             fill(writer, inst, "name", "stale")
-        assert watcher.wait(0.5) == set()  # a rolled-back write sends nothing
+        # A write committed after the refused one is heard after anything the refused one sent:
+        # hearing it alone proves that a rolled-back write sends nothing, without a timeout.
+        marker = writer.create_instance("travel", 1, "carol", prov())
+        assert heard_until(watcher, marker.id) == {marker.id}
     finally:
         watcher.close()
+        writer.close()
