@@ -4,6 +4,7 @@ status, views and tier 0 agree after every write."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -83,7 +84,7 @@ def test_the_order_answers_are_stored_in_does_not_change_a_re_entrant_evaluation
 
 # --------------------------------------------------------------------------- property: the runner's cache is a fresh evaluation
 
-GATE_KINDS = ["none", "none", "eq", "not", "own_step", "other_step", "not_complete", "fired"]
+GATE_KINDS = ("none", "none", "eq", "not", "own_step", "other_step", "not_complete", "fired")
 
 
 def _gate(kind: str, target: str, own_step: str, other_step: str):
@@ -102,28 +103,35 @@ def _gate(kind: str, target: str, own_step: str, other_step: str):
     return None
 
 
+# One sampled_from strategy per tuple of choices, made once (``_sampled``): hypothesis keeps no
+# sampled_from it made, and one made afresh at every draw was checked and measured again by
+# hypothesis before drawing from it (about a third of the CPU of drawing an example). The same
+# strategy draws the same values.
+_sampled = functools.cache(st.sampled_from)
+
+
 @st.composite
 def _generated_forms(draw):
     n_steps = draw(st.integers(1, 3))
-    ids = [f"f{i}" for i in range(draw(st.integers(2, 12)))]
+    ids = tuple(f"f{i}" for i in range(draw(st.integers(2, 12))))
     fields = sorted(
         (
             (
                 draw(st.integers(0, n_steps - 1)),  # step
                 fid,
-                draw(st.sampled_from(GATE_KINDS)),
-                draw(st.sampled_from(ids)),  # what an eq/not gate reads
+                draw(_sampled(GATE_KINDS)),
+                draw(_sampled(ids)),  # what an eq/not gate reads
                 draw(st.integers(0, n_steps - 1)),  # what an other_step gate reads
                 draw(st.booleans()),  # optional
-                draw(st.sampled_from([None, None, *ids])),  # an on_fill patch's target
-                draw(st.sampled_from(["x", "y", 5])),  # ...and value
+                draw(_sampled((None, None, *ids))),  # an on_fill patch's target
+                draw(_sampled(("x", "y", 5))),  # ...and value
             )
             for fid in ids
         ),
         key=lambda t: t[0],
     )
-    step_gates = [draw(st.sampled_from(["none", "previous", "value"])) for _ in range(n_steps)]
-    cp_field, cp_jump = draw(st.sampled_from(ids)), draw(st.integers(0, n_steps - 1))
+    step_gates = [draw(_sampled(("none", "previous", "value"))) for _ in range(n_steps)]
+    cp_field, cp_jump = draw(_sampled(ids)), draw(st.integers(0, n_steps - 1))
     return n_steps, fields, step_gates, cp_field, cp_jump
 
 
@@ -157,16 +165,17 @@ def _build_generated(case):
     return builder.build()
 
 
-def _operations(ids):
+@functools.cache
+def _operations(ids: tuple[str, ...]):
     return st.lists(
         st.one_of(
             st.tuples(
                 st.just("fill"),
-                st.dictionaries(st.sampled_from(ids), st.sampled_from(["x", "y", "", 5]), min_size=1, max_size=3),
+                st.dictionaries(_sampled(ids), _sampled(("x", "y", "", 5)), min_size=1, max_size=3),
             ),
-            st.tuples(st.just("retract"), st.sampled_from(ids)),
-            st.tuples(st.just("undo"), st.sampled_from([*ids, None, None])),
-            st.tuples(st.just("redo"), st.sampled_from([*ids, None, None])),
+            st.tuples(st.just("retract"), _sampled(ids)),
+            st.tuples(st.just("undo"), _sampled((*ids, None, None))),
+            st.tuples(st.just("redo"), _sampled((*ids, None, None))),
         ),
         max_size=12,
     )
@@ -176,7 +185,7 @@ def _operations(ids):
 @given(st.data())
 def test_after_every_write_the_runners_cached_evaluation_is_a_fresh_evaluation(data):
     case = data.draw(_generated_forms())
-    sequence = data.draw(_operations([t[1] for t in case[1]]))
+    sequence = data.draw(_operations(tuple(t[1] for t in case[1])))
     runner = _runner_for(_build_generated(case))
     runner.start("gen")
     _assert_cache_is_fresh(runner, "start")
@@ -202,7 +211,7 @@ from formctl import Complete, Fail, Terminate  # noqa: E402
 from formctl.forms.failures import blocking_failure_open  # noqa: E402
 from formctl.forms.lifecycle import complete_flag  # noqa: E402
 
-_EFFECTS = ["none", "patch", "jump", "complete", "fail", "raise", "patch_jump", "complete_patch"]
+_EFFECTS = ("none", "patch", "jump", "complete", "fail", "raise", "patch_jump", "complete_patch")
 
 
 def _executor(kind: str, target: str):
@@ -230,28 +239,28 @@ def _executor(kind: str, target: str):
 
 @st.composite
 def _effect_forms(draw):
-    ids = ["a", "b", "c", "d", "e"]
+    ids = ("a", "b", "c", "d", "e")
     fields = [
         (
             fid,
             draw(st.booleans()),
-            draw(st.sampled_from(["none", "eq", "not"])),
-            draw(st.sampled_from(ids)),
-            draw(st.sampled_from(_EFFECTS)),
-            draw(st.sampled_from(ids)),
+            draw(_sampled(("none", "eq", "not"))),
+            draw(_sampled(ids)),
+            draw(_sampled(_EFFECTS)),
+            draw(_sampled(ids)),
         )
         for fid in ids
     ]
     checkpoints = [
         (
-            draw(st.sampled_from(ids)),
+            draw(_sampled(ids)),
             draw(st.booleans()),
-            draw(st.sampled_from([*_EFFECTS, "terminate"])),
-            draw(st.sampled_from(ids)),
+            draw(_sampled((*_EFFECTS, "terminate"))),
+            draw(_sampled(ids)),
         )
         for _ in range(draw(st.integers(0, 2)))
     ]
-    return fields, checkpoints, draw(st.sampled_from(_EFFECTS))
+    return fields, checkpoints, draw(_sampled(_EFFECTS))
 
 
 def _build_effect_form(case):
@@ -302,7 +311,7 @@ def test_a_patch_left_over_when_a_hook_closes_the_form_is_dropped_and_the_write_
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(_effect_forms(), _operations(list("abcde")))
+@given(_effect_forms(), _operations(tuple("abcde")))
 # Found by hypothesis: b's hook completes the form and patches a; the on_complete's own patch
 # round terminates it first, so b's patch must be dropped, not refused as a write to a closed form.
 @example(_CLOSED_BY_ON_COMPLETE, [("fill", {"b": "x"})])
