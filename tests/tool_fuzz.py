@@ -278,27 +278,42 @@ class Ids:
     theirs: list[str] = field(default_factory=list)
 
 
+# Strategies are made once, here or in the caches below, never inside a draw: hypothesis checks
+# and measures a strategy it has not met before each time it draws from it, and strategies made
+# afresh at every draw took a tenth of an example's CPU. The same strategies, drawn in the same
+# order, draw the same examples.
+_MADE_UP_IDS = st.sampled_from(["form_zzzzzzzz_000000", "form_mx0000aa_aaaaaa", "FORM_MINE"])
+_PATH_LIKE = st.sampled_from(PATH_LIKE)
+
+
 @st.composite
 def instance_ids(draw: st.DrawFn, ids: Ids) -> Any:
-    return weighted(
-        draw,
-        (6, st.sampled_from(ids.mine)),
-        (2, st.sampled_from(ids.theirs)),
-        (1, st.sampled_from(["form_zzzzzzzz_000000", "form_mx0000aa_aaaaaa", "FORM_MINE"])),
-        (2, st.sampled_from(PATH_LIKE)),
-        (1, json_values),
-    )
+    mine, theirs = _sampled(tuple(ids.mine)), _sampled(tuple(ids.theirs))
+    return weighted(draw, (6, mine), (2, theirs), (1, _MADE_UP_IDS), (2, _PATH_LIKE), (1, json_values))
+
+
+@functools.cache
+def _sampled(choices: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+    return st.sampled_from(choices)
 
 
 field_names = st.one_of(st.sampled_from(FIELD_IDS), st.sampled_from(NEAR_MISSES), texts)
 
 
+_GOOD_VALUES = st.sampled_from(GOOD_VALUES)
+
+
 @st.composite
 def field_value(draw: st.DrawFn, name: Any) -> Any:
     good = GOOD_BY_FIELD.get(name) if isinstance(name, str) else None
-    return weighted(
-        draw, (6 if good else 0, st.sampled_from(good or [None])), (2, st.sampled_from(GOOD_VALUES)), (3, json_values)
-    )
+    return weighted(draw, (6 if good else 0, _sampled(tuple(good or [None]))), (2, _GOOD_VALUES), (3, json_values))
+
+
+# field_value of a name, made once per kind of name: a field of the example forms, or any other.
+_FIELD_VALUES = {name: field_value(name) for name in GOOD_BY_FIELD}
+_OTHER_FIELD_VALUE = field_value(None)
+_KNOWN = st.sampled_from(FIELD_IDS)
+_FILL_NAMES = st.lists(st.one_of(_KNOWN, _KNOWN, _KNOWN, field_names), max_size=6)
 
 
 @st.composite
@@ -306,9 +321,8 @@ def fill_values(draw: st.DrawFn) -> Any:
     """Mostly ``{field: value}`` (with a wrong name or value among the right ones); sometimes not an object."""
     if draw(st.integers(0, 9)) == 0:
         return draw(json_values)
-    known = st.sampled_from(FIELD_IDS)
-    names = draw(st.lists(st.one_of(known, known, known, field_names), max_size=6))
-    return {name: draw(field_value(name)) for name in names}
+    names = draw(_FILL_NAMES)
+    return {name: draw(_FIELD_VALUES.get(name, _OTHER_FIELD_VALUE)) for name in names}
 
 
 # What each named parameter wants, but an instance id (which depends on the ids an example
@@ -340,38 +354,47 @@ PARAMETERS: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
-def _parameter(name: str, ids: Ids) -> st.SearchStrategy[Any]:
-    """A value for one named parameter, of the kind it wants."""
+def _parameter(name: str, instance_id: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """A value for one named parameter, of the kind it wants (``instance_id``: an instance id's)."""
     if name == "instance_id":
-        return instance_ids(ids)
+        return instance_id
     return PARAMETERS.get(name, json_values)
+
+
+_TOOL_NAMES = st.sampled_from(TOOL_NAMES)
+_WRONG_TOOL_NAMES = st.sampled_from(
+    ["form_fil", "FORM_FILL", "", "form_delete", "fill", "form_fill\udce9", "form_\x00"]
+)
+_USUAL, _MISSING, _EXTRA, _NOT_AN_OBJECT = (st.just(s) for s in ("usual", "missing", "extra", "not an object"))
+_NOT_OBJECTS = st.one_of(st.none(), st.lists(scalars, max_size=3), texts, st.integers())
+_EXTRA_KEYS = st.one_of(texts, st.sampled_from(["instanceId", "value", "id", "values", "force"]))
+_EXTRA_ARGUMENTS = st.dictionaries(_EXTRA_KEYS, json_values, min_size=1, max_size=3)
 
 
 @st.composite
 def tool_calls(draw: st.DrawFn, ids: Ids) -> tuple[str, Any]:
     """One call a confused model might make: a tool name and its input, usually nearly right."""
-    name = weighted(
-        draw,
-        (12, st.sampled_from(TOOL_NAMES)),
-        (1, st.sampled_from(["form_fil", "FORM_FILL", "", "form_delete", "fill", "form_fill\udce9", "form_\x00"])),
-    )
+    name = weighted(draw, (12, _TOOL_NAMES), (1, _WRONG_TOOL_NAMES))
     tool = _BY_NAME.get(name)
     params = list(tool.args.model_fields) if tool is not None else ["values", "instance_id"]
     required = [p for p in params if tool is not None and tool.args.model_fields[p].is_required()]
-    shape = weighted(
-        draw, (12, st.just("usual")), (2, st.just("missing")), (2, st.just("extra")), (1, st.just("not an object"))
-    )
+    shape = weighted(draw, (12, _USUAL), (2, _MISSING), (2, _EXTRA), (1, _NOT_AN_OBJECT))
     if shape == "not an object":
-        return name, draw(st.one_of(st.none(), st.lists(scalars, max_size=3), texts, st.integers()))
+        return name, draw(_NOT_OBJECTS)
     chosen = [p for p in params if (p in required and shape != "missing") or draw(st.integers(0, 2)) == 0]
     arguments = {}
+    instance_id = _instance_ids(tuple(ids.mine), tuple(ids.theirs))
     for p in chosen:
         # the right kind of value, or (one time in six) any JSON at all: a null, a number as text ...
-        arguments[p] = weighted(draw, (5, _parameter(p, ids)), (1, json_values))
+        arguments[p] = weighted(draw, (5, _parameter(p, instance_id)), (1, json_values))
     if shape == "extra":
-        extra_keys = st.one_of(texts, st.sampled_from(["instanceId", "value", "id", "values", "force"]))
-        arguments.update(draw(st.dictionaries(extra_keys, json_values, min_size=1, max_size=3)))
+        arguments.update(draw(_EXTRA_ARGUMENTS))
     return name, arguments
+
+
+@functools.cache
+def _instance_ids(mine: tuple[str, ...], theirs: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    return instance_ids(Ids(mine=list(mine), theirs=list(theirs)))
 
 
 # --------------------------------------------------------------------------- the store and the watch
@@ -744,15 +767,20 @@ class Watch:
             fresh.close()
 
 
+_BATCHES = st.lists(
+    st.lists(tool_calls(Ids(mine=["@mine"], theirs=["@theirs"])), min_size=1, max_size=3), min_size=1, max_size=4
+)
+_OPEN_FORM = st.sampled_from([False, True, "ready", "awaiting"])
+
+
 @st.composite
 def turns(draw: st.DrawFn) -> dict[str, Any]:
     """One example: how the store starts, and the batches of calls the model makes in one turn.
 
     Instance ids are drawn as placeholders (``@mine``, ``@theirs``) and made real by
     :func:`realise` once the world exists, so the same example replays against any store."""
-    ids = Ids(mine=["@mine"], theirs=["@theirs"])
-    batches = draw(st.lists(st.lists(tool_calls(ids), min_size=1, max_size=3), min_size=1, max_size=4))
-    open_form = draw(st.sampled_from([False, True, "ready", "awaiting"]))
+    batches = draw(_BATCHES)
+    open_form = draw(_OPEN_FORM)
     return {"open": open_form, "closed": draw(st.booleans()), "batches": batches}
 
 
