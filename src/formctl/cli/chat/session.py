@@ -27,9 +27,6 @@ from formctl.forms.person_status import status_for
 
 __all__ = ["CHAT_SOURCE", "OPENER", "ChatOptions", "ChatSession"]
 
-POLL_SECONDS = 1.0
-
-
 # --------------------------------------------------------------------------- the session
 
 

@@ -17,7 +17,6 @@ from formctl.cli.chat.plain import ELSEWHERE, UNREADABLE, Face, _last_said, read
 from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
 
-POLL_SECONDS = 1.0
 _CHANGED = object()  # the prompt's result when it was left because the form changed elsewhere
 # The longest line the prompt takes (characters). A paste without bracketed-paste mode arrives
 # one key press at a time; past this the characters are counted, not kept, and the line is
@@ -33,7 +32,8 @@ class TerminalChat(Face):
     """The interactive chat: prompt-toolkit for input and the status bar, rich for output.
 
     The status bar is a bottom toolbar rendered from a cached list of lines. A poller
-    thread reads the instance about once a second through its own adapter; when the
+    thread reads the instance every ``options.poll_seconds`` (a second unless the host or
+    ``FORMCTL_POLL_SECONDS`` says otherwise) through its own adapter; when the
     stored version moves it re-renders tier 0 and repaints the toolbar, and if the change
     came from outside this chat (another terminal's ``formctl resolve``), it leaves the prompt
     (keeping what was typed) so the model says what changed and asks again without a keystroke.
@@ -110,19 +110,20 @@ class TerminalChat(Face):
             pass
 
     def _poll(self) -> None:
+        interval = self.session.options.poll_seconds
         unsaid = False  # a change the person has not been shown, seen while the prompt was away
         while not self._stop.is_set():
             try:
-                if unsaid:  # look again each second until the prompt is back (no announcement is coming)
-                    self._stop.wait(POLL_SECONDS)
-                elif not self.session.wait_for_change(POLL_SECONDS, self._stop):
+                if unsaid:  # look again each interval until the prompt is back (no announcement is coming)
+                    self._stop.wait(interval)
+                elif not self.session.wait_for_change(interval, self._stop):
                     continue
                 if self._stop.is_set():
                     continue
                 polled = self.session.poll()
             except Exception:
-                self._stop.wait(POLL_SECONDS)
-                continue  # a torn read, a locked file, a server away: try again next second
+                self._stop.wait(interval)
+                continue  # a torn read, a locked file, a server away: try again next interval
             if polled is None:
                 continue
             stamp, lines = polled
@@ -265,7 +266,7 @@ class TerminalChat(Face):
             self.converse()
         finally:
             self._stop.set()
-            poller.join(timeout=2 * POLL_SECONDS)  # before the session closes the poller's adapter
+            poller.join(timeout=2 * self.session.options.poll_seconds)  # before the session closes the poller's adapter
             self._history.flush()
 
     def _bounded_typing(self) -> Any:

@@ -74,6 +74,7 @@ def run(
     (pip install 'formctl[openai]'). Without a key the guided offline model asks.
     """
     from formctl.cli.chat import ChatOptions, run_chat
+    from formctl.cli.chat.options import poll_seconds_from_env
 
     if (form is None) == (program is None):
         base._fail("Give a FORM, or --program KEY (not both).", 2)
@@ -92,6 +93,7 @@ def run(
                 debug=base.debugging(),
                 as_host=as_host,
                 migrate=migrate,
+                poll_seconds=poll_seconds_from_env(),
             ),
             program,
         )
@@ -111,6 +113,7 @@ def run(
             debug=base.debugging(),
             as_host=as_host,
             migrate=migrate,
+            poll_seconds=poll_seconds_from_env(),
         )
     )
     if code:
@@ -135,6 +138,7 @@ def resume(
     command exits 1 saying how.
     """
     from formctl.cli.chat import ChatOptions, run_chat
+    from formctl.cli.chat.options import poll_seconds_from_env
 
     code = run_chat(
         ChatOptions(
@@ -147,6 +151,7 @@ def resume(
             debug=base.debugging(),
             as_host=as_host,
             migrate=migrate,
+            poll_seconds=poll_seconds_from_env(),
         )
     )
     if code:
