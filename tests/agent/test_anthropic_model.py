@@ -284,12 +284,12 @@ def test_a_fault_in_the_middle_of_a_turn_keeps_the_tool_results_and_continues(ap
 def test_a_server_that_never_answers_is_a_timeout_line(api, store):
     loop = ChatLoop(
         make_runner(store),
-        AnthropicModel("claude-test", api_key=KEY, base_url=api.url, max_retries=0, timeout=0.2),
+        AnthropicModel("claude-test", api_key=KEY, base_url=api.url, max_retries=0, timeout=0.1),
         form_id="travel-claim",
     )
     api.hang(2.0)
     turn = loop.send("hi")
-    assert turn.stop_reason == "error" and "did not answer within 0.2s" in turn.error
+    assert turn.stop_reason == "error" and "did not answer within 0.1s" in turn.error
 
 
 def test_no_key_is_a_model_error_not_a_crash(api, store):

@@ -290,9 +290,9 @@ def test_a_dropped_stream_applies_nothing(wire, store):
 
 
 def test_a_server_that_never_answers_is_a_timeout_line(wire, store):
-    loop = ChatLoop(make_runner(store), wire.model(max_retries=0, timeout=0.3), form_id="travel-claim")
+    loop = ChatLoop(make_runner(store), wire.model(max_retries=0, timeout=0.1), form_id="travel-claim")
     wire.api.hang(1.5)
-    assert "did not answer within 0.3s" in loop.send("hi").error
+    assert "did not answer within 0.1s" in loop.send("hi").error
 
 
 # --------------------------------------------------------------------------- usage

@@ -15,6 +15,7 @@ import pytest
 
 from formctl import ConflictError, FormRegistry, FormRunner, JsonFileAdapter, MemoryAdapter
 from formctl.forms import contention
+from helpers.lock_waits import flock_waiters, until_queued
 from helpers.race_form import race
 
 
@@ -95,7 +96,8 @@ def test_a_json_store_write_holds_the_lock_from_read_to_commit(tmp_path):
     done = threading.Event()
     waiter = threading.Thread(target=lambda: (runner.fill({"f0": "second"}, instance_id=instance_id), done.set()))
     waiter.start()
-    assert not done.wait(0.3)  # queued on the lock, not failing and not retrying
+    until_queued(waiter, lambda: flock_waiters(str(tmp_path / "store" / "lock")) > 0)
+    assert waiter.is_alive() and not done.is_set()  # queued on the lock, not failing and not retrying
     release.set()
     holder.join(10)
     waiter.join(10)

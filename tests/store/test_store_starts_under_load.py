@@ -19,6 +19,7 @@ import pytest
 from formctl import FormError, FormRunner, JsonFileAdapter, MemoryAdapter
 from formctl.store import _durable
 from helpers.forked import race_beside_busy_cpus
+from helpers.lock_waits import advisory_waiters, flock_waiters, until_queued
 from helpers.race_form import open_adapter, registry
 
 HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
@@ -62,7 +63,7 @@ def test_a_read_that_meets_a_journal_line_half_written_waits_for_the_write_and_l
 
     reading = threading.Thread(target=read)
     reading.start()
-    reading.join(0.5)
+    until_queued(reading, lambda: flock_waiters(os.path.join(store, "lock")) > 0)
     assert reading.is_alive(), "the read went ahead while the write was half done"
     finish.set()
     writing.join(30)
@@ -107,7 +108,19 @@ def test_two_starts_of_one_form_for_one_subject_at_once_create_one_instance(kind
     assert looked.wait(30)
     b = threading.Thread(target=start, args=("second", second))
     b.start()
-    b.join(0.5)  # the second start waits for the first to finish its look-and-create
+    # The second start waits for the first to finish its look-and-create: seen queued on the
+    # store's lock (a threading lock shows no waiters: there, 0.1 s, ample for a start that did
+    # not wait to look, create and end).
+    if kind == "jsonfile":
+        until_queued(b, lambda: flock_waiters(os.path.join(store, "lock")) > 0)
+    elif kind == "postgres":
+        import psycopg
+
+        with psycopg.connect(store, autocommit=True) as conn:
+            until_queued(b, lambda: advisory_waiters(conn, "start:race:race") > 0)
+    else:
+        b.join(0.1)
+    assert b.is_alive(), outcome
     go_on.set()
     a.join(30)
     b.join(30)
