@@ -86,7 +86,13 @@ def test_a_one_trip_commit_cut_off_by_the_server_is_made_once_on_a_new_connectio
             (pid,) = adapter._connection().execute("SELECT pg_backend_pid()").fetchone()
 
             def cut() -> None:
-                time.sleep(0.5)
+                # Once the commit is inside the trigger's sleep (not after a guessed half second):
+                # cut off mid-statement.
+                deadline = time.monotonic() + 30
+                query = "SELECT wait_event FROM pg_stat_activity WHERE pid = %s"
+                while admin.execute(query, (pid,)).fetchone() != ("PgSleep",):
+                    assert time.monotonic() < deadline, "the commit never reached the slow trigger"
+                    time.sleep(0.005)
                 admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
                 admin.execute("DROP TRIGGER slow ON formctl_instances")
 

@@ -23,14 +23,25 @@ import typer.main
 UNKNOWN = "form_mx3tplc2_9jz5s0"  # the shape of an id, of no instance
 
 
-def _sessions(dsn: str, name: str, *, patience: float = 0.0) -> int:
-    deadline = time.monotonic() + patience
-    with psycopg.connect(dsn, autocommit=True) as conn:
+class Sessions:
+    """Counts the server sessions named ``name`` over one connection of its own (named otherwise,
+    so not counted): a connection per count cost a server process each, 30 times a test."""
+
+    def __init__(self, dsn: str, name: str) -> None:
+        self.name = name
+        self._conn = psycopg.connect(dsn, autocommit=True)
+
+    def __call__(self, *, patience: float = 0.0) -> int:
+        deadline = time.monotonic() + patience
         while True:
-            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)).fetchone()
-            if row[0] == 0 or time.monotonic() > deadline:
-                return int(row[0])
-            time.sleep(0.05)
+            query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            (count,) = self._conn.execute(query, (self.name,)).fetchone()
+            if count == 0 or time.monotonic() > deadline:
+                return int(count)
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 @pytest.fixture
@@ -63,6 +74,7 @@ def test_no_command_leaves_a_session_open_on_the_server(cli, pg_dsn, tmp_path, m
     monkeypatch.chdir(tmp_path)
     name = f"formctl-test-{uuid.uuid4().hex[:12]}"
     db = cli.at(store=pg_dsn + ("&" if "?" in pg_dsn else "?") + f"application_name={name}")
+    sessions = Sessions(pg_dsn, name)
     folder = str(tmp_path / "folder")
     ran: list[tuple[str, int]] = []
 
@@ -70,7 +82,7 @@ def test_no_command_leaves_a_session_open_on_the_server(cli, pg_dsn, tmp_path, m
         result = db(*args, input=input)
         assert result.exit_code in exit_codes, (args, result.stdout, result.stderr, result.exception)
         words = [a for a in args if not a.startswith("-")]
-        ran.append((" ".join(words[:2] if words[0] in ("store", "program") else words[:1]), _sessions(pg_dsn, name)))
+        ran.append((" ".join(words[:2] if words[0] in ("store", "program") else words[:1]), sessions()))
         return str(result.stdout)
 
     command("store", "init")
@@ -107,7 +119,10 @@ def test_no_command_leaves_a_session_open_on_the_server(cli, pg_dsn, tmp_path, m
     command("store", "copy", "--from", db.store, "--to", folder)
     command("store", "copy", "--from", folder, "--to", db.store)
 
-    assert _sessions(pg_dsn, name, patience=5.0) == 0, [(what, open_then) for what, open_then in ran if open_then]
+    try:
+        assert sessions(patience=5.0) == 0, [(what, open_then) for what, open_then in ran if open_then]
+    finally:
+        sessions.close()
     assert {what for what, _ in ran} == _store_commands()  # a new command is added here too
 
 
@@ -121,6 +136,7 @@ def test_a_chat_session_a_host_closes_leaves_no_session_open(pg_dsn, no_collecto
 
     name = f"formctl-test-{uuid.uuid4().hex[:12]}"
     dsn = pg_dsn + ("&" if "?" in pg_dsn else "?") + f"application_name={name}"
+    sessions = Sessions(pg_dsn, name)
     session = ChatSession.open(
         ChatOptions(form="travel-claim", subject="dana", offline=True, store=dsn, forms=str(FORMS))
     )
@@ -128,10 +144,13 @@ def test_a_chat_session_a_host_closes_leaves_no_session_open(pg_dsn, no_collecto
         session.send(session.opening() or "Hello.")
         session.send("Dana Reeve")
         stop = threading.Event()
-        session.wait_for_change(0.1, stop)  # the poller opens its store and starts listening
-        session.wait_for_change(0.1, stop)
+        session.wait_for_change(0, stop)  # the poller opens its store
+        session.wait_for_change(0, stop)  # and starts listening (no need to wait for anything)
         session.poll()  # and reads through its store
-        assert _sessions(pg_dsn, name) == 3
+        assert sessions() == 3
     finally:
         session.close()
-    assert _sessions(pg_dsn, name, patience=5.0) == 0
+    try:
+        assert sessions(patience=5.0) == 0
+    finally:
+        sessions.close()
