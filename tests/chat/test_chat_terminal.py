@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import threading
 from pathlib import Path
 
@@ -21,9 +20,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-from clitools import ctrl_c_at_default  # noqa: E402
-from fixture_project import ROOT  # noqa: E402  (the example project, never ./forms)
-from helpers.terminal import Terminal  # noqa: E402
+from helpers.terminal import Terminal, close, spawn  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here crosses a process boundary
 
@@ -74,16 +71,10 @@ def _env(cli, **extra: str) -> dict[str, str]:
 
 def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resolve_from_elsewhere(tmp_path, cli):
     store = cli.store
-    child = pexpect.spawn(
-        sys.executable,
+    child = spawn(
         ["-c", BOOTSTRAP, "run", "travel-claim"],
-        env=_env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana", FORMCTL_TEST_SLOW_AFTER="Leeds"),
-        cwd=str(ROOT),
-        dimensions=(30, 120),
-        encoding="utf-8",
+        _env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana", FORMCTL_TEST_SLOW_AFTER="Leeds"),
         timeout=TIMEOUT,
-        use_poll=True,
-        preexec_fn=ctrl_c_at_default,  # the test's Ctrl-C reaches it however pytest was started
     )
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
@@ -145,7 +136,7 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
         term.expect(f"Done: Travel reimbursement claim {instance_id} is complete")
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)
     assert child.exitstatus == 0
     history = (Path(store) / "input_history").read_text(encoding="utf-8")
     assert "Dana Reeve" in history and "/quit" in history  # input history persists across runs
@@ -158,16 +149,7 @@ def test_run_in_a_terminal_shows_the_status_bar_survives_ctrl_c_and_sees_a_resol
 def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(cli):
     args = ["-m", "formctl.cli.app", "run", "travel-claim"]
     env = _env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana")
-    child = pexpect.spawn(
-        sys.executable,
-        args,
-        env=env,
-        cwd=str(ROOT),
-        dimensions=(30, 120),
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        use_poll=True,
-    )
+    child = spawn(args, env, timeout=TIMEOUT)
     term = Terminal(child)
     try:
         term.expect(r'step 1/4 "Claimant"')
@@ -179,18 +161,10 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(cli):
         instance_id = child.match.group(1)
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)
 
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "formctl.cli.app", "resume", instance_id],  # a new process: the conversation is read back
-        env=env,
-        cwd=str(ROOT),
-        dimensions=(30, 120),
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        use_poll=True,
-    )
+    # a new process: the conversation is read back
+    child = spawn(["-m", "formctl.cli.app", "resume", instance_id], env, timeout=TIMEOUT)
     term = Terminal(child)
     try:
         term.expect("Staff ID\\?")  # the last question of the saved conversation
@@ -202,7 +176,7 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(cli):
         term.say("/quit")
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)
     assert child.exitstatus == 0
     (row,) = cli.json("instances")["instances"]
     assert row["instance_id"] == instance_id and row["answered"] == 2
@@ -211,17 +185,7 @@ def test_ctrl_d_leaves_and_resume_comes_back_to_the_same_conversation(cli):
 def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(cli):
     args = ["-m", "formctl.cli.app", "run", "travel-claim"]
     env = _env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana")
-    child = pexpect.spawn(
-        sys.executable,
-        args,
-        env=env,
-        cwd=str(ROOT),
-        dimensions=(30, 120),
-        encoding="utf-8",
-        codec_errors="replace",
-        timeout=TIMEOUT,
-        use_poll=True,
-    )
+    child = spawn(args, env, codec_errors="replace", timeout=TIMEOUT)
     term = Terminal(child)
     try:
         term.expect(r'step 1/4 "Claimant"')
@@ -234,20 +198,15 @@ def test_a_typed_line_that_is_not_utf8_is_refused_and_the_chat_goes_on(cli):
         term.say("/quit")
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)
     assert child.exitstatus == 0
 
 
 def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_path, cli):
-    child = pexpect.spawn(
-        sys.executable,
+    child = spawn(
         ["-m", "formctl.cli.app", "run", "travel-claim"],
-        env=_env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana"),
-        cwd=str(ROOT),
-        dimensions=(30, 120),
-        encoding="utf-8",
+        _env(cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana"),
         timeout=TIMEOUT,
-        use_poll=True,
     )
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
@@ -290,7 +249,7 @@ def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)
     log = (tmp_path / "terminal.log").read_text(encoding="utf-8")
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", log)
     rows = [
@@ -305,17 +264,12 @@ def test_the_status_bar_shows_the_question_asked_and_drops_what_was_skipped(tmp_
 
 def _model_chat(api, cli, tmp_path: Path):
     """``formctl run travel-claim`` against the loopback Messages API in a pseudo-terminal."""
-    child = pexpect.spawn(
-        sys.executable,
+    child = spawn(
         ["-m", "formctl.cli.app", "run", "travel-claim", "--model", "claude-test"],
-        env=_env(
+        _env(
             cli, TERM="xterm-256color", FORMCTL_SUBJECT="dana", ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url
         ),
-        cwd=str(ROOT),
-        dimensions=(30, 120),
-        encoding="utf-8",
         timeout=TIMEOUT,
-        use_poll=True,
     )
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     return child, Terminal(child)
@@ -348,7 +302,7 @@ def test_a_spinner_shows_the_seconds_and_how_to_stop_while_the_model_thinks(tmp_
             child.sendeof()
             child.expect(pexpect.EOF)
         finally:
-            child.close()
+            close(child)
 
 
 def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tmp_path, cli):
@@ -373,7 +327,7 @@ def test_in_a_terminal_formctl_asks_the_person_about_a_value_they_never_wrote(tm
             child.sendeof()
             child.expect(pexpect.EOF)
         finally:
-            child.close()
+            close(child)
     [row] = cli.json("instances")["instances"]
     [revision] = cli.json("history", row["instance_id"], "email")["revisions"]
     assert (revision["value"], revision["provenance"]["kind"]) == ("dana@finance.example.org", "said")

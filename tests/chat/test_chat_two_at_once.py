@@ -326,6 +326,7 @@ def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(t
     the chat's own: nothing was ever said."""
     pexpect = pytest.importorskip("pexpect")
     from chat.test_terminal_interrupts import _answer_up_to_the_miles, _expect, _say, _spawn
+    from helpers.terminal import close
 
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
@@ -361,4 +362,4 @@ def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(t
         _say(child, "/quit")
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)

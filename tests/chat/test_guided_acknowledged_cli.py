@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 import pytest
 
@@ -68,14 +67,12 @@ def test_left_out_by_label_withdraws_an_answer_in_force(cli):
 @pytest.mark.e2e  # Ctrl-D in a real pseudo-terminal
 def test_ctrl_d_right_after_the_revisit_acknowledged_an_answer_keeps_it(tmp_path, cli):
     pexpect = pytest.importorskip("pexpect")
+    from helpers.terminal import close, spawn
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.pop("NO_COLOR", None)
     env.update(TERM="xterm-256color", FORMCTL_SUBJECT="s", **cli.env)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "formctl.cli.app", "run", "contact-update", "--offline"],
-        env=env, cwd=str(ROOT), dimensions=(30, 120), encoding="utf-8", timeout=60, use_poll=True,
-    )  # fmt: skip
+    child = spawn(["-m", "formctl.cli.app", "run", "contact-update", "--offline"], env, timeout=60)
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     ansi = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -103,6 +100,6 @@ def test_ctrl_d_right_after_the_revisit_acknowledged_an_answer_keeps_it(tmp_path
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
-        child.close(force=True)
+        close(child)
     assert child.exitstatus == 0
     assert stored(cli)["values"]["email"] == "pat.quinn@example.org"

@@ -18,7 +18,6 @@ import os
 import re
 import select
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -26,8 +25,8 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-from clitools import ctrl_c_at_default  # noqa: E402
-from fixture_project import FORMS, ROOT  # noqa: E402
+from fixture_project import FORMS  # noqa: E402
+from helpers.terminal import close, spawn  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here runs formctl in a pseudo-terminal
 
@@ -41,17 +40,7 @@ def _spawn(cli, **env: str) -> pexpect.spawn:
     full.pop("NO_COLOR", None)
     full.update(TERM="xterm-256color", FORMCTL_SUBJECT="dana", **cli.env, **env)
 
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "formctl.cli.app", "run", "travel-claim"],
-        env=full,
-        cwd=str(ROOT),
-        dimensions=(30, 120),
-        encoding="utf-8",
-        timeout=60,
-        use_poll=True,
-        preexec_fn=ctrl_c_at_default,  # the Ctrl-C test's interrupt reaches it however pytest was started
-    )
+    child = spawn(["-m", "formctl.cli.app", "run", "travel-claim"], full, timeout=60)
     child.logfile_read = open(Path(cli.store).parent / "terminal.log", "w", encoding="utf-8")
     return child
 
@@ -113,7 +102,11 @@ def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_a
         _expect(child, r"\(executor running\)")
         child.sendintr()
         _expect(child, "stopping…")
-        time.sleep(1)  # the turn is still running: the prompt must not come back meanwhile
+        # The turn is still running: the prompt must not come back meanwhile. A chat broken to go
+        # back to its prompt at Ctrl-C (its turn left running, nothing caught up) drew the prompt
+        # 0.2 to 5 ms after "stopping…" here; a quarter of a second is fifty times that, and
+        # fails on it (checked), where a whole second was waited before.
+        time.sleep(0.25)
         release.touch()
         stopped = _expect(child, "Cancelled. Every answer already given is saved.")
         assert "you ›" not in stopped, f"the prompt came back mid-turn: {stopped!r}"
@@ -128,27 +121,30 @@ def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_a
         _say(child, "/quit")
         child.expect(pexpect.EOF)
     finally:
-        child.close(force=True)
+        close(child)
     assert child.exitstatus == 0
 
 
 def _send_in_pieces(child: pexpect.spawn, text: str, piece: int = 1024) -> None:
-    """``text`` written to the terminal in pieces, reading what the chat echoes between them
-    (neither side may block on a full terminal)."""
-    writable = select.poll()
-    writable.register(child.child_fd, select.POLLOUT)
+    """``text`` written to the terminal in pieces as it takes them, reading what the chat echoes
+    whenever there is some (neither side may block on a full terminal). Nothing waits for a quiet
+    moment: a wait of 50 ms for the echo to stop after every piece was most of the time this took."""
+    terminal = select.poll()
+    terminal.register(child.child_fd, select.POLLIN | select.POLLOUT)
     deadline = time.monotonic() + 240
-    for start in range(0, len(text), piece):
-        while not writable.poll(1000):  # a chat that stopped reading fails the test, never hangs it
+    start = 0
+    while start < len(text):
+        ready = terminal.poll(1000)
+        if not ready:  # a chat that stopped reading fails the test, never hangs it
             assert time.monotonic() < deadline, f"the chat stopped reading its input after {start:,} characters"
-        child.send(text[start : start + piece])
-        while True:
-            try:
-                echoed = child.read_nonblocking(1 << 16, timeout=0.05)
-            except pexpect.TIMEOUT:
-                break
-            if CPR in echoed:
+            continue
+        events = ready[0][1]
+        if events & select.POLLIN:
+            if CPR in child.read_nonblocking(1 << 16, timeout=0):
                 child.send("\x1b[5;1R")
+        if events & select.POLLOUT:
+            child.send(text[start : start + piece])
+            start += piece
 
 
 def _peak_memory_kb(pid: int) -> int:
@@ -182,7 +178,7 @@ def test_a_200000_character_paste_is_refused_in_one_line_with_bounded_memory(cli
         _send_in_pieces(child, "\x1b[200~" + paste + "\x1b[201~", piece=1 << 16)
         _refuses_then_goes_on(child, 200_000)
     finally:
-        child.close(force=True)
+        close(child)
     assert child.exitstatus == 0
 
 
@@ -190,8 +186,9 @@ def test_a_paste_without_bracketed_paste_mode_is_counted_key_by_key_and_refused(
     child = _spawn(cli)
     try:
         _expect(child, "Full name")
+        _expect(child, "you ›")  # the prompt is up: typed before it, the keys would meet the terminal's line editing
         _send_in_pieces(child, ("Dana Reeve, staff id AB1234. " * 500)[:12_000])
         _refuses_then_goes_on(child, 12_000)
     finally:
-        child.close(force=True)
+        close(child)
     assert child.exitstatus == 0

@@ -9,13 +9,13 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pexpect
 import pytest
 
 from clitools import Cli
+from helpers.terminal import close, spawn
 
 
 def files(folder: str | Path) -> dict[str, str]:
@@ -130,14 +130,12 @@ def test_run_in_a_terminal_asks_before_moving_a_stale_instance(drifted):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.update(v2.env)
     env.update(TERM="dumb", FORMCTL_SUBJECT="dana")  # a terminal, but the plain chat: the question is the point
-    child = pexpect.spawn(
-        sys.executable,
+    child = spawn(
         ["-m", "formctl.cli.app", "run", "travel-claim", "--offline"],
-        env=env,
-        cwd=str(Path(v2.store).parent),
-        encoding="utf-8",
+        env,
+        cwd=Path(v2.store).parent,
+        dimensions=(24, 80),  # pexpect's own size
         timeout=60,
-        use_poll=True,
     )
     try:
         child.expect(r"Move it to version 2 now\?")
@@ -146,6 +144,6 @@ def test_run_in_a_terminal_asks_before_moving_a_stale_instance(drifted):
         child.sendeof()
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)
     data = v2.json("export", instance_id)
     assert data["version"] == 2

@@ -233,26 +233,19 @@ def test_streamed_pieces_break_only_between_words():
 @pytest.mark.e2e
 def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(cli):
     import os
-    import sys
 
     import pytest
 
-    pexpect = pytest.importorskip("pexpect")
+    pytest.importorskip("pexpect")  # helpers.terminal drives it
+    from helpers.terminal import close, spawn
+
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("FORMCTL_", "ANTHROPIC_")) and k not in ("COLUMNS", "LINES")
     }
     env.update(cli.env, TERM="xterm-256color")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "formctl.cli.app", "run", "travel-claim", "--offline"],
-        env=env,
-        dimensions=(30, 50),
-        encoding="utf-8",
-        timeout=30,
-        use_poll=True,
-    )
+    child = spawn(["-m", "formctl.cli.app", "run", "travel-claim", "--offline"], env, dimensions=(30, 50))
     cpr = re.escape("\x1b[6n")
 
     def expect(pattern: str) -> None:
@@ -272,7 +265,7 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(cli):
         assert said.replace("\r\n", " ") == f"That wasn't accepted. {STAFF_ID_SENTENCE}"
     finally:
         child.sendeof()
-        child.close(force=True)
+        close(child)
 
 
 def test_the_guided_models_own_rejections_are_said_once_too(cli):

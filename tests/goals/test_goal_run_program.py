@@ -137,22 +137,14 @@ def test_run_needs_a_form_or_a_program_not_both(project):
 @pytest.mark.e2e
 def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp_path):
     import os
-    import sys
 
     pexpect = pytest.importorskip("pexpect")
-    from helpers.terminal import Terminal
+    from helpers.terminal import Terminal, close, spawn
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_", "OPENAI_"))}
     env.update(project.env, TERM="xterm-256color", NO_COLOR="1")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "formctl.cli.app", "run", "--program", "visit", "--subject", "dana", "--offline"],
-        env=env,
-        cwd=str(tmp_path),
-        dimensions=(30, 120),
-        encoding="utf-8",
-        timeout=30,
-        use_poll=True,
+    child = spawn(
+        ["-m", "formctl.cli.app", "run", "--program", "visit", "--subject", "dana", "--offline"], env, cwd=tmp_path
     )
     child.logfile_read = open(tmp_path / "terminal.log", "w", encoding="utf-8")
     term = Terminal(child)
@@ -167,7 +159,7 @@ def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp
         term.expect("Saved. Carry on with: formctl run --program visit --subject dana")
         child.expect(pexpect.EOF)
     finally:
-        child.close(force=True)
+        close(child)
     status = show(project)
     assert items(status)[("contact", "form")]["disposition"] == "completed"
     assert status["active_goal"] == "wrap"
