@@ -48,23 +48,21 @@ import itertools
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import typer.testing
 
-import example_forms
 import pg_server as pg_run
-from formctl import FormRegistry, FormRunner, MemoryAdapter
 from pg_server import _pg_schemas, pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
 
-pytest_plugins = ["helpers.tmp_folders"]  # pytest's tmp_path, without its numbering's listing of the whole folder
+if TYPE_CHECKING:
+    from formctl import FormRegistry, FormRunner
 
-# typer's CliRunner builds the app's whole click command tree again on every invoke: about 10 ms of
-# CPU, nine tenths of an in-process CLI run (the console script builds only the command it runs,
-# once per process). Built once per app here; a click command is not changed by running it.
-if callable(getattr(typer.testing, "_get_command", None)):
-    typer.testing._get_command = functools.cache(typer.testing._get_command)
+# This module imports no part of formctl, nor the example forms, nor typer: the fixtures and hooks
+# that use them import them when they run. The xdist controller, which runs no test, loads this
+# module too, and before pytest_configure (_keep_bytecode) it compiled all of that from source.
+
+pytest_plugins = ["helpers.tmp_folders"]  # pytest's tmp_path, without its numbering's listing of the whole folder
 
 # What rich reads from the environment to size and colour a console, and formctl's own
 # settings: a test sets the ones it means to test.
@@ -88,6 +86,18 @@ KEEP = ("FORMCTL_CRASH_SEED", "FORMCTL_TEST_PG_DSN", "FORMCTL_TEST_PG_DIR", "FOR
 def pytest_configure(config: pytest.Config) -> None:
     _keep_bytecode(config)
     pg_run.configure()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before the first test, in every process that runs tests (not the xdist controller).
+
+    typer's CliRunner builds the app's whole click command tree again on every invoke: about 10 ms
+    of CPU, nine tenths of an in-process CLI run (the console script builds only the command it
+    runs, once per process). Built once per app here; a click command is not changed by running it."""
+    import typer.testing
+
+    if callable(getattr(typer.testing, "_get_command", None)) and not hasattr(typer.testing._get_command, "cache_info"):
+        typer.testing._get_command = functools.cache(typer.testing._get_command)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -314,6 +324,9 @@ def clock(monkeypatch: pytest.MonkeyPatch):
 
 
 def make_registry() -> FormRegistry:
+    import example_forms
+    from formctl import FormRegistry
+
     registry = FormRegistry()
     for form_id, factory in example_forms.ALL_FORMS.items():
         registry.register(form_id, name=form_id, description=f"Example form {form_id}.", load=factory)
@@ -328,6 +341,8 @@ def registry() -> FormRegistry:
 @pytest.fixture(params=["memory", "jsonfile"])
 def adapter(request, tmp_path):
     if request.param == "memory":
+        from formctl import MemoryAdapter
+
         return MemoryAdapter()
     from formctl.store.jsonfile import JsonFileAdapter
 
@@ -348,6 +363,8 @@ def cli(store):
 
 @pytest.fixture
 def runner(adapter, registry):
+    from formctl import FormRunner
+
     def make(subject: str = "s1", **kwargs) -> FormRunner:
         return FormRunner(adapter, registry=kwargs.pop("registry", registry), subject=subject, **kwargs)
 
@@ -357,10 +374,13 @@ def runner(adapter, registry):
 @pytest.fixture
 def claim_runner() -> FormRunner:
     from clitools import FORMS
+    from formctl import FormRegistry, FormRunner, MemoryAdapter
 
     return FormRunner(MemoryAdapter(), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana")
 
 
 @pytest.fixture
 def log():
+    import example_forms
+
     return example_forms.HookLog()
