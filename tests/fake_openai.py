@@ -448,9 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     script_travel_claim(api)
     print(f"serving a scripted travel claim at {api.base_url} (Ctrl-C stops)", flush=True)
     try:
-        while api.pending:
-            time.sleep(0.1)
-        time.sleep(0.5)
+        # Until every scripted reply is taken and every request answered (written out): then at
+        # once, so a script that waits for the server to end (the README's) does not wait longer.
+        while api.pending or api.answered < len(api.requests):
+            time.sleep(0.02)
     except KeyboardInterrupt:
         pass
     finally:

@@ -59,6 +59,7 @@ class LoopbackServer:
         self.requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []  # sent after the script ran out
         self.rejected: list[tuple[RecordedRequest, str]] = []  # refused by ``problem``, with why
+        self.answered = 0  # requests whose answer has been written out (see LoopbackHandler.handle_one_request)
         self._conversations: dict[str, tuple[str, str]] = {}  # first user message: (system, tools)
         self._script: deque[Any] = deque()
         self._lock = threading.Lock()
@@ -101,6 +102,7 @@ class LoopbackServer:
             self.requests.clear()
             self.unexpected.clear()
             self.rejected.clear()
+            self.answered = 0
 
     def close(self) -> None:
         self._server.shutdown()
@@ -131,6 +133,12 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         # Headers and body go out as separate writes; without NODELAY, Nagle plus the
         # client's delayed ACK adds 40 ms to every response.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle_one_request(self) -> None:
+        super().handle_one_request()
+        if self.raw_requestline:  # a request read and answered (not a connection that closed)
+            with self.server_fake._lock:
+                self.server_fake.answered += 1
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass

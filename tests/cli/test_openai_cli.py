@@ -140,9 +140,14 @@ def test_the_readme_session_runs_as_written(tmp_path):
     typed = block.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0].splitlines()
     assert typed == CLAIM_LINES  # the lines the README types are the ones the server plays a model for
     port = str(_free_port())
+    # The README gives the server a second to start (`& sleep 1`); here the script goes on as soon
+    # as the server takes connections, which is what the second is for.
+    assert "& sleep 1" in block
+    ready = f"until (: </dev/tcp/127.0.0.1/{port}) 2>/dev/null; do sleep 0.02; done"
     script = (
         block.replace("python3 tests/fake_openai.py", f"{sys.executable} {FAKE}")
         .replace("11435", port)
+        .replace("& sleep 1", f"& {ready}")
         .replace("formctl run", f"{sys.executable} -m formctl.cli.app run")
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_", "OPENAI_"))}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from clitools import Cli
 from fixture_project import FORMS
 from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.tools import tool_definitions
@@ -135,12 +137,9 @@ def test_a_claim_waits_for_approval_a_host_in_another_process_resolves_it_and_th
             assert history["data"] == {"instances": []}
 
             async with client.listen(resource_subscriptions=[uri]) as events:
-                host = await anyio.run_process(
-                    [sys.executable, "-m", "formctl.cli.app", "resolve", instance_id, "--as", "finance"],
-                    env={**os.environ, "FORMCTL_STORE": store, "FORMCTL_FORMS": str(FORMS)},
-                    check=False,
-                )
-                assert host.returncode == 0, host.stderr
+                # the host: `formctl resolve` in this process, another process than the server's
+                host = Cli(store)("resolve", instance_id, "--as", "finance")
+                assert host.exit_code == 0, host.stderr
                 with anyio.fail_after(20):
                     async for event in events:
                         if getattr(event, "uri", None) == uri:
@@ -176,12 +175,9 @@ def test_a_handshake_era_client_subscribes_and_hears_of_a_change_made_elsewhere(
             instance_id = envelope(started)["data"]["instance_id"]
             uri = f"formctl://instances/{instance_id}"
             await client.session.subscribe_resource(uri)
-            done = await anyio.run_process(
-                [sys.executable, "-m", "formctl.cli.app", "abandon", instance_id, "--reason", "duplicate"],
-                env={**os.environ, "FORMCTL_STORE": store, "FORMCTL_FORMS": str(FORMS)},
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr
+            # `formctl abandon` in this process: another process than the server's
+            done = Cli(store)("abandon", instance_id, "--reason", "duplicate")
+            assert done.exit_code == 0, done.stderr
             with anyio.fail_after(20):
                 await heard.wait()
             assert uri in uris
@@ -310,7 +306,9 @@ def test_importing_formctl_and_listing_forms_does_not_import_mcp():
 
 
 @pytest.mark.e2e
-def test_the_readme_session_prints_what_its_comments_say(tmp_path):
+def test_the_readme_session_prints_what_its_comments_say(tmp_path, monkeypatch, capfd):
+    """The README's client script, run in this process (a client program; the server it starts
+    is the process boundary, as an agent starts it)."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     start = readme.index("\n## Any agent: `formctl mcp`")
     section = readme[start : readme.index("\n## ", start + 1)]
@@ -325,12 +323,11 @@ def test_the_readme_session_prints_what_its_comments_say(tmp_path):
     )
     assert runnable != script
     (tmp_path / "mcp_session.py").write_text(runnable)
-    done = subprocess.run(
-        [sys.executable, str(tmp_path / "mcp_session.py")], cwd=FORMS.parent, capture_output=True, text=True, env=env
-    )
-    assert done.returncode == 0, done.stderr
+    monkeypatch.chdir(FORMS.parent)
+    capfd.readouterr()
+    runpy.run_path(str(tmp_path / "mcp_session.py"), run_name="__main__")  # an error fails the test
     expected = [line.split("# ", 1)[1] for line in script.splitlines() if "print(" in line]
-    assert done.stdout.splitlines() == expected
+    assert capfd.readouterr().out.splitlines() == expected
 
 
 def test_a_postgresql_store_is_served_the_same_way(pg_dsn, local):

@@ -268,10 +268,17 @@ def checkout(tmp_path: Path, source: Path) -> Path:
     return copy
 
 
+# What a child pytest here does not load: plugins that other installed packages bring and that no
+# test it runs uses. hypothesis's costs a pytest process about 1.1 CPU-s (it imports hypothesis as
+# the session ends), anyio's and pytest-benchmark's about 0.3 (the repository's own addopts leave
+# those two out too; `-o addopts=` drops them here); randomly would reorder the items.
+QUIET_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:benchmark", "-p", "no:randomly")
+
+
 def pytest_in(folder: Path, *items: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *items],
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *QUIET_PLUGINS, *items],
         capture_output=True,
         text=True,
         cwd=folder,
@@ -370,8 +377,7 @@ def test_the_form_authors_whole_loop_in_a_new_project(cli, tmp_path, monkeypatch
             "-v",
             "-p",
             "no:cacheprovider",
-            "-p",
-            "no:randomly",
+            *QUIET_PLUGINS,
             "--formctl-transcripts",
             "regressions",
         ],
