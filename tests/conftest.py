@@ -44,27 +44,26 @@ The CLI's helpers (``Cli``, and the lower-level ``invoke``, ``start``, ``formctl
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import typer.testing
 
-import example_forms
 import pg_server as pg_run
-from formctl import FormRegistry, FormRunner, MemoryAdapter
 from pg_server import _pg_schemas, pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
 
-pytest_plugins = ["helpers.tmp_folders"]  # pytest's tmp_path, without its numbering's listing of the whole folder
+if TYPE_CHECKING:
+    from formctl import FormRegistry, FormRunner
 
-# typer's CliRunner builds the app's whole click command tree again on every invoke: about 10 ms of
-# CPU, nine tenths of an in-process CLI run (the console script builds only the command it runs,
-# once per process). Built once per app here; a click command is not changed by running it.
-if callable(getattr(typer.testing, "_get_command", None)):
-    typer.testing._get_command = functools.cache(typer.testing._get_command)
+# This module imports no part of formctl, nor the example forms, nor typer: the fixtures and hooks
+# that use them import them when they run. The xdist controller, which runs no test, loads this
+# module too, and before pytest_configure (_keep_bytecode) it compiled all of that from source.
+
+pytest_plugins = ["helpers.tmp_folders"]  # pytest's tmp_path, without its numbering's listing of the whole folder
 
 # What rich reads from the environment to size and colour a console, and formctl's own
 # settings: a test sets the ones it means to test.
@@ -88,6 +87,18 @@ KEEP = ("FORMCTL_CRASH_SEED", "FORMCTL_TEST_PG_DSN", "FORMCTL_TEST_PG_DIR", "FOR
 def pytest_configure(config: pytest.Config) -> None:
     _keep_bytecode(config)
     pg_run.configure()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before the first test, in every process that runs tests (not the xdist controller).
+
+    typer's CliRunner builds the app's whole click command tree again on every invoke: about 10 ms
+    of CPU, nine tenths of an in-process CLI run (the console script builds only the command it
+    runs, once per process). Built once per app here; a click command is not changed by running it."""
+    import typer.testing
+
+    if callable(getattr(typer.testing, "_get_command", None)) and not hasattr(typer.testing._get_command, "cache_info"):
+        typer.testing._get_command = functools.cache(typer.testing._get_command)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -167,8 +178,33 @@ _FREEZE_AFTER_MODULES = 100
 _frozen_at_modules = 0
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    _freeze_long_lived()
+# The collector is off from here (this module is imported before any test module) until the
+# tests are collected: see pytest_collection below.
+gc.disable()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """Collect with the garbage collector off, then freeze what collection made (``gc.freeze``).
+
+    Importing the test modules (the SDKs' thousands of pydantic models above all) and building
+    the test items makes about 300,000 objects that live as long as the process. The collector's
+    automatic passes walked them again and again and found nearly nothing to free: 0.7 of the
+    4.2 CPU-s of ``pytest --collect-only`` in every xdist worker. At the end they are frozen
+    without a last collection: one full pass over them costs 0.4 CPU-s and would free only
+    about 29,000 objects (the closures and nodes of pytest's own collection, a few MB, no file
+    or connection among them), which are kept instead. After this, ``_freeze_long_lived`` runs
+    as before, a collection first, when a test imports many modules.
+
+    On the xdist controller, which collects no tests, this hook runs too (xdist answers it
+    there), so the collector is back on there before the first report arrives."""
+    global _frozen_at_modules
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
+        _frozen_at_modules = len(sys.modules)
 
 
 def _freeze_long_lived() -> None:
@@ -181,13 +217,12 @@ def _freeze_long_lived() -> None:
     CPU-s, nearly all in about 40 full collections, each walking all of that again to find the
     few cycles the last tests left (and pytest collects five times more as each process ends).
 
-    Called after collection, and after a test that imported many modules (the first test that
-    builds an Anthropic or OpenAI client): a collection first, so only what is alive is frozen.
+    Called after a test that imported many modules (the first test that builds an Anthropic or
+    OpenAI client, when collection did not import it): a collection first, so only what is alive
+    is frozen (a connection the test dropped is closed, and warns, as it should).
     A frozen object is still freed when its last reference goes; only a cycle among frozen
     objects stays (modules and their classes, which live as long as the process anyway)."""
     global _frozen_at_modules
-    import gc
-
     gc.collect()
     gc.freeze()
     _frozen_at_modules = len(sys.modules)
@@ -314,6 +349,9 @@ def clock(monkeypatch: pytest.MonkeyPatch):
 
 
 def make_registry() -> FormRegistry:
+    import example_forms
+    from formctl import FormRegistry
+
     registry = FormRegistry()
     for form_id, factory in example_forms.ALL_FORMS.items():
         registry.register(form_id, name=form_id, description=f"Example form {form_id}.", load=factory)
@@ -328,6 +366,8 @@ def registry() -> FormRegistry:
 @pytest.fixture(params=["memory", "jsonfile"])
 def adapter(request, tmp_path):
     if request.param == "memory":
+        from formctl import MemoryAdapter
+
         return MemoryAdapter()
     from formctl.store.jsonfile import JsonFileAdapter
 
@@ -348,6 +388,8 @@ def cli(store):
 
 @pytest.fixture
 def runner(adapter, registry):
+    from formctl import FormRunner
+
     def make(subject: str = "s1", **kwargs) -> FormRunner:
         return FormRunner(adapter, registry=kwargs.pop("registry", registry), subject=subject, **kwargs)
 
@@ -357,10 +399,13 @@ def runner(adapter, registry):
 @pytest.fixture
 def claim_runner() -> FormRunner:
     from clitools import FORMS
+    from formctl import FormRegistry, FormRunner, MemoryAdapter
 
     return FormRunner(MemoryAdapter(), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana")
 
 
 @pytest.fixture
 def log():
+    import example_forms
+
     return example_forms.HookLog()

@@ -131,13 +131,16 @@ def private_pg(pg_server):
     the DSN's search path: the test may stop, restart or start it. One cluster per process,
     created when a test first asks for one and lent to its tests one after the other (started
     again if a test left it stopped), removed as the process ends (:func:`unconfigure`):
-    creating a cluster costs about a CPU-second and two seconds, starting one a tenth of that."""
+    creating a cluster costs about a CPU-second and two seconds, starting one a tenth of that
+    (and the clusters of one run's processes are copies of one initdb: ``pg_cluster.private``)."""
     import psycopg
 
     global _spare
     if _spare is None:
         try:
-            cluster = pg_cluster.create(fsync=False)  # why no test needs the flush: helpers/pg_cluster.py
+            # a copy of the run's one initdb (see helpers/pg_cluster.py, which says too why no
+            # test needs the flush)
+            cluster = pg_cluster.private(os.environ.get(RUN), fsync=False)
         except pg_cluster.ClusterUnavailable as exc:
             unavailable(str(exc))
         _spare = Server(cluster.dsn(), cluster)

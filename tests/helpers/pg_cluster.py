@@ -15,6 +15,12 @@ restart or kill the server, and committed data survives all of those through the
 system's page cache; only a crash of the machine itself would need it. The benchmarks keep
 it on, as a real server has it. The setting is in the cluster's ``postgresql.conf``, so it
 holds across restarts.
+
+``initdb`` costs about a CPU-second and a half. The clusters a run makes for the tests that stop
+or restart their server (:func:`private`, one per xdist worker that runs one) are copies of one
+data folder as ``initdb`` left it, never started, made by the first of them in the run's folder:
+a copy costs a third of an ``initdb`` and holds the same superuser, password and settings; each
+gets a port of its own when it starts.
 """
 
 from __future__ import annotations
@@ -110,8 +116,47 @@ class Cluster:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def create(folder: str | None = None, *, fsync: bool = True) -> Cluster:
-    """initdb and start a cluster; raises :class:`ClusterUnavailable` with the reason if it cannot."""
+def create(folder: str | None = None, *, fsync: bool = True, template: str | None = None) -> Cluster:
+    """initdb (or copy ``template``, a data folder made by :func:`private`) and start a cluster;
+    raises :class:`ClusterUnavailable` with the reason if it cannot."""
+    cluster = _prepared(folder)
+    if template is not None:
+        # cp -a keeps the owner (nobody, as root) and the folder's 0700, both of which the server checks
+        done = subprocess.run(["cp", "-a", template, cluster.data], capture_output=True, text=True)
+        if done.returncode != 0:
+            shutil.rmtree(cluster.folder, ignore_errors=True)
+            raise ClusterUnavailable(f"copying {template} failed: {done.stderr.strip()[-400:]}")
+    else:
+        _initdb(cluster, fsync=fsync)
+    try:
+        cluster.start()
+    except ClusterUnavailable:
+        shutil.rmtree(cluster.folder, ignore_errors=True)
+        raise
+    return cluster
+
+
+def private(run: str | None, *, fsync: bool) -> Cluster:
+    """A cluster of the caller's own: a copy of the run's template (``run``: the folder of
+    :func:`run_folder`), which the first caller makes, under a lock, in any process; without
+    a run folder, an ``initdb`` of its own."""
+    if run is None:
+        return create(fsync=fsync)
+    import fcntl
+
+    template = os.path.join(run, "template")
+    with open(os.path.join(run, "template.claim"), "a") as claim:
+        fcntl.flock(claim, fcntl.LOCK_EX)  # released when the file is closed
+        if not os.path.isdir(template):
+            maker = _prepared(os.path.join(run, "template-initdb"))
+            _initdb(maker, fsync=fsync)
+            os.rename(maker.data, template)  # whole, or not there
+            shutil.rmtree(maker.folder, ignore_errors=True)
+    return create(fsync=fsync, template=template)
+
+
+def _prepared(folder: str | None) -> Cluster:
+    """A folder for a cluster (a new temporary one when None), owned as the server needs."""
     bindir = bin_dir()
     if bindir is None:
         raise ClusterUnavailable("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql")
@@ -126,12 +171,15 @@ def create(folder: str | None = None, *, fsync: bool = True) -> Cluster:
         if shutil.which("runuser") is None:
             raise ClusterUnavailable("running as root and runuser is missing (initdb refuses root)")
         shutil.chown(folder, UNPRIVILEGED)
-    pwfile = os.path.join(folder, "pw")
+    return Cluster(folder, _free_port(), bindir)
+
+
+def _initdb(cluster: Cluster, *, fsync: bool) -> None:
+    pwfile = os.path.join(cluster.folder, "pw")
     with open(pwfile, "w") as f:
         f.write(PASSWORD + "\n")
     if os.geteuid() == 0:
         shutil.chown(pwfile, UNPRIVILEGED)
-    cluster = Cluster(folder, _free_port(), bindir)
     cluster._run(
         "initdb",
         "-D",
@@ -149,12 +197,6 @@ def create(folder: str | None = None, *, fsync: bool = True) -> Cluster:
     os.unlink(pwfile)
     with open(os.path.join(cluster.data, "postgresql.conf"), "a", encoding="utf-8") as conf:
         conf.write(f"fsync = {'on' if fsync else 'off'}\n")
-    try:
-        cluster.start()
-    except ClusterUnavailable:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return cluster
 
 
 _PREFIX = "formctl-pg-"

@@ -19,6 +19,7 @@ from fixture_project import FORMS
 from formctl.errors import StoreError
 from formctl.forms.instance import Provenance, now_iso
 from formctl.store.postgres import PostgresAdapter
+from helpers.piped_input import until_reading_input, until_taken
 
 pytestmark = pytest.mark.e2e  # every test here stops a server
 
@@ -59,27 +60,15 @@ def _chat(server, tmp_path, patience: str):
     return chat, out
 
 
-def _taken(chat, timeout: float = 30) -> None:
-    """Until the chat has read everything written to its stdin so far (the bytes left in the
-    pipe, FIONREAD): it reads a line only when it is ready to act on it (see _between_turns)."""
-    import fcntl
-    import struct
-    import termios
-
-    deadline = time.monotonic() + timeout
-    while struct.unpack("i", fcntl.ioctl(chat.stdin.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]:
-        assert time.monotonic() < deadline, "the chat did not read its line"
-        time.sleep(0.01)
-
-
 def _between_turns(chat, out: queue.Queue) -> list[str]:
-    """``/status``, up to its last line. The chat reads a line only once the turn before it has
-    ended (its conversation saved, its status read), so from here it waits on its input and
-    nothing of the last turn can still meet the server: the server stopped next is met by the
-    next turn, not by the end of the last one (on a busy machine the question can be out well
-    before its turn has ended)."""
+    """``/status``, up to its last line, and then until the chat is blocked reading its next
+    line: the command's own store calls (the status read, what changed elsewhere) come after
+    its output, so only from then on can nothing of it still meet the server, and the server
+    stopped next is met by the next turn (on a busy machine they can come well after)."""
     chat.stdin.write("/status\n")
-    return _until(out, "undo would set")
+    said = _until(out, "undo would set")
+    until_reading_input(chat)
+    return said
 
 
 def test_a_turn_waits_for_a_server_that_is_away_once_and_says_it_is_the_store(private_pg, tmp_path):
@@ -133,7 +122,7 @@ def test_ctrl_c_stops_the_wait_for_a_server_that_is_away(private_pg, tmp_path):
         said += _between_turns(chat, out)
         private_pg.stop()
         chat.stdin.write("AB1234\n")
-        _taken(chat)  # the turn has begun: its first store call meets the stopped server at once
+        until_taken(chat)  # the turn has begun: its first store call meets the stopped server at once
         time.sleep(0.3)  # and is in the wait (it would last a minute)
         started = time.monotonic()
         chat.send_signal(signal.SIGINT)

@@ -20,6 +20,7 @@ from clitools import start
 from fixture_project import FORMS
 from formctl.forms.instance import Provenance, now_iso
 from helpers import pg_cluster
+from helpers.piped_input import until_reading_input
 
 
 def ids(result) -> list[str]:
@@ -106,8 +107,11 @@ def test_the_chat_hears_another_persons_write_without_polling(pg_dsn):
         session.send(session.opening() or "Hello.")
         session.send("Dana Reeve")
         assert session.wait_for_change(0.1, stop) is True  # the first call reads once, then listens
-        session.wait_for_change(0.3, stop)  # (PostgreSQL may still deliver our own commit from just before LISTEN)
-        assert session.wait_for_change(0.3, stop) is False  # nothing written: no read at all
+        session.wait_for_change(0, stop)  # listening from here
+        # Nothing written: no read at all (a poller that read on every timeout would say True
+        # however short the wait). PostgreSQL 13 and later skip at LISTEN what was committed
+        # before it, so our own turns' commits are not heard here.
+        assert session.wait_for_change(0.05, stop) is False
         colleague = PostgresAdapter(pg_dsn)
         instance = colleague.get_instance(session.instance_id)
         from formctl.forms.instance import Commit
@@ -146,12 +150,13 @@ def _until(out: queue.Queue, text: str) -> list[str]:
 
 
 def _between_turns(chat, out: queue.Queue) -> None:
-    """``/status``, up to its last line. The chat reads a line only once the turn before it has
-    ended (its conversation saved, what changed elsewhere read): from here it waits on its input,
-    so a restart or a stop meets the next message, not the end of the last turn (on a busy
-    machine the question is out well before the turn has saved its conversation)."""
+    """``/status``, up to its last line, and then until the chat is blocked reading its next
+    line: the command's own store calls (the status read, what changed elsewhere) come after its
+    output, so only from then on does a restart or a stop meet the next message, not the end of
+    the command (on a busy machine they can come well after)."""
     chat.stdin.write("/status\n")
     _until(out, "undo would set")
+    until_reading_input(chat)
 
 
 @pytest.mark.e2e

@@ -74,9 +74,13 @@ def _state(folder: Path) -> dict[str, tuple[int, int]]:
 
 def _count_in_database(dsn: str) -> int:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        if not conn.execute("SELECT to_regclass('formctl_instances') IS NOT NULL").fetchone()[0]:
-            return 0
-        return int(conn.execute("SELECT count(*) FROM formctl_instances").fetchone()[0])
+        return _count_over(conn)
+
+
+def _count_over(conn: psycopg.Connection) -> int:
+    if not conn.execute("SELECT to_regclass('formctl_instances') IS NOT NULL").fetchone()[0]:
+        return 0
+    return int(conn.execute("SELECT count(*) FROM formctl_instances").fetchone()[0])
 
 
 def _count_in_folder(folder: Path) -> int:
@@ -118,7 +122,8 @@ def _one_clear_line(result: subprocess.CompletedProcess[str]) -> None:
 def test_ctrl_c_while_copying_a_folder_into_postgresql_leaves_whole_batches_and_a_rerun_completes(cli, pg_dsn, source):
     args = ["store", "copy", "--from", str(source), "--to", pg_dsn]
 
-    interrupted = _interrupt_part_way(args, lambda: _count_in_database(pg_dsn))
+    with psycopg.connect(pg_dsn, autocommit=True) as watching:  # one connection for every look, not one a look
+        interrupted = _interrupt_part_way(args, lambda: _count_over(watching))
     _one_clear_line(interrupted)
     landed = _count_in_database(pg_dsn)
     assert 0 < landed < MANY and landed % 200 == 0  # whole batches, never part of one
