@@ -2,11 +2,13 @@
 field that the person never wrote is not stored; formctl asks them, and their answer is what lands.
 
 The chats run in process (the ``cli`` fixture: the same typer app the console script runs, the
-chat piped in); the one that runs ``formctl`` as a child process is about the real pipe."""
+chat piped in); the one about a real pipe on stdin runs the console script's ``main`` over one."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -181,21 +183,33 @@ def test_why_on_the_client_intake_after_an_offline_chat(cli):
     assert "no answer in force" in cli("why", iid, "phone").output
 
 
-@pytest.mark.e2e
-def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(cli):
+def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(cli, monkeypatch, capfd):
     # formctl's own question reads its answer from the same stdin as the chat: the lines after
-    # it must not be swallowed (piped input arrives all at once). A child process, so the lines
-    # come through a real pipe and the console script's own stdin, whose read-ahead could take
-    # them (typer's CliRunner hands the chat an in-memory stream instead).
-    with FakeAnthropic() as api:
+    # it must not be swallowed (piped input arrives all at once). So stdin is a real pipe, opened
+    # as Python opens a process's stdin (a text layer over a buffered reader, both of which read
+    # ahead), and the app runs as the console script runs it (formctl.cli.app.main): typer's
+    # CliRunner would hand the chat an in-memory stream instead. In this process: a child only
+    # repeated what the pipe is here, and paid 1.5 CPU-s importing the anthropic SDK again.
+    from formctl.cli.app import main
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"it's the usual one\nyes\nAB1234\n")
+    os.close(write_end)
+    with FakeAnthropic() as api, open(read_end, encoding="utf-8") as stdin:
         api.reply(tool_use("form_start", {"form": "travel-claim"}))
         api.reply(text("Your work email?"))
         api.reply(tool_use("form_fill", {"values": {"email": "dana.reeve@example.com"}}))
         api.reply(text("Thanks. Your staff ID?"))
         api.reply(text("Got it."))
-        result = cli.process(*RUN, env=model_env(api), input="it's the usual one\nyes\nAB1234\n")
+        for name, value in {**cli.env, **model_env(api)}.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(sys, "stdin", stdin)
+        capfd.readouterr()
+        with pytest.raises(SystemExit) as done:
+            main(list(RUN))
+        out, err = capfd.readouterr()
         bodies = api.bodies
-    assert result.returncode == 0, result.stderr
+    assert done.value.code == 0, err
     person = [
         block.get("text")
         for b in bodies
@@ -203,7 +217,7 @@ def test_lines_after_the_persons_answer_to_formctl_still_reach_the_model(cli):
         if b["messages"][-1]["role"] == "user" and block.get("type") == "text"
     ]
     assert "AB1234" in person, person
-    assert "Got it." in result.stdout
+    assert "Got it." in out
 
 
 def test_an_answer_to_formctls_own_question_is_checked_like_any_line(cli):

@@ -59,7 +59,7 @@ def test_program_list_shows_registered_and_running_programs_as_json(cli):
 
     listed = json.loads(ok("program", "list", "--json").stdout)
     assert [p["key"] for p in listed["programs"]] == ["client-intake"] and listed["running"] == []
-    ok("program", "start", "client-intake", "--subject", SUBJECT, "--key", "intake")
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT, "--key", "intake")  # (in process: set-up)
     running = json.loads(ok("program", "list", "--json").stdout)["running"]
     assert [(r["scope"]["subject"], r["scope"]["key"], r["program"], r["active_goal"]) for r in running] == [
         (SUBJECT, "intake", "client-intake", "identity")
