@@ -236,7 +236,7 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(cli):
 
     import pytest
 
-    pytest.importorskip("pexpect")  # helpers.terminal drives it
+    pexpect = pytest.importorskip("pexpect")
     from helpers.terminal import close, spawn
 
     env = {
@@ -263,8 +263,10 @@ def test_the_terminal_chat_wraps_the_models_words_at_word_boundaries(cli):
         # broken into lines at spaces (a line end where the sentence had a space), never inside a word
         assert "\r\n" in said
         assert said.replace("\r\n", " ") == f"That wasn't accepted. {STAFF_ID_SENTENCE}"
-    finally:
+        expect("you ›")  # Ctrl-D once the prompt is up, and the chat's end waited for (not forced)
         child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
         close(child)
 
 

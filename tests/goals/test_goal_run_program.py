@@ -155,6 +155,7 @@ def test_in_a_terminal_the_status_bar_shows_the_goal_under_the_form(project, tmp
         term.expect(r'\[goals: visit\] goal 2/3 "Contact" · pending: Contact details')
         term.say("0113 496 0000")
         term.expect("Send the summary: done, later, or not needed?")
+        term.expect("you ›")  # Ctrl-D only once the prompt is up (typed before it, it is lost)
         child.sendeof()
         term.expect("Saved. Carry on with: formctl run --program visit --subject dana")
         child.expect(pexpect.EOF)
