@@ -47,6 +47,7 @@ import functools
 import gc
 import itertools
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,17 +107,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one xdist worker per core, and one more.
+    """``-n auto``: one xdist worker per core, and one more when the e2e tests run.
 
     Much of the whole suite's time is spent waiting, not computing: a pseudo-terminal's next
     line, a ``formctl`` child starting, PostgreSQL restarting, a timeout a test is about. With one
     worker per core the cores sat idle about a quarter of a whole run (sampled from
-    ``/proc/stat``); the extra worker runs tests in that time. ``benchmarks/suite.py`` measures it.
-    xdist's own ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    ``/proc/stat``); the extra worker runs tests in that time (80 s against 91 s, 2 cores). The
+    in-process tests (``-m "not e2e"``) hardly wait: there a third worker only adds its start-up
+    and collection, and one per core was the faster (five runs each, alternating: 26-38 s
+    against 31-47 s). ``benchmarks/suite.py`` measures both. xdist's own
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + 1
+    in_process_only = re.search(r"\bnot\s+e2e\b", config.getoption("markexpr", "") or "") is not None
+    return cores if in_process_only else cores + 1
 
 
 def _keep_bytecode(config: pytest.Config) -> None:
