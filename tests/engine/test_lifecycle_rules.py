@@ -55,6 +55,22 @@ def test_every_stored_status_is_in_the_table_above():
     assert {s.value for s in Status} == {"active", "ready", "awaiting", "complete", "abandoned", "stale"}
 
 
+def test_the_scans_of_an_instances_runs_ask_what_each_records_predicates_answer():
+    # failed_hook_ids and running_runs ask the status directly (every write makes these scans);
+    # they must keep answering exactly what DispatchState.failed and .running say.
+    from formctl.forms.instance import DispatchState, DispatchStatus, failed_hook_ids, running_runs
+
+    runs = {
+        f"{hook}#{status.value}": DispatchState(hook, status.value, 1, "2026-01-01T00:00:00Z")
+        for hook, status in itertools.product(("a", "b"), DispatchStatus)
+    }
+    runs["c#ok"] = DispatchState("c", DispatchStatus.OK.value, 1, "2026-01-01T00:00:00Z")
+    assert failed_hook_ids(runs) == {record.hook_id for record in runs.values() if record.failed} == {"a", "b"}
+    assert running_runs(runs) == [(key, record) for key, record in runs.items() if record.running]
+    assert [key for key, _ in running_runs(runs)] == ["a#running", "b#running"]
+    assert failed_hook_ids({}) == set() and running_runs({}) == []
+
+
 def test_no_module_below_the_runner_reads_the_clock_itself():
     # The time of a transition is passed in (the runner's clock), so a test or a replay can fix it.
     forms = Path(lifecycle.__file__).parent

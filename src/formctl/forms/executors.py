@@ -31,6 +31,7 @@ from formctl.forms.instance import (
     DispatchState,
     Instance,
     Provenance,
+    running_runs,
 )
 from formctl.forms.validate import json_data, size_issue
 
@@ -112,8 +113,8 @@ class Dispatcher:
         """Records left ``running`` by a process that is gone (not in flight here, owner not alive)."""
         return [
             (key, record)
-            for key, record in instance.dispatches.items()
-            if record.running and key not in self.in_flight and not owner_alive(record.owner)
+            for key, record in running_runs(instance.dispatches)
+            if key not in self.in_flight and not owner_alive(record.owner)
         ]
 
     def dispatch(

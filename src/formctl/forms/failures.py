@@ -13,7 +13,7 @@ from typing import Any
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import Evaluation
-from formctl.forms.instance import DispatchState, Instance
+from formctl.forms.instance import DispatchState, Instance, failed_hook_ids
 from formctl.forms.resolutions import decided_occurrence, is_resolution
 
 __all__ = [
@@ -60,7 +60,7 @@ def open_failures(
     dispatches = instance.dispatches
     # Called on every write and read, over a record per run ever made: most instances have no
     # failure at all, and then one pass that only compares statuses decides it.
-    failed = {record.hook_id for record in dispatches.values() if record.failed}
+    failed = failed_hook_ids(dispatches)
     if not failed:
         return []
     latest: dict[str, tuple[DispatchState, str]] = {}

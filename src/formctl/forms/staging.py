@@ -36,6 +36,7 @@ from formctl.forms.instance import (
     EntryCommit,
     Instance,
     Provenance,
+    failed_hook_ids,
 )
 from formctl.forms.lifecycle import check_open_for_writes, close, complete, is_closed, settle
 from formctl.forms.messages import rejection
@@ -270,7 +271,7 @@ def rising_edges(
 
 def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> frozenset[str]:
     """The field and step hooks whose latest run failed (cheap when nothing ever failed)."""
-    if not any(r.failed for r in instance.dispatches.values()):
+    if not failed_hook_ids(instance.dispatches):
         return frozenset()
     return frozenset(
         f.hook_id for f in open_failures(instance, compiled, ev) if f.hook_id.startswith(("field:", "step:"))

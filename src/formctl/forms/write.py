@@ -34,7 +34,7 @@ from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import Attempts
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
-from formctl.forms.failures import Failure, open_failures
+from formctl.forms.failures import Failure
 from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
 from formctl.forms.lifecycle import check_open_for_writes, is_closed, is_closed_record
 from formctl.forms.project import FieldRow, FillResult, WriteReport, field_row, step_view
@@ -427,7 +427,7 @@ def result_of(
         unknown=report.unknown,
         rejected=report.rejected,
         ignored=report.ignored,
-        failures=failures or open_failures(instance, compiled, ev),
+        failures=failures or list(view.failures),  # the view's header asked open_failures already
         unconfirmed=report.unconfirmed,
         moved=_moved_row(compiled, ev, instance, moved),
         **extra,
