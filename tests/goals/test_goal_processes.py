@@ -9,13 +9,13 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,16 +60,6 @@ hooks = {"on_enter": hook, "on_complete": hook, "on_reopen": hook}
 def new_runner():
     return GoalRunner(open_store(store), scope=scope, actor="worker", hooks=hooks)
 
-def settle(keys):
-    runner = new_runner()
-    os.write(1, b"ready\n")  # one write: the forked workers share this pipe
-    deadline = time.monotonic() + 60
-    while not os.path.exists(os.path.join(folder, "go")):
-        assert time.monotonic() < deadline, "no go"
-        time.sleep(0.005)
-    for key in keys:
-        runner.update(goal="many", completed=[key], reason=f"{os.getpid()} settles {key}")
-
 if mode == "kill":
     runner = new_runner()
     runner.start(gp.intake())
@@ -77,33 +67,34 @@ if mode == "kill":
 elif mode == "resume":
     print(json.dumps([[o.kind, o.goal, o.status] for o in new_runner().resume_hooks()]))
 elif mode.startswith("items:"):
-    # One process forked per group of keys ("k00,k04|k01,k05|..."), from this one: the workers
-    # race in the store, their Python start-up is not what is tested. Each opens its own store.
-    children = []
-    for group in mode.split(":", 1)[1].split("|"):
-        pid = os.fork()
-        if pid == 0:
-            status = 1
-            try:
-                settle(group.split(","))
-                status = 0
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-            finally:
-                sys.stderr.flush()
-                os._exit(status)
-        children.append(pid)
-    sys.exit(max(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0 for pid in children))
+    # One process forked per group of keys ("k00,k04|k01,k05|..."), from this one, through
+    # helpers.forked: the workers race in the store, their Python start-up is not what is tested.
+    # Each opens its own store, says "ready", and settles its keys once stdin closes (the go).
+    from helpers.forked import run
+
+    groups = [group.split(",") for group in mode.split(":", 1)[1].split("|")]
+
+    def prepare(worker):
+        runner, keys = new_runner(), groups[worker]
+
+        def settle():
+            for key in keys:
+                runner.update(goal="many", completed=[key], reason=f"{os.getpid()} settles {key}")
+            return {"settled": keys}
+
+        return settle
+
+    sys.exit(run(list(range(len(groups))), prepare))
 """
 
 
-def worker(store: str, mode: str, folder: Path) -> subprocess.Popen[str]:
+def worker(store: str, mode: str, folder: Path, **popen: Any) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", WORKER, str(TESTS), store, mode, str(folder)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )
 
 
@@ -177,12 +168,14 @@ def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_
     scope = GoalScope(subject="firm:1/matter:2", key="intake")
     with closing(adapter_for(durable_store)) as adapter:
         GoalRunner(adapter, scope=scope, actor="host").start(program)
-    workers = worker(durable_store, "items:" + "|".join(",".join(keys[n::4]) for n in range(4)), folder)
+    groups = [keys[n::4] for n in range(4)]
+    workers = worker(
+        durable_store, "items:" + "|".join(",".join(group) for group in groups), folder, stdin=subprocess.PIPE
+    )
     try:
-        for _ in range(4):  # every one of the four set up and watching for the go
+        for _ in range(4):  # every one of the four set up and waiting for the go
             assert workers.stdout.readline().strip() == "ready", workers.communicate(timeout=60)
-        (folder / "go").touch()
-        out, err = workers.communicate(timeout=120)
+        out, err = workers.communicate(timeout=120)  # closes their stdin: the go, for all four at once
         assert workers.returncode == 0, err
     finally:
         if workers.poll() is None:
@@ -199,4 +192,5 @@ def test_four_processes_updating_disjoint_items_lose_nothing(durable_store, tmp_
     settled = [h.reason.split(" settles ")[1] for h in history[1:]]
     assert sorted(settled) == keys  # one version per update, none lost, none twice
     assert len({h.reason.split(" ")[0] for h in history[1:]}) == 4
-    assert os.path.exists(folder / "go")
+    # every worker got the go and settled its own keys
+    assert sorted(json.loads(line)["settled"] for line in out.splitlines()) == sorted(groups)
