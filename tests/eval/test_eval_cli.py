@@ -199,13 +199,13 @@ def test_ctrl_c_reports_the_runs_that_finished(tmp_path):
 @pytest.mark.e2e
 def test_in_a_terminal_a_progress_bar_counts_the_runs(tmp_path):
     import os
-    import sys
+
+    from helpers.terminal import close, spawn
 
     pexpect = pytest.importorskip("pexpect")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.update(TERM="xterm-256color", COLUMNS="160")
-    child = pexpect.spawn(
-        sys.executable,
+    child = spawn(
         [
             "-m",
             "formctl.cli.app",
@@ -218,11 +218,10 @@ def test_in_a_terminal_a_progress_bar_counts_the_runs(tmp_path):
             "--record-dir",
             str(tmp_path / "runs"),
         ],
-        env=env,
+        env,
+        cwd=os.getcwd(),
         dimensions=(40, 160),
-        encoding="utf-8",
         timeout=90,
-        use_poll=True,
     )
     try:
         child.expect(r"eval .*0/8")  # the bar, before the first run ends
@@ -231,5 +230,5 @@ def test_in_a_terminal_a_progress_bar_counts_the_runs(tmp_path):
         child.expect(r"guided: pass\^1 \d+% over 8 scenarios")  # then the report
         child.expect(pexpect.EOF)
     finally:
-        child.close()
+        close(child)
     assert child.exitstatus == 0  # every travel_claim scenario passes with the guided model
