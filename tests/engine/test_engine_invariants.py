@@ -209,6 +209,7 @@ def test_after_every_write_the_runners_cached_evaluation_is_a_fresh_evaluation(d
 
 from formctl import Complete, Fail, Terminate  # noqa: E402
 from formctl.forms.failures import blocking_failure_open  # noqa: E402
+from formctl.forms.instance import scan_runs  # noqa: E402
 from formctl.forms.lifecycle import complete_flag  # noqa: E402
 
 _EFFECTS = ("none", "patch", "jump", "complete", "fail", "raise", "patch_jump", "complete_patch")
@@ -331,6 +332,8 @@ def test_after_every_write_status_views_and_tier0_agree(case, sequence):
             assert error.code in ("nothing_to_move", "form_blocked")  # nothing to move; a host wait
             continue
         compiled, instance, ev = runner.evaluation(result.instance_id)
+        # the runs the instance keeps (Instance.runs, carried from copy to copy) are what a walk finds
+        assert instance.runs() == scan_runs(instance.dispatches), op
         assert instance.blocked_on is None or instance.status == "awaiting"
         if instance.status in ("active", "complete"):
             settled = (ev.complete or instance.forced_complete) and not blocking_failure_open(compiled, ev, instance)

@@ -55,20 +55,46 @@ def test_every_stored_status_is_in_the_table_above():
     assert {s.value for s in Status} == {"active", "ready", "awaiting", "complete", "abandoned", "stale"}
 
 
-def test_the_scans_of_an_instances_runs_ask_what_each_records_predicates_answer():
-    # failed_hook_ids and running_runs ask the status directly (every write makes these scans);
-    # they must keep answering exactly what DispatchState.failed and .running say.
-    from formctl.forms.instance import DispatchState, DispatchStatus, failed_hook_ids, running_runs
+def test_the_runs_an_instance_keeps_are_what_each_records_predicates_answer():
+    # Every write asks which runs are running and which hooks failed; the instance keeps the
+    # answer (Instance.runs) and put_dispatches keeps it current. It must keep answering exactly
+    # what DispatchState.failed and .running say of the records, whatever is put over what.
+    from formctl.forms.instance import DispatchState, DispatchStatus, Instance, failed_hook_ids, running_runs
+
+    def record(hook: str, status: DispatchStatus) -> DispatchState:
+        return DispatchState(hook, status.value, 1, "2026-01-01T00:00:00Z")
+
+    def walk(instance: Instance) -> tuple[set[str], list[tuple[str, DispatchState]]]:
+        runs = instance.dispatches
+        return {r.hook_id for r in runs.values() if r.failed}, [(k, r) for k, r in runs.items() if r.running]
 
     runs = {
-        f"{hook}#{status.value}": DispatchState(hook, status.value, 1, "2026-01-01T00:00:00Z")
-        for hook, status in itertools.product(("a", "b"), DispatchStatus)
+        f"{hook}#{status.value}": record(hook, status) for hook, status in itertools.product(("a", "b"), DispatchStatus)
     }
-    runs["c#ok"] = DispatchState("c", DispatchStatus.OK.value, 1, "2026-01-01T00:00:00Z")
-    assert failed_hook_ids(runs) == {record.hook_id for record in runs.values() if record.failed} == {"a", "b"}
-    assert running_runs(runs) == [(key, record) for key, record in runs.items() if record.running]
-    assert [key for key, _ in running_runs(runs)] == ["a#running", "b#running"]
-    assert failed_hook_ids({}) == set() and running_runs({}) == []
+    runs["c#ok"] = record("c", DispatchStatus.OK)
+    instance = Instance(id="i", def_id="f", def_version=1, subject="s", dispatches=runs)
+    assert failed_hook_ids(instance) == {"a", "b"} and (failed_hook_ids(instance), running_runs(instance)) == walk(
+        instance
+    )
+    assert [key for key, _ in running_runs(instance)] == ["a#running", "b#running"]
+    empty = Instance(id="j", def_id="f", def_version=1, subject="s")
+    assert failed_hook_ids(empty) == set() and running_runs(empty) == []
+
+    # Every kind of record over every kind (and over no record), on a copy that carries the
+    # answer: the kept answer stays the walk's, and the original is untouched.
+    before = walk(instance)
+    for key in (*runs, "new"):
+        for status in DispatchStatus:
+            for hook in ("a", "c", "d"):
+                changed = instance.copy()
+                assert changed.runs() is instance.runs()  # carried, not walked again
+                changed.put_dispatches({key: record(hook, status)})
+                assert (failed_hook_ids(changed), running_runs(changed)) == walk(changed), (key, status, hook)
+                assert walk(instance) == before and (failed_hook_ids(instance), running_runs(instance)) == before
+    # A run that ended well over one that ended well, or under a new key, keeps the answer as it was.
+    kept = instance.copy()
+    kept.put_dispatches({"c#ok": record("c", DispatchStatus.OK), "act:1": record("act:undo", DispatchStatus.OK)})
+    assert kept.runs() is instance.runs()
 
 
 def test_no_module_below_the_runner_reads_the_clock_itself():

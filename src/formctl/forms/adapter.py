@@ -114,7 +114,7 @@ class Serialising(Protocol):
     """A store whose writers can hold an instance exclusively: inside ``exclusive(instance_id)``
     no other writer commits to it, so a compare-and-set write never conflicts."""
 
-    def exclusive(self, instance_id: str) -> AbstractContextManager[None]: ...
+    def exclusive(self, instance_id: str) -> AbstractContextManager[object]: ...
 
 
 @runtime_checkable

@@ -47,14 +47,14 @@ def apply_commit(stored: Instance, commit: Commit, *, if_version: int, now: str)
     """
     if stored.version != if_version:
         raise ConflictError(if_version, stored.version)
-    new = stored.copy()
+    new = _copy_with_runs(stored)
     if commit.entries:
         for field_id, change in commit.entries.items():
             new.entries[field_id] = apply_entry_commit(new.entries.get(field_id), change)
     if commit.occurrences:
         new.occurrences.update(commit.occurrences)
     if commit.dispatches:
-        new.dispatches.update(commit.dispatches)
+        new.put_dispatches(commit.dispatches)
     for name in replaced_fields():
         value = getattr(commit, name)
         if value is not UNSET:
@@ -68,7 +68,16 @@ def apply_commit(stored: Instance, commit: Commit, *, if_version: int, now: str)
 
 def apply_dispatch(stored: Instance, key: str, state: DispatchState, *, now: str) -> Instance:
     """The instance with one dispatch record upserted: outside compare-and-set, so no version bump."""
-    new = stored.copy()
-    new.dispatches[key] = state
+    new = _copy_with_runs(stored)
+    new.put_dispatches({key: state})
     new.updated_at = now
     return new
+
+
+def _copy_with_runs(stored: Instance) -> Instance:
+    """A copy of a stored instance to change, carrying the runs it holds (:meth:`Instance.runs`,
+    found now if never asked): so the stored instance each commit produces, and every copy a
+    store hands out of it, answers "which runs are running, which hooks failed" without a walk
+    over its records, which every write asks."""
+    stored.runs()
+    return stored.copy()

@@ -18,13 +18,13 @@ from __future__ import annotations
 import random
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from formctl.forms.adapter import Serialising
 
-__all__ = ["PATIENCE", "Attempts", "serialised"]
+__all__ = ["PATIENCE", "Attempts", "Exclusive", "exclusive_of", "serialised"]
 
 PATIENCE = 2.0
 """Seconds a write keeps retrying conflicts before it gives up."""
@@ -36,21 +36,35 @@ clock: Callable[[], float] = time.monotonic
 sleep: Callable[[float], None] = time.sleep
 """Looked up on every use, so that a test can run the pauses on a simulated clock."""
 
+Exclusive = Callable[[str], AbstractContextManager[object]]
+"""An adapter's ``exclusive``: the lock one attempt runs inside."""
+
 
 class Attempts:
-    """``for _ in Attempts(adapter, instance_id):`` runs the body once per attempt, inside the
-    adapter's ``exclusive`` lock when it offers one; the body ``break``s on success and, on a
-    conflict, re-raises when :meth:`expired` and ``continue``s otherwise (the pause comes
-    between attempts, outside the lock)."""
+    """The attempts of one write, run as::
+
+        attempts = Attempts(exclusive_of(adapter), instance_id)
+        while True:
+            with attempts.hold():
+                ...  # read (inside the lock: re-read), build, commit; return on success
+                ...  # on a conflict: re-raise when expired(), else fall through
+            attempts.pause()
+
+    Each attempt runs inside the adapter's ``exclusive`` lock when it offers one, and the pause
+    comes between attempts, outside the lock. A loop, not a generator the body runs inside:
+    every write makes two of these, and a generator's close and a ``contextmanager`` around
+    the lock cost more than the in-memory commit they wrap (benchmarks/engine.py)."""
+
+    __slots__ = ("_exclusive", "_instance_id", "_deadline", "_pauses")
 
     def __init__(
         self,
-        adapter: Any,
+        exclusive: Exclusive | None,
         instance_id: str,
         *,
         patience: float = PATIENCE,
     ) -> None:
-        self._exclusive = adapter.exclusive if _serialising(adapter) else None
+        self._exclusive = exclusive
         self._instance_id = instance_id
         self._deadline = clock() + patience
         self._pauses = 0
@@ -63,19 +77,27 @@ class Attempts:
     def expired(self) -> bool:
         return clock() >= self._deadline
 
-    def __iter__(self) -> Iterator[None]:
-        while True:
-            with self._exclusive(self._instance_id) if self._exclusive is not None else nullcontext():
-                yield
-            self._pause()
+    def hold(self) -> AbstractContextManager[object]:
+        """What one attempt runs inside: the adapter's lock on the instance, or nothing."""
+        return self._exclusive(self._instance_id) if self._exclusive is not None else _NO_LOCK
 
-    def _pause(self) -> None:
+    def pause(self) -> None:
+        """Wait before the next attempt: a few milliseconds, doubling, jittered, never past the
+        deadline."""
         remaining = self._deadline - clock()
         if remaining <= 0:
             return
         pause = min(_LONGEST_PAUSE, _FIRST_PAUSE * 2**self._pauses) * (0.5 + random.random())
         self._pauses += 1
         sleep(min(pause, remaining))
+
+
+_NO_LOCK = nullcontext()
+
+
+def exclusive_of(adapter: Any) -> Exclusive | None:
+    """The adapter's ``exclusive``, when it offers one (a write asks once, for all its attempts)."""
+    return adapter.exclusive if _serialising(adapter) else None
 
 
 def serialised(adapter: Any, key: str) -> AbstractContextManager[Any]:

@@ -113,7 +113,7 @@ class Dispatcher:
         """Records left ``running`` by a process that is gone (not in flight here, owner not alive)."""
         return [
             (key, record)
-            for key, record in running_runs(instance.dispatches)
+            for key, record in running_runs(instance)
             if key not in self.in_flight and not owner_alive(record.owner)
         ]
 

@@ -58,9 +58,9 @@ def open_failures(
     total is brought under the cap, without anyone having to clear it by hand.
     """
     dispatches = instance.dispatches
-    # Called on every write and read, over a record per run ever made: most instances have no
-    # failure at all, and then one pass that only compares statuses decides it.
-    failed = failed_hook_ids(dispatches)
+    # Called on every write and read: most instances have no failure at all, and the instance
+    # keeps that answer (Instance.runs), so no walk over its records is made then.
+    failed = failed_hook_ids(instance)
     if not failed:
         return []
     latest: dict[str, tuple[DispatchState, str]] = {}

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Status(StrEnum):
@@ -310,20 +310,38 @@ class DispatchState:
         )
 
 
-# Two scans every write makes over an instance's runs (a record per run ever made, so they grow
-# with the instance): the questions of ``failed`` and ``running`` above, asked of each record's
-# status directly. Through the properties, a call per record, they cost three times as much
-# (benchmarks/engine.py).
+class RunsIndex(NamedTuple):
+    """What two scans over an instance's runs would find, kept so that a write need not make
+    them (:meth:`Instance.runs`): the keys of the runs started and not ended, in the order
+    written, and the hooks with at least one failed run on record."""
+
+    running: tuple[str, ...]
+    failed: frozenset[str]
 
 
-def failed_hook_ids(dispatches: Mapping[str, DispatchState]) -> set[str]:
+def scan_runs(dispatches: Mapping[str, DispatchState]) -> RunsIndex:
+    """The index by a walk over every record: each one's :attr:`DispatchState.running` and
+    :attr:`DispatchState.failed`, asked of its status directly."""
+    running: list[str] = []
+    failed: set[str] = set()
+    for key, record in dispatches.items():
+        status = record.status
+        if status == DISPATCH_RUNNING:
+            running.append(key)
+        elif status == DISPATCH_FAILED:
+            failed.add(record.hook_id)
+    return RunsIndex(tuple(running), frozenset(failed))
+
+
+def failed_hook_ids(instance: Instance) -> frozenset[str]:
     """The hooks with at least one failed run on record (each record's :attr:`DispatchState.failed`)."""
-    return {record.hook_id for record in dispatches.values() if record.status == DISPATCH_FAILED}
+    return instance.runs().failed
 
 
-def running_runs(dispatches: Mapping[str, DispatchState]) -> list[tuple[str, DispatchState]]:
+def running_runs(instance: Instance) -> list[tuple[str, DispatchState]]:
     """The runs (key, record) started and not ended (each record's :attr:`DispatchState.running`)."""
-    return [(key, record) for key, record in dispatches.items() if record.status == DISPATCH_RUNNING]
+    dispatches = instance.dispatches
+    return [(key, dispatches[key]) for key in instance.runs().running]
 
 
 class Instance:
@@ -347,6 +365,7 @@ class Instance:
         "created_at",
         "updated_at",
         "completed_at",
+        "_runs",
     )
 
     def __init__(
@@ -387,15 +406,58 @@ class Instance:
         self.created_at = created_at
         self.updated_at = updated_at
         self.completed_at = completed_at
+        self._runs: RunsIndex | None = None  # see runs(): found on the first ask, then kept
+
+    def runs(self) -> RunsIndex:
+        """Which runs are running and which hooks have failed, as a walk over ``dispatches`` would
+        find them. Every write asks, and the map holds a record per run and per act ever made, so
+        the answer is kept (and carried by :meth:`copy`) and :meth:`put_dispatches` keeps it
+        current. So change ``dispatches`` in place only through :meth:`put_dispatches`; a map
+        built anew is read again on the next ask. A test holds the kept answer to a fresh walk
+        after every operation (tests/engine/test_engine_invariants.py)."""
+        runs = self._runs
+        if runs is None:
+            runs = self._runs = scan_runs(self.dispatches)
+        return runs
+
+    def put_dispatches(self, records: Mapping[str, DispatchState]) -> None:
+        """Add or replace dispatch records, keeping :meth:`runs` current. A record that ended
+        well, under a new key or over one that had ended well, changes neither answer (the
+        usual case: an act, a success); anything else is found again on the next ask."""
+        runs = self._runs
+        if runs is not None:
+            dispatches = self.dispatches
+            for key, record in records.items():
+                previous = dispatches.get(key)
+                if record.status != DISPATCH_OK or (previous is not None and previous.status != DISPATCH_OK):
+                    self._runs = None
+                    break
+        self.dispatches.update(records)
 
     def copy(self) -> Instance:
         """A snapshot: new maps, shared immutable records. Mutating it never touches the original."""
+        # One assignment per slot, written out: a loop of getattr/setattr over __slots__ costs four
+        # times as much, and every write makes several copies (benchmarks/engine.py). A test checks
+        # that every slot is copied (tests/engine/test_instance_copy.py).
         clone = Instance.__new__(Instance)
-        for name in Instance.__slots__:
-            setattr(clone, name, getattr(self, name))
+        clone.id = self.id
+        clone.def_id = self.def_id
+        clone.def_version = self.def_version
+        clone.subject = self.subject
+        clone.status = self.status
         clone.entries = dict(self.entries)
+        clone.revision_seq = self.revision_seq
         clone.occurrences = dict(self.occurrences)
         clone.dispatches = dict(self.dispatches)
+        clone.blocked_on = self.blocked_on
+        clone.open_step_override = self.open_step_override
+        clone.closed_reason = self.closed_reason
+        clone.forced_complete = self.forced_complete
+        clone.version = self.version
+        clone.created_at = self.created_at
+        clone.updated_at = self.updated_at
+        clone.completed_at = self.completed_at
+        clone._runs = self._runs  # the same records, so the same answers
         return clone
 
     def in_force_values(self) -> dict[str, Any]:

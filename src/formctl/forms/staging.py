@@ -271,7 +271,7 @@ def rising_edges(
 
 def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> frozenset[str]:
     """The field and step hooks whose latest run failed (cheap when nothing ever failed)."""
-    if not failed_hook_ids(instance.dispatches):
+    if not failed_hook_ids(instance):
         return frozenset()
     return frozenset(
         f.hook_id for f in open_failures(instance, compiled, ev) if f.hook_id.startswith(("field:", "step:"))
@@ -405,7 +405,7 @@ def resolution_commit(
         commit.blocked_on = None
     if inst.status == AWAITING or (fail is None and inst.status == ACTIVE):
         projected = inst.copy()
-        projected.dispatches[key] = record
+        projected.put_dispatches({key: record})
         status = settle(compiled, ev, projected, inst.forced_complete)
         if status == COMPLETE and inst.status != COMPLETE:
             complete(commit, now, completed_at=inst.completed_at)

@@ -31,7 +31,7 @@ from formctl.errors import ConflictError, FormDefinitionError, NeedsReopenError,
 from formctl.forms.acts import act_dispatch
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
-from formctl.forms.contention import Attempts
+from formctl.forms.contention import Attempts, exclusive_of
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, evaluate_change
 from formctl.forms.executors import Dispatcher, Hook, RoundEffects
 from formctl.forms.failures import Failure
@@ -118,6 +118,7 @@ class Write:
         on_commit: OnCommit | None = None,
     ) -> None:
         self.adapter = adapter
+        self.exclusive = exclusive_of(adapter)  # the lock each commit attempt holds, if the store has one
         self.dispatcher = dispatcher
         self.evaluations = evaluations
         self.compiled = compiled
@@ -154,27 +155,28 @@ class Write:
         ``skip_empty`` is False (a round's main commit always lands: it bumps the version a
         reader's "most recently updated" goes by).
         """
-        attempts = Attempts(self.adapter, instance.id)
-        for _ in attempts:
-            if attempts.serialised:
-                instance = self.reload(instance.id)
-            commit = build(instance)
-            if commit is None or (skip_empty and commit.is_empty()):
-                return instance
-            try:
-                committed = self.adapter.commit_instance(
-                    instance.id, commit, if_version=instance.version, provenance=self.prov
-                )
-            except ConflictError:
-                if attempts.expired():
-                    raise
-                self.on_conflict()
-                instance = self.reload(instance.id)
-                continue
-            if self.on_commit is not None:
-                self.on_commit(instance, committed)
-            return committed
-        raise AssertionError("unreachable")
+        attempts = Attempts(self.exclusive, instance.id)
+        while True:
+            with attempts.hold():
+                if attempts.serialised:
+                    instance = self.reload(instance.id)
+                commit = build(instance)
+                if commit is None or (skip_empty and commit.is_empty()):
+                    return instance
+                try:
+                    committed = self.adapter.commit_instance(
+                        instance.id, commit, if_version=instance.version, provenance=self.prov
+                    )
+                except ConflictError:
+                    if attempts.expired():
+                        raise
+                    self.on_conflict()
+                    instance = self.reload(instance.id)
+                else:
+                    if self.on_commit is not None:
+                        self.on_commit(instance, committed)
+                    return committed
+            attempts.pause()
 
     def cycle(
         self,

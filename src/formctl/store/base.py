@@ -42,9 +42,11 @@ def check_provenance(provenance: Any) -> Provenance:
 
 def check_text(value: Any, what: str) -> None:
     """Raise :class:`InvalidArgumentError` when ``value`` is a string no store can hold."""
+    if not isinstance(value, str) or (value.isascii() and "\x00" not in value):
+        return  # every write checks its provenance: the usual text is settled without the import below
     from formctl.forms.validate import text_issue
 
-    issue = text_issue(value) if isinstance(value, str) else None
+    issue = text_issue(value)
     if issue is not None:
         raise InvalidArgumentError(f"{what} cannot be stored: {issue.message}")
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from formctl.errors import StoreError
@@ -116,14 +115,14 @@ class MemoryAdapter:
                 raise missing(instance_id)
             self._instances[instance_id] = apply_dispatch(stored, key, state, now=now_iso())
 
-    @contextmanager
-    def exclusive(self, key: str) -> Iterator[None]:
+    def exclusive(self, key: str) -> AbstractContextManager[object]:
         """Hold the adapter's lock across a whole read, stage and commit of ``key`` (an instance
         id, or ``start:<form>:<subject>`` around a start's look and create). Commits and dispatch
         records of other threads wait for it; reads do not (they return copies). Re-entrant, so
-        the commit made inside it by the same thread goes straight through."""
-        with self._lock:
-            yield
+        the commit made inside it by the same thread goes straight through. The lock itself is
+        the context manager: every write takes it twice, and a generator around it would cost
+        more than the in-memory commit."""
+        return self._lock
 
     def goal_store(self) -> MemoryGoalStore:
         """Goal programs kept beside these instances, for as long as this adapter lives (docs/goals.md)."""
