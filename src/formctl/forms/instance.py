@@ -421,17 +421,28 @@ class Instance:
         return runs
 
     def put_dispatches(self, records: Mapping[str, DispatchState]) -> None:
-        """Add or replace dispatch records, keeping :meth:`runs` current. A record that ended
-        well, under a new key or over one that had ended well, changes neither answer (the
-        usual case: an act, a success); anything else is found again on the next ask."""
+        """Add or replace dispatch records, keeping :meth:`runs` current: a run that starts under
+        a new key joins the running ones, a running one that ends leaves them, a failure adds its
+        hook. What the kept answer cannot follow (a failed record replaced, which may clear its
+        hook; an ended run started again, which keeps its place in the map) is found again by a
+        walk on the next ask."""
         runs = self._runs
         if runs is not None:
             dispatches = self.dispatches
             for key, record in records.items():
                 previous = dispatches.get(key)
-                if record.status != DISPATCH_OK or (previous is not None and previous.status != DISPATCH_OK):
-                    self._runs = None
+                was = previous.status if previous is not None else None
+                now = record.status
+                if was == DISPATCH_FAILED or (was == DISPATCH_OK and now != DISPATCH_OK):
+                    runs = None
                     break
+                if was == DISPATCH_RUNNING and now != DISPATCH_RUNNING:
+                    runs = RunsIndex(tuple(k for k in runs.running if k != key), runs.failed)
+                elif was is None and now == DISPATCH_RUNNING:
+                    runs = RunsIndex((*runs.running, key), runs.failed)
+                if now == DISPATCH_FAILED:
+                    runs = RunsIndex(runs.running, runs.failed | {record.hook_id})
+            self._runs = runs
         self.dispatches.update(records)
 
     def copy(self) -> Instance:
