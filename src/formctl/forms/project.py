@@ -232,6 +232,7 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         cp = compiled.checkpoint_by_id.get(instance.blocked_on)
         wait = cp.wait_message if cp is not None else None
     failures = open_failures(instance, compiled, ev)
+    seqs_known = ev.compiled is compiled and ev.passes  # the evaluation found the cursors (not a bare one)
     return FormView(
         instance_id=instance.id,
         def_id=compiled.id,
@@ -249,14 +250,10 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         closed_reason=instance.closed_reason or None,
         # A closed record on an older version takes no undo or redo (they would need a move to
         # the registered version first), so it offers none.
-        undo=None if ev.as_written else undo_target(instance, labels, _seqs(ev, compiled, ev.cursor_seq)),
-        redo=None if ev.as_written else redo_target(instance, labels, _seqs(ev, compiled, ev.redo_seq)),
+        undo=None if ev.as_written else undo_target(instance, labels, ev.cursor_seq if seqs_known else None),
+        redo=None if ev.as_written else redo_target(instance, labels, ev.redo_seq if seqs_known else None),
         closed_on_version=instance.def_version if ev.as_written else None,
     )
-
-
-def _seqs(ev: Evaluation, compiled: CompiledForm, seqs: dict[str, int]) -> dict[str, int] | None:
-    return seqs if ev.compiled is compiled and ev.passes else None
 
 
 def answers(compiled: CompiledForm, ev: Evaluation) -> dict[str, dict[str, Any]]:

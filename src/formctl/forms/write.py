@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from formctl.errors import ConflictError, FormDefinitionError, NeedsReopenError, NotFoundError
@@ -131,11 +132,11 @@ class Write:
         # without --reopen); True: yes, on the host's explicit word, recorded as such.
         self.reopening = reopening
         self.on_commit = on_commit
+        # The evaluation of an instance (cached per version), asked on every attempt of every
+        # round: a partial, so the call adds no Python frame of its own.
+        self.evaluation: Callable[[Instance], Evaluation] = partial(evaluations.of, compiled)
 
     # ------------------------------------------------------------------ reading
-
-    def evaluation(self, instance: Instance) -> Evaluation:
-        return self.evaluations.of(self.compiled, instance)
 
     def reload(self, instance_id: str) -> Instance:
         instance = self.adapter.get_instance(instance_id)
@@ -146,16 +147,25 @@ class Write:
     # ------------------------------------------------------------------ committing
 
     def commit_retrying(
-        self, instance: Instance, build: Callable[[Instance], Commit | None], *, skip_empty: bool = True
+        self,
+        instance: Instance,
+        build: Callable[[Instance], Commit | None],
+        *,
+        skip_empty: bool = True,
+        held: bool = False,
+        then: Callable[[Instance], None] | None = None,
     ) -> Instance:
         """Commit ``build(instance)``; on a conflict re-read and rebuild (see :mod:`formctl.forms.contention`).
 
         ``build`` sees the instance as stored at each attempt (re-read inside the adapter's lock
         when it offers one) and may raise to refuse it. An empty commit is not written unless
         ``skip_empty`` is False (a round's main commit always lands: it bumps the version a
-        reader's "most recently updated" goes by).
+        reader's "most recently updated" goes by). ``held``: the caller holds the lock already
+        and ``instance`` is as stored under it, so the attempts neither take the lock again nor
+        re-read first (a conflict, from a writer the lock does not keep out, still re-reads).
+        ``then`` runs inside the same hold, right after the commit lands, given what it produced.
         """
-        attempts = Attempts(self.exclusive, instance.id)
+        attempts = Attempts(None if held else self.exclusive, instance.id)
         while True:
             with attempts.hold():
                 if attempts.serialised:
@@ -175,6 +185,8 @@ class Write:
                 else:
                     if self.on_commit is not None:
                         self.on_commit(instance, committed)
+                    if then is not None:
+                        then(committed)
                     return committed
             attempts.pause()
 
@@ -245,10 +257,29 @@ class Write:
             landed[:] = [_Round(staged, queue, after, fired_before, commit)]
             return commit
 
-        committed = self.commit_retrying(instance, build, skip_empty=False)
+        closed: list[Instance] = []
+
+        def landed_now(committed: Instance) -> None:
+            done = landed[0]
+            if not done.after.read_fired:
+                self.evaluations.remember(committed, compiled, done.after)
+            # With no hook to run, nothing comes between this round's main commit and its closing
+            # commit: it is made under the same hold of the store's lock, over the instance the
+            # main commit produced, which nobody can have changed since (no re-read, no second
+            # lock; on PostgreSQL, two round trips fewer).
+            if not done.queue:
+                closed.append(
+                    self.close_round(
+                        committed,
+                        RoundEffects(),
+                        appended_fields=[s.field_id for s in done.staged],
+                        set_completed_now=done.commit.completed_at is not UNSET,
+                        held=True,
+                    )
+                )
+
+        committed = self.commit_retrying(instance, build, skip_empty=False, then=landed_now)
         done = landed[0]
-        if not done.after.read_fired:
-            self.evaluations.remember(committed, compiled, done.after)
         staged_ids = [s.field_id for s in done.staged]
         effects = self.dispatcher.dispatch(
             compiled, committed, done.queue, done.after, done.fired_before, self.failures
@@ -263,6 +294,7 @@ class Write:
             appended_fields=staged_ids,
             set_completed_now=done.commit.completed_at is not UNSET,
             round_no=round_no,
+            closed=closed[0] if closed else None,
         )
         return committed, staged_ids
 
@@ -293,19 +325,18 @@ class Write:
         )
         commit.dispatches = {**(commit.dispatches or {}), **act}
 
-    def finish_round(
+    def close_round(
         self,
         committed: Instance,
         effects: RoundEffects,
         *,
         appended_fields: list[str],
         set_completed_now: bool,
-        round_no: int = 0,
+        held: bool = False,
     ) -> Instance:
-        """Close the round (unblock, jump or release the override, settle the status), announce a
-        completion the closing causes, then write the hooks' patches as the next round."""
+        """The round's closing commit: unblock, jump or release the override, settle the status
+        (:func:`~formctl.forms.staging.closing_commit`); ``held`` as in :meth:`commit_retrying`."""
         compiled = self.compiled
-        was = committed.status
 
         def build(inst: Instance) -> Commit:
             return closing_commit(
@@ -318,7 +349,28 @@ class Write:
                 clock=self.clock,
             )
 
-        instance = self.commit_retrying(committed, build)
+        return self.commit_retrying(committed, build, held=held)
+
+    def finish_round(
+        self,
+        committed: Instance,
+        effects: RoundEffects,
+        *,
+        appended_fields: list[str],
+        set_completed_now: bool,
+        round_no: int = 0,
+        closed: Instance | None = None,
+    ) -> Instance:
+        """Close the round (unless ``closed``: the closing commit made already, see :meth:`cycle`),
+        announce a completion the closing causes, then write the hooks' patches as the next round."""
+        compiled = self.compiled
+        was = committed.status
+        if closed is not None:
+            instance = closed
+        else:
+            instance = self.close_round(
+                committed, effects, appended_fields=appended_fields, set_completed_now=set_completed_now
+            )
         if instance.status == COMPLETE and was != COMPLETE:
             instance = self.fire_completion(instance)
         # A hook may have closed the form meanwhile (the on_complete just fired, or a round it

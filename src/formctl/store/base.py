@@ -34,16 +34,23 @@ def check_provenance(provenance: Any) -> Provenance:
     for value in (provenance.source, provenance.actor, provenance.timestamp):
         if not isinstance(value, str):
             raise ProvenanceError()
-    check_text(provenance.source, "The provenance's source")
-    check_text(provenance.actor, "The provenance's actor")
-    check_text(provenance.note, "The provenance's note")
+    note = provenance.note
+    if not (_plain(provenance.source) and _plain(provenance.actor) and (note is None or _plain(note))):
+        check_text(provenance.source, "The provenance's source")
+        check_text(provenance.actor, "The provenance's actor")
+        check_text(note, "The provenance's note")
     return provenance
+
+
+def _plain(text: str) -> bool:
+    """ASCII text without a NUL: what every store holds (every write's provenance is asked)."""
+    return text.isascii() and "\x00" not in text
 
 
 def check_text(value: Any, what: str) -> None:
     """Raise :class:`InvalidArgumentError` when ``value`` is a string no store can hold."""
-    if not isinstance(value, str) or (value.isascii() and "\x00" not in value):
-        return  # every write checks its provenance: the usual text is settled without the import below
+    if not isinstance(value, str) or _plain(value):
+        return  # settled without importing the validator
     from formctl.forms.validate import text_issue
 
     issue = text_issue(value)
