@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 
@@ -345,7 +346,12 @@ def running_runs(instance: Instance) -> list[tuple[str, DispatchState]]:
 
 
 class Instance:
-    """One stored run of a form for a subject. Plain data with snake_case attributes."""
+    """One stored run of a form for a subject. Plain data with snake_case attributes.
+
+    ``dispatches`` (a record per executor run, resolution and act) is a read-only mapping:
+    it changes only through :meth:`put_dispatches`, which puts a new map in its place, so
+    copies share it instead of copying it, and what :meth:`runs` keeps stays true.
+    """
 
     __slots__ = (
         "id",
@@ -397,7 +403,9 @@ class Instance:
         self.entries = entries if entries is not None else {}
         self.revision_seq = revision_seq
         self.occurrences = occurrences if occurrences is not None else {}
-        self.dispatches = dispatches if dispatches is not None else {}
+        # Read-only, and shared by every copy (see put_dispatches): a record per run and per act
+        # ever made, so copying it on every copy cost more than anything else a copy does.
+        self.dispatches: Mapping[str, DispatchState] = MappingProxyType(dict(dispatches) if dispatches else {})
         self.blocked_on = blocked_on
         self.open_step_override = open_step_override
         self.closed_reason = closed_reason
@@ -412,23 +420,23 @@ class Instance:
         """Which runs are running and which hooks have failed, as a walk over ``dispatches`` would
         find them. Every write asks, and the map holds a record per run and per act ever made, so
         the answer is kept (and carried by :meth:`copy`) and :meth:`put_dispatches` keeps it
-        current. So change ``dispatches`` in place only through :meth:`put_dispatches`; a map
-        built anew is read again on the next ask. A test holds the kept answer to a fresh walk
-        after every operation (tests/engine/test_engine_invariants.py)."""
+        current. A test holds the kept answer to a fresh walk after every operation
+        (tests/engine/test_engine_invariants.py)."""
         runs = self._runs
         if runs is None:
             runs = self._runs = scan_runs(self.dispatches)
         return runs
 
     def put_dispatches(self, records: Mapping[str, DispatchState]) -> None:
-        """Add or replace dispatch records, keeping :meth:`runs` current: a run that starts under
+        """Add or replace dispatch records (in a new map: copies keep the old one), keeping
+        :meth:`runs` current: a run that starts under
         a new key joins the running ones, a running one that ends leaves them, a failure adds its
         hook. What the kept answer cannot follow (a failed record replaced, which may clear its
         hook; an ended run started again, which keeps its place in the map) is found again by a
         walk on the next ask."""
+        dispatches = self.dispatches
         runs = self._runs
         if runs is not None:
-            dispatches = self.dispatches
             for key, record in records.items():
                 previous = dispatches.get(key)
                 was = previous.status if previous is not None else None
@@ -443,10 +451,11 @@ class Instance:
                 if now == DISPATCH_FAILED:
                     runs = RunsIndex(runs.running, runs.failed | {record.hook_id})
             self._runs = runs
-        self.dispatches.update(records)
+        self.dispatches = MappingProxyType({**dispatches, **records})  # a new map: copies share the old one
 
     def copy(self) -> Instance:
-        """A snapshot: new maps, shared immutable records. Mutating it never touches the original."""
+        """A snapshot: new maps of entries and occurrences, the read-only dispatch map and the
+        immutable records shared. Changing it never touches the original."""
         # One assignment per slot, written out: a loop of getattr/setattr over __slots__ costs four
         # times as much, and every write makes several copies (benchmarks/engine.py). A test checks
         # that every slot is copied (tests/engine/test_instance_copy.py).
@@ -459,7 +468,7 @@ class Instance:
         clone.entries = dict(self.entries)
         clone.revision_seq = self.revision_seq
         clone.occurrences = dict(self.occurrences)
-        clone.dispatches = dict(self.dispatches)
+        clone.dispatches = self.dispatches  # read-only: shared, not copied
         clone.blocked_on = self.blocked_on
         clone.open_step_override = self.open_step_override
         clone.closed_reason = self.closed_reason
