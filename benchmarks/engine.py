@@ -17,6 +17,19 @@ calls), and the final instance's JSON size per revision. Figures are the median 
     python benchmarks/engine.py                 # medium and large, memory and jsonfile
     python benchmarks/engine.py --variant medium --processes 3 --no-jsonfile
     python benchmarks/engine.py --quick         # medium, one process per store (.ci/run)
+    python benchmarks/engine.py --variant medium --against f36b28f
+    python benchmarks/engine.py --instructions --against f36b28f
+
+``--against REV`` checks REV out into a temporary git worktree (removed afterwards) and runs
+the same workload on its ``src`` in processes interleaved with this checkout's, so both see
+the same machine; each figure is followed by the ratio this ÷ REV.
+
+Timings on a shared two-core machine swing by tens of percent from one minute to the next.
+``--instructions`` counts instead: it runs the medium workload over ``MemoryAdapter`` under
+valgrind's callgrind (which must be installed), once with one pass of the operations and
+once with three, and prints (three − one) ÷ 2, the instructions of one warm pass (imports
+and warm-up cancel out). ``PYTHONHASHSEED`` is fixed, so a count repeats to within about
+0.3%. Slow: about a minute per checkout.
 """
 
 from __future__ import annotations
@@ -25,11 +38,15 @@ import argparse
 import hashlib
 import json
 import math
+import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Annotated, Literal
 
 VARIANTS = {
@@ -262,7 +279,66 @@ def run_once(variant: str, store: str) -> dict:
     }
 
 
+def passes(variant: str, count: int) -> None:
+    """The operations of ``variant`` ``count`` times over ``MemoryAdapter``, a new instance each
+    time, nothing timed (what ``--instructions`` counts)."""
+    from formctl import FormRegistry, FormRunner, MemoryAdapter
+
+    v = VARIANTS[variant]
+    ops = gen_ops(v["S"], v["K"], v["nops"], v["seed"])
+    for _ in range(count):
+        form_id = f"bench-{v['S']}x{v['K']}"
+        registry = FormRegistry().register(form_id, name="bench", load=lambda: build_form(v["S"], v["K"]))
+        runner = FormRunner(MemoryAdapter(), registry=registry, subject="bench", actor="bench", source="refbench")
+        runner.start(form_id)
+        for op in ops:
+            try:
+                kind = op["op"]
+                if kind == "fill":
+                    runner.fill(op["values"])
+                elif kind == "set":
+                    runner.revise(op["field"], op["value"])
+                elif kind == "retract":
+                    runner.retract(op["field"])
+                elif kind == "undo":
+                    runner.undo(op.get("field"))
+                else:
+                    runner.redo(op.get("field"))
+            except Exception:
+                pass
+
+
 # --------------------------------------------------------------------------- driver
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _child(args: list[str], src: Path, prefix: list[str] | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run this script with ``args`` in a new process that imports formctl from ``src``."""
+    path = os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, **env, "PYTHONPATH": path}
+    return subprocess.run(
+        [*(prefix or []), sys.executable, __file__, *args], capture_output=True, text=True, check=True, env=env
+    )
+
+
+def instructions(src: Path, variant: str) -> float:
+    """Instructions of one warm pass of ``variant`` with formctl from ``src`` (see ``--instructions``)."""
+    counts = []
+    with tempfile.TemporaryDirectory(prefix="formctl-callgrind-") as folder:
+        for count in (1, 3):
+            out = Path(folder) / f"callgrind.{count}"
+            _child(
+                ["--passes", variant, str(count)],
+                src,
+                prefix=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"],
+                PYTHONHASHSEED="0",
+            )
+            found = re.search(r"^summary: (\d+)$", out.read_text(), re.M)
+            if found is None:
+                raise SystemExit(f"callgrind wrote no summary to {out}")
+            counts.append(int(found.group(1)))
+    return (counts[1] - counts[0]) / 2
 
 
 def _fmt(values, unit=""):
@@ -276,56 +352,109 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--no-jsonfile", action="store_true", help="skip the JsonFileAdapter column")
     parser.add_argument("--quick", action="store_true", help="medium only, one process per store (.ci/run)")
+    parser.add_argument("--against", metavar="REV", help="an older commit to run beside this checkout")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count one pass's instructions under callgrind instead of timing"
+    )
     parser.add_argument("--child", nargs=2, metavar=("VARIANT", "STORE"), help=argparse.SUPPRESS)
+    parser.add_argument("--passes", nargs=2, metavar=("VARIANT", "COUNT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_once(*args.child)))
         return
+    if args.passes:
+        passes(args.passes[0], int(args.passes[1]))
+        return
     if args.quick:
-        args.variant, args.processes = "medium", 1
+        args.variant, args.processes, args.against = "medium", 1, None
+    if args.instructions and shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (callgrind) on the PATH; none was found.")
+    with tempfile.TemporaryDirectory(prefix="formctl-engine-") as folder:
+        trees = [("this checkout", ROOT / "src")]
+        if args.against:
+            other = Path(folder) / "against"
+            subprocess.run(
+                ["git", "worktree", "add", "--detach", "--quiet", str(other), args.against], cwd=ROOT, check=True
+            )
+            trees.append((args.against, other / "src"))
+        try:
+            if args.instructions:
+                _count(trees)
+            else:
+                _time(trees, args)
+        finally:
+            if args.against:
+                subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=ROOT, check=False)
+
+
+def _count(trees: list[tuple[str, Path]]) -> None:
+    counts = {}
+    print("== medium, MemoryAdapter: instructions of one warm pass (callgrind, PYTHONHASHSEED=0) ==")
+    for label, src in trees:
+        counts[label] = instructions(src, "medium")
+        print(f"  {label:<28} {counts[label] / 1e6:,.1f} M")
+    if len(trees) == 2:
+        (mine, theirs) = (counts[label] for label, _ in trees)
+        print(f"  {'ratio this / ' + trees[1][0]:<28} {mine / theirs:.3f}")
+
+
+def _time(trees: list[tuple[str, Path]], args: argparse.Namespace) -> None:
     variants = ["medium", "large"] if args.variant == "all" else [args.variant]
     stores = ["memory"] if args.no_jsonfile else ["memory", "jsonfile"]
-    results: dict[tuple[str, str], list[dict]] = {(v, s): [] for v in variants for s in stores}
-    # Interleaved (medium, large, medium, large, ...), so that both sizes see the same machine
-    # load and the large ÷ medium ratio compares like with like on a noisy machine.
+    results: dict[tuple[str, str, str], list[dict]] = {
+        (label, v, s): [] for label, _ in trees for v in variants for s in stores
+    }
+    # Interleaved (medium, large, medium, large, ...; this checkout, then REV), so that every
+    # column sees the same machine load and the ratios compare like with like on a noisy machine.
     for _ in range(args.processes):
         for variant in variants:
             for store in stores:
-                out = subprocess.run(
-                    [sys.executable, __file__, "--child", variant, store], capture_output=True, text=True, check=True
-                )
-                results[(variant, store)].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                for label, src in trees:
+                    out = _child(["--child", variant, store], src)
+                    results[(label, variant, store)].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    figures = [
+        ("per-op median", "median_us", 1 / 1000, " ms", "median_ms"),
+        ("per-op p95", "p95_us", 1 / 1000, " ms", "p95_ms"),
+        ("per-op p99", "p99_us", 1 / 1000, " ms", None),
+        ("ops per second", "ops_per_s", 1, "", None),
+        ("op-loop wall", "wall_s", 1, " s", "wall_s"),
+        ("start()", "start_ms", 1, " ms", "start_ms"),
+        ("tier0()", "tier0_ms", 1, " ms", "tier0_ms"),
+        ("status()", "status_ms", 1, " ms", "status_ms"),
+    ]
     for variant in variants:
         ref = REFERENCE[variant]
         print(f"\n== {variant} ({VARIANTS[variant]['nops']} ops; median over {args.processes} processes, min–max) ==")
         for store in stores:
-            runs = results[(variant, store)]
-            col = lambda k: [r[k] for r in runs]  # noqa: E731
-            print(f"-- {store}")
-            print(
-                f"  per-op median   {_fmt([x / 1000 for x in col('median_us')], ' ms')}   (reference {ref['median_ms']} ms)"
-            )
-            print(
-                f"  per-op p95      {_fmt([x / 1000 for x in col('p95_us')], ' ms')}   (reference {ref['p95_ms']} ms)"
-            )
-            print(f"  per-op p99      {_fmt([x / 1000 for x in col('p99_us')], ' ms')}")
-            print(f"  ops per second  {_fmt(col('ops_per_s'))}")
-            print(f"  op-loop wall    {_fmt(col('wall_s'), ' s')}   (reference {ref['wall_s']} s)")
-            print(f"  start()         {_fmt(col('start_ms'), ' ms')}   (reference {ref['start_ms']} ms)")
-            print(f"  tier0()         {_fmt(col('tier0_ms'), ' ms')}   (reference {ref['tier0_ms']} ms)")
-            print(f"  status()        {_fmt(col('status_ms'), ' ms')}   (reference {ref['status_ms']} ms)")
-            print(
-                f"  instance JSON   {statistics.median(col('bytes')):,.0f} B, {statistics.median(col('revisions')):,.0f} revisions, "
-                f"{statistics.median(col('bytes_per_rev')):.1f} B/revision   (reference {ref['bytes_per_rev']} B/revision)"
-            )
-            print(f"  errors (undo/redo with nothing to move): {runs[0]['errors']}")
+            for label, _ in trees:
+                runs = results[(label, variant, store)]
+                col = lambda k, scale=1: [r[k] * scale for r in runs]  # noqa: E731
+                print(f"-- {store}" + (f", {label}" if len(trees) > 1 else ""))
+                for name, key, scale, unit, ref_key in figures:
+                    line = f"  {name:<15} {_fmt(col(key, scale), unit)}"
+                    if ref_key is not None:
+                        line += f"   (reference {ref[ref_key]}{unit})"
+                    print(line)
+                print(
+                    f"  instance JSON   {statistics.median(col('bytes')):,.0f} B, {statistics.median(col('revisions')):,.0f} revisions, "
+                    f"{statistics.median(col('bytes_per_rev')):.1f} B/revision   (reference {ref['bytes_per_rev']} B/revision)"
+                )
+                print(f"  errors (undo/redo with nothing to move): {runs[0]['errors']}")
+            if len(trees) == 2:
+                print(f"-- {store}, ratio this / {trees[1][0]} (medians; below 1 is faster)")
+                mine, theirs = (results[(label, variant, store)] for label, _ in trees)
+                for name, key, _, _, _ in figures:
+                    ratio = statistics.median(r[key] for r in mine) / statistics.median(r[key] for r in theirs)
+                    pairs = [a[key] / b[key] for a, b in zip(mine, theirs)]
+                    print(f"  {name:<15} {ratio:.2f}   (per interleaved pair {min(pairs):.2f}–{max(pairs):.2f})")
     if len(variants) == 2:
         for store in stores:
-            m = statistics.median(r["median_us"] for r in results[("medium", store)])
-            l = statistics.median(r["median_us"] for r in results[("large", store)])
+            mine = trees[0][0]
+            m = statistics.median(r["median_us"] for r in results[(mine, "medium", store)])
+            l = statistics.median(r["median_us"] for r in results[(mine, "large", store)])
             pairs = [
                 lr["median_us"] / mr["median_us"]
-                for mr, lr in zip(results[("medium", store)], results[("large", store)])
+                for mr, lr in zip(results[(mine, "medium", store)], results[(mine, "large", store)])
             ]
             print(
                 f"\nlarge ÷ medium per-op median ({store}): {l / m:.2f}× "
