@@ -28,7 +28,7 @@ def test_each_second_is_formatted_anew(monkeypatch):
         1_767_225_600_000_001_000,  # 2026 has begun
         1_764_633_599_999_999_000,  # and back (a clock set back)
     ):
-        monkeypatch.setattr(instance_module.time, "time_ns", lambda ns=ns: ns)
+        monkeypatch.setattr(instance_module, "time_ns", lambda ns=ns: ns)
         at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ns // 1000)  # exact, no float
         want = at.isoformat(timespec="microseconds").replace("+00:00", "Z")
         assert now_iso() == want

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from time import gmtime, strftime, time_ns
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -76,10 +76,10 @@ def now_iso() -> str:
     two writes a person makes in quick succession must not tie.
     """
     global _SECOND
-    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    second, micro = divmod(time_ns() // 1000, 1_000_000)
     cached = _SECOND
     if cached[0] != second:  # formatting the date and time costs a microsecond; once a second will do
-        cached = _SECOND = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        cached = _SECOND = (second, strftime("%Y-%m-%dT%H:%M:%S", gmtime(second)))
     return f"{cached[1]}.{micro:06d}Z"
 
 
