@@ -199,6 +199,21 @@ def _q(sorted_values, q):
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
+def apply(runner, op: dict) -> None:
+    """One operation of the list, through the runner's API."""
+    kind = op["op"]
+    if kind == "fill":
+        runner.fill(op["values"])
+    elif kind == "set":
+        runner.revise(op["field"], op["value"])
+    elif kind == "retract":
+        runner.retract(op["field"])
+    elif kind == "undo":
+        runner.undo(op.get("field"))
+    else:
+        runner.redo(op.get("field"))
+
+
 def run_once(variant: str, store: str) -> dict:
     from formctl import FormRegistry, FormRunner, MemoryAdapter
     from formctl.forms.instance import instance_to_json
@@ -230,17 +245,7 @@ def run_once(variant: str, store: str) -> dict:
         for op in ops:
             t = time.perf_counter()
             try:
-                kind = op["op"]
-                if kind == "fill":
-                    runner.fill(op["values"])
-                elif kind == "set":
-                    runner.revise(op["field"], op["value"])
-                elif kind == "retract":
-                    runner.retract(op["field"])
-                elif kind == "undo":
-                    runner.undo(op.get("field"))
-                else:
-                    runner.redo(op.get("field"))
+                apply(runner, op)
             except Exception:
                 errors += 1
             times.append(time.perf_counter() - t)
@@ -293,17 +298,7 @@ def passes(variant: str, count: int) -> None:
         runner.start(form_id)
         for op in ops:
             try:
-                kind = op["op"]
-                if kind == "fill":
-                    runner.fill(op["values"])
-                elif kind == "set":
-                    runner.revise(op["field"], op["value"])
-                elif kind == "retract":
-                    runner.retract(op["field"])
-                elif kind == "undo":
-                    runner.undo(op.get("field"))
-                else:
-                    runner.redo(op.get("field"))
+                apply(runner, op)
             except Exception:
                 pass
 
