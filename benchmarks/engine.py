@@ -199,6 +199,16 @@ def _q(sorted_values, q):
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
+def new_runner(variant: str, adapter):
+    """A runner over ``adapter`` with the variant's form registered, and the form's id (not started)."""
+    from formctl import FormRegistry, FormRunner
+
+    v = VARIANTS[variant]
+    form_id = f"bench-{v['S']}x{v['K']}"
+    registry = FormRegistry().register(form_id, name="bench", load=lambda: build_form(v["S"], v["K"]))
+    return FormRunner(adapter, registry=registry, subject="bench", actor="bench", source="refbench"), form_id
+
+
 def apply(runner, op: dict) -> None:
     """One operation of the list, through the runner's API."""
     kind = op["op"]
@@ -215,7 +225,7 @@ def apply(runner, op: dict) -> None:
 
 
 def run_once(variant: str, store: str) -> dict:
-    from formctl import FormRegistry, FormRunner, MemoryAdapter
+    from formctl import MemoryAdapter
     from formctl.forms.instance import instance_to_json
 
     v = VARIANTS[variant]
@@ -233,9 +243,7 @@ def run_once(variant: str, store: str) -> dict:
             adapter = JsonFileAdapter(tmp.name)
         else:
             adapter = MemoryAdapter()
-        form_id = f"bench-{v['S']}x{v['K']}"
-        registry = FormRegistry().register(form_id, name="bench", load=lambda: build_form(v["S"], v["K"]))
-        runner = FormRunner(adapter, registry=registry, subject="bench", actor="bench", source="refbench")
+        runner, form_id = new_runner(variant, adapter)
         t0 = time.perf_counter()
         runner.start(form_id)
         start_ms = (time.perf_counter() - t0) * 1000
@@ -287,14 +295,12 @@ def run_once(variant: str, store: str) -> dict:
 def passes(variant: str, count: int) -> None:
     """The operations of ``variant`` ``count`` times over ``MemoryAdapter``, a new instance each
     time, nothing timed (what ``--instructions`` counts)."""
-    from formctl import FormRegistry, FormRunner, MemoryAdapter
+    from formctl import MemoryAdapter
 
     v = VARIANTS[variant]
     ops = gen_ops(v["S"], v["K"], v["nops"], v["seed"])
     for _ in range(count):
-        form_id = f"bench-{v['S']}x{v['K']}"
-        registry = FormRegistry().register(form_id, name="bench", load=lambda: build_form(v["S"], v["K"]))
-        runner = FormRunner(MemoryAdapter(), registry=registry, subject="bench", actor="bench", source="refbench")
+        runner, form_id = new_runner(variant, MemoryAdapter())
         runner.start(form_id)
         for op in ops:
             try:

@@ -438,11 +438,10 @@ class Instance:
 
     def put_dispatches(self, records: Mapping[str, DispatchState]) -> None:
         """Add or replace dispatch records (in a new map: copies keep the old one), keeping
-        :meth:`runs` current: a run that starts under
-        a new key joins the running ones, a running one that ends leaves them, a failure adds its
-        hook. What the kept answer cannot follow (a failed record replaced, which may clear its
-        hook; an ended run started again, which keeps its place in the map) is found again by a
-        walk on the next ask."""
+        :meth:`runs` current: a run that starts under a new key joins the running ones, a
+        running one that ends leaves them, a failure adds its hook. What the kept answer cannot
+        follow (a failed record replaced, which may clear its hook; an ended run started again,
+        which keeps its place in the map) is found again by a walk on the next ask."""
         dispatches = self.dispatches
         runs = self._runs
         if runs is not None:
