@@ -37,9 +37,13 @@ class ChatOptions:
     poll_seconds: float = POLL_SECONDS  # the status bar's interval (docs/chat.md, "The status bar")
 
     def __post_init__(self) -> None:
-        seconds = self.poll_seconds
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (0 < seconds < math.inf):
-            raise InvalidArgumentError(f"poll_seconds must be a number of seconds above 0, got {seconds!r}.")
+        if not _interval(self.poll_seconds):
+            raise InvalidArgumentError(f"poll_seconds must be a number of seconds above 0, got {self.poll_seconds!r}.")
+
+
+def _interval(seconds: object) -> bool:
+    """A number of seconds the status bar can wait: above 0 and finite (a bool is not one)."""
+    return not isinstance(seconds, bool) and isinstance(seconds, (int, float)) and 0 < seconds < math.inf
 
 
 def poll_seconds_from_env() -> float:
@@ -52,7 +56,7 @@ def poll_seconds_from_env() -> float:
         seconds = float(given)
     except ValueError:
         seconds = math.nan
-    if not (0 < seconds < math.inf):
+    if not _interval(seconds):
         raise InvalidArgumentError(f"FORMCTL_POLL_SECONDS must be a number of seconds above 0, got {given!r}.")
     return seconds
 
