@@ -27,7 +27,7 @@ from formctl.agent.models.guided.answers import (
     format_value,
     jsonable,
 )
-from formctl.agent.models.guided.natural import place, split_labels
+from formctl.agent.models.guided.natural import split_labels
 from formctl.agent.models.guided.phrasing import HELP_TEXT, closed_text, quit_text, sentence, stale_text
 from formctl.agent.models.guided.questions import (
     asked_moved_on,
@@ -37,6 +37,7 @@ from formctl.agent.models.guided.questions import (
 )
 from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
+from formctl.agent.models.guided.understand import Bare, read_bare
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
 from formctl.agent.notices import read_notice
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
@@ -154,7 +155,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         return plan_revisit(state, plan, values, corrections, words)
     if values or corrections or plan.retract:
         return plan_answers(plan, values, corrections, words)
-    if plan.problems or plan.unplaced or plan.unknown:
+    if plan.problems or plan.unplaced or plan.unknown or plan.asked_back or plan.needed:
         return _local(plan, [])
     # Nothing to write ("none" for an optional question, a greeting, "thanks", a message
     # while waiting): read the state again.
@@ -171,7 +172,7 @@ def plan_moved_on(state: GuidedState, snap: Snapshot, words: str) -> Plan:
     """The form changed since the last question (not by this model) and that question is no
     longer the open one: a bare answer was given to a question that has moved on, so it is
     not used for any other. ``Label: value`` answers name their field and are taken."""
-    values, corrections, plan = read_answers(state, snap, words, bare_allowed=False)
+    values, corrections, plan = read_answers(state, snap, words, bare_allowed=False, gathering=False)
     bare = [s for s in segments(words) if not LABELLED.match(s)]
     if bare:
         shown = "; ".join(f'"{w}"' for w in bare)
@@ -351,7 +352,7 @@ def plan_answers(
 
 
 def read_answers(
-    state: GuidedState, snap: Snapshot, words: str, *, bare_allowed: bool
+    state: GuidedState, snap: Snapshot, words: str, *, bare_allowed: bool, gathering: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any], Plan]:
     """Split the person's words into new values, corrections of answered fields, and problems."""
     compiled = snap.compiled
@@ -380,8 +381,10 @@ def read_answers(
                 continue
         bare.append((index, segment))
     named = {fid for _, fid, _, _ in labelled if fid}
-    if bare and first is not None and first not in named and snap.ev is not None:
-        bare = _place_natural(state, snap, first, bare, labelled, named, plan)
+    if bare:
+        # What the person is doing (a question back, "I don't know"), then the answers the line
+        # gives, each to the field it is about (understand.py).
+        bare = read_bare(state, snap, Bare(first, bare, labelled, named, plan, gathering))
     targets: list[str] = []
     revisit = revisit_now(state, snap) if snap.instance is not None else None
     if bare and first is not None and revisit is not None and first in revisit.fields:
@@ -472,42 +475,6 @@ def read_answers(
         else:
             values[field_id] = value
     return values, corrections, plan
-
-
-def _place_natural(
-    state: GuidedState,
-    snap: Snapshot,
-    first: str,
-    bare: list[tuple[int, str]],
-    labelled: list[tuple[int, str, str, str]],
-    named: set[str],
-    plan: Plan,
-) -> list[tuple[int, str]]:
-    """The first bare part read as a natural answer (natural.py): what fits a field for sure is
-    placed, the asked field takes free text only if nothing else answered it, the rest is said
-    back as not used. Returns the bare parts still to place the usual way."""
-    ev, compiled = snap.ev, snap.compiled
-    kinds = {
-        f.id: state.kind(compiled, f.id)
-        for f in compiled.fields
-        if f.id not in named and ev.applicable[f.order] and ev.status[f.order] in (EMPTY, INVALID)
-    }
-    kinds[first] = state.kind(compiled, first)
-    index, segment = bare[0]
-    if declines(segment):
-        return bare  # a refusal is read as one (read_answers), not searched for values
-    others = frozenset(
-        name.lower().replace("_", " ") for f in compiled.fields if f.id != first for name in (f.id, f.label)
-    )
-    # A bare part beside "Label: value" parts is read as a chatty line (natural.py).
-    placed = place(segment, first, kinds, others, alone=len(bare) == 1 and not labelled)
-    if placed is None:
-        return bare
-    for field_id, raw in placed.values.items():
-        labelled.append((index, field_id, raw, ""))
-        named.add(field_id)
-    plan.unplaced.extend(placed.leftover)
-    return bare[1:]
 
 
 def _reads_as(kind: Any, text: str) -> bool:

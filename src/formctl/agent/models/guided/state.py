@@ -53,6 +53,8 @@ class Plan:
     retract: list[str] = field(default_factory=list)  # optional answers in force the person left out ("none")
     replaced: dict[str, Any] = field(default_factory=dict)  # corrections: field id -> the answer in force before
     in_force: frozenset[str] = frozenset()  # the fields that had an answer in force when the turn was planned
+    asked_back: tuple[str, bool] | None = None  # a question back about a field (its id, whether it asked why)
+    needed: str | None = None  # a required field the person did not give: say why it is needed
     lead: list[str] = field(default_factory=list)
     say_problems: bool = False
     say_state: bool = False
@@ -71,6 +73,7 @@ class GuidedState:
     asked_known: bool = False  # False until this model has replied once (a restored conversation)
     focus: str | None = None  # a field to ask before the form's own order (back, rejected)
     skipped: set[str] = field(default_factory=set)
+    deferred: set[str] = field(default_factory=set)  # required questions put off: asked after the others
     announced: str | None = None  # the step last announced with "Step i of n"
     shown_failures: set[tuple[str, str]] = field(default_factory=set)
     kinds: dict[tuple[str, int, str], Kind] = field(default_factory=dict)

@@ -1,0 +1,431 @@
+"""Several answers in one line: each clause placed on the field it is about.
+
+"Hi, I'm Grace Okafor. I've not been here before. I'm 45 and my email is grace@example.org"
+answers four questions; "Bristol, for the supplier audit" two; "went down on 9 March 2026 and
+came back on the 11th" two. A line is cut into clauses (sentences, then commas, "and", "but");
+a clause is about a field when it names it in everyday words ("my email is", "came back on",
+"ticket ref", "for the ...") or when its value has a shape only one open field takes (an
+address, a Staff ID's pattern, a phone number). What a clause gives is the raw text of the
+value, read later by the field's own reader; what no field takes is left for the question asked.
+
+Pure functions of the words and the fields (:class:`Slot`); every pattern is linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from formctl.agent.models.guided.answers import Kind
+
+# Everyday names for a field, by a word of its label or id. The first names are what a person
+# calls it in a question ("what do you mean by purpose?"); ``_SPOKEN`` adds how a value is led in.
+_NAMES: dict[str, tuple[str, ...]] = {
+    "name": ("name", "my name"),
+    "email": ("email", "e-mail", "email address", "mail"),
+    "phone": ("phone", "mobile", "phone number", "mobile number", "telephone", "number", "cell"),
+    "staff": ("staff id", "staff number", "staff no", "employee id", "employee number", "badge", "payroll number"),
+    "destination": ("destination", "where i went", "city"),
+    "departure": ("departure", "departure date", "date i left", "outbound"),
+    "return": ("return", "return date", "date i came back"),
+    "purpose": ("purpose", "reason"),
+    "mode": ("mode", "travel", "transport", "how i travelled"),
+    "miles": ("miles", "mileage", "distance"),
+    "ticket": ("ticket", "ticket ref", "ticket reference", "booking ref", "booking reference", "reference", "ref"),
+    "accommodation": ("accommodation", "hotel", "lodging", "room"),
+    "meals": ("meals", "meal", "food", "subsistence"),
+    "total": ("total", "total claimed", "amount"),
+    "age": ("age", "how old"),
+    "client": ("client number", "client no", "client id"),
+    "referral": ("referral", "referred", "heard of us", "hear about"),
+    "needs": ("needs", "help with"),
+    "changed": ("details changed", "changes", "changed"),
+}
+# How a value is led in, by the same words: the value follows the cue ("came back on the 11th").
+_SPOKEN: dict[str, tuple[str, ...]] = {
+    "name": ("my name is", "my name's", "name is", "name's", "i'm", "i am", "this is", "call me", "it's"),
+    "email": ("email is", "email's", "e-mail is", "email address is", "email", "e-mail", "reach me at", "write to"),
+    "phone": (
+        "mobile is",
+        "number is",
+        "phone is",
+        "mobile",
+        "phone",
+        "number",
+        "call me on",
+        "reach me on",
+        "ring me on",
+        "tel",
+    ),
+    "staff": ("staff id", "staff number", "staff no", "employee id", "employee number", "badge", "payroll number"),
+    "destination": (
+        "went to",
+        "going to",
+        "travelled to",
+        "traveled to",
+        "trip to",
+        "went up to",
+        "went down to",
+        "drove to",
+        "flew to",
+        "headed to",
+        "visiting",
+        "visited",
+        "destination",
+        "to",
+        "in",
+    ),
+    "departure": (
+        "went down",
+        "went up",
+        "went",
+        "left",
+        "leaving",
+        "departed",
+        "departing",
+        "set off",
+        "set out",
+        "travelled",
+        "traveled",
+        "outbound",
+        "departure",
+        "going",
+        "from",
+    ),
+    "return": (
+        "came back",
+        "come back",
+        "coming back",
+        "got back",
+        "get back",
+        "returned",
+        "returning",
+        "return",
+        "back",
+        "home",
+        "until",
+        "till",
+        "to",
+    ),
+    "purpose": ("purpose", "reason", "for"),
+    "ticket": (
+        "ticket reference",
+        "ticket ref",
+        "ticket",
+        "booking reference",
+        "booking ref",
+        "booking",
+        "reference",
+        "ref",
+    ),
+    "accommodation": ("accommodation", "hotel", "stayed", "stay", "room", "lodging", "b&b", "airbnb", "nights"),
+    "meals": ("meals", "meal", "food", "dinner", "lunch", "breakfast", "subsistence", "eating"),
+    "total": ("total", "in total", "all in", "altogether", "overall", "came to", "all together", "in all"),
+    "miles": ("miles", "mileage", "mi"),
+    "age": ("i'm", "i am", "aged", "age", "years old", "year old"),
+    "client": ("client number", "client no", "client id", "number"),
+}
+_THOUSANDS = r"(?!\d{3}(?!\d))"
+_CLAUSE = re.compile(rf"[.!?]+\s|[;\n]|,{_THOUSANDS}|\s(?:and|but|then|plus)\s", re.IGNORECASE)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d ()-]{5,18}\d(?![\w.])")
+_LEAD = re.compile(
+    r"^(?:(?:hi|hello|hey|oh|ah|sorry|actually|wait|well|so|ok|okay|right|yes|yeah|yep|um|er|erm|also|oops),?\s+)+",
+    re.IGNORECASE,
+)
+_LINK = re.compile(r"^(?:'s|is|was|were|are|=|:|should be|should have been|it's|its|it is|it was|on|of|at)?\s*", re.I)
+_CAPITALISED = re.compile(r"[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|de|da|van|von|le|la|del|du|bin|al))*")
+# "5 March 2026, not the 4th": what follows "not" is what the value is not.
+_NOT = re.compile(r"[,;]?(?<!\s)\s+(?:not|rather than|instead of)\s(?:the\s)?[^,;.]*", re.IGNORECASE)
+
+
+_NUMBER = re.compile(r"(?:[£$€]\s?)?\d[\d,]*(?:\.\d+)?")
+_MONTH_WORDS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DATE = re.compile(
+    rf"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?"
+    rf"(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+\d{{4}})?"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}"
+    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|the next day|the day after|same day|the same day)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A field a clause may be about: its id, label, kind, and whether it is open (empty or
+    refused) or answered (a value in a clause for it then corrects the answer)."""
+
+    id: str
+    label: str
+    kind: Kind
+    answered: bool = False
+
+    @property
+    def concepts(self) -> tuple[str, ...]:
+        words = set(re.findall(r"[a-z]+", f"{self.label} {self.id}".lower()))
+        if "client" in words and "number" not in words:
+            words.discard("client")  # a client type is not a client number
+        return tuple(c for c in _NAMES if c in words or (c == "ticket" and "reference" in words))
+
+
+@dataclass(slots=True)
+class Gathered:
+    """Raw values found for fields (read later by each field's reader), the clauses no field
+    took (for the question asked), and the clauses each value came from."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    rest: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+    future: list[str] = field(default_factory=list)  # clauses with a figure the person will be, not is
+
+
+def everyday_names(slots: Iterable[Slot]) -> dict[str, str]:
+    """Lower-cased names a person calls each field by (its label, its id, everyday words) → id;
+    a name two fields share is left out (it names neither for sure)."""
+    out: dict[str, str] = {}
+    shared: set[str] = set()
+    for slot in slots:
+        names = {slot.label.lower(), slot.id.lower(), slot.id.lower().replace("_", " ")}
+        for concept in slot.concepts:
+            names.update(_NAMES[concept])
+        for name in names:
+            if name in out and out[name] != slot.id:
+                shared.add(name)
+            out.setdefault(name, slot.id)
+    return {k: v for k, v in out.items() if k not in shared}
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses of a line, each without its opening remark words ("Hi, ", "sorry, ")."""
+    out = []
+    for part in _CLAUSE.split(text):
+        part = _LEAD.sub("", part.strip()).strip(" .,;:!?\"'")
+        if part:
+            out.append(part)
+    return out
+
+
+def gather(text: str, asked: str | None, slots: list[Slot]) -> Gathered:
+    """The values ``text`` gives for ``slots`` (the asked one's included): a value goes to the
+    field whose everyday name is nearest it in its clause, or to the one field its shape fits;
+    a clause that gives nothing is left in ``rest`` for the question asked."""
+    found = Gathered()
+    by_id = {s.id: s for s in slots}
+    for clause in clauses(text):
+        if not _claim(clause, asked, by_id, found):
+            found.rest.append(clause)
+    _complete_dates(found, by_id)
+    return found
+
+
+_FULL_DATE = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({_MONTH_WORDS})\b\.?,?\s+(\d{{4}})", re.IGNORECASE)
+_DAY_ONLY = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.IGNORECASE)
+_DAY_MONTH = re.compile(rf"^(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({_MONTH_WORDS})\.?$", re.IGNORECASE)
+
+
+def _complete_dates(found: Gathered, slots: dict[str, Slot]) -> None:
+    """A date given in part ("the 11th", "20 March") beside a whole one in the same line
+    ("went down on 9 March 2026 and came back on the 11th") takes its month and year from it."""
+    dates = {f: v for f, v in found.values.items() if slots[f].kind.name == "date"}
+    whole = next((m for v in dates.values() if (m := _FULL_DATE.search(v))), None)
+    if whole is None:
+        return
+    for field_id, value in dates.items():
+        if m := _DAY_ONLY.match(value.strip()):
+            found.values[field_id] = f"{m.group(1)} {whole.group(2)} {whole.group(3)}"
+        elif m := _DAY_MONTH.match(value.strip()):
+            found.values[field_id] = f"{m.group(1)} {m.group(2)} {whole.group(3)}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Cue:
+    start: int
+    end: int
+    slot: str
+    words: str
+
+
+def _cues(clause: str, free: list[Slot]) -> list[_Cue]:
+    """Every everyday name of a free field in ``clause``, the longest where they overlap."""
+    low = clause.lower().replace("\u2019", "'")
+    found = []
+    for slot in free:
+        for concept in slot.concepts:
+            for cue in _SPOKEN.get(concept, _NAMES[concept]):
+                for m in re.finditer(rf"(?<![\w'-]){re.escape(cue)}(?![\w'-])", low):
+                    found.append(_Cue(m.start(), m.end(), slot.id, cue))
+    found.sort(key=lambda c: (c.start, -(c.end - c.start)))
+    out: list[_Cue] = []
+    for hit in found:
+        if not any(c.slot == hit.slot and c.start <= hit.start < c.end for c in out):
+            out.append(hit)  # "went down" is one cue for the departure, not "went" and "down"
+    return out
+
+
+def _spans(clause: str) -> list[tuple[str, int, int]]:
+    """The typed values in ``clause`` by shape: (shape, start, end), dates and phone numbers
+    before the numbers inside them."""
+    spans: list[tuple[str, int, int]] = []
+    for shape, pattern in (("email", _EMAIL), ("date", _DATE), ("phone", _PHONE), ("number", _NUMBER)):
+        for m in pattern.finditer(clause):
+            if shape == "phone" and sum(ch.isdigit() for ch in m.group(0)) < 9:
+                continue
+            if not any(a < m.end() and m.start() < b for _, a, b in spans):
+                spans.append((shape, m.start(), m.end()))
+    for m in re.finditer(r"[A-Za-z0-9][A-Za-z0-9-]*", clause):
+        word = m.group(0)
+        if _ORDINAL.fullmatch(word) or any(a <= m.start() < b and shape == "date" for shape, a, b in spans):
+            continue
+        if any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
+            spans = [s for s in spans if not (m.start() <= s[1] and s[2] <= m.end())] + [("token", m.start(), m.end())]
+    return sorted(spans, key=lambda s: s[1])
+
+
+_ADJACENT = frozenset({"to", "in", "from", "back", "home", "until", "till", "for", "on", "at", "mi"})
+_ORDINAL = re.compile(r"\d{1,2}(?:st|nd|rd|th)", re.IGNORECASE)
+# A figure the person will be, not is: "I'll be 18 in June" does not give an age.
+_FUTURE = re.compile(r"(?:'ll|\bwill|\bgoing to|\bgonna)\s+be\s+$|\bturn(?:ing|s)?\s+$", re.IGNORECASE)
+
+
+def _takes(slot: Slot, shape: str, value: str) -> bool:
+    """Can a value of this shape be ``slot``'s answer?"""
+    kind, pattern = slot.kind.name, getattr(slot.kind, "pattern", None)
+    if pattern:
+        try:
+            return bool(re.fullmatch(str(pattern), value.strip()))
+        except re.error:
+            return False
+    if shape == "email":
+        return kind == "email"
+    if shape == "date":
+        return kind == "date"
+    if shape == "phone":
+        return "phone" in slot.concepts
+    if shape == "number":
+        return kind in ("integer", "number")
+    if shape == "token":
+        return "ticket" in slot.concepts
+    return False
+
+
+def _claim(clause: str, asked: str | None, slots: dict[str, Slot], found: Gathered) -> bool:
+    """Place what ``clause`` gives; whether it gave anything."""
+    clause = _NOT.sub("", clause)
+    if re.match(r"(?:not|rather than|instead of)\b", clause, re.IGNORECASE):
+        return True  # "…5 March 2026, not the 4th": what the value is not, nothing to take
+    cues = _cues(clause, [s for s in slots.values() if s.id not in found.values])
+    shaped = _claim_shaped(clause, asked, slots, cues, found)
+    return _claim_cued(clause, asked, slots, cues, found) or shaped
+
+
+def _claim_shaped(clause: str, asked: str | None, slots: dict[str, Slot], cues: list[_Cue], found: Gathered) -> bool:
+    """The typed values of ``clause`` (dates, amounts, addresses, references), each to the field
+    whose cue is nearest it, or to the one field its shape fits."""
+    gave = False
+    for shape, start, end in _spans(clause):
+        value = clause[start:end].strip()
+        if shape == "number" and _FUTURE.search(clause[:start]):
+            found.future.append(clause)
+            continue
+        fits = [s for s in slots.values() if s.id not in found.values and _takes(s, shape, value)]
+        if not fits:
+            continue
+        chosen = _nearest(fits, cues, start, end, shape) or _only_shape(fits, shape, asked)
+        if chosen is not None:
+            _take(found, slots[chosen], value, clause)
+            gave = True
+    return gave
+
+
+def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: list[_Cue], found: Gathered) -> bool:
+    """The free-text values and choices ``clause`` leads in by name ("I'm Grace Okafor", "for the
+    supplier audit"), for fields other than the one asked (which reads what is left)."""
+    gave = False
+    for cue in cues:
+        slot = slots[cue.slot]
+        if slot.id in found.values or slot.id == asked or (_is_typed(slot) and slot.kind.name != "choice"):
+            continue
+        if slot.kind.name == "choice":
+            if len(clause.split()) <= 8:
+                _take(found, slot, clause, clause)
+                gave = True
+            continue
+        nxt = min([c.start for c in cues if c.start >= cue.end and c.slot != cue.slot] + [len(clause)])
+        value = _text_after(clause[cue.end : nxt], slot, cue.words)
+        if value is not None:
+            _take(found, slot, value, clause)
+            gave = True
+    return gave
+
+
+def _nearest(fits: list[Slot], cues: list[_Cue], start: int, end: int, shape: str) -> str | None:
+    """The field among ``fits`` whose cue is nearest the value: before it, or (for an amount,
+    "120 miles", "45 years old") just after it."""
+    ids = {s.id for s in fits}
+    best: tuple[int, str] | None = None
+    for cue in cues:
+        if cue.slot not in ids:
+            continue
+        if cue.end <= start:
+            distance = start - cue.end
+            if cue.words in _ADJACENT and distance > 5:
+                continue  # "to", "from", "back" lead in only what comes right after them
+        elif shape == "number" and cue.start >= end and cue.start - end <= 12:
+            distance = cue.start - end
+        else:
+            continue
+        if best is None or distance < best[0]:
+            best = (distance, cue.slot)
+    return best[1] if best else None
+
+
+def _only_shape(fits: list[Slot], shape: str, asked: str | None) -> str | None:
+    """With no cue: the asked field if it fits, else the one field a telling shape fits."""
+    if asked is not None and any(s.id == asked for s in fits):
+        return asked if shape in ("email", "phone", "token") else None  # the asked field reads the rest itself
+    if shape in ("email", "phone", "token") or any(getattr(s.kind, "pattern", None) for s in fits):
+        return fits[0].id if len(fits) == 1 else None
+    return None
+
+
+def _take(found: Gathered, slot: Slot, value: str, clause: str) -> None:
+    found.values[slot.id] = value
+    found.sources[slot.id] = clause
+
+
+def _is_typed(slot: Slot) -> bool:
+    return slot.kind.name != "text" or bool(getattr(slot.kind, "pattern", None)) or "phone" in slot.concepts
+
+
+def _text_after(after: str, slot: Slot, cue: str) -> str | None:
+    """Free text led in by a cue: a name's capitalised words, a place's, or the rest of the
+    clause for a purpose ("for the supplier audit")."""
+    after = _LINK.sub("", after.strip(), count=1).strip(" .,;:!?\"'")
+    concepts = slot.concepts
+    if "name" in concepts or "destination" in concepts:
+        m = _CAPITALISED.match(after)
+        if m is None:
+            return None
+        value = m.group(0)
+        if value.split()[0].lower() in _NOT_NAMES:
+            return None
+        return value if "name" not in concepts or len(value.split()) >= 2 else None
+    if cue == "for":
+        after = re.sub(r"^(?:the|a|an)\s+", "", after, flags=re.IGNORECASE)
+    if cue in ("for", "purpose", "reason") and len(after.split()) >= 2 and not any(ch.isdigit() for ch in after):
+        return after
+    return None
+
+
+_NOT_NAMES = frozenset(
+    "i it the a an my monday tuesday wednesday thursday friday saturday sunday january february march april may "
+    "june july august september october november december".split()
+)
