@@ -26,6 +26,7 @@ from formctl.agent.models.guided.answers import (
     declines,
     format_value,
     jsonable,
+    reading_context,
 )
 from formctl.agent.models.guided.natural import split_labels
 from formctl.agent.models.guided.phrasing import HELP_TEXT, closed_text, quit_text, sentence, stale_text
@@ -38,6 +39,7 @@ from formctl.agent.models.guided.questions import (
 from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
 from formctl.agent.models.guided.understand import Bare, read_bare
+from formctl.agent.models.guided.values.numbers import says_none
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
 from formctl.agent.notices import read_notice
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
@@ -434,6 +436,8 @@ def read_answers(
         # question is its answer, though).
         declined = declines(cleaned) and not _reads_as(kind, cleaned)
         means_none = cleaned.lower() in NONE_WORDS or command_key(cleaned) in NONE_WORDS | {"n a"}
+        # "nope, no hotel", "I stayed with friends, so nothing": no amount (values/numbers.py)
+        means_none = means_none or (kind.name in ("integer", "number") and says_none(cleaned))
         if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
             means_none = False  # "none" can be an option of its own
         if declined and field.required:
@@ -452,6 +456,8 @@ def read_answers(
                 plan.revisited = True
             else:
                 state.skipped.add(field_id)
+                if state.focus == field_id:
+                    state.focus = None  # asked again after a refused answer: left out now, not asked again
             plan.notes.append(f"Left out {field.label}.")
             continue
         try:
@@ -459,7 +465,7 @@ def read_answers(
                 # "...", "?", "!!!": no letters or digits is not an answer to write (and a
                 # rejection would only add an invalid revision to the log).
                 raise UnreadableAnswer('that has no letters or numbers in it. Say "help" if you\'re stuck.')
-            value = convert(kind, cleaned)
+            value = convert(kind, cleaned, _context(state, snap, field_id))
         except UnreadableAnswer as exc:
             plan.problems.append((field_id, cleaned, str(exc)))
             state.focus = field_id
@@ -475,6 +481,12 @@ def read_answers(
         else:
             values[field_id] = value
     return values, corrections, plan
+
+
+def _context(state: GuidedState, snap: Snapshot, field_id: str) -> Any:
+    """How a field's answer is read: the locale, and the date given before it (values/)."""
+    values = snap.ev.values if snap.ev is not None else {}
+    return reading_context(state.locale, snap.compiled, values, field_id)
 
 
 def _reads_as(kind: Any, text: str) -> bool:

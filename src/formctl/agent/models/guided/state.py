@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from formctl.agent.models.guided.answers import Kind, kind_of
+from formctl.agent.models.guided.answers import Kind, field_kind
 from formctl.agent.models.guided.revisit import Revisit
 
 ToolCall = tuple[str, dict[str, Any]]
@@ -85,10 +85,12 @@ class GuidedState:
     revisit: Revisit | None = None  # the step being gone over and the answers kept (revisit.py)
     keep_offer: tuple[str, str] | None = None  # (instance id, field): "keep" puts its earlier answer back
     host_here: bool = False  # the person at the keyboard plays the host (formctl run --as-host): /resolve works
+    locale: str | None = None  # the conventions the person's words are read by (en-GB; values/context.py)
 
     def kind(self, compiled: Any, field_id: str) -> Kind:
-        """The kind of a field's answer (read once per form version)."""
+        """The kind of a field's answer (read once per form version): its schema, a phone number
+        when its label says so, its author's aliases for a choice."""
         key = (compiled.id, compiled.version, field_id)
         if key not in self.kinds:
-            self.kinds[key] = kind_of(compiled.field_by_id[field_id].schema)
+            self.kinds[key] = field_kind(compiled.field_by_id[field_id])
         return self.kinds[key]
