@@ -338,7 +338,11 @@ def _claim_shaped(clause: str, asked: str | None, slots: dict[str, Slot], cues: 
         fits = [s for s in slots.values() if s.id not in found.values and _takes(s, shape, value)]
         if not fits:
             continue
-        chosen = _nearest(fits, cues, start, end, shape) or _only_shape(fits, shape, asked)
+        if shape == "token":  # a reference-like word goes to a reference only when named ("ticket ref TR-1")
+            patterned = [s for s in fits if getattr(s.kind, "pattern", None) or s.id == asked]
+            chosen = _nearest(fits, cues, start, end, shape) or _only_shape(patterned, shape, asked)
+        else:
+            chosen = _nearest(fits, cues, start, end, shape) or _only_shape(fits, shape, asked)
         if chosen is not None:
             _take(found, slots[chosen], value, clause)
             gave = True

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from formctl.agent.models.guided.answers import declines
+
 ANSWER, ASK, REFUSE, UNKNOWN, DEFER, ASIDE = "answer", "ask", "refuse", "unknown", "defer", "aside"
 
 
@@ -47,14 +49,6 @@ _UNKNOWN = re.compile(
     r"\b(?:i )?(?:don'?t|do not|dont) (?:know|remember|recall|have (?:it|one|that|a|an|any)\b)"
     r"|\b(?:not sure|no idea|dunno|can'?t remember|cannot remember|can'?t recall|i forget|forgotten"
     r"|haven'?t got (?:it|one|a|an|any)\b|have no\b|no clue|not certain|i'?m unsure|unsure)",
-    re.IGNORECASE,
-)
-# Refusing it outright.
-_REFUSE = re.compile(
-    r"\b(?:(?:i'?d|i would|we'?d) (?:rather|prefer) not|(?:i )?prefer not|rather not"
-    r"|(?:i )?(?:don'?t|do not|won'?t|will not) (?:want to |wish to )?(?:give|share|say|tell|provide|disclose)"
-    r"|not (?:comfortable|willing|happy) (?:to |giving |sharing )|no,? thanks?\b|no thank you"
-    r"|none of your business|decline to|not telling)",
     re.IGNORECASE,
 )
 # Putting the question off, or asking to leave it.
@@ -93,7 +87,7 @@ def read_act(words: str, names: dict[str, str]) -> Act:
     about = named_field(text, names)
     if _DEFER.search(text):
         return Act(DEFER, about, rest=text)
-    if _REFUSE.search(text):
+    if declines(text):
         return Act(REFUSE, about, rest=text)
     if _UNKNOWN.search(text):
         return Act(UNKNOWN, about, rest=text)

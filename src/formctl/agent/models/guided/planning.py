@@ -38,7 +38,7 @@ from formctl.agent.models.guided.questions import (
 )
 from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
-from formctl.agent.models.guided.understand import Bare, read_bare
+from formctl.agent.models.guided.understand import Bare, names_a_field, read_bare
 from formctl.agent.models.guided.values.numbers import says_none
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
 from formctl.agent.notices import read_notice
@@ -373,6 +373,11 @@ def read_answers(
             field_id = compiled.resolve_field(key)
             if field_id is not None:
                 labelled.append((index, field_id, value, key))
+                continue
+            if len(key.split()) > 2 and names_a_field(state, snap, key):
+                # "Wait, the return date's wrong: I came back on …": a sentence about a field, read
+                # as the person's words (understand.py), not as a label.
+                bare.append((index, segment))
                 continue
             if not any(ch.isdigit() for ch in key) and compiled.did_you_mean(key):
                 labelled.append((index, "", value, key))  # let the engine report it, with its suggestions

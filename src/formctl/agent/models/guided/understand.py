@@ -20,7 +20,7 @@ from typing import Any
 
 from formctl.agent.models.guided.answers import UnreadableAnswer, convert
 from formctl.agent.models.guided.gather import Gathered, Slot, everyday_names, gather
-from formctl.agent.models.guided.intent import ASK, DEFER, REFUSE, UNKNOWN, read_act
+from formctl.agent.models.guided.intent import ASK, DEFER, REFUSE, UNKNOWN, named_field, read_act
 from formctl.agent.models.guided.natural import place
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
@@ -37,7 +37,7 @@ _NAMING = ("name", "email", "phone", "staff", "destination", "ticket", "client")
 # Words that only open or close a line: nothing to say back.
 _REMARKS = frozenset(
     "hi hello hey oh ah well um er erm sorry thanks thank you cheers ok okay right yes yeah yep so anyway "
-    "good morning afternoon evening there please".split()
+    "good morning afternoon evening there please wait actually oops hang on just".split()
 )
 
 
@@ -59,19 +59,22 @@ def slots_of(state: GuidedState, snap: Snapshot, *, answered: bool) -> list[Slot
     """The fields a line may answer: applicable and open (every field before the form starts),
     and the answered ones too when ``answered`` (the line corrects something)."""
     compiled, ev = snap.compiled, snap.ev
-    step = snap.view.step.id if snap.view is not None and snap.view.step is not None else None
     out = []
     for f in compiled.fields:
         if f.source == "host":
-            continue
-        if ev is not None and not ev.applicable[f.order] and f.step_id != step:
-            continue  # a field of the open step may apply once this line's answers are in ("train, ticket ref …")
+            continue  # a field that applies only once this line's answers are in ("train, ticket ref …")
+            # or a later step's ("… and drove") is taken as volunteered early (held if it never applies)
         status = ev.status[f.order] if ev is not None else EMPTY
         is_answered = status in (FILLED, HELD)
         if is_answered and not answered:
             continue
         out.append(Slot(f.id, f.label, state.kind(compiled, f.id), is_answered))
     return out
+
+
+def names_a_field(state: GuidedState, snap: Snapshot, text: str) -> bool:
+    """Do these words name a field in everyday words ("the return date's wrong")?"""
+    return named_field(text, everyday_names(slots_of(state, snap, answered=True))) is not None
 
 
 def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int, str]]:
@@ -95,6 +98,7 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
     correcting = _CORRECTING.search(rest) is not None
     slots = [s for s in slots_of(state, snap, answered=correcting) if s.id not in bare.named]
     found = gather(rest, first, slots)
+    _choices_named(state, compiled, first, slots, found)
     _drop_unchanged(snap, found)
     index = bare.parts[0][0]
     for field_id, raw in sorted(found.values.items(), key=lambda kv: compiled.field_by_id[kv[0]].order):
@@ -105,6 +109,8 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
         return []
     if not found.values and (first is None or first in bare.named):
         return bare.parts  # nothing for any question: read as before (a labelled line, the read-back)
+    if found.values and correcting:
+        return []  # "Actually I've found it, my new mobile is …": the rest is about the correction
     if first is None or first in found.values or first in bare.named:
         plan.unplaced.extend(c for c in found.rest if _says_something(c))
         return []
@@ -114,8 +120,6 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
             bare.labelled.append((index, first, value, ""))
             bare.named.add(first)
         return []
-    if found.values and correcting:
-        return []  # "Actually I've found it, my new mobile is …": the rest is about the correction
     if found.values:
         # The asked question takes its part of what is left; for a name or a place, the first
         # part that says something, and the others are said back.
@@ -138,6 +142,20 @@ def _answers(state: GuidedState, compiled: Any, field_id: str, text: str) -> boo
     except UnreadableAnswer:
         return False
     return True
+
+
+def _choices_named(state: GuidedState, compiled: Any, first: str | None, slots: list[Slot], found: Gathered) -> None:
+    """A short clause that names an option of exactly one other open choice ("drove", "by train",
+    "I've not been here before", by the option or the author's aliases) answers that choice."""
+    choices = [s for s in slots if s.kind.name == "choice" and s.id != first and s.id not in found.values]
+    for clause in list(found.rest):
+        if len(clause.split()) > 6 or any(ch.isdigit() for ch in clause):
+            continue
+        reads = [s for s in choices if s.id not in found.values and _answers(state, compiled, s.id, clause)]
+        if len(reads) == 1:
+            found.values[reads[0].id] = clause
+            found.sources[reads[0].id] = clause
+            found.rest.remove(clause)
 
 
 def _not_given(state: GuidedState, snap: Snapshot, plan: Plan, field_id: str, act: str) -> None:
