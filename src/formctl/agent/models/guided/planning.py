@@ -391,7 +391,7 @@ def read_answers(
     if bare:
         # What the person is doing (a question back, "I don't know"), then the answers the line
         # gives, each to the field it is about (understand.py).
-        bare = read_bare(state, snap, Bare(first, bare, labelled, named, plan, gathering))
+        bare = read_bare(state, snap, Bare(first, bare, labelled, named, plan, gathering, words))
     targets: list[str] = []
     revisit = revisit_now(state, snap) if snap.instance is not None else None
     if bare and first is not None and revisit is not None and first in revisit.fields:

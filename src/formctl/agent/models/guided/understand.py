@@ -53,6 +53,7 @@ class Bare:
     named: set[str]
     plan: Plan
     gathering: bool = True  # False: a bare answer is not used for any question (the form moved on)
+    words: str = ""  # the whole line
 
 
 def slots_of(state: GuidedState, snap: Snapshot, *, answered: bool) -> list[Slot]:
@@ -82,7 +83,9 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
     the usual way (bare answers for the asked question and the step's next ones, in order)."""
     if not bare.gathering:
         return bare.parts
-    text = "\n".join(segment for _, segment in bare.parts)
+    # The line as written when nothing in it was labelled ("…letters; she needs advice …" keeps its
+    # semicolon), else its bare parts, a line each.
+    text = bare.words.strip() if bare.words and not bare.labelled else "\n".join(s for _, s in bare.parts)
     compiled, plan, first = snap.compiled, bare.plan, bare.first
     names = everyday_names(slots_of(state, snap, answered=True))
     act = read_act(text, names)
