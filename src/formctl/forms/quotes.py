@@ -162,9 +162,14 @@ def find_quote(messages: Iterable[PersonMessage], quote: str) -> list[tuple[Pers
     found = []
     for message in messages:
         hay = _words(message.text)
-        for i in _locate(wanted, hay):
+        # A quote found many times in one message is the same words each time: the first few
+        # places are enough, and reading thousands (a pathological line) would take minutes.
+        for i in _locate(wanted, hay)[:_PLACES]:
             found.append((message, _widen(message.text, hay[i][1], hay[i + len(wanted) - 1][2])))
     return found
+
+
+_PLACES = 8  # places of one quote read in one message at most
 
 
 _LEADING = "\"'`´‘’‚‛“”„‟«»‹›「」『』([{<"
