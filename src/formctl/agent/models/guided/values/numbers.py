@@ -148,7 +148,8 @@ def read_number(text: str, ctx: ReadingContext, *, integer: bool) -> Reading:
     if meant is None:
         if dropped and len(found) == len(dropped):
             f = dropped[0]
-            raise UnreadableAnswer(f'"{_context(text, f)}" is not what it is now: I need the number as it is today.')
+            said = " ".join(text.split()) if len(text) <= 80 else _context(text, f)
+            raise UnreadableAnswer(f'"{said}" is not what it is now: I need the number as it is today.')
         raise UnreadableAnswer(f"I need a single number{whole}, like 40 or 1,200.")
     if len(str(meant.value)) > 300:
         raise UnreadableAnswer("That number is far too long; I need the number itself, like 40 or 1,200.")
