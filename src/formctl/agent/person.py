@@ -10,9 +10,11 @@ stores nothing and lists it as unconfirmed. Then formctl itself, not the model, 
 
     You said "next Tuesday". Departure date: Tuesday 8 December 2026. Is that right? (yes, or type the date)
 
-"yes" stores the value as ``confirmed`` (with their answer); a value they type is read in the
-field's type and stored as ``said`` (their answer is the quote); "no" or no answer stores
-nothing. The model's tool result says what happened.
+A clear "yes" stores the value as ``confirmed`` (with their answer); a value they type, or give
+as a correction ("no, it's CD5678", "the correct one is CD5678", "yes, but it is actually
+AB9999"), is read in the field's type and stored as ``said`` (their answer is the quote); "no"
+or no answer stores nothing; an unclear answer ("maybe", "yes but") is asked again
+(forms/replies.py). The model's tool result says what happened.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from formctl.agent.notices import read_notice
 from formctl.errors import FormError
 from formctl.forms.lifecycle import is_closed
 from formctl.forms.messages import plain
-from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
+from formctl.forms.quotes import PersonMessage, answer_value, is_yes, value_kind
+from formctl.forms.replies import confirmation
 from formctl.forms.validate import FieldValidator, text_issue
 
 __all__ = ["Person", "confirm_ending", "confirm_unconfirmed", "question_for"]
@@ -105,6 +108,11 @@ def _shown(value: Any, kind: str | None) -> str:
     return str(value)
 
 
+def _how_to_type(u: Any) -> str:
+    found = value_kind(u.annotation)
+    return _HOW_TO_TYPE.get(found.kind if found is not None else "", "it")
+
+
 def question_for(u: Any) -> str:
     """What formctl asks about one unconfirmed value: the person's words (if any), the field and the value."""
     found = value_kind(u.annotation)
@@ -171,12 +179,20 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             continue
         message = person.said(answer) or PersonMessage(answer, len(person.messages), None)
         person.answers.append({"field": u.field, "question": question, "answer": answer})
-        if is_yes(answer) and not _is_bool(u):
-            typed: Any = u.value
-        elif is_no(answer) and not _is_bool(u):
+        reply = confirmation(answer)
+        if _is_bool(u):
+            typed: Any = answer_value(answer, u.annotation, message.at)
+        elif reply.kind == "yes":
+            typed = u.value
+        elif reply.kind == "no":
             return {"field": u.field, "outcome": "declined"}, None
+        elif reply.kind == "unclear":
+            question = f"Please say yes, or type {_how_to_type(u)}. {question_for(u)}"
+            continue
         else:
-            typed = answer_value(answer, u.annotation, message.at)
+            # "no, it's CD5678", "the correct one is CD5678", "yes but CD5678": the value said
+            # instead; or a value typed in place of the one shown
+            typed = answer_value(reply.value, u.annotation, message.at)
         outcome = validator.validate(typed)
         if typed is None or not outcome.ok:
             why = plain(field, outcome.issues[0]).sentence if outcome.issues else "Please answer yes or no."

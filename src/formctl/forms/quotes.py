@@ -38,6 +38,8 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from formctl.forms.replies import confirmation
+
 __all__ = [
     "ASSUMED",
     "READING",
@@ -162,9 +164,14 @@ def find_quote(messages: Iterable[PersonMessage], quote: str) -> list[tuple[Pers
     found = []
     for message in messages:
         hay = _words(message.text)
-        for i in _locate(wanted, hay):
+        # A quote found many times in one message is the same words each time: the first few
+        # places are enough, and reading thousands (a pathological line) would take minutes.
+        for i in _locate(wanted, hay)[:_PLACES]:
             found.append((message, _widen(message.text, hay[i][1], hay[i + len(wanted) - 1][2])))
     return found
+
+
+_PLACES = 8  # places of one quote read in one message at most
 
 
 _LEADING = "\"'`´‘’‚‛“”„‟«»‹›「」『』([{<"
@@ -560,13 +567,14 @@ def _date_holds(value: Any, words: str, at: str | date | None) -> tuple[bool, st
 
 
 def is_yes(text: str) -> bool:
-    """A yes word and no no word ("yes", "yeah", "that's right")."""
-    return _bool_holds(True, text)
+    """A clear yes and nothing else ("yes", "yeah", "that's right"); "yes, but it is actually
+    AB9999", "right, 300" and "the correct one is CD5678" are not (forms/replies.py)."""
+    return confirmation(text).kind == "yes"
 
 
 def is_no(text: str) -> bool:
-    """A no word and no yes word ("no", "nope", "that's not it")."""
-    return _bool_holds(False, text)
+    """A clear no ("no", "nope", "that's not it", "no, I don't have one"); "no, it's CD5678" is a correction."""
+    return confirmation(text).kind == "no"
 
 
 def answer_value(text: str, annotation: Any, at: str | date | None = None) -> Any:

@@ -114,11 +114,13 @@ def pick_model(
     model_name: str | None = None,
     offline: bool = False,
     form_id: str | None = None,
+    locale: str | None = None,
 ) -> ChatModel:
     """The model ``formctl run`` talks to: :func:`choose_model`'s choice, built.
 
     ``offline``, or no model key at all: the guided model (offline, deterministic), which
-    needs ``runner`` and ``form_id``. Raises :class:`ModelError` as :func:`choose_model` does.
+    needs ``runner`` and ``form_id``, and reads the person's words by ``locale`` (None: the
+    environment's, ``FORMCTL_LOCALE`` or ``LANG``). Raises :class:`ModelError` as :func:`choose_model` does.
     """
     choice = choose_model(model_name, offline=offline)
     if choice.provider == "anthropic":
@@ -131,7 +133,7 @@ def pick_model(
         return OpenAIChatModel(choice.name)
     from formctl.agent.models.guided import GuidedModel
 
-    return GuidedModel(runner, form_id=form_id)
+    return GuidedModel(runner, form_id=form_id, locale=locale)
 
 
 def model_label(model: Any) -> str:

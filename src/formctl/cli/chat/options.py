@@ -27,6 +27,7 @@ class ChatOptions:
     subject: str | None = None
     model: str | None = None
     offline: bool = False
+    locale: str | None = None  # how the guided model reads dates, amounts, phones (None: the environment's)
     record: str | None = None
     seed: list[str] = dc_field(default_factory=list)
     store: str | None = None

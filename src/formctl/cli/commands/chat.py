@@ -10,6 +10,7 @@ from formctl.cli.options import (
     AsHostOpt,
     FormsOpt,
     InstanceArg,
+    LocaleOpt,
     ModelOpt,
     OfflineOpt,
     RecordOpt,
@@ -44,6 +45,7 @@ def run(
     ),
     model: ModelOpt = None,
     offline: OfflineOpt = False,
+    locale: LocaleOpt = None,
     record: RecordOpt = None,
     seed: List[str] = typer.Option([], "--seed", metavar="K=V", help="A value already known (repeatable)."),
     as_host: AsHostOpt = False,
@@ -88,6 +90,7 @@ def run(
                 subject=subject,
                 model=model,
                 offline=offline,
+                locale=_locale(locale),
                 store=store,
                 forms=forms,
                 debug=base.debugging(),
@@ -106,6 +109,7 @@ def run(
             subject=subject,
             model=model,
             offline=offline,
+            locale=_locale(locale),
             record=record,
             seed=seed,
             store=store,
@@ -120,11 +124,24 @@ def run(
         raise typer.Exit(code)
 
 
+def _locale(given: str | None) -> str | None:
+    """``--locale`` as ``en-GB``; one clear line for a value that names no locale."""
+    if given is None or not given.strip():
+        return None
+    from formctl.agent.models.guided.values.context import normalise_locale
+
+    locale = normalise_locale(given)
+    if locale is None:
+        base._fail(f"--locale must name a locale, like en-GB or en-US, not {given!r}.", 2)
+    return locale
+
+
 @app.command(cls=_Command, epilog=_example("formctl resume form_lx2k9_ab12cd"))
 def resume(
     instance_id: InstanceArg,
     model: ModelOpt = None,
     offline: OfflineOpt = False,
+    locale: LocaleOpt = None,
     record: RecordOpt = None,
     as_host: AsHostOpt = False,
     store: StoreOpt = None,
@@ -145,6 +162,7 @@ def resume(
             instance_id=instance_id,
             model=model,
             offline=offline,
+            locale=_locale(locale),
             record=record,
             store=store,
             forms=forms,

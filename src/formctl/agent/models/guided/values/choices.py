@@ -52,10 +52,10 @@ def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
         for i in range(len(tokens) - n + 1):
             if tuple(tokens[i : i + n]) != name or any(taken[i : i + n]):
                 continue
+            if any(t in _NEGATION for t in tokens[max(0, i - 2) : i]):
+                continue  # "not by car": not named (and its words free for a longer phrase's reading)
             taken[i : i + n] = [True] * n
-            negated = any(t in _NEGATION for t in tokens[max(0, i - 2) : i])
-            if not negated:
-                found.append((option, (words[i].start(), words[i + n - 1].end())))
+            found.append((option, (words[i].start(), words[i + n - 1].end())))
     return found
 
 

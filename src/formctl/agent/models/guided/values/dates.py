@@ -12,6 +12,7 @@ as the date it makes. A weekday that does not match its date is asked about. "to
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import date, datetime, timedelta
 
@@ -39,6 +40,7 @@ _DATE = re.compile(
     rf"|(?P<day>(?:the\s+){_DAY}(?![\w/.-]\d)))(?![\w])",
     re.IGNORECASE,
 )
+LIMIT = 12  # date phrases read from one line at most
 _NOT = re.compile(r"\b(?:not|rather than|instead of)\s*(?:on\s+)?$", re.IGNORECASE)
 _CLOCK_WORDS = re.compile(r"^\W*(?:today|tonight|tomorrow|yesterday|now|next week|last week)\W*$", re.IGNORECASE)
 
@@ -50,6 +52,8 @@ def find_dates(text: str, ctx: ReadingContext) -> list[Reading]:
     a date after "not" ("5 March, not the 4th") is not one given."""
     out: list[Reading] = []
     for m in _DATE.finditer(text):
+        if len(out) >= LIMIT:
+            break  # more dates than any answer gives: the first ones decide (and bound the work)
         if _NOT.search(text[max(0, m.start() - 16) : m.start()]):
             continue
         day, note = _read(m, ctx)
@@ -116,16 +120,22 @@ def _parse(body: str, ctx: ReadingContext) -> tuple[date, bool]:
 
 
 def _dateparser(body: str, ctx: ReadingContext, base: date) -> date | None:
+    return _parsed(" ".join(body.lower().split()), ctx.date_order, ctx.language, base)
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(body: str, order: str | None, language: str, base: date) -> date | None:
+    """``body`` read by dateparser (each phrase once: a line that repeats one costs nothing more)."""
     import dateparser
 
     cleaned = re.sub(r"(?<=\d)(?:st|nd|rd|th)\b", "", body, flags=re.IGNORECASE)
     settings: dict[str, object] = {
-        "DATE_ORDER": ctx.date_order or "DMY",
+        "DATE_ORDER": order or "DMY",
         "RELATIVE_BASE": datetime(base.year, base.month, base.day),
         "REQUIRE_PARTS": ["day", "month"],
         "PREFER_DAY_OF_MONTH": "first",
     }
-    languages = list(dict.fromkeys([ctx.language, "en"]))
+    languages = list(dict.fromkeys([language, "en"]))
     try:
         found = dateparser.parse(cleaned, languages=languages, settings=settings)
     except (ValueError, OverflowError):

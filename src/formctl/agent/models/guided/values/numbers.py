@@ -11,6 +11,7 @@ is neither read as its digits nor multiplied out.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -27,6 +28,7 @@ _FIGURE = re.compile(
     r"(?:\s+(?:and\s+)?(?P<pence>\d{1,2})(?:\s?(?:p|pence))?(?![\d.,]))?)?",
     re.IGNORECASE,
 )
+LIMIT = 24  # figures read from one line at most: more than any answer gives, and a bound on the work
 _SCALES = frozenset({"k", "m", "mn", "bn", "b", "thousand", "million", "billion", "grand"})
 _MAJOR_UNITS = frozenset({"pound", "pounds", "quid", "dollar", "dollars", "euro", "euros"})
 # Number words, run together into one number ("forty-one", "two hundred and twelve").
@@ -69,8 +71,8 @@ class Figure:
 
 def figures(text: str, ctx: ReadingContext) -> list[Figure]:
     """Every number written in ``text``, in figures or in words, in order."""
-    found = [_figure(m, ctx) for m in _FIGURE.finditer(text)]
-    found += _word_numbers(text)
+    found = [_figure(m, ctx) for m in itertools.islice(_FIGURE.finditer(text), LIMIT)]
+    found += _word_numbers(text)[:LIMIT]
     return sorted((f for f in found if f is not None), key=lambda f: f.span)
 
 
@@ -98,6 +100,8 @@ def _word_numbers(text: str) -> list[Figure]:
     out: list[Figure] = []
     run: list[re.Match[str]] = []
     for m in [*_WORD_RUN.finditer(text), None]:
+        if len(out) >= LIMIT:
+            break
         if m is not None and _is_number_word(m.group(0), run):
             run.append(m)
             continue
@@ -144,7 +148,8 @@ def read_number(text: str, ctx: ReadingContext, *, integer: bool) -> Reading:
     if meant is None:
         if dropped and len(found) == len(dropped):
             f = dropped[0]
-            raise UnreadableAnswer(f'"{_context(text, f)}" is not what it is now: I need the number as it is today.')
+            said = " ".join(text.split()) if len(text) <= 80 else _context(text, f)
+            raise UnreadableAnswer(f'"{said}" is not what it is now: I need the number as it is today.')
         raise UnreadableAnswer(f"I need a single number{whole}, like 40 or 1,200.")
     if len(str(meant.value)) > 300:
         raise UnreadableAnswer("That number is far too long; I need the number itself, like 40 or 1,200.")

@@ -18,6 +18,7 @@ from formctl.agent.models.guided.values.reading import Reading
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
 # A token that may be a reference: letters, digits and the joiners references are written with.
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9/_.-]{0,40}[A-Za-z0-9]|[A-Za-z0-9]")
+LIMIT = 24  # values of one shape read from one line at most
 _CURRENCY = re.compile(r"[£$€]\s?\d")
 
 
@@ -31,8 +32,10 @@ def _pattern_tokens(text: str, pattern: str) -> list[Reading]:
         compiled = re.compile(pattern)
     except re.error:
         return []
-    out = []
+    out: list[Reading] = []
     for m in _TOKEN.finditer(text):
+        if len(out) >= LIMIT:
+            break
         token = m.group(0)
         if compiled.fullmatch(token) is not None and (any(ch.isdigit() for ch in token) or token.isupper()):
             out.append(Reading(token, m.span(), token))
@@ -42,8 +45,10 @@ def _pattern_tokens(text: str, pattern: str) -> list[Reading]:
 def find_references(text: str) -> list[Reading]:
     """Tokens written like a reference: letters and digits together ("QX7RTA", "TR-88321"), or
     four or more capitals ("QXRTAB")."""
-    out = []
+    out: list[Reading] = []
     for m in _TOKEN.finditer(text):
+        if len(out) >= LIMIT:
+            break
         token = m.group(0).rstrip(".")
         letters, digits = any(ch.isalpha() for ch in token), any(ch.isdigit() for ch in token)
         if len(token) >= 4 and ((letters and digits) or (token.isupper() and token.isalpha())):
@@ -111,7 +116,7 @@ def find_by_shape(
     ctx = ctx or ReadingContext()
     by_span: dict[tuple[int, int], list[tuple[str, Reading]]] = {}
     for field_id, kind in kinds.items():
-        for reading in _found(kind, text, ctx):
+        for reading in _found(kind, text, ctx)[:LIMIT]:
             by_span.setdefault(reading.span, []).append((field_id, reading))
     placed: list[tuple[str, Reading]] = []
     for span in sorted(by_span):
