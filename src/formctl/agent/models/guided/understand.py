@@ -149,16 +149,31 @@ def _answers(state: GuidedState, compiled: Any, field_id: str, text: str) -> boo
 
 def _choices_named(state: GuidedState, compiled: Any, first: str | None, slots: list[Slot], found: Gathered) -> None:
     """A short clause that names an option of exactly one other open choice ("drove", "by train",
-    "I've not been here before", by the option or the author's aliases) answers that choice."""
-    choices = [s for s in slots if s.kind.name == "choice" and s.id != first and s.id not in found.values]
+    "I've not been here before", by the option or the author's aliases, word for word: a near
+    miss is read only at its own question) answers that choice."""
+    if first is not None and state.kind(compiled, first).name in ("boolean", "choice"):
+        return  # "No, nothing's changed": the question asked reads its own yes or no
+    choices = [s for s in slots if s.kind.name == "choice" and not s.answered and s.id not in found.values]
     for clause in list(found.rest):
         if len(clause.split()) > 6 or any(ch.isdigit() for ch in clause):
             continue
-        reads = [s for s in choices if s.id not in found.values and _answers(state, compiled, s.id, clause)]
-        if len(reads) == 1:
+        reads = [s for s in choices if s.id not in found.values and _names_option(s.kind, clause)]
+        if len(reads) == 1 and _answers(state, compiled, reads[0].id, clause):
             found.values[reads[0].id] = clause
             found.sources[reads[0].id] = clause
             found.rest.remove(clause)
+
+
+def _names_option(kind: Any, clause: str) -> bool:
+    """Does ``clause`` hold an option of ``kind``, or one of its aliases, as whole words?"""
+    names = [str(o) for o in kind.options] + [a for _, aliases in getattr(kind, "aliases", ()) for a in aliases]
+    words = _folded(clause)
+    return any(f" {_folded(n).strip()} " in words for n in names if n.strip())
+
+
+def _folded(text: str) -> str:
+    """Lower-case words without apostrophes, spaced at both ends ("I've" is "ive")."""
+    return " " + " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("'", "").replace("\u2019", ""))) + " "
 
 
 def _not_given(state: GuidedState, snap: Snapshot, plan: Plan, field_id: str, act: str) -> None:
