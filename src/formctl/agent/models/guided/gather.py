@@ -13,6 +13,7 @@ Pure functions of the words and the fields (:class:`Slot`); every pattern is lin
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -126,16 +127,19 @@ _SPOKEN: dict[str, tuple[str, ...]] = {
     "age": ("i'm", "i am", "aged", "age", "years old", "year old"),
     "client": ("client number", "client no", "client id", "number"),
 }
+# Past these, a line is not a list of answers: what is left is read by the question asked.
+_MOST_CLAUSES = 40
+_LONGEST_CLAUSE = 400
 _THOUSANDS = r"(?!\d{3}(?!\d))"
 _CLAUSE = re.compile(rf"[.!?]+\s|[;\n]|,{_THOUSANDS}|\s(?:and|but|then|plus)\s", re.IGNORECASE)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d ()-]{5,18}\d(?![\w.])")
 _LEAD = re.compile(
     r"^(?:(?:hi|hello|hey|oh|ah|sorry|actually|wait|well|so|ok|okay|right|yes|yeah|yep|um|er|erm|also|oops),?\s+)+",
     re.IGNORECASE,
 )
 _LINK = re.compile(r"^(?:'s|is|was|were|are|=|:|should be|should have been|it's|its|it is|it was|on|of|at)?\s*", re.I)
-_CAPITALISED = re.compile(r"[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|de|da|van|von|le|la|del|du|bin|al))*")
+_CAPITALISED = re.compile(r"[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|(?:de|da|van|von|le|la|del|du|bin|al)\b))*")
 # "5 March 2026, not the 4th": what follows "not" is what the value is not.
 _NOT = re.compile(r"[,;]?(?<!\s)\s+(?:not|rather than|instead of)\s(?:the\s)?[^,;.]*", re.IGNORECASE)
 
@@ -151,9 +155,10 @@ _MONTH = (
 )
 _DATE = re.compile(
     rf"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?"
-    rf"(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+\d{{4}})?"
+    rf"(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+\d{{4}})?"
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}"
-    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|the next day|the day after|same day|the same day)",
+    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|the next day|the day after|same day|the same day"
+    rf"|\d{{1,2}}(?=\s?(?:-|–|to|until|till)\s?(?:the\s)?\d{{1,2}}(?:st|nd|rd|th)?\s{_MONTH}))",
     re.IGNORECASE,
 )
 
@@ -184,7 +189,6 @@ class Gathered:
     values: dict[str, str] = field(default_factory=dict)
     rest: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
-    future: list[str] = field(default_factory=list)  # clauses with a figure the person will be, not is
 
 
 def everyday_names(slots: Iterable[Slot]) -> dict[str, str]:
@@ -219,15 +223,17 @@ def gather(text: str, asked: str | None, slots: list[Slot]) -> Gathered:
     a clause that gives nothing is left in ``rest`` for the question asked."""
     found = Gathered()
     by_id = {s.id: s for s in slots}
-    for clause in clauses(text):
-        if not _claim(clause, asked, by_id, found):
-            found.rest.append(clause)
+    parts = clauses(text)
+    for clause in parts[:_MOST_CLAUSES]:
+        if len(clause) > _LONGEST_CLAUSE or not _claim(clause, asked, by_id, found):
+            found.rest.append(clause)  # a clause longer than any answer is read by the question asked
+    found.rest.extend(parts[_MOST_CLAUSES:])
     _complete_dates(found, by_id)
     return found
 
 
 _FULL_DATE = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({_MONTH_WORDS})\b\.?,?\s+(\d{{4}})", re.IGNORECASE)
-_DAY_ONLY = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)$", re.IGNORECASE)
+_DAY_ONLY = re.compile(r"^(?:on\s+)?(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?$", re.IGNORECASE)
 _DAY_MONTH = re.compile(rf"^(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({_MONTH_WORDS})\.?$", re.IGNORECASE)
 
 
@@ -254,41 +260,51 @@ class _Cue:
 
 
 def _cues(clause: str, free: list[Slot]) -> list[_Cue]:
-    """Every everyday name of a free field in ``clause``, the longest where they overlap."""
+    """Every everyday name of a free field in ``clause`` ("went down" is one cue for the
+    departure, not "went" and "down": a field's longest name wins where its names overlap)."""
     low = clause.lower().replace("\u2019", "'")
-    found = []
-    for slot in free:
-        for concept in slot.concepts:
-            for cue in _SPOKEN.get(concept, _NAMES[concept]):
-                for m in re.finditer(rf"(?<![\w'-]){re.escape(cue)}(?![\w'-])", low):
-                    found.append(_Cue(m.start(), m.end(), slot.id, cue))
-    found.sort(key=lambda c: (c.start, -(c.end - c.start)))
-    out: list[_Cue] = []
-    for hit in found:
-        if not any(c.slot == hit.slot and c.start <= hit.start < c.end for c in out):
-            out.append(hit)  # "went down" is one cue for the departure, not "went" and "down"
-    return out
+    found = [
+        _Cue(m.start(), m.end(), slot.id, m.group(0))
+        for slot in free
+        for m in _cue_pattern(slot.concepts).finditer(low)
+    ]
+    return sorted(found, key=lambda c: (c.start, -(c.end - c.start)))
+
+
+@functools.lru_cache(maxsize=64)
+def _cue_pattern(concepts: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for a field's everyday names, the longest first (a miss costs one scan)."""
+    cues = sorted({cue for c in concepts for cue in _SPOKEN.get(c, _NAMES[c])}, key=len, reverse=True)
+    if not cues:
+        return re.compile(r"(?!x)x")
+    return re.compile(r"(?<![\w'-])(?:" + "|".join(re.escape(c) for c in cues) + r")(?![\w'-])")
 
 
 def _spans(clause: str) -> list[tuple[str, int, int]]:
-    """The typed values in ``clause`` by shape: (shape, start, end), dates and phone numbers
-    before the numbers inside them."""
+    """The typed values in ``clause`` by shape: (shape, start, end); an address, a date, a phone
+    number or a reference first, so the numbers inside them are not read on their own."""
+    used = bytearray(len(clause))
     spans: list[tuple[str, int, int]] = []
-    for shape, pattern in (("email", _EMAIL), ("date", _DATE), ("phone", _PHONE), ("number", _NUMBER)):
+
+    def add(shape: str, start: int, end: int) -> None:
+        if not any(used[start:end]):
+            used[start:end] = b"\x01" * (end - start)
+            spans.append((shape, start, end))
+
+    for shape, pattern in (("email", _EMAIL), ("date", _DATE), ("phone", _PHONE)):
         for m in pattern.finditer(clause):
-            if shape == "phone" and sum(ch.isdigit() for ch in m.group(0)) < 9:
-                continue
-            if not any(a < m.end() and m.start() < b for _, a, b in spans):
-                spans.append((shape, m.start(), m.end()))
-    for m in re.finditer(r"[A-Za-z0-9][A-Za-z0-9-]*", clause):
+            if shape != "phone" or sum(ch.isdigit() for ch in m.group(0)) >= 9:
+                add(shape, m.start(), m.end())
+    for m in _TOKEN.finditer(clause):
         word = m.group(0)
-        if _ORDINAL.fullmatch(word) or any(a <= m.start() < b and shape == "date" for shape, a, b in spans):
-            continue
-        if any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
-            spans = [s for s in spans if not (m.start() <= s[1] and s[2] <= m.end())] + [("token", m.start(), m.end())]
+        if not _ORDINAL.fullmatch(word) and any(ch.isdigit() for ch in word) and any(ch.isalpha() for ch in word):
+            add("token", m.start(), m.end())
+    for m in _NUMBER.finditer(clause):
+        add("number", m.start(), m.end())
     return sorted(spans, key=lambda s: s[1])
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _ADJACENT = frozenset({"to", "in", "from", "back", "home", "until", "till", "for", "on", "at", "mi"})
 _ORDINAL = re.compile(r"\d{1,2}(?:st|nd|rd|th)", re.IGNORECASE)
 # A figure the person will be, not is: "I'll be 18 in June" does not give an age.
@@ -332,9 +348,8 @@ def _claim_shaped(clause: str, asked: str | None, slots: dict[str, Slot], cues: 
     gave = False
     for shape, start, end in _spans(clause):
         value = clause[start:end].strip()
-        if shape == "number" and _FUTURE.search(clause[:start]):
-            found.future.append(clause)
-            continue
+        if shape == "number" and _FUTURE.search(clause[max(0, start - 24) : start]):
+            continue  # "I'll be 18 in June": no age of 18 (the asked question's reader says why)
         fits = [s for s in slots.values() if s.id not in found.values and _takes(s, shape, value)]
         if not fits:
             continue
@@ -355,8 +370,13 @@ def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: li
     gave = False
     for cue in cues:
         slot = slots[cue.slot]
-        if slot.id in found.values or slot.id == asked or (_is_typed(slot) and slot.kind.name != "choice"):
-            continue
+        naming = "name" in slot.concepts or "destination" in slot.concepts
+        if (
+            slot.id in found.values
+            or (slot.id == asked and not naming)
+            or (_is_typed(slot) and slot.kind.name != "choice")
+        ):
+            continue  # the question asked reads what is left of the line, unless a name or place is led in
         if slot.kind.name == "choice":
             if len(clause.split()) <= 8:
                 _take(found, slot, clause, clause)

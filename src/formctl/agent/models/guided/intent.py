@@ -55,8 +55,18 @@ _UNKNOWN = re.compile(
 _DEFER = re.compile(
     r"\b(?:come back to (?:it|that|this)|get back to you|(?:ask|do) (?:it|that|this|me) later|later on\b|for now\b"
     r"|(?:can|could|shall|may) (?:we|i|you) (?:skip|leave|pass|move on)|skip (?:it|that|this)|leave (?:it|that|this) (?:out|blank|for now)"
-    r"|let me (?:check|find|look)|i'?ll (?:check|find|look|dig)|need to (?:check|find|look))",
+    r"|i'?ll (?:check|find out|dig it out)|need to (?:check|find|look it up))",
     re.IGNORECASE,
+)
+# A moment's pause: the answer is coming ("hang on, let me check").
+_PAUSE = re.compile(
+    r"^(?:(?:oh|um+|er+|ok|okay|right|sorry),?\s)?(?:hang on|hold on|one (?:moment|sec|second|minute)|just a (?:moment|sec|second|minute)"
+    r"|bear with me|give me a (?:moment|sec|second|minute)|let me (?:check|find|look|see|have a look|think))\b",
+    re.IGNORECASE,
+)
+# Having none of it: "no phone, sorry", "none at all", "not got one".
+_NO_SUCH = re.compile(
+    r"^(?:no|nope|nah|none|not got (?:one|any))\b(?!\s*(?:,\s*)?(?:thanks|thank you)\b)", re.IGNORECASE
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _QUESTION_START = re.compile(
@@ -84,12 +94,14 @@ def read_act(words: str, names: dict[str, str]) -> Act:
         return Act(ANSWER, about, rest=rest)
     if _valued(text):
         return Act(ANSWER, rest=text)
+    if _PAUSE.match(text):
+        return Act(ASIDE, rest=text)
     about = named_field(text, names)
     if _DEFER.search(text):
         return Act(DEFER, about, rest=text)
     if declines(text):
         return Act(REFUSE, about, rest=text)
-    if _UNKNOWN.search(text):
+    if _UNKNOWN.search(text) or _NO_SUCH.match(text):
         return Act(UNKNOWN, about, rest=text)
     return Act(ANSWER, rest=text)
 

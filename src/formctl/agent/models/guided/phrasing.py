@@ -133,7 +133,7 @@ def fill_report(
                 value = snap.ev.values.get(field_id) if snap.ev is not None else None
             shown = "(hidden)" if _sensitive(snap, field_id) else format_value(jsonable(value))
             parts.append(f"{labels.get(field_id, field_id)}: {shown}")
-        out.append("Got it — " + "; ".join(parts) + ".")
+        out.append(sentence("Got it — " + "; ".join(parts)))  # a value ending its own sentence gets no second dot
     held = data.get("held") or []
     if held:
         names = or_list([labels.get(f, f) for f in held]).replace(" or ", " and ")
@@ -219,7 +219,9 @@ def _kind_help(state: GuidedState, snap: Snapshot, field_id: str) -> str:
         return "yes or no."
     if kind.name == "date":
         return "a date, like 3 March 2026."
-    if kind.name in ("integer", "number"):
+    if kind.name == "integer":
+        return "a whole number, like 40."
+    if kind.name == "number":
         return "a number, like 40 or 212.40."
     if kind.name == "email":
         return "an email address, like name@example.org."

@@ -20,7 +20,7 @@ from typing import Any
 
 from formctl.agent.models.guided.answers import UnreadableAnswer, convert
 from formctl.agent.models.guided.gather import Gathered, Slot, everyday_names, gather
-from formctl.agent.models.guided.intent import ASK, DEFER, REFUSE, UNKNOWN, named_field, read_act
+from formctl.agent.models.guided.intent import ASIDE, ASK, DEFER, REFUSE, UNKNOWN, named_field, read_act
 from formctl.agent.models.guided.natural import place
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
@@ -34,6 +34,11 @@ _CORRECTING = re.compile(
 # Free text that names or identifies something (a name, a place, a reference): its plain part is
 # taken. Anything else is described, and every sentence of the description is kept.
 _NAMING = ("name", "email", "phone", "staff", "destination", "ticket", "client")
+# What leads in a short purpose: "It was for a", "mainly for the", "for an".
+_FOR_LEAD = re.compile(
+    r"^(?:(?:it|that)(?: was|'s| is)\s+|(?:i|we) went\s+|(?:mainly|mostly|just)\s+)*for\s+(?:(?:a|an|the)\s+)?(?=\w)",
+    re.IGNORECASE,
+)
 # Words that only open or close a line: nothing to say back.
 _REMARKS = frozenset(
     "hi hello hey oh ah well um er erm sorry thanks thank you cheers ok okay right yes yeah yep so anyway "
@@ -94,6 +99,9 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
     if act.kind == ASK and target is not None:
         plan.asked_back = (target, act.why)
         return []
+    if act.kind == ASIDE and first is not None:
+        plan.notes.append("Take your time.")  # "hang on, let me check": the answer is coming
+        return []
     if act.kind in (REFUSE, UNKNOWN, DEFER) and target is not None and not _answers(state, compiled, target, text):
         _not_given(state, snap, plan, target, act.kind)
         return []
@@ -107,9 +115,6 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
     for field_id, raw in sorted(found.values.items(), key=lambda kv: compiled.field_by_id[kv[0]].order):
         bare.labelled.append((index, field_id, raw, ""))
         bare.named.add(field_id)
-    if found.future and first is not None:
-        plan.problems.append((first, found.future[0], "I need it as it is today, not as it will be."))
-        return []
     if not found.values and (first is None or first in bare.named):
         return bare.parts  # nothing for any question: read as before (a labelled line, the read-back)
     if found.values and correcting:
@@ -261,6 +266,8 @@ def _description(text: str, found: Gathered) -> str:
             lines.append(line)
     value = "\n".join(lines).strip()
     value = re.sub(r"^(?:(?:oh|well|um|er|erm|so|ok|okay|right|hi|hello),?\s+)+", "", value, flags=re.IGNORECASE)
+    if len(value.split()) <= 8 and "\n" not in value:
+        value = _FOR_LEAD.sub("", value, count=1)  # "It was for a client meeting": a client meeting
     return value[:1].upper() + value[1:] if value and value[0].islower() and found.values else value
 
 
