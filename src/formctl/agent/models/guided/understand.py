@@ -124,9 +124,10 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
         return []
     if _describes(state, compiled, first):
         value = _description(rest, found)
-        if value:
-            bare.labelled.append((index, first, value, ""))
-            bare.named.add(first)
+        if not value:
+            return [] if found.values else bare.parts  # "Oh hello!" is asked again; "yes" alone is as written
+        bare.labelled.append((index, first, value, ""))
+        bare.named.add(first)
         return []
     if found.values:
         # The asked question takes its part of what is left; for a name or a place, the first
