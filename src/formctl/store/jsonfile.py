@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from formctl.forms.reading import InstanceSummary
     from formctl.store.goals_files import FileGoalStore
 
 T = TypeVar("T")
@@ -92,6 +95,12 @@ class JsonFileAdapter:
 
             self._goals = FileGoalStore(self.directory, prepare=self._ready_for_goals)
         return self._goals
+
+    def items_served(self, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+        """Which program item each instance serves (:class:`~formctl.forms.adapter.KeepsPrograms`)."""
+        from formctl.goals.serving import items_served_each
+
+        return items_served_each(self.goal_store(), instances)
 
     def _ready_for_goals(self) -> None:
         """Before the first goal write into a folder no form has used: make it a whole store (its
