@@ -21,7 +21,7 @@ from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, Fie
 from formctl.forms.lifecycle import is_closed, is_open_status
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
-from formctl.store._index import sort_recent_first as _recent_rows
+from formctl.store._index import rows_recent_first as _recent_rows
 from formctl.store._journal import frame
 from formctl.store.base import check_provenance, missing, new_instance, sort_recent_first
 from formctl.store.codec import FORMAT, commit_from_json, commit_to_json, snapshot_bytes

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt
-from formctl.agent.tools import FormTools, bounded, error_envelope, is_error, success_envelope
+from formctl.agent.tools import FormTools, clipped, error_envelope, is_error, success_envelope
 from formctl.errors import FormError, NotFoundError
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class FormService:
         person and returns their answer, or None; it is called without the lock held."""
         with self.lock:
             if name == RESOLVE_TOOL and self.host_runner is not None:
-                envelope = bounded(self._resolve(arguments))  # as FormTools bounds every result
+                envelope = clipped(self._resolve(arguments))  # as FormTools bounds every result
             else:
                 person = Person(ask=self._unlocked(ask) if ask is not None else None)
                 for quote in _quotes(arguments):
