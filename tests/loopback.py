@@ -14,6 +14,7 @@ import itertools
 import json
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,6 +50,17 @@ class Hang:
     """No answer at all for ``seconds`` (past the client's timeout), then the connection closes."""
 
     seconds: float
+
+
+@dataclass
+class Trickle:
+    """A 200 stream that starts, then sends only an empty piece every ``every`` seconds for
+    ``seconds`` (each one restarts the client's read timeout, so only a deadline on the whole call
+    ends it), then ``late`` (a whole reply, in the Messages shape) if given, else nothing more."""
+
+    seconds: float
+    every: float
+    late: list[dict[str, Any]] | None = None
 
 
 class LoopbackServer:
@@ -177,6 +189,28 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
         self.wfile.flush()
+
+    def _sse_trickle(self, head: bytes, beat: bytes, item: Trickle, tail: bytes) -> None:
+        """A stream with no length: ``head``, then ``beat`` every ``item.every`` seconds until
+        ``item.seconds`` have passed, then ``tail``, then the connection closes. A client that
+        hangs up meanwhile ends it (the write fails)."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        ends = time.monotonic() + item.seconds
+        try:
+            self.wfile.write(head)
+            self.wfile.flush()
+            while time.monotonic() < ends:
+                time.sleep(min(item.every, max(0.0, ends - time.monotonic())))
+                self.wfile.write(beat)
+                self.wfile.flush()
+            self.wfile.write(tail)
+            self.wfile.flush()
+        except OSError:
+            pass
 
     def _sse_partial(self, payload: bytes, cut: int) -> None:
         """Promise the whole body, send part of it, then close: a connection dropped mid-stream."""
