@@ -3,11 +3,14 @@ recorded model turns played back (or a model that answers anew), host actions at
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.errors import TranscriptError
 from formctl.transcripts.format import HOST_ACTIONS, Transcript
 from formctl.transcripts.record import OPENER, Recorder, end_state
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 REPLAY_SUBJECT = "transcript-replay"
 
@@ -123,13 +126,14 @@ def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
+def perform_host_action(runner: FormRunner, action: str, args: dict[str, Any]) -> Any:
     """Do what a host did mid-conversation; returns the result as JSON (errors too, as data)."""
     from formctl.errors import FormError
     from formctl.transcripts.record import host_result
 
     if action not in HOST_ACTIONS:
         raise TranscriptError(f"unknown host action {action!r}")
+    out: object  # a fill result, a view, or the abandoned instance: host_result makes each JSON
     try:
         if action == "resolve":
             out = runner.resolve_checkpoint(
