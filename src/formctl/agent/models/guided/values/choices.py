@@ -45,11 +45,14 @@ def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
     """The options ``text`` names (not after "not"), each with the span of its words."""
     words = _words(text)
     tokens = [m.group(0) for m in words]
+    at: dict[str, list[int]] = {}  # word -> where it stands, so each name is looked for only where it starts
+    for i, token in enumerate(tokens):
+        at.setdefault(token, []).append(i)
     taken = [False] * len(tokens)
     found: list[tuple[Any, tuple[int, int]]] = []
     for name, option in _names(kind):
         n = len(name)
-        for i in range(len(tokens) - n + 1):
+        for i in at.get(name[0], ()):
             if tuple(tokens[i : i + n]) != name or any(taken[i : i + n]):
                 continue
             if any(t in _NEGATION for t in tokens[max(0, i - 2) : i]):

@@ -41,6 +41,7 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 LIMIT = 12  # date phrases read from one line at most
+_RELATIVE_WORD = re.compile(r"day|week|night", re.IGNORECASE)
 _NOT = re.compile(r"\b(?:not|rather than|instead of)\s*(?:on\s+)?$", re.IGNORECASE)
 _CLOCK_WORDS = re.compile(r"^\W*(?:today|tonight|tomorrow|yesterday|now|next week|last week)\W*$", re.IGNORECASE)
 
@@ -51,6 +52,8 @@ def find_dates(text: str, ctx: ReadingContext) -> list[Reading]:
     Phrases that cannot be placed (no year known, an ambiguous 03/11/2026) raise UnreadableAnswer;
     a date after "not" ("5 March, not the 4th") is not one given."""
     out: list[Reading] = []
+    if not any(ch.isdigit() for ch in text) and _RELATIVE_WORD.search(text) is None:
+        return out  # every date phrase has a figure or a "day"/"week"/"night": none here
     for m in _DATE.finditer(text):
         if len(out) >= LIMIT:
             break  # more dates than any answer gives: the first ones decide (and bound the work)

@@ -95,9 +95,11 @@ def _figure(m: re.Match[str], ctx: ReadingContext) -> Figure | None:
 
 def _word_numbers(text: str) -> list[Figure]:
     """Numbers written in words ("forty-one", "two hundred and twelve"), with number-parser."""
+    out: list[Figure] = []
+    if _NUMBER_WORDS.isdisjoint(w for m in _WORD_RUN.finditer(text.lower()) for w in m.group(0).split("-")):
+        return out  # no number word at all: nothing for number-parser to read
     from number_parser import parse_number
 
-    out: list[Figure] = []
     run: list[re.Match[str]] = []
     for m in [*_WORD_RUN.finditer(text), None]:
         if len(out) >= LIMIT:
