@@ -63,16 +63,23 @@ def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
 
 
 def _fuzzy(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
-    from rapidfuzz import fuzz
+    """Options named by a misspelt word ("trian"): each distinct word of four letters or more
+    matched once, with rapidfuzz, to the one option whose names it is close to."""
+    from rapidfuzz import fuzz, process
 
-    found = []
     single = [(name[0], option) for name, option in _names(kind) if len(name) == 1 and len(name[0]) >= 4]
+    names = [name for name, _ in single]
+    close: dict[str, set[Any]] = {}
+    found = []
     for m in _words(text):
-        if len(m.group(0)) < 4:
+        word = m.group(0)
+        if len(word) < 4:
             continue
-        close = {option for name, option in single if fuzz.ratio(m.group(0), name) >= _FUZZY_CUTOFF}
-        if len(close) == 1:
-            found.append((close.pop(), m.span()))
+        if word not in close:
+            hits = process.extract(word, names, scorer=fuzz.ratio, score_cutoff=_FUZZY_CUTOFF, limit=None)
+            close[word] = {single[index][1] for _, _, index in hits}
+        if len(close[word]) == 1:
+            found.append((next(iter(close[word])), m.span()))
     return found
 
 

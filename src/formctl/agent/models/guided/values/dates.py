@@ -123,7 +123,9 @@ def _parse(body: str, ctx: ReadingContext) -> tuple[date, bool]:
 
 
 def _dateparser(body: str, ctx: ReadingContext, base: date) -> date | None:
-    return _parsed(" ".join(body.lower().split()), ctx.date_order, ctx.language, base)
+    # an ISO date is year, month, day whatever the locale (older dateparsers read it by the locale's order)
+    order = "YMD" if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", body) else ctx.date_order
+    return _parsed(" ".join(body.lower().split()), order, ctx.language, base)
 
 
 @functools.lru_cache(maxsize=512)
