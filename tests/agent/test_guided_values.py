@@ -76,7 +76,7 @@ def test_dates_people_write_are_read(text, ctx, day):
 def test_a_date_read_from_the_one_before_it_is_said_back_as_the_date_it_makes():
     reading = read_value(Kind("date"), "the next day", AFTER_19_MARCH)
     assert reading.said_as == "Friday 20 March 2026"
-    assert reading.note == "the next day: Friday 20 March 2026"
+    assert reading.note == 'I read "the next day" as Friday 20 March 2026.'
 
 
 @pytest.mark.parametrize(

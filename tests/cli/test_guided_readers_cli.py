@@ -29,6 +29,8 @@ def test_everyday_words_fill_a_travel_claim(cli):
     )
     done = cli("run", "travel-claim", "--offline", "--locale", "en-GB", "--subject", "t1", input=lines)
     assert done.exit_code == 0, done.stderr
+    assert 'I read "the next day" as Tuesday 10 March 2026.' in done.stdout  # a reading is said back
+    assert 'I read "about 210, exactly 212.40" as 212.40.' in done.stdout
     values = _values(cli, only_instance(cli))
     assert values["departure_date"] == "2026-03-09" and values["return_date"] == "2026-03-10"
     assert (values["mode"], values["ticket_reference"]) == ("rail", "QX7RTA")

@@ -468,6 +468,8 @@ def read_answers(
                 raise UnreadableAnswer(f"{field.label} is required: I need the amount, like 40 or 1,200.")
             value = reading.value
             plan.unplaced.extend(reading.rest)  # what else the line said is said back, never dropped
+            if reading.note:
+                plan.notes.append(reading.note)  # 'I read "the next day" as Friday 20 March 2026.'
         except UnreadableAnswer as exc:
             plan.problems.append((field_id, cleaned, str(exc)))
             state.focus = field_id

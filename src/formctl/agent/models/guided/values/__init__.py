@@ -10,7 +10,7 @@ How to call them::
     reading.value    # "2026-03-20"               (the JSON value to write; None: "there is none")
     reading.span     # (0, 12)                    (where in the line it was read)
     reading.said_as  # "Friday 20 March 2026"     (how to say it back)
-    reading.note     # "the next day: Friday 20 March 2026"  (how it was reached, when worth saying)
+    reading.note     # 'I read "the next day" as Friday 20 March 2026.'  (how, when worth saying)
     reading.rest     # ()                         (what else the line said: say it back, never drop it)
 
 - ``kind`` is the field's :class:`Kind` (``field_kind(compiled_field)``: its schema, a phone

@@ -86,20 +86,25 @@ def spoken(day: date) -> str:
     return f"{day:%A} {day.day} {day:%B %Y}"
 
 
+def _read_as(words: str, day: date) -> str:
+    """How a date read from the one before it is said back: 'I read "the next day" as ...'."""
+    return f'I read "{" ".join(words.split())}" as {spoken(day)}.'
+
+
 def _read(m: re.Match[str], ctx: ReadingContext) -> tuple[date, str | None]:
     words = m.group(0)
     if m.group("rel"):
         day = _relative(m, ctx)
-        return day, f"{' '.join(m.group('rel').split())}: {spoken(day)}"
+        return day, _read_as(m.group("rel"), day)
     if m.group("day"):
         day = _day_only(m, ctx)
-        return day, f"{' '.join(m.group('day').split())}: {spoken(day)}"
+        return day, _read_as(m.group("day"), day)
     body = m.group("dm") or m.group("md") or m.group("iso") or m.group("num")
     day, guessed_year = _parse(body, ctx)
     weekday = m.group("wd")
     if weekday and _WEEKDAYS.index(weekday[:3].lower()) != day.weekday():
         raise UnreadableAnswer(f'"{" ".join(words.split())}": {day.day} {day:%B %Y} is a {day:%A}. Which did you mean?')
-    return day, (f"{' '.join(body.split())}: {spoken(day)}" if guessed_year else None)
+    return day, (_read_as(body, day) if guessed_year else None)
 
 
 def _parse(body: str, ctx: ReadingContext) -> tuple[date, bool]:

@@ -161,7 +161,7 @@ def read_number(text: str, ctx: ReadingContext, *, integer: bool) -> Reading:
     spans = [meant.span, *(f.span for f in found if f is not meant and exact and f.span < meant.span)]
     note = None
     if len(found) > 1:
-        note = f'"{" ".join(text.split())}" read as {_shown(meant)}'
+        note = f'I read "{" ".join(text.split())}" as {_shown(meant)}.'
     rest = around(text, spans)
     return Reading(value, meant.span, _shown(meant), rest, note)
 

@@ -15,7 +15,7 @@ class Reading:
     "nope, no hotel": an optional field is left out). ``span``: where in the line it was read
     (start, end). ``said_as``: how to say it back ("Monday 6 April 2026", "£212.40").
     ``rest``: what else the line said, to be said back (never silently dropped). ``note``: how the
-    value was reached when that is worth saying ("the next day: Friday 20 March 2026").
+    value was reached when that is worth saying ('I read "the next day" as Friday 20 March 2026.').
     """
 
     value: Any
