@@ -24,6 +24,8 @@ GB = ReadingContext("en-GB")
 US = ReadingContext("en-US")
 NO_LOCALE = ReadingContext(None)
 AFTER_19_MARCH = ReadingContext("en-GB", date(2026, 3, 19))
+STARTED_IN_DECEMBER = ReadingContext("en-GB", started=date(2026, 12, 6))
+AFTER_30_DECEMBER = ReadingContext("en-GB", date(2026, 12, 30), started=date(2026, 12, 6))
 MODE = Kind(
     "choice",
     ("car", "rail", "air"),
@@ -66,6 +68,9 @@ def value(kind: Kind | str, text: str, ctx: ReadingContext = GB):
         ("on the 23rd", AFTER_19_MARCH, "2026-03-23"),
         ("the 2nd", AFTER_19_MARCH, "2026-04-02"),  # the next 2nd after 19 March
         ("20 March", AFTER_19_MARCH, "2026-03-20"),  # the year of the date before it
+        ("9 March", STARTED_IN_DECEMBER, "2026-03-09"),  # the year the form was started in
+        ("2 January", AFTER_30_DECEMBER, "2027-01-02"),  # the year nearest the date before it
+        ("Monday 9 March", ReadingContext("en-GB", started=date(2030, 1, 1)), "2026-03-09"),  # a Monday then
         ("I came back on 5 March 2026, not the 4th", GB, "2026-03-05"),
     ],
 )

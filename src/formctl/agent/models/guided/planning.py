@@ -526,7 +526,8 @@ def _place_natural(
 def _context(state: GuidedState, snap: Snapshot, field_id: str) -> Any:
     """How a field's answer is read: the locale, and the date given before it (values/)."""
     values = snap.ev.values if snap.ev is not None else {}
-    return reading_context(state.locale, snap.compiled, values, field_id)
+    started = getattr(snap.instance, "created_at", None) if snap.instance is not None else None
+    return reading_context(state.locale, snap.compiled, values, field_id, started)
 
 
 def _reads_as(kind: Any, text: str) -> bool:
