@@ -265,6 +265,7 @@ def test_yes_or_no_at_the_start_of_a_line_and_the_rest(text, answer, rest):
         ("Actually it should be 5 March", "correction", "5 March"),
         ("no", "no", ""),
         ("No, I don't have one", "no", ""),
+        ("none", "no", ""),
         ("maybe", "unclear", ""),
         ("yes but", "unclear", ""),
         ("CD5678", "value", "CD5678"),

@@ -96,3 +96,11 @@ def test_without_a_locale_a_numeric_date_is_never_guessed(cli):
     lines = CLAIMANT + "Leeds\n03/11/2026\n"
     done = cli("run", "travel-claim", "--offline", "--subject", "t7", input=lines, env={"LANG": "C", "LC_ALL": ""})
     assert "day/month or month/day" in done.stdout
+
+
+def test_none_after_a_refused_optional_cost_leaves_it_out_and_moves_on(cli):
+    lines = CLAIMANT + "Bristol\n9 March 2026\n11 March 2026\naudit\ntrain\nTR-20931\nthe hotel, I think\nnone\n"
+    done = cli("run", "travel-claim", "--offline", "--subject", "t8", input=lines)
+    assert 'I couldn\'t use "the hotel, I think" for Accommodation cost' in done.stdout
+    after = done.stdout.split("Left out Accommodation cost.", 1)[1]
+    assert after.lstrip().startswith("Meals cost?")  # not the same question again
