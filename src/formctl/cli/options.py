@@ -73,6 +73,16 @@ LocaleOpt = Annotated[
         help="How the guided model reads dates, amounts and phone numbers, e.g. en-GB or en-US [default: from LANG].",
     ),
 ]
+ModelTimeoutOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--model-timeout",
+        metavar="SECONDS",
+        help="The longest one model call may take, its reply streamed and retries included "
+        "[default: FORMCTL_MODEL_TIMEOUT, or 120].",
+        show_default=False,
+    ),
+]
 RecordOpt = Annotated[Optional[str], typer.Option("--record", metavar="PATH", help="Write a transcript as it goes.")]
 AsHostOpt = Annotated[
     bool, typer.Option("--as-host", help="Play the host: /resolve answers checkpoints (for form authors).")

@@ -12,6 +12,7 @@ from formctl.cli.options import (
     InstanceArg,
     LocaleOpt,
     ModelOpt,
+    ModelTimeoutOpt,
     OfflineOpt,
     RecordOpt,
     StoreOpt,
@@ -44,6 +45,7 @@ def run(
         None, "--subject", envvar="FORMCTL_SUBJECT", help="Who the form is for [default: your login name]."
     ),
     model: ModelOpt = None,
+    model_timeout: ModelTimeoutOpt = None,
     offline: OfflineOpt = False,
     locale: LocaleOpt = None,
     record: RecordOpt = None,
@@ -89,6 +91,7 @@ def run(
             ChatOptions(
                 subject=subject,
                 model=model,
+                model_timeout=model_timeout,
                 offline=offline,
                 locale=_locale(locale),
                 store=store,
@@ -108,6 +111,7 @@ def run(
             form=form,
             subject=subject,
             model=model,
+            model_timeout=model_timeout,
             offline=offline,
             locale=_locale(locale),
             record=record,
@@ -140,6 +144,7 @@ def _locale(given: str | None) -> str | None:
 def resume(
     instance_id: InstanceArg,
     model: ModelOpt = None,
+    model_timeout: ModelTimeoutOpt = None,
     offline: OfflineOpt = False,
     locale: LocaleOpt = None,
     record: RecordOpt = None,
@@ -161,6 +166,7 @@ def resume(
         ChatOptions(
             instance_id=instance_id,
             model=model,
+            model_timeout=model_timeout,
             offline=offline,
             locale=_locale(locale),
             record=record,
