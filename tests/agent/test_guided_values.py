@@ -191,6 +191,21 @@ def test_what_else_a_line_says_beside_a_value_is_kept_to_say_back():
 
 
 @pytest.mark.parametrize(
+    ("kind", "text", "rest"),
+    [
+        (MODE, "we flew to Glasgow", ("to Glasgow",)),  # a name: said back
+        (MODE, "train, ticket ref TR-20931", ("ticket ref TR-20931",)),  # a figure: said back
+        (MODE, "I took the train down", ()),  # a few plain words only go with the answer
+        (REFERRAL, "my GP sent me", ()),
+        (Kind("boolean"), "yes, I have moved house", ("I have moved house",)),
+        (Kind("boolean"), "No, all the same", ()),
+    ],
+)
+def test_beside_a_choice_or_a_yes_what_says_something_of_its_own_is_kept(kind, text, rest):
+    assert read_value(kind, text, GB).rest == rest
+
+
+@pytest.mark.parametrize(
     "text", ["I don't have a phone at the moment", "not sure of my new number yet, can we skip it?", "why?"]
 )
 def test_a_sentence_without_a_number_is_not_a_phone_number(text):
