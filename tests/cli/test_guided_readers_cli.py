@@ -104,3 +104,12 @@ def test_none_after_a_refused_optional_cost_leaves_it_out_and_moves_on(cli):
     assert 'I couldn\'t use "the hotel, I think" for Accommodation cost' in done.stdout
     after = done.stdout.split("Left out Accommodation cost.", 1)[1]
     assert after.lstrip().startswith("Meals cost?")  # not the same question again
+
+
+def test_a_correction_to_is_that_right_is_read_in_everyday_words(cli):
+    done = cli(
+        "run", "travel-claim", "--offline", "--seed", "meals=12", "--subject", "t9", input="No, it's 12 pounds 40\n"
+    )
+    assert "Meals cost: 12. Is that right?" in done.stdout
+    history = cli.json("history", only_instance(cli), "meals")
+    assert [(r["value"], r["provenance"]["kind"]) for r in history["revisions"]] == [(12.4, "said")]

@@ -194,6 +194,9 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             # instead; or a value typed in place of the one shown
             typed = answer_value(reply.value, u.annotation, message.at)
         outcome = validator.validate(typed)
+        if not outcome.ok and not _is_bool(u):
+            typed = _read_in_everyday_words(reply.value or answer, u.annotation, typed)
+            outcome = validator.validate(typed)
         if typed is None or not outcome.ok:
             why = plain(field, outcome.issues[0]).sentence if outcome.issues else "Please answer yes or no."
             question = f"{why}. {question_for(u)}" if not why.endswith(".") else f"{why} {question_for(u)}"
@@ -214,6 +217,27 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             row["value"] = "[hidden]" if u.sensitive else typed
         return row, written
     return {"field": u.field, "outcome": "no answer", "refused": True}, None
+
+
+def _read_in_everyday_words(text: str, annotation: Any, typed: Any) -> Any:
+    """A typed answer the checker's own reading could not use ("12 pounds 40", "forty-one",
+    "Monday 9 March 2026"), read by the guided model's value readers; ``typed`` when they cannot."""
+    from formctl.agent.models.guided.values import (
+        ReadingContext,
+        UnreadableAnswer,
+        kind_of,
+        locale_from_env,
+        read_value,
+    )
+
+    kind = kind_of(annotation)
+    if kind.name not in ("integer", "number", "date", "choice"):
+        return typed
+    try:
+        reading = read_value(kind, text, ReadingContext(locale_from_env()))
+    except UnreadableAnswer:
+        return typed
+    return typed if reading.none else reading.value
 
 
 def _field_of(runner: Any, u: Any, instance_id: str | None) -> Any:
