@@ -113,3 +113,12 @@ def test_a_correction_to_is_that_right_is_read_in_everyday_words(cli):
     assert "Meals cost: 12. Is that right?" in done.stdout
     history = cli.json("history", only_instance(cli), "meals")
     assert [(r["value"], r["provenance"]["kind"]) for r in history["revisions"]] == [(12.4, "said")]
+
+
+def test_a_yes_with_a_correction_to_the_answer_that_ends_the_form_does_not_end_it(cli):
+    chat = cli("run", "client-intake", "--subject", "ali", "--offline", input="new\n16\nyes, but I'm actually 61\n61\n")
+    assert "Age: 16. Is that right? That answer ends this form" in chat.output
+    assert "we have to stop here" not in chat.output
+    (row,) = cli.json("instances", "--subject", "ali")["instances"]
+    exported = cli.json("export", row["instance_id"])
+    assert exported["status"] == "active" and exported["values"]["age"] == 61
