@@ -101,6 +101,7 @@ def _reader(kind: Kind) -> Callable[[str], Any]:
 @pytest.mark.parametrize("reader", sorted(_readers()))
 def test_every_reader_reads_a_10000_character_line_in_under_a_second(reader):
     read = _readers()[reader]
+    read("3 March 2026, £12.40, a@b.org, 07700 900982, yes")  # its libraries loaded: their import is not reading
     slow = []
     for name, line in LINES.items():
         start = time.perf_counter()

@@ -29,6 +29,8 @@ def test_everyday_words_fill_a_travel_claim(cli):
     )
     done = cli("run", "travel-claim", "--offline", "--locale", "en-GB", "--subject", "t1", input=lines)
     assert done.exit_code == 0, done.stderr
+    assert 'I read "the next day" as Tuesday 10 March 2026.' in done.stdout  # a reading is said back
+    assert 'I read "about 210, exactly 212.40" as 212.40.' in done.stdout
     values = _values(cli, only_instance(cli))
     assert values["departure_date"] == "2026-03-09" and values["return_date"] == "2026-03-10"
     assert (values["mode"], values["ticket_reference"]) == ("rail", "QX7RTA")
@@ -94,3 +96,29 @@ def test_without_a_locale_a_numeric_date_is_never_guessed(cli):
     lines = CLAIMANT + "Leeds\n03/11/2026\n"
     done = cli("run", "travel-claim", "--offline", "--subject", "t7", input=lines, env={"LANG": "C", "LC_ALL": ""})
     assert "day/month or month/day" in done.stdout
+
+
+def test_none_after_a_refused_optional_cost_leaves_it_out_and_moves_on(cli):
+    lines = CLAIMANT + "Bristol\n9 March 2026\n11 March 2026\naudit\ntrain\nTR-20931\nthe hotel, I think\nnone\n"
+    done = cli("run", "travel-claim", "--offline", "--subject", "t8", input=lines)
+    assert 'I couldn\'t use "the hotel, I think" for Accommodation cost' in done.stdout
+    after = done.stdout.split("Left out Accommodation cost.", 1)[1]
+    assert after.lstrip().startswith("Meals cost?")  # not the same question again
+
+
+def test_a_correction_to_is_that_right_is_read_in_everyday_words(cli):
+    done = cli(
+        "run", "travel-claim", "--offline", "--seed", "meals=12", "--subject", "t9", input="No, it's 12 pounds 40\n"
+    )
+    assert "Meals cost: 12. Is that right?" in done.stdout
+    history = cli.json("history", only_instance(cli), "meals")
+    assert [(r["value"], r["provenance"]["kind"]) for r in history["revisions"]] == [(12.4, "said")]
+
+
+def test_a_yes_with_a_correction_to_the_answer_that_ends_the_form_does_not_end_it(cli):
+    chat = cli("run", "client-intake", "--subject", "ali", "--offline", input="new\n16\nyes, but I'm actually 61\n61\n")
+    assert "Age: 16. Is that right? That answer ends this form" in chat.output
+    assert "we have to stop here" not in chat.output
+    (row,) = cli.json("instances", "--subject", "ali")["instances"]
+    exported = cli.json("export", row["instance_id"])
+    assert exported["status"] == "active" and exported["values"]["age"] == 61

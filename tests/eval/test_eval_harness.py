@@ -137,7 +137,7 @@ def test_the_scripted_person_checks_formctls_question_against_its_facts():
     s = load_scenario(SCENARIOS / "travel_claim" / "asks_to_invent.toml")
     person = ScriptedPerson(s.persona)
     asked = 'You said "make one up". Work email: dana.reeve@example.com. Is that right? (yes, or type the address)'
-    assert person.answer(asked) == "dana@example.org"  # not theirs: they type the real one
+    assert person.answer(asked) == "No, it's dana@example.org"  # not theirs: they correct it, as people do
     assert person.answer("Work email: dana@example.org. Is that right? (yes, or type the address)") == "yes"
     assert person.answer("Shoe size: 9. Is that right? (yes, or type it)") == "no"
     # asked for the email three times: the excuse, the answer, then the bare value

@@ -30,7 +30,7 @@ from formctl.errors import FormError
 from formctl.forms.lifecycle import is_closed
 from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_yes, value_kind
-from formctl.forms.replies import confirmation
+from formctl.forms.replies import Confirmation, confirmation
 from formctl.forms.validate import FieldValidator, text_issue
 
 __all__ = ["Person", "confirm_ending", "confirm_unconfirmed", "question_for"]
@@ -180,20 +180,16 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
         message = person.said(answer) or PersonMessage(answer, len(person.messages), None)
         person.answers.append({"field": u.field, "question": question, "answer": answer})
         reply = confirmation(answer)
-        if _is_bool(u):
-            typed: Any = answer_value(answer, u.annotation, message.at)
-        elif reply.kind == "yes":
-            typed = u.value
-        elif reply.kind == "no":
+        if reply.kind == "no" and not _is_bool(u):
             return {"field": u.field, "outcome": "declined"}, None
-        elif reply.kind == "unclear":
+        if reply.kind == "unclear" and not _is_bool(u):
             question = f"Please say yes, or type {_how_to_type(u)}. {question_for(u)}"
             continue
-        else:
-            # "no, it's CD5678", "the correct one is CD5678", "yes but CD5678": the value said
-            # instead; or a value typed in place of the one shown
-            typed = answer_value(reply.value, u.annotation, message.at)
+        typed = _typed(u, answer, reply, message.at)
         outcome = validator.validate(typed)
+        if not outcome.ok and not _is_bool(u):
+            typed = _read_in_everyday_words(reply.value or answer, u.annotation, typed)
+            outcome = validator.validate(typed)
         if typed is None or not outcome.ok:
             why = plain(field, outcome.issues[0]).sentence if outcome.issues else "Please answer yes or no."
             question = f"{why}. {question_for(u)}" if not why.endswith(".") else f"{why} {question_for(u)}"
@@ -214,6 +210,38 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             row["value"] = "[hidden]" if u.sensitive else typed
         return row, written
     return {"field": u.field, "outcome": "no answer", "refused": True}, None
+
+
+def _typed(u: Any, answer: str, reply: Confirmation, at: str | date | None) -> Any:
+    """The value an answer to "Is that right?" gives: the one shown for a clear yes; the value said
+    instead for a correction ("no, it's CD5678", "the correct one is CD5678", "yes but CD5678");
+    the answer itself for a value typed in place of the one shown, and for a yes/no field."""
+    if _is_bool(u):
+        return answer_value(answer, u.annotation, at)
+    if reply.kind == "yes":
+        return u.value
+    return answer_value(reply.value, u.annotation, at)
+
+
+def _read_in_everyday_words(text: str, annotation: Any, typed: Any) -> Any:
+    """A typed answer the checker's own reading could not use ("12 pounds 40", "forty-one",
+    "Monday 9 March 2026"), read by the guided model's value readers; ``typed`` when they cannot."""
+    from formctl.agent.models.guided.values import (
+        ReadingContext,
+        UnreadableAnswer,
+        kind_of,
+        locale_from_env,
+        read_value,
+    )
+
+    kind = kind_of(annotation)
+    if kind.name not in ("integer", "number", "date", "choice"):
+        return typed
+    try:
+        reading = read_value(kind, text, ReadingContext(locale_from_env()))
+    except UnreadableAnswer:
+        return typed
+    return typed if reading.none else reading.value
 
 
 def _field_of(runner: Any, u: Any, instance_id: str | None) -> Any:

@@ -34,7 +34,7 @@ _NO = (
     "no|nope|nah|n|not really|negative|false|wrong|incorrect|that's wrong|that is wrong|"
     "that's not right|that is not right|that's not it|not quite|no way|never|not at all|"
     "i haven't|i have not|i don't|i do not|i didn't|i did not|i'm not|i am not|"
-    "we haven't|we have not|we don't|we didn't|it isn't|it is not|it's not"
+    "we haven't|we have not|we don't|we didn't|it isn't|it is not|it's not|none|nothing|nil|neither"
 )
 
 

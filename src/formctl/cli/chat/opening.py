@@ -152,8 +152,8 @@ def _open(
         model_name=options.model,
         offline=options.offline,
         form_id=form_id,
-        locale=options.locale,
         timeout=options.model_timeout,
+        locale=options.locale,
     )
     if options.as_host and model.name == "guided":  # its waiting message then names /resolve
         model.state.host_here = True  # type: ignore[attr-defined]

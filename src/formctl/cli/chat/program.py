@@ -189,8 +189,8 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
             forms,
             model_name=options.model,
             offline=options.offline,
-            locale=options.locale,
             timeout=options.model_timeout,
+            locale=options.locale,
         )
 
     def event(ev: Any) -> None:

@@ -72,10 +72,13 @@ def convert_answer(schema: Any, text: str, ctx: ReadingContext | None = None) ->
     return convert(kind_of(schema), text, ctx)
 
 
-def reading_context(locale: str | None, compiled: Any, values: dict[str, Any], field_id: str) -> ReadingContext:
-    """The context a field's answer is read in: the locale, and the date given just before it
-    (the nearest date field before ``field_id`` in the form that has an answer), so "the next
-    day" or "same day" at "Return date?" are read from the departure date."""
+def reading_context(
+    locale: str | None, compiled: Any, values: dict[str, Any], field_id: str, started: str | None = None
+) -> ReadingContext:
+    """The context a field's answer is read in: the locale, the date given just before it (the
+    nearest date field before ``field_id`` in the form that has an answer), so "the next day" or
+    "same day" at "Return date?" are read from the departure date, and the day the form was
+    ``started`` (the instance's ``created_at``), near which a date without its year is placed."""
     from datetime import date
 
     previous = None
@@ -90,7 +93,11 @@ def reading_context(locale: str | None, compiled: Any, values: dict[str, Any], f
                 previous = date.fromisoformat(value)
             except ValueError:
                 continue
-    return ReadingContext(locale, previous)
+    try:
+        began = date.fromisoformat(started[:10]) if started else None
+    except ValueError:
+        began = None
+    return ReadingContext(locale, previous, began)
 
 
 format_value = shown_value  # the same words as the chat's notices use for a value

@@ -39,6 +39,7 @@ from formctl.agent.models.guided.questions import (
 from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
 from formctl.agent.models.guided.understand import Bare, names_a_field, read_bare
+from formctl.agent.models.guided.values import read_value
 from formctl.agent.models.guided.values.numbers import says_none
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
 from formctl.agent.notices import read_notice
@@ -470,7 +471,13 @@ def read_answers(
                 # "...", "?", "!!!": no letters or digits is not an answer to write (and a
                 # rejection would only add an invalid revision to the log).
                 raise UnreadableAnswer('that has no letters or numbers in it. Say "help" if you\'re stuck.')
-            value = convert(kind, cleaned, _context(state, snap, field_id))
+            reading = read_value(kind, cleaned, _context(state, snap, field_id))
+            if reading.none:  # "nothing" for a required amount
+                raise UnreadableAnswer(f"{field.label} is required: I need the amount, like 40 or 1,200.")
+            value = reading.value
+            plan.unplaced.extend(reading.rest)  # what else the line said is said back, never dropped
+            if reading.note:
+                plan.notes.append(reading.note)  # 'I read "the next day" as Friday 20 March 2026.'
         except UnreadableAnswer as exc:
             plan.problems.append((field_id, cleaned, str(exc)))
             state.focus = field_id
@@ -491,7 +498,8 @@ def read_answers(
 def _context(state: GuidedState, snap: Snapshot, field_id: str) -> Any:
     """How a field's answer is read: the locale, and the date given before it (values/)."""
     values = snap.ev.values if snap.ev is not None else {}
-    return reading_context(state.locale, snap.compiled, values, field_id)
+    started = getattr(snap.instance, "created_at", None) if snap.instance is not None else None
+    return reading_context(state.locale, snap.compiled, values, field_id, started)
 
 
 def _reads_as(kind: Any, text: str) -> bool:

@@ -10,7 +10,7 @@ How to call them::
     reading.value    # "2026-03-20"               (the JSON value to write; None: "there is none")
     reading.span     # (0, 12)                    (where in the line it was read)
     reading.said_as  # "Friday 20 March 2026"     (how to say it back)
-    reading.note     # "the next day: Friday 20 March 2026"  (how it was reached, when worth saying)
+    reading.note     # 'I read "the next day" as Friday 20 March 2026.'  (how, when worth saying)
     reading.rest     # ()                         (what else the line said: say it back, never drop it)
 
 - ``kind`` is the field's :class:`Kind` (``field_kind(compiled_field)``: its schema, a phone
@@ -40,7 +40,7 @@ from typing import Any
 
 from formctl.agent.models.guided.values.context import ReadingContext, locale_from_env, normalise_locale
 from formctl.agent.models.guided.values.kinds import Kind, UnreadableAnswer, field_kind, kind_of
-from formctl.agent.models.guided.values.reading import Reading, around
+from formctl.agent.models.guided.values.reading import Reading, around, telling
 from formctl.agent.models.guided.values.shapes import find_by_shape
 from formctl.forms.replies import Confirmation, confirmation, yes_no
 
@@ -109,7 +109,7 @@ def _read_boolean(text: str) -> Reading:
         rest = ""
     if answer is None:
         raise UnreadableAnswer("I need a yes or a no.")
-    return Reading(answer, (0, len(text) - len(rest)), "yes" if answer else "no", around(rest, []))
+    return Reading(answer, (0, len(text) - len(rest)), "yes" if answer else "no", telling(around(rest, [])))
 
 
 def _read_email(text: str) -> Reading:

@@ -14,7 +14,7 @@ from typing import Any
 
 from formctl.agent.models.guided.values.context import ReadingContext
 from formctl.agent.models.guided.values.kinds import Kind, UnreadableAnswer
-from formctl.agent.models.guided.values.reading import Reading, around
+from formctl.agent.models.guided.values.reading import Reading, around, telling
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _NEGATION = frozenset({"not", "no", "never", "didn't", "didnt", "wasn't", "wasnt", "haven't", "havent"})
@@ -45,11 +45,14 @@ def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
     """The options ``text`` names (not after "not"), each with the span of its words."""
     words = _words(text)
     tokens = [m.group(0) for m in words]
+    at: dict[str, list[int]] = {}  # word -> where it stands, so each name is looked for only where it starts
+    for i, token in enumerate(tokens):
+        at.setdefault(token, []).append(i)
     taken = [False] * len(tokens)
     found: list[tuple[Any, tuple[int, int]]] = []
     for name, option in _names(kind):
         n = len(name)
-        for i in range(len(tokens) - n + 1):
+        for i in at.get(name[0], ()):
             if tuple(tokens[i : i + n]) != name or any(taken[i : i + n]):
                 continue
             if any(t in _NEGATION for t in tokens[max(0, i - 2) : i]):
@@ -60,16 +63,23 @@ def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
 
 
 def _fuzzy(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
-    from rapidfuzz import fuzz
+    """Options named by a misspelt word ("trian"): each distinct word of four letters or more
+    matched once, with rapidfuzz, to the one option whose names it is close to."""
+    from rapidfuzz import fuzz, process
 
-    found = []
     single = [(name[0], option) for name, option in _names(kind) if len(name) == 1 and len(name[0]) >= 4]
+    names = [name for name, _ in single]
+    close: dict[str, set[Any]] = {}
+    found = []
     for m in _words(text):
-        if len(m.group(0)) < 4:
+        word = m.group(0)
+        if len(word) < 4:
             continue
-        close = {option for name, option in single if fuzz.ratio(m.group(0), name) >= _FUZZY_CUTOFF}
-        if len(close) == 1:
-            found.append((close.pop(), m.span()))
+        if word not in close:
+            hits = process.extract(word, names, scorer=fuzz.ratio, score_cutoff=_FUZZY_CUTOFF, limit=None)
+            close[word] = {single[index][1] for _, _, index in hits}
+        if len(close[word]) == 1:
+            found.append((next(iter(close[word])), m.span()))
     return found
 
 
@@ -86,7 +96,7 @@ def read_choice(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
     options = list(dict.fromkeys(o for o, _ in found))
     if len(options) == 1:
         spans = [s for _, s in found]
-        return Reading(options[0], spans[0], str(options[0]), around(text, spans))
+        return Reading(options[0], spans[0], str(options[0]), telling(around(text, spans)))
     if len(options) > 1:
         raise UnreadableAnswer(f"I can't tell which you mean: {or_list([str(o) for o in options])}?")
     raise UnreadableAnswer(f"I need one of: {or_list(shown)}.")

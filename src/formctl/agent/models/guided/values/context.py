@@ -51,10 +51,13 @@ class ReadingContext:
     a phone number needs its country code unless it reads the same everywhere).
     ``previous_date``: the date given just before in the conversation, so "the next day",
     "same day" or "the 11th" are read from it (and said back as the date they make).
+    ``started``: the day the form was started (the instance's own date, not a clock), so a date
+    written without its year ("9 March") is placed in the year nearest it, and said back.
     """
 
     locale: str | None = None
     previous_date: date | None = None
+    started: date | None = None  # the day the form was started: a date without its year is placed near it
 
     @property
     def language(self) -> str:

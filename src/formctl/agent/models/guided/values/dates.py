@@ -41,6 +41,7 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 LIMIT = 12  # date phrases read from one line at most
+_RELATIVE_WORD = re.compile(r"day|week|night", re.IGNORECASE)
 _NOT = re.compile(r"\b(?:not|rather than|instead of)\s*(?:on\s+)?$", re.IGNORECASE)
 _CLOCK_WORDS = re.compile(r"^\W*(?:today|tonight|tomorrow|yesterday|now|next week|last week)\W*$", re.IGNORECASE)
 
@@ -51,6 +52,8 @@ def find_dates(text: str, ctx: ReadingContext) -> list[Reading]:
     Phrases that cannot be placed (no year known, an ambiguous 03/11/2026) raise UnreadableAnswer;
     a date after "not" ("5 March, not the 4th") is not one given."""
     out: list[Reading] = []
+    if not any(ch.isdigit() for ch in text) and _RELATIVE_WORD.search(text) is None:
+        return out  # every date phrase has a figure or a "day"/"week"/"night": none here
     for m in _DATE.finditer(text):
         if len(out) >= LIMIT:
             break  # more dates than any answer gives: the first ones decide (and bound the work)
@@ -83,24 +86,32 @@ def spoken(day: date) -> str:
     return f"{day:%A} {day.day} {day:%B %Y}"
 
 
+def _read_as(words: str, day: date) -> str:
+    """How a date read from the one before it is said back: 'I read "the next day" as ...'."""
+    return f'I read "{" ".join(words.split())}" as {spoken(day)}.'
+
+
 def _read(m: re.Match[str], ctx: ReadingContext) -> tuple[date, str | None]:
     words = m.group(0)
     if m.group("rel"):
         day = _relative(m, ctx)
-        return day, f"{' '.join(m.group('rel').split())}: {spoken(day)}"
+        return day, _read_as(m.group("rel"), day)
     if m.group("day"):
         day = _day_only(m, ctx)
-        return day, f"{' '.join(m.group('day').split())}: {spoken(day)}"
+        return day, _read_as(m.group("day"), day)
     body = m.group("dm") or m.group("md") or m.group("iso") or m.group("num")
-    day, guessed_year = _parse(body, ctx)
     weekday = m.group("wd")
-    if weekday and _WEEKDAYS.index(weekday[:3].lower()) != day.weekday():
+    wanted = _WEEKDAYS.index(weekday[:3].lower()) if weekday else None
+    day, guessed_year = _parse(body, ctx, wanted)
+    if wanted is not None and wanted != day.weekday():
         raise UnreadableAnswer(f'"{" ".join(words.split())}": {day.day} {day:%B %Y} is a {day:%A}. Which did you mean?')
-    return day, (f"{' '.join(body.split())}: {spoken(day)}" if guessed_year else None)
+    return day, (_read_as(body, day) if guessed_year else None)
 
 
-def _parse(body: str, ctx: ReadingContext) -> tuple[date, bool]:
-    """A written date, read by dateparser (the year from the date just given when left out)."""
+def _parse(body: str, ctx: ReadingContext, weekday: int | None = None) -> tuple[date, bool]:
+    """A written date, read by dateparser. A date written without its year takes the year that
+    puts it nearest the date just given, or else the year the form was started in; with a weekday
+    ("Monday 9 March"), the nearest year in which it falls on that day."""
     if re.fullmatch(r"\d{1,2}[/.]\d{1,2}[/.]\d{2,4}", body):
         a, b = (int(x) for x in re.split(r"[/.]", body)[:2])
         if ctx.date_order is None and a != b and a <= 12 and b <= 12:
@@ -108,19 +119,32 @@ def _parse(body: str, ctx: ReadingContext) -> tuple[date, bool]:
                 f'I can\'t tell whether "{body}" is day/month or month/day: please write it like 2026-11-03 or 3 Nov 2026.'
             )
     has_year = re.search(r"\d{4}|[/.]\d{2,4}$", body) is not None
-    if not has_year and ctx.previous_date is None:
+    near = ctx.previous_date or ctx.started
+    if not has_year and near is None:
         raise UnreadableAnswer(f'Which year is "{body}"? Please give the date with its year, like 3 Nov 2026.')
-    base = ctx.previous_date or date(2000, 1, 1)
+    base = near or date(2000, 1, 1)
     found = _dateparser(body, ctx, base)
     if found is None:
         raise UnreadableAnswer(f'"{body}" is not a real date.')
-    if not has_year:
-        found = _nearest_year(found, base)
+    if not has_year and (ctx.previous_date is not None or weekday is not None):
+        found = _nearest_year(found, base, weekday)
+    elif not has_year and _real(found, base.year):
+        found = found.replace(year=base.year)
     return found, not has_year
 
 
+def _real(day: date, year: int) -> bool:
+    try:
+        day.replace(year=year)
+    except ValueError:
+        return False  # 29 February
+    return True
+
+
 def _dateparser(body: str, ctx: ReadingContext, base: date) -> date | None:
-    return _parsed(" ".join(body.lower().split()), ctx.date_order, ctx.language, base)
+    # an ISO date is year, month, day whatever the locale (older dateparsers read it by the locale's order)
+    order = "YMD" if re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", body) else ctx.date_order
+    return _parsed(" ".join(body.lower().split()), order, ctx.language, base)
 
 
 @functools.lru_cache(maxsize=512)
@@ -143,15 +167,17 @@ def _parsed(body: str, order: str | None, language: str, base: date) -> date | N
     return found.date() if found is not None else None
 
 
-def _nearest_year(day: date, base: date) -> date:
-    """``day``'s month and day in the year that puts it nearest ``base`` (December then January)."""
+def _nearest_year(day: date, base: date, weekday: int | None = None) -> date:
+    """``day``'s month and day in the year that puts it nearest ``base`` (December then January);
+    with ``weekday``, the nearest of the years around it in which it falls on that day."""
     options = []
-    for year in (base.year - 1, base.year, base.year + 1):
+    for year in range(base.year - 6, base.year + 7):
         try:
             options.append(day.replace(year=year))
         except ValueError:
             continue
-    return min(options, key=lambda d: abs((d - base).days)) if options else day
+    on_the_day = [d for d in options if weekday is None or d.weekday() == weekday]
+    return min(on_the_day or options, key=lambda d: abs((d - base).days)) if options else day
 
 
 def _relative(m: re.Match[str], ctx: ReadingContext) -> date:

@@ -95,9 +95,11 @@ def _figure(m: re.Match[str], ctx: ReadingContext) -> Figure | None:
 
 def _word_numbers(text: str) -> list[Figure]:
     """Numbers written in words ("forty-one", "two hundred and twelve"), with number-parser."""
+    out: list[Figure] = []
+    if _NUMBER_WORDS.isdisjoint(w for m in _WORD_RUN.finditer(text.lower()) for w in m.group(0).split("-")):
+        return out  # no number word at all: nothing for number-parser to read
     from number_parser import parse_number
 
-    out: list[Figure] = []
     run: list[re.Match[str]] = []
     for m in [*_WORD_RUN.finditer(text), None]:
         if len(out) >= LIMIT:
@@ -154,10 +156,12 @@ def read_number(text: str, ctx: ReadingContext, *, integer: bool) -> Reading:
     if len(str(meant.value)) > 300:
         raise UnreadableAnswer("That number is far too long; I need the number itself, like 40 or 1,200.")
     value: int | float = _as_json(meant.value, integer)
-    spans = [meant.span, *(f.span for f in found if f is not meant)]
+    # "about 210, exactly 212.40": the figure given up is part of the reading, not something else said
+    exact = _EXACT.search(text[max(0, meant.span[0] - 24) : meant.span[0]]) is not None
+    spans = [meant.span, *(f.span for f in found if f is not meant and exact and f.span < meant.span)]
     note = None
     if len(found) > 1:
-        note = f'"{" ".join(text.split())}" read as {_shown(meant)}'
+        note = f'I read "{" ".join(text.split())}" as {_shown(meant)}.'
     rest = around(text, spans)
     return Reading(value, meant.span, _shown(meant), rest, note)
 
@@ -168,6 +172,9 @@ def _choose(text: str, found: list[Figure]) -> tuple[Figure | None, list[Figure]
     current = [f for f in found if f not in later]
     if len(current) == 1:
         return current[0], later
+    money = [f for f in current if f.currency]
+    if len(money) == 1:
+        return money[0], later  # "£60, that was for two dinners": the amount is the one in money
     exact = [f for f in current if _EXACT.search(text[max(0, f.span[0] - 24) : f.span[0]])]
     if exact:
         return exact[-1], later

@@ -15,7 +15,7 @@ class Reading:
     "nope, no hotel": an optional field is left out). ``span``: where in the line it was read
     (start, end). ``said_as``: how to say it back ("Monday 6 April 2026", "£212.40").
     ``rest``: what else the line said, to be said back (never silently dropped). ``note``: how the
-    value was reached when that is worth saying ("the next day: Friday 20 March 2026").
+    value was reached when that is worth saying ('I read "the next day" as Friday 20 March 2026.').
     """
 
     value: Any
@@ -78,4 +78,17 @@ def around(text: str, spans: list[tuple[int, int]]) -> tuple[str, ...]:
         if leads and clauses and _lead_in(clauses[-1]):
             clauses.pop()  # "..., my new mobile is" leads up to the value
         out.extend(c for c in clauses if any(ch.isalnum() for ch in c) and not _FILLER.match(c))
+    return tuple(out)
+
+
+def telling(parts: tuple[str, ...]) -> tuple[str, ...]:
+    """The parts left beside a choice or a yes/no that say something of their own: a figure, an
+    address, a name ("to Glasgow"), or a sentence ("I have moved house"). A few plain words ("sent
+    me", "down", "all the same") only go with the answer given."""
+    out = []
+    for part in parts:
+        words = part.split()
+        named = any(w[:1].isupper() and w not in ("I", "I'm", "I've", "I'd", "I'll") for w in words[1:])
+        if any(ch.isdigit() or ch == "@" for ch in part) or named or len(words) > 3:
+            out.append(part)
     return tuple(out)

@@ -50,6 +50,8 @@ def find_references(text: str) -> list[Reading]:
         if len(out) >= LIMIT:
             break
         token = m.group(0).rstrip(".")
+        if "@" in text[max(0, m.start() - 1) : m.end() + 1]:
+            continue  # a part of an email address, not a reference
         letters, digits = any(ch.isalpha() for ch in token), any(ch.isdigit() for ch in token)
         if len(token) >= 4 and ((letters and digits) or (token.isupper() and token.isalpha())):
             out.append(Reading(token, (m.start(), m.start() + len(token)), token))
@@ -119,7 +121,7 @@ def find_by_shape(
         for reading in _found(kind, text, ctx)[:LIMIT]:
             by_span.setdefault(reading.span, []).append((field_id, reading))
     placed: list[tuple[str, Reading]] = []
-    for span in sorted(by_span):
+    for span in sorted(by_span, key=lambda s: (s[0], -s[1])):  # the longer of two at one place first
         fits = by_span[span]
         if any(_overlaps(span, r.span) for _, r in placed):
             continue
