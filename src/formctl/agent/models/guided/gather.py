@@ -81,6 +81,14 @@ _SPOKEN: dict[str, tuple[str, ...]] = {
         "went down",
         "went up",
         "went",
+        "flew out",
+        "flew",
+        "drove down",
+        "drove up",
+        "drove",
+        "took the train",
+        "got the train",
+        "caught the train",
         "left",
         "leaving",
         "departed",
@@ -346,6 +354,7 @@ def _claim_shaped(clause: str, asked: str | None, slots: dict[str, Slot], cues: 
     """The typed values of ``clause`` (dates, amounts, addresses, references), each to the field
     whose cue is nearest it, or to the one field its shape fits."""
     gave = False
+    unplaced: list[str] = []
     for shape, start, end in _spans(clause):
         value = clause[start:end].strip()
         if shape == "number" and _FUTURE.search(clause[max(0, start - 24) : start]):
@@ -361,6 +370,10 @@ def _claim_shaped(clause: str, asked: str | None, slots: dict[str, Slot], cues: 
         if chosen is not None:
             _take(found, slots[chosen], value, clause)
             gave = True
+        elif shape != "number":
+            unplaced.append(value)  # a date or a reference no field could be told for: said back
+    if gave:
+        found.rest.extend(unplaced)
     return gave
 
 

@@ -375,9 +375,9 @@ def read_answers(
             if field_id is not None:
                 labelled.append((index, field_id, value, key))
                 continue
-            if len(key.split()) > 2 and names_a_field(state, snap, key):
-                # "Wait, the return date's wrong: I came back on …": a sentence about a field, read
-                # as the person's words (understand.py), not as a label.
+            if names_a_field(state, snap, key) and (len(key.split()) > 2 or not compiled.did_you_mean(key)):
+                # "Wait, the return date's wrong: I came back on …", "FLIGHT REF: ZX91QP": a field
+                # named in everyday words, read as the person's words (understand.py), not as a label.
                 bare.append((index, segment))
                 continue
             if not any(ch.isdigit() for ch in key) and compiled.did_you_mean(key):

@@ -154,27 +154,33 @@ def _answers(state: GuidedState, compiled: Any, field_id: str, text: str) -> boo
 
 
 def _choices_named(state: GuidedState, compiled: Any, first: str | None, slots: list[Slot], found: Gathered) -> None:
-    """A short clause that names an option of exactly one other open choice ("drove", "by train",
-    "I've not been here before", by the option or the author's aliases, word for word: a near
-    miss is read only at its own question) answers that choice."""
+    """A clause that names an option of exactly one other open choice ("drove", "I flew to
+    Edinburgh on …", "I've not been here before", by the option or the author's aliases, word
+    for word: a near miss is read only at its own question) answers that choice. A clause that
+    answered nothing else is used up; one that did is still read for the choice."""
     if first is not None and state.kind(compiled, first).name in ("boolean", "choice"):
         return  # "No, nothing's changed": the question asked reads its own yes or no
     choices = [s for s in slots if s.kind.name == "choice" and not s.answered and s.id not in found.values]
-    for clause in list(found.rest):
-        if len(clause.split()) > 6 or any(ch.isdigit() for ch in clause):
+    for clause in [*found.rest, *dict.fromkeys(found.sources.values())]:
+        if len(clause.split()) > 12:
             continue
         reads = [s for s in choices if s.id not in found.values and _names_option(s.kind, clause)]
         if len(reads) == 1 and _answers(state, compiled, reads[0].id, clause):
             found.values[reads[0].id] = clause
             found.sources[reads[0].id] = clause
-            found.rest.remove(clause)
+            if clause in found.rest:
+                found.rest.remove(clause)
 
 
 def _names_option(kind: Any, clause: str) -> bool:
     """Does ``clause`` hold an option of ``kind``, or one of its aliases, as whole words?"""
     names = [str(o) for o in kind.options] + [a for _, aliases in getattr(kind, "aliases", ()) for a in aliases]
     words = _folded(clause)
-    return any(f" {_folded(n).strip()} " in words for n in names if n.strip())
+    # "yes", "no", "never" answer the choice's own question only, not a line about something else.
+    return any(f" {_folded(n).strip()} " in words for n in names if _folded(n).strip() not in _YES_NO)
+
+
+_YES_NO = frozenset({"", "yes", "no", "yep", "nope", "yeah", "nah", "never", "again", "i have"})
 
 
 def _folded(text: str) -> str:
