@@ -110,3 +110,19 @@ def test_a_question_back_at_an_optional_question_says_it_may_be_left_out(cli):
     assert said[-2] == 'Miles driven: a whole number, like 40. It\'s optional: say "skip" to leave it out.'
     assert said[-1].startswith("Miles driven?")
     assert "mileage" not in stored(cli)
+
+
+def test_a_name_with_a_remark_after_a_dash_gives_the_name(cli):
+    out = chat(cli, "travel-claim", ["Dana Reeve — but my badge says D. Reeve"])
+
+    assert stored(cli) == {"full_name": "Dana Reeve"}
+    assert '"but my badge says D. Reeve"' in out
+
+
+def test_changes_at_the_read_back_in_everyday_words(cli):
+    lines = [*CLAIMANT_AND_TRIP, "rail", "TR-20931", "80", "skip", "100"]
+    changes = ["Change the destination to York", "Actually, make the total 190", "the meals were 45, not 40", "yes"]
+    chat(cli, "travel-claim", [*lines, *changes])
+
+    got = stored(cli)
+    assert (got["destination"], got["total"], got["meals"]) == ("York", 190.0, 45.0)

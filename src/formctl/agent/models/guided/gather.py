@@ -146,7 +146,9 @@ _LEAD = re.compile(
     r"^(?:(?:hi|hello|hey|oh|ah|sorry|actually|wait|well|so|ok|okay|right|yes|yeah|yep|um|er|erm|also|oops),?\s+)+",
     re.IGNORECASE,
 )
-_LINK = re.compile(r"^(?:'s|is|was|were|are|=|:|should be|should have been|it's|its|it is|it was|on|of|at)?\s*", re.I)
+_LINK = re.compile(
+    r"^(?:'s|is|was|were|are|=|:|should be|should have been|it's|its|it is|it was|on|of|at|to|as)?\s*", re.I
+)
 _CAPITALISED = re.compile(r"[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|(?:de|da|van|von|le|la|del|du|bin|al)\b))*")
 # "5 March 2026, not the 4th": what follows "not" is what the value is not.
 _NOT = re.compile(r"[,;]?(?<!\s)\s+(?:not|rather than|instead of)\s(?:the\s)?[^,;.]*", re.IGNORECASE)

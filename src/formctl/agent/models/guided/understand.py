@@ -34,6 +34,8 @@ _CORRECTING = re.compile(
 # Free text that names or identifies something (a name, a place, a reference): its plain part is
 # taken. Anything else is described, and every sentence of the description is kept.
 _NAMING = ("name", "email", "phone", "staff", "destination", "ticket", "client")
+# Where a remark after a name or a place begins: a dash between spaces, or a bracket.
+_ASIDE_DASH = re.compile(r"\s+[—–-]+\s+|\s*\(")
 # What leads in a short purpose: "It was for a", "mainly for the", "for an".
 _FOR_LEAD = re.compile(
     r"^(?:(?:it|that)(?: was|'s| is)\s+|(?:i|we) went\s+|(?:mainly|mostly|just)\s+)*for\s+(?:(?:a|an|the)\s+)?(?=\w)",
@@ -300,6 +302,14 @@ def _asked_reads(
     }
     kinds[first] = state.kind(compiled, first)
     index, segment = parts[0]
+    if not _describes(state, compiled, first) and kinds[first].name == "text" and not kinds[first].pattern:
+        # A name or a place with a remark after a dash or in brackets ("Dana Reeve — but my badge
+        # says D. Reeve"): the name, and the remark said back.
+        m = _ASIDE_DASH.search(segment)
+        if m is not None and segment[: m.start()].strip() and segment[m.end() :].strip(" ()"):
+            plan.unplaced.append(segment[m.end() :].strip(" ()"))
+            segment = segment[: m.start()].strip()
+            parts = [(index, segment), *parts[1:]]
     others = frozenset(
         name.lower().replace("_", " ") for f in compiled.fields if f.id != first for name in (f.id, f.label)
     )
