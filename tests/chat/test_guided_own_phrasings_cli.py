@@ -126,3 +126,26 @@ def test_changes_at_the_read_back_in_everyday_words(cli):
 
     got = stored(cli)
     assert (got["destination"], got["total"], got["meals"]) == ("York", 190.0, 45.0)
+
+
+def test_a_description_that_says_i_dont_know_is_an_answer_not_a_refusal(cli):
+    needs = "My employer hasn't paid me for two months and I don't know what to do."
+    chat(cli, "client-intake", ["new", "34", "Jo Bloggs", "jo@example.org", "skip", "web", needs])
+
+    assert stored(cli)["needs"] == needs
+
+
+def test_a_referral_that_names_none_of_the_options_is_other_said_back(cli):
+    out = chat(
+        cli, "client-intake", ["new", "34", "Jo Bloggs", "jo@example.org", "skip", "Citizens Advice sent me here"]
+    )
+
+    assert 'I\'ve put Referral source as "other" ("Citizens Advice sent me here").' in out
+    assert stored(cli)["referral"] == "other"
+
+
+def test_an_amount_all_in_at_the_hotel_question_is_the_hotel_cost_not_the_total(cli):
+    chat(cli, "travel-claim", [*CLAIMANT_AND_TRIP, "rail", "TR-20931", "Two nights in a Travelodge, £118 all in"])
+
+    got = stored(cli)
+    assert got["accommodation"] == 118.0 and "total" not in got

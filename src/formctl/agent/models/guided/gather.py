@@ -130,7 +130,8 @@ _SPOKEN: dict[str, tuple[str, ...]] = {
     ),
     "accommodation": ("accommodation", "hotel", "stayed", "stay", "room", "lodging", "b&b", "airbnb", "nights"),
     "meals": ("meals", "meal", "food", "dinner", "lunch", "breakfast", "subsistence", "eating"),
-    "total": ("total", "in total", "all in", "altogether", "overall", "came to", "all together", "in all"),
+    # Not "all in" or "altogether": "£118 all in" at the hotel question is the whole hotel cost.
+    "total": ("total", "in total", "overall", "came to", "total claimed", "grand total"),
     "miles": ("miles", "mileage", "mi"),
     "age": ("i'm", "i am", "aged", "age", "years old", "year old"),
     "client": ("client number", "client no", "client id", "number"),

@@ -46,7 +46,7 @@ _ASKING = re.compile(
 _WHY = re.compile(r"\bwhy\b|\bwhat (?:do|would) you need\b|\bwhat'?s it for\b|\bdo i have to\b", re.IGNORECASE)
 # Not knowing, or not having, the value asked for.
 _UNKNOWN = re.compile(
-    r"\b(?:i )?(?:don'?t|do not|dont) (?:know|remember|recall|have (?:it|one|that|a|an|any)\b)"
+    r"\b(?:i )?(?:don'?t|do not|dont) (?:know|remember|recall|have (?:it|one|that|a|an|any)\b)(?! (?:what|how|where|why|if|whether|who|when)\b)"
     r"|\b(?:not sure|no idea|dunno|can'?t remember|cannot remember|can'?t recall|i forget|forgotten"
     r"|haven'?t got (?:it|one|a|an|any)\b|have no\b|no clue|not certain|i'?m unsure|unsure)",
     re.IGNORECASE,
@@ -68,6 +68,8 @@ _PAUSE = re.compile(
 _NO_SUCH = re.compile(
     r"^(?:no|nope|nah|none|not got (?:one|any))\b(?!\s*(?:,\s*)?(?:thanks|thank you)\b)", re.IGNORECASE
 )
+# Past this many words a line tells something, whatever "I don't know" it holds.
+_LONGEST_NOT_GIVEN = 14
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _QUESTION_START = re.compile(
     r"^(?:sorry,?\s+)?(?:what|why|where|how|which|who|when|is|are|do|does|did|can|could|should|would|will|shall|may|must)\b",
@@ -97,6 +99,8 @@ def read_act(words: str, names: dict[str, str]) -> Act:
     if _PAUSE.match(text):
         return Act(ASIDE, rest=text)
     about = named_field(text, names)
+    if len(text.split()) > _LONGEST_NOT_GIVEN:
+        return Act(ANSWER, rest=text)  # "My employer hasn't paid me and I don't know what to do." tells something
     if _DEFER.search(text):
         return Act(DEFER, about, rest=text)
     if declines(text):

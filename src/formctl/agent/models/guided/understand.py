@@ -131,6 +131,11 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
         bare.labelled.append((index, first, value, ""))
         bare.named.add(first)
         return []
+    if not found.values and _other_option(state, compiled, first, text):
+        bare.labelled.append((index, first, "other", ""))
+        bare.named.add(first)
+        plan.notes.append(f'I\'ve put {compiled.field_by_id[first].label} as "other" ("{text}").')
+        return []
     if found.values:
         # The asked question takes its part of what is left; for a name or a place, the first
         # part that says something, and the others are said back.
@@ -188,6 +193,17 @@ _YES_NO = frozenset({"", "yes", "no", "yep", "nope", "yeah", "nah", "never", "ag
 def _folded(text: str) -> str:
     """Lower-case words without apostrophes, spaced at both ends ("I've" is "ive")."""
     return " " + " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("'", "").replace("\u2019", ""))) + " "
+
+
+def _other_option(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
+    """A choice with an "other" option, answered with words that name none of the others ("Citizens
+    Advice sent me here" for a referral): the answer is "other", said back with the words."""
+    kind = state.kind(compiled, field_id)
+    if kind.name != "choice" or "other" not in [str(o).lower() for o in kind.options]:
+        return False
+    if len(text.split()) < 2 or any(ch.isdigit() for ch in text) or "?" in text:
+        return False
+    return not _answers(state, compiled, field_id, text)
 
 
 def _not_given(state: GuidedState, snap: Snapshot, plan: Plan, field_id: str, act: str) -> None:
