@@ -149,3 +149,12 @@ def test_an_amount_all_in_at_the_hotel_question_is_the_hotel_cost_not_the_total(
 
     got = stored(cli)
     assert got["accommodation"] == 118.0 and "total" not in got
+
+
+def test_what_changed_answers_have_the_details_changed_and_corrects_it(cli):
+    lines = ["returning", "34", "Jo Bloggs", "jo@example.org", "0161 496 0000", "C40404"]
+    out = chat(cli, "client-intake", [*lines, "Only my phone number, it's now 07700 900888"])
+
+    assert "Got it — Details changed: yes." in out and "Got it — Phone: 07700 900888." in out
+    got = stored(cli)
+    assert got["details_changed"] is True and got["phone"] == "07700 900888"

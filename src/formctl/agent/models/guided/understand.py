@@ -31,6 +31,10 @@ _CORRECTING = re.compile(
     r"|instead|changed?|new|missed|forgot|found it|update|scratch that|my bad)\b",
     re.IGNORECASE,
 )
+# Words that say something changed, at a yes/no question about changes: "I've moved", "new email".
+_CHANGE_SAID = re.compile(
+    r"\b(?:moved|new|now|changed|different|updated|got married|married|divorced)\b", re.IGNORECASE
+)
 # Free text that names or identifies something (a name, a place, a reference): its plain part is
 # taken. Anything else is described, and every sentence of the description is kept.
 _NAMING = ("name", "email", "phone", "staff", "destination", "ticket", "client")
@@ -108,11 +112,19 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
         _not_given(state, snap, plan, target, act.kind)
         return []
     rest = act.rest or text
-    correcting = _CORRECTING.search(rest) is not None
+    changed = (
+        first is not None and _asks_if_changed(state, compiled, first) and not _answers(state, compiled, first, rest)
+    )
+    correcting = changed or _CORRECTING.search(rest) is not None
     slots = [s for s in slots_of(state, snap, answered=correcting) if s.id not in bare.named]
     found = gather(rest, first, slots)
     _choices_named(state, compiled, first, slots, found)
     _drop_unchanged(snap, found)
+    if changed and first is not None and (found.values or _CHANGE_SAID.search(rest)):
+        # "Only my phone number, it's now 07700 900888" at "Have their details changed?": yes,
+        # and the new number corrects the phone.
+        bare.labelled.append((bare.parts[0][0], first, "yes", ""))
+        bare.named.add(first)
     index = bare.parts[0][0]
     for field_id, raw in sorted(found.values.items(), key=lambda kv: compiled.field_by_id[kv[0]].order):
         bare.labelled.append((index, field_id, raw, ""))
@@ -193,6 +205,13 @@ _YES_NO = frozenset({"", "yes", "no", "yep", "nope", "yeah", "nah", "never", "ag
 def _folded(text: str) -> str:
     """Lower-case words without apostrophes, spaced at both ends ("I've" is "ive")."""
     return " " + " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("'", "").replace("\u2019", ""))) + " "
+
+
+def _asks_if_changed(state: GuidedState, compiled: Any, field_id: str) -> bool:
+    """Is this a yes/no question about whether something changed ("Details changed")?"""
+    f = compiled.field_by_id[field_id]
+    about = f"{f.label} {f.ask or ''}".lower()
+    return state.kind(compiled, field_id).name == "boolean" and "chang" in about
 
 
 def _other_option(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
