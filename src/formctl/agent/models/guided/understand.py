@@ -97,38 +97,11 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
     # The line as written when nothing in it was labelled ("…letters; she needs advice …" keeps its
     # semicolon), else its bare parts, a line each.
     text = bare.words.strip() if bare.words and not bare.labelled else "\n".join(s for _, s in bare.parts)
-    compiled, plan, first = snap.compiled, bare.plan, bare.first
-    names = everyday_names(slots_of(state, snap, answered=True))
-    act = read_act(text, names)
-    about = act.about if act.about in compiled.field_by_id else None
-    target = about or first
-    if act.kind == ASK and target is not None:
-        plan.asked_back = (target, act.why)
+    rest = _act(state, snap, bare, text)
+    if rest is None:
         return []
-    if act.kind == ASIDE and first is not None:
-        plan.notes.append("Take your time.")  # "hang on, let me check": the answer is coming
-        return []
-    if act.kind in (REFUSE, UNKNOWN, DEFER) and target is not None and not _answers(state, compiled, target, text):
-        _not_given(state, snap, plan, target, act.kind)
-        return []
-    rest = act.rest or text
-    changed = (
-        first is not None and _asks_if_changed(state, compiled, first) and not _answers(state, compiled, first, rest)
-    )
-    correcting = changed or _CORRECTING.search(rest) is not None
-    slots = [s for s in slots_of(state, snap, answered=correcting) if s.id not in bare.named]
-    found = gather(rest, first, slots)
-    _choices_named(state, compiled, first, slots, found)
-    _drop_unchanged(snap, found)
-    if changed and first is not None and (found.values or _CHANGE_SAID.search(rest)):
-        # "Only my phone number, it's now 07700 900888" at "Have their details changed?": yes,
-        # and the new number corrects the phone.
-        bare.labelled.append((bare.parts[0][0], first, "yes", ""))
-        bare.named.add(first)
-    index = bare.parts[0][0]
-    for field_id, raw in sorted(found.values.items(), key=lambda kv: compiled.field_by_id[kv[0]].order):
-        bare.labelled.append((index, field_id, raw, ""))
-        bare.named.add(field_id)
+    found, correcting = _answers_given(state, snap, bare, rest)
+    first, compiled, plan, index = bare.first, snap.compiled, bare.plan, bare.parts[0][0]
     if not found.values and (first is None or first in bare.named):
         return bare.parts  # nothing for any question: read as before (a labelled line, the read-back)
     if found.values and correcting:
@@ -157,6 +130,49 @@ def read_bare(state: GuidedState, snap: Snapshot, bare: Bare) -> list[tuple[int,
             left = left[:1]
         return _asked_reads(state, snap, first, [(index, ", ".join(left))] if left else [], bare)
     return _asked_reads(state, snap, first, bare.parts, bare)
+
+
+def _act(state: GuidedState, snap: Snapshot, bare: Bare, text: str) -> str | None:
+    """What the line does (intent.py): a question back, a pause, not knowing or refusing are
+    settled here (None: nothing more to read); an answer returns the words that may hold values."""
+    compiled, plan, first = snap.compiled, bare.plan, bare.first
+    act = read_act(text, everyday_names(slots_of(state, snap, answered=True)))
+    about = act.about if act.about in compiled.field_by_id else None
+    target = about or first
+    if act.kind == ASK and target is not None:
+        plan.asked_back = (target, act.why)
+        return None
+    if act.kind == ASIDE and first is not None:
+        plan.notes.append("Take your time.")  # "hang on, let me check": the answer is coming
+        return None
+    if act.kind in (REFUSE, UNKNOWN, DEFER) and target is not None and not _answers(state, compiled, target, text):
+        _not_given(state, snap, plan, target, act.kind)
+        return None
+    return act.rest or text
+
+
+def _answers_given(state: GuidedState, snap: Snapshot, bare: Bare, rest: str) -> tuple[Gathered, bool]:
+    """Every answer the words give, each to the field it names (gather.py), added to the line's
+    labelled answers in the form's order; and whether the line corrects something."""
+    compiled, first = snap.compiled, bare.first
+    changed = (
+        first is not None and _asks_if_changed(state, compiled, first) and not _answers(state, compiled, first, rest)
+    )
+    correcting = changed or _CORRECTING.search(rest) is not None
+    slots = [s for s in slots_of(state, snap, answered=correcting) if s.id not in bare.named]
+    found = gather(rest, first, slots)
+    _choices_named(state, compiled, first, slots, found)
+    _drop_unchanged(snap, found)
+    index = bare.parts[0][0]
+    if changed and first is not None and (found.values or _CHANGE_SAID.search(rest)):
+        # "Only my phone number, it's now 07700 900888" at "Have their details changed?": yes,
+        # and the new number corrects the phone.
+        bare.labelled.append((index, first, "yes", ""))
+        bare.named.add(first)
+    for field_id, raw in sorted(found.values.items(), key=lambda kv: compiled.field_by_id[kv[0]].order):
+        bare.labelled.append((index, field_id, raw, ""))
+        bare.named.add(field_id)
+    return found, correcting
 
 
 def _answers(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
