@@ -45,7 +45,7 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
     assert done.exit_code == 0, done.stderr
     report = json.loads(done.stdout)
     assert set(report) == {"format", "k", "person", "models", "scenarios", "runs", "record_dir"}
-    assert report["format"] == 1 and report["k"] == 3 and report["person"] == "scripted"
+    assert report["format"] == 2 and report["k"] == 3 and report["person"] == "scripted"
     (model,) = report["models"]
     assert model["model"] == "guided" and model["pass_1"] == 1.0 and model["pass_k"] == 1.0
     assert model["turns_per_completed_form"] == 14.0 and model["model_calls_per_completed_form"] == 28.0
@@ -67,8 +67,10 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
         "problems",
         "values",
         "invented",
+        "invention_attempts",
         "turns",
         "model_calls",
+        "sdk_retries",
         "tool_calls",
         "tool_errors",
         "tokens",
@@ -77,6 +79,9 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
         "seconds",
         "transcript",
         "error",
+        "expected",
+        "stored",
+        "conversation",
     }
     assert Path(run["transcript"]).is_file()
     suite = ET.parse(junit).getroot()
@@ -85,7 +90,10 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
 
 def test_a_failed_run_exits_1_and_its_transcript_replays_as_a_regression_test(cli, tmp_path):
     wrong = tmp_path / "wrong_total.toml"
-    wrong.write_text(TERSE.read_text(encoding="utf-8").replace("total = 212.4", "total = 221.4"), encoding="utf-8")
+    text = TERSE.read_text(encoding="utf-8").replace("total = 212.4", "total = 221.4")
+    # a line of the persona's holds 221.4 (else the scenario is refused before it runs), never asked for
+    text += '\n[[persona.facts]]\ntopic = "an aside nobody asks about"\nsays = "221.40"\n'
+    wrong.write_text(text, encoding="utf-8")
     junit = tmp_path / "eval.xml"
     done = cli("eval", str(wrong), "--model", "guided", "--junit", str(junit), "--record-dir", str(tmp_path / "runs"))
     assert done.exit_code == 1

@@ -140,6 +140,37 @@ def _fold(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+READBACK_REPEATS = 2  # times a person says their change again when a read-back does not show it
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def changed_value(change: str) -> str | None:
+    """The value a read-back change gives: what follows its last colon ("Actually the total was 190.
+    Total claimed: 190" → "190"), else its last number; None when it names neither."""
+    if ":" in change:
+        value = change.rsplit(":", 1)[1].strip().rstrip(".!")
+        return value or None
+    numbers = _NUMBER.findall(change)
+    return numbers[-1] if numbers else None
+
+
+def _shows(text: str, value: str) -> bool:
+    """Whether a message shows ``value``: as a number ("190" in "Total: £190.00"), else as words."""
+    try:
+        wanted = float(value.replace(",", ""))
+    except ValueError:
+        folded = _fold(value)
+        return bool(folded) and f" {folded} " in f" {_fold(text)} "
+    return any(_as_float(n) == wanted for n in _NUMBER.findall(text))
+
+
+def _as_float(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
 class ScriptedPerson:
     """A deterministic person acting out a persona from its facts (see the module docstring)."""
 
@@ -149,7 +180,7 @@ class ScriptedPerson:
         self.persona = persona
         self.asked: dict[int, int] = {}  # fact index -> how many times it was asked
         self._pending: list[str] = []  # messages they mean to send unasked (a self-correction)
-        self._changed = False  # the read-back change is said once
+        self._changed = 0  # how many times they said their read-back change
 
     def opening(self) -> str:
         return self.persona.opening
@@ -162,10 +193,7 @@ class ScriptedPerson:
             return self._pending.pop(0)
         question, line = question_of(model_text)
         if _READ_BACK.search(line) or (_CHECK.search(question) and self._values_in(model_text) >= 2):
-            if self.persona.readback_change and not self._changed:
-                self._changed = True
-                return self.persona.readback_change
-            return "yes"
+            return self._read_back(model_text)
         # The sentence that asks first; the help around it ("Optional: say skip to leave it out")
         # only when the question itself names nothing they know.
         asked = facts_asked(self.persona.facts, question)
@@ -183,6 +211,24 @@ class ScriptedPerson:
         if re.search(r"\bsay \W?skip\b", line, re.I):
             return "skip"  # the model says how to pass over a question they have no answer to
         return self.persona.unknown
+
+    def _read_back(self, model_text: str) -> str:
+        """Their answer to a read-back: the ``readback_change`` the first time; "yes" once the
+        read-back shows the changed value; the change again when it does not (it was not applied),
+        at most :data:`READBACK_REPEATS` times, then "no": never "yes" to a wrong read-back."""
+        change = self.persona.readback_change
+        if not change:
+            return "yes"
+        if self._changed == 0:
+            self._changed = 1
+            return change
+        wanted = changed_value(change)
+        if wanted is None or _shows(model_text, wanted):
+            return "yes"
+        if self._changed > READBACK_REPEATS:
+            return "no"
+        self._changed += 1
+        return change
 
     def _values_in(self, text: str) -> int:
         """How many of their facts' values a message repeats (a read-back repeats several)."""

@@ -12,10 +12,12 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
 __all__ = [
+    "counted",
     "is_malformed",
     "is_transport_error",
     "quiet_debug_logs",
@@ -95,6 +97,23 @@ def ssl_context(client_class: type, trust_env: bool) -> Any:
                 return None
             context = _contexts[key] = create(verify=True, trust_env=trust_env)
         return context
+
+
+def counted(http_client: Any, on_send: Callable[[], None]) -> Any:
+    """``http_client`` (the SDK's httpx client), calling ``on_send`` before each request it sends.
+
+    The SDK sends every attempt of a call, its retries included, through the client's public
+    ``send``; counting there tells a call from its retries (``formctl eval`` reports them apart)
+    without changing how a request or a streamed reply is handled. (An httpx event hook would
+    count too, but a client with hooks reads a streamed body differently.)"""
+    send = http_client.send
+
+    def counting_send(*args: Any, **kwargs: Any) -> Any:
+        on_send()
+        return send(*args, **kwargs)
+
+    http_client.send = counting_send
+    return http_client
 
 
 def quiet_debug_logs(variable: str, sdk_logger: str) -> None:

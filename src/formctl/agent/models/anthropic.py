@@ -41,9 +41,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from formctl.agent.models._sdk import counted, quiet_debug_logs, scrub, sendable, ssl_context
 from formctl.agent.models._sdk import is_malformed as _is_malformed
 from formctl.agent.models._sdk import is_transport_error as _is_transport_error
-from formctl.agent.models._sdk import quiet_debug_logs, scrub, sendable, ssl_context
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models._sdk import trust_env as _trust_env
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
@@ -74,6 +74,8 @@ class AnthropicModel:
         self.name = model
         self.max_retries = max_retries
         self.timeout = timeout
+        # HTTP requests sent, the SDK's retries included (formctl eval reports retries apart from calls)
+        self.attempts = 0
         self.max_tokens = max_tokens
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
         self.__api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
@@ -172,7 +174,7 @@ class AnthropicModel:
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=anthropic.DefaultHttpxClient(**network),
+                http_client=counted(anthropic.DefaultHttpxClient(**network), self._count_attempt),
                 **options,
             )
         except Exception as exc:
@@ -238,6 +240,9 @@ class AnthropicModel:
             )
         text = str(exc).splitlines()[0] if str(exc) else ""
         return f"The Anthropic API call failed ({type(exc).__name__}{': ' + text if text else ''})."
+
+    def _count_attempt(self) -> None:
+        self.attempts += 1
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self.__api_key)

@@ -53,6 +53,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models._sdk import (
+    counted,
     is_malformed,
     is_transport_error,
     quiet_debug_logs,
@@ -94,6 +95,8 @@ class OpenAIChatModel:
         self.name = model
         self.max_retries = max_retries
         self.timeout = timeout
+        # HTTP requests sent, the SDK's retries included (formctl eval reports retries apart from calls)
+        self.attempts = 0
         self.max_tokens = max_tokens
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).rstrip("/")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "").strip()
@@ -200,7 +203,7 @@ class OpenAIChatModel:
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=openai.DefaultHttpxClient(**network),
+                http_client=counted(openai.DefaultHttpxClient(**network), self._count_attempt),
             )
         except Exception as exc:
             raise ModelError(self._scrub(f"Could not set up the OpenAI client: {exc}")) from None
@@ -296,6 +299,9 @@ class OpenAIChatModel:
             return dropped
         text = str(exc).splitlines()[0] if str(exc) else ""
         return f"{who} call failed ({type(exc).__name__}{': ' + text if text else ''})."
+
+    def _count_attempt(self) -> None:
+        self.attempts += 1
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self.__api_key)
