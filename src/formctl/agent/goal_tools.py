@@ -21,7 +21,7 @@ from formctl.agent.tools import (
     UNKNOWN_TOOL,
     _Args,
     _compact,
-    bounded,
+    clipped,
     error_envelope,
     parse_arguments,
     select_tools,
@@ -137,7 +137,7 @@ class GoalTools:
         return status.line if status is not None else ""
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        envelope: dict[str, Any] = bounded(self._call(name, arguments))
+        envelope: dict[str, Any] = clipped(self._call(name, arguments))
         return envelope
 
     def _call(self, name: str, arguments: Any) -> dict[str, Any]:

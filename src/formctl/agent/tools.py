@@ -66,7 +66,7 @@ def _waiting_message(exc: FormBlockedError) -> str:
 ECHO_LIMIT = 200  # characters of any one string a tool result carries back
 
 
-def bounded(node: Any) -> Any:
+def clipped(node: Any) -> Any:
     """``node`` with every string longer than ECHO_LIMIT cut to its first ECHO_LIMIT characters and
     its length: a long value (or a long unknown field name) is never echoed whole to the model.
     A lone surrogate (a model's or a terminal's undecodable byte, echoed in an unknown field id
@@ -78,9 +78,9 @@ def bounded(node: Any) -> Any:
             return node
         return f"{node[:ECHO_LIMIT]}… ({len(node):,} characters)"
     if isinstance(node, dict):
-        return {bounded(k): bounded(v) for k, v in node.items()}
+        return {clipped(k): clipped(v) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [bounded(v) for v in node]
+        return [clipped(v) for v in node]
     return node
 
 
@@ -571,7 +571,7 @@ class FormTools:
         return args
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        result: dict[str, Any] = bounded(self._call(name, arguments))
+        result: dict[str, Any] = clipped(self._call(name, arguments))
         return result
 
     def _call(self, name: str, arguments: Any) -> dict[str, Any]:
