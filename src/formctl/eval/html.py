@@ -140,7 +140,7 @@ def _bars(title: str, report: dict[str, Any], key: str, show: Any) -> str:
     scenarios = _scenario_order(report)
     values = [rows[(s, m)][key] for s in scenarios for m in models if (s, m) in rows and rows[(s, m)][key] is not None]
     top = max(values, default=0) or 1
-    label_w, bar_w, bar_h = 230, 260, 12
+    label_w, bar_w, bar_h = 210, 220, 12
     group_h = bar_h * len(models) + 8
     height = group_h * len(scenarios) + 30
     parts = [

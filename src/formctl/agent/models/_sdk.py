@@ -105,8 +105,7 @@ def counted(http_client: Any, on_send: Callable[[], None]) -> Any:
 
     The SDK sends every attempt of a call, its retries included, through the client's public
     ``send``; counting there tells a call from its retries (``formctl eval`` reports them apart)
-    without changing how a request or a streamed reply is handled. (An httpx event hook would
-    count too, but a client with hooks reads a streamed body differently.)"""
+    without changing how a request or a streamed reply is handled."""
     send = http_client.send
 
     def counting_send(*args: Any, **kwargs: Any) -> Any:
