@@ -141,6 +141,12 @@ def test_the_read_back_change_is_said_again_while_the_read_back_does_not_show_it
     change = "Actually the total was 190, not 212.40. Total claimed: 190"
     assert [changer.reply(unchanged) for _ in range(5)] == [change, change, change, "no", "no"]
     assert changer.reply("Total: 190. Shall I send it?") == "yes"  # applied at last
+    # a change in other words: applied when the read-back is not the one they answered
+    persona = dataclasses.replace(changer.persona, readback_change="Wait, I came back on the 5th, not the 4th.")
+    other = ScriptedPerson(persona)
+    before = "Return date: 2026-03-04. Shall I send it?"
+    assert [other.reply(before) for _ in range(2)] == [persona.readback_change] * 2
+    assert other.reply("Return date: 2026-03-05. Shall I send it?") == "yes"
 
 
 def test_the_scripted_person_checks_formctls_question_against_its_facts():

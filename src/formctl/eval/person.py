@@ -145,13 +145,15 @@ _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
 def changed_value(change: str) -> str | None:
-    """The value a read-back change gives: what follows its last colon ("Actually the total was 190.
-    Total claimed: 190" → "190"), else its last number; None when it names neither."""
-    if ":" in change:
-        value = change.rsplit(":", 1)[1].strip().rstrip(".!")
-        return value or None
-    numbers = _NUMBER.findall(change)
-    return numbers[-1] if numbers else None
+    """The value a read-back change ends with, when it is written "Label: value" ("Actually the
+    total was 190. Total claimed: 190" → "190"); None for a change in other words ("The return
+    date's wrong: I came back on 5 March, not the 4th": more than a value follows the colon)."""
+    if ":" not in change:
+        return None
+    value = change.rsplit(":", 1)[1].strip().rstrip(".!")
+    if not value or "," in value or len(value.split()) > 4:
+        return None
+    return value
 
 
 def _shows(text: str, value: str) -> bool:
@@ -181,6 +183,7 @@ class ScriptedPerson:
         self.asked: dict[int, int] = {}  # fact index -> how many times it was asked
         self._pending: list[str] = []  # messages they mean to send unasked (a self-correction)
         self._changed = 0  # how many times they said their read-back change
+        self._answered: str | None = None  # the read-back they first answered with it (folded)
 
     def opening(self) -> str:
         return self.persona.opening
@@ -213,17 +216,21 @@ class ScriptedPerson:
         return self.persona.unknown
 
     def _read_back(self, model_text: str) -> str:
-        """Their answer to a read-back: the ``readback_change`` the first time; "yes" once the
-        read-back shows the changed value; the change again when it does not (it was not applied),
-        at most :data:`READBACK_REPEATS` times, then "no": never "yes" to a wrong read-back."""
+        """Their answer to a read-back: the ``readback_change`` the first time; "yes" once a
+        read-back shows it applied; the change again when it does not, at most
+        :data:`READBACK_REPEATS` times, then "no": never "yes" to a read-back missing their change.
+
+        Applied: the read-back shows the value a "Label: value" change ends with (numbers as
+        numbers); for a change in other words, the read-back is not the one they answered."""
         change = self.persona.readback_change
         if not change:
             return "yes"
-        if self._changed == 0:
-            self._changed = 1
+        if self._changed == 0 or self._answered is None:
+            self._changed, self._answered = 1, _fold(model_text)
             return change
         wanted = changed_value(change)
-        if wanted is None or _shows(model_text, wanted):
+        applied = _shows(model_text, wanted) if wanted is not None else _fold(model_text) != self._answered
+        if applied:
             return "yes"
         if self._changed > READBACK_REPEATS:
             return "no"
