@@ -115,7 +115,7 @@ class FormService:
         person and returns their answer, or None; it is called without the lock held."""
         with self.lock:
             if name == RESOLVE_TOOL and self.host_runner is not None:
-                envelope = clipped(self._resolve(arguments))  # as FormTools bounds every result
+                envelope = clipped(self._resolve(self.host_runner, arguments))  # as FormTools bounds every result
             else:
                 person = Person(ask=self._unlocked(ask) if ask is not None else None)
                 for quote in _quotes(arguments):
@@ -137,7 +137,7 @@ class FormService:
 
         return asking
 
-    def _resolve(self, arguments: Any) -> dict[str, Any]:
+    def _resolve(self, host: FormRunner, arguments: Any) -> dict[str, Any]:
         """The host's answer to a checkpoint of one of the subject's instances (only with --as-host)."""
         if not isinstance(arguments, dict):
             return error_envelope(f"Bad arguments for {RESOLVE_TOOL}: expected a JSON object.", "invalid_arguments")
@@ -156,7 +156,7 @@ class FormService:
             # Started --as-host: the server's operator said so explicitly, as a chat opened
             # --as-host does; deciding their own subject's request is then recorded as such.
             result = resolve_as(
-                self.host_runner,
+                host,
                 instance.id,
                 actor=self.host_name,
                 fail=args.fail,
