@@ -372,3 +372,12 @@ def test_a_report_file_that_cannot_be_written_is_one_line_before_any_run(cli, tm
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "runs").exists()
     folder = cli("eval", str(TERSE), "--model", "guided", option, str(tmp_path), "--record-dir", str(tmp_path / "runs"))
     assert folder.exit_code == 2 and "that is a folder; name a file" in folder.stderr
+
+
+def test_an_expectation_no_persona_line_holds_is_one_line_before_any_run(cli, tmp_path):
+    typo = tmp_path / "typo.toml"
+    typo.write_text(TERSE.read_text(encoding="utf-8").replace("total = 212.4", "total = 221.4"), encoding="utf-8")
+    done = cli("eval", str(TERSE), str(typo), "--model", "guided", "--record-dir", str(tmp_path / "runs"))
+    assert done.exit_code != 0 and done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
+    assert f"{typo}: `expect.values.total` = 221.4: none of the persona's lines hold it" in done.stderr
+    assert not (tmp_path / "runs").exists()
