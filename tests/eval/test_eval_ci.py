@@ -381,3 +381,23 @@ def test_an_expectation_no_persona_line_holds_is_one_line_before_any_run(cli, tm
     assert done.exit_code != 0 and done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
     assert f"{typo}: `expect.values.total` = 221.4: none of the persona's lines hold it" in done.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_run_timeout_abandons_a_model_call_that_hangs(cli, tmp_path):
+    """The server never answers: past --run-timeout the call in flight is abandoned (the adapters'
+    stop event), and the run fails with its one line, in about the budget, not the call's deadline."""
+    import anthropic  # noqa: F401  (imported now: the budget is the call's, not the SDK's first import)
+
+    with FakeAnthropic() as api:
+        for _ in range(3):
+            api.hang(30)
+        started = time.monotonic()
+        done = cli(
+            "eval", str(TERSE), "--model", "anthropic:claude-test", "--run-timeout", "1", "--json",
+            "--record-dir", str(tmp_path / "runs"), env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.url},
+        )  # fmt: skip
+        took = time.monotonic() - started
+    assert done.exit_code == 1, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    assert "the run took longer than its 1s (--run-timeout), so it was stopped" in run["problems"]
+    assert took < 10 and run["model_calls"] == 1

@@ -9,7 +9,7 @@ ends when the form is closed (complete or abandoned), when it waits with no host
 the person leaves, or after ``max_turns`` + :data:`EXTRA_TURNS` turns.
 
 Two budgets end a run early, as a failure with one line (:class:`RunLimits`): its wall time
-(``--run-timeout``: the turn under way is cancelled at its next safe point) and the model
+(``--run-timeout``: the turn under way is cancelled, the model call in flight abandoned) and the model
 failing several calls in a row (a dead server is not called until the turn budget runs out).
 Anything else that breaks inside a run (a grading bug, a recorder that cannot write, a host
 action that raises) fails that run with one line; it never ends the eval.
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from formctl.agent.person import Person
 from formctl.agent.usage import Usage
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 __all__ = [
     "EVAL_SUBJECT",
     "EXTRA_TURNS",
-    "CountsAttempts",
     "ModelFactory",
     "RunLimits",
     "RunResult",
@@ -63,13 +62,6 @@ EXTRA_TURNS = 10
 _EXPECTABLE = tuple(s for s in Status if s is not Status.STALE)
 
 ModelFactory = Callable[["FormRunner"], "ChatModel"]
-
-
-@runtime_checkable
-class CountsAttempts(Protocol):
-    """A model over a provider's SDK that counts the HTTP requests it sent (retries included)."""
-
-    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +342,9 @@ class _Run:
         self.rec.transcript.expect = _regression_expect(self.scenario, end, graded)
         self.rec.flush()
         person_usage = getattr(self.person, "usage", None)
-        attempts = self.model.attempts if isinstance(self.model, CountsAttempts) else 0
+        # The HTTP requests the model's calls sent, retries included (the loop adds up what each
+        # reply and error says; 0 for a model with no HTTP under it, as the guided one).
+        attempts = loop.attempts
         return RunResult(
             scenario=self.scenario.name,
             model=self.setup.model_label,

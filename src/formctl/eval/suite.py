@@ -11,8 +11,8 @@ run has its own store, model, person and recorder, and the form registry is shar
 lock. The results come back in the order of a sequential eval (scenario, model, run), whatever
 order the runs finished in, so ``--jobs 4`` reports exactly what ``--jobs 1`` does for a
 deterministic model. A run that raises is a failed run with one line; the others go on. A run
-past its ``--run-timeout`` is cancelled at its next safe point; one still going
-:data:`LEFT_BEHIND_AFTER` seconds later (a model call that does not return) is reported as
+past its ``--run-timeout`` is cancelled (its model call in flight abandoned); one still going
+:data:`LEFT_BEHIND_AFTER` seconds later (a model that cannot abandon its call) is reported as
 failed and left behind on its daemon thread, so the eval never waits on it.
 """
 
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LEFT_BEHIND_AFTER", "ModelSpec", "SuitePlan", "model_spec", "person_factory", "run_suite"]
 
-# Seconds past its --run-timeout a run may take to stop (the turn under way ends at its next safe
-# point, after the model call in flight returns) before it is reported as failed and left behind.
+# Seconds past its --run-timeout a run may take to stop (the adapters abandon a call within a tick;
+# a model that cannot, or a tool call under way, may take longer) before it is left behind as failed.
 LEFT_BEHIND_AFTER = 5.0
 
 
