@@ -401,3 +401,30 @@ def test_run_timeout_abandons_a_model_call_that_hangs(cli, tmp_path):
     (run,) = json.loads(done.stdout)["runs"]
     assert "the run took longer than its 1s (--run-timeout), so it was stopped" in run["problems"]
     assert took < 10 and run["model_calls"] == 1
+
+
+def test_a_record_dir_that_cannot_be_made_is_one_line_before_any_run(cli, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    done = cli("eval", str(TERSE), "--model", "guided", "--record-dir", str(blocker / "runs"))
+    assert done.exit_code == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"error: --record-dir {blocker / 'runs'}: cannot make that folder")
+
+
+def test_a_recorder_that_fails_fails_its_run_and_the_eval_reports(cli, tmp_path, monkeypatch):
+    from formctl.transcripts.record import Recorder
+
+    flush = Recorder.flush
+
+    def failing_flush(self):
+        if self.transcript.form == "travel-claim":
+            raise OSError(28, "No space left on device")
+        flush(self)
+
+    monkeypatch.setattr(Recorder, "flush", failing_flush)
+    done = cli("eval", str(TERSE), str(INTAKE), "--model", "guided", "--record-dir", str(tmp_path / "runs"))
+    assert done.exit_code == 1
+    lines = done.stdout.splitlines()
+    at = lines.index("FAILED travel_claim/terse_rail · guided · run 1")
+    assert lines[at + 1] == "  the run could not finish: OSError: [Errno 28] No space left on device"
+    assert "(1/2 runs passed)" in done.stdout

@@ -96,6 +96,10 @@ def eval_command(
     person_label, make_person = person_factory(person_model)
     price_table = load_prices(prices)
     folder = Path(record_dir) if record_dir else Path(".formctl") / "eval" / time.strftime("%Y%m%d-%H%M%S")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"--record-dir {folder}: cannot make that folder ({exc.strerror or exc})", 2)
     plan = SuitePlan(runs, make_person, folder, jobs, RunLimits(run_timeout, model_errors))
     results, interrupted = _run_with_progress(scenarios, registry, specs, plan)
     report = report_json(results, k=runs, prices=price_table, person=person_label)
