@@ -95,9 +95,11 @@ def test_the_packaged_examples_are_the_tested_example_forms():
     assert list(shipped["forms"]) == ["travel-claim", "client-intake"]
     for kind, entries in shipped.items():
         for key, entry in entries.items():
-            assert entry == tested[kind][key]
+            assert entry == tested[kind][key], f"{kind}.{key}: copy tests/fixtures/forms/registry.toml's entry over"
             module = entry["module"].partition(":")[0] + ".py"
-            assert (EXAMPLES / module).read_bytes() == (SOURCE / "forms" / module).read_bytes(), module
+            assert (EXAMPLES / module).read_bytes() == (SOURCE / "forms" / module).read_bytes(), (
+                f"src/formctl/examples/{module} is not the tested tests/fixtures/forms/{module}: copy it over"
+            )
 
 
 def test_new_example_copies_the_form_into_an_empty_project_and_it_runs(tmp_path, monkeypatch):
