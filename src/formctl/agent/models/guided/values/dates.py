@@ -36,8 +36,9 @@ _DATE = re.compile(
     r"|(?P<iso>\d{4}-\d{1,2}-\d{1,2})"
     r"|(?P<num>\d{1,2}[/.]\d{1,2}[/.]\d{2,4})"
     r"|(?P<rel>(?:the\s+)?(?:next|following)\s+day|the\s+day\s+after|(?:the\s+)?same\s+day|that\s+(?:same\s+)?day"
-    r"|(?P<n>a|one|two|three|four|five|six|seven|\d{1,2})\s+(?P<unit>days?|nights?|weeks?)\s+later)"
-    rf"|(?P<day>(?:the\s+){_DAY}(?![\w/.-]\d)))(?![\w])",
+    r"|(?P<n>a|one|two|three|four|five|six|seven|\d{1,2})\s+(?P<unit>days?|nights?|weeks?)\s+(?:later|after))"
+    rf"|(?P<day>(?:the\s+){_DAY}(?![\w/.-]\d))"
+    r"|(?:(?:the\s+)?(?:following|next)\s+)?(?P<lone>monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?![\w])",
     re.IGNORECASE,
 )
 LIMIT = 12  # date phrases read from one line at most
@@ -96,6 +97,9 @@ def _read(m: re.Match[str], ctx: ReadingContext) -> tuple[date, str | None]:
     if m.group("rel"):
         day = _relative(m, ctx)
         return day, _read_as(m.group("rel"), day)
+    if m.group("lone"):
+        day = _weekday_after(m, ctx)
+        return day, _read_as(m.group(0), day)
     if m.group("day"):
         day = _day_only(m, ctx)
         return day, _read_as(m.group("day"), day)
@@ -191,6 +195,15 @@ def _relative(m: re.Match[str], ctx: ReadingContext) -> date:
         n = int(count) if count.isdigit() else _NUMBERS[count]
         return ctx.previous_date + timedelta(days=n * (7 if m.group("unit").lower().startswith("week") else 1))
     return ctx.previous_date + timedelta(days=1)
+
+
+def _weekday_after(m: re.Match[str], ctx: ReadingContext) -> date:
+    """ "Wednesday", "the following Monday": the first such day after the date just given."""
+    name = m.group("lone")
+    if ctx.previous_date is None:
+        raise UnreadableAnswer(f"Which {name.capitalize()}? Please give the date itself, like 3 Nov 2026.")
+    ahead = (_WEEKDAYS.index(name[:3].lower()) - ctx.previous_date.weekday()) % 7
+    return ctx.previous_date + timedelta(days=ahead or 7)
 
 
 def _day_only(m: re.Match[str], ctx: ReadingContext) -> date:
