@@ -168,7 +168,9 @@ def test_the_number_that_is_now_is_taken_beside_one_that_is_not():
     assert reading.value == 17
 
 
-@pytest.mark.parametrize("text", ["1.2k", "2m", "1.5 thousand", "between 40 and 50", "40 or 50"])
+@pytest.mark.parametrize(
+    "text", ["1.2k", "2m", "1.5 thousand", "between 40 and 50", "40 or 50", "a few hundred", "hundreds"]
+)
 def test_an_amount_that_is_not_one_figure_is_refused(text):
     with pytest.raises(UnreadableAnswer):
         read_value(Kind("number"), text, GB)

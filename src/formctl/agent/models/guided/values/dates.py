@@ -125,7 +125,9 @@ def _parse(body: str, ctx: ReadingContext, weekday: int | None = None) -> tuple[
     has_year = re.search(r"\d{4}|[/.]\d{2,4}$", body) is not None
     near = ctx.previous_date or ctx.started
     if not has_year and near is None:
-        raise UnreadableAnswer(f'Which year is "{body}"? Please give the date with its year, like 3 Nov 2026.')
+        raise UnreadableAnswer(
+            f'Which year is "{body}"? Please give the date with its year, like 2026-11-03 or 3 Nov 2026.'
+        )
     base = near or date(2000, 1, 1)
     found = _dateparser(body, ctx, base)
     if found is None:
@@ -187,7 +189,9 @@ def _nearest_year(day: date, base: date, weekday: int | None = None) -> date:
 def _relative(m: re.Match[str], ctx: ReadingContext) -> date:
     phrase = " ".join(m.group("rel").lower().split())
     if ctx.previous_date is None:
-        raise UnreadableAnswer(f'"{phrase}" after which date? Please give the date itself, like 3 Nov 2026.')
+        raise UnreadableAnswer(
+            f'"{phrase}" after which date? Please give the date itself, like 2026-11-03 or 3 Nov 2026.'
+        )
     if "same" in phrase or phrase.startswith("that"):
         return ctx.previous_date
     if m.group("unit"):
@@ -201,7 +205,9 @@ def _weekday_after(m: re.Match[str], ctx: ReadingContext) -> date:
     """ "Wednesday", "the following Monday": the first such day after the date just given."""
     name = m.group("lone")
     if ctx.previous_date is None:
-        raise UnreadableAnswer(f"Which {name.capitalize()}? Please give the date itself, like 3 Nov 2026.")
+        raise UnreadableAnswer(
+            f"Which {name.capitalize()}? Please give the date itself, like 2026-11-03 or 3 Nov 2026."
+        )
     ahead = (_WEEKDAYS.index(name[:3].lower()) - ctx.previous_date.weekday()) % 7
     return ctx.previous_date + timedelta(days=ahead or 7)
 
@@ -211,7 +217,9 @@ def _day_only(m: re.Match[str], ctx: ReadingContext) -> date:
     number = int(re.sub(r"\D", "", m.group("day")))
     base = ctx.previous_date
     if base is None:
-        raise UnreadableAnswer(f'Which month is "{m.group("day")}"? Please give the whole date, like 3 Nov 2026.')
+        raise UnreadableAnswer(
+            f'Which month is "{m.group("day")}"? Please give the whole date, like 2026-11-03 or 3 Nov 2026.'
+        )
     for months_on in (0, 1):
         month = (base.month - 1 + months_on) % 12 + 1
         year = base.year + (base.month - 1 + months_on) // 12

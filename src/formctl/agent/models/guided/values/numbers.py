@@ -111,6 +111,8 @@ def _word_numbers(text: str) -> list[Figure]:
             continue
         while run and run[-1].group(0).lower() == "and":
             run.pop()
+        if run and run[0].group(0).lower() in ("hundred", "thousand") and not _after_a(text, run[0].start()):
+            run = []  # "a few hundred", "hundreds": no number ("a hundred" is one)
         if run and len(run) <= 12:
             start, end = run[0].start(), run[-1].end()
             number = parse_number(text[start:end])
@@ -118,6 +120,10 @@ def _word_numbers(text: str) -> list[Figure]:
                 out.append(Figure(Decimal(number), (start, end), text[start:end]))
         run = []
     return out
+
+
+def _after_a(text: str, at: int) -> bool:
+    return text[max(0, at - 3) : at].lower() in (" a ", "a ") or text[max(0, at - 2) : at].lower() == "a "
 
 
 def _is_number_word(word: str, run: list[re.Match[str]]) -> bool:
