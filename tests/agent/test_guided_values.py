@@ -225,10 +225,23 @@ def test_a_sentence_without_a_number_is_not_a_phone_number(text):
 
 @pytest.mark.parametrize(
     ("text", "ref"),
-    [("booking ref is QX7RTA", "QX7RTA"), ("it's TR-88321 on the ticket", "TR-88321"), ("qx7rta", "qx7rta")],
+    [
+        ("booking ref is QX7RTA", "QX7RTA"),
+        ("it's TR-88321 on the ticket", "TR-88321"),
+        ("qx7rta", "qx7rta"),
+        ("TR 88321", "TR 88321"),
+        ("booking ref is TR 88321", "TR 88321"),
+        ("ref 88321", "88321"),
+    ],
 )
 def test_a_reference_is_taken_out_of_its_sentence(text, ref):
     assert value("reference", text) == ref
+
+
+@pytest.mark.parametrize(("text", "reason"), [("not sure", "the reference itself"), ("QX7RTA or QX7RTB", "which")])
+def test_words_that_hold_no_one_reference_are_not_stored_as_one(text, reason):
+    with pytest.raises(UnreadableAnswer, match=reason):
+        read_value(Kind("reference"), text, GB)
 
 
 @pytest.mark.parametrize(
