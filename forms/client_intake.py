@@ -58,7 +58,9 @@ client_intake = (
                     "friend": ["a friend", "friends", "word of mouth", "neighbour", "family", "relative",
                                "colleague", "mate", "sister", "brother", "mum", "dad"],
                     "doctor": ["gp", "my gp", "surgery", "nurse", "health visitor", "hospital", "doctors",
-                               "practice", "referred by my doctor"]},
+                               "practice", "referred by my doctor"],
+                    "other": ["leaflet", "poster", "newspaper", "radio", "library", "jobcentre",
+                              "citizens advice", "walked past", "saw the sign", "advert"]},
            when=lambda v, s: v["client_type"] == "new")
     .field("needs", Annotated[str, Field(min_length=3)], label="Needs",
            when=lambda v, s: v["client_type"] == "new")

@@ -72,6 +72,9 @@ def value(kind: Kind | str, text: str, ctx: ReadingContext = GB):
         ("2 January", AFTER_30_DECEMBER, "2027-01-02"),  # the year nearest the date before it
         ("Monday 9 March", ReadingContext("en-GB", started=date(2030, 1, 1)), "2026-03-09"),  # a Monday then
         ("I came back on 5 March 2026, not the 4th", GB, "2026-03-05"),
+        ("got back Wednesday", ReadingContext("en-GB", date(2026, 3, 9)), "2026-03-11"),  # the next Wednesday
+        ("the following Monday", ReadingContext("en-GB", date(2026, 3, 9)), "2026-03-16"),
+        ("two days after", AFTER_19_MARCH, "2026-03-21"),
     ],
 )
 def test_dates_people_write_are_read(text, ctx, day):
@@ -97,6 +100,8 @@ def test_a_date_read_from_the_one_before_it_is_said_back_as_the_date_it_makes():
         ("3 March 2026 or 4 March 2026", GB, "which date you mean"),
         ("the next day, 22 March", AFTER_19_MARCH, "which date you mean"),
         ("sometime in spring", GB, "I need a date"),
+        ("I sat on the train", GB, "I need a date"),  # "sat" is not Saturday
+        ("Wednesday", GB, "Which Wednesday"),
     ],
 )
 def test_a_date_that_cannot_be_placed_is_asked_again(text, ctx, reason):
@@ -150,7 +155,9 @@ def test_ages_are_read(text, age):
     assert value("integer", text) == age
 
 
-@pytest.mark.parametrize("text", ["I'll be 18 in June", "turning 18 next month", "I will be 18 soon"])
+@pytest.mark.parametrize(
+    "text", ["I'll be 18 in June", "turning 18 next month", "I will be 18 soon", "I was born in 1990"]
+)
 def test_a_number_that_is_not_now_is_not_the_answer(text):
     with pytest.raises(UnreadableAnswer, match="not what it is now"):
         read_value(Kind("integer"), text, GB)
@@ -161,7 +168,9 @@ def test_the_number_that_is_now_is_taken_beside_one_that_is_not():
     assert reading.value == 17
 
 
-@pytest.mark.parametrize("text", ["1.2k", "2m", "1.5 thousand", "between 40 and 50", "40 or 50"])
+@pytest.mark.parametrize(
+    "text", ["1.2k", "2m", "1.5 thousand", "between 40 and 50", "40 or 50", "a few hundred", "hundreds"]
+)
 def test_an_amount_that_is_not_one_figure_is_refused(text):
     with pytest.raises(UnreadableAnswer):
         read_value(Kind("number"), text, GB)
@@ -188,6 +197,7 @@ def test_what_else_a_line_says_beside_a_value_is_kept_to_say_back():
     assert reading.rest == ("Actually I've found it",)
     assert read_value(Kind("phone"), "My mobile is 07700 900982 if that helps", GB).rest == ()
     assert read_value(Kind("number"), "£60, that was for two dinners", GB).rest == ("that was for two dinners",)
+    assert read_value(Kind("date"), "got back Wednesday", ReadingContext("en-GB", date(2026, 3, 9))).rest == ()
 
 
 @pytest.mark.parametrize(
@@ -215,10 +225,23 @@ def test_a_sentence_without_a_number_is_not_a_phone_number(text):
 
 @pytest.mark.parametrize(
     ("text", "ref"),
-    [("booking ref is QX7RTA", "QX7RTA"), ("it's TR-88321 on the ticket", "TR-88321"), ("qx7rta", "qx7rta")],
+    [
+        ("booking ref is QX7RTA", "QX7RTA"),
+        ("it's TR-88321 on the ticket", "TR-88321"),
+        ("qx7rta", "qx7rta"),
+        ("TR 88321", "TR 88321"),
+        ("booking ref is TR 88321", "TR 88321"),
+        ("ref 88321", "88321"),
+    ],
 )
 def test_a_reference_is_taken_out_of_its_sentence(text, ref):
     assert value("reference", text) == ref
+
+
+@pytest.mark.parametrize(("text", "reason"), [("not sure", "the reference itself"), ("QX7RTA or QX7RTB", "which")])
+def test_words_that_hold_no_one_reference_are_not_stored_as_one(text, reason):
+    with pytest.raises(UnreadableAnswer, match=reason):
+        read_value(Kind("reference"), text, GB)
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ repetition); ``benchmarks/guided.py`` measures them.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from formctl.agent.models.guided.values.context import ReadingContext, locale_from_env, normalise_locale
@@ -66,7 +67,13 @@ _FALSE = frozenset({"f", "false"})
 
 def read_value(kind: Kind, text: str, ctx: ReadingContext | None = None) -> Reading:
     """What ``text`` means for a field of ``kind`` (see the module's docstring)."""
-    ctx = ctx or ReadingContext()
+    reading = _read(kind, text, ctx or ReadingContext())
+    # what is left beside the value is said back when it says something of its own ("for the
+    # supplier audit", "to Glasgow"), not when it only goes with the answer ("got back", "sent me")
+    return replace(reading, rest=telling(reading.rest)) if reading.rest else reading
+
+
+def _read(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
     text = _strip_quotes(text)
     whole = (0, len(text))
     if kind.name in ("integer", "number"):
@@ -109,7 +116,7 @@ def _read_boolean(text: str) -> Reading:
         rest = ""
     if answer is None:
         raise UnreadableAnswer("I need a yes or a no.")
-    return Reading(answer, (0, len(text) - len(rest)), "yes" if answer else "no", telling(around(rest, [])))
+    return Reading(answer, (0, len(text) - len(rest)), "yes" if answer else "no", around(rest, []))
 
 
 def _read_email(text: str) -> Reading:

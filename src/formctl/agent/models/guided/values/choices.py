@@ -14,7 +14,7 @@ from typing import Any
 
 from formctl.agent.models.guided.values.context import ReadingContext
 from formctl.agent.models.guided.values.kinds import Kind, UnreadableAnswer
-from formctl.agent.models.guided.values.reading import Reading, around, telling
+from formctl.agent.models.guided.values.reading import Reading, around
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _NEGATION = frozenset({"not", "no", "never", "didn't", "didnt", "wasn't", "wasnt", "haven't", "havent"})
@@ -96,7 +96,7 @@ def read_choice(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
     options = list(dict.fromkeys(o for o, _ in found))
     if len(options) == 1:
         spans = [s for _, s in found]
-        return Reading(options[0], spans[0], str(options[0]), telling(around(text, spans)))
+        return Reading(options[0], spans[0], str(options[0]), around(text, spans))
     if len(options) > 1:
         raise UnreadableAnswer(f"I can't tell which you mean: {or_list([str(o) for o in options])}?")
     raise UnreadableAnswer(f"I need one of: {or_list(shown)}.")

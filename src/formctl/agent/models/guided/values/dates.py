@@ -36,8 +36,9 @@ _DATE = re.compile(
     r"|(?P<iso>\d{4}-\d{1,2}-\d{1,2})"
     r"|(?P<num>\d{1,2}[/.]\d{1,2}[/.]\d{2,4})"
     r"|(?P<rel>(?:the\s+)?(?:next|following)\s+day|the\s+day\s+after|(?:the\s+)?same\s+day|that\s+(?:same\s+)?day"
-    r"|(?P<n>a|one|two|three|four|five|six|seven|\d{1,2})\s+(?P<unit>days?|nights?|weeks?)\s+later)"
-    rf"|(?P<day>(?:the\s+){_DAY}(?![\w/.-]\d)))(?![\w])",
+    r"|(?P<n>a|one|two|three|four|five|six|seven|\d{1,2})\s+(?P<unit>days?|nights?|weeks?)\s+(?:later|after))"
+    rf"|(?P<day>(?:the\s+){_DAY}(?![\w/.-]\d))"
+    r"|(?:(?:the\s+)?(?:following|next)\s+)?(?P<lone>monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?![\w])",
     re.IGNORECASE,
 )
 LIMIT = 12  # date phrases read from one line at most
@@ -96,6 +97,9 @@ def _read(m: re.Match[str], ctx: ReadingContext) -> tuple[date, str | None]:
     if m.group("rel"):
         day = _relative(m, ctx)
         return day, _read_as(m.group("rel"), day)
+    if m.group("lone"):
+        day = _weekday_after(m, ctx)
+        return day, _read_as(m.group(0), day)
     if m.group("day"):
         day = _day_only(m, ctx)
         return day, _read_as(m.group("day"), day)
@@ -121,7 +125,9 @@ def _parse(body: str, ctx: ReadingContext, weekday: int | None = None) -> tuple[
     has_year = re.search(r"\d{4}|[/.]\d{2,4}$", body) is not None
     near = ctx.previous_date or ctx.started
     if not has_year and near is None:
-        raise UnreadableAnswer(f'Which year is "{body}"? Please give the date with its year, like 3 Nov 2026.')
+        raise UnreadableAnswer(
+            f'Which year is "{body}"? Please give the date with its year, like 2026-11-03 or 3 Nov 2026.'
+        )
     base = near or date(2000, 1, 1)
     found = _dateparser(body, ctx, base)
     if found is None:
@@ -183,7 +189,9 @@ def _nearest_year(day: date, base: date, weekday: int | None = None) -> date:
 def _relative(m: re.Match[str], ctx: ReadingContext) -> date:
     phrase = " ".join(m.group("rel").lower().split())
     if ctx.previous_date is None:
-        raise UnreadableAnswer(f'"{phrase}" after which date? Please give the date itself, like 3 Nov 2026.')
+        raise UnreadableAnswer(
+            f'"{phrase}" after which date? Please give the date itself, like 2026-11-03 or 3 Nov 2026.'
+        )
     if "same" in phrase or phrase.startswith("that"):
         return ctx.previous_date
     if m.group("unit"):
@@ -193,12 +201,25 @@ def _relative(m: re.Match[str], ctx: ReadingContext) -> date:
     return ctx.previous_date + timedelta(days=1)
 
 
+def _weekday_after(m: re.Match[str], ctx: ReadingContext) -> date:
+    """ "Wednesday", "the following Monday": the first such day after the date just given."""
+    name = m.group("lone")
+    if ctx.previous_date is None:
+        raise UnreadableAnswer(
+            f"Which {name.capitalize()}? Please give the date itself, like 2026-11-03 or 3 Nov 2026."
+        )
+    ahead = (_WEEKDAYS.index(name[:3].lower()) - ctx.previous_date.weekday()) % 7
+    return ctx.previous_date + timedelta(days=ahead or 7)
+
+
 def _day_only(m: re.Match[str], ctx: ReadingContext) -> date:
     """ "the 11th": that day of the month of the date just given, or of the month after."""
     number = int(re.sub(r"\D", "", m.group("day")))
     base = ctx.previous_date
     if base is None:
-        raise UnreadableAnswer(f'Which month is "{m.group("day")}"? Please give the whole date, like 3 Nov 2026.')
+        raise UnreadableAnswer(
+            f'Which month is "{m.group("day")}"? Please give the whole date, like 2026-11-03 or 3 Nov 2026.'
+        )
     for months_on in (0, 1):
         month = (base.month - 1 + months_on) % 12 + 1
         year = base.year + (base.month - 1 + months_on) // 12

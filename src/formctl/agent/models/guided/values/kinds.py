@@ -17,7 +17,7 @@ class Kind:
 
     ``name``: integer | number | boolean | date | datetime | email | phone | text | choice | json.
     ``phone`` is text whose label or id says it is a phone number ("Phone", "Mobile");
-    ``reference`` is text whose label says it is a reference ("Ticket reference", "Booking code").
+    ``reference`` is text whose label says it is a reference ("Ticket reference", "Booking ref").
     ``aliases``: a choice's other names, (option, (alias, ...)) pairs, from the form's author.
     """
 
@@ -32,7 +32,7 @@ class UnreadableAnswer(ValueError):
 
 
 _PHONE_WORDS = re.compile(r"\b(?:phone|mobile|cell|telephone|tel|landline)\b", re.IGNORECASE)
-_REFERENCE_WORDS = re.compile(r"\b(?:ref|reference|booking|code|locator|confirmation number)\b", re.IGNORECASE)
+_REFERENCE_WORDS = re.compile(r"\b(?:ref|reference|booking|confirmation number)\b", re.IGNORECASE)
 
 
 def field_kind(field: Any) -> Kind:

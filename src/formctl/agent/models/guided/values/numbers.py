@@ -46,6 +46,8 @@ _EXACT = re.compile(
 _ROUGH = re.compile(r"(?:about|around|roughly|approx(?:imately)?|circa|maybe|nearly|almost|under|over)\W*$", re.I)
 # A number that is not now: "I'll be 18 in June", "turning 18 next month".
 _FUTURE_BEFORE = re.compile(r"(?:'ll be|will be|going to be|gonna be|turning|turn|be)\s*$", re.IGNORECASE)
+# A year, not a number of now: "born in 1990".
+_BORN = re.compile(r"\bborn\b[\w\s,]{0,16}$", re.IGNORECASE)
 _FUTURE_AFTER = re.compile(r"^\s*(?:in|on|next|this|come|by|soon|later|when|after|from)\b", re.IGNORECASE)
 # "18 in June", "18 next month": a number with a time still to come after it.
 _COMING = re.compile(
@@ -109,6 +111,8 @@ def _word_numbers(text: str) -> list[Figure]:
             continue
         while run and run[-1].group(0).lower() == "and":
             run.pop()
+        if run and run[0].group(0).lower() in ("hundred", "thousand") and not _after_a(text, run[0].start()):
+            run = []  # "a few hundred", "hundreds": no number ("a hundred" is one)
         if run and len(run) <= 12:
             start, end = run[0].start(), run[-1].end()
             number = parse_number(text[start:end])
@@ -116,6 +120,10 @@ def _word_numbers(text: str) -> list[Figure]:
                 out.append(Figure(Decimal(number), (start, end), text[start:end]))
         run = []
     return out
+
+
+def _after_a(text: str, at: int) -> bool:
+    return text[max(0, at - 3) : at].lower() in (" a ", "a ") or text[max(0, at - 2) : at].lower() == "a "
 
 
 def _is_number_word(word: str, run: list[re.Match[str]]) -> bool:
@@ -187,7 +195,7 @@ def _choose(text: str, found: list[Figure]) -> tuple[Figure | None, list[Figure]
 def _not_now(text: str, figure: Figure) -> bool:
     before = text[max(0, figure.span[0] - 24) : figure.span[0]]
     after = text[figure.span[1] : figure.span[1] + 24]
-    if _COMING.match(after):
+    if _COMING.match(after) or _BORN.search(before):
         return True
     return _FUTURE_BEFORE.search(before) is not None and (
         _FUTURE_AFTER.match(after) is not None or "ll be" in before or "will be" in before or "turn" in before

@@ -58,20 +58,34 @@ def find_references(text: str) -> list[Reading]:
     return out
 
 
+# Four or more digits, with the capitals written before them ("TR 88321", "88321").
+_DIGIT_REFERENCE = re.compile(r"(?<![\w-])(?:[A-Z]{1,4}[ -])?\d{4,}(?![\w-])")
+# What leads up to a reference written in parts ("booking ref is TR 88321"): the words up to it.
+_REFERENCE_LEAD = re.compile(
+    r"^.*?\b(?:is|was|it's|its|ref|reference|number|no\.?|code)\s*[:=-]?\s+(?=\S)", re.IGNORECASE
+)
+
+
 def read_reference(text: str) -> Reading:
-    """The one reference ``text`` gives ("booking ref is QX7RTA" gives QX7RTA); a single word is
-    taken as it is; raises UnreadableAnswer otherwise."""
+    """The one reference ``text`` gives: the token written like one ("booking ref is QX7RTA"
+    gives QX7RTA), else four or more digits ("ref 88321", "TR 88321" with its capitals), else a
+    short answer with a figure as it is written (after its lead-in); raises UnreadableAnswer when
+    there is none, or several."""
     from formctl.agent.models.guided.values.reading import around
 
-    found = find_references(text)
+    found = (
+        find_references(text)
+        or [Reading(m.group(0), m.span(), m.group(0)) for m in _DIGIT_REFERENCE.finditer(text)][:LIMIT]
+    )
     if len({r.value for r in found}) == 1:
         return Reading(found[0].value, found[0].span, found[0].said_as, around(text, [r.span for r in found]))
-    words = text.split()
-    if len(words) == 1:
-        token = words[0].strip("\"'.,;:!?()")
-        return Reading(token, (0, len(text)), token)
     if found:
         raise UnreadableAnswer(f"I can't tell which reference you mean: {' or '.join(r.value for r in found)}?")
+    lead = _REFERENCE_LEAD.match(text) if len(text) <= 200 else None
+    start = lead.end() if lead else 0
+    token = text[start:].strip().strip("\"'.,;:!?()")
+    if token and len(token.split()) <= 3 and any(ch.isdigit() for ch in token):
+        return Reading(token, (start, len(text)), token)
     raise UnreadableAnswer("I need the reference itself, as it is written on the booking, like TR-20931.")
 
 
