@@ -8,6 +8,7 @@ from __future__ import annotations
 from clitools import CLAIMANT_AND_TRIP, Cli
 
 CLAIMANT = ["Dana Reeve", "AB1234", "dana@example.org"]
+INTAKE = ["new", "34", "Jo Bloggs", "jo@example.org"]
 
 
 def chat(cli: Cli, form: str, lines: list[str]) -> str:
@@ -140,7 +141,7 @@ def test_a_referral_that_names_none_of_the_options_is_other_said_back(cli):
         cli, "client-intake", ["new", "34", "Jo Bloggs", "jo@example.org", "skip", "Citizens Advice sent me here"]
     )
 
-    assert 'I\'ve put Referral source as "other" ("Citizens Advice sent me here").' in out
+    assert "Referral source: other" in out  # the form's own aliases, or the words said back as "other"
     assert stored(cli)["referral"] == "other"
 
 
@@ -158,3 +159,10 @@ def test_what_changed_answers_have_the_details_changed_and_corrects_it(cli):
     assert "Got it — Details changed: yes." in out and "Got it — Phone: 07700 900888." in out
     got = stored(cli)
     assert got["details_changed"] is True and got["phone"] == "07700 900888"
+
+
+def test_a_referrer_no_option_or_alias_names_is_other_with_the_words_said_back(cli):
+    out = chat(cli, "client-intake", [*INTAKE, "skip", "The man at the bus stop told me"])
+
+    assert 'I\'ve put Referral source as "other" ("The man at the bus stop told me").' in out
+    assert stored(cli)["referral"] == "other"
