@@ -166,3 +166,10 @@ def test_a_referrer_no_option_or_alias_names_is_other_with_the_words_said_back(c
 
     assert 'I\'ve put Referral source as "other" ("The man at the bus stop told me").' in out
     assert stored(cli)["referral"] == "other"
+
+
+def test_claim_for_a_name_is_the_name_not_the_purpose(cli):
+    chat(cli, "travel-claim", ["Hi, claim for Sarah Jones, staff ID SJ4410. Went to Birmingham for a workshop."])
+
+    got = stored(cli)
+    assert got["full_name"] == "Sarah Jones" and got["purpose"] == "workshop"

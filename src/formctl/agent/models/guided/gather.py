@@ -45,7 +45,20 @@ _NAMES: dict[str, tuple[str, ...]] = {
 }
 # How a value is led in, by the same words: the value follows the cue ("came back on the 11th").
 _SPOKEN: dict[str, tuple[str, ...]] = {
-    "name": ("my name is", "my name's", "name is", "name's", "i'm", "i am", "this is", "call me", "it's"),
+    "name": (
+        "my name is",
+        "my name's",
+        "name is",
+        "name's",
+        "i'm",
+        "i am",
+        "this is",
+        "call me",
+        "it's",
+        "claim for",
+        "claiming for",
+        "on behalf of",
+    ),
     "email": ("email is", "email's", "e-mail is", "email address is", "email", "e-mail", "reach me at", "write to"),
     "phone": (
         "mobile is",
@@ -459,12 +472,17 @@ def _text_after(after: str, slot: Slot, cue: str) -> str | None:
             return None
         return value if "name" not in concepts or len(value.split()) >= 2 else None
     if cue == "for":
+        if _CAPITALISED.match(after) and not re.match(r"(?:the|a|an)\s", after, re.IGNORECASE):
+            return None  # "claim for Sarah Jones": a name, not a purpose
         after = re.sub(r"^(?:the|a|an)\s+", "", after, flags=re.IGNORECASE)
-    if cue in ("for", "purpose", "reason") and len(after.split()) >= 2 and not any(ch.isdigit() for ch in after):
-        return after
+    words = after.lower().split()
+    if cue in ("for", "purpose", "reason") and words and not any(ch.isdigit() for ch in after):
+        return None if len(words) == 1 and words[0] in _NOT_PURPOSES else after
     return None
 
 
+# One word after "for" that is no purpose: "for me", "for now", "for sure".
+_NOT_PURPOSES = frozenset("me you us them him her it that this now sure example instance ages long good real".split())
 _NOT_NAMES = frozenset(
     "i it the a an my monday tuesday wednesday thursday friday saturday sunday january february march april may "
     "june july august september october november december".split()
