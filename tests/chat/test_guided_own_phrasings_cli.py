@@ -173,3 +173,9 @@ def test_claim_for_a_name_is_the_name_not_the_purpose(cli):
 
     got = stored(cli)
     assert got["full_name"] == "Sarah Jones" and got["purpose"] == "workshop"
+
+
+def test_an_answer_said_unsure_with_a_question_mark_is_still_the_answer(cli):
+    chat(cli, "travel-claim", [*CLAIMANT, "Leeds, I think?"])
+
+    assert stored(cli)["destination"] == "Leeds"

@@ -75,6 +75,7 @@ _QUESTION_START = re.compile(
     r"^(?:sorry,?\s+)?(?:what|why|where|how|which|who|when|is|are|do|does|did|can|could|should|would|will|shall|may|must)\b",
     re.IGNORECASE,
 )
+_QUESTION_WORD = re.compile(r"\b(?:what|why|where|how|which|mean|meaning)\b", re.IGNORECASE)
 _MOVING_ON = re.compile(r"\b(?:skip|leave|pass|move on|come back|later)\b", re.IGNORECASE)
 
 
@@ -121,7 +122,8 @@ def _asks(sentence: str) -> bool:
     # "can we skip it?" puts the question off: that is not a question to answer.
     if _MOVING_ON.search(sentence) and not re.search(r"\bwhy\b", sentence, re.IGNORECASE):
         return False
-    return _QUESTION_START.match(sentence) is not None or len(sentence.split()) > 2
+    # "Leeds, I think?" is an answer said unsure; a question starts as one or asks what or why.
+    return _QUESTION_START.match(sentence) is not None or _QUESTION_WORD.search(sentence) is not None
 
 
 def _valued(text: str) -> bool:
