@@ -38,6 +38,11 @@ _CHANGE_SAID = re.compile(
 # Free text that names or identifies something (a name, a place, a reference): its plain part is
 # taken. Anything else is described, and every sentence of the description is kept.
 _NAMING = ("name", "email", "phone", "staff", "destination", "ticket", "client")
+# An unsure ending after a name or a place: ", I think?", "probably".
+_HEDGE = re.compile(
+    r"(?:,?\s(?:i think|i believe|i guess|i reckon|probably|maybe|perhaps))?\s?\?+$|,?\s(?:i think|i believe|i guess|i reckon)[.!]*$",
+    re.IGNORECASE,
+)
 # Where a remark after a name or a place begins: a dash between spaces, or a bracket.
 _ASIDE_DASH = re.compile(r"\s+[—–-]+\s+|\s*\(")
 # What leads in a short purpose: "It was for a", "mainly for the", "for an".
@@ -356,6 +361,10 @@ def _asked_reads(
     if not _describes(state, compiled, first) and kinds[first].name == "text" and not kinds[first].pattern:
         # A name or a place with a remark after a dash or in brackets ("Dana Reeve — but my badge
         # says D. Reeve"): the name, and the remark said back.
+        hedged = _HEDGE.sub("", segment).strip()  # "Leeds, I think?": Leeds
+        if hedged and hedged != segment:
+            segment = hedged
+            parts = [(index, segment), *parts[1:]]
         m = _ASIDE_DASH.search(segment)
         if m is not None and segment[: m.start()].strip() and segment[m.end() :].strip(" ()"):
             plan.unplaced.append(segment[m.end() :].strip(" ()"))
