@@ -60,17 +60,17 @@ def joined(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     call an exchange left without its result (its chat ended mid-call) gets a "not run" one."""
     out: list[dict[str, Any]] = []
     for messages in parts:
+        pending = _unanswered(out)  # the exchange before ended mid-call (its chat was stopped)
+        if pending:
+            out.append({"role": "user", "content": [_not_run(i) for i in pending]})
         for message in messages:
-            message = dict(message)
-            pending = _unanswered(out)
-            if pending and message.get("role") == "user":
-                message["content"] = [*(_not_run(i) for i in pending), *_blocks(message.get("content"))]
-            elif pending:
-                out.append({"role": "user", "content": [_not_run(i) for i in pending]})
             if out and message.get("role") == "user" and out[-1].get("role") == "user":
-                out[-1] = {"role": "user", "content": [*_blocks(out[-1].get("content")), *_blocks(message["content"])]}
+                out[-1] = {
+                    "role": "user",
+                    "content": [*_blocks(out[-1].get("content")), *_blocks(message.get("content"))],
+                }
             else:
-                out.append(message)
+                out.append(dict(message))
     return out
 
 
@@ -107,7 +107,7 @@ def check_messages(data: Any, where: str) -> list[dict[str, Any]]:
 
 def check_words(data: Any, where: str) -> list[tuple[int, str]]:
     if not isinstance(data, list) or not all(
-        isinstance(w, list) and len(w) == 2 and isinstance(w[0], int) and isinstance(w[1], str) for w in data
+        isinstance(w, (list, tuple)) and len(w) == 2 and isinstance(w[0], int) and isinstance(w[1], str) for w in data
     ):
         raise StoreError(f"The conversation in {where} is corrupt (its turns are not [number, words] pairs).")
     return [(int(n), str(text)) for n, text in data]
@@ -126,9 +126,9 @@ def document(instance_id: str, conversation: Conversation, saved_at: str) -> dic
             if p.pos
         ],
     }
-    earlier = [p.messages for p in conversation.parts if not p.pos]
+    earlier = [p for p in conversation.parts if not p.pos]
     if earlier:
-        out["earlier"] = earlier[0]
+        out["earlier"] = {"saved_at": earlier[0].saved_at, "messages": earlier[0].messages}
     if conversation.seen is not None:
         out["seen"] = conversation.seen
     return out
@@ -142,13 +142,17 @@ def from_document(data: dict[str, Any], where: str) -> Conversation:
     if data["format"] == 1:
         return Conversation([Part(0, "", check_messages(data.get("messages"), where), None)], seen)
     parts = []
-    if "earlier" in data:
-        parts.append(Part(0, "", check_messages(data["earlier"], where), None))
+    earlier = data.get("earlier")
+    if isinstance(earlier, dict):
+        parts.append(
+            Part(0, "", check_messages(earlier.get("messages"), where), None, str(earlier.get("saved_at", "")))
+        )
     for item in data.get("exchanges") or []:
         if not isinstance(item, dict) or not isinstance(item.get("pos"), int) or item["pos"] < 1:
             raise StoreError(f"The conversation in {where} is corrupt (an exchange without its number).")
         words = check_words(item.get("words"), where)
-        parts.append(Part(item["pos"], str(item.get("chat", "")), check_messages(item.get("messages"), where), words))
+        messages = check_messages(item.get("messages"), where)
+        parts.append(Part(item["pos"], str(item.get("chat", "")), messages, words, str(item.get("saved_at", ""))))
     counts = data.get("counts") if isinstance(data.get("counts"), list) else [0, 0]
     return settled(parts, seen, int(counts[0] or 0), int(counts[1] or 0))
 

@@ -134,6 +134,8 @@ class ConversationStore:
                 record = json.loads(line)
                 if not isinstance(record, dict):
                     raise ValueError("not an object")
+                if isinstance(record.get("seen"), dict):
+                    seen = record["seen"]
                 if "claim" in record:
                     exchanges, turns = max(exchanges, int(record["claim"][0])), max(turns, int(record["claim"][1]))
                     continue
@@ -146,16 +148,13 @@ class ConversationStore:
                     str(record.get("at", "")),
                 )
             except (ValueError, KeyError, TypeError, IndexError) as exc:
-                if number == len(lines) or (number == len(lines) - 1 and not lines[-1]):
-                    if not text or not text.endswith("\n"):
-                        continue  # the last line, cut short: never acknowledged
+                if number == len(lines) and number > 1:
+                    continue  # the last line, cut short (no newline after it): never acknowledged
                 raise StoreError(f"The conversation file {path} is corrupt (line {number}: {exc}).") from None
             held = parts.get(part.pos)
             if held is not None and held.chat != part.chat:
                 raise StoreError(f"The conversation file {path} is corrupt (exchange {part.pos} written by two chats).")
             parts[part.pos] = part
-            if isinstance(record.get("seen"), dict):
-                seen = record["seen"]
         return exchanges, turns, parts, seen
 
     def whole(self, instance_id: str) -> dict[str, Any] | None:
@@ -300,17 +299,23 @@ class ConversationStore:
 
     @contextmanager
     def _locked(self, instance_id: str) -> Iterator[int]:
+        """The log open for appending under its ``flock``, a last line cut short (its writer was
+        killed mid-write, so it was never acknowledged) cut off first."""
         path = self.log(instance_id)
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             new = not path.exists()
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o600)
         except OSError as exc:
             raise StoreError(f"Cannot save the conversation {path}: {exc.strerror or exc}.") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if new:
                 _sync_folder(self.folder)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                whole = os.pread(fd, size, 0)
+                os.ftruncate(fd, whole.rfind(b"\n") + 1)
             yield fd
         except OSError as exc:
             raise StoreError(f"Cannot save the conversation {path}: {exc.strerror or exc}.") from exc
