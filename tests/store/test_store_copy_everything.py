@@ -144,7 +144,6 @@ def test_records_written_on_both_sides_are_reported_and_the_rest_is_still_copied
     ok(copy(local, pg_dsn)[0])
     # Both sides go on differently: the chat, and the goal program.
     store = ConversationStore(local)
-    messages = store.load(iid)
     store.save(iid, [{"role": "user", "content": "said here"}])
     adapter = PostgresAdapter(pg_dsn)
     try:

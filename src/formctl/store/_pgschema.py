@@ -302,3 +302,14 @@ def refusal(display: str, found: int, search_path: str) -> str | None:
         f"{SCHEMA_VERSION}: formctl store init upgrades it (run it as the role that owns the schema; every "
         "answer is kept). Until then it is neither read nor written, rather than read as empty."
     )
+
+
+def not_allowed(display: str, reason: str, write: bool) -> str:
+    """A privilege the user lacks, said as what to ask for (README, "A team's roles")."""
+    what = reason.rsplit(" for ", 1)[-1].rstrip(".") if "permission denied for " in reason else "the formctl tables"
+    if write:
+        return (
+            f"The PostgreSQL store {display} is read-only for this user ({what} cannot be written): nothing "
+            "was saved. Writing needs the staff role's privileges (SELECT, INSERT, UPDATE, DELETE)."
+        )
+    return f"The PostgreSQL store {display} does not let this user read {what}: ask the owner for SELECT on it."

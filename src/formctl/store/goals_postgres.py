@@ -122,6 +122,8 @@ class PostgresGoalStore:
                         ) from None
                     self._conn = None
                     self._ready = False
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise StoreError(_pgschema.not_allowed(self.display, _reason(exc, self.dsn), write)) from None
                 except psycopg.Error as exc:  # every message built from the driver's text is scrubbed
                     what = "write to" if write else "read"
                     raise StoreError(

@@ -811,6 +811,6 @@ class PostgresAdapter:
                 f"The instance holds a value that cannot be stored in PostgreSQL ({_reason(exc, self.dsn)})."
             )
         if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-            return StoreError(f"The PostgreSQL store {self.display} refused this user: {_reason(exc, self.dsn)}")
+            return StoreError(_pgschema.not_allowed(self.display, _reason(exc, self.dsn), write))
         tail = " Nothing was saved." if write else ""
         return StoreError(f"The PostgreSQL store at {self.server} failed: {_reason(exc, self.dsn)}{tail}")
