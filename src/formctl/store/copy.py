@@ -267,6 +267,8 @@ def copy_store(
         checked = adapter.check()
         setattr(report, flag, checked.ok)
         report.problems.extend(f"{name}: {p.path}: {p.message}" for p in checked.problems)
+        if not checked.ok and not checked.problems:  # never "not verified" with nothing said
+            report.problems.extend(f"{name}: {note}" for note in checked.notes or ("formctl store check is not ok",))
     return report
 
 
