@@ -153,8 +153,9 @@ def from_document(data: dict[str, Any], where: str) -> Conversation:
         words = check_words(item.get("words"), where)
         messages = check_messages(item.get("messages"), where)
         parts.append(Part(item["pos"], str(item.get("chat", "")), messages, words, str(item.get("saved_at", ""))))
-    counts = data.get("counts") if isinstance(data.get("counts"), list) else [0, 0]
-    return settled(parts, seen, int(counts[0] or 0), int(counts[1] or 0))
+    counts = data.get("counts")
+    exchanges, turns = (int(counts[0] or 0), int(counts[1] or 0)) if isinstance(counts, list) else (0, 0)
+    return settled(parts, seen, exchanges, turns)
 
 
 def settled(parts: list[Part], seen: dict[str, Any] | None, exchanges: int = 0, turns: int = 0) -> Conversation:

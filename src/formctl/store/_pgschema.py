@@ -227,8 +227,7 @@ UNVERSIONED = -2
 def version(cur: Cursor[Any]) -> tuple[int, str]:
     """The schema version the tables are at (0: no formctl tables; or :data:`NO_SCHEMA`,
     :data:`UNVERSIONED`), and the ``search_path`` (for the words of a refusal)."""
-    cur.execute(PROBE)
-    schema, path, versioned, tables = cur.fetchone()
+    schema, path, versioned, tables = _one(cur, PROBE)
     if schema is None:
         return NO_SCHEMA, path
     if versioned:
@@ -241,14 +240,22 @@ def version(cur: Cursor[Any]) -> tuple[int, str]:
 
 def found_version(cur: Cursor[Any]) -> int:
     """The schema version tables without a version row are at, read off the tables themselves."""
-    cur.execute("SELECT to_regclass('formctl_conversation_turns') IS NOT NULL AS turns")
-    if cur.fetchone()[0]:
+    if _one(cur, "SELECT to_regclass('formctl_conversation_turns') IS NOT NULL AS turns")[0]:
         return 3
-    cur.execute(
+    how = _one(
+        cur,
         "SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() "
-        "AND table_name = 'formctl_revisions' AND column_name = 'how'"
+        "AND table_name = 'formctl_revisions' AND column_name = 'how'",
     )
-    return 2 if cur.fetchone()[0] else 1
+    return 2 if how[0] else 1
+
+
+def _one(cur: Cursor[Any], query: str) -> Any:
+    """The one row ``query`` returns (an aggregate or a probe always returns one)."""
+    cur.execute(query)
+    row = cur.fetchone()
+    assert row is not None
+    return row
 
 
 def upgrade(cur: Cursor[Any]) -> tuple[int, int]:
