@@ -180,7 +180,7 @@ class PostgresConversations:
             cur.execute(_CLAIM, params)
             return cur.fetchone()
 
-        row = self._run(write, write=True) if is_instance_id(instance_id) else None
+        row = self._run(write, write=True, transaction=False) if is_instance_id(instance_id) else None
         if row is None:
             raise StoreError(
                 f"The conversation was not saved: {instance_id} is not an instance of {self.subject!r} in {self.display}."
@@ -216,7 +216,7 @@ class PostgresConversations:
             cur.execute(_SAVE, params)
             return int(cur.rowcount)
 
-        if not is_instance_id(instance_id) or self._run(write, write=True) != 1:
+        if not is_instance_id(instance_id) or self._run(write, write=True, transaction=False) != 1:
             raise StoreError(
                 f"The conversation was not saved: {instance_id} is not an instance of {self.subject!r} in {self.display}."
             )

@@ -770,8 +770,10 @@ class PostgresAdapter:
     def _run(
         self, fn: Callable[[Any], T], *, write: bool = False, transaction: bool | None = None, any_schema: bool = False
     ) -> T:
-        """Run ``fn(cursor)`` on this adapter's connection: in one transaction when writing; once
-        more on a new connection when the old one turned out dead before anything was written.
+        """Run ``fn(cursor)`` on this adapter's connection: in one transaction when writing (a
+        write of one statement passes ``transaction=False``: the statement commits on its own, in
+        one round trip); once more on a new connection when the old one turned out dead before
+        anything was written.
         Refused in one line unless the tables are at this formctl's schema (``any_schema``: the
         commands that say what they found instead, ``store init`` and ``store check``)."""
         with self._mutex:
@@ -784,13 +786,14 @@ class PostgresAdapter:
                         refused = self._refusal()
                         if refused is not None:
                             raise StoreError(refused)
-                    if write or transaction:
+                    if write if transaction is None else transaction:
                         with conn.transaction():
                             with conn.cursor(row_factory=namedtuple_row) as cur:
                                 result = fn(cur)
                                 self._committing = write
-                    else:
+                    else:  # a read, or a write of one statement (it commits on its own: one round trip)
                         with conn.cursor(row_factory=namedtuple_row) as cur:
+                            self._committing = write
                             result = fn(cur)
                     return result
                 except psycopg.OperationalError as exc:
