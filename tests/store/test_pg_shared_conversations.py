@@ -118,3 +118,35 @@ def test_a_damaged_conversation_is_set_aside_and_the_chat_starts_afresh(pg_adapt
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM formctl_conversations_aside").fetchone()[0] == 1
     assert store.load_or_set_aside(instance.id) == ([], None)
+
+
+def test_a_conversation_saved_whole_by_an_earlier_formctl_is_the_first_part_and_turns_count_on_after_it(cli, pg_dsn):
+    """A store of schema 2 (conversations written whole, one row each) upgraded by store init:
+    the old document is read first, and the turn a resumed chat gives names its own words."""
+    db = cli.at(store=pg_dsn)
+    db.ok("run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\n")
+    (row,) = db.json("instances")["instances"]
+    iid = row["instance_id"]
+    adapter = PostgresAdapter(pg_dsn)
+    try:
+        before = adapter.conversation_store("dana").load(iid)
+    finally:
+        adapter.close()
+    document = json.dumps({"format": 1, "instance_id": iid, "saved_at": "2026-01-01T00:00:00Z", "messages": before})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the tables as schema 2 left them
+        conn.execute("DROP TABLE formctl_conversation_turns, formctl_conversation_heads")
+        conn.execute("UPDATE formctl_schema SET version = 2")
+        conn.execute(
+            "INSERT INTO formctl_conversations VALUES (%s, 'dana', '2026-01-01T00:00:00Z', %s)", (iid, document)
+        )
+    assert "schema upgraded from version 2" in db.ok("store", "init").stdout
+    db.ok("resume", iid, "--offline", input="AB1234\n")
+    adapter = PostgresAdapter(pg_dsn)
+    try:
+        conversation = adapter.conversation_store("dana").conversation(iid)
+    finally:
+        adapter.close()
+    assert conversation.parts[0].pos == 0 and conversation.parts[0].messages == before
+    said = {n: words for part in conversation.parts for n, words in part.words or []}
+    why = db.json("why", iid, "staff_id")["provenance"]
+    assert said[why["turn"]] == "AB1234" and why["turn"] == 2  # "Dana Reeve" was turn 1, in the old document
