@@ -226,6 +226,7 @@ def test_the_readme_team_commands_run_as_written_on_a_fresh_server(private_pg, t
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = text[text.index("\n## For a team: PostgreSQL") :]
     section = section[: section.index("\n## ", 1)]
+    section = section.split("\n### ")[0]  # the one person's set-up (a team's roles: test_pg_roles.py)
     (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
     script = "\n".join(line for line in block.splitlines() if not line.startswith("python3 -m pip"))
 
