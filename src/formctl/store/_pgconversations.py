@@ -135,17 +135,7 @@ class PostgresConversations:
 
         def set_aside(cur: Any) -> None:
             for row, why in damaged:
-                kept = row.messages if row.pos == 0 else json.dumps({"pos": row.pos, "messages": row.messages})
-                cur.execute(
-                    "INSERT INTO formctl_conversations_aside (instance_id, subject, document, why) "
-                    "VALUES (%s, %s, %s, %s)",
-                    (instance_id, self.subject, kept, why),
-                )
-                table = "formctl_conversations" if row.pos == 0 else "formctl_conversation_turns"
-                cur.execute(
-                    f"DELETE FROM {table} WHERE instance_id = %s" + (" AND pos = %s" if row.pos else ""),
-                    (instance_id, row.pos) if row.pos else (instance_id,),
-                )
+                _set_aside(cur, instance_id, self.subject, row, why)
 
         self._run(set_aside, write=True)
         left = [row for row in rows if all(row is not d for d, _ in damaged)]
@@ -242,6 +232,21 @@ class PostgresConversations:
                 )
 
         self._run(write, write=True)
+
+
+def _set_aside(cur: Any, instance_id: str, subject: str, row: Any, why: str) -> None:
+    """Move one part that cannot be read into ``formctl_conversations_aside``, with why."""
+    kept = row.messages if row.pos == 0 else json.dumps({"pos": row.pos, "messages": row.messages})
+    cur.execute(
+        "INSERT INTO formctl_conversations_aside (instance_id, subject, document, why) VALUES (%s, %s, %s, %s)",
+        (instance_id, subject, kept, why),
+    )
+    if row.pos == 0:
+        cur.execute("DELETE FROM formctl_conversations WHERE instance_id = %s", (instance_id,))
+    else:
+        cur.execute(
+            "DELETE FROM formctl_conversation_turns WHERE instance_id = %s AND pos = %s", (instance_id, row.pos)
+        )
 
 
 def _now() -> str:

@@ -200,8 +200,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
 }
 """Every table, index, function and trigger formctl uses, by the schema version that added it.
-To add one: a new entry ``SCHEMA_VERSION + 1`` here (and bump :data:`SCHEMA_VERSION`); ``formctl
-store init`` runs it, and nothing else ever creates anything."""
+To add one: a new entry ``SCHEMA_VERSION + 1`` here (and bump :data:`SCHEMA_VERSION`), and a line
+in :func:`found_version` that recognises it (a table or column it adds); ``formctl store init``
+runs it, and nothing else ever creates anything. A role with DML only needs no new GRANT: the
+README's default privileges cover every table the owner creates."""
 
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
