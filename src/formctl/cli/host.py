@@ -31,6 +31,7 @@ from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
 from formctl.errors import HostOnlyError, InvalidArgumentError, OwnRequestError
 
 if TYPE_CHECKING:
+    from formctl.forms.project import FillResult
     from formctl.forms.runner import FormRunner
 
 OWN_REQUEST = "own request"
@@ -72,7 +73,7 @@ def resolve_as(
     values: dict[str, Any] | None = None,
     own_request: bool = False,
     playing_host: bool = False,
-) -> Any:
+) -> "FillResult":
     """Resolve the checkpoint ``instance_id`` waits on, as ``actor``; the role check first.
 
     ``own_request``: the host's explicit word that they decide an instance whose subject they

@@ -38,6 +38,7 @@ from formctl.forms.quotes import PersonMessage
 if TYPE_CHECKING:
     from formctl.agent.loop import ChatLoop, Turn
     from formctl.agent.models.base import ChatModel
+    from formctl.forms.instance import Instance
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
     from formctl.transcripts.record import Recorder
@@ -397,7 +398,7 @@ def run_scenario(
     return run.result(loop)
 
 
-def _instance(runner: Any, instance_id: str | None) -> Any:
+def _instance(runner: FormRunner, instance_id: str | None) -> Instance | None:
     if instance_id is None:
         return None
     try:
@@ -406,7 +407,7 @@ def _instance(runner: Any, instance_id: str | None) -> Any:
         return None
 
 
-def _every_value(runner: Any, instance_id: str | None) -> dict[str, list[dict[str, Any]]]:
+def _every_value(runner: FormRunner, instance_id: str | None) -> dict[str, list[dict[str, Any]]]:
     """Every value each field was ever given (its whole answer log, retractions aside), oldest
     first, each with how it arrived (``{"value", "how"}``: said, confirmed, assumed, ...)."""
     from formctl.forms.instance import provenance_kind

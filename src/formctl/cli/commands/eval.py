@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from formctl.eval.gate import Gate
+    from formctl.eval.run import RunResult
+    from formctl.eval.scenario import Scenario
+    from formctl.eval.suite import ModelSpec, SuitePlan
+    from formctl.forms.registry import FormRegistry
 
 
 _PathsArg = typer.Argument(
@@ -221,7 +225,9 @@ def _check_writable(path: str, option: str) -> None:
         target.unlink(missing_ok=True)
 
 
-def _load(paths: List[str], model: List[str], forms: Optional[str]) -> tuple[list[Any], Any, list[Any]]:
+def _load(
+    paths: List[str], model: List[str], forms: Optional[str]
+) -> "tuple[list[Scenario], FormRegistry, list[ModelSpec]]":
     """The scenarios, the registry and the models, every mistake said before any run."""
     from formctl.eval.run import check_against_form
     from formctl.eval.scenario import load_scenario, scenario_files
@@ -241,62 +247,77 @@ def _load(paths: List[str], model: List[str], forms: Optional[str]) -> tuple[lis
     return scenarios, registry, specs
 
 
-def _run_with_progress(scenarios: list[Any], registry: Any, specs: list[Any], plan: Any) -> tuple[list[Any], bool]:
+def _run_with_progress(
+    scenarios: "list[Scenario]", registry: "FormRegistry", specs: "list[ModelSpec]", plan: "SuitePlan"
+) -> "tuple[list[RunResult], bool]":
     """Run the suite under one progress bar (stderr, a terminal only); Ctrl-C as docs/eval.md says.
 
     The first Ctrl-C lets the runs under way finish and starts no other (a live eval costs money,
     and a run cut in half measures nothing); a second stops at once. Either way the runs that
     finished are reported."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from formctl.eval.suite import run_suite
 
-    err = Console(stderr=True)
-    total = len(scenarios) * len(specs) * plan.runs
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )
-    results: list[Any] = []
-    asked: list[int] = []
-
-    def on_sigint(signum: int, frame: object) -> None:
-        asked.append(signum)
-        if len(asked) > 1:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
-        err.print("stopping after the runs under way (Ctrl-C again to stop now)", markup=False, highlight=False)
-
+    watch = _Watch(len(scenarios) * len(specs) * plan.runs, plan.jobs)
     interrupted = False
-    with progress:
-        task = progress.add_task(f"eval · {plan.jobs} at a time" if plan.jobs > 1 else "eval", total=total)
-
-        def on_run(r: Any) -> None:
-            results.append(r)
-            progress.update(task, advance=1, description=f"{r.scenario} · {r.model}")
-
-        previous = signal.signal(signal.SIGINT, on_sigint)
+    with watch.progress:
+        previous = signal.signal(signal.SIGINT, watch.on_sigint)
         try:
-            run_suite(scenarios, registry, specs, plan, on_run=on_run, should_stop=lambda: bool(asked))
+            run_suite(scenarios, registry, specs, plan, on_run=watch.on_run, should_stop=watch.should_stop)
         except KeyboardInterrupt:
             interrupted = True
         finally:
             signal.signal(signal.SIGINT, previous)
-    interrupted = interrupted or bool(asked)
+    interrupted = interrupted or watch.should_stop()
     if interrupted:
-        err.print(f"interrupted: {len(results)} of {total} runs finished", markup=False, highlight=False)
-        if not results:
+        watch.say(f"interrupted: {len(watch.results)} of {watch.total} runs finished")
+        if not watch.results:
             raise typer.Exit(130)
-    return sorted(results, key=lambda r: _position(r, scenarios, specs)), interrupted
+    return sorted(watch.results, key=lambda r: _position(r, scenarios, specs)), interrupted
 
 
-def _position(r: Any, scenarios: list[Any], specs: list[Any]) -> tuple[int, int, int]:
+class _Watch:
+    """What the person sees of a suite under way (a progress bar on stderr, a terminal only), the
+    runs finished so far, and the Ctrl-Cs pressed."""
+
+    def __init__(self, total: int, jobs: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.total = total
+        self.results: list[RunResult] = []
+        self._sigints = 0
+        self._err = Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self._err,
+            transient=True,
+            disable=not self._err.is_terminal,
+        )
+        self._task = self.progress.add_task(f"eval · {jobs} at a time" if jobs > 1 else "eval", total=total)
+
+    def on_run(self, r: "RunResult") -> None:
+        self.results.append(r)
+        self.progress.update(self._task, advance=1, description=f"{r.scenario} · {r.model}")
+
+    def on_sigint(self, signum: int, frame: object) -> None:
+        """The first Ctrl-C: start no other run; the second: stop now."""
+        self._sigints += 1
+        if self._sigints > 1:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        self.say("stopping after the runs under way (Ctrl-C again to stop now)")
+
+    def should_stop(self) -> bool:
+        return self._sigints > 0
+
+    def say(self, line: str) -> None:
+        self._err.print(line, markup=False, highlight=False)
+
+
+def _position(r: "RunResult", scenarios: "list[Scenario]", specs: "list[ModelSpec]") -> tuple[int, int, int]:
     """Where a run stands in a sequential eval, (scenario, model, run): the report's order, whatever
     order the runs finished in."""
     s = next((i for i, sc in enumerate(scenarios) if sc.name == r.scenario), len(scenarios))

@@ -43,7 +43,11 @@ class _HostAct:
 
 
 def _host_runner(
-    store: Any, forms: Any, by: Optional[str], reason: Optional[str] = None, reopen: Optional[bool] = None
+    store: Optional[str],
+    forms: Optional[str],
+    by: Optional[str],
+    reason: Optional[str] = None,
+    reopen: Optional[bool] = None,
 ) -> "FormRunner":
     """A runner acting as the host named ``--as`` (else the login name); ``reopen``: None for an act
     that cannot reopen anything, else whether --reopen was given."""
@@ -77,7 +81,7 @@ def _field_write(act: _HostAct, field: Optional[str], write: "Callable[[FormRunn
     write_outcome(runner, write(runner), act.as_json, verb)
 
 
-def write_outcome(runner: "FormRunner", result: Any, as_json: bool, verb: str = "") -> None:
+def write_outcome(runner: "FormRunner", result: "FillResult", as_json: bool, verb: str = "") -> None:
     """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved).
 
     ``verb``: for an undo, redo or retract, said first with the field the result says moved, as
