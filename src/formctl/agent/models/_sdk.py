@@ -459,6 +459,17 @@ class SdkClient:
                 raise KeyRejectedError(line) from None
             raise ModelError(line) from None
 
+    def each(self, stream: Iterator[T]) -> Iterator[T]:
+        """Each event of a reply's stream, as it arrives; a failure while reading one is mapped as
+        :meth:`errors` maps one mid-reply. What the caller does with an event (show its text) is
+        outside that mapping: an error of its own propagates as it is."""
+        while True:
+            with self.errors(mid_reply=True):
+                event = next(stream, None)
+            if event is None:
+                return
+            yield event
+
     def scrub(self, text: str) -> str:
         """``text`` on one line without the key (see :func:`scrub`)."""
         return scrub(text, self.__api_key)

@@ -102,11 +102,7 @@ class AnthropicModel:
             with self._sdk.errors():
                 stream = stack.enter_context(client.messages.stream(**params))
                 events = iter(stream)
-            while True:
-                with self._sdk.errors(mid_reply=True):
-                    event = next(events, None)
-                if event is None:
-                    break
+            for event in self._sdk.each(events):
                 if getattr(event, "type", None) == "text" and event.text:
                     push(event.text)
             with self._sdk.errors(mid_reply=True):

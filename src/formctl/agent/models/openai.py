@@ -135,11 +135,8 @@ class OpenAIChatModel:
                 stream = self._create(client, params)
                 stack.callback(_close, stream)
                 chunks = iter(stream)
-            while True:
+            for chunk in self._sdk.each(chunks):
                 with self._sdk.errors(mid_reply=True):
-                    chunk = next(chunks, None)
-                    if chunk is None:
-                        break
                     shown = reply.add(chunk)
                 if shown:
                     push(shown)
