@@ -166,7 +166,7 @@ USAGE = "Use /resolve, /resolve --reason WHY, or /resolve --fail REASON (and --c
 
 def chat_resolve(
     runner: "FormRunner", instance_id: str, rest: str, *, as_host: bool, actor: str
-) -> tuple[Any, dict[str, Any]]:
+) -> "tuple[FillResult, dict[str, Any]]":
     """A chat's ``/resolve REST``: refused unless the chat plays the host; then as :func:`resolve`.
     Returns the result and the options it was given."""
     if not as_host:
