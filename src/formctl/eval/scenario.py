@@ -332,7 +332,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _opt_str(table: dict[str, Any], key: str, path: Any, where: str) -> str | None:
+def _opt_str(table: dict[str, Any], key: str, path: _PathLike, where: str) -> str | None:
     value = table.get(key)
     if value is None:
         return None
@@ -341,20 +341,20 @@ def _opt_str(table: dict[str, Any], key: str, path: Any, where: str) -> str | No
     return value
 
 
-def _str_list(value: Any, path: Any, where: str) -> tuple[str, ...]:
+def _str_list(value: Any, path: _PathLike, where: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise ScenarioError(f"`{where}` must be a list of text", path=path)
 
 
-def _banned(value: Any, path: Any) -> tuple[str | int | float, ...]:
+def _banned(value: Any, path: _PathLike) -> tuple[str | int | float, ...]:
     """``never_stored``: text or numbers (``["dana@example.com", 212.4]``; "212.4" bans the number too)."""
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
         return tuple(value)
     raise ScenarioError("`expect.never_stored` must be a list of text or numbers", path=path)
 
 
-def _words_list(value: Any, path: Any, where: str) -> tuple[str, ...]:
+def _words_list(value: Any, path: _PathLike, where: str) -> tuple[str, ...]:
     """A topic: "name" or "staff id, staff number" or ["name", "called"]: the phrases, lower case."""
     items = value if isinstance(value, list) else str(value).split(",")
     out = tuple(str(i).strip().lower() for i in items if str(i).strip())
