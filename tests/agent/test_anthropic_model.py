@@ -22,6 +22,7 @@ from formctl.agent.loop import ChatLoop
 from formctl.agent.models import pick_model
 from formctl.agent.models.anthropic import AnthropicModel
 from formctl.store.conversations import ConversationStore
+from helpers.chat_loop import make_loop
 
 KEY = "sk-ant-test-0123456789abcdef"
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
@@ -39,12 +40,6 @@ def make_runner(store) -> FormRunner:
 
 def make_model(api, **kwargs) -> AnthropicModel:
     return AnthropicModel("claude-test", api_key=KEY, base_url=api.url, max_retries=1, timeout=5, **kwargs)
-
-
-def make_loop(runner, api, form_id="travel-claim", **kwargs):
-    events: list = []
-    loop = ChatLoop(runner, make_model(api), form_id=form_id, on_event=events.append, **kwargs)
-    return loop, events
 
 
 def assert_well_formed(bodies: list[dict], form_id: str) -> None:
@@ -92,7 +87,7 @@ def _count(node, key: str) -> int:
 
 def test_a_travel_claim_completes_through_the_real_sdk(api, store):
     runner = make_runner(store)
-    loop, events = make_loop(runner, api)
+    loop, events = make_loop(runner, make_model(api))
 
     api.reply(
         text("Thanks, Dana."),
@@ -178,7 +173,7 @@ def test_a_travel_claim_completes_through_the_real_sdk(api, store):
 
 def test_a_client_intake_completes_through_the_real_sdk(api, store):
     runner = make_runner(store)
-    loop, _ = make_loop(runner, api, form_id="client-intake")
+    loop, _ = make_loop(runner, make_model(api), form_id="client-intake")
     api.reply(tool_use("form_start", {"form": "client-intake", "values": {"client_type": "new", "age": 34}}))
     api.reply(text("Welcome! What's your name and email?"))
     loop.send("Hi, I'm new here, I'm 34.")
@@ -208,7 +203,7 @@ def test_a_client_intake_completes_through_the_real_sdk(api, store):
 
 
 def test_the_newest_assistant_turn_carries_the_conversation_cache_breakpoint(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     api.reply(tool_use("form_list", {}))
     api.reply(text("There are two forms."))
     loop.send("What can I fill in?")
@@ -238,7 +233,7 @@ FAULTS = {
 def test_a_fault_is_one_clear_line_loses_no_answer_and_the_next_message_works(api, store, fault):
     inject, words = FAULTS[fault]
     runner = make_runner(store)
-    loop, events = make_loop(runner, api)
+    loop, events = make_loop(runner, make_model(api))
     api.reply(
         tool_use(
             "form_start",
@@ -269,7 +264,7 @@ def test_a_fault_is_one_clear_line_loses_no_answer_and_the_next_message_works(ap
 
 def test_a_fault_in_the_middle_of_a_turn_keeps_the_tool_results_and_continues(api, store):
     runner = make_runner(store)
-    loop, _ = make_loop(runner, api)
+    loop, _ = make_loop(runner, make_model(api))
     api.reply(tool_use("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}))
     api.fault(529, times=2)
     turn = loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -299,7 +294,7 @@ def test_no_key_is_a_model_error_not_a_crash(api, store):
 
 
 def test_a_single_rate_limit_is_retried_by_the_sdk(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     api.fault(429)
     api.reply(text("Hello!"))
     turn = loop.send("hi")
@@ -309,7 +304,7 @@ def test_a_single_rate_limit_is_retried_by_the_sdk(api, store):
 
 
 def test_a_reply_cut_off_at_max_tokens_is_reported_not_taken_for_an_answer(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     api.reply(text("Let me just"), stop_reason="max_tokens")
     turn = loop.send("hi")
     assert turn.stop_reason == "max_tokens" and "token limit" in turn.error
@@ -319,7 +314,7 @@ def test_the_key_never_appears_in_an_error_line_or_the_saved_conversation(api, s
     runner = make_runner(store)
     runner.start("travel-claim")
     conversations = ConversationStore(store)
-    loop, _ = make_loop(runner, api, conversation_store=conversations)
+    loop, _ = make_loop(runner, make_model(api), conversation_store=conversations)
     api.fault(400, message=f"invalid request for key {KEY}")
     turn = loop.send("hi")
     assert "rejected the request (400)" in turn.error and KEY not in turn.error

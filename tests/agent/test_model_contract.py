@@ -31,6 +31,7 @@ from formctl.agent.models.base import ModelReply, ModelRequest
 from formctl.agent.models.openai import OpenAIChatModel
 from formctl.agent.models.scripted import ScriptedModel
 from formctl.errors import KeyRejectedError, ModelError
+from helpers.chat_loop import make_loop
 
 KEY = "sk-contract-0123456789abcdef"
 text = fake_anthropic.text  # both fakes take the same blocks
@@ -131,17 +132,11 @@ def make_runner(store: str) -> FormRunner:
     return FormRunner(JsonFileAdapter(store), registry=FormRegistry.from_toml(FORMS), subject="dana")
 
 
-def make_loop(wire: Wire, store: str, **kwargs: Any) -> tuple[ChatLoop, list[Any]]:
-    events: list[Any] = []
-    loop = ChatLoop(make_runner(store), wire.model(), form_id="travel-claim", on_event=events.append, **kwargs)
-    return loop, events
-
-
 # --------------------------------------------------------------------------- the prefix and the tail
 
 
 def test_the_prefix_is_byte_identical_and_tier0_is_only_ever_the_last_content(wire, store):
-    loop, _ = make_loop(wire, store)
+    loop, _ = make_loop(make_runner(store), wire.model())
     wire.api.reply(tool_use("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}))
     wire.api.reply(text("Where did you go?"))
     loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -199,7 +194,7 @@ def test_a_tool_result_without_its_call_is_refused_by_the_server(wire, store):
 
 
 def test_tool_call_ids_round_trip_and_several_calls_run_in_order(wire, store):
-    loop, events = make_loop(wire, store)
+    loop, events = make_loop(make_runner(store), wire.model())
     wire.api.reply(tool_use("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}, id="c0"))
     wire.api.reply(text("Where?"))
     loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -217,7 +212,7 @@ def test_tool_call_ids_round_trip_and_several_calls_run_in_order(wire, store):
 
 
 def test_an_unknown_tool_is_an_error_result_and_nothing_is_written(wire, store):
-    loop, events = make_loop(wire, store)
+    loop, events = make_loop(make_runner(store), wire.model())
     wire.api.reply(tool_use("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}))
     wire.api.reply(text("Where?"))
     loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -231,7 +226,7 @@ def test_an_unknown_tool_is_an_error_result_and_nothing_is_written(wire, store):
 
 
 def test_an_endless_tool_loop_is_stopped_with_one_line(wire, store):
-    loop, _ = make_loop(wire, store, max_iterations=3)
+    loop, _ = make_loop(make_runner(store), wire.model(), max_iterations=3)
     for _ in range(3):
         wire.api.reply(tool_use("form_list", {}))
     turn = loop.send("What can I fill in?")
@@ -241,7 +236,7 @@ def test_an_endless_tool_loop_is_stopped_with_one_line(wire, store):
 
 
 def test_a_reply_with_nothing_in_it_is_a_clear_stop(wire, store):
-    loop, _ = make_loop(wire, store)
+    loop, _ = make_loop(make_runner(store), wire.model())
     wire.api.reply()
     assert loop.send("Hello?").error == NOTHING_SAID
 
@@ -259,7 +254,7 @@ LADDER = {
 @pytest.mark.parametrize("rung", list(LADDER))
 def test_a_fault_is_one_line_loses_no_answer_and_the_next_message_works(wire, store, rung):
     status, times, words = LADDER[rung]
-    loop, _ = make_loop(wire, store)
+    loop, _ = make_loop(make_runner(store), wire.model())
     wire.api.reply(tool_use("form_start", {"form": "travel-claim", "values": CLAIMANT, "quotes": CLAIMANT}))
     wire.api.reply(text("Where?"))
     loop.send("Dana Reeve, AB1234, dana@example.com")
@@ -275,7 +270,7 @@ def test_a_fault_is_one_line_loses_no_answer_and_the_next_message_works(wire, st
 
 
 def test_a_single_rate_limit_is_retried_by_the_sdk(wire, store):
-    loop, _ = make_loop(wire, store)
+    loop, _ = make_loop(make_runner(store), wire.model())
     wire.fault(429)
     wire.api.reply(text("Hello!"))
     assert loop.send("hi").text == "Hello!"
@@ -283,7 +278,7 @@ def test_a_single_rate_limit_is_retried_by_the_sdk(wire, store):
 
 
 def test_a_dropped_stream_applies_nothing(wire, store):
-    loop, _ = make_loop(wire, store)
+    loop, _ = make_loop(make_runner(store), wire.model())
     wire.api.drop_mid_stream("Let me")
     turn = loop.send("hi")
     assert "dropped mid-reply" in turn.error and loop.messages[-1]["role"] == "user"
@@ -311,7 +306,7 @@ def test_a_server_that_never_answers_is_a_timeout_line(wire, store):
 
 
 def test_usage_with_cached_prompt_tokens_adds_up(wire, store):
-    loop, _ = make_loop(wire, store)
+    loop, _ = make_loop(make_runner(store), wire.model())
     if wire.provider == "anthropic":
         wire.api.reply(text("One."), usage={"input_tokens": 50, "output_tokens": 5, "cache_read_input_tokens": 1200})
         wire.api.reply(text("Two."), usage={"input_tokens": 70, "output_tokens": 6, "cache_read_input_tokens": 1300})
@@ -393,7 +388,7 @@ def test_the_guided_model_gets_the_same_prefix_and_tail(store):
 def test_a_line_with_an_undecodable_byte_does_not_break_the_conversation(wire, store):
     """A terminal that cannot decode a byte hands formctl a lone surrogate ("Jos\\udce9"): UTF-8
     cannot encode one, so sent as it is it would fail this request and every later one."""
-    loop, _ = make_loop(wire, store)
+    loop, _ = make_loop(make_runner(store), wire.model())
     wire.api.reply(text("Nice to meet you."))
     assert loop.send("I'm Jos\udce9").error is None
     wire.api.reply(text("Where to?"))
@@ -412,7 +407,7 @@ def test_the_sdks_debug_log_variable_never_leaves_a_log_on_that_could_carry_the_
     try:
         for logger in loggers:
             logger.setLevel(logging.DEBUG)  # what the SDK does at import with the variable set
-        loop, _ = make_loop(wire, store)
+        loop, _ = make_loop(make_runner(store), wire.model())
         wire.api.reply(text("Hello."))
 
         assert loop.send("hi").text == "Hello."

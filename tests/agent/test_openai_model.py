@@ -24,6 +24,7 @@ from formctl.agent.models.anthropic import AnthropicModel
 from formctl.agent.models.base import ModelRequest
 from formctl.agent.models.openai import LOCAL_KEY, OpenAIChatModel
 from formctl.errors import KeyRejectedError, ModelError
+from helpers.chat_loop import make_loop
 
 KEY = "sk-proj-test-0123456789abcdef"
 CLAIMANT = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
@@ -44,12 +45,6 @@ def make_model(api, **kwargs) -> OpenAIChatModel:
     return OpenAIChatModel("gpt-test", **options)
 
 
-def make_loop(runner, api, form_id="travel-claim", **kwargs):
-    events: list = []
-    loop = ChatLoop(runner, make_model(api), form_id=form_id, on_event=events.append, **kwargs)
-    return loop, events
-
-
 def started(api, loop, values=CLAIMANT) -> None:
     api.reply(tool_use("form_start", {"form": "travel-claim", "values": values, "quotes": values}))
     api.reply(text("Where did you go?"))
@@ -62,7 +57,7 @@ def started(api, loop, values=CLAIMANT) -> None:
 def test_the_request_is_chat_completions_with_the_system_prompt_first_and_tier0_ending_the_last_user_message(
     api, store
 ):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     api.reply(text("Hi! "), tool_use("form_start", {"form": "travel-claim", "values": {"full_name": "Dana Reeve"}}))
     api.reply(text("Your staff ID?"))
     loop.send("I'm Dana Reeve")
@@ -90,7 +85,7 @@ def test_openais_own_api_gets_max_completion_tokens():
 
 
 def test_a_server_that_numbers_no_tool_call_still_gets_each_call_answered_in_order(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     started(api, loop)
     api.reply(
         tool_use("form_fill", {"values": {"destination": "Leeds"}}, id="a1"),
@@ -110,7 +105,7 @@ def test_a_server_that_numbers_no_tool_call_still_gets_each_call_answered_in_ord
 
 def test_arguments_that_are_not_json_are_an_error_result_and_nothing_is_written(api, store):
     runner = make_runner(store)
-    loop, events = make_loop(runner, api)
+    loop, events = make_loop(runner, make_model(api))
     started(api, loop)
     before = runner.open_instance().version
     api.reply(tool_use("form_fill", id="bad", arguments='{"values": {"destination": "Leeds"'))
@@ -127,7 +122,7 @@ def test_arguments_that_are_not_json_are_an_error_result_and_nothing_is_written(
 
 def test_arguments_that_are_json_but_not_an_object_are_an_error_result(api, store):
     runner = make_runner(store)
-    loop, events = make_loop(runner, api)
+    loop, events = make_loop(runner, make_model(api))
     started(api, loop)
     api.reply(tool_use("form_fill", arguments='["Leeds"]'))
     api.reply(text("Where?"))
@@ -137,7 +132,7 @@ def test_arguments_that_are_json_but_not_an_object_are_an_error_result(api, stor
 
 
 def test_empty_arguments_are_an_empty_object(api, store):
-    loop, events = make_loop(make_runner(store), api)
+    loop, events = make_loop(make_runner(store), make_model(api))
     api.reply(tool_use("form_list", arguments=""))
     api.reply(text("Two forms."))
     loop.send("What is there?")
@@ -146,7 +141,7 @@ def test_empty_arguments_are_an_empty_object(api, store):
 
 
 def test_a_reply_with_neither_text_nor_a_tool_call_is_a_clear_stop(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     api.reply()
     turn = loop.send("hello?")
     assert turn.error == NOTHING_SAID
@@ -157,7 +152,7 @@ def test_a_reply_with_neither_text_nor_a_tool_call_is_a_clear_stop(api, store):
 
 def test_a_reply_cut_off_at_length_runs_none_of_its_tool_calls(api, store):
     runner = make_runner(store)
-    loop, _ = make_loop(runner, api)
+    loop, _ = make_loop(runner, make_model(api))
     started(api, loop)
     before = runner.open_instance().version
     api.reply(text("Noting"), tool_use("form_fill", {"values": {"destination": "Leeds"}}), finish_reason="length")
@@ -168,7 +163,7 @@ def test_a_reply_cut_off_at_length_runs_none_of_its_tool_calls(api, store):
 
 def test_a_content_filtered_reply_is_said_plainly_and_its_tool_calls_are_not_run(api, store):
     runner = make_runner(store)
-    loop, _ = make_loop(runner, api)
+    loop, _ = make_loop(runner, make_model(api))
     started(api, loop)
     before = runner.open_instance().version
     api.reply(text("I"), tool_use("form_fill", {"values": {"destination": "Leeds"}}), finish_reason="content_filter")
@@ -178,7 +173,7 @@ def test_a_content_filtered_reply_is_said_plainly_and_its_tool_calls_are_not_run
 
 
 def test_a_server_that_says_stop_with_tool_calls_still_has_them_run(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     started(api, loop)
     api.reply(tool_use("form_fill", {"values": {"destination": "Leeds"}}), finish_reason="stop")  # Ollama does this
     api.reply(text("When?"))
@@ -205,7 +200,7 @@ def test_a_server_that_says_stop_with_tool_calls_still_has_them_run(api, store):
     ],
 )
 def test_each_failure_is_one_line_that_says_what_happened(api, store, inject, words):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     inject(api)
     turn = loop.send("hi")
     assert turn.stop_reason == "error" and words in turn.error and "\n" not in turn.error
@@ -213,7 +208,7 @@ def test_each_failure_is_one_line_that_says_what_happened(api, store, inject, wo
 
 
 def test_a_refused_key_stops_the_chat_and_never_shows_the_key(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     api.fault(401, message=f"Incorrect API key provided: {KEY}")
     turn = loop.send("hi")
     assert turn.code == KeyRejectedError.code and "refused the key (401)" in turn.error
@@ -222,7 +217,7 @@ def test_a_refused_key_stops_the_chat_and_never_shows_the_key(api, store):
 
 
 def test_a_rate_limit_is_retried_by_the_sdk(api, store):
-    loop, _ = make_loop(make_runner(store), api)
+    loop, _ = make_loop(make_runner(store), make_model(api))
     api.fault(429)
     api.reply(text("Hello!"))
     assert loop.send("hi").text == "Hello!"
@@ -241,7 +236,7 @@ def test_nothing_listening_is_one_line_naming_the_server(store):
 
 def test_a_server_that_does_not_know_stream_options_is_asked_again_without_them(store):
     with FakeOpenAI(knows_stream_options=False) as api:
-        loop, _ = make_loop(make_runner(store), api)
+        loop, _ = make_loop(make_runner(store), make_model(api))
         api.reply(text("Hello."))
         api.reply(text("Still here."))
         assert loop.send("hi").text == "Hello."

@@ -121,25 +121,32 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-app = typer.Typer(
-    name="formctl",
-    cls=_Group,
-    help="Run conversational forms in a terminal: a model collects typed values, every answer kept.",
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="\b\nExamples:\n  formctl run travel-claim\n  formctl instances --status awaiting\n"
+def command_group(name: str, help: str, epilog: str, **options: Any) -> typer.Typer:
+    """A group of commands (``formctl``, ``formctl store``, ...) as every group of formctl's is set up:
+    plain help (no rich markup), no pretty tracebacks, and its help when run with no command."""
+    return typer.Typer(
+        name=name,
+        cls=_Group,
+        help=help,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        no_args_is_help=True,
+        epilog=epilog,
+        **options,
+    )
+
+
+app = command_group(
+    "formctl",
+    "Run conversational forms in a terminal: a model collects typed values, every answer kept.",
+    "\b\nExamples:\n  formctl run travel-claim\n  formctl instances --status awaiting\n"
     "  formctl resolve form_lx2k9_ab12cd",
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-store_app = typer.Typer(
-    name="store",
-    cls=_Group,
-    help="Set up, check, copy or repair the store (a folder, or a PostgreSQL database).",
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    no_args_is_help=True,
-    epilog="\b\nExamples:\n  formctl store check --store ./.formctl\n  formctl store reindex\n  formctl store repair form_mx230koo_lwhzx5 --as 'Sam Jones'",
+store_app = command_group(
+    "store",
+    "Set up, check, copy or repair the store (a folder, or a PostgreSQL database).",
+    "\b\nExamples:\n  formctl store check --store ./.formctl\n  formctl store reindex\n  formctl store repair form_mx230koo_lwhzx5 --as 'Sam Jones'",
 )
 app.add_typer(store_app)
 

@@ -31,6 +31,7 @@ from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
 from formctl.errors import HostOnlyError, InvalidArgumentError, OwnRequestError
 
 if TYPE_CHECKING:
+    from formctl.forms.project import FillResult
     from formctl.forms.runner import FormRunner
 
 OWN_REQUEST = "own request"
@@ -72,7 +73,7 @@ def resolve_as(
     values: dict[str, Any] | None = None,
     own_request: bool = False,
     playing_host: bool = False,
-) -> Any:
+) -> "FillResult":
     """Resolve the checkpoint ``instance_id`` waits on, as ``actor``; the role check first.
 
     ``own_request``: the host's explicit word that they decide an instance whose subject they
@@ -165,7 +166,7 @@ USAGE = "Use /resolve, /resolve --reason WHY, or /resolve --fail REASON (and --c
 
 def chat_resolve(
     runner: "FormRunner", instance_id: str, rest: str, *, as_host: bool, actor: str
-) -> tuple[Any, dict[str, Any]]:
+) -> "tuple[FillResult, dict[str, Any]]":
     """A chat's ``/resolve REST``: refused unless the chat plays the host; then as :func:`resolve`.
     Returns the result and the options it was given."""
     if not as_host:

@@ -410,18 +410,29 @@ def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) ->
     if not rows:
         return
     out = out or console()
-    out.print(Text("checkpoint decisions", style="bold"))
-    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name in ("checkpoint", "decision", "by", "at", "on", "reason"):
-        table.add_column(name)
+    table = _section(out, "checkpoint decisions", ("checkpoint", "decision", "by", "at", "on", "reason"))
     for r in rows:
         decision = Text(r["outcome"], style="green" if r["outcome"] == "approved" else "red")
         on = ", ".join(f"{k}={value_text(v)}" for k, v in (r.get("covers") or {}).items())
-        by = r.get("actor") or "(not recorded)"
-        if r.get("override"):  # decided past a rule, on the host's explicit word
-            by += f" ({r['override']})"
-        table.add_row(r["checkpoint"], decision, by, r["at"], on, r.get("reason") or "")
+        table.add_row(r["checkpoint"], decision, _decided_by(r), r["at"], on, r.get("reason") or "")
     out.print(table)
+
+
+def _section(out: Console, title: str, columns: tuple[str, ...]) -> Table:
+    """A bold heading line on ``out``, and the table under it with these columns (drawn by the caller)."""
+    out.print(Text(title, style="bold"))
+    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in columns:
+        table.add_column(name)
+    return table
+
+
+def _decided_by(row: dict[str, Any]) -> str:
+    """Who did it, and the explicit word it was done on when it went past a rule (``own request``)."""
+    by = str(row.get("actor") or "(not recorded)")
+    if row.get("override"):  # decided past a rule, on the host's explicit word
+        by += f" ({row['override']})"
+    return by
 
 
 def print_acts(rows: list[dict[str, Any]], out: Console | None = None) -> None:
@@ -429,14 +440,9 @@ def print_acts(rows: list[dict[str, Any]], out: Console | None = None) -> None:
     if not rows:
         return
     out = out or console()
-    out.print(Text("acts", style="bold"))
-    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name in ("act", "by", "at", "what", "reason"):
-        table.add_column(name)
+    table = _section(out, "acts", ("act", "by", "at", "what", "reason"))
     for r in rows:
-        by = r.get("actor") or "(not recorded)"
-        if r.get("override"):
-            by += f" ({r['override']})"
+        by = _decided_by(r)
         what = r.get("detail") or ", ".join(r.get("fields", ()))
         table.add_row(r["act"], by, r["at"], what, r.get("reason") or "")
     out.print(table)
@@ -447,10 +453,7 @@ def print_failed_runs(rows: list[dict[str, Any]], out: Console | None = None) ->
     if not rows:
         return
     out = out or console()
-    out.print(Text("executor runs that failed", style="bold"))
-    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name in ("hook", "at", "attempt", "said", "fault"):
-        table.add_column(name)
+    table = _section(out, "executor runs that failed", ("hook", "at", "attempt", "said", "fault"))
     for r in rows:
         table.add_row(
             r["hook"], r["at"], str(r["attempts"]), r.get("message") or "", Text(r.get("detail") or "", style="red")

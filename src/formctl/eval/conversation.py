@@ -16,9 +16,12 @@ checker did not recognise, and they said so.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.eval.grade import Attempt
+
+if TYPE_CHECKING:
+    from formctl.transcripts.format import Transcript
 
 __all__ = ["conversation", "invention_attempts"]
 
@@ -46,7 +49,7 @@ def _written(call: Any) -> dict[str, Any]:
     return {}
 
 
-def invention_attempts(transcript: Any) -> list[Attempt]:
+def invention_attempts(transcript: Transcript) -> list[Attempt]:
     """Every value formctl asked the person about that they did not confirm, in order."""
     out: list[Attempt] = []
     for turn in transcript.turns:
@@ -78,7 +81,7 @@ def _result_line(call: Any) -> str:
     return "; ".join(parts) or "ok"
 
 
-def conversation(transcript: Any, asked: tuple[tuple[int, str, str | None], ...] = ()) -> list[dict[str, Any]]:
+def conversation(transcript: Transcript, asked: tuple[tuple[int, str, str | None], ...] = ()) -> list[dict[str, Any]]:
     """The run as lines a person reads: ``{"who": person|model|tool|formctl|host|error, "text": ...}``.
 
     The person's messages, the model's words, each tool call with what it sent and a summary of

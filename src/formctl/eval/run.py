@@ -38,6 +38,8 @@ from formctl.forms.quotes import PersonMessage
 if TYPE_CHECKING:
     from formctl.agent.loop import ChatLoop, Turn
     from formctl.agent.models.base import ChatModel
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.instance import Instance
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
     from formctl.transcripts.record import Recorder
@@ -129,7 +131,7 @@ def broken_run(scenario: Scenario, setup: RunSetup, line: str, seconds: float = 
     )
 
 
-def check_against_form(scenario: Scenario, compiled: Any) -> None:
+def check_against_form(scenario: Scenario, compiled: CompiledForm) -> None:
     """An expectation that names a field or checkpoint the form does not have, or expects a value
     none of the persona's lines hold, is the scenario's mistake, said before any model is paid for."""
     fields = {f.id: f for f in compiled.fields}
@@ -306,7 +308,7 @@ class _Run:
             return True
         return False
 
-    def _decide(self, instance: Any, decided: set[tuple[str, int]]) -> bool:
+    def _decide(self, instance: Instance, decided: set[tuple[str, int]]) -> bool:
         """The scenario's host decision on the checkpoint the form waits on (recorded as a host turn)."""
         from formctl.transcripts.play import perform_host_action
 
@@ -397,7 +399,7 @@ def run_scenario(
     return run.result(loop)
 
 
-def _instance(runner: Any, instance_id: str | None) -> Any:
+def _instance(runner: FormRunner, instance_id: str | None) -> Instance | None:
     if instance_id is None:
         return None
     try:
@@ -406,7 +408,7 @@ def _instance(runner: Any, instance_id: str | None) -> Any:
         return None
 
 
-def _every_value(runner: Any, instance_id: str | None) -> dict[str, list[dict[str, Any]]]:
+def _every_value(runner: FormRunner, instance_id: str | None) -> dict[str, list[dict[str, Any]]]:
     """Every value each field was ever given (its whole answer log, retractions aside), oldest
     first, each with how it arrived (``{"value", "how"}``: said, confirmed, assumed, ...)."""
     from formctl.forms.instance import provenance_kind

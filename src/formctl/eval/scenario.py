@@ -222,37 +222,47 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     return _scenario(doc, path)
 
 
-def _scenario(doc: dict[str, Any], path: str | os.PathLike[str]) -> Scenario:
-    names = {str: "text", int: "whole number", dict: "table", list: "list"}
+_PathLike = str | os.PathLike[str]
+_KIND_NAMES = {str: "text", int: "whole number", dict: "table", list: "list"}
 
-    def need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-        if key not in table:
-            raise ScenarioError(f"`{where}{key}` is missing", path=path)
-        value = table[key]
-        if not isinstance(value, kind):
-            kinds = kind if isinstance(kind, tuple) else (kind,)
-            said = " or a ".join(names.get(k, k.__name__) for k in kinds)
-            raise ScenarioError(f"`{where}{key}` must be a {said}", path=path)
-        return value
 
-    version = need(doc, "eval", int, "")
+def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, path: _PathLike) -> Any:
+    """``table[key]``, which must be there and of ``kind``; ``where``: the table's place (``persona.``)."""
+    if key not in table:
+        raise ScenarioError(f"`{where}{key}` is missing", path=path)
+    value = table[key]
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        said = " or a ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+        raise ScenarioError(f"`{where}{key}` must be a {said}", path=path)
+    return value
+
+
+def _scenario(doc: dict[str, Any], path: _PathLike) -> Scenario:
+    version = _need(doc, "eval", int, "", path)
     if version != FORMAT:
         raise ScenarioError(
             f"eval = {version} is not a scenario format this formctl reads (it reads {FORMAT})", path=path
         )
-    form = need(doc, "form", str, "")
-    persona_doc = need(doc, "persona", dict, "")
-    facts: list[Fact] = []
-    for n, f in enumerate(need(persona_doc, "facts", list, "persona."), 1):
-        where = f"persona.facts[{n}]."
-        if not isinstance(f, dict):
-            raise ScenarioError(f"`persona.facts[{n}]` must be a table", path=path)
-        topic = _words_list(need(f, "topic", (str, list), where), path, where + "topic")
-        says = f.get("says")
-        says_t = (says,) if isinstance(says, str) else tuple(says) if isinstance(says, list) else None
-        if not says_t or not all(isinstance(s, str) and s.strip() for s in says_t):
-            raise ScenarioError(f"`{where}says` must be a line, or a list of lines, of the person's words", path=path)
-        facts.append(Fact(topic, says_t, _opt_str(f, "value", path, where), _opt_str(f, "correction", path, where)))
+    form = _need(doc, "form", str, "", path)
+    persona = _persona(_need(doc, "persona", dict, "", path), path)
+    expect = _expectation(_need(doc, "expect", dict, "", path), path)
+    host = tuple(_host_action(n, h, path) for n, h in enumerate(doc.get("host", []), 1))
+    about = doc.get("about", "")
+    return Scenario(
+        name=f"{Path(path).parent.name}/{Path(path).stem}" if Path(path).parent.name else Path(path).stem,
+        path=str(path),
+        form=form,
+        persona=persona,
+        expect=expect,
+        about=about if isinstance(about, str) else "",
+        host=host,
+    )
+
+
+def _persona(persona_doc: dict[str, Any], path: _PathLike) -> Persona:
+    """The ``[persona]`` table: its facts, its styles and its optional lines."""
+    facts = tuple(_fact(n, f, path) for n, f in enumerate(_need(persona_doc, "facts", list, "persona.", path), 1))
     style = persona_doc.get("style", [])
     style_t = (style,) if isinstance(style, str) else tuple(style) if isinstance(style, list) else ()
     unknown_styles = [s for s in style_t if s not in STYLES]
@@ -263,10 +273,25 @@ def _scenario(doc: dict[str, Any], path: str | os.PathLike[str]) -> Scenario:
         value = _opt_str(persona_doc, key, path, "persona.")
         if value is not None:
             persona_kw[key] = value
-    persona = Persona(name=need(persona_doc, "name", str, "persona."), facts=tuple(facts), style=style_t, **persona_kw)
+    return Persona(name=_need(persona_doc, "name", str, "persona.", path), facts=facts, style=style_t, **persona_kw)
 
-    expect_doc = need(doc, "expect", dict, "")
-    status = need(expect_doc, "status", str, "expect.")
+
+def _fact(n: int, f: object, path: _PathLike) -> Fact:
+    """``persona.facts[n]``: what the person knows about a topic, and the words they say it in."""
+    where = f"persona.facts[{n}]."
+    if not isinstance(f, dict):
+        raise ScenarioError(f"`persona.facts[{n}]` must be a table", path=path)
+    topic = _words_list(_need(f, "topic", (str, list), where, path), path, where + "topic")
+    says = f.get("says")
+    says_t = (says,) if isinstance(says, str) else tuple(says) if isinstance(says, list) else None
+    if not says_t or not all(isinstance(s, str) and s.strip() for s in says_t):
+        raise ScenarioError(f"`{where}says` must be a line, or a list of lines, of the person's words", path=path)
+    return Fact(topic, says_t, _opt_str(f, "value", path, where), _opt_str(f, "correction", path, where))
+
+
+def _expectation(expect_doc: dict[str, Any], path: _PathLike) -> Expectation:
+    """The ``[expect]`` table: how the run must end."""
+    status = _need(expect_doc, "status", str, "expect.", path)
     values = expect_doc.get("values", {})
     if not isinstance(values, dict):
         raise ScenarioError("`expect.values` must be a table of field = value", path=path)
@@ -274,7 +299,7 @@ def _scenario(doc: dict[str, Any], path: str | os.PathLike[str]) -> Scenario:
     max_turns = expect_doc.get("max_turns", 30)
     if not isinstance(max_turns, int) or max_turns < 1:
         raise ScenarioError("`expect.max_turns` must be a whole number of the person's turns, at least 1", path=path)
-    expect = Expectation(
+    return Expectation(
         status=status,
         values={k: _plain(v) for k, v in values.items()},
         missing=_str_list(expect_doc.get("missing", []), path, "expect.missing"),
@@ -282,31 +307,21 @@ def _scenario(doc: dict[str, Any], path: str | os.PathLike[str]) -> Scenario:
         checkpoints=_str_list(checkpoints, path, "expect.checkpoints") if checkpoints is not None else None,
         max_turns=max_turns,
     )
-    host: list[HostAction] = []
-    for n, h in enumerate(doc.get("host", []), 1):
-        where = f"host[{n}]."
-        if not isinstance(h, dict):
-            raise ScenarioError(f"`host[{n}]` must be a table", path=path)
-        decision = h.get("decision", "approve")
-        if decision not in ("approve", "reject"):
-            raise ScenarioError(f"`{where}decision` must be approve or reject", path=path)
-        host.append(
-            HostAction(
-                need(h, "checkpoint", str, where),
-                decision,
-                _opt_str(h, "reason", path, where),
-                _opt_str(h, "actor", path, where) or "eval-host",
-            )
-        )
-    about = doc.get("about", "")
-    return Scenario(
-        name=f"{Path(path).parent.name}/{Path(path).stem}" if Path(path).parent.name else Path(path).stem,
-        path=str(path),
-        form=form,
-        persona=persona,
-        expect=expect,
-        about=about if isinstance(about, str) else "",
-        host=tuple(host),
+
+
+def _host_action(n: int, h: object, path: _PathLike) -> HostAction:
+    """``host[n]``: what the host decides at a checkpoint."""
+    where = f"host[{n}]."
+    if not isinstance(h, dict):
+        raise ScenarioError(f"`host[{n}]` must be a table", path=path)
+    decision = h.get("decision", "approve")
+    if decision not in ("approve", "reject"):
+        raise ScenarioError(f"`{where}decision` must be approve or reject", path=path)
+    return HostAction(
+        _need(h, "checkpoint", str, where, path),
+        decision,
+        _opt_str(h, "reason", path, where),
+        _opt_str(h, "actor", path, where) or "eval-host",
     )
 
 
@@ -317,7 +332,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _opt_str(table: dict[str, Any], key: str, path: Any, where: str) -> str | None:
+def _opt_str(table: dict[str, Any], key: str, path: _PathLike, where: str) -> str | None:
     value = table.get(key)
     if value is None:
         return None
@@ -326,20 +341,20 @@ def _opt_str(table: dict[str, Any], key: str, path: Any, where: str) -> str | No
     return value
 
 
-def _str_list(value: Any, path: Any, where: str) -> tuple[str, ...]:
+def _str_list(value: Any, path: _PathLike, where: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise ScenarioError(f"`{where}` must be a list of text", path=path)
 
 
-def _banned(value: Any, path: Any) -> tuple[str | int | float, ...]:
+def _banned(value: Any, path: _PathLike) -> tuple[str | int | float, ...]:
     """``never_stored``: text or numbers (``["dana@example.com", 212.4]``; "212.4" bans the number too)."""
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
         return tuple(value)
     raise ScenarioError("`expect.never_stored` must be a list of text or numbers", path=path)
 
 
-def _words_list(value: Any, path: Any, where: str) -> tuple[str, ...]:
+def _words_list(value: Any, path: _PathLike, where: str) -> tuple[str, ...]:
     """A topic: "name" or "staff id, staff number" or ["name", "called"]: the phrases, lower case."""
     items = value if isinstance(value, list) else str(value).split(",")
     out = tuple(str(i).strip().lower() for i in items if str(i).strip())

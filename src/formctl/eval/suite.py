@@ -34,7 +34,9 @@ from formctl.eval.run import ModelFactory, RunLimits, RunResult, RunSetup, broke
 from formctl.eval.scenario import Scenario
 
 if TYPE_CHECKING:
+    from formctl.agent.models.base import ChatModel
     from formctl.forms.registry import FormRegistry
+    from formctl.forms.runner import FormRunner
 
 __all__ = ["LEFT_BEHIND_AFTER", "ModelSpec", "SuitePlan", "model_spec", "person_factory", "run_suite"]
 
@@ -60,7 +62,7 @@ def model_spec(name: str) -> ModelSpec:
     spec = name.strip()
     if spec.lower() in ("guided", "guided:guided"):
 
-        def guided(runner: Any, form_id: str) -> Any:
+        def guided(runner: FormRunner, form_id: str) -> ChatModel:
             from formctl.agent.models.guided import GuidedModel
 
             return GuidedModel(runner, form_id=form_id)
@@ -77,7 +79,7 @@ def model_spec(name: str) -> ModelSpec:
             "set one, or evaluate the offline model with --model guided."
         )
 
-    def chosen(runner: Any, form_id: str) -> Any:
+    def chosen(runner: FormRunner, form_id: str) -> ChatModel:
         return models.pick_model(runner, model_name=choice.spec, form_id=form_id)
 
     return ModelSpec(choice.spec, chosen)

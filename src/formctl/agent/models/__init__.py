@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.base import ChatModel, ModelReply, ModelRequest
 from formctl.errors import ModelError
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -109,7 +112,7 @@ def choose_model(model_name: str | None = None, *, offline: bool = False) -> Mod
 
 
 def pick_model(
-    runner: Any,
+    runner: FormRunner,
     *,
     model_name: str | None = None,
     offline: bool = False,
@@ -140,7 +143,7 @@ def pick_model(
     return GuidedModel(runner, form_id=form_id, locale=locale)
 
 
-def model_label(model: Any) -> str:
+def model_label(model: ChatModel) -> str:
     """A model as a person reads it and a transcript records it: ``openai:llama3.1``, ``guided``."""
     provider = getattr(model, "provider", None)
     name = str(getattr(model, "name", "") or "")

@@ -1,5 +1,6 @@
-"""What the adapters over a provider's SDK share: the network settings they honour and how they
-recognise a failure the SDK let through untyped.
+"""What the adapters over a provider's SDK share: the network settings they honour, how their
+client is built and let go (:class:`SdkClient`, with a :class:`Provider` table for each SDK),
+and how they recognise a failure the SDK let through untyped.
 
 Both SDKs (``anthropic``, ``openai``) are built the same way on the same HTTP library, so a
 dropped connection or a malformed body looks the same from either; the provider-specific
@@ -8,6 +9,7 @@ lines a person reads stay in each adapter.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -15,19 +17,23 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, TypeVar
 
-from formctl.errors import ModelCancelledError, ModelError, ModelTimeoutError
+from formctl.errors import KeyRejectedError, ModelCancelledError, ModelError, ModelTimeoutError
 
 __all__ = [
     "DEFAULT_MODEL_TIMEOUT",
+    "Connection",
     "Deadline",
+    "Provider",
+    "SdkClient",
     "abandon_client",
     "connection_lost",
+    "failed_call",
     "count_request",
     "is_malformed",
     "model_timeout",
@@ -39,6 +45,7 @@ __all__ = [
     "ssl_context",
     "tail",
     "trust_env",
+    "unreachable_because",
 ]
 
 # A surrogate code point on its own (a str holds a valid pair as one code point): UTF-8 cannot
@@ -159,6 +166,18 @@ def connection_lost(exc: BaseException, sdk: Any) -> bool:
     reply began: the server could not be reached; after: the reply was cut off), not from the
     exception's class."""
     return isinstance(exc, sdk.APIConnectionError) or is_transport_error(exc)
+
+
+def unreachable_because(exc: BaseException) -> str:
+    """``": cause"`` for an SDK's ``APIConnectionError`` (what the HTTP library said), or ""."""
+    cause = exc.__cause__ or exc.__context__
+    return f": {cause}" if cause is not None and str(cause) else ""
+
+
+def failed_call(exc: BaseException) -> str:
+    """``"(ClassName: first line)"``: an error no other line names, as the end of "... call failed"."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"({type(exc).__name__}{': ' + text if text else ''})"
 
 
 def is_malformed(exc: BaseException) -> bool:
@@ -306,3 +325,151 @@ def _check(deadline: Deadline, ends: float, sent: int) -> None:
     if error is not None:
         error.attempts = sent
         raise error
+
+
+# ---------------------------------------------------------------------------- one adapter's client
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where an adapter's calls go and how long they may take."""
+
+    base_url: str
+    max_retries: int
+    timeout: float  # each read (the SDK's own timeout, restarted by every chunk)
+    deadline: float  # the whole call, retries included (see model_timeout)
+
+    @classmethod
+    def of(cls, base_url: str, max_retries: int, timeout: float, deadline: float | None) -> Connection:
+        """``deadline`` from ``--model-timeout`` or the environment; no read may outlast it."""
+        whole = model_timeout(deadline)
+        return cls(base_url, max_retries, min(timeout, whole), whole)
+
+    @property
+    def retried(self) -> str:
+        """``" after 2 retries"`` (the middle of a line about a failure the SDK retried), or ""."""
+        if not self.max_retries:
+            return ""
+        return f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """What tells one SDK from another where an adapter builds its client and maps its errors."""
+
+    module: str  # the SDK's import name: "anthropic"
+    client_class: str  # its client: "Anthropic"
+    label: str  # as "Could not set up the {label} client" names it
+    log_variable: str  # the SDK's debug-log switch (see quiet_debug_logs)
+    no_key: str  # the line when no key is set
+    not_installed: str  # the line when the SDK cannot be imported ({exc}: why)
+    options: Callable[[Any], dict[str, Any]]  # more arguments for the client, from the SDK module
+    key_rejected: Callable[[BaseException], bool]  # the key itself refused: a chat stops
+
+
+class SdkClient:
+    """One adapter's SDK client: built on first use (the SDK imported then), let go when a call
+    is abandoned, holding the key (which it scrubs from every line it raises), and turning what
+    the SDK raises into one :class:`ModelError` line through the adapter's ``explain``."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        api_key: str,
+        connection: Connection,
+        explain: Callable[[BaseException, bool], str],
+        who: str,
+    ) -> None:
+        self.provider = provider
+        self.connection = connection
+        self.who = who  # who answers, at the start of a line: "The Anthropic API"
+        self.__api_key = api_key
+        self._explain = explain
+        self._client: Any = None
+        self._http: Any = None  # the client's HTTP client, closed to abandon a call (see abandon)
+
+    def __repr__(self) -> str:
+        return f"SdkClient({self.provider.module!r}, base_url={self.connection.base_url!r})"
+
+    def call(self, work: Callable[[Any, Callable[[str], None]], T], stop: threading.Event | None, on_text: Any) -> T:
+        """``work(client, push)`` within the connection's deadline (see :func:`within_deadline`)."""
+        client = self.get()
+        late = (
+            f"{self.who} did not finish its reply within {self.connection.deadline:g}s (--model-timeout); "
+            "nothing from it was applied. Send again."
+        )
+        deadline = Deadline(self.connection.deadline, stop, self.abandon, late)
+        return within_deadline(lambda push: work(client, push), deadline, on_text)
+
+    def get(self) -> Any:
+        """The SDK's client, built on first use and again after a call was abandoned."""
+        if self._client is not None:
+            return self._client
+        provider = self.provider
+        if not self.__api_key:
+            raise ModelError(provider.no_key)
+        try:
+            sdk = import_module(provider.module)
+        except ImportError as exc:
+            raise ModelError(provider.not_installed.format(exc=exc)) from None
+        quiet_debug_logs(provider.log_variable, provider.module)
+        options = provider.options(sdk)
+        try:
+            http = self._http_client(sdk)
+            client = getattr(sdk, provider.client_class)(
+                api_key=self.__api_key,
+                base_url=self.connection.base_url,
+                max_retries=self.connection.max_retries,
+                timeout=self.connection.timeout,
+                http_client=http,
+                **options,
+            )
+        except Exception as exc:
+            raise ModelError(self.scrub(f"Could not set up the {provider.label} client: {exc}")) from None
+        self._client, self._http = client, http
+        return client
+
+    def _http_client(self, sdk: Any) -> Any:
+        """The SDK's HTTP client: the process's TLS context, proxies only when trusted, requests counted."""
+        trust = trust_env()
+        network: dict[str, Any] = {"trust_env": trust, "timeout": self.connection.timeout}
+        context = ssl_context(sdk.DefaultHttpxClient, trust)  # one per process (see ssl_context)
+        if context is not None:
+            network["verify"] = context
+        return sdk.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
+
+    def abandon(self) -> None:
+        """Let go of the client under a call that is no longer wanted (see :func:`abandon_client`)."""
+        http, self._client, self._http = self._http, None, None
+        abandon_client(http)
+
+    @contextlib.contextmanager
+    def errors(self, *, mid_reply: bool = False) -> Iterator[None]:
+        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it).
+
+        ``mid_reply``: the stream had begun, so a lost connection is a reply cut off, not a
+        server that cannot be reached."""
+        try:
+            yield
+        except ModelError:
+            raise
+        except Exception as exc:
+            line = self.scrub(self._explain(exc, mid_reply))
+            if self.provider.key_rejected(exc):
+                raise KeyRejectedError(line) from None
+            raise ModelError(line) from None
+
+    def each(self, stream: Iterator[T]) -> Iterator[T]:
+        """Each event of a reply's stream, as it arrives; a failure while reading one is mapped as
+        :meth:`errors` maps one mid-reply. What the caller does with an event (show its text) is
+        outside that mapping: an error of its own propagates as it is."""
+        while True:
+            with self.errors(mid_reply=True):
+                event = next(stream, None)
+            if event is None:
+                return
+            yield event
+
+    def scrub(self, text: str) -> str:
+        """``text`` on one line without the key (see :func:`scrub`)."""
+        return scrub(text, self.__api_key)

@@ -40,27 +40,22 @@ import contextlib
 import inspect
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models._sdk import (
-    Deadline,
-    abandon_client,
+    Connection,
+    Provider,
+    SdkClient,
     connection_lost,
-    count_request,
-    model_timeout,
-    quiet_debug_logs,
-    scrub,
+    failed_call,
     sendable,
-    ssl_context,
-    within_deadline,
+    unreachable_because,
 )
 from formctl.agent.models._sdk import is_malformed as _is_malformed
 from formctl.agent.models._sdk import is_transport_error as _is_transport_error
 from formctl.agent.models._sdk import tail as _tail
-from formctl.agent.models._sdk import trust_env as _trust_env
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
-from formctl.errors import KeyRejectedError, ModelError
+from formctl.errors import ModelError
 
 __all__ = ["AnthropicModel"]
 
@@ -84,16 +79,13 @@ class AnthropicModel:
         max_tokens: int = 1024,
         deadline: float | None = None,
     ) -> None:
-        self.model = model
-        self.name = model
-        self.max_retries = max_retries
-        self.deadline = model_timeout(deadline)  # the whole call, retries included (see _sdk.py)
-        self.timeout = min(timeout, self.deadline)  # each read
+        self.model = self.name = model
         self.max_tokens = max_tokens
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
-        self.__api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
-        self._client: Any = None
-        self._http: Any = None  # the client's HTTP client, closed to abandon a call (see _abandon)
+        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
+        connection = Connection.of(self.base_url, max_retries, timeout, deadline)
+        self.max_retries, self.timeout, self.deadline = max_retries, connection.timeout, connection.deadline
+        self._sdk = SdkClient(_PROVIDER, key, connection, self._explain, "The Anthropic API")
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -101,52 +93,21 @@ class AnthropicModel:
     # ------------------------------------------------------------------ the call
 
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
-        client = self._get_client()
         params = self.request_params(request)
-        late = (
-            f"The Anthropic API did not finish its reply within {self.deadline:g}s (--model-timeout); "
-            "nothing from it was applied. Send again."
-        )
-        deadline = Deadline(self.deadline, request.stop, self._abandon, late)
-        return within_deadline(lambda push: self._stream(client, params, push), deadline, on_text)
+        return self._sdk.call(lambda client, push: self._stream(client, params, push), request.stop, on_text)
 
     def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
         """The call itself, in :func:`within_deadline`'s thread: text goes to ``push`` as it arrives."""
         with contextlib.ExitStack() as stack:
-            with self._api_errors():
+            with self._sdk.errors():
                 stream = stack.enter_context(client.messages.stream(**params))
                 events = iter(stream)
-            while True:
-                with self._api_errors(mid_reply=True):
-                    event = next(events, None)
-                if event is None:
-                    break
+            for event in self._sdk.each(events):
                 if getattr(event, "type", None) == "text" and event.text:
                     push(event.text)
-            with self._api_errors(mid_reply=True):
+            with self._sdk.errors(mid_reply=True):
                 message = stream.get_final_message()
         return self._reply(message)
-
-    def _abandon(self) -> None:
-        """Let go of the client under a call that is no longer wanted (see :func:`abandon_client`)."""
-        http, self._client, self._http = self._http, None, None
-        abandon_client(http)
-
-    @contextlib.contextmanager
-    def _api_errors(self, *, mid_reply: bool = False) -> Iterator[None]:
-        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it).
-
-        ``mid_reply``: the stream had begun, so a lost connection is a reply cut off, not a
-        server that cannot be reached."""
-        try:
-            yield
-        except ModelError:
-            raise
-        except Exception as exc:
-            line = self._scrub(self._explain(exc, mid_reply=mid_reply))
-            if _key_rejected(exc):
-                raise KeyRejectedError(line) from None
-            raise ModelError(line) from None
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments for ``messages.stream``: the request in wire shape, with cache breakpoints.
@@ -176,44 +137,6 @@ class AnthropicModel:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _get_client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        if not self.__api_key:
-            raise ModelError("No ANTHROPIC_API_KEY is set: set it, or run offline with the guided model.")
-        try:
-            import anthropic
-        except ImportError as exc:  # pragma: no cover - anthropic is a dependency
-            raise ModelError(f"The anthropic package is not installed ({exc}).") from None
-        quiet_debug_logs("ANTHROPIC_LOG", "anthropic")
-        options: dict[str, Any] = {}
-        if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
-            options["open_telemetry"] = False  # SDKs that trace would read the OTEL_* variables
-        custom = _custom_header_names()
-        if custom and hasattr(anthropic, "Omit"):
-            # SDKs that have Omit also send the headers of ANTHROPIC_CUSTOM_HEADERS; they are not
-            # ours to send, and an omitted default header is the SDK's own way to drop one.
-            options["default_headers"] = {name: anthropic.Omit() for name in custom}
-        try:
-            trust = _trust_env()
-            network: dict[str, Any] = {"trust_env": trust, "timeout": self.timeout}
-            context = ssl_context(anthropic.DefaultHttpxClient, trust)  # one per process (see _sdk.py)
-            if context is not None:
-                network["verify"] = context
-            http = anthropic.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
-            client = anthropic.Anthropic(
-                api_key=self.__api_key,
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.timeout,
-                http_client=http,
-                **options,
-            )
-        except Exception as exc:
-            raise ModelError(self._scrub(f"Could not set up the Anthropic client: {exc}")) from None
-        self._client, self._http = client, http
-        return client
-
     def _reply(self, message: Any) -> ModelReply:
         stop_reason = getattr(message, "stop_reason", None)
         if not stop_reason:
@@ -237,7 +160,7 @@ class AnthropicModel:
                 usage[key] = value
         return ModelReply(content=content, stop_reason=str(stop_reason), usage=usage)
 
-    def _explain(self, exc: BaseException, *, mid_reply: bool = False) -> str:
+    def _explain(self, exc: BaseException, mid_reply: bool = False) -> str:
         """One line for a person: what went wrong and what to do about it."""
         import anthropic
 
@@ -246,7 +169,7 @@ class AnthropicModel:
                 "The connection to the Anthropic API dropped mid-reply; nothing from that reply was applied. "
                 "Send again."
             )
-        retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
+        retried = self._sdk.connection.retried
         if isinstance(exc, anthropic.APIStatusError):
             detail = getattr(exc, "api_message", None) or _body_message(exc)
             kind = _error_type(exc)
@@ -265,8 +188,7 @@ class AnthropicModel:
         if isinstance(exc, anthropic.APIResponseValidationError):
             return "The Anthropic API sent a malformed reply; nothing from it was applied. Send again."
         if isinstance(exc, anthropic.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            why = f": {cause}" if cause is not None and str(cause) else ""
+            why = unreachable_because(exc)
             return f"Could not reach the Anthropic API at {self.base_url}{why}. Check the connection, then send again."
         if isinstance(exc, json.JSONDecodeError) or _is_malformed(exc):
             return "The Anthropic API sent a malformed reply; nothing from it was applied. Send again."
@@ -274,11 +196,20 @@ class AnthropicModel:
             return (
                 f"Could not reach the Anthropic API at {self.base_url}: {exc}. Check the connection, then send again."
             )
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        return f"The Anthropic API call failed ({type(exc).__name__}{': ' + text if text else ''})."
+        return f"The Anthropic API call failed {failed_call(exc)}."
 
-    def _scrub(self, text: str) -> str:
-        return scrub(text, self.__api_key)
+
+def _client_options(anthropic: Any) -> dict[str, Any]:
+    """What this SDK's client is given beyond the key, the base URL and the network settings."""
+    options: dict[str, Any] = {}
+    if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
+        options["open_telemetry"] = False  # SDKs that trace would read the OTEL_* variables
+    custom = _custom_header_names()
+    if custom and hasattr(anthropic, "Omit"):
+        # SDKs that have Omit also send the headers of ANTHROPIC_CUSTOM_HEADERS; they are not
+        # ours to send, and an omitted default header is the SDK's own way to drop one.
+        options["default_headers"] = {name: anthropic.Omit() for name in custom}
+    return options
 
 
 def _custom_header_names() -> list[str]:
@@ -329,6 +260,18 @@ def _key_rejected(exc: BaseException) -> bool:
     """A 401 or 403 (or its error type inside a stream): the key itself is refused."""
     status = getattr(exc, "status_code", None)
     return status in (401, 403) or _error_type(exc) in ("authentication_error", "permission_error")
+
+
+_PROVIDER = Provider(
+    module="anthropic",
+    client_class="Anthropic",
+    label="Anthropic",
+    log_variable="ANTHROPIC_LOG",
+    no_key="No ANTHROPIC_API_KEY is set: set it, or run offline with the guided model.",
+    not_installed="The anthropic package is not installed ({exc}).",
+    options=_client_options,
+    key_rejected=_key_rejected,
+)
 
 
 def _body_message(exc: Any) -> str:

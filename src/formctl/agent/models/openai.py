@@ -49,27 +49,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models._sdk import (
-    Deadline,
-    abandon_client,
+    Connection,
+    Provider,
+    SdkClient,
     connection_lost,
-    count_request,
+    failed_call,
     is_malformed,
     is_transport_error,
-    model_timeout,
-    quiet_debug_logs,
-    scrub,
     sendable,
-    ssl_context,
     tail,
-    trust_env,
-    within_deadline,
+    unreachable_because,
 )
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
-from formctl.errors import KeyRejectedError, ModelError
+from formctl.errors import ModelError
 
 __all__ = ["DEFAULT_BASE_URL", "LOCAL_KEY", "OpenAIChatModel"]
 
@@ -97,17 +92,15 @@ class OpenAIChatModel:
         max_tokens: int = 1024,
         deadline: float | None = None,
     ) -> None:
-        self.model = model
-        self.name = model
-        self.max_retries = max_retries
-        self.deadline = model_timeout(deadline)  # the whole call, retries included (see _sdk.py)
-        self.timeout = min(timeout, self.deadline)  # each read
+        self.model = self.name = model
         self.max_tokens = max_tokens
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).rstrip("/")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "").strip()
-        self.__api_key = key or (LOCAL_KEY if not self.is_openai else "")
-        self._client: Any = None
-        self._http: Any = None  # the client's HTTP client, closed to abandon a call (see _abandon)
+        connection = Connection.of(self.base_url, max_retries, timeout, deadline)
+        self.max_retries, self.timeout, self.deadline = max_retries, connection.timeout, connection.deadline
+        self._sdk = SdkClient(
+            _PROVIDER, key or (LOCAL_KEY if not self.is_openai else ""), connection, self._explain, self._who
+        )
         self._ask_usage = True  # off once a server refuses stream_options (see _create)
 
     def __repr__(self) -> str:
@@ -131,37 +124,23 @@ class OpenAIChatModel:
     # ------------------------------------------------------------------ the call
 
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
-        client = self._get_client()
         params = self.request_params(request)
-        late = (
-            f"{self._who} did not finish its reply within {self.deadline:g}s (--model-timeout); nothing from it "
-            "was applied. Send again."
-        )
-        deadline = Deadline(self.deadline, request.stop, self._abandon, late)
-        return within_deadline(lambda push: self._stream(client, params, push), deadline, on_text)
+        return self._sdk.call(lambda client, push: self._stream(client, params, push), request.stop, on_text)
 
     def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
         """The call itself, in :func:`within_deadline`'s thread: text goes to ``push`` as it arrives."""
         reply = _Assembly()
         with contextlib.ExitStack() as stack:
-            with self._api_errors():
+            with self._sdk.errors():
                 stream = self._create(client, params)
                 stack.callback(_close, stream)
                 chunks = iter(stream)
-            while True:
-                with self._api_errors(mid_reply=True):
-                    chunk = next(chunks, None)
-                    if chunk is None:
-                        break
+            for chunk in self._sdk.each(chunks):
+                with self._sdk.errors(mid_reply=True):
                     shown = reply.add(chunk)
                 if shown:
                     push(shown)
         return self._reply(reply)
-
-    def _abandon(self) -> None:
-        """Let go of the client under a call that is no longer wanted (see :func:`abandon_client`)."""
-        http, self._client, self._http = self._http, None, None
-        abandon_client(http)
 
     def _create(self, client: Any, params: dict[str, Any]) -> Any:
         """``chat.completions.create``; a server that refuses ``stream_options`` (a 400 naming it: some
@@ -202,56 +181,6 @@ class OpenAIChatModel:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _get_client(self) -> Any:
-        if self._client is not None:
-            return self._client
-        if not self.__api_key:
-            raise ModelError(
-                "No OPENAI_API_KEY is set: set it (or OPENAI_BASE_URL for a local server), "
-                "or run offline with the guided model."
-            )
-        try:
-            import openai
-        except ImportError:
-            raise ModelError(
-                "The openai package is not installed: pip install 'formctl[openai]', or pick another model."
-            ) from None
-        quiet_debug_logs("OPENAI_LOG", "openai")
-        try:
-            trust = trust_env()
-            network: dict[str, Any] = {"trust_env": trust, "timeout": self.timeout}
-            context = ssl_context(openai.DefaultHttpxClient, trust)  # one per process (see _sdk.py)
-            if context is not None:
-                network["verify"] = context
-            http = openai.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
-            client = openai.OpenAI(
-                api_key=self.__api_key,
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.timeout,
-                http_client=http,
-            )
-        except Exception as exc:
-            raise ModelError(self._scrub(f"Could not set up the OpenAI client: {exc}")) from None
-        self._client, self._http = client, http
-        return client
-
-    @contextlib.contextmanager
-    def _api_errors(self, *, mid_reply: bool = False) -> Iterator[None]:
-        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it).
-
-        ``mid_reply``: the stream had begun, so a lost connection is a reply cut off, not a
-        server that cannot be reached."""
-        try:
-            yield
-        except ModelError:
-            raise
-        except Exception as exc:
-            line = self._scrub(self._explain(exc, mid_reply=mid_reply))
-            if getattr(exc, "status_code", None) in (401, 403):
-                raise KeyRejectedError(line) from None
-            raise ModelError(line) from None
-
     def _reply(self, reply: _Assembly) -> ModelReply:
         if reply.finish is None:
             raise ModelError(
@@ -275,14 +204,14 @@ class OpenAIChatModel:
             stop_reason = "end_turn"  # said tool_calls but sent none
         return ModelReply(content=content, stop_reason=stop_reason, usage=reply.usage)
 
-    def _explain(self, exc: BaseException, *, mid_reply: bool = False) -> str:
+    def _explain(self, exc: BaseException, mid_reply: bool = False) -> str:
         """One line for a person: what went wrong and what to do about it."""
         import openai
 
         where = self._where
         who = where[0].upper() + where[1:]
         dropped = f"The connection to {where} dropped mid-reply; nothing from that reply was applied. Send again."
-        retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
+        retried = self._sdk.connection.retried
         if mid_reply and connection_lost(exc, openai):  # whatever this SDK release calls it (see _sdk.py)
             return dropped
         if isinstance(exc, openai.APIStatusError):
@@ -309,9 +238,7 @@ class OpenAIChatModel:
         if isinstance(exc, openai.APITimeoutError):
             return f"{who} did not answer within {self.timeout:g}s{retried}. Send again."
         if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            why = f": {cause}" if cause is not None and str(cause) else ""
-            return f"Could not reach {where}{why}. Check the connection (and OPENAI_BASE_URL), then send again."
+            return f"Could not reach {where}{unreachable_because(exc)}. Check the connection (and OPENAI_BASE_URL), then send again."
         if isinstance(exc, openai.APIResponseValidationError):
             return f"{who} sent a malformed reply; nothing from it was applied. Send again."
         if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
@@ -323,11 +250,22 @@ class OpenAIChatModel:
             return f"{who} sent a malformed reply; nothing from it was applied. Send again."
         if is_transport_error(exc):  # the HTTP library's own error, before the reply began
             return f"Could not reach {where}: {exc}. Check the connection (and OPENAI_BASE_URL), then send again."
-        text = str(exc).splitlines()[0] if str(exc) else ""
-        return f"{who} call failed ({type(exc).__name__}{': ' + text if text else ''})."
+        return f"{who} call failed {failed_call(exc)}."
 
-    def _scrub(self, text: str) -> str:
-        return scrub(text, self.__api_key)
+
+_PROVIDER = Provider(
+    module="openai",
+    client_class="OpenAI",
+    label="OpenAI",
+    log_variable="OPENAI_LOG",
+    no_key=(
+        "No OPENAI_API_KEY is set: set it (or OPENAI_BASE_URL for a local server), "
+        "or run offline with the guided model."
+    ),
+    not_installed="The openai package is not installed: pip install 'formctl[openai]', or pick another model.",
+    options=lambda openai: {},
+    key_rejected=lambda exc: getattr(exc, "status_code", None) in (401, 403),
+)
 
 
 class _Assembly:

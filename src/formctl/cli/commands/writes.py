@@ -8,7 +8,8 @@ that would take a complete instance back to ready or active is refused unless ``
 (docs/engine.md, "Host acts").
 """
 
-from typing import TYPE_CHECKING, Any, List, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 import typer
 
@@ -16,6 +17,7 @@ from formctl.cli.base import _Command, _example, _fail, _print_json, app
 from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
 
 if TYPE_CHECKING:
+    from formctl.forms.project import FillResult
     from formctl.forms.runner import FormRunner
 
 AsOpt = typer.Option(None, "--as", metavar="NAME", help="Who does it [default: your login name].")
@@ -23,7 +25,30 @@ ReasonOpt = typer.Option(None, "--reason", help="Why (recorded with the act).")
 ReopenOpt = typer.Option(False, "--reopen", help="Allow taking a complete instance back to ready or active (recorded).")
 
 
-def _host_runner(store: Any, forms: Any, by: str | None, reason: str | None = None, reopen: bool | None = None) -> Any:
+@dataclass(frozen=True)
+class _HostAct:
+    """What a host write is given besides its own arguments: where (``--store``, ``--forms``), who
+    (``--as``), why (``--reason``), whether it may reopen (None for an act that cannot reopen
+    anything) and how its result is printed (``--json``)."""
+
+    store: Optional[str]
+    forms: Optional[str]
+    by: Optional[str]
+    reason: Optional[str]
+    reopen: Optional[bool]
+    as_json: bool
+
+    def runner(self) -> "FormRunner":
+        return _host_runner(self.store, self.forms, self.by, self.reason, self.reopen)
+
+
+def _host_runner(
+    store: Optional[str],
+    forms: Optional[str],
+    by: Optional[str],
+    reason: Optional[str] = None,
+    reopen: Optional[bool] = None,
+) -> "FormRunner":
     """A runner acting as the host named ``--as`` (else the login name); ``reopen``: None for an act
     that cannot reopen anything, else whether --reopen was given."""
     from formctl.cli.args import check_text
@@ -46,7 +71,17 @@ def _labels(runner: "FormRunner", def_id: str) -> dict[str, str]:
         return {}
 
 
-def write_outcome(runner: "FormRunner", result: Any, as_json: bool, verb: str = "") -> None:
+def _field_write(act: _HostAct, field: Optional[str], write: "Callable[[FormRunner], FillResult]", verb: str) -> None:
+    """An undo, redo or retract: ``field`` checked before the store is opened, then ``write`` done
+    by the host's runner and its result printed (see :func:`write_outcome`)."""
+    from formctl.cli.args import check_text
+
+    check_text(field, "FIELD")
+    runner = act.runner()
+    write_outcome(runner, write(runner), act.as_json, verb)
+
+
+def write_outcome(runner: "FormRunner", result: "FillResult", as_json: bool, verb: str = "") -> None:
     """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved).
 
     ``verb``: for an undo, redo or retract, said first with the field the result says moved, as
@@ -129,11 +164,8 @@ def undo(
 
     Nothing is lost: redo brings it back. Recorded with who (--as), when and why (--reason).
     """
-    from formctl.cli.args import check_text
-
-    check_text(field, "FIELD")
-    runner = _host_runner(store, forms, by, reason, reopen)
-    write_outcome(runner, runner.undo(field, instance_id=instance_id, reason=reason), as_json, "undid")
+    act = _HostAct(store, forms, by, reason, reopen, as_json)
+    _field_write(act, field, lambda runner: runner.undo(field, instance_id=instance_id, reason=reason), "undid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
@@ -151,11 +183,8 @@ def redo(
 
     Recorded with who (--as), when and why (--reason).
     """
-    from formctl.cli.args import check_text
-
-    check_text(field, "FIELD")
-    runner = _host_runner(store, forms, by, reason, reopen)
-    write_outcome(runner, runner.redo(field, instance_id=instance_id, reason=reason), as_json, "redid")
+    act = _HostAct(store, forms, by, reason, reopen, as_json)
+    _field_write(act, field, lambda runner: runner.redo(field, instance_id=instance_id, reason=reason), "redid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
@@ -173,16 +202,16 @@ def retract(
 
     It stays in the history, and undo brings it back. Recorded with who (--as) and why.
     """
-    from formctl.cli.args import check_text
 
-    check_text(field, "FIELD")
-    runner = _host_runner(store, forms, by, reason, reopen)
-    view = runner.view(instance_id)
-    field_id = view.compiled.resolve_field(field)
-    if field_id is not None and not view.stale and view.evaluation.field_status(field_id) == "empty":
-        # the engine would log a withdrawal of nothing
-        _fail(f"{view.compiled.field_by_id[field_id].label} has no answer to withdraw.")
-    write_outcome(runner, runner.retract(field, reason=reason, instance_id=instance_id), as_json, "withdrew")
+    def withdraw_answer(runner: "FormRunner") -> "FillResult":
+        view = runner.view(instance_id)
+        field_id = view.compiled.resolve_field(field)
+        if field_id is not None and not view.stale and view.evaluation.field_status(field_id) == "empty":
+            # the engine would log a withdrawal of nothing
+            _fail(f"{view.compiled.field_by_id[field_id].label} has no answer to withdraw.")
+        return runner.retract(field, reason=reason, instance_id=instance_id)
+
+    _field_write(_HostAct(store, forms, by, reason, reopen, as_json), field, withdraw_answer, "withdrew")
 
 
 @app.command(cls=_Command, epilog=_example("formctl submit form_lx2k9_ab12cd", "formctl instances --status ready"))
