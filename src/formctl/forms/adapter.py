@@ -27,10 +27,13 @@ The stores in ``formctl.store`` implement it; the engine never imports them.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from formctl.errors import StoreError
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, Status
+
+if TYPE_CHECKING:
+    from formctl.forms.search import SearchHit, SearchQuery
 
 __all__ = [
     "DamageReport",
@@ -38,6 +41,7 @@ __all__ = [
     "Importing",
     "Interruptible",
     "Maintainable",
+    "Searchable",
     "Serialising",
     "SharesConversations",
     "Watchable",
@@ -196,4 +200,14 @@ class Importing(Protocol):
 
     def import_instances(self, instances: list[Instance]) -> list[tuple[str, str]]:
         """Per instance, in order: (outcome, why), as ``formctl.store.copy`` reads them."""
+        ...
+
+
+@runtime_checkable
+class Searchable(Protocol):
+    """A store that finds instances by their subject and values in force without reading them
+    (``formctl find``): from an index every write keeps current (:mod:`formctl.forms.search`)."""
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """The instances matching ``query``, most recently updated first, at most ``query.limit``."""
         ...

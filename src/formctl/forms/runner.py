@@ -54,6 +54,7 @@ from formctl.forms.write import Evaluations, OnCommit, Write, result_of
 
 if TYPE_CHECKING:
     from formctl.forms.provenance import ModelWrite
+    from formctl.forms.search import Found
 
 # Judging a model's values (formctl.forms.provenance, with the quote matching of
 # formctl.forms.quotes: regexes and dataclasses, ~5 ms to import) and recovery/migration
@@ -672,6 +673,18 @@ class FormRunner:
         return compiled, instance
 
     # Last in the class: a method named ``list`` would shadow the builtin in every annotation after it.
+    def find(self, text: str, *, form_id: str | None = None, status: str | None = None, limit: int = 50) -> list[Found]:
+        """The instances whose subject or values in force hold every word of ``text`` (accents and
+        case aside), most recent first; sensitive fields never match (:mod:`formctl.forms.search`)."""
+        from formctl.forms.search import find, query_for
+
+        if form_id is not None:
+            self.registry.registration(form_id)  # an unknown form is said, not an empty answer
+        query = query_for(self.registry, text, def_id=form_id, status=status, limit=limit)
+        if not query.words:
+            raise InvalidArgumentError("Give something to find: a name, part of an email, a number.")
+        return find(self.adapter, query)
+
     def list(self) -> list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""
         return self.reads.forms()

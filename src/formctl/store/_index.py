@@ -1,12 +1,14 @@
 """The store's index: one file, ``<dir>/index.jsonl``, that finds instances without opening them.
 
-It maps an instance id to ``(subject, def_id, status, updated_at, version)``. It is never
+It maps an instance id to ``(subject, def_id, status, updated_at, version, created_at, terms)``;
+``terms`` is the instance's folded values in force (:func:`formctl.forms.search.terms_of`), so
+``formctl find`` reads no instance file. It is never
 the source of truth, but it is the record of the last version the store *acknowledged*
 per instance (a row is appended only after the commit's journal line is fsynced), so
 files that hold less than their row are damage, not a stale index.
 
-Lines: a header ``{"formctl_index": 2, "boot": ..., "rows": N}``; rows
-``[id, subject, def_id, status, updated_at, version]``; pending markers ``[id, subject]``
+Lines: a header ``{"formctl_index": 3, "boot": ..., "rows": N}``; rows
+``[id, subject, def_id, status, updated_at, version, created_at, terms]``; pending markers ``[id, subject]``
 (a write is about to happen); tombstones ``[id, subject, null]``. The last line naming an
 id wins. Every line carries the subject, so one subject's rows are found by a byte search
 without parsing the file. Why appends need no fsync (pending markers, the boot id):
@@ -22,13 +24,15 @@ from typing import Any
 
 from formctl.store import _durable
 
-Row = tuple[str, str, str, str, str, int]
-"""``(id, subject, def_id, status, updated_at, version)``."""
+Row = tuple[str, str, str, str, str, int, str, str]
+"""``(id, subject, def_id, status, updated_at, version, created_at, terms)``."""
+
+ROW_ITEMS = 8
 
 Item = list[Any]
 """A line as parsed: a row, a pending marker or a tombstone (the shapes above)."""
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _read_boot_id() -> str | None:
@@ -75,7 +79,7 @@ class _Parsed:
                 pending[iid] = subject
                 continue
             pending.pop(iid, None)
-            if n == 6:
+            if n == ROW_ITEMS:
                 if iid not in rows:
                     by_subject.setdefault(subject, set()).add(iid)
                 rows[iid] = tuple(item)
@@ -204,7 +208,7 @@ class Index:
     def _item(self, start: int, end: int) -> Item:
         try:
             item = json.loads(self._data[start:end])
-            if not isinstance(item, list) or len(item) not in (2, 3, 6):
+            if not isinstance(item, list) or len(item) not in (2, 3, ROW_ITEMS):
                 raise ValueError(f"a line of the wrong shape at byte {start}")
         except ValueError as exc:
             raise self._damaged(exc) from None

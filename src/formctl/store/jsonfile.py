@@ -19,6 +19,7 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_closed, is_open_status
+from formctl.forms.search import SearchHit, SearchQuery, hits_of
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
 from formctl.store._index import sort_recent_first as _recent_rows
@@ -394,6 +395,26 @@ class JsonFileAdapter:
             out.append(i.copy())
             return True
         return False
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """``formctl find`` from the index alone: its rows carry each instance's folded values in
+        force, kept by every write (docs/store.md, "Finding instances"). A row a writer that died
+        left pending may be behind its files: that instance is read."""
+
+        def run() -> list[SearchHit]:
+            rows, pending = self.index.rows(), self.index.pending()
+            candidates = [(r[0], r[2], r[3], r[1], r[4], r[7]) for iid, r in rows.items() if iid not in pending]
+            for iid in pending:
+                try:
+                    loaded = self.files.read(iid)
+                except StoreError:
+                    loaded = None
+                if loaded is not None:
+                    r = row_of(loaded.instance)
+                    candidates.append((r[0], r[2], r[3], r[1], r[4], r[7]))
+            return hits_of(query, candidates)
+
+        return self._query(run)
 
     def find_open_instance(self, subject: str) -> Instance | None:
         """The subject's most recently updated instance that is not abandoned.

@@ -54,6 +54,7 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_open
+from formctl.forms.search import TERM_SEP, SearchHit, SearchQuery, hits_of
 from formctl.store import _pgconversations, _pgschema
 from formctl.store._pgcodec import (
     COLUMNS,
@@ -67,6 +68,7 @@ from formctl.store._pgcodec import (
     revision_arrays,
     revision_rows,
     row_values,
+    search_text,
 )
 from formctl.store._pgconn import (
     _reason,
@@ -130,6 +132,11 @@ def _server_away(exc: BaseException) -> bool:
             "in recovery mode",
         )
     )
+
+
+def _like_escaped(word: str) -> str:
+    """``word`` matched literally by LIKE (its default escape character is the backslash)."""
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _close_in(conn: Any, pid: int) -> None:
@@ -811,6 +818,65 @@ class PostgresAdapter:
         if before > _pgschema.SCHEMA_VERSION:
             self._check_schema(conn)  # raises: written by a newer formctl
         self._tables = True
+        if 0 < before < 3:
+            self._fill_search(conn)
+
+    def _fill_search(self, conn: Any) -> None:
+        """The ``search`` text of rows written before there was one (a store just upgraded), a
+        page at a time; every later write keeps it current."""
+        last = ""
+        while True:
+            with conn.transaction(), conn.cursor(row_factory=namedtuple_row) as cur:
+                cur.execute(
+                    f"SELECT {COLUMNS} FROM formctl_instances WHERE search IS NULL AND id > %s ORDER BY id LIMIT {_PAGE}",
+                    (last,),
+                )
+                rows = cur.fetchall()
+                if not rows:
+                    return
+                last = rows[-1].id
+                found = self._assemble(cur, rows, cached=False, on_damage=lambda row, exc: None)
+                cur.executemany(
+                    "UPDATE formctl_instances SET search = %s WHERE id = %s", [(search_text(i), i.id) for i in found]
+                )
+
+    # ------------------------------------------------------------------ find
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """``formctl find`` in SQL: the rows whose ``search`` text holds every word (a trigram
+        index probe), most recent first, a page at a time until ``query.limit`` hits; which field
+        matched, and that it may be searched, is decided per candidate row
+        (:func:`formctl.forms.search.matching`). No instance is assembled."""
+        clauses = ["search LIKE %s"] * len(query.words)
+        params: list[Any] = ["%" + _like_escaped(w) + "%" for w in query.words]
+        for column, value in (("def_id", query.def_id), ("status", query.status)):
+            if value is not None:
+                clauses.append(f"{column} = %s")
+                params.append(value)
+        where = " AND ".join(clauses) or "true"
+
+        def read(cur: Any) -> list[SearchHit]:
+            if not self._tables:
+                self._check_schema(cur.connection)
+                if not self._tables:
+                    self._refuse_older()
+                    return []
+            hits: list[SearchHit] = []
+            after: tuple[str, str] = ("\uffff", "")
+            while len(hits) < query.limit:
+                cur.execute(
+                    "SELECT id, def_id, status, subject, updated_at, search FROM formctl_instances "
+                    f"WHERE {where} AND (updated_at, id) < (%s, %s) ORDER BY updated_at DESC, id DESC LIMIT {_PAGE}",
+                    (*params, *after),
+                )
+                rows = cur.fetchall()
+                hits.extend(hits_of(query, [(*r[:5], (r.search or "").partition(TERM_SEP)[2]) for r in rows]))
+                if len(rows) < _PAGE:
+                    break
+                after = (rows[-1].updated_at, rows[-1].id)
+            return hits[: query.limit]
+
+        return self._run(read)
 
     def _failure(self, exc: BaseException, write: bool) -> StoreError:
         if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot hold (a NUL in text)
