@@ -53,7 +53,11 @@ from formctl.forms.validate import text_issue
 from formctl.forms.write import Evaluations, OnCommit, Write, result_of
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from formctl.forms.export import ExportRow
     from formctl.forms.provenance import ModelWrite
+    from formctl.forms.reading import Scope
     from formctl.forms.search import Found
 
 # Judging a model's values (formctl.forms.provenance, with the quote matching of
@@ -684,6 +688,23 @@ class FormRunner:
         if not query.words:
             raise InvalidArgumentError("Give something to find: a name, part of an email, a number.")
         return find(self.adapter, query)
+
+    def stats(self, form_id: str, *, since: str | None = None) -> dict[str, Any]:
+        """``formctl stats``: how the form's instances (created since ``since``) are doing, as
+        :func:`formctl.forms.stats.summarise` says it; the store computes the facts."""
+        from formctl.forms.reading import Scope
+        from formctl.forms.stats import form_facts, summarise
+
+        compiled = self.registry.load(form_id)
+        return summarise(form_facts(self.adapter, Scope(compiled.id, since=since)), compiled, since=since)
+
+    def export_rows(self, scope: Scope, *, include_sensitive: bool = False) -> Iterator[ExportRow]:
+        """``formctl export --form``: each instance in ``scope`` read against its registered form,
+        streamed (:mod:`formctl.forms.export`)."""
+        from formctl.forms.export import export_rows, stream
+
+        compiled = self.registry.load(scope.def_id)
+        return export_rows(compiled, stream(self.adapter, scope), include_sensitive=include_sensitive)
 
     def list(self) -> list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""

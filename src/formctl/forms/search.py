@@ -54,10 +54,11 @@ and a pasted essay does not bloat every index row."""
 
 def fold(text: str) -> str:
     """``text`` as searched: compatibility-decomposed, combining marks dropped, case folded, and
-    every run of white space (and of the two separators) one space."""
+    every run of white space and control characters one space."""
     decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(bare.casefold().replace(FIELD_SEP, " ").replace(TERM_SEP, " ").split())
+    # Control characters (the two separators, a NUL no database text holds) become spaces.
+    bare = "".join(" " if ch < " " else ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(bare.casefold().split())
 
 
 def _leaves(value: Any) -> Iterator[str]:

@@ -19,6 +19,7 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_closed, is_open_status
+from formctl.forms.reading import Scope
 from formctl.forms.search import SearchHit, SearchQuery, hits_of
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
@@ -395,6 +396,27 @@ class JsonFileAdapter:
             out.append(i.copy())
             return True
         return False
+
+    def iter_instances(self, scope: Scope) -> Iterator[Instance]:
+        """The instances in ``scope``, oldest first, one at a time (``formctl stats`` and ``export``
+        never hold the store in memory): the ids from the index, each instance read when reached.
+        One whose files cannot be read is left out, its error appended to ``scope.damaged``."""
+
+        def run() -> list[str]:
+            rows, pending = self.index.rows(), self.index.pending()
+            chosen = sorted(
+                (r[6], r[0]) for r in rows.values() if r[0] not in pending and scope.admits_row(r[2], r[3], r[6])
+            )
+            return [iid for _, iid in chosen] + sorted(pending)
+
+        for iid in self._query(run):
+            try:
+                instance = self.get_instance(iid)
+            except StoreError as exc:
+                scope.damaged.append(exc)
+                continue
+            if instance is not None and scope.admits(instance):
+                yield instance
 
     def search(self, query: SearchQuery) -> list[SearchHit]:
         """``formctl find`` from the index alone: its rows carry each instance's folded values in

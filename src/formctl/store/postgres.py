@@ -54,7 +54,9 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_open
+from formctl.forms.reading import Scope
 from formctl.forms.search import TERM_SEP, SearchHit, SearchQuery, hits_of
+from formctl.forms.stats import FormFacts
 from formctl.store import _pgconversations, _pgschema
 from formctl.store._pgcodec import (
     COLUMNS,
@@ -839,6 +841,41 @@ class PostgresAdapter:
                 cur.executemany(
                     "UPDATE formctl_instances SET search = %s WHERE id = %s", [(search_text(i), i.id) for i in found]
                 )
+
+    # ------------------------------------------------------------------ stats and export
+
+    def form_facts(self, scope: Scope) -> FormFacts:
+        """``formctl stats``: the facts from SQL aggregates (:mod:`formctl.store._pgstats`), in one
+        read-only snapshot, no instance assembled."""
+        from formctl.store import _pgstats
+
+        def read(cur: Any) -> FormFacts:
+            if not self._tables:
+                self._check_schema(cur.connection)
+                if not self._tables:
+                    self._refuse_older()
+                    return FormFacts()
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return _pgstats.form_facts(cur, scope)
+
+        return self._run(read, transaction=True)
+
+    def iter_instances(self, scope: Scope) -> Iterator[Instance]:
+        """The instances in ``scope``, oldest first, a page of :data:`_PAGE` at a time (``formctl
+        export --form``): never more than one page in memory."""
+        after = ("", "")
+        while True:
+            page = self._select(
+                'WHERE def_id = %s AND (%s::text IS NULL OR created_at >= %s COLLATE "C") '
+                "AND (%s::text IS NULL OR status = %s) AND (created_at, id) > (%s, %s) "
+                f"ORDER BY created_at, id LIMIT {_PAGE}",
+                (scope.def_id, scope.since, scope.since, scope.status, scope.status, *after),
+                on_damage=lambda row, exc: scope.damaged.append(exc),
+            )
+            if not page:  # (a short page may only have lost a damaged row: ask again)
+                return
+            yield from page
+            after = (page[-1].created_at, page[-1].id)
 
     # ------------------------------------------------------------------ find
 

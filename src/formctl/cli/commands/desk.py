@@ -48,3 +48,66 @@ def find(
     from formctl.cli import render
 
     render.print_found(found)
+
+
+@app.command(
+    cls=_Command,
+    epilog=_example(
+        "formctl stats travel-claim",
+        "formctl stats travel-claim --since 2026-11-01 --json",
+        "formctl stats travel-claim --html claims.html",
+    ),
+)
+def stats(
+    form: str = typer.Argument(..., metavar="FORM", help="Form id.", autocompletion=_complete_form),
+    since: Optional[str] = typer.Option(
+        None, "--since", metavar="DATE", help="Only instances started on or after DATE."
+    ),
+    html_file: Optional[str] = typer.Option(
+        None, "--html", metavar="FILE", help="Also write the report as one HTML page."
+    ),
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """How a form is doing: where people stop, what is refused, how long it takes.
+
+    Started, completed, abandoned and waiting; the completion rate; median and p90 time to
+    complete; where open and abandoned instances stopped, by step; per field how often an
+    answer was refused (and why), corrected or undone; how long checkpoints waited for a
+    host, by outcome.
+    """
+    from formctl.cli.workspace import open_runner
+
+    runner = open_runner(store, forms)
+    data = runner.stats(form, since=_date(since))
+    if html_file is not None:
+        from formctl.cli.stats_view import page
+        from formctl.files import replace_text
+
+        try:
+            replace_text(html_file, page(data))
+        except OSError as exc:
+            _fail(f"Cannot write {html_file}: {exc.strerror or exc}.")
+    if as_json:
+        _print_json(data)
+        return
+    from formctl.cli.stats_view import print_stats
+
+    print_stats(data)
+    if html_file is not None:
+        typer.echo(f"wrote {html_file}")
+
+
+def _date(text: Optional[str]) -> Optional[str]:
+    """``--since``: an ISO date (or date and time), as the ISO text instances' times compare with."""
+    if text is None:
+        return None
+    from datetime import date, datetime
+
+    try:
+        if len(text) == 10:
+            return date.fromisoformat(text).isoformat()
+        return datetime.fromisoformat(text).isoformat()
+    except ValueError:
+        _fail(f'--since expects a date like 2026-11-01, got "{text}".', 2)
