@@ -117,7 +117,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 
 SEARCH_INDEX = (
     "CREATE EXTENSION IF NOT EXISTS pg_trgm",
-    "CREATE INDEX IF NOT EXISTS formctl_instances_search ON formctl_instances USING gin (search gin_trgm_ops)",
+    # The operator class named in the schema the extension lives in, which need not be on this
+    # store's search_path (a database's stores in schemas of their own share one pg_trgm).
+    "SELECT quote_ident(extnamespace::regnamespace::text) FROM pg_extension WHERE extname = 'pg_trgm'",
+    "CREATE INDEX IF NOT EXISTS formctl_instances_search ON formctl_instances USING gin (search {}.gin_trgm_ops)",
 )
 """``formctl find``'s index: a word anywhere in ``search`` (``LIKE '%word%'``) is a trigram index
 probe, not a scan. pg_trgm ships with PostgreSQL and is a trusted extension (a database owner
@@ -130,8 +133,11 @@ def create_search_index(cur: Cursor[Any]) -> bool:
     it exists now, False when this server cannot have it (the search then scans)."""
     cur.execute("SAVEPOINT formctl_search_index")
     try:
-        for statement in SEARCH_INDEX:
-            cur.execute(statement)
+        create, where, index = SEARCH_INDEX
+        cur.execute(create)
+        cur.execute(where)
+        row = cur.fetchone()
+        cur.execute(index.format(row[0]))
     except Exception:  # psycopg.Error: no pg_trgm on this server, or no right to create it
         cur.execute("ROLLBACK TO SAVEPOINT formctl_search_index")
         return False

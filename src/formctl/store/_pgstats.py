@@ -19,13 +19,14 @@ if TYPE_CHECKING:
 # The instances of the scope, as a CTE every query starts from.
 _SCOPE = (
     "WITH scope AS (SELECT * FROM formctl_instances WHERE def_id = %(form)s "
-    'AND (%(since)s::text IS NULL OR created_at >= %(since)s COLLATE "C")) '
+    'AND (%(since)s::text IS NULL OR created_at >= %(since)s::text COLLATE "C")) '
 )
 
 BY_STATUS = _SCOPE + "SELECT status, count(*) FROM scope GROUP BY status"
 
 TO_COMPLETE = _SCOPE + (
-    "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY d), percentile_cont(0.9) WITHIN GROUP (ORDER BY d) "
+    "SELECT count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY d) AS median, "
+    "percentile_cont(0.9) WITHIN GROUP (ORDER BY d) AS p90 "
     "FROM (SELECT extract(epoch FROM completed_at::timestamptz - created_at::timestamptz)::float8 AS d "
     "FROM scope WHERE status = 'complete' AND completed_at IS NOT NULL) s"
 )
@@ -36,7 +37,7 @@ STOPS = _SCOPE + (
     "SELECT status, answered, count(*) FROM (SELECT s.status, ARRAY("
     "SELECT f->>0 FROM json_array_elements(s.fields) f JOIN formctl_revisions r "
     "ON r.instance_id = s.id AND r.field = f->>0 AND r.pos = (f->>2)::int "
-    'WHERE NOT r.retracted AND r.error IS NULL ORDER BY f->>0 COLLATE "C") AS answered '
+    'WHERE NOT r.retracted AND r.error IS NULL ORDER BY (f->>0) COLLATE "C") AS answered '
     "FROM scope s WHERE s.status <> 'complete') p GROUP BY status, answered"
 )
 
@@ -60,13 +61,13 @@ UNDONE = _SCOPE + (
 
 # A resolution's wait: from the last answer written at or before it to the resolution itself.
 WAITS = _SCOPE + (
-    "SELECT cp, outcome, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY waited), "
-    "percentile_cont(0.9) WITHIN GROUP (ORDER BY waited) FROM ("
+    "SELECT cp, outcome, count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY waited) AS median, "
+    "percentile_cont(0.9) WITHIN GROUP (ORDER BY waited) AS p90 FROM ("
     "SELECT split_part(d.value->>'hook_id', ':', 2) AS cp, "
     "CASE WHEN d.value->>'override' = 'withdrawn' THEN 'withdrawn' "
     "WHEN d.value->>'status' = 'failed' THEN 'rejected' ELSE 'approved' END AS outcome, "
     "extract(epoch FROM (d.value->>'at')::timestamptz - (SELECT max(r.at COLLATE \"C\") FROM formctl_revisions r "
-    "WHERE r.instance_id = s.id AND r.at <= d.value->>'at' COLLATE \"C\")::timestamptz)::float8 AS waited "
+    "WHERE r.instance_id = s.id AND r.at <= (d.value->>'at') COLLATE \"C\")::timestamptz)::float8 AS waited "
     "FROM scope s, json_each(s.dispatches) d WHERE d.key LIKE '%%:resolved%%' "
     "AND d.value->>'status' IN ('ok', 'failed')) w WHERE waited IS NOT NULL GROUP BY cp, outcome ORDER BY cp, outcome"
 )

@@ -866,8 +866,8 @@ class PostgresAdapter:
         after = ("", "")
         while True:
             page = self._select(
-                'WHERE def_id = %s AND (%s::text IS NULL OR created_at >= %s COLLATE "C") '
-                "AND (%s::text IS NULL OR status = %s) AND (created_at, id) > (%s, %s) "
+                'WHERE def_id = %s AND (%s::text IS NULL OR created_at >= %s::text COLLATE "C") '
+                "AND (%s::text IS NULL OR status = %s::text) AND (created_at, id) > (%s::text, %s::text) "
                 f"ORDER BY created_at, id LIMIT {_PAGE}",
                 (scope.def_id, scope.since, scope.since, scope.status, scope.status, *after),
                 on_damage=lambda row, exc: scope.damaged.append(exc),

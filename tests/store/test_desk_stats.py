@@ -1,0 +1,126 @@
+"""``formctl stats`` and ``formctl export --form`` on a generated store of 1,000 travel claims whose
+figures are known from how they were made (tests/helpers/claims.py): the folder store's one pass
+and PostgreSQL's SQL aggregates must both print exactly them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import pytest
+
+from clitools import Cli
+from formctl.forms.stats import percentile
+from helpers.claims import EMAIL_ERROR, STAFF_ID_ERROR, Truth, generate
+
+CLAIMS = 1000
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-6)
+
+
+def _check(data: dict, truth: Truth) -> None:
+    assert data["started"] == CLAIMS
+    assert data["completed"] == truth.by_status["complete"]
+    assert data["abandoned"] == truth.by_status["abandoned"]
+    assert data["waiting"] == truth.by_status["awaiting"]
+    assert data["open"] == truth.by_status["active"]
+    assert data["completion_rate"] == truth.by_status["complete"] / CLAIMS
+    ordered = sorted(truth.complete_seconds)
+    ttc = data["time_to_complete"]
+    assert ttc["count"] == len(ordered)
+    assert _close(ttc["median_seconds"], percentile(ordered, 0.5)) and _close(
+        ttc["p90_seconds"], percentile(ordered, 0.9)
+    )
+    for row in data["drop_off"]:
+        for column in ("open", "waiting", "abandoned"):
+            assert row[column] == truth.stopped[(row["step"], column)], (row, column)
+    assert sum(truth.stopped.values()) == CLAIMS - truth.by_status["complete"]
+    fields = {f["field"]: f for f in data["fields"]}
+    for field_id in ("staff_id", "email", "destination", "total", "purpose", "full_name"):
+        f = fields[field_id]
+        assert (f["refused"], f["corrected"], f["undone"]) == (
+            truth.refused[field_id],
+            truth.corrected[field_id],
+            truth.undone[field_id],
+        ), field_id
+    assert fields["staff_id"]["top_refusals"] == [{"message": STAFF_ID_ERROR, "count": truth.refused["staff_id"]}]
+    assert fields["email"]["top_refusals"] == [{"message": EMAIL_ERROR, "count": truth.refused["email"]}]
+    waits = {(c["checkpoint"], c["outcome"]): c for c in data["checkpoints"]}
+    for outcome, seconds in truth.waits.items():
+        c = waits[("policy-cap", outcome)]
+        ordered = sorted(seconds)
+        assert c["count"] == len(ordered)
+        assert _close(c["median_seconds"], percentile(ordered, 0.5)) and _close(
+            c["p90_seconds"], percentile(ordered, 0.9)
+        )
+    assert waits[("policy-cap", "waiting")]["count"] == truth.by_status["awaiting"]
+    assert {o for _, o in waits} == {*truth.waits, "waiting"}
+
+
+def _check_export(cli: Cli, truth: Truth) -> None:
+    out = cli.ok("export", "--form", "travel-claim", "--format", "csv").stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == CLAIMS and len({r["instance_id"] for r in rows}) == CLAIMS
+    assert sum(r["status"] == "complete" for r in rows) == truth.by_status["complete"]
+    maria = [r for r in rows if r["subject"] == "María López"]
+    assert maria and all(r["full_name"] in ("", "María López") for r in maria)
+    assert list(rows[0])[:6] == ["instance_id", "subject", "status", "created_at", "updated_at", "completed_at"]
+    complete = next(r for r in rows if r["status"] == "complete")
+    assert complete["total"] in ("285.5", "900.0") and complete["completed_at"]
+    lines = cli.ok("export", "--form", "travel-claim", "--format", "jsonl", "--status", "abandoned").stdout.splitlines()
+    assert len(lines) == truth.by_status["abandoned"]
+
+
+@pytest.fixture(scope="module")
+def folder_claims(tmp_path_factory):
+    from formctl import JsonFileAdapter
+
+    store = str(tmp_path_factory.mktemp("claims") / "store")
+    adapter = JsonFileAdapter(store)
+    truth = generate(adapter, CLAIMS)
+    adapter.close()
+    return store, truth
+
+
+def test_stats_on_the_folder_store_are_the_generated_truth(folder_claims, monkeypatch):
+    store, truth = folder_claims
+    cli = Cli(store)
+    _check(cli.json("stats", "travel-claim"), truth)
+    shown = cli.ok("stats", "travel-claim").stdout
+    assert f"started {CLAIMS}" in shown and "Where people stop" in shown and "policy-cap" in shown
+    later = cli.json("stats", "travel-claim", "--since", "2026-11-08")
+    assert 0 < later["started"] < CLAIMS
+
+
+def test_export_of_the_folder_store_is_one_csv_row_per_claim(folder_claims):
+    store, truth = folder_claims
+    _check_export(Cli(store), truth)
+
+
+def test_stats_and_export_on_postgresql_are_the_generated_truth(pg_dsn):
+    from formctl.store.postgres import PostgresAdapter
+
+    adapter = PostgresAdapter(pg_dsn)
+    try:
+        truth = generate(adapter, CLAIMS)
+    finally:
+        adapter.close()
+    cli = Cli(pg_dsn)
+    _check(cli.json("stats", "travel-claim"), truth)
+    _check_export(cli, truth)
+    found = cli.json("find", "maria lopez", "--form", "travel-claim")["found"]
+    assert found and all(f["subject"] == "María López" for f in found)
+
+
+def test_a_bad_since_or_format_is_one_line(cli):
+    bad = cli("stats", "travel-claim", "--since", "last week")
+    assert (
+        bad.exit_code == 2 and bad.stderr.strip() == 'error: --since expects a date like 2026-11-01, got "last week".'
+    )
+    fmt = cli("export", "--form", "travel-claim", "--format", "xlsx")
+    assert fmt.exit_code == 2 and "--format must be csv or jsonl" in fmt.stderr
+    unknown = cli("stats", "no-such-form")
+    assert unknown.exit_code != 0 and len(unknown.stderr.strip().splitlines()) == 1
