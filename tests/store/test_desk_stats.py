@@ -124,3 +124,25 @@ def test_a_bad_since_or_format_is_one_line(cli):
     assert fmt.exit_code == 2 and "--format must be csv or jsonl" in fmt.stderr
     unknown = cli("stats", "no-such-form")
     assert unknown.exit_code != 0 and len(unknown.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.e2e
+def test_the_stats_page_opens_in_a_real_browser_with_its_charts(folder_claims, tmp_path):
+    from helpers.chromium import DESKTOP, browser_page, read_png
+
+    store, truth = folder_claims
+    page = tmp_path / "claims.html"
+    Cli(store).ok("stats", "travel-claim", "--html", str(page))
+    html = page.read_text(encoding="utf-8")
+    assert "<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")  # self-contained
+    shot = tmp_path / "claims.png"
+    seen = browser_page(page, shot)
+    text = seen.text
+    assert "Travel reimbursement claim" in text and "Where people stop" in text
+    assert f"{CLAIMS} started" in text and f"{truth.by_status['complete']} completed" in text
+    assert f"{truth.refused['staff_id']}" in text and "policy-cap" in text
+    assert seen.dom.count("<svg") >= 2 and seen.dom.count("<rect") >= 8  # the charts were drawn
+    png = read_png(shot)
+    assert png.width == DESKTOP[0]
+    assert png.count((0xD6, 0x45, 0x45)) > 2000  # the red bars (abandoned, refused) are visible
+    assert png.count((0x4A, 0x7F, 0xD6)) > 500  # and the blue ones (still open)

@@ -137,6 +137,8 @@ def create_search_index(cur: Cursor[Any]) -> bool:
         cur.execute(create)
         cur.execute(where)
         row = cur.fetchone()
+        if row is None:
+            raise LookupError("pg_trgm is not installed")
         cur.execute(index.format(row[0]))
     except Exception:  # psycopg.Error: no pg_trgm on this server, or no right to create it
         cur.execute("ROLLBACK TO SAVEPOINT formctl_search_index")
