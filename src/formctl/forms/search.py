@@ -40,6 +40,7 @@ __all__ = [
     "matching",
     "query_for",
     "terms_of",
+    "values_in_force",
 ]
 
 FIELD_SEP = "\x1f"
@@ -55,10 +56,15 @@ and a pasted essay does not bloat every index row."""
 def fold(text: str) -> str:
     """``text`` as searched: compatibility-decomposed, combining marks dropped, case folded, and
     every run of white space and control characters one space."""
+    if text.isascii():  # most names, emails and numbers: nothing to decompose
+        return " ".join(text.translate(_CONTROLS).lower().split())
     decomposed = unicodedata.normalize("NFKD", text)
     # Control characters (the two separators, a NUL no database text holds) become spaces.
     bare = "".join(" " if ch < " " else ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(bare.casefold().split())
+
+
+_CONTROLS = {n: " " for n in range(32)}
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -75,9 +81,10 @@ def _leaves(value: Any) -> Iterator[str]:
 
 
 def terms_of(instance: Instance) -> str:
-    """The instance's accepted values in force, each folded, as one text: ``field\\x1fvalue``
-    entries joined by ``\\x1e``, in the order the fields were first answered."""
-    parts = []
+    """What a store keeps to search an instance: its folded subject, then its accepted values in
+    force, each folded, as ``field\x1fvalue`` entries in the order the fields were first
+    answered; all joined by ``\x1e``."""
+    parts = [fold(instance.subject)]
     for field_id, log in instance.entries.items():
         entry = log.in_force
         if entry is None or entry.error:
@@ -126,19 +133,22 @@ class SearchHit:
     updated_at: str
     subject_matched: bool
     fields: tuple[str, ...]
+    values: dict[str, Any] | None = None  # the matched fields' values, when the store read them
 
 
-def matching(query: SearchQuery, def_id: str, subject: str, terms: str) -> tuple[bool, tuple[str, ...]] | None:
-    """Whether the subject matches and which searchable fields do; None when nothing does."""
+def matching(query: SearchQuery, def_id: str, terms: str) -> tuple[bool, tuple[str, ...]] | None:
+    """Whether the subject matches and which searchable fields do (``terms`` as
+    :func:`terms_of` makes it); None when nothing does."""
     words = query.words
-    folded_subject = fold(subject)
-    subject_hit = all(w in folded_subject for w in words)
+    if not all(w in terms for w in words):  # cheap test first: most rows fail here
+        return None
+    subject, *parts = terms.split(TERM_SEP)
+    subject_hit = all(w in subject for w in words)
     fields: list[str] = []
-    if terms and all(w in terms for w in words):  # cheap test first: most rows fail here
-        for part in terms.split(TERM_SEP):
-            field_id, _, text = part.partition(FIELD_SEP)
-            if all(w in text for w in words) and query.searchable(def_id, field_id):
-                fields.append(field_id)
+    for part in parts:
+        field_id, _, text = part.partition(FIELD_SEP)
+        if all(w in text for w in words) and query.searchable(def_id, field_id):
+            fields.append(field_id)
     if subject_hit or fields:
         return subject_hit, tuple(fields)
     return None
@@ -146,18 +156,29 @@ def matching(query: SearchQuery, def_id: str, subject: str, terms: str) -> tuple
 
 def hits_of(query: SearchQuery, rows: Iterable[tuple[str, str, str, str, str, str]]) -> list[SearchHit]:
     """The hits among ``(id, def_id, status, subject, updated_at, terms)`` rows, most recent first
-    (ties: id descending), at most ``query.limit``: the folder and memory stores' search."""
+    (ties: id descending), at most ``query.limit``: the folder store's search."""
     found = []
     for iid, def_id, status, subject, updated_at, terms in rows:
         if (query.def_id is not None and def_id != query.def_id) or (
             query.status is not None and status != query.status
         ):
             continue
-        matched = matching(query, def_id, subject, terms)
+        matched = matching(query, def_id, terms)
         if matched is not None:
             found.append(SearchHit(iid, def_id, status, subject, updated_at, matched[0], matched[1]))
     found.sort(key=lambda h: (h.updated_at, h.instance_id), reverse=True)
     return found[: query.limit]
+
+
+def values_in_force(instance: Instance | None, fields: Iterable[str]) -> dict[str, Any]:
+    """The values in force of ``fields`` (those the instance has), to show beside a hit."""
+    values: dict[str, Any] = {}
+    for field_id in fields:
+        log = instance.entries.get(field_id) if instance is not None else None
+        entry = log.in_force if log is not None else None
+        if entry is not None:
+            values[field_id] = entry.value
+    return values
 
 
 @dataclass(frozen=True)
@@ -195,24 +216,20 @@ def query_for(registry: FormRegistry, text: str, **kwargs: Any) -> SearchQuery:
 
 
 def find(adapter: FormAdapter, query: SearchQuery) -> list[Found]:
-    """The instances ``query`` matches, with the value of each matched field (the store's own
-    search when it has one, else every instance read: a store of a host's own)."""
+    """The instances ``query`` matches, with the value of each matched field: the store's own
+    search when it has one (which may hand the values over too), else every instance read (a
+    store of a host's own)."""
     from formctl.forms.adapter import Searchable
 
     if isinstance(adapter, Searchable):
         hits = adapter.search(query)
     else:
         everything = adapter.find_instances(def_id=query.def_id, status=query.status)
-        rows = [(i.id, i.def_id, i.status, i.subject, i.updated_at, terms_of(i)) for i in everything]
-        hits = hits_of(query, rows)
+        hits = hits_of(query, [(i.id, i.def_id, i.status, i.subject, i.updated_at, terms_of(i)) for i in everything])
     found = []
     for hit in hits:
-        values: dict[str, Any] = {}
-        if hit.fields:
-            instance = adapter.get_instance(hit.instance_id)
-            for field_id in hit.fields:
-                entry = instance.entries[field_id].in_force if instance and field_id in instance.entries else None
-                if entry is not None:
-                    values[field_id] = entry.value
+        values = hit.values
+        if values is None:
+            values = values_in_force(adapter.get_instance(hit.instance_id), hit.fields) if hit.fields else {}
         found.append(Found(hit, values))
     return found

@@ -16,7 +16,7 @@ from psycopg.types.json import Json
 
 from formctl.errors import StoreError
 from formctl.forms.instance import DispatchState, Entry, FieldLog, Instance, Provenance
-from formctl.forms.search import TERM_SEP, fold, terms_of
+from formctl.forms.search import terms_of
 
 COLUMNS = (
     "id, def_id, def_version, subject, status, version, writes, revision_seq, created_at, updated_at, "
@@ -72,13 +72,8 @@ def row_values(instance: Instance, *, writes: int) -> tuple[Any, ...]:
         Json(fields, dumps=dumps),
         Json(instance.occurrences, dumps=dumps),
         Json({k: v.to_dict() for k, v in instance.dispatches.items()}, dumps=dumps),
-        search_text(instance),
+        terms_of(instance),  # the search column (formctl find)
     )
-
-
-def search_text(instance: Instance) -> str:
-    """The ``search`` column: the folded subject, then the values in force (``formctl find``)."""
-    return fold(instance.subject) + TERM_SEP + terms_of(instance)
 
 
 def revision_rows(

@@ -61,15 +61,17 @@ UNDONE = _SCOPE + (
 
 # A resolution's wait: from the last answer written at or before it to the resolution itself.
 WAITS = _SCOPE + (
+    ", resolved AS MATERIALIZED (SELECT s.id, d.value AS v FROM scope s, json_each(s.dispatches) d "
+    "WHERE d.key LIKE '%%:resolved%%' AND d.value->>'status' IN ('ok', 'failed')) "
     "SELECT cp, outcome, count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY waited) AS median, "
     "percentile_cont(0.9) WITHIN GROUP (ORDER BY waited) AS p90 FROM ("
-    "SELECT split_part(d.value->>'hook_id', ':', 2) AS cp, "
-    "CASE WHEN d.value->>'override' = 'withdrawn' THEN 'withdrawn' "
-    "WHEN d.value->>'status' = 'failed' THEN 'rejected' ELSE 'approved' END AS outcome, "
-    "extract(epoch FROM (d.value->>'at')::timestamptz - (SELECT max(r.at COLLATE \"C\") FROM formctl_revisions r "
-    "WHERE r.instance_id = s.id AND r.at <= (d.value->>'at') COLLATE \"C\")::timestamptz)::float8 AS waited "
-    "FROM scope s, json_each(s.dispatches) d WHERE d.key LIKE '%%:resolved%%' "
-    "AND d.value->>'status' IN ('ok', 'failed')) w WHERE waited IS NOT NULL GROUP BY cp, outcome ORDER BY cp, outcome"
+    "SELECT split_part(v->>'hook_id', ':', 2) AS cp, "
+    "CASE WHEN v->>'override' = 'withdrawn' THEN 'withdrawn' "
+    "WHEN v->>'status' = 'failed' THEN 'rejected' ELSE 'approved' END AS outcome, "
+    "extract(epoch FROM (v->>'at')::timestamptz - f.fired::timestamptz)::float8 AS waited "
+    'FROM resolved, LATERAL (SELECT max(r.at COLLATE "C") AS fired FROM formctl_revisions r '
+    'WHERE r.instance_id = resolved.id AND r.at COLLATE "C" <= (v->>\'at\') COLLATE "C") f) w '
+    "WHERE waited IS NOT NULL GROUP BY cp, outcome ORDER BY cp, outcome"
 )
 
 WAITING_NOW = (

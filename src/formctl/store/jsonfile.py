@@ -10,6 +10,7 @@ docs/store.md, 'Snapshot and journal' and 'Crash safety'.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_closed, is_open_status
 from formctl.forms.reading import Scope
-from formctl.forms.search import SearchHit, SearchQuery, hits_of
+from formctl.forms.search import SearchHit, SearchQuery, hits_of, values_in_force
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
 from formctl.store._index import sort_recent_first as _recent_rows
@@ -434,9 +435,19 @@ class JsonFileAdapter:
                 if loaded is not None:
                     r = row_of(loaded.instance)
                     candidates.append((r[0], r[2], r[3], r[1], r[4], r[7]))
-            return hits_of(query, candidates)
+            return [dataclasses.replace(h, values=self._values(h)) for h in hits_of(query, candidates)]
 
         return self._query(run)
+
+    def _values(self, hit: SearchHit) -> dict[str, Any]:
+        """The matched fields' values in force, read under the lock the search holds."""
+        if not hit.fields:
+            return {}
+        try:
+            loaded = self.files.read(hit.instance_id)
+        except StoreError:
+            return {}
+        return values_in_force(loaded.instance if loaded is not None else None, hit.fields)
 
     def find_open_instance(self, subject: str) -> Instance | None:
         """The subject's most recently updated instance that is not abandoned.

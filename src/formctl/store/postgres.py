@@ -40,6 +40,8 @@ the write may or may not have landed, and the error says so.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import threading
 import time
@@ -55,7 +57,7 @@ from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_open
 from formctl.forms.reading import Scope
-from formctl.forms.search import TERM_SEP, SearchHit, SearchQuery, hits_of
+from formctl.forms.search import SearchHit, SearchQuery, hits_of, terms_of
 from formctl.forms.stats import FormFacts
 from formctl.store import _pgconversations, _pgschema
 from formctl.store._pgcodec import (
@@ -70,7 +72,6 @@ from formctl.store._pgcodec import (
     revision_arrays,
     revision_rows,
     row_values,
-    search_text,
 )
 from formctl.store._pgconn import (
     _reason,
@@ -839,8 +840,26 @@ class PostgresAdapter:
                 last = rows[-1].id
                 found = self._assemble(cur, rows, cached=False, on_damage=lambda row, exc: None)
                 cur.executemany(
-                    "UPDATE formctl_instances SET search = %s WHERE id = %s", [(search_text(i), i.id) for i in found]
+                    "UPDATE formctl_instances SET search = %s WHERE id = %s", [(terms_of(i), i.id) for i in found]
                 )
+
+    @staticmethod
+    def _with_values(cur: Any, hits: list[SearchHit]) -> list[SearchHit]:
+        """The hits with the values in force of their matched fields, fetched in one query."""
+        wanted = [(h.instance_id, f) for h in hits for f in h.fields]
+        values: dict[str, dict[str, Any]] = {h.instance_id: {} for h in hits}
+        if wanted:
+            cur.execute(
+                "SELECT r.instance_id, r.field, r.value::text AS value FROM formctl_instances i "
+                "CROSS JOIN LATERAL json_array_elements(i.fields) f JOIN formctl_revisions r "
+                "ON r.instance_id = i.id AND r.field = f->>0 AND r.pos = (f->>2)::int "
+                "WHERE (i.id, f->>0) IN (SELECT * FROM unnest(%s::text[], %s::text[])) AND NOT r.retracted",
+                ([w[0] for w in wanted], [w[1] for w in wanted]),
+            )
+            for row in cur.fetchall():
+                if row.value is not None:
+                    values[row.instance_id][row.field] = json.loads(row.value)
+        return [dataclasses.replace(h, values=values[h.instance_id]) for h in hits]
 
     # ------------------------------------------------------------------ stats and export
 
@@ -907,11 +926,11 @@ class PostgresAdapter:
                     (*params, *after),
                 )
                 rows = cur.fetchall()
-                hits.extend(hits_of(query, [(*r[:5], (r.search or "").partition(TERM_SEP)[2]) for r in rows]))
+                hits.extend(hits_of(query, [(*r[:5], r.search or "") for r in rows]))
                 if len(rows) < _PAGE:
                     break
                 after = (rows[-1].updated_at, rows[-1].id)
-            return hits[: query.limit]
+            return self._with_values(cur, hits[: query.limit])
 
         return self._run(read)
 

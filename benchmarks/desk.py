@@ -1,0 +1,122 @@
+"""The support desk's reads on a large store: ``find``, ``stats`` and ``export --form``.
+
+    python benchmarks/desk.py [--claims N] [--dsn DSN] [--rounds N] [--quick]
+
+Builds N generated travel claims (tests/helpers/claims.py: 10,000 by default, 1,000 with
+--quick) in a folder store and in PostgreSQL (a throwaway cluster unless --dsn), then times:
+
+1. ``runner.find("maria lopez")`` (and a word found in every claim, "example", limit 50):
+   warm (the same runner asked again, as a desk's process does) and cold (a new adapter and
+   runner in this process, its first search: on the folder store that reads the index file);
+2. ``runner.stats("travel-claim")``: the folder store's one pass over every claim, and
+   PostgreSQL's SQL aggregates;
+3. ``export --form travel-claim --format csv``'s rows, streamed, counted and dropped.
+
+Targets (issue 42): find among 10,000, warm, <= 50 ms on the folder store and <= 20 ms on
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "src"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
+
+import pg_cluster  # noqa: E402
+from helpers.claims import generate  # noqa: E402
+
+from formctl.forms.reading import Scope  # noqa: E402
+from formctl.forms.registry import FormRegistry  # noqa: E402
+from formctl.forms.runner import FormRunner  # noqa: E402
+from formctl.store.jsonfile import JsonFileAdapter  # noqa: E402
+from formctl.store.postgres import PostgresAdapter  # noqa: E402
+
+REGISTRY = os.path.join(HERE, "..", "forms", "registry.toml")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.2f} ms"
+
+
+def _runner(make) -> FormRunner:
+    return FormRunner(make(), registry=FormRegistry.from_toml(REGISTRY), subject="bench")
+
+
+def bench(name: str, make, rounds: int) -> None:
+    print(f"{name}:")
+    for text, label in (("maria lopez", "find 'maria lopez'"), ("example", "find 'example' (every claim)")):
+        cold_runner = _runner(make)
+        started = time.perf_counter()
+        found = cold_runner.find(text)
+        cold = time.perf_counter() - started
+        cold_runner.adapter.close()
+        runner = _runner(make)
+        runner.find(text)
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            runner.find(text)
+            times.append(time.perf_counter() - started)
+        runner.adapter.close()
+        print(f"  {label:32} warm median {_ms(statistics.median(times))}  cold {_ms(cold)}  ({len(found)} found)")
+    runner = _runner(make)
+    runner.compiled("travel-claim")
+    started = time.perf_counter()
+    data = runner.stats("travel-claim")
+    print(f"  {'stats travel-claim':32} {_ms(time.perf_counter() - started)}  ({data['started']} claims)")
+    started = time.perf_counter()
+    rows = sum(1 for _ in runner.export_rows(Scope("travel-claim")))
+    print(f"  {'export rows, streamed':32} {_ms(time.perf_counter() - started)}  ({rows} rows)")
+    runner.adapter.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--claims", type=int, default=10_000)
+    parser.add_argument("--dsn", help="a PostgreSQL database to use (tables go in a new schema)")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="1,000 claims, few rounds: a smoke run")
+    args = parser.parse_args()
+    if args.quick:
+        args.claims, args.rounds = 1000, 5
+    cluster = None
+    dsn = args.dsn
+    if dsn is None:
+        cluster = pg_cluster.create()
+        dsn = cluster.dsn()
+        pg_cluster.wait_ready(dsn)
+    import psycopg
+
+    schema = f"desk_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    dsn_s = dsn + ("&" if "?" in dsn else "?") + f"options=-csearch_path%3D{schema}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="formctl-desk-bench-") as folder:
+            store = os.path.join(folder, "store")
+            print(f"{args.claims} generated travel claims")
+            for make in (lambda: JsonFileAdapter(store), lambda: PostgresAdapter(dsn_s)):
+                adapter = make()
+                generate(adapter, args.claims)
+                adapter.close()
+            with psycopg.connect(dsn_s, autocommit=True) as conn:
+                conn.execute("ANALYZE")
+            bench("folder store", lambda: JsonFileAdapter(store), args.rounds)
+            bench("PostgreSQL", lambda: PostgresAdapter(dsn_s), args.rounds)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        if cluster is not None:
+            cluster.destroy()
+
+
+if __name__ == "__main__":
+    main()
