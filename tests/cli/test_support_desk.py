@@ -15,7 +15,10 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
+from fixture_project import FORMS  # noqa: E402
 from helpers.terminal import Terminal, close, spawn  # noqa: E402
+
+FORMS_REGISTRY = FORMS / "registry.toml"
 
 pytestmark = pytest.mark.e2e
 
@@ -109,3 +112,32 @@ def test_at_a_terminal_the_login_names_open_form_is_said_and_asked_about(cli):
         close(child)
     subjects = sorted(r["subject"] for r in cli.json("instances")["instances"])
     assert len(subjects) == 2 and "Kim Ode" in subjects  # a new claim, filed under the one named
+
+
+def test_the_readme_support_desk_commands_run_as_written(cli, tmp_path, monkeypatch):
+    import shlex
+
+    from helpers.readme import blocks, section
+
+    desk = section("The support desk: many clients, one login")
+    (entry,) = blocks(desk, "toml")
+    assert 'subject = "required"' in entry and entry.split("\n")[0] in (FORMS_REGISTRY.read_text())
+    maria = cli.start(
+        {"full_name": "María López", "email": "maria.lopez@example.org"}, form="client-intake", subject="María López"
+    )
+    monkeypatch.chdir(tmp_path)
+    ran = 0
+    for block in blocks(desk, "sh"):
+        for line in block.splitlines():
+            command = line.split("  #")[0].strip()
+            if not command.startswith("formctl "):
+                continue
+            words = shlex.split(command.split(" > ")[0])
+            result = cli.ok(*words[1:])
+            assert result.stdout, command
+            ran += 1
+    assert ran == 5
+    shown = [b for b in blocks(desk, "text") if "formctl find" in b][0]
+    (query,) = [line for line in shown.splitlines() if line.startswith('$ formctl find "')]
+    found = cli.ok(*shlex.split(query[2:])[1:]).stdout
+    assert maria in found and "email: maria.lopez@example.org" in found
