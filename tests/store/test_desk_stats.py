@@ -146,3 +146,23 @@ def test_the_stats_page_opens_in_a_real_browser_with_its_charts(folder_claims, t
     assert png.width == DESKTOP[0]
     assert png.count((0xD6, 0x45, 0x45)) > 2000  # the red bars (abandoned, refused) are visible
     assert png.count((0x4A, 0x7F, 0xD6)) > 500  # and the blue ones (still open)
+
+
+def _two_chats(cli: Cli) -> None:
+    for subject in ("dana", "sam"):
+        chat = cli("run", "travel-claim", "--offline", "--subject", subject, input="Dana Reeve\nAB1234\n")
+        assert chat.exit_code == 0, chat.output
+
+
+def test_stats_count_by_the_model_each_conversation_names(cli):
+    _two_chats(cli)
+    cli.start({"full_name": "Kim Ode"}, subject="kim")  # started by a host: no conversation, no model
+    data = cli.json("stats", "travel-claim")
+    assert data["started"] == 3
+    assert data["by_model"] == [{"model": "guided", "started": 2, "completed": 0}]
+
+
+def test_stats_by_model_on_postgresql(pg_dsn):
+    cli = Cli(pg_dsn)
+    _two_chats(cli)
+    assert cli.json("stats", "travel-claim")["by_model"] == [{"model": "guided", "started": 2, "completed": 0}]

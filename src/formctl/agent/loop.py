@@ -372,8 +372,12 @@ class ChatLoop:
     def _save(self) -> None:
         if self.conversation_store is None or self.instance_id is None:
             return
+        from formctl.agent.models import model_label
+
         try:
-            self.conversation_store.save(self.instance_id, self.messages, seen=self.seen)
+            self.conversation_store.save(
+                self.instance_id, self.messages, seen=self.seen, model=model_label(self.model) or None
+            )
         except FormError as exc:
             self._emit(LoopError(f"Could not save the conversation: {exc.message}"))
 

@@ -689,14 +689,18 @@ class FormRunner:
             raise InvalidArgumentError("Give something to find: a name, part of an email, a number.")
         return find(self.adapter, query)
 
-    def stats(self, form_id: str, *, since: str | None = None) -> dict[str, Any]:
+    def stats(
+        self, form_id: str, *, since: str | None = None, model_of: Callable[[str], str | None] | None = None
+    ) -> dict[str, Any]:
         """``formctl stats``: how the form's instances (created since ``since``) are doing, as
-        :func:`formctl.forms.stats.summarise` says it; the store computes the facts."""
+        :func:`formctl.forms.stats.summarise` says it; the store computes the facts (``model_of``
+        names the model of an instance's conversation, for a store that keeps none itself)."""
         from formctl.forms.reading import Scope
         from formctl.forms.stats import form_facts, summarise
 
         compiled = self.registry.load(form_id)
-        return summarise(form_facts(self.adapter, Scope(compiled.id, since=since)), compiled, since=since)
+        facts = form_facts(self.adapter, Scope(compiled.id, since=since), model_of)
+        return summarise(facts, compiled, since=since)
 
     def export_rows(self, scope: Scope, *, include_sensitive: bool = False) -> Iterator[ExportRow]:
         """``formctl export --form``: each instance in ``scope`` read against its registered form,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,9 @@ __all__ = [
     "stopped_at",
     "summarise",
 ]
+
+ModelOf = Callable[[str], "str | None"]
+"""The model an instance's conversation says spoke (None: it does not say)."""
 
 END = "(all answered)"
 """Where an instance stopped when every required question was answered (a decision or a send awaited)."""
@@ -262,9 +265,10 @@ def _checkpoints(facts: FormFacts) -> list[dict[str, Any]]:
     return out
 
 
-def form_facts(adapter: FormAdapter, scope: Scope) -> FormFacts:
-    """The facts of ``scope``: the store's own (SQL) when it reports them, else one pass over
-    its instances, streamed (:func:`formctl.forms.export.stream`)."""
+def form_facts(adapter: FormAdapter, scope: Scope, model_of: ModelOf | None = None) -> FormFacts:
+    """The facts of ``scope``: the store's own (SQL, with the models its conversations name)
+    when it reports them, else one pass over its instances, streamed
+    (:func:`formctl.forms.export.stream`), each one's model asked of ``model_of``."""
     from formctl.forms.adapter import Reporting
     from formctl.forms.export import stream
 
@@ -272,5 +276,5 @@ def form_facts(adapter: FormAdapter, scope: Scope) -> FormFacts:
         return adapter.form_facts(scope)
     builder = FactsBuilder()
     for instance in stream(adapter, scope):
-        builder.add(instance)
+        builder.add(instance, model_of(instance.id) if model_of is not None else None)
     return builder.done()

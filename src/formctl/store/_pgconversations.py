@@ -118,7 +118,14 @@ class PostgresConversations:
         seen = data.get("seen") if isinstance(data, dict) else None
         return seen if isinstance(seen, dict) else None
 
-    def save(self, instance_id: str, messages: list[dict[str, Any]], *, seen: dict[str, Any] | None = None) -> str:
+    def save(
+        self,
+        instance_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        seen: dict[str, Any] | None = None,
+        model: str | None = None,
+    ) -> str:
         """Write the whole conversation in one statement; returns where it went. Refused (a
         :class:`StoreError`) for an instance that is not this subject's."""
         if not is_instance_id(instance_id):
@@ -127,6 +134,7 @@ class PostgresConversations:
             "format": FORMAT,
             "instance_id": instance_id,
             "saved_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            **({"model": model} if model else {}),  # which model spoke (formctl stats counts by it)
             "messages": bounded(messages),
         }
         if seen is not None:

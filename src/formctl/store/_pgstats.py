@@ -79,6 +79,14 @@ WAITING_NOW = (
 )
 
 
+# The model each conversation names (saved by the chat since formctl recorded it), by status.
+BY_MODEL = _SCOPE + (
+    "SELECT m.model, s.status, count(*) AS n FROM scope s JOIN ("
+    "SELECT instance_id, document::json->>'model' AS model FROM formctl_conversations) m ON m.instance_id = s.id "
+    "WHERE m.model IS NOT NULL GROUP BY m.model, s.status"
+)
+
+
 def form_facts(cur: Any, scope: Scope) -> FormFacts:
     """The facts of ``scope``, each from one aggregate query (in the caller's transaction)."""
     params = {"form": scope.def_id, "since": scope.since}
@@ -105,4 +113,9 @@ def form_facts(cur: Any, scope: Scope) -> FormFacts:
     facts.waits = {(cp, outcome): Spread(n, median, p90) for cp, outcome, n, median, p90 in cur.fetchall()}
     cur.execute(WAITING_NOW, params)
     facts.waiting_now = {cp: n for cp, n in cur.fetchall()}
+    cur.execute("SELECT to_regclass('formctl_conversations') IS NOT NULL")
+    if cur.fetchone()[0]:  # (created by the first chat's save)
+        cur.execute(BY_MODEL, params)
+        for model, status, n in cur.fetchall():
+            facts.by_model.setdefault(model, {})[status] = n
     return facts

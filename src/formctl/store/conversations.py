@@ -160,13 +160,41 @@ class ConversationStore:
         seen = data.get("seen") if isinstance(data, dict) else None
         return seen if isinstance(seen, dict) else None
 
-    def save(self, instance_id: str, messages: list[dict[str, Any]], *, seen: dict[str, Any] | None = None) -> Path:
+    def model(self, instance_id: str) -> str | None:
+        """The model the instance's conversation was last saved with (None: no conversation, or
+        one saved before formctl recorded it). Read from the file's head, where the document's
+        own keys come before its messages: ``formctl stats`` asks this of every instance."""
+        if not _SAFE_ID.match(instance_id):
+            return None
+        try:
+            with open(self.folder / f"{instance_id}.json", "rb") as f:
+                head = f.read(1024).decode("utf-8", "replace")
+        except OSError:
+            return None
+        found = _MODEL_KEY.search(head)
+        if found is None:
+            return None
+        try:
+            model = json.loads(found.group(1))
+        except ValueError:
+            return None
+        return model if isinstance(model, str) else None
+
+    def save(
+        self,
+        instance_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        seen: dict[str, Any] | None = None,
+        model: str | None = None,
+    ) -> Path:
         """Write the whole conversation atomically; returns the file's path."""
         path = self.path(instance_id)
         payload: dict[str, Any] = {
             "format": FORMAT,
             "instance_id": instance_id,
             "saved_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            **({"model": model} if model else {}),  # which model spoke (formctl stats counts by it)
             "messages": bounded(messages, 0),
         }
         if seen is not None:
@@ -188,6 +216,10 @@ class ConversationStore:
             self.path(instance_id).unlink()
         except FileNotFoundError:
             pass
+
+
+_MODEL_KEY = re.compile(r'\n "model": ("(?:[^"\\]|\\.)*")')
+"""The document's own ``model`` key, as ``save`` writes it (``indent=1``: one space before a top-level key)."""
 
 
 def bounded(value: Any, depth: int = 0) -> Any:

@@ -77,10 +77,10 @@ def stats(
     answer was refused (and why), corrected or undone; how long checkpoints waited for a
     host, by outcome.
     """
-    from formctl.cli.workspace import open_runner
+    from formctl.cli.workspace import conversation_models, open_runner
 
     runner = open_runner(store, forms)
-    data = runner.stats(form, since=_date(since))
+    data = runner.stats(form, since=_date(since), model_of=conversation_models(store))
     if html_file is not None:
         from formctl.cli.stats_view import page
         from formctl.files import replace_text
