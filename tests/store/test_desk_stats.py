@@ -166,3 +166,26 @@ def test_stats_by_model_on_postgresql(pg_dsn):
     cli = Cli(pg_dsn)
     _two_chats(cli)
     assert cli.json("stats", "travel-claim")["by_model"] == [{"model": "guided", "started": 2, "completed": 0}]
+
+
+def test_store_reindex_on_postgresql_writes_the_search_text_afresh(pg_dsn):
+    import psycopg
+
+    from fixture_project import FORMS
+
+    from formctl import FormRegistry, FormRunner
+    from formctl.store.postgres import PostgresAdapter
+
+    adapter = PostgresAdapter(pg_dsn)
+    try:
+        runner = FormRunner(adapter, registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="mlopez")
+        iid = runner.start("travel-claim", seed={"full_name": "María López"}).view.instance_id
+    finally:
+        adapter.close()
+    cli = Cli(pg_dsn)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE formctl_instances SET search = ''")  # as if written by a rule now changed
+    assert cli.json("find", "maria")["found"] == []
+    done = cli.ok("store", "reindex").stdout
+    assert "search text of 1 instance(s) written afresh" in done
+    assert [f["instance_id"] for f in cli.json("find", "maria")["found"]] == [iid]

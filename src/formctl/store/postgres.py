@@ -660,11 +660,14 @@ class PostgresAdapter:
         )
 
     def reindex(self) -> Any:
-        """PostgreSQL maintains its own indexes: nothing to rebuild, so this is :meth:`check`."""
+        """PostgreSQL maintains its own indexes; what formctl derives itself, each row's ``search``
+        text (``formctl find``), is written afresh; then :meth:`check`."""
+        written = self._run(lambda cur: self._fill_search(cur.connection, every=True), write=True, transaction=False)
         report = self.check()
         from dataclasses import replace
 
-        return replace(report, notes=report.notes + ("PostgreSQL keeps its own indexes: nothing to rebuild",))
+        note = f"PostgreSQL keeps its own indexes; the search text of {written} instance(s) written afresh"
+        return replace(report, notes=report.notes + (note,))
 
     # ------------------------------------------------------------------ live updates
 
@@ -824,21 +827,23 @@ class PostgresAdapter:
         if 0 < before < 3:
             self._fill_search(conn)
 
-    def _fill_search(self, conn: Any) -> None:
-        """The ``search`` text of rows written before there was one (a store just upgraded), a
-        page at a time; every later write keeps it current."""
-        last = ""
+    def _fill_search(self, conn: Any, *, every: bool = False) -> int:
+        """The ``search`` text of rows written before there was one (a store just upgraded), or of
+        ``every`` row (``store reindex``), a page at a time; every later write keeps it current.
+        Returns how many rows were written."""
+        last, written = "", 0
+        only = "" if every else "search IS NULL AND "
         while True:
             with conn.transaction(), conn.cursor(row_factory=namedtuple_row) as cur:
                 cur.execute(
-                    f"SELECT {COLUMNS} FROM formctl_instances WHERE search IS NULL AND id > %s ORDER BY id LIMIT {_PAGE}",
-                    (last,),
+                    f"SELECT {COLUMNS} FROM formctl_instances WHERE {only}id > %s ORDER BY id LIMIT {_PAGE}", (last,)
                 )
                 rows = cur.fetchall()
                 if not rows:
-                    return
+                    return written
                 last = rows[-1].id
                 found = self._assemble(cur, rows, cached=False, on_damage=lambda row, exc: None)
+                written += len(found)
                 cur.executemany(
                     "UPDATE formctl_instances SET search = %s WHERE id = %s", [(terms_of(i), i.id) for i in found]
                 )
