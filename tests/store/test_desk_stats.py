@@ -172,7 +172,6 @@ def test_store_reindex_on_postgresql_writes_the_search_text_afresh(pg_dsn):
     import psycopg
 
     from fixture_project import FORMS
-
     from formctl import FormRegistry, FormRunner
     from formctl.store.postgres import PostgresAdapter
 
