@@ -141,3 +141,40 @@ def test_the_readme_support_desk_commands_run_as_written(cli, tmp_path, monkeypa
     (query,) = [line for line in shown.splitlines() if line.startswith('$ formctl find "')]
     found = cli.ok(*shlex.split(query[2:])[1:]).stdout
     assert maria in found and "email: maria.lopez@example.org" in found
+
+
+SECRET_FORM = """
+from typing import Annotated
+from pydantic import Field
+from formctl import define_form
+
+secret = (
+    define_form("secret", version=1, name="Secret")
+    .step("who", title="Who")
+    .field("full_name", Annotated[str, Field(min_length=2)], label="Full name")
+    .field("pin", Annotated[int, Field(ge=1000, le=9999)], label="PIN", sensitive=True)
+    .build()
+)
+"""
+
+
+def test_sensitive_fields_never_match_are_never_shown_and_are_masked_in_exports(cli, tmp_path):
+    forms = tmp_path / "forms"
+    forms.mkdir()
+    (forms / "secret_form.py").write_text(SECRET_FORM)
+    (forms / "registry.toml").write_text('[forms.secret]\nname = "Secret"\nmodule = "secret_form:secret"\n')
+    desk = cli.at(forms=forms)
+    desk.ok("run", "secret", "--offline", "--subject", "ana", input="Ana Pérez\n4321\n")
+
+    assert desk.json("find", "4321")["found"] == []  # the PIN is never searched
+    (hit,) = desk.json("find", "ana perez")["found"]
+    assert hit["matched"] == ["full_name"] and hit["values"] == {"full_name": "Ana Pérez"}
+    assert "4321" not in desk.ok("find", "ana perez").stdout
+
+    masked = desk.process("export", "--form", "secret", "--format", "csv")
+    assert masked.returncode == 0 and masked.stderr == ""
+    row = masked.stdout.splitlines()[1]
+    assert "[hidden]" in row and "4321" not in row
+    shown = desk.process("export", "--form", "secret", "--format", "jsonl", "--include-sensitive")
+    assert shown.returncode == 0 and '"pin": 4321' in shown.stdout
+    assert shown.stderr.startswith("warning: --include-sensitive: sensitive answers are written as given")
