@@ -115,9 +115,10 @@ class FakeAnthropic(LoopbackServer):
         for _ in range(times):
             self._push(_Fault(status, kind, message or f"fake {kind}", {"retry-after-ms": "1"}))
 
-    def drop_mid_stream(self, partial_text: str = "Let me") -> None:
-        """Queue a 200 stream that sends some text, then closes the connection before the body ends."""
-        self._push(_Drop(partial_text))
+    def drop_mid_stream(self, partial_text: str = "Let me", *, stall: float = 0.0) -> None:
+        """Queue a 200 stream that sends some text, then closes the connection before the body ends
+        (after ``stall`` seconds of silence: past the client's timeout, the client gives up first)."""
+        self._push(_Drop(partial_text, stall))
 
     def malformed(self) -> None:
         """Queue a 200 stream with an event whose data is not JSON."""
@@ -252,7 +253,7 @@ class _Handler(LoopbackHandler):
             events = _reply_events(_Reply([text(item.text + " and then some more text")], "end_turn"), model)
             payload = _encode(events)
             cut = payload.index(b"content_block_delta") + 200  # after the first text delta, before the end
-            self._sse_partial(payload, cut)
+            self._sse_partial(payload, cut, item.stall)
         elif isinstance(item, _Malformed):
             events = _reply_events(_Reply([text("Fine")], "end_turn"), model)
             payload = (

@@ -130,8 +130,10 @@ class FakeOpenAI(LoopbackServer):
         for _ in range(times):
             self._push(_Fault(status, kind, code, message or f"fake {code or kind}", {"retry-after-ms": "1"}))
 
-    def drop_mid_stream(self, partial_text: str = "Let me") -> None:
-        self._push(_Drop(partial_text))
+    def drop_mid_stream(self, partial_text: str = "Let me", *, stall: float = 0.0) -> None:
+        """A 200 stream that sends some text, then closes before the body ends (after ``stall``
+        seconds of silence: past the client's timeout, the client gives up first)."""
+        self._push(_Drop(partial_text, stall))
 
     def malformed(self) -> None:
         self._push(_Malformed())
@@ -269,7 +271,7 @@ class _Handler(LoopbackHandler):
             chunks = _chunks(_Reply([text(item.text + " and then some more text")], "stop"), model, with_usage)
             payload = _encode(chunks)
             cut = payload.index(b'"content"', payload.index(b"data: ", 10)) + 60
-            self._sse_partial(payload, cut)
+            self._sse_partial(payload, cut, item.stall)
         elif isinstance(item, _Malformed):
             chunks = _chunks(_Reply([text("Fine")], "stop"), model, with_usage)
             payload = _encode(chunks[:1]) + b'data: {"id": "chatcmpl-x", "choices": [{"index": 0, \n\n'

@@ -14,6 +14,7 @@ import itertools
 import json
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,9 +35,11 @@ class RecordedRequest:
 # Faults every fake can queue like a reply; each API writes them in its own wire format.
 @dataclass
 class Drop:
-    """Headers and part of the stream, then the connection closes."""
+    """Headers and part of the stream, then the connection closes; after ``stall`` seconds of
+    silence when given (longer than the client's read timeout: the client gives up first)."""
 
     text: str
+    stall: float = 0.0
 
 
 @dataclass
@@ -178,14 +181,16 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
         self.wfile.flush()
 
-    def _sse_partial(self, payload: bytes, cut: int) -> None:
-        """Promise the whole body, send part of it, then close: a connection dropped mid-stream."""
+    def _sse_partial(self, payload: bytes, cut: int, stall: float = 0.0) -> None:
+        """Promise the whole body, send part of it, then close (after ``stall`` seconds of silence):
+        a connection dropped, or a stream stalled, mid-reply."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload[:cut])
         self.wfile.flush()
+        time.sleep(stall)
         self.close_connection = True
         try:
             self.connection.shutdown(socket.SHUT_RDWR)

@@ -16,6 +16,7 @@ from importlib import import_module
 from typing import Any
 
 __all__ = [
+    "connection_lost",
     "is_malformed",
     "is_transport_error",
     "quiet_debug_logs",
@@ -134,6 +135,16 @@ def is_transport_error(exc: BaseException) -> bool:
         if stream_error is not None and isinstance(exc, stream_error):
             return True
     return isinstance(exc, (ConnectionError, EOFError))
+
+
+def connection_lost(exc: BaseException, sdk: Any) -> bool:
+    """The connection failed, closed or timed out, however the SDK (the ``anthropic`` or ``openai``
+    module) reports it: as its own ``APIConnectionError`` (``APITimeoutError`` is one), or as the
+    HTTP library's error let through untyped. SDK releases differ in which of these a stream cut
+    after its first bytes raises, so an adapter decides from *when* it happened (before the
+    reply began: the server could not be reached; after: the reply was cut off), not from the
+    exception's class."""
+    return isinstance(exc, sdk.APIConnectionError) or is_transport_error(exc)
 
 
 def is_malformed(exc: BaseException) -> bool:

@@ -12,9 +12,11 @@ What this adapter adds to the SDK:
   key may not use, a rate limit that outlasts the retries, overload, a server error, a
   timeout, no connection) each become :class:`ModelError` with one line a person can act
   on; a refused key (401, 403) is a :class:`~formctl.errors.KeyRejectedError`, on which a
-  chat stops rather than retry on every line. The SDK surfaces a connection dropped mid-stream as the HTTP library's own protocol
-  error and a malformed event as ``json.JSONDecodeError``, not as an ``anthropic``
-  exception, so those are caught too. Only the SDK's calls are inside that mapping: an
+  chat stops rather than retry on every line. A connection lost once the reply has begun
+  (the stream opened) is "dropped mid-reply" whatever the SDK calls it: releases differ
+  (the HTTP library's own protocol error, ``APIConnectionError``, ``APITimeoutError``), so the
+  line follows from when it happened, not from the exception's class. A malformed event may
+  surface as ``json.JSONDecodeError``, not as an ``anthropic`` exception, so that is caught too. Only the SDK's calls are inside that mapping: an
   error of the caller's ``on_text`` (a closed pipe while printing) is the caller's own and
   propagates as it is. Nothing from a failed reply is returned, so the loop applies
   nothing from it.
@@ -41,9 +43,9 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from formctl.agent.models._sdk import connection_lost, quiet_debug_logs, scrub, sendable, ssl_context
 from formctl.agent.models._sdk import is_malformed as _is_malformed
 from formctl.agent.models._sdk import is_transport_error as _is_transport_error
-from formctl.agent.models._sdk import quiet_debug_logs, scrub, sendable, ssl_context
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models._sdk import trust_env as _trust_env
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
@@ -92,25 +94,28 @@ class AnthropicModel:
                 stream = stack.enter_context(client.messages.stream(**params))
                 events = iter(stream)
             while True:
-                with self._api_errors():
+                with self._api_errors(mid_reply=True):
                     event = next(events, None)
                 if event is None:
                     break
                 if on_text is not None and getattr(event, "type", None) == "text" and event.text:
                     on_text(event.text)  # outside the mapping: a failure to show text is not the API's
-            with self._api_errors():
+            with self._api_errors(mid_reply=True):
                 message = stream.get_final_message()
         return self._reply(message)
 
     @contextlib.contextmanager
-    def _api_errors(self) -> Iterator[None]:
-        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it)."""
+    def _api_errors(self, *, mid_reply: bool = False) -> Iterator[None]:
+        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it).
+
+        ``mid_reply``: the stream had begun, so a lost connection is a reply cut off, not a
+        server that cannot be reached."""
         try:
             yield
         except ModelError:
             raise
         except Exception as exc:
-            line = self._scrub(self._explain(exc))
+            line = self._scrub(self._explain(exc, mid_reply=mid_reply))
             if _key_rejected(exc):
                 raise KeyRejectedError(line) from None
             raise ModelError(line) from None
@@ -203,10 +208,15 @@ class AnthropicModel:
                 usage[key] = value
         return ModelReply(content=content, stop_reason=str(stop_reason), usage=usage)
 
-    def _explain(self, exc: BaseException) -> str:
+    def _explain(self, exc: BaseException, *, mid_reply: bool = False) -> str:
         """One line for a person: what went wrong and what to do about it."""
         import anthropic
 
+        if mid_reply and connection_lost(exc, anthropic):  # whatever this SDK release calls it (see _sdk.py)
+            return (
+                "The connection to the Anthropic API dropped mid-reply; nothing from that reply was applied. "
+                "Send again."
+            )
         retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
         if isinstance(exc, anthropic.APIStatusError):
             detail = getattr(exc, "api_message", None) or _body_message(exc)
@@ -231,10 +241,9 @@ class AnthropicModel:
             return f"Could not reach the Anthropic API at {self.base_url}{why}. Check the connection, then send again."
         if isinstance(exc, json.JSONDecodeError) or _is_malformed(exc):
             return "The Anthropic API sent a malformed reply; nothing from it was applied. Send again."
-        if _is_transport_error(exc):
+        if _is_transport_error(exc):  # the HTTP library's own error, before the reply began
             return (
-                "The connection to the Anthropic API dropped mid-reply; nothing from that reply was applied. "
-                "Send again."
+                f"Could not reach the Anthropic API at {self.base_url}: {exc}. Check the connection, then send again."
             )
         text = str(exc).splitlines()[0] if str(exc) else ""
         return f"The Anthropic API call failed ({type(exc).__name__}{': ' + text if text else ''})."

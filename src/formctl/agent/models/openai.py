@@ -53,6 +53,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models._sdk import (
+    connection_lost,
     is_malformed,
     is_transport_error,
     quiet_debug_logs,
@@ -254,6 +255,8 @@ class OpenAIChatModel:
         who = where[0].upper() + where[1:]
         dropped = f"The connection to {where} dropped mid-reply; nothing from that reply was applied. Send again."
         retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
+        if mid_reply and connection_lost(exc, openai):  # whatever this SDK release calls it (see _sdk.py)
+            return dropped
         if isinstance(exc, openai.APIStatusError):
             code = exc.status_code
             detail = _api_message(exc)
@@ -278,8 +281,6 @@ class OpenAIChatModel:
         if isinstance(exc, openai.APITimeoutError):
             return f"{who} did not answer within {self.timeout:g}s{retried}. Send again."
         if isinstance(exc, openai.APIConnectionError):
-            if mid_reply:
-                return dropped
             cause = exc.__cause__ or exc.__context__
             why = f": {cause}" if cause is not None and str(cause) else ""
             return f"Could not reach {where}{why}. Check the connection (and OPENAI_BASE_URL), then send again."
@@ -292,8 +293,8 @@ class OpenAIChatModel:
             return f"{who} reported an error mid-reply; nothing from it was applied{tail(detail)}"
         if isinstance(exc, json.JSONDecodeError) or is_malformed(exc):
             return f"{who} sent a malformed reply; nothing from it was applied. Send again."
-        if is_transport_error(exc):
-            return dropped
+        if is_transport_error(exc):  # the HTTP library's own error, before the reply began
+            return f"Could not reach {where}: {exc}. Check the connection (and OPENAI_BASE_URL), then send again."
         text = str(exc).splitlines()[0] if str(exc) else ""
         return f"{who} call failed ({type(exc).__name__}{': ' + text if text else ''})."
 
