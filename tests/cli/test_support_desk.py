@@ -30,30 +30,30 @@ def _env(cli, **extra: str) -> dict[str, str]:
     return env
 
 
-def _intake(cli, client: str, answers: list[str], *, form: str = "client-intake") -> str:
-    """``formctl run FORM`` at a terminal without --subject: answer the question, a few
-    answers, then leave with Ctrl-D; what the terminal showed before the chat."""
+def _intake(cli, client: str, answers: list[tuple[str, str]], *, form: str = "client-intake") -> None:
+    """``formctl run FORM`` at a terminal without --subject: say whom it is for, answer each
+    question (waited for by its words) in turn, then leave with Ctrl-D at the next one."""
     child = spawn(["-m", "formctl.cli.app", "run", form, "--offline"], _env(cli), timeout=60)
     term = Terminal(child)
     try:
         term.expect("Who is this for\\? ")
-        asked = child.before + child.after
         term.say(client)
-        for answer in answers:
+        for question, answer in answers:
+            term.expect(question)
             term.expect("you ›")
             term.say(answer)
+        term.expect("Got it")  # the last answer taken: the next question follows
         term.expect("you ›")
         child.send("\x04")
         child.expect(pexpect.EOF)
     finally:
         close(child)
     assert child.exitstatus == 0, child.before
-    return asked
 
 
 def test_staff_are_asked_whom_each_intake_is_for_and_find_the_client_again(cli):
-    _intake(cli, "María López", ["new", "40"])
-    _intake(cli, "Sam Lee", ["returning"])
+    _intake(cli, "María López", [("new or returning\\?", "new"), ("Age\\?", "40")])
+    _intake(cli, "Sam Lee", [("new or returning\\?", "returning")])
 
     rows = cli.json("instances", "--form", "client-intake")["instances"]
     assert sorted(r["subject"] for r in rows) == ["María López", "Sam Lee"]  # two clients, apart
