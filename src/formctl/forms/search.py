@@ -154,10 +154,14 @@ def matching(query: SearchQuery, def_id: str, terms: str) -> tuple[bool, tuple[s
     return None
 
 
-def hits_of(query: SearchQuery, rows: Iterable[tuple[str, str, str, str, str, str]]) -> list[SearchHit]:
+def hits_of(
+    query: SearchQuery, rows: Iterable[tuple[str, str, str, str, str, str]], *, ordered: bool = False
+) -> list[SearchHit]:
     """The hits among ``(id, def_id, status, subject, updated_at, terms)`` rows, most recent first
-    (ties: id descending), at most ``query.limit``: the folder store's search."""
+    (ties: id descending), at most ``query.limit``. ``ordered``: the rows come most recent first
+    already, so the walk stops at the limit (a word every instance holds reads 50 rows, not all)."""
     found = []
+    limit = query.limit
     for iid, def_id, status, subject, updated_at, terms in rows:
         if (query.def_id is not None and def_id != query.def_id) or (
             query.status is not None and status != query.status
@@ -166,8 +170,10 @@ def hits_of(query: SearchQuery, rows: Iterable[tuple[str, str, str, str, str, st
         matched = matching(query, def_id, terms)
         if matched is not None:
             found.append(SearchHit(iid, def_id, status, subject, updated_at, matched[0], matched[1]))
+            if ordered and len(found) >= limit:
+                return found
     found.sort(key=lambda h: (h.updated_at, h.instance_id), reverse=True)
-    return found[: query.limit]
+    return found[:limit]
 
 
 def values_in_force(instance: Instance | None, fields: Iterable[str]) -> dict[str, Any]:

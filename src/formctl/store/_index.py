@@ -113,6 +113,7 @@ class Index:
         self._base_rows = 0  # rows written by the last rewrite
         self._lines: int | None = None  # lines after the header, counted when first needed
         self._parsed: _Parsed | None = None
+        self._recent: tuple[Any, list[Row]] | None = None  # recent(): the rows sorted, and the file state
         self._found: dict[str, tuple[int, tuple[Row | None, bool]]] = {}  # row(): id -> (bytes searched, answer)
         self._subjects: dict[str, tuple[_Parsed, int]] = {}  # rows_for_subject(): subject -> (rows, bytes searched)
 
@@ -285,6 +286,14 @@ class Index:
 
     def rows(self) -> dict[str, Row]:
         return self._all().rows
+
+    def recent(self) -> list[Row]:
+        """Every row, most recently updated first: sorted once per state of the file, so a process
+        that searches again (``formctl find``) sorts nothing when nothing was written."""
+        key = (self._key, len(self._data))
+        if self._recent is None or self._recent[0] != key:
+            self._recent = (key, rows_recent_first(self._all().rows.values()))
+        return self._recent[1]
 
     def pending(self) -> set[str]:
         return set(self._all().pending)

@@ -434,17 +434,22 @@ class JsonFileAdapter:
         left pending may be behind its files: that instance is read."""
 
         def run() -> list[SearchHit]:
-            rows, pending = self.index.rows(), self.index.pending()
-            candidates = [(r[0], r[2], r[3], r[1], r[4], r[7]) for iid, r in rows.items() if iid not in pending]
-            for iid in pending:
-                try:
-                    loaded = self.files.read(iid)
-                except StoreError:
-                    loaded = None
-                if loaded is not None:
-                    r = row_of(loaded.instance)
-                    candidates.append((r[0], r[2], r[3], r[1], r[4], r[7]))
-            return [dataclasses.replace(h, values=self._values(h)) for h in hits_of(query, candidates)]
+            pending = self.index.pending()
+            indexed = ((r[0], r[2], r[3], r[1], r[4], r[7]) for r in self.index.recent() if r[0] not in pending)
+            hits = hits_of(query, indexed, ordered=True)
+            if pending:  # read from their files, then placed among the others
+                fresh = []
+                for iid in pending:
+                    try:
+                        loaded = self.files.read(iid)
+                    except StoreError:
+                        continue
+                    if loaded is not None:
+                        r = row_of(loaded.instance)
+                        fresh.append((r[0], r[2], r[3], r[1], r[4], r[7]))
+                every = hits + hits_of(query, fresh)
+                hits = sorted(every, key=lambda h: (h.updated_at, h.instance_id), reverse=True)[: query.limit]
+            return [dataclasses.replace(h, values=self._values(h)) for h in hits]
 
         return self._query(run)
 
