@@ -11,6 +11,7 @@ docs/store.md, 'Snapshot and journal' and 'Crash safety'.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -433,10 +434,18 @@ class JsonFileAdapter:
         force, kept by every write (docs/store.md, "Finding instances"). A row a writer that died
         left pending may be behind its files: that instance is read."""
 
+        # Each word as JSON writes it into the index's lines, the longest (likely the rarest) first.
+        needles = sorted((json.dumps(w, ensure_ascii=False)[1:-1].encode() for w in query.words), key=len, reverse=True)
+
         def run() -> list[SearchHit]:
-            pending = self.index.pending()
-            indexed = ((r[0], r[2], r[3], r[1], r[4], r[7]) for r in self.index.recent() if r[0] not in pending)
-            hits = hits_of(query, indexed, ordered=True)
+            holding = self.index.lines_holding(needles)
+            if holding is None:  # a word most lines hold, or the index parsed already
+                pending = self.index.pending()
+                indexed = ((r[0], r[2], r[3], r[1], r[4], r[7]) for r in self.index.recent() if r[0] not in pending)
+                hits = hits_of(query, indexed, ordered=True)
+            else:
+                rows, pending = holding
+                hits = hits_of(query, [(r[0], r[2], r[3], r[1], r[4], r[7]) for r in rows if r[0] not in pending])
             if pending:  # read from their files, then placed among the others
                 fresh = []
                 for iid in pending:

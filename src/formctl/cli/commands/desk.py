@@ -14,7 +14,7 @@ from formctl.cli.options import FormsOpt, JsonOpt, StoreOpt, _complete_form, _co
     epilog=_example(
         'formctl find "maria lopez"',
         "formctl find lopez@example --form client-intake --status active",
-        "formctl find C-10442 --json",
+        "formctl find C10442 --json",
     ),
 )
 def find(
