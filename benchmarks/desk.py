@@ -31,13 +31,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 
 import pg_cluster  # noqa: E402
-from helpers.claims import generate  # noqa: E402
 
 from formctl.forms.reading import Scope  # noqa: E402
 from formctl.forms.registry import FormRegistry  # noqa: E402
 from formctl.forms.runner import FormRunner  # noqa: E402
 from formctl.store.jsonfile import JsonFileAdapter  # noqa: E402
 from formctl.store.postgres import PostgresAdapter  # noqa: E402
+from helpers.claims import generate  # noqa: E402
 
 REGISTRY = os.path.join(HERE, "..", "forms", "registry.toml")
 
@@ -87,35 +87,22 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.claims, args.rounds = 1000, 5
-    cluster = None
-    dsn = args.dsn
-    if dsn is None:
-        cluster = pg_cluster.create()
-        dsn = cluster.dsn()
-        pg_cluster.wait_ready(dsn)
-    import psycopg
+    with (
+        pg_cluster.bench_schema(args.dsn, "desk") as dsn,
+        tempfile.TemporaryDirectory(prefix="formctl-desk-") as folder,
+    ):
+        store = os.path.join(folder, "store")
+        print(f"{args.claims} generated travel claims")
+        for make in (lambda: JsonFileAdapter(store), lambda: PostgresAdapter(dsn)):
+            adapter = make()
+            generate(adapter, args.claims)
+            adapter.close()
+        import psycopg
 
-    schema = f"desk_{os.getpid()}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    dsn_s = dsn + ("&" if "?" in dsn else "?") + f"options=-csearch_path%3D{schema}"
-    try:
-        with tempfile.TemporaryDirectory(prefix="formctl-desk-bench-") as folder:
-            store = os.path.join(folder, "store")
-            print(f"{args.claims} generated travel claims")
-            for make in (lambda: JsonFileAdapter(store), lambda: PostgresAdapter(dsn_s)):
-                adapter = make()
-                generate(adapter, args.claims)
-                adapter.close()
-            with psycopg.connect(dsn_s, autocommit=True) as conn:
-                conn.execute("ANALYZE")
-            bench("folder store", lambda: JsonFileAdapter(store), args.rounds)
-            bench("PostgreSQL", lambda: PostgresAdapter(dsn_s), args.rounds)
-    finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-        if cluster is not None:
-            cluster.destroy()
+            conn.execute("ANALYZE")
+        bench("folder store", lambda: JsonFileAdapter(store), args.rounds)
+        bench("PostgreSQL", lambda: PostgresAdapter(dsn), args.rounds)
 
 
 if __name__ == "__main__":

@@ -291,30 +291,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.commits, args.instances, args.fills = 60, 1000, 30
-    cluster = None
-    dsn = args.dsn
-    if dsn is None:
-        cluster = pg_cluster.create()
-        dsn = cluster.dsn()
-        pg_cluster.wait_ready(dsn)
-    import psycopg
-
-    schema = f"bench_{os.getpid()}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    dsn_s = dsn + ("&" if "?" in dsn else "?") + f"options=-csearch_path%3D{schema}"
-    try:
-        with tempfile.TemporaryDirectory(prefix="formctl-pg-bench-") as folder:
-            bench_commits(folder, dsn_s, args.commits)
-            print()
-            bench_lookup(folder, dsn_s, args.instances, 300 if not args.quick else 50)
-            print()
-            bench_writers(folder, dsn_s, args.fills)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-        if cluster is not None:
-            cluster.destroy()
+    with (
+        pg_cluster.bench_schema(args.dsn, "bench") as dsn_s,
+        tempfile.TemporaryDirectory(prefix="formctl-pg-bench-") as folder,
+    ):
+        bench_commits(folder, dsn_s, args.commits)
+        print()
+        bench_lookup(folder, dsn_s, args.instances, 300 if not args.quick else 50)
+        print()
+        bench_writers(folder, dsn_s, args.fills)
 
 
 if __name__ == "__main__":
