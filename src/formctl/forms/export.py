@@ -2,7 +2,7 @@
 
 Each instance is read against the registered form as ``formctl export ID`` reads it (live
 values, held ones apart: :func:`formctl.forms.project.answers`), one at a time, so an export of
-a large store never holds it in memory (:func:`stream`). A sensitive field's value is replaced
+a large store never holds it in memory (:func:`formctl.forms.across.stream`). A sensitive field's value is replaced
 by :data:`MASK` unless the caller asks for it.
 """
 
@@ -16,30 +16,14 @@ from formctl.errors import FormError
 from formctl.forms.lifecycle import read_status
 
 if TYPE_CHECKING:
-    from formctl.forms.adapter import FormAdapter
     from formctl.forms.compile import CompiledForm
     from formctl.forms.instance import Instance
-    from formctl.forms.reading import Scope
 
-__all__ = ["MASK", "META", "ExportRow", "columns", "export_rows", "stream"]
+__all__ = ["MASK", "META", "ExportRow", "columns", "export_rows"]
 
 MASK = "[hidden]"
 META = ("instance_id", "subject", "status", "created_at", "updated_at", "completed_at")
 """The columns before the fields', in this order."""
-
-
-def stream(adapter: FormAdapter, scope: Scope) -> Iterator[Instance]:
-    """The instances in ``scope``, one at a time: the store's own stream when it has one, else a
-    listing (a host's own store)."""
-    from formctl.forms.adapter import Streaming
-
-    if isinstance(adapter, Streaming):
-        yield from adapter.iter_instances(scope)
-        return
-    found = adapter.find_instances(def_id=scope.def_id, status=scope.status, damaged=scope.damaged)
-    for instance in sorted(found, key=lambda i: (i.created_at, i.id)):
-        if scope.admits(instance):
-            yield instance
 
 
 @dataclass(frozen=True)

@@ -700,7 +700,8 @@ class FormRunner:
     def find(self, text: str, *, form_id: str | None = None, status: str | None = None, limit: int = 50) -> list[Found]:
         """The instances whose subject or values in force hold every word of ``text`` (accents and
         case aside), most recent first; sensitive fields never match (:mod:`formctl.forms.search`)."""
-        from formctl.forms.search import find, query_for
+        from formctl.forms.across import find
+        from formctl.forms.search import query_for
 
         if form_id is not None:
             self.registry.registration(form_id)  # an unknown form is said, not an empty answer
@@ -715,8 +716,9 @@ class FormRunner:
         """``formctl stats``: how the form's instances (created since ``since``) are doing, as
         :func:`formctl.forms.stats.summarise` says it; the store computes the facts (``model_of``
         names the model of an instance's conversation, for a store that keeps none itself)."""
+        from formctl.forms.across import form_facts
         from formctl.forms.reading import Scope
-        from formctl.forms.stats import form_facts, summarise
+        from formctl.forms.stats import summarise
 
         compiled = self.registry.load(form_id)
         facts = form_facts(self.adapter, Scope(compiled.id, since=since), model_of)
@@ -725,7 +727,8 @@ class FormRunner:
     def export_rows(self, scope: Scope, *, include_sensitive: bool = False) -> Iterator[ExportRow]:
         """``formctl export --form``: each instance in ``scope`` read against its registered form,
         streamed (:mod:`formctl.forms.export`)."""
-        from formctl.forms.export import export_rows, stream
+        from formctl.forms.across import stream
+        from formctl.forms.export import export_rows
 
         compiled = self.registry.load(scope.def_id)
         return export_rows(compiled, stream(self.adapter, scope), include_sensitive=include_sensitive)

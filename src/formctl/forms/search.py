@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from formctl.forms.adapter import FormAdapter
     from formctl.forms.compile import CompiledForm
     from formctl.forms.instance import Instance
     from formctl.forms.registry import FormRegistry
@@ -33,7 +32,6 @@ __all__ = [
     "Found",
     "SearchHit",
     "SearchQuery",
-    "find",
     "fold",
     "hidden_fields",
     "hits_of",
@@ -219,23 +217,3 @@ def query_for(registry: FormRegistry, text: str, **kwargs: Any) -> SearchQuery:
         except FormError:
             continue
     return SearchQuery.of(text, hidden=hidden, known=frozenset(hidden), **kwargs)
-
-
-def find(adapter: FormAdapter, query: SearchQuery) -> list[Found]:
-    """The instances ``query`` matches, with the value of each matched field: the store's own
-    search when it has one (which may hand the values over too), else every instance read (a
-    store of a host's own)."""
-    from formctl.forms.adapter import Searchable
-
-    if isinstance(adapter, Searchable):
-        hits = adapter.search(query)
-    else:
-        everything = adapter.find_instances(def_id=query.def_id, status=query.status)
-        hits = hits_of(query, [(i.id, i.def_id, i.status, i.subject, i.updated_at, terms_of(i)) for i in everything])
-    found = []
-    for hit in hits:
-        values = hit.values
-        if values is None:
-            values = values_in_force(adapter.get_instance(hit.instance_id), hit.fields) if hit.fields else {}
-        found.append(Found(hit, values))
-    return found

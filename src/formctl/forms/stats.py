@@ -39,17 +39,15 @@ from formctl.forms.instance import ABANDONED, ACTIVE, AWAITING, COMPLETE, READY,
 from formctl.forms.resolutions import resolutions
 
 if TYPE_CHECKING:
-    from formctl.forms.adapter import FormAdapter
     from formctl.forms.compile import CompiledForm
-    from formctl.forms.reading import Scope
 
 __all__ = [
     "END",
     "FactsBuilder",
     "FieldFacts",
     "FormFacts",
+    "ModelOf",
     "Spread",
-    "form_facts",
     "percentile",
     "stopped_at",
     "summarise",
@@ -263,18 +261,3 @@ def _checkpoints(facts: FormFacts) -> list[dict[str, Any]]:
         for cp, n in sorted(facts.waiting_now.items())
     ]
     return out
-
-
-def form_facts(adapter: FormAdapter, scope: Scope, model_of: ModelOf | None = None) -> FormFacts:
-    """The facts of ``scope``: the store's own (SQL, with the models its conversations name)
-    when it reports them, else one pass over its instances, streamed
-    (:func:`formctl.forms.export.stream`), each one's model asked of ``model_of``."""
-    from formctl.forms.adapter import Reporting
-    from formctl.forms.export import stream
-
-    if isinstance(adapter, Reporting):
-        return adapter.form_facts(scope)
-    builder = FactsBuilder()
-    for instance in stream(adapter, scope):
-        builder.add(instance, model_of(instance.id) if model_of is not None else None)
-    return builder.done()
