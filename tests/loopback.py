@@ -54,6 +54,17 @@ class Hang:
     seconds: float
 
 
+@dataclass
+class Trickle:
+    """A 200 stream that starts, then sends only an empty piece every ``every`` seconds for
+    ``seconds`` (each one restarts the client's read timeout, so only a deadline on the whole call
+    ends it), then ``late`` (a whole reply, in the Messages shape) if given, else nothing more."""
+
+    seconds: float
+    every: float
+    late: list[dict[str, Any]] | None = None
+
+
 class LoopbackServer:
     """A scripted HTTP server on 127.0.0.1 in a daemon thread. Use as a context manager, or call
     ``close()``. ``handler``: the fake's :class:`LoopbackHandler` subclass; ``port`` 0 picks a free one."""
@@ -180,6 +191,28 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
         self.wfile.flush()
+
+    def _sse_trickle(self, head: bytes, beat: bytes, item: Trickle, tail: bytes) -> None:
+        """A stream with no length: ``head``, then ``beat`` every ``item.every`` seconds until
+        ``item.seconds`` have passed, then ``tail``, then the connection closes. A client that
+        hangs up meanwhile ends it (the write fails)."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        ends = time.monotonic() + item.seconds
+        try:
+            self.wfile.write(head)
+            self.wfile.flush()
+            while time.monotonic() < ends:
+                time.sleep(min(item.every, max(0.0, ends - time.monotonic())))
+                self.wfile.write(beat)
+                self.wfile.flush()
+            self.wfile.write(tail)
+            self.wfile.flush()
+        except OSError:
+            pass
 
     def _sse_partial(self, payload: bytes, cut: int, stall: float = 0.0) -> None:
         """Promise the whole body, send part of it, then close (after ``stall`` seconds of silence):

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from formctl._lazy import lazy_exports
 
+# The one version source: pyproject.toml reads it as the package is built, `formctl --version`
+# prints it, and CHANGELOG.md has a section for it.
 __version__ = "0.1.0"
 
 # Written out, not computed, so linters and type checkers can read the public API;
@@ -65,8 +67,10 @@ __all__ = [
     "KeyRejectedError",
     "MemoryAdapter",
     "MigrationError",
+    "ModelCancelledError",
     "ModelError",
     "ModelRequest",
+    "ModelTimeoutError",
     "NeedsReopenError",
     "NotAllowedError",
     "NotFoundError",
@@ -135,6 +139,8 @@ _EXPORTS = {
     "ProvenanceError": "formctl.errors",
     "RegistryError": "formctl.errors",
     "ModelError": "formctl.errors",
+    "ModelTimeoutError": "formctl.errors",
+    "ModelCancelledError": "formctl.errors",
     "ToolSelectionError": "formctl.errors",
     "TranscriptError": "formctl.errors",
     "GoalConflictError": "formctl.errors",
@@ -207,7 +213,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         InvalidArgumentError,
         KeyRejectedError,
         MigrationError,
+        ModelCancelledError,
         ModelError,
+        ModelTimeoutError,
         NeedsReopenError,
         NotAllowedError,
         NotFoundError,

@@ -257,6 +257,23 @@ class ModelError(FormError):
     committed is affected, and the next message simply tries again."""
 
     code = "model_error"
+    # How many HTTP requests the failed call sent, its retries included (0: none was sent, or a
+    # model that sends none); what ``formctl eval`` counts as model calls.
+    attempts = 0
+
+
+class ModelTimeoutError(ModelError):
+    """The model's reply did not end within the call's deadline (``--model-timeout``): the request
+    was abandoned and nothing from it was applied."""
+
+    code = "model_timeout"
+
+
+class ModelCancelledError(ModelError):
+    """The caller stopped waiting (Ctrl-C): the request was abandoned and its reply, if one
+    comes, is dropped."""
+
+    code = "model_cancelled"
 
 
 class KeyRejectedError(ModelError):
@@ -318,7 +335,9 @@ __all__ = [
     "InvalidArgumentError",
     "KeyRejectedError",
     "MigrationError",
+    "ModelCancelledError",
     "ModelError",
+    "ModelTimeoutError",
     "NeedsReopenError",
     "NotFoundError",
     "NotReadyError",

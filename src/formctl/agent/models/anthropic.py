@@ -43,7 +43,18 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from formctl.agent.models._sdk import connection_lost, quiet_debug_logs, scrub, sendable, ssl_context
+from formctl.agent.models._sdk import (
+    Deadline,
+    abandon_client,
+    connection_lost,
+    count_request,
+    model_timeout,
+    quiet_debug_logs,
+    scrub,
+    sendable,
+    ssl_context,
+    within_deadline,
+)
 from formctl.agent.models._sdk import is_malformed as _is_malformed
 from formctl.agent.models._sdk import is_transport_error as _is_transport_error
 from formctl.agent.models._sdk import tail as _tail
@@ -71,15 +82,18 @@ class AnthropicModel:
         max_retries: int = 2,
         timeout: float = 60.0,
         max_tokens: int = 1024,
+        deadline: float | None = None,
     ) -> None:
         self.model = model
         self.name = model
         self.max_retries = max_retries
-        self.timeout = timeout
+        self.deadline = model_timeout(deadline)  # the whole call, retries included (see _sdk.py)
+        self.timeout = min(timeout, self.deadline)  # each read
         self.max_tokens = max_tokens
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
         self.__api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
         self._client: Any = None
+        self._http: Any = None  # the client's HTTP client, closed to abandon a call (see _abandon)
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -89,6 +103,15 @@ class AnthropicModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         client = self._get_client()
         params = self.request_params(request)
+        late = (
+            f"The Anthropic API did not finish its reply within {self.deadline:g}s (--model-timeout); "
+            "nothing from it was applied. Send again."
+        )
+        deadline = Deadline(self.deadline, request.stop, self._abandon, late)
+        return within_deadline(lambda push: self._stream(client, params, push), deadline, on_text)
+
+    def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
+        """The call itself, in :func:`within_deadline`'s thread: text goes to ``push`` as it arrives."""
         with contextlib.ExitStack() as stack:
             with self._api_errors():
                 stream = stack.enter_context(client.messages.stream(**params))
@@ -98,11 +121,16 @@ class AnthropicModel:
                     event = next(events, None)
                 if event is None:
                     break
-                if on_text is not None and getattr(event, "type", None) == "text" and event.text:
-                    on_text(event.text)  # outside the mapping: a failure to show text is not the API's
+                if getattr(event, "type", None) == "text" and event.text:
+                    push(event.text)
             with self._api_errors(mid_reply=True):
                 message = stream.get_final_message()
         return self._reply(message)
+
+    def _abandon(self) -> None:
+        """Let go of the client under a call that is no longer wanted (see :func:`abandon_client`)."""
+        http, self._client, self._http = self._http, None, None
+        abandon_client(http)
 
     @contextlib.contextmanager
     def _api_errors(self, *, mid_reply: bool = False) -> Iterator[None]:
@@ -172,17 +200,18 @@ class AnthropicModel:
             context = ssl_context(anthropic.DefaultHttpxClient, trust)  # one per process (see _sdk.py)
             if context is not None:
                 network["verify"] = context
+            http = anthropic.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
             client = anthropic.Anthropic(
                 api_key=self.__api_key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=anthropic.DefaultHttpxClient(**network),
+                http_client=http,
                 **options,
             )
         except Exception as exc:
             raise ModelError(self._scrub(f"Could not set up the Anthropic client: {exc}")) from None
-        self._client = client
+        self._client, self._http = client, http
         return client
 
     def _reply(self, message: Any) -> ModelReply:
