@@ -122,6 +122,9 @@ def test_a_bad_since_or_format_is_one_line(cli):
     )
     fmt = cli("export", "--form", "travel-claim", "--format", "xlsx")
     assert fmt.exit_code == 2 and "--format must be csv or jsonl" in fmt.stderr
+    assert cli.ok("export", "--form", "travel-claim").stdout.startswith("instance_id,subject,status,")  # csv by default
+    both = cli("export", "form_mx0000_abcdef", "--form", "travel-claim")
+    assert both.exit_code == 2 and both.stderr.strip() == "error: Give an instance ID or --form, not both."
     unknown = cli("stats", "no-such-form")
     assert unknown.exit_code != 0 and len(unknown.stderr.strip().splitlines()) == 1
 

@@ -34,8 +34,9 @@ def export_form(
     from formctl.forms.instance import INSTANCE_STATUSES
     from formctl.forms.reading import Scope
 
+    fmt = fmt or "csv"
     if fmt not in FORMATS:
-        _fail(f"--format must be csv or jsonl{'' if fmt is None else f', not {fmt!r}'}.", 2)
+        _fail(f"--format must be csv or jsonl, not {fmt!r}.", 2)
     if status is not None and status not in INSTANCE_STATUSES:
         _fail(f'Unknown status "{status}": use one of {", ".join(INSTANCE_STATUSES)}.', 2)
     compiled = runner.compiled(form)

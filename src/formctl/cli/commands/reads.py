@@ -295,7 +295,9 @@ def export(
         None, "--status", help="With --form: only this status.", autocompletion=_complete_status
     ),
     since: Optional[str] = typer.Option(None, "--since", metavar="DATE", help="With --form: started on or after DATE."),
-    out_format: Optional[str] = typer.Option(None, "--format", metavar="csv|jsonl", help="With --form: csv or jsonl."),
+    out_format: Optional[str] = typer.Option(
+        None, "--format", metavar="csv|jsonl", help="With --form: csv (the default) or jsonl."
+    ),
     include_sensitive: bool = typer.Option(
         False, "--include-sensitive", help="With --form: sensitive values as given, not masked."
     ),
