@@ -191,3 +191,40 @@ def test_store_reindex_on_postgresql_writes_the_search_text_afresh(pg_dsn):
     done = cli.ok("store", "reindex").stdout
     assert "search text of 1 instance(s) written afresh" in done
     assert [f["instance_id"] for f in cli.json("find", "maria")["found"]] == [iid]
+
+
+def test_a_staff_role_with_dml_only_finds_through_the_trigram_index_and_reads_the_figures(pg_dsn):
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    from formctl.store.postgres import PostgresAdapter
+
+    cli = Cli(pg_dsn)
+    cli.ok("store", "init")  # the owner: the tables, and the search index
+    adapter = PostgresAdapter(pg_dsn)
+    try:
+        truth = generate(adapter, 60, seed=7)
+    finally:
+        adapter.close()
+    schema = pg_dsn.rsplit("search_path%3D", 1)[1]
+    staff = f"staff_{schema}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{staff}" LOGIN')
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{staff}"')
+        conn.execute(f'GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA "{schema}" TO "{staff}"')
+    try:
+        as_staff = make_conninfo(pg_dsn, user=staff)
+        with psycopg.connect(as_staff, autocommit=True) as conn:
+            conn.execute("SET enable_seqscan = off")  # 60 rows: without this a scan is cheaper
+            plan = "\n".join(
+                r[0] for r in conn.execute("EXPLAIN SELECT id FROM formctl_instances WHERE search LIKE '%maria%'")
+            )
+        assert "formctl_instances_search" in plan, plan
+        desk = Cli(as_staff)
+        found = desk.json("find", "maria lopez")["found"]
+        assert found and {f["subject"] for f in found} == {"María López"}
+        assert desk.json("stats", "travel-claim")["started"] == sum(truth.by_status.values()) == 60
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP OWNED BY "{staff}"')
+            conn.execute(f'DROP ROLE "{staff}"')
