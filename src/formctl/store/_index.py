@@ -287,7 +287,7 @@ class Index:
         elif in_force is not None and in_force[4] == row[4] and in_force[5] == row[5]:
             rows[iid] = in_force
 
-    def lines_holding(self, needles: list[bytes], *, cap: int = 300) -> tuple[list[Row], set[str]] | None:
+    def lines_holding(self, needles: list[bytes], *, cap: int = 2000) -> tuple[list[Row], set[str]] | None:
         """The rows in force whose line holds every needle (as JSON writes it), and the ids among
         them whose write is pending, without parsing the index: ``formctl find`` in a new process
         reads a few lines of a large index, not all of it. None when more than ``cap`` lines hold
