@@ -290,9 +290,9 @@ class Index:
     def lines_holding(self, needles: list[bytes], *, cap: int = 2000) -> tuple[list[Row], set[str]] | None:
         """The rows in force whose line holds every needle (as JSON writes it), and the ids among
         them whose write is pending, without parsing the index: ``formctl find`` in a new process
-        reads a few lines of a large index, not all of it. None when more than ``cap`` lines hold
-        the rarest needle (parsing it all is then as quick), or once the index has been parsed
-        (its rows are at hand)."""
+        reads a few lines of a large index, not all of it. None when the rarest needle is found
+        more than ``cap`` times (parsing it all is then as quick), or once the index has been
+        parsed (its rows are at hand)."""
         if self._parsed is not None or not needles:
             return None
         data, body = self._data, self._body
