@@ -860,18 +860,18 @@ class PostgresAdapter:
     @staticmethod
     def _with_values(cur: Any, hits: list[SearchHit]) -> list[SearchHit]:
         """The hits with the values in force of their matched fields, fetched in one query."""
-        wanted = [(h.instance_id, f) for h in hits for f in h.fields]
+        wanted = {(h.instance_id, f) for h in hits for f in h.fields}
         values: dict[str, dict[str, Any]] = {h.instance_id: {} for h in hits}
         if wanted:
             cur.execute(
                 "SELECT r.instance_id, r.field, r.value::text AS value FROM formctl_instances i "
                 "CROSS JOIN LATERAL json_array_elements(i.fields) f JOIN formctl_revisions r "
                 "ON r.instance_id = i.id AND r.field = f->>0 AND r.pos = (f->>2)::int "
-                "WHERE (i.id, f->>0) IN (SELECT * FROM unnest(%s::text[], %s::text[])) AND NOT r.retracted",
-                ([w[0] for w in wanted], [w[1] for w in wanted]),
+                "WHERE i.id = ANY(%s) AND f->>0 = ANY(%s) AND NOT r.retracted",  # the instances by key
+                (sorted({w[0] for w in wanted}), sorted({w[1] for w in wanted})),
             )
             for row in cur.fetchall():
-                if row.value is not None:
+                if row.value is not None and (row.instance_id, row.field) in wanted:
                     values[row.instance_id][row.field] = json.loads(row.value)
         return [dataclasses.replace(h, values=values[h.instance_id]) for h in hits]
 
@@ -933,15 +933,16 @@ class PostgresAdapter:
                     return []
             hits: list[SearchHit] = []
             after: tuple[str, str] = ("\uffff", "")
+            page = max(2 * query.limit, 100)  # rows a word every instance holds fetches at once
             while len(hits) < query.limit:
                 cur.execute(
                     "SELECT id, def_id, status, subject, updated_at, search FROM formctl_instances "
-                    f"WHERE {where} AND (updated_at, id) < (%s, %s) ORDER BY updated_at DESC, id DESC LIMIT {_PAGE}",
+                    f"WHERE {where} AND (updated_at, id) < (%s, %s) ORDER BY updated_at DESC, id DESC LIMIT {page}",
                     (*params, *after),
                 )
                 rows = cur.fetchall()
-                hits.extend(hits_of(query, [(*r[:5], r.search or "") for r in rows]))
-                if len(rows) < _PAGE:
+                hits.extend(hits_of(query, [(*r[:5], r.search or "") for r in rows], ordered=True))
+                if len(rows) < page:
                     break
                 after = (rows[-1].updated_at, rows[-1].id)
             return self._with_values(cur, hits[: query.limit])
