@@ -79,11 +79,11 @@ WAITING_NOW = (
 )
 
 
-# The model each conversation names (saved by the chat since formctl recorded it), by status.
+# The model that answered each instance's latest exchange that names one, by status.
 BY_MODEL = _SCOPE + (
     "SELECT m.model, s.status, count(*) AS n FROM scope s JOIN ("
-    "SELECT instance_id, document::json->>'model' AS model FROM formctl_conversations) m ON m.instance_id = s.id "
-    "WHERE m.model IS NOT NULL GROUP BY m.model, s.status"
+    "SELECT DISTINCT ON (instance_id) instance_id, model FROM formctl_conversation_turns WHERE model IS NOT NULL "
+    "ORDER BY instance_id, pos DESC) m ON m.instance_id = s.id GROUP BY m.model, s.status"
 )
 
 
@@ -113,9 +113,7 @@ def form_facts(cur: Any, scope: Scope) -> FormFacts:
     facts.waits = {(cp, outcome): Spread(n, median, p90) for cp, outcome, n, median, p90 in cur.fetchall()}
     cur.execute(WAITING_NOW, params)
     facts.waiting_now = {cp: n for cp, n in cur.fetchall()}
-    cur.execute("SELECT to_regclass('formctl_conversations') IS NOT NULL")
-    if cur.fetchone()[0]:  # (created by the first chat's save)
-        cur.execute(BY_MODEL, params)
-        for model, status, n in cur.fetchall():
-            facts.by_model.setdefault(model, {})[status] = n
+    cur.execute(BY_MODEL, params)
+    for model, status, n in cur.fetchall():
+        facts.by_model.setdefault(model, {})[status] = n
     return facts
