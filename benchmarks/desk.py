@@ -101,6 +101,7 @@ def main() -> None:
     ):
         store = os.path.join(folder, "store")
         print(f"{args.claims} generated travel claims")
+        PostgresAdapter(dsn).init()  # formctl store init: the only thing that creates the tables
         for make in (lambda: JsonFileAdapter(store), lambda: PostgresAdapter(dsn)):
             adapter = make()
             generate(adapter, args.claims)
