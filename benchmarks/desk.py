@@ -101,7 +101,9 @@ def main() -> None:
     ):
         store = os.path.join(folder, "store")
         print(f"{args.claims} generated travel claims")
-        PostgresAdapter(dsn).init()  # formctl store init: the only thing that creates the tables
+        owner = PostgresAdapter(dsn)
+        owner.init()  # formctl store init: the only thing that creates the tables
+        owner.close()
         for make in (lambda: JsonFileAdapter(store), lambda: PostgresAdapter(dsn)):
             adapter = make()
             generate(adapter, args.claims)
