@@ -104,7 +104,7 @@ def test_playing_the_host_the_waiting_message_names_resolve_not_formctl_resolve(
 def test_a_form_author_playing_the_host_may_decide_their_own_trial_claim_and_that_is_recorded(cli):
     instance_id = claim_over_the_cap(cli, ME)
 
-    chat = cli("run", "travel-claim", "--as-host", input="/resolve --reason 'trying the form'\n")
+    chat = cli("run", "travel-claim", "--as-host", "--subject", ME, input="/resolve --reason 'trying the form'\n")
 
     assert "checkpoint approved" in chat.output, chat.output
     (decision,) = cli.json("export", instance_id)["resolutions"]

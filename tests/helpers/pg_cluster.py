@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -275,6 +277,29 @@ def wait_ready(dsn: str, timeout: float = 30.0) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+@contextmanager
+def bench_schema(dsn: str | None, prefix: str) -> Iterator[str]:
+    """A DSN for a schema of its own in ``dsn``'s database (a throwaway cluster when ``dsn`` is
+    None), dropped (and the cluster removed) afterwards: what the benchmarks measure against."""
+    import psycopg
+
+    cluster = None
+    if dsn is None:
+        cluster = create()
+        dsn = cluster.dsn()
+        wait_ready(dsn)
+    schema = f"{prefix}_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield dsn + ("&" if "?" in dsn else "?") + f"options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        if cluster is not None:
+            cluster.destroy()
 
 
 def main(argv: list[str]) -> int:

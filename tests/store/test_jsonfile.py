@@ -758,7 +758,7 @@ def test_check_reports_an_index_that_disagrees_and_reindex_repairs_it(store):
     a, made = _populate(store)
     index_path = _index(store)
     with open(index_path, "ab") as f:  # a row that lies about one instance
-        f.write(json.dumps([made[2].id, "s2", "intake", "abandoned", "9999", 2]).encode() + b"\n")
+        f.write(json.dumps([made[2].id, "s2", "intake", "abandoned", "9999", 2, "9999", ""]).encode() + b"\n")
     open(os.path.join(store, "instances", "form_1_abcdef.json.123-ab.tmp"), "wb").close()
     report = JsonFileAdapter(store).check()
     assert isinstance(report, StoreReport) and not report.ok and not report.index_ok and not report.index_rebuilt

@@ -98,6 +98,9 @@ def test_no_command_leaves_a_session_open_on_the_server(cli, pg_dsn, tmp_path, m
     command("history", iid, "full_name")
     command("why", iid, "full_name")
     command("export", iid, "--json")
+    command("export", "--form", "travel-claim", "--format", "csv")
+    command("find", "dana")
+    command("stats", "travel-claim")
     command("submit", iid, exit_codes=(1,))  # not ready: refused after reading it
     command("migrate", iid, exit_codes=(0, 1))
     command("resolve", iid, exit_codes=(1,))  # it waits on no checkpoint

@@ -135,6 +135,7 @@ def test_a_conversation_saved_whole_by_an_earlier_formctl_is_the_first_part_and_
     document = json.dumps({"format": 1, "instance_id": iid, "saved_at": "2026-01-01T00:00:00Z", "messages": before})
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the tables as schema 2 left them
         conn.execute("DROP TABLE formctl_conversation_turns, formctl_conversation_heads")
+        conn.execute("ALTER TABLE formctl_instances DROP COLUMN search")  # schema 4's
         conn.execute("UPDATE formctl_schema SET version = 2")
         conn.execute(
             "INSERT INTO formctl_conversations VALUES (%s, 'dana', '2026-01-01T00:00:00Z', %s)", (iid, document)

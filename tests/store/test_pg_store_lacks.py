@@ -42,7 +42,7 @@ def test_a_store_without_its_version_record_is_refused_in_one_line_and_store_ini
     assert check.exit_code == 1 and "no record of their schema version" in check.stdout
     assert "tables" in db("store", "init").stdout  # reads the version off the tables and records it
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT version FROM formctl_schema").fetchall() == [(3,)]
+        assert conn.execute("SELECT version FROM formctl_schema").fetchall() == [(4,)]
     listed = json.loads(db("instances", "--json").stdout)["instances"]
     assert sorted(r["instance_id"] for r in listed) == sorted(iids)  # every answer kept
 

@@ -40,13 +40,14 @@ def values(store: str, iid: str) -> dict:
 
 def _make_schema_1(dsn: str, store: str) -> list[str]:
     """Instances written by today's formctl, then the tables taken back to schema 1 (no ``how``
-    column, no conversation tables): what a database written by the formctl of a year ago
-    looks like."""
+    column, no conversation tables, no ``search``): what a database written by the formctl of a
+    year ago looks like."""
     iids = [start(store, {"full_name": f"Person {n}"}, subject=f"p{n}") for n in range(3)]
     ok(invoke("store", "copy", "--from", store, "--to", dsn))
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ALTER TABLE formctl_revisions DROP COLUMN how")
         conn.execute("DROP TABLE formctl_conversation_turns, formctl_conversation_heads")
+        conn.execute("ALTER TABLE formctl_instances DROP COLUMN search")
         conn.execute("UPDATE formctl_schema SET version = 1")
     return iids
 
@@ -57,7 +58,7 @@ def test_a_database_at_an_older_schema_is_refused_in_one_line_never_read_as_empt
         result = Cli(pg_dsn)(*args)
         assert result.exit_code == 1, (args, result.stdout)
         (line,) = result.stderr.strip().splitlines()
-        assert "schema version 1, older than this formctl's 3: formctl store init upgrades it" in line
+        assert "schema version 1, older than this formctl's 4: formctl store init upgrades it" in line
         assert "first write" not in line
         assert "No form instance" not in result.stdout + result.stderr and "no instances" not in result.stdout
     check = Cli(pg_dsn)("store", "check")
@@ -66,7 +67,9 @@ def test_a_database_at_an_older_schema_is_refused_in_one_line_never_read_as_empt
     assert copy.exit_code == 1 and "Verified" not in copy.stdout and "schema version 1" in copy.stderr
 
     upgraded = ok(Cli(pg_dsn)("store", "init"))
-    assert "schema upgraded from version 1 (schema version 3)" in upgraded.stdout
+    assert "schema upgraded from version 1 (schema version 4)" in upgraded.stdout
+    found = json.loads(ok(Cli(pg_dsn)("find", "person 1", "--json")).stdout)["found"]  # rows from before: searchable
+    assert [f["instance_id"] for f in found] == [iids[1]] and found[0]["matched"] == ["full_name"]
     listed = json.loads(ok(Cli(pg_dsn)("instances", "--json")).stdout)["instances"]
     assert sorted(row["instance_id"] for row in listed) == sorted(iids)
     assert values(pg_dsn, iids[1]) == {"full_name": "Person 1"}

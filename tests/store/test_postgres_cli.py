@@ -63,9 +63,9 @@ def test_a_wrong_password_is_one_line_naming_the_host_and_never_printed(cli, pg_
 
 def test_store_init_creates_the_tables_once(cli, pg_bare_dsn):
     first = cli.at(store=pg_bare_dsn)("store", "init")
-    assert first.exit_code == 0 and "tables created (schema version 3)" in first.stdout
+    assert first.exit_code == 0 and "tables created (schema version 4)" in first.stdout
     again = cli.at(store=pg_bare_dsn)("store", "init")
-    assert again.exit_code == 0 and "already set up (schema version 3)" in again.stdout
+    assert again.exit_code == 0 and "already set up (schema version 4)" in again.stdout
 
 
 def test_store_copy_moves_every_instance_with_its_history_once_and_verifies(cli, pg_dsn, tmp_path):

@@ -187,7 +187,9 @@ class ChatLoop:
         self.messages: list[dict[str, Any]] = _repair([dict(m) for m in (messages or [])])
         # Other chats may write this conversation too: turns are numbered, and exchanges saved,
         # for all of them alike (formctl.agent.sharing).
-        self._sharing = Sharing(conversation_store, self.person)
+        from formctl.agent.models import model_label
+
+        self._sharing = Sharing(conversation_store, self.person, model=model_label(model) or None)
         if not self.person.messages:  # a resumed conversation: what the person said before counts
             if conversation is not None:
                 self._sharing.resume(conversation, person_texts)

@@ -48,6 +48,7 @@ class Sharing:
     store: Any  # a ConversationStore, PostgresConversations, or a host's store with ``save``
     person: Person
     chat: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    model: str | None = None  # which model answers in this chat, recorded with each exchange
     exchanges: int = 0  # the highest exchange number this chat knows of
     current: _Exchange | None = None
 
@@ -109,7 +110,9 @@ class Sharing:
         if current.prefix and mine:
             mine = [{"role": "user", "content": content_blocks(mine[0].get("content"))[current.prefix :]}, *mine[1:]]
         words = [(m.turn, m.text) for m in self.person.messages[current.first_word :]]
-        self.store.save_exchange(instance_id, current.pos, chat=self.chat, messages=mine, words=words, seen=seen)
+        self.store.save_exchange(
+            instance_id, current.pos, chat=self.chat, messages=mine, words=words, seen=seen, model=self.model
+        )
 
     def _turns(self) -> int:
         return max((m.turn for m in self.person.messages), default=0)

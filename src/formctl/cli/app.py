@@ -55,7 +55,7 @@ import typer  # noqa: E402
 from formctl.cli import base  # noqa: E402
 from formctl.cli import host as _host  # noqa: E402, F401, I001  (formctl resolve, after the host writes)
 from formctl.cli.base import _Command, _Group, app  # noqa: E402
-from formctl.cli.commands import chat, forms, mcp, programs, reads, store, writes  # noqa: E402, F401
+from formctl.cli.commands import chat, desk, forms, mcp, programs, reads, store, writes  # noqa: E402, F401
 from formctl.cli.commands import eval as _eval  # noqa: E402, F401  (formctl eval; after the chat's commands)
 
 __all__ = ["app", "main"]

@@ -83,6 +83,14 @@ def offer_migration(session: Any, *, migrate: bool, ask: Callable[[str], bool] |
     return False
 
 
+def ask_line(question: str) -> str | None:
+    """The line typed in answer to ``question`` at the terminal; None when the person left (Ctrl-D)."""
+    try:
+        return input(question)
+    except EOFError:
+        return None
+
+
 def ask_in_terminal(question: str) -> bool:
     try:
         answer = input(question)

@@ -477,6 +477,23 @@ def print_instances(rows: list[dict[str, Any]], out: Console | None = None) -> N
     out.print(table)
 
 
+def print_found(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+    """``formctl find``: one line per instance, with what matched."""
+    out = out or console()
+    if not rows:
+        out.print(Text("nothing found", style="dim"))
+        return
+    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for name in ("id", "form", "subject", "status", "matched", "updated"):
+        table.add_column(name, no_wrap=name in ("id", "updated"))
+    for r in rows:
+        matched = [f"{f}: {value_text(r['values'][f])}" if f in r["values"] else f for f in r["matched"]]
+        table.add_row(
+            r["instance_id"], r["form"], r["subject"], _status(r["status"]), "; ".join(matched), r["updated_at"]
+        )
+    out.print(table)
+
+
 def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | None = None) -> None:
     out = out or console()
     head = Text()

@@ -19,7 +19,7 @@ Nothing heavy is imported at module level: ``formctl list`` opens only the regis
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -68,6 +68,16 @@ def open_conversations(store: str | os.PathLike[str] | None, adapter: Any, subje
     from formctl.store.conversations import ConversationStore
 
     return ConversationStore(local_folder(store))
+
+
+def conversation_models(store: str | os.PathLike[str] | None) -> Callable[[str], str | None] | None:
+    """Which model an instance's chat was with, for ``formctl stats`` on a folder store (read from
+    its ``conversations/``); None for a database, whose own queries read its conversations."""
+    if is_database(store):
+        return None
+    from formctl.store.conversations import ConversationStore
+
+    return ConversationStore(local_folder(store)).model
 
 
 def store_name(store: str | os.PathLike[str] | None) -> str:

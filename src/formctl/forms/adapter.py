@@ -35,7 +35,11 @@ from formctl.errors import StoreError
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, Status
 
 if TYPE_CHECKING:
-    from formctl.forms.reading import InstanceSummary
+    from collections.abc import Iterator
+
+    from formctl.forms.reading import InstanceSummary, Scope
+    from formctl.forms.search import SearchHit, SearchQuery
+    from formctl.forms.stats import FormFacts
 
 __all__ = [
     "DamageReport",
@@ -43,8 +47,11 @@ __all__ = [
     "Importing",
     "Interruptible",
     "Maintainable",
+    "Reporting",
+    "Searchable",
     "Serialising",
     "SharesConversations",
+    "Streaming",
     "Watchable",
     "Watcher",
 ]
@@ -202,6 +209,32 @@ class Importing(Protocol):
     def import_instances(self, instances: list[Instance]) -> list[tuple[str, str]]:
         """Per instance, in order: (outcome, why), as ``formctl.store.copy`` reads them."""
         ...
+
+
+@runtime_checkable
+class Searchable(Protocol):
+    """A store that finds instances by their subject and values in force without reading them
+    (``formctl find``): from an index every write keeps current (:mod:`formctl.forms.search`)."""
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """The instances matching ``query``, most recently updated first, at most ``query.limit``."""
+        ...
+
+
+@runtime_checkable
+class Streaming(Protocol):
+    """A store that hands over one form's instances one at a time, oldest first, never all of
+    them in memory at once (``formctl stats`` on a folder store, ``formctl export --form``)."""
+
+    def iter_instances(self, scope: Scope) -> Iterator[Instance]: ...
+
+
+@runtime_checkable
+class Reporting(Protocol):
+    """A store that computes ``formctl stats``' figures itself, by the rules of
+    :mod:`formctl.forms.stats` (PostgreSQL: SQL aggregates, no instance read into Python)."""
+
+    def form_facts(self, scope: Scope) -> FormFacts: ...
 
 
 @runtime_checkable

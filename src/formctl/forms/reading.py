@@ -10,6 +10,7 @@ listing and the chat ask it; nothing stores the answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import TYPE_CHECKING, Any
 
 from formctl.forms.instance import Instance
@@ -134,3 +135,26 @@ class Continuation:
                 f"to change that one: formctl resume {self.complete_id}"
             )
         return None
+
+
+@dataclass
+class Scope:
+    """Which instances a read across the store takes (``formctl stats``, ``export``): one form's,
+    optionally of one status, created at or after ``since`` (an ISO date or time: compared as
+    text with ``created_at``, which is ISO too). ``damaged`` collects the errors of instances left
+    out because they cannot be read."""
+
+    def_id: str
+    status: str | None = None
+    since: str | None = None
+    damaged: list[Any] = dc_field(default_factory=list)
+
+    def admits_row(self, def_id: str, status: str, created_at: str) -> bool:
+        return (
+            def_id == self.def_id
+            and (self.status is None or status == self.status)
+            and (self.since is None or created_at >= self.since)
+        )
+
+    def admits(self, instance: Instance) -> bool:
+        return self.admits_row(instance.def_id, instance.status, instance.created_at)

@@ -32,9 +32,20 @@ class Registration:
     description: str
     load: Callable[[], Any]
     module: str | None = None
+    subject: str | None = None  # "required": ``formctl run`` never files it under a default subject
+
+    @property
+    def subject_required(self) -> bool:
+        """Whose form it is must be said every time (a desk filling in intakes for many clients)."""
+        return self.subject == SUBJECT_REQUIRED
 
     def to_dict(self) -> dict[str, str]:
         return {"id": self.id, "name": self.name, "description": self.description}
+
+
+SUBJECT_REQUIRED = "required"
+"""``subject = "required"`` in a registry entry: ``formctl run`` asks whom the form is for (or
+refuses when it cannot ask) instead of using the login name."""
 
 
 class FormRegistry:
@@ -54,9 +65,14 @@ class FormRegistry:
         description: str = "",
         load: Callable[[], Any],
         module: str | None = None,
+        subject: str | None = None,
     ) -> FormRegistry:
-        """Register a form without loading it. Returns the registry, so calls chain."""
-        self._registrations[id] = Registration(id, name, description, load, module)
+        """Register a form without loading it. Returns the registry, so calls chain.
+
+        ``subject="required"``: whom each instance is for must be said (see :data:`SUBJECT_REQUIRED`)."""
+        if subject not in (None, SUBJECT_REQUIRED):
+            raise RegistryError(f'Form "{id}": subject must be "{SUBJECT_REQUIRED}" or left out, not {subject!r}.')
+        self._registrations[id] = Registration(id, name, description, load, module, subject)
         self._compiled.pop(id, None)
         return self
 
@@ -69,6 +85,13 @@ class FormRegistry:
 
     def registrations(self) -> builtins.list[Registration]:
         return list(self._registrations.values())
+
+    def registration(self, id: str) -> Registration:
+        """The registration of ``id`` (nothing imported); :class:`UnknownFormError` if there is none."""
+        found = self._registrations.get(id)
+        if found is None:
+            raise UnknownFormError(f'No form registered as "{id}".')
+        return found
 
     def load(self, id: str) -> CompiledForm:
         """The compiled form for ``id``: loaded and compiled on first call, cached on success."""
@@ -111,6 +134,7 @@ class FormRegistry:
                 description=entry.description,
                 load=module_loader(entry.module, folder),
                 module=entry.module,
+                subject=entry.subject,
             )
         return registry
 
@@ -123,6 +147,7 @@ class RegistryEntry:
     name: str
     description: str
     module: str  # "module:attribute", imported from the registry file's folder
+    subject: str | None = None  # a form's ``subject = "required"``
 
 
 def read_registry(path: str | Path, table: str) -> tuple[Path, builtins.list[RegistryEntry]]:
@@ -147,7 +172,14 @@ def read_registry(path: str | Path, table: str) -> tuple[Path, builtins.list[Reg
         module = entry.get("module") if isinstance(entry, dict) else None
         if not isinstance(module, str) or not all(part.strip() for part in module.partition(":")[::2]):
             raise RegistryError(f'Form registry {path}: [{table}.{key}] needs module = "module:attribute".')
-        entries.append(RegistryEntry(key, str(entry.get("name", key)), str(entry.get("description", "")), module))
+        subject = entry.get("subject")
+        if subject not in (None, SUBJECT_REQUIRED):
+            raise RegistryError(
+                f'Form registry {path}: [{table}.{key}] subject must be "{SUBJECT_REQUIRED}" or left out.'
+            )
+        entries.append(
+            RegistryEntry(key, str(entry.get("name", key)), str(entry.get("description", "")), module, subject)
+        )
     return path.resolve().parent, entries
 
 

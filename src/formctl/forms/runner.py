@@ -53,7 +53,12 @@ from formctl.forms.validate import text_issue
 from formctl.forms.write import Evaluations, OnCommit, Write, result_of
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from formctl.forms.export import ExportRow
     from formctl.forms.provenance import ModelWrite
+    from formctl.forms.reading import Scope
+    from formctl.forms.search import Found
 
 # Judging a model's values (formctl.forms.provenance, with the quote matching of
 # formctl.forms.quotes: regexes and dataclasses, ~5 ms to import) and recovery/migration
@@ -692,6 +697,42 @@ class FormRunner:
         return compiled, instance
 
     # Last in the class: a method named ``list`` would shadow the builtin in every annotation after it.
+    def find(self, text: str, *, form_id: str | None = None, status: str | None = None, limit: int = 50) -> list[Found]:
+        """The instances whose subject or values in force hold every word of ``text`` (accents and
+        case aside), most recent first; sensitive fields never match (:mod:`formctl.forms.search`)."""
+        from formctl.forms.across import find
+        from formctl.forms.search import query_for
+
+        if form_id is not None:
+            self.registry.registration(form_id)  # an unknown form is said, not an empty answer
+        query = query_for(self.registry, text, def_id=form_id, status=status, limit=limit)
+        if not query.words:
+            raise InvalidArgumentError("Give something to find: a name, part of an email, a number.")
+        return find(self.adapter, query)
+
+    def stats(
+        self, form_id: str, *, since: str | None = None, model_of: Callable[[str], str | None] | None = None
+    ) -> dict[str, Any]:
+        """``formctl stats``: how the form's instances (created since ``since``) are doing, as
+        :func:`formctl.forms.stats.summarise` says it; the store computes the facts (``model_of``
+        names the model of an instance's conversation, for a store that keeps none itself)."""
+        from formctl.forms.across import form_facts
+        from formctl.forms.reading import Scope
+        from formctl.forms.stats import summarise
+
+        compiled = self.registry.load(form_id)
+        facts = form_facts(self.adapter, Scope(compiled.id, since=since), model_of)
+        return summarise(facts, compiled, since=since)
+
+    def export_rows(self, scope: Scope, *, include_sensitive: bool = False) -> Iterator[ExportRow]:
+        """``formctl export --form``: each instance in ``scope`` read against its registered form,
+        streamed (:mod:`formctl.forms.export`)."""
+        from formctl.forms.across import stream
+        from formctl.forms.export import export_rows
+
+        compiled = self.registry.load(scope.def_id)
+        return export_rows(compiled, stream(self.adapter, scope), include_sensitive=include_sensitive)
+
     def list(self) -> list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""
         return self.reads.forms()

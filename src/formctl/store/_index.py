@@ -1,12 +1,14 @@
 """The store's index: one file, ``<dir>/index.jsonl``, that finds instances without opening them.
 
-It maps an instance id to ``(subject, def_id, status, updated_at, version)``. It is never
+It maps an instance id to ``(subject, def_id, status, updated_at, version, created_at, terms)``;
+``terms`` is the instance's folded values in force (:func:`formctl.forms.search.terms_of`), so
+``formctl find`` reads no instance file. It is never
 the source of truth, but it is the record of the last version the store *acknowledged*
 per instance (a row is appended only after the commit's journal line is fsynced), so
 files that hold less than their row are damage, not a stale index.
 
-Lines: a header ``{"formctl_index": 2, "boot": ..., "rows": N}``; rows
-``[id, subject, def_id, status, updated_at, version]``; pending markers ``[id, subject]``
+Lines: a header ``{"formctl_index": 3, "boot": ..., "rows": N}``; rows
+``[id, subject, def_id, status, updated_at, version, created_at, terms]``; pending markers ``[id, subject]``
 (a write is about to happen); tombstones ``[id, subject, null]``. The last line naming an
 id wins. Every line carries the subject, so one subject's rows are found by a byte search
 without parsing the file. Why appends need no fsync (pending markers, the boot id):
@@ -17,18 +19,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from formctl.store import _durable
 
-Row = tuple[str, str, str, str, str, int]
-"""``(id, subject, def_id, status, updated_at, version)``."""
+Row = tuple[str, str, str, str, str, int, str, str]
+"""``(id, subject, def_id, status, updated_at, version, created_at, terms)``."""
+
+ROW_ITEMS = 8
 
 Item = list[Any]
 """A line as parsed: a row, a pending marker or a tombstone (the shapes above)."""
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _read_boot_id() -> str | None:
@@ -44,6 +49,10 @@ BOOT_ID = _read_boot_id()
 
 def _line(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+_LINE_ID = re.compile(rb'^\["([^"\n]*)",', re.M)
+"""The id at the head of a line."""
 
 
 class IndexDamaged(ValueError):
@@ -75,7 +84,7 @@ class _Parsed:
                 pending[iid] = subject
                 continue
             pending.pop(iid, None)
-            if n == 6:
+            if n == ROW_ITEMS:
                 if iid not in rows:
                     by_subject.setdefault(subject, set()).add(iid)
                 rows[iid] = tuple(item)
@@ -109,6 +118,8 @@ class Index:
         self._base_rows = 0  # rows written by the last rewrite
         self._lines: int | None = None  # lines after the header, counted when first needed
         self._parsed: _Parsed | None = None
+        self._recent: tuple[Any, list[Row]] | None = None  # recent(): the rows sorted, and the file state
+        self._tail: tuple[int, set[str]] | None = None  # _tail_ids(): bytes scanned, ids seen
         self._found: dict[str, tuple[int, tuple[Row | None, bool]]] = {}  # row(): id -> (bytes searched, answer)
         self._subjects: dict[str, tuple[_Parsed, int]] = {}  # rows_for_subject(): subject -> (rows, bytes searched)
 
@@ -204,7 +215,7 @@ class Index:
     def _item(self, start: int, end: int) -> Item:
         try:
             item = json.loads(self._data[start:end])
-            if not isinstance(item, list) or len(item) not in (2, 3, 6):
+            if not isinstance(item, list) or len(item) not in (2, 3, ROW_ITEMS):
                 raise ValueError(f"a line of the wrong shape at byte {start}")
         except ValueError as exc:
             raise self._damaged(exc) from None
@@ -246,6 +257,65 @@ class Index:
         self._subjects[subject] = (parsed, len(self._data))  # next time, only what was appended since
         return list(parsed.rows.values()), set(parsed.pending)
 
+    def _tail_ids(self) -> set[str]:
+        """The ids named by the lines appended since the last rewrite (which wrote one line per id,
+        so a row before them is in force unless its id is among these). Found once by a scan of
+        the line heads, then extended with what is appended."""
+        if self._tail is None:
+            pos, data = self._body, self._data
+            for _ in range(self._base_rows):
+                found = data.find(b"\n", pos)
+                if found < 0:
+                    break
+                pos = found + 1
+            self._tail = (pos, set())
+        done, ids = self._tail
+        ids.update(m.decode("ascii") for m in _LINE_ID.findall(self._data, done))
+        self._tail = (len(self._data), ids)
+        return ids
+
+    def _in_force(self, row: Row, tail: set[str], rows: dict[str, Row], pending: set[str]) -> None:
+        """Put ``row`` into ``rows`` if it is its instance's row in force; its id into ``pending``
+        when a write to it was announced and not settled."""
+        iid = row[0]
+        if iid not in tail:
+            rows[iid] = row  # its only line
+            return
+        in_force, unsettled = self.row(iid)
+        if unsettled:
+            pending.add(iid)
+        elif in_force is not None and in_force[4] == row[4] and in_force[5] == row[5]:
+            rows[iid] = in_force
+
+    def lines_holding(self, needles: list[bytes], *, cap: int = 2000) -> tuple[list[Row], set[str]] | None:
+        """The rows in force whose line holds every needle (as JSON writes it), and the ids among
+        them whose write is pending, without parsing the index: ``formctl find`` in a new process
+        reads a few lines of a large index, not all of it. None when the rarest needle is found
+        more than ``cap`` times (parsing it all is then as quick), or once the index has been
+        parsed (its rows are at hand)."""
+        if self._parsed is not None or not needles:
+            return None
+        data, body = self._data, self._body
+        counted = sorted((data.count(n, body), n) for n in needles)  # a C scan each: the rarest goes first
+        if counted[0][0] > cap:
+            return None
+        first, rest = counted[0][1], [n for _, n in counted[1:]]
+        rows: dict[str, Row] = {}
+        pending: set[str] = set()
+        tail = self._tail_ids()
+        pos = data.find(first, body)
+        while pos >= 0:
+            start, end = data.rfind(b"\n", 0, pos) + 1, data.find(b"\n", pos)
+            if all(data.find(n, start, end) >= 0 for n in rest):
+                item = self._item(start, end)
+                if len(item) == ROW_ITEMS:
+                    self._in_force(tuple(item), tail, rows, pending)
+            pos = data.find(first, end)
+        dangling = self.last_marker()
+        if dangling is not None:
+            pending.add(dangling[0])
+        return list(rows.values()), pending
+
     def row(self, iid: str) -> tuple[Row | None, bool]:
         """The last row recorded for ``iid`` (None: none), and whether a write to it is pending."""
         if self._parsed is not None:
@@ -281,6 +351,14 @@ class Index:
 
     def rows(self) -> dict[str, Row]:
         return self._all().rows
+
+    def recent(self) -> list[Row]:
+        """Every row, most recently updated first: sorted once per state of the file, so a process
+        that searches again (``formctl find``) sorts nothing when nothing was written."""
+        key = (self._key, len(self._data))
+        if self._recent is None or self._recent[0] != key:
+            self._recent = (key, rows_recent_first(self._all().rows.values()))
+        return self._recent[1]
 
     def pending(self) -> set[str]:
         return set(self._all().pending)

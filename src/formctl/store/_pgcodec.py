@@ -16,19 +16,20 @@ from psycopg.types.json import Json
 
 from formctl.errors import StoreError
 from formctl.forms.instance import DispatchState, Entry, FieldLog, Instance, Provenance
+from formctl.forms.search import terms_of
 
 COLUMNS = (
     "id, def_id, def_version, subject, status, version, writes, revision_seq, created_at, updated_at, "
     "completed_at, closed_reason, blocked_on, open_step_override, forced_complete, fields, occurrences, dispatches"
 )
 REV_COLUMNS = "instance_id, field, pos, version, seq, at, source, actor, note, value, error, retracted, how"
-INSERT_INSTANCE = f"INSERT INTO formctl_instances ({COLUMNS}) VALUES ({', '.join(['%s'] * 18)})"
+INSERT_INSTANCE = f"INSERT INTO formctl_instances ({COLUMNS}, search) VALUES ({', '.join(['%s'] * 19)})"
 INSERT_REVISIONS = f"INSERT INTO formctl_revisions ({REV_COLUMNS}) VALUES ({', '.join(['%s'] * 13)})"
 UPDATE_INSTANCE = (
     "UPDATE formctl_instances SET def_id = %s, def_version = %s, subject = %s, status = %s, version = %s, "
     "writes = %s, revision_seq = %s, created_at = %s, updated_at = %s, completed_at = %s, closed_reason = %s, "
     "blocked_on = %s, open_step_override = %s, forced_complete = %s, fields = %s, occurrences = %s, "
-    "dispatches = %s WHERE id = %s"
+    "dispatches = %s, search = %s WHERE id = %s"
 )
 ONE_TRIP_COMMIT = (
     f"WITH upd AS ({UPDATE_INSTANCE} AND writes = %s RETURNING id), "
@@ -71,6 +72,7 @@ def row_values(instance: Instance, *, writes: int) -> tuple[Any, ...]:
         Json(fields, dumps=dumps),
         Json(instance.occurrences, dumps=dumps),
         Json({k: v.to_dict() for k, v in instance.dispatches.items()}, dumps=dumps),
+        terms_of(instance),  # the search column (formctl find)
     )
 
 

@@ -53,10 +53,10 @@ _CLAIM = (
 _SAVE = (
     "WITH head AS (UPDATE formctl_conversation_heads SET seen = COALESCE(%(seen)s, seen), saved_at = %(at)s "
     "WHERE instance_id = %(id)s AND subject = %(subject)s RETURNING instance_id) "
-    "INSERT INTO formctl_conversation_turns AS t (instance_id, pos, chat, saved_at, messages, words) "
-    "SELECT instance_id, %(pos)s, %(chat)s, %(at)s, %(messages)s, %(words)s FROM head "
+    "INSERT INTO formctl_conversation_turns AS t (instance_id, pos, chat, saved_at, messages, words, model) "
+    "SELECT instance_id, %(pos)s, %(chat)s, %(at)s, %(messages)s, %(words)s, %(model)s FROM head "
     "ON CONFLICT (instance_id, pos) DO UPDATE SET saved_at = EXCLUDED.saved_at, messages = EXCLUDED.messages, "
-    "words = EXCLUDED.words WHERE t.chat = EXCLUDED.chat"
+    "words = EXCLUDED.words, model = EXCLUDED.model WHERE t.chat = EXCLUDED.chat"
 )
 _HEAD = "SELECT exchanges, turns, seen FROM formctl_conversation_heads WHERE instance_id = %s AND subject = %s"
 # The document saved whole before schema 3 (pos 0), then every exchange, in order.
@@ -186,6 +186,7 @@ class PostgresConversations:
         messages: list[dict[str, Any]],
         words: list[tuple[int, str]],
         seen: dict[str, Any] | None = None,
+        model: str | None = None,
     ) -> str:
         """Write this save of one exchange in one statement; returns where it went. Refused (a
         :class:`StoreError`) for an instance that is not this subject's, or an exchange number
@@ -200,6 +201,7 @@ class PostgresConversations:
             "messages": _text(bounded(exchange.messages), instance_id),
             "words": _text([[n, w] for n, w in exchange.words or []], instance_id),
             "seen": _text(seen, instance_id) if seen is not None else None,
+            "model": model,  # which model answered (formctl stats counts by it)
         }
 
         def write(cur: Any) -> int:

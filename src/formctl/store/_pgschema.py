@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from psycopg import Cursor
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 CHANNEL = "formctl_changes"
 """The NOTIFY channel: every write to an instance row sends ``"<id> <version> <writes>"`` on it
@@ -198,12 +198,52 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (instance_id, pos)
         )""",
     ),
+    # --- issue 42, the support desk (formctl find, formctl stats): kept apart from the rest ---
+    # Each instance's folded subject and values in force (formctl.forms.search), written with
+    # every write to the row; NULL only on rows written before, until `store init` fills them.
+    # And the model that answered each exchange of a chat (stats by model; NULL before).
+    4: (
+        "ALTER TABLE formctl_instances ADD COLUMN search text",
+        "ALTER TABLE formctl_conversation_turns ADD COLUMN model text",
+    ),
 }
 """Every table, index, function and trigger formctl uses, by the schema version that added it.
 To add one: a new entry ``SCHEMA_VERSION + 1`` here (and bump :data:`SCHEMA_VERSION`), and a line
 in :func:`found_version` that recognises it (a table or column it adds); ``formctl store init``
 runs it, and nothing else ever creates anything. A role with DML only needs no new GRANT: the
 README's default privileges cover every table the owner creates."""
+
+SEARCH_INDEX = (
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    # The operator class named in the schema the extension lives in, which need not be on this
+    # store's search_path (a database's stores in schemas of their own share one pg_trgm).
+    "SELECT quote_ident(extnamespace::regnamespace::text) FROM pg_extension WHERE extname = 'pg_trgm'",
+    "CREATE INDEX IF NOT EXISTS formctl_instances_search ON formctl_instances USING gin (search {}.gin_trgm_ops)",
+)
+"""``formctl find``'s index: a word anywhere in ``search`` (``LIKE '%word%'``) is a trigram index
+probe, not a scan. pg_trgm ships with PostgreSQL and is a trusted extension (a database owner
+may create it); a server without it keeps working, each search then a scan of one column
+(about 20 ms at 10,000 instances). Using the index needs no privilege beyond SELECT."""
+
+
+def create_search_index(cur: Cursor[Any]) -> bool:
+    """Create :data:`SEARCH_INDEX` inside the caller's transaction, under a savepoint: True when
+    it exists now, False when this server cannot have it (the search then scans)."""
+    cur.execute("SAVEPOINT formctl_search_index")
+    try:
+        create, where, index = SEARCH_INDEX
+        cur.execute(create)
+        cur.execute(where)
+        row = cur.fetchone()
+        if row is None:
+            raise LookupError("pg_trgm is not installed")
+        cur.execute(index.format(row[0]))
+    except Exception:  # psycopg.Error: no pg_trgm on this server, or no right to create it
+        cur.execute("ROLLBACK TO SAVEPOINT formctl_search_index")
+        return False
+    cur.execute("RELEASE SAVEPOINT formctl_search_index")
+    return True
+
 
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
@@ -242,6 +282,13 @@ def version(cur: Cursor[Any]) -> tuple[int, str]:
 
 def found_version(cur: Cursor[Any]) -> int:
     """The schema version tables without a version row are at, read off the tables themselves."""
+    search = _one(
+        cur,
+        "SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'formctl_instances' AND column_name = 'search'",
+    )
+    if search[0]:
+        return 4
     if _one(cur, "SELECT to_regclass('formctl_conversation_turns') IS NOT NULL AS turns")[0]:
         return 3
     how = _one(
@@ -274,6 +321,8 @@ def upgrade(cur: Cursor[Any]) -> tuple[int, int]:
     for number in range(start + 1, SCHEMA_VERSION + 1):
         for statement in MIGRATIONS[number]:
             cur.execute(statement)
+    if start < 4:
+        create_search_index(cur)
     cur.execute("DELETE FROM formctl_schema")
     cur.execute("INSERT INTO formctl_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
     return max(before, 0), SCHEMA_VERSION

@@ -255,6 +255,27 @@ class ConversationStore:
         except (StoreError, ValueError):
             return None
 
+    def model(self, instance_id: str) -> str | None:
+        """The model that answered the instance's latest saved exchange (None: no conversation, or
+        none saved since formctl recorded it). Read from the log's last few kilobytes, where each
+        record names its model before its messages: ``formctl stats`` asks this of every instance."""
+        if not _SAFE_ID.match(instance_id):
+            return None
+        try:
+            with open(self.log(instance_id), "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - _TAIL))
+                tail = f.read().decode("utf-8", "replace")
+        except OSError:
+            return None
+        found = _MODEL_KEY.findall(tail)
+        if not found:
+            return None
+        try:
+            model = json.loads(found[-1])
+        except ValueError:
+            return None
+        return model if isinstance(model, str) else None
+
     # ------------------------------------------------------------------ writing
 
     def claim(self, instance_id: str, *, exchange: bool, turn: bool, known: tuple[int, int]) -> tuple[int, int]:
@@ -276,11 +297,13 @@ class ConversationStore:
         messages: list[dict[str, Any]],
         words: list[tuple[int, str]],
         seen: dict[str, Any] | None = None,
+        model: str | None = None,
     ) -> Path:
         """Append this save of one exchange (the last save of each exchange is the one read);
-        returns the file's path. No other chat's exchange is touched."""
+        returns the file's path. No other chat's exchange is touched. ``model``: which model
+        answered (``formctl stats`` counts by it)."""
         exchange = Part(pos, chat, messages, words)
-        record = _record(exchange, seen)
+        record = _record(exchange, seen, model)
         with self._locked(instance_id) as fd:
             _append(fd, record)
         return self.log(instance_id)
@@ -332,10 +355,16 @@ def _read(path: Path) -> str | None:
         raise StoreError(f"Cannot read the conversation {path}: {exc.strerror or exc}.") from exc
 
 
-def _record(part: Part, seen: dict[str, Any] | None) -> str:
+_TAIL = 64 * 1024
+_MODEL_KEY = re.compile(r'^\{"pos":\d+,"chat":"[^"]*","model":("(?:[^"\\]|\\.)*")', re.M)
+"""A record's own ``model`` key, as :func:`_record` writes it (right after ``pos`` and ``chat``)."""
+
+
+def _record(part: Part, seen: dict[str, Any] | None, model: str | None = None) -> str:
     record: dict[str, Any] = {
         "pos": part.pos,
         "chat": part.chat,
+        **({"model": model} if model else {}),
         "at": part.saved_at or _now(),
         "messages": bounded(part.messages, 0),
         "words": [[n, text] for n, text in part.words or []],

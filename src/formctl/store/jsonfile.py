@@ -10,6 +10,8 @@ docs/store.md, 'Snapshot and journal' and 'Crash safety'.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +21,8 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_closed, is_open_status
+from formctl.forms.reading import Scope
+from formctl.forms.search import SearchHit, SearchQuery, hits_of, values_in_force
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
 from formctl.store._index import rows_recent_first as _recent_rows
@@ -403,6 +407,70 @@ class JsonFileAdapter:
             out.append(i.copy())
             return True
         return False
+
+    def iter_instances(self, scope: Scope) -> Iterator[Instance]:
+        """The instances in ``scope``, oldest first, one at a time (``formctl stats`` and ``export``
+        never hold the store in memory): the ids from the index, each instance read when reached.
+        One whose files cannot be read is left out, its error appended to ``scope.damaged``."""
+
+        def run() -> list[str]:
+            rows, pending = self.index.rows(), self.index.pending()
+            chosen = sorted(
+                (r[6], r[0]) for r in rows.values() if r[0] not in pending and scope.admits_row(r[2], r[3], r[6])
+            )
+            return [iid for _, iid in chosen] + sorted(pending)
+
+        for iid in self._query(run):
+            try:
+                instance = self.get_instance(iid)
+            except StoreError as exc:
+                scope.damaged.append(exc)
+                continue
+            if instance is not None and scope.admits(instance):
+                yield instance
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """``formctl find`` from the index alone: its rows carry each instance's folded values in
+        force, kept by every write (docs/store.md, "Finding instances"). A row a writer that died
+        left pending may be behind its files: that instance is read."""
+
+        # Each word as JSON writes it into the index's lines, the longest (likely the rarest) first.
+        needles = sorted((json.dumps(w, ensure_ascii=False)[1:-1].encode() for w in query.words), key=len, reverse=True)
+
+        def run() -> list[SearchHit]:
+            holding = self.index.lines_holding(needles)
+            if holding is None:  # a word most lines hold, or the index parsed already
+                pending = self.index.pending()
+                indexed = ((r[0], r[2], r[3], r[1], r[4], r[7]) for r in self.index.recent() if r[0] not in pending)
+                hits = hits_of(query, indexed, ordered=True)
+            else:
+                rows, pending = holding
+                hits = hits_of(query, [(r[0], r[2], r[3], r[1], r[4], r[7]) for r in rows if r[0] not in pending])
+            if pending:  # read from their files, then placed among the others
+                fresh = []
+                for iid in pending:
+                    try:
+                        loaded = self.files.read(iid)
+                    except StoreError:
+                        continue
+                    if loaded is not None:
+                        r = row_of(loaded.instance)
+                        fresh.append((r[0], r[2], r[3], r[1], r[4], r[7]))
+                every = hits + hits_of(query, fresh)
+                hits = sorted(every, key=lambda h: (h.updated_at, h.instance_id), reverse=True)[: query.limit]
+            return [dataclasses.replace(h, values=self._values(h)) for h in hits]
+
+        return self._query(run)
+
+    def _values(self, hit: SearchHit) -> dict[str, Any]:
+        """The matched fields' values in force, read under the lock the search holds."""
+        if not hit.fields:
+            return {}
+        try:
+            loaded = self.files.read(hit.instance_id)
+        except StoreError:
+            return {}
+        return values_in_force(loaded.instance if loaded is not None else None, hit.fields)
 
     def find_open_instance(self, subject: str) -> Instance | None:
         """The subject's most recently updated instance that is not abandoned.

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from formctl.errors import StoreError
 from formctl.forms.instance import Instance, now_iso
+from formctl.forms.search import terms_of
 from formctl.store import _durable
 from formctl.store._index import Index, Row
 from formctl.store.base import missing
@@ -132,7 +133,16 @@ class Repair:
 
 
 def row_of(instance: Instance) -> Row:
-    return (instance.id, instance.subject, instance.def_id, instance.status, instance.updated_at, instance.version)
+    return (
+        instance.id,
+        instance.subject,
+        instance.def_id,
+        instance.status,
+        instance.updated_at,
+        instance.version,
+        instance.created_at,
+        terms_of(instance),
+    )
 
 
 def check(store: FileStore) -> StoreReport:
@@ -277,7 +287,7 @@ def scan_instances(store: FileStore, *, fresh: bool) -> tuple[int, dict[str, Row
                         ),
                     )
                 )
-                row = row[:5] + (max(row[5], c.last_version),)  # the version it is known to have reached
+                row = (*row[:5], max(row[5], c.last_version), *row[6:])  # the version it is known to have reached
             truth[stem] = row
     return files, truth, problems, notes
 

@@ -40,6 +40,8 @@ the write may or may not have landed, and the error says so.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import threading
 import time
@@ -54,6 +56,9 @@ from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
 from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_open
+from formctl.forms.reading import Scope
+from formctl.forms.search import SearchHit, SearchQuery, hits_of, terms_of
+from formctl.forms.stats import FormFacts
 from formctl.store import _pgconversations, _pgschema
 from formctl.store._pgcodec import (
     COLUMNS,
@@ -133,6 +138,11 @@ def _server_away(exc: BaseException) -> bool:
             "in recovery mode",
         )
     )
+
+
+def _like_escaped(word: str) -> str:
+    """``word`` matched literally by LIKE (its default escape character is the backslash)."""
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _close_in(conn: Any, pid: int) -> None:
@@ -466,6 +476,8 @@ class PostgresAdapter:
 
         result = self._run(upgrade, write=True, any_schema=True)
         self._tables, self._schema = True, _pgschema.SCHEMA_VERSION
+        if 0 < result[0] < 4 or result[0] == _pgschema.UNVERSIONED:
+            self._run(lambda cur: self._fill_search(cur.connection))  # rows written before the search text
         return result
 
     def _select(
@@ -674,11 +686,14 @@ class PostgresAdapter:
         )
 
     def reindex(self) -> Any:
-        """PostgreSQL maintains its own indexes: nothing to rebuild, so this is :meth:`check`."""
+        """PostgreSQL maintains its own indexes; what formctl derives itself, each row's ``search``
+        text (``formctl find``), is written afresh; then :meth:`check`."""
+        written = self._run(lambda cur: self._fill_search(cur.connection, every=True), write=True, transaction=False)
         report = self.check()
         from dataclasses import replace
 
-        return replace(report, notes=report.notes + ("PostgreSQL keeps its own indexes: nothing to rebuild",))
+        note = f"PostgreSQL keeps its own indexes; the search text of {written} instance(s) written afresh"
+        return replace(report, notes=report.notes + (note,))
 
     # ------------------------------------------------------------------ live updates
 
@@ -816,6 +831,109 @@ class PostgresAdapter:
                 finally:
                     self._committing = False
         raise AssertionError("unreachable")
+
+    def _fill_search(self, conn: Any, *, every: bool = False) -> int:
+        """The ``search`` text of rows written before there was one (a store just upgraded), or of
+        ``every`` row (``store reindex``), a page at a time; every later write keeps it current.
+        Returns how many rows were written."""
+        last, written = "", 0
+        only = "" if every else "search IS NULL AND "
+        while True:
+            with conn.transaction(), conn.cursor(row_factory=namedtuple_row) as cur:
+                cur.execute(
+                    f"SELECT {COLUMNS} FROM formctl_instances WHERE {only}id > %s ORDER BY id LIMIT {_PAGE}", (last,)
+                )
+                rows = cur.fetchall()
+                if not rows:
+                    return written
+                last = rows[-1].id
+                found = self._assemble(cur, rows, cached=False, on_damage=lambda row, exc: None)
+                written += len(found)
+                cur.executemany(
+                    "UPDATE formctl_instances SET search = %s WHERE id = %s", [(terms_of(i), i.id) for i in found]
+                )
+
+    @staticmethod
+    def _with_values(cur: Any, hits: list[SearchHit]) -> list[SearchHit]:
+        """The hits with the values in force of their matched fields, fetched in one query."""
+        wanted = {(h.instance_id, f) for h in hits for f in h.fields}
+        values: dict[str, dict[str, Any]] = {h.instance_id: {} for h in hits}
+        if wanted:
+            cur.execute(
+                "SELECT r.instance_id, r.field, r.value::text AS value FROM formctl_instances i "
+                "CROSS JOIN LATERAL json_array_elements(i.fields) f JOIN formctl_revisions r "
+                "ON r.instance_id = i.id AND r.field = f->>0 AND r.pos = (f->>2)::int "
+                "WHERE i.id = ANY(%s) AND f->>0 = ANY(%s) AND NOT r.retracted",  # the instances by key
+                (sorted({w[0] for w in wanted}), sorted({w[1] for w in wanted})),
+            )
+            for row in cur.fetchall():
+                if row.value is not None and (row.instance_id, row.field) in wanted:
+                    values[row.instance_id][row.field] = json.loads(row.value)
+        return [dataclasses.replace(h, values=values[h.instance_id]) for h in hits]
+
+    # ------------------------------------------------------------------ stats and export
+
+    def form_facts(self, scope: Scope) -> FormFacts:
+        """``formctl stats``: the facts from SQL aggregates (:mod:`formctl.store._pgstats`), in one
+        read-only snapshot, no instance assembled."""
+        from formctl.store import _pgstats
+
+        def read(cur: Any) -> FormFacts:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            return _pgstats.form_facts(cur, scope)
+
+        return self._run(read, transaction=True)
+
+    def iter_instances(self, scope: Scope) -> Iterator[Instance]:
+        """The instances in ``scope``, oldest first, a page of :data:`_PAGE` at a time (``formctl
+        export --form``): never more than one page in memory."""
+        after = ("", "")
+        while True:
+            page = self._select(
+                'WHERE def_id = %s AND (%s::text IS NULL OR created_at >= %s::text COLLATE "C") '
+                "AND (%s::text IS NULL OR status = %s::text) AND (created_at, id) > (%s::text, %s::text) "
+                f"ORDER BY created_at, id LIMIT {_PAGE}",
+                (scope.def_id, scope.since, scope.since, scope.status, scope.status, *after),
+                on_damage=lambda row, exc: scope.damaged.append(exc),
+            )
+            if not page:  # (a short page may only have lost a damaged row: ask again)
+                return
+            yield from page
+            after = (page[-1].created_at, page[-1].id)
+
+    # ------------------------------------------------------------------ find
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """``formctl find`` in SQL: the rows whose ``search`` text holds every word (a trigram
+        index probe), most recent first, a page at a time until ``query.limit`` hits; which field
+        matched, and that it may be searched, is decided per candidate row
+        (:func:`formctl.forms.search.matching`). No instance is assembled."""
+        clauses = ["search LIKE %s"] * len(query.words)
+        params: list[Any] = ["%" + _like_escaped(w) + "%" for w in query.words]
+        for column, value in (("def_id", query.def_id), ("status", query.status)):
+            if value is not None:
+                clauses.append(f"{column} = %s")
+                params.append(value)
+        where = " AND ".join(clauses) or "true"
+
+        def read(cur: Any) -> list[SearchHit]:
+            hits: list[SearchHit] = []
+            after: tuple[str, str] = ("\uffff", "")
+            page = max(2 * query.limit, 100)  # rows a word every instance holds fetches at once
+            while len(hits) < query.limit:
+                cur.execute(
+                    "SELECT id, def_id, status, subject, updated_at, search FROM formctl_instances "
+                    f"WHERE {where} AND (updated_at, id) < (%s, %s) ORDER BY updated_at DESC, id DESC LIMIT {page}",
+                    (*params, *after),
+                )
+                rows = cur.fetchall()
+                hits.extend(hits_of(query, [(*r[:5], r.search or "") for r in rows], ordered=True))
+                if len(rows) < page:
+                    break
+                after = (rows[-1].updated_at, rows[-1].id)
+            return self._with_values(cur, hits[: query.limit])
+
+        return self._run(read)
 
     def _failure(self, exc: BaseException, write: bool) -> StoreError:
         if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot hold (a NUL in text)

@@ -7,6 +7,7 @@ ends: :class:`~formctl.cli.chat.terminal.TerminalChat` when stdin and stdout are
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -19,8 +20,10 @@ __all__ = ["ChatOptions", "ChatSession", "PlainChat", "TerminalChat", "_masked_h
 
 def run_chat(options: ChatOptions) -> int:
     """Open the session, then the terminal or plain chat. Returns the exit status."""
-    from formctl.cli.drift import ask_in_terminal, offer_migration
+    from formctl.cli.drift import ask_in_terminal, ask_line, offer_migration
 
+    if options.ask is None and sys.stdin.isatty() and sys.stdout.isatty():
+        options = dataclasses.replace(options, ask=ask_line)  # whose form it is can be asked
     session = ChatSession.open(options)
     try:
         terminal = sys.stdin.isatty() and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"

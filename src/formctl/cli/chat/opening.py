@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from formctl.cli.chat.options import CHAT_SOURCE, ChatOptions, seed_lines
 from formctl.cli.chat.poller import StatusPoller
 from formctl.cli.chat.seen import OwnCommits
+from formctl.cli.chat.subject import chosen_subject, confirm_continuing
 from formctl.cli.workspace import (
     default_subject,
     is_database,
@@ -102,9 +103,11 @@ def _open(
     if options.instance_id is not None:
         resumed = _resumable(adapter, registry, options)
         form_id, subject = resumed.def_id, resumed.subject
+        given = True
     else:
         assert options.form is not None
-        form_id, subject = options.form, options.subject or default_subject()
+        form_id = options.form
+        subject, given = chosen_subject(options, registry.registration(form_id))
     compiled = registry.load(form_id)  # an unknown or broken form fails here, in one line
     for line in lines:  # a mistyped --seed would otherwise reach the model as chat and vanish
         key = line.partition(":")[0]
@@ -114,6 +117,13 @@ def _open(
             )
     reads = FormRunner(adapter, registry=registry, subject=subject)
     pinned = options.instance_id or _continued(reads, form_id, options, notes)
+    if pinned is not None and not given:  # the login name's open form: whose it is is said, and asked
+        continuing = reads.open_instance(pinned)
+        other = confirm_continuing(options, continuing) if continuing is not None else None
+        if other is not None:
+            subject, notes[:] = other, []
+            reads = FormRunner(adapter, registry=registry, subject=subject)
+            pinned = _continued(reads, form_id, options, notes)
     adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
     # Calls without an instance id act on the conversation's instance (not on whatever the
     # subject touched last), and the model's form_start moves it.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
@@ -37,6 +38,9 @@ class ChatOptions:
     as_host: bool = False  # the person may /resolve: a form author playing the host
     migrate: bool = False  # move a stale instance to the registered version without asking
     poll_seconds: float = POLL_SECONDS  # the status bar's interval (docs/chat.md, "The status bar")
+    # Asks the person at the terminal a question and returns the line typed (None: they left with
+    # Ctrl-D); None when nobody can be asked (stdin piped). Whose form it is: opening.settle_subject.
+    ask: Callable[[str], str | None] | None = None
 
     def __post_init__(self) -> None:
         if not _interval(self.poll_seconds):

@@ -6,7 +6,15 @@ from typing import Any, NoReturn, Optional
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, app
-from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt, _complete_form, _complete_status
+from formctl.cli.options import (
+    FormsOpt,
+    InstanceArg,
+    JsonOpt,
+    StoreOpt,
+    _complete_form,
+    _complete_instance,
+    _complete_status,
+)
 
 
 @app.command(cls=_Command, epilog=_example("formctl instances --form travel-claim --status awaiting"))
@@ -268,19 +276,58 @@ def why(
     render.print_acts(done)
 
 
-@app.command(cls=_Command, epilog=_example("formctl export form_lx2k9_ab12cd --json > claim.json"))
+@app.command(
+    cls=_Command,
+    epilog=_example(
+        "formctl export form_lx2k9_ab12cd --json > claim.json",
+        "formctl export --form travel-claim --status complete --since 2026-11-01 --format csv > claims.csv",
+        "formctl export --form client-intake --format jsonl > intakes.jsonl",
+    ),
+)
 def export(
-    instance_id: InstanceArg,
+    instance_id: Optional[str] = typer.Argument(
+        None, metavar="[ID]", help="Instance id (see formctl instances); or --form.", autocompletion=_complete_instance
+    ),
+    form: Optional[str] = typer.Option(
+        None, "--form", help="Every instance of this form, one row each.", autocompletion=_complete_form
+    ),
+    status: Optional[str] = typer.Option(
+        None, "--status", help="With --form: only this status.", autocompletion=_complete_status
+    ),
+    since: Optional[str] = typer.Option(None, "--since", metavar="DATE", help="With --form: started on or after DATE."),
+    out_format: Optional[str] = typer.Option(
+        None, "--format", metavar="csv|jsonl", help="With --form: csv (the default) or jsonl."
+    ),
+    include_sensitive: bool = typer.Option(
+        False, "--include-sensitive", help="With --form: sensitive values as given, not masked."
+    ),
     store: StoreOpt = None,
     forms: FormsOpt = None,
     as_json: JsonOpt = False,
     with_provenance: bool = typer.Option(False, "--provenance", help="Say where each value came from."),
 ) -> None:
-    """Print live values, held ones apart.
+    """Print live values, held ones apart; with --form, every instance as CSV or JSON lines.
 
-    Held values are kept but do not apply given the other answers.
+    Held values are kept but do not apply given the other answers. With --form, one row per
+    instance (oldest first): id, subject, status and times, a column per field, then the held
+    values (held:FIELD); sensitive fields read [hidden] unless --include-sensitive. Rows are
+    written as they are read, so a large store is never held in memory.
     """
     from formctl.cli.workspace import open_runner
+
+    if form is not None:
+        if instance_id is not None:
+            _fail("Give an instance ID or --form, not both.", 2)
+        from formctl.cli.export import export_form
+
+        export_form(
+            open_runner(store, forms), form, status=status, since=since, fmt=out_format, sensitive=include_sensitive
+        )
+        return
+    if instance_id is None:
+        _fail("Give an instance ID, or --form FORM for every instance of a form.", 2)
+    if out_format is not None or status is not None or since is not None or include_sensitive:
+        _fail("--format, --status, --since and --include-sensitive go with --form.", 2)
     from formctl.forms.lifecycle import is_closed_record
     from formctl.forms.project import answers
 
