@@ -115,25 +115,26 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
     """The walk; returns the exit status (0: complete, or left to carry on later)."""
     from formctl.agent.goal_tools import GoalTools
     from formctl.cli.workspace import default_subject, open_registry, open_store, registry_path
-    from formctl.errors import InvalidArgumentError
     from formctl.forms.runner import FormRunner
+    from formctl.goals.finding import check_bound_forms, find_scope
     from formctl.goals.registry import ProgramRegistry
-    from formctl.goals.runner import GoalRunner
+    from formctl.goals.runner import GoalRunner, goal_store_of
     from formctl.goals.state import GoalScope
 
     subject = options.subject or default_subject()
     adapter = open_store(options.store)
-    scope = GoalScope(subject=subject, key=program_key)
-    goals = GoalRunner(adapter, scope=scope, actor="agent", source=CHAT_SOURCE)
-    status = goals.inspect()
-    if status is None:
+    registry = open_registry(options.forms)
+    # KEY is a scope's key or a program's (formctl.goals.finding): the subject's program it names is
+    # walked, whatever key it was started under; only when none is found is one started.
+    scope = find_scope(goal_store_of(adapter), subject, program_key)
+    if scope is None:
         program = ProgramRegistry.from_toml(registry_path(options.forms)).load(program_key)
+        check_bound_forms(program, [f["id"] for f in registry.list()])
+        scope = GoalScope(subject=subject, key=program_key)
         GoalRunner(adapter, scope=scope, actor=default_subject(), source=CHAT_SOURCE).start(program)
         _say(f"· started program {program_key} for {subject}")
-    elif status.program.key != program_key:
-        raise InvalidArgumentError(f'{subject} / {program_key} runs program "{status.program.key}".')
+    goals = GoalRunner(adapter, scope=scope, actor="agent", source=CHAT_SOURCE)
     tools = GoalTools(goals)
-    registry = open_registry(options.forms)
     forms = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=CHAT_SOURCE)
     code = 0
     while True:
@@ -153,7 +154,7 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
         asked = [i for i in pending if is_asked(i)]
         if asked:
             if not _settle_items(options, goals, forms, tools, goal.key):
-                _say(f"Saved. Carry on with: formctl run --program {program_key} --subject {subject}")
+                _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {subject}")
                 return code
             continue
         item = pending[0]

@@ -7,7 +7,7 @@ subject's one scope when ``--key`` is left out. Every write is recorded as ``--a
 (default: the login name) with source ``cli``. Reads take ``--json``.
 """
 
-from typing import Any, Dict, List, NoReturn, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -44,23 +44,19 @@ def _checked(*pairs: Any) -> None:
 
 
 def _scope(adapter: Any, subject: str, key: Optional[str], agent: Optional[str]) -> Any:
-    """The scope named, or the subject's only one when ``--key`` is left out."""
+    """The scope ``--key`` names (a scope's key or a program's), or the subject's one program when it
+    is left out: the rule of :mod:`formctl.goals.finding`. Nothing found, or several, is one line."""
+    from formctl.goals.finding import ProgramChoiceError, find_scope
     from formctl.goals.runner import goal_store_of
-    from formctl.goals.state import GoalScope
 
-    if key is not None:
-        return GoalScope(subject=subject, key=key, agent=agent)
-    scopes = [s for s in goal_store_of(adapter).scopes(subject) if agent is None or s.agent == agent]
-    if not scopes:
-        _fail(f'No goal program has started for "{subject}" (formctl program start PROGRAM --subject ...).')
-    if len(scopes) > 1:
-        _ambiguous(scopes)
-    return scopes[0]
-
-
-def _ambiguous(scopes: list[Any]) -> NoReturn:
-    names = ", ".join(f"--key {s.key}" + (f" --agent {s.agent}" if s.agent else "") for s in scopes)
-    _fail(f"The subject has several goal programs; name one: {names}.", 2)
+    try:
+        scope = find_scope(goal_store_of(adapter), subject, key, agent)
+    except ProgramChoiceError as exc:
+        _fail(exc.message, 2)
+    if scope is None:
+        named = f' "{key}"' if key is not None else ""
+        _fail(f'No goal program{named} has started for "{subject}" (formctl program start PROGRAM --subject ...).')
+    return scope
 
 
 def _check_scope(subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: Any) -> None:
@@ -218,10 +214,42 @@ def program_start(
     from formctl.goals.state import GoalScope
 
     _check_scope(subject, key, agent, by, (program, "PROGRAM"), (reason, "--reason"))
-    definition = ProgramRegistry.from_toml(registry_path(forms)).load(program)
-    scope = GoalScope(subject=subject, key=key or program, agent=agent)
-    runner = GoalRunner(open_store(store), scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+    definition = _checked_program(ProgramRegistry.from_toml(registry_path(forms)).load(program), forms)
+    adapter = open_store(store)
+    if key is None:  # never a second program beside the one this name already finds
+        scope = _unstarted_scope(adapter, subject, program, agent)
+    else:
+        scope = GoalScope(subject=subject, key=key, agent=agent)
+    runner = GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
     _report(runner, runner.start(definition, reason=reason), as_json)
+
+
+def _checked_program(program: Any, forms: Optional[str]) -> Any:
+    """``program``, once every form its live items are bound to is registered (one line otherwise)."""
+    from formctl.cli.workspace import open_registry
+    from formctl.goals.finding import check_bound_forms
+
+    check_bound_forms(program, [f["id"] for f in open_registry(forms).list()])
+    return program
+
+
+def _unstarted_scope(adapter: Any, subject: str, program: str, agent: Optional[str]) -> Any:
+    """The scope ``program start PROGRAM`` (no --key) starts in, refused when the subject already
+    runs that program (under any key): that one is shown, not a second one started."""
+    from formctl.goals.finding import ProgramChoiceError, find_scope
+    from formctl.goals.runner import goal_store_of
+    from formctl.goals.state import GoalScope
+
+    try:
+        found = find_scope(goal_store_of(adapter), subject, program, agent)
+    except ProgramChoiceError as exc:
+        _fail(exc.message, 2)
+    if found is not None:
+        _fail(
+            f'{subject} already runs program "{program}" (--key {found.key}): '
+            f"formctl program show --subject {subject} --key {found.key}. Give --key for another one."
+        )
+    return GoalScope(subject=subject, key=program, agent=agent)
 
 
 @program_app.command("show", cls=_Command, epilog=_example("formctl program show --subject firm:1/matter:2 --json"))
@@ -311,15 +339,18 @@ def program_revise(
     agent: Optional[str] = AgentOpt,
     by: Optional[str] = AsOpt,
     store: StoreOpt = None,
+    forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a program's definitions with the whole program in FILE.
 
     Progress is kept by stable keys. Locked goals and items cannot be edited, removed, retired
-    or unlocked. A JSON file may be what show --json prints (its "definition" is used).
+    or unlocked, and every item bound to a form must name a registered one (--forms). A JSON
+    file may be what show --json prints (its "definition" is used).
     """
     _check_scope(subject, key, agent, by, (source, "--from"), (reason, "--reason"))
-    program = _read_program(source)  # a file that is not a program is said before the store opens
+    # A file that is not a program, or that binds an item to a form not registered, is said before the store opens.
+    program = _checked_program(_read_program(source), forms)
     runner = _runner(store, subject, key, agent, by)
     _report(runner, runner.revise(program, if_version=if_version, reason=reason), as_json)
 

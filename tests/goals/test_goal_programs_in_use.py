@@ -1,0 +1,124 @@
+"""Goal programs as support staff use them (issue 40), through the real ``formctl`` command:
+
+- one rule finds a subject's program: a program started ``--key intake`` is the one ``run --program
+  client-intake`` walks, ``show`` finds it without ``--key``, and ``run --program intake`` names it too;
+  several are listed, never a second one started silently;
+- a definition binding an item to a form that is not registered is refused before it is stored;
+- a bound item settles with the write that completes its form (a host's fill, a plain chat), with no
+  ``program sync`` in between, and an item reopened since stays open.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from clitools import CLAIMANT_AND_TRIP
+
+SUBJECT = "firm:1/matter:2"
+
+
+def items(status):
+    return {(g["key"], i["key"]): i for g in status["goals"] for i in g["items"]}
+
+
+def test_a_program_started_with_a_key_is_the_one_the_chat_walks(cli):
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT, "--key", "intake")
+    cli.ok("program", "update", "identity", "--completed", "client", "--subject", SUBJECT)
+
+    walked = cli("run", "--program", "client-intake", "--subject", SUBJECT, "--offline", input="")
+
+    assert walked.exit_code == 0, walked.stderr
+    assert "started program" not in walked.stdout
+    assert "Verify the client" not in walked.stdout  # settled under --key intake: not asked again
+    listed = cli.json("program", "list")
+    assert [r["scope"]["key"] for r in listed["running"]] == ["intake"]  # no second program
+    status = cli.json("program", "show", "--subject", SUBJECT)  # the subject's one program, no --key
+    assert status["scope"]["key"] == "intake" and items(status)[("identity", "client")]["disposition"] == "completed"
+    by_scope_key = cli("run", "--program", "intake", "--subject", SUBJECT, "--offline", input="")
+    assert by_scope_key.exit_code == 0, by_scope_key.stderr
+    assert "runs program" not in by_scope_key.stderr
+
+
+def test_program_start_without_a_key_never_starts_a_second_one(cli):
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT, "--key", "intake")
+
+    again = cli("program", "start", "client-intake", "--subject", SUBJECT)
+
+    assert again.exit_code == 1
+    assert again.stderr.count("\n") == 1 and "already runs program" in again.stderr and "--key intake" in again.stderr
+    assert [r["scope"]["key"] for r in cli.json("program", "list")["running"]] == ["intake"]
+
+
+def test_several_programs_are_listed_with_how_to_choose_by_every_command(cli):
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT, "--key", "intake")
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT, "--key", "second")
+
+    for args in (
+        ("program", "show", "--subject", SUBJECT),
+        ("program", "show", "--subject", SUBJECT, "--key", "client-intake"),
+        ("run", "--program", "client-intake", "--subject", SUBJECT, "--offline"),
+    ):
+        result = cli(*args, input="")
+        assert result.exit_code != 0, args
+        assert "several goal programs" in result.stderr, (args, result.stderr)
+        assert "--key intake" in result.stderr and "--key second" in result.stderr
+    assert cli.json("program", "show", "--subject", SUBJECT, "--key", "second")["scope"]["key"] == "second"
+    assert len(cli.json("program", "list")["running"]) == 2
+
+
+def test_a_revision_binding_an_item_to_a_form_not_registered_is_refused(cli, tmp_path):
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT)
+    status = cli.json("program", "show", "--subject", SUBJECT)
+    definition = status["definition"]
+    for goal in definition["goals"]:
+        for item in goal["items"]:
+            if item.get("form") == "client-intake":
+                item["form"] = "client-intaek"
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(status))  # what show --json printed, its definition edited
+
+    result = cli("program", "revise", "--from", str(path), "--if-version", "1", "--subject", SUBJECT)
+
+    assert result.exit_code != 0
+    assert result.stderr.count("\n") == 1 and '"client-intaek"' in result.stderr and "not registered" in result.stderr
+    assert cli.json("program", "show", "--subject", SUBJECT)["version"] == 1  # nothing stored
+
+
+def test_a_bound_item_settles_when_a_host_write_completes_the_form(cli):
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT)
+    seed = {"client_type": "new", "age": 34, "full_name": "Jo Bloggs", "email": "jo@example.org"}
+    iid = cli.start(seed, subject=SUBJECT, form="client-intake")
+    cli.ok("fill", iid, "referral=web", "needs=Housing disrepair: the landlord ignores letters.")
+    assert items(cli.json("program", "show", "--subject", SUBJECT))[("intake", "form")]["disposition"] == "pending"
+
+    cli.ok("submit", iid)  # the host's write that completes the form (it has a review step)
+
+    settled = items(cli.json("program", "show", "--subject", SUBJECT))[("intake", "form")]
+    assert settled["disposition"] == "completed" and settled["instance"] == iid  # no `program sync` ran
+    history = cli.json("program", "history", "--subject", SUBJECT)["history"]
+    assert history[-1]["change"] == "form"
+
+
+def test_a_plain_chat_that_completes_the_claim_settles_its_item_and_a_reopening_sticks(cli, tmp_path):
+    forms = tmp_path / "forms"
+    shutil.copytree(cli.forms, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    (forms / "claims_program.py").write_text(
+        "from formctl import Goal, Item, define_program\n"
+        'claims = define_program("claims", goals=[Goal("trip", title="Trip", '
+        'items=[Item("claim", label="Travel claim", form="travel-claim")])])\n'
+    )
+    with open(forms / "registry.toml", "a") as f:
+        f.write('\n[programs.claims]\nname = "Claims"\nmodule = "claims_program:claims"\n')
+    desk = cli.at(forms=forms)
+    desk.ok("program", "start", "claims", "--subject", "dana")
+
+    lines = [*CLAIMANT_AND_TRIP, "rail", "TR-88231", "skip", "skip", "210", "yes"]
+    desk.chat("run", "travel-claim", "--subject", "dana", lines=lines)  # a plain chat, not the program's
+
+    claim = items(desk.json("program", "show", "--subject", "dana"))[("trip", "claim")]
+    assert claim["disposition"] == "completed" and claim["instance"] == desk.only_instance()
+
+    desk.ok("program", "update", "trip", "--reopened", "claim", "--subject", "dana", "--reason", "wrong trip")
+    desk.ok("program", "sync", "--subject", "dana")  # the older completion does not settle it again
+    assert items(desk.json("program", "show", "--subject", "dana"))[("trip", "claim")]["disposition"] == "pending"
