@@ -122,3 +122,73 @@ def test_a_plain_chat_that_completes_the_claim_settles_its_item_and_a_reopening_
     desk.ok("program", "update", "trip", "--reopened", "claim", "--subject", "dana", "--reason", "wrong trip")
     desk.ok("program", "sync", "--subject", "dana")  # the older completion does not settle it again
     assert items(desk.json("program", "show", "--subject", "dana"))[("trip", "claim")]["disposition"] == "pending"
+
+
+def _desk_with(cli, tmp_path, module_text, key="claims"):
+    """A copy of the example forms with one more program module registered under ``key``."""
+    forms = tmp_path / "forms"
+    shutil.copytree(cli.forms, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    (forms / "more_program.py").write_text("from formctl import Goal, Item, define_program\n" + module_text)
+    registry = (forms / "registry.toml").read_text()
+    if f"[programs.{key}]" in registry:
+        registry = registry.replace("client_intake_program:client_intake_program", "more_program:program")
+    else:
+        registry += f'\n[programs.{key}]\nname = "More"\nmodule = "more_program:program"\n'
+    (forms / "registry.toml").write_text(registry)
+    return cli.at(forms=forms)
+
+
+def test_check_checks_the_program_registered_under_the_forms_key_too(cli):
+    result = cli("check", "client-intake")
+
+    assert result.exit_code == 0, result.stderr
+    assert "program client-intake: ok, 3 goal(s), 3 item(s); bound to client-intake (registered)" in result.stdout
+    assert "checkpoint" in result.stdout  # the form is still checked
+    data = cli.json("check", "client-intake")
+    assert data["ok"] is True and data["program"] == {
+        "program": "client-intake",
+        "ok": True,
+        "goals": 3,
+        "items": 3,
+        "forms": ["client-intake"],
+    }
+
+
+def test_check_fails_a_program_bound_to_a_form_not_registered(cli, tmp_path):
+    desk = _desk_with(
+        cli,
+        tmp_path,
+        'program = define_program("client-intake", goals=[Goal("intake", title="Intake", '
+        'items=[Item("form", label="Client intake form", form="client-intaek")])])\n',
+        key="client-intake",
+    )
+
+    result = desk("check", "client-intake")
+
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: program client-intake: ") and '"client-intaek"' in result.stderr
+    assert "checkpoint" in result.stdout  # the form of the same key was checked as well
+    data = json.loads(desk("check", "client-intake", "--json").stdout)
+    assert data["ok"] is False and data["program"]["ok"] is False and "client-intaek" in data["program"]["error"]
+
+
+def test_check_of_a_program_only_key_and_of_a_program_file(cli, tmp_path):
+    desk = _desk_with(
+        cli,
+        tmp_path,
+        'program = define_program("claims", goals=[Goal("trip", title="Trip"), Goal("trip", title="Again")])\n',
+    )
+
+    twice = desk("check", "claims")
+    assert twice.exit_code == 1 and twice.stdout == ""
+    assert twice.stderr == 'error: program claims: Program "claims" has two goals keyed "trip".\n'
+
+    typo = tmp_path / "typo.toml"
+    typo.write_text(
+        'key = "claims"\n[[goals]]\nkey = "trip"\ntitle = "Trip"\nitems = [{ key = "c", label = "C", form = "travel-clam" }]\n'
+    )
+    result = desk("check", str(typo))
+    assert result.exit_code == 1 and '"travel-clam"' in result.stderr and result.stderr.count("\n") == 1
+    good = desk("check", str(cli.forms / "client_intake_follow_up.toml"))
+    assert good.exit_code == 0 and ": ok, 2 goal(s), 3 item(s)" in good.stdout

@@ -356,26 +356,9 @@ def program_revise(
 
 
 def _read_program(source: str) -> Any:
-    import json
-    import tomllib
+    from formctl.cli.program_check import read_program_file
 
-    from formctl.goals.definition import program_from_json
-
-    try:
-        with open(source, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        _fail(f"Cannot read {source}: {exc.strerror or exc}.")
-    try:
-        if source.endswith(".toml"):
-            data: Any = tomllib.loads(raw.decode("utf-8"))
-        else:
-            data = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
-        _fail(f"{source} is not a program file ({type(exc).__name__}: {str(exc).splitlines()[0]}).")
-    if isinstance(data, dict) and "definition" in data and "goals" in data and isinstance(data["goals"], list):
-        data = data["definition"]  # the output of show --json
-    return program_from_json(data)
+    return read_program_file(source)
 
 
 @program_app.command("sync", cls=_Command, epilog=_example("formctl program sync --subject firm:1/matter:2"))
