@@ -13,9 +13,28 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from clitools import CLAIMANT_AND_TRIP
 
 SUBJECT = "firm:1/matter:2"
+
+
+@pytest.fixture(params=["folder", "postgres"])
+def store(request, tmp_path) -> str:
+    """Every test here runs on the folder store and on PostgreSQL (a throwaway server, tests/pg_server.py)."""
+    if request.param == "folder":
+        return str(tmp_path / "store")
+    return str(request.getfixturevalue("pg_dsn"))
+
+
+def start_instance(cli, seed, *, subject, form):
+    """A new instance in the test's store, whichever it is (what a host's own code does); its id."""
+    from formctl import FormRegistry, FormRunner
+    from formctl.cli.workspace import open_store
+
+    registry = FormRegistry.from_toml(cli.forms / "registry.toml")
+    return FormRunner(open_store(cli.store), registry=registry, subject=subject).start(form, seed=seed).view.instance_id
 
 
 def items(status):
@@ -88,7 +107,7 @@ def test_a_revision_binding_an_item_to_a_form_not_registered_is_refused(cli, tmp
 def test_a_bound_item_settles_when_a_host_write_completes_the_form(cli):
     cli.ok("program", "start", "client-intake", "--subject", SUBJECT)
     seed = {"client_type": "new", "age": 34, "full_name": "Jo Bloggs", "email": "jo@example.org"}
-    iid = cli.start(seed, subject=SUBJECT, form="client-intake")
+    iid = start_instance(cli, seed, subject=SUBJECT, form="client-intake")
     cli.ok("fill", iid, "referral=web", "needs=Housing disrepair: the landlord ignores letters.")
     assert items(cli.json("program", "show", "--subject", SUBJECT))[("intake", "form")]["disposition"] == "pending"
 
@@ -192,3 +211,78 @@ def test_check_of_a_program_only_key_and_of_a_program_file(cli, tmp_path):
     assert result.exit_code == 1 and '"travel-clam"' in result.stderr and result.stderr.count("\n") == 1
     good = desk("check", str(cli.forms / "client_intake_follow_up.toml"))
     assert good.exit_code == 0 and ": ok, 2 goal(s), 3 item(s)" in good.stdout
+
+
+def readme_story():
+    """The README's returning-client story: its commands, as shell words."""
+    import shlex
+
+    from helpers.readme import blocks, section
+
+    (commands,) = blocks(section("Goal programs: an intake across forms and visits"), "sh")
+    return [shlex.split(line, comments=True)[1:] for line in commands.strip().splitlines()]
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["as-written", "no-key"])
+def test_the_readme_story_with_its_deferred_work_settled_in_the_programs_chat(cli, keyed):
+    story = readme_story()
+    assert story[-2][:3] == ["program", "update", "updates"] and "--completed" in story[-2]
+    for words in story[:-2]:  # up to the visit that settles the documents
+        if not keyed and "--key" in words:
+            at = words.index("--key")
+            words = words[:at] + words[at + 2 :]
+        cli.ok(*words)
+    before = items(cli.json("program", "show", "--subject", SUBJECT))
+    # Each disposition keeps its own reason: the deferral's why is not the completion's.
+    assert before[("updates", "documents")]["reason"] == "Will send the documents tomorrow"
+    assert "reason" not in before[("updates", "changes")]
+
+    walked = cli(
+        "run", "--program", "client-intake", "--subject", SUBJECT, "--offline", input="The documents came in\n"
+    )
+
+    assert walked.exit_code == 0, walked.stderr
+    assert "New documents (deferred: Will send the documents tomorrow): done, later, or not needed?" in walked.stdout
+    assert walked.stdout.rstrip().endswith("Program client-intake is complete.")
+    assert "started program" not in walked.stdout
+    status = cli.json("program", "show", "--subject", SUBJECT)
+    assert status["complete"] and status["follow_ups"] == []
+    docs = items(status)[("updates", "documents")]
+    assert docs["disposition"] == "completed" and docs["reason"] == "Said in the chat: The documents came in"
+    last = cli.json("program", "history", "--subject", SUBJECT)["history"][-1]
+    assert (last["version"], last["change"], last["source"]) == (5, "update", "chat")
+    assert [r["scope"]["key"] for r in cli.json("program", "list")["running"]] == [
+        "intake" if keyed else "client-intake"
+    ]
+
+
+def test_deferred_work_answered_later_stays_owed_and_is_asked_once(cli):
+    for words in readme_story()[:4]:
+        cli.ok(*words)
+
+    later = cli("run", "--program", "intake", "--subject", SUBJECT, "--offline", input="later\n")
+
+    assert later.exit_code == 0, later.stderr
+    assert later.stdout.count("done, later, or not needed?") == 1
+    assert "Still owed: New documents (Will send the documents tomorrow)." in later.stdout
+    assert cli.json("program", "show", "--subject", SUBJECT)["version"] == 4  # nothing to write
+
+    left = cli("run", "--program", "intake", "--subject", SUBJECT, "--offline", input="")
+    assert left.exit_code == 0 and "Saved. Carry on with: formctl run --program intake" in left.stdout
+
+
+def test_each_item_of_an_update_may_keep_its_own_reason(cli):
+    for words in readme_story()[:3]:
+        cli.ok(*words)
+
+    cli.ok(
+        "program", "update", "updates", "--subject", SUBJECT, "--reason", "Second visit",
+        "--completed", "changes=Moved house, new landlord", "--deferred", "documents",
+    )  # fmt: skip
+
+    by = items(cli.json("program", "show", "--subject", SUBJECT))
+    assert by[("updates", "changes")]["reason"] == "Moved house, new landlord"
+    assert by[("updates", "documents")]["reason"] == "Second visit"
+    assert cli.json("program", "history", "--subject", SUBJECT)["history"][-1]["reason"] == "Second visit"
+    bad = cli("program", "update", "updates", "--subject", SUBJECT, "--declined", "documents=")
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1 and "ITEM=REASON" in bad.stderr

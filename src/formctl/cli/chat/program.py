@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from formctl.cli.chat.plain import PlainChat
@@ -136,17 +136,14 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
     goals = GoalRunner(adapter, scope=scope, actor="agent", source=CHAT_SOURCE)
     tools = GoalTools(goals)
     forms = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=CHAT_SOURCE)
+    begun = goals.inspect()
+    owed = {(f.goal, f.item) for f in begun.follow_ups} if begun is not None else set()
     code = 0
     while True:
         status = goals.sync()
         assert status is not None
         if status.complete:
-            _say(f"{status.line}")
-            if status.follow_ups:
-                owed = ", ".join(f"{f.label} ({f.reason})" if f.reason else f.label for f in status.follow_ups)
-                _say(f"Program {status.program.key} is complete. Still owed: {owed}.")
-            else:
-                _say(f"Program {status.program.key} is complete.")
+            _finish(options, goals, forms, tools, owed)
             return code
         goal = status.goal(status.active_goal or "")
         assert goal is not None
@@ -174,10 +171,52 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
             return 1 if session.failed and session.instance_id is None else 0  # left mid-form: saved
 
 
+def _finish(options: ChatOptions, goals: Any, forms: Any, tools: Any, owed: set[tuple[str, str]]) -> None:
+    """The program is complete: say so, and settle the deferred work owed since before this walk
+    ("The documents came in"), each asked once; work deferred during the walk is not asked again."""
+    status = goals.inspect()
+    asking = [(f.goal, f.item) for f in status.follow_ups if (f.goal, f.item) in owed]
+    answered: set[tuple[str, str]] = set()
+    if not asking:
+        _say(status.line)
+    else:
+        _say(f"Program {status.program.key} is complete; deferred work is still owed.")
+        if not _goal_chat(options, goals, forms, tools, lambda: any(k not in answered for k in asking), answered):
+            scope = goals.scope
+            _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {scope.subject}")
+        status = goals.inspect()
+    if status.follow_ups:
+        still = ", ".join(f"{f.label} ({f.reason})" if f.reason else f.label for f in status.follow_ups)
+        _say(f"Program {status.program.key} is complete. Still owed: {still}.")
+    else:
+        _say(f"Program {status.program.key} is complete.")
+
+
 def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal_key: str) -> bool:
     """A chat over the goal's items that no form answers, until they are settled (True) or the
     person leaves (False)."""
-    from formctl.agent.events import ToolResult
+
+    def unsettled() -> bool:
+        status = goals.inspect()
+        if status is None or status.active_goal != goal_key:
+            return False
+        goal = status.goal(goal_key)
+        return any(is_asked(i) for i in goal.items)
+
+    return _goal_chat(options, goals, forms, tools, unsettled, set())
+
+
+def _goal_chat(
+    options: ChatOptions,
+    goals: Any,
+    forms: Any,
+    tools: Any,
+    unsettled: Callable[[], bool],
+    answered: set[tuple[str, str]],
+) -> bool:
+    """A chat with the goal tools until ``unsettled()`` is False (True) or the person leaves
+    (False). Every item a ``goal_update`` that went through names is added to ``answered``."""
+    from formctl.agent.events import ToolCall, ToolResult
     from formctl.agent.loop import ChatLoop
     from formctl.agent.models import choose_model, pick_model
     from formctl.agent.models.guided_goals import GuidedGoalModel
@@ -187,22 +226,19 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
         model = GuidedGoalModel(goals)
     else:
         model = pick_model(forms, model_name=options.model, offline=options.offline, timeout=options.model_timeout)
+    calls: dict[str, Any] = {}
 
     def event(ev: Any) -> None:
+        if isinstance(ev, ToolCall) and ev.name == "goal_update":
+            calls[ev.id] = ev.input
         if isinstance(ev, ToolResult) and ev.name == "goal_update":
             if ev.is_error:
                 _say(f"· not saved: {ev.result.get('message')}")
-            else:
-                _say(f"· saved · {tools.line()}")
+                return
+            answered.update(_named(calls.get(ev.id)))
+            _say(f"· saved · {tools.line()}")
 
     loop = ChatLoop(forms, model, goals=tools, on_event=event)
-
-    def unsettled() -> bool:
-        status = goals.inspect()
-        if status is None or status.active_goal != goal_key:
-            return False
-        goal = status.goal(goal_key)
-        return any(is_asked(i) for i in goal.items)
 
     def turn(text: str) -> None:
         result = loop.send(text)
@@ -220,3 +256,11 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
         if line:
             turn(line)
     return True
+
+
+def _named(arguments: Any) -> set[tuple[str, str]]:
+    """The (goal, item) keys a goal_update's arguments name."""
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("goal"), str):
+        return set()
+    keys = [k for what in ("completed", "deferred", "declined", "reopened") for k in arguments.get(what) or []]
+    return {(arguments["goal"], k) for k in keys if isinstance(k, str)}

@@ -95,10 +95,19 @@ def _report(runner: Any, status: Any, as_json: bool) -> None:
     _warn_hooks(runner)
 
 
-def _items(values: Optional[List[str]]) -> List[str]:
-    """``--completed a --completed b`` or ``--completed a,b``."""
+def _items(values: Optional[List[str]], reasons: Optional[Dict[str, Optional[str]]] = None) -> List[str]:
+    """``--completed a --completed b``, ``--completed a,b``, or ``--deferred 'a=why'`` (one item
+    with its own reason, put in ``reasons``; the reason may hold commas)."""
     out: List[str] = []
     for value in values or []:
+        if "=" in value:
+            key, why = (part.strip() for part in value.split("=", 1))
+            if not key or not why:
+                _fail(f'"{value}" is ITEM=REASON with both halves given.', 2)
+            if reasons is not None:
+                reasons[key] = why
+            out.append(key)
+            continue
         out += [part.strip() for part in value.split(",") if part.strip()]
     return out
 
@@ -270,7 +279,9 @@ def program_show(
     cls=_Command,
     epilog=_example(
         "formctl program update updates --completed changes --deferred documents "
-        "--reason 'documents tomorrow' --subject firm:1/matter:2"
+        "--reason 'documents tomorrow' --subject firm:1/matter:2",
+        "formctl program update updates --completed 'changes=New address' --deferred 'documents=Posting them' "
+        "--subject firm:1/matter:2",
     ),
 )
 def program_update(
@@ -292,20 +303,26 @@ def program_update(
 ) -> None:
     """Settle or reopen items of one goal.
 
+    --reason is the change's reason (the history's) and the reason of the items it settles,
+    except completed ones when the same update defers or declines items: then it explains
+    those. ITEM=REASON gives one item its own reason (--deferred 'documents=Posting them').
+
     Without --if-version the update is retried while other writers change other items; a
     change to the same items, or to the definitions, fails it.
     """
     named = ((completed, "--completed"), (deferred, "--deferred"), (declined, "--declined"))
     items = [(value, what) for values, what in named for value in values or []]
     runner = _program_runner(store, subject, key, agent, by, (goal, "GOAL"), (reason, "--reason"), *items)
+    own: Dict[str, Optional[str]] = {}
     status = runner.update(
         goal=goal,
-        completed=_items(completed),
-        deferred=_items(deferred),
-        declined=_items(declined),
-        reopened=_items(reopened),
+        completed=_items(completed, own),
+        deferred=_items(deferred, own),
+        declined=_items(declined, own),
+        reopened=_items(reopened, own),
         reason=reason,
         if_version=if_version,
+        reasons=own,
     )
     _report(runner, status, as_json)
 
