@@ -34,7 +34,11 @@ def start_instance(cli, seed, *, subject, form):
     from formctl.cli.workspace import open_store
 
     registry = FormRegistry.from_toml(cli.forms / "registry.toml")
-    return FormRunner(open_store(cli.store), registry=registry, subject=subject).start(form, seed=seed).view.instance_id
+    adapter = open_store(cli.store)
+    try:
+        return FormRunner(adapter, registry=registry, subject=subject).start(form, seed=seed).view.instance_id
+    finally:
+        getattr(adapter, "close", lambda: None)()
 
 
 def items(status):
@@ -286,3 +290,75 @@ def test_each_item_of_an_update_may_keep_its_own_reason(cli):
     assert cli.json("program", "history", "--subject", SUBJECT)["history"][-1]["reason"] == "Second visit"
     bad = cli("program", "update", "updates", "--subject", SUBJECT, "--declined", "documents=")
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1 and "ITEM=REASON" in bad.stderr
+
+
+def test_resume_hooks_runs_the_registered_hooks_not_done_and_leaves_others(cli, tmp_path):
+    flag, ledger = tmp_path / "crm-down", tmp_path / "ledger.txt"
+    desk = _desk_with(
+        cli,
+        tmp_path,
+        'program = define_program("claims", goals=[Goal("trip", title="Trip", items=[Item("check", label="Check")])])\n',
+    )
+    (desk.forms / "claims_hooks.py").write_text(
+        "import os\n"
+        "def on_complete(event):\n"
+        f"    if os.path.exists({str(flag)!r}):\n"
+        "        raise RuntimeError('the CRM is down')\n"
+        f"    with open({str(ledger)!r}, 'a') as f:\n"
+        "        f.write(event.idempotency_key + '\\n')\n"
+        "hooks = {'on_complete': on_complete}\n"
+    )
+    registry = desk.forms / "registry.toml"
+    registry.write_text(registry.read_text() + 'hooks = "claims_hooks:hooks"\n')
+    flag.touch()
+    desk.ok("program", "start", "claims", "--subject", "dana")
+    update = desk("program", "update", "trip", "--completed", "check", "--subject", "dana")
+
+    assert (
+        update.exit_code == 0
+        and "the complete hook of goal trip failed (RuntimeError: the CRM is down" in update.stderr
+    )
+
+    again = desk("program", "resume-hooks")
+    assert again.exit_code == 1
+    assert again.stdout == "dana / claims: 1 failed\n"
+    assert again.stderr.count("\n") == 1
+    assert again.stderr.startswith(
+        "error: dana / claims: the complete hook of goal trip failed again (RuntimeError: the CRM is down"
+    )
+
+    flag.unlink()
+    resumed = desk("program", "resume-hooks", "--subject", "dana", "--key", "claims")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.stdout == "dana / claims: 1 ok\n"
+    (ran,) = ledger.read_text().splitlines()
+    assert ran.endswith(":2:trip:complete")  # the idempotency key of the one transition
+    assert desk("program", "resume-hooks", "--subject", "dana").stdout == "dana / claims: no hooks to run\n"
+    data = desk.json("program", "resume-hooks")
+    assert data["scopes"][0]["program"] == "claims" and data["scopes"][0]["outcomes"] == []
+
+
+def test_resume_hooks_leaves_the_hooks_of_a_program_that_registers_none(cli, request):
+    from formctl import GoalRunner, GoalScope
+    from formctl.cli.workspace import open_store
+
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT)
+
+    def boom(event):
+        raise RuntimeError("host down")
+
+    adapter = open_store(cli.store)
+    request.addfinalizer(getattr(adapter, "close", lambda: None))
+    host = GoalRunner(adapter, scope=GoalScope(subject=SUBJECT, key="client-intake"), hooks={"on_complete": boom})
+    host.update(goal="identity", completed=["client"])
+    assert host.last_hooks[0].status == "failed"
+
+    result = cli("program", "resume-hooks", "--subject", SUBJECT)
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        f"{SUBJECT} / client-intake: 1 hook(s) not done, left: program client-intake registers no hooks\n"
+    )
+    assert [o.status for o in host.resume_hooks()] == ["failed"]  # still the host's to run
+    bad = cli("program", "resume-hooks", "--key", "intake")
+    assert bad.exit_code == 2 and bad.stderr == "error: --key needs --subject (whose program).\n"

@@ -127,13 +127,17 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
     # KEY is a scope's key or a program's (formctl.goals.finding): the subject's program it names is
     # walked, whatever key it was started under; only when none is found is one started.
     scope = find_scope(goal_store_of(adapter), subject, program_key)
+    programs = ProgramRegistry.from_toml(registry_path(options.forms))
     if scope is None:
-        program = ProgramRegistry.from_toml(registry_path(options.forms)).load(program_key)
+        program = programs.load(program_key)
         check_bound_forms(program, [f["id"] for f in registry.list()])
         scope = GoalScope(subject=subject, key=program_key)
-        GoalRunner(adapter, scope=scope, actor=default_subject(), source=CHAT_SOURCE).start(program)
+        hooks = programs.hooks(program_key)
+        GoalRunner(adapter, scope=scope, actor=default_subject(), source=CHAT_SOURCE, hooks=hooks).start(program)
         _say(f"· started program {program_key} for {subject}")
-    goals = GoalRunner(adapter, scope=scope, actor="agent", source=CHAT_SOURCE)
+    running = goal_store_of(adapter).get(scope)
+    hooks = programs.hooks(running.program.key) if running is not None else None
+    goals = GoalRunner(adapter, scope=scope, actor="agent", source=CHAT_SOURCE, hooks=hooks)
     tools = GoalTools(goals)
     forms = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=CHAT_SOURCE)
     begun = goals.inspect()

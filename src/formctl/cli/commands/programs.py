@@ -23,7 +23,8 @@ program_app = typer.Typer(
     no_args_is_help=True,
     epilog="\b\nExamples:\n  formctl program start client-intake --subject firm:1/matter:2 --key intake\n"
     "  formctl program update identity --completed client --subject firm:1/matter:2\n"
-    "  formctl program show --subject firm:1/matter:2 --json",
+    "  formctl program show --subject firm:1/matter:2 --json\n"
+    "  formctl program resume-hooks --subject firm:1/matter:2",
 )
 app.add_typer(program_app)
 
@@ -65,13 +66,31 @@ def _check_scope(subject: str, key: Optional[str], agent: Optional[str], by: Opt
     _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"), (by, "--as"), *more)
 
 
-def _runner(store: Optional[str], subject: str, key: Optional[str], agent: Optional[str], by: Optional[str]) -> Any:
+def _runner(
+    store: Optional[str],
+    subject: str,
+    key: Optional[str],
+    agent: Optional[str],
+    by: Optional[str],
+    forms: Optional[str] = None,
+) -> Any:
     from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
     from formctl.goals.runner import GoalRunner
 
     adapter = open_store(store)
     scope = _scope(adapter, subject, key, agent)
-    return GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+    return GoalRunner(
+        adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=_hooks(adapter, scope)
+    )
+
+
+def _hooks(adapter: Any, scope: Any, forms: Optional[str] = None) -> Any:
+    """The goal hooks registered with the program ``scope`` runs (None when none are): a command
+    that writes runs them, as the host's own runner would (docs/goals.md, "Hooks")."""
+    from formctl.goals.runner import goal_store_of
+
+    state = goal_store_of(adapter).get(scope)
+    return _program_registry(forms).hooks(state.program.key) if state is not None else None
 
 
 def _program_runner(
@@ -229,7 +248,8 @@ def program_start(
         scope = _unstarted_scope(adapter, subject, program, agent)
     else:
         scope = GoalScope(subject=subject, key=key, agent=agent)
-    runner = GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+    hooks = _program_registry(forms).hooks(program)
+    runner = GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=hooks)
     _report(runner, runner.start(definition, reason=reason), as_json)
 
 
@@ -299,6 +319,7 @@ def program_update(
     agent: Optional[str] = AgentOpt,
     by: Optional[str] = AsOpt,
     store: StoreOpt = None,
+    forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Settle or reopen items of one goal.
@@ -312,7 +333,8 @@ def program_update(
     """
     named = ((completed, "--completed"), (deferred, "--deferred"), (declined, "--declined"))
     items = [(value, what) for values, what in named for value in values or []]
-    runner = _program_runner(store, subject, key, agent, by, (goal, "GOAL"), (reason, "--reason"), *items)
+    _check_scope(subject, key, agent, by, (goal, "GOAL"), (reason, "--reason"), *items)
+    runner = _runner(store, subject, key, agent, by, forms)
     own: Dict[str, Optional[str]] = {}
     status = runner.update(
         goal=goal,
@@ -368,7 +390,7 @@ def program_revise(
     _check_scope(subject, key, agent, by, (source, "--from"), (reason, "--reason"))
     # A file that is not a program, or that binds an item to a form not registered, is said before the store opens.
     program = _checked_program(_read_program(source), forms)
-    runner = _runner(store, subject, key, agent, by)
+    runner = _runner(store, subject, key, agent, by, forms)
     _report(runner, runner.revise(program, if_version=if_version, reason=reason), as_json)
 
 
@@ -385,6 +407,7 @@ def program_sync(
     agent: Optional[str] = AgentOpt,
     by: Optional[str] = AsOpt,
     store: StoreOpt = None,
+    forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Complete the items bound to forms whose instance has completed since.
@@ -392,8 +415,115 @@ def program_sync(
     Every program write does this too; sync is for when a form was completed outside the
     program's chat (formctl run FORM, formctl fill) and nothing else was written since.
     """
-    runner = _program_runner(store, subject, key, agent, by)
+    _check_scope(subject, key, agent, by)
+    runner = _runner(store, subject, key, agent, by, forms)
     _report(runner, _started(runner.sync(), subject), as_json)
+
+
+@program_app.command(
+    "resume-hooks",
+    cls=_Command,
+    epilog=_example(
+        "formctl program resume-hooks", "formctl program resume-hooks --subject firm:1/matter:2 --key intake"
+    ),
+)
+def program_resume_hooks(
+    subject: Optional[str] = typer.Option(None, "--subject", metavar="S", help="Only this subject's programs."),
+    key: Optional[str] = typer.Option(None, "--key", metavar="K", help="Only this program of --subject."),
+    agent: Optional[str] = AgentOpt,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the goal hooks not yet done: failed ones, and ones whose process died mid-run.
+
+    Every program of the store (of --subject; --key for one) is looked at. The hooks run are
+    the ones registered with the program (hooks = "module:attribute" in its [programs] table);
+    a program with none registered has its hooks left for its host's own resume_hooks(). One
+    line per scope, one error line per hook that failed again (exit 1).
+    """
+    from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
+
+    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
+    if key is not None and subject is None:
+        _fail("--key needs --subject (whose program).", 2)
+    adapter = open_store(store)
+    registry = _program_registry(forms)
+    rows = [
+        _resume_scope(adapter, scope, registry, default_subject(), HOST_SOURCE)
+        for scope in _scopes(adapter, subject, key, agent)
+    ]
+    failed = [(row, o) for row in rows for o in row["outcomes"] if o["status"] == "failed"]
+    if as_json:
+        _print_json({"scopes": rows})
+    else:
+        for row in rows:
+            typer.echo(_resume_line(row))
+        for row, o in failed:
+            typer.echo(
+                f"error: {row['where']}: the {o['kind']} hook of goal {o['goal']} failed again ({o['error']}).",
+                err=True,
+            )
+    if failed:
+        raise typer.Exit(1)
+
+
+def _program_registry(forms: Optional[str]) -> Any:
+    import os
+
+    from formctl.cli.workspace import registry_path
+    from formctl.errors import RegistryError
+    from formctl.goals.registry import ProgramRegistry
+
+    try:  # --forms, else FORMCTL_FORMS, else ./forms (as cli/options.py reads it)
+        return ProgramRegistry.from_toml(registry_path(forms or os.environ.get("FORMCTL_FORMS")))
+    except RegistryError:
+        return ProgramRegistry()
+
+
+def _scopes(adapter: Any, subject: Optional[str], key: Optional[str], agent: Optional[str]) -> List[Any]:
+    """The scope --key names, or every scope (of the subject, of the agent) with a program."""
+    from formctl.goals.runner import goal_store_of
+
+    if key is not None and subject is not None:
+        return [_scope(adapter, subject, key, agent)]
+    return [s for s in goal_store_of(adapter).scopes(subject) if agent is None or s.agent == agent]
+
+
+def _resume_scope(adapter: Any, scope: Any, registry: Any, actor: str, source: str) -> Dict[str, Any]:
+    """Resume one scope's hooks with its program's registered hooks: what happened, as a row."""
+    import dataclasses
+
+    from formctl.goals.runner import GoalRunner, goal_store_of
+    from formctl.goals.state import RECEIPT_OK
+
+    goals = goal_store_of(adapter)
+    state = goals.get(scope)
+    program = state.program.key if state is not None else None
+    hooks = registry.hooks(program) if program is not None else None
+    where = f"{scope.subject} / {scope.key}" + (f" / {scope.agent}" if scope.agent else "")
+    row: Dict[str, Any] = {"scope": scope.to_json(), "where": where, "program": program, "hooks": hooks is not None}
+    if hooks is None:
+        row["outcomes"] = []
+        row["left"] = sum(1 for r in goals.receipts(scope) if r.status != RECEIPT_OK)
+        return row
+    runner = GoalRunner(adapter, scope=scope, actor=actor, source=source, hooks=hooks)
+    row["outcomes"] = [dataclasses.asdict(o) for o in runner.resume_hooks()]
+    row["left"] = 0
+    return row
+
+
+def _resume_line(row: Dict[str, Any]) -> str:
+    if not row["hooks"]:
+        if not row["left"]:
+            return f"{row['where']}: no hooks to run"
+        return f"{row['where']}: {row['left']} hook(s) not done, left: program {row['program']} registers no hooks"
+    counts: Dict[str, int] = {}
+    for o in row["outcomes"]:
+        counts[o["status"]] = counts.get(o["status"], 0) + 1
+    if not counts:
+        return f"{row['where']}: no hooks to run"
+    return f"{row['where']}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
 
 @program_app.command("history", cls=_Command, epilog=_example("formctl program history --subject firm:1/matter:2"))
