@@ -114,30 +114,20 @@ def _say(text: str) -> None:
 def run_program_chat(options: ChatOptions, program_key: str) -> int:
     """The walk; returns the exit status (0: complete, or left to carry on later)."""
     from formctl.agent.goal_tools import GoalTools
-    from formctl.cli.workspace import default_subject, open_registry, open_store, registry_path
+    from formctl.cli.program_scope import ProgramConversation, open_program
+    from formctl.cli.workspace import default_subject, open_registry, open_store
     from formctl.forms.runner import FormRunner
-    from formctl.goals.finding import check_bound_forms, find_scope
-    from formctl.goals.registry import ProgramRegistry
-    from formctl.goals.runner import GoalRunner, goal_store_of
-    from formctl.goals.state import GoalScope
 
     subject = options.subject or default_subject()
     adapter = open_store(options.store)
     registry = open_registry(options.forms)
-    # KEY is a scope's key or a program's (formctl.goals.finding): the subject's program it names is
-    # walked, whatever key it was started under; only when none is found is one started.
-    scope = find_scope(goal_store_of(adapter), subject, program_key)
-    programs = ProgramRegistry.from_toml(registry_path(options.forms))
-    if scope is None:
-        program = programs.load(program_key)
-        check_bound_forms(program, [f["id"] for f in registry.list()])
-        scope = GoalScope(subject=subject, key=program_key)
-        hooks = programs.hooks(program_key)
-        GoalRunner(adapter, scope=scope, actor=default_subject(), source=CHAT_SOURCE, hooks=hooks).start(program)
+    conversation = ProgramConversation(
+        subject, program_key, options.forms, actor="agent", starter=default_subject(), source=CHAT_SOURCE
+    )
+    goals, started = open_program(adapter, registry, conversation)
+    if started:
         _say(f"· started program {program_key} for {subject}")
-    running = goal_store_of(adapter).get(scope)
-    hooks = programs.hooks(running.program.key) if running is not None else None
-    goals = GoalRunner(adapter, scope=scope, actor="agent", source=CHAT_SOURCE, hooks=hooks)
+    scope = goals.scope
     tools = GoalTools(goals)
     forms = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=CHAT_SOURCE)
     begun = goals.inspect()
