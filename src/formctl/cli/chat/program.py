@@ -256,5 +256,7 @@ def _named(arguments: Any) -> set[tuple[str, str]]:
     """The (goal, item) keys a goal_update's arguments name."""
     if not isinstance(arguments, dict) or not isinstance(arguments.get("goal"), str):
         return set()
-    keys = [k for what in ("completed", "deferred", "declined", "reopened") for k in arguments.get(what) or []]
+    from formctl.goals.state import COMPLETED, DECLINED, DEFERRED, REOPENED
+
+    keys = [k for what in (COMPLETED, DEFERRED, DECLINED, REOPENED) for k in arguments.get(what) or []]
     return {(arguments["goal"], k) for k in keys if isinstance(k, str)}

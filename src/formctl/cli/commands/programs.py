@@ -443,6 +443,7 @@ def program_resume_hooks(
     line per scope, one error line per hook that failed again (exit 1).
     """
     from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
+    from formctl.goals.state import RECEIPT_FAILED
 
     _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
     if key is not None and subject is None:
@@ -453,7 +454,7 @@ def program_resume_hooks(
         _resume_scope(adapter, scope, registry, default_subject(), HOST_SOURCE)
         for scope in _scopes(adapter, subject, key, agent)
     ]
-    failed = [(row, o) for row in rows for o in row["outcomes"] if o["status"] == "failed"]
+    failed = [(row, o) for row in rows for o in row["outcomes"] if o["status"] == RECEIPT_FAILED]
     if as_json:
         _print_json({"scopes": rows})
     else:
