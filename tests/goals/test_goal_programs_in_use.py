@@ -228,7 +228,7 @@ def readme_story():
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["as-written", "no-key"])
-def test_the_readme_story_with_its_deferred_work_settled_in_the_programs_chat(cli, keyed):
+def test_the_readme_story_with_its_deferred_work_settled_in_the_programs_chat(cli, keyed, tmp_path):
     story = readme_story()
     assert story[-2][:3] == ["program", "update", "updates"] and "--completed" in story[-2]
     for words in story[:-2]:  # up to the visit that settles the documents
@@ -241,9 +241,11 @@ def test_the_readme_story_with_its_deferred_work_settled_in_the_programs_chat(cl
     assert before[("updates", "documents")]["reason"] == "Will send the documents tomorrow"
     assert "reason" not in before[("updates", "changes")]
 
+    record = tmp_path / "visit.toml"
     walked = cli(
-        "run", "--program", "client-intake", "--subject", SUBJECT, "--offline", input="The documents came in\n"
-    )
+        "run", "--program", "client-intake", "--subject", SUBJECT, "--offline", "--record", str(record),
+        input="The documents came in\n",
+    )  # fmt: skip
 
     assert walked.exit_code == 0, walked.stderr
     assert "New documents (deferred: Will send the documents tomorrow): done, later, or not needed?" in walked.stdout
@@ -258,6 +260,8 @@ def test_the_readme_story_with_its_deferred_work_settled_in_the_programs_chat(cl
     assert [r["scope"]["key"] for r in cli.json("program", "list")["running"]] == [
         "intake" if keyed else "client-intake"
     ]
+    replayed = cli("replay", str(record))  # the walk, recorded whole, replays exactly
+    assert replayed.exit_code == 0 and "1 passed, 0 failed" in replayed.stdout, replayed.stdout
 
 
 def test_deferred_work_answered_later_stays_owed_and_is_asked_once(cli):

@@ -127,30 +127,69 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
     goals, started = open_program(adapter, registry, conversation)
     if started:
         _say(f"· started program {program_key} for {subject}")
-    scope = goals.scope
+    recording = _recording(options, goals)
     tools = GoalTools(goals)
     forms = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=CHAT_SOURCE)
     begun = goals.inspect()
     owed = {(f.goal, f.item) for f in begun.follow_ups} if begun is not None else set()
+    try:
+        return _walk(_Walk(options, goals, forms, tools, recording), owed)
+    finally:
+        if recording is not None:
+            recording.end(goals.inspect())
+
+
+@dataclasses.dataclass
+class _Walk:
+    """What every chat of one walk shares."""
+
+    options: ChatOptions
+    goals: Any
+    forms: Any
+    tools: Any
+    recording: Any  # a ProgramRecording with --record, else None
+
+
+def _recording(options: ChatOptions, goals: Any) -> Any:
+    if not options.record:
+        return None
+    from formctl.agent.models import choose_model
+    from formctl.cli.chat.program_record import ProgramRecording
+
+    chosen = choose_model(options.model, offline=options.offline)
+    label = "guided" if chosen.provider == "guided" else (options.model or chosen.provider)
+    return ProgramRecording(options.record, goals, label)
+
+
+def _walk(w: _Walk, owed: set[tuple[str, str]]) -> int:
+    """Settle the active goal's items, one chat after another, until the program completes or the
+    person leaves; then the deferred work owed since before the walk."""
+    options, goals, tools, scope = w.options, w.goals, w.tools, w.goals.scope
+    subject = scope.subject
     code = 0
     while True:
         status = goals.sync()
         assert status is not None
         if status.complete:
-            _finish(options, goals, forms, tools, owed)
+            _finish(w, owed)
             return code
         goal = status.goal(status.active_goal or "")
         assert goal is not None
         pending = [i for i in goal.items if is_pending(i)]
         asked = [i for i in pending if is_asked(i)]
         if asked:
-            if not _settle_items(options, goals, forms, tools, goal.key):
+            if not _settle_items(w, goal.key):
                 _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {subject}")
                 return code
             continue
         item = pending[0]
         _say(f"· {goal.title}: {item.label} (form {item.form})")
-        session = ProgramChatSession.for_item(dataclasses.replace(options, form=item.form), tools, goal.key, item.key)
+        session = ProgramChatSession.for_item(
+            dataclasses.replace(options, form=item.form, record=None), tools, goal.key, item.key
+        )
+        if w.recording is not None:  # the form's chat is a segment of the walk's one transcript
+            w.recording.segment = item.form
+            session.recorder = w.recording
         try:
             if _terminal():
                 _TerminalUntilServed(session).run()
@@ -165,9 +204,10 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
             return 1 if session.failed and session.instance_id is None else 0  # left mid-form: saved
 
 
-def _finish(options: ChatOptions, goals: Any, forms: Any, tools: Any, owed: set[tuple[str, str]]) -> None:
+def _finish(w: _Walk, owed: set[tuple[str, str]]) -> None:
     """The program is complete: say so, and settle the deferred work owed since before this walk
     ("The documents came in"), each asked once; work deferred during the walk is not asked again."""
+    goals = w.goals
     status = goals.inspect()
     asking = [(f.goal, f.item) for f in status.follow_ups if (f.goal, f.item) in owed]
     answered: set[tuple[str, str]] = set()
@@ -175,7 +215,7 @@ def _finish(options: ChatOptions, goals: Any, forms: Any, tools: Any, owed: set[
         _say(status.line)
     else:
         _say(f"Program {status.program.key} is complete; deferred work is still owed.")
-        if not _goal_chat(options, goals, forms, tools, lambda: any(k not in answered for k in asking), answered):
+        if not _goal_chat(w, lambda: any(k not in answered for k in asking), answered):
             scope = goals.scope
             _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {scope.subject}")
         status = goals.inspect()
@@ -186,28 +226,21 @@ def _finish(options: ChatOptions, goals: Any, forms: Any, tools: Any, owed: set[
         _say(f"Program {status.program.key} is complete.")
 
 
-def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal_key: str) -> bool:
+def _settle_items(w: _Walk, goal_key: str) -> bool:
     """A chat over the goal's items that no form answers, until they are settled (True) or the
     person leaves (False)."""
 
     def unsettled() -> bool:
-        status = goals.inspect()
+        status = w.goals.inspect()
         if status is None or status.active_goal != goal_key:
             return False
         goal = status.goal(goal_key)
         return any(is_asked(i) for i in goal.items)
 
-    return _goal_chat(options, goals, forms, tools, unsettled, set())
+    return _goal_chat(w, unsettled, set())
 
 
-def _goal_chat(
-    options: ChatOptions,
-    goals: Any,
-    forms: Any,
-    tools: Any,
-    unsettled: Callable[[], bool],
-    answered: set[tuple[str, str]],
-) -> bool:
+def _goal_chat(w: _Walk, unsettled: Callable[[], bool], answered: set[tuple[str, str]]) -> bool:
     """A chat with the goal tools until ``unsettled()`` is False (True) or the person leaves
     (False). Every item a ``goal_update`` that went through names is added to ``answered``."""
     from formctl.agent.events import ToolCall, ToolResult
@@ -215,6 +248,9 @@ def _goal_chat(
     from formctl.agent.models import choose_model, pick_model
     from formctl.agent.models.guided_goals import GuidedGoalModel
 
+    options, goals, forms, tools, recording = w.options, w.goals, w.forms, w.tools, w.recording
+    if recording is not None:
+        recording.segment = "goals"
     model: Any
     if choose_model(options.model, offline=options.offline).provider == "guided":
         model = GuidedGoalModel(goals)
@@ -223,6 +259,8 @@ def _goal_chat(
     calls: dict[str, Any] = {}
 
     def event(ev: Any) -> None:
+        if recording is not None:
+            recording.event(ev)
         if isinstance(ev, ToolCall) and ev.name == "goal_update":
             calls[ev.id] = ev.input
         if isinstance(ev, ToolResult) and ev.name == "goal_update":
@@ -235,6 +273,8 @@ def _goal_chat(
     loop = ChatLoop(forms, model, goals=tools, on_event=event)
 
     def turn(text: str) -> None:
+        if recording is not None:
+            recording.person(text)
         result = loop.send(text)
         if result.text:
             _say(result.text)
