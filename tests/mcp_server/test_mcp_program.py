@@ -97,3 +97,47 @@ def test_a_program_not_registered_is_one_line_and_serves_nothing(cli):
     done = cli("mcp", "--subject", SUBJECT, "--program", "client-intaek")
     assert done.exit_code != 0 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and 'No program "client-intaek"' in done.stderr
+
+
+def test_a_claim_the_client_completes_settles_its_bound_item_with_no_sync(served, tmp_path):
+    """The write that completes a form settles the items bound to it, when the writer is an MCP client."""
+    import shutil
+
+    store, _ = served
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    (forms / "claims_program.py").write_text(
+        "from formctl import Goal, Item, define_program\n"
+        'claims = define_program("claims", goals=[Goal("trip", title="Trip", '
+        'items=[Item("claim", label="Travel claim", form="travel-claim")])])\n'
+    )
+    with open(forms / "registry.toml", "a") as f:
+        f.write('\n[programs.claims]\nname = "Claims"\nmodule = "claims_program:claims"\n')
+    service = open_service("dana", store=store, forms=forms, program="claims")
+    claimant = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
+    trip = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "Workshop"}
+    costs = {"accommodation": 100, "meals": 20, "total": 120}
+
+    def quoted(values: dict[str, Any]) -> dict[str, Any]:
+        return {"values": values, "quotes": {k: str(v) for k, v in values.items()}}
+
+    async def session() -> str:
+        async with Client(build_server(service)) as client:
+            await client.call_tool("form_start", {"form": "travel-claim", **quoted(claimant)})
+            for values in (trip, {"mode": "rail", "ticket_reference": "TR-99812"}, costs):
+                result = await client.call_tool("form_fill", quoted(values))
+                assert not result.is_error, result.content[0].text
+            sent = await client.call_tool("form_submit", {})
+            assert envelope(sent)["data"]["status"] == "complete", sent.content[0].text
+            return sent.content[-1].text
+
+    try:
+        goals_line = anyio.run(session)
+    finally:
+        service.runner.adapter.close()
+    assert goals_line == "[goals: claims] complete"  # settled by the submit itself
+    status = Cli(store, forms).json("program", "show", "--subject", "dana")
+    (item,) = status["goals"][0]["items"]
+    assert item["disposition"] == "completed" and item["instance"]
+    last = Cli(store, forms).json("program", "history", "--subject", "dana")["history"][-1]
+    assert (last["change"], last["source"]) == ("form", "mcp")
