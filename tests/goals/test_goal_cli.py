@@ -96,7 +96,9 @@ def test_a_scope_without_a_program_is_one_line_for_every_read(cli, command):
 
     assert result.exit_code == 1, result.output
     assert result.stdout == ""
-    assert result.stderr == f'error: No goal program has started for "{SUBJECT}".\n'
+    assert result.stderr == (
+        f'error: No goal program "nope" has started for "{SUBJECT}" (formctl program start PROGRAM --subject ...).\n'
+    )
 
 
 def test_a_locked_item_cannot_be_revised_from_the_command_line(cli, tmp_path):

@@ -216,3 +216,31 @@ def test_with_a_model_the_walk_lets_it_settle_items_through_the_real_sdk(project
     assert by[("identity", "client")]["reason"] == "Said so"
     assert by[("contact", "form")]["disposition"] == "completed"
     assert by[("wrap", "docs")]["disposition"] == "deferred"
+
+
+def test_a_walk_is_recorded_whole_and_replays_exactly(project, tmp_path):
+    """``run --program --record``: the goal chats and the form's chat in one transcript (format 2),
+    which ``formctl replay`` plays again exactly; a file edited to expect otherwise fails."""
+    path = tmp_path / "visit.toml"
+    lines = ["done", "0113 496 0000", "done", "later, they will post them"]
+    walked = project(
+        "run", "--program", "visit", "--subject", "dana", "--offline", "--record", str(path),
+        input="".join(f"{x}\n" for x in lines),
+    )  # fmt: skip
+    assert walked.exit_code == 0, walked.stderr
+    text = path.read_text()
+    assert "format = 2" in text and 'program = "visit"' in text
+    assert 'segment = "goals"' in text and 'segment = "contact"' in text
+
+    replayed = project("replay", str(path))
+    assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
+    assert "1 passed, 0 failed" in replayed.stdout
+
+    at = text.rindex('"disposition": "deferred"')  # in [expect]: the end state it must reach
+    path.write_text(text[:at] + '"disposition": "declined"' + text[at + len('"disposition": "deferred"') :])
+    diverged = project("replay", str(path))
+    assert diverged.exit_code == 1 and "FAILED" in diverged.stdout
+    assert "the program's end state differs" in diverged.stdout
+
+    again = project("run", "--program", "visit", "--subject", "sam", "--offline", "--record", str(path), input="")
+    assert again.exit_code == 1 and again.stderr.count("\n") == 1 and "already exists" in again.stderr

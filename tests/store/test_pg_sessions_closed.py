@@ -118,6 +118,7 @@ def test_no_command_leaves_a_session_open_on_the_server(cli, pg_dsn, tmp_path, m
     command("program", "revise", "--from", str(shown), "--if-version", "1", "--subject", "sam", exit_codes=(0, 1))
     command("program", "sync", "--subject", "sam")
     command("program", "history", "--subject", "sam")
+    command("program", "resume-hooks", "--subject", "sam")
     command("mcp", "--subject", "dana", input="")
     command("store", "copy", "--from", db.store, "--to", folder)
     command("store", "copy", "--from", folder, "--to", db.store)

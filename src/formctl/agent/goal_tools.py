@@ -46,6 +46,9 @@ class _UpdateArgs(_Args):
     declined: list[str] | None = Field(default=None, description="Item keys not needed.")
     reopened: list[str] | None = Field(default=None, description="Settled item keys to make pending again.")
     reason: str | None = Field(default=None, max_length=500, description="Why, in a few words.")
+    reasons: dict[str, str] | None = Field(
+        default=None, description="Item key -> its own reason, where items have different ones (else reason)."
+    )
     version: int = Field(ge=1, description="The version goal_status gave.")
 
 
@@ -65,6 +68,7 @@ def _update(runner: GoalRunner, a: _UpdateArgs) -> Any:
         reopened=a.reopened or (),
         reason=a.reason,
         if_version=a.version,
+        reasons=a.reasons,
     )
     return status.to_dict()
 

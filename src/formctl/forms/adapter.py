@@ -246,3 +246,8 @@ class KeepsPrograms(Protocol):
         """Per instance, in order: ``[{"program", "scope", "goal", "item", "label"}]`` for every live
         item it serves; empty lists when the store keeps no program at all."""
         ...
+
+    def settle_bound_items(self, instance: Instance, *, actor: str, source: str) -> None:
+        """``instance`` has just completed: settle the items of its subject's programs bound to its
+        form (recorded as the ``form`` change, by ``actor`` through ``source``)."""
+        ...

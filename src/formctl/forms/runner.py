@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import (
+    FormError,
     FormOpenError,
     FormStaleError,
     InstanceClosedError,
@@ -41,6 +42,7 @@ from formctl.forms.lifecycle import (
     complete,
     drifted,
     is_closed,
+    is_complete,
     is_open,
     settle,
 )
@@ -161,8 +163,22 @@ class FormRunner:
             clock=self.clock,
             on_conflict=self._count_conflict,
             reopening=self.reopening,
-            on_commit=self.on_commit,
+            on_commit=self._committed,
         )
+
+    def _committed(self, before: Instance | None, after: Instance) -> None:
+        """Every commit this runner lands: ``on_commit`` is told, and a commit that completed the
+        form settles the subject's program items bound to it (docs/goals.md, "Form-bound items"),
+        whoever wrote it: a chat, a host command, a resolution, MCP or eval."""
+        if self.on_commit is not None:
+            self.on_commit(before, after)
+        if not is_complete(after) or (before is not None and is_complete(before)):
+            return
+        if isinstance(self.adapter, KeepsPrograms):
+            try:
+                self.adapter.settle_bound_items(after, actor=self.actor, source=self.source)
+            except FormError:  # the form's own commit stands; `formctl program sync` settles it later
+                pass
 
     # ------------------------------------------------------------------ reads (Reads answers them)
 
@@ -261,8 +277,7 @@ class FormRunner:
         with serialised(self.adapter, f"start:{compiled.id}:{self.subject}"):
             self._refuse_second_open(compiled.id)
             instance = self.adapter.create_instance(compiled.id, compiled.version, self.subject, prov)
-        if self.on_commit is not None:
-            self.on_commit(None, instance)
+        self._committed(None, instance)
         if self.default is not None:  # the conversation is about the new instance from now on
             self.default.instance_id = instance.id
         with self._lock:

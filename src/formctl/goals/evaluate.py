@@ -26,6 +26,7 @@ from formctl.goals.state import (
 )
 
 __all__ = [
+    "item_reason",
     "Evaluation",
     "FollowUp",
     "GoalEval",
@@ -240,8 +241,13 @@ def apply_update(
     reopened: Iterable[str] = (),
     stamp: Stamp,
     instances: Mapping[str, str] | None = None,
+    reasons: Mapping[str, str | None] | None = None,
 ) -> tuple[dict[tuple[str, str], ItemProgress], list[str]]:
     """The progress after settling or reopening items of ``goal``, and the keys that changed.
+
+    Each item keeps its own reason (:func:`item_reason`): the one ``reasons`` gives it, else the
+    change's (``stamp.reason``), which explains the exceptions of an update that has some: a
+    completed item is given it only when the update defers or declines nothing.
 
     The whole update is refused (InvalidArgumentError, nothing applied) when a key is unknown
     or named twice. A disposition an item already has is a no-op. The items an update may
@@ -268,11 +274,28 @@ def apply_update(
             stamp.version,
             stamp.at,
             stamp.actor,
-            stamp.reason,
+            item_reason(key, action, asked, stamp.reason, reasons),
             (instances or {}).get(key) if action == COMPLETED else None,
         )
         changed.append(key)
     return new, changed
+
+
+def item_reason(
+    key: str,
+    action: str,
+    asked: list[tuple[str, str]],
+    reason: str | None,
+    reasons: Mapping[str, str | None] | None,
+) -> str | None:
+    """The reason item ``key`` keeps: its own (``reasons``), else the change's ``reason``, except
+    that a completion beside a deferral or a decline keeps none ("completed changes, deferred
+    documents: will send them tomorrow" is the deferral's why, not the completion's)."""
+    if reasons is not None and key in reasons:
+        return reasons[key]
+    if action == COMPLETED and any(a in (DEFERRED, DECLINED) for _, a in asked):
+        return None
+    return reason
 
 
 def _asked(

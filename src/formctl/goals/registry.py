@@ -5,6 +5,7 @@
 name = "Client intake"
 description = "Identity, the intake form and the conflict check, over several visits."
 module = "client_intake_program:client_intake_program"
+hooks = "intake_hooks:hooks"   # optional: the host's goal hooks, for formctl program resume-hooks
 ```
 
 A program's module is imported from the registry file's folder on first use only (the same
@@ -31,6 +32,7 @@ class ProgramRegistration:
     name: str
     description: str
     load: Callable[[], Any]
+    hooks: Callable[[], Any] | None = None  # loads the host's goal hooks, when registered
 
     def to_dict(self) -> dict[str, str]:
         return {"key": self.key, "name": self.name, "description": self.description}
@@ -40,9 +42,25 @@ class ProgramRegistry:
     def __init__(self) -> None:
         self._entries: dict[str, ProgramRegistration] = {}
 
-    def register(self, key: str, *, name: str, description: str = "", load: Callable[[], Any]) -> ProgramRegistry:
-        self._entries[key] = ProgramRegistration(key, name, description, load)
+    def register(
+        self,
+        key: str,
+        *,
+        name: str,
+        description: str = "",
+        load: Callable[[], Any],
+        hooks: Callable[[], Any] | None = None,
+    ) -> ProgramRegistry:
+        self._entries[key] = ProgramRegistration(key, name, description, load, hooks)
         return self
+
+    def hooks(self, key: str) -> Any:
+        """The goal hooks registered with program ``key`` (``hooks = "module:attribute"``: a mapping
+        or an object with on_enter/on_complete/on_reopen), or None when none are registered."""
+        entry = self._entries.get(key)
+        if entry is None or entry.hooks is None:
+            return None
+        return entry.hooks()
 
     def list(self) -> list[ProgramRegistration]:
         return list(self._entries.values())
@@ -66,12 +84,31 @@ class ProgramRegistry:
         """The ``[programs]`` tables of ``registry.toml`` (none is an empty registry), read as
         the forms' are (:func:`formctl.forms.registry.read_registry`)."""
         folder, entries = read_registry(path, "programs")
+        hooks = _hook_specs(Path(path)) if entries else {}
         registry = cls()
         for entry in entries:
+            spec = hooks.get(entry.key)
             registry.register(
                 entry.key,
                 name=entry.name,
                 description=entry.description,
                 load=module_loader(entry.module, folder, noun="program"),
+                hooks=module_loader(spec, folder, noun="goal hooks") if spec else None,
             )
         return registry
+
+
+def _hook_specs(path: Path) -> dict[str, str]:
+    """``{program key: "module:attribute"}`` of the ``hooks`` the ``[programs]`` tables name."""
+    import tomllib
+
+    tables = tomllib.loads(path.read_text(encoding="utf-8")).get("programs", {})
+    out = {}
+    for key, entry in tables.items():
+        spec = entry.get("hooks") if isinstance(entry, dict) else None
+        if spec is None:
+            continue
+        if not isinstance(spec, str) or not all(part.strip() for part in spec.partition(":")[::2]):
+            raise RegistryError(f'Form registry {path}: [programs.{key}] hooks must be "module:attribute".')
+        out[key] = spec
+    return out

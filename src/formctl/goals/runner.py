@@ -139,8 +139,12 @@ class GoalRunner:
         reopened: Iterable[str] = (),
         reason: str | None = None,
         if_version: int | None = None,
+        reasons: Mapping[str, str | None] | None = None,
     ) -> GoalStatus:
         """Settle or reopen items of ``goal`` (any goal, not only the active one).
+
+        ``reason`` is the change's (the history's, the hooks'); an item keeps its own from
+        ``reasons`` (item key -> reason), else ``reason`` as :func:`~formctl.goals.evaluate.item_reason` says.
 
         With ``if_version`` the update fails with GoalConflictError if anything changed since
         that version. Without it (a host's direct update), it is retried on the newest version
@@ -169,6 +173,7 @@ class GoalRunner:
                 declined=declined,
                 reopened=reopened,
                 stamp=stamp,
+                reasons=reasons,
             )
             if first is not current and not self._disjoint(first, current, goal, named):
                 raise GoalConflictError(

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from formctl.forms.lifecycle import is_open_status
+from formctl.goals.definition import Program
 from formctl.goals.state import COMPLETED
 from formctl.goals.store import GoalStore
 
 if TYPE_CHECKING:
     from formctl.forms.reading import InstanceSummary
 
-__all__ = ["items_served", "items_served_each"]
+__all__ = ["items_served", "items_served_each", "settle_bound"]
 
 
 def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, status: str) -> list[dict[str, Any]]:
@@ -56,3 +57,24 @@ def items_served_each(store: GoalStore, instances: Sequence[InstanceSummary]) ->
     if not instances or not store.scopes():
         return [[] for _ in instances]
     return [items_served(store, row.subject, row.form, row.instance_id, row.status) for row in instances]
+
+
+def settle_bound(adapter: Any, subject: str, def_id: str, *, actor: str, source: str) -> None:
+    """Settle, in each of ``subject``'s programs with a live item bound to ``def_id``, the items a
+    completed instance of it completes: what ``formctl program sync`` does, done by the write that
+    completed the form (docs/goals.md, "Form-bound items"). An item reopened since that completion
+    stays open: only a completion newer than the item's last change settles it."""
+    from formctl.goals.runner import GoalRunner, goal_store_of
+
+    store = goal_store_of(adapter)
+    for scope in store.scopes(subject):
+        state = store.get(scope)
+        if state is None or not _binds(state.program, def_id):
+            continue
+        GoalRunner(adapter, scope=scope, actor=actor, source=source).sync()
+
+
+def _binds(program: Program, def_id: str) -> bool:
+    return any(
+        item.form == def_id and not (goal.retired or item.retired) for goal in program.goals for item in goal.items
+    )

@@ -106,6 +106,12 @@ class JsonFileAdapter:
 
         return items_served_each(self.goal_store(), instances)
 
+    def settle_bound_items(self, instance: Instance, *, actor: str, source: str) -> None:
+        """Settle the program items bound to a form ``instance`` just completed (:class:`~formctl.forms.adapter.KeepsPrograms`)."""
+        from formctl.goals.serving import settle_bound
+
+        settle_bound(self, instance.subject, instance.def_id, actor=actor, source=source)
+
     def _ready_for_goals(self) -> None:
         """Before the first goal write into a folder no form has used: make it a whole store (its
         layout and an empty index), so ``formctl store check`` reads it as one."""

@@ -140,3 +140,9 @@ class MemoryAdapter:
         from formctl.goals.serving import items_served_each
 
         return items_served_each(self.goal_store(), instances)
+
+    def settle_bound_items(self, instance: Instance, *, actor: str, source: str) -> None:
+        """Settle the program items bound to a form ``instance`` just completed (:class:`~formctl.forms.adapter.KeepsPrograms`)."""
+        from formctl.goals.serving import settle_bound
+
+        settle_bound(self, instance.subject, instance.def_id, actor=actor, source=source)

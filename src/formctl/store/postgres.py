@@ -222,6 +222,12 @@ class PostgresAdapter:
 
         return items_served_each(self.goal_store(), instances)
 
+    def settle_bound_items(self, instance: Instance, *, actor: str, source: str) -> None:
+        """Settle the program items bound to a form ``instance`` just completed (:class:`~formctl.forms.adapter.KeepsPrograms`)."""
+        from formctl.goals.serving import settle_bound
+
+        settle_bound(self, instance.subject, instance.def_id, actor=actor, source=source)
+
     def conversation_store(self, subject: str) -> PostgresConversations:
         """The chats' conversations of ``subject``'s instances, kept in this database
         (:mod:`formctl.store._pgconversations`), so a colleague who resumes one continues it."""

@@ -22,6 +22,7 @@ from formctl.errors import TranscriptError  # defined with every other formctl e
 from formctl.files import replace_text
 
 FORMAT = 1
+PROGRAM_FORMAT = 2  # a goal program's walk (docs/transcripts.md, "A program's walk"); format 1 reads as before
 HOST_ACTIONS = ("resolve", "fill", "revise", "retract", "undo", "redo", "abandon", "reopen", "withdraw")
 
 
@@ -63,6 +64,8 @@ class Turn:
     # a person turn: their answers to formctl's own questions during it (a value their words did
     # not hold), in order; a replay gives them again when formctl asks again
     answers: list[str] = field(default_factory=list)
+    # a program's walk: which chat the turn belongs to, "goals" or the form id (None in format 1)
+    segment: str | None = None
 
     def label(self) -> str:
         if self.kind == "host":
@@ -84,6 +87,9 @@ class Transcript:
     resumed: bool = False  # recorded over an instance that already had answers (formctl resume)
     usage: dict[str, int] = field(default_factory=dict)  # the recorded conversation's tokens (agent.usage)
     path: str | None = None
+    # a program's walk (format 2): the program's key, and its state when the walk began (as stored)
+    program: str | None = None
+    program_state: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -232,6 +238,8 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
         if isinstance(usage := doc.get("usage"), dict)
         else {},
         path=str(path) if path is not None else None,
+        program=doc.get("program") if doc.get("format") == PROGRAM_FORMAT else None,
+        program_state=get_value(doc, "program_state", where="") if doc.get("format") == PROGRAM_FORMAT else None,
     )
 
 
@@ -240,8 +248,15 @@ def _checked_header(doc: dict[str, Any], path: Any) -> str:
     version = doc.get("format")
     if version is None:
         raise TranscriptError("missing `format = 1` at the top — is this a formctl transcript?", path=path, line=1)
-    if version != FORMAT:
-        raise TranscriptError(f"format {version!r} is not one this formctl reads (it reads format {FORMAT})", path=path)
+    if version == PROGRAM_FORMAT:
+        program = doc.get("program")
+        if not isinstance(program, str) or not program:
+            raise TranscriptError('a program\'s walk (format 2) needs `program = "<program key>"`', path=path)
+    elif version != FORMAT:
+        raise TranscriptError(
+            f"format {version!r} is not one this formctl reads (it reads formats {FORMAT} and {PROGRAM_FORMAT})",
+            path=path,
+        )
     form = doc.get("form")
     if not isinstance(form, str) or not form:
         raise TranscriptError('missing `form = "<form id>"`', path=path)
@@ -274,6 +289,10 @@ def _turn_from(raw: Any, n: int, source: _Source) -> Turn:
     if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
         raise source.error(f"{where}`answers` must be a list of the person's lines", n)
     turn.answers = list(answers)
+    segment = raw.get("segment")
+    if segment is not None and not isinstance(segment, str):
+        raise source.error(f"{where}`segment` must be the chat's name", n)
+    turn.segment = segment
     for k, it in enumerate(raw.get("iterations", []), 1):
         turn.iterations.append(_iteration(it, f"{where}iteration {k}: ", source, n))
     return turn
@@ -287,7 +306,7 @@ def _expect_from(doc: dict[str, Any], path: Any) -> dict[str, Any] | None:
         raise TranscriptError("`[expect]` must be a table", path=path)
     return {
         key: get_value(expect, key, where="expect: ")
-        for key in ("status", "values", "held", "checkpoints", "provenance")
+        for key in ("status", "values", "held", "checkpoints", "provenance", "program")
         if key in expect or f"{key}_json" in expect
     }
 
@@ -318,7 +337,11 @@ def _iteration(raw: Any, where: str, source: _Source, turn_no: int) -> Iteration
 
 
 def to_doc(t: Transcript) -> dict[str, Any]:
-    doc: dict[str, Any] = {"format": FORMAT, "form": t.form}
+    doc: dict[str, Any] = {"format": FORMAT if t.program is None else PROGRAM_FORMAT, "form": t.form}
+    if t.program is not None:
+        doc["program"] = t.program
+        if t.program_state is not None:
+            put_value(doc, "program_state", t.program_state)
     if t.form_version is not None:
         doc["form_version"] = t.form_version
     doc["model"] = t.model
@@ -331,7 +354,7 @@ def to_doc(t: Transcript) -> dict[str, Any]:
     doc["turns"] = [_host_row(turn) if turn.kind == "host" else _person_row(turn) for turn in t.turns]
     if t.expect is not None:
         expect: dict[str, Any] = {}
-        for key in ("status", "values", "held", "checkpoints", "provenance"):
+        for key in ("status", "values", "held", "checkpoints", "provenance", "program"):
             if key in t.expect:
                 put_value(expect, key, t.expect[key])
         doc["expect"] = expect
@@ -358,6 +381,8 @@ def _host_row(turn: Turn) -> dict[str, Any]:
 
 def _person_row(turn: Turn) -> dict[str, Any]:
     row: dict[str, Any] = {"kind": "person", "text": turn.text}
+    if turn.segment is not None:
+        row["segment"] = turn.segment
     if turn.answers:
         row["answers"] = list(turn.answers)
     if turn.error:

@@ -235,8 +235,14 @@ class _Playback:
             self.coverage.sample(self.runner, self.loop.instance_id, self.name)
 
     def _answer(self, question: str) -> str | None:
-        if not self.pending:
-            return None
-        given = self.pending.pop(0)
-        self.recorder.answer(given)
-        return given
+        return answer_again(self.pending, self.recorder)
+
+
+def answer_again(pending: list[str], recorder: Recorder) -> str | None:
+    """The person's next recorded answer to formctl's own question (None when none is left), taken
+    from ``pending`` and recorded again."""
+    if not pending:
+        return None
+    given = pending.pop(0)
+    recorder.answer(given)
+    return given

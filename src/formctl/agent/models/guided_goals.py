@@ -4,6 +4,10 @@ person's side").
 
     Verify the client: done, later, or not needed?
 
+Once the program is complete it asks the same about the deferred work still owed, once each
+("New documents (deferred: posting them): done, later, or not needed?"), and "The documents
+came in" (received, arrived…) completes it.
+
 "done" (yes, verified, ok…) completes the item, "later" (defer, tomorrow…) defers it, "not
 needed" (no, skip, n/a…) declines it; anything else is asked again with the three words.
 The reply the person gave is the update's reason, so the history says what was said. Like the
@@ -24,6 +28,11 @@ __all__ = ["GuidedGoalModel", "answer_disposition", "question"]
 
 _DONE = re.compile(r"^(done|yes|yep|y|ok|okay|verified|complete|completed|finished|got it|checked)\b", re.I)
 _LATER = re.compile(r"^(later|defer|deferred|not yet|tomorrow|next time|soon|after)\b", re.I)
+# Said anywhere in a reply with no negation: the thing came ("The documents came in").
+_ARRIVED = re.compile(
+    r"\b(came in|come in|arrived|received|got (it|them)|have (it|them) now|in hand|sent (it|them))\b", re.I
+)
+_NEGATION = re.compile(r"\b(not|no|never|yet)\b|n't\b", re.I)
 _DECLINED = re.compile(r"^(not needed|no|n|skip|decline|declined|n/?a|none|not applicable|never mind)\b", re.I)
 
 
@@ -34,7 +43,7 @@ def answer_disposition(text: str) -> Disposition | None:
         return DECLINED
     if _LATER.match(words):
         return DEFERRED
-    if _DONE.match(words):
+    if _DONE.match(words) or (_ARRIVED.search(words) and not _NEGATION.search(words)):
         return COMPLETED
     return None
 
@@ -51,10 +60,17 @@ class GuidedGoalModel:
     def __init__(self, goals: Any) -> None:
         self.goals = goals  # the conversation's GoalRunner (reads only; writes go through the tools)
         self.asking: tuple[str, str] | None = None  # (goal, item) last asked about
+        self.asking_label = ""
+        self.asked_owed: set[tuple[str, str]] = set()  # follow-ups asked about once already
 
     def _next_item(self) -> tuple[str, str, str] | None:
         status = self.goals.inspect()
-        if status is None or status.active_goal is None:
+        if status is None:
+            return None
+        if status.active_goal is None:  # complete: the deferred work still owed, each once
+            for f in status.follow_ups:
+                if (f.goal, f.item) not in self.asked_owed:
+                    return f.goal, f.item, f"{f.label} (deferred: {f.reason})" if f.reason else f.label
             return None
         goal = status.goal(status.active_goal)
         for item in goal.items:
@@ -75,11 +91,10 @@ class GuidedGoalModel:
         disposition = answer_disposition(said)
         goal, item = self.asking
         if disposition is None:
-            label = next(
-                (i.label for g in [self.goals.inspect()] if g for i in g.goal(goal).items if i.key == item), item
-            )
-            return self._say(f"Please answer done, later, or not needed. {question(label)}", on_text)
+            return self._say(f"Please answer done, later, or not needed. {question(self.asking_label)}", on_text)
         status = self.goals.inspect()
+        if status.active_goal is None:
+            self.asked_owed.add((goal, item))
         call = {
             "type": "tool_use",
             "id": f"toolu_goal_{status.version}_{item}",
@@ -97,9 +112,13 @@ class GuidedGoalModel:
         found = self._next_item()
         if found is None:
             self.asking = None
+            status = self.goals.inspect()
+            if status is not None and status.active_goal is None:
+                return "That is all the deferred work for now."
             return "That settles this goal's checklist."
         goal, item, label = found
         self.asking = (goal, item)
+        self.asking_label = label
         return question(label)
 
     @staticmethod

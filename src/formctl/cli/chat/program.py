@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from formctl.cli.chat.plain import PlainChat
@@ -114,51 +114,82 @@ def _say(text: str) -> None:
 def run_program_chat(options: ChatOptions, program_key: str) -> int:
     """The walk; returns the exit status (0: complete, or left to carry on later)."""
     from formctl.agent.goal_tools import GoalTools
-    from formctl.cli.workspace import default_subject, open_registry, open_store, registry_path
-    from formctl.errors import InvalidArgumentError
+    from formctl.cli.program_scope import ProgramConversation, open_program
+    from formctl.cli.workspace import default_subject, open_registry, open_store
     from formctl.forms.runner import FormRunner
-    from formctl.goals.registry import ProgramRegistry
-    from formctl.goals.runner import GoalRunner
-    from formctl.goals.state import GoalScope
 
     subject = options.subject or default_subject()
     adapter = open_store(options.store)
-    scope = GoalScope(subject=subject, key=program_key)
-    goals = GoalRunner(adapter, scope=scope, actor="agent", source=CHAT_SOURCE)
-    status = goals.inspect()
-    if status is None:
-        program = ProgramRegistry.from_toml(registry_path(options.forms)).load(program_key)
-        GoalRunner(adapter, scope=scope, actor=default_subject(), source=CHAT_SOURCE).start(program)
-        _say(f"· started program {program_key} for {subject}")
-    elif status.program.key != program_key:
-        raise InvalidArgumentError(f'{subject} / {program_key} runs program "{status.program.key}".')
-    tools = GoalTools(goals)
     registry = open_registry(options.forms)
+    conversation = ProgramConversation(
+        subject, program_key, options.forms, actor="agent", starter=default_subject(), source=CHAT_SOURCE
+    )
+    goals, started = open_program(adapter, registry, conversation)
+    if started:
+        _say(f"· started program {program_key} for {subject}")
+    recording = _recording(options, goals)
+    tools = GoalTools(goals)
     forms = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=CHAT_SOURCE)
+    begun = goals.inspect()
+    owed = {(f.goal, f.item) for f in begun.follow_ups} if begun is not None else set()
+    try:
+        return _walk(_Walk(options, goals, forms, tools, recording), owed)
+    finally:
+        if recording is not None:
+            recording.end(goals.inspect())
+
+
+@dataclasses.dataclass
+class _Walk:
+    """What every chat of one walk shares."""
+
+    options: ChatOptions
+    goals: Any
+    forms: Any
+    tools: Any
+    recording: Any  # a ProgramRecording with --record, else None
+
+
+def _recording(options: ChatOptions, goals: Any) -> Any:
+    if not options.record:
+        return None
+    from formctl.agent.models import choose_model
+    from formctl.cli.chat.program_record import ProgramRecording
+
+    chosen = choose_model(options.model, offline=options.offline)
+    label = "guided" if chosen.provider == "guided" else (options.model or chosen.provider)
+    return ProgramRecording(options.record, goals, label)
+
+
+def _walk(w: _Walk, owed: set[tuple[str, str]]) -> int:
+    """Settle the active goal's items, one chat after another, until the program completes or the
+    person leaves; then the deferred work owed since before the walk."""
+    options, goals, tools, scope = w.options, w.goals, w.tools, w.goals.scope
+    subject = scope.subject
     code = 0
     while True:
         status = goals.sync()
         assert status is not None
         if status.complete:
-            _say(f"{status.line}")
-            if status.follow_ups:
-                owed = ", ".join(f"{f.label} ({f.reason})" if f.reason else f.label for f in status.follow_ups)
-                _say(f"Program {status.program.key} is complete. Still owed: {owed}.")
-            else:
-                _say(f"Program {status.program.key} is complete.")
+            _finish(w, owed)
             return code
         goal = status.goal(status.active_goal or "")
         assert goal is not None
         pending = [i for i in goal.items if is_pending(i)]
         asked = [i for i in pending if is_asked(i)]
         if asked:
-            if not _settle_items(options, goals, forms, tools, goal.key):
-                _say(f"Saved. Carry on with: formctl run --program {program_key} --subject {subject}")
+            if not _settle_items(w, goal.key):
+                _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {subject}")
                 return code
             continue
         item = pending[0]
         _say(f"· {goal.title}: {item.label} (form {item.form})")
-        session = ProgramChatSession.for_item(dataclasses.replace(options, form=item.form), tools, goal.key, item.key)
+        session = ProgramChatSession.for_item(
+            dataclasses.replace(options, form=item.form, record=None), tools, goal.key, item.key
+        )
+        if w.recording is not None:  # the form's chat is a segment of the walk's one transcript
+            w.recording.segment = item.form
+            session.recorder = w.recording
         try:
             if _terminal():
                 _TerminalUntilServed(session).run()
@@ -173,14 +204,53 @@ def run_program_chat(options: ChatOptions, program_key: str) -> int:
             return 1 if session.failed and session.instance_id is None else 0  # left mid-form: saved
 
 
-def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal_key: str) -> bool:
+def _finish(w: _Walk, owed: set[tuple[str, str]]) -> None:
+    """The program is complete: say so, and settle the deferred work owed since before this walk
+    ("The documents came in"), each asked once; work deferred during the walk is not asked again."""
+    goals = w.goals
+    status = goals.inspect()
+    asking = [(f.goal, f.item) for f in status.follow_ups if (f.goal, f.item) in owed]
+    answered: set[tuple[str, str]] = set()
+    if not asking:
+        _say(status.line)
+    else:
+        _say(f"Program {status.program.key} is complete; deferred work is still owed.")
+        if not _goal_chat(w, lambda: any(k not in answered for k in asking), answered):
+            scope = goals.scope
+            _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {scope.subject}")
+        status = goals.inspect()
+    if status.follow_ups:
+        still = ", ".join(f"{f.label} ({f.reason})" if f.reason else f.label for f in status.follow_ups)
+        _say(f"Program {status.program.key} is complete. Still owed: {still}.")
+    else:
+        _say(f"Program {status.program.key} is complete.")
+
+
+def _settle_items(w: _Walk, goal_key: str) -> bool:
     """A chat over the goal's items that no form answers, until they are settled (True) or the
     person leaves (False)."""
-    from formctl.agent.events import ToolResult
+
+    def unsettled() -> bool:
+        status = w.goals.inspect()
+        if status is None or status.active_goal != goal_key:
+            return False
+        goal = status.goal(goal_key)
+        return any(is_asked(i) for i in goal.items)
+
+    return _goal_chat(w, unsettled, set())
+
+
+def _goal_chat(w: _Walk, unsettled: Callable[[], bool], answered: set[tuple[str, str]]) -> bool:
+    """A chat with the goal tools until ``unsettled()`` is False (True) or the person leaves
+    (False). Every item a ``goal_update`` that went through names is added to ``answered``."""
+    from formctl.agent.events import ToolCall, ToolResult
     from formctl.agent.loop import ChatLoop
     from formctl.agent.models import choose_model, pick_model
     from formctl.agent.models.guided_goals import GuidedGoalModel
 
+    options, goals, forms, tools, recording = w.options, w.goals, w.forms, w.tools, w.recording
+    if recording is not None:
+        recording.segment = "goals"
     model: Any
     if choose_model(options.model, offline=options.offline).provider == "guided":
         model = GuidedGoalModel(goals)
@@ -192,24 +262,25 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
             timeout=options.model_timeout,
             locale=options.locale,
         )
+    calls: dict[str, Any] = {}
 
     def event(ev: Any) -> None:
+        if recording is not None:
+            recording.event(ev)
+        if isinstance(ev, ToolCall) and ev.name == "goal_update":
+            calls[ev.id] = ev.input
         if isinstance(ev, ToolResult) and ev.name == "goal_update":
             if ev.is_error:
                 _say(f"· not saved: {ev.result.get('message')}")
-            else:
-                _say(f"· saved · {tools.line()}")
+                return
+            answered.update(_named(calls.get(ev.id)))
+            _say(f"· saved · {tools.line()}")
 
     loop = ChatLoop(forms, model, goals=tools, on_event=event)
 
-    def unsettled() -> bool:
-        status = goals.inspect()
-        if status is None or status.active_goal != goal_key:
-            return False
-        goal = status.goal(goal_key)
-        return any(is_asked(i) for i in goal.items)
-
     def turn(text: str) -> None:
+        if recording is not None:
+            recording.person(text)
         result = loop.send(text)
         if result.text:
             _say(result.text)
@@ -225,3 +296,13 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
         if line:
             turn(line)
     return True
+
+
+def _named(arguments: Any) -> set[tuple[str, str]]:
+    """The (goal, item) keys a goal_update's arguments name."""
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("goal"), str):
+        return set()
+    from formctl.goals.state import COMPLETED, DECLINED, DEFERRED, REOPENED
+
+    keys = [k for what in (COMPLETED, DEFERRED, DECLINED, REOPENED) for k in arguments.get(what) or []]
+    return {(arguments["goal"], k) for k in keys if isinstance(k, str)}

@@ -35,6 +35,7 @@ MigrateOpt = typer.Option(
         "printf 'Dana Reeve\\nAB1234\\n' | formctl run travel-claim --offline",
         "OPENAI_BASE_URL=http://localhost:11434/v1 formctl run travel-claim --model openai:llama3.1",
         "formctl run --program client-intake --subject firm:1/matter:2",
+        "formctl run --program client-intake --subject firm:1/matter:2 --record transcripts/visit.toml",
     ),
 )
 def run(
@@ -85,8 +86,8 @@ def run(
     if program is not None:
         from formctl.cli.chat.program import run_program_chat
 
-        if seed or record:
-            base._fail("--seed and --record go with a FORM, not --program.", 2)
+        if seed:
+            base._fail("--seed goes with a FORM, not --program.", 2)
         code = run_program_chat(
             ChatOptions(
                 subject=subject,
@@ -100,6 +101,7 @@ def run(
                 as_host=as_host,
                 migrate=migrate,
                 poll_seconds=poll_seconds_from_env(),
+                record=record,
             ),
             program,
         )

@@ -1,5 +1,6 @@
 """Commands on form definitions: ``list``, ``check`` and ``new``."""
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import typer
@@ -38,6 +39,8 @@ def list_forms(forms: FormsOpt = None, as_json: JsonOpt = False) -> None:
         "formctl check travel-claim",
         "formctl check travel-claim --strict",
         "formctl check travel-claim --coverage transcripts/",
+        "formctl check client-intake        # the form and the goal program registered under that key",
+        "formctl check forms/client_intake_follow_up.toml",
     ),
 )
 def check(
@@ -59,11 +62,43 @@ def check(
     naming the definition's line: a gate or patch naming a field that does not exist, a
     step no gate can open, a checkpoint whose condition reads no field, a sensitive field
     transcripts cannot mask, a type the model cannot be told.
+
+    FORM may name a goal program too (a [programs] key, or a program file as program revise
+    --from takes): it is loaded and every form its items are bound to must be registered. A
+    key naming both a form and a program checks both.
     """
+    from formctl.cli.program_check import check_program, names_a_program
     from formctl.cli.workspace import open_registry
-    from formctl.errors import FormDefinitionError, FormError
 
     registry = open_registry(forms)
+    program = check_program(form, registry, forms) if names_a_program(form, forms) else None
+    if program is not None and not registry.has(form):  # a program only: its check is the answer
+        if as_json:
+            _print_json(program.to_dict())
+        elif program.ok:
+            typer.echo(program.line())
+        else:
+            _fail(program.line())
+        if not program.ok:
+            raise typer.Exit(1)
+        return
+    if program is not None and not as_json:
+        typer.echo(program.line() if program.ok else f"error: {program.line()}", err=not program.ok)
+    _check_form(registry, form, _CheckOptions(strict, coverage, as_json, program))
+
+
+@dataclass(frozen=True)
+class _CheckOptions:
+    strict: bool
+    coverage: Optional[list[str]]
+    as_json: bool
+    program: Any  # the ProgramCheck of a program registered under the same key, or None
+
+
+def _check_form(registry: Any, form: str, opts: _CheckOptions) -> None:
+    from formctl.errors import FormDefinitionError, FormError
+
+    strict, coverage, as_json = opts.strict, opts.coverage, opts.as_json
     try:
         compiled = registry.load(form)
         for f in compiled.fields:  # type strings and validators are built lazily: build them now
@@ -91,10 +126,12 @@ def check(
 
     findings = lint_form(registry, form, compiled)
     cov = coverage_report(registry, form, coverage) if coverage else None
-    failed = strict and bool(findings)
+    failed = (strict and bool(findings)) or (opts.program is not None and not opts.program.ok)
     if as_json:
         data = render.check_dict(compiled)
         data["ok"] = not failed
+        if opts.program is not None:
+            data["program"] = opts.program.to_dict()
         data["warnings"] = [f.to_dict() for f in findings]
         if cov is not None:
             data["coverage"] = _coverage_dict(form, *cov)

@@ -13,6 +13,7 @@ from formctl.cli.options import FormsOpt, StoreOpt
     epilog=_example(
         "formctl mcp --subject dana",
         "formctl mcp --subject dana --store postgresql://forms@db/forms --as-host",
+        "formctl mcp --subject firm:1/matter:2 --program client-intake",
     ),
 )
 def mcp(
@@ -24,6 +25,12 @@ def mcp(
     as_host: bool = typer.Option(
         False, "--as-host", help="Also offer form_resolve: the client may answer checkpoints as a host."
     ),
+    program: Optional[str] = typer.Option(
+        None,
+        "--program",
+        metavar="KEY",
+        help="Also offer the subject's goal program (goal_status, goal_update, formctl://program).",
+    ),
 ) -> None:
     """Serve the subject's forms to an MCP client over stdio.
 
@@ -33,12 +40,19 @@ def mcp(
     tool argument reaches another subject's forms. A value for a field only the person may
     give is confirmed with them through the client (MCP elicitation), or not stored. Needs
     pip install 'formctl[mcp]'; stdout carries the protocol.
+
+    With --program KEY (a scope's key or a program's, as run --program takes it; started when
+    the subject has none) the client also gets goal_status and goal_update, the program as the
+    resource formctl://program, and the goals line after every tool result.
     """
     from formctl.cli.mcp import run_mcp
 
     if subject is None or not subject.strip():
         typer.echo("error: formctl mcp needs --subject (whose forms the client may reach).", err=True)
         raise typer.Exit(2)
-    code = run_mcp(subject.strip(), store=store, forms=forms, as_host=as_host)
+    if program is not None and not program.strip():
+        typer.echo("error: --program needs a value.", err=True)
+        raise typer.Exit(2)
+    code = run_mcp(subject.strip(), store=store, forms=forms, as_host=as_host, program=program)
     if code:
         raise typer.Exit(code)

@@ -7,7 +7,7 @@ subject's one scope when ``--key`` is left out. Every write is recorded as ``--a
 (default: the login name) with source ``cli``. Reads take ``--json``.
 """
 
-from typing import Any, Dict, List, NoReturn, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -23,7 +23,8 @@ program_app = typer.Typer(
     no_args_is_help=True,
     epilog="\b\nExamples:\n  formctl program start client-intake --subject firm:1/matter:2 --key intake\n"
     "  formctl program update identity --completed client --subject firm:1/matter:2\n"
-    "  formctl program show --subject firm:1/matter:2 --json",
+    "  formctl program show --subject firm:1/matter:2 --json\n"
+    "  formctl program resume-hooks --subject firm:1/matter:2",
 )
 app.add_typer(program_app)
 
@@ -44,23 +45,19 @@ def _checked(*pairs: Any) -> None:
 
 
 def _scope(adapter: Any, subject: str, key: Optional[str], agent: Optional[str]) -> Any:
-    """The scope named, or the subject's only one when ``--key`` is left out."""
+    """The scope ``--key`` names (a scope's key or a program's), or the subject's one program when it
+    is left out: the rule of :mod:`formctl.goals.finding`. Nothing found, or several, is one line."""
+    from formctl.goals.finding import ProgramChoiceError, find_scope
     from formctl.goals.runner import goal_store_of
-    from formctl.goals.state import GoalScope
 
-    if key is not None:
-        return GoalScope(subject=subject, key=key, agent=agent)
-    scopes = [s for s in goal_store_of(adapter).scopes(subject) if agent is None or s.agent == agent]
-    if not scopes:
-        _fail(f'No goal program has started for "{subject}" (formctl program start PROGRAM --subject ...).')
-    if len(scopes) > 1:
-        _ambiguous(scopes)
-    return scopes[0]
-
-
-def _ambiguous(scopes: list[Any]) -> NoReturn:
-    names = ", ".join(f"--key {s.key}" + (f" --agent {s.agent}" if s.agent else "") for s in scopes)
-    _fail(f"The subject has several goal programs; name one: {names}.", 2)
+    try:
+        scope = find_scope(goal_store_of(adapter), subject, key, agent)
+    except ProgramChoiceError as exc:
+        _fail(exc.message, 2)
+    if scope is None:
+        named = f' "{key}"' if key is not None else ""
+        _fail(f'No goal program{named} has started for "{subject}" (formctl program start PROGRAM --subject ...).')
+    return scope
 
 
 def _check_scope(subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: Any) -> None:
@@ -69,13 +66,31 @@ def _check_scope(subject: str, key: Optional[str], agent: Optional[str], by: Opt
     _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"), (by, "--as"), *more)
 
 
-def _runner(store: Optional[str], subject: str, key: Optional[str], agent: Optional[str], by: Optional[str]) -> Any:
+def _runner(
+    store: Optional[str],
+    subject: str,
+    key: Optional[str],
+    agent: Optional[str],
+    by: Optional[str],
+    forms: Optional[str] = None,
+) -> Any:
     from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
     from formctl.goals.runner import GoalRunner
 
     adapter = open_store(store)
     scope = _scope(adapter, subject, key, agent)
-    return GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+    return GoalRunner(
+        adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=_hooks(adapter, scope)
+    )
+
+
+def _hooks(adapter: Any, scope: Any, forms: Optional[str] = None) -> Any:
+    """The goal hooks registered with the program ``scope`` runs (None when none are): a command
+    that writes runs them, as the host's own runner would (docs/goals.md, "Hooks")."""
+    from formctl.goals.runner import goal_store_of
+
+    state = goal_store_of(adapter).get(scope)
+    return _program_registry(forms).hooks(state.program.key) if state is not None else None
 
 
 def _program_runner(
@@ -99,10 +114,19 @@ def _report(runner: Any, status: Any, as_json: bool) -> None:
     _warn_hooks(runner)
 
 
-def _items(values: Optional[List[str]]) -> List[str]:
-    """``--completed a --completed b`` or ``--completed a,b``."""
+def _items(values: Optional[List[str]], reasons: Optional[Dict[str, Optional[str]]] = None) -> List[str]:
+    """``--completed a --completed b``, ``--completed a,b``, or ``--deferred 'a=why'`` (one item
+    with its own reason, put in ``reasons``; the reason may hold commas)."""
     out: List[str] = []
     for value in values or []:
+        if "=" in value:
+            key, why = (part.strip() for part in value.split("=", 1))
+            if not key or not why:
+                _fail(f'"{value}" is ITEM=REASON with both halves given.', 2)
+            if reasons is not None:
+                reasons[key] = why
+            out.append(key)
+            continue
         out += [part.strip() for part in value.split(",") if part.strip()]
     return out
 
@@ -218,10 +242,43 @@ def program_start(
     from formctl.goals.state import GoalScope
 
     _check_scope(subject, key, agent, by, (program, "PROGRAM"), (reason, "--reason"))
-    definition = ProgramRegistry.from_toml(registry_path(forms)).load(program)
-    scope = GoalScope(subject=subject, key=key or program, agent=agent)
-    runner = GoalRunner(open_store(store), scope=scope, actor=by or default_subject(), source=HOST_SOURCE)
+    definition = _checked_program(ProgramRegistry.from_toml(registry_path(forms)).load(program), forms)
+    adapter = open_store(store)
+    if key is None:  # never a second program beside the one this name already finds
+        scope = _unstarted_scope(adapter, subject, program, agent)
+    else:
+        scope = GoalScope(subject=subject, key=key, agent=agent)
+    hooks = _program_registry(forms).hooks(program)
+    runner = GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=hooks)
     _report(runner, runner.start(definition, reason=reason), as_json)
+
+
+def _checked_program(program: Any, forms: Optional[str]) -> Any:
+    """``program``, once every form its live items are bound to is registered (one line otherwise)."""
+    from formctl.cli.workspace import open_registry
+    from formctl.goals.finding import check_bound_forms
+
+    check_bound_forms(program, [f["id"] for f in open_registry(forms).list()])
+    return program
+
+
+def _unstarted_scope(adapter: Any, subject: str, program: str, agent: Optional[str]) -> Any:
+    """The scope ``program start PROGRAM`` (no --key) starts in, refused when the subject already
+    runs that program (under any key): that one is shown, not a second one started."""
+    from formctl.goals.finding import ProgramChoiceError, find_scope
+    from formctl.goals.runner import goal_store_of
+    from formctl.goals.state import GoalScope
+
+    try:
+        found = find_scope(goal_store_of(adapter), subject, program, agent)
+    except ProgramChoiceError as exc:
+        _fail(exc.message, 2)
+    if found is not None:
+        _fail(
+            f'{subject} already runs program "{program}" (--key {found.key}): '
+            f"formctl program show --subject {subject} --key {found.key}. Give --key for another one."
+        )
+    return GoalScope(subject=subject, key=program, agent=agent)
 
 
 @program_app.command("show", cls=_Command, epilog=_example("formctl program show --subject firm:1/matter:2 --json"))
@@ -242,7 +299,9 @@ def program_show(
     cls=_Command,
     epilog=_example(
         "formctl program update updates --completed changes --deferred documents "
-        "--reason 'documents tomorrow' --subject firm:1/matter:2"
+        "--reason 'documents tomorrow' --subject firm:1/matter:2",
+        "formctl program update updates --completed 'changes=New address' --deferred 'documents=Posting them' "
+        "--subject firm:1/matter:2",
     ),
 )
 def program_update(
@@ -260,24 +319,32 @@ def program_update(
     agent: Optional[str] = AgentOpt,
     by: Optional[str] = AsOpt,
     store: StoreOpt = None,
+    forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Settle or reopen items of one goal.
+
+    --reason is the change's reason (the history's) and the reason of the items it settles,
+    except completed ones when the same update defers or declines items: then it explains
+    those. ITEM=REASON gives one item its own reason (--deferred 'documents=Posting them').
 
     Without --if-version the update is retried while other writers change other items; a
     change to the same items, or to the definitions, fails it.
     """
     named = ((completed, "--completed"), (deferred, "--deferred"), (declined, "--declined"))
     items = [(value, what) for values, what in named for value in values or []]
-    runner = _program_runner(store, subject, key, agent, by, (goal, "GOAL"), (reason, "--reason"), *items)
+    _check_scope(subject, key, agent, by, (goal, "GOAL"), (reason, "--reason"), *items)
+    runner = _runner(store, subject, key, agent, by, forms)
+    own: Dict[str, Optional[str]] = {}
     status = runner.update(
         goal=goal,
-        completed=_items(completed),
-        deferred=_items(deferred),
-        declined=_items(declined),
-        reopened=_items(reopened),
+        completed=_items(completed, own),
+        deferred=_items(deferred, own),
+        declined=_items(declined, own),
+        reopened=_items(reopened, own),
         reason=reason,
         if_version=if_version,
+        reasons=own,
     )
     _report(runner, status, as_json)
 
@@ -311,40 +378,26 @@ def program_revise(
     agent: Optional[str] = AgentOpt,
     by: Optional[str] = AsOpt,
     store: StoreOpt = None,
+    forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Replace a program's definitions with the whole program in FILE.
 
     Progress is kept by stable keys. Locked goals and items cannot be edited, removed, retired
-    or unlocked. A JSON file may be what show --json prints (its "definition" is used).
+    or unlocked, and every item bound to a form must name a registered one (--forms). A JSON
+    file may be what show --json prints (its "definition" is used).
     """
     _check_scope(subject, key, agent, by, (source, "--from"), (reason, "--reason"))
-    program = _read_program(source)  # a file that is not a program is said before the store opens
-    runner = _runner(store, subject, key, agent, by)
+    # A file that is not a program, or that binds an item to a form not registered, is said before the store opens.
+    program = _checked_program(_read_program(source), forms)
+    runner = _runner(store, subject, key, agent, by, forms)
     _report(runner, runner.revise(program, if_version=if_version, reason=reason), as_json)
 
 
 def _read_program(source: str) -> Any:
-    import json
-    import tomllib
+    from formctl.cli.program_check import read_program_file
 
-    from formctl.goals.definition import program_from_json
-
-    try:
-        with open(source, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        _fail(f"Cannot read {source}: {exc.strerror or exc}.")
-    try:
-        if source.endswith(".toml"):
-            data: Any = tomllib.loads(raw.decode("utf-8"))
-        else:
-            data = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
-        _fail(f"{source} is not a program file ({type(exc).__name__}: {str(exc).splitlines()[0]}).")
-    if isinstance(data, dict) and "definition" in data and "goals" in data and isinstance(data["goals"], list):
-        data = data["definition"]  # the output of show --json
-    return program_from_json(data)
+    return read_program_file(source)
 
 
 @program_app.command("sync", cls=_Command, epilog=_example("formctl program sync --subject firm:1/matter:2"))
@@ -354,6 +407,7 @@ def program_sync(
     agent: Optional[str] = AgentOpt,
     by: Optional[str] = AsOpt,
     store: StoreOpt = None,
+    forms: FormsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Complete the items bound to forms whose instance has completed since.
@@ -361,8 +415,116 @@ def program_sync(
     Every program write does this too; sync is for when a form was completed outside the
     program's chat (formctl run FORM, formctl fill) and nothing else was written since.
     """
-    runner = _program_runner(store, subject, key, agent, by)
+    _check_scope(subject, key, agent, by)
+    runner = _runner(store, subject, key, agent, by, forms)
     _report(runner, _started(runner.sync(), subject), as_json)
+
+
+@program_app.command(
+    "resume-hooks",
+    cls=_Command,
+    epilog=_example(
+        "formctl program resume-hooks", "formctl program resume-hooks --subject firm:1/matter:2 --key intake"
+    ),
+)
+def program_resume_hooks(
+    subject: Optional[str] = typer.Option(None, "--subject", metavar="S", help="Only this subject's programs."),
+    key: Optional[str] = typer.Option(None, "--key", metavar="K", help="Only this program of --subject."),
+    agent: Optional[str] = AgentOpt,
+    store: StoreOpt = None,
+    forms: FormsOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the goal hooks not yet done: failed ones, and ones whose process died mid-run.
+
+    Every program of the store (of --subject; --key for one) is looked at. The hooks run are
+    the ones registered with the program (hooks = "module:attribute" in its [programs] table);
+    a program with none registered has its hooks left for its host's own resume_hooks(). One
+    line per scope, one error line per hook that failed again (exit 1).
+    """
+    from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
+    from formctl.goals.state import RECEIPT_FAILED
+
+    _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
+    if key is not None and subject is None:
+        _fail("--key needs --subject (whose program).", 2)
+    adapter = open_store(store)
+    registry = _program_registry(forms)
+    rows = [
+        _resume_scope(adapter, scope, registry, default_subject(), HOST_SOURCE)
+        for scope in _scopes(adapter, subject, key, agent)
+    ]
+    failed = [(row, o) for row in rows for o in row["outcomes"] if o["status"] == RECEIPT_FAILED]
+    if as_json:
+        _print_json({"scopes": rows})
+    else:
+        for row in rows:
+            typer.echo(_resume_line(row))
+        for row, o in failed:
+            typer.echo(
+                f"error: {row['where']}: the {o['kind']} hook of goal {o['goal']} failed again ({o['error']}).",
+                err=True,
+            )
+    if failed:
+        raise typer.Exit(1)
+
+
+def _program_registry(forms: Optional[str]) -> Any:
+    import os
+
+    from formctl.cli.workspace import registry_path
+    from formctl.errors import RegistryError
+    from formctl.goals.registry import ProgramRegistry
+
+    try:  # --forms, else FORMCTL_FORMS, else ./forms (as cli/options.py reads it)
+        return ProgramRegistry.from_toml(registry_path(forms or os.environ.get("FORMCTL_FORMS")))
+    except RegistryError:
+        return ProgramRegistry()
+
+
+def _scopes(adapter: Any, subject: Optional[str], key: Optional[str], agent: Optional[str]) -> List[Any]:
+    """The scope --key names, or every scope (of the subject, of the agent) with a program."""
+    from formctl.goals.runner import goal_store_of
+
+    if key is not None and subject is not None:
+        return [_scope(adapter, subject, key, agent)]
+    return [s for s in goal_store_of(adapter).scopes(subject) if agent is None or s.agent == agent]
+
+
+def _resume_scope(adapter: Any, scope: Any, registry: Any, actor: str, source: str) -> Dict[str, Any]:
+    """Resume one scope's hooks with its program's registered hooks: what happened, as a row."""
+    import dataclasses
+
+    from formctl.goals.runner import GoalRunner, goal_store_of
+    from formctl.goals.state import RECEIPT_OK
+
+    goals = goal_store_of(adapter)
+    state = goals.get(scope)
+    program = state.program.key if state is not None else None
+    hooks = registry.hooks(program) if program is not None else None
+    where = f"{scope.subject} / {scope.key}" + (f" / {scope.agent}" if scope.agent else "")
+    row: Dict[str, Any] = {"scope": scope.to_json(), "where": where, "program": program, "hooks": hooks is not None}
+    if hooks is None:
+        row["outcomes"] = []
+        row["left"] = sum(1 for r in goals.receipts(scope) if r.status != RECEIPT_OK)
+        return row
+    runner = GoalRunner(adapter, scope=scope, actor=actor, source=source, hooks=hooks)
+    row["outcomes"] = [dataclasses.asdict(o) for o in runner.resume_hooks()]
+    row["left"] = 0
+    return row
+
+
+def _resume_line(row: Dict[str, Any]) -> str:
+    if not row["hooks"]:
+        if not row["left"]:
+            return f"{row['where']}: no hooks to run"
+        return f"{row['where']}: {row['left']} hook(s) not done, left: program {row['program']} registers no hooks"
+    counts: Dict[str, int] = {}
+    for o in row["outcomes"]:
+        counts[o["status"]] = counts.get(o["status"], 0) + 1
+    if not counts:
+        return f"{row['where']}: no hooks to run"
+    return f"{row['where']}: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
 
 @program_app.command("history", cls=_Command, epilog=_example("formctl program history --subject firm:1/matter:2"))

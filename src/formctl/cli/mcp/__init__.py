@@ -12,8 +12,12 @@ from typing import Any
 __all__ = ["open_service", "run_mcp"]
 
 
-def open_service(subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False) -> Any:
-    """The :class:`~formctl.cli.mcp.state.FormService` for ``subject`` over a store and a forms folder."""
+def open_service(
+    subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False, program: str | None = None
+) -> Any:
+    """The :class:`~formctl.cli.mcp.state.FormService` for ``subject`` over a store and a forms folder;
+    with ``program`` (a scope's key or a program's, started when the subject has none), the goal
+    tools and the program resource too."""
     from formctl.cli.mcp.state import MCP_SOURCE, FormService
     from formctl.cli.workspace import default_subject, open_registry, open_store
     from formctl.forms.runner import FormRunner
@@ -23,10 +27,25 @@ def open_service(subject: str, *, store: Any = None, forms: Any = None, as_host:
     runner = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=MCP_SOURCE)
     # The host's runner exists only with --as-host: without it, no code path can resolve a checkpoint.
     host = FormRunner(adapter, registry=registry, subject=subject, actor="host", source=MCP_SOURCE) if as_host else None
-    return FormService(runner, host_runner=host, host_name=default_subject())
+    goals = None
+    if program is not None:
+        from formctl.agent.goal_tools import GoalTools
+        from formctl.cli.program_scope import ProgramConversation, open_program
+
+        conversation = ProgramConversation(
+            subject, program, forms, actor="agent", starter=default_subject(), source=MCP_SOURCE
+        )
+        try:
+            goals = GoalTools(open_program(adapter, registry, conversation)[0])
+        except BaseException:
+            runner.close()
+            raise
+    return FormService(runner, host_runner=host, host_name=default_subject(), goals=goals)
 
 
-def run_mcp(subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False) -> int:
+def run_mcp(
+    subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False, program: str | None = None
+) -> int:
     """Serve ``subject``'s forms over stdio until the client hangs up. Returns the exit status."""
     try:
         import mcp  # noqa: F401
@@ -36,7 +55,7 @@ def run_mcp(subject: str, *, store: Any = None, forms: Any = None, as_host: bool
         raise FormError("formctl mcp needs the mcp package: pip install 'formctl[mcp]'.") from None
     from formctl.cli.mcp.server import serve_stdio
 
-    service = open_service(subject, store=store, forms=forms, as_host=as_host)
+    service = open_service(subject, store=store, forms=forms, as_host=as_host, program=program)
     try:
         serve_stdio(service)
     finally:

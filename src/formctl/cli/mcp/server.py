@@ -39,7 +39,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 
 from formctl.agent.tools import error_envelope
-from formctl.cli.mcp.state import TIER0_URI, FormService, Outcome, form_uri, instance_uri
+from formctl.cli.mcp.state import PROGRAM_URI, TIER0_URI, FormService, Outcome, form_uri, instance_uri
 from formctl.errors import FormError
 
 __all__ = ["ASK_TIMEOUT", "POLL_SECONDS", "build_server", "serve_stdio"]
@@ -106,8 +106,9 @@ def _answer_text(result: Any) -> str | None:
 
 def _tool_result(outcome: Outcome) -> types.CallToolResult:
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=outcome.text)]
-    if outcome.tier0:
-        content.append(types.TextContent(type="text", text=outcome.tier0))
+    for line in (outcome.tier0, outcome.goals):
+        if line:
+            content.append(types.TextContent(type="text", text=line))
     return types.CallToolResult(content=content, is_error=outcome.is_error)
 
 
@@ -208,13 +209,27 @@ class _Handlers:
             )
             for row in instances
         ]
-        return types.ListResourcesResult(resources=[tier0, *outlines, *records])
+        program = []
+        if self.service.goals is not None:
+            program.append(
+                types.Resource(
+                    uri=PROGRAM_URI,
+                    name="program",
+                    title="The goal program",
+                    description="The subject's goal program: goals, items, dispositions, follow-ups, version.",
+                    mime_type="application/json",
+                )
+            )
+        return types.ListResourcesResult(resources=[tier0, *program, *outlines, *records])
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
             if uri == TIER0_URI:
                 text, mime = await anyio.to_thread.run_sync(self.service.tier0), "text/plain"
+            elif uri == PROGRAM_URI:
+                data = await anyio.to_thread.run_sync(self.service.program)
+                text, mime = json.dumps(data, ensure_ascii=False), "application/json"
             elif uri.startswith("formctl://forms/"):
                 data = await anyio.to_thread.run_sync(self.service.outline, uri.removeprefix("formctl://forms/"))
                 text, mime = json.dumps(data, ensure_ascii=False), "application/json"
@@ -276,16 +291,22 @@ class _Handlers:
     async def watch(self) -> None:
         """Tell the client when the subject's instances change, whoever changed them."""
         before = await anyio.to_thread.run_sync(self.service.versions)
+        program = await anyio.to_thread.run_sync(self.service.program_version)
         while True:
             await anyio.sleep(self.poll_seconds)
             try:
                 now = await anyio.to_thread.run_sync(self.service.versions)
+                program_now = await anyio.to_thread.run_sync(self.service.program_version)
             except Exception:  # a store that cannot be read this moment: try again next time
                 continue
-            moved = [i for i, v in now.items() if before.get(i) != v]
+            moved = [instance_uri(i) for i, v in now.items() if before.get(i) != v]
             if moved:
-                await self.changed([*(instance_uri(i) for i in moved), TIER0_URI], listed=bool(set(now) - set(before)))
-            before = now
+                moved.append(TIER0_URI)
+            if program_now != program:
+                moved.append(PROGRAM_URI)
+            if moved:
+                await self.changed(moved, listed=bool(set(now) - set(before)))
+            before, program = now, program_now
 
     @asynccontextmanager
     async def lifespan(self, _: Any) -> AsyncIterator[dict[str, Any]]:
@@ -307,6 +328,12 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
             f"formctl forms for {service.subject}: start and fill them with the form_* tools. Each tool result "
             "ends with the form's state (the tier-0 line); trust it over memory. Send the person's exact words "
             "as quotes; a value without them is confirmed with the person or not stored."
+            + (
+                " A goal program is served too: goal_status and goal_update settle its items, and each result "
+                "ends with the goals line."
+                if service.goals is not None
+                else ""
+            )
         ),
         lifespan=handlers.lifespan,
         on_list_tools=handlers.list_tools,

@@ -19,6 +19,10 @@ roles"):
 - **Resources**: each registered form's outline, each of the subject's instances (its status
   view and its answers), and the tier-0 line of the subject's open form.
 - **Prompts**: one per form, its conduct text as the chat's system prompt gives it.
+- **A goal program** (``formctl mcp --program KEY``): the chat's goal tools
+  (:class:`~formctl.agent.goal_tools.GoalTools`, ``goal_status`` and ``goal_update``, bound to
+  the one scope), the program's status as the resource ``formctl://program``, and the goals
+  line after the tier-0 line in every tool result, as the chat's model reads it at its tail.
 
 Where each role check lives: the subject's scope in ``FormTools._scoped`` (agent/tools.py) for
 every model tool, and in :meth:`FormService._resolve` for the host's one; the host's tool in
@@ -45,12 +49,23 @@ from formctl.agent.tools import FormTools, clipped, error_envelope, is_error, su
 from formctl.errors import FormError, NotFoundError
 
 if TYPE_CHECKING:
+    from formctl.agent.goal_tools import GoalTools
     from formctl.forms.runner import FormRunner
 
-__all__ = ["MCP_SOURCE", "FormService", "Outcome", "RESOLVE_TOOL", "TIER0_URI", "form_uri", "instance_uri"]
+__all__ = [
+    "MCP_SOURCE",
+    "FormService",
+    "Outcome",
+    "PROGRAM_URI",
+    "RESOLVE_TOOL",
+    "TIER0_URI",
+    "form_uri",
+    "instance_uri",
+]
 
 MCP_SOURCE = "mcp"  # the provenance source of every write through the server
 TIER0_URI = "formctl://tier0"
+PROGRAM_URI = "formctl://program"
 RESOLVE_TOOL = "form_resolve"
 
 
@@ -78,10 +93,12 @@ _RESOLVE_DEFINITION: dict[str, Any] = {
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One tool call's result: the envelope (the chat's JSON) and the tier-0 line after it."""
+    """One tool call's result: the envelope (the chat's JSON), the tier-0 line after it, and the
+    goals line when a program is served."""
 
     envelope: dict[str, Any]
     tier0: str
+    goals: str = ""
 
     @property
     def is_error(self) -> bool:
@@ -96,14 +113,24 @@ class Outcome:
 class FormService:
     """One subject's forms over one store, as MCP tools, resources and prompts (see the module)."""
 
-    def __init__(self, runner: FormRunner, *, host_runner: FormRunner | None = None, host_name: str = "host") -> None:
+    def __init__(
+        self,
+        runner: FormRunner,
+        *,
+        host_runner: FormRunner | None = None,
+        host_name: str = "host",
+        goals: GoalTools | None = None,
+    ) -> None:
         self.runner = runner  # the agent's: actor "agent", source "mcp", subject fixed
+        self.goals = goals  # the goal tools of --program's one scope, or None
         self.subject: str = runner.subject
         self.host_runner = host_runner  # None unless --as-host
         self.host_name = host_name
         self.lock = threading.Lock()
         base = FormTools(runner)  # the chat model's tools; the scope is the runner's subject
         self.definitions: list[dict[str, Any]] = list(base.definitions)
+        if goals is not None:
+            self.definitions += goals.definitions
         if host_runner is not None:
             self.definitions.append(_RESOLVE_DEFINITION)
         self.tool_names = [d["name"] for d in self.definitions]
@@ -116,6 +143,8 @@ class FormService:
         with self.lock:
             if name == RESOLVE_TOOL and self.host_runner is not None:
                 envelope = clipped(self._resolve(self.host_runner, arguments))  # as FormTools bounds every result
+            elif self.goals is not None and self.goals.handles(name):
+                envelope = self.goals.call(name, arguments)
             else:
                 person = Person(ask=self._unlocked(ask) if ask is not None else None)
                 for quote in _quotes(arguments):
@@ -123,7 +152,7 @@ class FormService:
                     # in one, "next Tuesday", is read from today, as in a chat).
                     person.said(quote)
                 envelope = FormTools(self.runner, person=person).call(name, arguments)
-            return Outcome(envelope, self._tier0())
+            return Outcome(envelope, self._tier0(), self.goals.line() if self.goals is not None else "")
 
     def _unlocked(self, ask: Callable[[str], str | None]) -> Callable[[str], str | None]:
         """``ask``, run with the lock released: the person may take their time, and other calls go on."""
@@ -178,6 +207,20 @@ class FormService:
     def tier0(self) -> str:
         with self.lock:
             return self._tier0()
+
+    def program(self) -> dict[str, Any]:
+        """The served program as program show --json prints it; NotFoundError without --program."""
+        with self.lock:
+            status = self.goals.runner.inspect() if self.goals is not None else None
+            if status is None:
+                raise NotFoundError("No goal program is served (formctl mcp --program KEY).")
+            return dict(status.to_dict(full=True))  # as program show --json prints it
+
+    def program_version(self) -> int | None:
+        """The served program's version (the change watcher compares it), or None."""
+        with self.lock:
+            status = self.goals.runner.inspect() if self.goals is not None else None
+            return status.version if status is not None else None
 
     def forms(self) -> list[dict[str, str]]:
         with self.lock:
