@@ -16,6 +16,7 @@ from formctl.goals.state import COMPLETED
 from formctl.goals.store import GoalStore
 
 if TYPE_CHECKING:
+    from formctl.forms.adapter import FormAdapter
     from formctl.forms.reading import InstanceSummary
 
 __all__ = ["items_served", "items_served_each", "settle_bound"]
@@ -59,7 +60,7 @@ def items_served_each(store: GoalStore, instances: Sequence[InstanceSummary]) ->
     return [items_served(store, row.subject, row.form, row.instance_id, row.status) for row in instances]
 
 
-def settle_bound(adapter: Any, subject: str, def_id: str, *, actor: str, source: str) -> None:
+def settle_bound(adapter: FormAdapter, subject: str, def_id: str, *, actor: str, source: str) -> None:
     """Settle, in each of ``subject``'s programs with a live item bound to ``def_id``, the items a
     completed instance of it completes: what ``formctl program sync`` does, done by the write that
     completed the form (docs/goals.md, "Form-bound items"). An item reopened since that completion

@@ -12,7 +12,7 @@ program's walk".
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.transcripts import diff as _diff
 from formctl.transcripts.compare import ReplayResult, compare_turn
@@ -20,12 +20,15 @@ from formctl.transcripts.format import Transcript, Turn
 from formctl.transcripts.play import REPLAY_SUBJECT, answer_again, recorded_model, recorded_replies
 from formctl.transcripts.record import OPENER, Recorder
 
+if TYPE_CHECKING:
+    from formctl.forms.adapter import FormAdapter
+
 __all__ = ["GOALS_SEGMENT", "replay_program"]
 
 GOALS_SEGMENT = "goals"  # the turns of a goal chat; a form's chat is named by its form id
 
 
-def _seeded(adapter: Any, transcript: Transcript) -> Any:
+def _seeded(adapter: FormAdapter, transcript: Transcript) -> Any:
     """The scope the walk's program is put back in, at the version it had when the walk began."""
     from formctl.goals.runner import goal_store_of
     from formctl.goals.state import GoalScope, state_from_json

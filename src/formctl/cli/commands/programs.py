@@ -7,12 +7,15 @@ subject's one scope when ``--key`` is left out. Every write is recorded as ``--a
 (default: the login name) with source ``cli``. Reads take ``--json``.
 """
 
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _Group, _print_json, app
 from formctl.cli.options import FormsOpt, JsonOpt, StoreOpt
+
+if TYPE_CHECKING:
+    from formctl.forms.adapter import FormAdapter
 
 program_app = typer.Typer(
     name="program",
@@ -84,7 +87,7 @@ def _runner(
     )
 
 
-def _hooks(adapter: Any, scope: Any, forms: Optional[str] = None) -> Any:
+def _hooks(adapter: "FormAdapter", scope: Any, forms: Optional[str] = None) -> Any:
     """The goal hooks registered with the program ``scope`` runs (None when none are): a command
     that writes runs them, as the host's own runner would (docs/goals.md, "Hooks")."""
     from formctl.goals.runner import goal_store_of
@@ -262,7 +265,7 @@ def _checked_program(program: Any, forms: Optional[str]) -> Any:
     return program
 
 
-def _unstarted_scope(adapter: Any, subject: str, program: str, agent: Optional[str]) -> Any:
+def _unstarted_scope(adapter: "FormAdapter", subject: str, program: str, agent: Optional[str]) -> Any:
     """The scope ``program start PROGRAM`` (no --key) starts in, refused when the subject already
     runs that program (under any key): that one is shown, not a second one started."""
     from formctl.goals.finding import ProgramChoiceError, find_scope
@@ -482,7 +485,7 @@ def _program_registry(forms: Optional[str]) -> Any:
         return ProgramRegistry()
 
 
-def _scopes(adapter: Any, subject: Optional[str], key: Optional[str], agent: Optional[str]) -> List[Any]:
+def _scopes(adapter: "FormAdapter", subject: Optional[str], key: Optional[str], agent: Optional[str]) -> List[Any]:
     """The scope --key names, or every scope (of the subject, of the agent) with a program."""
     from formctl.goals.runner import goal_store_of
 
@@ -491,7 +494,7 @@ def _scopes(adapter: Any, subject: Optional[str], key: Optional[str], agent: Opt
     return [s for s in goal_store_of(adapter).scopes(subject) if agent is None or s.agent == agent]
 
 
-def _resume_scope(adapter: Any, scope: Any, registry: Any, actor: str, source: str) -> Dict[str, Any]:
+def _resume_scope(adapter: "FormAdapter", scope: Any, registry: Any, actor: str, source: str) -> Dict[str, Any]:
     """Resume one scope's hooks with its program's registered hooks: what happened, as a row."""
     import dataclasses
 
