@@ -29,6 +29,7 @@ from formctl.forms.lifecycle import is_closed
 from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
 from formctl.forms.validate import FieldValidator, text_issue
+from formctl.redact import redact
 
 __all__ = ["Person", "confirm_ending", "confirm_unconfirmed", "question_for"]
 
@@ -77,6 +78,12 @@ class Person:
 
     def words(self) -> list[PersonMessage]:
         return list(self.messages)
+
+    def hear(self, question: str) -> str | None:
+        """Ask ``question``; their answer, with any secret in it left out (formctl.redact), or None."""
+        assert self.ask is not None
+        answer = self.ask(question)
+        return redact(answer) if answer is not None else None
 
 
 def _now() -> str:
@@ -159,7 +166,7 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
     question = question_for(u)
     field = _field_of(runner, u, instance_id)
     for _ in range(ASK_ATTEMPTS):
-        answer = person.ask(question)
+        answer = person.hear(question)
         if answer is None or not answer.strip():
             person.answers.append({"field": u.field, "question": question, "answer": None})
             return {"field": u.field, "outcome": "no answer"}, None
@@ -239,7 +246,7 @@ def confirm_ending(runner: Any, data: dict[str, Any], result: Any, person: Perso
     question = (
         f"{given}. Is that right? That answer ends this form ({reason.rstrip('.')}). Say yes, or no to correct it."
     )
-    answer = person.ask(question)
+    answer = person.hear(question)
     person.answers.append({"field": None, "question": question, "answer": answer})
     if answer is None or not answer.strip():
         return data  # nobody to answer (a replay that recorded none, the end of piped input): it stands

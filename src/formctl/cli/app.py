@@ -169,6 +169,16 @@ def main(argv: list[str] | None = None) -> None:
         command(args=args, prog_name="formctl")
     except KeyboardInterrupt:  # between here and the command: still nothing done
         sys.exit(130)
+    except Exception as exc:  # only under --debug does one get here: the traceback, without secrets
+        if not base.debugging():
+            raise
+        import traceback
+
+        from formctl.redact import redact
+
+        sys.stdout.flush()
+        sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+        sys.exit(1)
     finally:
         base.set_debugging(was)
 

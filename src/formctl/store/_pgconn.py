@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from formctl.errors import StoreError
+from formctl.redact import register
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -319,6 +320,7 @@ def connect_options(dsn: str, *, connect_timeout: int) -> dict[str, Any]:
         given = conninfo_to_dict(dsn)
     except (Error, ValueError) as exc:  # ValueError: a NUL in the string
         raise StoreError(f"Not a valid PostgreSQL connection string ({mask_dsn(dsn)}): {_reason(exc, dsn)}") from None
+    register(*secrets(dsn))  # from now on every line and file formctl writes leaves them out (formctl.redact)
     options: dict[str, Any] = {}
     if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
         options["connect_timeout"] = connect_timeout

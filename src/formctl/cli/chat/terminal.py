@@ -380,7 +380,8 @@ def _fit(line: str, columns: int) -> str:
 
 def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
     """prompt-toolkit's file history, but a line reaches the file only after its turn has run,
-    masked: a value given to a ``sensitive=True`` field never lands in the history file.
+    masked: a value given to a ``sensitive=True`` field, or a secret (formctl.redact), never
+    lands in the history file.
 
     (The line is held back because when it is typed, nobody yet knows it holds a value for a
     sensitive field; after the turn the value is in the store, and the masks know it. The
@@ -402,8 +403,10 @@ def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
 
         def flush(self) -> None:
             pending, self._pending = self._pending, []
+            from formctl.redact import redact
+
             for line in pending:
-                super().store_string(mask(line))
+                super().store_string(redact(mask(line)))  # and a key pasted into the chat never
 
     return MaskedFileHistory(str(path))
 
