@@ -53,6 +53,9 @@ class TerminalChat(Face):
         self._dropped = 0  # characters of the line being typed beyond LINE_LIMIT (not kept)
         self._spinner = _Spinner(self.out)
         session.asker = self._ask
+        # Said by the main thread, which draws the spinner, at its next tick (see _run_turn).
+        self._waiting: list[str] = []
+        session.on_store_wait = self._waiting.append
 
     def _ask(self, question: str) -> str | None:
         """formctl's own question, asked from the turn's worker thread: a plain line read (the
@@ -232,6 +235,10 @@ class TerminalChat(Face):
                 if worker.ident is None and not stopping:
                     worker.start()
                 while not done.wait(0.1):
+                    if self._waiting:
+                        self._spinner.call_ended()
+                        self._end_text()
+                        self._line(self._waiting.pop(), "yellow")
                     self._spinner.tick()
                 break
             except KeyboardInterrupt:
