@@ -133,3 +133,55 @@ def test_data_keeps_its_shape_and_a_registered_password_counts(monkeypatch):
     assert redact_data(untouched) is untouched
     monkeypatch.setenv("X_TOKEN", "1")  # too short to be anyone's secret: left alone
     assert redact("1 + 1") == "1 + 1"
+
+
+def test_a_database_password_the_model_echoes_is_in_no_output_and_no_file(private_pg, tmp_path):
+    """The store's password (registered when the store connects) is a secret like a key: a model
+    that repeats it (in text, in a value it fills) leaves it nowhere formctl writes."""
+    from clitools import formctl
+    from fake_anthropic import FakeAnthropic, text, tool_use
+    from fixture_project import FORMS
+    from helpers.pg_cluster import PASSWORD
+    from pg_server import with_options
+
+    dsn = with_options(private_pg.tcp_dsn(), private_pg.dsn.split("options=", 1)[1].replace("%3D", "="))
+    record = tmp_path / "run.toml"
+    with FakeAnthropic() as api:
+        api.reply(text(f"Hello! The database password is {PASSWORD}. Who are you?"))
+        api.reply(
+            tool_use(
+                "form_start",
+                {"form": "travel-claim", "values": {"destination": PASSWORD}, "quotes": {"destination": PASSWORD}},
+            )
+        )
+        api.reply(text(f"Saved {PASSWORD}."))
+        result = formctl(
+            "run",
+            "travel-claim",
+            "--model",
+            "anthropic:claude-test",
+            "--record",
+            str(record),
+            input=f"I'm Dana, going to {PASSWORD}\n",
+            env={
+                "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+                "ANTHROPIC_BASE_URL": api.url,
+                "FORMCTL_STORE": dsn,
+                "FORMCTL_FORMS": str(FORMS),
+                "FORMCTL_SUBJECT": "dana",
+            },
+            cwd=tmp_path,
+        )
+    assert PASSWORD not in result.stdout + result.stderr, result.stdout + result.stderr
+    assert MASK in result.stdout and "saved" in result.stdout, result.stdout + result.stderr
+    assert record.exists() and _files_holding(tmp_path, PASSWORD) == []
+    from formctl.store.postgres import PostgresAdapter
+
+    adapter = PostgresAdapter(private_pg.dsn)
+    try:
+        (instance,) = adapter.find_instances()
+        stored = adapter.get_instance(instance.id)
+        conversation = adapter.conversation_store("dana").load(instance.id)
+    finally:
+        adapter.close()
+    assert conversation and PASSWORD not in repr(stored.entries) + repr(conversation)
