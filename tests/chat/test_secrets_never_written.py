@@ -185,3 +185,10 @@ def test_a_database_password_the_model_echoes_is_in_no_output_and_no_file(privat
     finally:
         adapter.close()
     assert conversation and PASSWORD not in repr(stored.entries) + repr(conversation)
+
+
+def test_debugs_traceback_leaves_a_key_out(cli, tmp_path):
+    result = cli.process("--debug", "inspect", f"form_{OPENAI_KEY}", env={"OPENAI_API_KEY": OPENAI_KEY}, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback (most recent call last)" in result.stderr and MASK in result.stderr
+    assert OPENAI_KEY not in result.stdout + result.stderr
