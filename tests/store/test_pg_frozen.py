@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import pytest
 
 from clitools import ctrl_c_at_default
 from fixture_project import FORMS
+from helpers.output_lines import Lines
 from helpers.piped_input import until_reading_input
 
 pytestmark = pytest.mark.e2e  # every test here freezes a server
@@ -57,26 +56,6 @@ def frozen(server):
         thaw()
 
 
-def _reader(stream, out: queue.Queue) -> None:
-    for line in stream:
-        out.put(line.rstrip("\n"))
-    out.put(None)
-
-
-def _until(out: queue.Queue, text: str, timeout: float = 60) -> list[str]:
-    seen = []
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            line = out.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            raise AssertionError(f"no {text!r} within {timeout}s: {seen}") from None
-        assert line is not None, f"the chat ended before {text!r}: {seen}"
-        seen.append(line)
-        if text in line:
-            return seen
-
-
 def test_a_frozen_server_is_waited_for_out_loud_and_the_message_is_sent_again(private_pg, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
     env.update(
@@ -97,30 +76,28 @@ def test_a_frozen_server_is_waited_for_out_loud_and_the_message_is_sent_again(pr
         cwd=tmp_path,
         preexec_fn=ctrl_c_at_default,
     )
-    out: queue.Queue = queue.Queue()
-    threading.Thread(target=_reader, args=(chat.stdout, out), daemon=True).start()
+    out = Lines(chat.stdout)
     said: list[str] = []
     try:
-        said += _until(out, "Full name?")
+        said += out.until("Full name?")
         chat.stdin.write("Dana Reeve\n")
-        said += _until(out, "Staff ID?")
+        said += out.until("Staff ID?")
         until_reading_input(chat)
         with frozen(private_pg) as thaw:
             started = time.monotonic()
             chat.stdin.write("AB1234\n")
-            said += _until(out, "waiting for the database")
+            said += out.until("waiting for the database")
             assert time.monotonic() - started < 4, said  # said within the second or two, not silent
-            said += _until(out, "your message is kept")
+            said += out.until("your message is kept")
             assert time.monotonic() - started < 30, said  # the statement ended at its limit, not at the thaw
             chat.stdin.write("dana@example.org\n")  # typed while it waits: the answer to the next question
             time.sleep(1.0)
             thaw()
-            said += _until(out, "sending your message again")
-            said += _until(out, "Work email?")
-        said += _until(out, "Destination?")
+            said += out.until("sending your message again")
+            said += out.until("Work email?")
+        said += out.until("Destination?")
         chat.stdin.close()
-        while (line := out.get(timeout=60)) is not None:
-            said.append(line)
+        said += out.rest()
         assert chat.wait(timeout=60) == 0, said
     finally:
         if chat.poll() is None:

@@ -245,6 +245,15 @@ class Deadline:
     abandon: Callable[[], None]
     late: str
 
+    @classmethod
+    def of_call(cls, seconds: float, who: str, stop: threading.Event | None, abandon: Callable[[], None]) -> Deadline:
+        """The deadline of one model call to ``who`` ("The Anthropic API", "The model server at …")."""
+        late = (
+            f"{who} did not finish its reply within {seconds:g}s (--model-timeout); nothing from it was applied. "
+            "Send again."
+        )
+        return cls(seconds, stop, abandon, late)
+
 
 _DONE = object()
 

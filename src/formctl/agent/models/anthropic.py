@@ -103,11 +103,7 @@ class AnthropicModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         client = self._get_client()
         params = self.request_params(request)
-        late = (
-            f"The Anthropic API did not finish its reply within {self.deadline:g}s (--model-timeout); "
-            "nothing from it was applied. Send again."
-        )
-        deadline = Deadline(self.deadline, request.stop, self._abandon, late)
+        deadline = Deadline.of_call(self.deadline, "The Anthropic API", request.stop, self._abandon)
         return within_deadline(lambda push: self._stream(client, params, push), deadline, on_text)
 
     def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:

@@ -133,11 +133,7 @@ class OpenAIChatModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         client = self._get_client()
         params = self.request_params(request)
-        late = (
-            f"{self._who} did not finish its reply within {self.deadline:g}s (--model-timeout); nothing from it "
-            "was applied. Send again."
-        )
-        deadline = Deadline(self.deadline, request.stop, self._abandon, late)
+        deadline = Deadline.of_call(self.deadline, self._who, request.stop, self._abandon)
         return within_deadline(lambda push: self._stream(client, params, push), deadline, on_text)
 
     def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
