@@ -192,18 +192,18 @@ T = TypeVar("T")
 def model_timeout(given: float | None = None) -> float:
     """The deadline of one model call in seconds: ``given``, else ``FORMCTL_MODEL_TIMEOUT``, else
     :data:`DEFAULT_MODEL_TIMEOUT`. Anything but a number of seconds above 0 is one line."""
-    where, value = "--model-timeout", given
+    where, value, shown = "--model-timeout", given, repr(given)
     if value is None:
         text = os.environ.get("FORMCTL_MODEL_TIMEOUT", "").strip()
         if not text:
             return DEFAULT_MODEL_TIMEOUT
-        where = "FORMCTL_MODEL_TIMEOUT"
+        where, shown = "FORMCTL_MODEL_TIMEOUT", repr(text)
         try:
             value = float(text)
         except ValueError:
             value = math.nan
     if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value < math.inf):
-        raise ModelError(f"{where} must be a number of seconds above 0, got {value!r}.")
+        raise ModelError(f"{where} must be a number of seconds above 0, got {shown}.")
     return float(value)
 
 
