@@ -69,7 +69,9 @@ def test_a_reply_that_never_ends_stops_at_the_deadline_and_nothing_from_it_is_ap
         started = time.monotonic()
         result = cli.process("run", "travel-claim", *model, *timeout, input="I'm Dana Reeve\n", env=env)
         took = time.monotonic() - started
-    assert took < 20, took  # the SDK's 60 s read timeout restarts with every piece: only the deadline ends it
+    # The SDK's 60 s read timeout restarts with every piece, and the stream lasts 60 s: only the
+    # deadline ends it sooner (the rest is a child process starting on a busy machine).
+    assert took < 45, took
     assert "did not finish its reply within 2s (--model-timeout); nothing from it was applied" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.returncode == 1  # a turn failed and nothing was started
