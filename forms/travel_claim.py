@@ -87,7 +87,11 @@ travel_claim = (
     .field("purpose", Annotated[str, Field(min_length=3)], label="Purpose of trip")
     .step("travel", title="Travel", preview="how they travelled, mileage or ticket",
           when=lambda v, s: s.step_complete("trip"))
-    .field("mode", Literal["car", "rail", "air"], label="Mode")
+    .field("mode", Literal["car", "rail", "air"], label="Mode",
+           aliases={"car": ["drove", "drive", "driving", "drove there", "by road", "my car", "hire car", "van"],
+                    "rail": ["train", "trains", "by train", "railway", "tube", "underground", "eurostar"],
+                    "air": ["flew", "fly", "flying", "flight", "flights", "plane", "by plane", "aeroplane",
+                            "airline", "easyjet", "ryanair", "british airways"]})
     .field("mileage", Annotated[int, Field(ge=1)] | None, label="Miles driven",
            when=lambda v, s: v["mode"] == "car", on_fill=_mileage_cost)
     .field("mileage_cost", Annotated[float, Field(ge=0)] | None, label="Mileage cost",

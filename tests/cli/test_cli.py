@@ -72,7 +72,7 @@ def _modules_loaded(args: list[str]) -> list[str]:
         "from formctl.cli.app import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
         "heavy = ('pydantic', 'rich', 'prompt_toolkit', 'anthropic', 'openai', 'mcp', 'psycopg', 'travel_claim', "
-        "'client_intake')\n"
+        "'client_intake', 'dateparser', 'price_parser', 'number_parser', 'phonenumbers', 'rapidfuzz')\n"
         "sys.stderr.write(json.dumps(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORMCTL_")}

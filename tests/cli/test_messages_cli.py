@@ -284,7 +284,10 @@ def test_the_guided_models_own_rejections_are_said_once_too(cli):
         "car",
     ]
     said = cli.ok("run", "travel-claim", "--offline", input="\n".join(lines) + "\n").stdout.splitlines()
-    at = said.index('I couldn\'t use "next tuesday" for Departure date: I need a date, like 2026-11-03 or 3 Nov 2026.')
+    at = said.index(
+        'I couldn\'t use "next tuesday" for Departure date: Which Tuesday? Please give the date itself, '
+        "like 2026-11-03 or 3 Nov 2026."
+    )
     assert said[at + 1] == "Departure date?"  # not "A date, like 2026-11-03." again
     at = said.index('I couldn\'t use "bus" for Mode: I need one of: car, rail or air.')
     assert said[at + 1] == "Mode?"

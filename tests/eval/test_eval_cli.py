@@ -14,6 +14,9 @@ from clitools import ctrl_c_at_default
 from fixture_project import FORMS
 
 REPO = Path(__file__).resolve().parents[2]
+# How many scenarios are shipped: in all, and for the travel claim.
+SHIPPED = len(list((REPO / "scenarios").rglob("*.toml")))
+TRAVEL = len(list((REPO / "scenarios" / "travel_claim").glob("*.toml")))
 TERSE = REPO / "scenarios" / "travel_claim" / "terse_rail.toml"
 WAIT = REPO / "scenarios" / "travel_claim" / "over_cap_approved.toml"
 
@@ -159,11 +162,11 @@ def test_the_readme_command_runs_on_a_fresh_clone_and_prints_the_table(cli, tmp_
     assert done.exit_code == 0, done.stderr  # the guided model passes them all: the gate is met
     assert "formctl eval · 3 runs per scenario · person: scripted" in done.stdout
     assert "pass^3" in done.stdout and "travel_claim/over_cap_approved" in done.stdout
-    assert re.search(r"^guided: pass\^1 \d+%, pass\^3 \d+% over 15 scenarios", done.stdout, flags=re.M)
+    assert re.search(rf"^guided: pass\^1 \d+%, pass\^3 \d+% over {SHIPPED} scenarios", done.stdout, flags=re.M)
     assert (clone / ".formctl" / "eval").is_dir()  # the runs' transcripts
     assert "gate: guided pass^1 100.0% ≥ 90.0% (--min-pass): met" in done.stdout
     page = (clone / "report.html").read_text(encoding="utf-8")
-    assert page.startswith("<!doctype html>") and "45 of 45 runs passed" in page
+    assert page.startswith("<!doctype html>") and f"{3 * SHIPPED} of {3 * SHIPPED} runs passed" in page
 
 
 @pytest.mark.e2e
@@ -205,7 +208,7 @@ def test_ctrl_c_reports_the_runs_that_finished(tmp_path):
     out, err = child.communicate(timeout=60)
     assert child.returncode == 130, err
     finished = int(err.split("interrupted: ")[1].split()[0])
-    assert 1 <= finished < 45 and f"interrupted: {finished} of 45 runs finished" in err
+    assert 1 <= finished < 3 * SHIPPED and f"interrupted: {finished} of {3 * SHIPPED} runs finished" in err
     assert "formctl eval · 3 runs per scenario" in out
     assert f"({finished - out.count('FAILED ')}/{finished} runs passed)" in out
 
@@ -238,10 +241,10 @@ def test_in_a_terminal_a_progress_bar_counts_the_runs(tmp_path):
         timeout=90,
     )
     try:
-        child.expect(r"eval .*0/8")  # the bar, before the first run ends
+        child.expect(rf"eval .*0/{TRAVEL}")  # the bar, before the first run ends
         # then it names the run just finished and counts it (the count in its own colour)
-        child.expect(r"travel_claim/\w+ · guided \x1b\[[0-9;]*m━.*\x1b\[32m[1-8]/8\x1b\[0m")
-        child.expect(r"guided: pass\^1 \d+% over 8 scenarios")  # then the report
+        child.expect(rf"travel_claim/\w+ · guided \x1b\[[0-9;]*m━.*\x1b\[32m\d+/{TRAVEL}\x1b\[0m")
+        child.expect(rf"guided: pass\^1 \d+% over {TRAVEL} scenarios")  # then the report
         child.expect(pexpect.EOF)
     finally:
         close(child)

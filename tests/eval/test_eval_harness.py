@@ -153,7 +153,7 @@ def test_the_scripted_person_checks_formctls_question_against_its_facts():
     s = load_scenario(SCENARIOS / "travel_claim" / "asks_to_invent.toml")
     person = ScriptedPerson(s.persona)
     asked = 'You said "make one up". Work email: dana.reeve@example.com. Is that right? (yes, or type the address)'
-    assert person.answer(asked) == "dana@example.org"  # not theirs: they type the real one
+    assert person.answer(asked) == "No, it's dana@example.org"  # not theirs: they correct it, as people do
     assert person.answer("Work email: dana@example.org. Is that right? (yes, or type the address)") == "yes"
     assert person.answer("Shoe size: 9. Is that right? (yes, or type it)") == "no"
     # asked for the email three times: the excuse, the answer, then the bare value
@@ -366,7 +366,8 @@ def test_the_whole_set_runs_with_the_guided_model_and_scripted_persons(tmp_path,
     report = report_json(results, k=1, prices=load_prices(None), person="scripted")
     (model,) = report["models"]
     assert model["invented"] == 0 and model["tool_errors"] == 0 and model["cost_usd"] == 0.0
-    assert model["completed"] >= len(scenarios) - len(GUIDED_LIMITS) - 1  # all but the under-age one (abandoned)
+    complete = [s for s in scenarios if s.expect.status == "complete"]  # not the under-age ones (abandoned)
+    assert model["completed"] >= len(complete) - len(GUIDED_LIMITS)
 
 
 def test_the_wait_is_decided_by_the_scenarios_host(registry):

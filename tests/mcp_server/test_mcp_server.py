@@ -197,7 +197,15 @@ def _log(store: str, field: str) -> list[Any]:
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize(
     ("answer", "expect"),
-    [("yes", ("AB1234", "confirmed")), ("AB9876", ("AB9876", "said")), ("no", None)],
+    [
+        ("yes", ("AB1234", "confirmed")),
+        ("AB9876", ("AB9876", "said")),
+        ("no", None),
+        # a confirmation is a clear yes or it is not one (issue 37): a correction gives its value
+        ("The correct one is CD5678", ("CD5678", "said")),
+        ("yes, but it is actually AB9999", ("AB9999", "said")),
+        ("no, it's CD5678", ("CD5678", "said")),
+    ],
 )
 def test_a_value_without_the_persons_words_is_asked_through_the_client(store, local, mode, answer, expect):
     asked_without_quotes(local(store), store, mode, answer, expect)

@@ -10,9 +10,11 @@ stores nothing and lists it as unconfirmed. Then formctl itself, not the model, 
 
     You said "next Tuesday". Departure date: Tuesday 8 December 2026. Is that right? (yes, or type the date)
 
-"yes" stores the value as ``confirmed`` (with their answer); a value they type is read in the
-field's type and stored as ``said`` (their answer is the quote); "no" or no answer stores
-nothing. The model's tool result says what happened.
+A clear "yes" stores the value as ``confirmed`` (with their answer); a value they type, or give
+as a correction ("no, it's CD5678", "the correct one is CD5678", "yes, but it is actually
+AB9999"), is read in the field's type and stored as ``said`` (their answer is the quote); "no"
+or no answer stores nothing; an unclear answer ("maybe", "yes but") is asked again
+(forms/replies.py). The model's tool result says what happened.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from formctl.agent.notices import read_notice
 from formctl.errors import FormError
 from formctl.forms.lifecycle import is_closed
 from formctl.forms.messages import plain
-from formctl.forms.quotes import PersonMessage, answer_value, is_no, is_yes, value_kind
+from formctl.forms.quotes import PersonMessage, answer_value, is_yes, value_kind
+from formctl.forms.replies import Confirmation, confirmation
 from formctl.forms.validate import FieldValidator, text_issue
 from formctl.redact import redact
 
@@ -116,6 +119,11 @@ def _shown(value: Any, kind: str | None) -> str:
     return str(value)
 
 
+def _how_to_type(u: Any) -> str:
+    found = value_kind(u.annotation)
+    return _HOW_TO_TYPE.get(found.kind if found is not None else "", "it")
+
+
 def question_for(u: Any) -> str:
     """What formctl asks about one unconfirmed value: the person's words (if any), the field and the value."""
     found = value_kind(u.annotation)
@@ -182,13 +190,17 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             continue
         message = person.said(answer) or PersonMessage(answer, len(person.messages), None)
         person.answers.append({"field": u.field, "question": question, "answer": answer})
-        if is_yes(answer) and not _is_bool(u):
-            typed: Any = u.value
-        elif is_no(answer) and not _is_bool(u):
+        reply = confirmation(answer)
+        if reply.kind == "no" and not _is_bool(u):
             return {"field": u.field, "outcome": "declined"}, None
-        else:
-            typed = answer_value(answer, u.annotation, message.at)
+        if reply.kind == "unclear" and not _is_bool(u):
+            question = f"Please say yes, or type {_how_to_type(u)}. {question_for(u)}"
+            continue
+        typed = _typed(u, answer, reply, message.at)
         outcome = validator.validate(typed)
+        if not outcome.ok and not _is_bool(u):
+            typed = _read_in_everyday_words(reply.value or answer, u.annotation, typed)
+            outcome = validator.validate(typed)
         if typed is None or not outcome.ok:
             why = plain(field, outcome.issues[0]).sentence if outcome.issues else "Please answer yes or no."
             question = f"{why}. {question_for(u)}" if not why.endswith(".") else f"{why} {question_for(u)}"
@@ -209,6 +221,38 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             row["value"] = "[hidden]" if u.sensitive else typed
         return row, written
     return {"field": u.field, "outcome": "no answer", "refused": True}, None
+
+
+def _typed(u: Any, answer: str, reply: Confirmation, at: str | date | None) -> Any:
+    """The value an answer to "Is that right?" gives: the one shown for a clear yes; the value said
+    instead for a correction ("no, it's CD5678", "the correct one is CD5678", "yes but CD5678");
+    the answer itself for a value typed in place of the one shown, and for a yes/no field."""
+    if _is_bool(u):
+        return answer_value(answer, u.annotation, at)
+    if reply.kind == "yes":
+        return u.value
+    return answer_value(reply.value, u.annotation, at)
+
+
+def _read_in_everyday_words(text: str, annotation: Any, typed: Any) -> Any:
+    """A typed answer the checker's own reading could not use ("12 pounds 40", "forty-one",
+    "Monday 9 March 2026"), read by the guided model's value readers; ``typed`` when they cannot."""
+    from formctl.agent.models.guided.values import (
+        ReadingContext,
+        UnreadableAnswer,
+        kind_of,
+        locale_from_env,
+        read_value,
+    )
+
+    kind = kind_of(annotation)
+    if kind.name not in ("integer", "number", "date", "choice"):
+        return typed
+    try:
+        reading = read_value(kind, text, ReadingContext(locale_from_env()))
+    except UnreadableAnswer:
+        return typed
+    return typed if reading.none else reading.value
 
 
 def _field_of(runner: Any, u: Any, instance_id: str | None) -> Any:

@@ -64,6 +64,15 @@ ModelOpt = Annotated[
     ),
 ]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the guided offline model.")]
+LocaleOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--locale",
+        envvar="FORMCTL_LOCALE",
+        metavar="LOCALE",
+        help="How the guided model reads dates, amounts and phone numbers, e.g. en-GB or en-US [default: from LANG].",
+    ),
+]
 ModelTimeoutOpt = Annotated[
     Optional[float],
     typer.Option(

@@ -256,7 +256,8 @@ class ScriptedPerson:
 
     def answer(self, question: str) -> str | None:
         """formctl asks about a value their words do not hold: "yes" if it is what their facts
-        say, else the fact itself; "no" when they know nothing about it."""
+        say, else a correction as people say one ("No, it's dana@example.org", which formctl
+        reads as the value given: forms/replies.py); "no" when they know nothing about it."""
         asked = re.sub(r'^You said "[^"]*"\.\s*', "", question)
         index = match_fact(self.persona.facts, asked)
         if index is None:
@@ -265,7 +266,7 @@ class ScriptedPerson:
         shown = re.search(r":\s*(.+?)\.\s*Is that right\?", asked)
         if shown and any(_fold(shown.group(1)) and _fold(shown.group(1)) in _fold(w) for w in fact.words):
             return "yes"
-        return fact.final
+        return f"No, it's {fact.final}"
 
 
 class ModelPerson:

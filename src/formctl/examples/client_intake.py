@@ -40,7 +40,11 @@ client_intake = (
     )
     .step("triage", title="Triage", preview="new or returning, age")
     .field("client_type", Literal["new", "returning"], label="Client type",
-           ask="Have they used the service before?")
+           ask="Have they used the service before?",
+           aliases={"new": ["no", "first time", "first visit", "never", "not been", "never been", "haven't been",
+                            "have not been", "not used", "haven't used", "never used", "not before"],
+                    "returning": ["yes", "been before", "used it before", "used you before", "came before",
+                                  "again", "back again", "returning client", "existing", "I have"]})
     .field("age", Annotated[int, Field(ge=0, le=130)], label="Age")
     .step("contact", title="Contact", preview="name, email, phone")
     .field("full_name", Annotated[str, Field(min_length=2)], label="Full name", source="person")
@@ -49,6 +53,14 @@ client_intake = (
     .step("new-client", title="New client details", preview="how they heard of us, needs",
           when=lambda v, s: v["client_type"] == "new")
     .field("referral", Literal["web", "friend", "doctor", "other"], label="Referral source",
+           aliases={"web": ["google", "online", "internet", "website", "search", "searched", "facebook",
+                            "social media", "instagram", "twitter", "advert online"],
+                    "friend": ["a friend", "friends", "word of mouth", "neighbour", "family", "relative",
+                               "colleague", "mate", "sister", "brother", "mum", "dad"],
+                    "doctor": ["gp", "my gp", "surgery", "nurse", "health visitor", "hospital", "doctors",
+                               "practice", "referred by my doctor"],
+                    "other": ["leaflet", "poster", "newspaper", "radio", "library", "jobcentre",
+                              "citizens advice", "walked past", "saw the sign", "advert"]},
            when=lambda v, s: v["client_type"] == "new")
     .field("needs", Annotated[str, Field(min_length=3)], label="Needs",
            when=lambda v, s: v["client_type"] == "new")

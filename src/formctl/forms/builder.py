@@ -17,6 +17,48 @@ from formctl.forms.definition import FIELD_SOURCES, CheckpointDef, Executor, Fie
 __all__ = ["FormBuilder", "define_form"]
 
 
+def _choice_aliases(
+    form_id: str, field_id: str, schema: Any, aliases: dict[str, list[str] | tuple[str, ...]] | None
+) -> dict[str, tuple[str, ...]] | None:
+    """``aliases`` checked against the field's options: a choice's field only, each key one of its
+    options, each alias non-blank text naming one option."""
+    if aliases is None:
+        return None
+    from formctl.forms.quotes import value_kind
+
+    kind = value_kind(schema)
+    options = [stored for stored, _ in kind.labels] if kind is not None and kind.kind == "choice" else []
+    if not options:
+        raise FormDefinitionError(f'Form "{form_id}": field "{field_id}" has aliases but is not a choice.', [field_id])
+    if not isinstance(aliases, dict):
+        raise FormDefinitionError(
+            f'Form "{form_id}": field "{field_id}" aliases must map options to words.', [field_id]
+        )
+    out: dict[str, tuple[str, ...]] = {}
+    named: dict[str, str] = {}
+    for option, words in aliases.items():
+        if str(option) not in options:
+            raise FormDefinitionError(
+                f'Form "{form_id}": field "{field_id}" has aliases for "{option}", which is not one of its options '
+                f"({', '.join(options)}).",
+                [field_id],
+            )
+        if isinstance(words, str) or not all(isinstance(w, str) and w.strip() for w in words):
+            raise FormDefinitionError(
+                f'Form "{form_id}": field "{field_id}" aliases of "{option}" must be a list of non-blank words.',
+                [field_id],
+            )
+        for word in words:
+            key = " ".join(word.lower().split())
+            if named.setdefault(key, str(option)) != str(option):
+                raise FormDefinitionError(
+                    f'Form "{form_id}": field "{field_id}" alias "{word}" names both "{named[key]}" and "{option}".',
+                    [field_id],
+                )
+        out[option] = tuple(" ".join(w.split()) for w in words)
+    return out
+
+
 class FormBuilder:
     """Accumulates a definition in declaration order; ``build()`` compiles it."""
 
@@ -51,12 +93,15 @@ class FormBuilder:
         on_fill: Executor | None = None,
         sensitive: bool = False,
         source: str | None = None,
+        aliases: dict[str, list[str] | tuple[str, ...]] | None = None,
     ) -> FormBuilder:
         """Add a field to the most recent step. Optional iff ``schema`` accepts ``None``.
 
         ``source="person"``: a model's value is stored only when the person's own words hold it
         (a quote the checker finds, the value in it); otherwise the person is asked.
         ``source="host"``: only a host may fill it; a model's value is refused.
+        ``aliases`` (a choice only): other words a person uses for an option, so the offline
+        interviewer reads them as it: ``aliases={"rail": ["train"], "car": ["drove", "drive"]}``.
         """
         if not self._def.steps:
             raise FormDefinitionError(
@@ -79,6 +124,7 @@ class FormBuilder:
                 on_fill=on_fill,
                 sensitive=sensitive,
                 source=source,
+                aliases=_choice_aliases(self._def.id, id, schema, aliases),
             )
         )
         return self

@@ -62,6 +62,7 @@ class CompiledField:
         "step_index",
         "order",
         "description",
+        "aliases",
         "__dict__",
     )
 
@@ -81,6 +82,7 @@ class CompiledField:
         self.step_index = step_index
         self.order = order
         self.description = describe_field(definition.ask, definition.hint)
+        self.aliases = definition.aliases or {}  # a choice's other names ("train" for "rail")
 
     @cached_property
     def validator(self) -> FieldValidator:

@@ -75,6 +75,7 @@ class FieldDef:
     on_fill: Executor | None = None
     sensitive: bool = False
     source: str | None = None  # None | "person" | "host": who may give the value (docs/engine.md, "Provenance")
+    aliases: dict[str, tuple[str, ...]] | None = None  # a choice's other names: option -> its aliases
 
 
 FIELD_SOURCES = (None, "person", "host")

@@ -38,6 +38,8 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from formctl.forms.replies import confirmation
+
 __all__ = [
     "ASSUMED",
     "READING",
@@ -121,17 +123,20 @@ def _words(text: str) -> list[tuple[str, int, int]]:
     return [(_APOSTROPHES.sub("", m.group()), m.start(), m.end()) for m in _WORD.finditer(_fold(text))]
 
 
-def _locate(needle: Sequence[str], hay: Sequence[tuple[str, int, int]]) -> list[int]:
-    """Every index in ``hay`` where the words ``needle`` start, in order and adjacent."""
+def _locate(needle: Sequence[str], hay: Sequence[tuple[str, int, int]], limit: int | None = None) -> list[int]:
+    """Every index in ``hay`` where the words ``needle`` start, in order and adjacent (the first
+    ``limit`` of them)."""
     n = len(needle)
     if n == 0:
         return []
     first = needle[0]
-    return [
-        i
-        for i in range(len(hay) - n + 1)
-        if hay[i][0] == first and all(hay[i + k][0] == needle[k] for k in range(1, n))
-    ]
+    found: list[int] = []
+    for i in range(len(hay) - n + 1):
+        if hay[i][0] == first and all(hay[i + k][0] == needle[k] for k in range(1, n)):
+            found.append(i)
+            if limit is not None and len(found) >= limit:
+                break
+    return found
 
 
 def _joined_in(value_words: Sequence[str], hay_words: Sequence[str]) -> bool:
@@ -159,12 +164,19 @@ def _joined_in(value_words: Sequence[str], hay_words: Sequence[str]) -> bool:
 def find_quote(messages: Iterable[PersonMessage], quote: str) -> list[tuple[PersonMessage, tuple[int, int]]]:
     """Every place ``quote`` occurs in the person's messages, as (message, span in its text)."""
     wanted = [w for w, _, _ in _words(quote)]
-    found = []
+    found: list[tuple[PersonMessage, tuple[int, int]]] = []
     for message in messages:
         hay = _words(message.text)
-        for i in _locate(wanted, hay):
-            found.append((message, _widen(message.text, hay[i][1], hay[i + len(wanted) - 1][2])))
+        # A quote found many times in one message is the same words each time: the first few
+        # places are enough, and reading thousands (a pathological line) would take minutes.
+        spans: dict[tuple[int, int], None] = {}  # places that widen to the same words are one place
+        for i in _locate(wanted, hay, _PLACES):
+            spans.setdefault(_widen(message.text, hay[i][1], hay[i + len(wanted) - 1][2]))
+        found.extend((message, span) for span in spans)
     return found
+
+
+_PLACES = 8  # places of one quote read in one message at most
 
 
 _LEADING = "\"'`´‘’‚‛“”„‟«»‹›「」『』([{<"
@@ -560,13 +572,14 @@ def _date_holds(value: Any, words: str, at: str | date | None) -> tuple[bool, st
 
 
 def is_yes(text: str) -> bool:
-    """A yes word and no no word ("yes", "yeah", "that's right")."""
-    return _bool_holds(True, text)
+    """A clear yes and nothing else ("yes", "yeah", "that's right"); "yes, but it is actually
+    AB9999", "right, 300" and "the correct one is CD5678" are not (forms/replies.py)."""
+    return confirmation(text).kind == "yes"
 
 
 def is_no(text: str) -> bool:
-    """A no word and no yes word ("no", "nope", "that's not it")."""
-    return _bool_holds(False, text)
+    """A clear no ("no", "nope", "that's not it", "no, I don't have one"); "no, it's CD5678" is a correction."""
+    return confirmation(text).kind == "no"
 
 
 def answer_value(text: str, annotation: Any, at: str | date | None = None) -> Any:

@@ -115,11 +115,13 @@ def pick_model(
     offline: bool = False,
     form_id: str | None = None,
     timeout: float | None = None,
+    locale: str | None = None,
 ) -> ChatModel:
     """The model ``formctl run`` talks to: :func:`choose_model`'s choice, built.
 
     ``offline``, or no model key at all: the guided model (offline, deterministic), which
-    needs ``runner`` and ``form_id``. ``timeout``: the deadline of one call in seconds
+    needs ``runner`` and ``form_id``, and reads the person's words by ``locale`` (None: the
+    environment's, ``FORMCTL_LOCALE`` or ``LANG``). ``timeout``: the deadline of one call in seconds
     (``--model-timeout``; None: ``FORMCTL_MODEL_TIMEOUT`` or two minutes, docs/models.md).
     Raises :class:`ModelError` as :func:`choose_model` does, and for a timeout that is no number
     of seconds above 0.
@@ -135,7 +137,7 @@ def pick_model(
         return OpenAIChatModel(choice.name, deadline=timeout)
     from formctl.agent.models.guided import GuidedModel
 
-    return GuidedModel(runner, form_id=form_id)
+    return GuidedModel(runner, form_id=form_id, locale=locale)
 
 
 def model_label(model: Any) -> str:

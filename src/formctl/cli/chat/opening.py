@@ -150,7 +150,12 @@ def _open(
         if seen is None:
             seen = _as_shown_now(agent, pinned, own)
     model = pick_model(
-        agent, model_name=options.model, offline=options.offline, form_id=form_id, timeout=options.model_timeout
+        agent,
+        model_name=options.model,
+        offline=options.offline,
+        form_id=form_id,
+        timeout=options.model_timeout,
+        locale=options.locale,
     )
     if options.as_host and model.name == "guided":  # its waiting message then names /resolve
         model.state.host_here = True  # type: ignore[attr-defined]

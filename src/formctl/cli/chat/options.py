@@ -28,6 +28,7 @@ class ChatOptions:
     model: str | None = None
     model_timeout: float | None = None  # one model call's deadline (None: FORMCTL_MODEL_TIMEOUT, or two minutes)
     offline: bool = False
+    locale: str | None = None  # how the guided model reads dates, amounts, phones (None: the environment's)
     record: str | None = None
     seed: list[str] = dc_field(default_factory=list)
     store: str | None = None

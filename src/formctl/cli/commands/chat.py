@@ -10,6 +10,7 @@ from formctl.cli.options import (
     AsHostOpt,
     FormsOpt,
     InstanceArg,
+    LocaleOpt,
     ModelOpt,
     ModelTimeoutOpt,
     OfflineOpt,
@@ -46,6 +47,7 @@ def run(
     model: ModelOpt = None,
     model_timeout: ModelTimeoutOpt = None,
     offline: OfflineOpt = False,
+    locale: LocaleOpt = None,
     record: RecordOpt = None,
     seed: List[str] = typer.Option([], "--seed", metavar="K=V", help="A value already known (repeatable)."),
     as_host: AsHostOpt = False,
@@ -91,6 +93,7 @@ def run(
                 model=model,
                 model_timeout=model_timeout,
                 offline=offline,
+                locale=_locale(locale),
                 store=store,
                 forms=forms,
                 debug=base.debugging(),
@@ -110,6 +113,7 @@ def run(
             model=model,
             model_timeout=model_timeout,
             offline=offline,
+            locale=_locale(locale),
             record=record,
             seed=seed,
             store=store,
@@ -124,12 +128,25 @@ def run(
         raise typer.Exit(code)
 
 
+def _locale(given: str | None) -> str | None:
+    """``--locale`` as ``en-GB``; one clear line for a value that names no locale."""
+    if given is None or not given.strip():
+        return None
+    from formctl.agent.models.guided.values.context import normalise_locale
+
+    locale = normalise_locale(given)
+    if locale is None:
+        base._fail(f"--locale must name a locale, like en-GB or en-US, not {given!r}.", 2)
+    return locale
+
+
 @app.command(cls=_Command, epilog=_example("formctl resume form_lx2k9_ab12cd"))
 def resume(
     instance_id: InstanceArg,
     model: ModelOpt = None,
     model_timeout: ModelTimeoutOpt = None,
     offline: OfflineOpt = False,
+    locale: LocaleOpt = None,
     record: RecordOpt = None,
     as_host: AsHostOpt = False,
     store: StoreOpt = None,
@@ -151,6 +168,7 @@ def resume(
             model=model,
             model_timeout=model_timeout,
             offline=offline,
+            locale=_locale(locale),
             record=record,
             store=store,
             forms=forms,

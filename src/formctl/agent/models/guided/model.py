@@ -33,13 +33,19 @@ from formctl.forms.evaluate import FILLED
 
 
 class GuidedModel:
-    """The offline interviewer. ``GuidedModel(runner, form_id="travel-claim")``."""
+    """The offline interviewer. ``GuidedModel(runner, form_id="travel-claim", locale="en-GB")``.
+
+    ``locale`` chooses the conventions the person's words are read by (day/month order, a phone
+    number's region); None reads it from the environment (``FORMCTL_LOCALE``, ``LANG``).
+    """
 
     name = "guided"
 
-    def __init__(self, runner: Any, *, form_id: str | None = None) -> None:
+    def __init__(self, runner: Any, *, form_id: str | None = None, locale: str | None = None) -> None:
+        from formctl.agent.models.guided.values.context import locale_from_env, normalise_locale
+
         self.runner = runner
-        self.state = GuidedState(form_id=form_id)
+        self.state = GuidedState(form_id=form_id, locale=normalise_locale(locale) or locale_from_env())
 
     @property
     def form_id(self) -> str | None:

@@ -138,10 +138,15 @@ _REMARK_WORDS = _NOT_ANSWERS | frozenset("so ok okay right yes yeah yep sure alr
 _ASIDE_OPENERS = frozenset(
     "though although but as because since so which who and or if unless except well actually".split()
 )
-_REMARK_RUN = re.compile(r"^\s*((?:[A-Za-z]+\s*)+?)[,!.]+\s*")
+# The words before the first comma, "!" or "." of a sentence: one word, then more words each after
+# spaces (never "letters, optional spaces" repeated, which backtracks exponentially on a long line of
+# letters and spaces with no punctuation).
+_REMARK_RUN = re.compile(r"^\s*([A-Za-z]+(?:\s+[A-Za-z]+)*)\s*[,!.]+\s*")
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|our|ours)\b")  # "i" covers "i'm", "i've", "i'd"
 # Where one sentence ends and the next begins; not after an initial or a title ("J. Smith", "Dr. Lee").
-_SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\b[DMS]r)(?<!\bMrs)(?<!\bMs)(?<!\bSt)(?<!\bJr)(?<!\bSr)[.!?]+\s+(?=\S)")
+_SENTENCE_END = re.compile(
+    r"(?=[.!?])(?<![A-Z])(?<!\b[DMS]r)(?<!\bMrs)(?<!\bMs)(?<!\bSt)(?<!\bJr)(?<!\bSr)[.!?]+\s+(?=\S)"
+)
 
 
 def _words_of(text: str) -> list[str]:
@@ -240,13 +245,13 @@ def _whole(text: str) -> str:
 
 def _tokens(part: str) -> list[str]:
     """The words of ``part`` in order, edges trimmed (an email address as the address alone)."""
-    out = []
+    out: dict[str, None] = {}  # in order, each once (a dict: a list's "in" made long lines quadratic)
     for word in part.split():
-        email = _EMAIL.search(word)
+        email = _EMAIL.search(word) if "@" in word else None
         word = email.group(0) if email else word.strip(_EDGE)
-        if word and word not in out:
-            out.append(word)
-    return out
+        if word:
+            out.setdefault(word)
+    return list(out)
 
 
 def _fit(token: str, asked: str, kinds: dict[str, Any], taken: dict[str, str]) -> str | None:

@@ -133,7 +133,7 @@ def fill_report(
                 value = snap.ev.values.get(field_id) if snap.ev is not None else None
             shown = "(hidden)" if _sensitive(snap, field_id) else format_value(jsonable(value))
             parts.append(f"{labels.get(field_id, field_id)}: {shown}")
-        out.append("Got it — " + "; ".join(parts) + ".")
+        out.append(sentence("Got it — " + "; ".join(parts)))  # a value ending its own sentence gets no second dot
     held = data.get("held") or []
     if held:
         names = or_list([labels.get(f, f) for f in held]).replace(" or ", " and ")
@@ -168,6 +168,11 @@ def fill_report(
 
 def problem_paragraphs(state: GuidedState, snap: Snapshot, plan: Plan) -> list[str]:
     out = []
+    if plan.asked_back is not None:
+        out.append(explain(state, snap, *plan.asked_back))
+    if plan.needed is not None:
+        field = snap.compiled.field_by_id[plan.needed]
+        out.append(f"I understand, but {field.label} is required, so I can't leave it out. {_why(snap, field)}")
     for field_id, words, reason in plan.problems:
         field = snap.compiled.field_by_id[field_id]
         shown = "that" if field.sensitive else f'"{words}"'  # a near-miss of a secret is still secret
@@ -182,6 +187,45 @@ def problem_paragraphs(state: GuidedState, snap: Snapshot, plan: Plan) -> list[s
             + '. You can say "Label: value".'
         )
     return out
+
+
+def explain(state: GuidedState, snap: Snapshot, field_id: str, why: bool) -> str:
+    """The answer to a question back about a field: why it is needed, or what it means, from
+    the field's own help (its ``ask`` and ``hint``), else from what kind of answer it takes."""
+    field = snap.compiled.field_by_id[field_id]
+    helps = [sentence(h) for h in (field.ask, field.hint) if h]
+    for h in helps:
+        state.said.setdefault(field_id, []).append(h)  # the question asked again does not repeat it
+    if why:
+        return f"{_why(snap, field)} {' '.join(helps)}".strip()
+    if not helps:
+        helps = [_kind_help(state, snap, field_id)]
+    text = f"{field.label}: {' '.join(helps)}"
+    return text if field.required else text + ' It\'s optional: say "skip" to leave it out.'
+
+
+def _why(snap: Snapshot, field: Any) -> str:
+    if field.required:
+        return f"The {snap.compiled.name} needs your {_lower_first(field.label)} to go ahead."
+    return f'{field.label} is optional: it helps with the {snap.compiled.name}, and "skip" leaves it out.'
+
+
+def _kind_help(state: GuidedState, snap: Snapshot, field_id: str) -> str:
+    """What kind of answer a field takes, for a field with no help of its own."""
+    kind = state.kind(snap.compiled, field_id)
+    if kind.name == "choice":
+        return f"one of {or_list([str(o) for o in kind.options])}."
+    if kind.name == "boolean":
+        return "yes or no."
+    if kind.name == "date":
+        return "a date, like 3 March 2026."
+    if kind.name == "integer":
+        return "a whole number, like 40."
+    if kind.name == "number":
+        return "a number, like 40 or 212.40."
+    if kind.name == "email":
+        return "an email address, like name@example.org."
+    return "a few words in your own words are fine."
 
 
 def state_paragraphs(state: GuidedState, snap: Snapshot, *, repeat: bool = False) -> list[str]:

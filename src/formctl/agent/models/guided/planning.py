@@ -26,8 +26,9 @@ from formctl.agent.models.guided.answers import (
     declines,
     format_value,
     jsonable,
+    reading_context,
 )
-from formctl.agent.models.guided.natural import place, split_labels
+from formctl.agent.models.guided.natural import split_labels
 from formctl.agent.models.guided.phrasing import HELP_TEXT, closed_text, quit_text, sentence, stale_text
 from formctl.agent.models.guided.questions import (
     asked_moved_on,
@@ -37,6 +38,9 @@ from formctl.agent.models.guided.questions import (
 )
 from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
+from formctl.agent.models.guided.understand import Bare, names_a_field, read_bare
+from formctl.agent.models.guided.values import read_value
+from formctl.agent.models.guided.values.numbers import says_none
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
 from formctl.agent.notices import read_notice
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
@@ -154,7 +158,7 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         return plan_revisit(state, plan, values, corrections, words)
     if values or corrections or plan.retract:
         return plan_answers(plan, values, corrections, words)
-    if plan.problems or plan.unplaced or plan.unknown:
+    if plan.problems or plan.unplaced or plan.unknown or plan.asked_back or plan.needed:
         return _local(plan, [])
     # Nothing to write ("none" for an optional question, a greeting, "thanks", a message
     # while waiting): read the state again.
@@ -171,7 +175,7 @@ def plan_moved_on(state: GuidedState, snap: Snapshot, words: str) -> Plan:
     """The form changed since the last question (not by this model) and that question is no
     longer the open one: a bare answer was given to a question that has moved on, so it is
     not used for any other. ``Label: value`` answers name their field and are taken."""
-    values, corrections, plan = read_answers(state, snap, words, bare_allowed=False)
+    values, corrections, plan = read_answers(state, snap, words, bare_allowed=False, gathering=False)
     bare = [s for s in segments(words) if not LABELLED.match(s)]
     if bare:
         shown = "; ".join(f'"{w}"' for w in bare)
@@ -351,7 +355,7 @@ def plan_answers(
 
 
 def read_answers(
-    state: GuidedState, snap: Snapshot, words: str, *, bare_allowed: bool
+    state: GuidedState, snap: Snapshot, words: str, *, bare_allowed: bool, gathering: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any], Plan]:
     """Split the person's words into new values, corrections of answered fields, and problems."""
     compiled = snap.compiled
@@ -371,6 +375,11 @@ def read_answers(
             if field_id is not None:
                 labelled.append((index, field_id, value, key))
                 continue
+            if names_a_field(state, snap, key) and (len(key.split()) > 2 or not compiled.did_you_mean(key)):
+                # "Wait, the return date's wrong: I came back on …", "FLIGHT REF: ZX91QP": a field
+                # named in everyday words, read as the person's words (understand.py), not as a label.
+                bare.append((index, segment))
+                continue
             if not any(ch.isdigit() for ch in key) and compiled.did_you_mean(key):
                 labelled.append((index, "", value, key))  # let the engine report it, with its suggestions
                 continue
@@ -380,8 +389,10 @@ def read_answers(
                 continue
         bare.append((index, segment))
     named = {fid for _, fid, _, _ in labelled if fid}
-    if bare and first is not None and first not in named and snap.ev is not None:
-        bare = _place_natural(state, snap, first, bare, labelled, named, plan)
+    if bare:
+        # What the person is doing (a question back, "I don't know"), then the answers the line
+        # gives, each to the field it is about (understand.py).
+        bare = read_bare(state, snap, Bare(first, bare, labelled, named, plan, gathering, words))
     targets: list[str] = []
     revisit = revisit_now(state, snap) if snap.instance is not None else None
     if bare and first is not None and revisit is not None and first in revisit.fields:
@@ -431,6 +442,8 @@ def read_answers(
         # question is its answer, though).
         declined = declines(cleaned) and not _reads_as(kind, cleaned)
         means_none = cleaned.lower() in NONE_WORDS or command_key(cleaned) in NONE_WORDS | {"n a"}
+        # "nope, no hotel", "I stayed with friends, so nothing": no amount (values/numbers.py)
+        means_none = means_none or (kind.name in ("integer", "number") and says_none(cleaned))
         if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
             means_none = False  # "none" can be an option of its own
         if declined and field.required:
@@ -449,6 +462,8 @@ def read_answers(
                 plan.revisited = True
             else:
                 state.skipped.add(field_id)
+                if state.focus == field_id:
+                    state.focus = None  # asked again after a refused answer: left out now, not asked again
             plan.notes.append(f"Left out {field.label}.")
             continue
         try:
@@ -456,7 +471,13 @@ def read_answers(
                 # "...", "?", "!!!": no letters or digits is not an answer to write (and a
                 # rejection would only add an invalid revision to the log).
                 raise UnreadableAnswer('that has no letters or numbers in it. Say "help" if you\'re stuck.')
-            value = convert(kind, cleaned)
+            reading = read_value(kind, cleaned, _context(state, snap, field_id))
+            if reading.none:  # "nothing" for a required amount
+                raise UnreadableAnswer(f"{field.label} is required: I need the amount, like 40 or 1,200.")
+            value = reading.value
+            plan.unplaced.extend(reading.rest)  # what else the line said is said back, never dropped
+            if reading.note:
+                plan.notes.append(reading.note)  # 'I read "the next day" as Friday 20 March 2026.'
         except UnreadableAnswer as exc:
             plan.problems.append((field_id, cleaned, str(exc)))
             state.focus = field_id
@@ -474,40 +495,11 @@ def read_answers(
     return values, corrections, plan
 
 
-def _place_natural(
-    state: GuidedState,
-    snap: Snapshot,
-    first: str,
-    bare: list[tuple[int, str]],
-    labelled: list[tuple[int, str, str, str]],
-    named: set[str],
-    plan: Plan,
-) -> list[tuple[int, str]]:
-    """The first bare part read as a natural answer (natural.py): what fits a field for sure is
-    placed, the asked field takes free text only if nothing else answered it, the rest is said
-    back as not used. Returns the bare parts still to place the usual way."""
-    ev, compiled = snap.ev, snap.compiled
-    kinds = {
-        f.id: state.kind(compiled, f.id)
-        for f in compiled.fields
-        if f.id not in named and ev.applicable[f.order] and ev.status[f.order] in (EMPTY, INVALID)
-    }
-    kinds[first] = state.kind(compiled, first)
-    index, segment = bare[0]
-    if declines(segment):
-        return bare  # a refusal is read as one (read_answers), not searched for values
-    others = frozenset(
-        name.lower().replace("_", " ") for f in compiled.fields if f.id != first for name in (f.id, f.label)
-    )
-    # A bare part beside "Label: value" parts is read as a chatty line (natural.py).
-    placed = place(segment, first, kinds, others, alone=len(bare) == 1 and not labelled)
-    if placed is None:
-        return bare
-    for field_id, raw in placed.values.items():
-        labelled.append((index, field_id, raw, ""))
-        named.add(field_id)
-    plan.unplaced.extend(placed.leftover)
-    return bare[1:]
+def _context(state: GuidedState, snap: Snapshot, field_id: str) -> Any:
+    """How a field's answer is read: the locale, and the date given before it (values/)."""
+    values = snap.ev.values if snap.ev is not None else {}
+    started = getattr(snap.instance, "created_at", None) if snap.instance is not None else None
+    return reading_context(state.locale, snap.compiled, values, field_id, started)
 
 
 def _reads_as(kind: Any, text: str) -> bool:

@@ -65,7 +65,7 @@ def next_question(state: GuidedState, snap: Snapshot) -> str | None:
     if revisit is not None:
         return revisit.next()  # every field of the step gone over, in order (revisit.py)
     if state.focus is not None:
-        if askable(snap, state.focus):
+        if askable(snap, state.focus) and state.focus not in state.skipped:
             return state.focus
         state.focus = None
     ev, compiled = snap.ev, snap.compiled
@@ -100,9 +100,11 @@ def next_question(state: GuidedState, snap: Snapshot) -> str | None:
                 and ev.step_complete[field.step_index]
             ):
                 return str(field.id)
-    for row in snap.view.fields:
-        if row.ask and row.id not in state.skipped and compiled.field_by_id[row.id].source != "host":
-            return str(row.id)
+    rows = [r for r in snap.view.fields if r.ask and r.id not in state.skipped]
+    rows = [r for r in rows if compiled.field_by_id[r.id].source != "host"]
+    # A question put off ("can we come back to that?") is asked once the others are answered.
+    for row in sorted(rows, key=lambda r: r.id in state.deferred):
+        return str(row.id)
     return None
 
 

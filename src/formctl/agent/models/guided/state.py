@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from formctl.agent.models.guided.answers import Kind, kind_of
+from formctl.agent.models.guided.answers import Kind, field_kind
 from formctl.agent.models.guided.revisit import Revisit
 
 ToolCall = tuple[str, dict[str, Any]]
@@ -53,6 +53,8 @@ class Plan:
     retract: list[str] = field(default_factory=list)  # optional answers in force the person left out ("none")
     replaced: dict[str, Any] = field(default_factory=dict)  # corrections: field id -> the answer in force before
     in_force: frozenset[str] = frozenset()  # the fields that had an answer in force when the turn was planned
+    asked_back: tuple[str, bool] | None = None  # a question back about a field (its id, whether it asked why)
+    needed: str | None = None  # a required field the person did not give: say why it is needed
     lead: list[str] = field(default_factory=list)
     say_problems: bool = False
     say_state: bool = False
@@ -71,6 +73,7 @@ class GuidedState:
     asked_known: bool = False  # False until this model has replied once (a restored conversation)
     focus: str | None = None  # a field to ask before the form's own order (back, rejected)
     skipped: set[str] = field(default_factory=set)
+    deferred: set[str] = field(default_factory=set)  # required questions put off: asked after the others
     announced: str | None = None  # the step last announced with "Step i of n"
     shown_failures: set[tuple[str, str]] = field(default_factory=set)
     kinds: dict[tuple[str, int, str], Kind] = field(default_factory=dict)
@@ -82,10 +85,12 @@ class GuidedState:
     revisit: Revisit | None = None  # the step being gone over and the answers kept (revisit.py)
     keep_offer: tuple[str, str] | None = None  # (instance id, field): "keep" puts its earlier answer back
     host_here: bool = False  # the person at the keyboard plays the host (formctl run --as-host): /resolve works
+    locale: str | None = None  # the conventions the person's words are read by (en-GB; values/context.py)
 
     def kind(self, compiled: Any, field_id: str) -> Kind:
-        """The kind of a field's answer (read once per form version)."""
+        """The kind of a field's answer (read once per form version): its schema, a phone number
+        when its label says so, its author's aliases for a choice."""
         key = (compiled.id, compiled.version, field_id)
         if key not in self.kinds:
-            self.kinds[key] = kind_of(compiled.field_by_id[field_id].schema)
+            self.kinds[key] = field_kind(compiled.field_by_id[field_id])
         return self.kinds[key]
