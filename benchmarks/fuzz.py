@@ -12,8 +12,12 @@ The same examples and checks as ``tests/agent/test_tool_fuzz.py`` (``tests/tool_
 each call must keep true): every example is one chat turn in a fresh JSON store, the tools run
 through the chat loop, and every call is checked as it happens. Instead of stopping at the
 first finding, this counts them and prints, for the whole run: calls, crashes, writes on error
-results, version regressions, conversations saved under another id, and every other kind of
-finding, then the wall time. It exits 1 when anything was found.
+results, fields a write was sent that its result names in no list (captured, held, rejected,
+not stored, undone, ...), captures not in the log, version regressions, conversations saved
+under another id, and every other kind of finding, then the wall time. It exits 1 when
+anything was found. Through the chat and OpenAI paths the person answers formctl's own
+questions from a drawn list (yes, no, nothing, a value, words with a NUL), so a write that ends
+the form and is declined is taken back in the run.
 
 The examples come from hypothesis, generated only (no shrinking: a finding is printed with
 the call that made it, the first few of each kind). fsync is off, as in the tests.
@@ -36,7 +40,15 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 import tool_fuzz  # noqa: E402
 
-HEADLINE = ["crash", "write on error", "version drop", "conversation under another id", "read across subjects"]
+HEADLINE = [
+    "crash",
+    "write on error",
+    "field missing from result",
+    "lost capture",
+    "version drop",
+    "conversation under another id",
+    "read across subjects",
+]
 
 
 def main(target: int, through: str = "chat") -> int:
@@ -90,6 +102,9 @@ def main(target: int, through: str = "chat") -> int:
     )
     print(f"  crashes:                              {kinds['crash']}")
     print(f"  writes on error results:              {kinds['write on error']}")
+    print(f"  fields missing from a write's result: {kinds['field missing from result']}")
+    print(f"  captures not in the log:              {kinds['lost capture']}")
+    print(f"  declined endings taken back:          {tally.taken_back}")
     print(f"  version regressions:                  {kinds['version drop']}")
     print(f"  conversations saved under another id: {kinds['conversation under another id']}")
     if through == "mcp":

@@ -45,12 +45,23 @@ from formctl import FormRegistry, FormRunner, JsonFileAdapter
 from formctl.agent.events import LoopError, ToolCall, ToolResult
 from formctl.agent.loop import ChatLoop, tool_result_block
 from formctl.agent.models.base import ModelReply
-from formctl.agent.tools import _BY_NAME, TOOL_NAMES
+from formctl.agent.person import Person
+from formctl.agent.tools import _BY_NAME, TOOL_NAMES, clipped
 from formctl.store.conversations import ConversationStore
 
 SUBJECT = "dana"
 OTHER = "sam"
 READS = {"form_list", "form_status", "form_inspect", "form_history"}  # they never write, even on success
+WRITES = {"form_start", "form_fill", "form_revise"}  # they are sent values, and their result says what became of each
+# The lists of a write's result that name a field it was sent (formctl.forms.project.FillResult,
+# formctl.agent.person): what the model reads to know what happened to each value.
+LISTS = ("captured", "held", "renamed", "unknown_fields", "rejected", "ignored", "not_stored", "not_written",
+         "asked_person", "undone")  # fmt: skip
+# What the person answers when formctl asks: yes, no, nothing, a value, and words the store cannot
+# keep as a reason (a NUL), which must not leave a declined ending half taken back.
+ANSWERS = st.lists(
+    st.sampled_from(["yes", "no", "no", "", "no\x00 it was 61", "61", "Dana Reeve", "2025-03-02"]), max_size=4
+)
 THEIRS_SAID = [{"role": "user", "content": [{"type": "text", "text": "sam's own words"}]}]
 
 # --------------------------------------------------------------------------- what a model sends
@@ -342,6 +353,7 @@ PARAMETERS: dict[str, st.SearchStrategy[Any]] = {
         ]
     ),
     "values": fill_values(),
+    "quotes": st.one_of(st.just({"age": "16"}), st.just({"age": "I'm 16"}), json_values),
     "field": field_names,
     "id": st.one_of(field_names, st.sampled_from(STEP_IDS)),
     "scope": st.sampled_from(["outline", "step", "field", "all", "OUTLINE", ""]),
@@ -416,6 +428,7 @@ class Tally:
     errors: int = 0
     findings: list[Finding] = field(default_factory=list)
     by_tool: dict[str, list[int]] = field(default_factory=dict)  # name: [calls, successes]
+    taken_back: int = 0  # writes that ended a form, declined by the person and taken back (``undone``)
 
     def count(self, kind: str) -> int:
         return sum(1 for f in self.findings if f.kind == kind)
@@ -569,8 +582,11 @@ class World:
             mine.abandon("moved away", instance_id=done)
             self.ids.mine.append(done)
         if open_form:
-            seed = {"ready": READY, "awaiting": AWAITING}.get(str(open_form), {"full_name": "Dana Reeve"})
-            self.ids.mine.append(mine.start("travel-claim", seed=seed).view.instance_id)
+            if open_form == "intake":  # the age comes next, and 16 ends it (its eligibility rule)
+                self.ids.mine.append(mine.start("client-intake", seed={"client_type": "new"}).view.instance_id)
+            else:
+                seed = {"ready": READY, "awaiting": AWAITING}.get(str(open_form), {"full_name": "Dana Reeve"})
+                self.ids.mine.append(mine.start("travel-claim", seed=seed).view.instance_id)
         self.theirs_conversation = (self.store / "conversations" / f"{theirs}.jsonl").read_bytes()
 
     def close(self) -> None:
@@ -641,18 +657,22 @@ class Watch:
     def finding(self, kind: str, detail: str) -> None:
         self.tally.findings.append(Finding(kind, self._call, detail))
 
-    def run(self, batches: list[list[tuple[str, Any]]], model: Any = None) -> None:
+    def run(self, batches: list[list[tuple[str, Any]]], model: Any = None, answers: list[str] | None = None) -> None:
+        # The person answers formctl's own questions (a value their words don't hold, an answer that
+        # ends the form) from ``answers``, in turn; past the last one nobody answers.
+        said = iter(answers or [])
         loop = ChatLoop(
             self.runner,
             model if model is not None else FuzzModel(batches),
             conversation_store=self.conversations,
             on_event=self._event,
             max_iterations=len(batches) + 1,
+            person=Person(ask=lambda question: next(said, None)),
         )
         self.allowed = {loop.instance_id} - {None}
         self.loop = loop
         try:
-            loop.send("Hello")
+            loop.send(OPENING)
         except BaseException as exc:  # noqa: BLE001 - the point: nothing may escape
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -704,6 +724,7 @@ class Watch:
                 self.finding("version drop", f"{instance_id}: {version} → {versions_after.get(instance_id)}")
         if envelope["status"] == "success":
             self._captured(ev.name, envelope["data"])
+            self._listed(ev.name, envelope["data"])
             data = envelope["data"]
             if ev.name == "form_start" and isinstance(data, dict):
                 self.allowed.add(data.get("instance_id"))
@@ -736,13 +757,40 @@ class Watch:
         else:
             values = sent.get("values")
             offered = list(values.items()) if isinstance(values, dict) else []
+        gave = {r.get("field"): r.get("value") for r in data.get("asked_person") or [] if r.get("outcome") == "gave"}
         for field_id in data["captured"]:
             candidates = [v for k, v in offered if compiled.resolve_field(k) == field_id]
+            if field_id in gave:  # formctl asked the person, who typed the value stored
+                candidates = [gave[field_id]]
             log = instance.entries.get(field_id)
             # the log keeps rejected values too (with their error): a capture is a value without one
             logged = [e.value for e in log.revisions if not e.retracted and e.error is None] if log else []
             if not any(same(c, v) for c in candidates for v in logged):
                 self.finding("lost capture", f"{field_id}: sent {_short(candidates, 120)}, log {_short(logged, 120)}")
+
+    def _listed(self, name: str, data: Any) -> None:
+        """Every field a successful write was sent is named in its result: captured, held, refused,
+        unknown, ignored, not stored, asked about, or undone (a declined ending). A field in none
+        of them is one the model cannot know the fate of."""
+        if name not in WRITES or not isinstance(data, dict):
+            return
+        self.tally.taken_back += bool(data.get("undone"))
+        sent = self._input if isinstance(self._input, dict) else {}
+        values = sent.get("values") if name != "form_revise" else {sent.get("field"): sent.get("value")}
+        if not isinstance(values, dict) or (name == "form_revise" and sent.get("action", "set") != "set"):
+            return
+        named: set[Any] = set()
+        for key in LISTS:
+            for item in data.get(key) or []:
+                named.add(item.get("field") if isinstance(item, dict) else item)
+                if isinstance(item, str) and " → " in item:  # renamed: "sent → resolved"
+                    named.update(item.split(" → ", 1))
+        compiled = self.runner.compiled(data["form"]) if isinstance(data.get("form"), str) else None
+        for key in values:
+            resolved = compiled.resolve_field(key) if compiled is not None and isinstance(key, str) else None
+            shown = clipped(key)  # as a result echoes a name: a lone surrogate escaped, a long one cut
+            if not {key, shown, resolved} & named:
+                self.finding("field missing from result", f"{key!r} is in no list of {sorted(data)}")
 
     def _after_turn(self) -> None:
         folder = self.world.store / "conversations"
@@ -767,10 +815,23 @@ class Watch:
             fresh.close()
 
 
-_BATCHES = st.lists(
-    st.lists(tool_calls(Ids(mine=["@mine"], theirs=["@theirs"])), min_size=1, max_size=3), min_size=1, max_size=4
-)
-_OPEN_FORM = st.sampled_from([False, True, "ready", "awaiting"])
+# The write that ends a client intake (an age under 18), quoted from the person's opening words:
+# one call in ten, so that a form ended, asked about and taken back is common enough to count.
+ENDING = ("form_fill", {"values": {"age": 16}, "quotes": {"age": "16"}})
+_CALL = tool_calls(Ids(mine=["@mine"], theirs=["@theirs"]))
+_ENDING = st.just(ENDING)
+
+
+@st.composite
+def _call(draw: st.DrawFn) -> tuple[str, Any]:
+    return weighted(draw, (9, _CALL), (1, _ENDING))
+
+
+_BATCHES = st.lists(st.lists(_call(), min_size=1, max_size=3), min_size=1, max_size=4)
+_OPEN_FORM = st.sampled_from([False, True, "ready", "awaiting", "intake"])
+# What the person said before the model's calls: the words a ``quotes`` of "16" (the age that
+# ends a client intake) can hold to.
+OPENING = "Hello. I'm 16, and new here."
 
 
 @st.composite
@@ -781,7 +842,7 @@ def turns(draw: st.DrawFn) -> dict[str, Any]:
     :func:`realise` once the world exists, so the same example replays against any store."""
     batches = draw(_BATCHES)
     open_form = draw(_OPEN_FORM)
-    return {"open": open_form, "closed": draw(st.booleans()), "batches": batches}
+    return {"open": open_form, "closed": draw(st.booleans()), "batches": batches, "answers": draw(ANSWERS)}
 
 
 def realise(node: Any, world: World) -> Any:
@@ -809,11 +870,12 @@ def play(example: dict[str, Any], registry_file: Path, tally: Tally, *, through:
     world = World(registry_file, open_form=example["open"], closed=example["closed"])
     try:
         batches = [[(name, realise(arguments, world)) for name, arguments in batch] for batch in example["batches"]]
+        answers = example.get("answers", [])
         if through is None:
-            Watch(world, tally).run(batches)
+            Watch(world, tally).run(batches, answers=answers)
         else:
             with through(batches) as model:
-                Watch(world, tally).run(batches, model)
+                Watch(world, tally).run(batches, model, answers=answers)
     finally:
         world.close()
 

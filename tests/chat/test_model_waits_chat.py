@@ -11,16 +11,15 @@ through the real entry point against the loopback servers, for both adapters:
 
 from __future__ import annotations
 
-import queue
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from clitools import formctl_child
+from helpers.output_lines import Lines
 
 pytestmark = pytest.mark.e2e  # every test here runs formctl in a child process
 
@@ -70,7 +69,9 @@ def test_a_reply_that_never_ends_stops_at_the_deadline_and_nothing_from_it_is_ap
         started = time.monotonic()
         result = cli.process("run", "travel-claim", *model, *timeout, input="I'm Dana Reeve\n", env=env)
         took = time.monotonic() - started
-    assert took < 20, took  # the SDK's 60 s read timeout restarts with every piece: only the deadline ends it
+    # The SDK's 60 s read timeout restarts with every piece, and the stream lasts 60 s: only the
+    # deadline ends it sooner (the rest is a child process starting on a busy machine).
+    assert took < 45, took
     assert "did not finish its reply within 2s (--model-timeout); nothing from it was applied" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.returncode == 1  # a turn failed and nothing was started
@@ -125,23 +126,6 @@ def test_ctrl_c_in_a_terminal_abandons_the_slow_call_within_a_second(provider, c
     assert _instances(cli) == []  # the late form_start was never run
 
 
-def _lines(stream, into: queue.Queue) -> None:
-    for line in iter(stream.readline, ""):
-        into.put(line)
-    into.put(None)
-
-
-def _read_until(lines: queue.Queue, words: str, timeout: float = 30) -> str:
-    seen = []
-    deadline = time.monotonic() + timeout
-    while True:
-        line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-        assert line is not None, f"ended before {words!r}: {''.join(seen)}"
-        seen.append(line)
-        if words in line:
-            return "".join(seen)
-
-
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_ctrl_c_in_a_piped_chat_abandons_the_slow_call_and_a_second_one_leaves(provider, cli):
     api, text, tool_use = _server(provider)
@@ -160,23 +144,20 @@ def test_ctrl_c_in_a_piped_chat_abandons_the_slow_call_and_a_second_one_leaves(p
             stderr=subprocess.PIPE,
             text=True,
         )
-        out: queue.Queue = queue.Queue()
-        err: queue.Queue = queue.Queue()
-        for stream, into in ((child.stdout, out), (child.stderr, err)):
-            threading.Thread(target=_lines, args=(stream, into), daemon=True).start()
+        out, err = Lines(child.stdout), Lines(child.stderr)
         try:
-            _read_until(out, "Who are you?")
+            out.until("Who are you?")
             child.stdin.write("I'm Dana Reeve\n")
             child.stdin.flush()
             _wait_for_requests(api, 2)
             asked = time.monotonic()
             child.send_signal(signal.SIGINT)
-            _read_until(err, "Cancelled. Every answer already given is saved.")
+            err.until("Cancelled. Every answer already given is saved.")
             assert time.monotonic() - asked < 1.5
             time.sleep(max(0.0, asked + 4.5 - time.monotonic()))
             child.stdin.write("Still me\n")
             child.stdin.flush()
-            _read_until(out, "Who are you, then?")
+            out.until("Who are you, then?")
             time.sleep(0.3)  # at its next read
             child.send_signal(signal.SIGINT)
             child.wait(timeout=30)

@@ -5,6 +5,9 @@ request, and that a chat's ``/resolve`` is ``formctl resolve`` parsed by the sam
 from __future__ import annotations
 
 import getpass
+import json
+
+import pytest
 
 from clitools import OVER_CAP_LINES
 
@@ -317,3 +320,67 @@ def test_yes_to_the_answer_that_ends_the_form_ends_it(cli):
     assert "we have to stop here: Under 18" in chat.output
     (row,) = cli.json("instances", "--subject", "ali")["instances"]
     assert row["status"] == "abandoned"
+
+
+def _ending_result(record) -> dict:
+    """The tool result of the write that ended the form and was taken back, from a ``--record`` transcript."""
+    import tomllib
+
+    transcript = tomllib.loads(record.read_text(encoding="utf-8"))
+    calls = [c for t in transcript["turns"] for i in t.get("iterations", []) for c in i.get("calls", [])]
+    results = [json.loads(c["result_json"]) for c in calls if "result_json" in c]
+    return next(r for r in results if "undone" in r.get("data", {}))
+
+
+def test_a_declined_ending_says_what_it_undid_and_why_in_one_commit(cli, tmp_path):
+    record = tmp_path / "ali.toml"
+    chat = cli("run", "client-intake", "--subject", "ali", "--offline", "--record", str(record), input="new\n16\nno\n")
+    assert chat.exit_code == 0, chat.output
+
+    data = _ending_result(record)["data"]
+    assert data["undone"] == [{"field": "age", "value": 16}]
+    assert data["undone_reason"] == 'the person said "no" to the answer that ended it'
+    assert data["asked_person"][-1]["outcome"] == "declined"
+    assert data["status"] == "active" and "captured" not in data
+    (row,) = cli.json("instances", "--subject", "ali")["instances"]
+    acts = cli.json("history", row["instance_id"])["acts"]
+    reopened = next(a for a in acts if a["act"] == "reopen")
+    undone = next(a for a in acts if a["act"] == "undo")
+    assert reopened["at"] == undone["at"] and undone["detail"] == "age: 16 → empty"  # one commit, one time
+
+
+def test_a_reply_the_store_cannot_keep_still_takes_the_ending_back_with_a_plain_reason(cli):
+    chat = cli("run", "client-intake", "--subject", "ali", "--offline", input="new\n16\nno\x00 it was 61\n")
+    assert chat.exit_code == 0, chat.output
+    (row,) = cli.json("instances", "--subject", "ali")["instances"]
+    exported = cli.json("export", row["instance_id"])
+    assert exported["status"] == "active" and "age" not in exported["values"]
+    reopened = next(a for a in cli.json("history", row["instance_id"])["acts"] if a["act"] == "reopen")
+    assert reopened["reason"] == "the person said the answer that ended it was wrong"
+
+
+def test_reopen_and_undo_are_one_commit_or_neither_happens(cli):
+    from clitools import start
+    from fixture_project import FORMS
+    from formctl import FormRegistry, FormRunner, JsonFileAdapter
+    from formctl.errors import NothingToMoveError
+
+    instance_id = start(cli.store, {"full_name": "Dana Reeve"})
+    runner = FormRunner(
+        JsonFileAdapter(cli.store), registry=FormRegistry.from_toml(FORMS / "registry.toml"), subject="dana"
+    )
+    runner.abandon("moved away", instance_id=instance_id)
+    before = runner.open_instance(instance_id)
+    # The second field has nothing to undo: neither the reopen nor the first undo is written.
+    with pytest.raises(NothingToMoveError):
+        runner.revert_ending(["full_name", "email"], instance_id=instance_id, reason="wrong")
+    after = runner.open_instance(instance_id)
+    assert (after.version, after.status, after.in_force_values()) == (
+        before.version,
+        "abandoned",
+        before.in_force_values(),
+    )
+    result = runner.revert_ending(["full_name"], instance_id=instance_id, reason="wrong")
+    reverted = runner.open_instance(instance_id)
+    assert reverted.version == before.version + 1 and reverted.status == "active"
+    assert "full_name" not in reverted.in_force_values() and result.view.status == "active"

@@ -193,8 +193,11 @@ def test_a_server_restart_mid_conversation_is_one_clear_line_and_the_next_messag
         failure = [line for line in said if "PostgreSQL" in line]
         assert len(failure) == 1 and "Cannot connect to the PostgreSQL store at the socket in" in failure[0]
         assert "Traceback" not in "\n".join(said)
+        # The message is kept and sent again once the server is back (docs/chat.md, "The database
+        # goes away"): the person does not type it again.
+        _until(out, "your message is kept")
         private_pg.start()
-        chat.stdin.write("dana@example.com\n")  # the next message works
+        _until(out, "sending your message again")
         _until(out, "Work email: dana@example.com")
         chat.stdin.close()
         chat.wait(timeout=60)

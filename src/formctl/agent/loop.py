@@ -55,6 +55,7 @@ from formctl.agent.sharing import Sharing
 from formctl.agent.tools import FormTools, is_error
 from formctl.agent.usage import Usage
 from formctl.errors import FormError, ModelError, StoreError
+from formctl.redact import StreamRedactor, redact, redact_data
 
 __all__ = ["ChatLoop", "Turn", "tool_result_block"]
 
@@ -201,6 +202,7 @@ class ChatLoop:
         self._cancel = threading.Event()
         self._busy = threading.Lock()
         self._tier0: str | None = None
+        self._stream = StreamRedactor()  # the model's streamed text, redacted across its pieces
         # What the person was last shown of the instance, saved with the conversation. The chat
         # sets it when a turn ends (TurnEnd is emitted before the turn's last save).
         self.seen: dict[str, Any] | None = None
@@ -231,6 +233,7 @@ class ChatLoop:
             self._cancel.clear()
             if not isinstance(text, str) or not text.strip():
                 return self._finish(Turn("", "empty", 0, "Nothing to send: the message is empty."))
+            text = redact(text)  # a key pasted into the chat is neither sent nor saved
             self._sharing.begin(self.messages, self.instance_id)
             self._append_user_text(text)
             self.person.said(text)
@@ -259,33 +262,9 @@ class ChatLoop:
                     tool_calls,
                 )
             iterations += 1
-            tier0 = self._render_tier0()
-            self._tier0 = tier0
-            request = ModelRequest(
-                system=self.system_prompt,
-                tools=self.tool_definitions,
-                messages=self._request_messages(tier0, self._render_goals()),
-                max_tokens=self.max_tokens,
-                stop=self._cancel,
-            )
-            self._emit(ModelCall(iterations, request, tier0))
-            try:
-                reply = self.model.respond(request, on_text=self._on_text)
-            except (ModelError, StoreError) as exc:  # a store error names the store, not the model
-                self.attempts += getattr(exc, "attempts", 0)
-                if self._cancel.is_set():  # the request was abandoned (Ctrl-C): its reply is dropped
-                    return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
-                return Turn("", "error", iterations, exc.message, tool_calls, code=exc.code)
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # a model that broke its contract: still one line, still no traceback
-                return Turn("", "error", iterations, f"The model failed: {type(exc).__name__}: {exc}", tool_calls)
-            self.usage.add(reply.usage)
-            self.attempts += reply.attempts
-            if self._cancel.is_set():
-                return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
-            reply = _clean(reply)
-            self._emit(ModelTurn(iterations, reply))
+            reply = self._ask_model(iterations, tool_calls)
+            if isinstance(reply, Turn):
+                return reply
             if reply.stop_reason == "max_tokens":
                 text_only = [b for b in reply.content if b.get("type") == "text"]
                 if text_only:
@@ -318,6 +297,40 @@ class ChatLoop:
             if self._cancel.is_set():
                 return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
 
+    def _ask_model(self, iterations: int, tool_calls: int) -> ModelReply | Turn:
+        """One model call: its reply, with every secret taken out of its text and tool arguments
+        (formctl.redact), or the :class:`Turn` that ends the turn instead (a failure, a cancel)."""
+        tier0 = self._render_tier0()
+        self._tier0 = tier0
+        request = ModelRequest(
+            system=self.system_prompt,
+            tools=self.tool_definitions,
+            messages=self._request_messages(tier0, self._render_goals()),
+            max_tokens=self.max_tokens,
+            stop=self._cancel,
+        )
+        self._emit(ModelCall(iterations, request, tier0))
+        self._stream = StreamRedactor()
+        try:
+            reply = self.model.respond(request, on_text=self._on_text)
+        except (ModelError, StoreError) as exc:  # a store error names the store, not the model
+            self.attempts += getattr(exc, "attempts", 0)
+            if self._cancel.is_set():  # the request was abandoned (Ctrl-C): its reply is dropped
+                return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
+            return Turn("", "error", iterations, exc.message, tool_calls, code=exc.code)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # a model that broke its contract: still one line, still no traceback
+            return Turn("", "error", iterations, f"The model failed: {type(exc).__name__}: {exc}", tool_calls)
+        self.usage.add(reply.usage)
+        self.attempts += reply.attempts
+        if self._cancel.is_set():
+            return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
+        self._on_text(self._stream.flush(), redacted=True)
+        reply = _clean(ModelReply(redact_data(reply.content), reply.stop_reason, reply.usage, reply.attempts))
+        self._emit(ModelTurn(iterations, reply))
+        return reply
+
     def _run_tool(self, call: dict[str, Any]) -> dict[str, Any]:
         call_id, name, arguments = call.get("id", ""), call.get("name", ""), call.get("input")
         self._emit(ToolCall(call_id, name, arguments))
@@ -325,6 +338,7 @@ class ChatLoop:
             envelope = self.goals.call(name, arguments)
         else:
             envelope = self.tools.call(name, arguments)
+        envelope = redact_data(envelope)  # a value a store held, a message that quoted one
         self._emit(ToolResult(call_id, name, envelope, is_error(envelope)))
         data = envelope.get("data")
         if (
@@ -380,7 +394,9 @@ class ChatLoop:
     def _render_goals(self) -> str:
         return self.goals.line() if self.goals is not None else ""
 
-    def _on_text(self, text: str) -> None:
+    def _on_text(self, text: str, *, redacted: bool = False) -> None:
+        if not redacted:
+            text = self._stream.feed(text)  # a secret split between two pieces is caught too
         if text and not self._cancel.is_set():
             self._emit(TextDelta(text))
 
@@ -389,6 +405,7 @@ class ChatLoop:
             self.on_event(event)
 
     def _finish(self, turn: Turn) -> Turn:
+        turn.text, turn.error = redact(turn.text), redact(turn.error) if turn.error else turn.error
         if turn.error:
             self._emit(LoopError(turn.error, turn.code))
         self._emit(TurnEnd(turn.text, turn.stop_reason, turn.iterations))

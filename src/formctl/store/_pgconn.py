@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
 from formctl.errors import StoreError
+from formctl.redact import register
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -344,12 +346,57 @@ def connect_options(dsn: str, *, connect_timeout: int) -> dict[str, Any]:
         given = conninfo_to_dict(dsn)
     except (Error, ValueError) as exc:  # ValueError: a NUL in the string
         raise StoreError(f"Not a valid PostgreSQL connection string ({mask_dsn(dsn)}): {_reason(exc, dsn)}") from None
+    register(*secrets(dsn))  # from now on every line and file formctl writes leaves them out (formctl.redact)
     options: dict[str, Any] = {}
     if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
         options["connect_timeout"] = connect_timeout
     if "application_name" not in given and "PGAPPNAME" not in os.environ:
         options["application_name"] = "formctl"
+    for key, value in KEEPALIVES.items():
+        if key not in given:
+            options[key] = value
+    if "PGOPTIONS" not in os.environ:  # the server ends a statement that runs past the limit itself
+        limit = f"-c statement_timeout={int(statement_seconds() * 1000)}"
+        options["options"] = f"{given['options']} {limit}" if given.get("options") else limit
     return options
+
+
+# How a connection notices a server that went away while it was idle or mid-statement (a host
+# powered off, a network partition): TCP keepalives from 10 s of silence, every 5 s, 3 missed
+# ends it (25 s); data not acknowledged for 20 s ends it too (tcp_user_timeout, Linux).
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 20_000,
+}
+
+STATEMENT_SECONDS = 15.0
+"""The longest one statement may run (docs/store-postgres.md, "Deadlines"). The server enforces
+it (``statement_timeout``) while it runs; a server that cannot (frozen: its processes stopped, as
+in a partition the kernel still answers for) is given up on by the client a second later, which
+closes the connection. ``FORMCTL_PG_STATEMENT_TIMEOUT`` changes it."""
+
+
+def statement_seconds() -> float:
+    """:data:`STATEMENT_SECONDS`, or ``FORMCTL_PG_STATEMENT_TIMEOUT`` when it is a number of seconds above 0."""
+    try:
+        seconds = float(os.environ.get("FORMCTL_PG_STATEMENT_TIMEOUT", STATEMENT_SECONDS))
+    except ValueError:
+        return STATEMENT_SECONDS
+    return seconds if 0 < seconds < 86_400 else STATEMENT_SECONDS
+
+
+def connect(dsn: str, *, connect_timeout: int, on_wait: Callable[[], None] | None = None) -> Any:
+    """A psycopg connection to ``dsn`` in autocommit, with formctl's limits (:func:`connect_options`)
+    and a deadline on every statement (:class:`~formctl.store._pgwatch.Bounded`): ``on_wait`` hears
+    once when a statement has waited a second for the server (the chat's "waiting for the
+    database…" line). Raises psycopg's own errors; the caller says them in its words."""
+    from formctl.store._pgwatch import bounded_connection
+
+    options = connect_options(dsn, connect_timeout=connect_timeout)
+    return bounded_connection(dsn, options, limit=statement_seconds() + 1.0, on_wait=on_wait)
 
 
 def require_psycopg() -> None:

@@ -36,7 +36,7 @@ from formctl.goals.state import (
 )
 from formctl.goals.store import claimed, settled
 from formctl.store import _pgschema
-from formctl.store._pgconn import _reason, connect_failure, connect_options, mask_dsn, require_psycopg
+from formctl.store._pgconn import _reason, connect, connect_failure, connect_options, mask_dsn, require_psycopg
 
 __all__ = ["PostgresGoalStore"]
 
@@ -79,9 +79,9 @@ class PostgresGoalStore:
             self._conn = None  # a forked child's or a dead one: never reused
             self._ready = False
         if self._conn is None:
-            options = connect_options(self.dsn, connect_timeout=self._timeout)  # a malformed DSN, in our words
+            connect_options(self.dsn, connect_timeout=self._timeout)  # a malformed DSN, in our words, first
             try:
-                self._conn = psycopg.connect(self.dsn, autocommit=True, **options)
+                self._conn = connect(self.dsn, connect_timeout=self._timeout)
             except (psycopg.Error, ValueError) as exc:  # ValueError: a NUL in the string
                 raise StoreError(connect_failure(self.dsn, exc)) from None
             self._pid = os.getpid()

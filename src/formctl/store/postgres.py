@@ -75,6 +75,7 @@ from formctl.store._pgcodec import (
 )
 from formctl.store._pgconn import (
     _reason,
+    connect,
     connect_failure,
     connect_options,
     describe_server,
@@ -203,6 +204,9 @@ class PostgresAdapter:
         self._lost = False  # the last connection died under us: reconnect with patience
         self._gave_up_at = -1e9  # when a patient reconnect last failed (monotonic seconds)
         self._stop = threading.Event()  # interrupt(): stop the wait in progress
+        # Told (with where the server is) when a call starts waiting for the server, from any
+        # thread: a chat says it is waiting for the database (formctl.forms.adapter.ReportsWaits).
+        self.on_wait: Callable[[str], None] | None = None
 
     def __repr__(self) -> str:
         return f"PostgresAdapter({self.display!r})"
@@ -724,12 +728,14 @@ class PostgresAdapter:
             self._stop.clear()
         while True:
             try:
-                return psycopg.connect(self.dsn, autocommit=True, **self._connect_options())
+                return connect(self.dsn, connect_timeout=self._connect_timeout, on_wait=self._slow)
             except psycopg.OperationalError as exc:
                 if time.monotonic() + pause > deadline or not _server_away(exc):
                     raise StoreError(connect_failure(self.dsn, exc)) from None
             except (psycopg.Error, ValueError) as exc:  # ValueError: a NUL in the string
                 raise StoreError(connect_failure(self.dsn, exc)) from None
+            if pause == 0.05:
+                self._slow()  # the first pause of a wait for a server that is away
             if self._stop.wait(pause):
                 self._stop.clear()
                 raise StoreError(
@@ -740,6 +746,13 @@ class PostgresAdapter:
 
     def _connect_options(self) -> dict[str, Any]:
         return connect_options(self.dsn, connect_timeout=self._connect_timeout)
+
+    def _slow(self) -> None:
+        """Tell :attr:`on_wait` (a chat's "waiting for the database…" line) that a call is waiting
+        for the server: reconnecting to one that is away, or a statement it has not answered for
+        a second (store/_pgwatch.py)."""
+        if self.on_wait is not None:
+            self.on_wait(self.server)
 
     def _connection(self) -> Any:
         if self._conn is not None and self._pid != os.getpid():

@@ -24,6 +24,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from formctl.forms.instance import Instance
+from formctl.redact import redact
 from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
 from formctl.transcripts.normalise import Normaliser, learn_masks
 
@@ -134,8 +135,9 @@ class Recorder:
     # -- the conversation --------------------------------------------------------------
 
     def person(self, text: str) -> Turn:
-        """The person's message, before it is sent to the loop."""
-        turn = Turn("person", text=text)
+        """The person's message, before it is sent to the loop (a key pasted in it left out, as the
+        loop leaves it out: formctl.redact)."""
+        turn = Turn("person", text=redact(text))
         self.transcript.turns.append(turn)
         self._turn, self._iteration = turn, None
         return turn
@@ -143,7 +145,7 @@ class Recorder:
     def answer(self, text: str) -> None:
         """The person's answer to formctl's own question, during the current turn."""
         if self._turn is not None and self._turn.kind == "person":
-            self._turn.answers.append(text)
+            self._turn.answers.append(redact(text))
 
     def host(self, action: str, *, result: Any = None, error: str | None = None, **args: Any) -> Turn:
         """A host action at this point of the conversation (``resolve`` with ``fail=``/``values=``, ...)."""

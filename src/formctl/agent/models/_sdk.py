@@ -211,18 +211,18 @@ T = TypeVar("T")
 def model_timeout(given: float | None = None) -> float:
     """The deadline of one model call in seconds: ``given``, else ``FORMCTL_MODEL_TIMEOUT``, else
     :data:`DEFAULT_MODEL_TIMEOUT`. Anything but a number of seconds above 0 is one line."""
-    where, value = "--model-timeout", given
+    where, value, shown = "--model-timeout", given, repr(given)
     if value is None:
         text = os.environ.get("FORMCTL_MODEL_TIMEOUT", "").strip()
         if not text:
             return DEFAULT_MODEL_TIMEOUT
-        where = "FORMCTL_MODEL_TIMEOUT"
+        where, shown = "FORMCTL_MODEL_TIMEOUT", repr(text)
         try:
             value = float(text)
         except ValueError:
             value = math.nan
     if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value < math.inf):
-        raise ModelError(f"{where} must be a number of seconds above 0, got {value!r}.")
+        raise ModelError(f"{where} must be a number of seconds above 0, got {shown}.")
     return float(value)
 
 
@@ -263,6 +263,15 @@ class Deadline:
     stop: threading.Event | None
     abandon: Callable[[], None]
     late: str
+
+    @classmethod
+    def of_call(cls, seconds: float, who: str, stop: threading.Event | None, abandon: Callable[[], None]) -> Deadline:
+        """The deadline of one model call to ``who`` ("The Anthropic API", "The model server at …")."""
+        late = (
+            f"{who} did not finish its reply within {seconds:g}s (--model-timeout); nothing from it was applied. "
+            "Send again."
+        )
+        return cls(seconds, stop, abandon, late)
 
 
 _DONE = object()
@@ -394,11 +403,7 @@ class SdkClient:
     def call(self, work: Callable[[Any, Callable[[str], None]], T], stop: threading.Event | None, on_text: Any) -> T:
         """``work(client, push)`` within the connection's deadline (see :func:`within_deadline`)."""
         client = self.get()
-        late = (
-            f"{self.who} did not finish its reply within {self.connection.deadline:g}s (--model-timeout); "
-            "nothing from it was applied. Send again."
-        )
-        deadline = Deadline(self.connection.deadline, stop, self.abandon, late)
+        deadline = Deadline.of_call(self.connection.deadline, self.who, stop, self.abandon)
         return within_deadline(lambda push: work(client, push), deadline, on_text)
 
     def get(self) -> Any:

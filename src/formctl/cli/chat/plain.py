@@ -6,6 +6,7 @@ chat (``printf 'Dana Reeve\\n...' | formctl run travel-claim``).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Iterator
 
@@ -31,6 +32,19 @@ def readable(line: str) -> bool:
 ERROR_STYLES = ("red", "yellow")
 SINCE = "Since we last spoke"
 ELSEWHERE = "Changed elsewhere"
+# How long a message the store could not take waits for a database that is away before it is
+# given up (docs/chat.md, "The database goes away"); FORMCTL_STORE_PATIENCE changes it.
+STORE_PATIENCE = 120.0
+
+
+def _store_patience() -> float:
+    try:
+        seconds = float(os.environ.get("FORMCTL_STORE_PATIENCE", STORE_PATIENCE))
+    except ValueError:
+        return STORE_PATIENCE
+    return seconds if seconds >= 0 else STORE_PATIENCE
+
+
 # Notices in a row at most, while changes keep landing elsewhere: a colleague writing on and on
 # would otherwise keep this chat talking; what is left is said before the next line is taken.
 CATCH_UPS = 3
@@ -175,8 +189,39 @@ class Face:
         line is already waiting: they typed it before any notice, so it goes with the notice
         (see :meth:`_talk`), to be taken only for the question it answered."""
         self._turn(text)
+        if self.session.store_failed and not (self.session.cancelled or self.session.stopped):
+            self._send_again(text)
         if not (self.session.cancelled or self.session.stopped or self._line_waiting()):
             self._catch_up(ELSEWHERE)
+
+    def _send_again(self, text: str) -> None:
+        """The store failed during the person's message and does not answer now: it is away (a
+        server down, or frozen). Their message is kept and sent again once the store answers,
+        before any other line is read, so a line typed meanwhile is never taken for the answer
+        to the question this message answered (docs/chat.md, "The database goes away"). Waits
+        up to :data:`STORE_PATIENCE` seconds (``FORMCTL_STORE_PATIENCE``); Ctrl-C stops the wait."""
+        if self.session.store_answers():
+            return  # a damaged record, not a server away: said as it was
+        self._line(
+            "waiting for the database… your message is kept and sent again once it answers (Ctrl-C stops waiting)",
+            "yellow",
+        )
+        import time
+
+        ends = time.monotonic() + _store_patience()
+        try:
+            while not self.session.store_answers():
+                if time.monotonic() >= ends:
+                    self._line("The database is still not answering: your message was not sent.", "yellow")
+                    return
+                time.sleep(1.0)
+        except KeyboardInterrupt:
+            self._end_text()
+            self._line("Stopped waiting for the database: your message was not sent.", "yellow")
+            return
+        self.session.unwritten = None
+        self._line("the database answers again: sending your message again", "dim")
+        self._turn(text)
 
     def _line_waiting(self) -> bool:
         """Whether the person's next line has already arrived (typed during the turn)."""
@@ -272,6 +317,7 @@ class PlainChat(Face):
         self.err = render.console(stderr=True)
         self._read = self._stdin_lines()
         session.asker = self._ask
+        session.on_store_wait = lambda line: self._line(line, "yellow")  # from the waiting thread: one write
 
     def _line_waiting(self) -> bool:
         """Bytes already in stdin's buffer or its pipe, looked at without reading them (a pipe's

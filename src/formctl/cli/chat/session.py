@@ -20,7 +20,7 @@ from formctl.cli.chat.opening import Opening, open_chat
 from formctl.cli.chat.options import CHAT_SOURCE, OPENER, ChatOptions
 from formctl.cli.chat.seen import REPLACED, shown_after
 from formctl.errors import FormError, StoreError
-from formctl.forms.adapter import Interruptible
+from formctl.forms.adapter import Interruptible, ReportsWaits
 from formctl.forms.evaluate import FILLED
 from formctl.forms.lifecycle import is_awaiting, is_closed, is_complete, is_continuable, is_ready, is_stale
 from formctl.forms.person_status import status_for
@@ -91,6 +91,13 @@ class ChatSession:
         self._labels: dict[str, dict[str, str]] = {}
         self.calls: dict[str, Any] = {}
         self.commands = ChatCommands(self)  # the /commands (commands.py): a table, run against this session
+        # The face's "waiting for the database…" line: said once a turn, when the store starts
+        # waiting for its server (formctl.forms.adapter.ReportsWaits; from the waiting thread).
+        self.on_store_wait: Callable[[str], None] | None = None
+        self._said_waiting = False
+        self.store_failed = False  # the store failed during the last turn (see Face._send_again)
+        if isinstance(self.adapter, ReportsWaits):
+            self.adapter.on_wait = self._store_waits
 
     def command(self, line: str, out: Any, err: Any = None) -> bool:
         """Run a ``/command`` (see :class:`ChatCommands`); False means leave the chat."""
@@ -296,7 +303,22 @@ class ChatSession:
             return "\n".join([OPENER, *self.seed_lines])
         return None
 
+    def _store_waits(self, server: str) -> None:
+        if not self._said_waiting and self.on_store_wait is not None:
+            self._said_waiting = True
+            self.on_store_wait(f"waiting for the database ({server})…")
+
+    def store_answers(self) -> bool:
+        """Whether the store answers now (one quick read): after a turn the store failed, a store
+        that does not is away (a server down or frozen), not damaged."""
+        try:
+            self.agent.instances(limit=1)
+        except FormError:
+            return False
+        return True
+
     def send(self, text: str) -> Any:
+        self._said_waiting = self.store_failed = False
         if self.recorder is not None:
             self.recorder.person(text)
         return self.loop.send(text)
@@ -308,12 +330,15 @@ class ChatSession:
                 self.mark_seen()  # before the loop's last save of the turn, which keeps it
         if ev.kind == "tool_call":
             self.calls[ev.id] = ev
+        if ev.kind == "loop_error" and ev.code in ("store_error", "store_damaged"):
+            self.store_failed = True  # the store failed under the turn (the model's reads included)
         if ev.kind == "loop_error" and ev.code == "key_rejected":
             self.stopped = ev.message  # every further line would be refused the same way
         if ev.kind == "tool_result" and isinstance(ev.result, dict) and ev.result.get("status") == "error":
             code = (ev.result.get("data") or {}).get("code") if isinstance(ev.result.get("data"), dict) else None
             if code in ("store_damaged", "store_error"):  # the person's answers were not written
                 self.unwritten = str(ev.result.get("message") or code)
+                self.store_failed = True
         if ev.kind == "loop_error" or (
             ev.kind == "tool_result"
             and ev.name == "form_start"

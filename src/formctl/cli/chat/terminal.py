@@ -53,6 +53,9 @@ class TerminalChat(Face):
         self._dropped = 0  # characters of the line being typed beyond LINE_LIMIT (not kept)
         self._spinner = _Spinner(self.out)
         session.asker = self._ask
+        # Said by the main thread, which draws the spinner, at its next tick (see _run_turn).
+        self._waiting: list[str] = []
+        session.on_store_wait = self._waiting.append
 
     def _ask(self, question: str) -> str | None:
         """formctl's own question, asked from the turn's worker thread: a plain line read (the
@@ -232,6 +235,10 @@ class TerminalChat(Face):
                 if worker.ident is None and not stopping:
                     worker.start()
                 while not done.wait(0.1):
+                    if self._waiting:
+                        self._spinner.call_ended()
+                        self._end_text()
+                        self._line(self._waiting.pop(), "yellow")
                     self._spinner.tick()
                 break
             except KeyboardInterrupt:
@@ -380,7 +387,8 @@ def _fit(line: str, columns: int) -> str:
 
 def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
     """prompt-toolkit's file history, but a line reaches the file only after its turn has run,
-    masked: a value given to a ``sensitive=True`` field never lands in the history file.
+    masked: a value given to a ``sensitive=True`` field, or a secret (formctl.redact), never
+    lands in the history file.
 
     (The line is held back because when it is typed, nobody yet knows it holds a value for a
     sensitive field; after the turn the value is in the store, and the masks know it. The
@@ -402,8 +410,10 @@ def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
 
         def flush(self) -> None:
             pending, self._pending = self._pending, []
+            from formctl.redact import redact
+
             for line in pending:
-                super().store_string(mask(line))
+                super().store_string(redact(mask(line)))  # and a key pasted into the chat never
 
     return MaskedFileHistory(str(path))
 
