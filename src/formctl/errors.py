@@ -68,6 +68,20 @@ class NotReadyError(FormError):
     code = "form_not_ready"
 
 
+class CheckFailedError(NotReadyError):
+    """A submit while one of the form's checks fails (docs/engine.md, "Checks"): the message is
+    the check's own sentence, so the person reads what to correct."""
+
+    code = "check_failed"
+
+
+class DerivedFieldError(FormError):
+    """A write (fill, revise, retract, undo, redo, a seed) to a field the engine derives from
+    other answers: nobody sets it; it follows its inputs (docs/engine.md, "Derived values")."""
+
+    code = "derived_field"
+
+
 class InstanceClosedError(FormError):
     """The instance is closed (abandoned, or terminated by a hook): a write, an abandon, a resume
     or a migrate of it. Also an abandon of a complete instance: complete is final for that too."""

@@ -16,7 +16,7 @@ from formctl.forms.evaluate import FILLED, Evaluation
 from formctl.forms.failures import failure_text, open_failures
 from formctl.forms.instance import COMPLETE, READY, Instance
 from formctl.forms.lifecycle import is_awaiting, is_closed
-from formctl.forms.project import step_line
+from formctl.forms.project import failed_checks, held_line, step_line
 
 __all__ = ["failure_text", "status_for", "status_lines"]
 
@@ -36,6 +36,7 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
     if is_closed(instance) or (instance.status == COMPLETE and not ev.revisiting):
         return []
     held = [f"held: {failure_text(compiled, f.hook_id, f.message)}" for f in open_failures(instance, compiled, ev)]
+    held += [held_line(check) for check in failed_checks(compiled, ev)]
     steps = compiled.steps
     k = ev.open_step
     if instance.status == READY and not ev.revisiting and not held:
