@@ -39,11 +39,13 @@ class FormBuilder:
         # .step(), so a .check() that follows is the form's own, not the last step's.
         self._after_steps = False
 
-    def _check_rerun(self, what: str, rerun: str | None) -> None:
+    def _check_rerun(self, what: str, rerun: str | None, executor: Executor | None) -> None:
         if rerun not in RERUN_MODES:
             raise FormDefinitionError(
                 f'Form "{self._def.id}": {what} rerun must be "on_change" or None, not {rerun!r}.', [what]
             )
+        if rerun is not None and executor is None:
+            raise FormDefinitionError(f'Form "{self._def.id}": {what} says rerun but has no executor to run.', [what])
 
     def step(
         self,
@@ -61,7 +63,7 @@ class FormBuilder:
         ``rerun="on_change"``: ``on_complete`` runs again (a new occurrence) whenever an answer of
         the step changes value while the step is complete, not only when it first completes.
         """
-        self._check_rerun(f'step "{id}"', rerun)
+        self._check_rerun(f'step "{id}"', rerun, on_complete)
         self._def.steps.append(
             StepDef(id=id, title=title, ask=ask, preview=preview, when=when, on_complete=on_complete, rerun=rerun)
         )
@@ -106,7 +108,7 @@ class FormBuilder:
             )
         if derive is not None and not callable(derive):
             raise FormDefinitionError(f'Form "{self._def.id}": field "{id}" derive must be a function.', [id])
-        self._check_rerun(f'field "{id}"', rerun)
+        self._check_rerun(f'field "{id}"', rerun, on_fill)
         self._def.steps[-1].fields.append(
             FieldDef(
                 id=id,

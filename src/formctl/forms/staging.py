@@ -287,7 +287,9 @@ def rising_edges(
     for field in compiled.fields:
         fid = field.id
         if fid in after.live and (
-            fid not in before_live or (field.on_fill is not None and fid in changed and failed_last(f"field:{fid}"))
+            fid not in before_live
+            or (field.on_fill is not None and fid in changed and failed_last(f"field:{fid}"))
+            or (field.rerun is not None and fid in changed and _changed_value(before, after, fid))
         ):
             n = bump(f"field:{fid}")
             if field.on_fill is not None:
@@ -300,6 +302,12 @@ def rising_edges(
                 step.on_complete is not None
                 and any(f.id in changed for f in step.fields)
                 and failed_last(f"step:{step.id}")
+            )
+            or (
+                step.rerun is not None
+                and any(
+                    f.id in changed and f.id in after.live and _changed_value(before, after, f.id) for f in step.fields
+                )
             )
         ):
             n = bump(f"step:{step.id}")
@@ -317,6 +325,16 @@ def rising_edges(
             n = bump(f"checkpoint:{cp.id}")
             queue.append(Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
     return queue, bumped
+
+
+def _changed_value(before: Evaluation, after: Evaluation, field_id: str) -> bool:
+    """The field's live value is not what it was: what ``rerun="on_change"`` runs an executor again
+    for (docs/engine.md, "Executors that follow corrections"). The same value given again is no change."""
+    was, now = before.values.get(field_id, _NONE), after.values.get(field_id, _NONE)
+    return was is _NONE or was != now or type(was) is not type(now)
+
+
+_NONE: Any = object()
 
 
 def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> frozenset[str]:
