@@ -105,6 +105,8 @@ def view_header(view: Any) -> Text:
         )
     for text in view.failure_lines:
         line.append(f"\nblocked: {text}", style="red")
+    for check in view.checks_failed:
+        line.append(f"\nheld: {check.message} [{check.check}]", style="red")
     return line
 
 
@@ -125,12 +127,13 @@ def _fields_table(rows: Iterable[Any], *, title: str | None = None) -> Table:
             value = row.error
         applies = getattr(row, "applies", True)
         status = row.status if applies or row.status != "empty" else "doesn't apply"
+        said = status + (" (derived)" if row.derived else "") + (", check fails" if row.failed_check else "")
         cells = [
             f"{row.id}{mark}",
             row.label,
             row.type,
             ("yes" if row.required else "no") if applies else "-",  # not needed given the answers
-            _status(status),
+            Text(said, style=_STATUS_STYLE.get(status, "")),
             Text(value, style="red" if row.status == "invalid" else ""),
         ]
         table.add_row(*cells)
@@ -245,11 +248,15 @@ def _print_checks(checks: list[Any], out: Console, *, of_form: bool = False) -> 
     """The checks that hold a step (or the form): each with the message a person reads and what it reads."""
     for c in checks:
         reads = f" (reads {', '.join(c.fields)})" if c.fields else ""
-        out.print(Text(f"{'form check' if of_form else 'check'} {c.id}: {c.message}{reads}", style="magenta"))
+        says = c.message if isinstance(c.message, str) else "(a message worded from the values)"
+        out.print(Text(f"{'form check' if of_form else 'check'} {c.id}: {says}{reads}", style="magenta"))
 
 
 def _check_dicts(checks: list[Any]) -> list[dict[str, Any]]:
-    return [{"id": c.id, "message": c.message, "fields": list(c.fields)} for c in checks]
+    return [
+        {"id": c.id, "message": c.message if isinstance(c.message, str) else None, "fields": list(c.fields)}
+        for c in checks
+    ]
 
 
 def check_dict(compiled: Any) -> dict[str, Any]:

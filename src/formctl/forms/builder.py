@@ -8,6 +8,7 @@ importing the compiler back.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from formctl.errors import FormDefinitionError
@@ -130,14 +131,15 @@ class FormBuilder:
         self,
         check_id: str,
         test: Test,
-        message: str,
+        message: str | Callable[[Mapping[str, Any]], str],
         *,
         fields: tuple[str, ...] | list[str] = (),
         when: Gate | None = None,
     ) -> FormBuilder:
         """A rule the live answers must obey (docs/engine.md, "Checks"): ``test(values)`` is true when
         they do. While it fails, its step (or, declared after the last step, the form) is not
-        complete, the person reads ``message``, and the form cannot be sent. ``fields`` names the
+        complete, the person reads ``message`` (text, or a function of the values that says it with
+        them: ``lambda v: f"... £{v['total']}"``), and the form cannot be sent. ``fields`` names the
         answers it reads: they are pointed at while it fails, and it waits for the required ones.
         """
         if not self._def.steps:
@@ -147,7 +149,7 @@ class FormBuilder:
         where = self._def.checks if self._after_steps else self._def.steps[-1].checks
         if not callable(test):
             raise FormDefinitionError(f'Form "{self._def.id}": check "{check_id}" needs a test function.', [check_id])
-        if not isinstance(message, str) or not message.strip():
+        if not callable(message) and (not isinstance(message, str) or not message.strip()):
             raise FormDefinitionError(f'Form "{self._def.id}": check "{check_id}" needs a message.', [check_id])
         if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
             raise FormDefinitionError(

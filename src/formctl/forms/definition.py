@@ -95,7 +95,7 @@ class CheckDef:
 
     id: str
     test: Test
-    message: str
+    message: str | Callable[[Mapping[str, Any]], str]
     fields: tuple[str, ...] = ()
     when: Gate | None = None
 

@@ -425,6 +425,16 @@ class Evaluation:
     def gate_values(self) -> GateValues:
         return GateValues(self.values, self.compiled.field_by_id)
 
+    def check_message(self, check: CompiledCheck) -> str:
+        """What a failing check says: its message, or what its message function makes of the live values."""
+        message = check.message
+        if isinstance(message, str):
+            return message
+        try:
+            return str(message(self.gate_values()))
+        except Exception:  # a message that cannot be worded still holds the form: say which check
+            return f'The answers do not pass the "{check.id.replace("-", " ")}" check.'
+
 
 def evaluate(
     compiled: CompiledForm, instance: Instance, *, fired: dict[str, int] | None = None, as_written: bool = False

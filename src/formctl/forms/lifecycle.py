@@ -249,7 +249,7 @@ def check_ready_to_send(compiled: CompiledForm, instance: Instance, ev: Evaluati
         raise NotReadyError(f'Form instance "{instance.id}" was already sent; a change to it would need sending again.')
     if ev.failed_checks:
         # The check's own sentence, so the person reads what to correct (docs/engine.md, "Checks").
-        raise CheckFailedError("Not ready to send: " + " ".join(c.message for c in ev.failed_checks))
+        raise CheckFailedError("Not ready to send: " + " ".join(ev.check_message(c) for c in ev.failed_checks))
     if instance.status == READY and settle(compiled, ev, instance, instance.forced_complete) == READY:
         return
     missing = [

@@ -111,7 +111,9 @@ class FailedCheck:
 def failed_checks(compiled: CompiledForm, ev: Evaluation) -> list[FailedCheck]:
     """The checks holding the form, as every view shows them."""
     labels = compiled.labels
-    return [FailedCheck(c.id, c.message, c.fields, tuple(labels[f] for f in c.fields)) for c in ev.failed_checks]
+    return [
+        FailedCheck(c.id, ev.check_message(c), c.fields, tuple(labels[f] for f in c.fields)) for c in ev.failed_checks
+    ]
 
 
 def held_line(check: FailedCheck) -> str:
@@ -236,7 +238,11 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
     field = compiled.fields[k]
     status = ev.status[k]
     applicable = ev.applicable[k]
-    failed = next((c.message for c in ev.failed_checks if field.id in c.fields), None) if ev.failed_checks else None
+    failed = (
+        next((ev.check_message(c) for c in ev.failed_checks if field.id in c.fields), None)
+        if ev.failed_checks
+        else None
+    )
     # An answer a failing check reads is asked again, as an unanswered one is: one of them must change.
     answered = status == FILLED and not ev.revisiting and failed is None
     ask = (
