@@ -17,9 +17,11 @@ __version__ = "0.1.0"
 # tests/architecture/test_public_api.py checks it names exactly the keys of _EXPORTS.
 __all__ = [
     "AlreadyExistsError",
+    "CheckFailedError",
     "CompiledForm",
     "Complete",
     "ConflictError",
+    "DerivedFieldError",
     "Effect",
     "Evaluation",
     "ExecutorContext",
@@ -109,6 +111,8 @@ _EXPORTS = {
     "ConflictError": "formctl.errors",
     "NotFoundError": "formctl.errors",
     "NotReadyError": "formctl.errors",
+    "CheckFailedError": "formctl.errors",
+    "DerivedFieldError": "formctl.errors",
     "UnknownFormError": "formctl.errors",
     "StoreError": "formctl.errors",
     "StoreDamagedError": "formctl.errors",
@@ -149,7 +153,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from formctl.errors import (
         AlreadyExistsError,
+        CheckFailedError,
         ConflictError,
+        DerivedFieldError,
         FormBlockedError,
         FormDefinitionError,
         FormError,

@@ -292,6 +292,7 @@ class ScenarioError(FormError):
 
 __all__ = [
     "AlreadyExistsError",
+    "CheckFailedError",
     "ConflictError",
     "FormBlockedError",
     "FormDefinitionError",
@@ -309,6 +310,7 @@ __all__ = [
     "NeedsReopenError",
     "NotFoundError",
     "NotReadyError",
+    "DerivedFieldError",
     "NotWaitingError",
     "NothingToMoveError",
     "OwnRequestError",
