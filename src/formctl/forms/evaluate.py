@@ -320,7 +320,7 @@ class _Pass:
                 if i not in valid:
                     result = False
                     break
-            if result:
+            if result and self.ev.compiled.checks:  # most forms declare none: one test, not a walk
                 for check in self.ev.compiled.steps[step_index].checks:
                     if not self.check_holds(check):
                         result = False
@@ -349,9 +349,9 @@ class _Pass:
         self._busy.add(token)
         try:
             compiled = self.ev.compiled
-            result = all(self.step_done(k) for k in range(len(compiled.steps))) and all(
-                self.check_holds(c) for c in compiled.form_checks
-            )
+            result = all(self.step_done(k) for k in range(len(compiled.steps)))
+            if result and compiled.form_checks:
+                result = all(self.check_holds(c) for c in compiled.form_checks)
         finally:
             self._busy.discard(token)
         if self._settled(mark, token):

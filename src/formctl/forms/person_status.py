@@ -36,7 +36,7 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
     if is_closed(instance) or (instance.status == COMPLETE and not ev.revisiting):
         return []
     held = [f"held: {failure_text(compiled, f.hook_id, f.message)}" for f in open_failures(instance, compiled, ev)]
-    checks = failed_checks(compiled, ev)
+    checks = failed_checks(compiled, ev) if ev.failed_checks else []
     if checks:
         # Said first: the answers are all in, and this is what keeps the form from being sent.
         return [f"{tag} {held_line(checks[0])}", *_where(compiled, ev, tag), *held, *map(held_line, checks[1:])]

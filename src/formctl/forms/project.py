@@ -580,7 +580,7 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
         lines.append("later: " + " · ".join(later))
     for failure in open_failures(instance, compiled, ev):
         lines.append(f"blocked: {failure_text(compiled, failure.hook_id, failure.message)}")
-    for check in failed_checks(compiled, ev):
+    for check in failed_checks(compiled, ev) if ev.failed_checks else ():
         # The model says the message and asks again for the answers the check reads.
         ask = f" · ask again: {', '.join(check.labels)}" if check.labels else ""
         lines.append(held_line(check) + ask)
