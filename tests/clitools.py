@@ -101,6 +101,16 @@ class Cli:
         """``formctl ARGS --json`` that must exit 0, parsed."""
         return json.loads(self.ok(*args, "--json", input=input).stdout)
 
+    def chat(self, *args: str, lines: list[str], env: dict[str, str] | None = None) -> str:
+        """``formctl ARGS --offline`` (``run FORM …`` or ``resume ID``) with ``lines`` piped in, one per
+        line, the guided model answering; it must exit 0. What it printed."""
+        return str(self.ok(*args, "--offline", input="".join(f"{x}\n" for x in lines), env=env).stdout)
+
+    def only_instance(self) -> str:
+        """The id of the one instance in the store (the test expects exactly one)."""
+        (row,) = self.json("instances")["instances"]
+        return str(row["instance_id"])
+
     def process(
         self, *args: str, input: str | None = None, env: dict[str, str] | None = None, cwd: Path = ROOT
     ) -> subprocess.CompletedProcess[str]:

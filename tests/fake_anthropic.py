@@ -12,6 +12,7 @@ bytes). Faults can be queued like replies:
         api.malformed()                  # an event whose data is not JSON
         api.stream_error("overloaded_error")  # an SSE error event after a 200
         api.hang(2.0)                    # no answer at all (past the client's timeout)
+        api.trickle(60, every=0.5)       # a message started, then only pings, never ended in time
         api.reply(text("Hm."), delay=2.5)     # a slow model: the answer starts after 2.5 s
         api.answer_with(lambda body: ([text("Hi")], None))   # then answer every request from its body
         model = AnthropicModel("claude-test", api_key="sk-test", base_url=api.url, max_retries=1)
@@ -41,6 +42,7 @@ from loopback import Drop as _Drop
 from loopback import Hang as _Hang
 from loopback import LoopbackHandler, LoopbackServer
 from loopback import Malformed as _Malformed
+from loopback import Trickle as _Trickle
 
 _ids = itertools.count(1)
 
@@ -115,9 +117,10 @@ class FakeAnthropic(LoopbackServer):
         for _ in range(times):
             self._push(_Fault(status, kind, message or f"fake {kind}", {"retry-after-ms": "1"}))
 
-    def drop_mid_stream(self, partial_text: str = "Let me") -> None:
-        """Queue a 200 stream that sends some text, then closes the connection before the body ends."""
-        self._push(_Drop(partial_text))
+    def drop_mid_stream(self, partial_text: str = "Let me", *, stall: float = 0.0) -> None:
+        """Queue a 200 stream that sends some text, then closes the connection before the body ends
+        (after ``stall`` seconds of silence: past the client's timeout, the client gives up first)."""
+        self._push(_Drop(partial_text, stall))
 
     def malformed(self) -> None:
         """Queue a 200 stream with an event whose data is not JSON."""
@@ -126,6 +129,11 @@ class FakeAnthropic(LoopbackServer):
     def hang(self, seconds: float = 2.0) -> None:
         """Queue a request that gets no answer for ``seconds`` (longer than the client's timeout)."""
         self._push(_Hang(seconds))
+
+    def trickle(self, seconds: float, every: float = 0.5, late: list[dict[str, Any]] | None = None) -> None:
+        """Queue a 200 stream that starts a message, then sends a ping every ``every`` seconds for
+        ``seconds``, then the rest of the reply ``late`` (blocks, as for :meth:`reply`) if given."""
+        self._push(_Trickle(seconds, every, late))
 
     def stream_error(self, error_type: str = "overloaded_error", message: str = "Overloaded") -> None:
         """Queue a 200 stream that reports an error event mid-stream (as the API does when overloaded)."""
@@ -252,7 +260,7 @@ class _Handler(LoopbackHandler):
             events = _reply_events(_Reply([text(item.text + " and then some more text")], "end_turn"), model)
             payload = _encode(events)
             cut = payload.index(b"content_block_delta") + 200  # after the first text delta, before the end
-            self._sse_partial(payload, cut)
+            self._sse_partial(payload, cut, item.stall)
         elif isinstance(item, _Malformed):
             events = _reply_events(_Reply([text("Fine")], "end_turn"), model)
             payload = (
@@ -264,6 +272,12 @@ class _Handler(LoopbackHandler):
         elif isinstance(item, _Hang):
             time.sleep(item.seconds)
             self.close_connection = True
+        elif isinstance(item, _Trickle):
+            late = item.late or []
+            stop = "tool_use" if any(b.get("type") == "tool_use" for b in late) else "end_turn"
+            events = _reply_events(_Reply(late, stop), model)
+            beat = _encode([("ping", {"type": "ping"})])
+            self._sse_trickle(_encode(events[:1]), beat, item, _encode(events[1:]) if item.late else b"")
         elif isinstance(item, _StreamError):
             events = _reply_events(_Reply([text("")], "end_turn"), model)[:1]
             events.append(("error", {"type": "error", "error": {"type": item.error_type, "message": item.message}}))

@@ -14,6 +14,7 @@ chunks), so one test can script either server:
         api.malformed()                  # a chunk whose data is not JSON
         api.stream_error("server_error") # an error object inside a 200 stream
         api.hang(2.0)                    # no answer at all (past the client's timeout)
+        api.trickle(60, every=0.5)       # a 200 stream of empty chunks that never ends in time
         model = OpenAIChatModel("gpt-test", api_key="sk-test", base_url=api.base_url, max_retries=1)
 
 Like the real API it is strict about the conversation it is sent, so a test of a broken
@@ -40,6 +41,7 @@ from loopback import Drop as _Drop
 from loopback import Hang as _Hang
 from loopback import LoopbackHandler, LoopbackServer
 from loopback import Malformed as _Malformed
+from loopback import Trickle as _Trickle
 
 _ids = itertools.count(1)
 
@@ -130,14 +132,21 @@ class FakeOpenAI(LoopbackServer):
         for _ in range(times):
             self._push(_Fault(status, kind, code, message or f"fake {code or kind}", {"retry-after-ms": "1"}))
 
-    def drop_mid_stream(self, partial_text: str = "Let me") -> None:
-        self._push(_Drop(partial_text))
+    def drop_mid_stream(self, partial_text: str = "Let me", *, stall: float = 0.0) -> None:
+        """A 200 stream that sends some text, then closes before the body ends (after ``stall``
+        seconds of silence: past the client's timeout, the client gives up first)."""
+        self._push(_Drop(partial_text, stall))
 
     def malformed(self) -> None:
         self._push(_Malformed())
 
     def hang(self, seconds: float = 2.0) -> None:
         self._push(_Hang(seconds))
+
+    def trickle(self, seconds: float, every: float = 0.5, late: list[dict[str, Any]] | None = None) -> None:
+        """Queue a 200 stream of empty chunks, one every ``every`` seconds for ``seconds``, then the
+        reply ``late`` (blocks, as for :meth:`reply`) if given: a stream that never ends in time."""
+        self._push(_Trickle(seconds, every, late))
 
     def stream_error(self, code: str = "server_error", message: str = "The server had an error") -> None:
         """Queue a 200 stream that carries an error object after its first chunk."""
@@ -269,7 +278,7 @@ class _Handler(LoopbackHandler):
             chunks = _chunks(_Reply([text(item.text + " and then some more text")], "stop"), model, with_usage)
             payload = _encode(chunks)
             cut = payload.index(b'"content"', payload.index(b"data: ", 10)) + 60
-            self._sse_partial(payload, cut)
+            self._sse_partial(payload, cut, item.stall)
         elif isinstance(item, _Malformed):
             chunks = _chunks(_Reply([text("Fine")], "stop"), model, with_usage)
             payload = _encode(chunks[:1]) + b'data: {"id": "chatcmpl-x", "choices": [{"index": 0, \n\n'
@@ -277,6 +286,14 @@ class _Handler(LoopbackHandler):
         elif isinstance(item, _Hang):
             time.sleep(item.seconds)
             self.close_connection = True
+        elif isinstance(item, _Trickle):
+            late = item.late or []
+            finish = "tool_calls" if any(b.get("type") == "tool_use" for b in late) else "stop"
+            chunks = _chunks(_Reply(late, finish), model, with_usage)
+            beat = _encode([{**chunks[0], "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": None}]}])
+            beat = beat[: -len(b"data: [DONE]\n\n")]
+            head = _encode(chunks[:1])[: -len(b"data: [DONE]\n\n")]
+            self._sse_trickle(head, beat, item, _encode(chunks[1:]) if item.late else b"")
         elif isinstance(item, _StreamError):
             chunks = _chunks(_Reply([text("Let")], "stop"), model, False)[:2]
             chunks.append({"error": {"message": item.message, "type": "server_error", "code": item.code}})

@@ -14,6 +14,7 @@ import itertools
 import json
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,9 +35,11 @@ class RecordedRequest:
 # Faults every fake can queue like a reply; each API writes them in its own wire format.
 @dataclass
 class Drop:
-    """Headers and part of the stream, then the connection closes."""
+    """Headers and part of the stream, then the connection closes; after ``stall`` seconds of
+    silence when given (longer than the client's read timeout: the client gives up first)."""
 
     text: str
+    stall: float = 0.0
 
 
 @dataclass
@@ -49,6 +52,17 @@ class Hang:
     """No answer at all for ``seconds`` (past the client's timeout), then the connection closes."""
 
     seconds: float
+
+
+@dataclass
+class Trickle:
+    """A 200 stream that starts, then sends only an empty piece every ``every`` seconds for
+    ``seconds`` (each one restarts the client's read timeout, so only a deadline on the whole call
+    ends it), then ``late`` (a whole reply, in the Messages shape) if given, else nothing more."""
+
+    seconds: float
+    every: float
+    late: list[dict[str, Any]] | None = None
 
 
 class LoopbackServer:
@@ -178,14 +192,38 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
         self.wfile.flush()
 
-    def _sse_partial(self, payload: bytes, cut: int) -> None:
-        """Promise the whole body, send part of it, then close: a connection dropped mid-stream."""
+    def _sse_trickle(self, head: bytes, beat: bytes, item: Trickle, tail: bytes) -> None:
+        """A stream with no length: ``head``, then ``beat`` every ``item.every`` seconds until
+        ``item.seconds`` have passed, then ``tail``, then the connection closes. A client that
+        hangs up meanwhile ends it (the write fails)."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        ends = time.monotonic() + item.seconds
+        try:
+            self.wfile.write(head)
+            self.wfile.flush()
+            while time.monotonic() < ends:
+                time.sleep(min(item.every, max(0.0, ends - time.monotonic())))
+                self.wfile.write(beat)
+                self.wfile.flush()
+            self.wfile.write(tail)
+            self.wfile.flush()
+        except OSError:
+            pass
+
+    def _sse_partial(self, payload: bytes, cut: int, stall: float = 0.0) -> None:
+        """Promise the whole body, send part of it, then close (after ``stall`` seconds of silence):
+        a connection dropped, or a stream stalled, mid-reply."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload[:cut])
         self.wfile.flush()
+        time.sleep(stall)
         self.close_connection = True
         try:
             self.connection.shutdown(socket.SHUT_RDWR)

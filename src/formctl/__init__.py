@@ -17,15 +17,24 @@ __version__ = "0.1.0"
 # tests/architecture/test_public_api.py checks it names exactly the keys of _EXPORTS.
 __all__ = [
     "AlreadyExistsError",
+    "ChatLoop",
+    "ChatModel",
     "CheckFailedError",
+    "Commit",
     "CompiledForm",
     "Complete",
     "ConflictError",
+    "Continuation",
+    "DamageReport",
+    "DefaultInstance",
     "DerivedFieldError",
+    "EVERY_SUBJECT",
     "Effect",
     "Evaluation",
     "ExecutorContext",
     "Fail",
+    "FieldHistory",
+    "FillResult",
     "FormAdapter",
     "FormBlockedError",
     "FormBuilder",
@@ -35,6 +44,8 @@ __all__ = [
     "FormRegistry",
     "FormRunner",
     "FormStaleError",
+    "FormTools",
+    "FormView",
     "GateState",
     "Goal",
     "GoalChange",
@@ -45,7 +56,10 @@ __all__ = [
     "GoalScope",
     "GoalStatus",
     "HostOnlyError",
+    "Instance",
     "InstanceClosedError",
+    "InstanceStateError",
+    "InstanceView",
     "InvalidArgumentError",
     "Item",
     "JsonFileAdapter",
@@ -53,8 +67,12 @@ __all__ = [
     "KeyRejectedError",
     "MemoryAdapter",
     "MigrationError",
+    "ModelCancelledError",
     "ModelError",
+    "ModelRequest",
+    "ModelTimeoutError",
     "NeedsReopenError",
+    "NotAllowedError",
     "NotFoundError",
     "NotReadyError",
     "NotWaitingError",
@@ -62,7 +80,9 @@ __all__ = [
     "OwnRequestError",
     "Patch",
     "PostgresAdapter",
+    "Provenance",
     "ProvenanceError",
+    "RecoverResult",
     "RegistryError",
     "ScenarioError",
     "Status",
@@ -72,6 +92,7 @@ __all__ = [
     "ToolSelectionError",
     "TranscriptError",
     "UnknownFormError",
+    "UsageError",
     "Values",
     "apply_entry_commit",
     "compile_form",
@@ -120,6 +141,8 @@ _EXPORTS = {
     "ProvenanceError": "formctl.errors",
     "RegistryError": "formctl.errors",
     "ModelError": "formctl.errors",
+    "ModelTimeoutError": "formctl.errors",
+    "ModelCancelledError": "formctl.errors",
     "ToolSelectionError": "formctl.errors",
     "TranscriptError": "formctl.errors",
     "GoalConflictError": "formctl.errors",
@@ -144,6 +167,28 @@ _EXPORTS = {
     "FormOpenError": "formctl.errors",
     "AlreadyExistsError": "formctl.errors",
     "ScenarioError": "formctl.errors",
+    # The error groups an except clause names (docs/engine.md, "Error codes")
+    "UsageError": "formctl.errors",
+    "InstanceStateError": "formctl.errors",
+    "NotAllowedError": "formctl.errors",
+    # What the runner takes and returns (store authors and hosts)
+    "Instance": "formctl.forms.instance",
+    "Commit": "formctl.forms.instance",
+    "Provenance": "formctl.forms.instance",
+    "FormView": "formctl.forms.project",
+    "FillResult": "formctl.forms.project",
+    "RecoverResult": "formctl.forms.project",
+    "InstanceView": "formctl.forms.reading",
+    "Continuation": "formctl.forms.reading",
+    "DefaultInstance": "formctl.forms.reading",
+    "FieldHistory": "formctl.forms.history",
+    "DamageReport": "formctl.forms.adapter",
+    # A host embedding the chat (the agent loads only when one of these is used)
+    "ChatLoop": "formctl.agent.loop",
+    "ChatModel": "formctl.agent.models.base",
+    "ModelRequest": "formctl.agent.models.base",
+    "FormTools": "formctl.agent.tools",
+    "EVERY_SUBJECT": "formctl.agent.tools",
 }
 
 
@@ -151,6 +196,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from formctl.agent.loop import ChatLoop
+    from formctl.agent.models.base import ChatModel, ModelRequest
+    from formctl.agent.tools import EVERY_SUBJECT, FormTools
     from formctl.errors import (
         AlreadyExistsError,
         CheckFailedError,
@@ -165,11 +213,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         GoalLockedError,
         HostOnlyError,
         InstanceClosedError,
+        InstanceStateError,
         InvalidArgumentError,
         KeyRejectedError,
         MigrationError,
+        ModelCancelledError,
         ModelError,
+        ModelTimeoutError,
         NeedsReopenError,
+        NotAllowedError,
         NotFoundError,
         NothingToMoveError,
         NotReadyError,
@@ -183,15 +235,20 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ToolSelectionError,
         TranscriptError,
         UnknownFormError,
+        UsageError,
     )
-    from formctl.forms.adapter import FormAdapter
+    from formctl.forms.adapter import DamageReport, FormAdapter
     from formctl.forms.builder import FormBuilder, define_form
     from formctl.forms.commit import apply_entry_commit
     from formctl.forms.compile import CompiledForm, compile_form
     from formctl.forms.definition import Complete, Effect, Fail, Jump, Patch, Terminate
     from formctl.forms.evaluate import Evaluation, GateState, Values, evaluate
     from formctl.forms.executors import ExecutorContext
+    from formctl.forms.history import FieldHistory
+    from formctl.forms.instance import Commit, Instance, Provenance
     from formctl.forms.lifecycle import Status
+    from formctl.forms.project import FillResult, FormView, RecoverResult
+    from formctl.forms.reading import Continuation, DefaultInstance, InstanceView
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
     from formctl.goals.definition import Goal, Item, define_program

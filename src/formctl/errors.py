@@ -25,6 +25,30 @@ class FormError(Exception):
         return {"code": self.code, "message": self.message}
 
 
+# The groups: what an ``except`` clause usually means. Each is abstract (never raised itself, no
+# code of its own), and every concrete class below sits under exactly one of them or is one
+# (NotFoundError, ConflictError, StoreError and ModelError are both a code and a group).
+
+
+class UsageError(FormError):
+    """The call itself is wrong: a malformed argument, a definition, registry, transcript or scenario
+    that cannot be read. Asking again the same way fails the same way."""
+
+
+class InstanceStateError(FormError):
+    """The instance is not in a state that allows the act: it waits, is stale, closed, not ready,
+    already open, or has nothing to move. Read its status; another act (resolve, withdraw,
+    migrate, reopen) may make this one possible."""
+
+
+class NotAllowedError(FormError):
+    """The act is not the caller's to do: a host's act asked for by a person, a host deciding their
+    own request, a locked goal. The role decides, not the state."""
+
+
+GROUPS = (UsageError, InstanceStateError, NotAllowedError)
+
+
 class NotFoundError(FormError):
     """No such instance, form, field, or no open form for the subject."""
 
@@ -35,7 +59,7 @@ class UnknownFormError(NotFoundError):
     """A form id that no registration names."""
 
 
-class FormBlockedError(FormError):
+class FormBlockedError(InstanceStateError):
     """A write while the instance waits on a blocking checkpoint."""
 
     code = "form_blocked"
@@ -49,7 +73,7 @@ class FormBlockedError(FormError):
         self.wait_message = wait_message
 
 
-class FormStaleError(FormError):
+class FormStaleError(InstanceStateError):
     """The instance was started against another version of the definition, with no migrate."""
 
     code = "form_stale"
@@ -62,7 +86,7 @@ class FormStaleError(FormError):
         self.def_version = def_version
 
 
-class NotReadyError(FormError):
+class NotReadyError(InstanceStateError):
     """A submit of a form that cannot be sent now: it has no review, is not ready, or was already sent."""
 
     code = "form_not_ready"
@@ -70,57 +94,58 @@ class NotReadyError(FormError):
 
 class CheckFailedError(NotReadyError):
     """A submit while one of the form's checks fails (docs/engine.md, "Checks"): the message is
-    the check's own sentence, so the person reads what to correct."""
+    the check's own sentence, so the person reads what to correct. Correcting an answer the
+    check reads makes the submit possible (a :class:`NotReadyError`, so an instance state)."""
 
     code = "check_failed"
 
 
-class DerivedFieldError(FormError):
-    """A write (fill, revise, retract, undo, redo, a seed) to a field the engine derives from
-    other answers: nobody sets it; it follows its inputs (docs/engine.md, "Derived values")."""
+class DerivedFieldError(UsageError):
+    """A write (fill, revise, retract, undo, redo) to a field the engine derives from other
+    answers: nobody sets it; it follows its inputs (docs/engine.md, "Derived values")."""
 
     code = "derived_field"
 
 
-class InstanceClosedError(FormError):
+class InstanceClosedError(InstanceStateError):
     """The instance is closed (abandoned, or terminated by a hook): a write, an abandon, a resume
     or a migrate of it. Also an abandon of a complete instance: complete is final for that too."""
 
     code = "form_closed"
 
 
-class NothingToMoveError(FormError):
+class NothingToMoveError(InstanceStateError):
     """An undo or redo with nothing to move: no answer yet, or the cursor already at that end."""
 
     code = "nothing_to_move"
 
 
-class MigrationError(FormError):
+class MigrationError(UsageError):
     """A form's ``migrate`` raised, returned a non-dict, or returned a value with no JSON form."""
 
     code = "form_migration_failed"
 
 
-class NotWaitingError(FormError):
+class NotWaitingError(InstanceStateError):
     """``resolve_checkpoint`` on an instance that waits on no checkpoint."""
 
     code = "not_waiting"
 
 
-class HostOnlyError(FormError):
+class HostOnlyError(NotAllowedError):
     """An act only the host may do, asked for by someone else (the person's ``/resolve`` in a chat
     not opened with ``--as-host``)."""
 
     code = "host_only"
 
 
-class FormOpenError(FormError):
+class FormOpenError(InstanceStateError):
     """A start of a form while the same form is open and unfinished for the conversation."""
 
     code = "form_open"
 
 
-class AlreadyExistsError(FormError):
+class AlreadyExistsError(UsageError):
     """The CLI would overwrite a form, a module or a transcript."""
 
     code = "already_exists"
@@ -154,7 +179,7 @@ class GoalConflictError(ConflictError):
         self.actual = actual
 
 
-class GoalLockedError(FormError):
+class GoalLockedError(NotAllowedError):
     """A revision that edits, removes, retires or unlocks a goal or item whose definition is locked."""
 
     code = "goal_locked"
@@ -164,7 +189,7 @@ class GoalLockedError(FormError):
         self.keys = list(keys or [])
 
 
-class FormDefinitionError(FormError):
+class FormDefinitionError(UsageError):
     """A definition that cannot be compiled, or whose gates cannot be evaluated after a write."""
 
     code = "form_definition_error"
@@ -174,7 +199,7 @@ class FormDefinitionError(FormError):
         self.ids = list(ids or [])
 
 
-class ProvenanceError(FormError):
+class ProvenanceError(UsageError):
     """An adapter was handed a write without a well-formed provenance record."""
 
     code = "provenance_required"
@@ -200,13 +225,13 @@ class StoreError(FormError):
         self.reason = reason
 
 
-class InvalidArgumentError(FormError):
+class InvalidArgumentError(UsageError):
     """A call whose arguments have the wrong shape (a tool's malformed input, a missing id)."""
 
     code = "invalid_arguments"
 
 
-class RegistryError(FormError):
+class RegistryError(UsageError):
     """The registry file itself is unreadable or malformed, or a form module cannot be imported."""
 
     code = "registry_error"
@@ -227,14 +252,14 @@ class StoreDamagedError(StoreError):
         return {**super().to_dict(), "damaged": self.damage}
 
 
-class OwnRequestError(FormError):
+class OwnRequestError(NotAllowedError):
     """A host deciding their own request: resolving a checkpoint of an instance whose subject is
     the resolver, without the explicit override (``--own-request``) that records it."""
 
     code = "own_request"
 
 
-class NeedsReopenError(FormError):
+class NeedsReopenError(InstanceStateError):
     """A host command that would take a complete instance back to ready or active, without
     ``--reopen`` (the host's explicit word, which is recorded)."""
 
@@ -247,6 +272,23 @@ class ModelError(FormError):
     committed is affected, and the next message simply tries again."""
 
     code = "model_error"
+    # How many HTTP requests the failed call sent, its retries included (0: none was sent, or a
+    # model that sends none); what ``formctl eval`` counts as model calls.
+    attempts = 0
+
+
+class ModelTimeoutError(ModelError):
+    """The model's reply did not end within the call's deadline (``--model-timeout``): the request
+    was abandoned and nothing from it was applied."""
+
+    code = "model_timeout"
+
+
+class ModelCancelledError(ModelError):
+    """The caller stopped waiting (Ctrl-C): the request was abandoned and its reply, if one
+    comes, is dropped."""
+
+    code = "model_cancelled"
 
 
 class KeyRejectedError(ModelError):
@@ -256,13 +298,13 @@ class KeyRejectedError(ModelError):
     code = "key_rejected"
 
 
-class ToolSelectionError(FormError):
+class ToolSelectionError(UsageError):
     """An allow/deny selector that matches no tool."""
 
     code = "unknown_tool"
 
 
-class TranscriptError(FormError):
+class TranscriptError(UsageError):
     """A transcript file that cannot be read: the message names the file and, where known, the line."""
 
     code = "transcript_invalid"
@@ -276,7 +318,7 @@ class TranscriptError(FormError):
         super().__init__(f"{where}: {message}")
 
 
-class ScenarioError(FormError):
+class ScenarioError(UsageError):
     """An eval scenario file that cannot be read or does not fit its form: the message names the file."""
 
     code = "scenario_invalid"
@@ -291,9 +333,13 @@ class ScenarioError(FormError):
 
 
 __all__ = [
+    "InstanceStateError",
+    "NotAllowedError",
+    "UsageError",
     "AlreadyExistsError",
     "CheckFailedError",
     "ConflictError",
+    "DerivedFieldError",
     "FormBlockedError",
     "FormDefinitionError",
     "FormError",
@@ -306,11 +352,12 @@ __all__ = [
     "InvalidArgumentError",
     "KeyRejectedError",
     "MigrationError",
+    "ModelCancelledError",
     "ModelError",
+    "ModelTimeoutError",
     "NeedsReopenError",
     "NotFoundError",
     "NotReadyError",
-    "DerivedFieldError",
     "NotWaitingError",
     "NothingToMoveError",
     "OwnRequestError",

@@ -289,6 +289,18 @@ def test_a_dropped_stream_applies_nothing(wire, store):
     assert "dropped mid-reply" in turn.error and loop.messages[-1]["role"] == "user"
 
 
+def test_a_stream_that_stalls_after_its_first_bytes_is_a_reply_cut_off_not_a_server_that_never_answered(wire, store):
+    # SDK releases report a read timeout mid-stream differently (the HTTP library's own error, or
+    # the SDK's APITimeoutError): the line follows from the reply having begun
+    loop = ChatLoop(make_runner(store), wire.model(max_retries=0, timeout=0.3), form_id="travel-claim")
+    wire.api.drop_mid_stream("Let me", stall=1.5)
+    turn = loop.send("hi")
+    assert "dropped mid-reply; nothing from that reply was applied" in turn.error and "\n" not in turn.error
+    assert loop.messages[-1]["role"] == "user"
+    wire.api.reply(text("Hello!"))
+    assert loop.send("hello?").text == "Hello!"
+
+
 def test_a_server_that_never_answers_is_a_timeout_line(wire, store):
     loop = ChatLoop(make_runner(store), wire.model(max_retries=0, timeout=0.1), form_id="travel-claim")
     wire.api.hang(1.5)

@@ -71,7 +71,8 @@ def test_every_error_is_imported_from_formctl_errors_and_nowhere_else():
 
 
 def test_each_code_has_one_class_and_the_docs_table_lists_exactly_them():
-    classes = [getattr(formctl.errors, n) for n in formctl.errors.__all__]
+    every = [getattr(formctl.errors, n) for n in formctl.errors.__all__]
+    classes = [c for c in every if c not in formctl.errors.GROUPS]
     raised = [c for c in classes if c is not formctl.FormError and c is not formctl.UnknownFormError]
     codes = [c.code for c in raised]
     # UnknownFormError is a NotFoundError (same code: callers that catch "not found" catch it);
@@ -96,3 +97,32 @@ def test_importing_formctl_and_its_errors_loads_no_heavy_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_every_raised_error_falls_under_one_group_an_except_clause_can_name():
+    # The groups are what callers catch: "the call was wrong", "not in that state", "not yours to
+    # do", "not found", "conflict", "store", "model". A new error class must pick one.
+    groups = (
+        *formctl.errors.GROUPS,
+        formctl.NotFoundError,
+        formctl.ConflictError,
+        formctl.StoreError,
+        formctl.ModelError,
+    )
+    for name in formctl.errors.__all__:
+        error = getattr(formctl.errors, name)
+        if error is formctl.FormError or error in formctl.errors.GROUPS:
+            continue
+        homes = [g for g in groups if issubclass(error, g)]
+        assert len(homes) == 1, (name, homes)
+
+
+def test_a_group_catches_its_members_and_not_the_others():
+    with pytest.raises(formctl.InstanceStateError):
+        raise formctl.FormBlockedError("cap")
+    with pytest.raises(formctl.UsageError):
+        raise formctl.InvalidArgumentError("values must be an object")
+    with pytest.raises(formctl.NotAllowedError):
+        raise formctl.HostOnlyError("only a host resolves")
+    assert not issubclass(formctl.InvalidArgumentError, formctl.InstanceStateError)
+    assert not issubclass(formctl.NotFoundError, formctl.UsageError)

@@ -26,11 +26,6 @@ def cli(cli: Cli) -> Cli:
     return cli.at(forms=NO_REVIEW)
 
 
-def chat(cli: Cli, form: str, lines: list[str]) -> str:
-    """``formctl run FORM --offline`` with ``lines`` piped in; what it printed."""
-    return str(cli.ok("run", form, "--offline", "--subject", "s", input="".join(f"{x}\n" for x in lines)).stdout)
-
-
 def stored(cli: Cli) -> dict:
     """The one instance in the store, exported."""
     (row,) = cli.json("instances")["instances"]
@@ -39,7 +34,9 @@ def stored(cli: Cli) -> dict:
 
 @pytest.mark.parametrize("ending", [[], ["/quit"], ["quit"]], ids=["EOF", "/quit", "quit"])
 def test_on_a_form_without_review_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(cli, ending):
-    out = chat(cli, "contact-update", [*RETURNING, "same", "pat.quinn@example.org", *ending])
+    out = cli.chat(
+        "run", "contact-update", "--subject", "s", lines=[*RETURNING, "same", "pat.quinn@example.org", *ending]
+    )
 
     revisit = out.split("We need to go back over Contact")[1]
     assert "Email: pat.quinn@example.org." in revisit  # what the chat acknowledged ...
@@ -49,7 +46,7 @@ def test_on_a_form_without_review_an_answer_the_revisit_acknowledged_is_stored_w
 
 
 def test_none_for_an_optional_answer_in_force_during_the_revisit_withdraws_it_as_left_out_says(cli):
-    out = chat(cli, "contact-update", [*RETURNING, "same", "same", "none"])
+    out = cli.chat("run", "contact-update", "--subject", "s", lines=[*RETURNING, "same", "same", "none"])
 
     assert "Left out Phone." in out.split("We need to go back over Contact")[1]
     record = stored(cli)
@@ -58,7 +55,7 @@ def test_none_for_an_optional_answer_in_force_during_the_revisit_withdraws_it_as
 
 
 def test_left_out_by_label_withdraws_an_answer_in_force(cli):
-    out = chat(cli, "contact-update", [*RETURNING[:3], "Phone: none"])
+    out = cli.chat("run", "contact-update", "--subject", "s", lines=[*RETURNING[:3], "Phone: none"])
 
     assert "Left out Phone." in out.split("Got it — Phone: 07700 900123.")[1]
     assert "phone" not in stored(cli)["values"]

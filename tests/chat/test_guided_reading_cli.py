@@ -9,11 +9,6 @@ from __future__ import annotations
 from clitools import Cli
 
 
-def chat(cli: Cli, form: str, lines: list[str]) -> str:
-    """``formctl run FORM --offline`` with ``lines`` piped in; what it printed."""
-    return str(cli.ok("run", form, "--offline", "--subject", "s", input="".join(f"{x}\n" for x in lines)).stdout)
-
-
 def stored(cli: Cli) -> dict:
     """The values of the one instance in the store."""
     (row,) = cli.json("instances")["instances"]
@@ -26,7 +21,9 @@ def last_question(out: str) -> str:
 
 
 def test_a_greeting_and_an_aside_around_the_name_leave_the_name(cli):
-    out = chat(cli, "travel-claim", ["Oh hello! It's Dana Reeve, though everyone calls me Dee."])
+    out = cli.chat(
+        "run", "travel-claim", "--subject", "s", lines=["Oh hello! It's Dana Reeve, though everyone calls me Dee."]
+    )
 
     assert "Got it — Full name: Dana Reeve." in out
     assert '"though everyone calls me Dee"' in out.split("I wasn't sure which question this answers:")[1]
@@ -34,7 +31,9 @@ def test_a_greeting_and_an_aside_around_the_name_leave_the_name(cli):
 
 
 def test_an_apology_beside_a_labelled_correction_is_not_stored_as_the_name(cli):
-    out = chat(cli, "client-intake", ["returning", "43", "Sorry, I swapped the digits. Age: 34"])
+    out = cli.chat(
+        "run", "client-intake", "--subject", "s", lines=["returning", "43", "Sorry, I swapped the digits. Age: 34"]
+    )
 
     assert "Got it — Age: 34." in out
     assert '"Sorry, I swapped the digits."' in out.split("I wasn't sure which question this answers:")[1]
@@ -44,16 +43,21 @@ def test_an_apology_beside_a_labelled_correction_is_not_stored_as_the_name(cli):
 
 
 def test_a_name_then_a_remark_about_it_gives_the_name(cli):
-    out = chat(cli, "client-intake", ["returning", "34", "Jo Bloggs. Well, Joanna, but Jo Bloggs on everything."])
+    out = cli.chat(
+        "run",
+        "client-intake",
+        "--subject",
+        "s",
+        lines=["returning", "34", "Jo Bloggs. Well, Joanna, but Jo Bloggs on everything."],
+    )
 
     assert "Got it — Full name: Jo Bloggs." in out
     assert stored(cli)["full_name"] == "Jo Bloggs"
 
 
 def test_refusing_an_optional_phone_leaves_it_out(cli):
-    out = chat(
-        cli, "client-intake", ["new", "34", "Jo Bloggs", "jo@example.org", "I'd rather not give a phone number."]
-    )
+    lines = ["new", "34", "Jo Bloggs", "jo@example.org", "I'd rather not give a phone number."]
+    out = cli.chat("run", "client-intake", "--subject", "s", lines=lines)
 
     assert "Left out Phone." in out
     assert last_question(out).startswith("Referral source")
@@ -61,7 +65,7 @@ def test_refusing_an_optional_phone_leaves_it_out(cli):
 
 
 def test_refusing_a_required_answer_is_said_back_and_asked_again(cli):
-    out = chat(cli, "client-intake", ["new", "34", "I'd rather not say."])
+    out = cli.chat("run", "client-intake", "--subject", "s", lines=["new", "34", "I'd rather not say."])
 
     assert "I understand, but Full name is required, so I can't leave it out." in out
     assert last_question(out).startswith("Full name?")

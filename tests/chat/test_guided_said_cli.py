@@ -13,11 +13,6 @@ from clitools import CLAIMANT_AND_TRIP, Cli
 UP_TO_TOTAL = [*CLAIMANT_AND_TRIP, "rail", "TR-88231", "skip", "skip"]
 
 
-def chat(cli: Cli, *args: str, lines: list[str]) -> str:
-    """``formctl ARGS --offline`` with ``lines`` piped in; what it printed."""
-    return str(cli.ok(*args, "--offline", input="".join(f"{x}\n" for x in lines)).stdout)
-
-
 def instance_id(cli: Cli) -> str:
     rows = cli.json("instances")["instances"]
     assert len(rows) == 1
@@ -29,10 +24,10 @@ def values(cli: Cli, iid: str) -> dict:
 
 
 def test_after_resume_a_bare_answer_goes_to_the_question_shown_last(cli):
-    chat(cli, "run", "travel-claim", "--subject", "r3", lines=UP_TO_TOTAL)
+    cli.chat("run", "travel-claim", "--subject", "r3", lines=UP_TO_TOTAL)
     iid = instance_id(cli)
 
-    out = chat(cli, "resume", iid, lines=["700"])
+    out = cli.chat("resume", iid, lines=["700"])
 
     shown_last = out.split("Total claimed?")[-1]
     assert "Total claimed: 700" in shown_last
@@ -50,7 +45,7 @@ def test_after_resume_a_bare_answer_goes_to_the_question_shown_last(cli):
     ],
 )
 def test_a_sentence_at_full_name_gives_the_name_and_says_the_rest_back(cli, line, name, not_used):
-    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=[line])
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=[line])
 
     assert f'"{not_used}' in out.split("I wasn't sure which question this answers:")[1]
     got = values(cli, instance_id(cli))
@@ -63,7 +58,7 @@ def test_a_sentence_at_full_name_gives_the_name_and_says_the_rest_back(cli, line
 
 def test_a_line_of_several_answers_at_destination_gives_only_the_destination(cli):
     lines = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds, leaving 3 March 2026, back 1 March 2026, client visit"]
-    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=lines)
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=lines)
 
     assert '"leaving 3 March 2026"; "back 1 March 2026"; "client visit"' in out
     got = values(cli, instance_id(cli))
@@ -72,7 +67,7 @@ def test_a_line_of_several_answers_at_destination_gives_only_the_destination(cli
 
 
 def test_a_sentence_with_no_plain_first_part_is_not_stored_and_asked_again(cli):
-    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=["3 March, then Leeds"])
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=["3 March, then Leeds"])
 
     assert "I wasn't sure which question this answers" in out
     assert out.rstrip().splitlines()[-2].startswith("Full name?")
@@ -81,7 +76,7 @@ def test_a_sentence_with_no_plain_first_part_is_not_stored_and_asked_again(cli):
 
 @pytest.mark.parametrize("amount", ["1.2k", "0.5k", "2 thousand"])
 def test_an_amount_with_a_multiplier_is_refused_not_read_as_its_digits(cli, amount):
-    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=[*UP_TO_TOTAL[:9], amount, "yes"])
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=[*UP_TO_TOTAL[:9], amount, "yes"])
 
     assert f'I couldn\'t use "{amount}" for Accommodation cost: please write the amount in full' in out
     got = values(cli, instance_id(cli))
@@ -89,20 +84,20 @@ def test_an_amount_with_a_multiplier_is_refused_not_read_as_its_digits(cli, amou
 
 
 def test_a_refused_correction_says_the_earlier_answer_no_longer_counts_and_keep_puts_it_back(cli):
-    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234", "Staff ID: AB12345"])
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234", "Staff ID: AB12345"])
     iid = instance_id(cli)
 
     assert 'The earlier answer (AB1234) no longer counts: say "keep" to put it back' in out
     assert values(cli, iid).get("staff_id") is None  # the refused one is in force: the field reads invalid
 
-    out = chat(cli, "resume", iid, lines=["keep"])
+    out = cli.chat("resume", iid, lines=["keep"])
 
     assert "Staff ID is back to AB1234" in out.split("Undone:")[-1]
     assert values(cli, iid)["staff_id"] == "AB1234"
 
 
 def test_a_hosts_refused_fill_over_a_good_answer_says_what_the_field_holds_and_how_to_undo(cli):
-    chat(cli, "run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234"])
+    cli.chat("run", "travel-claim", "--subject", "s", lines=["Dana Reeve", "AB1234"])
     iid = instance_id(cli)
 
     done = cli("fill", iid, "Staff ID=AB12345")
@@ -119,8 +114,8 @@ def test_a_hosts_refused_fill_over_a_good_answer_says_what_the_field_holds_and_h
 @pytest.mark.parametrize("ending", [[], ["/quit"], ["quit"]])
 def test_an_answer_the_revisit_acknowledged_is_stored_when_the_input_ends(cli, ending):
     returning = ["returning", "40", "Pat Quinn", "pat@example.org", "skip", "C12345", "yes"]
-    out = chat(
-        cli, "run", "client-intake", "--subject", "s", lines=[*returning, "same", "pat.quinn@example.org", *ending]
+    out = cli.chat(
+        "run", "client-intake", "--subject", "s", lines=[*returning, "same", "pat.quinn@example.org", *ending]
     )
     iid = instance_id(cli)
 
@@ -134,14 +129,14 @@ CLAIM_BY_CAR = [*CLAIMANT_AND_TRIP, "car", "120"]
 
 
 def test_switching_the_mode_says_the_mileage_was_set_aside(cli):
-    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=[*CLAIM_BY_CAR, "54", "Mode: rail"])
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=[*CLAIM_BY_CAR, "54", "Mode: rail"])
 
     after = out.split("Got it — Mode: rail.")[1]
     assert "Miles driven and Mileage cost don't apply any more, so I've set them aside" in after
 
 
 def test_inspect_shows_a_field_that_does_not_apply_as_not_needed(cli):
-    chat(cli, "run", "travel-claim", "--subject", "s", lines=CLAIM_BY_CAR)
+    cli.chat("run", "travel-claim", "--subject", "s", lines=CLAIM_BY_CAR)
     iid = instance_id(cli)
 
     shown = cli.ok("inspect", iid).stdout
@@ -152,7 +147,7 @@ def test_inspect_shows_a_field_that_does_not_apply_as_not_needed(cli):
 
 def test_the_person_sees_a_held_claim_in_plain_words_and_not_the_models_instructions(cli):
     lines = [*UP_TO_TOTAL[:9], "300", "300", "100"]
-    out = chat(cli, "run", "travel-claim", "--subject", "s", lines=lines)
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=lines)
 
     status = [line for line in out.splitlines() if line.startswith("· [form:")]
     assert status[-1] == (

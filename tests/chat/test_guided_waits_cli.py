@@ -9,11 +9,6 @@ import pytest
 from clitools import OVER_CAP_LINES, Cli
 
 
-def chat(cli: Cli, *args: str, lines: list[str]) -> str:
-    """``formctl run travel-claim ARGS --offline`` with ``lines`` piped in; what it printed."""
-    return str(cli.ok("run", "travel-claim", *args, "--offline", input="".join(f"{x}\n" for x in lines)).stdout)
-
-
 def exported(cli: Cli) -> dict:
     """The one instance in the store, exported."""
     (row,) = cli.json("instances")["instances"]
@@ -30,7 +25,7 @@ def test_the_waiting_reply_says_the_request_can_be_withdrawn_and_withdrawing_let
 ):
     hosting = ["--as-host"] if as_host else []
     lines = [*OVER_CAP_LINES, withdraw, "Total claimed: 700"]
-    out = chat(cli, "--subject", "dana", *hosting, lines=lines)
+    out = cli.chat("run", "travel-claim", "--subject", "dana", *hosting, lines=lines)
 
     waiting = out.split("Over the 750 cap: waiting for Finance to approve.")[1]
     assert "take the request back with /withdraw" in waiting

@@ -125,6 +125,37 @@ def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_a
     assert child.exitstatus == 0
 
 
+def test_a_second_ctrl_c_while_a_turn_is_stopping_leaves_the_chat(tmp_path, cli):
+    # The mileage executor never returns by itself here: only leaving ends the wait.
+    forms = tmp_path / "forms"
+    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
+    claim = forms / "travel_claim.py"
+    source = claim.read_text(encoding="utf-8")
+    stuck = """    miles = ctx.values.get("mileage")
+    if miles == 120:
+        import sys, time
+        sys.stdout.write("(executor running)\\r\\n")
+        sys.stdout.flush()
+        time.sleep(60)
+"""
+    claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', stuck), encoding="utf-8")
+
+    child = _spawn(cli.at(forms=forms))
+    try:
+        _answer_up_to_the_miles(child)
+        _say(child, "120")
+        _expect(child, r"\(executor running\)")
+        child.sendintr()
+        _expect(child, "stopping…")
+        child.sendintr()
+        said = _expect(child, pexpect.EOF, timeout=10)
+    finally:
+        close(child)
+    assert child.exitstatus == 130
+    assert "formctl resume form_" in said  # the goodbye says how to carry on
+    assert "Traceback" not in said
+
+
 def _send_in_pieces(child: pexpect.spawn, text: str, piece: int = 1024) -> None:
     """``text`` written to the terminal in pieces as it takes them, reading what the chat echoes
     whenever there is some (neither side may block on a full terminal). Nothing waits for a quiet

@@ -70,7 +70,8 @@ def _modules_loaded(args: list[str]) -> list[str]:
         "import sys, json\n"
         "from formctl.cli.app import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "heavy = ('pydantic', 'rich', 'prompt_toolkit', 'anthropic', 'travel_claim', 'client_intake', 'asyncio')\n"
+        "heavy = ('pydantic', 'rich', 'prompt_toolkit', 'anthropic', 'openai', 'mcp', 'psycopg', 'travel_claim', "
+        "'client_intake')\n"
         "sys.stderr.write(json.dumps(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy})))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORMCTL_")}

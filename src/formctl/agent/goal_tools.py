@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -21,13 +21,16 @@ from formctl.agent.tools import (
     UNKNOWN_TOOL,
     _Args,
     _compact,
-    bounded,
+    clipped,
     error_envelope,
     parse_arguments,
     select_tools,
     success_envelope,
 )
 from formctl.errors import FormError
+
+if TYPE_CHECKING:
+    from formctl.goals.runner import GoalRunner
 
 __all__ = ["GOAL_TOOL_NAMES", "GoalTools", "goal_tool_definitions"]
 
@@ -46,14 +49,14 @@ class _UpdateArgs(_Args):
     version: int = Field(ge=1, description="The version goal_status gave.")
 
 
-def _status(runner: Any, a: _StatusArgs) -> Any:
+def _status(runner: GoalRunner, a: _StatusArgs) -> Any:
     status = runner.inspect()
     if status is None:
         return {"program": None, "message": "No goal program has started for this conversation."}
     return status.to_dict()
 
 
-def _update(runner: Any, a: _UpdateArgs) -> Any:
+def _update(runner: GoalRunner, a: _UpdateArgs) -> Any:
     status = runner.update(
         goal=a.goal,
         completed=a.completed or (),
@@ -119,7 +122,7 @@ class GoalTools:
     """The selected goal tools bound to one runner; ``call`` never raises (every outcome is an
     envelope), and ``line()`` is the goals line for the tail of the model's input."""
 
-    def __init__(self, runner: Any, *, allow: list[str] | None = None, deny: list[str] | None = None) -> None:
+    def __init__(self, runner: GoalRunner, *, allow: list[str] | None = None, deny: list[str] | None = None) -> None:
         self.runner = runner
         self.names: list[str] = _select(allow, deny)
         self.definitions: list[dict[str, Any]] = goal_tool_definitions(allow, deny)
@@ -137,7 +140,7 @@ class GoalTools:
         return status.line if status is not None else ""
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        envelope: dict[str, Any] = bounded(self._call(name, arguments))
+        envelope: dict[str, Any] = clipped(self._call(name, arguments))
         return envelope
 
     def _call(self, name: str, arguments: Any) -> dict[str, Any]:

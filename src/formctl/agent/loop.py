@@ -19,9 +19,11 @@ What the loop promises when things go wrong:
 - A reply cut off at ``max_tokens`` is reported, not taken for an answer; its tool calls
   (whose input may be truncated) are not run. A ``refusal`` is reported the same way.
 - ``cancel()`` (thread-safe, e.g. from a Ctrl-C handler) stops the turn at the next safe
-  point: before a model call, after it returns (its reply is discarded), or between tool
-  calls (the calls not run get an error result, so the conversation stays valid). A
-  ``KeyboardInterrupt`` inside ``send`` is treated the same way.
+  point: before a model call, during it (the request carries the event as ``stop``: a model
+  over a network abandons the request within a tick and its reply, if it comes, is dropped),
+  after it returns (its reply is discarded), or between tool calls (the calls not run get an
+  error result, so the conversation stays valid). A ``KeyboardInterrupt`` inside ``send`` is
+  treated the same way.
 - The iteration limit (default 12 model calls per turn) stops a model that keeps calling
   tools without answering; a reply with neither text nor a tool call ends the turn with
   one line too (``NOTHING_SAID``), and a reply stopped by a provider's content filter is
@@ -148,6 +150,9 @@ class ChatLoop:
         self.conversation_store = conversation_store
         self.max_tokens = int(max_tokens or getattr(model, "max_tokens", None) or 1024)
         self.usage = Usage()  # the tokens every reply of this conversation cost, added up
+        # The HTTP requests the model calls of this conversation sent, the SDK's retries included
+        # (ModelReply.attempts, ModelError.attempts): a call retried twice counts three.
+        self.attempts = 0
         # The person's own messages (what a model's quotes are checked against) and, when the front
         # end can, formctl asking them about a value their words don't hold (formctl.agent.person).
         self.person: Person = person if person is not None else Person()
@@ -245,17 +250,22 @@ class ChatLoop:
                 tools=self.tool_definitions,
                 messages=self._request_messages(tier0, self._render_goals()),
                 max_tokens=self.max_tokens,
+                stop=self._cancel,
             )
             self._emit(ModelCall(iterations, request, tier0))
             try:
                 reply = self.model.respond(request, on_text=self._on_text)
             except (ModelError, StoreError) as exc:  # a store error names the store, not the model
+                self.attempts += getattr(exc, "attempts", 0)
+                if self._cancel.is_set():  # the request was abandoned (Ctrl-C): its reply is dropped
+                    return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
                 return Turn("", "error", iterations, exc.message, tool_calls, code=exc.code)
             except KeyboardInterrupt:
                 raise
             except Exception as exc:  # a model that broke its contract: still one line, still no traceback
                 return Turn("", "error", iterations, f"The model failed: {type(exc).__name__}: {exc}", tool_calls)
             self.usage.add(reply.usage)
+            self.attempts += reply.attempts
             if self._cancel.is_set():
                 return Turn("", "cancelled", iterations, CANCELLED, tool_calls)
             reply = _clean(reply)

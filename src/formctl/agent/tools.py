@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -30,6 +30,10 @@ from formctl.errors import (
 from formctl.forms.instance import INSTANCE_STATUSES
 from formctl.forms.lifecycle import is_closed, is_open
 from formctl.forms.provenance import ModelWrite
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.runner import FormRunner
 
 __all__ = [
     "EVERY_SUBJECT",
@@ -66,7 +70,7 @@ def _waiting_message(exc: FormBlockedError) -> str:
 ECHO_LIMIT = 200  # characters of any one string a tool result carries back
 
 
-def bounded(node: Any) -> Any:
+def clipped(node: Any) -> Any:
     """``node`` with every string longer than ECHO_LIMIT cut to its first ECHO_LIMIT characters and
     its length: a long value (or a long unknown field name) is never echoed whole to the model.
     A lone surrogate (a model's or a terminal's undecodable byte, echoed in an unknown field id
@@ -78,9 +82,9 @@ def bounded(node: Any) -> Any:
             return node
         return f"{node[:ECHO_LIMIT]}… ({len(node):,} characters)"
     if isinstance(node, dict):
-        return {bounded(k): bounded(v) for k, v in node.items()}
+        return {clipped(k): clipped(v) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [bounded(v) for v in node]
+        return [clipped(v) for v in node]
     return node
 
 
@@ -190,11 +194,17 @@ class _HistoryArgs(_Args):
 # --------------------------------------------------------------------------- handlers
 
 
-def _form_list(runner: Any, a: _NoArgs) -> Any:
+def _form_list(runner: FormRunner, a: _NoArgs) -> Any:
     return {"forms": runner.list()}
 
 
-def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any:
+def _person_or_host_only(compiled: CompiledForm, name: str) -> bool:
+    """Is ``name`` (an id or a label) a field whose value only the person or a host may give?"""
+    field_id = compiled.resolve_field(name)
+    return field_id is not None and bool(compiled.field_by_id[field_id].source)
+
+
+def _form_start(runner: FormRunner, a: _StartArgs, person: Person | None = None) -> Any:
     compiled = runner.compiled(a.form)
     current = runner.open_instance()
     if current is not None and current.def_id == compiled.id and is_open(current):
@@ -205,11 +215,7 @@ def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any
     seed = dict(a.values or {})
     # A model's seed for a field only the person (or a host) may give is judged like any model
     # write: after the start, as a fill with no quotes (so the person is asked, or it is refused).
-    judged = {
-        k: seed.pop(k)
-        for k in list(seed)
-        if compiled.resolve_field(k) and compiled.field_by_id[compiled.resolve_field(k)].source
-    }
+    judged = {k: seed.pop(k) for k in list(seed) if _person_or_host_only(compiled, k)}
     started = runner.start(compiled.id, seed=seed if a.values is not None else None)
     if not judged:
         return started.to_dict()
@@ -232,11 +238,11 @@ def _form_start(runner: Any, a: _StartArgs, person: Person | None = None) -> Any
     return data
 
 
-def _form_status(runner: Any, a: _StatusArgs) -> Any:
+def _form_status(runner: FormRunner, a: _StatusArgs) -> Any:
     return runner.status(instance_id=a.instance_id).to_dict()
 
 
-def _form_inspect(runner: Any, a: _InspectArgs) -> Any:
+def _form_inspect(runner: FormRunner, a: _InspectArgs) -> Any:
     return runner.inspect(a.scope, a.id, instance_id=a.instance_id).to_dict()
 
 
@@ -247,44 +253,42 @@ def _model_write(quotes: dict[str, Any] | None, person: Person | None) -> ModelW
     return ModelWrite(quotes or {}, person.words(), seeds=dict(person.seeds), opened_on=person.opened_on)
 
 
-def _form_fill(runner: Any, a: _FillArgs, person: Person | None = None) -> Any:
+def _form_fill(runner: FormRunner, a: _FillArgs, person: Person | None = None) -> Any:
     result = runner.fill(a.values, instance_id=a.instance_id, write=_model_write(a.quotes, person))
     return confirm_ending(runner, confirm_unconfirmed(runner, result, person, a.instance_id), result, person)
 
 
-def _form_revise(runner: Any, a: _ReviseArgs, person: Person | None = None) -> Any:
-    if a.action in ("set", "retract") and a.field is None:
+def _form_revise(runner: FormRunner, a: _ReviseArgs, person: Person | None = None) -> Any:
+    if a.action == "undo":
+        return runner.undo(a.field, instance_id=a.instance_id).to_dict()
+    if a.action == "redo":
+        return runner.redo(a.field, instance_id=a.instance_id).to_dict()
+    if a.field is None:
         raise InvalidArgumentError(f"action={a.action} needs a field.")
-    if a.action == "set":
-        result = runner.revise(
-            a.field, a.value, reason=a.reason, instance_id=a.instance_id, write=_model_write(a.quotes, person)
-        )
-        return confirm_ending(runner, confirm_unconfirmed(runner, result, person, a.instance_id), result, person)
-    elif a.action == "retract":
-        result = runner.retract(a.field, reason=a.reason, instance_id=a.instance_id)
-    elif a.action == "undo":
-        result = runner.undo(a.field, instance_id=a.instance_id)
-    else:
-        result = runner.redo(a.field, instance_id=a.instance_id)
-    return result.to_dict()
+    if a.action == "retract":
+        return runner.retract(a.field, reason=a.reason, instance_id=a.instance_id).to_dict()
+    result = runner.revise(
+        a.field, a.value, reason=a.reason, instance_id=a.instance_id, write=_model_write(a.quotes, person)
+    )
+    return confirm_ending(runner, confirm_unconfirmed(runner, result, person, a.instance_id), result, person)
 
 
-def _form_submit(runner: Any, a: _StatusArgs) -> Any:
+def _form_submit(runner: FormRunner, a: _StatusArgs) -> Any:
     return runner.submit(instance_id=a.instance_id).to_dict()
 
 
-def _form_abandon(runner: Any, a: _AbandonArgs) -> Any:
+def _form_abandon(runner: FormRunner, a: _AbandonArgs) -> Any:
     instance = runner.abandon(a.reason, instance_id=a.instance_id)
     return {"instance_id": instance.id, "status": instance.status}
 
 
-def _form_withdraw(runner: Any, a: _WithdrawArgs) -> Any:
+def _form_withdraw(runner: FormRunner, a: _WithdrawArgs) -> Any:
     """The person takes back the request the form waits on (``runner.withdraw``, recorded like a
     resolution: docs/engine.md, "Host acts"); the answers are editable again."""
     return runner.withdraw(a.instance_id, reason=a.reason).to_dict()
 
 
-def _form_history(runner: Any, a: _HistoryArgs) -> Any:
+def _form_history(runner: FormRunner, a: _HistoryArgs) -> Any:
     """One instance (outline + values + held), or a list of the subject's instances.
 
     Read-only, like every runner read: nothing is migrated, recovered or committed.
@@ -531,7 +535,7 @@ class FormTools:
 
     def __init__(
         self,
-        runner: Any,
+        runner: FormRunner,
         *,
         allow: list[str] | None = None,
         deny: list[str] | None = None,
@@ -571,7 +575,7 @@ class FormTools:
         return args
 
     def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        result: dict[str, Any] = bounded(self._call(name, arguments))
+        result: dict[str, Any] = clipped(self._call(name, arguments))
         return result
 
     def _call(self, name: str, arguments: Any) -> dict[str, Any]:

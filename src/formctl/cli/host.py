@@ -22,13 +22,16 @@ both go through :func:`resolve`, so an option, a combination or a rule cannot di
 """
 
 import shlex
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, app
 from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
 from formctl.errors import HostOnlyError, InvalidArgumentError, OwnRequestError
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 OWN_REQUEST = "own request"
 """What a resolution of the resolver's own instance records as its override."""
@@ -59,7 +62,7 @@ def check_combination(fail: str | None, reason: str | None, by: str | None) -> N
 
 
 def resolve_as(
-    runner: Any,
+    runner: "FormRunner",
     instance_id: str,
     *,
     actor: str,
@@ -144,7 +147,9 @@ def _typed(source: Any) -> bool:
 USAGE = "Use /resolve, /resolve --reason WHY, or /resolve --fail REASON (and --checkpoint ID, --own-request)."
 
 
-def chat_resolve(runner: Any, instance_id: str, rest: str, *, as_host: bool, actor: str) -> tuple[Any, dict[str, Any]]:
+def chat_resolve(
+    runner: "FormRunner", instance_id: str, rest: str, *, as_host: bool, actor: str
+) -> tuple[Any, dict[str, Any]]:
     """A chat's ``/resolve REST``: refused unless the chat plays the host; then as :func:`resolve`.
     Returns the result and the options it was given."""
     if not as_host:

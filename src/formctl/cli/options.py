@@ -64,6 +64,16 @@ ModelOpt = Annotated[
     ),
 ]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Use the guided offline model.")]
+ModelTimeoutOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--model-timeout",
+        metavar="SECONDS",
+        help="The longest one model call may take, its reply streamed and retries included "
+        "[default: FORMCTL_MODEL_TIMEOUT, or 120].",
+        show_default=False,
+    ),
+]
 RecordOpt = Annotated[Optional[str], typer.Option("--record", metavar="PATH", help="Write a transcript as it goes.")]
 AsHostOpt = Annotated[
     bool, typer.Option("--as-host", help="Play the host: /resolve answers checkpoints (for form authors).")

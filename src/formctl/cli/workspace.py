@@ -132,13 +132,6 @@ def open_store(store: str | os.PathLike[str] | None) -> FormAdapter:
     return adapter
 
 
-def open_scratch_store() -> FormAdapter:
-    """A store in memory that holds nothing of anyone's (the MCP server reads form outlines over it)."""
-    from formctl.store.memory import MemoryAdapter
-
-    return MemoryAdapter()
-
-
 def is_instance_id(text: str) -> bool:
     """True iff ``text`` has the shape of an instance id the stores generate."""
     from formctl.store.ids import is_instance_id as shaped

@@ -18,19 +18,24 @@ own, a ``runtime_checkable`` protocol asked with ``isinstance`` (docs/engine.md,
 contract"): :class:`Serialising` (``exclusive(instance_id)``, a context manager inside which
 no other writer can commit, so the runner never meets a conflict from those writers:
 :mod:`formctl.forms.contention`), :class:`Maintainable` (damage, repair, check, reindex),
-:class:`Watchable` (announces commits), :class:`Importing` (takes instances whole) and
-:class:`SharesConversations` (keeps the chats' conversations beside the instances).
+:class:`Watchable` (announces commits), :class:`Importing` (takes instances whole),
+:class:`SharesConversations` (keeps the chats' conversations beside the instances) and
+:class:`KeepsPrograms` (keeps goal programs, so it can say which item an instance serves).
 
 The stores in ``formctl.store`` implement it; the engine never imports them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from formctl.errors import StoreError
 from formctl.forms.instance import Commit, DispatchState, FieldLog, Instance, Provenance, Status
+
+if TYPE_CHECKING:
+    from formctl.forms.reading import InstanceSummary
 
 __all__ = [
     "DamageReport",
@@ -196,4 +201,15 @@ class Importing(Protocol):
 
     def import_instances(self, instances: list[Instance]) -> list[tuple[str, str]]:
         """Per instance, in order: (outcome, why), as ``formctl.store.copy`` reads them."""
+        ...
+
+
+@runtime_checkable
+class KeepsPrograms(Protocol):
+    """A store that keeps goal programs beside the instances (docs/goals.md, "Form-bound items"),
+    so a listing can say which program item each instance serves."""
+
+    def items_served(self, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+        """Per instance, in order: ``[{"program", "scope", "goal", "item", "label"}]`` for every live
+        item it serves; empty lists when the store keeps no program at all."""
         ...

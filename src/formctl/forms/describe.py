@@ -419,47 +419,45 @@ def _resolve_refs(schema: dict[str, Any]) -> Any:
     * a tuple's ``minItems``/``maxItems`` are dropped, as zod emits none for
       tuples: the reference renders ``tuple([...])`` as plain ``list of value``.
     """
-    resolved: dict[str, Any] = {}
+    return _Refs(schema).walk(schema)
 
-    def deref(ref: str) -> Any:
-        if ref in resolved:
-            return resolved[ref]
+
+class _Refs:
+    """One schema's local references, each resolved once (a recursive one refers to itself)."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self.resolved: dict[str, Any] = {}
+
+    def deref(self, ref: str) -> Any:
+        if ref in self.resolved:
+            return self.resolved[ref]
         if not ref.startswith("#/"):
             return {"$ref": ref}  # not ours to fetch; renders as "value"
-        target: Any = schema
+        target: Any = self.schema
         for part in ref[2:].split("/"):
             target = target[part.replace("~1", "/").replace("~0", "~")]
         placeholder: dict[str, Any] = {}
-        resolved[ref] = placeholder
-        body = walk(target)
+        self.resolved[ref] = placeholder
+        body = self.walk(target)
         if isinstance(body, dict):
             placeholder.update(body)
             return placeholder
-        resolved[ref] = body
+        self.resolved[ref] = body
         return body
 
-    def walk(node: Any) -> Any:
+    def walk(self, node: Any) -> Any:
         if isinstance(node, list):
-            return [walk(item) for item in node]
+            return [self.walk(item) for item in node]
         if not isinstance(node, dict):
             return node
-        ref = node.get("$ref")
-        all_of = node.get("allOf")
-        if (
-            ref is None
-            and isinstance(all_of, list)
-            and len(all_of) == 1
-            and isinstance(all_of[0], dict)
-            and set(all_of[0]) == {"$ref"}
-        ):
-            ref = all_of[0]["$ref"]
-            node = {k: v for k, v in node.items() if k != "allOf"}
+        ref, node = _reference(node)
         if isinstance(ref, str):
-            target = deref(ref)
+            target = self.deref(ref)
             extra = {k: v for k, v in node.items() if k != "$ref" and k != "$defs" and k not in _ANNOTATION_KEYS}
             if not extra or not isinstance(target, dict):
                 return target
-            return {**target, **walk(extra)}
+            return {**target, **self.walk(extra)}
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key == "title" or key == "$defs" or key == "definitions":
@@ -467,12 +465,25 @@ def _resolve_refs(schema: dict[str, Any]) -> Any:
             if key in _DATA_KEYS:
                 out[key] = value
             elif key in _SCHEMA_MAP_KEYS and isinstance(value, dict):
-                out[key] = {name: walk(sub) for name, sub in value.items()}
+                out[key] = {name: self.walk(sub) for name, sub in value.items()}
             else:
-                out[key] = walk(value)
+                out[key] = self.walk(value)
         if "prefixItems" in out:
             out.pop("minItems", None)
             out.pop("maxItems", None)
         return out
 
-    return walk(schema)
+
+def _reference(node: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The node's ``$ref``, reading ``allOf: [{$ref}]`` as one (and leaving that ``allOf`` out)."""
+    ref = node.get("$ref")
+    all_of = node.get("allOf")
+    if (
+        ref is None
+        and isinstance(all_of, list)
+        and len(all_of) == 1
+        and isinstance(all_of[0], dict)
+        and set(all_of[0]) == {"$ref"}
+    ):
+        return all_of[0]["$ref"], {k: v for k, v in node.items() if k != "allOf"}
+    return ref, node

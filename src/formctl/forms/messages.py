@@ -16,6 +16,7 @@ reading the words.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from formctl.forms.describe import field_schema, pattern_example
@@ -58,13 +59,23 @@ def plain(field: Any, issue: Any) -> Plain:
     """The sentence (and code) for one validation ``issue`` of ``field``'s value."""
     kind = issue.kind
     ctx = issue.ctx or {}
-    label = field.label
     where = _where(issue.path)
-    subject = f"{label}{where}"
+    subject = f"{field.label}{where}"
     if kind in _OWN_KINDS and issue.ctx is None:
         return Plain(issue.message, _OWN_KINDS[kind])
     if kind == "string_pattern_mismatch":
         return Plain(_pattern_sentence(field, str(ctx.get("pattern", "")), where), "pattern")
+    sized = _size_sentence(field, subject, kind, ctx)
+    if sized is not None:
+        return sized
+    for matches, sentence, code in _SHAPES:
+        if matches(kind):
+            return Plain(sentence.format(subject=subject), code)
+    return _other_sentence(field, issue, subject, where)
+
+
+def _size_sentence(field: Any, subject: str, kind: str, ctx: dict[str, Any]) -> Plain | None:
+    """A length, a count of items or a numeric range the value is outside; None for any other issue."""
     if kind == "string_too_short":
         n = ctx.get("min_length")
         if n == 1:
@@ -83,24 +94,43 @@ def plain(field: Any, issue: Any) -> Plain:
         return Plain(_range_sentence(field, subject, kind, ctx), "range")
     if kind == "multiple_of":
         return Plain(f"{subject} should be a multiple of {_num(ctx.get('multiple_of'))}.", "range")
-    if kind in ("int_type", "int_parsing", "int_from_float", "int_parsing_size"):
-        return Plain(f"{subject} should be a whole number, like 40.", "number")
-    if kind.startswith(("float_", "decimal_")) or kind == "finite_number":
-        return Plain(f"{subject} should be a number, like 12.50.", "number")
-    if kind in ("bool_type", "bool_parsing"):
-        return Plain(f"{subject} should be yes or no.", "boolean")
     if kind.startswith("date_") and "datetime" not in kind:
         return Plain(_date_sentence(subject, kind), "date")
-    if kind.startswith("datetime_"):
-        return Plain(f"{subject} should be a date and time, like 2026-11-03 14:30.", "datetime")
-    if kind.startswith("time_"):
-        return Plain(f"{subject} should be a time of day, like 14:30.", "time")
-    if kind.startswith("url_"):
-        return Plain(f"{subject} should be a web address, like https://example.com.", "url")
-    if kind.startswith("uuid_"):
-        return Plain(f"{subject} should be a UUID, like 123e4567-e89b-12d3-a456-426614174000.", "uuid")
-    if kind.startswith("ip_"):
-        return Plain(f"{subject} should be an IP address, like 192.0.2.1.", "ip")
+    return None
+
+
+# Issues said by the value's shape alone: (which kinds, the sentence, the code), tried in order.
+_SHAPES: tuple[tuple[Callable[[str], bool], str, str], ...] = (
+    (
+        lambda k: k in ("int_type", "int_parsing", "int_from_float", "int_parsing_size"),
+        "{subject} should be a whole number, like 40.",
+        "number",
+    ),
+    (
+        lambda k: k.startswith(("float_", "decimal_")) or k == "finite_number",
+        "{subject} should be a number, like 12.50.",
+        "number",
+    ),
+    (lambda k: k in ("bool_type", "bool_parsing"), "{subject} should be yes or no.", "boolean"),
+    (
+        lambda k: k.startswith("datetime_"),
+        "{subject} should be a date and time, like 2026-11-03 14:30.",
+        "datetime",
+    ),
+    (lambda k: k.startswith("time_"), "{subject} should be a time of day, like 14:30.", "time"),
+    (lambda k: k.startswith("url_"), "{subject} should be a web address, like https://example.com.", "url"),
+    (
+        lambda k: k.startswith("uuid_"),
+        "{subject} should be a UUID, like 123e4567-e89b-12d3-a456-426614174000.",
+        "uuid",
+    ),
+    (lambda k: k.startswith("ip_"), "{subject} should be an IP address, like 192.0.2.1.", "ip"),
+)
+
+
+def _other_sentence(field: Any, issue: Any, subject: str, where: str) -> Plain:
+    """A choice, an email, the author's own validator, text, a missing or extra part, or the type."""
+    kind, ctx, label = issue.kind, issue.ctx or {}, field.label
     if kind in ("literal_error", "enum"):
         options = [] if where else _choices(field)
         if options:

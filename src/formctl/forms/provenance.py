@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from formctl.forms.compile import CompiledForm
+from formctl.forms.compile import CompiledField, CompiledForm
 from formctl.forms.instance import MESSAGE_EXCERPT, Instance
 from formctl.forms.project import Rejected
 from formctl.forms.quotes import ASSUMED, READING, PersonMessage, QuoteCheck, check_quote
@@ -100,16 +100,8 @@ def judge(
     A value the field already holds, from the person or a host (a "same" when a step is gone over
     again), is theirs still: it keeps the provenance it has.
     """
-    quotes: dict[str, Any] = {}
-    for key, quote in write.quotes.items():
-        field_id = compiled.resolve_field(key)
-        if field_id is not None:
-            quotes[field_id] = quote
-    seeds: dict[str, str] = {}
-    for key, given in write.seeds.items():
-        field_id = compiled.resolve_field(key)
-        if field_id is not None:
-            seeds[field_id] = given
+    quotes = _by_field_id(compiled, write.quotes)
+    seeds = _by_field_id(compiled, write.seeds)
     keep: list[Staged] = []
     unconfirmed: list[Unconfirmed] = []
     refused: list[Rejected] = []
@@ -130,37 +122,63 @@ def judge(
             keep.append(item)
             continue
         if item.field_id in seeds and _is_seed(seeds[item.field_id], item.value, f.validator.annotation):
-            # A host's value, not the person's: stored as a seed, but a field only the person may
-            # give has it confirmed by them first (asked like any value they did not say).
-            if f.source == "person" and write.enforce:
-                if item.outcome is None or item.outcome.ok:
-                    unconfirmed.append(
-                        Unconfirmed(
-                            item.field_id, f.label, item.value, QuoteCheck(SEED), f.sensitive, f.validator.annotation
-                        )
-                    )
-                continue
-            continued = instance is not None and write.opened_on is not None and instance.id == write.opened_on
-            item.how = {"kind": SEED, "moment": "continued" if continued else "start"}
-            keep.append(item)
-            continue
-        check = check_quote(write.words, quotes.get(item.field_id), item.value, f.validator.annotation)
-        if check.said:
-            source = (check.turn, check.quote.casefold() if check.quote else None, _same(item.value))
-            if any(s == source and other != item.field_id for other, s in taken):
-                # the very words another field's same value was taken from ("3 nights" as a total of 3)
-                check = dataclasses.replace(check, kind=READING)
-            taken.append((item.field_id, source))
-        if f.source == "person" and not check.said and write.enforce:
-            if item.outcome is not None and not item.outcome.ok:
-                continue  # invalid as well: the rejection already tells the model; nothing to ask
-            unconfirmed.append(
-                Unconfirmed(item.field_id, f.label, item.value, check, f.sensitive, f.validator.annotation)
-            )
-            continue
-        item.how = quote_how(check) if check.kind != ASSUMED else {"kind": ASSUMED}
-        keep.append(item)
+            verdict = _judge_seed(item, f, write, instance)
+        else:
+            verdict = _judge_words(item, f, write, quotes.get(item.field_id), taken)
+        if isinstance(verdict, Unconfirmed):
+            unconfirmed.append(verdict)
+        elif verdict is not None:
+            keep.append(verdict)
     return keep, unconfirmed, refused
+
+
+def _by_field_id(compiled: CompiledForm, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` (keyed by a field's id or label, as a model names it) keyed by field id; unknown names left out."""
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        field_id = compiled.resolve_field(key)
+        if field_id is not None:
+            out[field_id] = value
+    return out
+
+
+# A verdict on one staged value: the value to store (its ``how`` set), the question to ask the
+# person, or None: neither (it is invalid as well, and its rejection already says so).
+_Verdict = Staged | Unconfirmed | None
+
+
+def _judge_seed(item: Staged, f: CompiledField, write: ModelWrite, instance: Instance | None) -> _Verdict:
+    """A host's seed value, not the person's: stored as a seed, but a field only the person may
+    give has it confirmed by them first (asked like any value they did not say)."""
+    if f.source == "person" and write.enforce:
+        if item.outcome is None or item.outcome.ok:
+            return Unconfirmed(
+                item.field_id, f.label, item.value, QuoteCheck(SEED), f.sensitive, f.validator.annotation
+            )
+        return None  # invalid as well: nothing stored, nothing asked
+    continued = instance is not None and write.opened_on is not None and instance.id == write.opened_on
+    item.how = {"kind": SEED, "moment": "continued" if continued else "start"}
+    return item
+
+
+def _judge_words(
+    item: Staged, f: CompiledField, write: ModelWrite, quote: Any, taken: list[tuple[str, tuple[Any, ...]]]
+) -> _Verdict:
+    """A value judged by the person's words: stored with how it was traced, or, for a field only
+    the person may give and words that do not hold it, asked of them."""
+    check = check_quote(write.words, quote, item.value, f.validator.annotation)
+    if check.said:
+        source = (check.turn, check.quote.casefold() if check.quote else None, _same(item.value))
+        if any(s == source and other != item.field_id for other, s in taken):
+            # the very words another field's same value was taken from ("3 nights" as a total of 3)
+            check = dataclasses.replace(check, kind=READING)
+        taken.append((item.field_id, source))
+    if f.source == "person" and not check.said and write.enforce:
+        if item.outcome is not None and not item.outcome.ok:
+            return None  # invalid as well: the rejection already tells the model; nothing to ask
+        return Unconfirmed(item.field_id, f.label, item.value, check, f.sensitive, f.validator.annotation)
+    item.how = quote_how(check) if check.kind != ASSUMED else {"kind": ASSUMED}
+    return item
 
 
 SEED = "seed"

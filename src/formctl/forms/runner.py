@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import (
@@ -27,7 +27,7 @@ from formctl.errors import (
     StoreError,
 )
 from formctl.forms.acts import act_dispatch
-from formctl.forms.adapter import DamageReport, FormAdapter
+from formctl.forms.adapter import DamageReport, FormAdapter, KeepsPrograms, Watchable, Watcher
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import serialised
 from formctl.forms.evaluate import Evaluation
@@ -200,6 +200,26 @@ class FormRunner:
     def inspect(self, scope: str = "outline", id: str | None = None, instance_id: str | None = None) -> FormView:
         """Tier 2: a step (by id or title), one field (by id or label), or the whole outline."""
         return self.reads.inspect(scope, id, instance_id)
+
+    def outline(self, form_id: str) -> FormView:
+        """A registered form's outline, as an instance not yet started shows it; nothing is created."""
+        return self.reads.outline(form_id)
+
+    def items_served(self, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+        """Per listed instance, the goal-program items it serves (docs/goals.md, "Form-bound items");
+        empty lists when the store keeps no goal programs."""
+        if isinstance(self.adapter, KeepsPrograms):
+            return self.adapter.items_served(instances)
+        return [[] for _ in instances]
+
+    def watch(self) -> Watcher | None:
+        """A watcher that hears the store announce commits (PostgreSQL), or None when the store
+        announces nothing and a reader must poll."""
+        return self.adapter.watch() if isinstance(self.adapter, Watchable) else None
+
+    def close(self) -> None:
+        """Release what the store holds (a connection, file handles). Idempotent."""
+        self.adapter.close()
 
     def tier0(self, subject: str | None = None, instance_id: str | None = None) -> str:
         """The standing status line of an instance; "" when there is none or it cannot load."""

@@ -14,7 +14,7 @@ from typing import Any
 from formctl.errors import FormStaleError, InvalidArgumentError, NotFoundError, StoreError
 from formctl.forms.adapter import DamageReport, FormAdapter, Maintainable
 from formctl.forms.compile import CompiledForm
-from formctl.forms.evaluate import Evaluation
+from formctl.forms.evaluate import Evaluation, evaluate
 from formctl.forms.history import FieldHistory, field_history
 from formctl.forms.instance import ABANDONED, COMPLETE, STALE, Instance
 from formctl.forms.lifecycle import complete_flag, is_closed, is_continuable, is_stale, read_status
@@ -133,6 +133,14 @@ class Reads:
                 raise InvalidArgumentError("scope=field needs an id.")
             return field_view(compiled, ev, instance, id)
         raise InvalidArgumentError(f'Unknown scope "{scope}": use outline, step or field.')
+
+    def outline(self, form_id: str) -> FormView:
+        """A registered form's outline as an instance not yet started would show it, without one
+        being created: what a client is shown before anything is started (``formctl mcp``'s outline
+        resource). The view has no instance id."""
+        compiled = self.compiled(form_id)
+        blank = Instance(id="", def_id=compiled.id, def_version=compiled.version, subject=self.subject)
+        return outline_view(compiled, evaluate(compiled, blank), blank)
 
     def tier0(self, subject: str | None = None, instance_id: str | None = None) -> str:
         """The standing status line of an instance (by id, else the subject's open form); "" when

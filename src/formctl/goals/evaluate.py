@@ -249,19 +249,7 @@ def apply_update(
     definition was removed or retired (complete or decline it); reopening needs a live item
     ("restore retired definitions before reopening them"). ``instances`` records which form
     instance completed an item."""
-    asked: list[tuple[str, str]] = [
-        *((k, COMPLETED) for k in _keys(completed, "completed")),
-        *((k, DEFERRED) for k in _keys(deferred, "deferred")),
-        *((k, DECLINED) for k in _keys(declined, "declined")),
-        *((k, REOPENED) for k in _keys(reopened, "reopened")),
-    ]
-    if not asked:
-        raise InvalidArgumentError("The update names no item: give completed, deferred, declined or reopened.")
-    seen: set[str] = set()
-    for key, _ in asked:
-        if key in seen:
-            raise InvalidArgumentError(f'Item "{key}" is named twice in one update. Nothing was applied.')
-        seen.add(key)
+    asked = _asked(completed, deferred, declined, reopened)
     g = program.goal(goal)
     if g is None and not any(gk == goal for gk, _ in progress):
         known = ", ".join(x.key for x in program.goals) or "none"
@@ -269,27 +257,8 @@ def apply_update(
     new = dict(progress)
     changed: list[str] = []
     for key, action in asked:
-        item: Item | None = g.item(key) if g is not None else None
         current = progress.get((goal, key))
-        live = item is not None and g is not None and not (g.retired or item.retired)
-        if not live:
-            follow_up = current is not None and current.disposition == DEFERRED
-            if action == REOPENED and item is not None:
-                raise InvalidArgumentError(
-                    f'Item "{key}" of goal "{goal}" is retired: restore its definition before reopening it. '
-                    "Nothing was applied."
-                )
-            if not (follow_up and action in (COMPLETED, DECLINED)):
-                if item is None:
-                    raise InvalidArgumentError(
-                        f'Goal "{goal}" has no item "{key}"'
-                        + (f" (items: {', '.join(i.key for i in g.items)})" if g is not None and g.items else "")
-                        + ". Nothing was applied."
-                    )
-                raise InvalidArgumentError(
-                    f'Item "{key}" of goal "{goal}" is retired; only a deferral it left can be completed or '
-                    "declined. Nothing was applied."
-                )
+        _check_may_name(g, goal, key, action, current)
         disposition = PENDING if action == REOPENED else action
         if _disposition(current) == disposition:
             continue  # a repeated disposition is a no-op
@@ -304,6 +273,52 @@ def apply_update(
         )
         changed.append(key)
     return new, changed
+
+
+def _asked(
+    completed: Iterable[str], deferred: Iterable[str], declined: Iterable[str], reopened: Iterable[str]
+) -> list[tuple[str, str]]:
+    """Every (item key, action) an update names, in that order; refused when it names none, or one twice."""
+    asked: list[tuple[str, str]] = [
+        *((k, COMPLETED) for k in _keys(completed, "completed")),
+        *((k, DEFERRED) for k in _keys(deferred, "deferred")),
+        *((k, DECLINED) for k in _keys(declined, "declined")),
+        *((k, REOPENED) for k in _keys(reopened, "reopened")),
+    ]
+    if not asked:
+        raise InvalidArgumentError("The update names no item: give completed, deferred, declined or reopened.")
+    seen: set[str] = set()
+    for key, _ in asked:
+        if key in seen:
+            raise InvalidArgumentError(f'Item "{key}" is named twice in one update. Nothing was applied.')
+        seen.add(key)
+    return asked
+
+
+def _check_may_name(g: Goal | None, goal: str, key: str, action: str, current: ItemProgress | None) -> None:
+    """Refuse an item the update may not name: unknown, or retired (a retired item's own deferral
+    may still be completed or declined; reopening needs its definition restored)."""
+    item: Item | None = g.item(key) if g is not None else None
+    if item is not None and g is not None and not (g.retired or item.retired):
+        return  # a live item: any action
+    if action == REOPENED and item is not None:
+        raise InvalidArgumentError(
+            f'Item "{key}" of goal "{goal}" is retired: restore its definition before reopening it. '
+            "Nothing was applied."
+        )
+    follow_up = current is not None and current.disposition == DEFERRED
+    if follow_up and action in (COMPLETED, DECLINED):
+        return
+    if item is None:
+        raise InvalidArgumentError(
+            f'Goal "{goal}" has no item "{key}"'
+            + (f" (items: {', '.join(i.key for i in g.items)})" if g is not None and g.items else "")
+            + ". Nothing was applied."
+        )
+    raise InvalidArgumentError(
+        f'Item "{key}" of goal "{goal}" is retired; only a deferral it left can be completed or '
+        "declined. Nothing was applied."
+    )
 
 
 # --------------------------------------------------------------------------- revisions

@@ -7,13 +7,17 @@ completed, the subject's open instance of the form.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from formctl.forms.lifecycle import is_open_status
 from formctl.goals.state import COMPLETED
 from formctl.goals.store import GoalStore
 
-__all__ = ["items_served"]
+if TYPE_CHECKING:
+    from formctl.forms.reading import InstanceSummary
+
+__all__ = ["items_served", "items_served_each"]
 
 
 def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, status: str) -> list[dict[str, Any]]:
@@ -44,3 +48,11 @@ def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, 
                         }
                     )
     return out
+
+
+def items_served_each(store: GoalStore, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+    """:func:`items_served` for each listed instance, in order; one look for any program at all
+    first, so a store that keeps none costs one read for the whole listing, not one per row."""
+    if not instances or not store.scopes():
+        return [[] for _ in instances]
+    return [items_served(store, row.subject, row.form, row.instance_id, row.status) for row in instances]

@@ -19,12 +19,21 @@ so ``GoalRunner(adapter, …)`` keeps goals in the same store as the forms.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Protocol, runtime_checkable
 
 from formctl.forms.executors import owner, owner_alive
-from formctl.goals.state import RECEIPT_FAILED, RECEIPT_PENDING, RECEIPT_RUNNING, GoalScope, GoalState, Receipt
+from formctl.goals.state import (
+    RECEIPT_FAILED,
+    RECEIPT_OK,
+    RECEIPT_PENDING,
+    RECEIPT_RUNNING,
+    GoalScope,
+    GoalState,
+    Receipt,
+)
 
-__all__ = ["GoalStore", "HasGoalStore", "claimable"]
+__all__ = ["GoalStore", "HasGoalStore", "claimable", "claimed", "settled"]
 
 
 @runtime_checkable
@@ -80,3 +89,27 @@ def claimable(receipt: Receipt, *, now: float) -> bool:
             return False  # this process's own run, in flight in another thread
         return not owner_alive(receipt.owner)
     return False
+
+
+# A receipt's two moves, decided here once; each store only reads the receipt and writes the result
+# under its own lock or transaction (invariant 4).
+
+
+def claimed(receipt: Receipt, holder: str, *, lease_seconds: float, now: float) -> Receipt | None:
+    """The receipt as ``holder`` holds it for ``lease_seconds`` from ``now``, one more attempt
+    counted; None when it may not be taken now (:func:`claimable`)."""
+    if not claimable(receipt, now=now):
+        return None
+    return dataclasses.replace(
+        receipt, status=RECEIPT_RUNNING, attempts=receipt.attempts + 1, owner=holder, lease_until=now + lease_seconds
+    )
+
+
+def settled(receipt: Receipt | None, holder: str, *, ok: bool, at: str, error: str | None) -> Receipt | None:
+    """The receipt as its run ended (done or failed, the lease released); None when ``holder``
+    does not hold it: no such receipt, not running, or its lease was taken over meanwhile."""
+    if receipt is None or receipt.owner != holder or receipt.status != RECEIPT_RUNNING:
+        return None
+    return dataclasses.replace(
+        receipt, status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0
+    )

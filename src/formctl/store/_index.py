@@ -50,7 +50,7 @@ class IndexDamaged(ValueError):
     """A line of the index does not parse: the index must be rebuilt (``problem`` says why)."""
 
 
-def sort_recent_first(rows: Iterable[Row]) -> list[Row]:
+def rows_recent_first(rows: Iterable[Row]) -> list[Row]:
     return sorted(rows, key=lambda r: (r[4], r[0]), reverse=True)
 
 
@@ -302,7 +302,7 @@ class Index:
             candidates: Iterable[Row] = self.rows_for_subject(subject)[0]
         else:
             candidates = self._all().rows.values()
-        return sort_recent_first(
+        return rows_recent_first(
             r for r in candidates if (def_id is None or r[2] == def_id) and (status is None or r[3] == status)
         )
 

@@ -26,7 +26,6 @@ from formctl.errors import StoreError
 
 SCHEMES = ("postgresql://", "postgres://")
 
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 _KV_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:\\.|[^'\\])*'?|\S+)", re.IGNORECASE)
 # In free text (and a URI's query), a password= value ends at a space or an &.
 _TEXT_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:\\.|[^'\\])*'?|(?!\*\*\*)[^\s&]+)", re.IGNORECASE)
@@ -54,9 +53,69 @@ def _is_uri(dsn: str) -> bool:
     return dsn.lower().startswith(SCHEMES)
 
 
+# libpq's keywords whose values are never secret (docs/store-postgres.md, "Passwords"). The value
+# of any other keyword is masked: ``password`` and ``sslpassword``, and every keyword libpq does not
+# know, which is most often a misspelt ``password`` (``passwrd=``, ``pwd=``, ``?passwd=``).
+SAFE_KEYWORDS = frozenset(
+    """host hostaddr port dbname user passfile service sslmode connect_timeout options application_name
+    fallback_application_name target_session_attrs keepalives keepalives_idle keepalives_interval
+    keepalives_count tcp_user_timeout client_encoding sslrootcert sslcert sslkey sslcrl sslcrldir
+    sslcompression sslsni sslnegotiation ssl_min_protocol_version ssl_max_protocol_version gssencmode
+    gsslib gssdelegation krbsrvname channel_binding require_auth requirepeer replication
+    load_balance_hosts""".split()
+)
+# One ``keyword = value`` of the key/value form, as libpq reads it: a keyword runs to a space or
+# an ``=``; a value is in single quotes (backslash escapes; an unclosed quote runs to the end) or
+# runs to the next space. A word with no ``=`` after it is a bare word.
+_KV_PAIR = re.compile(r"([^\s=]+)\s*=\s*('(?:\\.|[^'\\])*'?|(?:\\.|\S)*)")
+_WORD = re.compile(r"\S+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _kv_hidden(dsn: str) -> list[tuple[int, int]]:
+    """The spans of a key/value DSN that may hold a secret: the value of every keyword not in
+    :data:`SAFE_KEYWORDS`; every bare word (the rest of an unquoted password that had a space in
+    it: ``password=Summer50 Qz7wing``); and a keyword that cannot be one (``Qz7/b=``) or that
+    libpq does not know and follows an unquoted secret (``password=Summer50 Qz7=x``), which libpq
+    would quote in its complaint."""
+    spans: list[tuple[int, int]] = []
+    at, after_secret = 0, False
+    while at < len(dsn):
+        if dsn[at].isspace():
+            at += 1
+            continue
+        match = _KV_PAIR.match(dsn, at)
+        if match is None:
+            word = _WORD.match(dsn, at)
+            assert word is not None  # dsn[at] is not a space
+            spans.append(word.span())
+            at, after_secret = word.end(), True
+            continue
+        keyword, value = match.group(1), match.group(2)
+        known = keyword.lower() in SAFE_KEYWORDS or keyword.lower() in ("password", "sslpassword")
+        hidden = keyword.lower() not in SAFE_KEYWORDS and bool(value)
+        if not _IDENTIFIER.fullmatch(keyword) or (after_secret and not known):
+            spans.append((match.start(), match.end() if hidden else match.end(1)))  # one span: one secret
+        elif hidden:
+            spans.append(match.span(2))
+        at, after_secret = match.end(), hidden and not value.startswith("'")
+    return spans
+
+
+def _query_hidden(query: str) -> list[str]:
+    """The values of a URI query's parameters that are not in :data:`SAFE_KEYWORDS`, as written."""
+    out = []
+    for pair in query.split("&"):
+        key, equals, value = pair.partition("=")
+        if equals and value and unquote(key).lower() not in SAFE_KEYWORDS:
+            out.append(value)
+    return out
+
+
 def secrets(dsn: str) -> list[str]:
     """Every string in ``dsn`` that could be its password, longest first (as written, and
-    percent-decoded). Deliberately generous: a malformed DSN is guessed at every way."""
+    percent-decoded). Deliberately generous: a malformed DSN is guessed at every way, and the
+    value of any keyword that is not known to be harmless counts."""
     found: set[str] = set()
     if _is_uri(dsn):
         rest = dsn[dsn.index("://") + 3 :]
@@ -69,11 +128,16 @@ def secrets(dsn: str) -> list[str]:
                 tail = rest[colon + 1 :].split("/")[0]
                 if not tail.isdigit():
                     found.add(tail)
-        for match in re.finditer(r"[?&]password=([^&#]*)", rest, re.IGNORECASE):
-            found.add(match.group(1))
+        query = rest.find("?")
+        if query >= 0:
+            found.update(_query_hidden(rest[query + 1 :].split("#")[0]))
+    else:
+        for start, end in _kv_hidden(dsn):
+            keyword, equals, value = dsn[start:end].partition("=")
+            found.update((dsn[start:end], keyword.strip(), value.strip()) if equals else (keyword,))
     for match in _KV_PASSWORD.finditer(dsn):
-        raw = match.group(2)
-        found.add(raw)
+        found.add(match.group(2))
+    for raw in list(found):
         if raw.startswith("'"):
             inner = raw[1:-1] if raw.endswith("'") and len(raw) > 1 else raw[1:]
             found.add(inner)
@@ -98,10 +162,15 @@ def scrub(text: str, dsn: str | None) -> str:
 
 
 def mask_dsn(dsn: str) -> str:
-    """``dsn`` with any password replaced by ``***`` (URI user-info, a ``password=`` query
-    parameter, or a ``password=`` key in the key/value form); the rest exactly as given."""
+    """``dsn`` with any password replaced by ``***``: the URI's user-info password, and the value
+    of every query parameter or key/value keyword that is not known to be harmless (a misspelt
+    ``password`` included), and any bare word of the key/value form; the rest exactly as given."""
     if not _is_uri(dsn):
-        return scrub(dsn, dsn)
+        masked, last = [], 0
+        for start, end in _kv_hidden(dsn):
+            masked += [dsn[last:start], _MASK]
+            last = end
+        return scrub("".join([*masked, dsn[last:]]), dsn)
     head = dsn.index("://") + 3
     rest = dsn[head:]
     query = rest.find("?")
@@ -110,8 +179,15 @@ def mask_dsn(dsn: str) -> str:
         rest = f"{rest[: rest.index(':')]}:{_MASK}{rest[at:]}"
     elif "@" not in rest and re.match(r"[^/?\[]*:(?!\d*(/|\?|$))", rest):  # no @: a "port" that is no number
         rest = f"{rest[: rest.index(':')]}:{_MASK}"
-    rest = _QUERY_PASSWORD.sub(lambda m: m.group(1) + _MASK, rest)
+    query = rest.find("?")
+    if query >= 0:
+        rest = rest[: query + 1] + "&".join(_masked_pair(pair) for pair in rest[query + 1 :].split("&"))
     return scrub(dsn[:head] + rest, dsn)
+
+
+def _masked_pair(pair: str) -> str:
+    key, equals, value = pair.partition("=")
+    return f"{key}={_MASK}" if equals and value and unquote(key).lower() not in SAFE_KEYWORDS else pair
 
 
 def _parts(dsn: str) -> tuple[str, dict[str, str]]:

@@ -198,13 +198,7 @@ class InstanceFiles:
             loaded.corrupt = Corruption(jpath, f"{found.damage}", _last_version(found.after))
         records = found.records
         if start == 0 and records:
-            header = records[0]
-            if "format" not in header or "s" in header:
-                raise file_error(jpath, "line 1 is not a journal header; the journal was left as it is.")
-            if header["format"] != FORMAT:
-                raise unsupported_format(jpath, header["format"])
-            if header.get("journal") != iid:
-                raise file_error(jpath, f"belongs to {header.get('journal')!r}, not {iid!r}.")
+            _check_header(records[0], jpath, iid)
             records = records[1:]
         snap_seq = loaded.seq - loaded.jour_records
         instance = loaded.instance
@@ -219,17 +213,7 @@ class InstanceFiles:
                     raise _Unusable(
                         f"line {line} holds record {s} where {loaded.seq + 1} was due (a record is missing)"
                     )
-                if "c" in record:
-                    instance = apply_commit(
-                        instance, commit_from_json(record["c"]), if_version=instance.version, now=record["at"]
-                    )
-                elif "d" in record:
-                    key, state = record["d"]
-                    instance = apply_dispatch(instance, key, DispatchState.from_dict(state), now=record["at"])
-                else:
-                    raise ValueError("neither a commit nor a dispatch")
-                if record["v"] != instance.version:
-                    raise _Unusable(f"line {line} is stamped version {record['v']} but produces {instance.version}")
+                instance = _apply_record(instance, record, line)
             except (_Unusable, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
                 reason = (
                     str(exc)
@@ -345,3 +329,28 @@ class InstanceFiles:
             compacted.jour_ino, compacted.jour_size, compacted.jour_mtime = jst.st_ino, jst.st_size, jst.st_mtime_ns
             compacted.jour_valid, compacted.jour_lines = loaded.jour_valid, loaded.jour_lines
         self._remember(iid, compacted)
+
+
+def _check_header(header: dict[str, Any], jpath: str, iid: str) -> None:
+    """Refuse a journal whose first line is not the header of this instance's journal, in a format read here."""
+    if "format" not in header or "s" in header:
+        raise file_error(jpath, "line 1 is not a journal header; the journal was left as it is.")
+    if header["format"] != FORMAT:
+        raise unsupported_format(jpath, header["format"])
+    if header.get("journal") != iid:
+        raise file_error(jpath, f"belongs to {header.get('journal')!r}, not {iid!r}.")
+
+
+def _apply_record(instance: Instance, record: dict[str, Any], line: int) -> Instance:
+    """The instance after one journal record (a commit or a dispatch), checked against the version
+    it is stamped with. Raises _Unusable, or the KeyError, TypeError or ValueError of a malformed record."""
+    if "c" in record:
+        instance = apply_commit(instance, commit_from_json(record["c"]), if_version=instance.version, now=record["at"])
+    elif "d" in record:
+        key, state = record["d"]
+        instance = apply_dispatch(instance, key, DispatchState.from_dict(state), now=record["at"])
+    else:
+        raise ValueError("neither a commit nor a dispatch")
+    if record["v"] != instance.version:
+        raise _Unusable(f"line {line} is stamped version {record['v']} but produces {instance.version}")
+    return instance

@@ -34,7 +34,6 @@ from typing import Any
 from formctl.errors import GoalConflictError, NotFoundError, StoreError
 from formctl.goals.definition import Program, program_digest, program_from_json, program_to_json
 from formctl.goals.state import (
-    RECEIPT_FAILED,
     RECEIPT_OK,
     RECEIPT_RUNNING,
     GoalScope,
@@ -43,7 +42,7 @@ from formctl.goals.state import (
     state_from_json,
     state_to_json,
 )
-from formctl.goals.store import claimable
+from formctl.goals.store import claimed, settled
 from formctl.store import _durable
 from formctl.store.locking import StoreLock
 
@@ -258,26 +257,24 @@ class FileGoalStore:
             receipt = Receipt.from_json(data)
             if receipt.status == RECEIPT_RUNNING and key in self._done(scope):
                 return None  # a crash between logging it done and the head's rename
-            if not claimable(receipt, now=now):
-                return None
-            data = dict(data, status=RECEIPT_RUNNING, attempts=receipt.attempts + 1, owner=owner)
-            data["lease_until"] = now + lease_seconds
-            head["receipts"][key] = data
-            self._write_head(scope, head)
-            return Receipt.from_json(data)
+            taken = claimed(receipt, owner, lease_seconds=lease_seconds, now=now)
+            if taken is not None:
+                head["receipts"][key] = taken.to_json()
+                self._write_head(scope, head)
+            return taken
 
     def settle(self, scope: GoalScope, key: str, owner: str, *, ok: bool, at: str, error: str | None) -> bool:
         with self._writing():
             head = self._read_head(self._head_path(scope))
             data = head["receipts"].get(key) if head is not None else None
-            if head is None or data is None or data.get("owner") != owner or data.get("status") != RECEIPT_RUNNING:
+            done = settled(Receipt.from_json(data) if data is not None else None, owner, ok=ok, at=at, error=error)
+            if head is None or done is None:
                 return False
-            settled = dict(data, status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0)
             if ok:
-                self._append(self._done_path(scope), settled)
+                self._append(self._done_path(scope), done.to_json())
                 del head["receipts"][key]
             else:
-                head["receipts"][key] = settled
+                head["receipts"][key] = done.to_json()
             self._write_head(scope, head)
             return True
 

@@ -8,23 +8,19 @@ the threads that share the store.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import Any
 
 from formctl.errors import GoalConflictError, NotFoundError
 from formctl.goals.definition import Program, program_digest
 from formctl.goals.state import (
-    RECEIPT_FAILED,
-    RECEIPT_OK,
-    RECEIPT_RUNNING,
     GoalScope,
     GoalState,
     Receipt,
     state_from_json,
     state_to_json,
 )
-from formctl.goals.store import claimable
+from formctl.goals.store import claimed, settled
 
 __all__ = ["MemoryGoalStore"]
 
@@ -76,25 +72,16 @@ class MemoryGoalStore:
             receipt = receipts.get(key)
             if receipt is None:
                 raise NotFoundError(f'No hook receipt "{key}".')
-            if not claimable(receipt, now=now):
-                return None
-            taken = dataclasses.replace(
-                receipt,
-                status=RECEIPT_RUNNING,
-                attempts=receipt.attempts + 1,
-                owner=owner,
-                lease_until=now + lease_seconds,
-            )
-            receipts[key] = taken
+            taken = claimed(receipt, owner, lease_seconds=lease_seconds, now=now)
+            if taken is not None:
+                receipts[key] = taken
             return taken
 
     def settle(self, scope: GoalScope, key: str, owner: str, *, ok: bool, at: str, error: str | None) -> bool:
         with self._lock:
             receipts = self._receipts.get(scope.id, {})
-            receipt = receipts.get(key)
-            if receipt is None or receipt.owner != owner or receipt.status != RECEIPT_RUNNING:
+            done = settled(receipts.get(key), owner, ok=ok, at=at, error=error)
+            if done is None:
                 return False
-            receipts[key] = dataclasses.replace(
-                receipt, status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0
-            )
+            receipts[key] = done
             return True

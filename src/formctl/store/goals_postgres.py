@@ -28,16 +28,13 @@ from typing import Any, TypeVar
 from formctl.errors import GoalConflictError, NotFoundError, StoreError
 from formctl.goals.definition import Program, program_digest, program_from_json, program_to_json
 from formctl.goals.state import (
-    RECEIPT_FAILED,
-    RECEIPT_OK,
-    RECEIPT_RUNNING,
     GoalScope,
     GoalState,
     Receipt,
     state_from_json,
     state_to_json,
 )
-from formctl.goals.store import claimable
+from formctl.goals.store import claimed, settled
 from formctl.store._pgconn import _reason, connect_failure, connect_options, mask_dsn, require_psycopg
 
 __all__ = ["PostgresGoalStore"]
@@ -292,24 +289,20 @@ class PostgresGoalStore:
             data = self._locked_receipt(cur, scope, key)
             if data is None:
                 raise NotFoundError(f'No hook receipt "{key}".')
-            receipt = Receipt.from_json(data)
-            if not claimable(receipt, now=now):
-                return None
-            data.update(
-                status=RECEIPT_RUNNING, attempts=receipt.attempts + 1, owner=owner, lease_until=now + lease_seconds
-            )
-            self._put_receipt(cur, scope, key, data)
-            return Receipt.from_json(data)
+            taken = claimed(Receipt.from_json(data), owner, lease_seconds=lease_seconds, now=now)
+            if taken is not None:
+                self._put_receipt(cur, scope, key, taken.to_json())
+            return taken
 
         return self._run(write, write=True)
 
     def settle(self, scope: GoalScope, key: str, owner: str, *, ok: bool, at: str, error: str | None) -> bool:
         def write(cur: Any) -> bool:
             data = self._locked_receipt(cur, scope, key)
-            if data is None or data.get("owner") != owner or data.get("status") != RECEIPT_RUNNING:
+            done = settled(Receipt.from_json(data) if data is not None else None, owner, ok=ok, at=at, error=error)
+            if done is None:
                 return False
-            data.update(status=RECEIPT_OK if ok else RECEIPT_FAILED, at=at, error=error, lease_until=0.0)
-            self._put_receipt(cur, scope, key, data)
+            self._put_receipt(cur, scope, key, done.to_json())
             return True
 
         return self._run(write, write=True)

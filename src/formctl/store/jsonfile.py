@@ -21,7 +21,7 @@ from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, Fie
 from formctl.forms.lifecycle import is_closed, is_open_status
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
-from formctl.store._index import sort_recent_first as _recent_rows
+from formctl.store._index import rows_recent_first as _recent_rows
 from formctl.store._journal import frame
 from formctl.store.base import check_provenance, missing, new_instance, sort_recent_first
 from formctl.store.codec import FORMAT, commit_from_json, commit_to_json, snapshot_bytes
@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from formctl.forms.reading import InstanceSummary
     from formctl.store.goals_files import FileGoalStore
 
 T = TypeVar("T")
@@ -92,6 +95,12 @@ class JsonFileAdapter:
 
             self._goals = FileGoalStore(self.directory, prepare=self._ready_for_goals)
         return self._goals
+
+    def items_served(self, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+        """Which program item each instance serves (:class:`~formctl.forms.adapter.KeepsPrograms`)."""
+        from formctl.goals.serving import items_served_each
+
+        return items_served_each(self.goal_store(), instances)
 
     def _ready_for_goals(self) -> None:
         """Before the first goal write into a folder no form has used: make it a whole store (its

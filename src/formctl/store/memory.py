@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from formctl.errors import StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
@@ -30,6 +30,9 @@ from formctl.store.base import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from formctl.forms.reading import InstanceSummary
     from formctl.store.goals_memory import MemoryGoalStore
 
 
@@ -131,3 +134,9 @@ class MemoryAdapter:
 
             self._goals = MemoryGoalStore()
         return self._goals
+
+    def items_served(self, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+        """Which program item each instance serves (:class:`~formctl.forms.adapter.KeepsPrograms`)."""
+        from formctl.goals.serving import items_served_each
+
+        return items_served_each(self.goal_store(), instances)

@@ -89,6 +89,9 @@ except ImportError:  # pragma: no cover - exercised by the CLI's "not installed"
     psycopg = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from formctl.forms.reading import InstanceSummary
     from formctl.store.goals_postgres import PostgresGoalStore
 
 __all__ = ["PostgresAdapter", "Watcher", "require_psycopg"]
@@ -202,6 +205,12 @@ class PostgresAdapter:
 
             goals = self.__dict__["_goals"] = PostgresGoalStore(self.dsn)
         return goals
+
+    def items_served(self, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+        """Which program item each instance serves (:class:`~formctl.forms.adapter.KeepsPrograms`)."""
+        from formctl.goals.serving import items_served_each
+
+        return items_served_each(self.goal_store(), instances)
 
     def conversation_store(self, subject: str) -> PostgresConversations:
         """The chats' conversations of ``subject``'s instances, kept in this database

@@ -18,11 +18,14 @@ The report lists, per form, what was never exercised.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.forms.evaluate import FILLED
 from formctl.forms.lifecycle import is_in_progress
 from formctl.forms.resolutions import is_resolution
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 
 @dataclass
@@ -87,7 +90,7 @@ class Coverage:
     def __init__(self) -> None:
         self.forms: dict[str, FormCoverage] = {}
 
-    def sample(self, runner: Any, instance_id: str | None, transcript: str) -> None:
+    def sample(self, runner: FormRunner, instance_id: str | None, transcript: str) -> None:
         try:
             compiled, instance, ev = runner.evaluation(instance_id)
         except Exception:

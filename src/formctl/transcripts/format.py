@@ -195,70 +195,35 @@ def _turn_lines(text: str) -> list[int]:
     return [i + 1 for i, line in enumerate(text.splitlines()) if line.strip().startswith("[[turns]]")]
 
 
-def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
-    def fail(message: str, turn_no: int | None = None) -> TranscriptError:
+@dataclass(frozen=True)
+class _Source:
+    """Where a transcript being read came from, so an error can name its file and a turn's line."""
+
+    text: str
+    path: Any
+
+    def error(self, message: str, turn_no: int | None = None) -> TranscriptError:
         line = None
-        turn_lines = _turn_lines(text) if turn_no is not None else []  # only on the error path
+        turn_lines = _turn_lines(self.text) if turn_no is not None else []  # only on the error path
         if turn_no is not None and turn_no - 1 < len(turn_lines):
             line = turn_lines[turn_no - 1]
-        return TranscriptError(message, path=path, line=line)
+        return TranscriptError(message, path=self.path, line=line)
 
-    version = doc.get("format")
-    if version is None:
-        raise TranscriptError("missing `format = 1` at the top — is this a formctl transcript?", path=path, line=1)
-    if version != FORMAT:
-        raise TranscriptError(f"format {version!r} is not one this formctl reads (it reads format {FORMAT})", path=path)
-    form = doc.get("form")
-    if not isinstance(form, str) or not form:
-        raise TranscriptError('missing `form = "<form id>"`', path=path)
+
+def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
+    source = _Source(text, path)
+    form = _checked_header(doc, path)
     raw_turns = doc.get("turns", [])
     if not isinstance(raw_turns, list):
         raise TranscriptError("`turns` must be an array of tables ([[turns]])", path=path)
-    turns: list[Turn] = []
-    for n, raw in enumerate(raw_turns, 1):
-        where = f"turn {n}: "
-        if not isinstance(raw, dict):
-            raise fail(f"{where}must be a table", n)
-        kind = raw.get("kind", "person")
-        if kind == "person":
-            text_value = raw.get("text")
-            if not isinstance(text_value, str):
-                raise fail(f'{where}a person turn needs `text = "..."`', n)
-            turn = Turn("person", text=text_value, error=raw.get("error"))
-            answers = raw.get("answers", [])
-            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-                raise fail(f"{where}`answers` must be a list of the person's lines", n)
-            turn.answers = list(answers)
-            for k, it in enumerate(raw.get("iterations", []), 1):
-                turn.iterations.append(_iteration(it, f"{where}iteration {k}: ", fail, n))
-        elif kind == "host":
-            action = raw.get("action")
-            if action not in HOST_ACTIONS:
-                raise fail(f"{where}host action must be one of {', '.join(HOST_ACTIONS)}, not {action!r}", n)
-            args = get_value(raw, "args", {}, where=where)
-            if not isinstance(args, dict):
-                raise fail(f"{where}`args` must be a table", n)
-            turn = Turn("host", action=action, args=args, result=get_value(raw, "result", where=where))
-            turn.error = raw.get("error")
-        else:
-            raise fail(f'{where}kind must be "person" or "host", not {kind!r}', n)
-        turns.append(turn)
-    expect = doc.get("expect")
-    if expect is not None:
-        if not isinstance(expect, dict):
-            raise TranscriptError("`[expect]` must be a table", path=path)
-        expect = {
-            key: get_value(expect, key, where="expect: ")
-            for key in ("status", "values", "held", "checkpoints", "provenance")
-            if key in expect or f"{key}_json" in expect
-        }
+    turns = [_turn_from(raw, n, source) for n, raw in enumerate(raw_turns, 1)]
     request = doc.get("request", {})
     return Transcript(
         form=form,
         form_version=doc.get("form_version"),
         model=str(doc.get("model", "scripted")),
         turns=turns,
-        expect=expect,
+        expect=_expect_from(doc, path),
         system=request.get("system"),
         tools_digest=request.get("tools_digest"),
         masked=list(doc.get("masked", [])),
@@ -270,14 +235,71 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
     )
 
 
-def _iteration(raw: Any, where: str, fail: Any, turn_no: int) -> Iteration:
+def _checked_header(doc: dict[str, Any], path: Any) -> str:
+    """The transcript's form id, once its format is one this formctl reads."""
+    version = doc.get("format")
+    if version is None:
+        raise TranscriptError("missing `format = 1` at the top — is this a formctl transcript?", path=path, line=1)
+    if version != FORMAT:
+        raise TranscriptError(f"format {version!r} is not one this formctl reads (it reads format {FORMAT})", path=path)
+    form = doc.get("form")
+    if not isinstance(form, str) or not form:
+        raise TranscriptError('missing `form = "<form id>"`', path=path)
+    return form
+
+
+def _turn_from(raw: Any, n: int, source: _Source) -> Turn:
+    """Turn ``n`` as read: the person's (with the model's iterations after it) or a host's act."""
+    where = f"turn {n}: "
     if not isinstance(raw, dict):
-        raise fail(f"{where}must be a table", turn_no)
+        raise source.error(f"{where}must be a table", n)
+    kind = raw.get("kind", "person")
+    if kind == "host":
+        action = raw.get("action")
+        if action not in HOST_ACTIONS:
+            raise source.error(f"{where}host action must be one of {', '.join(HOST_ACTIONS)}, not {action!r}", n)
+        args = get_value(raw, "args", {}, where=where)
+        if not isinstance(args, dict):
+            raise source.error(f"{where}`args` must be a table", n)
+        turn = Turn("host", action=action, args=args, result=get_value(raw, "result", where=where))
+        turn.error = raw.get("error")
+        return turn
+    if kind != "person":
+        raise source.error(f'{where}kind must be "person" or "host", not {kind!r}', n)
+    text_value = raw.get("text")
+    if not isinstance(text_value, str):
+        raise source.error(f'{where}a person turn needs `text = "..."`', n)
+    turn = Turn("person", text=text_value, error=raw.get("error"))
+    answers = raw.get("answers", [])
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        raise source.error(f"{where}`answers` must be a list of the person's lines", n)
+    turn.answers = list(answers)
+    for k, it in enumerate(raw.get("iterations", []), 1):
+        turn.iterations.append(_iteration(it, f"{where}iteration {k}: ", source, n))
+    return turn
+
+
+def _expect_from(doc: dict[str, Any], path: Any) -> dict[str, Any] | None:
+    expect = doc.get("expect")
+    if expect is None:
+        return None
+    if not isinstance(expect, dict):
+        raise TranscriptError("`[expect]` must be a table", path=path)
+    return {
+        key: get_value(expect, key, where="expect: ")
+        for key in ("status", "values", "held", "checkpoints", "provenance")
+        if key in expect or f"{key}_json" in expect
+    }
+
+
+def _iteration(raw: Any, where: str, source: _Source, turn_no: int) -> Iteration:
+    if not isinstance(raw, dict):
+        raise source.error(f"{where}must be a table", turn_no)
     it = Iteration(tier0=raw.get("tier0"), text=raw.get("text", ""), stop_reason=raw.get("stop_reason", ""))
     for j, call in enumerate(raw.get("calls", []), 1):
         w = f"{where}call {j}: "
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            raise fail(f"{w}a tool call needs `name`", turn_no)
+            raise source.error(f"{w}a tool call needs `name`", turn_no)
         it.calls.append(
             Call(
                 id=str(call.get("id") or f"call_{turn_no}_{j}"),
@@ -306,48 +328,7 @@ def to_doc(t: Transcript) -> dict[str, Any]:
         doc["resumed"] = True
     if any(t.usage.values()):
         doc["usage"] = dict(t.usage)
-    turns = []
-    for turn in t.turns:
-        if turn.kind == "host":
-            row: dict[str, Any] = {"kind": "host", "action": turn.action}
-            if turn.args:
-                put_value(row, "args", turn.args)
-            if turn.error:
-                row["error"] = turn.error
-            if turn.result is not None:
-                row["result_json"] = result_text(turn.result)
-            turns.append(row)
-            continue
-        row = {"kind": "person", "text": turn.text}
-        if turn.answers:
-            row["answers"] = list(turn.answers)
-        if turn.error:
-            row["error"] = turn.error
-        its = []
-        for it in turn.iterations:
-            r: dict[str, Any] = {}
-            if it.tier0 is not None:
-                r["tier0"] = it.tier0
-            if it.text:
-                r["text"] = it.text
-            if it.stop_reason != ("tool_use" if it.calls else "end_turn"):
-                r["stop_reason"] = it.stop_reason  # only when it is not what the calls imply
-            calls = []
-            for c in it.calls:
-                cr: dict[str, Any] = {"id": c.id, "name": c.name}
-                put_value(cr, "input", c.input if c.input is not None else {})
-                if c.is_error:
-                    cr["is_error"] = True
-                if c.result is not None:
-                    cr["result_json"] = result_text(c.result)
-                calls.append(cr)
-            if calls:
-                r["calls"] = calls
-            its.append(r)
-        if its:
-            row["iterations"] = its
-        turns.append(row)
-    doc["turns"] = turns
+    doc["turns"] = [_host_row(turn) if turn.kind == "host" else _person_row(turn) for turn in t.turns]
     if t.expect is not None:
         expect: dict[str, Any] = {}
         for key in ("status", "values", "held", "checkpoints", "provenance"):
@@ -362,6 +343,51 @@ def to_doc(t: Transcript) -> dict[str, Any]:
             request["tools_digest"] = t.tools_digest
         doc["request"] = request
     return doc
+
+
+def _host_row(turn: Turn) -> dict[str, Any]:
+    row: dict[str, Any] = {"kind": "host", "action": turn.action}
+    if turn.args:
+        put_value(row, "args", turn.args)
+    if turn.error:
+        row["error"] = turn.error
+    if turn.result is not None:
+        row["result_json"] = result_text(turn.result)
+    return row
+
+
+def _person_row(turn: Turn) -> dict[str, Any]:
+    row: dict[str, Any] = {"kind": "person", "text": turn.text}
+    if turn.answers:
+        row["answers"] = list(turn.answers)
+    if turn.error:
+        row["error"] = turn.error
+    its = [_iteration_row(it) for it in turn.iterations]
+    if its:
+        row["iterations"] = its
+    return row
+
+
+def _iteration_row(it: Iteration) -> dict[str, Any]:
+    r: dict[str, Any] = {}
+    if it.tier0 is not None:
+        r["tier0"] = it.tier0
+    if it.text:
+        r["text"] = it.text
+    if it.stop_reason != ("tool_use" if it.calls else "end_turn"):
+        r["stop_reason"] = it.stop_reason  # only when it is not what the calls imply
+    calls = []
+    for c in it.calls:
+        cr: dict[str, Any] = {"id": c.id, "name": c.name}
+        put_value(cr, "input", c.input if c.input is not None else {})
+        if c.is_error:
+            cr["is_error"] = True
+        if c.result is not None:
+            cr["result_json"] = result_text(c.result)
+        calls.append(cr)
+    if calls:
+        r["calls"] = calls
+    return r
 
 
 DEFAULT_HEADER = "# formctl transcript — replay with `formctl replay`; refresh with `formctl replay --update`.\n"

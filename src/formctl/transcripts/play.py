@@ -3,11 +3,14 @@ recorded model turns played back (or a model that answers anew), host actions at
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.errors import TranscriptError
-from formctl.transcripts.format import HOST_ACTIONS, Transcript
+from formctl.transcripts.format import HOST_ACTIONS, Transcript, Turn
 from formctl.transcripts.record import OPENER, Recorder, end_state
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 REPLAY_SUBJECT = "transcript-replay"
 
@@ -123,13 +126,14 @@ def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def perform_host_action(runner: Any, action: str, args: dict[str, Any]) -> Any:
+def perform_host_action(runner: FormRunner, action: str, args: dict[str, Any]) -> Any:
     """Do what a host did mid-conversation; returns the result as JSON (errors too, as data)."""
     from formctl.errors import FormError
     from formctl.transcripts.record import host_result
 
     if action not in HOST_ACTIONS:
         raise TranscriptError(f"unknown host action {action!r}")
+    out: object  # a fill result, a view, or the abandoned instance: host_result makes each JSON
     try:
         if action == "resolve":
             out = runner.resolve_checkpoint(
@@ -169,57 +173,70 @@ def play(
 
     ``on_turn(n, recorded_turn, new_turn)`` is called after each turn; returning True stops.
     """
-    from formctl.agent.loop import ChatLoop
-
-    runner = fresh_runner(registry)
-    rec = Recorder(
-        None,
-        form_id=transcript.form,
-        form_version=compiled.version,
-        model=transcript.model,
-        subject=REPLAY_SUBJECT,
-        runner=runner,
-    )
-    rec.transcript.masked = list(transcript.masked)
-    name = transcript.name
-    loop_box: list[Any] = []
-
-    def on_event(ev: Any) -> None:
-        rec.event(ev)
-        if coverage is not None and ev.kind == "tool_result":
-            coverage.sample(runner, loop_box[0].instance_id if loop_box else None, name)
-
-    from formctl.agent.person import Person
-
-    pending: list[str] = []  # the recorded answers of the turn being played, to formctl's own questions
-
-    def answer(question: str) -> str | None:
-        if not pending:
-            return None
-        given = pending.pop(0)
-        rec.answer(given)
-        return given
-
-    model = make_model(runner)
-    loop = ChatLoop(
-        runner,
-        model,
-        form_id=transcript.form,
-        on_event=on_event,
-        person=Person(ask=answer, not_theirs=frozenset({OPENER})),
-    )
-    loop_box.append(loop)
+    playback = _Playback(transcript, registry, compiled, make_model, coverage)
     for n, turn in enumerate(transcript.turns, 1):
-        if turn.kind == "host":
-            result = perform_host_action(runner, turn.action or "", turn.args)
-            new = rec.host(turn.action or "", result=result, **turn.args)
-            if coverage is not None:
-                coverage.sample(runner, loop.instance_id, name)
-        else:
-            new = rec.person(turn.text)
-            pending[:] = list(turn.answers)
-            loop.send(turn.text)
+        new = playback.turn(turn)
         if on_turn is not None and on_turn(n, turn, new):
             break
-    rec.transcript.expect = end_state(runner, loop.instance_id, rec.normaliser)
-    return rec, runner, model
+    rec, runner = playback.recorder, playback.runner
+    rec.transcript.expect = end_state(runner, playback.loop.instance_id, rec.normaliser)
+    return rec, runner, playback.model
+
+
+class _Playback:
+    """One transcript played again: a fresh runner and chat loop, recorded as it goes; the person's
+    recorded answers to formctl's own questions given back when it asks them."""
+
+    def __init__(self, transcript: Transcript, registry: Any, compiled: Any, make_model: Any, coverage: Any) -> None:
+        from formctl.agent.loop import ChatLoop
+        from formctl.agent.person import Person
+
+        self.runner = fresh_runner(registry)
+        self.recorder = Recorder(
+            None,
+            form_id=transcript.form,
+            form_version=compiled.version,
+            model=transcript.model,
+            subject=REPLAY_SUBJECT,
+            runner=self.runner,
+        )
+        self.recorder.transcript.masked = list(transcript.masked)
+        self.name = transcript.name
+        self.coverage = coverage
+        self.pending: list[str] = []  # the recorded answers of the turn being played
+        self.model = make_model(self.runner)
+        self.loop = ChatLoop(
+            self.runner,
+            self.model,
+            form_id=transcript.form,
+            on_event=self._on_event,
+            person=Person(ask=self._answer, not_theirs=frozenset({OPENER})),
+        )
+
+    def turn(self, turn: Turn) -> Turn:
+        """Play one recorded turn (the person's words, or a host's act); the turn as recorded now."""
+        if turn.kind == "host":
+            result = perform_host_action(self.runner, turn.action or "", turn.args)
+            new = self.recorder.host(turn.action or "", result=result, **turn.args)
+            self._sample()
+            return new
+        new = self.recorder.person(turn.text)
+        self.pending = list(turn.answers)
+        self.loop.send(turn.text)
+        return new
+
+    def _on_event(self, ev: Any) -> None:
+        self.recorder.event(ev)
+        if ev.kind == "tool_result":
+            self._sample()
+
+    def _sample(self) -> None:
+        if self.coverage is not None:
+            self.coverage.sample(self.runner, self.loop.instance_id, self.name)
+
+    def _answer(self, question: str) -> str | None:
+        if not self.pending:
+            return None
+        given = self.pending.pop(0)
+        self.recorder.answer(given)
+        return given

@@ -21,11 +21,14 @@ import copy
 import hashlib
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.forms.instance import Instance
 from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
 from formctl.transcripts.normalise import Normaliser, learn_masks
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 OPENER = "Hello."
 """The person's side of a conversation's first message. ``formctl run`` sends it (with any
@@ -44,7 +47,7 @@ def tools_digest(tools: list[dict[str, Any]]) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def end_state(runner: Any, instance_id: str | None, normaliser: Normaliser) -> dict[str, Any] | None:
+def end_state(runner: FormRunner, instance_id: str | None, normaliser: Normaliser) -> dict[str, Any] | None:
     """The instance at the end: status, live values (parsed, as JSON), held values, checkpoints fired."""
     from formctl.forms.project import answers
 
@@ -93,7 +96,7 @@ def host_result(result: Any) -> Any:
     return {"result": repr(result)}
 
 
-def _has_answers(runner: Any, form_id: str) -> bool:
+def _has_answers(runner: FormRunner | None, form_id: str) -> bool:
     """Does the conversation start over an instance that already has answers (``formctl resume``)?"""
     if runner is None:
         return False
@@ -115,7 +118,7 @@ class Recorder:
         form_version: int | None = None,
         model: str = "scripted",
         subject: str | None = None,
-        runner: Any = None,
+        runner: FormRunner | None = None,
     ) -> None:
         self.path = path
         self.runner = runner
@@ -210,7 +213,7 @@ class Recorder:
                 return call
         return None
 
-    def finish(self, runner: Any = None, instance_id: str | None = None) -> Transcript:
+    def finish(self, runner: FormRunner | None = None, instance_id: str | None = None) -> Transcript:
         """Record the end state as ``[expect]`` and write the file a last time."""
         runner = runner or self.runner
         if runner is not None:

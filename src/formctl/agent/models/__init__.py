@@ -114,21 +114,25 @@ def pick_model(
     model_name: str | None = None,
     offline: bool = False,
     form_id: str | None = None,
+    timeout: float | None = None,
 ) -> ChatModel:
     """The model ``formctl run`` talks to: :func:`choose_model`'s choice, built.
 
     ``offline``, or no model key at all: the guided model (offline, deterministic), which
-    needs ``runner`` and ``form_id``. Raises :class:`ModelError` as :func:`choose_model` does.
+    needs ``runner`` and ``form_id``. ``timeout``: the deadline of one call in seconds
+    (``--model-timeout``; None: ``FORMCTL_MODEL_TIMEOUT`` or two minutes, docs/models.md).
+    Raises :class:`ModelError` as :func:`choose_model` does, and for a timeout that is no number
+    of seconds above 0.
     """
     choice = choose_model(model_name, offline=offline)
     if choice.provider == "anthropic":
         from formctl.agent.models.anthropic import AnthropicModel
 
-        return AnthropicModel(choice.name)
+        return AnthropicModel(choice.name, deadline=timeout)
     if choice.provider == "openai":
         from formctl.agent.models.openai import OpenAIChatModel
 
-        return OpenAIChatModel(choice.name)
+        return OpenAIChatModel(choice.name, deadline=timeout)
     from formctl.agent.models.guided import GuidedModel
 
     return GuidedModel(runner, form_id=form_id)

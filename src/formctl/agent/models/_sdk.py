@@ -9,14 +9,29 @@ lines a person reads stay in each adapter.
 from __future__ import annotations
 
 import logging
+import math
 import os
+import queue
 import re
 import threading
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from typing import Any, TypeVar
+
+from formctl.errors import ModelCancelledError, ModelError, ModelTimeoutError
 
 __all__ = [
+    "DEFAULT_MODEL_TIMEOUT",
+    "Deadline",
+    "abandon_client",
+    "connection_lost",
+    "count_request",
     "is_malformed",
+    "model_timeout",
+    "within_deadline",
     "is_transport_error",
     "quiet_debug_logs",
     "scrub",
@@ -136,6 +151,16 @@ def is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, EOFError))
 
 
+def connection_lost(exc: BaseException, sdk: Any) -> bool:
+    """The connection failed, closed or timed out, however the SDK (the ``anthropic`` or ``openai``
+    module) reports it: as its own ``APIConnectionError`` (``APITimeoutError`` is one), or as the
+    HTTP library's error let through untyped. SDK releases differ in which of these a stream cut
+    after its first bytes raises, so an adapter decides from *when* it happened (before the
+    reply began: the server could not be reached; after: the reply was cut off), not from the
+    exception's class."""
+    return isinstance(exc, sdk.APIConnectionError) or is_transport_error(exc)
+
+
 def is_malformed(exc: BaseException) -> bool:
     """A body that does not parse: bad JSON in an event, a field the SDK cannot read, events out of order."""
     try:
@@ -147,3 +172,137 @@ def is_malformed(exc: BaseException) -> bool:
     if isinstance(exc, (KeyError, IndexError)):
         return True
     return isinstance(exc, RuntimeError) and "Unexpected event order" in str(exc)
+
+
+# ---------------------------------------------------------------------------- one call's deadline
+
+# The longest one model call may take, streaming and the SDK's retries included, unless
+# ``--model-timeout`` or FORMCTL_MODEL_TIMEOUT says otherwise. The SDK's own timeout bounds each
+# read and restarts with every chunk, so a server that trickles empty chunks would hold a chat
+# for ever without this. Two minutes is several times what a hosted model takes for a
+# 1,024-token reply; a slow local model may need more (docs/models.md, "Deadlines").
+DEFAULT_MODEL_TIMEOUT = 120.0
+# How often the caller's wait looks at Ctrl-C and the deadline: well under the second a person
+# waits for the prompt to come back.
+_TICK = 0.05
+
+T = TypeVar("T")
+
+
+def model_timeout(given: float | None = None) -> float:
+    """The deadline of one model call in seconds: ``given``, else ``FORMCTL_MODEL_TIMEOUT``, else
+    :data:`DEFAULT_MODEL_TIMEOUT`. Anything but a number of seconds above 0 is one line."""
+    where, value = "--model-timeout", given
+    if value is None:
+        text = os.environ.get("FORMCTL_MODEL_TIMEOUT", "").strip()
+        if not text:
+            return DEFAULT_MODEL_TIMEOUT
+        where = "FORMCTL_MODEL_TIMEOUT"
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value < math.inf):
+        raise ModelError(f"{where} must be a number of seconds above 0, got {value!r}.")
+    return float(value)
+
+
+# The HTTP requests the call running in this thread has sent (its retries included): the HTTP
+# client's request hook adds one each time; :func:`within_deadline` reads it.
+_sent: ContextVar[list[int] | None] = ContextVar("formctl_model_requests", default=None)
+
+
+def count_request(request: Any) -> None:
+    """The HTTP client's ``request`` event hook: one more request of the call under way."""
+    counter = _sent.get()
+    if counter is not None:
+        counter[0] += 1
+
+
+def abandon_client(http: Any) -> None:
+    """Close ``http`` (an SDK client's HTTP client, whose call was abandoned) in a thread of its
+    own: closing waits for the request still in flight, and the person must not. Its connection
+    closes and the call's thread ends; the adapter builds a new client for the next call."""
+    if http is not None:
+        threading.Thread(target=_close_quietly, args=(http,), name="formctl-close-client", daemon=True).start()
+
+
+def _close_quietly(http: Any) -> None:
+    try:
+        http.close()
+    except Exception:  # an abandoned call's client: nothing is waiting for it
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """How one call may end early: ``seconds`` (the deadline), ``stop`` (set when the caller no
+    longer wants the reply: Ctrl-C), ``abandon`` (close what the call holds, so its thread ends
+    soon; called from the waiting thread) and ``late`` (the line said when the deadline passes)."""
+
+    seconds: float
+    stop: threading.Event | None
+    abandon: Callable[[], None]
+    late: str
+
+
+_DONE = object()
+
+
+def within_deadline(work: Callable[[Callable[[str], None]], T], deadline: Deadline, on_text: Any) -> T:
+    """``work(push)`` run in a thread of its own, its text (what it ``push``es) handed to
+    ``on_text`` in this thread, and its result returned, unless the deadline passes first
+    (:class:`ModelTimeoutError` with ``deadline.late``) or ``deadline.stop`` is set
+    (:class:`ModelCancelledError`). Then, and on a Ctrl-C in this thread, the call is abandoned:
+    ``deadline.abandon()`` is called, nothing it pushes later is shown and its result, if one
+    comes, is dropped, so nothing from it can be applied. The error or reply carries how many
+    HTTP requests the call sent (``attempts``)."""
+    pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    outcome: list[Any] = []
+    sent = [0]
+
+    def run() -> None:
+        _sent.set(sent)
+        try:
+            outcome.append(work(pieces.put))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.append(exc)
+        finally:
+            pieces.put(_DONE)
+
+    threading.Thread(target=run, name="formctl-model-call", daemon=True).start()
+    ends = time.monotonic() + deadline.seconds
+    finished = False
+    try:
+        while not finished:
+            _check(deadline, ends, sent[0])
+            try:
+                piece = pieces.get(timeout=max(0.0, min(_TICK, ends - time.monotonic())))
+            except queue.Empty:
+                continue
+            finished = piece is _DONE
+            if not finished and on_text is not None:
+                on_text(piece)
+    finally:
+        if not finished:
+            deadline.abandon()
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        if isinstance(result, ModelError):
+            result.attempts = sent[0]
+        raise result
+    if hasattr(result, "attempts"):
+        result.attempts = sent[0]
+    return result  # type: ignore[no-any-return]
+
+
+def _check(deadline: Deadline, ends: float, sent: int) -> None:
+    """Raise when the caller has stopped waiting or the deadline has passed."""
+    error: ModelError | None = None
+    if deadline.stop is not None and deadline.stop.is_set():
+        error = ModelCancelledError("Stopped: the model's reply was abandoned; nothing from it was applied.")
+    elif time.monotonic() >= ends:
+        error = ModelTimeoutError(deadline.late)
+    if error is not None:
+        error.attempts = sent
+        raise error

@@ -12,9 +12,11 @@ What this adapter adds to the SDK:
   key may not use, a rate limit that outlasts the retries, overload, a server error, a
   timeout, no connection) each become :class:`ModelError` with one line a person can act
   on; a refused key (401, 403) is a :class:`~formctl.errors.KeyRejectedError`, on which a
-  chat stops rather than retry on every line. The SDK surfaces a connection dropped mid-stream as the HTTP library's own protocol
-  error and a malformed event as ``json.JSONDecodeError``, not as an ``anthropic``
-  exception, so those are caught too. Only the SDK's calls are inside that mapping: an
+  chat stops rather than retry on every line. A connection lost once the reply has begun
+  (the stream opened) is "dropped mid-reply" whatever the SDK calls it: releases differ
+  (the HTTP library's own protocol error, ``APIConnectionError``, ``APITimeoutError``), so the
+  line follows from when it happened, not from the exception's class. A malformed event may
+  surface as ``json.JSONDecodeError``, not as an ``anthropic`` exception, so that is caught too. Only the SDK's calls are inside that mapping: an
   error of the caller's ``on_text`` (a closed pipe while printing) is the caller's own and
   propagates as it is. Nothing from a failed reply is returned, so the loop applies
   nothing from it.
@@ -41,9 +43,20 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from formctl.agent.models._sdk import (
+    Deadline,
+    abandon_client,
+    connection_lost,
+    count_request,
+    model_timeout,
+    quiet_debug_logs,
+    scrub,
+    sendable,
+    ssl_context,
+    within_deadline,
+)
 from formctl.agent.models._sdk import is_malformed as _is_malformed
 from formctl.agent.models._sdk import is_transport_error as _is_transport_error
-from formctl.agent.models._sdk import quiet_debug_logs, scrub, sendable, ssl_context
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models._sdk import trust_env as _trust_env
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
@@ -69,15 +82,18 @@ class AnthropicModel:
         max_retries: int = 2,
         timeout: float = 60.0,
         max_tokens: int = 1024,
+        deadline: float | None = None,
     ) -> None:
         self.model = model
         self.name = model
         self.max_retries = max_retries
-        self.timeout = timeout
+        self.deadline = model_timeout(deadline)  # the whole call, retries included (see _sdk.py)
+        self.timeout = min(timeout, self.deadline)  # each read
         self.max_tokens = max_tokens
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
         self.__api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
         self._client: Any = None
+        self._http: Any = None  # the client's HTTP client, closed to abandon a call (see _abandon)
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -87,30 +103,47 @@ class AnthropicModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         client = self._get_client()
         params = self.request_params(request)
+        late = (
+            f"The Anthropic API did not finish its reply within {self.deadline:g}s (--model-timeout); "
+            "nothing from it was applied. Send again."
+        )
+        deadline = Deadline(self.deadline, request.stop, self._abandon, late)
+        return within_deadline(lambda push: self._stream(client, params, push), deadline, on_text)
+
+    def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
+        """The call itself, in :func:`within_deadline`'s thread: text goes to ``push`` as it arrives."""
         with contextlib.ExitStack() as stack:
             with self._api_errors():
                 stream = stack.enter_context(client.messages.stream(**params))
                 events = iter(stream)
             while True:
-                with self._api_errors():
+                with self._api_errors(mid_reply=True):
                     event = next(events, None)
                 if event is None:
                     break
-                if on_text is not None and getattr(event, "type", None) == "text" and event.text:
-                    on_text(event.text)  # outside the mapping: a failure to show text is not the API's
-            with self._api_errors():
+                if getattr(event, "type", None) == "text" and event.text:
+                    push(event.text)
+            with self._api_errors(mid_reply=True):
                 message = stream.get_final_message()
         return self._reply(message)
 
+    def _abandon(self) -> None:
+        """Let go of the client under a call that is no longer wanted (see :func:`abandon_client`)."""
+        http, self._client, self._http = self._http, None, None
+        abandon_client(http)
+
     @contextlib.contextmanager
-    def _api_errors(self) -> Iterator[None]:
-        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it)."""
+    def _api_errors(self, *, mid_reply: bool = False) -> Iterator[None]:
+        """Turn whatever the SDK raises into one :class:`ModelError` line (the key scrubbed from it).
+
+        ``mid_reply``: the stream had begun, so a lost connection is a reply cut off, not a
+        server that cannot be reached."""
         try:
             yield
         except ModelError:
             raise
         except Exception as exc:
-            line = self._scrub(self._explain(exc))
+            line = self._scrub(self._explain(exc, mid_reply=mid_reply))
             if _key_rejected(exc):
                 raise KeyRejectedError(line) from None
             raise ModelError(line) from None
@@ -167,17 +200,18 @@ class AnthropicModel:
             context = ssl_context(anthropic.DefaultHttpxClient, trust)  # one per process (see _sdk.py)
             if context is not None:
                 network["verify"] = context
+            http = anthropic.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
             client = anthropic.Anthropic(
                 api_key=self.__api_key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=anthropic.DefaultHttpxClient(**network),
+                http_client=http,
                 **options,
             )
         except Exception as exc:
             raise ModelError(self._scrub(f"Could not set up the Anthropic client: {exc}")) from None
-        self._client = client
+        self._client, self._http = client, http
         return client
 
     def _reply(self, message: Any) -> ModelReply:
@@ -203,10 +237,15 @@ class AnthropicModel:
                 usage[key] = value
         return ModelReply(content=content, stop_reason=str(stop_reason), usage=usage)
 
-    def _explain(self, exc: BaseException) -> str:
+    def _explain(self, exc: BaseException, *, mid_reply: bool = False) -> str:
         """One line for a person: what went wrong and what to do about it."""
         import anthropic
 
+        if mid_reply and connection_lost(exc, anthropic):  # whatever this SDK release calls it (see _sdk.py)
+            return (
+                "The connection to the Anthropic API dropped mid-reply; nothing from that reply was applied. "
+                "Send again."
+            )
         retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
         if isinstance(exc, anthropic.APIStatusError):
             detail = getattr(exc, "api_message", None) or _body_message(exc)
@@ -231,10 +270,9 @@ class AnthropicModel:
             return f"Could not reach the Anthropic API at {self.base_url}{why}. Check the connection, then send again."
         if isinstance(exc, json.JSONDecodeError) or _is_malformed(exc):
             return "The Anthropic API sent a malformed reply; nothing from it was applied. Send again."
-        if _is_transport_error(exc):
+        if _is_transport_error(exc):  # the HTTP library's own error, before the reply began
             return (
-                "The connection to the Anthropic API dropped mid-reply; nothing from that reply was applied. "
-                "Send again."
+                f"Could not reach the Anthropic API at {self.base_url}: {exc}. Check the connection, then send again."
             )
         text = str(exc).splitlines()[0] if str(exc) else ""
         return f"The Anthropic API call failed ({type(exc).__name__}{': ' + text if text else ''})."

@@ -14,6 +14,7 @@ The loop does not know which model it drives.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -39,6 +40,9 @@ class ModelRequest:
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     max_tokens: int = 1024
+    # Set when the caller no longer wants the reply (Ctrl-C): a model that waits on a network
+    # abandons the request at once and raises ModelCancelledError (docs/chat.md, "Ctrl-C").
+    stop: threading.Event | None = None
 
 
 @dataclass(slots=True)
@@ -46,6 +50,9 @@ class ModelReply:
     content: list[dict[str, Any]]
     stop_reason: str = "end_turn"  # end_turn | tool_use | max_tokens | stop_sequence | refusal
     usage: dict[str, int] = field(default_factory=dict)
+    # How many HTTP requests the reply took, the SDK's retries included (0 for a model that sends
+    # none: guided, scripted). A failed call's count is on its ModelError.
+    attempts: int = 0
 
     @property
     def text(self) -> str:

@@ -53,14 +53,20 @@ from collections.abc import Iterator
 from typing import Any
 
 from formctl.agent.models._sdk import (
+    Deadline,
+    abandon_client,
+    connection_lost,
+    count_request,
     is_malformed,
     is_transport_error,
+    model_timeout,
     quiet_debug_logs,
     scrub,
     sendable,
     ssl_context,
     tail,
     trust_env,
+    within_deadline,
 )
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.errors import KeyRejectedError, ModelError
@@ -89,16 +95,19 @@ class OpenAIChatModel:
         max_retries: int = 2,
         timeout: float = 60.0,
         max_tokens: int = 1024,
+        deadline: float | None = None,
     ) -> None:
         self.model = model
         self.name = model
         self.max_retries = max_retries
-        self.timeout = timeout
+        self.deadline = model_timeout(deadline)  # the whole call, retries included (see _sdk.py)
+        self.timeout = min(timeout, self.deadline)  # each read
         self.max_tokens = max_tokens
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).rstrip("/")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "").strip()
         self.__api_key = key or (LOCAL_KEY if not self.is_openai else "")
         self._client: Any = None
+        self._http: Any = None  # the client's HTTP client, closed to abandon a call (see _abandon)
         self._ask_usage = True  # off once a server refuses stream_options (see _create)
 
     def __repr__(self) -> str:
@@ -110,6 +119,11 @@ class OpenAIChatModel:
         return self.base_url == DEFAULT_BASE_URL
 
     @property
+    def _who(self) -> str:
+        """Who answers, at the start of a line: "The OpenAI API", "The model server at http://…"."""
+        return self._where[0].upper() + self._where[1:]
+
+    @property
     def _where(self) -> str:
         """Who answers, as a line names it: "the OpenAI API", "the model server at http://…"."""
         return "the OpenAI API" if self.is_openai else f"the model server at {self.base_url}"
@@ -119,6 +133,15 @@ class OpenAIChatModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         client = self._get_client()
         params = self.request_params(request)
+        late = (
+            f"{self._who} did not finish its reply within {self.deadline:g}s (--model-timeout); nothing from it "
+            "was applied. Send again."
+        )
+        deadline = Deadline(self.deadline, request.stop, self._abandon, late)
+        return within_deadline(lambda push: self._stream(client, params, push), deadline, on_text)
+
+    def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
+        """The call itself, in :func:`within_deadline`'s thread: text goes to ``push`` as it arrives."""
         reply = _Assembly()
         with contextlib.ExitStack() as stack:
             with self._api_errors():
@@ -131,9 +154,14 @@ class OpenAIChatModel:
                     if chunk is None:
                         break
                     shown = reply.add(chunk)
-                if shown and on_text is not None:
-                    on_text(shown)  # outside the mapping: a failure to show text is not the API's
+                if shown:
+                    push(shown)
         return self._reply(reply)
+
+    def _abandon(self) -> None:
+        """Let go of the client under a call that is no longer wanted (see :func:`abandon_client`)."""
+        http, self._client, self._http = self._http, None, None
+        abandon_client(http)
 
     def _create(self, client: Any, params: dict[str, Any]) -> Any:
         """``chat.completions.create``; a server that refuses ``stream_options`` (a 400 naming it: some
@@ -195,16 +223,17 @@ class OpenAIChatModel:
             context = ssl_context(openai.DefaultHttpxClient, trust)  # one per process (see _sdk.py)
             if context is not None:
                 network["verify"] = context
+            http = openai.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
             client = openai.OpenAI(
                 api_key=self.__api_key,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                http_client=openai.DefaultHttpxClient(**network),
+                http_client=http,
             )
         except Exception as exc:
             raise ModelError(self._scrub(f"Could not set up the OpenAI client: {exc}")) from None
-        self._client = client
+        self._client, self._http = client, http
         return client
 
     @contextlib.contextmanager
@@ -254,6 +283,8 @@ class OpenAIChatModel:
         who = where[0].upper() + where[1:]
         dropped = f"The connection to {where} dropped mid-reply; nothing from that reply was applied. Send again."
         retried = f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}" if self.max_retries else ""
+        if mid_reply and connection_lost(exc, openai):  # whatever this SDK release calls it (see _sdk.py)
+            return dropped
         if isinstance(exc, openai.APIStatusError):
             code = exc.status_code
             detail = _api_message(exc)
@@ -278,8 +309,6 @@ class OpenAIChatModel:
         if isinstance(exc, openai.APITimeoutError):
             return f"{who} did not answer within {self.timeout:g}s{retried}. Send again."
         if isinstance(exc, openai.APIConnectionError):
-            if mid_reply:
-                return dropped
             cause = exc.__cause__ or exc.__context__
             why = f": {cause}" if cause is not None and str(cause) else ""
             return f"Could not reach {where}{why}. Check the connection (and OPENAI_BASE_URL), then send again."
@@ -292,8 +321,8 @@ class OpenAIChatModel:
             return f"{who} reported an error mid-reply; nothing from it was applied{tail(detail)}"
         if isinstance(exc, json.JSONDecodeError) or is_malformed(exc):
             return f"{who} sent a malformed reply; nothing from it was applied. Send again."
-        if is_transport_error(exc):
-            return dropped
+        if is_transport_error(exc):  # the HTTP library's own error, before the reply began
+            return f"Could not reach {where}: {exc}. Check the connection (and OPENAI_BASE_URL), then send again."
         text = str(exc).splitlines()[0] if str(exc) else ""
         return f"{who} call failed ({type(exc).__name__}{': ' + text if text else ''})."
 

@@ -37,7 +37,10 @@ class ScriptedModel:
     def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         # The loop mutates its message list after the call (appending the reply and the
         # tool results) and re-renders the tier-0 tail, so keep a copy of what was sent.
-        self.requests.append(copy.deepcopy(request))
+        # (The ``stop`` event is the caller's, shared, and cannot be copied.)
+        self.requests.append(
+            ModelRequest(request.system, request.tools, copy.deepcopy(request.messages), request.max_tokens)
+        )
         if self.played >= len(self._replies):
             raise ModelError(f"The script has no more model turns ({self.played} played).")
         recorded = self._replies[self.played]

@@ -147,7 +147,9 @@ def _open(
         seen = conversations.seen(pinned) if messages else None
         if seen is None:
             seen = _as_shown_now(agent, pinned, own)
-    model = pick_model(agent, model_name=options.model, offline=options.offline, form_id=form_id)
+    model = pick_model(
+        agent, model_name=options.model, offline=options.offline, form_id=form_id, timeout=options.model_timeout
+    )
     if options.as_host and model.name == "guided":  # its waiting message then names /resolve
         model.state.host_here = True  # type: ignore[attr-defined]
     recorder = _recorder(options, form_id, compiled, subject, model, agent, notes)

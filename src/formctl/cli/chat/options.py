@@ -26,6 +26,7 @@ class ChatOptions:
     instance_id: str | None = None
     subject: str | None = None
     model: str | None = None
+    model_timeout: float | None = None  # one model call's deadline (None: FORMCTL_MODEL_TIMEOUT, or two minutes)
     offline: bool = False
     record: str | None = None
     seed: list[str] = dc_field(default_factory=list)

@@ -186,7 +186,8 @@ class Face:
         """Header and notes; the opening turn (or what was last asked); then each line the person
         gives, as a message or a ``/command``, until the input ends or ``/quit``; then goodbye.
 
-        Ctrl-C ends a plain chat (exit 130), but every committed answer is kept, so the goodbye
+        Ctrl-C during a turn stops that turn (the loop takes it, docs/chat.md, "Ctrl-C"); one
+        anywhere else ends a plain chat (exit 130), but every committed answer is kept, so the goodbye
         says how to carry on, as leaving any other way does. Python runs its Ctrl-C handler at
         the next safe point, not when the key is pressed: a Ctrl-C that comes as stdin closes
         is seen only after the read has returned the end of input, so it may land after the

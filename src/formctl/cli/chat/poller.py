@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from formctl.forms.adapter import FormAdapter, Watchable, Watcher
+from formctl.forms.adapter import FormAdapter, Watcher
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.reading import Stamp
@@ -58,9 +58,8 @@ class StatusPoller:
         read every ``timeout`` seconds."""
         if not self._watched:
             self._watched = True
-            adapter = self.runner.adapter
-            if isinstance(adapter, Watchable):
-                self._watcher = adapter.watch()
+            self._watcher = self.runner.watch()
+            if self._watcher is not None:
                 stop.wait(0)
                 return True  # read once: a write before we listened is not announced
         if self._watcher is not None:

@@ -185,7 +185,7 @@ def _settle_items(options: ChatOptions, goals: Any, forms: Any, tools: Any, goal
     if choose_model(options.model, offline=options.offline).provider == "guided":
         model = GuidedGoalModel(goals)
     else:
-        model = pick_model(forms, model_name=options.model, offline=options.offline)
+        model = pick_model(forms, model_name=options.model, offline=options.offline, timeout=options.model_timeout)
 
     def event(ev: Any) -> None:
         if isinstance(ev, ToolResult) and ev.name == "goal_update":

@@ -84,24 +84,53 @@ def shown_after(
 
     now = snapshot(compiled, evaluation, instance)
     chain = [(before, after) for before, after in commits if after.id == instance.id]
-    if seen is not None and seen.get("instance") == instance.id:
-        version: int | None = seen.get("version")
-    elif chain:  # not shown yet (a new conversation, a form the model just started): from its first commit
-        first = chain[0][0]
-        version = first.version if first is not None else None
-        seen = _snap(compiled, first) if first is not None else _empty(instance.id)
-    else:
+    start = _starting_point(seen, chain, compiled, instance)
+    if start is None:
         return now
-    behind: int | None = None  # the version before the first change made elsewhere
+    seen, version = start
+    behind = _version_behind(chain, version, instance)
+    if behind is None:
+        return now
+    shown: Snapshot = {**seen, "answers": dict(seen.get("answers") or {}), "version": behind}
+    replaced = _apply_own_commits(shown, seen, chain, compiled, instance)
+    if replaced:
+        shown[REPLACED] = replaced
+    return shown
+
+
+def _starting_point(
+    seen: Snapshot | None, chain: list[Commit], compiled: CompiledForm, instance: Instance
+) -> tuple[Snapshot, int | None] | None:
+    """What the person saw before the turn, and its version: ``seen`` itself when it is of this
+    instance; a form not shown yet (a new conversation, a form the model just started) from the
+    chat's first commit to it; None when there is neither (the stored state is what they see)."""
+    if seen is not None and seen.get("instance") == instance.id:
+        return seen, seen.get("version")
+    if not chain:
+        return None
+    first = chain[0][0]
+    if first is None:
+        return _empty(instance.id), None
+    return _snap(compiled, first), first.version
+
+
+def _version_behind(chain: list[Commit], version: int | None, instance: Instance) -> int | None:
+    """The version before the first change made elsewhere (None: every version since is the chat's own)."""
+    behind: int | None = None
     for before, after in chain:
         if before is not None and before.version != version:
             behind = version if behind is None else behind
         version = after.version
     if instance.version != version and behind is None:
         behind = version
-    if behind is None:
-        return now
-    shown: Snapshot = {**seen, "answers": dict(seen.get("answers") or {}), "version": behind}
+    return behind
+
+
+def _apply_own_commits(
+    shown: Snapshot, seen: Snapshot, chain: list[Commit], compiled: CompiledForm, instance: Instance
+) -> list[str]:
+    """Apply to ``shown`` what the chat's own commits changed; the sentences for answers given
+    elsewhere that one of them then replaced (the commit was made over them)."""
     replaced: list[str] = list(seen.get(REPLACED) or [])
     last, version = dict(seen.get("answers") or {}), seen.get("version")
     for before, after in chain:
@@ -124,9 +153,7 @@ def shown_after(
         if (was["status"], was["blocked_on"]) != (made["status"], made["blocked_on"]):
             shown["status"], shown["blocked_on"] = made["status"], made["blocked_on"]
         last, version = made["answers"], after.version
-    if replaced:
-        shown[REPLACED] = replaced
-    return shown
+    return replaced
 
 
 def _replaced(compiled: CompiledForm, before: Instance, field_id: str) -> str:

@@ -236,9 +236,11 @@ class TerminalChat(Face):
                 break
             except KeyboardInterrupt:
                 self._spinner.call_ended()
-                if not stopping:  # said first; the loop then reports the cancel in its own words
-                    self._end_text()
-                    self._line("stopping…", "yellow")
+                if stopping:  # a second Ctrl-C: the person will not wait for the turn to stop
+                    self._busy.clear()
+                    raise
+                self._end_text()  # said first; the loop then reports the cancel in its own words
+                self._line("stopping…", "yellow")
                 stopping = True
                 self.session.cancel()
         self._spinner.call_ended()

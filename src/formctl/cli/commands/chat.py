@@ -11,6 +11,7 @@ from formctl.cli.options import (
     FormsOpt,
     InstanceArg,
     ModelOpt,
+    ModelTimeoutOpt,
     OfflineOpt,
     RecordOpt,
     StoreOpt,
@@ -43,6 +44,7 @@ def run(
         None, "--subject", envvar="FORMCTL_SUBJECT", help="Who the form is for [default: your login name]."
     ),
     model: ModelOpt = None,
+    model_timeout: ModelTimeoutOpt = None,
     offline: OfflineOpt = False,
     record: RecordOpt = None,
     seed: List[str] = typer.Option([], "--seed", metavar="K=V", help="A value already known (repeatable)."),
@@ -87,6 +89,7 @@ def run(
             ChatOptions(
                 subject=subject,
                 model=model,
+                model_timeout=model_timeout,
                 offline=offline,
                 store=store,
                 forms=forms,
@@ -105,6 +108,7 @@ def run(
             form=form,
             subject=subject,
             model=model,
+            model_timeout=model_timeout,
             offline=offline,
             record=record,
             seed=seed,
@@ -124,6 +128,7 @@ def run(
 def resume(
     instance_id: InstanceArg,
     model: ModelOpt = None,
+    model_timeout: ModelTimeoutOpt = None,
     offline: OfflineOpt = False,
     record: RecordOpt = None,
     as_host: AsHostOpt = False,
@@ -144,6 +149,7 @@ def resume(
         ChatOptions(
             instance_id=instance_id,
             model=model,
+            model_timeout=model_timeout,
             offline=offline,
             record=record,
             store=store,

@@ -49,13 +49,11 @@ def instances(
     for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
         sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
     rows = []
-    serving = _Serving(runner.adapter)
-    for summary in found:
+    for summary, served in zip(found, runner.items_served(found)):
         row = summary.to_dict()
         damage = _warn_if_damaged(runner, summary.instance_id)
         if damage is not None:
             row["damaged"] = damage
-        served = serving.items(row)
         if served:
             row["serves"] = served
         rows.append(row)
@@ -68,27 +66,6 @@ def instances(
     for row in rows:
         for item in row.get("serves", []):
             typer.echo(f"{row['instance_id']} serves {_served_text(item)}")
-
-
-class _Serving:
-    """Which goal-program item each listed instance serves (docs/goals.md, "Form-bound items");
-    nothing when the store keeps no goal programs."""
-
-    def __init__(self, adapter: Any) -> None:
-        from formctl.goals.store import HasGoalStore
-
-        self.store = adapter.goal_store() if isinstance(adapter, HasGoalStore) else None
-        self.any = True
-
-    def items(self, row: dict[str, Any]) -> list[dict[str, Any]]:
-        if self.store is None or not self.any:
-            return []
-        from formctl.goals.serving import items_served
-
-        if not self.store.scopes():
-            self.any = False  # no program anywhere: skip the lookups for the other rows
-            return []
-        return items_served(self.store, row["subject"], row["form"], row["instance_id"], row["status"])
 
 
 def _served_text(item: dict[str, Any]) -> str:
@@ -145,20 +122,11 @@ def inspect(
         _unknown_name(
             runner, view.def_id, "step" if field is None else "field", field if field is not None else step or ""
         )
+    from formctl.forms.reading import summarise
+
     decided = _resolutions(runner, instance_id)
     instance = runner.open_instance(instance_id)
-    served = (
-        _Serving(runner.adapter).items(
-            {
-                "subject": instance.subject,
-                "form": instance.def_id,
-                "instance_id": instance_id,
-                "status": instance.status,
-            }
-        )
-        if instance is not None
-        else []
-    )
+    served = runner.items_served([summarise(instance, instance.status)])[0] if instance is not None else []
     if as_json:
         data = _with_damage(_marked(_with_resolutions(view.to_dict(), decided), read), damage)
         if served:

@@ -8,12 +8,15 @@ that would take a complete instance back to ready or active is refused unless ``
 (docs/engine.md, "Host acts").
 """
 
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, app
 from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 AsOpt = typer.Option(None, "--as", metavar="NAME", help="Who does it [default: your login name].")
 ReasonOpt = typer.Option(None, "--reason", help="Why (recorded with the act).")
@@ -36,14 +39,14 @@ def _host_runner(store: Any, forms: Any, by: str | None, reason: str | None = No
     return runner
 
 
-def _labels(runner: Any, def_id: str) -> dict[str, str]:
+def _labels(runner: "FormRunner", def_id: str) -> dict[str, str]:
     try:
         return {f.id: f.label for f in runner.compiled(def_id).fields}
     except Exception:
         return {}
 
 
-def write_outcome(runner: Any, result: Any, as_json: bool, verb: str = "") -> None:
+def write_outcome(runner: "FormRunner", result: Any, as_json: bool, verb: str = "") -> None:
     """Print a write's result; exit 1 if any value was rejected or named no field (the rest were saved).
 
     ``verb``: for an undo, redo or retract, said first with the field the result says moved, as

@@ -15,7 +15,7 @@ __all__ = ["open_service", "run_mcp"]
 def open_service(subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False) -> Any:
     """The :class:`~formctl.cli.mcp.state.FormService` for ``subject`` over a store and a forms folder."""
     from formctl.cli.mcp.state import MCP_SOURCE, FormService
-    from formctl.cli.workspace import default_subject, open_registry, open_scratch_store, open_store
+    from formctl.cli.workspace import default_subject, open_registry, open_store
     from formctl.forms.runner import FormRunner
 
     registry = open_registry(forms)
@@ -23,8 +23,7 @@ def open_service(subject: str, *, store: Any = None, forms: Any = None, as_host:
     runner = FormRunner(adapter, registry=registry, subject=subject, actor="agent", source=MCP_SOURCE)
     # The host's runner exists only with --as-host: without it, no code path can resolve a checkpoint.
     host = FormRunner(adapter, registry=registry, subject=subject, actor="host", source=MCP_SOURCE) if as_host else None
-    outlines = FormRunner(open_scratch_store(), registry=registry, subject="outline", actor="agent", source=MCP_SOURCE)
-    return FormService(runner, host_runner=host, host_name=default_subject(), outline_runner=outlines)
+    return FormService(runner, host_runner=host, host_name=default_subject())
 
 
 def run_mcp(subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False) -> int:
@@ -41,5 +40,5 @@ def run_mcp(subject: str, *, store: Any = None, forms: Any = None, as_host: bool
     try:
         serve_stdio(service)
     finally:
-        service.runner.adapter.close()
+        service.runner.close()
     return 0

@@ -116,33 +116,44 @@ def _can_elicit(ctx: Any) -> bool:
     return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
 
 
-def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) -> Server[Any]:
-    """The MCP server for ``service``: its handlers, the listen bus and the change watcher."""
-    pending: dict[str, _Call] = {}  # request_state token → the call waiting for the person's answer
-    bus = InMemorySubscriptionBus()
-    subscribed: dict[str, set[Any]] = {}  # URI → handshake-era sessions that subscribed to it
+class _Handlers:
+    """The server's request handlers for one service, as methods over the state they share: the
+    calls waiting for the person's answer, the listen bus and the handshake-era subscriptions."""
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    def __init__(self, service: FormService, poll_seconds: float) -> None:
+        self.service = service
+        self.poll_seconds = poll_seconds
+        self.pending: dict[str, _Call] = {}  # request_state token → the call waiting for the person's answer
+        self.bus = InMemorySubscriptionBus()
+        self.subscribed: dict[str, set[Any]] = {}  # URI → handshake-era sessions that subscribed to it
+
+    # ------------------------------------------------------------------ tools
+
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
-                for d in service.definitions
+                for d in self.service.definitions
             ]
         )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
-        if params.request_state is not None:
-            call = pending.pop(params.request_state, None)
-            if call is None:
-                message = (
-                    "That answer is to a question formctl did not ask (or no longer waits on); nothing was stored."
-                )
-                outcome = Outcome(error_envelope(message, "not_asked"), await anyio.to_thread.run_sync(service.tier0))
-                return _tool_result(outcome)
-            responses = params.input_responses or {}
-            call.answer(_answer_text(responses.get("answer")))
-        else:
-            call = _Call(service, params.name, params.arguments or {}, can_ask=_can_elicit(ctx))
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+        token = params.request_state
+        if token is None:
+            return await self._drive(
+                ctx, _Call(self.service, params.name, params.arguments or {}, can_ask=_can_elicit(ctx))
+            )
+        call = self.pending.pop(token, None)  # a retry carrying the person's answer
+        if call is None:
+            message = "That answer is to a question formctl did not ask (or no longer waits on); nothing was stored."
+            outcome = Outcome(error_envelope(message, "not_asked"), await anyio.to_thread.run_sync(self.service.tier0))
+            return _tool_result(outcome)
+        call.answer(_answer_text((params.input_responses or {}).get("answer")))
+        return await self._drive(ctx, call)
+
+    async def _drive(self, ctx: Any, call: _Call) -> Any:
+        """Run ``call`` until it is done, asking the person over the back channel when there is one,
+        else returning the question with a one-time token the client's retry resumes."""
         while True:
             kind, value = await call.next()
             if kind == "done":
@@ -155,7 +166,7 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
                 call.answer(_answer_text(result))
                 continue
             token = secrets.token_urlsafe(24)
-            pending[token] = call
+            self.pending[token] = call
             return types.InputRequiredResult(
                 input_requests={
                     "answer": types.ElicitRequest(
@@ -165,50 +176,50 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
                 request_state=token,
             )
 
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        forms = await anyio.to_thread.run_sync(service.forms)
-        instances = await anyio.to_thread.run_sync(service.instances)
-        resources = [
-            types.Resource(
-                uri=TIER0_URI,
-                name="tier0",
-                title="The open form's state",
-                description="The one-line state of the subject's open form (the tier-0 line).",
-                mime_type="text/plain",
-            )
-        ]
-        for form in forms:
-            resources.append(
-                types.Resource(
-                    uri=form_uri(form["id"]),
-                    name=form["id"],
-                    title=form["name"],
-                    description=f"Outline: steps and fields. {form.get('description') or ''}".strip(),
-                    mime_type="application/json",
-                )
-            )
-        for row in instances:
-            resources.append(
-                types.Resource(
-                    uri=instance_uri(row["instance_id"]),
-                    name=row["instance_id"],
-                    title=f"{row.get('form')} ({row.get('status')})",
-                    description="Status view and answers.",
-                    mime_type="application/json",
-                )
-            )
-        return types.ListResourcesResult(resources=resources)
+    # ------------------------------------------------------------------ resources
 
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        forms = await anyio.to_thread.run_sync(self.service.forms)
+        instances = await anyio.to_thread.run_sync(self.service.instances)
+        tier0 = types.Resource(
+            uri=TIER0_URI,
+            name="tier0",
+            title="The open form's state",
+            description="The one-line state of the subject's open form (the tier-0 line).",
+            mime_type="text/plain",
+        )
+        outlines = [
+            types.Resource(
+                uri=form_uri(form["id"]),
+                name=form["id"],
+                title=form["name"],
+                description=f"Outline: steps and fields. {form.get('description') or ''}".strip(),
+                mime_type="application/json",
+            )
+            for form in forms
+        ]
+        records = [
+            types.Resource(
+                uri=instance_uri(row["instance_id"]),
+                name=row["instance_id"],
+                title=f"{row.get('form')} ({row.get('status')})",
+                description="Status view and answers.",
+                mime_type="application/json",
+            )
+            for row in instances
+        ]
+        return types.ListResourcesResult(resources=[tier0, *outlines, *records])
+
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
             if uri == TIER0_URI:
-                text, mime = await anyio.to_thread.run_sync(service.tier0), "text/plain"
+                text, mime = await anyio.to_thread.run_sync(self.service.tier0), "text/plain"
             elif uri.startswith("formctl://forms/"):
-                data = await anyio.to_thread.run_sync(service.outline, uri.removeprefix("formctl://forms/"))
+                data = await anyio.to_thread.run_sync(self.service.outline, uri.removeprefix("formctl://forms/"))
                 text, mime = json.dumps(data, ensure_ascii=False), "application/json"
             elif uri.startswith("formctl://instances/"):
-                data = await anyio.to_thread.run_sync(service.instance, uri.removeprefix("formctl://instances/"))
+                data = await anyio.to_thread.run_sync(self.service.instance, uri.removeprefix("formctl://instances/"))
                 text, mime = json.dumps(data, ensure_ascii=False), "application/json"
             else:
                 raise MCPError(RESOURCE_NOT_FOUND, f"No resource {uri}.")
@@ -216,16 +227,18 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
             raise MCPError(RESOURCE_NOT_FOUND, exc.message) from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
-    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        subscribed.setdefault(str(params.uri), set()).add(ctx.session)
+    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        self.subscribed.setdefault(str(params.uri), set()).add(ctx.session)
         return types.EmptyResult()
 
-    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        subscribed.get(str(params.uri), set()).discard(ctx.session)
+    async def unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        self.subscribed.get(str(params.uri), set()).discard(ctx.session)
         return types.EmptyResult()
 
-    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
-        forms = await anyio.to_thread.run_sync(service.forms)
+    # ------------------------------------------------------------------ prompts
+
+    async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        forms = await anyio.to_thread.run_sync(self.service.forms)
         return types.ListPromptsResult(
             prompts=[
                 types.Prompt(
@@ -237,9 +250,9 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
             ]
         )
 
-    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         try:
-            text = await anyio.to_thread.run_sync(service.prompt, params.name)
+            text = await anyio.to_thread.run_sync(self.service.prompt, params.name)
         except FormError as exc:
             raise MCPError(types.INVALID_PARAMS, exc.message) from None
         return types.GetPromptResult(
@@ -247,40 +260,46 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
             messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))],
         )
 
-    async def changed(uris: list[str], listed: bool) -> None:
+    # ------------------------------------------------------------------ changes made elsewhere
+
+    async def changed(self, uris: list[str], listed: bool) -> None:
         if listed:
-            await bus.publish(ResourcesListChanged())
+            await self.bus.publish(ResourcesListChanged())
         for uri in uris:
-            await bus.publish(ResourceUpdated(uri=uri))
-            for session in list(subscribed.get(uri, ())):
+            await self.bus.publish(ResourceUpdated(uri=uri))
+            for session in list(self.subscribed.get(uri, ())):
                 try:
                     await session.send_resource_updated(uri)
                 except Exception:  # a client gone: forget it
-                    subscribed[uri].discard(session)
+                    self.subscribed[uri].discard(session)
 
-    async def watch() -> None:
+    async def watch(self) -> None:
         """Tell the client when the subject's instances change, whoever changed them."""
-        before = await anyio.to_thread.run_sync(service.versions)
+        before = await anyio.to_thread.run_sync(self.service.versions)
         while True:
-            await anyio.sleep(poll_seconds)
+            await anyio.sleep(self.poll_seconds)
             try:
-                now = await anyio.to_thread.run_sync(service.versions)
+                now = await anyio.to_thread.run_sync(self.service.versions)
             except Exception:  # a store that cannot be read this moment: try again next time
                 continue
             moved = [i for i, v in now.items() if before.get(i) != v]
             if moved:
-                await changed([*(instance_uri(i) for i in moved), TIER0_URI], listed=bool(set(now) - set(before)))
+                await self.changed([*(instance_uri(i) for i in moved), TIER0_URI], listed=bool(set(now) - set(before)))
             before = now
 
     @asynccontextmanager
-    async def lifespan(_: Any) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(self, _: Any) -> AsyncIterator[dict[str, Any]]:
         async with anyio.create_task_group() as group:
-            group.start_soon(watch)
+            group.start_soon(self.watch)
             try:
                 yield {}
             finally:
                 group.cancel_scope.cancel()
 
+
+def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) -> Server[Any]:
+    """The MCP server for ``service``: its handlers, the listen bus and the change watcher."""
+    handlers = _Handlers(service, poll_seconds)
     return Server(
         "formctl",
         version=_version(),
@@ -289,16 +308,16 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
             "ends with the form's state (the tier-0 line); trust it over memory. Send the person's exact words "
             "as quotes; a value without them is confirmed with the person or not stored."
         ),
-        lifespan=lifespan,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
-        on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe,
-        on_subscriptions_listen=ListenHandler(bus),
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
+        lifespan=handlers.lifespan,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_read_resource=handlers.read_resource,
+        on_subscribe_resource=handlers.subscribe,
+        on_unsubscribe_resource=handlers.unsubscribe,
+        on_subscriptions_listen=ListenHandler(handlers.bus),
+        on_list_prompts=handlers.list_prompts,
+        on_get_prompt=handlers.get_prompt,
     )
 
 

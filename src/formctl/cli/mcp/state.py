@@ -35,15 +35,17 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt
-from formctl.agent.tools import FormTools, bounded, error_envelope, is_error, success_envelope
+from formctl.agent.tools import FormTools, clipped, error_envelope, is_error, success_envelope
 from formctl.errors import FormError, NotFoundError
-from formctl.forms.instance import Provenance
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 __all__ = ["MCP_SOURCE", "FormService", "Outcome", "RESOLVE_TOOL", "TIER0_URI", "form_uri", "instance_uri"]
 
@@ -94,14 +96,11 @@ class Outcome:
 class FormService:
     """One subject's forms over one store, as MCP tools, resources and prompts (see the module)."""
 
-    def __init__(
-        self, runner: Any, *, host_runner: Any = None, host_name: str = "host", outline_runner: Any = None
-    ) -> None:
+    def __init__(self, runner: FormRunner, *, host_runner: FormRunner | None = None, host_name: str = "host") -> None:
         self.runner = runner  # the agent's: actor "agent", source "mcp", subject fixed
         self.subject: str = runner.subject
         self.host_runner = host_runner  # None unless --as-host
         self.host_name = host_name
-        self._outline_runner = outline_runner  # an in-memory store for outlines of forms not started
         self.lock = threading.Lock()
         base = FormTools(runner)  # the chat model's tools; the scope is the runner's subject
         self.definitions: list[dict[str, Any]] = list(base.definitions)
@@ -116,7 +115,7 @@ class FormService:
         person and returns their answer, or None; it is called without the lock held."""
         with self.lock:
             if name == RESOLVE_TOOL and self.host_runner is not None:
-                envelope = bounded(self._resolve(arguments))  # as FormTools bounds every result
+                envelope = clipped(self._resolve(self.host_runner, arguments))  # as FormTools bounds every result
             else:
                 person = Person(ask=self._unlocked(ask) if ask is not None else None)
                 for quote in _quotes(arguments):
@@ -138,7 +137,7 @@ class FormService:
 
         return asking
 
-    def _resolve(self, arguments: Any) -> dict[str, Any]:
+    def _resolve(self, host: FormRunner, arguments: Any) -> dict[str, Any]:
         """The host's answer to a checkpoint of one of the subject's instances (only with --as-host)."""
         if not isinstance(arguments, dict):
             return error_envelope(f"Bad arguments for {RESOLVE_TOOL}: expected a JSON object.", "invalid_arguments")
@@ -157,7 +156,7 @@ class FormService:
             # Started --as-host: the server's operator said so explicitly, as a chat opened
             # --as-host does; deciding their own subject's request is then recorded as such.
             result = resolve_as(
-                self.host_runner,
+                host,
                 instance.id,
                 actor=self.host_name,
                 fail=args.fail,
@@ -198,11 +197,7 @@ class FormService:
     def outline(self, form_id: str) -> dict[str, Any]:
         """A registered form's outline: its steps and fields, as ``form_inspect`` shows an empty instance."""
         with self.lock:
-            compiled = self.runner.compiled(form_id)
-            runner = self._outline_runner
-            provenance = Provenance(MCP_SOURCE, "outline", "1970-01-01T00:00:00Z", "outline")
-            instance = runner.adapter.create_instance(compiled.id, compiled.version, "outline", provenance)
-            view = runner.inspect("outline", instance_id=instance.id).to_dict()
+            view = self.runner.outline(form_id).to_dict()
         for key in ("instance_id", "status", "complete"):
             view.pop(key, None)
         return dict(view)
