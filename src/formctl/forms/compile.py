@@ -254,6 +254,11 @@ class CompiledForm:
         return [[(f.order, f.order in gated) for f in step.fields if f.required] for step in self.steps]
 
     @cached_property
+    def reruns(self) -> bool:
+        """Some executor is declared ``rerun="on_change"`` (most forms: none, and the edges skip the test)."""
+        return any(f.rerun for f in self.fields) or any(s.rerun for s in self.steps)
+
+    @cached_property
     def derived_ids(self) -> frozenset[str]:
         """The ids of the derived fields: nobody writes or moves them (docs/engine.md, "Derived values")."""
         return frozenset(f.id for f in self.derived)

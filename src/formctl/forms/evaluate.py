@@ -238,8 +238,11 @@ class _Pass:
         self._busy.add(token)
         try:
             result = True
-            if gate is not None:
-                result = self._gate(field.id, gate)
+            if gate is not None:  # inline, not self._gate: every gated field asks this on every evaluation
+                try:
+                    result = bool(gate(self.values, self.state))
+                except Exception as exc:  # a gate that raises counts as true, and is a defect
+                    self.ev._defect(f'gate "{field.id}" threw: {_message(exc)}')
             if result and field.derive is not None:
                 result = self._inputs_live(field)
         finally:

@@ -22,7 +22,7 @@ def last_touched(instance: Instance, skip: Collection[str] = ()) -> str | None:
     highest seq. ``skip``: fields nobody moves (derived ones: they follow their inputs)."""
     best_id, best_seq = None, -1
     for field_id, log in instance.entries.items():
-        if field_id in skip:
+        if skip and field_id in skip:
             continue
         cursor = log.cursor
         if cursor >= 0:
@@ -36,7 +36,7 @@ def next_redo(instance: Instance, skip: Collection[str] = ()) -> str | None:
     """The bare-redo target: among fields that can redo, the one whose revision a redo restores is oldest by seq."""
     best_id, best_seq = None, None
     for field_id, log in instance.entries.items():
-        if field_id in skip:
+        if skip and field_id in skip:
             continue
         target = moved_cursor(log, +1)
         if target is not None:

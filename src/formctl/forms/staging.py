@@ -272,6 +272,7 @@ def rising_edges(
         return n
 
     before_live = before.live
+    reruns = compiled.reruns
     # A check that failed runs again when what it checked is answered again (docs/engine.md,
     # "Staging and rising edges"): otherwise a step's on_complete that said "the return date
     # is before the departure" would stay failed after the person corrected the date.
@@ -289,7 +290,7 @@ def rising_edges(
         if fid in after.live and (
             fid not in before_live
             or (field.on_fill is not None and fid in changed and failed_last(f"field:{fid}"))
-            or (field.rerun is not None and fid in changed and _changed_value(before, after, fid))
+            or (reruns and field.rerun is not None and fid in changed and _changed_value(before, after, fid))
         ):
             n = bump(f"field:{fid}")
             if field.on_fill is not None:
@@ -304,7 +305,8 @@ def rising_edges(
                 and failed_last(f"step:{step.id}")
             )
             or (
-                step.rerun is not None
+                reruns
+                and step.rerun is not None
                 and any(
                     f.id in changed and f.id in after.live and _changed_value(before, after, f.id) for f in step.fields
                 )
