@@ -12,8 +12,9 @@ the fields plus one call per gate, however long the logs are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from formctl.forms.compile import CompiledCheck, CompiledField, CompiledForm
@@ -373,6 +374,9 @@ def _message(exc: BaseException) -> str:
     return str(exc) or exc.__class__.__name__
 
 
+_NONE_DUE: Mapping[str, tuple[Any, tuple[str, ...]]] = MappingProxyType({})
+
+
 class Evaluation:
     """The meaning of one instance under one compiled form. Build it with :func:`evaluate`."""
 
@@ -390,10 +394,10 @@ class Evaluation:
         self.checkpoint_active: list[bool] = [False] * len(compiled.checkpoints)
         self.complete = False
         # The checks that apply and fail, in declaration order (docs/engine.md, "Checks").
-        self.failed_checks: list[CompiledCheck] = []
+        self.failed_checks: Sequence[CompiledCheck] = ()  # shared, not a new list: most forms have none
         # Derived fields whose stored answer is not what their function gives the live values:
         # field id -> (value, the ids it read). The runner writes them in the same commit.
-        self.derived_due: dict[str, tuple[Any, tuple[str, ...]]] = {}
+        self.derived_due: Mapping[str, tuple[Any, tuple[str, ...]]] = _NONE_DUE
         self.defects: list[str] = []
         self.passes = 0
         self.open_step: int | None = None  # 0-based step index
