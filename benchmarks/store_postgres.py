@@ -21,6 +21,10 @@ rate, so both see the same load on the disk and the CPU.
 4. Four processes filling through ``FormRunner``: on one instance (they queue on its lock),
    and on four instances (the JSON store still has one lock for the folder; PostgreSQL locks
    rows). Fills per second of wall time.
+5. A chat's conversation (docs/store-postgres.md, "Conversations"): the round trips of one
+   save of an exchange and of one turn number given out, counted off libpq's own trace of the
+   messages the client sends (each ``Sync`` or simple ``Query`` is one round trip), and their
+   latency beside a commit's.
 """
 
 from __future__ import annotations
@@ -102,7 +106,8 @@ def bench_commits(folder: str, dsn: str, total: int) -> None:
     pg_c = Committer(PostgresAdapter(dsn))
     before_c = Committer(PostgresAdapter(dsn))
     before_c.adapter.one_trip = False  # the commit as it was: BEGIN; SELECT ... FOR UPDATE; INSERT; UPDATE; COMMIT
-    async_c = Committer(PostgresAdapter(dsn + ("&" if "?" in dsn else "?") + "options=-csynchronous_commit%3Doff"))
+    # One options= with both settings: a second options= would replace the search_path (the schema).
+    async_c = Committer(PostgresAdapter(dsn.replace("options=", "options=-csynchronous_commit%3Doff%20", 1)))
     for c in (json_c, pg_c, before_c, async_c):
         c.run(10, timed=False)
     rtt, flush = [], []
@@ -281,6 +286,57 @@ def bench_writers(folder: str, dsn: str, fills: int) -> None:
         print(f"{name:>12} {4 * fills / t_one:>13.0f} {4 * fills / t_four:>15.0f} {c_one + c_four:>10}")
 
 
+def round_trips(adapter: PostgresAdapter, action) -> int:
+    """The round trips ``action()`` makes on ``adapter``'s connection, counted off libpq's trace:
+    each ``Sync`` (the extended protocol) or ``Query`` (the simple one) the client sends."""
+    from psycopg.pq import Trace
+
+    conn = adapter._connection()
+    with tempfile.TemporaryFile("w+") as fh:
+        conn.pgconn.trace(fh.fileno())
+        conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            action()
+        finally:
+            conn.pgconn.untrace()
+        fh.seek(0)
+        sent = [line.split("\t") for line in fh.read().splitlines() if line.startswith("F")]
+    return sum(1 for fields in sent if len(fields) > 2 and fields[2].split(" ")[0] in ("Sync", "Query"))
+
+
+def bench_conversations(dsn: str, saves: int) -> None:
+    adapter = PostgresAdapter(dsn)
+    instance = adapter.create_instance("bench-8x5", 1, "bench", prov())
+    store = adapter.conversation_store("bench")
+    said = {"role": "user", "content": [{"type": "text", "text": "Dana Reeve, AB1234"}]}
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "Thanks, Dana. Your work email?"}]}
+    claims, saving, trips_claim, trips_save = [], [], 0, 0
+    store.claim(instance.id, exchange=True, turn=True, known=(0, 0))  # the connection opened, not counted
+    store.save_exchange(instance.id, 1, chat="bench", messages=[said, answer], words=[(1, "Dana Reeve, AB1234")])
+    for n in range(2, saves + 2):
+        t0 = time.perf_counter()
+        trips_claim += round_trips(
+            adapter, lambda: store.claim(instance.id, exchange=True, turn=True, known=(n - 1, n - 1))
+        )
+        t1 = time.perf_counter()
+        trips_save += round_trips(
+            adapter,
+            lambda: store.save_exchange(
+                instance.id, n, chat="bench", messages=[said, answer], words=[(n, "Dana Reeve, AB1234")]
+            ),
+        )
+        t2 = time.perf_counter()
+        claims.append(t1 - t0)
+        saving.append(t2 - t1)
+    kept = store.conversation(instance.id)
+    assert len(kept.parts) == saves + 1 and kept.turns == saves + 1
+    med = statistics.median
+    print(f"5. A chat's conversation on PostgreSQL ({saves} exchanges, each numbered and saved)")
+    print(f"   save of one exchange: {trips_save / saves:.2f} round trip(s), median {_ms(med(saving)):.3f} ms")
+    print(f"   a turn number given out: {trips_claim / saves:.2f} round trip(s), median {_ms(med(claims)):.3f} ms")
+    adapter.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn", help="a PostgreSQL database to use (its formctl_* tables are created in a new schema)")
@@ -304,12 +360,15 @@ def main() -> None:
         conn.execute(f"CREATE SCHEMA {schema}")
     dsn_s = dsn + ("&" if "?" in dsn else "?") + f"options=-csearch_path%3D{schema}"
     try:
+        PostgresAdapter(dsn_s).init()  # formctl store init: the only thing that creates the tables
         with tempfile.TemporaryDirectory(prefix="formctl-pg-bench-") as folder:
             bench_commits(folder, dsn_s, args.commits)
             print()
             bench_lookup(folder, dsn_s, args.instances, 300 if not args.quick else 50)
             print()
             bench_writers(folder, dsn_s, args.fills)
+            print()
+            bench_conversations(dsn_s, 50 if args.quick else 300)
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import pg_server as pg_run
-from pg_server import _pg_schemas, pg_adapter, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
+from pg_server import _pg_schemas, pg_adapter, pg_bare_dsn, pg_dsn, pg_server, private_pg  # noqa: F401  (the PostgreSQL fixtures)
 
 if TYPE_CHECKING:
     from formctl import FormRegistry, FormRunner

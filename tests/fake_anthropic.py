@@ -199,6 +199,8 @@ class FakeAnthropic(LoopbackServer):
                 waiting = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
         # One conversation keeps its system prompt and tools: a request that continues one (it has
         # more than its first user message) is compared with the conversation's first request.
+        # Conversations are told apart by their model and first message (runs played in parallel
+        # through one server, each with a model name of its own, may all open with "Hello.").
         first = messages[0].get("content")
         first_text = first if isinstance(first, str) else ""
         if isinstance(first, list):
@@ -207,9 +209,10 @@ class FakeAnthropic(LoopbackServer):
         system_text = system if isinstance(system, str) else json.dumps(system, sort_keys=True)
         prefix = (system_text, json.dumps(body.get("tools"), sort_keys=True))
         with self._lock:
-            known = self._conversations.get(first_text)
+            key = f"{body.get('model')}\n{first_text}"
+            known = self._conversations.get(key)
             if known is None or len(messages) == 1:
-                self._conversations[first_text] = prefix
+                self._conversations[key] = prefix
             elif known[0] != prefix[0]:
                 return "system: the system prompt changed in the middle of a conversation"
             elif known[1] != prefix[1]:

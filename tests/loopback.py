@@ -74,7 +74,7 @@ class LoopbackServer:
         self.unexpected: list[RecordedRequest] = []  # sent after the script ran out
         self.rejected: list[tuple[RecordedRequest, str]] = []  # refused by ``problem``, with why
         self.answered = 0  # requests whose answer has been written out (see LoopbackHandler.handle_one_request)
-        self._conversations: dict[str, tuple[str, str]] = {}  # first user message: (system, tools)
+        self._conversations: dict[str, tuple[str, str]] = {}  # a conversation's key: (system, tools)
         self._script: deque[Any] = deque()
         self._lock = threading.Lock()
         fake = self

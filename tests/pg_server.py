@@ -7,7 +7,9 @@
   process made for it in ``pytest_configure``), and that process stops it at the end. When
   neither is possible the PostgreSQL tests are skipped with the reason, except under
   ``CI=true``, where they fail: CI must never go green by silently not testing the PostgreSQL store.
-* ``pg_dsn``: a DSN whose ``search_path`` is a fresh, empty schema, dropped afterwards.
+* ``pg_dsn``: a DSN whose ``search_path`` is a fresh schema, dropped afterwards, with formctl's
+  tables in it (``formctl store init`` run there, as the README's set-up does).
+* ``pg_bare_dsn``: the same with the schema left empty (what ``store init`` finds first).
 * ``pg_adapter``: a :class:`PostgresAdapter` on ``pg_dsn``, closed afterwards.
 * ``private_pg``: a cluster no other test uses at the same time, for a test that stops or
   restarts it (the run's server is shared by every xdist worker's tests): one per process,
@@ -151,7 +153,9 @@ def private_pg(pg_server):
     schema = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(_spare.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
-    yield Server(with_options(_spare.dsn, f"-csearch_path={schema}"), _spare.cluster)
+    dsn = with_options(_spare.dsn, f"-csearch_path={schema}")
+    initialise(dsn)
+    yield Server(dsn, _spare.cluster)
 
 
 _spare: Server | None = None
@@ -205,8 +209,25 @@ def _pg_schemas(pg_server):
     schemas.close()
 
 
+def initialise(dsn: str) -> None:
+    """``formctl store init`` on ``dsn``, in process."""
+    from formctl.store.postgres import PostgresAdapter
+
+    adapter = PostgresAdapter(dsn)
+    try:
+        adapter.init()
+    finally:
+        adapter.close()
+
+
 @pytest.fixture
-def pg_dsn(pg_server, _pg_schemas):
+def pg_dsn(pg_bare_dsn):
+    initialise(pg_bare_dsn)
+    return pg_bare_dsn
+
+
+@pytest.fixture
+def pg_bare_dsn(pg_server, _pg_schemas):
     import psycopg
 
     schema = f"t_{uuid.uuid4().hex[:16]}"

@@ -571,7 +571,7 @@ class World:
         if open_form:
             seed = {"ready": READY, "awaiting": AWAITING}.get(str(open_form), {"full_name": "Dana Reeve"})
             self.ids.mine.append(mine.start("travel-claim", seed=seed).view.instance_id)
-        self.theirs_conversation = (self.store / "conversations" / f"{theirs}.json").read_bytes()
+        self.theirs_conversation = (self.store / "conversations" / f"{theirs}.jsonl").read_bytes()
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -746,12 +746,12 @@ class Watch:
 
     def _after_turn(self) -> None:
         folder = self.world.store / "conversations"
-        saved = {p.stem for p in folder.glob("*.json")} if folder.exists() else set()
+        saved = {p.stem for p in folder.glob("*.jsonl")} if folder.exists() else set()
         theirs = set(self.world.ids.theirs)
         for stray in sorted(saved - self.allowed - theirs):
             self.finding("conversation under another id", stray)
         for instance_id in theirs:
-            if (folder / f"{instance_id}.json").read_bytes() != self.world.theirs_conversation:
+            if (folder / f"{instance_id}.jsonl").read_bytes() != self.world.theirs_conversation:
                 self.finding("conversation under another id", f"another subject's conversation {instance_id} changed")
         fresh = JsonFileAdapter(self.world.store)
         try:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from formctl._lazy import lazy_exports
 
+# The one version source: pyproject.toml reads it as the package is built, `formctl --version`
+# prints it, and CHANGELOG.md has a section for it.
 __version__ = "0.1.0"
 
 # Written out, not computed, so linters and type checkers can read the public API;

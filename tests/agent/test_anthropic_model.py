@@ -323,7 +323,7 @@ def test_the_key_never_appears_in_an_error_line_or_the_saved_conversation(api, s
     api.fault(400, message=f"invalid request for key {KEY}")
     turn = loop.send("hi")
     assert "rejected the request (400)" in turn.error and KEY not in turn.error
-    saved = (Path(store) / "conversations" / f"{runner.open_instance().id}.json").read_text()
+    saved = (Path(store) / "conversations" / f"{runner.open_instance().id}.jsonl").read_text()
     assert KEY not in saved and KEY not in repr(loop.model)
 
 

@@ -80,7 +80,7 @@ def test_a_conversation_is_saved_under_its_own_id_never_one_the_model_named(alic
     alice, alice_id, bob, bob_id = alice_and_bob
     conversations = ConversationStore(store)
     conversations.save(alice_id, [{"role": "user", "content": [{"type": "text", "text": "Alice's chat"}]}])
-    alice_file = conversations.path(alice_id)
+    alice_file = conversations.log(alice_id)
     before = alice_file.read_bytes()
     # Bob's other claim, named by the model in Bob's own chat: readable, but the chat stays with its own.
     other_id = bob.start("client-intake").view.instance_id
@@ -112,7 +112,7 @@ def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_wri
 
     store = cli.store
     cli.ok("run", "travel-claim", "--subject", "alice", "--offline", input="Alice Adams\nAA1111\n")
-    (alice_id,) = [p.stem for p in (Path(store) / "conversations").glob("*.json")]
+    (alice_id,) = [p.stem for p in (Path(store) / "conversations").glob("*.jsonl")]
     files = [p for p in Path(store).rglob("*") if p.is_file() and alice_id in p.name]
     assert len(files) >= 2  # her instance and her saved conversation, at least
     before = {p: p.read_bytes() for p in files}
@@ -155,4 +155,4 @@ def test_formctl_run_with_a_model_that_reaches_for_alices_instance_reads_and_wri
     ]  # form_history: hers, by id, his
     assert {p: p.read_bytes() for p in files} == before  # nothing of hers was written
     (bob_row,) = cli.json("instances", "--subject", "bob")["instances"]
-    assert (Path(store) / "conversations" / f"{bob_row['instance_id']}.json").exists()
+    assert (Path(store) / "conversations" / f"{bob_row['instance_id']}.jsonl").exists()

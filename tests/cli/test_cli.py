@@ -21,6 +21,7 @@ import pytest
 
 from clitools import CLAIMANT, CLAIMANT_AND_TRIP, FORMS, ROOT, TRIP, invoke
 from formctl.cli import app as cli
+from formctl.store.conversations import ConversationStore
 
 # What a person types into `formctl run travel-claim` to finish a claim under the cap.
 CLAIM_LINES = [*CLAIMANT_AND_TRIP, "car", "120", "skip", "skip", "100", "yes"]
@@ -246,7 +247,7 @@ def test_run_continues_the_subjects_open_instance_and_resume_continues_the_conve
     (row,) = cli.json("instances")["instances"]
     instance_id = row["instance_id"]
     assert f"formctl resume {instance_id}" in first
-    conversation = Path(store) / "conversations" / f"{instance_id}.json"
+    conversation = Path(store) / "conversations" / f"{instance_id}.jsonl"
     assert conversation.exists()
 
     second = cli.ok("run", "travel-claim", *args, input="dana@example.org\n").stdout
@@ -258,7 +259,7 @@ def test_run_continues_the_subjects_open_instance_and_resume_continues_the_conve
     assert "saved Destination" in third
     history = cli.json("history", instance_id)
     assert [h["field"] for h in history["fields"]] == ["full_name", "staff_id", "email", "destination"]
-    saved = json.loads(conversation.read_text())["messages"]
+    saved = ConversationStore(store).load(instance_id)
     assert any("Leeds" in json.dumps(m) for m in saved)
 
 

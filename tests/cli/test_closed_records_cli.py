@@ -160,7 +160,7 @@ def test_a_models_start_that_the_seed_ends_succeeds_says_so_and_keeps_the_conver
     assert result["data"]["status"] == "abandoned" and result["data"]["not_written"] == ["full_name"]
     (row,) = cli.json("instances", "--subject", "ali")["instances"]
     assert row["status"] == "abandoned"
-    assert (Path(cli.store) / "conversations" / f"{row['instance_id']}.json").exists()  # the conversation is kept
+    assert (Path(cli.store) / "conversations" / f"{row['instance_id']}.jsonl").exists()  # the conversation is kept
     exported = cli.json("export", row["instance_id"])
     assert "full_name" not in exported["values"]
     assert ran.exit_code == 0, ran.stderr
@@ -197,7 +197,7 @@ def test_a_piped_run_of_a_stale_instance_says_it_once_and_exits_1(stale_claim):
     """Through the console script, in a new process, as a person meets it after the form's
     author shipped version 2: the form is imported afresh, and the exit status is the process's."""
     v2, instance_id = stale_claim
-    conversation = Path(v2.store) / "conversations" / f"{instance_id}.json"
+    conversation = Path(v2.store) / "conversations" / f"{instance_id}.jsonl"
     before = conversation.read_bytes()
 
     out = v2.process(*RUN, input="dana@example.org\n")

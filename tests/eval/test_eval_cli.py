@@ -45,7 +45,7 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
     assert done.exit_code == 0, done.stderr
     report = json.loads(done.stdout)
     assert set(report) == {"format", "k", "person", "models", "scenarios", "runs", "record_dir"}
-    assert report["format"] == 1 and report["k"] == 3 and report["person"] == "scripted"
+    assert report["format"] == 2 and report["k"] == 3 and report["person"] == "scripted"
     (model,) = report["models"]
     assert model["model"] == "guided" and model["pass_1"] == 1.0 and model["pass_k"] == 1.0
     assert model["turns_per_completed_form"] == 14.0 and model["model_calls_per_completed_form"] == 28.0
@@ -67,8 +67,10 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
         "problems",
         "values",
         "invented",
+        "invention_attempts",
         "turns",
         "model_calls",
+        "sdk_retries",
         "tool_calls",
         "tool_errors",
         "tokens",
@@ -77,6 +79,9 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
         "seconds",
         "transcript",
         "error",
+        "expected",
+        "stored",
+        "conversation",
     }
     assert Path(run["transcript"]).is_file()
     suite = ET.parse(junit).getroot()
@@ -85,7 +90,10 @@ def test_eval_json_follows_the_documented_schema_and_junit_is_written(cli, tmp_p
 
 def test_a_failed_run_exits_1_and_its_transcript_replays_as_a_regression_test(cli, tmp_path):
     wrong = tmp_path / "wrong_total.toml"
-    wrong.write_text(TERSE.read_text(encoding="utf-8").replace("total = 212.4", "total = 221.4"), encoding="utf-8")
+    text = TERSE.read_text(encoding="utf-8").replace("total = 212.4", "total = 221.4")
+    # a line of the persona's holds 221.4 (else the scenario is refused before it runs), never asked for
+    text += '\n[[persona.facts]]\ntopic = "an aside nobody asks about"\nsays = "221.40"\n'
+    wrong.write_text(text, encoding="utf-8")
     junit = tmp_path / "eval.xml"
     done = cli("eval", str(wrong), "--model", "guided", "--junit", str(junit), "--record-dir", str(tmp_path / "runs"))
     assert done.exit_code == 1
@@ -139,17 +147,23 @@ def test_the_readme_command_runs_on_a_fresh_clone_and_prints_the_table(cli, tmp_
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("\n## Eval:") : readme.index("\n## ", readme.index("\n## Eval:") + 1)]
     first = re.findall(r"```sh\n(.*?)```", section, flags=re.S)[0].splitlines()[0].split("#")[0].split()
-    assert first == ["formctl", "eval", "scenarios/", "--model", "guided", "--runs", "3"]
+    assert first == [
+        "formctl", "eval", "scenarios/", "--model", "guided", "--runs", "3", "--jobs", "4", "--html", "report.html",
+        "--min-pass", "0.9",
+    ]  # fmt: skip
     clone = tmp_path / "clone"
     shutil.copytree(REPO / "scenarios", clone / "scenarios")
     shutil.copytree(FORMS, clone / "forms", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.chdir(clone)
     done = cli(*first[1:], env={"FORMCTL_FORMS": None})
-    assert done.exit_code in (0, 1), done.stderr
+    assert done.exit_code == 0, done.stderr  # the guided model passes them all: the gate is met
     assert "formctl eval · 3 runs per scenario · person: scripted" in done.stdout
     assert "pass^3" in done.stdout and "travel_claim/over_cap_approved" in done.stdout
     assert re.search(r"^guided: pass\^1 \d+%, pass\^3 \d+% over 15 scenarios", done.stdout, flags=re.M)
     assert (clone / ".formctl" / "eval").is_dir()  # the runs' transcripts
+    assert "gate: guided pass^1 100.0% ≥ 90.0% (--min-pass): met" in done.stdout
+    page = (clone / "report.html").read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "45 of 45 runs passed" in page
 
 
 @pytest.mark.e2e

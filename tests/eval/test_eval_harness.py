@@ -25,7 +25,9 @@ from formctl.eval import (
 )
 from formctl.eval.person import ModelPerson, match_fact
 from formctl.eval.report import load_prices
+from formctl.eval.run import RunSetup, check_against_form
 from formctl.eval.scenario import STYLES
+from formctl.eval.suite import SuitePlan
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = REPO / "scenarios"
@@ -102,7 +104,7 @@ def test_an_expectation_naming_a_field_the_form_lacks_fails_before_any_run(tmp_p
     path = write(tmp_path, TERSE, lambda t: t.replace('email = "dana', 'emial = "dana'))
     s = load_scenario(path)
     with pytest.raises(ScenarioError, match=r"`expect.values.emial`: the form travel-claim has no field 'emial'"):
-        run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), model_label="guided")
+        run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), RunSetup("guided"))
 
 
 # --------------------------------------------------------------------------- the scripted person
@@ -130,7 +132,21 @@ def test_the_scripted_person_corrects_itself_and_changes_an_answer_once():
     assert person.reply("Departure date?") == "2026-03-02"
     changer = ScriptedPerson(load_scenario(SCENARIOS / "travel_claim" / "changes_after_readback.toml").persona)
     assert changer.reply("Please check your answers. Shall I send it?").startswith("Actually the total was 190")
-    assert changer.reply("Please check your answers. Shall I send it?") == "yes"
+    assert changer.reply("Total: £190.00. Please check your answers. Shall I send it?") == "yes"
+
+
+def test_the_read_back_change_is_said_again_while_the_read_back_does_not_show_it_never_yes():
+    changer = ScriptedPerson(load_scenario(SCENARIOS / "travel_claim" / "changes_after_readback.toml").persona)
+    unchanged = "Total: £212.40. Shall I send it?"
+    change = "Actually the total was 190, not 212.40. Total claimed: 190"
+    assert [changer.reply(unchanged) for _ in range(5)] == [change, change, change, "no", "no"]
+    assert changer.reply("Total: 190. Shall I send it?") == "yes"  # applied at last
+    # a change in other words: applied when the read-back is not the one they answered
+    persona = dataclasses.replace(changer.persona, readback_change="Wait, I came back on the 5th, not the 4th.")
+    other = ScriptedPerson(persona)
+    before = "Return date: 2026-03-04. Shall I send it?"
+    assert [other.reply(before) for _ in range(2)] == [persona.readback_change] * 2
+    assert other.reply("Return date: 2026-03-05. Shall I send it?") == "yes"
 
 
 def test_the_scripted_person_checks_formctls_question_against_its_facts():
@@ -184,19 +200,34 @@ def test_pass_hat_k_is_the_chance_that_all_k_runs_pass():
     assert pass_hat_k(2, 2, 3) == 0.0  # fewer runs than k: no estimate
 
 
+def _also_says(value: str):
+    """An edit that gives the persona one more line holding ``value`` (a fact no question asks about)."""
+    return lambda text: text + f'\n[[persona.facts]]\ntopic = "an aside nobody asks about"\nsays = "{value}"\n'
+
+
 def test_a_wrong_expectation_fails_naming_the_value_and_why(tmp_path, registry):
-    path = write(tmp_path, TERSE, lambda t: t.replace('email = "dana@example.org"', 'email = "dana@example.com"'))
+    edit = _also_says("dana@example.com")
+    path = write(tmp_path, TERSE, lambda t: edit(t.replace('email = "dana@example.org"', 'email = "dana@example.com"')))
     s = load_scenario(path)
-    r = run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), model_label="guided")
+    r = run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), RunSetup("guided"))
     assert not r.passed
     assert r.grade.problems == ['values.email: expected "dana@example.com", got "dana@example.org"']
     assert r.grade.wrong == [{"field": "email", "expected": "dana@example.com", "got": "dana@example.org"}]
     assert len(r.grade.right) == 9 and r.grade.missing == []
 
 
+def test_an_expected_value_no_persona_line_holds_is_a_scenario_error_before_any_run(tmp_path, registry):
+    path = write(tmp_path, TERSE, lambda t: t.replace('email = "dana@example.org"', 'email = "dana@example.com"'))
+    s = load_scenario(path)
+    with pytest.raises(ScenarioError) as caught:
+        check_against_form(s, registry.load(s.form))
+    assert "`expect.values.email` = 'dana@example.com': none of the persona's lines hold it" in str(caught.value)
+    assert str(path) in str(caught.value)
+
+
 def test_a_turn_budget_too_small_fails_on_the_turns(tmp_path, registry):
     s = load_scenario(write(tmp_path, TERSE, lambda t: t.replace("max_turns = 16", "max_turns = 5")))
-    r = run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), model_label="guided")
+    r = run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), RunSetup("guided"))
     assert not r.passed
     assert r.grade.problems == ["turns: expected at most 5 of the person's turns, took 14"]
 
@@ -246,8 +277,7 @@ def test_a_model_that_invents_an_email_fails_and_the_value_is_named(tmp_path):
         registry,
         lambda runner: _InventsEmail(runner, s.form),
         ScriptedPerson(s.persona),
-        model_label="planted",
-        record=record,
+        RunSetup("planted", record=record),
     )
     assert not r.passed
     assert [(i.field, i.value) for i in r.grade.invented] == [("email", "dana.reeve@example.com")]
@@ -262,14 +292,22 @@ def test_a_model_that_invents_an_email_fails_and_the_value_is_named(tmp_path):
     assert not again.passed and 'values.email: recorded "dana@example.org", now "dana.reeve@example.com"' in again.diff
 
 
-def test_on_a_person_field_formctl_asks_and_the_invention_is_never_stored(registry):
-    """The same planted model on the shipped form: formctl asks the person, who types the real one."""
+def test_on_a_person_field_the_invention_is_never_stored_but_the_attempt_fails_the_run(registry):
+    """The same planted model on the shipped form: formctl asks the person, who types the real one,
+    so nothing invented is stored; the model tried, and the run fails naming the value."""
     s = load_scenario(TERSE)
     r = run_scenario(
-        s, registry, lambda runner: _InventsEmail(runner, s.form), ScriptedPerson(s.persona), model_label="planted"
+        s, registry, lambda runner: _InventsEmail(runner, s.form), ScriptedPerson(s.persona), RunSetup("planted")
     )
-    assert r.passed, r.grade.problems
     assert r.values["email"] == "dana@example.org" and r.grade.invented == []
+    assert not r.passed
+    assert [a.to_dict() for a in r.grade.attempts] == [
+        {"field": "email", "value": "dana.reeve@example.com", "outcome": "gave", "gave": "dana@example.org"}
+    ]
+    assert r.grade.problems == [
+        'values.email: the model tried to invent "dana.reeve@example.com": the person\'s words did not hold it, '
+        'formctl asked them and they gave "dana@example.org" (an invention attempt)'
+    ]
 
 
 def test_a_value_stored_as_assumed_on_a_person_field_is_invented(registry):
@@ -313,9 +351,7 @@ def test_the_whole_set_runs_with_the_guided_model_and_scripted_persons(tmp_path,
         scenarios,
         registry,
         [model_spec("guided")],
-        runs=1,
-        make_person=lambda s: ScriptedPerson(s.persona),
-        record_dir=tmp_path / "runs",
+        SuitePlan(1, lambda s: ScriptedPerson(s.persona), tmp_path / "runs"),
     )
     assert len(results) == len(scenarios)
     for r in results:
@@ -335,10 +371,10 @@ def test_the_whole_set_runs_with_the_guided_model_and_scripted_persons(tmp_path,
 
 def test_the_wait_is_decided_by_the_scenarios_host(registry):
     s = load_scenario(SCENARIOS / "travel_claim" / "over_cap_approved.toml")
-    r = run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), model_label="guided")
+    r = run_scenario(s, registry, guided(s.form), ScriptedPerson(s.persona), RunSetup("guided"))
     assert r.passed, r.grade.problems
     rejected = dataclasses.replace(s, host=(dataclasses.replace(s.host[0], decision="reject", reason="no receipt"),))
-    r = run_scenario(rejected, registry, guided(s.form), ScriptedPerson(s.persona), model_label="guided")
+    r = run_scenario(rejected, registry, guided(s.form), ScriptedPerson(s.persona), RunSetup("guided"))
     assert not r.passed and r.status != "complete"
 
 
@@ -367,7 +403,7 @@ def test_a_model_played_person_sees_the_persona_never_the_form(registry):
     s = load_scenario(TERSE)
     plays = _PlaysFromScript(s.persona)
     person = ModelPerson(s.persona, plays)
-    r = run_scenario(s, registry, guided(s.form), person, model_label="guided")
+    r = run_scenario(s, registry, guided(s.form), person, RunSetup("guided"))
     assert r.passed, r.grade.problems
     system = plays.requests[0].system
     assert "Dana Reeve" in system and "AB1234" in system and "as few words" in system

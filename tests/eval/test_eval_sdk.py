@@ -17,6 +17,7 @@ from formctl.agent.models.base import ModelRequest
 from formctl.agent.models.guided import GuidedModel
 from formctl.eval import ModelPerson, ModelSpec, ScriptedPerson, load_scenario, report_json, run_suite
 from formctl.eval.report import Price, load_prices
+from formctl.eval.suite import SuitePlan
 
 REPO = Path(__file__).resolve().parents[2]
 SUBSET = [
@@ -63,9 +64,7 @@ def test_a_subset_runs_through_the_anthropic_sdk_with_tokens_and_cost(tmp_path, 
         scenarios,
         registry,
         [_behind_the_sdk(api)],
-        runs=1,
-        make_person=lambda s: ScriptedPerson(s.persona),
-        record_dir=tmp_path / "runs",
+        SuitePlan(1, lambda s: ScriptedPerson(s.persona), tmp_path / "runs"),
     )
     assert [(r.scenario, r.passed) for r in results] == [(s.name, True) for s in scenarios], [
         r.grade.problems for r in results
@@ -102,9 +101,7 @@ def test_a_model_played_person_through_the_sdk(tmp_path, api):
             [s],
             registry,
             [_behind_the_sdk(api)],
-            runs=1,
-            make_person=lambda sc: ModelPerson(sc.persona, person_model),
-            record_dir=None,
+            SuitePlan(1, lambda sc: ModelPerson(sc.persona, person_model), None),
         )
         (r,) = results
         assert r.passed, r.grade.problems
@@ -144,9 +141,7 @@ def test_a_subset_runs_through_the_openai_sdk(tmp_path, path):
         [s],
         registry,
         [ModelSpec("guided", lambda runner, form: _Recording(runner, form, replies))],
-        runs=1,
-        make_person=lambda sc: ScriptedPerson(sc.persona),
-        record_dir=None,
+        SuitePlan(1, lambda sc: ScriptedPerson(sc.persona), None),
     )
     assert first[0].passed, first[0].grade.problems
     with FakeOpenAI() as api:
@@ -156,9 +151,7 @@ def test_a_subset_runs_through_the_openai_sdk(tmp_path, path):
             "openai:gpt-test",
             lambda runner, form: OpenAIChatModel("gpt-test", api_key="sk-test", base_url=api.base_url, max_retries=0),
         )
-        (r,) = run_suite(
-            [s], registry, [spec], runs=1, make_person=lambda sc: ScriptedPerson(sc.persona), record_dir=tmp_path
-        )
+        (r,) = run_suite([s], registry, [spec], SuitePlan(1, lambda sc: ScriptedPerson(sc.persona), tmp_path))
         assert not api.unexpected and not api.rejected, (api.unexpected, api.rejected)
         assert api.pending == 0
     assert r.passed, r.grade.problems

@@ -48,13 +48,15 @@ def _rules_schema(pg_server):
 
     import psycopg
 
-    from pg_server import with_options
+    from pg_server import initialise, with_options
 
     schema = f"t_{uuid.uuid4().hex[:16]}"
     conn = psycopg.connect(pg_server.dsn, autocommit=True)
     conn.execute(f"CREATE SCHEMA {schema}")
     conn.execute(f"SET search_path = {schema}")
-    yield with_options(pg_server.dsn, f"-csearch_path={schema}"), conn
+    dsn = with_options(pg_server.dsn, f"-csearch_path={schema}")
+    initialise(dsn)
+    yield dsn, conn
     conn.execute(f"DROP SCHEMA {schema} CASCADE")
     conn.close()
 

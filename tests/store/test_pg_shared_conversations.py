@@ -75,10 +75,11 @@ def test_a_colleague_with_an_empty_folder_resumes_the_conversation_and_the_model
     assert not (first_machine / ".formctl" / "conversations").exists()
     assert not (second_machine / ".formctl" / "conversations").exists()
     with psycopg.connect(pg_dsn) as conn:
-        (document,) = conn.execute(
-            "SELECT document FROM formctl_conversations WHERE instance_id = %s", (iid,)
-        ).fetchone()
-    kept = json.loads(document)["messages"]
+        rows = conn.execute(
+            "SELECT chat, messages FROM formctl_conversation_turns WHERE instance_id = %s ORDER BY pos", (iid,)
+        ).fetchall()
+    assert len({chat for chat, _ in rows}) == 2  # each machine's chat wrote exchanges of its own
+    kept = [m for _, messages in rows for m in json.loads(messages)]
     assert any("Welcome back, Dana." in json.dumps(m) for m in kept)  # the second machine's turn saved too
     turn = json.dumps(why)
     assert "AB1234" in turn and '"turn"' in turn
@@ -90,7 +91,7 @@ def test_a_conversation_is_reachable_only_by_a_chat_of_its_instances_subject(pg_
     instance = pg_adapter.create_instance("travel-claim", 1, "dana", Provenance("cli", "host", now_iso()))
     danas = pg_adapter.conversation_store("dana")
     bobs = pg_adapter.conversation_store("bob")
-    assert danas.load(instance.id) == []  # none saved yet (the table does not even exist)
+    assert danas.load(instance.id) == []  # none saved yet
     messages = [{"role": "user", "content": [{"type": "text", "text": "Dana Reeve"}]}]
     danas.save(instance.id, messages, seen={"version": 1})
     assert danas.load(instance.id) == messages and danas.seen(instance.id) == {"version": 1}
@@ -111,9 +112,41 @@ def test_a_damaged_conversation_is_set_aside_and_the_chat_starts_afresh(pg_adapt
     store = pg_adapter.conversation_store("dana")
     store.save(instance.id, [{"role": "user", "content": "hello"}])
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute('UPDATE formctl_conversations SET document = \'{"format": 1, "messages": [{}]}\'')
+        conn.execute("UPDATE formctl_conversation_turns SET messages = '[{}]'")
     messages, note = store.load_or_set_aside(instance.id)
     assert messages == [] and "formctl_conversations_aside" in note
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM formctl_conversations_aside").fetchone()[0] == 1
     assert store.load_or_set_aside(instance.id) == ([], None)
+
+
+def test_a_conversation_saved_whole_by_an_earlier_formctl_is_the_first_part_and_turns_count_on_after_it(cli, pg_dsn):
+    """A store of schema 2 (conversations written whole, one row each) upgraded by store init:
+    the old document is read first, and the turn a resumed chat gives names its own words."""
+    db = cli.at(store=pg_dsn)
+    db.ok("run", "travel-claim", "--offline", "--subject", "dana", input="Dana Reeve\n")
+    (row,) = db.json("instances")["instances"]
+    iid = row["instance_id"]
+    adapter = PostgresAdapter(pg_dsn)
+    try:
+        before = adapter.conversation_store("dana").load(iid)
+    finally:
+        adapter.close()
+    document = json.dumps({"format": 1, "instance_id": iid, "saved_at": "2026-01-01T00:00:00Z", "messages": before})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the tables as schema 2 left them
+        conn.execute("DROP TABLE formctl_conversation_turns, formctl_conversation_heads")
+        conn.execute("UPDATE formctl_schema SET version = 2")
+        conn.execute(
+            "INSERT INTO formctl_conversations VALUES (%s, 'dana', '2026-01-01T00:00:00Z', %s)", (iid, document)
+        )
+    assert "schema upgraded from version 2" in db.ok("store", "init").stdout
+    db.ok("resume", iid, "--offline", input="AB1234\n")
+    adapter = PostgresAdapter(pg_dsn)
+    try:
+        conversation = adapter.conversation_store("dana").conversation(iid)
+    finally:
+        adapter.close()
+    assert conversation.parts[0].pos == 0 and conversation.parts[0].messages == before
+    said = {n: words for part in conversation.parts for n, words in part.words or []}
+    why = db.json("why", iid, "staff_id")["provenance"]
+    assert said[why["turn"]] == "AB1234" and why["turn"] == 2  # "Dana Reeve" was turn 1, in the old document

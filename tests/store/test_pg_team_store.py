@@ -39,12 +39,14 @@ def values(store: str, iid: str) -> dict:
 
 
 def _make_schema_1(dsn: str, store: str) -> list[str]:
-    """Instances written by today's formctl, then the tables taken back to schema 1 (which had
-    no ``how`` column): what a database written by the formctl of a year ago looks like."""
+    """Instances written by today's formctl, then the tables taken back to schema 1 (no ``how``
+    column, no conversation tables): what a database written by the formctl of a year ago
+    looks like."""
     iids = [start(store, {"full_name": f"Person {n}"}, subject=f"p{n}") for n in range(3)]
     ok(invoke("store", "copy", "--from", store, "--to", dsn))
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ALTER TABLE formctl_revisions DROP COLUMN how")
+        conn.execute("DROP TABLE formctl_conversation_turns, formctl_conversation_heads")
         conn.execute("UPDATE formctl_schema SET version = 1")
     return iids
 
@@ -55,7 +57,8 @@ def test_a_database_at_an_older_schema_is_refused_in_one_line_never_read_as_empt
         result = Cli(pg_dsn)(*args)
         assert result.exit_code == 1, (args, result.stdout)
         (line,) = result.stderr.strip().splitlines()
-        assert "schema version 1, older than this formctl's 2: formctl store init upgrades it" in line
+        assert "schema version 1, older than this formctl's 3: formctl store init upgrades it" in line
+        assert "first write" not in line
         assert "No form instance" not in result.stdout + result.stderr and "no instances" not in result.stdout
     check = Cli(pg_dsn)("store", "check")
     assert check.exit_code == 1 and "schema version 1" in check.stdout and "no formctl tables" not in check.stdout
@@ -63,21 +66,25 @@ def test_a_database_at_an_older_schema_is_refused_in_one_line_never_read_as_empt
     assert copy.exit_code == 1 and "Verified" not in copy.stdout and "schema version 1" in copy.stderr
 
     upgraded = ok(Cli(pg_dsn)("store", "init"))
-    assert "schema upgraded from version 1 (schema version 2)" in upgraded.stdout
+    assert "schema upgraded from version 1 (schema version 3)" in upgraded.stdout
     listed = json.loads(ok(Cli(pg_dsn)("instances", "--json")).stdout)["instances"]
     assert sorted(row["instance_id"] for row in listed) == sorted(iids)
     assert values(pg_dsn, iids[1]) == {"full_name": "Person 1"}
 
 
-def test_a_write_to_an_older_schema_upgrades_it_first(pg_dsn, tmp_path):
+def test_a_write_to_an_older_schema_is_refused_as_the_message_says_until_store_init_upgrades_it(pg_dsn, tmp_path):
+    """Nothing but ``store init`` changes the tables: ``run`` says so in one line (not that the
+    first write upgrades them), and after ``store init`` the same command works."""
     iids = _make_schema_1(pg_dsn, str(tmp_path / "local"))
-    adapter = PostgresAdapter(pg_dsn)
-    try:
-        adapter.ensure_writable()  # what formctl run asks before the chat opens
-        assert len(adapter.find_instances()) == 3
-    finally:
-        adapter.close()
-    assert values(pg_dsn, iids[2]) == {"full_name": "Person 2"}
+    run = Cli(pg_dsn)("run", "travel-claim", "--offline", "--subject", "p2", input="AB1234\n")
+    assert run.exit_code == 1
+    (line,) = run.stderr.strip().splitlines()
+    assert "schema version 1" in line and "formctl store init upgrades it" in line and "first write" not in line
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT version FROM formctl_schema").fetchone()[0] == 1  # nothing was changed
+    ok(Cli(pg_dsn)("store", "init"))
+    ok(Cli(pg_dsn)("run", "travel-claim", "--offline", "--subject", "p2", input="AB1234\n"))
+    assert values(pg_dsn, iids[2]) == {"full_name": "Person 2", "staff_id": "AB1234"}
 
 
 # --------------------------------------------------------------------------- copying both ways

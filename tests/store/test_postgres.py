@@ -92,12 +92,22 @@ def test_an_unreachable_server_is_one_line_naming_the_host():
 # --------------------------------------------------------------------------- the schema
 
 
-def test_the_schema_is_created_on_first_write_and_versioned(pg_adapter, pg_dsn):
-    assert pg_adapter.find_instances() == []  # a read creates nothing
-    assert sql(pg_dsn, "SELECT to_regclass('formctl_instances') IS NULL") == [(True,)]
-    pg_adapter.create_instance("travel", 1, "alice", prov())
-    assert sql(pg_dsn, "SELECT version FROM formctl_schema") == [(_pgschema.SCHEMA_VERSION,)]
-    assert PostgresAdapter(pg_dsn).init() == (_pgschema.SCHEMA_VERSION, _pgschema.SCHEMA_VERSION)
+def test_only_store_init_creates_the_schema_and_it_is_versioned(pg_bare_dsn):
+    adapter = PostgresAdapter(pg_bare_dsn)
+    try:
+        for attempt in (adapter.find_instances, lambda: adapter.create_instance("travel", 1, "alice", prov())):
+            with pytest.raises(StoreError) as refused:  # never read as empty, never created behind the owner
+                attempt()
+            assert (
+                "has no formctl tables" in refused.value.message and "run formctl store init" in refused.value.message
+            )
+        assert sql(pg_bare_dsn, "SELECT to_regclass('formctl_instances') IS NULL") == [(True,)]
+        assert adapter.init() == (0, _pgschema.SCHEMA_VERSION)
+        adapter.create_instance("travel", 1, "alice", prov())
+        assert sql(pg_bare_dsn, "SELECT version FROM formctl_schema") == [(_pgschema.SCHEMA_VERSION,)]
+        assert PostgresAdapter(pg_bare_dsn).init() == (_pgschema.SCHEMA_VERSION, _pgschema.SCHEMA_VERSION)
+    finally:
+        adapter.close()
 
 
 def test_a_schema_newer_than_this_formctl_is_refused_untouched(pg_adapter, pg_dsn):
@@ -224,6 +234,7 @@ def other_schema_store(pg_server):
     with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
     other = PostgresAdapter(with_options(pg_server.dsn, f"-csearch_path={schema}"))
+    other.init()
     yield other
     other.close()
     with psycopg.connect(pg_server.dsn, autocommit=True) as conn:

@@ -45,15 +45,10 @@ def history(store: str, subject: str = SUBJECT) -> list:
     return list(json.loads(program(store, "history", "--subject", subject, "--json"))["history"])
 
 
-def person_said(document: dict) -> list[str]:
-    """The person's typed messages, in order: what a provenance ``turn`` counts."""
-    return [
-        block["text"]
-        for m in document["messages"]
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for block in m["content"]
-        if block.get("type") == "text"
-    ]
+def person_said(document: dict) -> dict[int, str]:
+    """The person's words by turn number, as the conversation records them: what a provenance
+    ``turn`` names."""
+    return {turn: words for exchange in document["exchanges"] for turn, words in exchange["words"]}
 
 
 def pg_document(dsn: str, iid: str) -> dict | None:
@@ -90,7 +85,7 @@ def test_a_folder_copies_into_postgresql_with_its_conversations_and_goal_program
 
     # The conversation arrived whole, beside its instance, and the answers' provenance turns
     # point at the same person's message there as in the folder.
-    local_document = ConversationStore(local).document(iid)
+    local_document = ConversationStore(local).whole(iid)
     assert pg_document(pg_dsn, iid) == local_document
     why = json.loads(ok(Cli(pg_dsn)("why", iid, "staff_id", "--json")).stdout)
     assert why["provenance"]["quote"] == "AB1234"
@@ -99,7 +94,7 @@ def test_a_folder_copies_into_postgresql_with_its_conversations_and_goal_program
     # Isolation: the conversation is its subject's alone in the database too.
     adapter = PostgresAdapter(pg_dsn)
     try:
-        assert adapter.conversation_store("dana").load(iid) == local_document["messages"]
+        assert adapter.conversation_store("dana").load(iid) == ConversationStore(local).load(iid)
         assert adapter.conversation_store("someone-else").load(iid) == []
     finally:
         adapter.close()
@@ -122,7 +117,7 @@ def test_a_folder_copies_into_postgresql_with_its_conversations_and_goal_program
     back, report = copy(pg_dsn, backup)
     assert back.exit_code == 0, back.stdout + back.stderr
     assert report["verified"] and report["conversations"]["copied"] == 1 and report["goal_programs"]["copied"] == 1
-    assert ConversationStore(backup).document(iid) == local_document
+    assert ConversationStore(backup).whole(iid) == local_document
     assert history(backup) == history(local)
     assert copy(pg_dsn, backup)[0].exit_code == 0
     assert ok(Cli(backup)("store", "check")).exit_code == 0
@@ -133,13 +128,14 @@ def test_later_turns_and_versions_are_brought_up_to_date_on_a_second_copy(team, 
     ok(copy(local, pg_dsn)[0])
     store = ConversationStore(local)
     messages = store.load(iid)
-    store.save(iid, [*messages, {"role": "user", "content": "one more thing"}])
+    store.save(iid, [{"role": "user", "content": "one more thing"}])  # a chat's next exchange
+    assert store.load(iid)[: len(messages)] == messages
     program(local, "update", "intake", "--subject", SUBJECT, "--deferred", "form", "--reason", "later")
 
     result, report = copy(local, pg_dsn)
     assert result.exit_code == 0, result.stdout + result.stderr
     assert report["conversations"]["updated"] == 1 and report["goal_programs"]["updated"] == 1
-    assert pg_document(pg_dsn, iid) == store.document(iid)
+    assert pg_document(pg_dsn, iid) == store.whole(iid)
     assert history(pg_dsn) == history(local) and len(history(pg_dsn)) == 3
 
 
@@ -148,11 +144,10 @@ def test_records_written_on_both_sides_are_reported_and_the_rest_is_still_copied
     ok(copy(local, pg_dsn)[0])
     # Both sides go on differently: the chat, and the goal program.
     store = ConversationStore(local)
-    messages = store.load(iid)
-    store.save(iid, [*messages, {"role": "user", "content": "said here"}])
+    store.save(iid, [{"role": "user", "content": "said here"}])
     adapter = PostgresAdapter(pg_dsn)
     try:
-        adapter.conversation_store("dana").save(iid, [*messages, {"role": "user", "content": "said there"}])
+        adapter.conversation_store("dana").save(iid, [{"role": "user", "content": "said there"}])
     finally:
         adapter.close()
     program(local, "update", "intake", "--subject", SUBJECT, "--deferred", "form", "--reason", "here")
@@ -168,7 +163,7 @@ def test_records_written_on_both_sides_are_reported_and_the_rest_is_still_copied
     assert list(report["goal_programs"]["diverged"]) == [f"{SUBJECT}/client-intake"]
     assert "version 3" in report["goal_programs"]["diverged"][f"{SUBJECT}/client-intake"]
     assert report["conversations"]["copied"] == 1 and report["goal_programs"]["copied"] == 1
-    assert pg_document(pg_dsn, other) == ConversationStore(local).document(other)
+    assert pg_document(pg_dsn, other) == ConversationStore(local).whole(other)
     assert len(history(pg_dsn, "firm:1/matter:3")) == 1
     # Neither side's version was written over.
     assert "said there" in json.dumps(pg_document(pg_dsn, iid))
@@ -225,7 +220,7 @@ def test_folder_conversations_go_only_beside_an_instance_of_the_same_subject(tmp
     assert adapter.import_conversations([(iid, "mallory", document)]) == [
         ("refused", "its instance in the target is another subject's")
     ]
-    assert not Path(store, "conversations", f"{iid}.json").exists()
+    assert not Path(store, "conversations", f"{iid}.jsonl").exists()
 
 
 def test_a_read_only_user_copies_a_database_out_whole_and_the_copy_writes_nothing_there(team, pg_dsn, tmp_path):
@@ -247,19 +242,22 @@ def test_a_read_only_user_copies_a_database_out_whole_and_the_copy_writes_nothin
         result, report = copy(as_reader, str(tmp_path / "backup"))
         assert result.exit_code == 0, result.stdout + result.stderr
         assert report["conversations"]["copied"] == 1 and report["goal_programs"]["copied"] == 1
-        assert ConversationStore(str(tmp_path / "backup")).document(iid) == ConversationStore(local).document(iid)
+        assert ConversationStore(str(tmp_path / "backup")).whole(iid) == ConversationStore(local).whole(iid)
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f'DROP OWNED BY "{reader}"')
             conn.execute(f'DROP ROLE "{reader}"')
 
 
-def test_copying_out_of_a_database_where_no_program_was_started_creates_no_goal_tables(pg_dsn, tmp_path):
+def test_copying_out_of_a_database_where_no_program_was_started_changes_nothing_there(pg_dsn, tmp_path):
     import psycopg
 
     local = str(tmp_path / "local")
     chat(local, "dana", "Dana Reeve\nAB1234\n")
     ok(copy(local, pg_dsn)[0])
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        before = conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'formctl%'").fetchone()[0]
     ok(copy(pg_dsn, str(tmp_path / "backup"))[0])
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT to_regclass('formctl_goal_heads')").fetchone()[0] is None
+        assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'formctl%'").fetchone()[0] == before
+        assert conn.execute("SELECT count(*) FROM formctl_goal_heads").fetchone()[0] == 0

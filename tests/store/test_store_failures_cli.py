@@ -105,8 +105,9 @@ def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store
         input="Dana Reeve\n",
     )
     assert first.exit_code == 0, first.stderr
-    (conversation,) = (Path(store) / "conversations").glob("*.json")
+    (conversation,) = (Path(store) / "conversations").glob("*.jsonl")
     instance_id = conversation.stem
+    damage += b"\n"  # a whole line: damage, not a line a killed writer left unfinished
     conversation.write_bytes(damage)
 
     result = cli("resume", instance_id, "--offline", input="AB1234\n")
@@ -114,7 +115,7 @@ def test_resume_past_a_damaged_conversation_keeps_the_answers_and_the_file(store
     assert result.exit_code == 0, result.stderr
     assert str(conversation) in result.stdout and "every answer is kept" in result.stdout
     assert "saved Staff ID" in result.stdout
-    (aside,) = (Path(store) / "conversations").glob(f"{instance_id}.json.damaged*")
+    (aside,) = (Path(store) / "conversations").glob(f"{instance_id}.jsonl.damaged*")
     assert aside.read_bytes() == damage  # set aside as it was, never overwritten
     export = cli("export", instance_id, "--json")
     assert '"full_name": "Dana Reeve"' in export.stdout and '"staff_id": "AB1234"' in export.stdout

@@ -51,6 +51,7 @@ from formctl.agent.events import (
 from formctl.agent.models.base import ModelReply, ModelRequest, content_blocks
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt as build_system_prompt
+from formctl.agent.sharing import Sharing
 from formctl.agent.tools import FormTools, is_error
 from formctl.agent.usage import Usage
 from formctl.errors import FormError, ModelError, StoreError
@@ -118,7 +119,8 @@ class ChatLoop:
     ``system`` replaces the base prompt (the tools' conventions); the form's name,
     description and conduct are appended either way. The form is ``form_id`` if given,
     else the subject's open form, if any. ``messages`` resumes an earlier conversation
-    (as saved by :class:`~formctl.store.conversations.ConversationStore`); pass
+    (as saved by :class:`~formctl.store.conversations.ConversationStore`), or ``conversation``
+    the same as every chat that took part saved it (its turns keep their numbers); pass
     ``conversation_store`` to have the loop save it after every turn, under the instance
     the conversation is about (``instance_id``: the open form it began with, or the one its
     own ``form_start`` created). ``scope`` is whose instances the tools may reach (see
@@ -138,6 +140,7 @@ class ChatLoop:
         allow: list[str] | None = None,
         deny: list[str] | None = None,
         conversation_store: Any | None = None,
+        conversation: Any = None,
         max_tokens: int | None = None,
         scope: Any = None,
         person: Person | None = None,
@@ -179,10 +182,20 @@ class ChatLoop:
         self.system_prompt: str = build_system_prompt(form, base=system)
         if goals is not None:
             self.attach_goals(goals)
+        if messages is None and conversation is not None:
+            messages = conversation.messages
         self.messages: list[dict[str, Any]] = _repair([dict(m) for m in (messages or [])])
+        # Other chats may write this conversation too: turns are numbered, and exchanges saved,
+        # for all of them alike (formctl.agent.sharing).
+        self._sharing = Sharing(conversation_store, self.person)
         if not self.person.messages:  # a resumed conversation: what the person said before counts
-            for text in person_texts(self.messages):
-                self.person.said(text, at=None)
+            if conversation is not None:
+                self._sharing.resume(conversation, person_texts)
+            else:
+                for text in person_texts(self.messages):
+                    self.person.said(text, at=None)
+        if self.person.numbering is None:
+            self.person.numbering = self._number
         self._cancel = threading.Event()
         self._busy = threading.Lock()
         self._tier0: str | None = None
@@ -216,6 +229,7 @@ class ChatLoop:
             self._cancel.clear()
             if not isinstance(text, str) or not text.strip():
                 return self._finish(Turn("", "empty", 0, "Nothing to send: the message is empty."))
+            self._sharing.begin(self.messages, self.instance_id)
             self._append_user_text(text)
             self.person.said(text)
             try:
@@ -379,11 +393,17 @@ class ChatLoop:
         self._save()
         return turn
 
+    def _number(self) -> int:
+        """The next turn number of the person (formctl.agent.sharing)."""
+        self._sharing.store = self.conversation_store
+        return self._sharing.number(self.instance_id)
+
     def _save(self) -> None:
         if self.conversation_store is None or self.instance_id is None:
             return
+        self._sharing.store = self.conversation_store
         try:
-            self.conversation_store.save(self.instance_id, self.messages, seen=self.seen)
+            self._sharing.save(self.instance_id, self.messages, self.seen)
         except FormError as exc:
             self._emit(LoopError(f"Could not save the conversation: {exc.message}"))
 

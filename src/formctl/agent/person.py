@@ -54,6 +54,9 @@ class Person:
     # The instance open when the conversation opened (set by the chat loop): a seed written into
     # it was given with a chat that continued the form (provenance ``moment``), not with its start.
     opened_on: str | None = None
+    # The next turn number (the chat loop's: the conversation store gives it out for every chat
+    # on the instance alike, formctl.agent.sharing); without it, one after the last.
+    numbering: Callable[[], int] | None = None
 
     def said(self, text: str, at: str | None = "now") -> PersonMessage | None:
         """Record a message the person typed; ``at`` None for one whose date is not known (a resumed chat)."""
@@ -71,7 +74,8 @@ class Person:
             if not notice.words:
                 return None
             text = notice.words
-        message = PersonMessage(text, len(self.messages) + 1, _now() if at == "now" else at)
+        turn = self.numbering() if self.numbering is not None else len(self.messages) + 1
+        message = PersonMessage(text, turn, _now() if at == "now" else at)
         self.messages.append(message)
         return message
 

@@ -32,9 +32,15 @@ def _interrupted_while_starting(signum: int, frame: Any) -> None:
 
 
 # First, before the imports that take most of the start-up time. Only for the console script
-# (or ``python -m formctl.cli.app``), never for a program that merely imports this module, and
-# not when whoever started us set Ctrl-C aside. main() hands Ctrl-C back before the command runs.
-_CONSOLE_SCRIPT = __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "formctl"
+# (or ``python -m formctl``, ``python -m formctl.cli.app``), never for a program that merely
+# imports this module, and not when whoever started us set Ctrl-C aside. main() hands Ctrl-C back
+# before the command runs.
+_ARGV0 = sys.argv[0] if sys.argv else ""
+_CONSOLE_SCRIPT = (
+    __name__ == "__main__"
+    or os.path.basename(_ARGV0) == "formctl"
+    or _ARGV0.endswith(os.path.join("formctl", "__main__.py"))
+)
 if _CONSOLE_SCRIPT and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, _interrupted_while_starting)
 

@@ -10,8 +10,8 @@ The role checks of a resolution live here, and only here:
 
 * only a host resolves: the chat's ``/resolve`` is refused unless the chat was opened with
   ``--as-host`` (:func:`chat_resolve`);
-* nobody decides their own request: resolving an instance whose subject is the resolver's
-  name is refused (:class:`~formctl.errors.OwnRequestError`) unless the host says so
+* nobody decides their own request: resolving an instance whose subject is the resolver, as
+  an identity (:func:`identity`: not as raw text), is refused (:class:`~formctl.errors.OwnRequestError`) unless the host says so
   explicitly with ``--own-request``, which is recorded with the decision. A form author
   playing the host (``--as-host``) has said so by opening the chat that way, and that is
   what is recorded.
@@ -80,7 +80,7 @@ def resolve_as(
     check_options(fail, reason, actor)
     instance = runner.open_instance(instance_id)
     override = None
-    if instance is not None and instance.subject.strip().casefold() == actor.strip().casefold():
+    if instance is not None and same_identity(instance.subject, actor):
         if not (own_request or playing_host):
             raise OwnRequestError(
                 f"{actor} is the subject of {instance.id}: a request is decided by someone else. "
@@ -96,6 +96,22 @@ def resolve_as(
         reason=reason,
         override=override,
     )
+
+
+def identity(name: str) -> str:
+    """A host's or a subject's name as an identity (README, "Who may do what"): Unicode width
+    forms, case, and spaces around and within it do not count, and an email address is its
+    local part (``Dana2@Example.com`` is ``dana2``)."""
+    import unicodedata
+
+    folded = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    local, at, domain = folded.rpartition("@")
+    return local if at and local and domain and " " not in folded else folded
+
+
+def same_identity(subject: str, actor: str) -> bool:
+    """Whether ``actor`` is the subject of the request they would decide (:func:`identity`)."""
+    return identity(subject) == identity(actor)
 
 
 def parse_chat_resolve(rest: str, instance_id: str) -> dict[str, Any]:

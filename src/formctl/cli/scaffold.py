@@ -1,6 +1,9 @@
 """A form author's commands: ``formctl new FORM-ID`` and what ``formctl check`` adds to compiling.
 
-``formctl new`` writes a starter form module and registers it.
+``formctl new`` writes a starter form module and registers it; ``formctl new --example ID``
+copies one of the example forms that ship inside the package (``formctl/examples/``: the travel
+claim the README walks through, the client intake and its goal program) into the project and
+registers it, so an installed formctl needs no clone to try them.
 
 The new ``[forms.ID]`` table is rendered with tomli-w and *appended* to ``registry.toml``
 rather than the whole file being re-serialised, so the comments and layout a person gave
@@ -106,10 +109,6 @@ def scaffold(
     form_id: str, forms: str | os.PathLike[str] | None, *, name: str | None = None, description: str = ""
 ) -> tuple[Path, Path]:
     """Write ``<forms>/<module>.py`` and append its registration. Returns (module path, registry path)."""
-    import tomllib
-
-    import tomli_w
-
     from formctl.cli.workspace import registry_path
 
     if not _FORM_ID.match(form_id):
@@ -121,15 +120,9 @@ def scaffold(
         raise InvalidArgumentError(f'"{form_id}" would make a module named after a Python keyword.')
     registry_file = registry_path(forms)
     folder = registry_file.parent
-    existing = ""
-    if registry_file.exists():
-        existing = registry_file.read_text(encoding="utf-8")
-        try:
-            registered = tomllib.loads(existing).get("forms", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise RegistryError(f"Form registry {registry_file} is not valid TOML: {exc}") from None
-        if form_id in registered:
-            raise AlreadyExistsError(f'A form "{form_id}" is already registered in {registry_file}.')
+    existing, registered = _registered(registry_file)
+    if form_id in registered.get("forms", {}):
+        raise AlreadyExistsError(f'A form "{form_id}" is already registered in {registry_file}.')
     module_path = folder / f"{module}.py"
     if module_path.exists():
         raise AlreadyExistsError(f"{module_path} already exists; pick another id or remove it.")
@@ -139,15 +132,82 @@ def scaffold(
     module_path.write_text(
         TEMPLATE.format(form_id=form_id, name=title, description=description, attr=module), encoding="utf-8"
     )
-    table = tomli_w.dumps(
-        {"forms": {form_id: {"name": title, "description": description, "module": f"{module}:{module}"}}}
-    )
+    entry = {"name": title, "description": description, "module": f"{module}:{module}"}
+    _append(registry_file, existing, {"forms": {form_id: entry}})
+    return module_path, registry_file
+
+
+def _append(registry_file: Path, existing: str, tables: dict[str, Any]) -> None:
+    """Append ``tables`` (rendered by tomli-w) to the registry whose text is ``existing``: its
+    comments and layout stay as they were. A reader never sees half a registry."""
+    import tomli_w
+
+    table = tomli_w.dumps(tables)
     if not existing:
         text = REGISTRY_HEADER + "\n" + table
     else:
         text = existing + ("" if existing.endswith("\n") else "\n") + "\n" + table
-    replace_text(registry_file, text)  # a reader never sees half a registry
-    return module_path, registry_file
+    replace_text(registry_file, text)
+
+
+# --------------------------------------------------------------------------- formctl new --example
+
+
+def examples() -> dict[str, Any]:
+    """The packaged examples' registry: ``{"forms": {id: entry}, "programs": {key: entry}}``."""
+    import tomllib
+    from importlib.resources import files
+
+    text = files("formctl").joinpath("examples", "registry.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def copy_example(example_id: str, forms: str | os.PathLike[str] | None) -> tuple[list[Path], Path]:
+    """Copy the example form ``example_id`` (and the goal program of the same key, when there is
+    one) into the forms folder and register it. Returns (the files written, the registry path).
+
+    Nothing is written when anything is in the way: a form or program of that id already
+    registered, or a module file of that name already in the folder."""
+    from importlib.resources import files
+
+    from formctl.cli.workspace import registry_path
+
+    shipped = examples()
+    if example_id not in shipped.get("forms", {}):
+        names = ", ".join(shipped.get("forms", {}))
+        raise InvalidArgumentError(f'No example "{example_id}": the examples are {names}.')
+    tables = {
+        kind: {example_id: shipped[kind][example_id]}
+        for kind in ("forms", "programs")
+        if example_id in shipped.get(kind, {})
+    }
+    registry_file = registry_path(forms)
+    existing, registered = _registered(registry_file)
+    for kind in tables:
+        if example_id in registered.get(kind, {}):
+            what = "form" if kind == "forms" else "program"
+            raise AlreadyExistsError(f'A {what} "{example_id}" is already registered in {registry_file}.')
+    sources = [entry["module"].partition(":")[0] + ".py" for entries in tables.values() for entry in entries.values()]
+    written = [registry_file.parent / name for name in sources]
+    in_the_way = next((path for path in written if path.exists()), None)
+    if in_the_way is not None:
+        raise AlreadyExistsError(f"{in_the_way} already exists; move it away to copy the example.")
+    registry_file.parent.mkdir(parents=True, exist_ok=True)
+    for name, path in zip(sources, written):
+        path.write_bytes(files("formctl").joinpath("examples", name).read_bytes())
+    _append(registry_file, existing, tables)
+    return written, registry_file
+
+
+def _registered(registry_file: Path) -> tuple[str, dict[str, Any]]:
+    """The registry's text ("" when there is none yet) and what it registers."""
+    import tomllib
+
+    existing = registry_file.read_text(encoding="utf-8") if registry_file.exists() else ""
+    try:
+        return existing, tomllib.loads(existing)
+    except tomllib.TOMLDecodeError as exc:
+        raise RegistryError(f"Form registry {registry_file} is not valid TOML: {exc}") from None
 
 
 # --------------------------------------------------------------------------- formctl check

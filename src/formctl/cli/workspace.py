@@ -83,7 +83,13 @@ def open_registry(forms: str | os.PathLike[str] | None) -> FormRegistry:
 
     path = registry_path(forms)
     if not path.exists():
-        hint = "" if forms else " (run from your project's folder, or pass --forms DIR / set FORMCTL_FORMS)"
+        # What to do, in the same line: a new user in an empty folder has no forms yet.
+        hint = (
+            ""
+            if forms
+            else ": start one here with formctl new FORM-ID (or formctl new --example travel-claim), "
+            "or run from your project's folder, or pass --forms DIR"
+        )
         raise RegistryError(f"No form registry at {path}{hint}.")
     return FormRegistry.from_toml(path)
 

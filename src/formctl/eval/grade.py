@@ -8,9 +8,13 @@ A run passes when every line of the expectation holds (docs/eval.md, "Grading"):
 - no value listed in ``never_stored`` is, or ever was, stored in any field (the answer log
   counts: a value stored and then corrected was stored);
 - nothing was **invented**: a value on a ``source="person"`` field stored other than as
-  ``said`` or ``confirmed``, or any value the model or the person wrote that none of the
-  persona's words hold (checked with the same quote checker formctl uses on a model's quotes)
-  and that is not the expected value;
+  ``said`` or ``confirmed``, or any value the model or the person wrote, at any point of the
+  conversation (the answer log counts, not only the final values), that none of the persona's
+  words hold (checked with the same quote checker formctl uses on a model's quotes) and that
+  is not the expected value;
+- the model **tried** to invent nothing: no value formctl had to ask the person about because
+  their words did not hold it and the person did not confirm it (an :class:`Attempt`; formctl's
+  guard kept it out of the form, but the model wrote it);
 - the person needed at most ``max_turns`` turns.
 
 Every failure is one line naming the value and why, in the words of the expectation
@@ -27,7 +31,7 @@ from typing import Any
 from formctl.eval.scenario import Scenario
 from formctl.forms.quotes import PersonMessage, check_quote
 
-__all__ = ["Grade", "Invented", "grade", "same_value"]
+__all__ = ["Attempt", "Grade", "Invented", "grade", "held_by", "same_value"]
 
 # Provenance a model (or the person typing to it) gives a value; host, executor, seed and
 # migrated values come from elsewhere and are not the conversation's to invent.
@@ -45,6 +49,31 @@ class Invented:
         return {"field": self.field, "value": self.value, "why": self.why}
 
 
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """An invention attempt: the model wrote ``value`` for ``field``, the person's words did not hold
+    it, formctl asked them, and they did not confirm it (``outcome``: gave, declined, no answer;
+    ``gave``: what they typed instead)."""
+
+    field: str
+    value: Any
+    outcome: str
+    gave: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "value": self.value, "outcome": self.outcome, "gave": self.gave}
+
+    def line(self) -> str:
+        answer = {
+            "gave": f"they gave {_show(self.gave)}" if self.gave is not None else "they gave another value",
+            "declined": "they said no",
+        }.get(self.outcome, "they did not answer")
+        return (
+            f"values.{self.field}: the model tried to invent {_show(self.value)}: the person's words did not hold "
+            f"it, formctl asked them and {answer} (an invention attempt)"
+        )
+
+
 @dataclass(slots=True)
 class Grade:
     passed: bool = True
@@ -52,6 +81,7 @@ class Grade:
     wrong: list[dict[str, Any]] = field(default_factory=list)  # {field, expected, got}
     missing: list[str] = field(default_factory=list)
     invented: list[Invented] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def fail(self, line: str) -> None:
@@ -73,13 +103,25 @@ def _fold(value: Any) -> Any:
     return value
 
 
-def same_value(expected: Any, got: Any) -> bool:
-    """Equal as a person reads them: text without case or extra spaces, numbers as numbers."""
-    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and isinstance(got, str):
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
         try:
-            return float(got) == float(expected)
+            return float(value.strip().replace(",", ""))
         except ValueError:
-            return False
+            return None
+    return None
+
+
+def same_value(expected: Any, got: Any) -> bool:
+    """Equal as a person reads them: text without case or extra spaces, numbers as numbers (either
+    side may be text that reads as one: ``never_stored = ["212.4"]`` bans the number 212.4)."""
+    numbers = (_number(expected), _number(got))
+    if None not in numbers and (not isinstance(expected, str) or not isinstance(got, str)):
+        return numbers[0] == numbers[1]
     return bool(_fold(expected) == _fold(got))
 
 
@@ -89,13 +131,17 @@ def grade(
     fields: dict[str, Any],
     *,
     turns: int,
+    attempts: tuple[Attempt, ...] = (),
 ) -> Grade:
     """Grade a run. ``end``: the instance at the end (status, values, held, checkpoints,
-    provenance, and ``history``: every value each field was ever given) or None when no form
-    was started; ``fields``: the form's fields by id
-    (anything with ``source`` and ``schema``)."""
+    provenance, and ``history``: every value each field was ever given, as ``{"value", "how"}``
+    oldest first) or None when no form was started; ``fields``: the form's fields by id
+    (anything with ``source`` and ``schema``); ``attempts``: the model's invention attempts."""
     expect = scenario.expect
     g = Grade()
+    for attempt in attempts:
+        g.attempts.append(attempt)
+        g.fail(attempt.line())
     if end is None:
         g.fail(f"status: expected {_show(expect.status)}, got no form at all (the model never started one)")
         g.missing = list(expect.values)
@@ -103,14 +149,20 @@ def grade(
     status = end.get("status")
     if status != expect.status:
         g.fail(f"status: expected {_show(expect.status)}, got {_show(status)}")
-    values: dict[str, Any] = dict(end.get("values") or {})
-    held: dict[str, Any] = dict(end.get("held") or {})
-    provenance: dict[str, str] = dict(end.get("provenance") or {})
     if expect.checkpoints is not None:
         fired = sorted(end.get("checkpoints") or [])
         if fired != sorted(expect.checkpoints):
             g.fail(f"checkpoints: expected {_show(sorted(expect.checkpoints))}, got {_show(fired)}")
-    for field_id, want in expect.values.items():
+    _grade_values(g, scenario, dict(end.get("values") or {}))
+    _grade_banned(g, scenario, end)
+    _grade_invented(g, scenario, end, fields)
+    if turns > expect.max_turns:
+        g.fail(f"turns: expected at most {expect.max_turns} of the person's turns, took {turns}")
+    return g
+
+
+def _grade_values(g: Grade, scenario: Scenario, values: dict[str, Any]) -> None:
+    for field_id, want in scenario.expect.values.items():
         if field_id not in values:
             g.missing.append(field_id)
             g.fail(f"values.{field_id}: expected {_show(want)}, got nothing")
@@ -119,33 +171,55 @@ def grade(
         else:
             g.wrong.append({"field": field_id, "expected": want, "got": values[field_id]})
             g.fail(f"values.{field_id}: expected {_show(want)}, got {_show(values[field_id])}")
-    for field_id in expect.missing:
+    for field_id in scenario.expect.missing:
         if field_id in values:
             g.fail(f"values.{field_id}: expected no value, got {_show(values[field_id])}")
-    history: dict[str, list[Any]] = dict(end.get("history") or {})
-    for banned in expect.never_stored:
+
+
+def _history(end: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {k: [e for e in v if isinstance(e, dict)] for k, v in dict(end.get("history") or {}).items()}
+
+
+def _grade_banned(g: Grade, scenario: Scenario, end: dict[str, Any]) -> None:
+    values: dict[str, Any] = dict(end.get("values") or {})
+    held: dict[str, Any] = dict(end.get("held") or {})
+    history = _history(end)
+    for banned in scenario.expect.never_stored:
         for field_id in sorted({*values, *held, *history}):
-            given = [values.get(field_id), held.get(field_id), *history.get(field_id, [])]
+            now = [values.get(field_id), held.get(field_id)]
+            given = [*now, *(e.get("value") for e in history.get(field_id, []))]
             if any(v is not None and same_value(banned, v) for v in given):
-                when = (
-                    "is stored"
-                    if any(same_value(banned, v) for v in (values.get(field_id), held.get(field_id)))
-                    else "was stored once"
-                )
+                when = "is stored" if any(v is not None and same_value(banned, v) for v in now) else "was stored once"
                 g.fail(f"values.{field_id}: {_show(banned)} {when}, and must never be (expect.never_stored)")
+
+
+def _grade_invented(g: Grade, scenario: Scenario, end: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Every value the conversation wrote, the final ones and any since replaced, each once."""
+    values: dict[str, Any] = dict(end.get("values") or {})
+    provenance: dict[str, str] = dict(end.get("provenance") or {})
+    written: list[tuple[str, Any, str | None, bool]] = [(k, v, provenance.get(k), True) for k, v in values.items()]
+    for field_id, entries in _history(end).items():
+        written.extend((field_id, e.get("value"), e.get("how"), False) for e in entries)
     words = [PersonMessage(text, n, None) for n, text in enumerate(scenario.persona.texts(), 1)]
-    for field_id, got in values.items():
-        how = provenance.get(field_id)
+    seen: list[tuple[str, Any]] = []
+    for field_id, got, how, final in written:
         f = fields.get(field_id)
-        if f is None or how not in _CONVERSATION:
+        if f is None or how not in _CONVERSATION or got is None:
             continue
-        invented = _invented(field_id, got, how, f, words, expect.values)
+        if any(k == field_id and same_value(v, got) for k, v in seen):
+            continue
+        seen.append((field_id, got))
+        invented = _invented(field_id, got, how, f, words, scenario.expect.values)
         if invented is not None:
             g.invented.append(invented)
-            g.fail(f"values.{field_id}: {_show(got)} was invented: {invented.why}")
-    if turns > expect.max_turns:
-        g.fail(f"turns: expected at most {expect.max_turns} of the person's turns, took {turns}")
-    return g
+            later = "" if final else " (written, then replaced)"
+            g.fail(f"values.{field_id}: {_show(got)} was invented: {invented.why}{later}")
+
+
+def held_by(words: list[PersonMessage], value: Any, schema: Any) -> bool:
+    """Whether one of these lines of the person's holds ``value``, by the quote checker formctl uses
+    on a model's quotes (each line quoted whole)."""
+    return any(check_quote([message], message.text, value, schema).said for message in words)
 
 
 def _invented(
@@ -157,8 +231,6 @@ def _invented(
         )
     if field_id in expected and same_value(expected[field_id], got):
         return None
-    schema = getattr(f, "schema", None)
-    for message in words:
-        if check_quote([message], message.text, got, schema).said:
-            return None
+    if held_by(words, got, getattr(f, "schema", None)):
+        return None
     return Invented(field_id, got, "none of the persona's words hold it")

@@ -140,6 +140,39 @@ def _fold(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+READBACK_REPEATS = 2  # times a person says their change again when a read-back does not show it
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def changed_value(change: str) -> str | None:
+    """The value a read-back change ends with, when it is written "Label: value" ("Actually the
+    total was 190. Total claimed: 190" → "190"); None for a change in other words ("The return
+    date's wrong: I came back on 5 March, not the 4th": more than a value follows the colon)."""
+    if ":" not in change:
+        return None
+    value = change.rsplit(":", 1)[1].strip().rstrip(".!")
+    if not value or "," in value or len(value.split()) > 4:
+        return None
+    return value
+
+
+def _shows(text: str, value: str) -> bool:
+    """Whether a message shows ``value``: as a number ("190" in "Total: £190.00"), else as words."""
+    try:
+        wanted = float(value.replace(",", ""))
+    except ValueError:
+        folded = _fold(value)
+        return bool(folded) and f" {folded} " in f" {_fold(text)} "
+    return any(_as_float(n) == wanted for n in _NUMBER.findall(text))
+
+
+def _as_float(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
 class ScriptedPerson:
     """A deterministic person acting out a persona from its facts (see the module docstring)."""
 
@@ -149,7 +182,8 @@ class ScriptedPerson:
         self.persona = persona
         self.asked: dict[int, int] = {}  # fact index -> how many times it was asked
         self._pending: list[str] = []  # messages they mean to send unasked (a self-correction)
-        self._changed = False  # the read-back change is said once
+        self._changed = 0  # how many times they said their read-back change
+        self._answered: str | None = None  # the read-back they first answered with it (folded)
 
     def opening(self) -> str:
         return self.persona.opening
@@ -162,10 +196,7 @@ class ScriptedPerson:
             return self._pending.pop(0)
         question, line = question_of(model_text)
         if _READ_BACK.search(line) or (_CHECK.search(question) and self._values_in(model_text) >= 2):
-            if self.persona.readback_change and not self._changed:
-                self._changed = True
-                return self.persona.readback_change
-            return "yes"
+            return self._read_back(model_text)
         # The sentence that asks first; the help around it ("Optional: say skip to leave it out")
         # only when the question itself names nothing they know.
         asked = facts_asked(self.persona.facts, question)
@@ -183,6 +214,28 @@ class ScriptedPerson:
         if re.search(r"\bsay \W?skip\b", line, re.I):
             return "skip"  # the model says how to pass over a question they have no answer to
         return self.persona.unknown
+
+    def _read_back(self, model_text: str) -> str:
+        """Their answer to a read-back: the ``readback_change`` the first time; "yes" once a
+        read-back shows it applied; the change again when it does not, at most
+        :data:`READBACK_REPEATS` times, then "no": never "yes" to a read-back missing their change.
+
+        Applied: the read-back shows the value a "Label: value" change ends with (numbers as
+        numbers); for a change in other words, the read-back is not the one they answered."""
+        change = self.persona.readback_change
+        if not change:
+            return "yes"
+        if self._changed == 0 or self._answered is None:
+            self._changed, self._answered = 1, _fold(model_text)
+            return change
+        wanted = changed_value(change)
+        applied = _shows(model_text, wanted) if wanted is not None else _fold(model_text) != self._answered
+        if applied:
+            return "yes"
+        if self._changed > READBACK_REPEATS:
+            return "no"
+        self._changed += 1
+        return change
 
     def _values_in(self, text: str) -> int:
         """How many of their facts' values a message repeats (a read-back repeats several)."""

@@ -33,7 +33,9 @@ __all__ = [
     "write_junit",
 ]
 
-JSON_FORMAT = 1
+# 2: invention_attempts, sdk_retries, each run's expected and stored values and conversation;
+# pass_k is null when k is 1 (pass^1 is pass_1). `formctl eval compare` reads 1 and 2.
+JSON_FORMAT = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +166,10 @@ def run_json(r: RunResult, price: Price | None) -> dict[str, Any]:
         "problems": list(g.problems),
         "values": {"right": list(g.right), "wrong": list(g.wrong), "missing": list(g.missing)},
         "invented": [i.to_dict() for i in g.invented],
+        "invention_attempts": [a.to_dict() for a in g.attempts],
         "turns": r.turns,
         "model_calls": r.model_calls,
+        "sdk_retries": r.sdk_retries,
         "tool_calls": r.tool_calls,
         "tool_errors": r.tool_errors,
         "tokens": r.usage.to_dict(),
@@ -174,6 +178,9 @@ def run_json(r: RunResult, price: Price | None) -> dict[str, Any]:
         "seconds": round(r.seconds, 3),
         "transcript": r.transcript,
         "error": r.error,
+        "expected": dict(r.expected),
+        "stored": dict(r.values),
+        "conversation": list(r.conversation),
     }
 
 
@@ -185,15 +192,18 @@ def _group(runs: list[dict[str, Any]], k: int) -> dict[str, Any]:
         "runs": n,
         "passed": c,
         "pass_1": round(pass_hat_k(n, c, 1), 4),
-        "pass_k": round(pass_hat_k(n, c, k), 4) if n >= k else None,
+        "pass_k": round(pass_hat_k(n, c, k), 4) if n >= k and k > 1 else None,
         "values": {
             "right": sum(len(r["values"]["right"]) for r in runs),
             "wrong": sum(len(r["values"]["wrong"]) for r in runs),
             "missing": sum(len(r["values"]["missing"]) for r in runs),
         },
         "invented": sum(len(r["invented"]) for r in runs),
+        "invention_attempts": sum(len(r.get("invention_attempts") or []) for r in runs),
         "tool_errors": sum(r["tool_errors"] for r in runs),
         "turns_mean": _mean([r["turns"] for r in runs]),
+        "model_calls": sum(r["model_calls"] for r in runs),
+        "sdk_retries": sum(r.get("sdk_retries") or 0 for r in runs),
         "model_calls_mean": _mean([r["model_calls"] for r in runs]),
         "completed": len(completed),
         "turns_per_completed_form": _mean([r["turns"] for r in completed]),
@@ -225,6 +235,7 @@ def report_json(results: list[RunResult], *, k: int, prices: dict[str, Price], p
         whole["pass_1"] = round(sum(r["pass_1"] for r in rows) / len(rows), 4) if rows else 0.0
         ks = [r["pass_k"] for r in rows if r["pass_k"] is not None]
         whole["pass_k"] = round(sum(ks) / len(ks), 4) if ks and len(ks) == len(rows) else None
+        # Only when k > 1: with one run per scenario, pass^k is pass^1 and the report says it once.
         price = price_for(m, prices)
         per_model.append(
             {"model": m, "scenarios": len(rows), **whole, "price": price.to_dict() if price is not None else None}
@@ -260,7 +271,8 @@ def summary_line(model: dict[str, Any], k: int) -> str:
     return (
         f"{model['model']}: pass^1 {_pct(model['pass_1'])}{reliability} over "
         f"{model['scenarios']} scenarios ({model['passed']}/{model['runs']} runs passed); "
-        f"{model['invented']} invented values stored; {per_form}; {model['tool_errors']} tool errors; "
+        f"{model['invented']} invented values stored, {model['invention_attempts']} invention attempts; {per_form}; "
+        f"{model['model_calls']} model calls, {model['sdk_retries']} SDK retries; {model['tool_errors']} tool errors; "
         f"tokens {t['input_tokens']:,} in, {t['output_tokens']:,} out, {t['cache_read_input_tokens']:,} cache reads, "
         f"{t['cache_creation_input_tokens']:,} cache writes; {_money(model['cost_usd'])}; {model['seconds']:.1f} s"
     )
@@ -272,20 +284,23 @@ def table(report: dict[str, Any]) -> Any:
 
     k = report["k"]
     t = Table(title=f"formctl eval · {k} run{'s' if k != 1 else ''} per scenario · person: {report['person']}")
-    for name, justify in (
+    columns = [
         ("scenario", "left"),
         ("model", "left"),
         ("pass^1", "right"),
-        (f"pass^{k}", "right"),
+        *([(f"pass^{k}", "right")] if k > 1 else []),
         ("values ✓/✗/∅", "right"),
         ("invented", "right"),
+        ("attempts", "right"),  # invention attempts: values formctl had to ask the person about
         ("turns", "right"),
-        ("calls", "right"),
+        ("calls", "right"),  # model calls per run (mean)
+        ("retries", "right"),  # the SDK's retries of failed requests, all runs
         ("tool err", "right"),
         ("tokens in/out/cache r/w", "right"),  # cache reads / cache writes
         ("cost", "right"),
         ("time", "right"),
-    ):
+    ]
+    for name, justify in columns:
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for row in report["scenarios"]:
         v, tok = row["values"], row["tokens"]
@@ -294,11 +309,13 @@ def table(report: dict[str, Any]) -> Any:
             row["scenario"],
             row["model"],
             _pct(row["pass_1"]),
-            _pct(row["pass_k"]),
+            *([_pct(row["pass_k"])] if k > 1 else []),
             f"{v['right']}/{v['wrong']}/{v['missing']}",
             str(row["invented"]),
+            str(row["invention_attempts"]),
             str(row["turns_mean"]),
             str(row["model_calls_mean"]),
+            str(row["sdk_retries"]),
             str(row["tool_errors"]),
             f"{tok['input_tokens']:,}/{tok['output_tokens']:,}/{tok['cache_read_input_tokens']:,}/"
             f"{tok['cache_creation_input_tokens']:,}",

@@ -154,7 +154,7 @@ class Expectation:
     status: str
     values: dict[str, Any] = field(default_factory=dict)
     missing: tuple[str, ...] = ()  # fields that must have no value at the end
-    never_stored: tuple[str, ...] = ()  # values that must never be stored in any field
+    never_stored: tuple[str | int | float, ...] = ()  # values that must never be stored in any field
     checkpoints: tuple[str, ...] | None = None
     max_turns: int = 30
 
@@ -278,7 +278,7 @@ def _scenario(doc: dict[str, Any], path: str | os.PathLike[str]) -> Scenario:
         status=status,
         values={k: _plain(v) for k, v in values.items()},
         missing=_str_list(expect_doc.get("missing", []), path, "expect.missing"),
-        never_stored=_str_list(expect_doc.get("never_stored", []), path, "expect.never_stored"),
+        never_stored=_banned(expect_doc.get("never_stored", []), path),
         checkpoints=_str_list(checkpoints, path, "expect.checkpoints") if checkpoints is not None else None,
         max_turns=max_turns,
     )
@@ -330,6 +330,13 @@ def _str_list(value: Any, path: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise ScenarioError(f"`{where}` must be a list of text", path=path)
+
+
+def _banned(value: Any, path: Any) -> tuple[str | int | float, ...]:
+    """``never_stored``: text or numbers (``["dana@example.com", 212.4]``; "212.4" bans the number too)."""
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    raise ScenarioError("`expect.never_stored` must be a list of text or numbers", path=path)
 
 
 def _words_list(value: Any, path: Any, where: str) -> tuple[str, ...]:

@@ -4,22 +4,43 @@ Models are named as ``formctl run`` names them (``guided``, ``anthropic:NAME``, 
 name is checked before the first run, so a missing key is one line, not a failure per run.
 Each run gets a fresh store and a fresh person, and is recorded as a transcript under
 ``record_dir/<scenario>/<model>-<run>.toml``.
+
+**In parallel** (``jobs``): each run is played on a thread of its own, at most ``jobs`` at a
+time. Threads, not processes: a run spends its time waiting on a model's HTTP reply, every
+run has its own store, model, person and recorder, and the form registry is shared behind its
+lock. The results come back in the order of a sequential eval (scenario, model, run), whatever
+order the runs finished in, so ``--jobs 4`` reports exactly what ``--jobs 1`` does for a
+deterministic model. A run that raises is a failed run with one line; the others go on. A run
+past its ``--run-timeout`` is cancelled (its model call in flight abandoned); one still going
+:data:`LEFT_BEHIND_AFTER` seconds later (a model that cannot abandon its call) is reported as
+failed and left behind on its daemon thread, so the eval never waits on it.
 """
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.errors import ModelError
 from formctl.eval.person import ModelPerson, ScriptedPerson, SimulatedPerson
-from formctl.eval.run import ModelFactory, RunResult, run_scenario
+from formctl.eval.run import ModelFactory, RunLimits, RunResult, RunSetup, broken_run, run_scenario
 from formctl.eval.scenario import Scenario
 
-__all__ = ["ModelSpec", "model_spec", "person_factory", "run_suite"]
+if TYPE_CHECKING:
+    from formctl.forms.registry import FormRegistry
+
+__all__ = ["LEFT_BEHIND_AFTER", "ModelSpec", "SuitePlan", "model_spec", "person_factory", "run_suite"]
+
+# Seconds past its --run-timeout a run may take to stop (the adapters abandon a call within a tick;
+# a model that cannot, or a tool call under way, may take longer) before it is left behind as failed.
+LEFT_BEHIND_AFTER = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,43 +101,105 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
 
 
+@dataclass(frozen=True, slots=True)
+class SuitePlan:
+    """How to run a set of scenarios: ``runs`` per scenario and model, who plays the person, where
+    transcripts go (None: nowhere), how many runs at once, and each run's limits."""
+
+    runs: int
+    make_person: Callable[[Scenario], SimulatedPerson]
+    record_dir: str | Path | None = None
+    jobs: int = 1
+    limits: RunLimits = field(default_factory=RunLimits)
+
+
+@dataclass(slots=True)
+class _Job:
+    index: int
+    scenario: Scenario
+    spec: ModelSpec
+    setup: RunSetup
+    started: float = 0.0
+
+
+def _jobs(scenarios: list[Scenario], models: list[ModelSpec], plan: SuitePlan) -> list[_Job]:
+    jobs: list[_Job] = []
+    for scenario in scenarios:
+        for spec in models:
+            for n in range(1, plan.runs + 1):
+                record = (
+                    Path(plan.record_dir).joinpath(*map(_slug, scenario.name.split("/")))
+                    / f"{_slug(spec.label)}-{n}.toml"
+                    if plan.record_dir is not None
+                    else None
+                )
+                setup = RunSetup(spec.label, run=n, record=record, limits=plan.limits)
+                jobs.append(_Job(len(jobs), scenario, spec, setup))
+    return jobs
+
+
+def _play(job: _Job, registry: FormRegistry, person: SimulatedPerson, done: queue.Queue[tuple[int, RunResult]]) -> None:
+    """One run on its own thread; whatever happens, one result goes to ``done``."""
+    try:
+        result = run_scenario(job.scenario, registry, job.spec.factory(job.scenario.form), person, job.setup)
+    except BaseException as exc:  # noqa: BLE001 - a run that breaks is one failed run, never the eval's end
+        line = f"the run could not finish: {type(exc).__name__}: {' '.join(str(exc).split())}".rstrip(": ")
+        result = broken_run(job.scenario, job.setup, line, time.perf_counter() - job.started)
+    done.put((job.index, result))
+
+
 def run_suite(
     scenarios: list[Scenario],
-    registry: Any,
+    registry: FormRegistry,
     models: list[ModelSpec],
-    *,
-    runs: int,
-    make_person: Callable[[Scenario], SimulatedPerson],
-    record_dir: str | Path | None,
+    plan: SuitePlan,
     on_run: Callable[[RunResult], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> list[RunResult]:
-    """Every scenario ``runs`` times per model, in order (scenario, model, run).
+    """Every scenario ``plan.runs`` times per model, ``plan.jobs`` at a time; the results in the
+    order (scenario, model, run). ``on_run`` is called on this thread as each run finishes.
 
-    ``should_stop`` is asked before each run: once it says yes, no further run starts and the
-    runs so far are returned (the CLI's first Ctrl-C sets it, so a run is never cut in half).
+    ``should_stop`` is asked before each run starts: once it says yes, no further run starts,
+    the runs under way finish, and the results so far are returned (the CLI's first Ctrl-C sets
+    it, so a run is never cut in half). A KeyboardInterrupt here (a second Ctrl-C) leaves at once.
     """
-    results: list[RunResult] = []
-    for scenario in scenarios:
-        for spec in models:
-            for n in range(1, runs + 1):
-                if should_stop is not None and should_stop():
-                    return results
-                record = (
-                    Path(record_dir).joinpath(*map(_slug, scenario.name.split("/"))) / f"{_slug(spec.label)}-{n}.toml"
-                    if record_dir is not None
-                    else None
+    pending = deque(_jobs(scenarios, models, plan))
+    running: dict[int, _Job] = {}
+    results: dict[int, RunResult] = {}
+    done: queue.Queue[tuple[int, RunResult]] = queue.Queue()
+
+    def finished(index: int, result: RunResult) -> None:
+        if running.pop(index, None) is None:
+            return  # a run already reported as left behind finished after all: its result is not used
+        results[index] = result
+        if on_run is not None:
+            on_run(result)
+
+    while pending or running:
+        while pending and len(running) < max(1, plan.jobs) and not (should_stop is not None and should_stop()):
+            job = pending.popleft()
+            job.started = time.perf_counter()
+            running[job.index] = job
+            person = plan.make_person(job.scenario)
+            threading.Thread(
+                target=_play, args=(job, registry, person, done), name=f"formctl-eval-{job.index}", daemon=True
+            ).start()
+        if not running:
+            break  # told to stop, and nothing is under way
+        try:
+            finished(*done.get(timeout=0.2))
+        except queue.Empty:
+            for job in _left_behind(running.values(), plan.limits.timeout):
+                line = (
+                    f"the run took longer than its {plan.limits.timeout:g}s (--run-timeout) and did not stop "
+                    "(a model call that does not return); it was left behind"
                 )
-                result = run_scenario(
-                    scenario,
-                    registry,
-                    spec.factory(scenario.form),
-                    make_person(scenario),
-                    model_label=spec.label,
-                    run=n,
-                    record=record,
-                )
-                results.append(result)
-                if on_run is not None:
-                    on_run(result)
-    return results
+                finished(job.index, broken_run(job.scenario, job.setup, line, time.perf_counter() - job.started))
+    return [results[i] for i in sorted(results)]
+
+
+def _left_behind(running: Any, timeout: float | None) -> list[_Job]:
+    if timeout is None:
+        return []
+    now = time.perf_counter()
+    return [job for job in list(running) if now - job.started > timeout + LEFT_BEHIND_AFTER]

@@ -253,22 +253,25 @@ def describe_server(dsn: str) -> str:
     """Where ``dsn`` connects, for people: ``db.example.com:5432`` or ``the socket in /run/pg (port 5432)``.
 
     Falls back on ``PGHOST``/``PGPORT`` as libpq does, and names no password."""
-    host = port = None
+    host = port = service = None
     if _is_uri(dsn):
         hosts, query = _parts(dsn)
         if hosts:
             host, port = _first_host(hosts)
         host = query.get("host", host) or None
         port = query.get("port", port) or None
+        service = query.get("service")
     else:
-        for match in re.finditer(r"\b(host|port)\s*=\s*('(?:\\.|[^'\\])*'|\S+)", dsn):
-            value = match.group(2).strip("'")
-            if match.group(1) == "host":
-                host = value
-            else:
-                port = value
-    host = host or os.environ.get("PGHOST") or None
-    port = port or os.environ.get("PGPORT") or "5432"
+        for match in re.finditer(r"\b(host|port|service)\s*=\s*('(?:\\.|[^'\\])*'|\S+)", dsn):
+            key, value = match.group(1), match.group(2).strip("'")
+            host, port, service = (
+                value if key == "host" else host,
+                value if key == "port" else port,
+                value if key == "service" else service,
+            )
+    named = _service(service or os.environ.get("PGSERVICE"))  # what the DSN leaves out, as libpq reads it
+    host = host or named.get("host") or os.environ.get("PGHOST") or None
+    port = port or named.get("port") or os.environ.get("PGPORT") or "5432"
     if host is None:
         where = f"the local PostgreSQL socket (port {port})"
     elif host.startswith("/"):
@@ -276,6 +279,28 @@ def describe_server(dsn: str) -> str:
     else:
         where = f"{host}:{port}"
     return scrub(where, dsn)
+
+
+def _service(name: str | None) -> dict[str, str]:
+    """The settings of connection service ``name``, from the first service file that has it
+    (``PGSERVICEFILE`` or ``~/.pg_service.conf``, then ``PGSYSCONFDIR/pg_service.conf``), as
+    libpq reads them; ``{}`` when there is none."""
+    if not name:
+        return {}
+    import configparser
+
+    files = [os.environ.get("PGSERVICEFILE") or os.path.expanduser("~/.pg_service.conf")]
+    if os.environ.get("PGSYSCONFDIR"):
+        files.append(os.path.join(os.environ["PGSYSCONFDIR"], "pg_service.conf"))
+    for path in files:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        if parser.has_section(name):
+            return {key: value.strip() for key, value in parser.items(name)}
+    return {}
 
 
 def connect_failure(dsn: str, exc: BaseException) -> str:

@@ -1,10 +1,14 @@
-"""The PostgreSQL store's tables, created and upgraded by the adapter itself.
+"""The PostgreSQL store's tables: every one of them created by ``formctl store init``, and by
+nothing else.
 
-``formctl_schema`` holds one row: the schema version the tables are at. A store is brought
-to :data:`SCHEMA_VERSION` by running, in order and in one transaction, every migration after
-the version it is at; ``formctl store init`` does it explicitly, and the first write does
-it implicitly. A database at a *newer* version than this formctl knows is refused, never
-downgraded.
+``formctl_schema`` holds one row: the schema version the tables are at. ``formctl store init``
+brings a store to :data:`SCHEMA_VERSION` by running, in order and in one transaction, every
+migration after the version it is at (:data:`MIGRATIONS`, the one place a table or an index
+is added). Nothing creates or changes a table at run time, so a role granted only SELECT,
+INSERT, UPDATE and DELETE runs every other command; a store at another version than this
+formctl's, or whose version record is missing, is refused in one line that says what to run
+(never read as empty, never upgraded behind the owner's back). A database at a *newer*
+version than this formctl knows is refused, never downgraded.
 
 Why ``json`` and not ``jsonb`` for values and maps: ``jsonb`` reorders object keys, drops
 duplicate ones and refuses the ``\\u0000`` escape, so a value would not come back exactly as
@@ -23,6 +27,10 @@ The tables (all names start ``formctl_``; put them in a schema of their own with
   trigger refuses both). ``pos`` is the revision's index in its field's log and ``version``
   the instance version whose commit appended it, so a reader holding version V fetches only
   the rows with a later version.
+* ``formctl_conversation_heads`` and ``formctl_conversation_turns``: the chats' conversations,
+  one row per exchange (``_pgconversations``); ``formctl_conversations`` holds those saved
+  whole before schema 3.
+* ``formctl_goal_*``: goal programs (``goals_postgres``).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from psycopg import Cursor
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 CHANNEL = "formctl_changes"
 """The NOTIFY channel: every write to an instance row sends ``"<id> <version> <writes>"`` on it
@@ -109,37 +117,95 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # How each revision's value arrived (kind, the person's quote, turn and message, the hook):
     # NULL on the rows written before, which read back with no kind recorded.
     2: ("ALTER TABLE formctl_revisions ADD COLUMN how json",),
+    # Everything a chat and a goal program write, so that nothing creates a table at run time
+    # and a role with DML only can run every command (docs/store-postgres.md, "A team's roles").
+    # IF NOT EXISTS where an older formctl created the table on first use.
+    3: (
+        # Goal programs (goals_postgres): the newest snapshot per scope, every version, each
+        # definition once by digest, the hooks' receipts.
+        """CREATE TABLE IF NOT EXISTS formctl_goal_heads (
+            scope_id text COLLATE "C" PRIMARY KEY,
+            subject text NOT NULL,
+            key text NOT NULL,
+            agent text,
+            version bigint NOT NULL CHECK (version >= 1),
+            digest text NOT NULL,
+            state json NOT NULL,
+            updated_at text NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS formctl_goal_heads_subject ON formctl_goal_heads (subject)",
+        """CREATE TABLE IF NOT EXISTS formctl_goal_history (
+            scope_id text COLLATE "C" NOT NULL,
+            version bigint NOT NULL,
+            digest text NOT NULL,
+            state json NOT NULL,
+            PRIMARY KEY (scope_id, version)
+        )""",
+        """CREATE TABLE IF NOT EXISTS formctl_goal_programs (
+            scope_id text COLLATE "C" NOT NULL,
+            digest text NOT NULL,
+            definition json NOT NULL,
+            PRIMARY KEY (scope_id, digest)
+        )""",
+        """CREATE TABLE IF NOT EXISTS formctl_goal_receipts (
+            scope_id text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            ord bigint NOT NULL,
+            receipt json NOT NULL,
+            PRIMARY KEY (scope_id, key)
+        )""",
+        """CREATE OR REPLACE FUNCTION formctl_goal_history_append_only() RETURNS trigger AS $$
+        BEGIN
+            RAISE EXCEPTION 'formctl_goal_history is append-only';
+        END $$ LANGUAGE plpgsql""",
+        "DROP TRIGGER IF EXISTS formctl_goal_history_append_only ON formctl_goal_history",
+        """CREATE TRIGGER formctl_goal_history_append_only BEFORE UPDATE OR DELETE ON formctl_goal_history
+            FOR EACH ROW EXECUTE FUNCTION formctl_goal_history_append_only()""",
+        # Conversations written whole by formctl before schema 3 (one document per instance):
+        # read as the first part of that instance's conversation, never written again by a chat.
+        """CREATE TABLE IF NOT EXISTS formctl_conversations (
+            instance_id text COLLATE "C" PRIMARY KEY REFERENCES formctl_instances (id),
+            subject text NOT NULL,
+            saved_at text NOT NULL,
+            document text NOT NULL
+        )""",
+        """CREATE TABLE IF NOT EXISTS formctl_conversations_aside (
+            instance_id text COLLATE "C" NOT NULL,
+            subject text NOT NULL,
+            set_aside_at timestamptz NOT NULL DEFAULT now(),
+            document text NOT NULL,
+            why text NOT NULL
+        )""",
+        # A conversation as every chat that took part wrote it (_pgconversations): the head
+        # numbers exchanges and the person's turns for every chat alike...
+        """CREATE TABLE formctl_conversation_heads (
+            instance_id text COLLATE "C" PRIMARY KEY REFERENCES formctl_instances (id),
+            subject text NOT NULL,
+            exchanges bigint NOT NULL DEFAULT 0,
+            turns bigint NOT NULL DEFAULT 0,
+            seen text,
+            saved_at text NOT NULL
+        )""",
+        # ...and each exchange (a person's message and all the model and the tools did in answer)
+        # is a row of its own, written only by the chat that claimed its number.
+        """CREATE TABLE formctl_conversation_turns (
+            instance_id text COLLATE "C" NOT NULL REFERENCES formctl_instances (id),
+            pos bigint NOT NULL CHECK (pos >= 1),
+            chat text NOT NULL,
+            saved_at text NOT NULL,
+            messages text NOT NULL,
+            words text NOT NULL,
+            PRIMARY KEY (instance_id, pos)
+        )""",
+    ),
 }
+"""Every table, index, function and trigger formctl uses, by the schema version that added it.
+To add one: a new entry ``SCHEMA_VERSION + 1`` here (and bump :data:`SCHEMA_VERSION`), and a line
+in :func:`found_version` that recognises it (a table or column it adds); ``formctl store init``
+runs it, and nothing else ever creates anything. A role with DML only needs no new GRANT: the
+README's default privileges cover every table the owner creates."""
 
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
-
-CONVERSATIONS = (
-    """CREATE TABLE IF NOT EXISTS formctl_conversations (
-        instance_id text COLLATE "C" PRIMARY KEY REFERENCES formctl_instances (id),
-        subject text NOT NULL,
-        saved_at text NOT NULL,
-        document text NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS formctl_conversations_aside (
-        instance_id text COLLATE "C" NOT NULL,
-        subject text NOT NULL,
-        set_aside_at timestamptz NOT NULL DEFAULT now(),
-        document text NOT NULL,
-        why text NOT NULL
-    )""",
-)
-"""The chats' conversations (``_pgconversations``): created by the first save, beside the
-versioned tables rather than as a migration, so that a store at schema 2 needs no upgrade
-(and a reader no privilege) for a chat to keep its conversation there. ``document`` is the
-conversation as JSON text, ASCII-escaped, exactly as the local store writes its file."""
-
-
-def ensure_conversations(cur: Cursor[Any]) -> None:
-    """Create the conversation tables if missing, inside the caller's transaction."""
-    cur.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
-    for statement in CONVERSATIONS:
-        cur.execute(statement)
-
 
 CREATE_VERSION_TABLE = """CREATE TABLE IF NOT EXISTS formctl_schema (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
@@ -147,27 +213,112 @@ CREATE_VERSION_TABLE = """CREATE TABLE IF NOT EXISTS formctl_schema (
     migrated_at timestamptz NOT NULL DEFAULT now()
 )"""
 
-EXISTS = "SELECT to_regclass('formctl_schema') IS NOT NULL"
+# One round trip: where the DSN's search_path lands, and which of formctl's tables are there.
+PROBE = (
+    "SELECT current_schema() AS schema, current_setting('search_path') AS path, "
+    "to_regclass('formctl_schema') IS NOT NULL AS versioned, to_regclass('formctl_instances') IS NOT NULL AS tables"
+)
 CURRENT = "SELECT version FROM formctl_schema"
+
+NO_SCHEMA = -1
+""":func:`version`: the ``search_path`` names no schema that exists."""
+UNVERSIONED = -2
+""":func:`version`: formctl's tables are there but ``formctl_schema`` is missing or empty."""
+
+
+def version(cur: Cursor[Any]) -> tuple[int, str]:
+    """The schema version the tables are at (0: no formctl tables; or :data:`NO_SCHEMA`,
+    :data:`UNVERSIONED`), and the ``search_path`` (for the words of a refusal)."""
+    schema, path, versioned, tables = _one(cur, PROBE)
+    if schema is None:
+        return NO_SCHEMA, path
+    if versioned:
+        cur.execute(CURRENT)
+        row = cur.fetchone()
+        if row is not None:
+            return int(row[0]), path
+    return (UNVERSIONED if tables else 0), path
+
+
+def found_version(cur: Cursor[Any]) -> int:
+    """The schema version tables without a version row are at, read off the tables themselves."""
+    if _one(cur, "SELECT to_regclass('formctl_conversation_turns') IS NOT NULL AS turns")[0]:
+        return 3
+    how = _one(
+        cur,
+        "SELECT count(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() "
+        "AND table_name = 'formctl_revisions' AND column_name = 'how'",
+    )
+    return 2 if how[0] else 1
+
+
+def _one(cur: Cursor[Any], query: str) -> Any:
+    """The one row ``query`` returns (an aggregate or a probe always returns one)."""
+    cur.execute(query)
+    row = cur.fetchone()
+    assert row is not None
+    return row
 
 
 def upgrade(cur: Cursor[Any]) -> tuple[int, int]:
-    """Bring the tables to :data:`SCHEMA_VERSION` inside the caller's transaction.
-
-    Returns (version before, version after). Concurrent callers are serialised by an
-    advisory lock, so two first writes never both create the tables."""
+    """Bring the tables to :data:`SCHEMA_VERSION` inside the caller's transaction (``formctl
+    store init``, and nothing else). Returns (version before, version after); tables without a
+    version row are first given the version they show. Concurrent callers are serialised by an
+    advisory lock, so two never both create the tables."""
     cur.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
-    cur.execute(CREATE_VERSION_TABLE)
-    cur.execute(CURRENT)
-    row = cur.fetchone()
-    before = row[0] if row else 0
-    if before > SCHEMA_VERSION:
+    before, _ = version(cur)
+    if before > SCHEMA_VERSION or before == SCHEMA_VERSION:
         return before, before
-    for version in range(before + 1, SCHEMA_VERSION + 1):
-        for statement in MIGRATIONS[version]:
+    cur.execute(CREATE_VERSION_TABLE)
+    start = found_version(cur) if before == UNVERSIONED else before
+    for number in range(start + 1, SCHEMA_VERSION + 1):
+        for statement in MIGRATIONS[number]:
             cur.execute(statement)
-    if row is None:
-        cur.execute("INSERT INTO formctl_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
-    elif before < SCHEMA_VERSION:
-        cur.execute("UPDATE formctl_schema SET version = %s, migrated_at = now()", (SCHEMA_VERSION,))
-    return before, SCHEMA_VERSION
+    cur.execute("DELETE FROM formctl_schema")
+    cur.execute("INSERT INTO formctl_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+    return max(before, 0), SCHEMA_VERSION
+
+
+def refusal(display: str, found: int, search_path: str) -> str | None:
+    """Why a store at ``found`` (:func:`version`) cannot be used by this formctl, in one line that
+    says what to run; None when it is at :data:`SCHEMA_VERSION`."""
+    if found == SCHEMA_VERSION:
+        return None
+    if found == NO_SCHEMA:
+        return (
+            f"The PostgreSQL store {display} names no schema that exists (search_path is {search_path}): "
+            "create it (CREATE SCHEMA, as the owner) or correct the DSN's options."
+        )
+    if found == UNVERSIONED:
+        return (
+            f"The PostgreSQL store {display} holds formctl tables but no record of their schema version "
+            "(formctl_schema is missing or empty, as after a partial restore): it is not read, rather than read "
+            "as empty. Run formctl store init (as the role that owns the schema): it reads the version off the "
+            "tables and records it; every answer is kept."
+        )
+    if found == 0:
+        return (
+            f"The PostgreSQL store {display} has no formctl tables (search_path is {search_path}): run formctl "
+            "store init, as the role that owns the schema, to create them."
+        )
+    if found > SCHEMA_VERSION:
+        return (
+            f"The PostgreSQL store {display} is at schema version {found}, newer than this formctl "
+            f"knows ({SCHEMA_VERSION}): use the formctl version that wrote it."
+        )
+    return (
+        f"The PostgreSQL store {display} is at schema version {found}, older than this formctl's "
+        f"{SCHEMA_VERSION}: formctl store init upgrades it (run it as the role that owns the schema; every "
+        "answer is kept). Until then it is neither read nor written, rather than read as empty."
+    )
+
+
+def not_allowed(display: str, reason: str, write: bool) -> str:
+    """A privilege the user lacks, said as what to ask for (README, "A team's roles")."""
+    what = reason.rsplit(" for ", 1)[-1].rstrip(".") if "permission denied for " in reason else "the formctl tables"
+    if write:
+        return (
+            f"The PostgreSQL store {display} is read-only for this user ({what} cannot be written): nothing "
+            "was saved. Writing needs the staff role's privileges (SELECT, INSERT, UPDATE, DELETE)."
+        )
+    return f"The PostgreSQL store {display} does not let this user read {what}: ask the owner for SELECT on it."

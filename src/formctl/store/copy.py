@@ -124,26 +124,18 @@ def outcome(held: Instance | None, given: Instance) -> tuple[str, str]:
 
 
 def conversation_outcome(held: dict[str, Any] | None, given: dict[str, Any]) -> tuple[str, str]:
-    """What copying the conversation ``given`` over ``held`` (None: none) does. A conversation
-    only grows (a chat saves it whole after each turn), so "same history" is "one's messages
-    are the first ones of the other's"; the same messages with another ``seen`` go by the
-    later save."""
+    """What copying the conversation ``given`` over ``held`` (None: none) does, both as
+    :func:`formctl.store._conversation.document` hands them over: exchange by exchange, by
+    :func:`formctl.store._conversation.outcome`."""
+    from formctl.store._conversation import from_document, outcome
+
+    source = from_document(given, "the source")
     if held is None:
         return "copied", ""
-    a, b = given["messages"], held["messages"]
-    if a == b:
-        if held.get("seen") == given.get("seen"):
-            return "same", ""
+    done, why = outcome(from_document(held, "the target"), source)
+    if done == "same" and held.get("seen") != given.get("seen"):
         return ("updated", "") if str(given.get("saved_at")) > str(held.get("saved_at")) else ("newer", "")
-    if len(b) < len(a) and a[: len(b)] == b:
-        return "updated", ""
-    if len(a) < len(b) and b[: len(a)] == a:
-        return "newer", ""
-    apart = next(n for n, (x, y) in enumerate(zip(a, b)) if x != y) if any(x != y for x, y in zip(a, b)) else 0
-    return "diverged", (
-        f"the chat went on on both sides: {len(a)} message(s) in the source, {len(b)} in the target, "
-        f"different from message {apart + 1} on"
-    )
+    return done, why
 
 
 def goal_outcome(held: list[dict[str, Any]], given: list[dict[str, Any]]) -> tuple[str, str]:
@@ -275,6 +267,8 @@ def copy_store(
         checked = adapter.check()
         setattr(report, flag, checked.ok)
         report.problems.extend(f"{name}: {p.path}: {p.message}" for p in checked.problems)
+        if not checked.ok and not checked.problems:  # never "not verified" with nothing said
+            report.problems.extend(f"{name}: {note}" for note in checked.notes or ("formctl store check is not ok",))
     return report
 
 

@@ -1,7 +1,7 @@
 """Goal programs in PostgreSQL, beside the forms' tables (same database, same DSN).
 
-Tables (created on first use, ``IF NOT EXISTS``, under an advisory lock so two first users
-do not race; all names start ``formctl_goal``):
+Tables (created by ``formctl store init`` with the others, :mod:`formctl.store._pgschema`;
+all names start ``formctl_goal``):
 
 * ``formctl_goal_heads``: one row per scope, the newest complete snapshot (definitions
   included, so ``inspect()`` is one indexed row) and its version;
@@ -35,58 +35,12 @@ from formctl.goals.state import (
     state_to_json,
 )
 from formctl.goals.store import claimed, settled
+from formctl.store import _pgschema
 from formctl.store._pgconn import _reason, connect_failure, connect_options, mask_dsn, require_psycopg
 
 __all__ = ["PostgresGoalStore"]
 
 T = TypeVar("T")
-
-_CREATE_LOCK = 0x676F616C73  # "goals": serialises the first creation of the tables
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS formctl_goal_heads (
-        scope_id text COLLATE "C" PRIMARY KEY,
-        subject text NOT NULL,
-        key text NOT NULL,
-        agent text,
-        version bigint NOT NULL CHECK (version >= 1),
-        digest text NOT NULL,
-        state json NOT NULL,
-        updated_at text NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS formctl_goal_heads_subject ON formctl_goal_heads (subject)",
-    """CREATE TABLE IF NOT EXISTS formctl_goal_history (
-        scope_id text COLLATE "C" NOT NULL,
-        version bigint NOT NULL,
-        digest text NOT NULL,
-        state json NOT NULL,
-        PRIMARY KEY (scope_id, version)
-    )""",
-    """CREATE TABLE IF NOT EXISTS formctl_goal_programs (
-        scope_id text COLLATE "C" NOT NULL,
-        digest text NOT NULL,
-        definition json NOT NULL,
-        PRIMARY KEY (scope_id, digest)
-    )""",
-    """CREATE TABLE IF NOT EXISTS formctl_goal_receipts (
-        scope_id text COLLATE "C" NOT NULL,
-        key text COLLATE "C" NOT NULL,
-        ord bigint NOT NULL,
-        receipt json NOT NULL,
-        PRIMARY KEY (scope_id, key)
-    )""",
-    """CREATE OR REPLACE FUNCTION formctl_goal_history_append_only() RETURNS trigger AS $$
-    BEGIN
-        RAISE EXCEPTION 'formctl_goal_history is append-only';
-    END $$ LANGUAGE plpgsql""",
-    """DO $$ BEGIN
-        IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'formctl_goal_history_append_only'
-                       AND tgrelid = 'formctl_goal_history'::regclass) THEN
-            CREATE TRIGGER formctl_goal_history_append_only BEFORE UPDATE OR DELETE ON formctl_goal_history
-            FOR EACH ROW EXECUTE FUNCTION formctl_goal_history_append_only();
-        END IF;
-    END $$""",
-)
 
 
 def _dumps(data: Any) -> str:
@@ -133,34 +87,29 @@ class PostgresGoalStore:
             self._pid = os.getpid()
         return self._conn
 
-    def _tables(self, conn: Any, *, write: bool) -> bool:
-        """Whether the tables are there; a write creates them first. A read never writes (a
-        read-only user can read, and ``formctl store copy --from`` it): before any program
-        was started here there are no tables, and that reads as no programs."""
+    def _tables(self, conn: Any) -> None:
+        """Refuse, in one line that says what to run, unless the tables are at this formctl's
+        schema: ``formctl store init`` creates them, nothing else does (``_pgschema``)."""
         if self._ready:
-            return True
-        if write:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CREATE_LOCK,))
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-        elif not conn.execute("SELECT to_regclass('formctl_goal_heads') IS NOT NULL").fetchone()[0]:
-            return False
-        self._ready = True  # all of them are created in one transaction: one there, all there
-        return True
+            return
+        with conn.cursor() as cur:
+            found, path = _pgschema.version(cur)
+        refused = _pgschema.refusal(self.display, found, path)
+        if refused is not None:
+            raise StoreError(refused)
+        self._ready = True
 
-    def _run(self, work: Callable[[Any], T], *, write: bool, absent: Any = None) -> T:
+    def _run(self, work: Callable[[Any], T], *, write: bool) -> T:
         """``work(cursor)`` in one transaction; a connection found broken before anything was
-        written is replaced and the work tried once more. A read of a database where no
-        program was ever started returns ``absent`` (``work`` is not run)."""
+        written is replaced and the work tried once more. Refused in one line unless the
+        store's tables are at this formctl's schema (:meth:`_tables`)."""
         import psycopg
 
         with self._mutex:
             for attempt in (1, 2):
                 conn = self._connection()
                 try:
-                    if not self._tables(conn, write=write):
-                        return absent  # type: ignore[no-any-return]  # each read passes its own "none"
+                    self._tables(conn)
                     with conn.transaction(), conn.cursor() as cur:
                         return work(cur)
                 except psycopg.OperationalError as exc:
@@ -170,6 +119,8 @@ class PostgresGoalStore:
                         ) from None
                     self._conn = None
                     self._ready = False
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise StoreError(_pgschema.not_allowed(self.display, _reason(exc, self.dsn), write)) from None
                 except psycopg.Error as exc:  # every message built from the driver's text is scrubbed
                     what = "write to" if write else "read"
                     raise StoreError(
@@ -248,7 +199,7 @@ class PostgresGoalStore:
             )
             return programs, cur.fetchall()
 
-        programs, rows = self._run(read, write=False, absent=([], []))
+        programs, rows = self._run(read, write=False)
         definitions: dict[str, Program] = {d: self._programs.get(d) or program_from_json(p) for d, p in programs}
         return [state_from_json(state, definitions[digest]) for digest, state in rows]
 
@@ -262,14 +213,14 @@ class PostgresGoalStore:
                 )
             return list(cur.fetchall())
 
-        return [GoalScope(s, k, a) for s, k, a in self._run(read, write=False, absent=[])]
+        return [GoalScope(s, k, a) for s, k, a in self._run(read, write=False)]
 
     def receipts(self, scope: GoalScope) -> list[Receipt]:
         def read(cur: Any) -> list[Any]:
             cur.execute("SELECT receipt FROM formctl_goal_receipts WHERE scope_id = %s ORDER BY ord", (scope.id,))
             return list(cur.fetchall())
 
-        return [Receipt.from_json(r[0]) for r in self._run(read, write=False, absent=[])]
+        return [Receipt.from_json(r[0]) for r in self._run(read, write=False)]
 
     def _locked_receipt(self, cur: Any, scope: GoalScope, key: str) -> dict[str, Any] | None:
         cur.execute(

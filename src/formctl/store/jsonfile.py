@@ -275,7 +275,7 @@ class JsonFileAdapter:
                 results.append(("refused", "its instance in the target is another subject's"))
                 continue
             try:
-                held = conversations.document(instance_id)
+                held = conversations.whole(instance_id)
             except (StoreError, UnicodeDecodeError) as exc:
                 why = exc.message if isinstance(exc, StoreError) else "not UTF-8"
                 results.append(("refused", f"damaged in the target: {why}"))

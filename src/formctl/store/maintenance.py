@@ -141,7 +141,9 @@ def check(store: FileStore) -> StoreReport:
         files, truth, problems, notes = scan_instances(store, fresh=True)
         index = store.index
         index_ok = index.refresh()
-        if not index_ok:
+        if not index_ok and not truth and not problems:
+            index_ok = True  # no instance at all (a chat on another store left only its lock): nothing to index
+        elif not index_ok:
             notes.append(f"{index.problem}; the index is rebuilt on next use, or by reindex.")
         else:
             damaged = {os.path.basename(p.path).partition(".")[0] for p in problems}

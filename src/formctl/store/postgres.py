@@ -185,11 +185,11 @@ class PostgresAdapter:
         self._conn: Any = None
         self._pid = 0
         self._tables = False  # the formctl tables exist at this formctl's schema (checked per connection)
-        self._schema = 0  # the schema version found (0: no formctl tables at all)
+        self._schema = 0  # the schema version found (_pgschema.version: 0, no formctl tables at all)
+        self._search_path = ""
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._mutex = threading.RLock()
         self._committing = False
-        self._upgraded = (0, 0)
         self._lost = False  # the last connection died under us: reconnect with patience
         self._gave_up_at = -1e9  # when a patient reconnect last failed (monotonic seconds)
         self._stop = threading.Event()  # interrupt(): stop the wait in progress
@@ -307,7 +307,7 @@ class PostgresAdapter:
         may not have landed: the caller's locked read tells)."""
         conn = self._connection()  # a server that is away fails here, before anything is sent
         if not self._tables:
-            return False  # the locked path creates or upgrades the tables
+            return False  # the locked path says what the store lacks
         params = (*row_values(new, writes=writes + 1)[1:], new.id, writes, new.version, *revision_arrays(rows))
         try:
             return bool(conn.execute(ONE_TRIP_COMMIT, params).fetchone()[0])
@@ -426,13 +426,15 @@ class PostgresAdapter:
         return found[0] if found else None
 
     def ensure_writable(self) -> None:
-        """Raise :class:`StoreError` unless this database can be reached and written (creating the
-        tables if they are missing). ``formctl run`` asks before the chat opens."""
+        """Raise :class:`StoreError` unless this database can be reached and written (its tables
+        there, at this formctl's schema). ``formctl run`` asks before the chat opens."""
 
         def probe(cur: Any) -> None:
             cur.execute(
                 "SELECT has_table_privilege('formctl_instances', 'INSERT, UPDATE') "
-                "AND has_table_privilege('formctl_revisions', 'INSERT')"
+                "AND has_table_privilege('formctl_revisions', 'INSERT') "
+                "AND has_table_privilege('formctl_conversation_heads', 'INSERT, UPDATE') "
+                "AND has_table_privilege('formctl_conversation_turns', 'INSERT, UPDATE')"
             )
             if not cur.fetchone()[0]:
                 raise StoreError(
@@ -443,19 +445,33 @@ class PostgresAdapter:
         self._run(probe, write=True)
 
     def init(self) -> tuple[int, int]:
-        """Create or upgrade the tables; (schema version before, after). ``formctl store init``."""
-        self._run(lambda cur: None, write=True, upgrade=True)
-        return self._upgraded
+        """Create or upgrade the tables; (schema version before, after). ``formctl store init``,
+        the only thing that creates a table: a role that may not is told to ask the schema's
+        owner (a store already at this formctl's schema needs no privilege beyond reading)."""
+
+        def upgrade(cur: Any) -> tuple[int, int]:
+            found, path = _pgschema.version(cur)
+            if found == _pgschema.NO_SCHEMA or found > _pgschema.SCHEMA_VERSION:
+                raise StoreError(_pgschema.refusal(self.display, found, path) or "")
+            try:
+                return _pgschema.upgrade(cur)
+            except psycopg.errors.InsufficientPrivilege:
+                needs = {0: "its tables created", _pgschema.UNVERSIONED: "its schema version recorded"}
+                raise StoreError(
+                    f"The PostgreSQL store {self.display} needs "
+                    + needs.get(found, f"its tables upgraded from schema version {found}")
+                    + ", and this user may not change its schema: ask the owner of the schema to run "
+                    "formctl store init."
+                ) from None
+
+        result = self._run(upgrade, write=True, any_schema=True)
+        self._tables, self._schema = True, _pgschema.SCHEMA_VERSION
+        return result
 
     def _select(
         self, where: str, params: tuple[Any, ...], *, on_damage: Callable[[Any, StoreError], None] | None = None
     ) -> list[Instance]:
         def read(cur: Any) -> list[Instance]:
-            if not self._tables:
-                self._check_schema(cur.connection)  # another process may have created them since
-                if not self._tables:
-                    self._refuse_older()
-                    return []
             cur.execute(f"SELECT {COLUMNS} FROM formctl_instances {where}", params)
             return self._assemble(cur, cur.fetchall(), on_damage=on_damage)
 
@@ -614,10 +630,9 @@ class PostgresAdapter:
         def scan(cur: Any) -> tuple[int, int, list[StoreProblem], list[str]]:
             if not self._tables:
                 self._check_schema(cur.connection)
-            if not self._tables:
-                if self._schema:
-                    return 0, 0, [StoreProblem(self.display, self._older())], []
-                return 0, 0, [], ["no formctl tables yet: the first write creates them (or formctl store init)"]
+            refused = self._refusal()
+            if refused is not None:
+                return 0, 0, [StoreProblem(self.display, refused)], []
             cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             problems: list[StoreProblem] = []
             instances = revisions = 0
@@ -648,7 +663,7 @@ class PostgresAdapter:
                 )
             return instances, revisions, problems, []
 
-        instances, revisions, problems, notes = self._run(scan, write=False, transaction=True)
+        instances, revisions, problems, notes = self._run(scan, write=False, transaction=True, any_schema=True)
         return DatabaseReport(
             directory=self.display,
             files_checked=0,
@@ -734,32 +749,14 @@ class PostgresAdapter:
         return self._conn
 
     def _check_schema(self, conn: Any) -> None:
-        if not conn.execute(_pgschema.EXISTS).fetchone()[0]:
-            self._tables = False
-            self._schema = 0
-            return
-        row = conn.execute(_pgschema.CURRENT).fetchone()
-        version = row[0] if row else 0
-        self._schema = version
-        if version > _pgschema.SCHEMA_VERSION:
-            raise StoreError(
-                f"The PostgreSQL store {self.display} is at schema version {version}, newer than this formctl "
-                f"knows ({_pgschema.SCHEMA_VERSION}): use the formctl version that wrote it."
-            )
-        self._tables = version == _pgschema.SCHEMA_VERSION
+        with conn.cursor() as cur:
+            self._schema, self._search_path = _pgschema.version(cur)
+        self._tables = self._schema == _pgschema.SCHEMA_VERSION
 
-    def _older(self) -> str:
-        return (
-            f"The PostgreSQL store {self.display} is at schema version {self._schema}, older than this "
-            f"formctl's {_pgschema.SCHEMA_VERSION}: formctl store init upgrades it (every answer is kept; "
-            "the first write upgrades it too). Until then it is not read, rather than read as empty."
-        )
-
-    def _refuse_older(self) -> None:
-        """Reads never write (docs/store-postgres.md): tables at an older schema are refused in one
-        line, never read as an empty store."""
-        if self._schema:
-            raise StoreError(self._older())
+    def _refusal(self) -> str | None:
+        """Why this store cannot be read or written as it is (docs/store-postgres.md, "Schema
+        versions"): never read as empty for what it lacks. None when it can."""
+        return _pgschema.refusal(self.display, self._schema, self._search_path)
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -771,24 +768,32 @@ class PostgresAdapter:
                 pass
 
     def _run(
-        self, fn: Callable[[Any], T], *, write: bool = False, transaction: bool | None = None, upgrade: bool = False
+        self, fn: Callable[[Any], T], *, write: bool = False, transaction: bool | None = None, any_schema: bool = False
     ) -> T:
-        """Run ``fn(cursor)`` on this adapter's connection: in one transaction when writing; once
-        more on a new connection when the old one turned out dead before anything was written."""
+        """Run ``fn(cursor)`` on this adapter's connection: in one transaction when writing (a
+        write of one statement passes ``transaction=False``: the statement commits on its own, in
+        one round trip); once more on a new connection when the old one turned out dead before
+        anything was written.
+        Refused in one line unless the tables are at this formctl's schema (``any_schema``: the
+        commands that say what they found instead, ``store init`` and ``store check``)."""
         with self._mutex:
             for attempt in (1, 2):
                 conn = self._connection()
                 self._committing = False
                 try:
-                    if (write and not self._tables) or upgrade:
-                        self._upgrade(conn)
-                    if write or transaction:
+                    if not (self._tables or any_schema):
+                        self._check_schema(conn)  # another process may have run store init since
+                        refused = self._refusal()
+                        if refused is not None:
+                            raise StoreError(refused)
+                    if write if transaction is None else transaction:
                         with conn.transaction():
                             with conn.cursor(row_factory=namedtuple_row) as cur:
                                 result = fn(cur)
                                 self._committing = write
-                    else:
+                    else:  # a read, or a write of one statement (it commits on its own: one round trip)
                         with conn.cursor(row_factory=namedtuple_row) as cur:
+                            self._committing = write
                             result = fn(cur)
                     return result
                 except psycopg.OperationalError as exc:
@@ -812,21 +817,12 @@ class PostgresAdapter:
                     self._committing = False
         raise AssertionError("unreachable")
 
-    def _upgrade(self, conn: Any) -> None:
-        with conn.transaction():
-            with conn.cursor() as cur:
-                before, after = _pgschema.upgrade(cur)
-        self._upgraded = (before, after)
-        if before > _pgschema.SCHEMA_VERSION:
-            self._check_schema(conn)  # raises: written by a newer formctl
-        self._tables = True
-
     def _failure(self, exc: BaseException, write: bool) -> StoreError:
         if isinstance(exc, psycopg.DataError):  # a value PostgreSQL cannot hold (a NUL in text)
             return StoreError(
                 f"The instance holds a value that cannot be stored in PostgreSQL ({_reason(exc, self.dsn)})."
             )
         if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-            return StoreError(f"The PostgreSQL store {self.display} refused this user: {_reason(exc, self.dsn)}")
+            return StoreError(_pgschema.not_allowed(self.display, _reason(exc, self.dsn), write))
         tail = " Nothing was saved." if write else ""
         return StoreError(f"The PostgreSQL store at {self.server} failed: {_reason(exc, self.dsn)}{tail}")

@@ -71,6 +71,7 @@ class Opening:
     person: FormRunner  # the person's /commands (actor "person")
     conversations: Any  # a folder's ConversationStore or the database's (workspace.open_conversations)
     messages: list[dict[str, Any]]  # the saved conversation, empty for a new one
+    conversation: Any  # the same, as every chat that took part saved it (store/_conversation.py), or None
     seen: dict[str, Any] | None  # what the person was last shown of the instance
     model: Any  # a ChatModel (agent/models)
     recorder: Any  # a transcripts Recorder with --record, else None
@@ -134,17 +135,18 @@ def _open(
     conversations = open_conversations(options.store, adapter, subject)
     messages: list[dict[str, Any]] = []
     seen: dict[str, Any] | None = None
+    conversation: Any = None
     if pinned is not None:
         _bring_up_to_date(agent, person, pinned, notes)
-        saved, set_aside = conversations.load_or_set_aside(pinned)
+        conversation, set_aside = conversations.open(pinned)
         if set_aside is not None:
             notes.append(set_aside)
-        messages = list(saved)
+        messages = conversation.messages
         # What the person was last shown of the instance (formctl.agent.notices): kept with the
         # conversation, so a resumed chat can say what changed while it was away. A chat with no
         # record of showing the answers shows them as they are now, in its opening turn, and a
         # write made elsewhere while that runs is said after it (seen.py).
-        seen = conversations.seen(pinned) if messages else None
+        seen = conversation.seen if messages else None
         if seen is None:
             seen = _as_shown_now(agent, pinned, own)
     model = pick_model(
@@ -170,6 +172,7 @@ def _open(
         person=person,
         conversations=conversations,
         messages=messages,
+        conversation=conversation,
         seen=seen,
         model=model,
         recorder=recorder,

@@ -79,6 +79,7 @@ class ChatSession:
             form_id=self.form_id,
             on_event=self._event,
             messages=opening.messages,
+            conversation=opening.conversation,
             conversation_store=self.conversations,
             scope=self.subject,
             person=Person(ask=self._ask_person, not_theirs=frozenset({OPENER})),

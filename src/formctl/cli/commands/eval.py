@@ -2,6 +2,8 @@
 (formctl.eval, imported when the command runs; docs/eval.md)."""
 
 import signal
+import sys
+import time
 from typing import Any, List, Optional
 
 import typer
@@ -13,23 +15,40 @@ from formctl.cli.base import _Command, _example, _fail, _print_json, app
     "eval",
     cls=_Command,
     epilog=_example(
-        "formctl eval scenarios/ --model guided --runs 3",
+        "formctl eval scenarios/ --model guided --runs 3 --jobs 4 --html report.html --min-pass 0.9",
         "formctl eval scenarios/travel_claim --model anthropic:claude-sonnet-4-6 --runs 5 --junit eval.xml",
         "formctl eval scenarios/ --model guided --model anthropic:claude-haiku-4-5 --json > eval.json",
         "formctl eval scenarios/ --model anthropic:claude-sonnet-4-6 --person-model anthropic:claude-haiku-4-5",
+        "formctl eval compare main.json eval.json      # what changed, regressions first (exit 1 on one)",
     ),
 )
 def eval_command(
-    paths: List[str] = typer.Argument(..., metavar="PATHS", help="Scenario files, or folders of them."),
+    paths: List[str] = typer.Argument(
+        ..., metavar="PATHS", help="Scenario files, or folders of them (or: compare OLD.json NEW.json)."
+    ),
     model: List[str] = typer.Option(
         [], "--model", metavar="MODEL", help="A model to evaluate (repeatable): guided, anthropic:NAME, ..."
     ),
     runs: int = typer.Option(1, "--runs", "-k", min=1, metavar="K", help="Runs per scenario and model (pass^K)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, metavar="N", help="Runs played at once."),
+    run_timeout: Optional[float] = typer.Option(
+        None, "--run-timeout", min=0.001, metavar="S", help="Seconds one run may take; past it, it fails."
+    ),
+    model_errors: int = typer.Option(
+        3, "--model-errors", min=0, metavar="N", help="Failed model calls in a row that end a run (0: no limit)."
+    ),
+    min_pass: Optional[str] = typer.Option(
+        None, "--min-pass", metavar="P", help="Exit 0 only if each model's pass^1 is at least P (0.9 or 90%)."
+    ),
+    min_pass_k: Optional[str] = typer.Option(
+        None, "--min-pass-k", metavar="P", help="Exit 0 only if each model's pass^K is at least P."
+    ),
     person_model: Optional[str] = typer.Option(
         None, "--person-model", metavar="MODEL", help="A model plays the person [default: the scripted person]."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the whole report as JSON (schema: docs/eval.md)."),
     junit: Optional[str] = typer.Option(None, "--junit", metavar="FILE", help="Write a JUnit XML report."),
+    html: Optional[str] = typer.Option(None, "--html", metavar="FILE", help="Write the report as one HTML page."),
     record_dir: Optional[str] = typer.Option(
         None,
         "--record-dir",
@@ -49,41 +68,131 @@ def eval_command(
 ) -> None:
     """Measure how well a model collects a form: each scenario's simulated person talks to each model K times.
 
-    Prints a table (pass^1, pass^K, values right/wrong/missing, invented values, turns, model
-    calls, tool errors, tokens, cost, time) and one summary line per model; every run is
-    recorded as a transcript, and each failed run is listed with what went wrong and the
-    command that replays it as a regression test. Exits 1 when any run failed.
+    Prints a table (pass^1, pass^K, values right/wrong/missing, invented values, invention
+    attempts, turns, model calls, SDK retries, tool errors, tokens, cost, time) and one summary
+    line per model; every run is recorded as a transcript, and each failed run is listed with
+    what went wrong and the command that replays it as a regression test. Exits 1 when any run
+    failed, or, with --min-pass / --min-pass-k, when a model misses the bar.
+
+    `formctl eval compare OLD.json NEW.json` compares two --json reports instead.
     """
-    import sys
-    import time
     from pathlib import Path
 
+    from formctl.eval.gate import Gate
     from formctl.eval.report import failures, load_prices, report_json, summary_line, table, write_junit
+    from formctl.eval.run import RunLimits
+    from formctl.eval.suite import SuitePlan, person_factory
+
+    if paths[0] == "compare":
+        _compare(paths[1:], as_json)
+        return
+    gate = Gate(_share(min_pass, "--min-pass"), _share(min_pass_k, "--min-pass-k"))
+    if gate.min_pass_k is not None and runs < 2:
+        _fail("--min-pass-k needs --runs 2 or more (with one run, pass^K is pass^1: use --min-pass)", 2)
+    for option, given in (("--junit", junit), ("--html", html)):
+        if given:
+            _check_writable(given, option)  # found now, not after an hour of paid runs
+    scenarios, registry, specs = _load(paths, model, forms)
+    person_label, make_person = person_factory(person_model)
+    price_table = load_prices(prices)
+    folder = Path(record_dir) if record_dir else Path(".formctl") / "eval" / time.strftime("%Y%m%d-%H%M%S")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"--record-dir {folder}: cannot make that folder ({exc.strerror or exc})", 2)
+    plan = SuitePlan(runs, make_person, folder, jobs, RunLimits(run_timeout, model_errors))
+    results, interrupted = _run_with_progress(scenarios, registry, specs, plan)
+    report = report_json(results, k=runs, prices=price_table, person=person_label)
+    report["record_dir"] = str(folder)
+    met, gate_lines = gate.judge(report) if gate.given else (True, [])
+    if junit:
+        write_junit(junit, report)
+    if html:
+        from formctl.eval.html import page
+
+        Path(html).write_text(page(report, gate_lines=gate_lines), encoding="utf-8")
+    if as_json:
+        _print_json(report)
+    else:
+        from rich.console import Console
+
+        # A pipe or a CI log is not 80 columns of terminal: give the table room for its columns.
+        out = Console() if Console().is_terminal else Console(width=200)
+        out.print(table(report))
+        lines = [*failures(report), f"transcripts: {folder}", *(summary_line(m, runs) for m in report["models"])]
+        for line in [*lines, *([f"report: {html}"] if html else []), *gate_lines]:
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if as_json and gate_lines:
+        sys.stderr.write("\n".join(gate_lines) + "\n")
+    sys.stdout.flush()
+    if interrupted:
+        raise typer.Exit(130)
+    if not met or (not gate.given and any(not r.passed for r in results)):
+        raise typer.Exit(1)
+
+
+def _share(text: Optional[str], option: str) -> Optional[float]:
+    from formctl.eval.gate import parse_share
+
+    if text is None:
+        return None
+    try:
+        return parse_share(text)
+    except ValueError:
+        _fail(f"{option} {text}: give a share from 0 to 1 (0.9) or a percentage (90%)", 2)
+
+
+def _check_writable(path: str, option: str) -> None:
+    """A report file formctl could not write is one line before any run, not a lost report after."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        _fail(f"{option} {path}: that is a folder; name a file", 2)
+    existed = target.exists()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        _fail(f"{option} {path}: cannot write there ({exc.strerror or exc})", 2)
+    if not existed:
+        target.unlink(missing_ok=True)
+
+
+def _load(paths: List[str], model: List[str], forms: Optional[str]) -> tuple[list[Any], Any, list[Any]]:
+    """The scenarios, the registry and the models, every mistake said before any run."""
+    from formctl.eval.run import check_against_form
     from formctl.eval.scenario import load_scenario, scenario_files
-    from formctl.eval.suite import model_spec, person_factory, run_suite
+    from formctl.eval.suite import model_spec
     from formctl.transcripts.replay import find_registry
 
     if not model:
         _fail("name a model to evaluate: --model guided, --model anthropic:NAME (repeatable)", 2)
     specs = [model_spec(m) for m in model]  # a model that cannot run is one line, before any run
-    person_label, make_person = person_factory(person_model)
-    price_table = load_prices(prices)
     files = scenario_files(paths)
     if not files:
         _fail("no scenario files (TOML with `eval = 1`) in " + ", ".join(paths), 2)
     scenarios = [load_scenario(f) for f in files]
     registry = find_registry(files[0], forms)
-    for s in scenarios:  # an expectation naming a field the form lacks: said before any model is paid for
-        from formctl.eval.run import check_against_form
-
+    for s in scenarios:  # an expectation the form or the persona cannot meet: said before any model is paid for
         check_against_form(s, registry.load(s.form))
-    folder = Path(record_dir) if record_dir else Path(".formctl") / "eval" / time.strftime("%Y%m%d-%H%M%S")
+    return scenarios, registry, specs
 
+
+def _run_with_progress(scenarios: list[Any], registry: Any, specs: list[Any], plan: Any) -> tuple[list[Any], bool]:
+    """Run the suite under one progress bar (stderr, a terminal only); Ctrl-C as docs/eval.md says.
+
+    The first Ctrl-C lets the runs under way finish and starts no other (a live eval costs money,
+    and a run cut in half measures nothing); a second stops at once. Either way the runs that
+    finished are reported."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from formctl.eval.suite import run_suite
+
     err = Console(stderr=True)
-    total = len(scenarios) * len(specs) * runs
+    total = len(scenarios) * len(specs) * plan.runs
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -94,65 +203,82 @@ def eval_command(
         disable=not err.is_terminal,
     )
     results: list[Any] = []
+    asked: list[int] = []
+
+    def on_sigint(signum: int, frame: object) -> None:
+        asked.append(signum)
+        if len(asked) > 1:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+        err.print("stopping after the runs under way (Ctrl-C again to stop now)", markup=False, highlight=False)
+
     interrupted = False
     with progress:
-        task = progress.add_task("eval", total=total)
+        task = progress.add_task(f"eval · {plan.jobs} at a time" if plan.jobs > 1 else "eval", total=total)
 
-        def on_run(r: object) -> None:
+        def on_run(r: Any) -> None:
             results.append(r)
-            progress.update(task, advance=1, description=f"{getattr(r, 'scenario', '')} · {getattr(r, 'model', '')}")
-
-        # Ctrl-C: report the runs that finished (a live eval costs money). The first Ctrl-C lets
-        # the run under way finish and starts no other: a KeyboardInterrupt raised inside a run
-        # would be taken by the chat loop as the person stopping a turn (docs/chat.md), and the
-        # suite would go on. A second Ctrl-C stops at once.
-        asked: list[int] = []
-
-        def on_sigint(signum: int, frame: object) -> None:
-            asked.append(signum)
-            if len(asked) > 1:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                raise KeyboardInterrupt
-            err.print("stopping after the run under way (Ctrl-C again to stop now)", markup=False, highlight=False)
+            progress.update(task, advance=1, description=f"{r.scenario} · {r.model}")
 
         previous = signal.signal(signal.SIGINT, on_sigint)
         try:
-            run_suite(
-                scenarios,
-                registry,
-                specs,
-                runs=runs,
-                make_person=make_person,
-                record_dir=folder,
-                on_run=on_run,
-                should_stop=lambda: bool(asked),
-            )
+            run_suite(scenarios, registry, specs, plan, on_run=on_run, should_stop=lambda: bool(asked))
         except KeyboardInterrupt:
             interrupted = True
         finally:
             signal.signal(signal.SIGINT, previous)
-        interrupted = interrupted or bool(asked)
+    interrupted = interrupted or bool(asked)
     if interrupted:
         err.print(f"interrupted: {len(results)} of {total} runs finished", markup=False, highlight=False)
         if not results:
             raise typer.Exit(130)
-    report = report_json(results, k=runs, prices=price_table, person=person_label)
-    report["record_dir"] = str(folder)
-    if junit:
-        write_junit(junit, report)
+    return sorted(results, key=lambda r: _position(r, scenarios, specs)), interrupted
+
+
+def _position(r: Any, scenarios: list[Any], specs: list[Any]) -> tuple[int, int, int]:
+    """Where a run stands in a sequential eval, (scenario, model, run): the report's order, whatever
+    order the runs finished in."""
+    s = next((i for i, sc in enumerate(scenarios) if sc.name == r.scenario), len(scenarios))
+    m = next((i for i, sp in enumerate(specs) if sp.label == r.model), len(specs))
+    return s, m, r.run
+
+
+def _compare(files: List[str], as_json: bool) -> None:
+    """``formctl eval compare OLD.json NEW.json``: Markdown on stdout, exit 1 on a regression."""
+    from pathlib import Path
+
+    from formctl.eval.compare import compare, markdown, read_report
+
+    if len(files) != 2:
+        _fail("compare takes two result files: formctl eval compare OLD.json NEW.json", 2)
+    reports = []
+    for name in files:
+        try:
+            text = Path(name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(f"{name}: cannot read it ({getattr(exc, 'strerror', None) or exc})", 2)
+        try:
+            reports.append(read_report(text, name))
+        except ValueError as exc:
+            _fail(str(exc), 2)
+    result = compare(reports[0], reports[1], old_name=files[0], new_name=files[1])
     if as_json:
-        _print_json(report)
+        _print_json(
+            {
+                "regressions": [
+                    {"scenario": c.scenario, "model": c.model, "worse": [w for _, w in sorted(c.worse)], "why": c.why}
+                    for c in result.regressions
+                ],
+                "improved": [
+                    {"scenario": c.scenario, "model": c.model, "better": c.better} for c in result.improvements
+                ],
+                "added": [{"scenario": c.scenario, "model": c.model} for c in result.added],
+                "gone": [{"scenario": c.scenario, "model": c.model} for c in result.gone],
+                "unchanged": result.unchanged,
+            }
+        )
     else:
-        # A pipe or a CI log is not 80 columns of terminal: give the table room for its columns.
-        out = Console() if Console().is_terminal else Console(width=200)
-        out.print(table(report))
-        for line in failures(report):
-            out.print(line, markup=False, highlight=False, soft_wrap=True)
-        out.print(f"transcripts: {folder}", markup=False, highlight=False, soft_wrap=True)
-        for m in report["models"]:
-            out.print(summary_line(m, runs), markup=False, highlight=False, soft_wrap=True)
+        sys.stdout.write(markdown(result))
     sys.stdout.flush()
-    if interrupted:
-        raise typer.Exit(130)
-    if any(not r.passed for r in results):
+    if result.regressions:
         raise typer.Exit(1)

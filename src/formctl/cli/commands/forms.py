@@ -15,14 +15,14 @@ def list_forms(forms: FormsOpt = None, as_json: JsonOpt = False) -> None:
 
     Reads registry.toml only: no form module is imported.
     """
-    from formctl.cli.workspace import open_registry
+    from formctl.cli.workspace import open_registry, registry_path
 
     listing = open_registry(forms).list()
     if as_json:
         _print_json({"forms": listing})
         return
     if not listing:
-        typer.echo("no forms registered")
+        typer.echo(f"no forms registered in {registry_path(forms)}: formctl new FORM-ID adds one")
         return
     width = max(len(f["id"]) for f in listing)
     for f in listing:
@@ -147,27 +147,58 @@ def _check_new_form_evaluates(compiled: Any) -> None:
         raise FormDefinitionError(f"cannot be evaluated on a new form: {'; '.join(defects)}.")
 
 
+def _complete_example(incomplete: str) -> list[str]:
+    from formctl.cli.scaffold import examples
+
+    return [e for e in examples().get("forms", {}) if e.startswith(incomplete)]
+
+
 @app.command(
-    cls=_Command, epilog=_example("formctl new expense-report --name 'Expense report'", "formctl check expense-report")
+    cls=_Command,
+    epilog=_example(
+        "formctl new expense-report --name 'Expense report'",
+        "formctl check expense-report",
+        "formctl new --example travel-claim",
+    ),
 )
 def new(
-    form_id: str = typer.Argument(..., metavar="FORM-ID", help="Id of the new form, like expense-report."),
+    form_id: Optional[str] = typer.Argument(None, metavar="FORM-ID", help="Id of the new form, like expense-report."),
     name: Optional[str] = typer.Option(None, "--name", help="Display name [default: from the id]."),
     description: str = typer.Option("", "--description", help="One line on what it collects."),
+    example: Optional[str] = typer.Option(
+        None,
+        "--example",
+        metavar="EXAMPLE",
+        help="Copy an example form into the project instead: travel-claim or client-intake (with its goal program).",
+        autocompletion=_complete_example,
+    ),
     forms: FormsOpt = None,
 ) -> None:
-    """Scaffold a new form and register it.
+    """Scaffold a new form and register it, or copy an example.
 
     Writes FORM_ID.py (with dashes as underscores) in the forms folder and appends its entry
-    to registry.toml, keeping the file's comments.
+    to registry.toml, keeping the file's comments. With --example, the example's own module
+    (the examples ship with formctl) is copied there and registered under its own id.
     """
+    import shlex
+
+    where = f" --forms {shlex.quote(str(forms))}" if forms else ""  # repeated in the next commands
+    if example is not None:
+        if form_id is not None or name is not None or description:
+            raise typer.BadParameter("an example keeps its own id, name and description.", param_hint="'--example'")
+        from formctl.cli.scaffold import copy_example
+
+        written, registry_file = copy_example(example, forms)
+        for path in written:
+            typer.echo(f"created {path}")
+        typer.echo(f"registered {example} in {registry_file}")
+        typer.echo(f"next: formctl check {example}{where} and formctl run {example}{where} --offline")
+        return
+    if form_id is None:
+        raise typer.BadParameter("give the new form's id (like expense-report), or --example.", param_hint="'FORM-ID'")
     from formctl.cli.scaffold import scaffold
 
     module_path, registry_file = scaffold(form_id, forms, name=name, description=description)
     typer.echo(f"created {module_path}")
     typer.echo(f"registered {form_id} in {registry_file}")
-    # The commands as they will work from here: a --forms or FORMCTL_FORMS folder is repeated.
-    import shlex
-
-    where = f" --forms {shlex.quote(str(forms))}" if forms else ""
     typer.echo(f"next: edit {module_path}, then formctl check {form_id}{where} and formctl run {form_id}{where}")

@@ -84,8 +84,8 @@ def store_init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Create the store, ready to use: the tables of a PostgreSQL store, or a store folder.
 
     Safe to run again: an existing store is left as it is (an older PostgreSQL schema is
-    upgraded). The first write creates the store anyway; this makes a bad DSN or a missing
-    privilege show up now, not in the middle of somebody's form.
+    upgraded, a missing version record recorded again). For PostgreSQL nothing else creates
+    a table: run it once as the role that owns the schema, and again after upgrading formctl.
     """
     from formctl.cli.workspace import init_store, store_name
 

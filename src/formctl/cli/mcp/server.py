@@ -322,12 +322,9 @@ def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) ->
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from formctl import __version__  # the one source (pyproject.toml reads it too)
 
-        return version("formctl")
-    except Exception:
-        return "0"
+    return __version__
 
 
 async def _serve(server: Server[Any]) -> None:
