@@ -7,10 +7,13 @@ own words hold it, and otherwise formctl asks the claimant. A total over the pol
 (750) waits for Finance: the policy-cap checkpoint is blocking and has no run of its own, so the instance stays ``awaiting``
 until someone runs ``formctl resolve ID`` (or ``--fail REASON``).
 
-Answers that are each fine can still disagree: a step's ``on_complete`` checks them
-against each other and returns ``Fail`` with a sentence the person reads. The check runs
-again when an answer of its step changes, and the claim cannot be sent while it fails
-(``review=True``: every answer is read back, and the person says "yes" to send it).
+Answers that are each fine can still disagree: the trip and the costs each declare a
+``check`` (the return is not before the departure; the costs fit within the total). A check is
+a rule of the values as they are now: it is asked again after every correction, the claim
+reads ``held`` with the check's sentence while it fails, and it cannot be sent then
+(``review=True``: every answer is read back, and the person says "yes" to send it). The
+mileage cost is ``derive``d from the miles: the engine works it out again whenever the miles
+change, and nobody types it. Executors are left for effects: filing the claim.
 """
 
 from __future__ import annotations
@@ -20,40 +23,44 @@ from typing import Annotated, Literal
 
 from pydantic import EmailStr, Field
 
-from formctl import Fail, Patch, define_form
+from formctl import define_form
 
 POLICY_CAP = 750
 MILEAGE_RATE = 0.45  # per mile
 
 
-def _mileage_cost(ctx):
-    """When the miles are known, derive the mileage cost, so the claimant never does the sum."""
-    miles = ctx.values.get("mileage")
-    if miles:
-        return Patch({"mileage_cost": round(miles * MILEAGE_RATE, 2)})
-    return None
+def _mileage_cost(v):
+    """The mileage cost follows the miles driven: the claimant never does the sum."""
+    return round(v["mileage"] * MILEAGE_RATE, 2)
 
 
 def _pounds(amount):
     return f"£{amount:,.0f}" if amount == int(amount) else f"£{amount:,.2f}"
 
 
-def _dates_in_order(ctx):
-    """A return before the departure is a typo in one of the two dates: say which dates disagree."""
-    departure, back = ctx.values.get("departure_date"), ctx.values.get("return_date")
-    if departure and back and back < departure:
-        return Fail(f"The return date ({back.isoformat()}) is before the departure date ({departure.isoformat()}).")
-    return None
+def _dates_in_order(v):
+    """A return before the departure is a typo in one of the two dates."""
+    return v["return_date"] >= v["departure_date"]
 
 
-def _costs_within_total(ctx):
+def _dates_message(v):
+    """Say which dates disagree."""
+    return (f"The return date ({v['return_date'].isoformat()}) is before the departure date "
+            f"({v['departure_date'].isoformat()}).")
+
+
+def _parts(v):
+    return (v.get("accommodation") or 0) + (v.get("meals") or 0)
+
+
+def _costs_within_total(v):
     """The parts of a claim can't come to more than its total (the cap is checked on the total)."""
-    total = ctx.values.get("total")
-    parts = (ctx.values.get("accommodation") or 0) + (ctx.values.get("meals") or 0)
-    if total is not None and parts > total:
-        return Fail(f"Accommodation and meals come to {_pounds(parts)}, more than the total claimed "
-                    f"({_pounds(total)}).")
-    return None
+    return _parts(v) <= v["total"]
+
+
+def _costs_message(v):
+    return (f"Accommodation and meals come to {_pounds(_parts(v))}, more than the total claimed "
+            f"({_pounds(v['total'])}).")
 
 
 def _filed(ctx):
@@ -80,11 +87,12 @@ travel_claim = (
            hint="Two capital letters and four digits, like AB1234.", source="person")
     .field("email", EmailStr, label="Work email", source="person")
     .step("trip", title="Trip", preview="destination, dates, purpose",
-          when=lambda v, s: s.step_complete("claimant"), on_complete=_dates_in_order)
+          when=lambda v, s: s.step_complete("claimant"))
     .field("destination", Annotated[str, Field(min_length=2)], label="Destination")
     .field("departure_date", date, label="Departure date")
     .field("return_date", date, label="Return date")
     .field("purpose", Annotated[str, Field(min_length=3)], label="Purpose of trip")
+    .check("dates-in-order", _dates_in_order, _dates_message, fields=("departure_date", "return_date"))
     .step("travel", title="Travel", preview="how they travelled, mileage or ticket",
           when=lambda v, s: s.step_complete("trip"))
     .field("mode", Literal["car", "rail", "air"], label="Mode",
@@ -93,17 +101,18 @@ travel_claim = (
                     "air": ["flew", "fly", "flying", "flight", "flights", "plane", "by plane", "aeroplane",
                             "airline", "easyjet", "ryanair", "british airways"]})
     .field("mileage", Annotated[int, Field(ge=1)] | None, label="Miles driven",
-           when=lambda v, s: v["mode"] == "car", on_fill=_mileage_cost)
-    .field("mileage_cost", Annotated[float, Field(ge=0)] | None, label="Mileage cost",
            when=lambda v, s: v["mode"] == "car")
+    .field("mileage_cost", Annotated[float, Field(ge=0)] | None, label="Mileage cost",
+           when=lambda v, s: v["mode"] == "car", derive=_mileage_cost)
     .field("ticket_reference", Annotated[str, Field(min_length=4)], label="Ticket reference",
            when=lambda v, s: v["mode"] in ("rail", "air"))
     .step("costs", title="Costs", preview="accommodation, meals, total",
-          when=lambda v, s: s.step_complete("travel"), on_complete=_costs_within_total)
+          when=lambda v, s: s.step_complete("travel"))
     .field("accommodation", Annotated[float, Field(ge=0)] | None, label="Accommodation cost", source="person")
     .field("meals", Annotated[float, Field(ge=0)] | None, label="Meals cost", source="person")
     .field("total", Annotated[float, Field(ge=0)], label="Total claimed",
            ask="The total amount claimed, in pounds.", source="person")
+    .check("costs-within-total", _costs_within_total, _costs_message, fields=("accommodation", "meals", "total"))
     .checkpoint("policy-cap", when=lambda v, s: (v["total"] or 0) > POLICY_CAP, blocking=True,
                 wait_message="Over the 750 cap: waiting for Finance to approve.")
     .on_complete(_filed)

@@ -26,3 +26,8 @@ atexit.register(shutil.rmtree, ROOT.parent, True)
 FORMS = ROOT / "forms"
 REGISTRY = FORMS / "registry.toml"
 TRANSCRIPTS = ROOT / "transcripts"
+
+# The mileage field's gate as the example travel claim declares it, and widened to rail trips too:
+# the edit the transcript tests make to a form to show a regression caught (``str.replace`` arguments).
+MILEAGE_GATE = '"Miles driven",\n           when=lambda v, s: v["mode"] == "car"'
+MILEAGE_GATE_WIDENED = (MILEAGE_GATE, MILEAGE_GATE.replace('== "car"', 'in ("car", "rail")'))

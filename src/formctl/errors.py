@@ -92,6 +92,21 @@ class NotReadyError(InstanceStateError):
     code = "form_not_ready"
 
 
+class CheckFailedError(NotReadyError):
+    """A submit while one of the form's checks fails (docs/engine.md, "Checks"): the message is
+    the check's own sentence, so the person reads what to correct. Correcting an answer the
+    check reads makes the submit possible (a :class:`NotReadyError`, so an instance state)."""
+
+    code = "check_failed"
+
+
+class DerivedFieldError(UsageError):
+    """A write (fill, revise, retract, undo, redo) to a field the engine derives from other
+    answers: nobody sets it; it follows its inputs (docs/engine.md, "Derived values")."""
+
+    code = "derived_field"
+
+
 class InstanceClosedError(InstanceStateError):
     """The instance is closed (abandoned, or terminated by a hook): a write, an abandon, a resume
     or a migrate of it. Also an abandon of a complete instance: complete is final for that too."""
@@ -322,7 +337,9 @@ __all__ = [
     "NotAllowedError",
     "UsageError",
     "AlreadyExistsError",
+    "CheckFailedError",
     "ConflictError",
+    "DerivedFieldError",
     "FormBlockedError",
     "FormDefinitionError",
     "FormError",

@@ -46,7 +46,7 @@ def test_the_form_example_imports_only_what_it_uses_compiles_lints_clean_and_run
     here = cli.at(store=tmp_path / "store", forms=forms)  # in process: the README's form, not the example one
     checked = here.ok("check", "travel-claim", "--strict")
     assert "warning" not in checked.stdout and "error" not in checked.stdout
-    ran = here.ok("run", "travel-claim", "--offline", input="Dana Reeve\ndana@example.org\nrail\n120\n")
+    ran = here.ok("run", "travel-claim", "--offline", input="Dana Reeve\ndana@example.org\nrail\n90\n120\n")
     listed = here("instances", "--status", "complete", "--json")
     assert '"travel-claim"' in listed.stdout, ran.stdout
 

@@ -325,16 +325,14 @@ def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(t
     marked the host's write as seen and the status poller took the stamp read after the turn as
     the chat's own: nothing was ever said."""
     pexpect = pytest.importorskip("pexpect")
-    from chat.test_terminal_interrupts import _answer_up_to_the_miles, _expect, _say, _spawn
+    from chat.test_terminal_interrupts import _answer_up_to_the_miles, _expect, _hold_the_miles, _say, _spawn
     from helpers.terminal import close
 
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
     release = tmp_path / "release"
     claim = forms / "travel_claim.py"
-    source = claim.read_text(encoding="utf-8")
-    held = """    miles = ctx.values.get("mileage")
-    if miles == 120:
+    held = """    if miles == 120:
         import os, sys, time
         sys.stdout.write("(executor running)\\r\\n")
         sys.stdout.flush()
@@ -342,8 +340,7 @@ def test_in_a_terminal_a_hosts_write_during_a_turn_is_said_without_a_keystroke(t
         while not os.path.exists(os.environ["FORMCTL_TEST_RELEASE"]) and time.monotonic() < deadline:
             time.sleep(0.05)
 """
-    assert '    miles = ctx.values.get("mileage")\n' in source
-    claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', held), encoding="utf-8")
+    _hold_the_miles(claim, held)
     cli = cli.at(forms=forms)
 
     child = _spawn(cli, FORMCTL_TEST_RELEASE=str(release))

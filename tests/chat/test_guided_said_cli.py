@@ -152,5 +152,7 @@ def test_the_person_sees_a_held_claim_in_plain_words_and_not_the_models_instruct
     out = cli.chat("run", "travel-claim", "--subject", "s", lines=lines)
 
     status = [line for line in out.splitlines() if line.startswith("· [form:")]
-    assert status[-1] == "· [form: travel-claim] on hold until an answer changes"
+    assert status[-1] == (
+        "· [form: travel-claim] held: Accommodation and meals come to £600, more than the total claimed (£100)."
+    )
     assert not any("nothing pending" in line or "step:" in line or "form_submit" in line for line in status)

@@ -25,7 +25,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-from fixture_project import FORMS  # noqa: E402
+from fixture_project import FORMS, MILEAGE_GATE  # noqa: E402
 from helpers.terminal import close, spawn  # noqa: E402
 
 pytestmark = pytest.mark.e2e  # every test here runs formctl in a pseudo-terminal
@@ -60,6 +60,17 @@ def _say(child: pexpect.spawn, text: str) -> None:
     child.send(text + "\r")
 
 
+def _hold_the_miles(claim: Path, body: str) -> None:
+    """The copied travel claim (``claim``) with an executor on the miles that runs ``body`` (lines
+    indented four spaces, ``miles`` in scope) before it returns: the example's mileage cost is
+    derived, so it has no executor of its own to hold."""
+    source = claim.read_text(encoding="utf-8")
+    assert MILEAGE_GATE + ")" in source and "\ntravel_claim = (" in source
+    source = source.replace(MILEAGE_GATE + ")", MILEAGE_GATE + ", on_fill=_held_miles)")
+    held = f'def _held_miles(ctx):\n    miles = ctx.values.get("mileage")\n{body}    return None\n\n\n'
+    claim.write_text(source.replace("\ntravel_claim = (", "\n" + held + "travel_claim = ("), encoding="utf-8")
+
+
 def _answer_up_to_the_miles(child: pexpect.spawn) -> None:
     _expect(child, "Full name")
     for answer, next_question in [
@@ -82,9 +93,7 @@ def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_a
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
     release = tmp_path / "release"
     claim = forms / "travel_claim.py"
-    source = claim.read_text(encoding="utf-8")
-    slow = """    miles = ctx.values.get("mileage")
-    if miles == 120:
+    slow = """    if miles == 120:
         import os, sys, time
         sys.stdout.write("(executor running)\\r\\n")
         sys.stdout.flush()
@@ -92,8 +101,7 @@ def test_ctrl_c_while_an_executor_runs_gives_a_clean_prompt_the_question_again_a
         while not os.path.exists(os.environ["FORMCTL_TEST_RELEASE"]) and time.monotonic() < deadline:
             time.sleep(0.05)
 """
-    assert '    miles = ctx.values.get("mileage")\n' in source
-    claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', slow), encoding="utf-8")
+    _hold_the_miles(claim, slow)
 
     child = _spawn(cli.at(forms=forms), FORMCTL_TEST_RELEASE=str(release))
     try:
@@ -130,15 +138,13 @@ def test_a_second_ctrl_c_while_a_turn_is_stopping_leaves_the_chat(tmp_path, cli)
     forms = tmp_path / "forms"
     shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
     claim = forms / "travel_claim.py"
-    source = claim.read_text(encoding="utf-8")
-    stuck = """    miles = ctx.values.get("mileage")
-    if miles == 120:
+    stuck = """    if miles == 120:
         import sys, time
         sys.stdout.write("(executor running)\\r\\n")
         sys.stdout.flush()
         time.sleep(60)
 """
-    claim.write_text(source.replace('    miles = ctx.values.get("mileage")\n', stuck), encoding="utf-8")
+    _hold_the_miles(claim, stuck)
 
     child = _spawn(cli.at(forms=forms))
     try:

@@ -146,6 +146,7 @@ def test_check_prints_the_outline_with_each_fields_type_string(cli):
         "type": "integer >= 1",
         "required": False,
         "conditional": True,
+        "derived": False,
     }
     assert [s["id"] for s in data["steps"]] == ["claimant", "trip", "travel", "costs"]
     assert data["checkpoints"] == [{"id": "policy-cap", "blocking": True, "waits_for_host": True}]

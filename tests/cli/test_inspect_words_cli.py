@@ -30,5 +30,8 @@ def test_inspect_names_standing_failures_by_label_and_title_never_by_hook_id(cli
     shown = cli.ok("inspect", instance_id).output
 
     assert 'blocked: The "policy cap" check [policy-cap]: Over the cap without pre-approval' in shown
-    assert "blocked: Costs: Accommodation and meals come to £800" in shown
+    # The costs' check holds the claim in its own words, its id in brackets as the outline names it.
+    assert (
+        "held: Accommodation and meals come to £800, more than the total claimed (£780). [costs-within-total]" in shown
+    )
     assert "checkpoint:policy-cap" not in shown and "step:costs" not in shown

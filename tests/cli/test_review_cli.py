@@ -137,7 +137,8 @@ def test_a_correction_at_the_read_back_is_read_back_again_before_it_is_sent(cli)
 
 
 def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected(cli):
-    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-04", "2026-03-02", "client visit"]
+    # The trip's check holds as soon as both dates are in, before the purpose is asked.
+    answers = ["Dana Reeve", "AB1234", "dana@example.org", "Leeds", "2026-03-04", "2026-03-02"]
 
     out = cli(
         "run",
@@ -154,15 +155,16 @@ def test_a_return_before_the_departure_is_refused_in_plain_words_until_corrected
         "--offline",
         "--subject",
         "dana",
-        input="Return date: 2026-03-06\n",
+        input="Return date: 2026-03-06\nclient visit\n",
     ).stdout
     inspected = json.loads(cli("inspect", row["instance_id"], "--json").stdout)
 
     assert "The return date (2026-03-02) is before the departure date (2026-03-04)." in out
     assert 'Which answer should change? Tell me as "Label: value"' in out
-    assert "step:trip" not in out  # the check's own words, not its hook id
-    assert "Mode" in fixed.split("Return date: 2026-03-06")[-1]  # corrected: on to the next step
-    assert "failures" not in inspected
+    assert "dates-in-order" not in out  # the check's own words, not its id
+    after = fixed.split("Return date: 2026-03-06")[-1]
+    assert after.index("Purpose of trip?") < after.index("Mode")  # corrected: the step goes on, then the next
+    assert "failures" not in inspected and "checks_failed" not in inspected
 
 
 def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(cli):
@@ -173,9 +175,9 @@ def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(
         "Leeds",
         "2026-03-04",
         "2026-03-02",
-        "client visit",
         "no, it is fine",
         "Return date: 2026-03-06",
+        "client visit",
     ]
 
     out = cli(
@@ -187,7 +189,7 @@ def test_a_bare_line_at_which_answer_should_change_is_said_back_not_passed_over(
         input="".join(a + "\n" for a in answers),
     ).stdout
 
-    held = out.split("The return date (2026-03-02) is before the departure date (2026-03-04).")[1]
+    held = out.split("The return date (2026-03-02) is before the departure date (2026-03-04).", 1)[1]
     assert 'I wasn\'t sure which question this answers: "no, it is fine". You can say "Label: value".' in held
     assert "Mode" in held.split("Return date: 2026-03-06")[-1]
 

@@ -88,6 +88,7 @@ def test_each_flaw_is_a_warning_naming_the_line_of_the_definition(tmp_path):
     assert ("sensitive-unmaskable", line_of(path, '"born"')) in found
     assert ("type-undescribed", line_of(path, '"blob"')) in found
     assert ("pattern-unexplained", line_of(path, '"ref"')) in found  # no hint, no example, not sayable
+    assert ("executor-is-a-rule", line_of(path, "def _derive")) in found  # a Patch worked out from the values
     assert "pattern-unexplained" not in {c for c, line in found if line == line_of(path, '"code"')}  # said in words
     codes = [f.code for f in lint(compiled)]
     assert codes.count("step-never-opens") == 2  # step "e" opens (kind=y, amount=100), "d" is unknown-step
@@ -151,7 +152,7 @@ def test_check_prints_each_warning_with_the_file_and_line_and_still_exits_0(tmp_
         line.startswith(f'forms/flawed.py:{line_of(source, "> LIMIT, on_complete")}: warning: step "c" can never open')
         for line in lines
     )
-    assert lines[-1] == "11 warnings"
+    assert lines[-1] == "12 warnings"
 
 
 def test_check_strict_makes_warnings_errors(tmp_path):
@@ -159,11 +160,11 @@ def test_check_strict_makes_warnings_errors(tmp_path):
     out = formctl("check", "flawed", "--strict", cwd=root)
     assert out.returncode == 1
     assert ": error: " in out.stdout and ": warning: " not in out.stdout
-    assert out.stdout.splitlines()[-1] == "11 warnings (--strict: errors)"
+    assert out.stdout.splitlines()[-1] == "12 warnings (--strict: errors)"
     data = formctl("check", "flawed", "--strict", "--json", cwd=root)
     assert data.returncode == 1
     parsed = json.loads(data.stdout)
-    assert parsed["ok"] is False and len(parsed["warnings"]) == 11
+    assert parsed["ok"] is False and len(parsed["warnings"]) == 12
     always = next(w for w in parsed["warnings"] if w["code"] == "checkpoint-reads-nothing")
     assert always["path"] == "forms/flawed.py" and always["line"] == line_of(root / "forms" / "flawed.py", '"always"')
     clean = formctl("check", "travel-claim", "--strict", cwd=root)
@@ -227,3 +228,85 @@ def test_a_form_file_edited_since_it_was_linted_is_linted_as_it_reads_now(tmp_pa
     assert ("unknown-field", "kindd", line_of(path, 'v["kindd"]')) in found
     assert not any(name == "knd" for _, name, _ in found)
     assert ("unknown-step", "nowhere", line_of(path, '"nowhere"')) in found
+
+
+RULES_AS_EXECUTORS = textwrap.dedent("""\
+    from datetime import date
+    from formctl import define_form, Fail, Patch
+
+
+    def _mileage_cost(ctx):
+        miles = ctx.values.get("miles")
+        if miles:
+            return Patch({"cost": miles * 0.45})
+        return None
+
+
+    def _dates_in_order(ctx):
+        if ctx.values["back"] < ctx.values["out"]:
+            return Fail("The return is before the departure.")
+        return None
+
+
+    def _book(ctx):
+        if ctx.values["back"] < ctx.values["out"]:
+            return Fail("The return is before the departure.")
+        return Patch({"cost": book(ctx.idempotency_key)})  # the outside world: an effect, not a rule
+
+
+    def book(key):
+        return 1.0
+
+
+    form = (
+        define_form("rules", version=1, name="Rules")
+        .step("trip", title="Trip", on_complete=_dates_in_order)
+        .field("out", date, label="Out")
+        .field("back", date, label="Back")
+        .field("miles", int | None, label="Miles", on_fill=_mileage_cost)
+        .field("cost", float | None, label="Cost")
+        .check("sane", lambda v: v["mlies"] > 0, "Miles must be positive.", fields=("miles",))
+        .field("later", float | None, label="Later", derive=lambda v: v["cots"] * 2)
+        .on_complete(_book)
+        .build()
+    )
+""")
+
+
+def test_an_executor_that_only_fails_or_patches_from_the_values_is_said_to_be_a_check_or_a_derivation(tmp_path):
+    compiled, path = load(tmp_path, RULES_AS_EXECUTORS, "form")
+    rules = {f.line: f.message for f in lint(compiled) if f.code == "executor-is-a-rule"}
+
+    assert "a derived field (derive=...) follows every correction" in rules[line_of(path, "def _mileage_cost")]
+    assert "a .check(...) follows every correction" in rules[line_of(path, "def _dates_in_order")]
+    assert line_of(path, "def _book") not in rules  # it reads the idempotency key: an effect
+
+
+def test_a_check_or_a_derived_field_reading_an_unknown_field_is_named(tmp_path):
+    compiled, path = load(tmp_path, RULES_AS_EXECUTORS, "form")
+    unknown = {(f.line, f.message) for f in lint(compiled) if f.code == "unknown-field"}
+
+    line = line_of(path, '"mlies"')
+    assert (line, 'the test of check "sane" reads field "mlies", which the form does not declare') in unknown
+    line = line_of(path, '"cots"')
+    assert (
+        line,
+        'the function of derived field "later" reads field "cots", which the form does not declare',
+    ) in unknown
+
+
+def test_check_shows_the_checks_and_the_derived_fields_in_the_outline(tmp_path):
+    shutil.copytree(FORMS, tmp_path / "forms", ignore=shutil.ignore_patterns("__pycache__"))
+
+    shown = formctl("check", "travel-claim", cwd=tmp_path).stdout
+    data = json.loads(formctl("check", "travel-claim", "--json", cwd=tmp_path).stdout)
+
+    assert "check dates-in-order: (a message worded from the values) (reads departure_date, return_date)" in shown
+    assert "check costs-within-total:" in shown
+    assert any(line.split()[:1] == ["mileage_cost"] and "derived" in line for line in shown.splitlines())
+    steps = {s["id"]: s for s in data["steps"]}
+    assert steps["trip"]["checks"] == [
+        {"id": "dates-in-order", "message": None, "fields": ["departure_date", "return_date"]}
+    ]
+    assert {f["id"]: f["derived"] for f in steps["travel"]["fields"]}["mileage_cost"] is True
+    assert data["checks"] == []

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import clitools
-from fixture_project import FORMS  # noqa: E402
+from fixture_project import FORMS, MILEAGE_GATE_WIDENED  # noqa: E402
 from fixture_project import TRANSCRIPTS as SHIPPED
 
 
@@ -52,7 +52,7 @@ def test_replaying_the_shipped_folder_passes_and_ends_with_the_summary_line():
 def test_a_regression_in_a_form_fails_with_a_diff_a_form_author_can_read(tmp_path):
     project = project_copy(tmp_path, "held_after_correction", "what_else")
     form = project / "forms" / "travel_claim.py"
-    form.write_text(form.read_text().replace('v["mode"] == "car", on_fill', 'v["mode"] in ("car", "rail"), on_fill'))
+    form.write_text(form.read_text().replace(*MILEAGE_GATE_WIDENED))
     out = formctl("replay", "transcripts", cwd=project)
     assert out.returncode == 1, out.stdout + out.stderr
     lines = out.stdout.splitlines()
@@ -67,7 +67,7 @@ def test_update_accepts_the_new_behaviour_shows_what_changed_and_then_passes(cli
     project = project_copy(tmp_path, "held_after_correction")
     monkeypatch.chdir(project)
     form = project / "forms" / "travel_claim.py"
-    form.write_text(form.read_text().replace('v["mode"] == "car", on_fill', 'v["mode"] in ("car", "rail"), on_fill'))
+    form.write_text(form.read_text().replace(*MILEAGE_GATE_WIDENED))
     author = cli.at(forms=project / "forms")
     updated = author.ok("replay", "transcripts", "--update")
     assert "updated transcripts/held_after_correction.toml" in updated.stdout

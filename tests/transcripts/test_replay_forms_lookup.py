@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import clitools
-from fixture_project import FORMS
+from fixture_project import FORMS, MILEAGE_GATE_WIDENED
 from fixture_project import TRANSCRIPTS as SHIPPED
 from formctl.errors import TranscriptError
 from formctl.transcripts.replay import find_registry
@@ -130,7 +130,7 @@ def test_a_form_edited_between_two_replays_in_one_process_is_replayed_as_edited(
     assert clitools.invoke("replay", str(transcript)).exit_code == 0
 
     form = project / "forms" / "travel_claim.py"
-    form.write_text(form.read_text().replace('v["mode"] == "car", on_fill', 'v["mode"] in ("car", "rail"), on_fill'))
+    form.write_text(form.read_text().replace(*MILEAGE_GATE_WIDENED))
     result = clitools.invoke("replay", str(transcript))
 
     assert result.exit_code == 1, result.output

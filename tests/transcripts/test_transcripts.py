@@ -12,7 +12,7 @@ from typing import Annotated
 import pytest
 from pydantic import Field
 
-from fixture_project import FORMS  # noqa: E402
+from fixture_project import FORMS, MILEAGE_GATE_WIDENED  # noqa: E402
 from fixture_project import TRANSCRIPTS as SHIPPED
 from formctl import FormRegistry, FormRunner, MemoryAdapter, define_form
 from formctl.agent.loop import ChatLoop
@@ -59,7 +59,7 @@ def test_the_shipped_set_covers_every_step_checkpoint_and_gate_of_the_example_fo
 
 def test_a_changed_when_gate_fails_the_replay_with_a_diff_naming_the_field(tmp_path):
     path = copy_shipped(tmp_path, "held_after_correction")
-    registry = forms_registry(travel_claim=('v["mode"] == "car", on_fill', 'v["mode"] in ("car", "rail"), on_fill'))
+    registry = forms_registry(travel_claim=MILEAGE_GATE_WIDENED)
     result = replay_file(path, registry=registry)
     assert not result.passed
     assert 'diverged at turn 5 (person: "Mode: rail"' in result.diff

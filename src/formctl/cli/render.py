@@ -105,6 +105,8 @@ def view_header(view: Any) -> Text:
         )
     for text in view.failure_lines:
         line.append(f"\nblocked: {text}", style="red")
+    for check in view.checks_failed:
+        line.append(f"\nheld: {check.message} [{check.check}]", style="red")
     return line
 
 
@@ -125,12 +127,13 @@ def _fields_table(rows: Iterable[Any], *, title: str | None = None) -> Table:
             value = row.error
         applies = getattr(row, "applies", True)
         status = row.status if applies or row.status != "empty" else "doesn't apply"
+        said = status + (" (derived)" if row.derived else "") + (", check fails" if row.failed_check else "")
         cells = [
             f"{row.id}{mark}",
             row.label,
             row.type,
             ("yes" if row.required else "no") if applies else "-",  # not needed given the answers
-            _status(status),
+            Text(said, style=_STATUS_STYLE.get(status, "")),
             Text(value, style="red" if row.status == "invalid" else ""),
         ]
         table.add_row(*cells)
@@ -225,16 +228,35 @@ def print_check(compiled: Any, out: Console | None = None) -> None:
             notes = []
             if f.when is not None:
                 notes.append("conditional")
+            if f.derive is not None:
+                notes.append("derived")
             if f.on_fill is not None:
-                notes.append("on_fill")
+                notes.append("on_fill" + (" (reruns on change)" if f.rerun else ""))
             if f.sensitive:
                 notes.append("sensitive")
             table.add_row(f.id, f.label, Text(f.type, style="cyan"), "yes" if f.required else "no", ", ".join(notes))
         out.print(table)
+        _print_checks(step.checks, out)
+    _print_checks(compiled.form_checks, out, of_form=True)
     for cp in compiled.checkpoints:
         kind = "blocking checkpoint" if cp.blocking else "checkpoint"
         waits = " (waits for formctl resolve)" if cp.blocking and (cp.run is None or cp.wait_for_host) else ""
         out.print(Text(f"{kind} {cp.id}{waits}", style="yellow"))
+
+
+def _print_checks(checks: list[Any], out: Console, *, of_form: bool = False) -> None:
+    """The checks that hold a step (or the form): each with the message a person reads and what it reads."""
+    for c in checks:
+        reads = f" (reads {', '.join(c.fields)})" if c.fields else ""
+        says = c.message if isinstance(c.message, str) else "(a message worded from the values)"
+        out.print(Text(f"{'form check' if of_form else 'check'} {c.id}: {says}{reads}", style="magenta"))
+
+
+def _check_dicts(checks: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {"id": c.id, "message": c.message if isinstance(c.message, str) else None, "fields": list(c.fields)}
+        for c in checks
+    ]
 
 
 def check_dict(compiled: Any) -> dict[str, Any]:
@@ -258,12 +280,15 @@ def check_dict(compiled: Any) -> dict[str, Any]:
                         "type": f.type,
                         "required": f.required,
                         "conditional": f.when is not None,
+                        "derived": f.derive is not None,
                     }
                     for f in s.fields
                 ],
+                "checks": _check_dicts(s.checks),
             }
             for s in compiled.steps
         ],
+        "checks": _check_dicts(compiled.form_checks),
         "checkpoints": [
             {
                 "id": cp.id,
@@ -324,6 +349,7 @@ _HOW = {
     "executor": "derived by a hook",
     "seed": "given by the host as a seed",  # a seed stored before its moment was recorded
     "migrated": "carried over by a migration",
+    "derived": "worked out from other answers",
 }
 
 # When the host gave a seed (provenance ``moment``): with the form's start, or with a chat
@@ -346,6 +372,8 @@ def how_text(p: dict[str, Any]) -> str:
     """A revision's provenance in a few words: ``said, turn 2``, ``executor field:mileage``, ``seed, at the start``."""
     kind = p.get("kind") or ""
     extra = f"turn {p['turn']}" if p.get("turn") is not None else (p.get("hook") or "")
+    if kind == "derived" and p.get("inputs"):
+        extra = f"from {p['inputs']}"
     if kind == "seed" and p.get("moment") in _SEED_MOMENT:
         extra = _SEED_MOMENT[p["moment"]][1]
     return f"{kind}, {extra}" if extra else kind

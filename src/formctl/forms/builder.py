@@ -8,11 +8,25 @@ importing the compiler back.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from formctl.errors import FormDefinitionError
 from formctl.forms.compile import CompiledForm, compile_form
-from formctl.forms.definition import FIELD_SOURCES, CheckpointDef, Executor, FieldDef, FormDef, Gate, Migrate, StepDef
+from formctl.forms.definition import (
+    FIELD_SOURCES,
+    RERUN_MODES,
+    CheckDef,
+    CheckpointDef,
+    Derive,
+    Executor,
+    FieldDef,
+    FormDef,
+    Gate,
+    Migrate,
+    StepDef,
+    Test,
+)
 
 __all__ = ["FormBuilder", "define_form"]
 
@@ -64,6 +78,17 @@ class FormBuilder:
 
     def __init__(self, definition: FormDef) -> None:
         self._def = definition
+        # Past the last step: a checkpoint or the form's on_complete was declared since the last
+        # .step(), so a .check() that follows is the form's own, not the last step's.
+        self._after_steps = False
+
+    def _check_rerun(self, what: str, rerun: str | None, executor: Executor | None) -> None:
+        if rerun not in RERUN_MODES:
+            raise FormDefinitionError(
+                f'Form "{self._def.id}": {what} rerun must be "on_change" or None, not {rerun!r}.', [what]
+            )
+        if rerun is not None and executor is None:
+            raise FormDefinitionError(f'Form "{self._def.id}": {what} says rerun but has no executor to run.', [what])
 
     def step(
         self,
@@ -74,11 +99,18 @@ class FormBuilder:
         preview: str | None = None,
         when: Gate | None = None,
         on_complete: Executor | None = None,
+        rerun: str | None = None,
     ) -> FormBuilder:
-        """Open a step; the fields that follow belong to it."""
+        """Open a step; the fields and checks that follow belong to it.
+
+        ``rerun="on_change"``: ``on_complete`` runs again (a new occurrence) whenever an answer of
+        the step changes value while the step is complete, not only when it first completes.
+        """
+        self._check_rerun(f'step "{id}"', rerun, on_complete)
         self._def.steps.append(
-            StepDef(id=id, title=title, ask=ask, preview=preview, when=when, on_complete=on_complete)
+            StepDef(id=id, title=title, ask=ask, preview=preview, when=when, on_complete=on_complete, rerun=rerun)
         )
+        self._after_steps = False
         return self
 
     def field(
@@ -94,8 +126,15 @@ class FormBuilder:
         sensitive: bool = False,
         source: str | None = None,
         aliases: dict[str, list[str] | tuple[str, ...]] | None = None,
+        derive: Derive | None = None,
+        rerun: str | None = None,
     ) -> FormBuilder:
         """Add a field to the most recent step. Optional iff ``schema`` accepts ``None``.
+
+        ``derive=fn``: the engine computes the value, ``fn(values)``, from the live answers it reads,
+        again whenever one of them changes; nobody writes it, and it is held while an answer it
+        reads (``v["x"]``) is not live (``v.get("x")`` reads None instead). ``rerun="on_change"``:
+        ``on_fill`` runs again whenever the value changes while live, not only when it first is.
 
         ``source="person"``: a model's value is stored only when the person's own words hold it
         (a quote the checker finds, the value in it); otherwise the person is asked.
@@ -113,6 +152,9 @@ class FormBuilder:
             raise FormDefinitionError(
                 f'Form "{self._def.id}": field "{id}" source must be "person", "host" or None, not {source!r}.', [id]
             )
+        if derive is not None and not callable(derive):
+            raise FormDefinitionError(f'Form "{self._def.id}": field "{id}" derive must be a function.', [id])
+        self._check_rerun(f'field "{id}"', rerun, on_fill)
         self._def.steps[-1].fields.append(
             FieldDef(
                 id=id,
@@ -125,8 +167,41 @@ class FormBuilder:
                 sensitive=sensitive,
                 source=source,
                 aliases=_choice_aliases(self._def.id, id, schema, aliases),
+                derive=derive,
+                rerun=rerun,
             )
         )
+        return self
+
+    def check(
+        self,
+        check_id: str,
+        test: Test,
+        message: str | Callable[[Mapping[str, Any]], str],
+        *,
+        fields: tuple[str, ...] | list[str] = (),
+        when: Gate | None = None,
+    ) -> FormBuilder:
+        """A rule the live answers must obey (docs/engine.md, "Checks"): ``test(values)`` is true when
+        they do. While it fails, its step (or, declared after the last step, the form) is not
+        complete, the person reads ``message`` (text, or a function of the values that says it with
+        them: ``lambda v: f"... £{v['total']}"``), and the form cannot be sent. ``fields`` names the
+        answers it reads: they are pointed at while it fails, and it waits for the required ones.
+        """
+        if not self._def.steps:
+            raise FormDefinitionError(
+                f'Form "{self._def.id}" declares check "{check_id}" before any step — call .step() first.', [check_id]
+            )
+        where = self._def.checks if self._after_steps else self._def.steps[-1].checks
+        if not callable(test):
+            raise FormDefinitionError(f'Form "{self._def.id}": check "{check_id}" needs a test function.', [check_id])
+        if not callable(message) and (not isinstance(message, str) or not message.strip()):
+            raise FormDefinitionError(f'Form "{self._def.id}": check "{check_id}" needs a message.', [check_id])
+        if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+            raise FormDefinitionError(
+                f'Form "{self._def.id}": check "{check_id}" fields must be a tuple of field ids.', [check_id]
+            )
+        where.append(CheckDef(id=check_id, test=test, message=message, fields=tuple(fields), when=when))
         return self
 
     def checkpoint(
@@ -167,11 +242,13 @@ class FormBuilder:
                 watch=tuple(watch),
             )
         )
+        self._after_steps = True
         return self
 
     def on_complete(self, fn: Executor) -> FormBuilder:
         """The form-level executor, fired on the rising edge of completion."""
         self._def.on_complete = fn
+        self._after_steps = True
         return self
 
     @property

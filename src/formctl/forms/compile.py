@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from formctl.errors import FormDefinitionError
-from formctl.forms.definition import CheckpointDef, FieldDef, FormDef, StepDef
+from formctl.forms.definition import CheckDef, CheckpointDef, FieldDef, FormDef, StepDef
 
 if TYPE_CHECKING:
     from formctl.forms.validate import FieldValidator  # imported when first needed (pydantic is slow to import)
@@ -58,6 +58,8 @@ class CompiledField:
         "on_fill",
         "sensitive",
         "source",
+        "derive",
+        "rerun",
         "step_id",
         "step_index",
         "order",
@@ -78,6 +80,8 @@ class CompiledField:
         self.on_fill = definition.on_fill
         self.sensitive = definition.sensitive
         self.source = definition.source
+        self.derive = definition.derive  # the engine computes the value (docs/engine.md, "Derived values")
+        self.rerun = definition.rerun
         self.step_id = step_id
         self.step_index = step_index
         self.order = order
@@ -123,7 +127,7 @@ class CompiledField:
 
 
 class CompiledStep:
-    __slots__ = ("id", "title", "ask", "preview", "when", "on_complete", "index", "fields")
+    __slots__ = ("id", "title", "ask", "preview", "when", "on_complete", "rerun", "index", "fields", "checks")
 
     def __init__(self, definition: StepDef, index: int) -> None:
         self.id = definition.id
@@ -132,8 +136,10 @@ class CompiledStep:
         self.preview = definition.preview
         self.when = definition.when
         self.on_complete = definition.on_complete
+        self.rerun = definition.rerun
         self.index = index  # position in the form, 0-based like every index here
         self.fields: list[CompiledField] = []
+        self.checks: list[CompiledCheck] = []  # the checks that hold this step (docs/engine.md, "Checks")
 
     @property
     def number(self) -> int:
@@ -142,6 +148,27 @@ class CompiledStep:
 
     def __repr__(self) -> str:
         return f"CompiledStep({self.id!r})"
+
+
+class CompiledCheck:
+    """A check with its place: ``step_index`` is the step it holds, None for the form's own.
+    ``fields`` are field ids once compiled; ``required`` the positions of the required ones,
+    which must be live for the check to apply."""
+
+    __slots__ = ("id", "test", "message", "fields", "when", "step_index", "index", "required")
+
+    def __init__(self, definition: CheckDef, step_index: int | None, index: int) -> None:
+        self.id = definition.id
+        self.test = definition.test
+        self.message = definition.message
+        self.fields: tuple[str, ...] = tuple(definition.fields)
+        self.when = definition.when
+        self.step_index = step_index
+        self.index = index  # position among the form's checks, 0-based
+        self.required: tuple[int, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"CompiledCheck({self.id!r})"
 
 
 class CompiledCheckpoint:
@@ -180,6 +207,9 @@ class CompiledForm:
         self.steps: list[CompiledStep] = []
         self.fields: list[CompiledField] = []
         self.checkpoints: list[CompiledCheckpoint] = []
+        self.checks: list[CompiledCheck] = []  # every check, the steps' in order, then the form's own
+        self.form_checks: list[CompiledCheck] = []
+        self.derived: list[CompiledField] = []  # the fields with ``derive``, in declaration order
         self.field_by_id: dict[str, CompiledField] = {}
         self.step_by_id: dict[str, CompiledStep] = {}
         self.checkpoint_by_id: dict[str, CompiledCheckpoint] = {}
@@ -217,12 +247,23 @@ class CompiledForm:
     @cached_property
     def gated_positions(self) -> frozenset[int]:
         """Positions of the fields that have an applicability gate."""
-        return frozenset(f.order for f in self.fields if f.when is not None)
+        return frozenset(f.order for f in self.fields if f.when is not None or f.derive is not None)
 
     @cached_property
     def required_in_step(self) -> list[list[tuple[int, bool]]]:
         """Per step, ``(position, gated)`` of its required fields: what step completion checks."""
-        return [[(f.order, f.when is not None) for f in step.fields if f.required] for step in self.steps]
+        gated = self.gated_positions
+        return [[(f.order, f.order in gated) for f in step.fields if f.required] for step in self.steps]
+
+    @cached_property
+    def reruns(self) -> bool:
+        """Some executor is declared ``rerun="on_change"`` (most forms: none, and the edges skip the test)."""
+        return any(f.rerun for f in self.fields) or any(s.rerun for s in self.steps)
+
+    @cached_property
+    def derived_ids(self) -> frozenset[str]:
+        """The ids of the derived fields: nobody writes or moves them (docs/engine.md, "Derived values")."""
+        return frozenset(f.id for f in self.derived)
 
     @cached_property
     def labels(self) -> dict[str, str]:
@@ -334,4 +375,51 @@ def compile_form(definition: FormDef) -> CompiledForm:
 
     if not compiled.fields:
         raise FormDefinitionError(f'Form "{form_id}" declares no fields.', [form_id])
+    _compile_checks(compiled, definition)
+    _compile_derived(compiled)
     return compiled
+
+
+def _compile_checks(compiled: CompiledForm, definition: FormDef) -> None:
+    """Index the steps' checks and the form's own, their fields resolved (docs/engine.md, "Checks")."""
+    form_id = compiled.id
+    # Duplicate step ids were refused already, so the compiled steps are the declared ones.
+    declared: list[tuple[CheckDef, int | None]] = [
+        (check, step.index)
+        for step, step_def in zip(compiled.steps, definition.steps, strict=True)
+        for check in step_def.checks
+    ]
+    declared += [(check, None) for check in definition.checks]
+    seen: set[str] = set()
+    for check_def, step_index in declared:
+        if check_def.id in seen:
+            raise FormDefinitionError(f'Form "{form_id}" declares duplicate check ids: {check_def.id}.', [check_def.id])
+        seen.add(check_def.id)
+        check = CompiledCheck(check_def, step_index, len(compiled.checks))
+        resolved = [(f, compiled.resolve_field(f)) for f in check.fields]
+        unknown = [f for f, field_id in resolved if field_id is None]
+        if unknown:
+            raise FormDefinitionError(
+                f'Form "{form_id}": check "{check.id}" reads {", ".join(unknown)}, which the form does not declare.',
+                [check.id, *unknown],
+            )
+        check.fields = tuple(dict.fromkeys(field_id for _, field_id in resolved if field_id is not None))
+        check.required = tuple(compiled.field_by_id[f].order for f in check.fields if compiled.field_by_id[f].required)
+        compiled.checks.append(check)
+        if step_index is None:
+            compiled.form_checks.append(check)
+        else:
+            compiled.steps[step_index].checks.append(check)
+
+
+def _compile_derived(compiled: CompiledForm) -> None:
+    """Index the derived fields; nobody writes one, so it cannot also say who must give it."""
+    for field in compiled.fields:
+        if field.derive is None:
+            continue
+        if field.source is not None:
+            raise FormDefinitionError(
+                f'Form "{compiled.id}": field "{field.id}" is derived, so it cannot also have source="{field.source}".',
+                [field.id],
+            )
+        compiled.derived.append(field)

@@ -16,6 +16,10 @@ from typing import Any
 
 Gate = Callable[[Mapping[str, Any], Any], Any]
 Executor = Callable[[Any], Any]
+Test = Callable[[Mapping[str, Any]], Any]
+"""A check's test (a pure function of the live values: true when they obey the rule) and a
+derived field's function (the value, from the live values it reads)."""
+Derive = Callable[[Mapping[str, Any]], Any]
 Migrate = Callable[[dict[str, Any], int], dict[str, Any]]
 
 
@@ -76,9 +80,25 @@ class FieldDef:
     sensitive: bool = False
     source: str | None = None  # None | "person" | "host": who may give the value (docs/engine.md, "Provenance")
     aliases: dict[str, tuple[str, ...]] | None = None  # a choice's other names: option -> its aliases
+    derive: Derive | None = None  # the engine computes the value from the live values it reads
+    rerun: str | None = None  # None (rising edges only) | "on_change": on_fill runs again when the value changes
 
 
 FIELD_SOURCES = (None, "person", "host")
+RERUN_MODES = (None, "on_change")
+
+
+@dataclass(slots=True)
+class CheckDef:
+    """A rule the live values must obey while it applies (docs/engine.md, "Checks"): ``test(values)``
+    is true when they do; ``message`` is what the person reads while it is not; ``fields`` are the
+    answers it reads (the ones pointed at, and the required ones it waits for); ``when`` narrows it."""
+
+    id: str
+    test: Test
+    message: str | Callable[[Mapping[str, Any]], str]
+    fields: tuple[str, ...] = ()
+    when: Gate | None = None
 
 
 @dataclass(slots=True)
@@ -90,6 +110,8 @@ class StepDef:
     when: Gate | None = None
     on_complete: Executor | None = None
     fields: list[FieldDef] = dc_field(default_factory=list)
+    checks: list[CheckDef] = dc_field(default_factory=list)
+    rerun: str | None = None  # None | "on_change": on_complete runs again when an answer of the step changes
 
 
 @dataclass(slots=True)
@@ -113,6 +135,7 @@ class FormDef:
     migrate: Migrate | None = None
     steps: list[StepDef] = dc_field(default_factory=list)
     checkpoints: list[CheckpointDef] = dc_field(default_factory=list)
+    checks: list[CheckDef] = dc_field(default_factory=list)  # the form's own, declared after its last step
     on_complete: Executor | None = None
     max_text: int = 10_000  # characters in any one string of a value (docs/engine.md, "Validation")
     review: bool = False  # ready, then sent by a separate submit (docs/engine.md, "Review before sending")

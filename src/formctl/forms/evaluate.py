@@ -12,11 +12,12 @@ the fields plus one call per gate, however long the logs are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Protocol
 
-from formctl.forms.compile import CompiledForm
+from formctl.forms.compile import CompiledCheck, CompiledField, CompiledForm
 from formctl.forms.history import moved_cursor
 from formctl.forms.instance import Entry, Instance
 
@@ -58,6 +59,49 @@ class GateValues(dict[str, Any]):
 
     __setitem__ = __delitem__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]  # raising, they return nothing
+
+
+class _NotLive(Exception):
+    """A derived field's function read an answer that is not live: the field is held."""
+
+
+class _Reading(GateValues):
+    """The values a derived field's function sees (docs/engine.md, "Derived values"): ``v["x"]``
+    of an answer that is not live stops the computation (the field is held until it is);
+    ``v.get("x")`` gives None instead, for an input the function can do without. Every id read
+    is recorded: the revision the engine writes names them."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self, values: dict[str, Any], declared: dict[str, Any]) -> None:
+        super().__init__(values, declared)
+        self.reads: list[str] = []
+
+    def __getitem__(self, key: str) -> Any:
+        self.reads.append(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.reads.append(key)
+        return super().get(key, default)
+
+    def __missing__(self, key: str) -> Any:
+        if key in self._declared:
+            raise _NotLive(key)
+        raise KeyError(f"no field {key!r} on this form")
+
+
+def derive_value(
+    compiled: CompiledForm, field: CompiledField, values: dict[str, Any]
+) -> tuple[bool, Any, tuple[str, ...]]:
+    """``(live, value, inputs)`` of a derived field over the live ``values``: ``live`` is False when
+    the function read an answer that is not live (then there is no value). Raises what it raises."""
+    reading = _Reading(values, compiled.field_by_id)
+    try:
+        value = field.derive(reading) if field.derive is not None else None
+    except _NotLive:
+        return False, None, ()
+    return True, value, tuple(dict.fromkeys(k for k in reading.reads if k != field.id))
 
 
 def parse_entry(field: Any, entry: Entry) -> Any:
@@ -145,7 +189,18 @@ class FrozenState:
 class _Pass:
     """One pass of the liveness fixpoint: applicability with a given exclusion set, computed lazily."""
 
-    __slots__ = ("ev", "excluded", "values", "state", "applicable", "_steps", "_complete", "_busy", "_fallbacks")
+    __slots__ = (
+        "ev",
+        "excluded",
+        "values",
+        "state",
+        "applicable",
+        "_steps",
+        "_complete",
+        "_busy",
+        "_fallbacks",
+        "_checks",
+    )
 
     def __init__(self, ev: Evaluation, excluded: set[int], fired: dict[str, int], values: dict[str, Any]) -> None:
         self.ev = ev
@@ -155,6 +210,7 @@ class _Pass:
         self.applicable: dict[int, bool] = {}
         self._steps: dict[int, bool] = {}
         self._complete: bool | None = None
+        self._checks: dict[int, bool] = {}  # check index -> holds (passes, or does not apply)
         self._busy: set[Any] = set()
         # Tokens that answered with a re-entrancy fallback. An answer computed while some
         # *other* question fell back is provisional and is not memoised, like the fallback
@@ -172,7 +228,7 @@ class _Pass:
             return False
         field = self.ev.compiled.fields[i]
         gate = field.when
-        if gate is None:
+        if gate is None and field.derive is None:
             self.applicable[i] = True
             return True
         token = ("field", i)
@@ -182,18 +238,71 @@ class _Pass:
         mark = len(self._fallbacks)
         self._busy.add(token)
         try:
-            result = bool(gate(self.values, self.state))
-        except Exception as exc:  # a gate that raises counts as true, and is a defect
-            self.ev._defect(f'gate "{field.id}" threw: {_message(exc)}')
             result = True
+            if gate is not None:  # inline, not self._gate: every gated field asks this on every evaluation
+                try:
+                    result = bool(gate(self.values, self.state))
+                except Exception as exc:  # a gate that raises counts as true, and is a defect
+                    self.ev._defect(f'gate "{field.id}" threw: {_message(exc)}')
+            if result and field.derive is not None:
+                result = self._inputs_live(field)
         finally:
             self._busy.discard(token)
         if self._settled(mark, token):
             self.applicable[i] = result
         return result
 
+    def _gate(self, name: str, gate: Any) -> bool:
+        try:
+            return bool(gate(self.values, self.state))
+        except Exception as exc:  # a gate that raises counts as true, and is a defect
+            self.ev._defect(f'gate "{name}" threw: {_message(exc)}')
+            return True
+
+    def _inputs_live(self, field: CompiledField) -> bool:
+        """A derived field is live only while every answer its function reads is (else it is held)."""
+        try:
+            return derive_value(self.ev.compiled, field, self.values)[0]
+        except Exception as exc:
+            self.ev._defect(f'derive "{field.id}" threw: {_message(exc)}')
+            return False
+
+    def check_holds(self, check: CompiledCheck) -> bool:
+        """The check passes, or does not apply: its ``when`` is false, or a required answer it reads
+        is not live (docs/engine.md, "Checks"). A test that raises is a defect, and fails."""
+        known = self._checks.get(check.index)
+        if known is not None:
+            return known
+        token = ("check", check.index)
+        if token in self._busy:
+            self._fallbacks.append(token)
+            return True  # re-entrant: optimistic fallback, not memoised
+        mark = len(self._fallbacks)
+        self._busy.add(token)
+        try:
+            result = not self._check_applies(check)
+            if not result:
+                try:
+                    result = bool(check.test(self.values))
+                except Exception as exc:
+                    self.ev._defect(f'check "{check.id}" threw: {_message(exc)}')
+                    result = False
+        finally:
+            self._busy.discard(token)
+        if self._settled(mark, token):
+            self._checks[check.index] = result
+        return result
+
+    def _check_applies(self, check: CompiledCheck) -> bool:
+        valid = self.ev._valid
+        gated = self.ev.compiled.gated_positions
+        for i in check.required:
+            if i in self.excluded or i not in valid or (i in gated and not self.field_applicable(i)):
+                return False
+        return check.when is None or self._gate(f"check:{check.id}", check.when)
+
     def step_done(self, step_index: int) -> bool:
-        """Every required, applicable field of the step is filled (valid and live)."""
+        """Every required, applicable field of the step is filled (valid and live), and its checks hold."""
         known = self._steps.get(step_index)
         if known is not None:
             return known
@@ -215,6 +324,11 @@ class _Pass:
                 if i not in valid:
                     result = False
                     break
+            if result and self.ev.compiled.checks:  # most forms declare none: one test, not a walk
+                for check in self.ev.compiled.steps[step_index].checks:
+                    if not self.check_holds(check):
+                        result = False
+                        break
         finally:
             self._busy.discard(token)
         if self._settled(mark, token):
@@ -238,7 +352,10 @@ class _Pass:
         mark = len(self._fallbacks)
         self._busy.add(token)
         try:
-            result = all(self.step_done(k) for k in range(len(self.ev.compiled.steps)))
+            compiled = self.ev.compiled
+            result = all(self.step_done(k) for k in range(len(compiled.steps)))
+            if result and compiled.form_checks:
+                result = all(self.check_holds(c) for c in compiled.form_checks)
         finally:
             self._busy.discard(token)
         if self._settled(mark, token):
@@ -257,6 +374,9 @@ def _message(exc: BaseException) -> str:
     return str(exc) or exc.__class__.__name__
 
 
+_NONE_DUE: Mapping[str, tuple[Any, tuple[str, ...]]] = MappingProxyType({})
+
+
 class Evaluation:
     """The meaning of one instance under one compiled form. Build it with :func:`evaluate`."""
 
@@ -273,6 +393,11 @@ class Evaluation:
         self.step_open: list[bool] = [False] * len(compiled.steps)
         self.checkpoint_active: list[bool] = [False] * len(compiled.checkpoints)
         self.complete = False
+        # The checks that apply and fail, in declaration order (docs/engine.md, "Checks").
+        self.failed_checks: Sequence[CompiledCheck] = ()  # shared, not a new list: most forms have none
+        # Derived fields whose stored answer is not what their function gives the live values:
+        # field id -> (value, the ids it read). The runner writes them in the same commit.
+        self.derived_due: Mapping[str, tuple[Any, tuple[str, ...]]] = _NONE_DUE
         self.defects: list[str] = []
         self.passes = 0
         self.open_step: int | None = None  # 0-based step index
@@ -306,6 +431,16 @@ class Evaluation:
 
     def gate_values(self) -> GateValues:
         return GateValues(self.values, self.compiled.field_by_id)
+
+    def check_message(self, check: CompiledCheck) -> str:
+        """What a failing check says: its message, or what its message function makes of the live values."""
+        message = check.message
+        if isinstance(message, str):
+            return message
+        try:
+            return str(message(self.gate_values()))
+        except Exception:  # a message that cannot be worded still holds the form: say which check
+            return f'The answers do not pass the "{check.id.replace("-", " ")}" check.'
 
 
 def evaluate(
@@ -391,9 +526,11 @@ def _read_log(ev: Evaluation, field_id: str, log: Any) -> None:
     """Take one field's log into the evaluation: its cursor, redo target, and (parsed) answer in force."""
     cursor = log.cursor
     revisions = log.revisions
-    if cursor >= 0:
+    # A derived field is never a bare undo's or redo's target: it follows its inputs.
+    movable = not ev.compiled.derived or field_id not in ev.compiled.derived_ids
+    if cursor >= 0 and movable:
         ev.cursor_seq[field_id] = revisions[cursor].seq
-    if cursor < len(revisions) - 1:  # the common case, a log whose newest answer is in force, skips the call
+    if cursor < len(revisions) - 1 and movable:  # a log whose newest answer is in force skips the call
         redo = moved_cursor(log, +1)
         if redo is not None:
             ev.redo_seq[field_id] = revisions[redo].seq
@@ -483,6 +620,10 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
     for k in range(len(compiled.steps)):
         ev.step_complete[k] = current.step_done(k)
     ev.complete = current.form_complete()
+    if compiled.checks:
+        ev.failed_checks = [c for c in compiled.checks if not current.check_holds(c)]
+    if compiled.derived and not ev.as_written:
+        _derived_due(ev, current)
 
     for step in compiled.steps:
         k = step.index
@@ -505,6 +646,30 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
     _choose_open_step(ev, instance.open_step_override)
 
 
+def _derived_due(ev: Evaluation, final: _Pass) -> None:
+    """Which derived fields' stored answers differ from what their functions give the live values
+    (a held one is left as it is: it is not live, and comes back when its inputs do)."""
+    from formctl.forms.validate import json_data  # only for a form with derived fields
+
+    due: dict[str, tuple[Any, tuple[str, ...]]] = {}
+    for field in ev.compiled.derived:
+        i = field.order
+        if not ev.applicable[i]:
+            continue
+        try:
+            live, value, inputs = derive_value(ev.compiled, field, final.values)
+            value = json_data(value)
+        except Exception as exc:
+            ev._defect(f'derive "{field.id}" threw: {_message(exc)}')
+            continue
+        entry = ev._in_force.get(i)
+        if value is None and entry is None:
+            continue  # nothing to write: it gives no value, and none is in force
+        if live and (entry is None or entry.value != value or type(entry.value) is not type(value)):
+            due[field.id] = (value, inputs)
+    ev.derived_due = due
+
+
 def _choose_open_step(ev: Evaluation, override: str | None) -> None:
     """The override if it names a step; else the first open, incomplete step; else the first incomplete."""
     compiled = ev.compiled
@@ -521,4 +686,6 @@ def _choose_open_step(ev: Evaluation, override: str | None) -> None:
         if not ev.step_complete[k]:
             ev.open_step = k
             return
-    ev.open_step = None
+    # Every step done, but a check of the form's own fails: open the step of the first answer it reads.
+    failing = next((c for c in ev.failed_checks if c.fields), None)
+    ev.open_step = compiled.field_by_id[failing.fields[0]].step_index if failing is not None else None

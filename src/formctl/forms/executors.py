@@ -261,6 +261,8 @@ def check_effects(compiled: CompiledForm, items: list[Any]) -> str | None:
                 if field_id is None:
                     return f'Patch names unknown field "{key}".'
                 field = compiled.field_by_id[field_id]
+                if field.derive is not None:
+                    return f'Patch names "{key}", which the form derives from other answers: nobody sets it.'
                 too_big = size_issue(value, field.text_limit(compiled.max_text))
                 if too_big is not None:
                     return f'Patch value for "{key}" is refused: {too_big.message}'

@@ -7,6 +7,7 @@ and never write; the runner commits the cursor moves they choose.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +17,13 @@ from formctl.forms.instance import FieldLog, Instance, provenance_kind
 _ABSENT: Any = object()
 
 
-def last_touched(instance: Instance) -> str | None:
-    """The bare-undo target: the field whose revision at the cursor (retractions included) has the highest seq."""
+def last_touched(instance: Instance, skip: Collection[str] = ()) -> str | None:
+    """The bare-undo target: the field whose revision at the cursor (retractions included) has the
+    highest seq. ``skip``: fields nobody moves (derived ones: they follow their inputs)."""
     best_id, best_seq = None, -1
     for field_id, log in instance.entries.items():
+        if skip and field_id in skip:
+            continue
         cursor = log.cursor
         if cursor >= 0:
             seq = log.revisions[cursor].seq
@@ -28,10 +32,12 @@ def last_touched(instance: Instance) -> str | None:
     return best_id
 
 
-def next_redo(instance: Instance) -> str | None:
+def next_redo(instance: Instance, skip: Collection[str] = ()) -> str | None:
     """The bare-redo target: among fields that can redo, the one whose revision a redo restores is oldest by seq."""
     best_id, best_seq = None, None
     for field_id, log in instance.entries.items():
+        if skip and field_id in skip:
+            continue
         target = moved_cursor(log, +1)
         if target is not None:
             seq = log.revisions[target].seq
@@ -60,15 +66,15 @@ def moved_cursor(log: FieldLog | None, step: int) -> int | None:
     return log.cursor + 1 if log.cursor < len(log.revisions) - 1 else None
 
 
-def cursor_move(instance: Instance, field_id: str | None, step: int) -> tuple[str, int]:
+def cursor_move(instance: Instance, field_id: str | None, step: int, skip: Collection[str] = ()) -> tuple[str, int]:
     """The field an undo (``step=-1``) or redo (``+1``) moves and the cursor it moves to.
 
-    Without a field: undo moves the last one touched, redo the oldest pending redo. Raises
-    NothingToMoveError when there is nothing to move.
+    Without a field: undo moves the last one touched, redo the oldest pending redo, never one in
+    ``skip`` (the derived fields). Raises NothingToMoveError when there is nothing to move.
     """
     target = field_id
     if target is None:
-        target = last_touched(instance) if step < 0 else next_redo(instance)
+        target = last_touched(instance, skip) if step < 0 else next_redo(instance, skip)
         if target is None:
             if step < 0:
                 raise NothingToMoveError("There is nothing to undo — no answer has been given yet.")
@@ -108,26 +114,26 @@ class MoveTarget:
 
 
 def undo_target(
-    instance: Instance, labels: dict[str, str], cursor_seq: dict[str, int] | None = None
+    instance: Instance, labels: dict[str, str], cursor_seq: dict[str, int] | None = None, skip: Collection[str] = ()
 ) -> MoveTarget | None:
     """What a bare undo would do. ``cursor_seq`` (field -> seq at cursor, from an evaluation) saves a scan."""
     if cursor_seq is not None:
         field_id = max(cursor_seq, key=cursor_seq.__getitem__) if cursor_seq else None
     else:
-        field_id = last_touched(instance)
+        field_id = last_touched(instance, skip)
     if field_id is None:
         return None
     return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], -1))
 
 
 def redo_target(
-    instance: Instance, labels: dict[str, str], redo_seq: dict[str, int] | None = None
+    instance: Instance, labels: dict[str, str], redo_seq: dict[str, int] | None = None, skip: Collection[str] = ()
 ) -> MoveTarget | None:
     """What a bare redo would do. ``redo_seq`` (field -> seq a redo restores, from an evaluation) saves a scan."""
     if redo_seq is not None:
         field_id = min(redo_seq, key=redo_seq.__getitem__) if redo_seq else None
     else:
-        field_id = next_redo(instance)
+        field_id = next_redo(instance, skip)
     if field_id is None:
         return None
     return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], +1))
@@ -149,6 +155,7 @@ class RevisionView:
     message: str | None = None
     hook: str | None = None
     moment: str | None = None  # a seed's: given with the form's start, or with a chat that continued it
+    inputs: str | None = None  # a derived value's: the answers it was computed from (``field@seq``)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {}
@@ -169,7 +176,7 @@ class RevisionView:
     def provenance(self) -> dict[str, Any]:
         """How the value arrived: kind, and the person's words (quote, turn, message), the hook, or a seed's moment."""
         d: dict[str, Any] = {"kind": self.kind}
-        for name in ("quote", "turn", "message", "hook", "moment"):
+        for name in ("quote", "turn", "message", "hook", "moment", "inputs"):
             value = getattr(self, name)
             if value is not None:
                 d[name] = value
@@ -206,6 +213,7 @@ def field_history(instance: Instance, field_id: str, label: str) -> FieldHistory
             message=e.provenance.message,
             hook=e.provenance.hook,
             moment=e.provenance.moment,
+            inputs=e.provenance.inputs,
         )
         for i, e in enumerate(log.revisions)
     )

@@ -87,7 +87,17 @@ _SECOND: tuple[int, str] = (-1, "")
 """The last second :func:`now_iso` formatted, and how: replaced whole, so threads never mix two."""
 
 
-PROVENANCE_KINDS: tuple[str, ...] = ("said", "reading", "assumed", "confirmed", "host", "executor", "seed", "migrated")
+PROVENANCE_KINDS: tuple[str, ...] = (
+    "said",
+    "reading",
+    "assumed",
+    "confirmed",
+    "host",
+    "executor",
+    "seed",
+    "migrated",
+    "derived",
+)
 """How a revision's value arrived (docs/engine.md, "Provenance")."""
 
 
@@ -102,7 +112,8 @@ class Provenance:
     :data:`MESSAGE_EXCERPT` characters around the quote); ``hook`` names an executor's hook.
     For a ``seed``, ``moment`` says when the host gave it: ``start`` (with the form's start) or
     ``continued`` (with a chat that continued the form); None on a seed written before formctl
-    recorded it (docs/engine.md, "Provenance").
+    recorded it (docs/engine.md, "Provenance"). A ``derived`` revision's ``inputs`` names the
+    answers it was computed from, each as ``field@seq`` (the revision in force), comma-separated.
     """
 
     source: str
@@ -115,6 +126,7 @@ class Provenance:
     message: str | None = None
     hook: str | None = None
     moment: str | None = None
+    inputs: str | None = None
 
     def extras(self) -> dict[str, Any]:
         """The how-it-arrived part, only the keys that are set."""
@@ -127,6 +139,7 @@ class Provenance:
                 ("message", self.message),
                 ("hook", self.hook),
                 ("moment", self.moment),
+                ("inputs", self.inputs),
             )
             if v is not None
         }
@@ -584,7 +597,7 @@ EncodedEntry = list[Any]
 def encode_entry(entry: Entry, prov_index: dict[ProvKey, int], prov_table: list[ProvRow]) -> EncodedEntry:
     """One revision as ``[seq, at, provenance_index, value?, error?]``, interning its provenance."""
     p = entry.provenance
-    key = (p.source, p.actor, p.note, p.kind, p.quote, p.turn, p.message, p.hook, p.moment)
+    key = (p.source, p.actor, p.note, p.kind, p.quote, p.turn, p.message, p.hook, p.moment, p.inputs)
     idx = prov_index.get(key)
     if idx is None:
         idx = prov_index[key] = len(prov_table)
@@ -616,6 +629,7 @@ def provenance_rows(prov_table: list[ProvRow]) -> list[tuple[Any, ...]]:
                 p[0],
                 p[1],
                 extras.get("moment"),
+                extras.get("inputs"),
             )
         )
     return out
@@ -625,7 +639,7 @@ def decode_entry(raw: EncodedEntry, prov_table: list[ProvRow], rows: list[tuple[
     """The inverse of :func:`encode_entry` (``rows``: :func:`provenance_rows` of the table, to read it once)."""
     seq, at, idx = raw[0], raw[1], raw[2]
     r = (rows or provenance_rows([prov_table[idx]]))[idx if rows else 0]
-    prov = Provenance(r[6], r[7], at, r[0], r[1], r[2], r[3], r[4], r[5], r[8])
+    prov = Provenance(r[6], r[7], at, r[0], r[1], r[2], r[3], r[4], r[5], r[8], r[9])
     if len(raw) == 3:
         return Entry(seq, None, prov, retracted=True)
     return Entry(seq, raw[3], prov, error=raw[4] if len(raw) > 4 else None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from formctl.errors import InstanceClosedError, NotReadyError
+from formctl.errors import CheckFailedError, InstanceClosedError, NotReadyError
 from formctl.forms.evaluate import FILLED
 from formctl.forms.failures import blocking_failure_open, check_failure_open
 from formctl.forms.instance import ABANDONED, ACTIVE, AWAITING, COMPLETE, READY, STALE, Commit, Instance, Status
@@ -190,7 +190,8 @@ def settle(
     change to its answers, which the caller says with ``sent=False``. By default it counts
     as sent while its stored status is ``complete``.
     """
-    if not (ev.complete or forced) or blocking_failure_open(compiled, ev, instance):
+    # A failing check holds even a forced completion: what is sent obeys the form's rules.
+    if not (ev.complete or forced) or ev.failed_checks or blocking_failure_open(compiled, ev, instance):
         return ACTIVE
     if not compiled.review:
         return COMPLETE
@@ -246,6 +247,9 @@ def check_ready_to_send(compiled: CompiledForm, instance: Instance, ev: Evaluati
         )
     if instance.status == COMPLETE:
         raise NotReadyError(f'Form instance "{instance.id}" was already sent; a change to it would need sending again.')
+    if ev.failed_checks:
+        # The check's own sentence, so the person reads what to correct (docs/engine.md, "Checks").
+        raise CheckFailedError("Not ready to send: " + " ".join(ev.check_message(c) for c in ev.failed_checks))
     if instance.status == READY and settle(compiled, ev, instance, instance.forced_complete) == READY:
         return
     missing = [

@@ -16,6 +16,9 @@ and by trying its gates, and each finding names the line of the definition it is
   same shape (a choice, a yes/no, a date, a structure): a transcript can only blank it,
   and the value may be guessed from what the model says around it;
 - ``type-undescribed`` — a field whose type the model cannot be told (it reads "value");
+- ``executor-is-a-rule`` — an executor that only returns ``Fail`` or ``Patch`` worked out from
+  ``ctx.values``: it runs on rising edges only, so a correction leaves what it said standing; a
+  ``check`` (for a ``Fail``) or a ``derive`` (for a ``Patch``) follows every correction;
 - ``pattern-unexplained`` — a text field whose pattern a rejection cannot put in words: no
   hint, no example that fits it (``Field(examples=[...])`` or "like AB1234" in its ask),
   and not a shape simple enough to say ("two capital letters and four digits"), so a
@@ -38,6 +41,7 @@ from types import CodeType
 from typing import Any
 
 MAX_TRIES = 4096
+_ROLES = {"check": "the test of ", "derived field": "the function of "}
 _STATE_READS = ("step_complete", "checkpoint_fired")
 
 
@@ -313,7 +317,7 @@ def _declaration_lines(filename: str | None) -> dict[tuple[str, str], int]:
         if (
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
-            and n.func.attr in ("step", "field", "checkpoint")
+            and n.func.attr in ("step", "field", "checkpoint", "check")
         ):
             name = _const_str(n.args[0]) if n.args else None
             if name is not None:
@@ -343,6 +347,12 @@ def _callables(compiled: Any) -> list[tuple[str, str, Callable[..., Any], bool]]
             out.append(("field", f.id, f.when, False))
         if f.on_fill is not None:
             out.append(("field", f.id, f.on_fill, True))
+        if f.derive is not None:
+            out.append(("derived field", f.id, f.derive, False))
+    for c in compiled.checks:
+        out.append(("check", c.id, c.test, False))
+        if c.when is not None:
+            out.append(("check", c.id, c.when, False))
     for cp in compiled.checkpoints:
         out.append(("checkpoint", cp.id, cp.when, False))
         if cp.run is not None:
@@ -350,6 +360,40 @@ def _callables(compiled: Any) -> list[tuple[str, str, Callable[..., Any], bool]]
     if compiled.on_complete is not None:
         out.append(("form", compiled.id, compiled.on_complete, True))
     return out
+
+
+_RULE_EFFECTS = ("Fail", "Patch")
+
+
+def _only_a_rule(node: FunctionNode | None) -> str | None:
+    """The effect (``Fail`` or ``Patch``) an executor only ever returns, working from ``ctx.values``
+    alone (no other part of ``ctx``, nothing awaited); None when it does anything else."""
+    if node is None or isinstance(node, ast.AsyncFunctionDef) or not node.args.args:
+        return None
+    ctx = node.args.args[0].arg
+    results = (
+        [node.body] if isinstance(node, ast.Lambda) else [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+    )
+    made: set[str] = set()
+    for value in results:
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            continue
+        name = getattr(value.func, "id", None) if isinstance(value, ast.Call) else None
+        if name not in _RULE_EFFECTS:
+            return None
+        made.add(name)
+    body = node.body if isinstance(node, ast.Lambda) else node
+    for n in ast.walk(body):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == ctx and n.attr != "values":
+            return None
+        if isinstance(n, ast.Name) and n.id == ctx and not _is_values_of(n, body):
+            return None
+    return made.pop() if len(made) == 1 else ("Fail or Patch" if made else None)
+
+
+def _is_values_of(name: ast.Name, body: ast.AST) -> bool:
+    """``name`` is read only as ``name.values``."""
+    return any(isinstance(n, ast.Attribute) and n.value is name and n.attr == "values" for n in ast.walk(body))
 
 
 def _pattern_unexplained(f: Any) -> bool:
@@ -382,9 +426,8 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
 
     for kind, owner, fn, executor in _callables(compiled):
         reads = _reads(fn, executor=executor)
-        what = ("the executor of " if executor else "the gate of ") + (
-            f'{kind} "{owner}"' if kind != "form" else "the form"
-        )
+        role = "the executor of " if executor else _ROLES.get(kind, "the gate of ")
+        what = role + (f'{kind} "{owner}"' if kind != "form" else "the form")
         for name, line in reads.fields:
             if name not in fields:
                 add("unknown-field", f'{what} reads field "{name}", which the form does not declare', line)
@@ -405,6 +448,17 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
                     line,
                 )
         at = (reads.node.lineno if reads.node is not None else None) or lines.get((kind, owner))
+        effect = _only_a_rule(reads.node) if executor and kind in ("field", "step", "form") else None
+        if effect is not None:
+            instead = {"Fail": "a .check(...)", "Patch": "a derived field (derive=...)"}.get(
+                effect, "a check or a derive"
+            )
+            add(
+                "executor-is-a-rule",
+                f"{what} only returns {effect} from the values: it runs when its answer first comes in, "
+                f"so a later correction leaves it standing; {instead} follows every correction",
+                at,
+            )
         if (
             kind == "checkpoint"
             and not executor

@@ -16,7 +16,7 @@ from formctl.forms.evaluate import FILLED, Evaluation
 from formctl.forms.failures import failure_text, open_failures
 from formctl.forms.instance import COMPLETE, READY, Instance
 from formctl.forms.lifecycle import is_awaiting, is_closed
-from formctl.forms.project import step_line
+from formctl.forms.project import failed_checks, held_line, step_line
 
 __all__ = ["failure_text", "status_for", "status_lines"]
 
@@ -36,7 +36,10 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
     if is_closed(instance) or (instance.status == COMPLETE and not ev.revisiting):
         return []
     held = [f"held: {failure_text(compiled, f.hook_id, f.message)}" for f in open_failures(instance, compiled, ev)]
-    steps = compiled.steps
+    checks = failed_checks(compiled, ev) if ev.failed_checks else []
+    if checks:
+        # Said first: the answers are all in, and this is what keeps the form from being sent.
+        return [f"{tag} {held_line(checks[0])}", *_where(compiled, ev, tag), *held, *map(held_line, checks[1:])]
     k = ev.open_step
     if instance.status == READY and not ev.revisiting and not held:
         line = f"{tag} ready to send"
@@ -46,22 +49,25 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
             if not f.required and ev.applicable[f.order] and ev.status[f.order] != FILLED
         ]
         return [line + (f" · optional, unanswered: {', '.join(optional)}" if optional else "")]
-    lines = []
-    if k is not None:
-        lines.append(step_line(tag, compiled, ev, k))
-    elif held:
-        lines.append(f"{tag} on hold until an answer changes")
-    else:
-        lines.append(f"{tag} nothing to answer now")
-    later_from = k + 1 if k is not None else 0
+    if k is None:
+        return [f"{tag} on hold until an answer changes" if held else f"{tag} nothing to answer now", *held]
+    return [*_where(compiled, ev, tag), *held]
+
+
+def _where(compiled: CompiledForm, ev: Evaluation, tag: str) -> list[str]:
+    """The open step's line and the steps still to come (none when no step is open)."""
+    k = ev.open_step
+    if k is None:
+        return []
+    lines = [step_line(tag, compiled, ev, k)]
     later = [
         f"{s.title} ({s.preview})" if s.preview else s.title
-        for s in steps[later_from:]
+        for s in compiled.steps[k + 1 :]
         if not ev.step_complete[s.index]
     ]
     if later:
         lines.append("later: " + " · ".join(later))
-    return lines + held
+    return lines
 
 
 def status_for(runner: Any, instance_id: str | None) -> str:

@@ -66,6 +66,8 @@ class FieldRow:
     # not needed, whatever ``required`` says. Shown by the command-line views; the tool results'
     # rows keep their shape (their status says held, or empty and never asked).
     applies: bool = True
+    derived: bool = False  # the engine computes it from other answers; nobody sets it
+    failed_check: str | None = None  # the message of a failing check that reads this answer
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -82,7 +84,41 @@ class FieldRow:
             d["value"] = self.value
         if self.error:
             d["error"] = self.error
+        if self.derived:
+            d["derived"] = True
+        if self.failed_check:
+            d["failed_check"] = self.failed_check
         return d
+
+
+@dataclass(frozen=True, slots=True)
+class FailedCheck:
+    """A check that applies and fails (docs/engine.md, "Checks"): its id, its message, and the
+    answers it reads (ids; ``labels`` as people read them)."""
+
+    check: str
+    message: str
+    fields: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"check": self.check, "message": self.message}
+        if self.fields:
+            d["fields"] = list(self.fields)
+        return d
+
+
+def failed_checks(compiled: CompiledForm, ev: Evaluation) -> list[FailedCheck]:
+    """The checks holding the form, as every view shows them."""
+    labels = compiled.labels
+    return [
+        FailedCheck(c.id, ev.check_message(c), c.fields, tuple(labels[f] for f in c.fields)) for c in ev.failed_checks
+    ]
+
+
+def held_line(check: FailedCheck) -> str:
+    """A failing check as the person's status says it: ``held: «message»``."""
+    return f"held: {check.message}"
 
 
 @dataclass(slots=True)
@@ -140,6 +176,7 @@ class FormView:
     blocked_on: str | None = None
     wait_message: str | None = None
     failures: list[Failure] = dc_field(default_factory=list)
+    checks_failed: list[FailedCheck] = dc_field(default_factory=list)
     revisiting: bool = False
     closed_reason: str | None = None
     undo: MoveTarget | None = None
@@ -172,6 +209,8 @@ class FormView:
                 d["waiting"] = self.wait_message
         if self.failures:
             d["failures"] = [f.to_dict() for f in self.failures]
+        if self.checks_failed:
+            d["checks_failed"] = [c.to_dict() for c in self.checks_failed]
         if self.undo is not None:
             d["undo_would"] = _move_text(self.undo)
         if self.redo is not None:
@@ -199,16 +238,25 @@ def _field_row(compiled: CompiledForm, ev: Evaluation, instance: Instance, k: in
     field = compiled.fields[k]
     status = ev.status[k]
     applicable = ev.applicable[k]
-    answered = status == FILLED and not ev.revisiting
+    failed = (
+        next((ev.check_message(c) for c in ev.failed_checks if field.id in c.fields), None)
+        if ev.failed_checks
+        else None
+    )
+    # An answer a failing check reads is asked again, as an unanswered one is: one of them must change.
+    answered = status == FILLED and not ev.revisiting and failed is None
     ask = (
         instance.status != ABANDONED
         and applicable
         and not answered
+        and field.derive is None
         and open_k is not None
         and field.step_index == open_k
     )
     row = FieldRow(field.id, field.label, field.type, field.required, status, ask, field.description)
     row.applies = bool(applicable)
+    row.derived = field.derive is not None
+    row.failed_check = failed
     if status == FILLED:
         row.value = to_jsonable(ev.values[field.id])
         row.has_value = True
@@ -233,6 +281,7 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         wait = cp.wait_message if cp is not None else None
     failures = open_failures(instance, compiled, ev)
     seqs_known = ev.compiled is compiled and ev.passes  # the evaluation found the cursors (not a bare one)
+    skip = compiled.derived_ids
     return FormView(
         instance_id=instance.id,
         def_id=compiled.id,
@@ -245,13 +294,14 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         blocked_on=instance.blocked_on,
         wait_message=wait,
         failures=failures,
+        checks_failed=failed_checks(compiled, ev) if ev.failed_checks else [],
         failure_lines=[failure_text(compiled, f.hook_id, f.message, host=True) for f in failures],
         revisiting=ev.revisiting,
         closed_reason=instance.closed_reason or None,
         # A closed record on an older version takes no undo or redo (they would need a move to
         # the registered version first), so it offers none.
-        undo=None if ev.as_written else undo_target(instance, labels, ev.cursor_seq if seqs_known else None),
-        redo=None if ev.as_written else redo_target(instance, labels, ev.redo_seq if seqs_known else None),
+        undo=None if ev.as_written else undo_target(instance, labels, ev.cursor_seq if seqs_known else None, skip),
+        redo=None if ev.as_written else redo_target(instance, labels, ev.redo_seq if seqs_known else None, skip),
         closed_on_version=instance.def_version if ev.as_written else None,
     )
 
@@ -473,7 +523,9 @@ def step_line(tag: str, compiled: CompiledForm, ev: Evaluation, k: int) -> str:
     labels still pending there. The person's status bar and tier 0 say it alike."""
     steps = compiled.steps
     step = steps[k]
-    pending = [f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED]
+    pending = [
+        f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED and f.derive is None
+    ]
     if ev.revisiting:
         head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'
     else:
@@ -528,4 +580,8 @@ def tier0(compiled: CompiledForm, ev: Evaluation, instance: Instance) -> str:
         lines.append("later: " + " · ".join(later))
     for failure in open_failures(instance, compiled, ev):
         lines.append(f"blocked: {failure_text(compiled, failure.hook_id, failure.message)}")
+    for check in failed_checks(compiled, ev) if ev.failed_checks else ():
+        # The model says the message and asks again for the answers the check reads.
+        ask = f" · ask again: {', '.join(check.labels)}" if check.labels else ""
+        lines.append(held_line(check) + ask)
     return "\n".join(lines)

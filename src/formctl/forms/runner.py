@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import (
+    DerivedFieldError,
     FormError,
     FormOpenError,
     FormStaleError,
@@ -49,7 +50,14 @@ from formctl.forms.project import FillResult, FormView, MigrateResult, RecoverRe
 from formctl.forms.reading import Continuation, DefaultInstance, InstanceSummary, InstanceView, Stamp
 from formctl.forms.registry import FormRegistry
 from formctl.forms.runner_reads import Reads
-from formctl.forms.staging import Staged, check_writable, resolution_commit, resolve_or_report, stage
+from formctl.forms.staging import (
+    Staged,
+    check_writable,
+    derived_refusal,
+    resolution_commit,
+    resolve_or_report,
+    stage,
+)
 from formctl.forms.validate import text_issue
 from formctl.forms.write import Evaluations, OnCommit, Write, result_of
 
@@ -367,6 +375,7 @@ class FormRunner:
         note: str | None,
         moved: str | None = None,
     ) -> FillResult:
+        refuse_derived_only(staged, report)
         with self._lock:
             write = self._begin(compiled, self._provenance(note))
             instance, staged_ids = write.cycle(instance, lambda inst: (staged, {}))
@@ -380,6 +389,7 @@ class FormRunner:
         field_id = resolve_or_report(compiled, field, report)
         if field_id is None:
             return self._result_only(compiled, instance, report)
+        refuse_derived(compiled, field_id)
         note = f"retracted: {reason}" if reason else "retracted"
         return self._staged_write(
             compiled, instance, [Staged(field_id, None, retract=True)], report, note=note, moved=field_id
@@ -408,11 +418,13 @@ class FormRunner:
             field_id = resolve_or_report(compiled, field, report)
             if field_id is None:
                 return self._result_only(compiled, instance, report)
-        moved = cursor_move(instance, field_id, step)[0]  # raises "nothing to undo" before any work
+            refuse_derived(compiled, field_id)
+        skip = compiled.derived_ids
+        moved = cursor_move(instance, field_id, step, skip)[0]  # raises "nothing to undo" before any work
 
         def plan(inst: Instance) -> tuple[list[Staged], dict[str, int]]:
             nonlocal moved
-            moved, cursor = cursor_move(inst, field_id, step)
+            moved, cursor = cursor_move(inst, field_id, step, skip)
             return [], {moved: cursor}
 
         word = "undo" if step < 0 else "redo"
@@ -420,7 +432,7 @@ class FormRunner:
             write = self._begin(compiled, self._provenance(word))
 
             def record(inst: Instance) -> dict[str, Any]:
-                target, cursor = cursor_move(inst, field_id, step)
+                target, cursor = cursor_move(inst, field_id, step, skip)
                 log = inst.entries[target]
                 detail = moved_detail(target, log, cursor)
                 act = act_dispatch(inst, word, actor=self.actor, at=write.prov.timestamp, reason=reason, detail=detail)
@@ -765,3 +777,18 @@ class FormRunner:
     def list(self) -> list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""
         return self.reads.forms()
+
+
+def refuse_derived(compiled: CompiledForm, field_id: str) -> None:
+    """A retract, undo or redo of a derived field: nobody moves it (docs/engine.md, "Derived values")."""
+    field = compiled.field_by_id[field_id]
+    if field.derive is not None:
+        raise DerivedFieldError(derived_refusal(field.label))
+
+
+def refuse_derived_only(staged: list[Staged], report: WriteReport) -> None:
+    """A write whose every value was for a derived field has nothing to write: refused, in one line,
+    rather than reported as an empty success (a write with other values keeps them, and lists the refusal)."""
+    if staged or not report.rejected or any(r.code != "derived_field" for r in report.rejected):
+        return
+    raise DerivedFieldError(" ".join(dict.fromkeys(r.message for r in report.rejected)))

@@ -19,7 +19,7 @@ from formctl.errors import FormBlockedError, MigrationError
 from formctl.forms.binding import bound_fields, rebound
 from formctl.forms.commit import apply_entry_commit
 from formctl.forms.compile import CompiledForm
-from formctl.forms.evaluate import INVALID, Evaluation, remember_parse
+from formctl.forms.evaluate import INVALID, Evaluation, evaluate_change, remember_parse
 from formctl.forms.executors import Hook, RoundEffects
 from formctl.forms.failures import open_failures
 from formctl.forms.instance import (
@@ -102,6 +102,9 @@ def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged],
         if field_id is None:
             continue
         field = compiled.field_by_id[field_id]
+        if field.derive is not None:
+            result.rejected.append(Rejected(field_id, derived_refusal(field.label), None, "derived_field"))
+            continue
         if too_big is not None:
             hint = f"Send at most {limit:,} characters." if too_big.kind == "too_long" else None
             result.rejected.append(Rejected(field_id, too_big.message, hint, too_big.kind))
@@ -120,6 +123,51 @@ def stage(compiled: CompiledForm, values: dict[str, Any]) -> tuple[list[Staged],
         staged.pop(field_id, None)  # a later key for the same field wins, at its own position
         staged[field_id] = Staged(field_id, value, outcome, field.validator)
     return list(staged.values()), result
+
+
+def derived_refusal(label: str) -> str:
+    """What a write to a derived field is told (docs/engine.md, "Derived values")."""
+    return f"{label} is worked out from other answers; it can't be set, it follows them."
+
+
+def follow_derived(
+    compiled: CompiledForm,
+    after: Evaluation,
+    projected: Instance,
+    changes: dict[str, EntryCommit],
+    appended: list[Entry],
+    prov: Provenance,
+    fired: dict[str, int],
+) -> tuple[Instance, Evaluation]:
+    """Write, into the write's own commit (``changes`` and ``appended`` grow), what the derived
+    fields' functions give the live values, until they agree (a derived value may feed another).
+    Each is an engine revision: provenance ``derived``, naming the inputs' revisions in force."""
+    for _ in range(len(compiled.derived) + 1):
+        if not after.derived_due or after.defects:
+            return projected, after
+        staged = []
+        for field_id, (value, inputs) in after.derived_due.items():
+            validator = compiled.field_by_id[field_id].validator
+            named = ", ".join(f"{i}@{seq}" for i in inputs if (seq := _seq_in_force(projected, i)) is not None)
+            how = {"kind": "derived", "inputs": named or None}
+            if value is None:
+                staged.append(Staged(field_id, None, retract=True, how=how))
+            else:
+                staged.append(Staged(field_id, value, validator.validate(value), validator, how=how))
+        more, projected, new = project_write(projected, staged, {}, prov)
+        for field_id, change in more.items():
+            prior = changes.get(field_id)
+            changes[field_id] = change if prior is None else EntryCommit(append=prior.append + change.append)
+        appended.extend(new)
+        after = evaluate_change(compiled, after, projected, more, fired=fired)
+    after.defects.append(f"the derived fields did not settle after {len(compiled.derived) + 1} rounds")
+    return projected, after
+
+
+def _seq_in_force(instance: Instance, field_id: str) -> int | None:
+    log = instance.entries.get(field_id)
+    entry = log.at_cursor if log is not None else None
+    return entry.seq if entry is not None else None
 
 
 def resolve_or_report(compiled: CompiledForm, sent: Any, result: WriteReport) -> str | None:
@@ -175,6 +223,8 @@ def stage_patch(
         if is_blank(value):
             continue
         field = compiled.field_by_id[field_id]
+        if field.derive is not None:
+            continue  # check_effects failed the hook that tried
         staged.pop(field_id, None)
         hook = (patched_by or {}).get(key)
         staged[field_id] = Staged(
@@ -222,6 +272,7 @@ def rising_edges(
         return n
 
     before_live = before.live
+    reruns = compiled.reruns
     # A check that failed runs again when what it checked is answered again (docs/engine.md,
     # "Staging and rising edges"): otherwise a step's on_complete that said "the return date
     # is before the departure" would stay failed after the person corrected the date.
@@ -237,7 +288,9 @@ def rising_edges(
     for field in compiled.fields:
         fid = field.id
         if fid in after.live and (
-            fid not in before_live or (field.on_fill is not None and fid in changed and failed_last(f"field:{fid}"))
+            fid not in before_live
+            or (field.on_fill is not None and fid in changed and failed_last(f"field:{fid}"))
+            or (reruns and field.rerun is not None and fid in changed and _changed_value(before, after, fid))
         ):
             n = bump(f"field:{fid}")
             if field.on_fill is not None:
@@ -250,6 +303,13 @@ def rising_edges(
                 step.on_complete is not None
                 and any(f.id in changed for f in step.fields)
                 and failed_last(f"step:{step.id}")
+            )
+            or (
+                reruns
+                and step.rerun is not None
+                and any(
+                    f.id in changed and f.id in after.live and _changed_value(before, after, f.id) for f in step.fields
+                )
             )
         ):
             n = bump(f"step:{step.id}")
@@ -267,6 +327,16 @@ def rising_edges(
             n = bump(f"checkpoint:{cp.id}")
             queue.append(Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
     return queue, bumped
+
+
+def _changed_value(before: Evaluation, after: Evaluation, field_id: str) -> bool:
+    """The field's live value is not what it was: what ``rerun="on_change"`` runs an executor again
+    for (docs/engine.md, "Executors that follow corrections"). The same value given again is no change."""
+    was, now = before.values.get(field_id, _NONE), after.values.get(field_id, _NONE)
+    return was is _NONE or was != now or type(was) is not type(now)
+
+
+_NONE: Any = object()
 
 
 def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) -> frozenset[str]:
@@ -455,6 +525,9 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
         if is_blank(value):
             continue
         field = compiled.field_by_id[field_id]
+        if field.derive is not None:
+            kept.add(field_id)  # not carried: the commit computes it again from the carried answers
+            continue
         outcome = field.validator.validate(value)
         if not outcome.ok:
             refused.add(field_id)
@@ -465,6 +538,7 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
         if field_id in old_values and old_values[field_id] == value:
             continue
         staged[field_id] = Staged(field_id, value, outcome, field.validator)
+    kept.update(compiled.derived_ids.intersection(old_values))  # recomputed by the commit, never withdrawn
     for field_id, value in old_values.items():
         if field_id not in kept:
             staged[field_id] = Staged(field_id, None, retract=True)

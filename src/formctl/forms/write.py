@@ -42,6 +42,7 @@ from formctl.forms.project import FieldRow, FillResult, WriteReport, field_row, 
 from formctl.forms.staging import (
     Staged,
     closing_commit,
+    follow_derived,
     project_write,
     required_invalid,
     rising_edges,
@@ -220,6 +221,10 @@ class Write:
                 after = evaluate(compiled, projected, fired=fired_before)
             else:
                 after = evaluate_change(compiled, before, projected, entries_commit, fired=fired_before)
+            if after.derived_due:
+                projected, after = follow_derived(
+                    compiled, after, projected, entries_commit, appended, prov, fired_before
+                )
             if after.defects:
                 raise FormDefinitionError(
                     f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects

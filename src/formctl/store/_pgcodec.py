@@ -143,6 +143,7 @@ def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | Non
                 how.get("message"),
                 how.get("hook"),
                 how.get("moment"),
+                how.get("inputs"),
             )
             new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
         revisions = old + tuple(new)

@@ -6,7 +6,8 @@ evaluation (so "applicable" means exactly what the engine decided, not a re-impl
 - steps opened (the open step at some point);
 - fields filled (live and valid at some point);
 - ``when`` gates (fields, steps, checkpoints) seen true *and* false — a gate seen only one
-  way has half its behaviour untested;
+  way has half its behaviour untested — and checks (``check:«id»``) seen passing *and*
+  failing on the answers they read;
 - checkpoints fired (their rising edge counted);
 - effects run (executors: field ``on_fill``, step ``on_complete``, checkpoint ``run``,
   form ``on_complete``), from the dispatch log.
@@ -44,6 +45,7 @@ class FormCoverage:
         out = [f"step:{s.id}" for s in c.steps if s.when is not None]
         out += [f"field:{f.id}" for f in c.fields if f.when is not None]
         out += [f"checkpoint:{cp.id}" for cp in c.checkpoints]
+        out += [f"check:{check.id}" for check in c.checks]
         return out
 
     def declared_effects(self) -> list[str]:
@@ -113,6 +115,12 @@ class Coverage:
             cov.gates.setdefault(f"checkpoint:{cp.id}", set()).add(bool(ev.checkpoint_active[cp.index]))
             if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0:
                 cov.checkpoints_fired.add(cp.id)
+        failing = {check.id for check in ev.failed_checks}
+        for check in compiled.checks:
+            if check.id in failing:
+                cov.gates.setdefault(f"check:{check.id}", set()).add(False)
+            elif all(compiled.fields[i].id in ev.live for i in check.required):  # it applied, and passed
+                cov.gates.setdefault(f"check:{check.id}", set()).add(True)
         for key, record in instance.dispatches.items():
             if is_resolution(key):
                 continue  # the host's answer to a checkpoint, not an executor run

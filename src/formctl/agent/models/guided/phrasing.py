@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from formctl.agent.models.guided.answers import format_value, jsonable, or_list
+from formctl.agent.models.guided.held import held_paragraphs
 from formctl.agent.models.guided.questions import asks_nothing, failed_step_check, next_question
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.agent.models.guided.words import Result, Turn
@@ -243,6 +244,9 @@ def state_paragraphs(state: GuidedState, snap: Snapshot, *, repeat: bool = False
     for failure in snap.view.failures if repeat else fresh:
         out.append(_failure_text(snap.compiled, failure.hook_id, failure.message))
         state.shown_failures.add((failure.hook_id, failure.message))
+    held = held_paragraphs(state, snap, repeat=repeat)
+    if held:  # a check of the form's holds it: settle that before anything else (never offer to send)
+        return out + held
     step_failure = failed_step_check(snap.view)
     if step_failure is not None:
         # Answers that disagree (a return before the departure): settle that before

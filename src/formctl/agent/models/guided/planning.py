@@ -28,6 +28,7 @@ from formctl.agent.models.guided.answers import (
     jsonable,
     reading_context,
 )
+from formctl.agent.models.guided.held import held_by_check
 from formctl.agent.models.guided.natural import split_labels
 from formctl.agent.models.guided.phrasing import HELP_TEXT, closed_text, quit_text, sentence, stale_text
 from formctl.agent.models.guided.questions import (
@@ -149,9 +150,9 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
     if (
         asked is None
         and not (values or corrections or plan.retract or plan.problems or plan.unknown)
-        and failed_step_check(snap.view) is not None
+        and (failed_step_check(snap.view) is not None or held_by_check(snap.view))
     ):
-        # Held on a step's failed check ("Which answer should change?"): a bare line names
+        # Held on a failed check ("Which answer should change?"): a bare line names
         # no answer, so it is said back as not used rather than passed over in silence.
         plan.unplaced.extend(s for s in segments(words) if not LABELLED.match(s))
     if plan.revisited:
