@@ -81,8 +81,11 @@ NOT_TYPED_YET = frozenset(
     }
 )
 
-# The annotations mentioning Any in each package above the engine: no more than this.
-ANY_CEILING = {"agent": 258, "cli": 259, "eval": 101, "transcripts": 148, "goals": 38}
+# The annotations mentioning Any in each package above the engine: no more than this. Measured on
+# main once the fourth round's features were merged (the interviewer's readers, the support desk,
+# goal programs in the chat, MCP and transcripts added about 90, most of them JSON data): lower a
+# number when you type something, never raise it without saying why in the commit.
+ANY_CEILING = {"agent": 287, "cli": 298, "eval": 101, "transcripts": 153, "goals": 41}
 
 
 @functools.cache

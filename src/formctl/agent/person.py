@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formctl.agent.notices import read_notice
 from formctl.errors import FormError
@@ -33,6 +33,9 @@ from formctl.forms.quotes import PersonMessage, answer_value, is_yes, value_kind
 from formctl.forms.replies import Confirmation, confirmation
 from formctl.forms.validate import FieldValidator, text_issue
 from formctl.redact import redact
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 __all__ = ["Person", "confirm_ending", "confirm_unconfirmed", "question_for"]
 
@@ -310,7 +313,7 @@ _STILL_SO = ("held", "held_note", "renamed", "unknown_fields", "unknown_note", "
 
 
 def _taken_back(
-    runner: Any, data: dict[str, Any], result: Any, answer: str, given: dict[str, Any], reason: str
+    runner: FormRunner, data: dict[str, Any], result: Any, answer: str, given: dict[str, Any], reason: str
 ) -> dict[str, Any]:
     """Reopen and undo in one commit; the tool result saying what was undone (``given``: the values
     as the write left them) and why, or, when it could not be done, that nothing was written and
@@ -342,7 +345,7 @@ def _taken_back(
     return out
 
 
-def _sensitive(runner: Any, form_id: str) -> set[str]:
+def _sensitive(runner: FormRunner, form_id: str) -> set[str]:
     try:
         return {f.id for f in runner.compiled(form_id).fields if f.sensitive}
     except Exception:  # a form that cannot be read: nothing to hide that the result would show
