@@ -47,3 +47,24 @@ def test_after_an_unclear_client_type_another_answer_is_stored_and_the_choice_st
     chat(cli, "client-intake", ["not sure what you mean", "I'm 67", "I've been here before"])
 
     assert stored(cli) == {"client_type": "returning", "age": 67}
+
+
+TRIP = [*CLAIMANT, "Leeds", "12 March 2026", "13 March 2026", "client visit", "train", "TR-12345", "skip", "skip"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "roughly 300 in total, 312.75 exactly",
+        "312.75 exactly, roughly 300 in total",
+        "around 300, 312.75 to be exact",
+        "approx 300 all in, precisely 312.75",
+        "about 300 in total or 312.75 to be exact",
+        "300 or so, 312.75 exactly",
+    ],
+)
+def test_an_approximate_total_beside_the_exact_one_takes_the_exact_one(cli, line):
+    out = chat(cli, "travel-claim", [*TRIP, line])
+
+    assert stored(cli)["total"] == 312.75
+    assert "wasn't sure" not in out and "- Total claimed: 312.75" in out
