@@ -68,3 +68,21 @@ def test_an_approximate_total_beside_the_exact_one_takes_the_exact_one(cli, line
 
     assert stored(cli)["total"] == 312.75
     assert "wasn't sure" not in out and "- Total claimed: 312.75" in out
+
+
+@pytest.mark.parametrize(
+    ("line", "back", "said"),
+    [
+        ("left on Thursday 12 March 2026 and got back the following day", "2026-03-13", "the following day"),
+        ("went on 12 March 2026, came back a day later", "2026-03-13", "a day later"),
+        ("left 12 March 2026 and returned two days later", "2026-03-14", "two days later"),
+        ("out on 12 March 2026, home the day after", "2026-03-13", "the day after"),
+        ("12 March 2026, back the same day", "2026-03-12", "the same day"),
+    ],
+)
+def test_a_return_said_from_the_departure_in_the_same_line(cli, line, back, said):
+    out = chat(cli, "travel-claim", [*CLAIMANT, "Leeds", line])
+
+    got = stored(cli)
+    assert got["departure_date"] == "2026-03-12" and got["return_date"] == back
+    assert f'I read "{said}" as' in out and "wasn't sure" not in out
