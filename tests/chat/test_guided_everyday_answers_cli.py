@@ -86,3 +86,31 @@ def test_a_return_said_from_the_departure_in_the_same_line(cli, line, back, said
     got = stored(cli)
     assert got["departure_date"] == "2026-03-12" and got["return_date"] == back
     assert f'I read "{said}" as' in out and "wasn't sure" not in out
+
+
+INTAKE = ["new", "45", "Grace Okafor", "grace@example.org", "skip"]
+
+
+@pytest.mark.parametrize(
+    ("line", "source"),
+    [
+        ("my neighbour told me about you", "friend"),
+        ("my GP sent me to you", "doctor"),
+        ("I found you on Google", "web"),
+        ("my sister told me to come here", "friend"),
+        ("a friend mentioned you, she said you helped her", "friend"),
+    ],
+)
+def test_a_referral_with_how_it_came_about_says_nothing_back(cli, line, source):
+    out = chat(cli, "client-intake", [*INTAKE, line])
+
+    assert stored(cli)["referral"] == source
+    assert "wasn't sure" not in out
+
+
+@pytest.mark.parametrize("other", ["I need help with my rent", "I have moved house"])
+def test_a_referral_beside_something_else_says_the_something_else_back(cli, other):
+    out = chat(cli, "client-intake", [*INTAKE, f"my neighbour told me about you, {other}"])
+
+    assert stored(cli)["referral"] == "friend"
+    assert f'"{other}"' in out
