@@ -114,3 +114,11 @@ def test_a_referral_beside_something_else_says_the_something_else_back(cli, othe
 
     assert stored(cli)["referral"] == "friend"
     assert f'"{other}"' in out
+
+
+@pytest.mark.parametrize("line", ["45", "I'm 45", "45 years old"])
+def test_an_age_said_at_the_client_type_question_is_the_age_and_the_choice_is_asked_again(cli, line):
+    out = chat(cli, "client-intake", [line, "been here before"])
+
+    assert stored(cli) == {"age": 45, "client_type": "returning"}
+    assert "I need one of" not in out

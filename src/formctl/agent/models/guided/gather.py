@@ -256,7 +256,21 @@ def gather(text: str, asked: str | None, slots: list[Slot]) -> Gathered:
     found.rest.extend(parts[_MOST_CLAUSES:])
     _complete_dates(found, by_id)
     _prefer_exact(found, by_id)
+    _lone_figure(found, asked, by_id)
     return found
+
+
+def _lone_figure(found: Gathered, asked: str | None, slots: dict[str, Slot]) -> None:
+    """A line that is only a figure ("45") at a yes/no or a choice question no figure answers
+    ("Client type?") answers the one open question a figure does (the age), rather than being
+    refused again and again."""
+    if found.values or len(found.rest) != 1 or not _no_figure_answers(slots.get(asked or "")):
+        return
+    figure = found.rest[0]
+    fits = [s for s in slots.values() if not s.answered and _takes(s, "number", figure)]
+    if _NUMBER.fullmatch(figure) and len(fits) == 1 and fits[0].kind.name == "integer":
+        found.rest.clear()
+        _take(found, fits[0], figure, figure)
 
 
 _LONE_FIGURE = re.compile(r"^[a-z ]{0,24}(?:[£$€]\s?)?\d[\d,]*(?:\.\d+)?[a-z ]{0,24}$", re.IGNORECASE)
@@ -445,6 +459,13 @@ def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: li
             _take(found, slot, value, clause)
             gave = True
     return gave
+
+
+def _no_figure_answers(slot: Slot | None) -> bool:
+    """Is ``slot`` a yes/no or a choice none of whose options is a figure?"""
+    if slot is None or slot.kind.name not in ("boolean", "choice"):
+        return False
+    return not any(any(ch.isdigit() for ch in str(o)) for o in getattr(slot.kind, "options", ()))
 
 
 def _given_up(clause: str, span: tuple[int, int]) -> bool:
