@@ -64,6 +64,8 @@ TRIP = [*CLAIMANT, "Leeds", "12 March 2026", "13 March 2026", "client visit", "t
         "approx 300 all in, precisely 312.75",
         "about 300 in total or 312.75 to be exact",
         "300 or so, 312.75 exactly",
+        "it was roughly 300 quid, 312.75 to be precise",
+        "about £300, £312.75 exactly",
     ],
 )
 def test_an_approximate_total_beside_the_exact_one_takes_the_exact_one(cli, line):

@@ -288,12 +288,21 @@ def _prefer_exact(found: Gathered, slots: dict[str, Slot]) -> None:
         mark = marked(source, (at, at + len(value))) if at >= 0 else None
         for part in list(found.rest):
             lone = _NUMBER.search(part) if _LONE_FIGURE.match(part) else None
-            if lone is None or {mark, marked(part, lone.span())} != {"rough", "exact"}:
+            if lone is None or {mark, _lone_mark(part)} != {"rough", "exact"}:
                 continue
             found.rest.remove(part)
             if mark == "rough":
                 _take(found, slots[field_id], lone.group(0), part)
             break
+    marks = {part: _lone_mark(part) for part in found.rest}
+    if "exact" in marks.values():  # "roughly 300 quid, 312.75 to be precise" for the question asked
+        found.rest = [part for part in found.rest if marks[part] != "rough"]
+
+
+def _lone_mark(part: str) -> str | None:
+    """ "exact" or "rough" for a clause that is one figure said so ("312.75 to be precise")."""
+    lone = _NUMBER.search(part) if _LONE_FIGURE.match(part) else None
+    return marked(part, lone.span()) if lone is not None else None
 
 
 _FULL_DATE = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({_MONTH_WORDS})\b\.?,?\s+(\d{{4}})", re.IGNORECASE)

@@ -203,12 +203,12 @@ def _choose(text: str, found: list[Figure]) -> tuple[Figure | None, list[Figure]
     current = [f for f in found if f not in later]
     if len(current) == 1:
         return current[0], later
+    exact = [f for f in current if marked(text, f.span) == "exact"]
+    if exact:
+        return exact[-1], later  # before the money: "roughly 300 quid, 312.75 to be precise"
     money = [f for f in current if f.currency]
     if len(money) == 1:
         return money[0], later  # "£60, that was for two dinners": the amount is the one in money
-    exact = [f for f in current if marked(text, f.span) == "exact"]
-    if exact:
-        return exact[-1], later
     rough = [f for f in current if marked(text, f.span) == "rough"]
     if len(current) - len(rough) == 1 and rough:
         return next(f for f in current if f not in rough), later
