@@ -83,6 +83,8 @@ def test_an_approximate_total_beside_the_exact_one_takes_the_exact_one(cli, line
         ("left 12 March 2026 and returned two days later", "2026-03-14", "two days later"),
         ("out on 12 March 2026, home the day after", "2026-03-13", "the day after"),
         ("12 March 2026, back the same day", "2026-03-12", "the same day"),
+        ("left on 12 March 2026 and came home the next morning", "2026-03-13", "the next morning"),
+        ("went 12 March 2026, back that evening", "2026-03-12", "that evening"),
     ],
 )
 def test_a_return_said_from_the_departure_in_the_same_line(cli, line, back, said):

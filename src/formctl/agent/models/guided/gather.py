@@ -182,7 +182,8 @@ _DATE = re.compile(
     rf"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?"
     rf"(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+\d{{4}})?"
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}"
-    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:the\s+)?(?:next|following)\s+day|the\s+day\s+after|(?:the\s+)?same\s+day"
+    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:the\s+)?(?:next|following)\s+(?:day|morning|afternoon|evening|night)|the\s+day\s+after"
+    rf"|(?:the\s+)?same\s+(?:day|evening|night)|that\s+(?:same\s+)?(?:day|evening|night)"
     rf"|(?:a|one|two|three|four|five|six|seven|\d{{1,2}})\s+(?:days?|nights?|weeks?)\s+(?:later|after)"
     rf"|\d{{1,2}}(?=\s?(?:-|–|to|until|till)\s?(?:the\s)?\d{{1,2}}(?:st|nd|rd|th)?\s{_MONTH}))",
     re.IGNORECASE,
