@@ -106,6 +106,9 @@ INTAKE = ["new", "45", "Grace Okafor", "grace@example.org", "skip"]
         ("I found you on Google", "web"),
         ("my sister told me to come here", "friend"),
         ("a friend mentioned you, she said you helped her", "friend"),
+        ("a friend of mine recommended you", "friend"),
+        ("my mum said you could help", "friend"),
+        ("I googled for advice and found you", "web"),
     ],
 )
 def test_a_referral_with_how_it_came_about_says_nothing_back(cli, line, source):

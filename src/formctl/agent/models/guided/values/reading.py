@@ -101,5 +101,6 @@ _EXPLAINING = frozenset(
     "i i'm i've i'd me my you your us we he she they them it this that who which so and "
     "told tell tells telling sent send sends recommended recommends mentioned suggested referred pointed said "
     "says found find heard hear saw seen read came come coming across gave put passed on "
-    "about of from through via at in by to here there the a an service place you're all helped her him his".split()
+    "about of from through via at in by to for here there the a an service place you're all helped her him his "
+    "mine could can would might help advice googled searched looked up".split()
 )
