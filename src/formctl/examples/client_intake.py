@@ -44,7 +44,11 @@ client_intake = (
            aliases={"new": ["no", "first time", "first visit", "never", "not been", "never been", "haven't been",
                             "have not been", "not used", "haven't used", "never used", "not before"],
                     "returning": ["yes", "been before", "used it before", "used you before", "came before",
-                                  "again", "back again", "returning client", "existing", "I have"]})
+                                  "again", "back again", "returning client", "existing", "I have", "here before",
+                                  "been here", "last year", "last time", "helped me", "helped us", "seen me",
+                                  "you before", "visited before", "came in before", "used to come", "second time",
+                                  "few times", "was here", "came in", "been in", "met before", "last month",
+                                  "years ago", "months ago"]})
     .field("age", Annotated[int, Field(ge=0, le=130)], label="Age")
     .step("contact", title="Contact", preview="name, email, phone")
     .field("full_name", Annotated[str, Field(min_length=2)], label="Full name", source="person")

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from formctl.agent.models.guided.answers import Kind
+from formctl.agent.models.guided.values.numbers import marked
 
 # Everyday names for a field, by a word of its label or id. The first names are what a person
 # calls it in a question ("what do you mean by purpose?"); ``_SPOKEN`` adds how a value is led in.
@@ -181,7 +182,9 @@ _DATE = re.compile(
     rf"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day,?\s+)?"
     rf"(?:\d{{4}}-\d{{1,2}}-\d{{1,2}}|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+\d{{4}})?"
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}"
-    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|the next day|the day after|same day|the same day"
+    rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:the\s+)?(?:next|following)\s+(?:day|morning|afternoon|evening|night)|the\s+day\s+after"
+    rf"|(?:the\s+)?same\s+(?:day|evening|night)|that\s+(?:same\s+)?(?:day|evening|night)"
+    rf"|(?:a|one|two|three|four|five|six|seven|\d{{1,2}})\s+(?:days?|nights?|weeks?)\s+(?:later|after)"
     rf"|\d{{1,2}}(?=\s?(?:-|–|to|until|till)\s?(?:the\s)?\d{{1,2}}(?:st|nd|rd|th)?\s{_MONTH}))",
     re.IGNORECASE,
 )
@@ -253,7 +256,54 @@ def gather(text: str, asked: str | None, slots: list[Slot]) -> Gathered:
             found.rest.append(clause)  # a clause longer than any answer is read by the question asked
     found.rest.extend(parts[_MOST_CLAUSES:])
     _complete_dates(found, by_id)
+    _prefer_exact(found, by_id)
+    _lone_figure(found, asked, by_id)
     return found
+
+
+def _lone_figure(found: Gathered, asked: str | None, slots: dict[str, Slot]) -> None:
+    """A line that is only a figure ("45") at a yes/no or a choice question no figure answers
+    ("Client type?") answers the one open question a figure does (the age), rather than being
+    refused again and again."""
+    if found.values or len(found.rest) != 1 or not _no_figure_answers(slots.get(asked or "")):
+        return
+    figure = found.rest[0]
+    fits = [s for s in slots.values() if not s.answered and _takes(s, "number", figure)]
+    if _NUMBER.fullmatch(figure) and len(fits) == 1 and fits[0].kind.name == "integer":
+        found.rest.clear()
+        _take(found, fits[0], figure, figure)
+
+
+_LONE_FIGURE = re.compile(r"^[a-z ]{0,24}(?:[£$€]\s?)?\d[\d,]*(?:\.\d+)?[a-z ]{0,24}$", re.IGNORECASE)
+
+
+def _prefer_exact(found: Gathered, slots: dict[str, Slot]) -> None:
+    """An amount given twice, roughly and exactly, in clauses of its own ("roughly 300 in total,
+    312.75 exactly", "312.75 to be exact, about 300 all in"): the exact figure is the answer, and
+    the rough one is part of saying it, not something else said."""
+    for field_id, value in list(found.values.items()):
+        if slots[field_id].kind.name not in ("integer", "number"):
+            continue
+        source = found.sources[field_id]
+        at = source.find(value)
+        mark = marked(source, (at, at + len(value))) if at >= 0 else None
+        for part in list(found.rest):
+            lone = _NUMBER.search(part) if _LONE_FIGURE.match(part) else None
+            if lone is None or {mark, _lone_mark(part)} != {"rough", "exact"}:
+                continue
+            found.rest.remove(part)
+            if mark == "rough":
+                _take(found, slots[field_id], lone.group(0), part)
+            break
+    marks = {part: _lone_mark(part) for part in found.rest}
+    if "exact" in marks.values():  # "roughly 300 quid, 312.75 to be precise" for the question asked
+        found.rest = [part for part in found.rest if marks[part] != "rough"]
+
+
+def _lone_mark(part: str) -> str | None:
+    """ "exact" or "rough" for a clause that is one figure said so ("312.75 to be precise")."""
+    lone = _NUMBER.search(part) if _LONE_FIGURE.match(part) else None
+    return marked(part, lone.span()) if lone is not None else None
 
 
 _FULL_DATE = re.compile(rf"(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+({_MONTH_WORDS})\b\.?,?\s+(\d{{4}})", re.IGNORECASE)
@@ -375,6 +425,8 @@ def _claim_shaped(clause: str, asked: str | None, slots: dict[str, Slot], cues: 
         value = clause[start:end].strip()
         if shape == "number" and _FUTURE.search(clause[max(0, start - 24) : start]):
             continue  # "I'll be 18 in June": no age of 18 (the asked question's reader says why)
+        if shape == "number" and _given_up(clause, (start, end)):
+            continue  # "roughly 300 in total or 312.75 to be exact": the exact one is the answer
         fits = [s for s in slots.values() if s.id not in found.values and _takes(s, shape, value)]
         if not fits:
             continue
@@ -417,6 +469,20 @@ def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: li
             _take(found, slot, value, clause)
             gave = True
     return gave
+
+
+def _no_figure_answers(slot: Slot | None) -> bool:
+    """Is ``slot`` a yes/no or a choice none of whose options is a figure?"""
+    if slot is None or slot.kind.name not in ("boolean", "choice"):
+        return False
+    return not any(any(ch.isdigit() for ch in str(o)) for o in getattr(slot.kind, "options", ()))
+
+
+def _given_up(clause: str, span: tuple[int, int]) -> bool:
+    """A figure said roughly in a clause that also gives one exactly."""
+    if marked(clause, span) != "rough":
+        return False
+    return any(m.span() != span and marked(clause, m.span()) == "exact" for m in _NUMBER.finditer(clause))
 
 
 def _nearest(fits: list[Slot], cues: list[_Cue], start: int, end: int, shape: str) -> str | None:

@@ -416,6 +416,7 @@ def read_answers(
     pairs.sort(key=lambda p: p[0])
     values: dict[str, Any] = {}
     corrections: dict[str, Any] = {}
+    dates = _dates_given(state, snap, [(fid, text) for _, fid, text, _ in pairs if fid])
     for _, field_id, text, key in pairs:
         if not field_id:
             values[key] = text.strip()
@@ -472,7 +473,7 @@ def read_answers(
                 # "...", "?", "!!!": no letters or digits is not an answer to write (and a
                 # rejection would only add an invalid revision to the log).
                 raise UnreadableAnswer('that has no letters or numbers in it. Say "help" if you\'re stuck.')
-            reading = read_value(kind, cleaned, _context(state, snap, field_id))
+            reading = read_value(kind, cleaned, _context(state, snap, field_id, {**dates, **values, **corrections}))
             if reading.none:  # "nothing" for a required amount
                 raise UnreadableAnswer(f"{field.label} is required: I need the amount, like 40 or 1,200.")
             value = reading.value
@@ -496,9 +497,25 @@ def read_answers(
     return values, corrections, plan
 
 
-def _context(state: GuidedState, snap: Snapshot, field_id: str) -> Any:
-    """How a field's answer is read: the locale, and the date given before it (values/)."""
-    values = snap.ev.values if snap.ev is not None else {}
+def _dates_given(state: GuidedState, snap: Snapshot, answers: list[tuple[str, str]]) -> dict[str, Any]:
+    """The dates a line gives whole, by field, so a date said from another in the same line
+    ("home the day after", "back the same day") is read from it, whichever is read first."""
+    out: dict[str, Any] = {}
+    for field_id, text in answers:
+        kind = state.kind(snap.compiled, field_id)
+        if kind.name != "date":
+            continue
+        try:
+            out[field_id] = read_value(kind, text.strip(), _context(state, snap, field_id, {})).value
+        except UnreadableAnswer:
+            continue  # read again in turn, which says why
+    return out
+
+
+def _context(state: GuidedState, snap: Snapshot, field_id: str, given: dict[str, Any]) -> Any:
+    """How a field's answer is read: the locale, and the date given before it (values/), in
+    the form or earlier in the same line ("left on 12 March 2026, back the following day")."""
+    values = {**(snap.ev.values if snap.ev is not None else {}), **given}
     started = getattr(snap.instance, "created_at", None) if snap.instance is not None else None
     return reading_context(state.locale, snap.compiled, values, field_id, started)
 

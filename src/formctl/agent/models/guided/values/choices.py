@@ -18,6 +18,7 @@ from formctl.agent.models.guided.values.reading import Reading, around
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _NEGATION = frozenset({"not", "no", "never", "didn't", "didnt", "wasn't", "wasnt", "haven't", "havent"})
+_GAP = 2  # words that may stand between an alias's own words ("been [here] before")
 _FUZZY_CUTOFF = 80  # rapidfuzz ratio: "trian" ~ "train" (80), "rial" ~ "rail" (75 is too loose for 4 letters)
 
 
@@ -51,15 +52,31 @@ def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
     taken = [False] * len(tokens)
     found: list[tuple[Any, tuple[int, int]]] = []
     for name, option in _names(kind):
-        n = len(name)
         for i in at.get(name[0], ()):
-            if tuple(tokens[i : i + n]) != name or any(taken[i : i + n]):
+            where = _spread(tokens, taken, name, i)
+            if where is None:
                 continue
-            if any(t in _NEGATION for t in tokens[max(0, i - 2) : i]):
-                continue  # "not by car": not named (and its words free for a longer phrase's reading)
-            taken[i : i + n] = [True] * n
-            found.append((option, (words[i].start(), words[i + n - 1].end())))
+            if any(t in _NEGATION for t in tokens[max(0, i - 2) : i] + tokens[where[-1] + 1 : where[-1] + 2]):
+                continue  # "not by car", "I have never": not named (its words free for a longer phrase)
+            for j in where:
+                taken[j] = True
+            found.append((option, (words[i].start(), words[where[-1]].end())))
     return found
+
+
+def _spread(tokens: list[str], taken: list[bool], name: tuple[str, ...], i: int) -> list[int] | None:
+    """Where the words of ``name`` stand from ``i`` on, in order, each at most ``_GAP`` words
+    after the one before it ("been before" in "I've been here before", "helped me before" in
+    "you helped me once before"); None when they do not, or a word of it is already taken."""
+    where = [i]
+    for word in name[1:]:
+        j = where[-1] + 1
+        while j < len(tokens) and j <= where[-1] + 1 + _GAP and tokens[j] != word:
+            j += 1
+        if j >= len(tokens) or tokens[j] != word or j > where[-1] + 1 + _GAP:
+            return None
+        where.append(j)
+    return None if any(taken[j] for j in where) else where
 
 
 def _fuzzy(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:

@@ -35,14 +35,15 @@ _DATE = re.compile(
     rf"|(?P<md>(?:{_MONTH_NAMES})\.?\s+(?:the\s+)?{_DAY}(?:,?\s+\d{{4}})?)"
     r"|(?P<iso>\d{4}-\d{1,2}-\d{1,2})"
     r"|(?P<num>\d{1,2}[/.]\d{1,2}[/.]\d{2,4})"
-    r"|(?P<rel>(?:the\s+)?(?:next|following)\s+day|the\s+day\s+after|(?:the\s+)?same\s+day|that\s+(?:same\s+)?day"
+    r"|(?P<rel>(?:the\s+)?(?:next|following)\s+(?:day|morning|afternoon|evening|night)|the\s+day\s+after"
+    r"|(?:the\s+)?same\s+(?:day|evening|night)|that\s+(?:same\s+)?(?:day|evening|night)"
     r"|(?P<n>a|one|two|three|four|five|six|seven|\d{1,2})\s+(?P<unit>days?|nights?|weeks?)\s+(?:later|after))"
     rf"|(?P<day>(?:the\s+){_DAY}(?![\w/.-]\d))"
     r"|(?:(?:the\s+)?(?:following|next)\s+)?(?P<lone>monday|tuesday|wednesday|thursday|friday|saturday|sunday))(?![\w])",
     re.IGNORECASE,
 )
 LIMIT = 12  # date phrases read from one line at most
-_RELATIVE_WORD = re.compile(r"day|week|night", re.IGNORECASE)
+_RELATIVE_WORD = re.compile(r"day|week|night|morning|afternoon|evening", re.IGNORECASE)
 _NOT = re.compile(r"\b(?:not|rather than|instead of)\s*(?:on\s+)?$", re.IGNORECASE)
 _CLOCK_WORDS = re.compile(r"^\W*(?:today|tonight|tomorrow|yesterday|now|next week|last week)\W*$", re.IGNORECASE)
 

@@ -44,6 +44,22 @@ _EXACT = re.compile(
     re.IGNORECASE,
 )
 _ROUGH = re.compile(r"(?:about|around|roughly|approx(?:imately)?|circa|maybe|nearly|almost|under|over)\W*$", re.I)
+# The same marks after the figure: "312.75 exactly", "300 or so", "312.75 to be exact".
+_EXACT_AFTER = re.compile(r"^\W*(?:exactly|precisely|to be (?:exact|precise)|on the dot|on the nose)\b", re.I)
+_ROUGH_AFTER = re.compile(r"^\W*(?:or so|ish|give or take|roughly|approx(?:imately)?|more or less)\b", re.I)
+
+
+def marked(text: str, span: tuple[int, int]) -> str | None:
+    """ "exact" or "rough" when the words just before or after the figure at ``span`` say so
+    ("exactly 212.40", "312.75 to be exact", "roughly 300", "300 or so"), else None."""
+    before, after = text[max(0, span[0] - 24) : span[0]], text[span[1] : span[1] + 24]
+    if _EXACT.search(before) or _EXACT_AFTER.match(after):
+        return "exact"
+    if _ROUGH.search(before) or _ROUGH_AFTER.match(after):
+        return "rough"
+    return None
+
+
 # A number that is not now: "I'll be 18 in June", "turning 18 next month".
 _FUTURE_BEFORE = re.compile(r"(?:'ll be|will be|going to be|gonna be|turning|turn|be)\s*$", re.IGNORECASE)
 # A year, not a number of now: "born in 1990".
@@ -165,8 +181,15 @@ def read_number(text: str, ctx: ReadingContext, *, integer: bool) -> Reading:
         raise UnreadableAnswer("That number is far too long; I need the number itself, like 40 or 1,200.")
     value: int | float = _as_json(meant.value, integer)
     # "about 210, exactly 212.40": the figure given up is part of the reading, not something else said
-    exact = _EXACT.search(text[max(0, meant.span[0] - 24) : meant.span[0]]) is not None
-    spans = [meant.span, *(f.span for f in found if f is not meant and exact and f.span < meant.span)]
+    exact = marked(text, meant.span) == "exact"
+    spans = [
+        meant.span,
+        *(
+            f.span
+            for f in found
+            if f is not meant and exact and (f.span < meant.span or marked(text, f.span) == "rough")
+        ),
+    ]
     note = None
     if len(found) > 1:
         note = f'I read "{" ".join(text.split())}" as {_shown(meant)}.'
@@ -180,13 +203,13 @@ def _choose(text: str, found: list[Figure]) -> tuple[Figure | None, list[Figure]
     current = [f for f in found if f not in later]
     if len(current) == 1:
         return current[0], later
+    exact = [f for f in current if marked(text, f.span) == "exact"]
+    if exact:
+        return exact[-1], later  # before the money: "roughly 300 quid, 312.75 to be precise"
     money = [f for f in current if f.currency]
     if len(money) == 1:
         return money[0], later  # "£60, that was for two dinners": the amount is the one in money
-    exact = [f for f in current if _EXACT.search(text[max(0, f.span[0] - 24) : f.span[0]])]
-    if exact:
-        return exact[-1], later
-    rough = [f for f in current if _ROUGH.search(text[max(0, f.span[0] - 24) : f.span[0]])]
+    rough = [f for f in current if marked(text, f.span) == "rough"]
     if len(current) - len(rough) == 1 and rough:
         return next(f for f in current if f not in rough), later
     return None, later

@@ -89,6 +89,18 @@ def telling(parts: tuple[str, ...]) -> tuple[str, ...]:
     for part in parts:
         words = part.split()
         named = any(w[:1].isupper() and w not in ("I", "I'm", "I've", "I'd", "I'll") for w in words[1:])
-        if any(ch.isdigit() or ch == "@" for ch in part) or named or len(words) > 3:
+        explains = all(w.lower().strip(".,;:!?'\"") in _EXPLAINING for w in words)
+        if any(ch.isdigit() or ch == "@" for ch in part) or named or (len(words) > 3 and not explains):
             out.append(part)
     return tuple(out)
+
+
+# Words that only say how the answer came about ("told me about you", "sent me to you here",
+# "found you through"): a part made of nothing else goes with the answer, however long.
+_EXPLAINING = frozenset(
+    "i i'm i've i'd me my you your us we he she they them it this that who which so and "
+    "told tell tells telling sent send sends recommended recommends mentioned suggested referred pointed said "
+    "says found find heard hear saw seen read came come coming across gave put passed on "
+    "about of from through via at in by to for here there the a an service place you're all helped her him his "
+    "mine could can would might help advice googled searched looked up".split()
+)
