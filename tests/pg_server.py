@@ -204,11 +204,16 @@ class Schemas:
 
 @pytest.fixture(scope="session")
 def _pg_schemas(pg_server):
+    import psycopg
+
     schemas = Schemas(pg_server.dsn)
     # pg_trgm (formctl find's index) is one per database: made here, in public, it outlives every
     # test's schema; made by a test's store init it would live in that test's schema and go with
     # it, under the indexes of the stores other workers are using at that moment.
-    schemas.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+    try:
+        schemas.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+    except psycopg.errors.UniqueViolation:
+        pass  # another xdist worker made it in the same instant: IF NOT EXISTS does not hold between two
     yield schemas
     schemas.close()
 

@@ -48,11 +48,25 @@ def run_as_psql(sql: str, dsn_for) -> None:
         conn.close()
 
 
+ROLES = ("ann", "ben", "rita", "forms_staff", "forms_reporting", "forms_owner")
+
+
+def _drop_team(cluster) -> None:
+    """The README's database and roles gone, whatever an earlier test on this cluster left."""
+    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS forms WITH (FORCE)")
+        for role in ROLES:
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+
+
 @pytest.fixture
 def team(private_pg):
     cluster = private_pg.cluster
     sql = readme_sql()
     passwords = dict(re.findall(r"CREATE ROLE (\w+) LOGIN PASSWORD '([^']+)'", sql))
+    # The cluster is lent to this process's tests one after another: a set-up that failed half-way
+    # in an earlier test must not fail this one with "database forms already exists".
+    _drop_team(cluster)
     run_as_psql(sql, lambda db: cluster.dsn(db))
     with psycopg.connect(cluster.dsn("postgres")) as conn:  # every login role's password is SCRAM
         stored = conn.execute("SELECT rolname, rolpassword FROM pg_authid WHERE rolname = ANY(%s)", (list(passwords),))
@@ -62,10 +76,7 @@ def team(private_pg):
         return f"postgresql://{role}:{passwords[role]}@127.0.0.1:{cluster.port}/forms?options=-csearch_path%3Dformctl"
 
     yield dsn
-    with psycopg.connect(cluster.dsn("postgres"), autocommit=True) as conn:
-        conn.execute("DROP DATABASE forms WITH (FORCE)")
-        for role in ("ann", "ben", "rita", "forms_staff", "forms_reporting", "forms_owner"):
-            conn.execute(f"DROP ROLE {role}")
+    _drop_team(cluster)
 
 
 def ok(result, *args):
