@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from formctl.agent.models.guided import model as guided_model  # noqa: E402
-from formctl.eval import ModelSpec, ScriptedPerson, load_scenario, run_suite, scenario_files  # noqa: E402
+from formctl.eval import ModelSpec, ScriptedPerson, SuitePlan, load_scenario, run_suite, scenario_files  # noqa: E402
 from formctl.forms.registry import FormRegistry  # noqa: E402
 
 LONG_LINE = ("support with a disability benefit claim and advice about a debt letter from the council " * 120)[:10_000]
@@ -59,9 +59,7 @@ def _scenarios(registry: FormRegistry) -> list[float]:
             scenarios,
             registry,
             [ModelSpec("guided", lambda runner, form_id: GuidedModel(runner, form_id=form_id))],
-            runs=1,
-            make_person=lambda s: ScriptedPerson(s.persona),
-            record_dir=folder,
+            SuitePlan(runs=1, make_person=lambda s: ScriptedPerson(s.persona), record_dir=folder),
         )
     print(f"{len(scenarios)} scenarios, {len(took)} turns read")
     return took
