@@ -157,10 +157,36 @@ def scrub(text: str, dsn: str | None) -> str:
     """``text`` with every possible password of ``dsn`` (see :func:`secrets`) replaced by ``***``,
     and any ``password=…`` in it masked too."""
     if dsn:
+        # Every place any candidate occurs in the text as given, then masked as one where they
+        # overlap: replacing one candidate after another let the first cut into the second
+        # (``0'= 9Zq9 '= 9``: masking "'= 9" took the "9" of "9Zq9", which then no longer matched).
+        spans = []
         for secret in secrets(dsn):
-            if len(secret) >= _SHORTEST:
-                text = text.replace(secret, _MASK)
+            if len(secret) < _SHORTEST:
+                continue
+            at = text.find(secret)
+            while at >= 0:
+                spans.append((at, at + len(secret)))
+                at = text.find(secret, at + 1)
+        text = _masked(text, spans)
     return _TEXT_PASSWORD.sub(lambda m: m.group(1) + _MASK, text)
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each run of overlapping or touching ``spans`` replaced by one ``***``."""
+    out, last, run = [], 0, None
+    for start, end in sorted(spans):
+        if run is not None and start <= run[1]:
+            run = (run[0], max(run[1], end))
+            continue
+        if run is not None:
+            out += [text[last : run[0]], _MASK]
+            last = run[1]
+        run = (start, end)
+    if run is not None:
+        out += [text[last : run[0]], _MASK]
+        last = run[1]
+    return "".join([*out, text[last:]])
 
 
 def mask_dsn(dsn: str) -> str:
