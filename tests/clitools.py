@@ -111,6 +111,10 @@ class Cli:
         (row,) = self.json("instances")["instances"]
         return str(row["instance_id"])
 
+    def values(self) -> dict[str, Any]:
+        """The stored values of the one instance in the store, as ``export`` gives them."""
+        return dict(self.json("export", self.only_instance())["values"])
+
     def process(
         self, *args: str, input: str | None = None, env: dict[str, str] | None = None, cwd: Path = ROOT
     ) -> subprocess.CompletedProcess[str]:

@@ -13,15 +13,8 @@ CLAIMANT = ["Dana Reeve", "AB1234", "dana@example.org"]
 
 
 def chat(cli: Cli, form: str, lines: list[str]) -> str:
-    done = cli.ok(
-        "run", form, "--offline", "--locale", "en-GB", "--subject", "s", input="".join(f"{x}\n" for x in lines)
-    )
-    return str(done.stdout)
-
-
-def stored(cli: Cli) -> dict:
-    (row,) = cli.json("instances")["instances"]
-    return dict(cli.json("export", row["instance_id"])["values"])
+    """``formctl run FORM --offline`` in en-GB with ``lines`` piped in; what it printed."""
+    return cli.chat("run", form, "--locale", "en-GB", "--subject", "s", lines=lines)
 
 
 @pytest.mark.parametrize(
@@ -42,14 +35,14 @@ def stored(cli: Cli) -> dict:
 def test_new_or_returning_in_everyday_words(cli, line, kind):
     out = chat(cli, "client-intake", [line, "67"])
 
-    assert stored(cli) == {"client_type": kind, "age": 67}
+    assert cli.values() == {"client_type": kind, "age": 67}
     assert "I need one of" not in out
 
 
 def test_after_an_unclear_client_type_another_answer_is_stored_and_the_choice_still_taken(cli):
     chat(cli, "client-intake", ["not sure what you mean", "I'm 67", "I've been here before"])
 
-    assert stored(cli) == {"client_type": "returning", "age": 67}
+    assert cli.values() == {"client_type": "returning", "age": 67}
 
 
 TRIP = [*CLAIMANT, "Leeds", "12 March 2026", "13 March 2026", "client visit", "train", "TR-12345", "skip", "skip"]
@@ -71,7 +64,7 @@ TRIP = [*CLAIMANT, "Leeds", "12 March 2026", "13 March 2026", "client visit", "t
 def test_an_approximate_total_beside_the_exact_one_takes_the_exact_one(cli, line):
     out = chat(cli, "travel-claim", [*TRIP, line])
 
-    assert stored(cli)["total"] == 312.75
+    assert cli.values()["total"] == 312.75
     assert "wasn't sure" not in out and "- Total claimed: 312.75" in out
 
 
@@ -90,7 +83,7 @@ def test_an_approximate_total_beside_the_exact_one_takes_the_exact_one(cli, line
 def test_a_return_said_from_the_departure_in_the_same_line(cli, line, back, said):
     out = chat(cli, "travel-claim", [*CLAIMANT, "Leeds", line])
 
-    got = stored(cli)
+    got = cli.values()
     assert got["departure_date"] == "2026-03-12" and got["return_date"] == back
     assert f'I read "{said}" as' in out and "wasn't sure" not in out
 
@@ -114,7 +107,7 @@ INTAKE = ["new", "45", "Grace Okafor", "grace@example.org", "skip"]
 def test_a_referral_with_how_it_came_about_says_nothing_back(cli, line, source):
     out = chat(cli, "client-intake", [*INTAKE, line])
 
-    assert stored(cli)["referral"] == source
+    assert cli.values()["referral"] == source
     assert "wasn't sure" not in out
 
 
@@ -122,7 +115,7 @@ def test_a_referral_with_how_it_came_about_says_nothing_back(cli, line, source):
 def test_a_referral_beside_something_else_says_the_something_else_back(cli, other):
     out = chat(cli, "client-intake", [*INTAKE, f"my neighbour told me about you, {other}"])
 
-    assert stored(cli)["referral"] == "friend"
+    assert cli.values()["referral"] == "friend"
     assert f'"{other}"' in out
 
 
@@ -130,5 +123,5 @@ def test_a_referral_beside_something_else_says_the_something_else_back(cli, othe
 def test_an_age_said_at_the_client_type_question_is_the_age_and_the_choice_is_asked_again(cli, line):
     out = chat(cli, "client-intake", [line, "been here before"])
 
-    assert stored(cli) == {"age": 45, "client_type": "returning"}
+    assert cli.values() == {"age": 45, "client_type": "returning"}
     assert "I need one of" not in out

@@ -14,16 +14,8 @@ from clitools import CLAIMANT_AND_TRIP, Cli
 
 
 def chat(cli: Cli, form: str, lines: list[str]) -> str:
-    """``formctl run FORM --offline`` with ``lines`` piped in; what it printed."""
-    done = cli.ok(
-        "run", form, "--offline", "--locale", "en-GB", "--subject", "s", input="".join(f"{x}\n" for x in lines)
-    )
-    return str(done.stdout)
-
-
-def stored(cli: Cli) -> dict:
-    (row,) = cli.json("instances")["instances"]
-    return dict(cli.json("export", row["instance_id"])["values"])
+    """``formctl run FORM --offline`` in en-GB with ``lines`` piped in; what it printed."""
+    return cli.chat("run", form, "--locale", "en-GB", "--subject", "s", lines=lines)
 
 
 def status(cli: Cli) -> str:
@@ -76,15 +68,15 @@ def test_a_question_back_is_answered_and_nothing_is_stored(cli, form, before, qu
     said = replies(out)
     assert explained in said[-2]
     assert last_question(out).startswith(f"{field}?") or last_question(out).startswith(f"{field} —")
-    assert question not in stored(cli).values()
-    assert len(stored(cli)) == len(before)
+    assert question not in cli.values().values()
+    assert len(cli.values()) == len(before)
 
 
 def test_a_question_back_with_the_answer_after_it_gives_the_answer(cli):
     out = chat(cli, "travel-claim", ["Dana Reeve", "Where do I find my staff ID? Oh, found it: AB1234"])
 
     assert "Got it — Staff ID: AB1234." in out
-    assert stored(cli)["staff_id"] == "AB1234"
+    assert cli.values()["staff_id"] == "AB1234"
 
 
 # ------------------------------------------------------------------ not knowing, refusing, putting off
@@ -98,7 +90,7 @@ def test_not_having_an_optional_answer_leaves_it_out_and_moves_on(cli, line):
 
     assert "Left out Phone." in out
     assert last_question(out).startswith("Referral source")
-    assert "phone" not in stored(cli)
+    assert "phone" not in cli.values()
 
 
 def test_not_knowing_a_required_answer_says_why_it_is_needed_and_asks_again(cli):
@@ -106,7 +98,7 @@ def test_not_knowing_a_required_answer_says_why_it_is_needed_and_asks_again(cli)
 
     assert "Email is required, so I can't leave it out. The Client intake needs your email to go ahead." in out
     assert last_question(out).startswith("Email?")
-    assert "email" not in stored(cli)
+    assert "email" not in cli.values()
 
 
 def test_a_required_answer_put_off_is_asked_after_the_others_of_its_step(cli):
@@ -115,7 +107,7 @@ def test_a_required_answer_put_off_is_asked_after_the_others_of_its_step(cli):
     assert "No problem, we'll come back to Staff ID." in out
     said = replies(out)
     assert said.index("No problem, we'll come back to Staff ID.") < said.index("Got it — Work email: dana@example.org.")
-    assert stored(cli) == {"full_name": "Dana Reeve", "email": "dana@example.org", "staff_id": "AB1234"}
+    assert cli.values() == {"full_name": "Dana Reeve", "email": "dana@example.org", "staff_id": "AB1234"}
 
 
 def test_none_after_a_refused_optional_cost_leaves_it_out_once_and_moves_on(cli):
@@ -133,7 +125,7 @@ def test_an_opening_with_a_name_an_age_and_an_email_fills_each(cli):
     opening = "Hi, I'm Grace Okafor. I've not been here before. I'm 45 and my email is grace.okafor@example.org"
     out = chat(cli, "client-intake", [opening])
 
-    assert stored(cli) == {
+    assert cli.values() == {
         "client_type": "new",
         "age": 45,
         "full_name": "Grace Okafor",
@@ -148,7 +140,7 @@ def test_an_opening_with_name_staff_id_city_date_purpose_and_drove_fills_each(cl
     )
     out = chat(cli, "travel-claim", [opening])
 
-    assert stored(cli) == {
+    assert cli.values() == {
         "full_name": "Tom Baker",
         "staff_id": "TB4821",
         "destination": "Manchester",
@@ -162,14 +154,14 @@ def test_an_opening_with_name_staff_id_city_date_purpose_and_drove_fills_each(cl
 def test_a_destination_with_its_purpose_gives_both(cli):
     chat(cli, "travel-claim", [*CLAIMANT, "Bristol, for the supplier audit"])
 
-    got = stored(cli)
+    got = cli.values()
     assert got["destination"] == "Bristol" and got["purpose"] == "supplier audit"
 
 
 def test_a_mode_with_its_ticket_reference_gives_both(cli):
     out = chat(cli, "travel-claim", [*CLAIMANT_AND_TRIP, "train, ticket ref TR-20931"])
 
-    got = stored(cli)
+    got = cli.values()
     assert got["mode"] == "rail" and got["ticket_reference"] == "TR-20931"
     assert last_question(out).startswith("Accommodation cost?")
 
@@ -177,7 +169,7 @@ def test_a_mode_with_its_ticket_reference_gives_both(cli):
 def test_both_dates_in_one_line_the_second_taking_its_month_from_the_first(cli):
     out = chat(cli, "travel-claim", [*CLAIMANT, "Leeds", "went down on 9 March 2026 and came back on the 11th"])
 
-    got = stored(cli)
+    got = cli.values()
     assert got["departure_date"] == "2026-03-09" and got["return_date"] == "2026-03-11"
     assert last_question(out).startswith("Purpose of trip?")
 
@@ -192,7 +184,7 @@ def test_both_dates_in_one_line_the_second_taking_its_month_from_the_first(cli):
 def test_a_value_inside_a_sentence_is_stored_without_the_sentence(cli, form, before, line, field, value):
     chat(cli, form, [*before, line])
 
-    assert stored(cli)[field] == value
+    assert cli.values()[field] == value
 
 
 # ------------------------------------------------------------------ free text is whole
@@ -202,7 +194,7 @@ def test_every_sentence_of_a_free_text_answer_is_kept(cli):
     needs = "Housing disrepair. The landlord ignores letters; she needs advice on the deposit and repairs."
     chat(cli, "client-intake", [*INTAKE_CONTACT, "skip", "web", needs])
 
-    assert stored(cli)["needs"] == needs
+    assert cli.values()["needs"] == needs
     assert status(cli) == "ready"
 
 
@@ -213,7 +205,7 @@ def test_a_ticket_reference_corrected_at_the_accommodation_question(cli):
     out = chat(cli, "travel-claim", [*CLAIMANT_AND_TRIP, "rail", "TR-88231", "sorry, the ticket ref was TR-88321"])
 
     assert "Got it — Ticket reference: TR-88321." in out
-    got = stored(cli)
+    got = cli.values()
     assert got["ticket_reference"] == "TR-88321" and "accommodation" not in got
     assert last_question(out).startswith("Accommodation cost?")
 
@@ -226,7 +218,7 @@ def test_an_email_corrected_by_its_shape_at_another_question(cli):
     )
 
     assert "Got it — Work email: lina.88@example.org." in out
-    assert stored(cli)["email"] == "lina.88@example.org"
+    assert cli.values()["email"] == "lina.88@example.org"
     assert last_question(out).startswith("Destination?")
 
 
@@ -239,7 +231,7 @@ def test_a_phone_found_later_is_taken_at_another_question(cli):
     out = chat(cli, "client-intake", lines)
 
     assert "Got it — Phone: 07700 900555." in out
-    assert stored(cli)["phone"] == "07700 900555"
+    assert cli.values()["phone"] == "07700 900555"
     assert last_question(out).startswith("Referral source")
 
 
@@ -251,5 +243,5 @@ def test_a_date_corrected_at_the_read_back_is_changed_and_read_back_again(cli):
     assert "Got it — Return date: 2026-03-05." in out
     assert "There is no question called" not in out
     assert out.split("Got it — Return date: 2026-03-05.")[1].count("- Return date: 2026-03-05") == 1
-    assert stored(cli)["return_date"] == "2026-03-05"
+    assert cli.values()["return_date"] == "2026-03-05"
     assert status(cli) == "complete"
