@@ -22,7 +22,6 @@ from formctl.agent.models.guided.answers import (
     NONE_WORDS,
     SAME_WORDS,
     UnreadableAnswer,
-    convert,
     declines,
     format_value,
     jsonable,
@@ -39,7 +38,7 @@ from formctl.agent.models.guided.questions import (
 )
 from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
-from formctl.agent.models.guided.understand import Bare, names_a_field, read_bare
+from formctl.agent.models.guided.understand import Bare, names_a_field, read_bare, reads_as
 from formctl.agent.models.guided.values import read_value
 from formctl.agent.models.guided.values.numbers import says_none
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
@@ -442,7 +441,7 @@ def read_answers(
         kind = state.kind(compiled, field_id)
         # "I'd rather not give a phone number.": a refusal, not a value ("no thanks" at a yes/no
         # question is its answer, though).
-        declined = declines(cleaned) and not _reads_as(kind, cleaned)
+        declined = declines(cleaned) and not reads_as(kind, cleaned)
         means_none = cleaned.lower() in NONE_WORDS or command_key(cleaned) in NONE_WORDS | {"n a"}
         # "nope, no hotel", "I stayed with friends, so nothing": no amount (values/numbers.py)
         means_none = means_none or (kind.name in ("integer", "number") and says_none(cleaned))
@@ -518,17 +517,6 @@ def _context(state: GuidedState, snap: Snapshot, field_id: str, given: dict[str,
     values = {**(snap.ev.values if snap.ev is not None else {}), **given}
     started = getattr(snap.instance, "created_at", None) if snap.instance is not None else None
     return reading_context(state.locale, snap.compiled, values, field_id, started)
-
-
-def _reads_as(kind: Any, text: str) -> bool:
-    """Do ``text``'s words answer a yes/no or a choice question as they are ("no thanks")?"""
-    if kind.name not in ("boolean", "choice"):
-        return False
-    try:
-        convert(kind, text)
-    except UnreadableAnswer:
-        return False
-    return True
 
 
 def _keep(plan: Plan, revisit: Revisit, field: Any, value: Any, said: str) -> None:

@@ -183,7 +183,11 @@ def _answers_given(state: GuidedState, snap: Snapshot, bare: Bare, rest: str) ->
 def _answers(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
     """Do the words answer a yes/no or a choice question as they are ("no thanks", "No, this is
     my first time")?"""
-    kind = state.kind(compiled, field_id)
+    return reads_as(state.kind(compiled, field_id), text)
+
+
+def reads_as(kind: Any, text: str) -> bool:
+    """Do ``text``'s words answer a yes/no or a choice question as they are ("no thanks")?"""
     if kind.name not in ("boolean", "choice"):
         return False
     try:
