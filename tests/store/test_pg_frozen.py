@@ -15,13 +15,12 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from clitools import ctrl_c_at_default
+from clitools import formctl_child
 from fixture_project import FORMS
 from helpers.output_lines import Lines
 from helpers.piped_input import until_reading_input
@@ -57,24 +56,26 @@ def frozen(server):
 
 
 def test_a_frozen_server_is_waited_for_out_loud_and_the_message_is_sent_again(private_pg, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FORMCTL_", "ANTHROPIC_"))}
-    env.update(
-        FORMCTL_STORE=private_pg.dsn,
-        FORMCTL_FORMS=str(FORMS),
-        FORMCTL_PG_STATEMENT_TIMEOUT="2",
-        FORMCTL_PG_RECONNECT_PATIENCE="5",
-        PGCONNECT_TIMEOUT="2",
-    )
-    chat = subprocess.Popen(
-        [sys.executable, "-m", "formctl.cli.app", "run", "travel-claim", "--offline", "--subject", "dana"],
+    env = {
+        "FORMCTL_STORE": private_pg.dsn,
+        "FORMCTL_FORMS": str(FORMS),
+        "FORMCTL_PG_STATEMENT_TIMEOUT": "2",
+        "FORMCTL_PG_RECONNECT_PATIENCE": "5",
+        "PGCONNECT_TIMEOUT": "2",
+    }
+    chat = formctl_child(
+        "run",
+        "travel-claim",
+        "--offline",
+        "--subject",
+        "dana",
+        env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         bufsize=1,
-        env=env,
         cwd=tmp_path,
-        preexec_fn=ctrl_c_at_default,
     )
     out = Lines(chat.stdout)
     said: list[str] = []
