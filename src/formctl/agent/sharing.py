@@ -27,6 +27,7 @@ from typing import Any
 from formctl.agent.models.base import content_blocks
 from formctl.agent.person import Person
 from formctl.errors import FormError
+from formctl.forms.exchange import ExchangeSave
 from formctl.forms.quotes import PersonMessage
 
 __all__ = ["Sharing"]
@@ -110,9 +111,7 @@ class Sharing:
         if current.prefix and mine:
             mine = [{"role": "user", "content": content_blocks(mine[0].get("content"))[current.prefix :]}, *mine[1:]]
         words = [(m.turn, m.text) for m in self.person.messages[current.first_word :]]
-        self.store.save_exchange(
-            instance_id, current.pos, chat=self.chat, messages=mine, words=words, seen=seen, model=self.model
-        )
+        self.store.save_exchange(instance_id, ExchangeSave(current.pos, self.chat, mine, words, seen, self.model))
 
     def _turns(self) -> int:
         return max((m.turn for m in self.person.messages), default=0)
