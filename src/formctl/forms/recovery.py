@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from formctl.forms.acts import act_dispatch
-from formctl.forms.executors import RoundEffects, hook_for
+from formctl.forms.executors import HookRound, hook_for
 from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance
 from formctl.forms.project import MigrateResult, WriteReport
 from formctl.forms.staging import plan_migration
@@ -30,7 +30,8 @@ def recover(write: Write, instance: Instance) -> tuple[Instance, list[str]]:
     compiled = write.compiled
     ev = write.evaluation(instance)
     rerun: list[str] = []
-    effects = RoundEffects()
+    round_ = HookRound.of(compiled, ev, instance.occurrences, write.failures)
+    effects = round_.effects
     for key, record in orphans:
         hook = hook_for(compiled, record.hook_id, key)
         if hook is None:
@@ -44,9 +45,7 @@ def recover(write: Write, instance: Instance) -> tuple[Instance, list[str]]:
             write.dispatcher.record(instance.id, key, gone, write.prov)
             continue
         rerun.append(key)
-        write.dispatcher.run_hook(
-            compiled, instance, hook, ev.gate_values(), ev.frozen_state(instance.occurrences), effects, write.failures
-        )
+        write.dispatcher.run_hook(instance, hook, round_)
         if effects.terminate is not None:
             break
     instance = write.reload(instance.id)

@@ -34,7 +34,7 @@ from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import Attempts, exclusive_of
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, evaluate_change
-from formctl.forms.executors import Dispatcher, Hook, RoundEffects
+from formctl.forms.executors import Dispatcher, Hook, HookRound, RoundEffects
 from formctl.forms.failures import Failure
 from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
 from formctl.forms.lifecycle import check_open_for_writes, is_closed, is_closed_record
@@ -405,16 +405,9 @@ class Write:
             return instance
         occurrence = instance.occurrences["form"]
         ev = self.evaluation(instance)
-        effects = RoundEffects()
-        self.dispatcher.run_hook(
-            compiled,
-            instance,
-            Hook("form", compiled.on_complete, occurrence),
-            ev.gate_values(),
-            ev.frozen_state(instance.occurrences),
-            effects,
-            self.failures,
-        )
+        round_ = HookRound.of(compiled, ev, instance.occurrences, self.failures)
+        self.dispatcher.run_hook(instance, Hook("form", compiled.on_complete, occurrence), round_)
+        effects = round_.effects
         instance = self.reload(instance.id)
         # set_completed_now: the status has just risen into complete, so a Terminate from the
         # on_complete leaves the form never completed, as in the main round.
