@@ -180,45 +180,48 @@ def program_from_json(data: JsonValue) -> Program:
     goals_data = data.get("goals", [])
     if not isinstance(goals_data, list):
         raise InvalidArgumentError("A program's goals are a list.")
-    goals = []
-    for n, g in enumerate(goals_data, 1):
-        if not isinstance(g, Mapping):
-            raise InvalidArgumentError(f"Goal {n} is not an object.")
-        where = f'Goal "{g.get("key", n)}"'
-        unknown = set(g) - _GOAL_FIELDS
-        if unknown:
-            raise InvalidArgumentError(f"{where} has no {', '.join(sorted(unknown))}.")
-        items_data = g.get("items", [])
-        if not isinstance(items_data, list):
-            raise InvalidArgumentError(f"{where}: items are a list.")
-        items = []
-        for m, i in enumerate(items_data, 1):
-            if not isinstance(i, Mapping):
-                raise InvalidArgumentError(f"{where}, item {m} is not an object.")
-            iwhere = f'{where}, item "{i.get("key", m)}"'
-            unknown = set(i) - _ITEM_FIELDS
-            if unknown:
-                raise InvalidArgumentError(f"{iwhere} has no {', '.join(sorted(unknown))}.")
-            items.append(
-                Item(
-                    i.get("key"),  # type: ignore[arg-type]  # checked by Item
-                    label=i.get("label", ""),
-                    locked=_flag(i, "locked", iwhere),
-                    retired=_flag(i, "retired", iwhere),
-                    form=i.get("form"),
-                )
-            )
-        goals.append(
-            Goal(
-                g.get("key"),  # type: ignore[arg-type]  # checked by Goal
-                title=g.get("title", ""),
-                objective=g.get("objective", ""),
-                items=tuple(items),
-                locked=_flag(g, "locked", where),
-                retired=_flag(g, "retired", where),
-            )
-        )
+    goals = [_goal_from_json(n, g) for n, g in enumerate(goals_data, 1)]
     return define_program(data.get("key"), goals)  # type: ignore[arg-type]  # checked by define_program
+
+
+def _goal_from_json(n: int, g: JsonValue) -> Goal:
+    """Goal ``n`` (from 1) of a program read from JSON."""
+    if not isinstance(g, Mapping):
+        raise InvalidArgumentError(f"Goal {n} is not an object.")
+    where = f'Goal "{g.get("key", n)}"'
+    _refuse_unknown(g, _GOAL_FIELDS, where)
+    items_data = g.get("items", [])
+    if not isinstance(items_data, list):
+        raise InvalidArgumentError(f"{where}: items are a list.")
+    return Goal(
+        g.get("key"),  # type: ignore[arg-type]  # checked by Goal
+        title=g.get("title", ""),
+        objective=g.get("objective", ""),
+        items=tuple(_item_from_json(where, m, i) for m, i in enumerate(items_data, 1)),
+        locked=_flag(g, "locked", where),
+        retired=_flag(g, "retired", where),
+    )
+
+
+def _item_from_json(where: str, m: int, i: JsonValue) -> Item:
+    """Item ``m`` (from 1) of the goal ``where`` names, read from JSON."""
+    if not isinstance(i, Mapping):
+        raise InvalidArgumentError(f"{where}, item {m} is not an object.")
+    iwhere = f'{where}, item "{i.get("key", m)}"'
+    _refuse_unknown(i, _ITEM_FIELDS, iwhere)
+    return Item(
+        i.get("key"),  # type: ignore[arg-type]  # checked by Item
+        label=i.get("label", ""),
+        locked=_flag(i, "locked", iwhere),
+        retired=_flag(i, "retired", iwhere),
+        form=i.get("form"),
+    )
+
+
+def _refuse_unknown(data: Mapping[str, JsonValue], known: set[str], where: str) -> None:
+    unknown = set(data) - known
+    if unknown:
+        raise InvalidArgumentError(f"{where} has no {', '.join(sorted(unknown))}.")
 
 
 def program_digest(program: Program) -> str:
