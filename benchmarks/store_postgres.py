@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 
 import pg_cluster  # noqa: E402
 
+from formctl.forms.exchange import ExchangeSave  # noqa: E402
 from formctl.forms.instance import Commit, Entry, EntryCommit, Provenance, now_iso  # noqa: E402
 from formctl.store.jsonfile import JsonFileAdapter  # noqa: E402
 from formctl.store.postgres import PostgresAdapter  # noqa: E402
@@ -312,7 +313,7 @@ def bench_conversations(dsn: str, saves: int) -> None:
     answer = {"role": "assistant", "content": [{"type": "text", "text": "Thanks, Dana. Your work email?"}]}
     claims, saving, trips_claim, trips_save = [], [], 0, 0
     store.claim(instance.id, exchange=True, turn=True, known=(0, 0))  # the connection opened, not counted
-    store.save_exchange(instance.id, 1, chat="bench", messages=[said, answer], words=[(1, "Dana Reeve, AB1234")])
+    store.save_exchange(instance.id, ExchangeSave(1, "bench", [said, answer], [(1, "Dana Reeve, AB1234")]))
     for n in range(2, saves + 2):
         t0 = time.perf_counter()
         trips_claim += round_trips(
@@ -322,7 +323,7 @@ def bench_conversations(dsn: str, saves: int) -> None:
         trips_save += round_trips(
             adapter,
             lambda: store.save_exchange(
-                instance.id, n, chat="bench", messages=[said, answer], words=[(n, "Dana Reeve, AB1234")]
+                instance.id, ExchangeSave(n, "bench", [said, answer], [(n, "Dana Reeve, AB1234")])
             ),
         )
         t2 = time.perf_counter()
