@@ -38,7 +38,10 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledField, CompiledForm
 
 MAX_TRIES = 4096
 _ROLES = {"check": "the test of ", "derived field": "the function of "}
@@ -262,7 +265,7 @@ def _maskable(annotation: Any) -> bool:
     return schema.get("type") == "string" and schema.get("format") not in ("date", "date-time", "time", "duration")
 
 
-def _candidates(f: Any, constants: Iterable[Any]) -> list[Any]:
+def _candidates(f: CompiledField, constants: Iterable[Any]) -> list[Any]:
     """Values to try for a field a gate reads: its choices, or the gate's own constants and the type's edges."""
     schema = _schema(f.schema)
     raw: list[Any] = [None]
@@ -304,7 +307,7 @@ class _State:
         return self._answers.get(f"checkpoint:{checkpoint_id}", False)
 
 
-def _can_open(compiled: Any, gate: Callable[..., Any], reads: _Reads) -> bool | None:
+def _can_open(compiled: CompiledForm, gate: Callable[..., Any], reads: _Reads) -> bool | None:
     """True if some try opens the gate, False if none does, None if no try could be judged."""
     from formctl.forms.evaluate import GateValues
 
@@ -346,7 +349,7 @@ def _declaration_lines(filename: str | None) -> dict[tuple[str, str], int]:
     return out
 
 
-def _module_file(compiled: Any) -> str | None:
+def _module_file(compiled: CompiledForm) -> str | None:
     """The file the form was defined in, as its gates and executors say."""
     for fn in _callables(compiled):
         code = getattr(fn[2], "__code__", None)
@@ -355,7 +358,7 @@ def _module_file(compiled: Any) -> str | None:
     return None
 
 
-def _callables(compiled: Any) -> list[tuple[str, str, Callable[..., Any], bool]]:
+def _callables(compiled: CompiledForm) -> list[tuple[str, str, Callable[..., Any], bool]]:
     """Every gate and executor: (kind, id, callable, is_executor)."""
     out: list[tuple[str, str, Callable[..., Any], bool]] = []
     for s in compiled.steps:
@@ -417,7 +420,7 @@ def _is_values_of(name: ast.Name, body: ast.AST) -> bool:
     return any(isinstance(n, ast.Attribute) and n.value is name and n.attr == "values" for n in ast.walk(body))
 
 
-def _pattern_unexplained(f: Any) -> bool:
+def _pattern_unexplained(f: CompiledField) -> bool:
     from formctl.forms.describe import field_schema, pattern_example
     from formctl.forms.messages import pattern_words
 
@@ -427,7 +430,7 @@ def _pattern_unexplained(f: Any) -> bool:
     return pattern_example(f.schema, f.ask) is None and pattern_words(pattern) is None
 
 
-def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
+def lint(compiled: CompiledForm, *, path: str | None = None) -> list[Finding]:
     """Every finding for a compiled form, in the order of the definition's lines.
 
     ``path`` is the form's module file (default: where its gates and executors were defined).
@@ -444,7 +447,7 @@ def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
 class _Linter:
     """The findings for one form as they are found, with what every check looks names up in."""
 
-    def __init__(self, compiled: Any, path: str | None) -> None:
+    def __init__(self, compiled: CompiledForm, path: str | None) -> None:
         self.compiled = compiled
         self.path = path
         self.lines = _declaration_lines(path)
@@ -515,7 +518,7 @@ class _Linter:
                     line,
                 )
 
-    def check_field(self, f: Any) -> None:
+    def check_field(self, f: CompiledField) -> None:
         """The findings about one field's declaration: its type, its pattern, who gives it."""
         from formctl.forms.describe import FALLBACK
         from formctl.forms.quotes import value_kind
