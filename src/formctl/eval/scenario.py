@@ -187,22 +187,13 @@ def is_scenario(path: str | os.PathLike[str]) -> bool:
 
 def scenario_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Files as given; folders searched recursively for ``*.toml`` scenarios (sorted, no duplicates)."""
-    out: list[Path] = []
-    seen: set[str] = set()
-    for given in paths:
-        p = Path(given)
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*.toml") if not q.name.startswith(".") and is_scenario(q))
-        elif p.exists():
-            found = [p]
-        else:
-            raise ScenarioError("no such file or folder", path=p)
-        for q in found:
-            key = str(q.resolve())
-            if key not in seen:
-                seen.add(key)
-                out.append(q)
-    return out
+    from formctl.transcripts.paths import toml_files
+
+    given = [Path(p) for p in paths]
+    missing = next((p for p in given if not p.exists()), None)
+    if missing is not None:
+        raise ScenarioError("no such file or folder", path=missing)
+    return toml_files(given, keep=is_scenario)
 
 
 _AT_LINE = re.compile(r"line (\d+)")
