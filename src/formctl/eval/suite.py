@@ -23,10 +23,10 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.errors import ModelError
 from formctl.eval.person import ModelPerson, ScriptedPerson, SimulatedPerson
@@ -50,7 +50,8 @@ class ModelSpec:
     """A model to evaluate: its label (as reports and transcripts name it) and how to build it for a runner."""
 
     label: str
-    build: Callable[[Any, str], Any]  # (runner, form_id) -> ChatModel
+    # (runner, form_id) -> the model; the runner is None for a model playing the person, which drives no form
+    build: Callable[[FormRunner | None, str], ChatModel]
 
     def factory(self, form_id: str) -> ModelFactory:
         return lambda runner: self.build(runner, form_id)
@@ -62,7 +63,7 @@ def model_spec(name: str) -> ModelSpec:
     spec = name.strip()
     if spec.lower() in ("guided", "guided:guided"):
 
-        def guided(runner: FormRunner, form_id: str) -> ChatModel:
+        def guided(runner: FormRunner | None, form_id: str) -> ChatModel:
             from formctl.agent.models.guided import GuidedModel
 
             return GuidedModel(runner, form_id=form_id)
@@ -79,7 +80,7 @@ def model_spec(name: str) -> ModelSpec:
             "set one, or evaluate the offline model with --model guided."
         )
 
-    def chosen(runner: FormRunner, form_id: str) -> ChatModel:
+    def chosen(runner: FormRunner | None, form_id: str) -> ChatModel:
         return models.pick_model(runner, model_name=choice.spec, form_id=form_id)
 
     return ModelSpec(choice.spec, chosen)
@@ -200,7 +201,7 @@ def run_suite(
     return [results[i] for i in sorted(results)]
 
 
-def _left_behind(running: Any, timeout: float | None) -> list[_Job]:
+def _left_behind(running: Iterable[_Job], timeout: float | None) -> list[_Job]:
     if timeout is None:
         return []
     now = time.perf_counter()
