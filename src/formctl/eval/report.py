@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,12 +52,7 @@ class Price:
     cache_write: float
 
     def to_dict(self) -> dict[str, float]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "cache_read": self.cache_read,
-            "cache_write": self.cache_write,
-        }
+        return asdict(self)
 
 
 # List prices per million tokens (USD) as published by the providers when this table was

@@ -216,23 +216,10 @@ def _exact(
 ) -> ReplayResult:
     path = transcript.path or transcript.name
     model = recorded_model(recorded_replies(transcript), transcript.model)
-    divergences: list[Divergence] = []
-
-    def on_turn(n: int, old: Turn, new: Turn) -> bool:
-        d = compare_turn(n, old, new)
-        if d is not None:
-            divergences.append(d)
-            return not options.update
-        return False
-
-    rec, _, _ = play(
-        transcript,
-        registry,
-        compiled,
-        _model_factory(model, transcript.form),
-        coverage=options.coverage,
-        on_turn=on_turn,
-    )
+    watch = _Divergences(keep_going=options.update)
+    make_model = _model_factory(model, transcript.form)
+    rec, _, _ = play(transcript, registry, compiled, make_model, coverage=options.coverage, on_turn=watch)
+    divergences = watch.found
     new_t = rec.transcript
     request_changed = _request_diff(transcript, new_t)
     if options.update:
@@ -253,6 +240,23 @@ def _exact(
     elif not divergences and not played_all:
         text = f"  {model.remaining} recorded model call(s) were never played"
     return ReplayResult(transcript.name, path, not text, text, "exact", len(transcript.turns))
+
+
+class _Divergences:
+    """Each played turn compared with its recording (``play``'s ``on_turn``): the divergences found,
+    in order. An exact replay stops at the first (later ones are usually its echoes); an update
+    (``keep_going``) plays the whole conversation."""
+
+    def __init__(self, *, keep_going: bool) -> None:
+        self.keep_going = keep_going
+        self.found: list[Divergence] = []
+
+    def __call__(self, n: int, old: Turn, new: Turn) -> bool:
+        divergence = compare_turn(n, old, new)
+        if divergence is None:
+            return False
+        self.found.append(divergence)
+        return not self.keep_going
 
 
 def _update_kept_words(
