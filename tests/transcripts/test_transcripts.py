@@ -19,7 +19,7 @@ from formctl.agent.loop import ChatLoop
 from formctl.agent.models.guided import GuidedModel
 from formctl.errors import TranscriptError
 from formctl.transcripts.coverage import Coverage
-from formctl.transcripts.format import Transcript, dumps, load, loads
+from formctl.transcripts.format import Transcript, dumps, leading_comments, load, loads
 from formctl.transcripts.record import Recorder
 from formctl.transcripts.replay import ReplayOptions, replay_file
 from helpers.recording import forms_registry, record
@@ -53,6 +53,15 @@ def test_every_shipped_transcript_replays_exactly():
     assert len(files) >= 8
     failures = {f.name: r.diff for f in files if not (r := replay_file(f)).passed}
     assert failures == {}
+
+
+def test_every_shipped_transcript_read_and_written_again_is_the_same_file():
+    """Reading a transcript and writing it again gives the file back, byte for byte (its comment
+    block kept, as --update keeps it): a reader or writer that moved a key, quoted a string
+    another way or dropped a value would otherwise rewrite every transcript on the next --update."""
+    for f in sorted(SHIPPED.glob("*.toml")):
+        text = f.read_text(encoding="utf-8")
+        assert dumps(load(f), header=leading_comments(text)) == text, f.name
 
 
 def test_the_shipped_set_covers_every_step_checkpoint_and_gate_of_the_example_forms():
