@@ -252,11 +252,11 @@ def coverage_report(registry: Any, form_id: str, folders: list[str]) -> tuple[An
     a transcript that fails still counts for what it exercised before it diverged.
     """
     from formctl.errors import TranscriptError
-    from formctl.transcripts.cli import transcript_files
     from formctl.transcripts.coverage import Coverage
     from formctl.transcripts.format import load
+    from formctl.transcripts.paths import transcript_files
     from formctl.transcripts.pytest_plugin import is_transcript
-    from formctl.transcripts.replay import replay_file
+    from formctl.transcripts.replay import ReplayOptions, replay_file
 
     missing = [f for f in folders if not Path(f).exists()]
     if missing:
@@ -271,5 +271,5 @@ def coverage_report(registry: Any, form_id: str, folders: list[str]) -> tuple[An
                 continue
         except TranscriptError:
             continue
-        results.append(replay_file(path, registry=registry, coverage=cov))
+        results.append(replay_file(path, ReplayOptions(coverage=cov), registry=registry))
     return cov, results
