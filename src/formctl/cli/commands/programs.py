@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, TypeVar
 
 import typer
 
-from formctl.cli.base import _Command, _example, _fail, _Group, _print_json, app
+from formctl.cli.base import _Command, _example, _fail, _print_json, app, command_group
 from formctl.cli.options import FormsOpt, JsonOpt, StoreOpt
 from formctl.json_types import JsonObject
 
@@ -26,14 +26,10 @@ if TYPE_CHECKING:
 _Found = TypeVar("_Found")
 _Checked = Tuple[Optional[str], str]  # an option's text and how it is named in a message ("--key")
 
-program_app = typer.Typer(
-    name="program",
-    cls=_Group,
-    help="Goal programs: what an intake works toward across forms and visits.",
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    no_args_is_help=True,
-    epilog="\b\nExamples:\n  formctl program start client-intake --subject firm:1/matter:2 --key intake\n"
+program_app = command_group(
+    "program",
+    "Goal programs: what an intake works toward across forms and visits.",
+    "\b\nExamples:\n  formctl program start client-intake --subject firm:1/matter:2 --key intake\n"
     "  formctl program update identity --completed client --subject firm:1/matter:2\n"
     "  formctl program show --subject firm:1/matter:2 --json\n"
     "  formctl program resume-hooks --subject firm:1/matter:2",
