@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -516,8 +516,11 @@ class _EverySubject:
         return "EVERY_SUBJECT"
 
 
-EVERY_SUBJECT: Any = _EverySubject()
+EVERY_SUBJECT: Final = _EverySubject()
 """A tool scope that reaches every subject's instances: for a host's own tooling, never a person's chat."""
+
+# Whose instances the tools may reach: a subject, None (the runner's subject), or EVERY_SUBJECT.
+Scope = str | _EverySubject | None
 
 
 class FormTools:
@@ -539,7 +542,7 @@ class FormTools:
         *,
         allow: list[str] | None = None,
         deny: list[str] | None = None,
-        scope: Any = None,
+        scope: Scope = None,
         person: Person | None = None,
     ) -> None:
         if scope is not None and scope is not EVERY_SUBJECT and (not isinstance(scope, str) or not scope):
@@ -552,10 +555,9 @@ class FormTools:
 
     def _subject(self) -> str | None:
         """The one subject the tools may reach, or None for every subject."""
-        if self.scope is EVERY_SUBJECT:
+        if isinstance(self.scope, _EverySubject):
             return None
-        scope: str = self.scope if self.scope is not None else self.runner.subject
-        return scope
+        return self.scope if self.scope is not None else self.runner.subject
 
     def _scoped(self, args: Any) -> Any:
         """``args`` confined to the scope: raises NotFoundError for another subject's instance,

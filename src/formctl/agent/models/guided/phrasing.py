@@ -99,8 +99,8 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
     if plan.kind == "withdraw" and not errors:
         paragraphs.append("I've withdrawn the request for approval, so your answers can be changed.")
     paragraphs.extend(plan.notes)
-    if plan.kind == "skip" and plan.target is not None:
-        paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
+    if plan.kind == "skip" and plan.skipped is not None:
+        paragraphs.append(f"Skipped {labels.get(plan.skipped, plan.skipped)}.")
     paragraphs.extend(problem_paragraphs(state, snap, plan))
     if plan.kind == "submit" and not errors and snap.instance.status == Status.COMPLETE:
         state.summarised = (snap.instance.id, snap.instance.version)
@@ -131,7 +131,7 @@ def fill_report(
         for field_id in captured:
             value = values.get(field_id)
             if field_id not in values:
-                value = snap.ev.values.get(field_id) if snap.ev is not None else None
+                value = snap.ev.values.get(field_id) if snap.maybe_ev is not None else None
             shown = "(hidden)" if _sensitive(snap, field_id) else format_value(jsonable(value))
             parts.append(f"{labels.get(field_id, field_id)}: {shown}")
         out.append(sentence("Got it — " + "; ".join(parts)))  # a value ending its own sentence gets no second dot
@@ -386,14 +386,14 @@ def what_else_text(turn: Turn, snap: Snapshot, skipped: set[str]) -> str:
             parts.append(f"In this step ({step.title}) I still need: {', '.join(pending)}.")
     later, omitted = [], False
     for summary in outline.get("steps") or []:
-        step = compiled.step_by_id.get(summary.get("id"))
-        if step is None or summary.get("complete"):
+        upcoming = compiled.step_by_id.get(summary.get("id"))
+        if upcoming is None or summary.get("complete"):
             continue
-        k = step.index
+        k = upcoming.index
         if open_k is not None and k <= open_k:
             continue
         # Don't promise a step none of whose questions apply given the answers so far.
-        if not any(ev.applicable[f.order] for f in step.fields):
+        if not any(ev.applicable[f.order] for f in upcoming.fields):
             omitted = True
             continue
         collects = summary.get("collects")

@@ -324,7 +324,7 @@ def plan_skip(state: GuidedState, snap: Snapshot) -> Plan:
     state.skipped.add(field_id)
     if state.focus == field_id:
         state.focus = None
-    return calling(Plan("skip", target=field_id), [("form_status", {})])
+    return calling(Plan("skip", skipped=field_id), [("form_status", {})])
 
 
 def plan_revisit(state: GuidedState, plan: Plan, values: JsonObject, corrections: JsonObject, words: str = "") -> Plan:
@@ -394,7 +394,7 @@ class _AnswerReader:
         self.bare_allowed, self.gathering = bare_allowed, gathering
         self.compiled = snap.compiled
         self.plan = Plan("answers")
-        self.first = current_question(state, snap) if bare_allowed and snap.instance is not None else None
+        self.first = current_question(state, snap) if bare_allowed and snap.maybe_instance is not None else None
         self.first_kind = state.kind(self.compiled, self.first).name if self.first is not None else "text"
         self.revisit: Revisit | None = None
         self.values: JsonObject = {}
@@ -408,7 +408,7 @@ class _AnswerReader:
             # gives, each to the field it is about (understand.py).
             found = Bare(self.first, bare, labelled, named, self.plan, self.gathering, self.words)
             bare = read_bare(self.state, self.snap, found)
-        self.revisit = revisit_now(self.state, self.snap) if self.snap.instance is not None else None
+        self.revisit = revisit_now(self.state, self.snap) if self.snap.maybe_instance is not None else None
         pairs = self._placed(labelled, bare, self._targets(bare, named))
         dates = _dates_given(self.state, self.snap, [(fid, text) for _, fid, text, _ in pairs if fid])
         for _, field_id, text, key in pairs:
@@ -483,7 +483,7 @@ class _AnswerReader:
     def _answer(self, field: CompiledField, cleaned: str, dates: JsonObject) -> None:
         """Read one part as ``field``'s answer: the same answer kept, a field left out, or a value."""
         snap, field_id = self.snap, field.id
-        status = snap.ev.status[field.order] if snap.ev is not None else EMPTY
+        status = snap.ev.status[field.order] if snap.maybe_ev is not None else EMPTY
         going_over = self.revisit if self.revisit is not None and field_id in self.revisit.fields else None
         if self._same(field, cleaned, status, going_over):
             return
@@ -508,7 +508,7 @@ class _AnswerReader:
             _written(self.plan, going_over, field_id, value, self.words)
         if status in (FILLED, HELD):
             self.corrections[field_id] = value  # a change to an answer given: a revision
-            if status == FILLED and snap.ev is not None and field_id in snap.ev.values:
+            if status == FILLED and snap.maybe_ev is not None and field_id in snap.ev.values:
                 self.plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
         else:
             self.values[field_id] = value
@@ -516,7 +516,7 @@ class _AnswerReader:
     def _same(self, field: CompiledField, cleaned: str, status: str, going_over: Revisit | None) -> bool:
         """ "same": the answer in force stays (kept, on a step gone over; else written again as a
         correction), or an optional question gone over without an answer stays without one."""
-        ev = self.snap.ev
+        ev = self.snap.maybe_ev
         if command_key(cleaned) not in SAME_WORDS:
             return False
         if status == FILLED and ev is not None:
@@ -601,8 +601,8 @@ def _dates_given(state: GuidedState, snap: Snapshot, answers: list[tuple[str, st
 def _context(state: GuidedState, snap: Snapshot, field_id: str, given: JsonObject) -> ReadingContext:
     """How a field's answer is read: the locale, and the date given before it (values/), in
     the form or earlier in the same line ("left on 12 March 2026, back the following day")."""
-    values = {**(snap.ev.values if snap.ev is not None else {}), **given}
-    started = getattr(snap.instance, "created_at", None) if snap.instance is not None else None
+    values = {**(snap.ev.values if snap.maybe_ev is not None else {}), **given}
+    started = snap.instance.created_at if snap.maybe_instance is not None else None
     return reading_context(state.locale, snap.compiled, values, field_id, started)
 
 

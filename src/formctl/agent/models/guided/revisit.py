@@ -60,7 +60,7 @@ class Revisit:
 def revisit_of(current: Revisit | None, snap: Any) -> Revisit | None:
     """The revisit under way for ``snap``: the current one while the engine still revisits its
     step, a new one when the engine has just gone back to a step, else None."""
-    ev, instance = snap.ev, snap.instance
+    ev, instance = snap.maybe_ev, snap.maybe_instance
     if current is not None and instance is not None and current.instance_id == instance.id and current.wrote:
         # An answer written as it was given ended the engine's revisit: the rest of the step is
         # still gone over, until every field has its answer.

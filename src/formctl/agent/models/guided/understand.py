@@ -75,7 +75,7 @@ class Bare:
 def slots_of(state: GuidedState, snap: Snapshot, *, answered: bool) -> list[Slot]:
     """The fields a line may answer: applicable and open (every field before the form starts),
     and the answered ones too when ``answered`` (the line corrects something)."""
-    compiled, ev = snap.compiled, snap.ev
+    compiled, ev = snap.compiled, snap.maybe_ev
     out = []
     for f in compiled.fields:
         if f.source == "host":
@@ -254,7 +254,7 @@ def _not_given(state: GuidedState, snap: Snapshot, plan: Plan, field_id: str, ac
     """Not knowing, refusing or putting off: an optional question is left out (an answer in force
     is retracted); a required one is put off (asked after the others), or said to be needed."""
     field = snap.compiled.field_by_id[field_id]
-    status = snap.ev.status[field.order] if snap.ev is not None else EMPTY
+    status = snap.ev.status[field.order] if snap.maybe_ev is not None else EMPTY
     if not field.required:
         if status != EMPTY:
             plan.retract.append(field_id)
@@ -273,7 +273,7 @@ def _not_given(state: GuidedState, snap: Snapshot, plan: Plan, field_id: str, ac
 
 def _others_open(state: GuidedState, snap: Snapshot, field_id: str) -> bool:
     """Is another question of the open step still to ask (so one can be put off)?"""
-    if snap.view is None:
+    if snap.maybe_view is None:
         return False
     return any(r.ask and r.id != field_id and r.id not in state.skipped for r in snap.view.fields)
 
@@ -281,7 +281,7 @@ def _others_open(state: GuidedState, snap: Snapshot, field_id: str) -> bool:
 def _drop_unchanged(snap: Snapshot, found: Gathered) -> None:
     """A value given again for an answered field, as it stands, is no correction: its clause
     goes back to the question asked."""
-    if snap.ev is None:
+    if snap.maybe_ev is None:
         return
     for field_id in list(found.values):
         f = snap.compiled.field_by_id[field_id]
@@ -352,7 +352,7 @@ def _asked_reads(
     field for sure is placed, a name or a place takes the plain part, the rest is said back."""
     if not parts:
         return []
-    ev, compiled, plan = snap.ev, snap.compiled, bare.plan
+    ev, compiled, plan = snap.maybe_ev, snap.compiled, bare.plan
     if ev is None:
         return parts
     kinds = {
