@@ -14,7 +14,7 @@ said: the question asked, the step announced, the failures shown, the version re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.guided.answers import format_value, jsonable, or_list
 from formctl.agent.models.guided.held import held_paragraphs
@@ -25,6 +25,11 @@ from formctl.forms.evaluate import FILLED, HELD
 from formctl.forms.executors import COULD_NOT_CHECK
 from formctl.forms.lifecycle import Status, is_closed
 from formctl.forms.messages import said_by
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledField, CompiledForm
+    from formctl.forms.history import MoveTarget
 
 HELP_TEXT = (
     "Answer each question in your own words, or give any answer directly as "
@@ -116,10 +121,10 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
 
 def fill_report(
     state: GuidedState,
-    data: dict[str, Any],
+    data: JsonObject,
     labels: dict[str, str],
     snap: Snapshot,
-    replaced: dict[str, Any] | None = None,
+    replaced: JsonObject | None = None,
 ) -> list[str]:
     """What a write's result says: saved, held, refused (``replaced``: the answers the refused
     corrections were meant to replace, now set aside), and fields that don't exist."""
@@ -205,7 +210,7 @@ def explain(state: GuidedState, snap: Snapshot, field_id: str, why: bool) -> str
     return text if field.required else text + ' It\'s optional: say "skip" to leave it out.'
 
 
-def _why(snap: Snapshot, field: Any) -> str:
+def _why(snap: Snapshot, field: CompiledField) -> str:
     if field.required:
         return f"The {snap.compiled.name} needs your {_lower_first(field.label)} to go ahead."
     return f'{field.label} is optional: it helps with the {snap.compiled.name}, and "skip" leaves it out.'
@@ -332,7 +337,7 @@ def question(state: GuidedState, snap: Snapshot, field_id: str) -> list[str]:
 # ------------------------------------------------------------------ texts
 
 
-def welcome(compiled: Any, *, new: bool, snap: Snapshot | None = None) -> str:
+def welcome(compiled: CompiledForm, *, new: bool, snap: Snapshot | None = None) -> str:
     if new:
         text = f"Let's fill in the {compiled.name}."
         if compiled.description:
@@ -517,7 +522,7 @@ def error_text(result: Result, instance_id: str) -> str:
 
 
 def list_text(turn: Turn) -> str:
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     for result in turn.results.values():
         if result.ok and isinstance(result.data, dict):
             rows = result.data.get("forms") or []
@@ -529,7 +534,7 @@ def list_text(turn: Turn) -> str:
     return "\n".join(lines)
 
 
-def move_text(kind: str, target: Any, sensitive: bool = False) -> str:
+def move_text(kind: str, target: MoveTarget, sensitive: bool = False) -> str:
     verb = "Redone" if kind == "redo" else "Undone"
     if target.empties:
         return f"{verb}: {target.label} is empty again."
@@ -546,7 +551,7 @@ def _sensitive(snap: Snapshot, field_id: str) -> bool:
     return bool(field is not None and field.sensitive)
 
 
-def _failure_text(compiled: Any, hook_id: str, message: str) -> str:
+def _failure_text(compiled: CompiledForm, hook_id: str, message: str) -> str:
     """A failed executor in words: a fault as "… couldn't be checked just now." (the engine never
     passes on the exception), a form's own ``Fail`` reason as written, with what it was about."""
     kind, _, name = hook_id.partition(":")

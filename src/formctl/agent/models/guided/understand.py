@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from formctl.agent.models.guided.answers import UnreadableAnswer, convert
+from formctl.agent.models.guided.answers import Kind, UnreadableAnswer, convert
 from formctl.agent.models.guided.gather import Gathered, Slot, everyday_names, gather
 from formctl.agent.models.guided.intent import ASIDE, ASK, DEFER, REFUSE, UNKNOWN, named_field, read_act
 from formctl.agent.models.guided.natural import place
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
+from formctl.json_types import FieldValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
 
 # A line that changes an answer given: an apology, "actually", "wrong", "I meant", "not the 4th".
 _CORRECTING = re.compile(
@@ -180,13 +184,13 @@ def _answers_given(state: GuidedState, snap: Snapshot, bare: Bare, rest: str) ->
     return found, correcting
 
 
-def _answers(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
+def _answers(state: GuidedState, compiled: CompiledForm, field_id: str, text: str) -> bool:
     """Do the words answer a yes/no or a choice question as they are ("no thanks", "No, this is
     my first time")?"""
     return reads_as(state.kind(compiled, field_id), text)
 
 
-def reads_as(kind: Any, text: str) -> bool:
+def reads_as(kind: Kind, text: str) -> bool:
     """Do ``text``'s words answer a yes/no or a choice question as they are ("no thanks")?"""
     if kind.name not in ("boolean", "choice"):
         return False
@@ -197,7 +201,9 @@ def reads_as(kind: Any, text: str) -> bool:
     return True
 
 
-def _choices_named(state: GuidedState, compiled: Any, first: str | None, slots: list[Slot], found: Gathered) -> None:
+def _choices_named(
+    state: GuidedState, compiled: CompiledForm, first: str | None, slots: list[Slot], found: Gathered
+) -> None:
     """A clause that names an option of exactly one other open choice ("drove", "I flew to
     Edinburgh on …", "I've not been here before", by the option or the author's aliases, word
     for word: a near miss is read only at its own question) answers that choice. A clause that
@@ -216,7 +222,7 @@ def _choices_named(state: GuidedState, compiled: Any, first: str | None, slots: 
                 found.rest.remove(clause)
 
 
-def _names_option(kind: Any, clause: str) -> bool:
+def _names_option(kind: Kind, clause: str) -> bool:
     """Does ``clause`` hold an option of ``kind``, or one of its aliases, as whole words?"""
     names = [str(o) for o in kind.options] + [a for _, aliases in getattr(kind, "aliases", ()) for a in aliases]
     words = _folded(clause)
@@ -232,14 +238,14 @@ def _folded(text: str) -> str:
     return " " + " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("'", "").replace("\u2019", ""))) + " "
 
 
-def _asks_if_changed(state: GuidedState, compiled: Any, field_id: str) -> bool:
+def _asks_if_changed(state: GuidedState, compiled: CompiledForm, field_id: str) -> bool:
     """Is this a yes/no question about whether something changed ("Details changed")?"""
     f = compiled.field_by_id[field_id]
     about = f"{f.label} {f.ask or ''}".lower()
     return state.kind(compiled, field_id).name == "boolean" and "chang" in about
 
 
-def _other_option(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
+def _other_option(state: GuidedState, compiled: CompiledForm, field_id: str, text: str) -> bool:
     """A choice with an "other" option, answered with words that name none of the others ("Citizens
     Advice sent me here" for a referral): the answer is "other", said back with the words."""
     kind = state.kind(compiled, field_id)
@@ -294,7 +300,7 @@ def _drop_unchanged(snap: Snapshot, found: Gathered) -> None:
             del found.values[field_id]
 
 
-def _same_reading(held: Any, raw: str) -> bool:
+def _same_reading(held: FieldValue, raw: str) -> bool:
     try:
         from datetime import date
 
@@ -308,12 +314,11 @@ def _same_reading(held: Any, raw: str) -> bool:
 
 
 def convert_date(raw: str) -> str:
-    from formctl.agent.models.guided.answers import Kind
 
     return str(convert(Kind("date"), raw))
 
 
-def _describes(state: GuidedState, compiled: Any, field_id: str) -> bool:
+def _describes(state: GuidedState, compiled: CompiledForm, field_id: str) -> bool:
     """A free-text question about something to describe (needs, a purpose), not a name or a place."""
     kind = state.kind(compiled, field_id)
     if kind.name != "text" or kind.pattern:
