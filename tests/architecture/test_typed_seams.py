@@ -76,7 +76,7 @@ NOT_TYPED_YET = frozenset(
 # main once the fourth round's features were merged (the interviewer's readers, the support desk,
 # goal programs in the chat, MCP and transcripts added about 90, most of them JSON data): lower a
 # number when you type something, never raise it without saying why in the commit.
-ANY_CEILING = {"agent": 119, "cli": 298, "eval": 101, "transcripts": 153, "goals": 41}
+ANY_CEILING = {"agent": 0, "cli": 298, "eval": 101, "transcripts": 153, "goals": 41}
 
 
 @functools.cache
