@@ -1,9 +1,10 @@
 """The model-facing tool surface: ten tools over a :class:`~formctl.forms.runner.FormRunner`.
 
-Each tool is one pydantic model (its arguments, validated strictly) plus one handler; the JSON
-schema the model reads is generated from the same model, so the schema and the validation can
-never disagree. The descriptions are short because the tool list is re-sent with every model
-call (``benchmarks/context.py``); what every tool shares is said once, in the system prompt.
+Each tool is one pydantic model (its arguments, validated strictly: :mod:`.arguments`) plus one
+handler; the JSON schema the model reads is generated from the same model, so the schema and the
+validation can never disagree. The descriptions are short because the tool list is re-sent with
+every model call (``benchmarks/context.py``); what every tool shares is said once, in the system
+prompt.
 Results use one envelope (docs/engine.md, 'Tool results'); the decisions beyond it (malformed
 arguments, ``""`` meaning omitted, ``form_start`` refusing while a form is open, a bug in a
 form returned as data) are in docs/tools.md.
