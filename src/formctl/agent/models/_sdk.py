@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypedDict, TypeVar
 
 from formctl.errors import KeyRejectedError, ModelCancelledError, ModelError, ModelTimeoutError
 from formctl.json_types import JsonObject, JsonValue
@@ -38,6 +38,8 @@ __all__ = [
     "Deadline",
     "Provider",
     "SdkClient",
+    "SdkOptions",
+    "Settings",
     "abandon_client",
     "connection_lost",
     "failed_call",
@@ -373,6 +375,45 @@ class Connection:
         return f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}"
 
 
+class SdkOptions(TypedDict, total=False):
+    """The keywords an SDK adapter (``AnthropicModel``, ``OpenAIChatModel``) takes after the model's
+    name: the key and the base URL (else the provider's environment variables), the SDK's retries
+    and read timeout, the reply's token limit, and the whole call's deadline (:func:`model_timeout`)."""
+
+    api_key: str | None
+    base_url: str | None
+    max_retries: int
+    timeout: float
+    max_tokens: int
+    deadline: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """An adapter's :class:`SdkOptions` with their defaults and the environment applied."""
+
+    base_url: str
+    api_key: str
+    connection: Connection
+    max_tokens: int
+
+    @classmethod
+    def of(cls, options: SdkOptions, provider: Provider) -> Settings:
+        """``options`` as ``provider``'s adapter reads them; a keyword it does not take is a TypeError,
+        as it would be for a parameter of its own."""
+        unknown = sorted(set(options) - set(SdkOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+        base_url = options.get("base_url") or os.environ.get(provider.url_variable, "").strip() or provider.default_url
+        if provider.strip_slash:
+            base_url = base_url.rstrip("/")
+        given = options.get("api_key")
+        key = given if given is not None else os.environ.get(provider.key_variable, "").strip()
+        timeout = options.get("timeout", 60.0)
+        connection = Connection.of(base_url, options.get("max_retries", 2), timeout, options.get("deadline"))
+        return cls(base_url, key, connection, options.get("max_tokens", 1024))
+
+
 @dataclass(frozen=True, slots=True)
 class Provider:
     """What tells one SDK from another where an adapter builds its client and maps its errors."""
@@ -385,6 +426,10 @@ class Provider:
     not_installed: str  # the line when the SDK cannot be imported ({exc}: why)
     options: Callable[[ModuleType], JsonObject]  # more arguments for the client, from the SDK module
     key_rejected: Callable[[BaseException], bool]  # the key itself refused: a chat stops
+    key_variable: str  # where the key is read from when none is given: "ANTHROPIC_API_KEY"
+    url_variable: str  # where the base URL is read from: "ANTHROPIC_BASE_URL"
+    default_url: str  # the provider's own API
+    strip_slash: bool = False  # the base URL is kept without a trailing "/" (its paths are appended)
 
 
 class SdkClient(Generic[C]):

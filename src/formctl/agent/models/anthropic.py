@@ -41,12 +41,13 @@ import inspect
 import json
 import os
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from formctl.agent.models._sdk import (
-    Connection,
     Provider,
     SdkClient,
+    SdkOptions,
+    Settings,
     connection_lost,
     failed_call,
     sendable,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["AnthropicModel"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+WHO = "The Anthropic API"  # who answers, at the start of a line
 _EPHEMERAL = {"type": "ephemeral"}
 
 
@@ -73,24 +75,13 @@ class AnthropicModel:
 
     provider = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int = 2,
-        timeout: float = 60.0,
-        max_tokens: int = 1024,
-        deadline: float | None = None,
-    ) -> None:
+    def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
         self.model = self.name = model
-        self.max_tokens = max_tokens
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
-        connection = Connection.of(self.base_url, max_retries, timeout, deadline)
-        self.max_retries, self.timeout, self.deadline = max_retries, connection.timeout, connection.deadline
-        self._sdk: SdkClient[Anthropic] = SdkClient(_PROVIDER, key, connection, self._explain, "The Anthropic API")
+        settings = Settings.of(options, _PROVIDER)
+        connection = settings.connection
+        self.base_url, self.max_tokens = settings.base_url, settings.max_tokens
+        self.max_retries, self.timeout, self.deadline = connection.max_retries, connection.timeout, connection.deadline
+        self._sdk: SdkClient[Anthropic] = SdkClient(_PROVIDER, settings.api_key, connection, self._explain, WHO)
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -277,6 +268,9 @@ _PROVIDER = Provider(
     not_installed="The anthropic package is not installed ({exc}).",
     options=_client_options,
     key_rejected=_key_rejected,
+    key_variable="ANTHROPIC_API_KEY",
+    url_variable="ANTHROPIC_BASE_URL",
+    default_url=DEFAULT_BASE_URL,
 )
 
 

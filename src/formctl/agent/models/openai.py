@@ -48,15 +48,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from formctl.agent.models._sdk import (
     Closable,
-    Connection,
     Provider,
     SdkClient,
+    SdkOptions,
+    Settings,
     connection_lost,
     failed_call,
     is_malformed,
@@ -87,26 +87,14 @@ class OpenAIChatModel:
 
     provider = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int = 2,
-        timeout: float = 60.0,
-        max_tokens: int = 1024,
-        deadline: float | None = None,
-    ) -> None:
+    def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
         self.model = self.name = model
-        self.max_tokens = max_tokens
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "").strip()
-        connection = Connection.of(self.base_url, max_retries, timeout, deadline)
-        self.max_retries, self.timeout, self.deadline = max_retries, connection.timeout, connection.deadline
-        self._sdk: SdkClient[OpenAI] = SdkClient(
-            _PROVIDER, key or (LOCAL_KEY if not self.is_openai else ""), connection, self._explain, self._who
-        )
+        settings = Settings.of(options, _PROVIDER)
+        connection = settings.connection
+        self.base_url, self.max_tokens = settings.base_url, settings.max_tokens
+        self.max_retries, self.timeout, self.deadline = connection.max_retries, connection.timeout, connection.deadline
+        key = settings.api_key or (LOCAL_KEY if not self.is_openai else "")
+        self._sdk: SdkClient[OpenAI] = SdkClient(_PROVIDER, key, connection, self._explain, self._who)
         self._ask_usage = True  # off once a server refuses stream_options (see _create)
 
     def __repr__(self) -> str:
@@ -271,6 +259,10 @@ _PROVIDER = Provider(
     not_installed="The openai package is not installed: pip install 'formctl[openai]', or pick another model.",
     options=lambda openai: {},
     key_rejected=lambda exc: getattr(exc, "status_code", None) in (401, 403),
+    key_variable="OPENAI_API_KEY",
+    url_variable="OPENAI_BASE_URL",
+    default_url=DEFAULT_BASE_URL,
+    strip_slash=True,
 )
 
 
