@@ -10,16 +10,15 @@ is ``goal_conflict``, and the model reads the status again (docs/goals.md).
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from formctl.agent.arguments import GoalStatusArgs, GoalUpdateArgs, Tool, parse_arguments
+from formctl.agent.arguments import GoalStatusArgs, GoalUpdateArgs, Tool
 from formctl.agent.tools import (
-    INVALID_ARGUMENTS,
-    UNKNOWN_TOOL,
     clipped,
     definition,
     error_envelope,
+    fault_envelope,
+    judged,
     select_tools,
     success_envelope,
 )
@@ -113,16 +112,13 @@ class GoalTools:
         return envelope
 
     def _call(self, name: str, arguments: JsonValue) -> JsonObject:
-        tool = _BY_NAME.get(name) if name in self.names else None
-        if tool is None:
-            return error_envelope(f'No tool "{name}". Goal tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
-        args = parse_arguments(name, arguments, tool.args)
-        if isinstance(args, str):
-            return error_envelope(args, INVALID_ARGUMENTS)
+        found = judged(name, arguments, _BY_NAME, self.names, "Goal tools")
+        if isinstance(found, dict):
+            return found
+        tool, args = found
         try:
             return success_envelope(tool.handler(self.runner, args))
         except FormError as exc:
             return error_envelope(exc.message, exc.code)
         except Exception as exc:  # a host's validate_change or hook raising its own error
-            logging.getLogger("formctl.agent.goal_tools").info("%s failed: %s", name, exc, exc_info=exc)
-            return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
+            return fault_envelope("formctl.agent.goal_tools", name, exc)

@@ -13,6 +13,7 @@ form returned as data) are in docs/tools.md.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from formctl.agent.arguments import (
@@ -468,12 +469,10 @@ class FormTools:
         return result
 
     def _call(self, name: str, arguments: JsonValue) -> JsonObject:
-        tool = _BY_NAME.get(name) if name in self.names else None
-        if tool is None:
-            return error_envelope(f'No tool "{name}". Tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
-        parsed = parse_arguments(name, arguments, tool.args)
-        if isinstance(parsed, str):
-            return error_envelope(parsed, INVALID_ARGUMENTS)
+        found = judged(name, arguments, _BY_NAME, self.names, "Tools")
+        if isinstance(found, dict):
+            return found
+        tool, parsed = found
         try:
             args = self._scoped(parsed)
             if args is None:
@@ -483,20 +482,44 @@ class FormTools:
             return success_envelope(tool.handler(self.runner, args))
         except FormError as exc:
             if exc.code == "form_definition_error":
-                _log_fault(name, exc)
+                log_fault(_LOGGER, name, exc)
             if isinstance(exc, FormBlockedError) and "form_withdraw" in self.names:
                 return error_envelope(_waiting_message(exc), exc.code)
             return error_envelope(exc.message, exc.code)
         except Exception as exc:  # a bug in a form's code: tell the model, keep the conversation
-            _log_fault(name, exc)
-            return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
+            return fault_envelope(_LOGGER, name, exc)
 
 
-def _log_fault(tool: str, exc: BaseException) -> None:
-    """A bug in a form's own code, for the host: ``--debug`` prints it with its traceback."""
+_LOGGER = "formctl.agent.tools"
+
+
+def judged(
+    name: str, arguments: JsonValue, table: Mapping[str, Tool], names: list[str], listed: str
+) -> tuple[Tool, ToolArgs] | JsonObject:
+    """The tool a model's call names (among the selected ``names`` of ``table``) and its arguments
+    judged, or the error envelope that says why not: nothing is applied. ``listed`` heads the list
+    of tools an unknown name is answered with ("Tools", "Goal tools")."""
+    tool = table.get(name) if name in names else None
+    if tool is None:
+        return error_envelope(f'No tool "{name}". {listed}: {", ".join(names)}.', UNKNOWN_TOOL)
+    parsed = parse_arguments(name, arguments, tool.args)
+    if isinstance(parsed, str):
+        return error_envelope(parsed, INVALID_ARGUMENTS)
+    return tool, parsed
+
+
+def log_fault(logger: str, tool: str, exc: BaseException) -> None:
+    """A bug in a form's own code (or a host's hook), for the host: ``--debug`` prints it with its traceback."""
     import logging
 
-    logging.getLogger("formctl.agent.tools").info("%s failed: %s", tool, exc, exc_info=exc)
+    logging.getLogger(logger).info("%s failed: %s", tool, exc, exc_info=exc)
+
+
+def fault_envelope(logger: str, tool: str, exc: Exception) -> JsonObject:
+    """A handler's own error, not a :class:`FormError`: logged (:func:`log_fault`) and said to the
+    model in one line, so the conversation goes on."""
+    log_fault(logger, tool, exc)
+    return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
 
 
 def is_error(envelope: JsonObject) -> bool:
