@@ -45,10 +45,12 @@ class GuidedModel:
 
     name = "guided"
 
-    def __init__(self, runner: FormRunner, *, form_id: str | None = None, locale: str | None = None) -> None:
+    def __init__(self, runner: FormRunner | None, *, form_id: str | None = None, locale: str | None = None) -> None:
         from formctl.agent.models.guided.values.context import locale_from_env, normalise_locale
 
-        self.runner = runner
+        if runner is None:  # a model built to play the person (formctl eval) drives no form
+            raise ModelError("The guided model interviews over a form's runner; it has none here.")
+        self.runner: FormRunner = runner
         self.state = GuidedState(form_id=form_id, locale=normalise_locale(locale) or locale_from_env())
 
     @property
