@@ -31,8 +31,10 @@ _T = TypeVar("_T")
 class Snapshot:
     """The instance as stored, read without writing: compiled form, instance, evaluation, open-step view.
 
-    ``instance``, ``ev`` and ``view`` are None while planning the start of a form (only the
-    compiled form is known then)."""
+    While planning the start of a form only the compiled form is known: ``maybe_instance``,
+    ``maybe_ev`` and ``maybe_view`` are None, and the code that serves that case (reading the
+    first words' answers) asks them. Everything else reads ``instance``, ``ev`` and ``view``,
+    which are never None (typed so): a snapshot read from the store always has all three."""
 
     compiled: CompiledForm
     maybe_instance: Instance | None
