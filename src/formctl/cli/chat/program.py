@@ -19,12 +19,21 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.cli.chat.plain import PlainChat
 from formctl.cli.chat.session import CHAT_SOURCE, OPENER, ChatOptions, ChatSession
 from formctl.cli.chat.terminal import TerminalChat
 from formctl.goals.evaluate import is_asked, is_pending, is_settled
+from formctl.json_types import JsonValue
+
+if TYPE_CHECKING:  # pragma: no cover
+    from formctl.agent.events import Event
+    from formctl.agent.goal_tools import GoalTools
+    from formctl.agent.models.base import ChatModel
+    from formctl.cli.chat.program_record import ProgramRecording
+    from formctl.forms.runner import FormRunner
+    from formctl.goals.runner import GoalRunner
 
 __all__ = ["run_program_chat"]
 
@@ -33,11 +42,11 @@ class ProgramChatSession(ChatSession):
     """A form's chat serving one program item: the goal tools are offered beside the form tools,
     and the goals line joins the status lines."""
 
-    goal_tools: Any
+    goal_tools: GoalTools
     served_item: tuple[str, str]
 
     @classmethod
-    def for_item(cls, options: ChatOptions, goal_tools: Any, goal: str, item: str) -> ProgramChatSession:
+    def for_item(cls, options: ChatOptions, goal_tools: GoalTools, goal: str, item: str) -> ProgramChatSession:
         """Open the form's chat (:meth:`ChatSession.open`) for ``goal``'s ``item``."""
         session = cls.open(options)
         session.goal_tools = goal_tools
@@ -45,7 +54,7 @@ class ProgramChatSession(ChatSession):
         session.loop.attach_goals(goal_tools)  # before the first request: the prefix stays byte-identical
         return session
 
-    def status_lines(self, runner: Any = None) -> list[str]:
+    def status_lines(self, runner: FormRunner | None = None) -> list[str]:
         lines = super().status_lines(runner)
         goals = self.goal_tools.line()
         return [lines[0], goals, *lines[1:]] if goals else lines
@@ -66,24 +75,32 @@ class ProgramChatSession(ChatSession):
         return item is None or is_settled(item)
 
 
-def _until_served(session: Any, lines: Iterator[str]) -> Iterator[str]:
-    """A face's lines, stopping once the chat's program item is settled (checked after each turn)."""
-    if session.served():
+def _until_served(served: Callable[[], bool], lines: Iterator[str]) -> Iterator[str]:
+    """A face's lines, stopping once the chat's program item is ``served()`` (checked after each turn)."""
+    if served():
         return
     for line in lines:
         yield line
-        if session.served():
+        if served():
             return
 
 
 class _PlainUntilServed(PlainChat):
+    def __init__(self, session: ProgramChatSession) -> None:
+        super().__init__(session)
+        self.served = session.served
+
     def _lines(self) -> Iterator[str]:
-        return _until_served(self.session, super()._lines())
+        return _until_served(self.served, super()._lines())
 
 
 class _TerminalUntilServed(TerminalChat):
+    def __init__(self, session: ProgramChatSession) -> None:
+        super().__init__(session)
+        self.served = session.served
+
     def _lines(self) -> Iterator[str]:
-        return _until_served(self.session, super()._lines())
+        return _until_served(self.served, super()._lines())
 
 
 def _terminal() -> bool:
@@ -100,7 +117,7 @@ def _read_line() -> str | None:
         except EOFError:
             return None
     stream = getattr(sys.stdin, "buffer", None)
-    raw: Any = stream.readline() if stream is not None else sys.stdin.readline()
+    raw: bytes | str = stream.readline() if stream is not None else sys.stdin.readline()
     if not raw:
         return None
     return (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).strip()
@@ -144,13 +161,13 @@ class _Walk:
     """What every chat of one walk shares."""
 
     options: ChatOptions
-    goals: Any
-    forms: Any
-    tools: Any
-    recording: Any  # a ProgramRecording with --record, else None
+    goals: GoalRunner
+    forms: FormRunner
+    tools: GoalTools
+    recording: ProgramRecording | None  # with --record
 
 
-def _recording(options: ChatOptions, goals: Any) -> Any:
+def _recording(options: ChatOptions, goals: GoalRunner) -> ProgramRecording | None:
     if not options.record:
         return None
     from formctl.agent.models import choose_model
@@ -183,6 +200,7 @@ def _walk(w: _Walk, owed: set[tuple[str, str]]) -> int:
                 return code
             continue
         item = pending[0]
+        assert item.form is not None  # an item no form answers is asked (settled above)
         _say(f"· {goal.title}: {item.label} (form {item.form})")
         session = ProgramChatSession.for_item(
             dataclasses.replace(options, form=item.form, record=None), tools, goal.key, item.key
@@ -209,6 +227,7 @@ def _finish(w: _Walk, owed: set[tuple[str, str]]) -> None:
     ("The documents came in"), each asked once; work deferred during the walk is not asked again."""
     goals = w.goals
     status = goals.inspect()
+    assert status is not None  # the walk found the program complete
     asking = [(f.goal, f.item) for f in status.follow_ups if (f.goal, f.item) in owed]
     answered: set[tuple[str, str]] = set()
     if not asking:
@@ -219,6 +238,7 @@ def _finish(w: _Walk, owed: set[tuple[str, str]]) -> None:
             scope = goals.scope
             _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {scope.subject}")
         status = goals.inspect()
+        assert status is not None
     if status.follow_ups:
         still = ", ".join(f"{f.label} ({f.reason})" if f.reason else f.label for f in status.follow_ups)
         _say(f"Program {status.program.key} is complete. Still owed: {still}.")
@@ -235,7 +255,7 @@ def _settle_items(w: _Walk, goal_key: str) -> bool:
         if status is None or status.active_goal != goal_key:
             return False
         goal = status.goal(goal_key)
-        return any(is_asked(i) for i in goal.items)
+        return goal is not None and any(is_asked(i) for i in goal.items)
 
     return _goal_chat(w, unsettled, set())
 
@@ -251,7 +271,7 @@ def _goal_chat(w: _Walk, unsettled: Callable[[], bool], answered: set[tuple[str,
     options, goals, forms, tools, recording = w.options, w.goals, w.forms, w.tools, w.recording
     if recording is not None:
         recording.segment = "goals"
-    model: Any
+    model: ChatModel
     if choose_model(options.model, offline=options.offline).provider == "guided":
         model = GuidedGoalModel(goals)
     else:
@@ -262,9 +282,9 @@ def _goal_chat(w: _Walk, unsettled: Callable[[], bool], answered: set[tuple[str,
             timeout=options.model_timeout,
             locale=options.locale,
         )
-    calls: dict[str, Any] = {}
+    calls: dict[str, JsonValue] = {}
 
-    def event(ev: Any) -> None:
+    def event(ev: Event) -> None:
         if recording is not None:
             recording.event(ev)
         if isinstance(ev, ToolCall) and ev.name == "goal_update":
@@ -298,7 +318,7 @@ def _goal_chat(w: _Walk, unsettled: Callable[[], bool], answered: set[tuple[str,
     return True
 
 
-def _named(arguments: Any) -> set[tuple[str, str]]:
+def _named(arguments: JsonValue) -> set[tuple[str, str]]:
     """The (goal, item) keys a goal_update's arguments name."""
     if not isinstance(arguments, dict) or not isinstance(arguments.get("goal"), str):
         return set()

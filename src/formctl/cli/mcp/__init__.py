@@ -7,14 +7,22 @@ command runs (``import formctl`` and ``formctl list`` never load it).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from formctl.cli.mcp.state import FormService
 
 __all__ = ["open_service", "run_mcp"]
 
 
 def open_service(
-    subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False, program: str | None = None
-) -> Any:
+    subject: str,
+    *,
+    store: str | None = None,
+    forms: str | None = None,
+    as_host: bool = False,
+    program: str | None = None,
+) -> FormService:
     """The :class:`~formctl.cli.mcp.state.FormService` for ``subject`` over a store and a forms folder;
     with ``program`` (a scope's key or a program's, started when the subject has none), the goal
     tools and the program resource too."""
@@ -44,7 +52,12 @@ def open_service(
 
 
 def run_mcp(
-    subject: str, *, store: Any = None, forms: Any = None, as_host: bool = False, program: str | None = None
+    subject: str,
+    *,
+    store: str | None = None,
+    forms: str | None = None,
+    as_host: bool = False,
+    program: str | None = None,
 ) -> int:
     """Serve ``subject``'s forms over stdio until the client hangs up. Returns the exit status."""
     try:
