@@ -54,7 +54,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
 
-__all__ = ["ChatRecorder", "Conversations", "Opening", "SavedConversation", "open_chat"]
+__all__ = [
+    "ChatRecorder",
+    "ChatRunners",
+    "Choice",
+    "Conversations",
+    "Opening",
+    "Saved",
+    "SavedConversation",
+    "open_chat",
+]
 
 
 class SavedConversation(Protocol):
@@ -84,34 +93,8 @@ class ChatRecorder(Protocol):
     def finish(self, runner: FormRunner | None = None, instance_id: str | None = None) -> object: ...
 
 
-@dataclass
-class Opening:
-    """What a chat is opened with: the collaborators a :class:`ChatSession` wires together."""
-
-    options: ChatOptions
-    seed_lines: list[str]  # ``--seed`` as the ``k: v`` lines of the opening message
-    store_dir: Path  # input history (and conversations, in a folder store)
-    registry: FormRegistry
-    adapter: FormAdapter  # the chat's store, shared by its runners; closed with the session
-    form_id: str
-    subject: str
-    compiled: CompiledForm
-    default: DefaultInstance  # the conversation's instance, shared by its runners
-    own: OwnCommits  # every commit the runners make, until the person is shown the form
-    agent: FormRunner  # the model's runner (actor "agent")
-    person: FormRunner  # the person's /commands (actor "person")
-    conversations: Conversations  # a folder's ConversationStore or the database's (workspace.open_conversations)
-    messages: list[JsonObject]  # the saved conversation, empty for a new one
-    conversation: SavedConversation | None  # the same, as every chat that took part saved it, or None
-    seen: Snapshot | None  # what the person was last shown of the instance
-    model: ChatModel
-    recorder: ChatRecorder | None  # a transcripts Recorder with --record, else None
-    poller: StatusPoller
-    notes: list[str]  # lines for the face to print before the chat starts
-
-
 @dataclass(frozen=True)
-class _Choice:
+class Choice:
     """Which form the chat fills, for whom, and which instance it continues (None: a new one)."""
 
     form_id: str
@@ -121,15 +104,15 @@ class _Choice:
 
 
 @dataclass(frozen=True)
-class _Runners:
-    """Makes the chat's runners: over the chat's own adapter they report their commits to
-    ``own``; over the poller's, they only read."""
+class ChatRunners:
+    """Makes the chat's runners, over one conversation's instance (``default``): over the
+    chat's own adapter they report their commits to ``own``; over the poller's, they only read."""
 
-    adapter: FormAdapter
+    adapter: FormAdapter  # the chat's store, shared by its runners; closed with the session
     registry: FormRegistry
     subject: str
-    default: DefaultInstance
-    own: OwnCommits
+    default: DefaultInstance  # the conversation's instance, shared by its runners
+    own: OwnCommits  # every commit the runners make, until the person is shown the form
 
     def over(self, adapter: FormAdapter, actor: str = "agent") -> FormRunner:
         from formctl.forms.runner import FormRunner
@@ -146,12 +129,31 @@ class _Runners:
 
 
 @dataclass
-class _Saved:
+class Saved:
     """The saved conversation a chat continues, and what the person was last shown of it."""
 
-    messages: list[JsonObject] = field(default_factory=list)
-    conversation: SavedConversation | None = None
+    messages: list[JsonObject] = field(default_factory=list)  # empty for a new conversation
+    conversation: SavedConversation | None = None  # as every chat that took part saved it
     seen: Snapshot | None = None
+
+
+@dataclass
+class Opening:
+    """What a chat is opened with: the collaborators a :class:`ChatSession` wires together."""
+
+    options: ChatOptions
+    seed_lines: list[str]  # ``--seed`` as the ``k: v`` lines of the opening message
+    store_dir: Path  # input history (and conversations, in a folder store)
+    choice: Choice
+    runners: ChatRunners
+    agent: FormRunner  # the model's runner (actor "agent")
+    person: FormRunner  # the person's /commands (actor "person")
+    conversations: Conversations  # a folder's ConversationStore or the database's (workspace.open_conversations)
+    saved: Saved
+    model: ChatModel
+    recorder: ChatRecorder | None  # a transcripts Recorder with --record, else None
+    poller: StatusPoller
+    notes: list[str]  # lines for the face to print before the chat starts
 
 
 def open_chat(options: ChatOptions) -> Opening:
@@ -175,10 +177,10 @@ def _open(
     adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
     # Calls without an instance id act on the conversation's instance (not on whatever the
     # subject touched last), and the model's form_start moves it.
-    runners = _Runners(adapter, registry, choice.subject, DefaultInstance(choice.pinned), OwnCommits())
+    runners = ChatRunners(adapter, registry, choice.subject, DefaultInstance(choice.pinned), OwnCommits())
     agent, person = runners.over(adapter, "agent"), runners.over(adapter, "person")
     conversations: Conversations = open_conversations(options.store, adapter, choice.subject)
-    saved = _Saved()
+    saved = Saved()
     if choice.pinned is not None:
         _bring_up_to_date(agent, person, choice.pinned, notes)
         saved = _saved(conversations, agent, choice.pinned, runners.own, notes)
@@ -190,19 +192,12 @@ def _open(
         options=options,
         seed_lines=lines,
         store_dir=store_dir,
-        registry=registry,
-        adapter=adapter,
-        form_id=choice.form_id,
-        subject=choice.subject,
-        compiled=choice.compiled,
-        default=runners.default,
-        own=runners.own,
+        choice=choice,
+        runners=runners,
         agent=agent,
         person=person,
         conversations=conversations,
-        messages=saved.messages,
-        conversation=saved.conversation,
-        seen=saved.seen,
+        saved=saved,
         model=model,
         recorder=recorder,
         poller=poller,
@@ -212,7 +207,7 @@ def _open(
 
 def _choose(
     options: ChatOptions, lines: list[str], registry: FormRegistry, adapter: FormAdapter, notes: list[str]
-) -> _Choice:
+) -> Choice:
     """The form, the subject and the instance to continue: the one resumed by id, or the
     runner's ``continuation`` for the subject (whose it is said, and asked, when the subject
     was not given)."""
@@ -236,7 +231,7 @@ def _choose(
             subject, notes[:] = other, []
             reads = FormRunner(adapter, registry=registry, subject=subject)
             pinned = _continued(reads, form_id, options, notes)
-    return _Choice(form_id, subject, compiled, pinned)
+    return Choice(form_id, subject, compiled, pinned)
 
 
 def _check_seeds(lines: list[str], compiled: CompiledForm, form_id: str) -> None:
@@ -252,7 +247,7 @@ def _check_seeds(lines: list[str], compiled: CompiledForm, form_id: str) -> None
 
 def _saved(
     conversations: Conversations, agent: FormRunner, instance_id: str, own: OwnCommits, notes: list[str]
-) -> _Saved:
+) -> Saved:
     """The instance's saved conversation (one set aside when damaged is said in ``notes``)."""
     conversation, set_aside = conversations.open(instance_id)
     if set_aside is not None:
@@ -264,7 +259,7 @@ def _saved(
     # write made elsewhere while that runs is said after it (seen.py).
     stored = conversation.seen if messages else None
     seen = as_snapshot(stored) if stored is not None else _as_shown_now(agent, instance_id, own)
-    return _Saved(messages, conversation, seen)
+    return Saved(messages, conversation, seen)
 
 
 def _model(options: ChatOptions, agent: FormRunner, form_id: str) -> ChatModel:
@@ -354,7 +349,7 @@ def _as_shown_now(agent: FormRunner, instance_id: str, own: OwnCommits) -> Snaps
 
 
 def _recorder(
-    options: ChatOptions, choice: _Choice, model: ChatModel, agent: FormRunner, notes: list[str]
+    options: ChatOptions, choice: Choice, model: ChatModel, agent: FormRunner, notes: list[str]
 ) -> ChatRecorder | None:
     if not options.record:
         return None

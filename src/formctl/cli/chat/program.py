@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from formctl.cli.chat.plain import PlainChat
+from formctl.cli.chat.plain import Face, PlainChat
 from formctl.cli.chat.session import CHAT_SOURCE, OPENER, ChatOptions, ChatSession
 from formctl.cli.chat.terminal import TerminalChat
 from formctl.goals.evaluate import is_asked, is_pending, is_settled
@@ -85,7 +85,9 @@ def _until_served(served: Callable[[], bool], lines: Iterator[str]) -> Iterator[
             return
 
 
-class _PlainUntilServed(PlainChat):
+class _UntilServed(Face):
+    """A face (mixed in before it) whose lines stop once the chat's program item is settled."""
+
     def __init__(self, session: ProgramChatSession) -> None:
         super().__init__(session)
         self.served = session.served
@@ -94,13 +96,12 @@ class _PlainUntilServed(PlainChat):
         return _until_served(self.served, super()._lines())
 
 
-class _TerminalUntilServed(TerminalChat):
-    def __init__(self, session: ProgramChatSession) -> None:
-        super().__init__(session)
-        self.served = session.served
+class _PlainUntilServed(_UntilServed, PlainChat):
+    pass
 
-    def _lines(self) -> Iterator[str]:
-        return _until_served(self.served, super()._lines())
+
+class _TerminalUntilServed(_UntilServed, TerminalChat):
+    pass
 
 
 def _terminal() -> bool:

@@ -59,18 +59,18 @@ class ChatSession:
         self.options = opening.options
         self.seed_lines = opening.seed_lines
         self.store_dir = opening.store_dir
-        self.registry = opening.registry
-        self.adapter = opening.adapter
-        self.form_id, self.subject, self.compiled = opening.form_id, opening.subject, opening.compiled
-        self.default = opening.default
-        self.own = opening.own  # this chat's commits, until the person is shown the form (seen.py)
+        choice, runners, saved = opening.choice, opening.runners, opening.saved
+        self.registry, self.adapter = runners.registry, runners.adapter
+        self.form_id, self.subject, self.compiled = choice.form_id, choice.subject, choice.compiled
+        self.default = runners.default
+        self.own = runners.own  # this chat's commits, until the person is shown the form (seen.py)
         self.agent, self.person = opening.agent, opening.person
         self.conversations = opening.conversations
         self.model = opening.model
         self.recorder = opening.recorder
         self.poller = opening.poller
         self.notes = opening.notes  # lines for the face to print before the chat starts
-        self.resumed = bool(opening.messages)
+        self.resumed = bool(saved.messages)
         self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
         self.unwritten: str | None = None  # why some of the person's answers could not be written (the store)
         self.stopped: str | None = None  # why the chat cannot go on (the API refused the key)
@@ -88,15 +88,15 @@ class ChatSession:
             self.model,
             form_id=self.form_id,
             on_event=self._event,
-            messages=opening.messages,
-            conversation=opening.conversation,
+            messages=saved.messages,
+            conversation=saved.conversation,
             conversation_store=self.conversations,
             scope=self.subject,
             person=Person(ask=self._ask_person, not_theirs=frozenset({OPENER})),
         )
         # What the person was last shown of the instance (formctl.agent.notices), saved with the
         # conversation: a resumed chat says what changed while it was away.
-        self.seen: Snapshot | None = opening.seen
+        self.seen: Snapshot | None = saved.seen
         self._tell_loop_seen()
         self._labels: dict[str, dict[str, str]] = {}
         self.calls: dict[str, ToolCall] = {}
