@@ -230,12 +230,12 @@ def _finish(w: _Walk, owed: set[tuple[str, str]]) -> None:
     status = goals.inspect()
     assert status is not None  # the walk found the program complete
     asking = [(f.goal, f.item) for f in status.follow_ups if (f.goal, f.item) in owed]
-    answered: set[tuple[str, str]] = set()
     if not asking:
         _say(status.line)
     else:
         _say(f"Program {status.program.key} is complete; deferred work is still owed.")
-        if not _goal_chat(w, lambda: any(k not in answered for k in asking), answered):
+        chat = _GoalChat(w)
+        if not chat.run(lambda: any(k not in chat.answered for k in asking)):
             scope = goals.scope
             _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {scope.subject}")
         status = goals.inspect()
@@ -258,65 +258,74 @@ def _settle_items(w: _Walk, goal_key: str) -> bool:
         goal = status.goal(goal_key)
         return goal is not None and any(is_asked(i) for i in goal.items)
 
-    return _goal_chat(w, unsettled, set())
+    return _GoalChat(w).run(unsettled)
 
 
-def _goal_chat(w: _Walk, unsettled: Callable[[], bool], answered: set[tuple[str, str]]) -> bool:
-    """A chat with the goal tools until ``unsettled()`` is False (True) or the person leaves
-    (False). Every item a ``goal_update`` that went through names is added to ``answered``."""
-    from formctl.agent.events import ToolCall, ToolResult
-    from formctl.agent.loop import ChatLoop
-    from formctl.agent.models import choose_model, pick_model
-    from formctl.agent.models.guided_goals import GuidedGoalModel
+class _GoalChat:
+    """A chat with the goal tools (:meth:`run`). ``answered`` holds every item a ``goal_update``
+    that went through named."""
 
-    options, goals, forms, tools, recording = w.options, w.goals, w.forms, w.tools, w.recording
-    if recording is not None:
-        recording.segment = "goals"
-    model: ChatModel
-    if choose_model(options.model, offline=options.offline).provider == "guided":
-        model = GuidedGoalModel(goals)
-    else:
-        model = pick_model(
-            forms,
-            model_name=options.model,
-            offline=options.offline,
-            timeout=options.model_timeout,
-            locale=options.locale,
-        )
-    calls: dict[str, JsonValue] = {}
+    def __init__(self, w: _Walk) -> None:
+        from formctl.agent.loop import ChatLoop
 
-    def event(ev: Event) -> None:
-        if recording is not None:
-            recording.event(ev)
-        if isinstance(ev, ToolCall) and ev.name == "goal_update":
-            calls[ev.id] = ev.input
-        if isinstance(ev, ToolResult) and ev.name == "goal_update":
-            if ev.is_error:
-                _say(f"· not saved: {ev.result.get('message')}")
-                return
-            answered.update(_named(calls.get(ev.id)))
-            _say(f"· saved · {tools.line()}")
+        self.tools, self.recording = w.tools, w.recording
+        self.answered: set[tuple[str, str]] = set()
+        self._calls: dict[str, JsonValue] = {}  # a goal_update's arguments, by call id, until its result
+        if self.recording is not None:
+            self.recording.segment = "goals"
+        self.loop = ChatLoop(w.forms, _goal_model(w), goals=w.tools, on_event=self._event)
 
-    loop = ChatLoop(forms, model, goals=tools, on_event=event)
+    def run(self, unsettled: Callable[[], bool]) -> bool:
+        """Talk until ``unsettled()`` is False (True) or the person leaves (False)."""
+        _say(self.tools.line())
+        self._turn(OPENER)
+        while unsettled():
+            line = _read_line()
+            if line is None or line in ("/quit", "/exit"):
+                return False
+            if line:
+                self._turn(line)
+        return True
 
-    def turn(text: str) -> None:
-        if recording is not None:
-            recording.person(text)
-        result = loop.send(text)
+    def _turn(self, text: str) -> None:
+        if self.recording is not None:
+            self.recording.person(text)
+        result = self.loop.send(text)
         if result.text:
             _say(result.text)
         if result.error:
             _say(f"· {result.error}")
 
-    _say(tools.line())
-    turn(OPENER)
-    while unsettled():
-        line = _read_line()
-        if line is None or line in ("/quit", "/exit"):
-            return False
-        if line:
-            turn(line)
-    return True
+    def _event(self, ev: Event) -> None:
+        from formctl.agent.events import ToolCall, ToolResult
+
+        if self.recording is not None:
+            self.recording.event(ev)
+        if isinstance(ev, ToolCall) and ev.name == "goal_update":
+            self._calls[ev.id] = ev.input
+        if isinstance(ev, ToolResult) and ev.name == "goal_update":
+            if ev.is_error:
+                _say(f"· not saved: {ev.result.get('message')}")
+                return
+            self.answered.update(_named(self._calls.get(ev.id)))
+            _say(f"· saved · {self.tools.line()}")
+
+
+def _goal_model(w: _Walk) -> ChatModel:
+    """The goal chat's model: offline, the guided goal model; else the one --model names."""
+    from formctl.agent.models import choose_model, pick_model
+    from formctl.agent.models.guided_goals import GuidedGoalModel
+
+    options = w.options
+    if choose_model(options.model, offline=options.offline).provider == "guided":
+        return GuidedGoalModel(w.goals)
+    return pick_model(
+        w.forms,
+        model_name=options.model,
+        offline=options.offline,
+        timeout=options.model_timeout,
+        locale=options.locale,
+    )
 
 
 def _named(arguments: JsonValue) -> set[tuple[str, str]]:
