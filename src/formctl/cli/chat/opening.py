@@ -16,6 +16,7 @@ together; the session itself opens nothing. If any step fails, the store is clos
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -66,9 +67,23 @@ __all__ = [
 ]
 
 
-class SavedConversation(Protocol):
-    """A conversation as the conversation store loads it (``store/_conversation.py``)."""
+class SavedPart(Protocol):
+    """One exchange of a loaded conversation: its messages and the person's numbered words."""
 
+    @property
+    def messages(self) -> list[JsonObject]: ...
+    @property
+    def words(self) -> list[tuple[int, str]] | None: ...
+
+
+class SavedConversation(Protocol):
+    """A conversation as the conversation store loads it (``store/_conversation.py``), which the
+    chat loop resumes."""
+
+    @property
+    def parts(self) -> Sequence[SavedPart]: ...
+    @property
+    def exchanges(self) -> int: ...
     @property
     def messages(self) -> list[JsonObject]: ...
     @property
@@ -77,9 +92,10 @@ class SavedConversation(Protocol):
 
 class Conversations(Protocol):
     """Where a chat's conversations are kept (``workspace.open_conversations``: a folder's
-    ``ConversationStore`` or the database's); the chat loop saves through it."""
+    ``ConversationStore`` or the database's): opened here, saved by the chat loop."""
 
     def open(self, instance_id: str) -> tuple[SavedConversation, str | None]: ...
+    def save(self, instance_id: str, messages: list[JsonObject], *, seen: JsonObject | None = None) -> object: ...
 
 
 class ChatRecorder(Protocol):
