@@ -180,6 +180,7 @@ class TerminalChat(Face):
         while True:
             held, self._held = self._held, ""
             assert self._prompt is not None  # made by run()
+            self._changed = False  # set by _leave_prompt, for this prompt only
             try:
                 line = self._prompt.prompt("you › ", default=held)
             except KeyboardInterrupt:
