@@ -83,12 +83,12 @@ class ChatSession:
         # sets ``asker`` (print the question, read their answer line); without one nothing is asked.
         self.asker: Callable[[str], str | None] | None = None
         # The model reaches this conversation's subject and nobody else's (README, "Who may do what").
+        # The loop resumes the saved conversation (its messages, the person's numbered words).
         self.loop = ChatLoop(
             self.agent,
             self.model,
             form_id=self.form_id,
             on_event=self._event,
-            messages=saved.messages,
             conversation=saved.conversation,
             conversation_store=self.conversations,
             scope=self.subject,
