@@ -88,7 +88,7 @@ def _runner(
     adapter = open_store(store)
     scope = _scope(adapter, subject, key, agent)
     return GoalRunner(
-        adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=_hooks(adapter, scope)
+        adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=_hooks(adapter, scope, forms)
     )
 
 
