@@ -7,22 +7,25 @@ unknown parameter is an error), and the JSON schema the model reads is generated
 model, so the schema and the validation never disagree. :func:`parse_arguments` judges a call's
 arguments for both tool sets alike.
 
-The one module of the agent mypy checks without ``disallow_any_explicit`` (pyproject.toml): a
-pydantic model's generated ``__init__`` takes ``**data: Any``, and a table of handlers that
-each take their own arguments' model can only say ``Callable[..., JsonValue]``. Keeping both
-here lets every other module of the agent be checked in full.
+A table row keeps its handler's own types: :func:`row` binds a handler of ``(runner, args)``
+and :func:`person_row` one of ``(runner, args, person)`` to the arguments' model it takes, and a
+table holds them as :class:`Tool` (what every row answers, whatever its model): a row checks
+that the arguments it is handed are its own model before its handler sees them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from formctl.forms.instance import INSTANCE_STATUSES
 from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:  # pragma: no cover
+    from formctl.agent.person import Person
 
 __all__ = [
     "AbandonArgs",
@@ -39,6 +42,8 @@ __all__ = [
     "ToolArgs",
     "WithdrawArgs",
     "parse_arguments",
+    "person_row",
+    "row",
 ]
 
 
@@ -146,15 +151,71 @@ class GoalUpdateArgs(ToolArgs):
     version: int = Field(ge=1, description="The version goal_status gave.")
 
 
+RunnerT = TypeVar("RunnerT")
+RunnerT_contra = TypeVar("RunnerT_contra", contravariant=True)
+
+
+class Tool(Protocol[RunnerT_contra]):
+    """One row of a tool table, as the table holds it: the name the model calls, what it reads,
+    its arguments' model, and :meth:`run`, which hands judged arguments to the handler."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def args(self) -> type[ToolArgs]: ...
+    def run(self, runner: RunnerT_contra, args: ToolArgs, person: Person | None) -> JsonValue: ...
+
+
+def _own(row_args: type[ArgsT], args: ToolArgs) -> ArgsT:
+    """``args`` as the row's own model: a table hands each row what :func:`parse_arguments` made
+    of the call with that same model, so anything else is a bug in the table."""
+    if not isinstance(args, row_args):
+        raise TypeError(f"{type(args).__name__} handed to a tool that takes {row_args.__name__}")
+    return args
+
+
 @dataclass(frozen=True, slots=True)
-class Tool:
-    """One row of a tool table: the name the model calls, what it reads, its arguments, its handler."""
+class _Row(Generic[RunnerT, ArgsT]):
+    """A tool whose handler reads the runner and its arguments."""
 
     name: str
     description: str
-    args: type[ToolArgs]
-    handler: Callable[..., JsonValue]
-    person: bool = False  # the handler takes the conversation's Person (a model's write, judged)
+    args: type[ArgsT]
+    handler: Callable[[RunnerT, ArgsT], JsonValue]
+
+    def run(self, runner: RunnerT, args: ToolArgs, person: Person | None) -> JsonValue:
+        return self.handler(runner, _own(self.args, args))
+
+
+@dataclass(frozen=True, slots=True)
+class _PersonRow(Generic[RunnerT, ArgsT]):
+    """A tool whose handler also takes the conversation's :class:`~formctl.agent.person.Person`
+    (a model's write, judged against what the person said), or None where there is none."""
+
+    name: str
+    description: str
+    args: type[ArgsT]
+    handler: Callable[[RunnerT, ArgsT, Person | None], JsonValue]
+
+    def run(self, runner: RunnerT, args: ToolArgs, person: Person | None) -> JsonValue:
+        return self.handler(runner, _own(self.args, args), person)
+
+
+def row(
+    name: str, description: str, args: type[ArgsT], handler: Callable[[RunnerT, ArgsT], JsonValue]
+) -> Tool[RunnerT]:
+    """A table's row for a tool whose handler reads the runner and its own arguments' model."""
+    return _Row(name, description, args, handler)
+
+
+def person_row(
+    name: str, description: str, args: type[ArgsT], handler: Callable[[RunnerT, ArgsT, Person | None], JsonValue]
+) -> Tool[RunnerT]:
+    """A table's row for a tool whose handler also takes the conversation's person (None: a host's
+    tools, with no person to judge a write against)."""
+    return _PersonRow(name, description, args, handler)
 
 
 def parse_arguments(name: str, arguments: JsonValue, args: type[ArgsT]) -> ArgsT | str:

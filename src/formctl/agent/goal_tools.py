@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from formctl.agent.arguments import GoalStatusArgs, GoalUpdateArgs, Tool
+from formctl.agent.arguments import GoalStatusArgs, GoalUpdateArgs, Tool, row
 from formctl.agent.tools import (
     clipped,
     definition,
@@ -52,14 +52,14 @@ def _update(runner: GoalRunner, a: GoalUpdateArgs) -> JsonValue:
     return status.to_dict()
 
 
-_TOOLS: tuple[Tool, ...] = (
-    Tool(
+_TOOLS: tuple[Tool[GoalRunner], ...] = (
+    row(
         "goal_status",
         "The goal program: goals, items and their dispositions, follow-ups, and the version to update from.",
         GoalStatusArgs,
         _status,
     ),
-    Tool(
+    row(
         "goal_update",
         "Settle items of one goal: completed (done), deferred (later), declined (not needed), or reopened. "
         "Pass the version goal_status gave; on goal_conflict read goal_status again.",
@@ -117,7 +117,7 @@ class GoalTools:
             return found
         tool, args = found
         try:
-            return success_envelope(tool.handler(self.runner, args))
+            return success_envelope(tool.run(self.runner, args, None))
         except FormError as exc:
             return error_envelope(exc.message, exc.code)
         except Exception as exc:  # a host's validate_change or hook raising its own error

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Never
 
 from formctl.agent.arguments import (
     AbandonArgs,
@@ -23,12 +23,15 @@ from formctl.agent.arguments import (
     InspectArgs,
     NoArgs,
     ReviseArgs,
+    RunnerT,
     StartArgs,
     StatusArgs,
     Tool,
     ToolArgs,
     WithdrawArgs,
     parse_arguments,
+    person_row,
+    row,
 )
 from formctl.agent.person import Person, confirm_ending, confirm_unconfirmed
 from formctl.errors import (
@@ -251,62 +254,59 @@ def _form_history(runner: FormRunner, a: HistoryArgs) -> JsonValue:
 # waiting for approval takes no writes, so without it the person's "I need to change the
 # total" had no way through the model. "If the person asks": an approval covers what it was
 # asked about, so a model must never take the request back on its own to make a change.
-_TOOLS: tuple[Tool, ...] = (
-    Tool("form_list", "Forms that can be started.", NoArgs, _form_list),
-    Tool(
+_TOOLS: tuple[Tool[FormRunner], ...] = (
+    row("form_list", "Forms that can be started.", NoArgs, _form_list),
+    person_row(
         "form_start",
         "Start a form, seeding anything known from any step. Don't read the field list aloud.",
         StartArgs,
         _form_start,
-        person=True,
     ),
-    Tool(
+    row(
         "form_status",
         "The open step in full. ask=true: steer toward it now; ask=false: answered, not applicable or later.",
         StatusArgs,
         _form_status,
     ),
-    Tool(
+    row(
         "form_inspect",
         "Beyond the open step: the outline, a step or a field. ask=false fields may be skipped; don't promise them.",
         InspectArgs,
         _form_inspect,
     ),
-    Tool(
+    person_row(
         "form_fill",
         "Send every value learned, from any step, in one call. See captured, rejected (fix and resend), "
         "held (kept, not applicable now).",
         FillArgs,
         _form_fill,
-        person=True,
     ),
-    Tool(
+    person_row(
         "form_revise",
         "Correct (set), retract, undo or redo an answer. Nothing is lost. Never blank a field "
         'with "" or 0: retract it.',
         ReviseArgs,
         _form_revise,
-        person=True,
     ),
-    Tool(
+    row(
         "form_submit",
         "Send a ready form, once the user confirmed your read-back of every answer.",
         StatusArgs,
         _form_submit,
     ),
-    Tool(
+    row(
         "form_abandon",
         "Close the form unfinished, when the user wants to stop. Answers are kept.",
         AbandonArgs,
         _form_abandon,
     ),
-    Tool(
+    row(
         "form_withdraw",
         "If the person asks: withdraw the awaited approval request, so answers can change.",
         WithdrawArgs,
         _form_withdraw,
     ),
-    Tool("form_history", "Read-only: earlier forms, or one form's answers by instance_id.", HistoryArgs, _form_history),
+    row("form_history", "Read-only: earlier forms, or one form's answers by instance_id.", HistoryArgs, _form_history),
 )
 
 _BY_NAME = {t.name: t for t in _TOOLS}
@@ -353,7 +353,7 @@ def _schema(args: type[ToolArgs]) -> JsonObject:
 _DEFINITIONS: dict[str, JsonObject] = {}
 
 
-def definition(tool: Tool) -> JsonObject:
+def definition(tool: Tool[Never]) -> JsonObject:
     """A tool's definition as the model reads it (Anthropic ``tools`` shape): name, description, the
     compact JSON schema of its arguments. Built once per tool (form or goal tool alike), copied out."""
     cached = _DEFINITIONS.get(tool.name)
@@ -477,9 +477,7 @@ class FormTools:
             args = self._scoped(parsed)
             if args is None:
                 return success_envelope({"instances": []})
-            if tool.person:
-                return success_envelope(tool.handler(self.runner, args, self.person))
-            return success_envelope(tool.handler(self.runner, args))
+            return success_envelope(tool.run(self.runner, args, self.person))
         except FormError as exc:
             if exc.code == "form_definition_error":
                 log_fault(_LOGGER, name, exc)
@@ -494,8 +492,8 @@ _LOGGER = "formctl.agent.tools"
 
 
 def judged(
-    name: str, arguments: JsonValue, table: Mapping[str, Tool], names: list[str], listed: str
-) -> tuple[Tool, ToolArgs] | JsonObject:
+    name: str, arguments: JsonValue, table: Mapping[str, Tool[RunnerT]], names: list[str], listed: str
+) -> tuple[Tool[RunnerT], ToolArgs] | JsonObject:
     """The tool a model's call names (among the selected ``names`` of ``table``) and its arguments
     judged, or the error envelope that says why not: nothing is applied. ``listed`` heads the list
     of tools an unknown name is answered with ("Tools", "Goal tools")."""

@@ -16,11 +16,11 @@ together; the session itself opens nothing. If any step fails, the store is clos
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from formctl.agent import sharing
 from formctl.cli.chat.options import CHAT_SOURCE, ChatOptions, seed_lines
 from formctl.cli.chat.poller import StatusPoller
 from formctl.cli.chat.seen import OwnCommits, Snapshot, as_snapshot, snapshot_of
@@ -67,35 +67,20 @@ __all__ = [
 ]
 
 
-class SavedPart(Protocol):
-    """One exchange of a loaded conversation: its messages and the person's numbered words."""
-
-    @property
-    def messages(self) -> list[JsonObject]: ...
-    @property
-    def words(self) -> list[tuple[int, str]] | None: ...
-
-
-class SavedConversation(Protocol):
+class SavedConversation(sharing.SavedConversation, Protocol):
     """A conversation as the conversation store loads it (``store/_conversation.py``), which the
-    chat loop resumes."""
+    chat loop resumes (:class:`formctl.agent.sharing.SavedConversation`), with what the person's
+    status line had seen when it was saved."""
 
-    @property
-    def parts(self) -> Sequence[SavedPart]: ...
-    @property
-    def exchanges(self) -> int: ...
-    @property
-    def messages(self) -> list[JsonObject]: ...
     @property
     def seen(self) -> JsonObject | None: ...
 
 
-class Conversations(Protocol):
+class Conversations(sharing.SavesConversations, Protocol):
     """Where a chat's conversations are kept (``workspace.open_conversations``: a folder's
     ``ConversationStore`` or the database's): opened here, saved by the chat loop."""
 
     def open(self, instance_id: str) -> tuple[SavedConversation, str | None]: ...
-    def save(self, instance_id: str, messages: list[JsonObject], *, seen: JsonObject | None = None) -> object: ...
 
 
 class ChatRecorder(Protocol):

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt
@@ -79,13 +79,11 @@ def instance_uri(instance_id: str) -> str:
 
 
 # form_resolve's arguments, checked as FormTools checks its own (strict, nothing extra).
-_ResolveArgs = create_model(
-    "_ResolveArgs",
-    __config__=ConfigDict(extra="forbid", strict=True),
-    instance_id=(str | None, Field(None, description="Omit for the open form.")),
-    fail=(str | None, Field(None, description="Reject, with the reason the person is told.")),
-    reason=(str | None, Field(None, description="Why it is approved (kept with the decision).")),
-)
+class _ResolveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    instance_id: str | None = Field(None, description="Omit for the open form.")
+    fail: str | None = Field(None, description="Reject, with the reason the person is told.")
+    reason: str | None = Field(None, description="Why it is approved (kept with the decision).")
 
 
 _RESOLVE_DEFINITION: JsonObject = {
