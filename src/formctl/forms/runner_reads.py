@@ -215,10 +215,11 @@ class Reads:
 
     def find_open(self, subject: str | None = None) -> Instance | None:
         """What ``instance_id=None`` means: the conversation's instance when the runner has a
-        ``default`` (while it is not abandoned), else the subject's open form."""
+        ``default`` (while it is not closed), else the subject's open form: its latest instance
+        that is not closed, complete included (not :func:`~formctl.forms.lifecycle.is_open`)."""
         subject = subject or self.subject
         if self.default is None:
-            return self.adapter.find_open_instance(subject)
+            return self.adapter.find_latest_unclosed(subject)
         if self.default.instance_id is None:
             return None
         instance = self.adapter.get_instance(self.default.instance_id)

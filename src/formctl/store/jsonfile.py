@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
-from formctl.forms.lifecycle import is_closed, is_open_status
+from formctl.forms.instance import ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.lifecycle import is_closed, is_closed_status, is_open_status
 from formctl.forms.reading import Scope
 from formctl.forms.search import SearchHit, SearchQuery, hits_of, values_in_force
 from formctl.store import _durable, maintenance
@@ -478,8 +478,8 @@ class JsonFileAdapter:
             return {}
         return values_in_force(loaded.instance if loaded is not None else None, hit.fields)
 
-    def find_open_instance(self, subject: str) -> Instance | None:
-        """The subject's most recently updated instance that is not abandoned.
+    def find_latest_unclosed(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not closed (complete ones count).
 
         Raises :class:`StoreError` if that instance's snapshot cannot be read, rather than
         quietly answering with an older instance (or none, which would start a new form).
@@ -492,7 +492,7 @@ class JsonFileAdapter:
             if pending:  # a writer died half way: its row may be out of date, so read them all
                 return self._open_by_reading(subject, rows, pending)
             for row in _recent_rows(rows):
-                if row[3] == ABANDONED:  # the index row's status (is_closed asks an instance)
+                if is_closed_status(row[3]):  # the index row's status word
                     continue
                 loaded = self.files.read(row[0])
                 if loaded is None:

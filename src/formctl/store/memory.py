@@ -94,7 +94,8 @@ class MemoryAdapter:
     def close(self) -> None:
         """Nothing to release: the instances stay readable until the adapter is dropped."""
 
-    def find_open_instance(self, subject: str) -> Instance | None:
+    def find_latest_unclosed(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not closed (complete ones count)."""
         rows = [i for i in self._instances.values() if i.subject == subject and not is_closed(i)]
         if not rows:
             return None

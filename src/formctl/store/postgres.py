@@ -432,9 +432,9 @@ class PostgresAdapter:
 
         return self._select(where, tuple(params), on_damage=on_damage)
 
-    def find_open_instance(self, subject: str) -> Instance | None:
-        """The subject's most recently updated instance that is not abandoned (one probe of a
-        partial index). A damaged one raises rather than let an older one stand in for it."""
+    def find_latest_unclosed(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not closed, complete ones included
+        (one probe of a partial index). A damaged one raises rather than let an older one stand in for it."""
         if "\x00" in subject:
             return None  # no stored subject holds a NUL
         found = self._select(
