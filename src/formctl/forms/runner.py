@@ -47,7 +47,7 @@ from formctl.forms.lifecycle import (
     reopen,
 )
 from formctl.forms.project import FillResult, FormView, MigrateResult, RecoverResult, WriteReport, step_view
-from formctl.forms.reading import Continuation, DefaultInstance, InstanceSummary, InstanceView, Stamp
+from formctl.forms.reading import Continuation, DefaultInstance, InstanceSummary, InstanceView, Listing, Stamp
 from formctl.forms.registry import FormRegistry
 from formctl.forms.runner_reads import Reads
 from formctl.forms.staging import (
@@ -207,7 +207,7 @@ class FormRunner:
         damaged: list[StoreError] | None = None,
     ) -> list[InstanceSummary]:
         """Stored instances, most recently updated first, with the status a reader sees (see :meth:`Reads.instances`)."""
-        return self.reads.instances(subject, form_id, status, limit, damaged=damaged)
+        return self.reads.instances(Listing(subject, form_id, status, limit), damaged=damaged)
 
     def view(self, instance_id: str | None = None) -> InstanceView:
         """A read-only view of any instance, stale ones included (see :meth:`Reads.view`)."""
