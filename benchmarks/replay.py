@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from formctl.transcripts.format import load  # noqa: E402
-from formctl.transcripts.replay import find_registry, replay_file  # noqa: E402
+from formctl.transcripts.replay import ReplayOptions, find_registry, replay_file  # noqa: E402
 
 TARGET_PER_SECOND = 50  # twenty-turn transcripts
 
@@ -73,7 +73,7 @@ def generate(folder: Path, registry) -> dict[str, Path]:
     for name, extra in (("twenty", 7), ("fifty", 37)):
         path = folder / f"{name}.toml"
         _write(path, _claim_turns(extra))
-        result = replay_file(path, live=True, update=True, registry=registry)
+        result = replay_file(path, ReplayOptions(live=True, update=True), registry=registry)
         assert result.passed, result.diff
         # --update rewrites [expect]: check that the recording is the claim the turns describe
         expect = load(path).expect or {}

@@ -366,3 +366,29 @@ def test_resume_hooks_leaves_the_hooks_of_a_program_that_registers_none(cli, req
     assert [o.status for o in host.resume_hooks()] == ["failed"]  # still the host's to run
     bad = cli("program", "resume-hooks", "--key", "intake")
     assert bad.exit_code == 2 and bad.stderr == "error: --key needs --subject (whose program).\n"
+
+
+def test_a_write_runs_the_hooks_of_the_forms_folder_named_by_the_flag(cli, tmp_path):
+    """``program update --forms DIR`` runs the hooks DIR registers, as FORMCTL_FORMS would."""
+    ledger = tmp_path / "ledger.txt"
+    desk = _desk_with(
+        cli,
+        tmp_path,
+        'program = define_program("claims", goals=[Goal("trip", title="Trip", items=[Item("check", label="Check")])])\n',
+    )
+    (desk.forms / "claims_hooks.py").write_text(
+        "def on_complete(event):\n"
+        f"    with open({str(ledger)!r}, 'a') as f:\n"
+        "        f.write(event.idempotency_key + '\\n')\n"
+        "hooks = {'on_complete': on_complete}\n"
+    )
+    registry = desk.forms / "registry.toml"
+    registry.write_text(registry.read_text() + 'hooks = "claims_hooks:hooks"\n')
+    elsewhere = {"FORMCTL_FORMS": str(cli.forms)}  # the environment names the plain example forms
+    flag = ("--forms", str(desk.forms))
+    cli.ok("program", "start", "claims", "--subject", "dana", *flag, env=elsewhere)
+
+    cli.ok("program", "update", "trip", "--completed", "check", "--subject", "dana", *flag, env=elsewhere)
+
+    (ran,) = ledger.read_text().splitlines()
+    assert ran.endswith(":trip:complete")

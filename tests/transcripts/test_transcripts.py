@@ -19,9 +19,9 @@ from formctl.agent.loop import ChatLoop
 from formctl.agent.models.guided import GuidedModel
 from formctl.errors import TranscriptError
 from formctl.transcripts.coverage import Coverage
-from formctl.transcripts.format import Transcript, dumps, load, loads
+from formctl.transcripts.format import Transcript, dumps, leading_comments, load, loads
 from formctl.transcripts.record import Recorder
-from formctl.transcripts.replay import replay_file
+from formctl.transcripts.replay import ReplayOptions, replay_file
 from helpers.recording import forms_registry, record
 
 pytest_plugins = ["pytester"]
@@ -55,10 +55,19 @@ def test_every_shipped_transcript_replays_exactly():
     assert failures == {}
 
 
+def test_every_shipped_transcript_read_and_written_again_is_the_same_file():
+    """Reading a transcript and writing it again gives the file back, byte for byte (its comment
+    block kept, as --update keeps it): a reader or writer that moved a key, quoted a string
+    another way or dropped a value would otherwise rewrite every transcript on the next --update."""
+    for f in sorted(SHIPPED.glob("*.toml")):
+        text = f.read_text(encoding="utf-8")
+        assert dumps(load(f), header=leading_comments(text)) == text, f.name
+
+
 def test_the_shipped_set_covers_every_step_checkpoint_and_gate_of_the_example_forms():
     cov = Coverage()
     for f in sorted(SHIPPED.glob("*.toml")):
-        assert replay_file(f, coverage=cov).passed
+        assert replay_file(f, ReplayOptions(coverage=cov)).passed
     for summary in cov.summaries():
         assert summary["steps"][0] == summary["steps"][1], summary
         assert summary["gates"][0] == summary["gates"][1], summary
@@ -88,7 +97,7 @@ def test_a_changed_field_type_fails_then_update_rewrites_it_and_it_passes(tmp_pa
     assert not failed.passed
     assert 'fields[mileage].type: recorded "integer >= 1", now "number >= 1"' in failed.diff
 
-    updated = replay_file(path, registry=registry, update=True)
+    updated = replay_file(path, ReplayOptions(update=True), registry=registry)
     assert updated.passed and updated.updated
     assert "fields[mileage].type" in updated.diff  # what changed is shown
     assert path.read_text() != before
@@ -255,9 +264,9 @@ def _hand_written(tmp_path: Path, expect: str) -> Path:
 
 def test_live_replay_grades_a_hand_written_transcript_on_expect(tmp_path):
     good = _hand_written(tmp_path, 'status = "abandoned"\nvalues = { age = 15 }\ncheckpoints = ["eligibility"]')
-    assert replay_file(good, live=True, registry=forms_registry()).passed
+    assert replay_file(good, ReplayOptions(live=True), registry=forms_registry()).passed
     bad = _hand_written(tmp_path, 'status = "complete"\nvalues = { age = 51 }')
-    result = replay_file(bad, live=True, registry=forms_registry())
+    result = replay_file(bad, ReplayOptions(live=True), registry=forms_registry())
     assert not result.passed
     assert 'status: expected "complete", got "abandoned"' in result.diff  # the author's value is "expected"
     assert "values.age: expected 51, got 15" in result.diff
@@ -266,7 +275,7 @@ def test_live_replay_grades_a_hand_written_transcript_on_expect(tmp_path):
 def test_live_update_records_the_model_turns_so_the_transcript_replays_exactly(tmp_path):
     path = _hand_written(tmp_path, 'status = "abandoned"')
     assert not load(path).recorded
-    assert replay_file(path, live=True, update=True, registry=forms_registry()).updated
+    assert replay_file(path, ReplayOptions(live=True, update=True), registry=forms_registry()).updated
     t = load(path)
     assert t.recorded and t.model == "guided"
     assert t.expect["checkpoints"] == ["eligibility"]
@@ -279,7 +288,7 @@ def test_live_update_records_the_model_turns_so_the_transcript_replays_exactly(t
 
 def test_coverage_lists_what_the_transcripts_never_exercised():
     cov = Coverage()
-    assert replay_file(SHIPPED / "ineligible_terminated.toml", coverage=cov).passed
+    assert replay_file(SHIPPED / "ineligible_terminated.toml", ReplayOptions(coverage=cov)).passed
     (summary,) = cov.summaries()
     assert summary["form"] == "client-intake"
     never = summary["never"]
@@ -388,7 +397,7 @@ def test_live_update_of_a_hand_written_transcript_masks_the_sensitive_values_it_
         'format = 1\nform = "payroll"\n[[turns]]\ntext = "hi"\n[[turns]]\ntext = "Dana Reeve"\n'
         '[[turns]]\ntext = "QQ123456C"\n[[turns]]\ntext = "4821"\n[expect]\nstatus = "complete"\n'
     )
-    assert replay_file(path, live=True, update=True, registry=registry).updated
+    assert replay_file(path, ReplayOptions(live=True, update=True), registry=registry).updated
     text = path.read_text()
     assert "QQ123456C" not in text and "4821" not in text
     assert replay_file(path, registry=registry).passed

@@ -10,19 +10,29 @@ not the ones this was written against (``typer._coercion.RuntimeParam``): then t
 only slower, never broken.
 """
 
-from typing import Any, List, Union, get_args, get_origin
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, List, Optional, Union, get_args, get_origin
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-_RuntimeParam: Any
+if TYPE_CHECKING:
+    # The click typer runs on: its own copy (typer._click) since typer 0.2x, the types mypy reads
+    # from the typer installed. Only names here: at run time nothing is imported from it.
+    from typer._click.core import Context as ClickContext
+    from typer._click.core import Parameter
+    from typer.core import _TyperParameter
+    from typer.models import ParameterInfo
+
 try:
-    from typer._coercion import RuntimeParam as _RuntimeParam
+    from typer._coercion import RuntimeParam
+
+    _COERCION = True
 except ImportError:  # pragma: no cover - another typer: it does its own coercion
-    _RuntimeParam = None
+    _COERCION = False
 
 
-def _plain_type(annotation: Any) -> tuple[type, bool] | None:
+def _plain_type(annotation: object) -> Optional[tuple[type, bool]]:
     """(str|int|bool, is_list) for the annotations the light coercion handles, else None."""
     if get_origin(annotation) is Union:
         args = [a for a in get_args(annotation) if a is not type(None)]
@@ -32,10 +42,12 @@ def _plain_type(annotation: Any) -> tuple[type, bool] | None:
     if get_origin(annotation) in (list, List):
         (item,) = get_args(annotation) or (str,)
         return (item, True) if item in (str, int) else None
-    return (annotation, False) if annotation in (str, int, bool) else None
+    return (annotation, False) if isinstance(annotation, type) and annotation in (str, int, bool) else None
 
 
-def _one(kind: type, value: Any, parameter_info: Any, param: Any, ctx: Any) -> Any:
+def _one(
+    kind: type, value: object, parameter_info: "ParameterInfo", param: "_TyperParameter", ctx: "ClickContext"
+) -> object:
     if kind is str:
         return value if isinstance(value, str) else str(value)
     if kind is bool:
@@ -48,7 +60,7 @@ def _one(kind: type, value: Any, parameter_info: Any, param: Any, ctx: Any) -> A
             return False
         raise typer.BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
     try:
-        number = int(value)
+        number = int(value if isinstance(value, (str, bytes, int, float)) else str(value))
     except (TypeError, ValueError):
         raise typer.BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
     low = getattr(parameter_info, "min", None)
@@ -57,44 +69,48 @@ def _one(kind: type, value: Any, parameter_info: Any, param: Any, ctx: Any) -> A
     return number
 
 
-_PlainParam: Any = None
-if _RuntimeParam is not None:
+_PLAIN = False  # whether _PlainParam could be made on the typer installed
+if _COERCION:
     try:
         from dataclasses import dataclass
 
         @dataclass(frozen=True)
-        class _PlainParam(_RuntimeParam):  # type: ignore[misc, no-redef]
+        class _PlainParam(RuntimeParam):
             kind: type = str
             many: bool = False
 
-            def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-                if self.many:
+            def _coerce_value(self, value: object, param: "_TyperParameter", ctx: "ClickContext") -> object:
+                if self.many and isinstance(value, Iterable):  # typer refuses a str here first
                     return [_one(self.kind, v, self.parameter_info, param, ctx) for v in value]
                 return _one(self.kind, value, self.parameter_info, param, ctx)
 
+        _PLAIN = True
     except TypeError:  # pragma: no cover - a RuntimeParam of another shape
-        _PlainParam = None
+        pass
 
 
-def _lighten(params: list[Any]) -> list[Any]:
-    if _PlainParam is None:
+def _lighten(params: "list[Parameter]") -> "list[Parameter]":
+    if not _PLAIN:
         return params
     for param in params:
         descriptor = getattr(param, "type_descriptor", None)
         if descriptor is None or getattr(param, "_runtime_param", 0) is not None:
             continue
         plain = _plain_type(descriptor.annotation)
+        # typer's parameters are set here through their __dict__: an attribute of the instance,
+        # as an assignment would make it, which click's Parameter type does not declare.
+        own = vars(param)
         if plain is not None and plain[0] in (str, int) and not getattr(param, "is_flag", False):
             # typer's help prints "ID <str>", "FILES <list[str]>", "--subject <str>": Python's
             # types, noise to a person reading the help. An argument's name and help say what it
             # is; an option without a metavar shows its name, as click does ("--subject SUBJECT").
             if getattr(param, "param_type_name", "") == "argument":
-                param.display_type_rich = lambda ctx: None
+                own["display_type_rich"] = lambda ctx: None
             elif param.metavar is None and param.name:
-                param.display_type_rich = lambda ctx, label=param.name.upper(): label
+                own["display_type_rich"] = lambda ctx, label=param.name.upper(): label
         if plain is not None:
             try:
-                param._runtime_param = _PlainParam(descriptor.parameter_info, descriptor.annotation, *plain)
+                own["_runtime_param"] = _PlainParam(descriptor.parameter_info, descriptor.annotation, *plain)
             except TypeError:  # pragma: no cover
                 return params
     return params
@@ -103,7 +119,7 @@ def _lighten(params: list[Any]) -> list[Any]:
 class LeanCommand(TyperCommand):
     """A typer command whose plain parameters skip typer's pydantic coercion."""
 
-    def get_params(self, ctx: Any) -> list[Any]:  # a click Context (typer's own, or click's)
+    def get_params(self, ctx: "ClickContext") -> "list[Parameter]":
         # Here, not in __init__: the help option is made on demand.
         return _lighten(super().get_params(ctx))
 
@@ -111,6 +127,6 @@ class LeanCommand(TyperCommand):
 class LeanGroup(TyperGroup):
     """A typer group whose own options (--debug, --version, completion) skip it too."""
 
-    def get_params(self, ctx: Any) -> list[Any]:
+    def get_params(self, ctx: "ClickContext") -> "list[Parameter]":
         # Here, not in __init__: typer adds its completion and help options later.
         return _lighten(super().get_params(ctx))

@@ -22,10 +22,15 @@ problems, or a write that rejected some of its values (the rest were saved); 2 u
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from types import FrameType, TracebackType
+
+    from typer.models import TyperInfo
 
 
-def _interrupted_while_starting(signum: int, frame: Any) -> None:
+def _interrupted_while_starting(signum: int, frame: "Optional[FrameType]") -> None:
     """Ctrl-C before the command runs: nothing has been read or written yet, so leave at once,
     with the status of an interrupt and no traceback from whichever import it landed in."""
     os._exit(130)
@@ -117,9 +122,10 @@ def _only_the_command_run(args: list[str]) -> typer.Typer:
     return only
 
 
-def _group_name(info: Any) -> Any:
+def _group_name(info: "TyperInfo") -> object:
     name = info.name if isinstance(info.name, str) else None
-    return name or info.typer_instance.info.name
+    group = info.typer_instance
+    return name or (group.info.name if group is not None else None)
 
 
 # The commands that touch one instance, a listing or a form and end: they keep the collector
@@ -158,7 +164,7 @@ def _named(args: list[str]) -> str | None:
     return next((a for n, a in enumerate(args) if not a.startswith("-") and args[n - 1 : n] != ["--store"]), None)
 
 
-def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: "Optional[TracebackType]") -> None:
     """Python's traceback for ``--debug``, with every secret written [secret] (formctl.redact)."""
     import traceback
 

@@ -14,9 +14,13 @@ overwrite); withdrawing an answer is ``formctl retract``.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable, NoReturn
 
 from formctl.errors import InvalidArgumentError
+from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
 
 
 def check_text(text: str | None, what: str) -> None:
@@ -42,7 +46,7 @@ def check_text(text: str | None, what: str) -> None:
             )
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str) -> JsonValue:
     """JSON when ``text`` parses as JSON, the text itself otherwise."""
     try:
         return json.loads(text, parse_constant=_not_json)
@@ -50,12 +54,12 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def _not_json(name: str) -> Any:
+def _not_json(name: str) -> NoReturn:
     # json.loads accepts NaN and Infinity, which no form means; they stay text.
     raise ValueError(name)
 
 
-def parse_assignments(pairs: Iterable[str], compiled: Any = None) -> dict[str, Any]:
+def parse_assignments(pairs: Iterable[str], compiled: CompiledForm | None = None) -> JsonObject:
     """``["a=1", "b=x"]`` → ``{"a": 1, "b": "x"}``. A later pair for the same key wins.
 
     With the instance's ``compiled`` form, a value that parsed as JSON but that its field
@@ -63,7 +67,7 @@ def parse_assignments(pairs: Iterable[str], compiled: Any = None) -> dict[str, A
     ``ticket_reference=12345`` on a text field meant the digits, and "Input should be a
     valid string" for them read as a bug. Values the field takes as JSON are unchanged.
     """
-    values: dict[str, Any] = {}
+    values: JsonObject = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip()

@@ -9,14 +9,18 @@ shows the traceback instead. Usage errors are typer's own (exit status 2).
 import json
 import os
 import sys
-from typing import Any, NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional, TextIO
 
 import typer
+from typer.models import Default
 
 from formctl.cli._lean_typer import LeanCommand as _Command  # noqa: F401  (the commands' class)
 
 __all__ = ["_Command"]  # and the names below, which the commands import by name
 from formctl.cli._lean_typer import LeanGroup
+
+if TYPE_CHECKING:
+    from typer._click.core import Context as ClickContext  # see cli/_lean_typer.py
 
 
 def _asked_by_environment() -> bool:
@@ -47,11 +51,11 @@ def _log_to_stderr() -> None:
         """Writes to sys.stderr as it is at the time, and only while debugging."""
 
         @property
-        def stream(self) -> Any:
+        def stream(self) -> TextIO:
             return sys.stderr
 
         @stream.setter
-        def stream(self, value: Any) -> None:
+        def stream(self, value: TextIO) -> None:
             pass
 
         def emit(self, record: logging.LogRecord) -> None:
@@ -74,11 +78,11 @@ def _log_to_stderr() -> None:
 class _Group(LeanGroup):
     """Turns errors from any command into one line on stderr and a non-zero exit."""
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # a click Context
+    def parse_args(self, ctx: "ClickContext", args: list[str]) -> list[str]:
         ctx.meta["formctl.args"] = list(args)  # the command line as given, for the error hints
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: Any) -> Any:
+    def invoke(self, ctx: "ClickContext") -> object:
         from formctl.cli.workspace import closing_stores
 
         args = ctx.meta.get("formctl.args", [])
@@ -126,7 +130,9 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def command_group(name: str, help: str, epilog: str, **options: Any) -> typer.Typer:
+def command_group(
+    name: str, help: str, epilog: str, context_settings: Optional[dict[str, list[str]]] = None
+) -> typer.Typer:
     """A group of commands (``formctl``, ``formctl store``, ...) as every group of formctl's is set up:
     plain help (no rich markup), no pretty tracebacks, and its help when run with no command."""
     return typer.Typer(
@@ -137,7 +143,8 @@ def command_group(name: str, help: str, epilog: str, **options: Any) -> typer.Ty
         pretty_exceptions_enable=False,
         no_args_is_help=True,
         epilog=epilog,
-        **options,
+        # Default(None), typer's own "not given": a group given none keeps the settings it inherits
+        context_settings=Default(None) if context_settings is None else context_settings,
     )
 
 
@@ -161,7 +168,7 @@ def _example(*lines: str) -> str:
     return "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def _print_json(data: Any) -> None:
+def _print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 

@@ -16,10 +16,30 @@ without opening the chat (which could only say the same again, in other words).
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from formctl.json_types import FieldValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.instance import Instance
+    from formctl.forms.project import MigrateResult
 
 
-def migrate_lines(result: Any, labels: dict[str, str]) -> list[str]:
+class Migrating(Protocol):
+    """What :func:`offer_migration` asks of a chat about to open (cli/chat/session.py's ChatSession,
+    which imports this module: a protocol, not that class, keeps the import one-way)."""
+
+    compiled: CompiledForm
+
+    def stale_instance(self) -> Instance | None: ...
+
+    def migrate(self) -> MigrateResult: ...
+
+    def labels(self) -> dict[str, str]: ...
+
+
+def migrate_lines(result: MigrateResult, labels: dict[str, str]) -> list[str]:
     """What a migration did, for a person: the versions, then each answer it could not keep."""
     instance_id = result.view.instance_id
     if result.from_version == result.to_version:
@@ -41,21 +61,21 @@ def migrate_lines(result: Any, labels: dict[str, str]) -> list[str]:
     return lines
 
 
-def _value(value: Any) -> str:
+def _value(value: FieldValue) -> str:
     import json
 
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "…"
 
 
-def stale_text(instance: Any, compiled: Any) -> str:
+def stale_text(instance: Instance, compiled: CompiledForm) -> str:
     return (
         f"{instance.id} was started on version {instance.def_version} of {instance.def_id}; version "
         f"{compiled.version} is registered now, and it can't be continued as it is."
     )
 
 
-def how_to_move(instance: Any) -> str:
+def how_to_move(instance: Instance) -> str:
     return (
         f"To move it to the registered version (keeping the answers it accepts): formctl migrate {instance.id}, "
         f"or formctl run {instance.def_id} --migrate. To close it: formctl abandon {instance.id} --reason REASON. "
@@ -63,7 +83,7 @@ def how_to_move(instance: Any) -> str:
     )
 
 
-def offer_migration(session: Any, *, migrate: bool, ask: Callable[[str], bool] | None) -> bool:
+def offer_migration(session: Migrating, *, migrate: bool, ask: Callable[[str], bool] | None) -> bool:
     """Before a chat opens on a stale instance: move it (``migrate``, or the person says yes), or
     say how on stderr. True when it moved."""
     instance = session.stale_instance()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.cli.base import _fail
+from formctl.json_types import FieldValue
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.runner import FormRunner
@@ -14,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 FORMATS = ("csv", "jsonl")
 
 
-def _cell(value: Any) -> str:
+def _cell(value: FieldValue) -> str:
     """A value as one CSV cell: text as it is, nothing as empty, anything else as JSON."""
     if value is None:
         return ""

@@ -22,13 +22,15 @@ both go through :func:`resolve`, so an option, a combination or a rule cannot di
 """
 
 import shlex
-from typing import TYPE_CHECKING, Any, List, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Optional, TypedDict
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, app
 from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
 from formctl.errors import HostOnlyError, InvalidArgumentError, OwnRequestError
+from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
     from formctl.forms.project import FillResult
@@ -42,6 +44,15 @@ OWN_REQUEST_AS_HOST = "own request, playing the host (--as-host)"
 CHAT_OPTIONS = ("fail", "reason", "checkpoint", "own_request")
 """The options of ``formctl resolve`` the chat's ``/resolve`` takes (the store, the forms and
 the name are the chat's own)."""
+
+
+class ChatResolve(TypedDict):
+    """The options of a chat's ``/resolve`` (:data:`CHAT_OPTIONS`), as parsed."""
+
+    fail: Optional[str]
+    reason: Optional[str]
+    checkpoint: Optional[str]
+    own_request: bool
 
 
 def check_options(fail: str | None, reason: str | None, by: str | None) -> None:
@@ -62,39 +73,43 @@ def check_combination(fail: str | None, reason: str | None, by: str | None) -> N
         raise InvalidArgumentError("--as needs a name.")
 
 
-def resolve_as(
-    runner: "FormRunner",
-    instance_id: str,
-    *,
-    actor: str,
-    fail: str | None = None,
-    reason: str | None = None,
-    checkpoint: str | None = None,
-    values: dict[str, Any] | None = None,
-    own_request: bool = False,
-    playing_host: bool = False,
-) -> "FillResult":
-    """Resolve the checkpoint ``instance_id`` waits on, as ``actor``; the role check first.
+@dataclass(frozen=True)
+class Decision:
+    """A host's answer to a checkpoint: who decides (``actor``), a rejection (``fail``, the reason
+    the person is told) or an approval (``reason``, why), which checkpoint (None: the one it waits
+    on) and the values written with it. ``own_request``: the host's explicit word that they decide
+    an instance whose subject they are. ``playing_host``: a chat opened with ``--as-host``, which
+    says the same."""
 
-    ``own_request``: the host's explicit word that they decide an instance whose subject they
-    are. ``playing_host``: a chat opened with ``--as-host``, which says the same."""
-    check_options(fail, reason, actor)
+    actor: str
+    fail: str | None = None
+    reason: str | None = None
+    checkpoint: str | None = None
+    values: JsonObject | None = None
+    own_request: bool = False
+    playing_host: bool = False
+
+
+def resolve_as(runner: "FormRunner", instance_id: str, decision: Decision) -> "FillResult":
+    """Resolve the checkpoint ``instance_id`` waits on, as ``decision.actor``; the role check first."""
+    actor = decision.actor
+    check_options(decision.fail, decision.reason, actor)
     instance = runner.open_instance(instance_id)
     override = None
     if instance is not None and same_identity(instance.subject, actor):
-        if not (own_request or playing_host):
+        if not (decision.own_request or decision.playing_host):
             raise OwnRequestError(
                 f"{actor} is the subject of {instance.id}: a request is decided by someone else. "
                 "To decide your own anyway, add --own-request (it is recorded with the decision)."
             )
-        override = OWN_REQUEST if own_request else OWN_REQUEST_AS_HOST
+        override = OWN_REQUEST if decision.own_request else OWN_REQUEST_AS_HOST
     return runner.resolve_checkpoint(
         instance_id,
-        fail=fail,
-        values=values,
-        checkpoint=checkpoint,
+        fail=decision.fail,
+        values=decision.values,
+        checkpoint=decision.checkpoint,
         actor=actor,
-        reason=reason,
+        reason=decision.reason,
         override=override,
     )
 
@@ -115,7 +130,7 @@ def same_identity(subject: str, actor: str) -> bool:
     return identity(subject) == identity(actor)
 
 
-def parse_chat_resolve(rest: str, instance_id: str) -> dict[str, Any]:
+def parse_chat_resolve(rest: str, instance_id: str) -> "ChatResolve":
     """The options of a chat's ``/resolve REST``, parsed by ``formctl resolve``'s own definition."""
     try:
         words = shlex.split(rest)
@@ -152,10 +167,15 @@ def parse_chat_resolve(rest: str, instance_id: str) -> dict[str, Any]:
     ]
     if extra:
         raise InvalidArgumentError(f"/resolve takes no {', '.join(extra)} in a chat. {USAGE}")
-    return {name: params.get(name) for name in CHAT_OPTIONS}
+    return ChatResolve(
+        fail=params.get("fail"),
+        reason=params.get("reason"),
+        checkpoint=params.get("checkpoint"),
+        own_request=bool(params.get("own_request")),
+    )
 
 
-def _typed(source: Any) -> bool:
+def _typed(source: object) -> bool:
     """Whether an option's value came from the words typed (click's ``ParameterSource``, asked by
     name: typer may carry its own copy of click)."""
     return getattr(source, "name", None) == "COMMANDLINE"
@@ -166,7 +186,7 @@ USAGE = "Use /resolve, /resolve --reason WHY, or /resolve --fail REASON (and --c
 
 def chat_resolve(
     runner: "FormRunner", instance_id: str, rest: str, *, as_host: bool, actor: str
-) -> "tuple[FillResult, dict[str, Any]]":
+) -> "tuple[FillResult, ChatResolve]":
     """A chat's ``/resolve REST``: refused unless the chat plays the host; then as :func:`resolve`.
     Returns the result and the options it was given."""
     if not as_host:
@@ -179,17 +199,15 @@ def chat_resolve(
             "with formctl run FORM --as-host."
         )
     options = parse_chat_resolve(rest, instance_id)
-    result = resolve_as(
-        runner,
-        instance_id,
-        actor=actor,
+    decision = Decision(
+        actor,
         fail=options["fail"],
         reason=options["reason"],
         checkpoint=options["checkpoint"],
-        own_request=bool(options["own_request"]),
+        own_request=options["own_request"],
         playing_host=True,
     )
-    return result, options
+    return resolve_as(runner, instance_id, decision), options
 
 
 @app.command(
@@ -243,21 +261,20 @@ def resolve_command(
     parse_assignments(assignments or [])  # a malformed pair fails before the store is opened
     runner = open_runner(store, forms)
     values = parse_assignments(assignments or [], runner.evaluation(instance_id)[0]) if assignments else {}
-    result = resolve_as(
-        runner,
-        instance_id,
-        actor=by.strip() if by is not None else default_subject(),
+    decision = Decision(
+        by.strip() if by is not None else default_subject(),
         fail=fail,
         reason=reason,
         checkpoint=checkpoint,
         values=values or None,
         own_request=own_request,
     )
-    write_outcome(runner, result, as_json)
+    write_outcome(runner, resolve_as(runner, instance_id, decision), as_json)
 
 
 __all__ = [
     "OWN_REQUEST",
+    "Decision",
     "chat_resolve",
     "check_combination",
     "check_options",

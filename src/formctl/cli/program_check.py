@@ -15,9 +15,10 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.errors import InvalidArgumentError
+from formctl.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from formctl.forms.registry import FormRegistry
@@ -40,8 +41,8 @@ class ProgramCheck:
     def ok(self) -> bool:
         return self.error is None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"program": self.name, "ok": self.ok}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"program": self.name, "ok": self.ok}
         if self.error is not None:
             out["error"] = self.error
         else:
@@ -81,7 +82,7 @@ def read_program_file(source: str) -> Program:
     except OSError as exc:
         raise InvalidArgumentError(f"Cannot read {source}: {exc.strerror or exc}.") from None
     try:
-        data: Any = tomllib.loads(raw.decode("utf-8")) if source.endswith(".toml") else json.loads(raw)
+        data: JsonValue = tomllib.loads(raw.decode("utf-8")) if source.endswith(".toml") else json.loads(raw)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidArgumentError(
             f"{source} is not a program file ({type(exc).__name__}: {str(exc).splitlines()[0]})."

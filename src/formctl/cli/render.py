@@ -15,15 +15,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from rich.console import Console
 from rich.text import Text
 
 from formctl.forms.instance import Status
+from formctl.json_types import FieldValue, JsonObject
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from formctl.forms.compile import CompiledCheck, CompiledForm
+    from formctl.forms.history import MoveTarget
+    from formctl.forms.project import FieldRow, FillResult, FormView
 
 _STATUS_STYLE: dict[str, str] = {
     # a field's status
@@ -41,13 +46,16 @@ _STATUS_STYLE: dict[str, str] = {
 }
 
 
-def _table(**options: Any) -> Table:
-    """A rich ``Table``. rich.table is imported with the first table drawn, not with this module:
-    it brings in ``fractions`` and ``decimal`` (~10 ms), and the chat, which prints through this
-    module on every turn, draws none until a ``/status`` or ``/history``."""
+def _table(title: str | None = None, *, pad_edge: bool = False) -> Table:
+    """A rich ``Table`` as formctl draws them: no box, bold column names, the title at the left;
+    ``pad_edge`` pads the outer columns too. rich.table is imported with the first table drawn,
+    not with this module: it brings in ``fractions`` and ``decimal`` (~10 ms), and the chat, which
+    prints through this module on every turn, draws none until a ``/status`` or ``/history``."""
     from rich.table import Table
 
-    return Table(**options)
+    return Table(
+        title=title, title_justify="left", show_edge=pad_edge, pad_edge=pad_edge, box=None, header_style="bold"
+    )
 
 
 PIPE_WIDTH = 200
@@ -67,7 +75,7 @@ def console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, markup=False, width=width)
 
 
-def value_text(value: Any) -> str:
+def value_text(value: FieldValue) -> str:
     """A value for people: text as it is, anything else as compact JSON (``812.5``, ``true``, ``["a"]``)."""
     if isinstance(value, str):
         return value
@@ -81,7 +89,7 @@ def _status(text: str) -> Text:
 # --------------------------------------------------------------------------- views
 
 
-def view_header(view: Any) -> Text:
+def view_header(view: FormView) -> Text:
     """``Travel reimbursement claim · form_… · active`` plus what is blocking or closed."""
     from formctl.forms.failures import check_words
 
@@ -110,8 +118,8 @@ def view_header(view: Any) -> Text:
     return line
 
 
-def _fields_table(rows: Iterable[Any], *, title: str | None = None) -> Table:
-    table = _table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+def _fields_table(rows: Iterable[FieldRow], *, title: str | None = None) -> Table:
+    table = _table(title)
     table.add_column("field", no_wrap=True)
     table.add_column("label")
     table.add_column("type", style="cyan")
@@ -140,12 +148,12 @@ def _fields_table(rows: Iterable[Any], *, title: str | None = None) -> Table:
     return table
 
 
-def print_view(view: Any, out: Console | None = None) -> None:
+def print_view(view: FormView, out: Console | None = None) -> None:
     """A step, field or outline view: header, then the rows (``*`` marks fields to ask now)."""
     out = out or console()
     out.print(view_header(view))
     if view.scope == "outline" and view.steps is not None:
-        steps = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        steps = _table()
         for name in ("#", "step", "title", "collects", "progress", "state"):
             steps.add_column(name)
         for s in view.steps:
@@ -167,7 +175,7 @@ def print_view(view: Any, out: Console | None = None) -> None:
         out.print(Text(f"redo would set {_move(view.redo)}", style="dim"))
 
 
-def moved_text(row: Any) -> str:
+def moved_text(row: FieldRow) -> str:
     """What a field an undo, redo or retract moved holds now, for people: ``AB1234``, ``empty``, or a
     value refused when it was given, back in force as it was: ``ab12 (not accepted)``."""
     if not row.has_value:
@@ -175,14 +183,14 @@ def moved_text(row: Any) -> str:
     return f"{value_text(row.value)} (not accepted)" if row.error else value_text(row.value)
 
 
-def _move(target: Any) -> str:
+def _move(target: MoveTarget) -> str:
     if target.empties:
         return f"{target.label} → empty"
     text = f"{target.label} → {value_text(target.value)}"
     return text if target.accepted else f"{text} (not accepted)"
 
 
-def print_fill_result(result: Any, labels: dict[str, str], out: Console | None = None) -> None:
+def print_fill_result(result: FillResult, labels: dict[str, str], out: Console | None = None) -> None:
     """A write's outcome: one activity line, then the step it left the form on."""
     out = out or console()
     data = result.to_dict()
@@ -204,7 +212,7 @@ def print_fill_result(result: Any, labels: dict[str, str], out: Console | None =
 # --------------------------------------------------------------------------- a form without an instance
 
 
-def print_check(compiled: Any, out: Console | None = None) -> None:
+def print_check(compiled: CompiledForm, out: Console | None = None) -> None:
     """``formctl check``: the compiled outline, each field with the type string the model reads."""
     out = out or console()
     head = Text()
@@ -219,9 +227,7 @@ def print_check(compiled: Any, out: Console | None = None) -> None:
             title += f" — {step.preview}"
         if step.when is not None:
             title += "  [gated]"
-        table = _table(
-            title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold"
-        )
+        table = _table(title)
         for name in ("field", "label", "type", "req", "notes"):
             table.add_column(name)
         for f in step.fields:
@@ -244,7 +250,7 @@ def print_check(compiled: Any, out: Console | None = None) -> None:
         out.print(Text(f"{kind} {cp.id}{waits}", style="yellow"))
 
 
-def _print_checks(checks: list[Any], out: Console, *, of_form: bool = False) -> None:
+def _print_checks(checks: Iterable[CompiledCheck], out: Console, *, of_form: bool = False) -> None:
     """The checks that hold a step (or the form): each with the message a person reads and what it reads."""
     for c in checks:
         reads = f" (reads {', '.join(c.fields)})" if c.fields else ""
@@ -252,14 +258,14 @@ def _print_checks(checks: list[Any], out: Console, *, of_form: bool = False) -> 
         out.print(Text(f"{'form check' if of_form else 'check'} {c.id}: {says}{reads}", style="magenta"))
 
 
-def _check_dicts(checks: list[Any]) -> list[dict[str, Any]]:
+def _check_dicts(checks: Iterable[CompiledCheck]) -> list[JsonObject]:
     return [
         {"id": c.id, "message": c.message if isinstance(c.message, str) else None, "fields": list(c.fields)}
         for c in checks
     ]
 
 
-def check_dict(compiled: Any) -> dict[str, Any]:
+def check_dict(compiled: CompiledForm) -> JsonObject:
     """``formctl check --json``: the same outline as data."""
     return {
         "form": compiled.id,
@@ -303,20 +309,13 @@ def check_dict(compiled: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- history, instances, export
 
 
-def print_histories(histories: list[dict[str, Any]], out: Console | None = None) -> None:
+def print_histories(histories: list[JsonObject], out: Console | None = None) -> None:
     """Every revision of each field, oldest first; ``▸`` marks the one in force."""
     out = out or console()
     if not histories:
         out.print(Text("no answers yet", style="dim"))
     for h in histories:
-        table = _table(
-            title=f"{h['label']} ({h['field']})",
-            title_justify="left",
-            show_edge=False,
-            pad_edge=False,
-            box=None,
-            header_style="bold",
-        )
+        table = _table(f"{h['label']} ({h['field']})")
         for name in ("", "at", "value", "by", "how", "note"):
             table.add_column(name)
         for r in h["revisions"]:
@@ -360,7 +359,7 @@ _SEED_MOMENT = {
 }
 
 
-def how_words(p: dict[str, Any]) -> str:
+def how_words(p: JsonObject) -> str:
     """How a revision's value arrived, in words: ``said by the person``, ``given when the form started``."""
     kind = str(p.get("kind") or "")
     if kind == "seed" and p.get("moment") in _SEED_MOMENT:
@@ -368,7 +367,7 @@ def how_words(p: dict[str, Any]) -> str:
     return _HOW.get(kind, kind)
 
 
-def how_text(p: dict[str, Any]) -> str:
+def how_text(p: JsonObject) -> str:
     """A revision's provenance in a few words: ``said, turn 2``, ``executor field:mileage``, ``seed, at the start``."""
     kind = p.get("kind") or ""
     extra = f"turn {p['turn']}" if p.get("turn") is not None else (p.get("hook") or "")
@@ -390,7 +389,7 @@ def quoted_in_message(message: str, quote: str) -> Text:
     return text
 
 
-def print_why(data: dict[str, Any], out: Console | None = None) -> None:
+def print_why(data: JsonObject, out: Console | None = None) -> None:
     """``formctl why``: the value in force and how it got there, then every revision with its provenance."""
     out = out or console()
     p = data.get("provenance")
@@ -433,7 +432,7 @@ def print_why(data: dict[str, Any], out: Console | None = None) -> None:
             out.print(words)
 
 
-def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+def print_resolutions(rows: list[JsonObject], out: Console | None = None) -> None:
     """The hosts' decisions on checkpoints, oldest first: which, approved or rejected, by whom, when, why."""
     if not rows:
         return
@@ -449,13 +448,13 @@ def print_resolutions(rows: list[dict[str, Any]], out: Console | None = None) ->
 def _section(out: Console, title: str, columns: tuple[str, ...]) -> Table:
     """A bold heading line on ``out``, and the table under it with these columns (drawn by the caller)."""
     out.print(Text(title, style="bold"))
-    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table()
     for name in columns:
         table.add_column(name)
     return table
 
 
-def _decided_by(row: dict[str, Any]) -> str:
+def _decided_by(row: JsonObject) -> str:
     """Who did it, and the explicit word it was done on when it went past a rule (``own request``)."""
     by = str(row.get("actor") or "(not recorded)")
     if row.get("override"):  # decided past a rule, on the host's explicit word
@@ -463,7 +462,7 @@ def _decided_by(row: dict[str, Any]) -> str:
     return by
 
 
-def print_acts(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+def print_acts(rows: list[JsonObject], out: Console | None = None) -> None:
     """Every act on the instance, oldest first: what, by whom (and on what explicit word), when, why."""
     if not rows:
         return
@@ -476,7 +475,7 @@ def print_acts(rows: list[dict[str, Any]], out: Console | None = None) -> None:
     out.print(table)
 
 
-def print_failed_runs(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+def print_failed_runs(rows: list[JsonObject], out: Console | None = None) -> None:
     """Executor runs that failed, oldest first: the hook, when, what the person read, and the fault."""
     if not rows:
         return
@@ -489,47 +488,56 @@ def print_failed_runs(rows: list[dict[str, Any]], out: Console | None = None) ->
     out.print(table)
 
 
-def print_instances(rows: list[dict[str, Any]], out: Console | None = None) -> None:
-    out = out or console()
-    if not rows:
-        out.print(Text("no instances", style="dim"))
-        return
-    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name in ("id", "form", "subject", "status", "answered", "updated"):
-        table.add_column(name, no_wrap=name in ("id", "updated"))
-    for r in rows:
-        status = _status(r["status"])
-        if r.get("closed_reason"):
-            status.append(f" ({r['closed_reason']})", style="dim")
-        table.add_row(r["instance_id"], r["form"], r["subject"], status, str(r["answered"]), r["updated_at"])
-    out.print(table)
+def print_instances(rows: list[JsonObject], out: Console | None = None) -> None:
+    _print_listing(rows, out, "no instances", "answered", _instance_cells)
 
 
-def print_found(rows: list[dict[str, Any]], out: Console | None = None) -> None:
+def _instance_cells(r: JsonObject) -> tuple[Text, str]:
+    status = _status(r["status"])
+    if r.get("closed_reason"):
+        status.append(f" ({r['closed_reason']})", style="dim")
+    return status, str(r["answered"])
+
+
+def print_found(rows: list[JsonObject], out: Console | None = None) -> None:
     """``formctl find``: one line per instance, with what matched."""
+    _print_listing(rows, out, "nothing found", "matched", _found_cells)
+
+
+def _found_cells(r: JsonObject) -> tuple[Text, str]:
+    matched = [f"{f}: {value_text(r['values'][f])}" if f in r["values"] else f for f in r["matched"]]
+    return _status(r["status"]), "; ".join(matched)
+
+
+def _print_listing(
+    rows: list[JsonObject],
+    out: Console | None,
+    nothing: str,
+    column: str,
+    cells: Callable[[JsonObject], tuple[Text, str]],
+) -> None:
+    """One line per instance: its id, form, subject, then ``cells`` (its status and ``column``), then
+    when it was updated; ``nothing`` when there are none."""
     out = out or console()
     if not rows:
-        out.print(Text("nothing found", style="dim"))
+        out.print(Text(nothing, style="dim"))
         return
-    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for name in ("id", "form", "subject", "status", "matched", "updated"):
+    table = _table()
+    for name in ("id", "form", "subject", "status", column, "updated"):
         table.add_column(name, no_wrap=name in ("id", "updated"))
     for r in rows:
-        matched = [f"{f}: {value_text(r['values'][f])}" if f in r["values"] else f for f in r["matched"]]
-        table.add_row(
-            r["instance_id"], r["form"], r["subject"], _status(r["status"]), "; ".join(matched), r["updated_at"]
-        )
+        table.add_row(r["instance_id"], r["form"], r["subject"], *cells(r), r["updated_at"])
     out.print(table)
 
 
-def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | None = None) -> None:
+def print_export(data: JsonObject, labels: dict[str, str], out: Console | None = None) -> None:
     out = out or console()
     head = Text()
     head.append(f"{data['form']} v{data['version']}", style="bold")
     head.append(f"  {data['instance_id']}  {data['subject']}  ", style="dim")
     head.append_text(_status(data["status"]))
     out.print(head)
-    table = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table = _table()
     for name in ("field", "label", "value"):
         table.add_column(name)
     for key, value in data["values"].items():
@@ -539,7 +547,7 @@ def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | No
         # A heading line, not the table's title: a title wraps to the table's width, which
         # split this one over two lines when the values were short.
         out.print(Text("held (not applicable now, kept)", style="bold"))
-        held = _table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        held = _table()
         for name in ("field", "label", "value"):
             held.add_column(name)
         for key, value in data["held"].items():
@@ -547,7 +555,7 @@ def print_export(data: dict[str, Any], labels: dict[str, str], out: Console | No
         out.print(held)
 
 
-def print_store_report(report: dict[str, Any], out: Console | None = None) -> None:
+def print_store_report(report: JsonObject, out: Console | None = None) -> None:
     out = out or console()
     verdict = Text("ok", style="green") if report["ok"] else Text("problems found", style="red")
     read = (
@@ -573,9 +581,9 @@ def print_store_report(report: dict[str, Any], out: Console | None = None) -> No
 
 def activity_line(
     tool: str,
-    envelope: dict[str, Any],
+    envelope: JsonObject,
     labels: dict[str, str],
-    tool_input: dict[str, Any] | None = None,
+    tool_input: JsonObject | None = None,
     *,
     reasons: bool = True,
 ) -> str:

@@ -22,10 +22,18 @@ import keyword
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.errors import AlreadyExistsError, InvalidArgumentError, RegistryError
 from formctl.files import replace_text
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.lint import Finding
+    from formctl.forms.registry import FormRegistry
+    from formctl.transcripts.compare import ReplayResult
+    from formctl.transcripts.coverage import Coverage
 
 _FORM_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
@@ -137,7 +145,7 @@ def scaffold(
     return module_path, registry_file
 
 
-def _append(registry_file: Path, existing: str, tables: dict[str, Any]) -> None:
+def _append(registry_file: Path, existing: str, tables: JsonObject) -> None:
     """Append ``tables`` (rendered by tomli-w) to the registry whose text is ``existing``: its
     comments and layout stay as they were. A reader never sees half a registry."""
     import tomli_w
@@ -153,7 +161,7 @@ def _append(registry_file: Path, existing: str, tables: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- formctl new --example
 
 
-def examples() -> dict[str, Any]:
+def examples() -> JsonObject:
     """The packaged examples' registry: ``{"forms": {id: entry}, "programs": {key: entry}}``."""
     import tomllib
     from importlib.resources import files
@@ -199,7 +207,7 @@ def copy_example(example_id: str, forms: str | os.PathLike[str] | None) -> tuple
     return written, registry_file
 
 
-def _registered(registry_file: Path) -> tuple[str, dict[str, Any]]:
+def _registered(registry_file: Path) -> tuple[str, JsonObject]:
     """The registry's text ("" when there is none yet) and what it registers."""
     import tomllib
 
@@ -213,7 +221,7 @@ def _registered(registry_file: Path) -> tuple[str, dict[str, Any]]:
 # --------------------------------------------------------------------------- formctl check
 
 
-def form_source(registry: Any, form_id: str) -> str | None:
+def form_source(registry: FormRegistry, form_id: str) -> str | None:
     """The file a registered form's module was loaded from (None for a form registered in code)."""
     import sys
 
@@ -225,7 +233,7 @@ def form_source(registry: Any, form_id: str) -> str | None:
     return getattr(loaded, "__file__", None)
 
 
-def lint_form(registry: Any, form_id: str, compiled: Any) -> list[Any]:
+def lint_form(registry: FormRegistry, form_id: str, compiled: CompiledForm) -> list[Finding]:
     """The lint findings of a compiled form, their paths relative to the working folder when inside it."""
     from formctl.forms.lint import Finding, lint
 
@@ -245,18 +253,18 @@ def lint_form(registry: Any, form_id: str, compiled: Any) -> list[Any]:
     return out
 
 
-def coverage_report(registry: Any, form_id: str, folders: list[str]) -> tuple[Any, list[Any]]:
+def coverage_report(registry: FormRegistry, form_id: str, folders: list[str]) -> tuple[Coverage, list[ReplayResult]]:
     """Replay every transcript of ``form_id`` under ``folders`` with coverage on.
 
     Returns (the coverage, the replay results). Transcripts of other forms are skipped;
     a transcript that fails still counts for what it exercised before it diverged.
     """
     from formctl.errors import TranscriptError
-    from formctl.transcripts.cli import transcript_files
     from formctl.transcripts.coverage import Coverage
     from formctl.transcripts.format import load
+    from formctl.transcripts.paths import transcript_files
     from formctl.transcripts.pytest_plugin import is_transcript
-    from formctl.transcripts.replay import replay_file
+    from formctl.transcripts.replay import ReplayOptions, replay_file
 
     missing = [f for f in folders if not Path(f).exists()]
     if missing:
@@ -271,5 +279,5 @@ def coverage_report(registry: Any, form_id: str, folders: list[str]) -> tuple[An
                 continue
         except TranscriptError:
             continue
-        results.append(replay_file(path, registry=registry, coverage=cov))
+        results.append(replay_file(path, ReplayOptions(coverage=cov), registry=registry))
     return cov, results

@@ -8,11 +8,12 @@ no script, nothing fetched), so it can be mailed or opened from a shared folder.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from formctl.cli.render import _table, console
+from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,7 +46,7 @@ def _bar(n: int, most: int, style: str) -> Text:
     return Text("█" * width or ("▏" if n else ""), style=style)
 
 
-def print_stats(data: dict[str, Any], out: Console | None = None) -> None:
+def print_stats(data: JsonObject, out: Console | None = None) -> None:
     out = out or console()
     since = f" since {data['since']}" if data["since"] else ""
     out.print(Text(f"{data['name']} ({data['form']}){since}", style="bold"))
@@ -59,7 +60,7 @@ def print_stats(data: dict[str, Any], out: Console | None = None) -> None:
     _fields(data, out)
     _checkpoints(data, out)
     if data["by_model"]:
-        table = _table(title="By model", title_justify="left", box=None, header_style="bold")
+        table = _table("By model", pad_edge=True)
         for name in ("model", "started", "completed", "rate"):
             table.add_column(name, justify="left" if name == "model" else "right")
         for m in data["by_model"]:
@@ -68,10 +69,10 @@ def print_stats(data: dict[str, Any], out: Console | None = None) -> None:
         out.print(table)
 
 
-def _drop_off(data: dict[str, Any], out: Console) -> None:
+def _drop_off(data: JsonObject, out: Console) -> None:
     rows = data["drop_off"]
     most = max((r["open"] + r["waiting"] + r["abandoned"] for r in rows), default=0)
-    table = _table(title="Where people stop", title_justify="left", box=None, header_style="bold")
+    table = _table("Where people stop", pad_edge=True)
     table.add_column("step")
     for name in ("open", "waiting", "abandoned"):
         table.add_column(name, justify="right")
@@ -83,12 +84,12 @@ def _drop_off(data: dict[str, Any], out: Console) -> None:
     out.print(table)
 
 
-def _fields(data: dict[str, Any], out: Console) -> None:
+def _fields(data: JsonObject, out: Console) -> None:
     rows = [f for f in data["fields"] if f["refused"] or f["corrected"] or f["undone"]]
     if not rows:
         return
     most = max(f["refused"] for f in rows)
-    table = _table(title="Answers refused, corrected, undone", title_justify="left", box=None, header_style="bold")
+    table = _table("Answers refused, corrected, undone", pad_edge=True)
     table.add_column("field")
     table.add_column("refused", justify="right")
     table.add_column("")
@@ -104,10 +105,10 @@ def _fields(data: dict[str, Any], out: Console) -> None:
     out.print(table)
 
 
-def _checkpoints(data: dict[str, Any], out: Console) -> None:
+def _checkpoints(data: JsonObject, out: Console) -> None:
     if not data["checkpoints"]:
         return
-    table = _table(title="Checkpoint waits (fired → resolved)", title_justify="left", box=None, header_style="bold")
+    table = _table("Checkpoint waits (fired → resolved)", pad_edge=True)
     for name in ("checkpoint", "outcome", "count", "median", "p90"):
         table.add_column(name, justify="right" if name in ("count", "median", "p90") else "left")
     for c in data["checkpoints"]:
@@ -135,7 +136,7 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 _COLOURS = {"abandoned": "#d64545", "waiting": "#e0a100", "open": "#4a7fd6", "refused": "#d64545"}
 
 
-def _esc(value: Any) -> str:
+def _esc(value: object) -> str:
     return html.escape(str(value))
 
 
@@ -165,7 +166,7 @@ def _bars_svg(rows: list[tuple[str, list[tuple[str, int]]]], *, width: int = 100
     return "".join(out)
 
 
-def _table_html(head: list[str], rows: list[list[Any]], numeric: set[int]) -> str:
+def _table_html(head: list[str], rows: list[list[object]], numeric: set[int]) -> str:
     cells = "".join(
         f'<th class="n">{_esc(h)}</th>' if i in numeric else f"<th>{_esc(h)}</th>" for i, h in enumerate(head)
     )
@@ -181,7 +182,7 @@ def _table_html(head: list[str], rows: list[list[Any]], numeric: set[int]) -> st
     return f"<table><thead><tr>{cells}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def page(data: dict[str, Any]) -> str:
+def page(data: JsonObject) -> str:
     """The whole report as one HTML document."""
     ttc = data["time_to_complete"]
     cards = [

@@ -23,12 +23,16 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from formctl.forms.adapter import FormAdapter, Maintainable
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
+    from formctl.store._pgconversations import PostgresConversations
+    from formctl.store.conversations import ConversationStore
+    from formctl.store.copy import CopyReport as CopyReport  # what store copy reports, for the command to print
+    from formctl.store.copy import Tally as Tally
 
 DEFAULT_FORMS = "forms"
 DEFAULT_STORE = ".formctl"
@@ -57,14 +61,17 @@ def local_folder(store: str | os.PathLike[str] | None) -> Path:
     return Path(DEFAULT_STORE) if is_database(store) else store_path(store)
 
 
-def open_conversations(store: str | os.PathLike[str] | None, adapter: Any, subject: str) -> Any:
+def open_conversations(
+    store: str | os.PathLike[str] | None, adapter: FormAdapter, subject: str
+) -> ConversationStore | PostgresConversations:
     """Where a chat keeps its conversations: beside the instances in a database store (the
     subject's alone; a colleague who resumes an instance continues its chat), else in the
     store folder's ``conversations/`` (docs/store-postgres.md, "Conversations")."""
     from formctl.forms.adapter import SharesConversations
 
     if is_database(store) and isinstance(adapter, SharesConversations):
-        return adapter.conversation_store(subject)
+        shared: PostgresConversations = adapter.conversation_store(subject)  # a DSN opens a PostgresAdapter
+        return shared
     from formctl.store.conversations import ConversationStore
 
     return ConversationStore(local_folder(store))
@@ -163,8 +170,13 @@ def versions_text(lost: tuple[int, int] | list[int] | None, verb: str = "is") ->
 
 
 def copy_store(
-    source: FormAdapter, target: FormAdapter, *, source_name: str, target_name: str, progress: Any = None
-) -> Any:
+    source: FormAdapter,
+    target: FormAdapter,
+    *,
+    source_name: str,
+    target_name: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> CopyReport:
     """``formctl store copy``: every instance of ``source`` into ``target`` (formctl.store.copy)."""
     from formctl.store.copy import copy_store as copy
 
@@ -202,13 +214,13 @@ def open_maintained_store(store: str | os.PathLike[str] | None) -> Maintainable:
 
 
 def open_runner(
-    store: Any,
-    forms: Any,
+    store: str | os.PathLike[str] | None,
+    forms: str | os.PathLike[str] | None,
     *,
     subject: str = "default",
     actor: str = "host",
-    adapter: Any = None,
-    registry: Any = None,
+    adapter: FormAdapter | None = None,
+    registry: FormRegistry | None = None,
 ) -> FormRunner:
     """A runner over the store and registry. Host commands write as ``actor="host"``."""
     from formctl.forms.runner import FormRunner

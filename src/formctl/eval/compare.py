@@ -17,7 +17,8 @@ Markdown, to paste into a pull request as it is. Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from formctl.json_types import JsonObject
 
 __all__ = ["COST_TOLERANCE", "TURNS_TOLERANCE", "Change", "Comparison", "compare", "markdown", "read_report"]
 
@@ -26,7 +27,7 @@ COST_TOLERANCE = 0.10
 _READS = (1, 2)  # the JSON formats this compares
 
 
-def read_report(text: str, name: str) -> dict[str, Any]:
+def read_report(text: str, name: str) -> JsonObject:
     """A ``formctl eval --json`` report from its text; ValueError with one line naming ``name`` otherwise."""
     import json
 
@@ -51,8 +52,8 @@ class Change:
 
     scenario: str
     model: str
-    old: dict[str, Any] | None
-    new: dict[str, Any] | None
+    old: JsonObject | None
+    new: JsonObject | None
     worse: list[tuple[int, str]] = field(default_factory=list)  # (rank, what): the lower the rank, the worse
     better: list[str] = field(default_factory=list)
     why: str | None = None  # a newly failing run's first problem
@@ -94,11 +95,11 @@ class Comparison:
         return sum(1 for c in self.changes if c.old and c.new and not c.worse and not c.better)
 
 
-def _pct(value: Any) -> str:
+def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.0f}%"
 
 
-def _cost(value: Any) -> str:
+def _cost(value: float | None) -> str:
     return "no price" if value is None else f"${value:.4f}"
 
 
@@ -127,7 +128,7 @@ def _judge(change: Change, k_old: int, k_new: int) -> None:
         _moved(change, 3, f"cost {_cost(a)} → {_cost(b)}", worse=b > a)
 
 
-def _first_problem(report: dict[str, Any], scenario: str, model: str) -> str | None:
+def _first_problem(report: JsonObject, scenario: str, model: str) -> str | None:
     for run in report.get("runs") or []:
         if run.get("scenario") == scenario and run.get("model") == model and not run.get("passed"):
             problems = run.get("problems") or []
@@ -135,7 +136,7 @@ def _first_problem(report: dict[str, Any], scenario: str, model: str) -> str | N
     return None
 
 
-def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "OLD", new_name: str = "NEW") -> Comparison:
+def compare(old: JsonObject, new: JsonObject, *, old_name: str = "OLD", new_name: str = "NEW") -> Comparison:
     """Every scenario and model of either report, with what got worse and what got better."""
     rows_old = {(r["scenario"], r["model"]): r for r in old.get("scenarios") or []}
     rows_new = {(r["scenario"], r["model"]): r for r in new.get("scenarios") or []}
@@ -150,7 +151,7 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, old_name: str = "OLD", 
     return Comparison(old_name, new_name, changes, _model_lines(old, new))
 
 
-def _model_lines(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def _model_lines(old: JsonObject, new: JsonObject) -> list[str]:
     by_old = {m["model"]: m for m in old.get("models") or []}
     lines = []
     for m in new.get("models") or []:

@@ -16,29 +16,37 @@ checker did not recognise, and they said so.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from formctl.eval.grade import Attempt
+from formctl.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
-    from formctl.transcripts.format import Transcript
+    from formctl.transcripts.format import Call, Transcript
 
-__all__ = ["conversation", "invention_attempts"]
+__all__ = ["ChatLine", "conversation", "invention_attempts"]
 
 _TEXT_LIMIT = 2000  # characters of one line a report shows (a tool result is summarised, not dumped)
 
 
-def _short(value: Any) -> str:
+class ChatLine(TypedDict):
+    """One line of a run's conversation as a report shows it."""
+
+    who: str  # person, model, tool, formctl, host or error
+    text: str
+
+
+def _short(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"
 
 
-def _data(result: Any) -> dict[str, Any]:
+def _data(result: JsonValue) -> JsonObject:
     data = result.get("data") if isinstance(result, dict) else None
     return data if isinstance(data, dict) else {}
 
 
-def _written(call: Any) -> dict[str, Any]:
+def _written(call: Call) -> JsonObject:
     """The values a tool call wrote, by field: form_start/form_fill ``values``, form_revise's ``field``/``value``."""
     args = call.input if isinstance(call.input, dict) else {}
     values = args.get("values")
@@ -69,7 +77,7 @@ def invention_attempts(transcript: Transcript) -> list[Attempt]:
     return out
 
 
-def _result_line(call: Any) -> str:
+def _result_line(call: Call) -> str:
     result = call.result if isinstance(call.result, dict) else {}
     if result.get("status") == "error" or call.is_error:
         return f"error: {_short(result.get('message') or _data(result).get('code') or 'failed')}"
@@ -81,13 +89,13 @@ def _result_line(call: Any) -> str:
     return "; ".join(parts) or "ok"
 
 
-def conversation(transcript: Transcript, asked: tuple[tuple[int, str, str | None], ...] = ()) -> list[dict[str, Any]]:
+def conversation(transcript: Transcript, asked: tuple[tuple[int, str, str | None], ...] = ()) -> list[ChatLine]:
     """The run as lines a person reads: ``{"who": person|model|tool|formctl|host|error, "text": ...}``.
 
     The person's messages, the model's words, each tool call with what it sent and a summary of
     its result, formctl's own questions with the person's answers (``asked``: ``(turn index,
     question, answer)``, as the run saw them), the host's decisions, and errors."""
-    lines: list[dict[str, Any]] = []
+    lines: list[ChatLine] = []
     for index, turn in enumerate(transcript.turns):
         if turn.kind == "host":
             args = ", ".join(f"{k}={_short(v)}" for k, v in turn.args.items())
@@ -111,6 +119,6 @@ def conversation(transcript: Transcript, asked: tuple[tuple[int, str, str | None
     return lines
 
 
-def _asked(question: str, answer: str | None) -> dict[str, Any]:
+def _asked(question: str, answer: str | None) -> ChatLine:
     said = "no answer" if answer is None else json.dumps(answer, ensure_ascii=False)
     return {"who": "formctl", "text": f"{_short(question)} → the person: {said}"}

@@ -10,7 +10,8 @@ gate, the gate alone decides: every model must meet every bar given. Pure: no I/
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from formctl.json_types import JsonObject
 
 __all__ = ["Gate", "parse_share"]
 
@@ -38,7 +39,7 @@ class Gate:
     def given(self) -> bool:
         return self.min_pass is not None or self.min_pass_k is not None
 
-    def judge(self, report: dict[str, Any]) -> tuple[bool, list[str]]:
+    def judge(self, report: JsonObject) -> tuple[bool, list[str]]:
         """Whether every model meets every bar, and one line per model and bar."""
         k = report["k"]
         ok, lines = True, []

@@ -25,13 +25,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from formctl.eval.scenario import Scenario
 from formctl.forms.quotes import PersonMessage, check_quote
+from formctl.json_types import FieldValue, JsonObject, JsonValue
 
-__all__ = ["Attempt", "Grade", "Invented", "grade", "held_by", "same_value"]
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledField
+
+__all__ = ["Attempt", "Grade", "Invented", "WrongValue", "grade", "held_by", "same_value"]
 
 # Provenance a model (or the person typing to it) gives a value; host, executor, seed and
 # migrated values come from elsewhere and are not the conversation's to invent.
@@ -42,11 +46,11 @@ _PERSON_OK = frozenset({"said", "confirmed"})
 @dataclass(frozen=True, slots=True)
 class Invented:
     field: str
-    value: Any
+    value: FieldValue
     why: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "value": self.value, "why": self.why}
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +60,12 @@ class Attempt:
     ``gave``: what they typed instead)."""
 
     field: str
-    value: Any
+    value: JsonValue  # as the model wrote it in its tool call
     outcome: str
-    gave: Any = None
+    gave: JsonValue = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "value": self.value, "outcome": self.outcome, "gave": self.gave}
+    def to_dict(self) -> JsonObject:
+        return asdict(self)
 
     def line(self) -> str:
         answer = {
@@ -74,11 +78,19 @@ class Attempt:
         )
 
 
+class WrongValue(TypedDict):
+    """An expected value the run stored otherwise."""
+
+    field: str
+    expected: JsonValue
+    got: JsonValue
+
+
 @dataclass(slots=True)
 class Grade:
     passed: bool = True
     right: list[str] = field(default_factory=list)
-    wrong: list[dict[str, Any]] = field(default_factory=list)  # {field, expected, got}
+    wrong: list[WrongValue] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     invented: list[Invented] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
@@ -89,11 +101,11 @@ class Grade:
         self.problems.append(line)
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _fold(value: Any) -> Any:
+def _fold(value: JsonValue) -> JsonValue:
     if isinstance(value, str):
         return re.sub(r"\s+", " ", value).strip().casefold()
     if isinstance(value, bool) or value is None:
@@ -103,7 +115,7 @@ def _fold(value: Any) -> Any:
     return value
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -116,7 +128,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def same_value(expected: Any, got: Any) -> bool:
+def same_value(expected: JsonValue, got: JsonValue) -> bool:
     """Equal as a person reads them: text without case or extra spaces, numbers as numbers (either
     side may be text that reads as one: ``never_stored = ["212.4"]`` bans the number 212.4)."""
     numbers = (_number(expected), _number(got))
@@ -127,8 +139,8 @@ def same_value(expected: Any, got: Any) -> bool:
 
 def grade(
     scenario: Scenario,
-    end: dict[str, Any] | None,
-    fields: dict[str, Any],
+    end: JsonObject | None,
+    fields: dict[str, CompiledField],
     *,
     turns: int,
     attempts: tuple[Attempt, ...] = (),
@@ -161,7 +173,7 @@ def grade(
     return g
 
 
-def _grade_values(g: Grade, scenario: Scenario, values: dict[str, Any]) -> None:
+def _grade_values(g: Grade, scenario: Scenario, values: JsonObject) -> None:
     for field_id, want in scenario.expect.values.items():
         if field_id not in values:
             g.missing.append(field_id)
@@ -176,13 +188,13 @@ def _grade_values(g: Grade, scenario: Scenario, values: dict[str, Any]) -> None:
             g.fail(f"values.{field_id}: expected no value, got {_show(values[field_id])}")
 
 
-def _history(end: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def _history(end: JsonObject) -> dict[str, list[JsonObject]]:
     return {k: [e for e in v if isinstance(e, dict)] for k, v in dict(end.get("history") or {}).items()}
 
 
-def _grade_banned(g: Grade, scenario: Scenario, end: dict[str, Any]) -> None:
-    values: dict[str, Any] = dict(end.get("values") or {})
-    held: dict[str, Any] = dict(end.get("held") or {})
+def _grade_banned(g: Grade, scenario: Scenario, end: JsonObject) -> None:
+    values: JsonObject = dict(end.get("values") or {})
+    held: JsonObject = dict(end.get("held") or {})
     history = _history(end)
     for banned in scenario.expect.never_stored:
         for field_id in sorted({*values, *held, *history}):
@@ -193,15 +205,17 @@ def _grade_banned(g: Grade, scenario: Scenario, end: dict[str, Any]) -> None:
                 g.fail(f"values.{field_id}: {_show(banned)} {when}, and must never be (expect.never_stored)")
 
 
-def _grade_invented(g: Grade, scenario: Scenario, end: dict[str, Any], fields: dict[str, Any]) -> None:
+def _grade_invented(g: Grade, scenario: Scenario, end: JsonObject, fields: dict[str, CompiledField]) -> None:
     """Every value the conversation wrote, the final ones and any since replaced, each once."""
-    values: dict[str, Any] = dict(end.get("values") or {})
+    values: JsonObject = dict(end.get("values") or {})
     provenance: dict[str, str] = dict(end.get("provenance") or {})
-    written: list[tuple[str, Any, str | None, bool]] = [(k, v, provenance.get(k), True) for k, v in values.items()]
+    written: list[tuple[str, JsonValue, str | None, bool]] = [
+        (k, v, provenance.get(k), True) for k, v in values.items()
+    ]
     for field_id, entries in _history(end).items():
         written.extend((field_id, e.get("value"), e.get("how"), False) for e in entries)
     words = [PersonMessage(text, n, None) for n, text in enumerate(scenario.persona.texts(), 1)]
-    seen: list[tuple[str, Any]] = []
+    seen: list[tuple[str, JsonValue]] = []
     for field_id, got, how, final in written:
         f = fields.get(field_id)
         if f is None or how not in _CONVERSATION or got is None:
@@ -216,14 +230,14 @@ def _grade_invented(g: Grade, scenario: Scenario, end: dict[str, Any], fields: d
             g.fail(f"values.{field_id}: {_show(got)} was invented: {invented.why}{later}")
 
 
-def held_by(words: list[PersonMessage], value: Any, schema: Any) -> bool:
+def held_by(words: list[PersonMessage], value: JsonValue, schema: object) -> bool:
     """Whether one of these lines of the person's holds ``value``, by the quote checker formctl uses
     on a model's quotes (each line quoted whole)."""
     return any(check_quote([message], message.text, value, schema).said for message in words)
 
 
 def _invented(
-    field_id: str, got: Any, how: str, f: Any, words: list[PersonMessage], expected: dict[str, Any]
+    field_id: str, got: JsonValue, how: str, f: CompiledField, words: list[PersonMessage], expected: JsonObject
 ) -> Invented | None:
     if getattr(f, "source", None) == "person" and how not in _PERSON_OK:
         return Invented(

@@ -18,8 +18,10 @@ says is what the JSON says. Pure: :func:`page` returns the text.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from html import escape
-from typing import Any
+
+from formctl.json_types import JsonObject, JsonValue
 
 __all__ = ["page"]
 
@@ -59,7 +61,7 @@ ol.chat .who { font-weight: 600; margin-right: 6px; }
 _PALETTE = ("#3867d6", "#e1703c", "#20a39e", "#8e44ad", "#c0392b", "#7f8c8d")
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return escape(text, quote=True)
 
@@ -72,7 +74,7 @@ def _money(value: float | None) -> str:
     return "no price" if value is None else f"${value:.4f}"
 
 
-def _outcome(row: dict[str, Any]) -> str:
+def _outcome(row: JsonObject) -> str:
     if row["passed"] == row["runs"]:
         return "pass"
     return "fail" if row["passed"] == 0 else "some"
@@ -83,7 +85,7 @@ def _anchor(scenario: str, model: str, run: int | None = None) -> str:
     return f"run-{base}-{run}" if run is not None else f"runs-{base}"
 
 
-def _cards(report: dict[str, Any]) -> str:
+def _cards(report: JsonObject) -> str:
     k = report["k"]
     out = []
     for m in report["models"]:
@@ -103,7 +105,7 @@ def _cards(report: dict[str, Any]) -> str:
     return f'<div class="cards">{"".join(out)}</div>'
 
 
-def _scenario_order(report: dict[str, Any]) -> list[str]:
+def _scenario_order(report: JsonObject) -> list[str]:
     """Scenarios by their worst pass^1 over the models, lowest first (failures first), then by name."""
     worst: dict[str, float] = {}
     for row in report["scenarios"]:
@@ -111,7 +113,7 @@ def _scenario_order(report: dict[str, Any]) -> list[str]:
     return sorted(worst, key=lambda s: (worst[s], s))
 
 
-def _grid(report: dict[str, Any]) -> str:
+def _grid(report: JsonObject) -> str:
     k = report["k"]
     models = [m["model"] for m in report["models"]]
     rows = {(r["scenario"], r["model"]): r for r in report["scenarios"]}
@@ -133,7 +135,7 @@ def _grid(report: dict[str, Any]) -> str:
     return f'<table class="grid"><tr><th>scenario</th>{head}</tr>{"".join(body)}</table>'
 
 
-def _bars(title: str, report: dict[str, Any], key: str, show: Any) -> str:
+def _bars(title: str, report: JsonObject, key: str, show: Callable[[JsonValue], str]) -> str:
     """A horizontal bar chart, one group per scenario and one bar per model, as inline SVG."""
     models = [m["model"] for m in report["models"]]
     rows = {(r["scenario"], r["model"]): r for r in report["scenarios"]}
@@ -172,9 +174,9 @@ def _bars(title: str, report: dict[str, Any], key: str, show: Any) -> str:
     return f"<figure><figcaption>{_e(title)}</figcaption>{''.join(parts)}</figure>"
 
 
-def _values_table(run: dict[str, Any]) -> str:
-    expected: dict[str, Any] = run.get("expected") or {}
-    stored: dict[str, Any] = run.get("stored") or {}
+def _values_table(run: JsonObject) -> str:
+    expected: JsonObject = run.get("expected") or {}
+    stored: JsonObject = run.get("stored") or {}
     invented = {i["field"] for i in run.get("invented") or []}
     attempted = {a["field"] for a in run.get("invention_attempts") or []}
     rows = []
@@ -207,7 +209,7 @@ def _values_table(run: dict[str, Any]) -> str:
     )
 
 
-def _run(run: dict[str, Any]) -> str:
+def _run(run: JsonObject) -> str:
     failed = not run["passed"]
     head = (
         f"{'FAILED' if failed else 'passed'} {run['scenario']} · {run['model']} · run {run['run']} — "
@@ -228,7 +230,7 @@ def _run(run: dict[str, Any]) -> str:
     )
 
 
-def _runs(report: dict[str, Any]) -> str:
+def _runs(report: JsonObject) -> str:
     order = {s: i for i, s in enumerate(_scenario_order(report))}
     runs = sorted(report["runs"], key=lambda r: (r["passed"], order.get(r["scenario"], 0), r["model"], r["run"]))
     groups: list[str] = []
@@ -241,7 +243,7 @@ def _runs(report: dict[str, Any]) -> str:
     return "".join(groups)
 
 
-def page(report: dict[str, Any], *, gate_lines: list[str] | None = None) -> str:
+def page(report: JsonObject, *, gate_lines: list[str] | None = None) -> str:
     """The HTML page of an eval report (see the module docstring)."""
     k = report["k"]
     runs = report["runs"]

@@ -16,12 +16,13 @@ not hold: "Work email: dana@example.com. Is that right?").
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import Protocol
 
 from formctl.agent.models.base import ChatModel, ModelRequest
 from formctl.agent.usage import Usage
 from formctl.errors import ModelError
 from formctl.eval.scenario import Fact, Persona
+from formctl.json_types import JsonObject
 
 __all__ = ["ModelPerson", "ScriptedPerson", "SimulatedPerson", "match_fact"]
 
@@ -277,7 +278,7 @@ class ModelPerson:
         self.model = model
         self.name = getattr(model, "name", "model")
         self.max_tokens = max_tokens
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[JsonObject] = []
         self.usage = Usage()
         self.system = persona.describe()
 

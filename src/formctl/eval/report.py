@@ -11,14 +11,18 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.usage import KEYS, Usage
 from formctl.errors import ScenarioError
 from formctl.eval.run import RunResult
 from formctl.forms.lifecycle import Status
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -48,12 +52,7 @@ class Price:
     cache_write: float
 
     def to_dict(self) -> dict[str, float]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "cache_read": self.cache_read,
-            "cache_write": self.cache_write,
-        }
+        return asdict(self)
 
 
 # List prices per million tokens (USD) as published by the providers when this table was
@@ -155,7 +154,7 @@ def _sum_cost(costs: list[float | None]) -> float | None:
     return round(sum(known), 6) if known and len(known) == len(costs) else None
 
 
-def run_json(r: RunResult, price: Price | None) -> dict[str, Any]:
+def run_json(r: RunResult, price: Price | None) -> JsonObject:
     g = r.grade
     return {
         "scenario": r.scenario,
@@ -184,7 +183,7 @@ def run_json(r: RunResult, price: Price | None) -> dict[str, Any]:
     }
 
 
-def _group(runs: list[dict[str, Any]], k: int) -> dict[str, Any]:
+def _group(runs: list[JsonObject], k: int) -> JsonObject:
     n = len(runs)
     c = sum(1 for r in runs if r["passed"])
     completed = [r for r in runs if r["status"] == Status.COMPLETE]
@@ -214,13 +213,13 @@ def _group(runs: list[dict[str, Any]], k: int) -> dict[str, Any]:
     }
 
 
-def report_json(results: list[RunResult], *, k: int, prices: dict[str, Price], person: str) -> dict[str, Any]:
+def report_json(results: list[RunResult], *, k: int, prices: dict[str, Price], person: str) -> JsonObject:
     """The whole eval as JSON (the schema is in docs/eval.md, "JSON output")."""
     runs = [run_json(r, price_for(r.model, prices)) for r in results]
     models = list(dict.fromkeys(r["model"] for r in runs))
     scenarios = list(dict.fromkeys(r["scenario"] for r in runs))
-    per_scenario: list[dict[str, Any]] = []
-    per_model: list[dict[str, Any]] = []
+    per_scenario: list[JsonObject] = []
+    per_model: list[JsonObject] = []
     for m in models:
         rows = []
         for s in scenarios:
@@ -258,7 +257,7 @@ def _money(value: float | None) -> str:
     return "no price" if value is None else f"${value:.4f}"
 
 
-def summary_line(model: dict[str, Any], k: int) -> str:
+def summary_line(model: JsonObject, k: int) -> str:
     """One line per model: ``guided: pass^1 93%, pass^3 86% over 14 scenarios; ...``."""
     t = model["tokens"]
     per_form = (
@@ -278,7 +277,7 @@ def summary_line(model: dict[str, Any], k: int) -> str:
     )
 
 
-def table(report: dict[str, Any]) -> Any:
+def table(report: JsonObject) -> Table:
     """The rich table of scenarios × models."""
     from rich.table import Table
 
@@ -326,7 +325,7 @@ def table(report: dict[str, Any]) -> Any:
     return t
 
 
-def failures(report: dict[str, Any]) -> list[str]:
+def failures(report: JsonObject) -> list[str]:
     """Each failed run: its problems, its transcript, and the command that replays it as a test."""
     out: list[str] = []
     for r in report["runs"]:
@@ -341,7 +340,7 @@ def failures(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def regression_command(run: dict[str, Any]) -> str:
+def regression_command(run: JsonObject) -> str:
     """The one command that replays a failed run's person against the model, graded on the scenario."""
     model = run["model"]
     how = "--offline" if model == "guided" else f"--model {model}"
@@ -351,7 +350,7 @@ def regression_command(run: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- JUnit
 
 
-def write_junit(path: str | Path, report: dict[str, Any]) -> None:
+def write_junit(path: str | Path, report: JsonObject) -> None:
     """JUnit XML: one testcase per scenario and model (it passes when all its runs passed)."""
     import xml.etree.ElementTree as ET
 

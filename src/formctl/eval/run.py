@@ -20,25 +20,27 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from formctl.agent.events import ModelCall, ModelTurn, ToolResult
 from formctl.agent.person import Person
 from formctl.agent.usage import Usage
 from formctl.errors import ScenarioError
-from formctl.eval.conversation import conversation, invention_attempts
+from formctl.eval.conversation import ChatLine, conversation, invention_attempts
 from formctl.eval.grade import Grade, grade, held_by, same_value
 from formctl.eval.person import SimulatedPerson
 from formctl.eval.scenario import Scenario
 from formctl.forms.lifecycle import Status, is_awaiting, is_ended
 from formctl.forms.quotes import PersonMessage
+from formctl.json_types import JsonObject
+from formctl.transcripts.play import ModelFactory
 
 if TYPE_CHECKING:
+    from formctl.agent.events import Event
     from formctl.agent.loop import ChatLoop, Turn
-    from formctl.agent.models.base import ChatModel
-    from formctl.forms.compile import CompiledForm
+    from formctl.forms.compile import CompiledField, CompiledForm
     from formctl.forms.instance import Instance
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
@@ -62,8 +64,6 @@ EVAL_SUBJECT = "eval-person"
 EXTRA_TURNS = 10
 # What a scenario may expect the form to end in: any stored status this version writes.
 _EXPECTABLE = tuple(s for s in Status if s is not Status.STALE)
-
-ModelFactory = Callable[["FormRunner"], "ChatModel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +107,9 @@ class RunResult:
     seconds: float = 0.0
     transcript: str | None = None
     error: str | None = None  # the model failed, the run was stopped, or it could not run
-    values: dict[str, Any] = field(default_factory=dict)
-    expected: dict[str, Any] = field(default_factory=dict)
-    conversation: list[dict[str, Any]] = field(default_factory=list)
+    values: JsonObject = field(default_factory=dict)
+    expected: JsonObject = field(default_factory=dict)
+    conversation: list[ChatLine] = field(default_factory=list)
 
 
 def broken_run(scenario: Scenario, setup: RunSetup, line: str, seconds: float = 0.0) -> RunResult:
@@ -166,7 +166,7 @@ _NUMBER_WORDS = re.compile(
 )
 
 
-def _check_persona_holds(scenario: Scenario, fields: dict[str, Any]) -> None:
+def _check_persona_holds(scenario: Scenario, fields: dict[str, CompiledField]) -> None:
     """Each expected value of a field the conversation fills must be in one of the persona's lines:
     otherwise no honest model can pass, and a model that invents it would (a mistyped
     expectation, "221.4" for the "212.40" the person says, is the usual cause).
@@ -202,13 +202,13 @@ class _Counts:
         self.rec, self.said = rec, said
         self.model_calls = self.tool_calls = self.tool_errors = 0
 
-    def __call__(self, ev: Any) -> None:
+    def __call__(self, ev: Event) -> None:
         self.rec.event(ev)
-        if ev.kind == "model_call":
+        if isinstance(ev, ModelCall):
             self.model_calls += 1
-        elif ev.kind == "model_turn" and ev.reply.text:
+        elif isinstance(ev, ModelTurn) and ev.reply.text:
             self.said.append(ev.reply.text)
-        elif ev.kind == "tool_result":
+        elif isinstance(ev, ToolResult):
             self.tool_calls += 1
             self.tool_errors += int(bool(ev.is_error))
 
@@ -317,7 +317,7 @@ class _Run:
         if host is None or occurrence in decided:
             return False
         decided.add(occurrence)
-        args: dict[str, Any] = {"checkpoint": host.checkpoint, "actor": host.actor}
+        args: JsonObject = {"checkpoint": host.checkpoint, "actor": host.actor}
         if host.decision == "reject":
             args["fail"] = host.reason or "Rejected."
         elif host.reason:
@@ -408,7 +408,7 @@ def _instance(runner: FormRunner, instance_id: str | None) -> Instance | None:
         return None
 
 
-def _every_value(runner: FormRunner, instance_id: str | None) -> dict[str, list[dict[str, Any]]]:
+def _every_value(runner: FormRunner, instance_id: str | None) -> dict[str, list[JsonObject]]:
     """Every value each field was ever given (its whole answer log, retractions aside), oldest
     first, each with how it arrived (``{"value", "how"}``: said, confirmed, assumed, ...)."""
     from formctl.forms.instance import provenance_kind
@@ -426,7 +426,7 @@ def _every_value(runner: FormRunner, instance_id: str | None) -> dict[str, list[
     }
 
 
-def _regression_expect(scenario: Scenario, end: dict[str, Any] | None, graded: Grade) -> dict[str, Any] | None:
+def _regression_expect(scenario: Scenario, end: JsonObject | None, graded: Grade) -> JsonObject | None:
     """The run transcript's ``[expect]``: what the run *should* have ended with.
 
     The values the run stored, less anything invented, banned or expected missing, with the
@@ -444,7 +444,7 @@ def _regression_expect(scenario: Scenario, end: dict[str, Any] | None, graded: G
         if k not in bad and not any(same_value(b, v) for b in scenario.expect.never_stored)
     }
     values.update(scenario.expect.values)
-    out: dict[str, Any] = {"status": scenario.expect.status, "values": values}
+    out: JsonObject = {"status": scenario.expect.status, "values": values}
     out["checkpoints"] = (
         list(scenario.expect.checkpoints)
         if scenario.expect.checkpoints is not None

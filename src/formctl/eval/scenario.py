@@ -40,9 +40,9 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from formctl.errors import ScenarioError
+from formctl.json_types import JsonObject, JsonValue
 
 __all__ = [
     "FORMAT",
@@ -152,7 +152,7 @@ class HostAction:
 @dataclass(frozen=True, slots=True)
 class Expectation:
     status: str
-    values: dict[str, Any] = field(default_factory=dict)
+    values: JsonObject = field(default_factory=dict)
     missing: tuple[str, ...] = ()  # fields that must have no value at the end
     never_stored: tuple[str | int | float, ...] = ()  # values that must never be stored in any field
     checkpoints: tuple[str, ...] | None = None
@@ -187,22 +187,13 @@ def is_scenario(path: str | os.PathLike[str]) -> bool:
 
 def scenario_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Files as given; folders searched recursively for ``*.toml`` scenarios (sorted, no duplicates)."""
-    out: list[Path] = []
-    seen: set[str] = set()
-    for given in paths:
-        p = Path(given)
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*.toml") if not q.name.startswith(".") and is_scenario(q))
-        elif p.exists():
-            found = [p]
-        else:
-            raise ScenarioError("no such file or folder", path=p)
-        for q in found:
-            key = str(q.resolve())
-            if key not in seen:
-                seen.add(key)
-                out.append(q)
-    return out
+    from formctl.transcripts.paths import toml_files
+
+    given = [Path(p) for p in paths]
+    missing = next((p for p in given if not p.exists()), None)
+    if missing is not None:
+        raise ScenarioError("no such file or folder", path=missing)
+    return toml_files(given, keep=is_scenario)
 
 
 _AT_LINE = re.compile(r"line (\d+)")
@@ -226,7 +217,7 @@ _PathLike = str | os.PathLike[str]
 _KIND_NAMES = {str: "text", int: "whole number", dict: "table", list: "list"}
 
 
-def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, path: _PathLike) -> Any:
+def _need(table: JsonObject, key: str, kind: type | tuple[type, ...], where: str, path: _PathLike) -> JsonValue:
     """``table[key]``, which must be there and of ``kind``; ``where``: the table's place (``persona.``)."""
     if key not in table:
         raise ScenarioError(f"`{where}{key}` is missing", path=path)
@@ -238,7 +229,7 @@ def _need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where:
     return value
 
 
-def _scenario(doc: dict[str, Any], path: _PathLike) -> Scenario:
+def _scenario(doc: JsonObject, path: _PathLike) -> Scenario:
     version = _need(doc, "eval", int, "", path)
     if version != FORMAT:
         raise ScenarioError(
@@ -260,7 +251,7 @@ def _scenario(doc: dict[str, Any], path: _PathLike) -> Scenario:
     )
 
 
-def _persona(persona_doc: dict[str, Any], path: _PathLike) -> Persona:
+def _persona(persona_doc: JsonObject, path: _PathLike) -> Persona:
     """The ``[persona]`` table: its facts, its styles and its optional lines."""
     facts = tuple(_fact(n, f, path) for n, f in enumerate(_need(persona_doc, "facts", list, "persona.", path), 1))
     style = persona_doc.get("style", [])
@@ -268,7 +259,7 @@ def _persona(persona_doc: dict[str, Any], path: _PathLike) -> Persona:
     unknown_styles = [s for s in style_t if s not in STYLES]
     if unknown_styles:
         raise ScenarioError(f"unknown persona style {unknown_styles[0]!r} (one of: {', '.join(STYLES)})", path=path)
-    persona_kw: dict[str, Any] = {}
+    persona_kw: dict[str, str] = {}
     for key in ("about", "opening", "unknown", "nudge", "after_wait", "readback_change"):
         value = _opt_str(persona_doc, key, path, "persona.")
         if value is not None:
@@ -289,7 +280,7 @@ def _fact(n: int, f: object, path: _PathLike) -> Fact:
     return Fact(topic, says_t, _opt_str(f, "value", path, where), _opt_str(f, "correction", path, where))
 
 
-def _expectation(expect_doc: dict[str, Any], path: _PathLike) -> Expectation:
+def _expectation(expect_doc: JsonObject, path: _PathLike) -> Expectation:
     """The ``[expect]`` table: how the run must end."""
     status = _need(expect_doc, "status", str, "expect.", path)
     values = expect_doc.get("values", {})
@@ -325,14 +316,14 @@ def _host_action(n: int, h: object, path: _PathLike) -> HostAction:
     )
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: JsonValue) -> JsonValue:
     """TOML dates as the ISO text a form's values export as."""
     if isinstance(value, (_dt.date, _dt.datetime)):
         return value.isoformat()
     return value
 
 
-def _opt_str(table: dict[str, Any], key: str, path: _PathLike, where: str) -> str | None:
+def _opt_str(table: JsonObject, key: str, path: _PathLike, where: str) -> str | None:
     value = table.get(key)
     if value is None:
         return None
@@ -341,20 +332,20 @@ def _opt_str(table: dict[str, Any], key: str, path: _PathLike, where: str) -> st
     return value
 
 
-def _str_list(value: Any, path: _PathLike, where: str) -> tuple[str, ...]:
+def _str_list(value: object, path: _PathLike, where: str) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise ScenarioError(f"`{where}` must be a list of text", path=path)
 
 
-def _banned(value: Any, path: _PathLike) -> tuple[str | int | float, ...]:
+def _banned(value: object, path: _PathLike) -> tuple[str | int | float, ...]:
     """``never_stored``: text or numbers (``["dana@example.com", 212.4]``; "212.4" bans the number too)."""
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
         return tuple(value)
     raise ScenarioError("`expect.never_stored` must be a list of text or numbers", path=path)
 
 
-def _words_list(value: Any, path: _PathLike, where: str) -> tuple[str, ...]:
+def _words_list(value: object, path: _PathLike, where: str) -> tuple[str, ...]:
     """A topic: "name" or "staff id, staff number" or ["name", "called"]: the phrases, lower case."""
     items = value if isinstance(value, list) else str(value).split(",")
     out = tuple(str(i).strip().lower() for i in items if str(i).strip())

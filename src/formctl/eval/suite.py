@@ -23,10 +23,10 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.errors import ModelError
 from formctl.eval.person import ModelPerson, ScriptedPerson, SimulatedPerson
@@ -50,7 +50,8 @@ class ModelSpec:
     """A model to evaluate: its label (as reports and transcripts name it) and how to build it for a runner."""
 
     label: str
-    build: Callable[[Any, str], Any]  # (runner, form_id) -> ChatModel
+    # (runner, form_id) -> the model; the runner is None for a model playing the person, which drives no form
+    build: Callable[[FormRunner | None, str], ChatModel]
 
     def factory(self, form_id: str) -> ModelFactory:
         return lambda runner: self.build(runner, form_id)
@@ -62,7 +63,7 @@ def model_spec(name: str) -> ModelSpec:
     spec = name.strip()
     if spec.lower() in ("guided", "guided:guided"):
 
-        def guided(runner: FormRunner, form_id: str) -> ChatModel:
+        def guided(runner: FormRunner | None, form_id: str) -> ChatModel:
             from formctl.agent.models.guided import GuidedModel
 
             return GuidedModel(runner, form_id=form_id)
@@ -79,7 +80,7 @@ def model_spec(name: str) -> ModelSpec:
             "set one, or evaluate the offline model with --model guided."
         )
 
-    def chosen(runner: FormRunner, form_id: str) -> ChatModel:
+    def chosen(runner: FormRunner | None, form_id: str) -> ChatModel:
         return models.pick_model(runner, model_name=choice.spec, form_id=form_id)
 
     return ModelSpec(choice.spec, chosen)
@@ -165,42 +166,63 @@ def run_suite(
     the runs under way finish, and the results so far are returned (the CLI's first Ctrl-C sets
     it, so a run is never cut in half). A KeyboardInterrupt here (a second Ctrl-C) leaves at once.
     """
-    pending = deque(_jobs(scenarios, models, plan))
-    running: dict[int, _Job] = {}
-    results: dict[int, RunResult] = {}
-    done: queue.Queue[tuple[int, RunResult]] = queue.Queue()
-
-    def finished(index: int, result: RunResult) -> None:
-        if running.pop(index, None) is None:
-            return  # a run already reported as left behind finished after all: its result is not used
-        results[index] = result
-        if on_run is not None:
-            on_run(result)
-
-    while pending or running:
-        while pending and len(running) < max(1, plan.jobs) and not (should_stop is not None and should_stop()):
-            job = pending.popleft()
-            job.started = time.perf_counter()
-            running[job.index] = job
-            person = plan.make_person(job.scenario)
-            threading.Thread(
-                target=_play, args=(job, registry, person, done), name=f"formctl-eval-{job.index}", daemon=True
-            ).start()
-        if not running:
+    suite = _Suite(_jobs(scenarios, models, plan), registry, plan, on_run)
+    while suite.pending or suite.running:
+        while (
+            suite.pending and len(suite.running) < max(1, plan.jobs) and not (should_stop is not None and should_stop())
+        ):
+            suite.start(suite.pending.popleft())
+        if not suite.running:
             break  # told to stop, and nothing is under way
+        suite.wait()
+    return [suite.results[i] for i in sorted(suite.results)]
+
+
+class _Suite:
+    """The runs of one eval: those waiting, those under way on their threads, and the results so far
+    (by job index). Only the thread that calls :func:`run_suite` touches it; a run's thread hands its
+    result over through ``done``."""
+
+    def __init__(
+        self, jobs: list[_Job], registry: FormRegistry, plan: SuitePlan, on_run: Callable[[RunResult], None] | None
+    ) -> None:
+        self.pending = deque(jobs)
+        self.running: dict[int, _Job] = {}
+        self.results: dict[int, RunResult] = {}
+        self.done: queue.Queue[tuple[int, RunResult]] = queue.Queue()
+        self.registry, self.plan, self.on_run = registry, plan, on_run
+
+    def start(self, job: _Job) -> None:
+        """Play ``job`` on a thread of its own, with a person of its own."""
+        job.started = time.perf_counter()
+        self.running[job.index] = job
+        person = self.plan.make_person(job.scenario)
+        threading.Thread(
+            target=_play, args=(job, self.registry, person, self.done), name=f"formctl-eval-{job.index}", daemon=True
+        ).start()
+
+    def wait(self) -> None:
+        """Take the next run's result, or after a fifth of a second leave the overdue runs behind."""
         try:
-            finished(*done.get(timeout=0.2))
+            self.finished(*self.done.get(timeout=0.2))
         except queue.Empty:
-            for job in _left_behind(running.values(), plan.limits.timeout):
+            timeout = self.plan.limits.timeout
+            for job in _left_behind(self.running.values(), timeout):
                 line = (
-                    f"the run took longer than its {plan.limits.timeout:g}s (--run-timeout) and did not stop "
+                    f"the run took longer than its {timeout:g}s (--run-timeout) and did not stop "
                     "(a model call that does not return); it was left behind"
                 )
-                finished(job.index, broken_run(job.scenario, job.setup, line, time.perf_counter() - job.started))
-    return [results[i] for i in sorted(results)]
+                self.finished(job.index, broken_run(job.scenario, job.setup, line, time.perf_counter() - job.started))
+
+    def finished(self, index: int, result: RunResult) -> None:
+        if self.running.pop(index, None) is None:
+            return  # a run already reported as left behind finished after all: its result is not used
+        self.results[index] = result
+        if self.on_run is not None:
+            self.on_run(result)
 
 
-def _left_behind(running: Any, timeout: float | None) -> list[_Job]:
+def _left_behind(running: Iterable[_Job], timeout: float | None) -> list[_Job]:
     if timeout is None:
         return []
     now = time.perf_counter()

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from formctl.json_types import JsonValue
 from formctl.transcripts import diff as _diff
 from formctl.transcripts.format import Iteration, Transcript, Turn
 
@@ -48,14 +48,14 @@ class StaleWords:
         )
 
 
-def call_line(name: str, value: Any) -> str:
+def call_line(name: str, value: JsonValue) -> str:
     text = json.dumps(value, ensure_ascii=False)
     if len(text) > 120:
         text = text[:117] + "…"
     return f"{name} {text}"
 
 
-def result_differences(old: Any, new: Any) -> list[_diff.Difference]:
+def result_differences(old: JsonValue, new: JsonValue) -> list[_diff.Difference]:
     """Differences between two tool results; inside two successes, paths start at the data
     (``fields[mileage].status``, not ``data.fields[mileage].status``)."""
     if (

@@ -7,9 +7,16 @@ engine, the chat loop and the models load inside the command.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
+
+from formctl.transcripts.paths import transcript_files
+
+if TYPE_CHECKING:
+    from formctl.transcripts.compare import ReplayResult
+    from formctl.transcripts.coverage import Coverage
+    from formctl.transcripts.replay import ReplayOptions
 
 # "\b" stops click from re-wrapping the example lines.
 EXAMPLES = (
@@ -22,25 +29,7 @@ EXAMPLES = (
 )
 
 
-def transcript_files(paths: list[Path]) -> list[Path]:
-    """Files as given, folders searched recursively for ``*.toml`` (sorted), without duplicates."""
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*.toml") if not q.name.startswith(".")))
-        else:
-            out.append(p)
-    seen: set[str] = set()
-    unique = []
-    for p in out:
-        key = str(p.resolve())
-        if key not in seen:
-            seen.add(key)
-            unique.append(p)
-    return unique
-
-
-def write_junit(path: Path, results: list[Any], *, suite: str = "formctl-transcripts") -> None:
+def write_junit(path: Path, results: list[ReplayResult], *, suite: str = "formctl-transcripts") -> None:
     """A JUnit XML report (one testcase per transcript, the diff as the failure text)."""
     import xml.etree.ElementTree as ET
 
@@ -111,22 +100,34 @@ def replay_command(
     pyproject.toml).
     """
     from formctl.transcripts.coverage import Coverage
-    from formctl.transcripts.replay import replay_file
+    from formctl.transcripts.replay import ReplayOptions
 
     files = _files_to_replay(paths, update=update, accept_text=accept_text)
     live_model = _live_model(model) if live and not offline else None
     cov = Coverage() if coverage else None
+    options = ReplayOptions(update=update, live=live, model=live_model, coverage=cov, accept_text=accept_text)
+    results = _replay_each(files, options, forms=forms, quiet=quiet)
+    _summarise(results, options.coverage, junit=junit)
+
+
+def _replay_each(files: list[Path], options: ReplayOptions, *, forms: str | None, quiet: bool) -> list[ReplayResult]:
+    """Replay the files in order, saying each one's outcome as it finishes."""
+    from formctl.transcripts.replay import replay_file
+
     results = []
     for path in files:
-        r = replay_file(
-            path, update=update, live=live, model=live_model, forms=forms, coverage=cov, accept_text=accept_text
-        )
+        r = replay_file(path, options, forms=forms)
         results.append(r)
-        _say_outcome(r, update=update, quiet=quiet)
+        _say_outcome(r, update=options.update, quiet=quiet)
+    return results
+
+
+def _summarise(results: list[ReplayResult], coverage: Coverage | None, *, junit: str | None) -> None:
+    """The JUnit report and the coverage when asked for, then the count; exit 1 if any failed."""
     if junit is not None:
         write_junit(Path(junit), results)
-    if cov is not None:
-        typer.echo(cov.render())
+    if coverage is not None:
+        typer.echo(coverage.render())
     passed = sum(1 for r in results if r.passed)
     failed = len(results) - passed
     typer.echo(f"{passed} passed, {failed} failed")
@@ -169,7 +170,7 @@ def _live_model(model: str | None) -> str | None:
     return model
 
 
-def _say_outcome(r: Any, *, update: bool, quiet: bool) -> None:
+def _say_outcome(r: ReplayResult, *, update: bool, quiet: bool) -> None:
     """One transcript's line (and its diff, when it changed or failed)."""
     mode = "" if r.mode == "exact" else f" ({r.mode})"
     if update and r.updated:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from formctl.json_types import JsonObject, JsonValue
 from formctl.transcripts import changes as _changes
 from formctl.transcripts import diff as _diff
 from formctl.transcripts.format import Turn
@@ -29,7 +29,7 @@ class ReplayResult:
     turns: int = 0
     updated: bool = False
     seconds: float = 0.0
-    stale_words: list[Any] = field(default_factory=list)  # kept replies that may no longer fit (update)
+    stale_words: list[_changes.StaleWords] = field(default_factory=list)  # kept replies that may no longer fit (update)
 
     def __bool__(self) -> bool:  # pragma: no cover - convenience
         return self.passed
@@ -49,7 +49,7 @@ class Divergence:
         return f"{head}:\n{self.details}"
 
 
-def step_label(tier0: str | None, result: Any) -> str | None:
+def step_label(tier0: str | None, result: JsonValue) -> str | None:
     data = result.get("data") if isinstance(result, dict) else None
     step = data.get("step") if isinstance(data, dict) else None
     if isinstance(step, dict) and step.get("title"):
@@ -113,7 +113,7 @@ def compare_turn(n: int, old: Turn, new: Turn) -> Divergence | None:
     return None
 
 
-def compare_end(old: dict[str, Any] | None, new: dict[str, Any] | None, *, exact: bool = True) -> str | None:
+def compare_end(old: JsonObject | None, new: JsonObject | None, *, exact: bool = True) -> str | None:
     """The end-state diff (``[expect]``), or None. Non-exact (live) grading accepts extra values."""
     if old is None:
         return None

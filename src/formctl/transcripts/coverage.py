@@ -18,19 +18,33 @@ The report lists, per form, what was never exercised.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from formctl.forms.evaluate import FILLED
 from formctl.forms.lifecycle import is_in_progress
 from formctl.forms.resolutions import is_resolution
 
 if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
     from formctl.forms.runner import FormRunner
+
+
+class CoverageSummary(TypedDict):
+    """One form's coverage: each figure as (exercised, declared), and what was never exercised, by kind."""
+
+    form: str
+    transcripts: int
+    steps: tuple[int, int]
+    fields: tuple[int, int]
+    gates: tuple[int, int]
+    checkpoints: tuple[int, int]
+    effects: tuple[int, int]
+    never: dict[str, list[str]]
 
 
 @dataclass
 class FormCoverage:
-    compiled: Any
+    compiled: CompiledForm
     transcripts: set[str] = field(default_factory=set)
     steps_opened: set[str] = field(default_factory=set)
     fields_filled: set[str] = field(default_factory=set)
@@ -57,7 +71,7 @@ class FormCoverage:
             out.append("form")
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> CoverageSummary:
         c = self.compiled
         gates = self.declared_gates()
         both = [g for g in gates if self.gates.get(g) == {True, False}]
@@ -127,22 +141,17 @@ class Coverage:
             if record.ended:  # it ran (not still running)
                 cov.effects_ran.add(record.hook_id)
 
-    def summaries(self) -> list[dict[str, Any]]:
+    def summaries(self) -> list[CoverageSummary]:
         return [self.forms[k].summary() for k in sorted(self.forms)]
 
     def render(self) -> str:
         lines = ["coverage:"]
         for s in self.summaries():
-
-            def frac(key: str, s: dict[str, Any] = s) -> str:
-                done, total = s[key]
-                return f"{done}/{total}"
-
             lines.append(
                 f"  {s['form']} ({s['transcripts']} transcript{'' if s['transcripts'] == 1 else 's'}): "
-                f"steps opened {frac('steps')}, "
-                f"fields filled {frac('fields')}, gates both ways {frac('gates')}, "
-                f"checkpoints fired {frac('checkpoints')}, effects run {frac('effects')}"
+                f"steps opened {_frac(s['steps'])}, "
+                f"fields filled {_frac(s['fields'])}, gates both ways {_frac(s['gates'])}, "
+                f"checkpoints fired {_frac(s['checkpoints'])}, effects run {_frac(s['effects'])}"
             )
             for what, items in s["never"].items():
                 if items:
@@ -150,3 +159,8 @@ class Coverage:
         if len(lines) == 1:
             lines.append("  (no form was started)")
         return "\n".join(lines)
+
+
+def _frac(figure: tuple[int, int]) -> str:
+    done, total = figure
+    return f"{done}/{total}"

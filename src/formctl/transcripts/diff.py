@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+
+from formctl.json_types import JsonValue
 
 _ABSENT = object()
 # Keys that name a row inside a list, in the order they are tried.
@@ -25,22 +26,22 @@ MAX_LINES = 12
 @dataclass(frozen=True, slots=True)
 class Difference:
     path: str
-    recorded: Any
-    now: Any
+    recorded: object  # a JSON value, or _ABSENT where that side has none
+    now: object
 
     def render(self, labels: tuple[str, str] = ("recorded", "now")) -> str:
         where = self.path or "(whole value)"
         return f"{where}: {labels[0]} {_show(self.recorded)}, {labels[1]} {_show(self.now)}"
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if value is _ABSENT:
         return "(absent)"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 100 else text[:97] + "…"
 
 
-def _row_key(a: list[Any], b: list[Any]) -> str | None:
+def _row_key(a: list[JsonValue], b: list[JsonValue]) -> str | None:
     """The key naming the rows of both lists (unique within each), if there is one."""
     for key in _ROW_KEYS:
         if all(isinstance(i, dict) and isinstance(i.get(key), str) for i in a + b):
@@ -49,7 +50,7 @@ def _row_key(a: list[Any], b: list[Any]) -> str | None:
     return None
 
 
-def differences(recorded: Any, now: Any, path: str = "") -> list[Difference]:
+def differences(recorded: JsonValue, now: JsonValue, path: str = "") -> list[Difference]:
     """Every leaf where ``now`` differs from ``recorded``, in document order."""
     out: list[Difference] = []
     _walk(recorded, now, path, out)
@@ -60,7 +61,7 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _walk(a: Any, b: Any, path: str, out: list[Difference]) -> None:
+def _walk(a: object, b: object, path: str, out: list[Difference]) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in list(a) + [k for k in b if k not in a]:
             _walk(a.get(key, _ABSENT), b.get(key, _ABSENT), _join(path, key), out)
@@ -84,7 +85,7 @@ def _walk(a: Any, b: Any, path: str, out: list[Difference]) -> None:
     out.append(Difference(path, a, b))
 
 
-def _number(v: Any) -> bool:
+def _number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

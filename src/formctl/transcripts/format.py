@@ -16,10 +16,19 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from formctl.errors import TranscriptError  # defined with every other formctl error
 from formctl.files import replace_text
+from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from tomlkit.items import AoT, Item, Table
+    from tomlkit.toml_document import TOMLDocument
+
+    _Table = TypeVar("_Table", TOMLDocument, Table)
+
+_PathLike = str | os.PathLike[str]
 
 FORMAT = 1
 PROGRAM_FORMAT = 2  # a goal program's walk (docs/transcripts.md, "A program's walk"); format 1 reads as before
@@ -35,8 +44,8 @@ class Call:
 
     id: str
     name: str
-    input: Any
-    result: Any = None
+    input: JsonValue
+    result: JsonValue = None
     is_error: bool = False
 
 
@@ -59,8 +68,8 @@ class Turn:
     iterations: list[Iteration] = field(default_factory=list)
     error: str | None = None
     action: str | None = None
-    args: dict[str, Any] = field(default_factory=dict)
-    result: Any = None  # host actions: the fill result, as JSON
+    args: JsonObject = field(default_factory=dict)
+    result: JsonValue = None  # host actions: the fill result, as JSON
     # a person turn: their answers to formctl's own questions during it (a value their words did
     # not hold), in order; a replay gives them again when formctl asks again
     answers: list[str] = field(default_factory=list)
@@ -80,7 +89,7 @@ class Transcript:
     form_version: int | None = None
     model: str = "scripted"
     turns: list[Turn] = field(default_factory=list)
-    expect: dict[str, Any] | None = None
+    expect: JsonObject | None = None
     system: str | None = None
     tools_digest: str | None = None
     masked: list[str] = field(default_factory=list)
@@ -89,7 +98,7 @@ class Transcript:
     path: str | None = None
     # a program's walk (format 2): the program's key, and its state when the walk began (as stored)
     program: str | None = None
-    program_state: dict[str, Any] | None = None
+    program_state: JsonObject | None = None
 
     @property
     def name(self) -> str:
@@ -104,7 +113,7 @@ class Transcript:
 # --------------------------------------------------------------------------- values
 
 
-def toml_safe(value: Any) -> bool:
+def toml_safe(value: JsonValue) -> bool:
     """Can TOML hold this JSON value as it is? (No null anywhere; keys are strings.)"""
     if value is None:
         return False
@@ -117,7 +126,7 @@ def toml_safe(value: Any) -> bool:
     return isinstance(value, (str, int, bool))
 
 
-def put_value(table: dict[str, Any], key: str, value: Any) -> None:
+def put_value(table: JsonObject, key: str, value: JsonValue) -> None:
     """``table[key] = value`` if TOML can hold it, else ``table[key + "_json"]`` = its JSON text."""
     if toml_safe(value):
         table[key] = value
@@ -125,7 +134,7 @@ def put_value(table: dict[str, Any], key: str, value: Any) -> None:
         table[f"{key}_json"] = json.dumps(value, ensure_ascii=False)
 
 
-def get_value(table: dict[str, Any], key: str, default: Any = None, *, where: str = "") -> Any:
+def get_value(table: JsonObject, key: str, default: JsonValue = None, *, where: str = "") -> JsonValue:
     """Read a value written by :func:`put_value` (either spelling)."""
     if key in table:
         return plain(table[key])
@@ -140,7 +149,7 @@ def get_value(table: dict[str, Any], key: str, default: Any = None, *, where: st
         raise TranscriptError(f"{where}{key}_json is not valid JSON ({exc.msg}, JSON line {exc.lineno})") from exc
 
 
-def plain(value: Any) -> Any:
+def plain(value: JsonValue) -> JsonValue:
     """TOML dates and times as the ISO strings the model sees; everything else as is."""
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
@@ -151,7 +160,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def result_text(value: Any) -> str:
+def result_text(value: JsonValue) -> str:
     """A tool result as pretty JSON: one key per line, so a file diff points at the change."""
     return json.dumps(value, ensure_ascii=False, indent=1) + "\n"
 
@@ -161,7 +170,7 @@ def result_text(value: Any) -> str:
 _AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-def loads(text: str, *, path: str | os.PathLike[str] | None = None) -> Transcript:
+def loads(text: str, *, path: _PathLike | None = None) -> Transcript:
     """Parse transcript text. Malformed TOML and missing keys raise :class:`TranscriptError`."""
     try:
         doc = tomllib.loads(text)
@@ -170,7 +179,7 @@ def loads(text: str, *, path: str | os.PathLike[str] | None = None) -> Transcrip
     return _from_doc(doc, text, path)
 
 
-def load(path: str | os.PathLike[str]) -> Transcript:
+def load(path: _PathLike) -> Transcript:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -180,7 +189,7 @@ def load(path: str | os.PathLike[str]) -> Transcript:
     return loads(text, path=path)
 
 
-def _decode_error(exc: tomllib.TOMLDecodeError, text: str, path: Any) -> TranscriptError:
+def _decode_error(exc: tomllib.TOMLDecodeError, text: str, path: _PathLike | None) -> TranscriptError:
     message = str(exc)
     match = _AT_LINE.search(message)
     if match:
@@ -206,7 +215,7 @@ class _Source:
     """Where a transcript being read came from, so an error can name its file and a turn's line."""
 
     text: str
-    path: Any
+    path: _PathLike | None
 
     def error(self, message: str, turn_no: int | None = None) -> TranscriptError:
         line = None
@@ -216,7 +225,7 @@ class _Source:
         return TranscriptError(message, path=self.path, line=line)
 
 
-def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
+def _from_doc(doc: JsonObject, text: str, path: _PathLike | None) -> Transcript:
     source = _Source(text, path)
     form = _checked_header(doc, path)
     raw_turns = doc.get("turns", [])
@@ -243,7 +252,7 @@ def _from_doc(doc: dict[str, Any], text: str, path: Any) -> Transcript:
     )
 
 
-def _checked_header(doc: dict[str, Any], path: Any) -> str:
+def _checked_header(doc: JsonObject, path: _PathLike | None) -> str:
     """The transcript's form id, once its format is one this formctl reads."""
     version = doc.get("format")
     if version is None:
@@ -263,7 +272,7 @@ def _checked_header(doc: dict[str, Any], path: Any) -> str:
     return form
 
 
-def _turn_from(raw: Any, n: int, source: _Source) -> Turn:
+def _turn_from(raw: JsonValue, n: int, source: _Source) -> Turn:
     """Turn ``n`` as read: the person's (with the model's iterations after it) or a host's act."""
     where = f"turn {n}: "
     if not isinstance(raw, dict):
@@ -298,7 +307,7 @@ def _turn_from(raw: Any, n: int, source: _Source) -> Turn:
     return turn
 
 
-def _expect_from(doc: dict[str, Any], path: Any) -> dict[str, Any] | None:
+def _expect_from(doc: JsonObject, path: _PathLike | None) -> JsonObject | None:
     expect = doc.get("expect")
     if expect is None:
         return None
@@ -311,7 +320,7 @@ def _expect_from(doc: dict[str, Any], path: Any) -> dict[str, Any] | None:
     }
 
 
-def _iteration(raw: Any, where: str, source: _Source, turn_no: int) -> Iteration:
+def _iteration(raw: JsonValue, where: str, source: _Source, turn_no: int) -> Iteration:
     if not isinstance(raw, dict):
         raise source.error(f"{where}must be a table", turn_no)
     it = Iteration(tier0=raw.get("tier0"), text=raw.get("text", ""), stop_reason=raw.get("stop_reason", ""))
@@ -336,8 +345,8 @@ def _iteration(raw: Any, where: str, source: _Source, turn_no: int) -> Iteration
 # --------------------------------------------------------------------------- writing
 
 
-def to_doc(t: Transcript) -> dict[str, Any]:
-    doc: dict[str, Any] = {"format": FORMAT if t.program is None else PROGRAM_FORMAT, "form": t.form}
+def to_doc(t: Transcript) -> JsonObject:
+    doc: JsonObject = {"format": FORMAT if t.program is None else PROGRAM_FORMAT, "form": t.form}
     if t.program is not None:
         doc["program"] = t.program
         if t.program_state is not None:
@@ -353,13 +362,13 @@ def to_doc(t: Transcript) -> dict[str, Any]:
         doc["usage"] = dict(t.usage)
     doc["turns"] = [_host_row(turn) if turn.kind == "host" else _person_row(turn) for turn in t.turns]
     if t.expect is not None:
-        expect: dict[str, Any] = {}
+        expect: JsonObject = {}
         for key in ("status", "values", "held", "checkpoints", "provenance", "program"):
             if key in t.expect:
                 put_value(expect, key, t.expect[key])
         doc["expect"] = expect
     if t.system is not None or t.tools_digest is not None:
-        request: dict[str, Any] = {}
+        request: JsonObject = {}
         if t.system is not None:
             request["system"] = t.system
         if t.tools_digest is not None:
@@ -368,8 +377,8 @@ def to_doc(t: Transcript) -> dict[str, Any]:
     return doc
 
 
-def _host_row(turn: Turn) -> dict[str, Any]:
-    row: dict[str, Any] = {"kind": "host", "action": turn.action}
+def _host_row(turn: Turn) -> JsonObject:
+    row: JsonObject = {"kind": "host", "action": turn.action}
     if turn.args:
         put_value(row, "args", turn.args)
     if turn.error:
@@ -379,8 +388,8 @@ def _host_row(turn: Turn) -> dict[str, Any]:
     return row
 
 
-def _person_row(turn: Turn) -> dict[str, Any]:
-    row: dict[str, Any] = {"kind": "person", "text": turn.text}
+def _person_row(turn: Turn) -> JsonObject:
+    row: JsonObject = {"kind": "person", "text": turn.text}
     if turn.segment is not None:
         row["segment"] = turn.segment
     if turn.answers:
@@ -393,8 +402,8 @@ def _person_row(turn: Turn) -> dict[str, Any]:
     return row
 
 
-def _iteration_row(it: Iteration) -> dict[str, Any]:
-    r: dict[str, Any] = {}
+def _iteration_row(it: Iteration) -> JsonObject:
+    r: JsonObject = {}
     if it.tier0 is not None:
         r["tier0"] = it.tier0
     if it.text:
@@ -403,7 +412,7 @@ def _iteration_row(it: Iteration) -> dict[str, Any]:
         r["stop_reason"] = it.stop_reason  # only when it is not what the calls imply
     calls = []
     for c in it.calls:
-        cr: dict[str, Any] = {"id": c.id, "name": c.name}
+        cr: JsonObject = {"id": c.id, "name": c.name}
         put_value(cr, "input", c.input if c.input is not None else {})
         if c.is_error:
             cr["is_error"] = True
@@ -462,7 +471,7 @@ _INLINE_KEYS = ("input", "args", "usage")
 _RENDERED: dict[str, str] = {}  # repr of a part of a document → its TOML (see dumps)
 
 
-def _rendered(part: dict[str, Any]) -> str:
+def _rendered(part: JsonObject) -> str:
     """``part`` as tomlkit writes it, from :data:`_RENDERED` when the same part was written before.
     The key is the part's ``repr``: its keys in order and its values with their types."""
     import tomlkit
@@ -476,7 +485,7 @@ def _rendered(part: dict[str, Any]) -> str:
     return text
 
 
-def _is_table(key: str, value: Any) -> bool:
+def _is_table(key: str, value: JsonValue) -> bool:
     """Whether ``value`` is written as a ``[header]`` table (or ``[[header]]`` tables) of its own."""
     if isinstance(value, dict):
         return key not in _INLINE_KEYS
@@ -488,11 +497,11 @@ def _is_table(key: str, value: Any) -> bool:
 _NO_LITERAL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def _table(table: Any, data: dict[str, Any]) -> Any:
+def _table(table: _Table, data: JsonObject) -> _Table:
     """Fill a tomlkit table: plain and inline values first (TOML puts them before sub-tables)."""
     import tomlkit
 
-    later = []
+    later: list[tuple[str, Table | AoT]] = []
     for key, value in data.items():
         if isinstance(value, dict) and _is_table(key, value):
             later.append((key, _table(tomlkit.table(), value)))
@@ -508,7 +517,7 @@ def _table(table: Any, data: dict[str, Any]) -> Any:
     return table
 
 
-def _value(value: Any) -> Any:
+def _value(value: JsonValue) -> Item:
     """A value written on its key's line: inline tables and arrays, literal strings where they can be."""
     import tomlkit
 
@@ -546,7 +555,7 @@ def _can_be_literal(text: str) -> bool:
     return "'" not in text
 
 
-def dump(t: Transcript, path: str | os.PathLike[str], *, header: str | None = None) -> None:
+def dump(t: Transcript, path: _PathLike, *, header: str | None = None) -> None:
     """Write atomically (:func:`formctl.files.replace_text`): a crash leaves the previous complete file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

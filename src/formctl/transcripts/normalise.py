@@ -27,7 +27,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+from formctl.json_types import FieldValue, JsonValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.instance import Instance
 
 INSTANCE = "<instance>"
 TIME = "<time>"
@@ -44,8 +50,9 @@ class Normaliser:
     def __init__(self, subject: str | None = None) -> None:
         self.subject = subject
         self._tool_ids: dict[str, str] = {}
-        self.masks: dict[str, Any] = {}  # real text → stand-in (strings of 4+ characters are replaced inside text)
-        self._exact_masks: dict[Any, Any] = {}  # real leaf values → stand-in, replaced whole
+        self.masks: dict[str, str] = {}  # real text → stand-in (strings of 4+ characters are replaced inside text)
+        # (type name, real leaf value) → stand-in, replaced whole
+        self._exact_masks: dict[tuple[str, FieldValue], FieldValue] = {}
         # Real texts of 3 characters (a CVV): replaced inside text only as a whole token, not
         # glued to letters or digits, so "123" goes but "1234" stays. One or two characters
         # are replaced only when they are the whole text (a "12" token would hit dates).
@@ -63,7 +70,7 @@ class Normaliser:
 
     # -- masking --------------------------------------------------------------------
 
-    def add_mask(self, real: Any, stand_in: Any) -> None:
+    def add_mask(self, real: FieldValue, stand_in: FieldValue) -> None:
         if real is None or isinstance(real, bool) or real == stand_in:
             return
         key = (type(real).__name__, real) if not isinstance(real, (dict, list)) else None
@@ -104,23 +111,27 @@ class Normaliser:
     def text(self, value: str) -> str:
         if self.subject and value == self.subject:
             return SUBJECT
+        return self._volatile(value)
+
+    def _volatile(self, text: str) -> str:
+        """``text`` with its instance ids, timestamps and sensitive values replaced (the subject is the caller's)."""
         # The cheap substring tests first: most strings hold neither, and this runs on
         # every string of every tool result of a replay.
-        if "form_" in value:
-            value = _INSTANCE_ID.sub(INSTANCE, value)
-        if ":" in value:
-            value = _TIMESTAMP.sub(TIME, value)
+        if "form_" in text:
+            text = _INSTANCE_ID.sub(INSTANCE, text)
+        if ":" in text:
+            text = _TIMESTAMP.sub(TIME, text)
         if self.masks or self.short_masks:
-            value = self.mask_text(value)
-        return value
+            text = self.mask_text(text)
+        return text
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: JsonValue) -> JsonValue:
         """A JSON value with every volatile or sensitive leaf normalised (a copy)."""
         if isinstance(value, (dict, list)) and not self._exact_masks:
             return self._json_value(value)
         return self._walk(value)
 
-    def _json_value(self, value: Any) -> Any:
+    def _json_value(self, value: JsonValue) -> JsonValue:
         """Normalise through the JSON text: one C-speed encode and decode instead of a Python walk."""
         try:
             text = json.dumps(value, ensure_ascii=False)
@@ -128,15 +139,9 @@ class Normaliser:
             return self._walk(value)
         if self.subject:
             text = text.replace(json.dumps(self.subject, ensure_ascii=False), f'"{SUBJECT}"')
-        if "form_" in text:
-            text = _INSTANCE_ID.sub(INSTANCE, text)
-        if ":" in text:
-            text = _TIMESTAMP.sub(TIME, text)
-        if self.masks or self.short_masks:
-            text = self.mask_text(text)
-        return json.loads(text)
+        return json.loads(self._volatile(text))
 
-    def _walk(self, value: Any) -> Any:
+    def _walk(self, value: JsonValue) -> JsonValue:
         if isinstance(value, str):
             hit = self._exact_masks.get(("str", value))
             if hit is not None:
@@ -166,11 +171,11 @@ def _swap(text: str, lower: str, upper: str, digit: str) -> str:
     return "".join(out)
 
 
-def stand_in(real: Any, accepts: Callable[[Any], bool]) -> Any:
+def stand_in(real: FieldValue, accepts: Callable[[FieldValue], bool]) -> FieldValue:
     """A same-shaped value the field still accepts, never the real one; ``<masked>`` if none is found."""
     if isinstance(real, bool):
         return MASKED
-    candidates: Iterable[Any]
+    candidates: Iterable[FieldValue]
     if isinstance(real, (int, float)):
         text = str(real)
         candidates = []
@@ -193,7 +198,7 @@ def stand_in(real: Any, accepts: Callable[[Any], bool]) -> Any:
     return MASKED
 
 
-def _leaves(value: Any) -> list[Any]:
+def _leaves(value: FieldValue) -> list[FieldValue]:
     if isinstance(value, dict):
         return [leaf for v in value.values() for leaf in _leaves(v)]
     if isinstance(value, list):
@@ -201,7 +206,7 @@ def _leaves(value: Any) -> list[Any]:
     return [value]
 
 
-def _swap_tree(value: Any, lower: str, upper: str, digit: str) -> Any:
+def _swap_tree(value: FieldValue, lower: str, upper: str, digit: str) -> FieldValue:
     if isinstance(value, dict):
         return {k: _swap_tree(v, lower, upper, digit) for k, v in value.items()}
     if isinstance(value, list):
@@ -216,7 +221,7 @@ def _swap_tree(value: Any, lower: str, upper: str, digit: str) -> Any:
     return value
 
 
-def _mask_tree(normaliser: Normaliser, real: Any, accepts: Callable[[Any], bool]) -> None:
+def _mask_tree(normaliser: Normaliser, real: FieldValue, accepts: Callable[[FieldValue], bool]) -> None:
     """Mask every leaf of a structured value (an object or a list) given to a sensitive field.
 
     The stand-in swaps every leaf at once, so the whole structure can still be validated
@@ -236,7 +241,7 @@ def _mask_tree(normaliser: Normaliser, real: Any, accepts: Callable[[Any], bool]
             normaliser.add_mask(leaf, stand if chosen is not None else MASKED)
 
 
-def learn_masks(normaliser: Normaliser, compiled: Any, instance: Any) -> set[str]:
+def learn_masks(normaliser: Normaliser, compiled: CompiledForm, instance: Instance | None) -> set[str]:
     """Teach ``normaliser`` a stand-in for every value ever given to a sensitive field of ``instance``.
 
     Every revision counts (a rejected or corrected value was typed too). Returns the ids of
@@ -264,7 +269,7 @@ def learn_masks(normaliser: Normaliser, compiled: Any, instance: Any) -> set[str
     return seen
 
 
-def masker_for(compiled: Any, instance: Any) -> Normaliser:
+def masker_for(compiled: CompiledForm, instance: Instance | None) -> Normaliser:
     """A normaliser that only masks: ``masker_for(compiled, instance).mask_text(line)`` for any log line."""
     masker = Normaliser()
     learn_masks(masker, compiled, instance)

@@ -3,35 +3,49 @@ recorded model turns played back (or a model that answers anew), host actions at
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from formctl.errors import TranscriptError
+from formctl.json_types import JsonObject, JsonValue
 from formctl.transcripts.format import HOST_ACTIONS, Transcript, Turn
 from formctl.transcripts.record import OPENER, Recorder, end_state
 
 if TYPE_CHECKING:
+    from formctl.agent.events import Event
+    from formctl.agent.models.base import ChatModel, ModelReply, ModelRequest, TextSink
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
+    from formctl.transcripts.coverage import Coverage
 
 REPLAY_SUBJECT = "transcript-replay"
 
+ModelFactory = Callable[["FormRunner"], "ChatModel"]
+"""How a replay (or an eval run) gets its model: built for the fresh runner it will drive."""
 
-def fresh_runner(registry: Any) -> Any:
+TurnCheck = Callable[[int, Turn, Turn], bool]
+"""``on_turn(n, recorded_turn, new_turn)`` after each played turn: True stops the playback."""
+
+
+def fresh_runner(registry: FormRegistry) -> FormRunner:
     from formctl.forms.runner import FormRunner
     from formctl.store.memory import MemoryAdapter
 
     return FormRunner(MemoryAdapter("transcript-replay"), registry=registry, subject=REPLAY_SUBJECT, replaying=True)
 
 
-def recorded_replies(transcript: Transcript) -> list[Any]:
+def recorded_replies(transcript: Transcript) -> list[ModelReply | str]:
+    """The recorded model replies in order; a model call that failed is its error message."""
     from formctl.agent.models.base import ModelReply
 
-    out: list[Any] = []
+    out: list[ModelReply | str] = []
     for turn in transcript.turns:
         for it in turn.iterations:
             if it.stop_reason == "error":
                 out.append(turn.error or "The model failed.")
                 continue
-            content: list[dict[str, Any]] = []
+            content: list[JsonObject] = []
             if it.text:
                 content.append({"type": "text", "text": it.text})
             for c in it.calls:
@@ -42,46 +56,59 @@ def recorded_replies(transcript: Transcript) -> list[Any]:
     return out
 
 
-def recorded_model(replies: list[Any], name: str) -> Any:
-    """A ScriptedModel that also re-raises the model errors the recording saw, at the same point.
+def recorded_model(replies: list[ModelReply | str], name: str) -> RecordedModel:
+    """The model of a replay: ``replies`` played back in order (see :class:`RecordedModel`)."""
+    return RecordedModel(replies, name=name)
 
-    It does not keep a deep copy of every request as ScriptedModel does: the replay compares
-    what was sent through the loop's events (the tier-0 line, the fixed system prompt and
-    tools), and copying the whole growing conversation on every call made replay quadratic
-    in its length (70% of the time of a twenty-turn replay).
+
+class RecordedModel:
+    """A :class:`~formctl.agent.models.base.ChatModel` that plays a transcript's model turns back, in
+    order, and re-raises the model errors the recording saw (a reply that is a string), at the same point.
+
+    It keeps no copy of the requests, unlike :class:`~formctl.agent.models.scripted.ScriptedModel`:
+    the replay compares what was sent through the loop's events (the tier-0 line, the fixed system
+    prompt and tools), and copying the whole growing conversation on every call made replay
+    quadratic in its length (70% of the time of a twenty-turn replay).
     """
-    from formctl.agent.models.base import ModelReply, ModelRequest, TextSink
-    from formctl.agent.models.scripted import ScriptedModel
-    from formctl.errors import ModelError
 
-    class _Recorded(ScriptedModel):
-        def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
-            if self.played >= len(self._replies):
-                raise ModelError(f"The script has no more model turns ({self.played} played).")
-            recorded = self._replies[self.played]
-            self.played += 1
-            if isinstance(recorded, str):
-                raise ModelError(recorded)
-            # No copy: these replies were built for this replay alone, and each is played once.
-            content = recorded.content
-            if any(b.get("type") == "tool_use" and _names_instance(b.get("input")) for b in content):
-                # The recording normalised an instance id the model copied into a call
-                # (instance_id: "<instance>"): give it this replay's id, the newest a result named.
-                current = _newest_instance(request.messages)
-                if current is not None:
-                    content = [
-                        {**b, "input": _with_instance(b.get("input"), current)} if b.get("type") == "tool_use" else b
-                        for b in content
-                    ]
-            reply = ModelReply(content=content, stop_reason=recorded.stop_reason)
-            if on_text is not None and reply.text:
-                on_text(reply.text)
-            return reply
+    def __init__(self, replies: list[ModelReply | str], *, name: str = "scripted") -> None:
+        self.name = name
+        self._replies = list(replies)
+        self.played = 0
 
-    return _Recorded(replies, name=name)
+    @property
+    def remaining(self) -> int:
+        """How many recorded turns have not been played yet."""
+        return len(self._replies) - self.played
+
+    def respond(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        from formctl.agent.models.base import ModelReply
+        from formctl.errors import ModelError
+
+        if self.played >= len(self._replies):
+            raise ModelError(f"The script has no more model turns ({self.played} played).")
+        recorded = self._replies[self.played]
+        self.played += 1
+        if isinstance(recorded, str):
+            raise ModelError(recorded)
+        # No copy: these replies were built for this replay alone, and each is played once.
+        content = recorded.content
+        if any(b.get("type") == "tool_use" and _names_instance(b.get("input")) for b in content):
+            # The recording normalised an instance id the model copied into a call
+            # (instance_id: "<instance>"): give it this replay's id, the newest a result named.
+            current = _newest_instance(request.messages)
+            if current is not None:
+                content = [
+                    {**b, "input": _with_instance(b.get("input"), current)} if b.get("type") == "tool_use" else b
+                    for b in content
+                ]
+        reply = ModelReply(content=content, stop_reason=recorded.stop_reason)
+        if on_text is not None and reply.text:
+            on_text(reply.text)
+        return reply
 
 
-def _names_instance(value: Any) -> bool:
+def _names_instance(value: JsonValue) -> bool:
     from formctl.transcripts.normalise import INSTANCE
 
     if isinstance(value, str):
@@ -93,7 +120,7 @@ def _names_instance(value: Any) -> bool:
     return False
 
 
-def _with_instance(value: Any, instance_id: str) -> Any:
+def _with_instance(value: JsonValue, instance_id: str) -> JsonValue:
     from formctl.transcripts.normalise import INSTANCE
 
     if isinstance(value, str):
@@ -105,7 +132,7 @@ def _with_instance(value: Any, instance_id: str) -> Any:
     return value
 
 
-def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
+def _newest_instance(messages: list[JsonObject]) -> str | None:
     """The instance id the newest tool result named (what a model copying an id would have copied)."""
     import json
 
@@ -126,7 +153,7 @@ def _newest_instance(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def perform_host_action(runner: FormRunner, action: str, args: dict[str, Any]) -> Any:
+def perform_host_action(runner: FormRunner, action: str, args: JsonObject) -> JsonValue:
     """Do what a host did mid-conversation; returns the result as JSON (errors too, as data)."""
     from formctl.errors import FormError
     from formctl.transcripts.record import host_result
@@ -167,8 +194,14 @@ def perform_host_action(runner: FormRunner, action: str, args: dict[str, Any]) -
 
 
 def play(
-    transcript: Transcript, registry: Any, compiled: Any, make_model: Any, *, coverage: Any, on_turn: Any = None
-) -> tuple[Recorder, Any, Any]:
+    transcript: Transcript,
+    registry: FormRegistry,
+    compiled: CompiledForm,
+    make_model: ModelFactory,
+    *,
+    coverage: Coverage | None,
+    on_turn: TurnCheck | None = None,
+) -> tuple[Recorder, FormRunner, ChatModel]:
     """Feed the transcript's person turns and host actions through a fresh runner and loop.
 
     ``on_turn(n, recorded_turn, new_turn)`` is called after each turn; returning True stops.
@@ -187,7 +220,14 @@ class _Playback:
     """One transcript played again: a fresh runner and chat loop, recorded as it goes; the person's
     recorded answers to formctl's own questions given back when it asks them."""
 
-    def __init__(self, transcript: Transcript, registry: Any, compiled: Any, make_model: Any, coverage: Any) -> None:
+    def __init__(
+        self,
+        transcript: Transcript,
+        registry: FormRegistry,
+        compiled: CompiledForm,
+        make_model: ModelFactory,
+        coverage: Coverage | None,
+    ) -> None:
         from formctl.agent.loop import ChatLoop
         from formctl.agent.person import Person
 
@@ -225,7 +265,7 @@ class _Playback:
         self.loop.send(turn.text)
         return new
 
-    def _on_event(self, ev: Any) -> None:
+    def _on_event(self, ev: Event) -> None:
         self.recorder.event(ev)
         if ev.kind == "tool_result":
             self._sample()

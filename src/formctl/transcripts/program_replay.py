@@ -12,7 +12,7 @@ program's walk".
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.transcripts import diff as _diff
 from formctl.transcripts.compare import ReplayResult, compare_turn
@@ -21,14 +21,17 @@ from formctl.transcripts.play import REPLAY_SUBJECT, answer_again, recorded_mode
 from formctl.transcripts.record import OPENER, Recorder
 
 if TYPE_CHECKING:
+    from formctl.agent.loop import ChatLoop
     from formctl.forms.adapter import FormAdapter
+    from formctl.forms.registry import FormRegistry
+    from formctl.goals.state import GoalScope
 
 __all__ = ["GOALS_SEGMENT", "replay_program"]
 
 GOALS_SEGMENT = "goals"  # the turns of a goal chat; a form's chat is named by its form id
 
 
-def _seeded(adapter: FormAdapter, transcript: Transcript) -> Any:
+def _seeded(adapter: FormAdapter, transcript: Transcript) -> GoalScope:
     """The scope the walk's program is put back in, at the version it had when the walk began."""
     from formctl.goals.runner import goal_store_of
     from formctl.goals.state import GoalScope, state_from_json
@@ -52,7 +55,7 @@ def _seeded(adapter: FormAdapter, transcript: Transcript) -> Any:
 class _Walk:
     """The replayed walk: one store, one program, a chat loop per recorded chat."""
 
-    def __init__(self, transcript: Transcript, registry: Any) -> None:
+    def __init__(self, transcript: Transcript, registry: FormRegistry) -> None:
         from formctl.agent.goal_tools import GoalTools
         from formctl.agent.person import Person
         from formctl.forms.runner import FormRunner
@@ -67,7 +70,7 @@ class _Walk:
         self.recorder = Recorder(None, form_id=transcript.form, model=transcript.model, subject=REPLAY_SUBJECT)
         self.pending: list[str] = []
         self.person = Person(ask=self._answer, not_theirs=frozenset({OPENER}))
-        self.loop: Any = None
+        self.loop: ChatLoop | None = None
         self.segment: str | None = None
 
     def _answer(self, question: str) -> str | None:
@@ -89,7 +92,7 @@ class _Walk:
         return new
 
 
-def replay_program(transcript: Transcript, registry: Any) -> ReplayResult:
+def replay_program(transcript: Transcript, registry: FormRegistry) -> ReplayResult:
     """Replay a program's walk exactly (see the module); never raises for a walk that diverges."""
     path = transcript.path or transcript.name
     if any(t.kind != "person" for t in transcript.turns):

@@ -30,9 +30,12 @@ import glob
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
 
 MARKER = "transcript"
 _TOP_KEY = re.compile(r"^\s*(format|form)\s*=", re.MULTILINE)
@@ -145,7 +148,9 @@ class TranscriptItem(pytest.Item):
         if not result.passed:
             raise TranscriptDiverged(result.diff)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, TranscriptDiverged):
             return f"{self.path.name}\n{excinfo.value}"
         return super().repr_failure(excinfo, style=style)

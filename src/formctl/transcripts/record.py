@@ -21,14 +21,16 @@ import copy
 import hashlib
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.forms.instance import Instance
+from formctl.json_types import JsonObject, JsonValue
 from formctl.redact import redact
 from formctl.transcripts.format import Call, Iteration, Transcript, Turn, dump
 from formctl.transcripts.normalise import Normaliser, learn_masks
 
 if TYPE_CHECKING:
+    from formctl.agent.events import Event, ModelCall, ModelTurn, ToolResult
     from formctl.forms.runner import FormRunner
 
 OPENER = "Hello."
@@ -43,12 +45,12 @@ def opens_conversation(turn: Turn | None) -> bool:
     return turn is not None and turn.kind == "person" and turn.text.split("\n", 1)[0].strip() == OPENER
 
 
-def tools_digest(tools: list[dict[str, Any]]) -> str:
+def tools_digest(tools: list[JsonObject]) -> str:
     text = json.dumps(tools, sort_keys=True, ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def end_state(runner: FormRunner, instance_id: str | None, normaliser: Normaliser) -> dict[str, Any] | None:
+def end_state(runner: FormRunner, instance_id: str | None, normaliser: Normaliser) -> JsonObject | None:
     """The instance at the end: status, live values (parsed, as JSON), held values, checkpoints fired."""
     from formctl.forms.project import answers
 
@@ -62,7 +64,7 @@ def end_state(runner: FormRunner, instance_id: str | None, normaliser: Normalise
     compiled, instance = view.compiled, view.instance
     fired = [cp.id for cp in compiled.checkpoints if instance.occurrences.get(f"checkpoint:{cp.id}", 0) > 0]
     shown = answers(compiled, view.evaluation)
-    state: dict[str, Any] = normaliser.value(
+    state: JsonObject = normaliser.value(
         {
             "status": view.status,
             **shown,
@@ -73,7 +75,7 @@ def end_state(runner: FormRunner, instance_id: str | None, normaliser: Normalise
     return state
 
 
-def provenance_kinds(instance: Any, fields: list[str]) -> dict[str, str]:
+def provenance_kinds(instance: Instance, fields: list[str]) -> dict[str, str]:
     """How each answer in force arrived (said, confirmed, assumed, ...), by field."""
     from formctl.forms.instance import provenance_kind
 
@@ -86,7 +88,7 @@ def provenance_kinds(instance: Any, fields: list[str]) -> dict[str, str]:
     return out
 
 
-def host_result(result: Any) -> Any:
+def host_result(result: object) -> JsonValue:
     """A host action's outcome as JSON: a fill result's or view's ``to_dict()``, or a stored instance's status."""
     if result is None or isinstance(result, dict):
         return result
@@ -147,7 +149,7 @@ class Recorder:
         if self._turn is not None and self._turn.kind == "person":
             self._turn.answers.append(redact(text))
 
-    def host(self, action: str, *, result: Any = None, error: str | None = None, **args: Any) -> Turn:
+    def host(self, action: str, *, result: object = None, error: str | None = None, **args: JsonValue) -> Turn:
         """A host action at this point of the conversation (``resolve`` with ``fail=``/``values=``, ...)."""
         turn = Turn(
             "host",
@@ -161,51 +163,61 @@ class Recorder:
         self.flush()
         return turn
 
-    def event(self, ev: Any) -> None:
+    def event(self, ev: Event) -> None:
         """Every loop event goes here; the ones a transcript keeps are recorded, the rest ignored."""
-        kind = getattr(ev, "kind", "")
-        norm = self.normaliser
-        if kind == "model_call":
-            turn = self._turn if self._turn is not None else self.person("")
-            request = ev.request
-            if self.transcript.system is None and request is not None:
-                self.transcript.system = norm.text(request.system or "")
-                self.transcript.tools_digest = tools_digest(list(request.tools or []))
-            # "error" until the reply arrives: a model call that never answered (a model error,
-            # a cancel) is replayed as that same error, at the same point.
-            self._iteration = Iteration(tier0=norm.text(ev.tier0 or ""), stop_reason="error")
-            turn.iterations.append(self._iteration)
-        elif kind == "model_turn":
-            if self._iteration is None:
-                return
-            reply = ev.reply
-            if reply.usage:
-                from formctl.agent.usage import Usage
+        from formctl.agent.events import LoopError, ModelCall, ModelTurn, ToolResult, TurnEnd
 
-                total = Usage.from_dict(self.transcript.usage)
-                total.add(reply.usage)
-                self.transcript.usage = total.to_dict()
-            # The model's words can name volatile things too ("formctl resolve form_…"): the
-            # same conversation must make the same file.
-            self._iteration.text = norm.text(reply.text) if reply.text else reply.text
-            self._iteration.stop_reason = reply.stop_reason
-            self._iteration.calls = [
-                Call(id=norm.tool_id(b.get("id", "")), name=b.get("name", ""), input=norm.value(b.get("input")))
-                for b in reply.tool_calls
-            ]
-        elif kind == "tool_result":
-            data = ev.result.get("data") if isinstance(ev.result, dict) else None
-            if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
-                self.instance_id = data["instance_id"]
-            call = self._find_call(norm.tool_id(ev.id))
-            if call is not None:
-                call.result = norm.value(ev.result)
-                call.is_error = bool(ev.is_error)
-        elif kind == "loop_error":
+        if isinstance(ev, ModelCall):
+            self._model_call(ev)
+        elif isinstance(ev, ModelTurn):
+            self._model_turn(ev)
+        elif isinstance(ev, ToolResult):
+            self._tool_result(ev)
+        elif isinstance(ev, LoopError):
             if self._turn is not None:
                 self._turn.error = ev.message
-        elif kind == "turn_end":
+        elif isinstance(ev, TurnEnd):
             self.flush()
+
+    def _model_call(self, ev: ModelCall) -> None:
+        turn = self._turn if self._turn is not None else self.person("")
+        request = ev.request
+        if self.transcript.system is None and request is not None:
+            self.transcript.system = self.normaliser.text(request.system or "")
+            self.transcript.tools_digest = tools_digest(list(request.tools or []))
+        # "error" until the reply arrives: a model call that never answered (a model error,
+        # a cancel) is replayed as that same error, at the same point.
+        self._iteration = Iteration(tier0=self.normaliser.text(ev.tier0 or ""), stop_reason="error")
+        turn.iterations.append(self._iteration)
+
+    def _model_turn(self, ev: ModelTurn) -> None:
+        if self._iteration is None:
+            return
+        norm = self.normaliser
+        reply = ev.reply
+        if reply.usage:
+            from formctl.agent.usage import Usage
+
+            total = Usage.from_dict(self.transcript.usage)
+            total.add(reply.usage)
+            self.transcript.usage = total.to_dict()
+        # The model's words can name volatile things too ("formctl resolve form_…"): the
+        # same conversation must make the same file.
+        self._iteration.text = norm.text(reply.text) if reply.text else reply.text
+        self._iteration.stop_reason = reply.stop_reason
+        self._iteration.calls = [
+            Call(id=norm.tool_id(b.get("id", "")), name=b.get("name", ""), input=norm.value(b.get("input")))
+            for b in reply.tool_calls
+        ]
+
+    def _tool_result(self, ev: ToolResult) -> None:
+        data = ev.result.get("data") if isinstance(ev.result, dict) else None
+        if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+            self.instance_id = data["instance_id"]
+        call = self._find_call(self.normaliser.tool_id(ev.id))
+        if call is not None:
+            call.result = self.normaliser.value(ev.result)
+            call.is_error = bool(ev.is_error)
 
     def _find_call(self, call_id: str) -> Call | None:
         if self._iteration is None:

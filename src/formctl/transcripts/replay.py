@@ -10,21 +10,49 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.errors import TranscriptError, UnknownFormError
 from formctl.transcripts import changes as _changes
 from formctl.transcripts import diff as _diff
 from formctl.transcripts.compare import Divergence, ReplayResult, compare_end, compare_turn
 from formctl.transcripts.format import Transcript, Turn, dump, dumps, leading_comments, load
-from formctl.transcripts.play import play, recorded_model, recorded_replies
+from formctl.transcripts.play import ModelFactory, play, recorded_model, recorded_replies
 from formctl.transcripts.record import OPENER, opens_conversation
+
+if TYPE_CHECKING:
+    from formctl.agent.models.base import ChatModel
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.registry import FormRegistry
+    from formctl.forms.runner import FormRunner
+    from formctl.transcripts.coverage import Coverage
 
 GUIDED = "guided"  # the offline model's name: its turns can be made again, a real model's cannot
 # registry.toml → (its forms folder's files as they were, the registry read from them); see find_registry.
-_registries: dict[str, tuple[tuple[tuple[str, int, int], ...], Any]] = {}
+_registries: dict[str, tuple[tuple[tuple[str, int, int], ...], FormRegistry]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOptions:
+    """How to replay (the module docstring's three ways) and what to collect on the way.
+
+    ``model`` is the model a live replay plays to: one built already, one named as ``formctl run``
+    takes it (``anthropic:NAME``), or None for the offline guided model. ``coverage`` gathers
+    what each replay exercised of its form; ``accept_text`` lets ``update`` keep a real model's
+    recorded words after the tool results they followed have changed.
+    """
+
+    update: bool = False
+    live: bool = False
+    model: ChatModel | str | None = None
+    coverage: Coverage | None = None
+    accept_text: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "live" if self.live else "exact"
 
 
 # --------------------------------------------------------------------------- registry
@@ -59,7 +87,9 @@ def registry_candidates(
     return candidates
 
 
-def find_registry(path: str | os.PathLike[str] | None = None, forms: str | os.PathLike[str] | None = None) -> Any:
+def find_registry(
+    path: str | os.PathLike[str] | None = None, forms: str | os.PathLike[str] | None = None
+) -> FormRegistry:
     """The forms registry for the transcript (or scenario) at ``path``: the first of
     :func:`registry_candidates` holding a ``registry.toml``.
 
@@ -106,27 +136,25 @@ def _files(folder: Path) -> tuple[tuple[str, int, int], ...]:
 
 def replay_file(
     path: str | os.PathLike[str],
+    options: ReplayOptions | None = None,
     *,
-    update: bool = False,
-    live: bool = False,
-    model: Any = None,
-    registry: Any = None,
+    registry: FormRegistry | None = None,
     forms: str | os.PathLike[str] | None = None,
-    coverage: Any = None,
-    accept_text: bool = False,
 ) -> ReplayResult:
-    """Replay one transcript file. Never raises for a bad file: that is a failed result naming the line."""
+    """Replay one transcript file. Never raises for a bad file: that is a failed result naming the line.
+
+    The forms are ``registry`` when given, else the one :func:`find_registry` finds for the
+    file (``forms``: the folder to use)."""
+    options = options or ReplayOptions()
     started = time.perf_counter()
     name = Path(path).stem
     try:
         transcript = load(path)
         if registry is None:
             registry = find_registry(path, forms)
-        result = replay(
-            transcript, registry, update=update, live=live, model=model, coverage=coverage, accept_text=accept_text
-        )
+        result = replay(transcript, registry, options)
     except TranscriptError as exc:
-        result = ReplayResult(name, str(path), False, f"  {exc}", mode="live" if live else "exact")
+        result = ReplayResult(name, str(path), False, f"  {exc}", mode=options.mode)
     except Exception as exc:  # one broken transcript (or form) must not stop the rest of the run
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         result = ReplayResult(
@@ -134,29 +162,22 @@ def replay_file(
             str(path),
             False,
             f"  replay failed: {type(exc).__name__}: {message}",
-            mode="live" if live else "exact",
+            mode=options.mode,
         )
     result.seconds = time.perf_counter() - started
     return result
 
 
-def replay(
-    transcript: Transcript,
-    registry: Any,
-    *,
-    update: bool = False,
-    live: bool = False,
-    model: Any = None,
-    coverage: Any = None,
-    accept_text: bool = False,
-) -> ReplayResult:
+def replay(transcript: Transcript, registry: FormRegistry, options: ReplayOptions | None = None) -> ReplayResult:
     """Replay a loaded transcript against ``registry`` (see the module docstring for the modes)."""
+    options = options or ReplayOptions()
     path = transcript.path or transcript.name
     if transcript.program is not None:  # a goal program's walk (format 2): replayed exactly, as recorded
         from formctl.transcripts.program_replay import replay_program
 
         return replay_program(transcript, registry)
-    live = live or not transcript.recorded
+    if not transcript.recorded:  # nothing to play back: a hand-written scenario is played live
+        options = replace(options, live=True)
     try:
         compiled = registry.load(transcript.form)
     except Exception as exc:
@@ -170,9 +191,9 @@ def replay(
             path,
             False,
             f"  cannot load form {transcript.form!r}: {message}",
-            mode="live" if live else "exact",
+            mode=options.mode,
         )
-    if transcript.resumed and not live:
+    if transcript.resumed and not options.live:
         return ReplayResult(
             transcript.name,
             path,
@@ -180,35 +201,29 @@ def replay(
             "  recorded over an instance that already had answers (formctl resume); a replay starts from an "
             "empty store, so it cannot reproduce it. Record from the start with `formctl run FORM --record`.",
         )
-    if live:
-        return _live(transcript, registry, compiled, model=model, update=update, coverage=coverage)
-    if update and transcript.model == GUIDED:
-        return _regenerate(transcript, registry, compiled, coverage=coverage)
-    return _exact(transcript, registry, compiled, update=update, coverage=coverage, accept_text=accept_text)
+    if options.live:
+        return _live(transcript, registry, compiled, options)
+    if options.update and transcript.model == GUIDED:
+        return _regenerate(transcript, registry, compiled, options.coverage)
+    return _exact(transcript, registry, compiled, options)
 
 
 # --------------------------------------------------------------------------- exact
 
 
 def _exact(
-    transcript: Transcript, registry: Any, compiled: Any, *, update: bool, coverage: Any, accept_text: bool = False
+    transcript: Transcript, registry: FormRegistry, compiled: CompiledForm, options: ReplayOptions
 ) -> ReplayResult:
     path = transcript.path or transcript.name
     model = recorded_model(recorded_replies(transcript), transcript.model)
-    divergences: list[Divergence] = []
-
-    def on_turn(n: int, old: Turn, new: Turn) -> bool:
-        d = compare_turn(n, old, new)
-        if d is not None:
-            divergences.append(d)
-            return not update
-        return False
-
-    rec, _, _ = play(transcript, registry, compiled, lambda runner: model, coverage=coverage, on_turn=on_turn)
+    watch = _Divergences(keep_going=options.update)
+    make_model = _model_factory(model, transcript.form)
+    rec, _, _ = play(transcript, registry, compiled, make_model, coverage=options.coverage, on_turn=watch)
+    divergences = watch.found
     new_t = rec.transcript
     request_changed = _request_diff(transcript, new_t)
-    if update:
-        return _update_kept_words(transcript, rec.masked(), model, request_changed, accept_text)
+    if options.update:
+        return _update_kept_words(transcript, rec.masked(), model.remaining, request_changed, options.accept_text)
     if request_changed and not divergences:
         divergences.insert(
             0, Divergence(1, transcript.turns[0].label() if transcript.turns else "start", request_changed)
@@ -227,8 +242,25 @@ def _exact(
     return ReplayResult(transcript.name, path, not text, text, "exact", len(transcript.turns))
 
 
+class _Divergences:
+    """Each played turn compared with its recording (``play``'s ``on_turn``): the divergences found,
+    in order. An exact replay stops at the first (later ones are usually its echoes); an update
+    (``keep_going``) plays the whole conversation."""
+
+    def __init__(self, *, keep_going: bool) -> None:
+        self.keep_going = keep_going
+        self.found: list[Divergence] = []
+
+    def __call__(self, n: int, old: Turn, new: Turn) -> bool:
+        divergence = compare_turn(n, old, new)
+        if divergence is None:
+            return False
+        self.found.append(divergence)
+        return not self.keep_going
+
+
 def _update_kept_words(
-    old: Transcript, new: Transcript, model: Any, request: str | None, accept_text: bool
+    old: Transcript, new: Transcript, unplayed: int, request: str | None, accept_text: bool
 ) -> ReplayResult:
     """``--update`` of a real model's transcript: its replies are kept as they were recorded.
 
@@ -240,8 +272,8 @@ def _update_kept_words(
     path = old.path or old.name
     end = compare_end(old.expect, new.expect)
     text = _changes.describe(old, new, end=end, request=request)
-    if model.remaining:
-        text = (text + "\n" if text else "") + f"  {model.remaining} recorded model call(s) were never played"
+    if unplayed:
+        text = (text + "\n" if text else "") + f"  {unplayed} recorded model call(s) were never played"
     stale = _changes.stale_words(old, new)
     if stale and not accept_text:
         text = (text + "\n" if text else "") + (
@@ -258,7 +290,9 @@ def _update_kept_words(
     )
 
 
-def _regenerate(transcript: Transcript, registry: Any, compiled: Any, *, coverage: Any) -> ReplayResult:
+def _regenerate(
+    transcript: Transcript, registry: FormRegistry, compiled: CompiledForm, coverage: Coverage | None
+) -> ReplayResult:
     """``--update`` of a guided-model transcript: the guided model answers every turn again.
 
     Its replies follow from the form, so a changed form changes what it says; keeping the old
@@ -310,7 +344,7 @@ def _rewrite(old: Transcript, new: Transcript) -> bool:
 
 
 def _live(
-    transcript: Transcript, registry: Any, compiled: Any, *, model: Any, update: bool, coverage: Any
+    transcript: Transcript, registry: FormRegistry, compiled: CompiledForm, options: ReplayOptions
 ) -> ReplayResult:
     path = transcript.path or transcript.name
     if not transcript.recorded and not opens_conversation(transcript.turns[0] if transcript.turns else None):
@@ -318,7 +352,8 @@ def _live(
         # the same first message, so the model speaks first and each line is an answer: so
         # does a live replay (and `--update` records that opening turn).
         transcript = replace(transcript, turns=[Turn("person", text=OPENER), *transcript.turns])
-    rec, _, chat_model = play(transcript, registry, compiled, _model_factory(model, transcript.form), coverage=coverage)
+    make_model = _model_factory(options.model, transcript.form)
+    rec, _, chat_model = play(transcript, registry, compiled, make_model, coverage=options.coverage)
     new_t = rec.transcript
     problems = [f"    turn {n} ({t.label()}): {t.error}" for n, t in enumerate(new_t.turns, 1) if t.error]
     end: str | None
@@ -332,7 +367,7 @@ def _live(
         if problems:
             text += "\n  the model reported:\n" + "\n".join(problems)
     passed = not text
-    if update and new_t.expect is not None:
+    if options.update and new_t.expect is not None:
         from formctl.agent.models import model_label
 
         transcript.model = model_label(chat_model) or new_t.model
@@ -341,12 +376,13 @@ def _live(
     return ReplayResult(transcript.name, path, passed, text, "live", len(transcript.turns))
 
 
-def _model_factory(model: Any, form_id: str) -> Any:
-    """How to get the live model for a replay's runner: one given, one named (``pick_model``), or guided."""
+def _model_factory(model: ChatModel | str | None, form_id: str) -> ModelFactory:
+    """How to get the model for a replay's runner: one given, one named (``pick_model``), or guided."""
     if model is not None and not isinstance(model, str):
-        return lambda runner: model
+        given = model
+        return lambda runner: given
 
-    def build(runner: Any) -> Any:
+    def build(runner: FormRunner) -> ChatModel:
         from formctl.agent.models import pick_model
 
         return pick_model(runner, model_name=model, offline=model is None, form_id=form_id)

@@ -112,7 +112,7 @@ def choose_model(model_name: str | None = None, *, offline: bool = False) -> Mod
 
 
 def pick_model(
-    runner: FormRunner,
+    runner: FormRunner | None,
     *,
     model_name: str | None = None,
     offline: bool = False,
@@ -123,7 +123,8 @@ def pick_model(
     """The model ``formctl run`` talks to: :func:`choose_model`'s choice, built.
 
     ``offline``, or no model key at all: the guided model (offline, deterministic), which
-    needs ``runner`` and ``form_id``, and reads the person's words by ``locale`` (None: the
+    needs ``runner`` and ``form_id`` (a provider's model needs neither: ``formctl eval``'s
+    simulated person is one, with no form to drive), and reads the person's words by ``locale`` (None: the
     environment's, ``FORMCTL_LOCALE`` or ``LANG``). ``timeout``: the deadline of one call in seconds
     (``--model-timeout``; None: ``FORMCTL_MODEL_TIMEOUT`` or two minutes, docs/models.md).
     Raises :class:`ModelError` as :func:`choose_model` does, and for a timeout that is no number

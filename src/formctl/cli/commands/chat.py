@@ -1,6 +1,7 @@
 """``run`` and ``resume``: the chat (formctl.cli.chat, imported when the command runs)."""
 
-from typing import List, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
@@ -18,6 +19,9 @@ from formctl.cli.options import (
     StoreOpt,
     _complete_form,
 )
+
+if TYPE_CHECKING:
+    from formctl.cli.chat import ChatOptions
 
 MigrateOpt = typer.Option(
     False,
@@ -78,54 +82,70 @@ def run(
     LM Studio, llama.cpp) at OPENAI_BASE_URL, e.g. http://localhost:11434/v1, with no key
     (pip install 'formctl[openai]'). Without a key the guided offline model asks.
     """
-    from formctl.cli.chat import ChatOptions, run_chat
-    from formctl.cli.chat.options import poll_seconds_from_env
-
     if (form is None) == (program is None):
         base._fail("Give a FORM, or --program KEY (not both).", 2)
+    if program is not None and seed:
+        base._fail("--seed goes with a FORM, not --program.", 2)
+    given = _Given(model, model_timeout, offline, locale, record, as_host, store, forms, migrate)
+    _chat(given.options(form=form, subject=subject, seed=seed), program)
+
+
+@dataclass(frozen=True)
+class _Given:
+    """The options ``run`` and ``resume`` share, as given on the command line."""
+
+    model: str | None
+    model_timeout: float | None
+    offline: bool
+    locale: str | None
+    record: str | None
+    as_host: bool
+    store: str | None
+    forms: str | None
+    migrate: bool
+
+    def options(
+        self,
+        *,
+        form: str | None = None,
+        instance_id: str | None = None,
+        subject: str | None = None,
+        seed: list[str] | None = None,
+    ) -> "ChatOptions":
+        """The chat's options: these, the chat's own (which form, which instance, whose), the
+        --debug in force and the status bar's interval (FORMCTL_POLL_SECONDS)."""
+        from formctl.cli.chat import ChatOptions
+        from formctl.cli.chat.options import poll_seconds_from_env
+
+        return ChatOptions(
+            form=form,
+            instance_id=instance_id,
+            subject=subject,
+            model=self.model,
+            model_timeout=self.model_timeout,
+            offline=self.offline,
+            locale=_locale(self.locale),
+            record=self.record,
+            seed=list(seed or []),
+            store=self.store,
+            forms=self.forms,
+            debug=base.debugging(),
+            as_host=self.as_host,
+            migrate=self.migrate,
+            poll_seconds=poll_seconds_from_env(),
+        )
+
+
+def _chat(options: "ChatOptions", program: str | None = None) -> None:
+    """Run the chat (with ``program``, the walk of that goal program); exit with its status unless 0."""
     if program is not None:
         from formctl.cli.chat.program import run_program_chat
 
-        if seed:
-            base._fail("--seed goes with a FORM, not --program.", 2)
-        code = run_program_chat(
-            ChatOptions(
-                subject=subject,
-                model=model,
-                model_timeout=model_timeout,
-                offline=offline,
-                locale=_locale(locale),
-                store=store,
-                forms=forms,
-                debug=base.debugging(),
-                as_host=as_host,
-                migrate=migrate,
-                poll_seconds=poll_seconds_from_env(),
-                record=record,
-            ),
-            program,
-        )
-        if code:
-            raise typer.Exit(code)
-        return
-    code = run_chat(
-        ChatOptions(
-            form=form,
-            subject=subject,
-            model=model,
-            model_timeout=model_timeout,
-            offline=offline,
-            locale=_locale(locale),
-            record=record,
-            seed=seed,
-            store=store,
-            forms=forms,
-            debug=base.debugging(),
-            as_host=as_host,
-            migrate=migrate,
-            poll_seconds=poll_seconds_from_env(),
-        )
-    )
+        code = run_program_chat(options, program)
+    else:
+        from formctl.cli.chat import run_chat
+
+        code = run_chat(options)
     if code:
         raise typer.Exit(code)
 
@@ -161,24 +181,5 @@ def resume(
     version of its form is moved to the registered one first (asked, or --migrate), or the
     command exits 1 saying how.
     """
-    from formctl.cli.chat import ChatOptions, run_chat
-    from formctl.cli.chat.options import poll_seconds_from_env
-
-    code = run_chat(
-        ChatOptions(
-            instance_id=instance_id,
-            model=model,
-            model_timeout=model_timeout,
-            offline=offline,
-            locale=_locale(locale),
-            record=record,
-            store=store,
-            forms=forms,
-            debug=base.debugging(),
-            as_host=as_host,
-            migrate=migrate,
-            poll_seconds=poll_seconds_from_env(),
-        )
-    )
-    if code:
-        raise typer.Exit(code)
+    given = _Given(model, model_timeout, offline, locale, record, as_host, store, forms, migrate)
+    _chat(given.options(instance_id=instance_id))

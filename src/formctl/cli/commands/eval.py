@@ -5,11 +5,12 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, app
+from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -160,7 +161,7 @@ def _record_folder(record_dir: Optional[str]) -> "Path":
     return folder
 
 
-def _publish(report: dict[str, Any], outputs: _Outputs, gate_lines: list[str], runs: int) -> None:
+def _publish(report: JsonObject, outputs: _Outputs, gate_lines: list[str], runs: int) -> None:
     """The report as --junit and --html asked, then on stdout: JSON, or the table and its lines."""
     from pathlib import Path
 
@@ -181,7 +182,7 @@ def _publish(report: dict[str, Any], outputs: _Outputs, gate_lines: list[str], r
     sys.stdout.flush()
 
 
-def _print_table(report: dict[str, Any], html: Optional[str], gate_lines: list[str], runs: int) -> None:
+def _print_table(report: JsonObject, html: Optional[str], gate_lines: list[str], runs: int) -> None:
     """The table, the failed runs, where the transcripts are, a line per model, the page and the gate."""
     from rich.console import Console
 

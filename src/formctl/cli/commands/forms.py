@@ -1,13 +1,21 @@
 """Commands on form definitions: ``list``, ``check`` and ``new``."""
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from formctl.cli import base
 from formctl.cli.base import _Command, _example, _fail, _print_json, app
 from formctl.cli.options import FormArg, FormsOpt, JsonOpt
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from formctl.cli.program_check import ProgramCheck
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.registry import FormRegistry
+    from formctl.transcripts.compare import ReplayResult
+    from formctl.transcripts.coverage import Coverage
 
 
 @app.command("list", cls=_Command, epilog=_example("formctl list", "formctl list --json | jq -r '.forms[].id'"))
@@ -92,10 +100,10 @@ class _CheckOptions:
     strict: bool
     coverage: Optional[list[str]]
     as_json: bool
-    program: Any  # the ProgramCheck of a program registered under the same key, or None
+    program: "ProgramCheck | None"  # of a program registered under the same key
 
 
-def _check_form(registry: Any, form: str, opts: _CheckOptions) -> None:
+def _check_form(registry: "FormRegistry", form: str, opts: _CheckOptions) -> None:
     from formctl.errors import FormDefinitionError, FormError
 
     strict, coverage, as_json = opts.strict, opts.coverage, opts.as_json
@@ -138,8 +146,8 @@ def _check_form(registry: Any, form: str, opts: _CheckOptions) -> None:
         _print_json(data)
     else:
         render.print_check(compiled)
-        for f in findings:
-            line = f.render()
+        for finding in findings:
+            line = finding.render()
             typer.echo(line.replace(": warning: ", ": error: ", 1) if strict else line)
         if findings:
             typer.echo(
@@ -152,12 +160,12 @@ def _check_form(registry: Any, form: str, opts: _CheckOptions) -> None:
         raise typer.Exit(1)
 
 
-def _coverage_dict(form: str, cov: Any, results: list[Any]) -> dict[str, Any]:
+def _coverage_dict(form: str, cov: "Coverage", results: "list[ReplayResult]") -> JsonObject:
     summary = next((s for s in cov.summaries() if s["form"] == form), None)
     return {"transcripts": len(results), "failed": [r.path for r in results if not r.passed], "summary": summary}
 
 
-def _coverage_text(form: str, folders: list[str], cov: Any, results: list[Any]) -> str:
+def _coverage_text(form: str, folders: list[str], cov: "Coverage", results: "list[ReplayResult]") -> str:
     if not results:
         return f"coverage: no transcripts of {form} under {', '.join(folders)}"
     text: str = cov.render()
@@ -170,7 +178,7 @@ def _coverage_text(form: str, folders: list[str], cov: Any, results: list[Any]) 
     return text
 
 
-def _check_new_form_evaluates(compiled: Any) -> None:
+def _check_new_form_evaluates(compiled: "CompiledForm") -> None:
     """Evaluate an empty instance, as the first turn of ``formctl run`` will: a gate that throws
     (a field id that does not exist, ``None > 750``) would otherwise pass check and then fail
     every turn of the chat with 'cannot be evaluated'."""

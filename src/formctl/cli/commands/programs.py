@@ -7,24 +7,29 @@ subject's one scope when ``--key`` is left out. Every write is recorded as ``--a
 (default: the login name) with source ``cli``. Reads take ``--json``.
 """
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, TypeVar
 
 import typer
 
-from formctl.cli.base import _Command, _example, _fail, _Group, _print_json, app
+from formctl.cli.base import _Command, _example, _fail, _print_json, app, command_group
 from formctl.cli.options import FormsOpt, JsonOpt, StoreOpt
+from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
     from formctl.forms.adapter import FormAdapter
+    from formctl.goals.definition import Program
+    from formctl.goals.registry import ProgramRegistry
+    from formctl.goals.runner import GoalRunner
+    from formctl.goals.state import GoalScope
+    from formctl.goals.view import GoalStatus
 
-program_app = typer.Typer(
-    name="program",
-    cls=_Group,
-    help="Goal programs: what an intake works toward across forms and visits.",
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    no_args_is_help=True,
-    epilog="\b\nExamples:\n  formctl program start client-intake --subject firm:1/matter:2 --key intake\n"
+_Found = TypeVar("_Found")
+_Checked = Tuple[Optional[str], str]  # an option's text and how it is named in a message ("--key")
+
+program_app = command_group(
+    "program",
+    "Goal programs: what an intake works toward across forms and visits.",
+    "\b\nExamples:\n  formctl program start client-intake --subject firm:1/matter:2 --key intake\n"
     "  formctl program update identity --completed client --subject firm:1/matter:2\n"
     "  formctl program show --subject firm:1/matter:2 --json\n"
     "  formctl program resume-hooks --subject firm:1/matter:2",
@@ -38,7 +43,7 @@ AsOpt = typer.Option(None, "--as", metavar="NAME", help="Who makes the change [d
 ReasonOpt = typer.Option(None, "--reason", help="Why (kept in the history and given to the hooks).")
 
 
-def _checked(*pairs: Any) -> None:
+def _checked(*pairs: _Checked) -> None:
     from formctl.cli.args import check_text
 
     for text, what in pairs:
@@ -47,7 +52,7 @@ def _checked(*pairs: Any) -> None:
             _fail(f"{what} needs a value.", 2)
 
 
-def _scope(adapter: Any, subject: str, key: Optional[str], agent: Optional[str]) -> Any:
+def _scope(adapter: "FormAdapter", subject: str, key: Optional[str], agent: Optional[str]) -> "GoalScope":
     """The scope ``--key`` names (a scope's key or a program's), or the subject's one program when it
     is left out: the rule of :mod:`formctl.goals.finding`. Nothing found, or several, is one line."""
     from formctl.goals.finding import ProgramChoiceError, find_scope
@@ -63,7 +68,7 @@ def _scope(adapter: Any, subject: str, key: Optional[str], agent: Optional[str])
     return scope
 
 
-def _check_scope(subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: Any) -> None:
+def _check_scope(subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: _Checked) -> None:
     """Check the options naming a scope and its writer (and ``more`` ``(text, what)`` pairs),
     before anything is opened: bad input is one line and touches no store."""
     _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"), (by, "--as"), *more)
@@ -76,18 +81,18 @@ def _runner(
     agent: Optional[str],
     by: Optional[str],
     forms: Optional[str] = None,
-) -> Any:
+) -> "GoalRunner":
     from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
     from formctl.goals.runner import GoalRunner
 
     adapter = open_store(store)
     scope = _scope(adapter, subject, key, agent)
     return GoalRunner(
-        adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=_hooks(adapter, scope)
+        adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=_hooks(adapter, scope, forms)
     )
 
 
-def _hooks(adapter: "FormAdapter", scope: Any, forms: Optional[str] = None) -> Any:
+def _hooks(adapter: "FormAdapter", scope: "GoalScope", forms: Optional[str] = None) -> object:
     """The goal hooks registered with the program ``scope`` runs (None when none are): a command
     that writes runs them, as the host's own runner would (docs/goals.md, "Hooks")."""
     from formctl.goals.runner import goal_store_of
@@ -97,21 +102,21 @@ def _hooks(adapter: "FormAdapter", scope: Any, forms: Optional[str] = None) -> A
 
 
 def _program_runner(
-    store: Optional[str], subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: Any
-) -> Any:
+    store: Optional[str], subject: str, key: Optional[str], agent: Optional[str], by: Optional[str], *more: _Checked
+) -> "GoalRunner":
     """The checked options, then the runner of the scope they name (see :func:`_scope`)."""
     _check_scope(subject, key, agent, by, *more)
     return _runner(store, subject, key, agent, by)
 
 
-def _started(found: Any, subject: str) -> Any:
+def _started(found: Optional[_Found], subject: str) -> _Found:
     """``found`` (a status, a history), or the one line saying the scope has no program."""
     if not found:
         _fail(f'No goal program has started for "{subject}".')
     return found
 
 
-def _report(runner: Any, status: Any, as_json: bool) -> None:
+def _report(runner: "GoalRunner", status: "GoalStatus", as_json: bool) -> None:
     """What every program command prints: the status, then a warning per hook that failed."""
     _print_status(status, as_json)
     _warn_hooks(runner)
@@ -134,7 +139,7 @@ def _items(values: Optional[List[str]], reasons: Optional[Dict[str, Optional[str
     return out
 
 
-def _print_status(status: Any, as_json: bool) -> None:
+def _print_status(status: "GoalStatus", as_json: bool) -> None:
     if as_json:
         _print_json(status.to_dict(full=True))
         return
@@ -143,7 +148,7 @@ def _print_status(status: Any, as_json: bool) -> None:
     from formctl.goals.evaluate import GOAL_RETIRED
     from formctl.goals.state import COMPLETED, DECLINED, DEFERRED, PENDING
 
-    marks = {COMPLETED: "✓", DEFERRED: "…", DECLINED: "✗", PENDING: "·"}
+    marks: Dict[str, str] = {COMPLETED: "✓", DEFERRED: "…", DECLINED: "✗", PENDING: "·"}
     number = 0
     for goal in status.goals:
         if goal.status != GOAL_RETIRED:
@@ -185,7 +190,7 @@ def program_list(
         registered = [r.to_dict() for r in ProgramRegistry.from_toml(registry_path(forms)).list()]
     except RegistryError:
         registered = []
-    running: List[Dict[str, Any]] = []
+    running: List[JsonObject] = []
     if is_database(store) or store_path(store).exists():
         goals = goal_store_of(open_store(store))
         for scope in goals.scopes(subject):
@@ -256,7 +261,7 @@ def program_start(
     _report(runner, runner.start(definition, reason=reason), as_json)
 
 
-def _checked_program(program: Any, forms: Optional[str]) -> Any:
+def _checked_program(program: "Program", forms: Optional[str]) -> "Program":
     """``program``, once every form its live items are bound to is registered (one line otherwise)."""
     from formctl.cli.workspace import open_registry
     from formctl.goals.finding import check_bound_forms
@@ -265,7 +270,7 @@ def _checked_program(program: Any, forms: Optional[str]) -> Any:
     return program
 
 
-def _unstarted_scope(adapter: "FormAdapter", subject: str, program: str, agent: Optional[str]) -> Any:
+def _unstarted_scope(adapter: "FormAdapter", subject: str, program: str, agent: Optional[str]) -> "GoalScope":
     """The scope ``program start PROGRAM`` (no --key) starts in, refused when the subject already
     runs that program (under any key): that one is shown, not a second one started."""
     from formctl.goals.finding import ProgramChoiceError, find_scope
@@ -352,7 +357,7 @@ def program_update(
     _report(runner, status, as_json)
 
 
-def _warn_hooks(runner: Any) -> None:
+def _warn_hooks(runner: "GoalRunner") -> None:
     from formctl.goals.state import RECEIPT_FAILED
 
     for outcome in runner.last_hooks:
@@ -397,7 +402,7 @@ def program_revise(
     _report(runner, runner.revise(program, if_version=if_version, reason=reason), as_json)
 
 
-def _read_program(source: str) -> Any:
+def _read_program(source: str) -> "Program":
     from formctl.cli.program_check import read_program_file
 
     return read_program_file(source)
@@ -472,7 +477,7 @@ def program_resume_hooks(
         raise typer.Exit(1)
 
 
-def _program_registry(forms: Optional[str]) -> Any:
+def _program_registry(forms: Optional[str]) -> "ProgramRegistry":
     import os
 
     from formctl.cli.workspace import registry_path
@@ -485,7 +490,9 @@ def _program_registry(forms: Optional[str]) -> Any:
         return ProgramRegistry()
 
 
-def _scopes(adapter: "FormAdapter", subject: Optional[str], key: Optional[str], agent: Optional[str]) -> List[Any]:
+def _scopes(
+    adapter: "FormAdapter", subject: Optional[str], key: Optional[str], agent: Optional[str]
+) -> List["GoalScope"]:
     """The scope --key names, or every scope (of the subject, of the agent) with a program."""
     from formctl.goals.runner import goal_store_of
 
@@ -494,7 +501,9 @@ def _scopes(adapter: "FormAdapter", subject: Optional[str], key: Optional[str], 
     return [s for s in goal_store_of(adapter).scopes(subject) if agent is None or s.agent == agent]
 
 
-def _resume_scope(adapter: "FormAdapter", scope: Any, registry: Any, actor: str, source: str) -> Dict[str, Any]:
+def _resume_scope(
+    adapter: "FormAdapter", scope: "GoalScope", registry: "ProgramRegistry", actor: str, source: str
+) -> JsonObject:
     """Resume one scope's hooks with its program's registered hooks: what happened, as a row."""
     import dataclasses
 
@@ -506,7 +515,7 @@ def _resume_scope(adapter: "FormAdapter", scope: Any, registry: Any, actor: str,
     program = state.program.key if state is not None else None
     hooks = registry.hooks(program) if program is not None else None
     where = f"{scope.subject} / {scope.key}" + (f" / {scope.agent}" if scope.agent else "")
-    row: Dict[str, Any] = {"scope": scope.to_json(), "where": where, "program": program, "hooks": hooks is not None}
+    row: JsonObject = {"scope": scope.to_json(), "where": where, "program": program, "hooks": hooks is not None}
     if hooks is None:
         row["outcomes"] = []
         row["left"] = sum(1 for r in goals.receipts(scope) if r.status != RECEIPT_OK)
@@ -517,7 +526,7 @@ def _resume_scope(adapter: "FormAdapter", scope: Any, registry: Any, actor: str,
     return row
 
 
-def _resume_line(row: Dict[str, Any]) -> str:
+def _resume_line(row: JsonObject) -> str:
     if not row["hooks"]:
         if not row["left"]:
             return f"{row['where']}: no hooks to run"

@@ -1,7 +1,7 @@
 """Reads of one instance or of the store: ``instances``, ``inspect``, ``history`` and ``export``."""
 
 import sys
-from typing import Any, NoReturn, Optional
+from typing import TYPE_CHECKING, NoReturn, Optional
 
 import typer
 
@@ -15,6 +15,14 @@ from formctl.cli.options import (
     _complete_instance,
     _complete_status,
 )
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from formctl.errors import StoreError
+    from formctl.forms.history import FieldHistory
+    from formctl.forms.project import FormView
+    from formctl.forms.reading import InstanceView
+    from formctl.forms.runner import FormRunner
 
 
 @app.command(cls=_Command, epilog=_example("formctl instances --form travel-claim --status awaiting"))
@@ -52,7 +60,7 @@ def instances(
     except RegistryError:  # no forms here: list what is stored, with the stored statuses
         registry = FormRegistry()
     runner = open_runner(store, forms, registry=registry)
-    damaged: list[Any] = []
+    damaged: list[StoreError] = []
     found = runner.instances(subject=subject, form_id=form, status=status, limit=limit, damaged=damaged)
     for exc in damaged:  # left out of the list, so say so: it may be the claim someone is looking for
         sys.stderr.write(f"warning: not listed: {exc.message} (formctl store check)\n")
@@ -76,7 +84,7 @@ def instances(
             typer.echo(f"{row['instance_id']} serves {_served_text(item)}")
 
 
-def _served_text(item: dict[str, Any]) -> str:
+def _served_text(item: JsonObject) -> str:
     scope = item["scope"]
     where = f"{scope['subject']} / {scope['key']}" + (f" / {scope['agent']}" if scope.get("agent") else "")
     return f'program {item["program"]} ({where}): {item["goal"]}.{item["item"]} "{item["label"]}"'
@@ -108,33 +116,15 @@ def inspect(
     runner = open_runner(store, forms)
     damage = _warn_if_damaged(runner, instance_id)
     read = _read_stale(runner, instance_id)
-    if read is not None:  # the stored answers read against the registered version, marked stale
-        from formctl.forms.project import field_view, outline_view, step_view
-
-        compiled, ev, instance = read.compiled, read.evaluation, read.instance
-        if field is not None:
-            view = field_view(compiled, ev, instance, field)
-        elif step is not None:
-            view = step_view(compiled, ev, instance, None if step == "open" else step)
-        else:
-            view = outline_view(compiled, ev, instance)
-    elif field is not None:
-        view = runner.inspect("field", field, instance_id=instance_id)
-    elif step is not None:
-        view = runner.inspect("step", None if step == "open" else step, instance_id=instance_id)
-    else:
-        view = runner.inspect("outline", instance_id=instance_id)
+    view = _part_view(runner, instance_id, read, step=step, field=field)
     if view.step is None and not view.fields and (step not in (None, "open") or field is not None):
         # The views answer an unknown name with the header alone (the model reads that as
         # "nothing there"); at the command line it is a mistake, reported like history's.
         _unknown_name(
             runner, view.def_id, "step" if field is None else "field", field if field is not None else step or ""
         )
-    from formctl.forms.reading import summarise
-
     decided = _resolutions(runner, instance_id)
-    instance = runner.open_instance(instance_id)
-    served = runner.items_served([summarise(instance, instance.status)])[0] if instance is not None else []
+    served = _served(runner, instance_id)
     if as_json:
         data = _with_damage(_marked(_with_resolutions(view.to_dict(), decided), read), damage)
         if served:
@@ -149,7 +139,37 @@ def inspect(
         typer.echo(f"Serves {_served_text(item)}")
 
 
-def _unknown_name(runner: Any, def_id: str, kind: str, name: str) -> NoReturn:
+def _part_view(
+    runner: "FormRunner", instance_id: str, read: "InstanceView | None", *, step: str | None, field: str | None
+) -> "FormView":
+    """What ``inspect`` shows: one field, one step (``open``: the open one) or the outline. Of a
+    stale instance (``read``), its stored answers read against the registered version."""
+    step_id = None if step == "open" else step
+    if read is None:
+        if field is not None:
+            return runner.inspect("field", field, instance_id=instance_id)
+        if step is not None:
+            return runner.inspect("step", step_id, instance_id=instance_id)
+        return runner.inspect("outline", instance_id=instance_id)
+    from formctl.forms.project import field_view, outline_view, step_view
+
+    compiled, ev, instance = read.compiled, read.evaluation, read.instance
+    if field is not None:
+        return field_view(compiled, ev, instance, field)
+    if step is not None:
+        return step_view(compiled, ev, instance, step_id)
+    return outline_view(compiled, ev, instance)
+
+
+def _served(runner: "FormRunner", instance_id: str) -> list[JsonObject]:
+    """The goal program items the instance serves (none when it cannot be read)."""
+    from formctl.forms.reading import summarise
+
+    instance = runner.open_instance(instance_id)
+    return runner.items_served([summarise(instance, instance.status)])[0] if instance is not None else []
+
+
+def _unknown_name(runner: "FormRunner", def_id: str, kind: str, name: str) -> NoReturn:
     """Fail on a --step or --field that names nothing, with the names that were meant if we can tell."""
     hint = ""
     try:
@@ -181,7 +201,7 @@ def history(
     damage = _warn_if_damaged(runner, instance_id)
     read = _read_stale(runner, instance_id)
 
-    def one(name: str) -> Any:
+    def one(name: str) -> "FieldHistory":
         return _one_history(runner, instance_id, name, read)
 
     if field is not None:
@@ -221,7 +241,7 @@ def history(
         )
 
 
-def _one_history(runner: Any, instance_id: str, name: str, read: Any) -> Any:
+def _one_history(runner: "FormRunner", instance_id: str, name: str, read: "InstanceView | None") -> "FieldHistory":
     """One field's history; of a stale instance, read from its log (every answer is stored whatever the version)."""
     if read is None:
         return runner.history(name, instance_id=instance_id)
@@ -328,15 +348,32 @@ def export(
         _fail("Give an instance ID, or --form FORM for every instance of a form.", 2)
     if out_format is not None or status is not None or since is not None or include_sensitive:
         _fail("--format, --status, --since and --include-sensitive go with --form.", 2)
-    from formctl.forms.lifecycle import is_closed_record
-    from formctl.forms.project import answers
-
     runner = open_runner(store, forms)
     damage = _warn_if_damaged(runner, instance_id)
     view = runner.view(instance_id)  # a stale instance exports too: its answers are what it has
+    data = _exported(view, _read_stale(runner, instance_id, view))
+    if with_provenance:
+        data = _with_provenance(data, view)
+    if as_json:
+        _print_json(_with_damage(data, damage))
+        return
+    from formctl.cli import render
+
+    render.print_export(data, {f.id: f.label for f in view.compiled.fields})
+    render.print_resolutions(data.get("resolutions", []))
+    render.print_acts(data.get("acts", []))
+
+
+def _exported(view: "InstanceView", read: "InstanceView | None") -> JsonObject:
+    """One instance as ``export`` prints it: its live and held values, its status and times, the
+    checkpoints' resolutions; of a stale one, marked so with the answers the registered version
+    no longer asks; of a closed record, its answers as it closed."""
+    from formctl.forms.lifecycle import is_closed_record
+    from formctl.forms.project import answers
+    from formctl.forms.resolutions import resolutions
+
     compiled, instance = view.compiled, view.instance
-    read = _read_stale(runner, instance_id, view)
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "instance_id": instance.id,
         "form": instance.def_id,
         "version": instance.def_version,
@@ -365,32 +402,25 @@ def export(
         data["completed_at"] = instance.completed_at
     if instance.closed_reason:
         data["closed_reason"] = instance.closed_reason
-    from formctl.forms.resolutions import resolutions
-
-    data = _with_resolutions(data, [r.to_dict() for r in resolutions(instance)])
-    if with_provenance:
-        from formctl.forms.history import field_history
-
-        data["provenance"] = {}
-        for fid in [*data.get("values", {}), *data.get("held", {})]:
-            rows = field_history(instance, fid, fid).revisions
-            current = next((r for r in rows if r.in_force and not r.retracted), None)
-            if current is not None:
-                data["provenance"][fid] = {**current.provenance(), "actor": current.actor, "at": current.at}
-        from formctl.forms.acts import acts
-
-        data["acts"] = [a.to_dict() for a in acts(instance)]
-    if as_json:
-        _print_json(_with_damage(data, damage))
-        return
-    from formctl.cli import render
-
-    render.print_export(data, {f.id: f.label for f in compiled.fields})
-    render.print_resolutions(data.get("resolutions", []))
-    render.print_acts(data.get("acts", []))
+    return _with_resolutions(data, [r.to_dict() for r in resolutions(instance)])
 
 
-def _read_stale(runner: Any, instance_id: str, view: Any = None) -> Any:
+def _with_provenance(data: JsonObject, view: "InstanceView") -> JsonObject:
+    """``export --provenance``: where each exported value came from, and every act on the instance."""
+    from formctl.forms.acts import acts
+    from formctl.forms.history import field_history
+
+    instance = view.instance
+    provenance: JsonObject = {}
+    for fid in [*data.get("values", {}), *data.get("held", {})]:
+        rows = field_history(instance, fid, fid).revisions
+        current = next((r for r in rows if r.in_force and not r.retracted), None)
+        if current is not None:
+            provenance[fid] = {**current.provenance(), "actor": current.actor, "at": current.at}
+    return {**data, "provenance": provenance, "acts": [a.to_dict() for a in acts(instance)]}
+
+
+def _read_stale(runner: "FormRunner", instance_id: str, view: "InstanceView | None" = None) -> "InstanceView | None":
     """The read-only view of a stale instance (and a note on stderr saying so), or None when it is not stale.
 
     Its answers are read against the registered version of the form: what they would be if it
@@ -407,7 +437,7 @@ def _read_stale(runner: Any, instance_id: str, view: Any = None) -> Any:
     return view
 
 
-def _marked(data: dict[str, Any], read: Any) -> dict[str, Any]:
+def _marked(data: JsonObject, read: "InstanceView | None") -> JsonObject:
     """Mark a read of a stale instance as such in --json output."""
     if read is None:
         return data
@@ -420,21 +450,21 @@ def _marked(data: dict[str, Any], read: Any) -> dict[str, Any]:
     }
 
 
-def _warn_if_damaged(runner: Any, instance_id: str) -> dict[str, Any] | None:
+def _warn_if_damaged(runner: "FormRunner", instance_id: str) -> JsonObject | None:
     """Say on stderr, in one line, that the instance's files lost what the store acknowledged
     (the read goes on, showing what they hold); the damage as JSON data, or None. The runner
     asks its own store: a command holds one adapter."""
     damage = runner.damage(instance_id)
     if damage is None:
         return None
-    found: dict[str, Any] = damage.to_dict()
+    found: JsonObject = damage.to_dict()
     sys.stderr.write(
         f"warning: {damage.describe()}; writes to it are refused until formctl store repair {instance_id}\n"
     )
     return found
 
 
-def _resolutions(runner: Any, instance_id: str) -> list[dict[str, Any]]:
+def _resolutions(runner: "FormRunner", instance_id: str) -> list[JsonObject]:
     """The hosts' decisions on the instance's checkpoints (who, when, approved or rejected, why), as data."""
     from formctl.forms.resolutions import resolutions
 
@@ -442,7 +472,7 @@ def _resolutions(runner: Any, instance_id: str) -> list[dict[str, Any]]:
     return [r.to_dict() for r in resolutions(instance)] if instance is not None else []
 
 
-def _failed_runs(runner: Any, instance_id: str) -> list[dict[str, Any]]:
+def _failed_runs(runner: "FormRunner", instance_id: str) -> list[JsonObject]:
     """The executor runs that failed, with the fault the person was spared (the exception, where)."""
     from formctl.forms.executors import failed_runs
 
@@ -450,7 +480,7 @@ def _failed_runs(runner: Any, instance_id: str) -> list[dict[str, Any]]:
     return failed_runs(instance) if instance is not None else []
 
 
-def _acts(runner: Any, instance_id: str, field: str | None = None) -> list[dict[str, Any]]:
+def _acts(runner: "FormRunner", instance_id: str, field: str | None = None) -> list[JsonObject]:
     """Every act on the instance (who, when, why: formctl.forms.acts), oldest first; with
     ``field``, the acts that touched that field."""
     from formctl.forms.acts import acts
@@ -464,9 +494,9 @@ def _acts(runner: Any, instance_id: str, field: str | None = None) -> list[dict[
     return [r for r in rows if field in r.get("fields", ()) or str(r.get("detail", "")).startswith(f"{field}: ")]
 
 
-def _with_resolutions(data: dict[str, Any], decided: list[dict[str, Any]]) -> dict[str, Any]:
+def _with_resolutions(data: JsonObject, decided: list[JsonObject]) -> JsonObject:
     return {**data, "resolutions": decided} if decided else data
 
 
-def _with_damage(data: dict[str, Any], damage: dict[str, Any] | None) -> dict[str, Any]:
+def _with_damage(data: JsonObject, damage: JsonObject | None) -> JsonObject:
     return {**data, "damaged": damage} if damage is not None else data

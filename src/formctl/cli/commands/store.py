@@ -1,12 +1,16 @@
 """``formctl store check``, ``reindex``, ``repair``, ``init`` and ``copy``."""
 
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, store_app
 from formctl.cli.options import InstanceArg, JsonOpt, StoreOpt
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from formctl.cli.workspace import CopyReport, Tally
 
 
 @store_app.command("check", cls=_Command, epilog=_example("formctl store check --store ./.formctl"))
@@ -160,7 +164,8 @@ def store_copy(
         raise typer.Exit(1)
 
 
-def _print_copy(report: Any) -> None:
+def _print_copy(report: "CopyReport") -> None:
+    """What ``store copy`` did, in words: the counts, what it left alone, what it did not copy and why, the verdict."""
     instances = report.instances
     typer.echo(
         f"{report.source} -> {report.target}: {instances.total} instance(s); {len(instances.copied)} copied, "
@@ -182,34 +187,33 @@ def _print_copy(report: Any) -> None:
             typer.echo(
                 f"note: {len(tally.newer)} {noun} went on in the target since, left alone: " + ", ".join(tally.newer)
             )
-    for iid, why in instances.diverged.items():
-        typer.echo(f"not copied (diverged): {iid}: {why}.", err=True)
-    for iid, why in instances.refused.items():
-        typer.echo(f"not copied: {iid}: {why}", err=True)
-    for line in instances.unreadable:
-        typer.echo(f"not copied (damaged in the source): {line}", err=True)
-    for iid in instances.mismatched:
-        typer.echo(f"MISMATCH: {iid} reads back different from the source.", err=True)
-    for tally, noun in ((report.conversations, "conversation of"), (report.goals, "goal program")):
-        for key, why in tally.diverged.items():
-            typer.echo(f"not copied (diverged): {noun} {key}: {why}.", err=True)
-        for key, why in tally.refused.items():
-            typer.echo(f"not copied: {noun} {key}: {why}.", err=True)
-        for line in tally.unreadable:
-            typer.echo(f"not copied (damaged in the source): {line}", err=True)
-        for key in tally.mismatched:
-            typer.echo(f"MISMATCH: {noun} {key} reads back different from the source.", err=True)
+    _print_not_copied(instances)
+    _print_not_copied(report.conversations, "conversation of ", ".")
+    _print_not_copied(report.goals, "goal program ", ".")
     for line in report.problems:
         typer.echo(f"problem: {line}", err=True)
-    counts = (
-        (len(instances.diverged), "instance(s)"),
-        (len(report.conversations.diverged), "conversation(s)"),
-        (len(report.goals.diverged), "goal program(s)"),
-    )
+    _print_copy_verdict(report)
+
+
+def _print_not_copied(tally: "Tally", noun: str = "", end: str = "") -> None:
+    """On stderr, what a copy left behind of one kind and why: ``noun`` says what the keys are
+    (an instance id needs no word), ``end`` closes a refusal's reason (an instance's is the target's own words)."""
+    for key, why in tally.diverged.items():
+        typer.echo(f"not copied (diverged): {noun}{key}: {why}.", err=True)
+    for key, why in tally.refused.items():
+        typer.echo(f"not copied: {noun}{key}: {why}{end}", err=True)
+    for line in tally.unreadable:
+        typer.echo(f"not copied (damaged in the source): {line}", err=True)
+    for key in tally.mismatched:
+        typer.echo(f"MISMATCH: {noun}{key} reads back different from the source.", err=True)
+
+
+def _print_copy_verdict(report: "CopyReport") -> None:
+    """The last line: verified, or only diverged ones left to settle by hand, or not verified."""
+    tallies = (report.instances, report.conversations, report.goals)
+    counts = zip((len(t.diverged) for t in tallies), ("instance(s)", "conversation(s)", "goal program(s)"))
     diverged = ", ".join(f"{n} {noun}" for n, noun in counts if n)
-    others = report.problems or any(
-        t.refused or t.unreadable or t.mismatched for t in (instances, report.conversations, report.goals)
-    )
+    others = report.problems or any(t.refused or t.unreadable or t.mismatched for t in tallies)
     if report.verified:
         typer.echo("Verified: everything reads back identical, and store check is ok on both sides.")
     elif diverged and not others:
@@ -238,7 +242,7 @@ def _require_store(store: Optional[str]) -> None:
         _fail(f"No form store at {store_path(store)}: nothing has been saved there (--store DIR or FORMCTL_STORE).")
 
 
-def _store_report(report: dict[str, Any], as_json: bool) -> None:
+def _store_report(report: JsonObject, as_json: bool) -> None:
     if as_json:
         _print_json(report)
     else:

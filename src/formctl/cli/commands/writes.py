@@ -9,14 +9,17 @@ that would take a complete instance back to ready or active is refused unless ``
 """
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, app
 from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
+from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.evaluate import Evaluation
     from formctl.forms.project import FillResult
     from formctl.forms.runner import FormRunner
 
@@ -129,7 +132,7 @@ def fill(
     write_outcome(runner, result, as_json)
 
 
-def _say_set_aside(compiled: Any, before: Any, values: dict[str, Any], result: Any) -> None:
+def _say_set_aside(compiled: "CompiledForm", before: "Evaluation", values: JsonObject, result: "FillResult") -> None:
     """A refused value over a good answer is in force now (the field reads invalid): say what the
     field holds and how to put the earlier answer back (docs/engine.md, "The answer log")."""
     from formctl.cli import render

@@ -180,18 +180,12 @@ class FormService:
             instance = self.runner.open_instance(args.instance_id)
             if instance is None or instance.subject != self.subject:  # the scope, as FormTools keeps it
                 raise NotFoundError(f'No form instance "{args.instance_id}".' if args.instance_id else "No open form.")
-            from formctl.cli.host import resolve_as  # the role checks of formctl resolve (cli/host.py)
+            from formctl.cli.host import Decision, resolve_as  # the role checks of formctl resolve (cli/host.py)
 
             # Started --as-host: the server's operator said so explicitly, as a chat opened
             # --as-host does; deciding their own subject's request is then recorded as such.
-            result = resolve_as(
-                host,
-                instance.id,
-                actor=self.host_name,
-                fail=args.fail,
-                reason=args.reason,
-                playing_host=True,
-            )
+            decision = Decision(self.host_name, fail=args.fail, reason=args.reason, playing_host=True)
+            result = resolve_as(host, instance.id, decision)
         except FormError as exc:
             return error_envelope(exc.message, exc.code)
         return success_envelope(result.to_dict())
