@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from formctl.errors import FormBlockedError, MigrationError
 from formctl.forms.binding import bound_fields, rebound
@@ -390,8 +390,8 @@ def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) ->
     )
 
 
-@dataclass(frozen=True, slots=True)
-class RoundEnd:
+# RoundEnd and Settling are NamedTuples, built on every round: see formctl.forms.write's WriteContext.
+class RoundEnd(NamedTuple):
     """What a round leaves to its closing commit (:func:`closing_commit`): what its hooks asked
     for (``effects``), the fields it appended to (a step jumped to is released once one of them
     is answered), and whether its own commit stamped a completion (a Terminate then unstamps it)."""
@@ -463,8 +463,7 @@ def _terminate(inst: Instance, end: RoundEnd, commit: Commit, reason: str) -> No
         commit.forced_complete = False
 
 
-@dataclass(frozen=True, slots=True)
-class Settling:
+class Settling(NamedTuple):
     """What settles the status of a round's main commit (:func:`settle_status`).
 
     ``instance``: as stored; ``stored_status``: its status as the commit starts from (an

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from formctl.errors import ConflictError, FormDefinitionError, NeedsReopenError, NotFoundError
 from formctl.forms.acts import act_dispatch
@@ -105,8 +105,10 @@ def _nothing() -> None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class WriteContext:
+# WriteContext, and Outcome below, are NamedTuples rather than frozen dataclasses (as
+# formctl.forms.validate's Outcome is): one of each is built on every write, and a frozen
+# dataclass's __init__ showed in benchmarks/engine.py's instruction count.
+class WriteContext(NamedTuple):
     """What a runner hands each of its writes: the store, the dispatcher, the evaluations it
     shares with its reads, its clock, and what it is told (a conflict retried, a commit landed).
 
@@ -132,11 +134,7 @@ class _Round:
     queue: list[Hook]
     after: Evaluation
     fired_before: dict[str, int]
-    commit: Commit
-
-    @property
-    def stamped_completion(self) -> bool:
-        return self.commit.completed_at is not UNSET
+    stamped_completion: bool  # the main commit stamped completed_at (a Terminate then unstamps it)
 
 
 class _MainCommit:
@@ -176,7 +174,8 @@ class _MainCommit:
         if self.round_no == 0:
             write.check_reopening(inst, commit)
         self.form_edge(inst, commit, queue)
-        self.landed = _Round([s.field_id for s in staged], queue, after, inst.occurrences, commit)
+        stamped = commit.completed_at is not UNSET
+        self.landed = _Round([s.field_id for s in staged], queue, after, inst.occurrences, stamped)
         return commit
 
     def project(
@@ -214,7 +213,9 @@ class _MainCommit:
 
     def then(self, committed: Instance) -> None:
         """Right after the main commit lands, inside the same hold."""
-        done = self.done
+        done = self.landed
+        if done is None:  # pragma: no cover - it lands only what build built
+            return
         if not done.after.read_fired:
             self.write.evaluations.remember(committed, self.write.compiled, done.after)
         # With no hook to run, nothing comes between this round's main commit and its closing
@@ -224,12 +225,6 @@ class _MainCommit:
         if not done.queue:
             end = RoundEnd(RoundEffects(), done.staged_ids, done.stamped_completion)
             self.closed = self.write.close_round(committed, end, held=True)
-
-    @property
-    def done(self) -> _Round:
-        if self.landed is None:  # pragma: no cover - commit_retrying lands a built commit or raises
-            raise RuntimeError("the round's main commit has not landed")
-        return self.landed
 
 
 class Write:
@@ -321,7 +316,9 @@ class Write:
         (:mod:`formctl.forms.ending`), so a closed one is not refused."""
         main = _MainCommit(self, plan, is_start=is_start, amend=amend, round_no=round_no, reopens=reopens)
         committed = self.commit_retrying(instance, main.build, skip_empty=False, then=main.then)
-        done = main.done
+        done = main.landed
+        if done is None:  # pragma: no cover - commit_retrying lands a built commit or raises
+            raise RuntimeError("the round's main commit did not land")
         effects = self.dispatcher.dispatch(
             self.compiled, committed, done.queue, done.after, done.fired_before, self.failures
         )
@@ -438,8 +435,7 @@ class Write:
         return result_of(self.compiled, self.evaluation(instance), instance, Outcome(failures=self.failures, sent=True))
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What a write did, for its result (:func:`result_of`): what checking the values found
     (``report``), the fields it staged, the failures its hooks reported, the field an undo, redo
     or retract moved, and whether it was a submit (``sent``)."""
