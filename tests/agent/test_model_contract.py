@@ -423,3 +423,17 @@ def test_a_key_is_scrubbed_from_an_error_line_unless_too_short_to_find_safely():
 
     assert scrub(f"401 for key {KEY}\n  at https://api?k={KEY}", KEY) == "401 for key [key] at https://api?k=[key]"
     assert scrub("a bad request", "a") == "a bad request"
+
+
+@pytest.mark.parametrize("adapter", [AnthropicModel, OpenAIChatModel])
+def test_both_sdk_adapters_take_the_same_keywords_and_refuse_a_misspelt_one(adapter, monkeypatch):
+    for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "FORMCTL_MODEL_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    model = adapter(
+        "m", api_key="sk-test-0123456789", base_url="http://127.0.0.1:9/v1/", max_retries=0, timeout=5,
+        max_tokens=77, deadline=30,
+    )  # fmt: skip
+    assert (model.max_retries, model.timeout, model.deadline, model.max_tokens) == (0, 5, 30, 77)
+    assert model.base_url.startswith("http://127.0.0.1:9/v1")
+    with pytest.raises(TypeError, match="max_retry"):
+        adapter("m", api_key="sk-test-0123456789", max_retry=1)

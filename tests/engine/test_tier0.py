@@ -303,3 +303,33 @@ def test_the_persons_ready_line_has_no_instruction_for_the_model():
     ev = evaluate(form, instance)
     assert "form_submit" in tier0(form, ev, instance)  # the model's line says what to do
     assert status_lines(form, ev, instance) == ["[form: r] ready to send · optional, unanswered: Note"]
+
+
+def test_the_persons_step_line_follows_the_question_asked_and_leaves_out_what_they_skipped():
+    """A model that says what it asked (the guided model): the person's status line is the step of
+    that question, which may be behind the engine's open step, without the fields left out."""
+    from formctl import define_form
+    from formctl.forms.compile import compile_form
+    from formctl.forms.person_status import Asking, status_lines
+
+    form = compile_form(
+        define_form("a", name="A")
+        .step("one", title="One")
+        .field("name", str, label="Name")
+        .field("nick", str | None, label="Nickname")
+        .field("note", str | None, label="Note")
+        .step("two", title="Two")
+        .field("city", str, label="City")
+        .field("zip", str | None, label="Zip")
+        .build()
+    )
+    instance = build_instance(form, {"name": "Dana"})
+    ev = evaluate(form, instance)
+    engine = status_lines(form, ev, instance)
+    assert engine[0] == '[form: a] step 2/2 "Two" · pending: City, Zip'
+    asked = status_lines(form, ev, instance, asking=Asking("nick", frozenset({"note"})))
+    assert asked[0] == '[form: a] step 1/2 "One" · pending: Nickname'
+    assert asked[1:] == engine[1:]
+    here = status_lines(form, ev, instance, asking=Asking("city", frozenset({"zip"})))
+    assert here[0] == '[form: a] step 2/2 "Two" · pending: City'
+    assert status_lines(form, ev, instance, asking=Asking(None)) == engine

@@ -12,9 +12,10 @@ and one ``TurnEnd`` (or a ``LoopError`` and then ``TurnEnd``) when the turn is o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from formctl.agent.models.base import ModelReply, ModelRequest
+from formctl.json_types import JsonObject, JsonValue
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class ToolCall:
     kind: ClassVar[str] = "tool_call"
     id: str
     name: str
-    input: Any
+    input: JsonValue
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class ToolResult:
     kind: ClassVar[str] = "tool_result"
     id: str
     name: str
-    result: dict[str, Any]
+    result: JsonObject
     is_error: bool
 
 

@@ -10,24 +10,20 @@ is ``goal_conflict``, and the model reads the status again (docs/goals.md).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
+from formctl.agent.arguments import GoalStatusArgs, GoalUpdateArgs, Tool, row
 from formctl.agent.tools import (
-    UNKNOWN_TOOL,
-    _Args,
-    _compact,
     clipped,
+    definition,
     error_envelope,
-    parse_arguments,
+    fault_envelope,
+    judged,
     select_tools,
     success_envelope,
 )
 from formctl.errors import FormError
+from formctl.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from formctl.goals.runner import GoalRunner
@@ -35,31 +31,14 @@ if TYPE_CHECKING:
 __all__ = ["GOAL_TOOL_NAMES", "GoalTools", "goal_tool_definitions"]
 
 
-class _StatusArgs(_Args):
-    pass
-
-
-class _UpdateArgs(_Args):
-    goal: str = Field(min_length=1, description="Goal key (any goal, not only the active one).")
-    completed: list[str] | None = Field(default=None, description="Item keys done.")
-    deferred: list[str] | None = Field(default=None, description="Item keys to come back to later.")
-    declined: list[str] | None = Field(default=None, description="Item keys not needed.")
-    reopened: list[str] | None = Field(default=None, description="Settled item keys to make pending again.")
-    reason: str | None = Field(default=None, max_length=500, description="Why, in a few words.")
-    reasons: dict[str, str] | None = Field(
-        default=None, description="Item key -> its own reason, where items have different ones (else reason)."
-    )
-    version: int = Field(ge=1, description="The version goal_status gave.")
-
-
-def _status(runner: GoalRunner, a: _StatusArgs) -> Any:
+def _status(runner: GoalRunner, a: GoalStatusArgs) -> JsonValue:
     status = runner.inspect()
     if status is None:
         return {"program": None, "message": "No goal program has started for this conversation."}
     return status.to_dict()
 
 
-def _update(runner: GoalRunner, a: _UpdateArgs) -> Any:
+def _update(runner: GoalRunner, a: GoalUpdateArgs) -> JsonValue:
     status = runner.update(
         goal=a.goal,
         completed=a.completed or (),
@@ -73,26 +52,18 @@ def _update(runner: GoalRunner, a: _UpdateArgs) -> Any:
     return status.to_dict()
 
 
-@dataclass(frozen=True)
-class _Tool:
-    name: str
-    description: str
-    args: type[_Args]
-    handler: Callable[[Any, Any], Any]
-
-
-_TOOLS: tuple[_Tool, ...] = (
-    _Tool(
+_TOOLS: tuple[Tool[GoalRunner], ...] = (
+    row(
         "goal_status",
         "The goal program: goals, items and their dispositions, follow-ups, and the version to update from.",
-        _StatusArgs,
+        GoalStatusArgs,
         _status,
     ),
-    _Tool(
+    row(
         "goal_update",
         "Settle items of one goal: completed (done), deferred (later), declined (not needed), or reopened. "
         "Pass the version goal_status gave; on goal_conflict read goal_status again.",
-        _UpdateArgs,
+        GoalUpdateArgs,
         _update,
     ),
 )
@@ -105,15 +76,8 @@ def _select(allow: list[str] | None, deny: list[str] | None) -> list[str]:
     return select_tools(allow, deny, surface=GOAL_TOOL_NAMES, what="goal tool")
 
 
-def goal_tool_definitions(allow: list[str] | None = None, deny: list[str] | None = None) -> list[dict[str, Any]]:
-    out = []
-    for name in _select(allow, deny):
-        tool = _BY_NAME[name]
-        schema = _compact(tool.args.model_json_schema())
-        schema.pop("description", None)
-        schema.setdefault("properties", {})
-        out.append({"name": tool.name, "description": tool.description, "input_schema": schema})
-    return out
+def goal_tool_definitions(allow: list[str] | None = None, deny: list[str] | None = None) -> list[JsonObject]:
+    return [definition(_BY_NAME[name]) for name in _select(allow, deny)]
 
 
 GOALS_PROMPT = (
@@ -129,7 +93,7 @@ class GoalTools:
     def __init__(self, runner: GoalRunner, *, allow: list[str] | None = None, deny: list[str] | None = None) -> None:
         self.runner = runner
         self.names: list[str] = _select(allow, deny)
-        self.definitions: list[dict[str, Any]] = goal_tool_definitions(allow, deny)
+        self.definitions: list[JsonObject] = goal_tool_definitions(allow, deny)
         self.prompt = GOALS_PROMPT
 
     def handles(self, name: str) -> bool:
@@ -143,21 +107,18 @@ class GoalTools:
             return ""
         return status.line if status is not None else ""
 
-    def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        envelope: dict[str, Any] = clipped(self._call(name, arguments))
+    def call(self, name: str, arguments: JsonValue) -> JsonObject:
+        envelope: JsonObject = clipped(self._call(name, arguments))
         return envelope
 
-    def _call(self, name: str, arguments: Any) -> dict[str, Any]:
-        tool = _BY_NAME.get(name) if name in self.names else None
-        if tool is None:
-            return error_envelope(f'No tool "{name}". Goal tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
-        args = parse_arguments(name, arguments, tool.args)
-        if isinstance(args, dict):
-            return args
+    def _call(self, name: str, arguments: JsonValue) -> JsonObject:
+        found = judged(name, arguments, _BY_NAME, self.names, "Goal tools")
+        if isinstance(found, dict):
+            return found
+        tool, args = found
         try:
-            return success_envelope(tool.handler(self.runner, args))
+            return success_envelope(tool.run(self.runner, args, None))
         except FormError as exc:
             return error_envelope(exc.message, exc.code)
         except Exception as exc:  # a host's validate_change or hook raising its own error
-            logging.getLogger("formctl.agent.goal_tools").info("%s failed: %s", name, exc, exc_info=exc)
-            return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
+            return fault_envelope("formctl.agent.goal_tools", name, exc)

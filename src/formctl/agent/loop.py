@@ -36,9 +36,10 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.events import (
+    Event,
     LoopError,
     ModelCall,
     ModelTurn,
@@ -48,14 +49,19 @@ from formctl.agent.events import (
     ToolResult,
     TurnEnd,
 )
-from formctl.agent.models.base import ModelReply, ModelRequest, content_blocks
+from formctl.agent.models.base import ChatModel, ModelReply, ModelRequest, content_blocks
 from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt as build_system_prompt
-from formctl.agent.sharing import Sharing
-from formctl.agent.tools import FormTools, is_error
+from formctl.agent.sharing import SavedConversation, SavesConversations, Sharing
+from formctl.agent.tools import FormTools, Scope, is_error
 from formctl.agent.usage import Usage
 from formctl.errors import FormError, ModelError, StoreError
+from formctl.json_types import JsonObject
 from formctl.redact import StreamRedactor, redact, redact_data
+
+if TYPE_CHECKING:
+    from formctl.agent.goal_tools import GoalTools
+    from formctl.forms.runner import FormRunner
 
 __all__ = ["ChatLoop", "Turn", "tool_result_block"]
 
@@ -96,7 +102,7 @@ def _stop_line(stop_reason: str | None) -> str | None:
     return f"The model stopped without answering ({stop_reason}). Send another message to continue."
 
 
-def tool_result_block(tool_use_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
+def tool_result_block(tool_use_id: str, envelope: JsonObject) -> JsonObject:
     """The ``tool_result`` block carrying one envelope (compact JSON: every character is re-sent)."""
     return {
         "type": "tool_result",
@@ -130,22 +136,22 @@ class ChatLoop:
 
     def __init__(
         self,
-        runner: Any,
-        model: Any,
+        runner: FormRunner,
+        model: ChatModel,
         *,
         form_id: str | None = None,
         system: str | None = None,
         max_iterations: int = DEFAULT_MAX_ITERATIONS,
-        on_event: Callable[[Any], None] | None = None,
-        messages: list[dict[str, Any]] | None = None,
+        on_event: Callable[[Event], object] | None = None,
+        messages: list[JsonObject] | None = None,
         allow: list[str] | None = None,
         deny: list[str] | None = None,
-        conversation_store: Any | None = None,
-        conversation: Any = None,
+        conversation_store: SavesConversations | None = None,
+        conversation: SavedConversation | None = None,
         max_tokens: int | None = None,
-        scope: Any = None,
+        scope: Scope = None,
         person: Person | None = None,
-        goals: Any = None,
+        goals: GoalTools | None = None,
     ) -> None:
         self.runner = runner
         self.model = model
@@ -161,11 +167,25 @@ class ChatLoop:
         # end can, formctl asking them about a value their words don't hold (formctl.agent.person).
         self.person: Person = person if person is not None else Person()
         self.tools = FormTools(runner, allow=allow, deny=deny, scope=scope, person=self.person)
-        self.tool_definitions: list[dict[str, Any]] = self.tools.definitions
-        self.goals: Any = None
-        open_instance = None
+        self.tool_definitions: list[JsonObject] = self.tools.definitions
+        self.goals: GoalTools | None = None
+        self._open_on(form_id, system)
+        if goals is not None:
+            self.attach_goals(goals)
+        self._join(conversation.messages if messages is None and conversation is not None else messages, conversation)
+        self._cancel = threading.Event()
+        self._busy = threading.Lock()
+        self._tier0: str | None = None
+        self._stream = StreamRedactor()  # the model's streamed text, redacted across its pieces
+        # What the person was last shown of the instance, saved with the conversation. The chat
+        # sets it when a turn ends (TurnEnd is emitted before the turn's last save).
+        self.seen: JsonObject | None = None
+
+    def _open_on(self, form_id: str | None, system: str | None) -> None:
+        """The instance the conversation is about (the subject's open one, if any), the form it
+        serves (``form_id``, else that instance's) and the system prompt that names the form."""
         try:
-            open_instance = runner.open_instance()
+            open_instance = self.runner.open_instance()
         except FormError:
             open_instance = None
         self.instance_id: str | None = open_instance.id if open_instance is not None else None
@@ -173,24 +193,24 @@ class ChatLoop:
             self.person.opened_on = self.instance_id
         form = None
         if form_id is not None:
-            form = runner.compiled(form_id)
+            form = self.runner.compiled(form_id)
         elif open_instance is not None:
             try:
-                form = runner.compiled(open_instance.def_id)
+                form = self.runner.compiled(open_instance.def_id)
             except FormError:
                 form = None
         self.form_id: str | None = form.id if form is not None else form_id
         self.system_prompt: str = build_system_prompt(form, base=system)
-        if goals is not None:
-            self.attach_goals(goals)
-        if messages is None and conversation is not None:
-            messages = conversation.messages
-        self.messages: list[dict[str, Any]] = _repair([dict(m) for m in (messages or [])])
+
+    def _join(self, messages: list[JsonObject] | None, conversation: SavedConversation | None) -> None:
+        """Take up the conversation so far (none for a new one): its messages, made valid to send
+        again, and what the person said in it (what a model's quotes are checked against)."""
+        self.messages: list[JsonObject] = _repair([dict(m) for m in (messages or [])])
         # Other chats may write this conversation too: turns are numbered, and exchanges saved,
         # for all of them alike (formctl.agent.sharing).
         from formctl.agent.models import model_label
 
-        self._sharing = Sharing(conversation_store, self.person, model=model_label(model) or None)
+        self._sharing = Sharing(self.conversation_store, self.person, model=model_label(self.model) or None)
         if not self.person.messages:  # a resumed conversation: what the person said before counts
             if conversation is not None:
                 self._sharing.resume(conversation, person_texts)
@@ -199,17 +219,10 @@ class ChatLoop:
                     self.person.said(text, at=None)
         if self.person.numbering is None:
             self.person.numbering = self._number
-        self._cancel = threading.Event()
-        self._busy = threading.Lock()
-        self._tier0: str | None = None
-        self._stream = StreamRedactor()  # the model's streamed text, redacted across its pieces
-        # What the person was last shown of the instance, saved with the conversation. The chat
-        # sets it when a turn ends (TurnEnd is emitted before the turn's last save).
-        self.seen: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ public
 
-    def attach_goals(self, goals: Any) -> None:
+    def attach_goals(self, goals: GoalTools) -> None:
         """Serve a goal program too (:class:`formctl.agent.goal_tools.GoalTools`): its tools follow
         the form tools, a fixed sentence about its line ends the system prompt, and the line
         follows tier 0 at the tail of every request. Before the first request only: the prefix
@@ -285,7 +298,7 @@ class ChatLoop:
                 if error is None and not reply.text:
                     error = NOTHING_SAID
                 return Turn(reply.text, reply.stop_reason or "end_turn", iterations, error, tool_calls)
-            results: list[dict[str, Any]] = []
+            results: list[JsonObject] = []
             self.messages.append({"role": "user", "content": results})  # filled in place, call by call
             for call in calls:
                 if self._cancel.is_set():
@@ -331,7 +344,7 @@ class ChatLoop:
         self._emit(ModelTurn(iterations, reply))
         return reply
 
-    def _run_tool(self, call: dict[str, Any]) -> dict[str, Any]:
+    def _run_tool(self, call: JsonObject) -> JsonObject:
         call_id, name, arguments = call.get("id", ""), call.get("name", ""), call.get("input")
         self._emit(ToolCall(call_id, name, arguments))
         if self.goals is not None and self.goals.handles(name):
@@ -369,7 +382,7 @@ class ChatLoop:
         else:
             self.messages.append({"role": "user", "content": [block]})
 
-    def _request_messages(self, tier0: str, goals: str = "") -> list[dict[str, Any]]:
+    def _request_messages(self, tier0: str, goals: str = "") -> list[JsonObject]:
         """The conversation as sent: ``messages`` with tier 0, then the goals line (docs/goals.md),
         appended to the newest user turn only."""
         messages = list(self.messages)
@@ -400,7 +413,7 @@ class ChatLoop:
         if text and not self._cancel.is_set():
             self._emit(TextDelta(text))
 
-    def _emit(self, event: Any) -> None:
+    def _emit(self, event: Event) -> None:
         if self.on_event is not None:
             self.on_event(event)
 
@@ -427,7 +440,7 @@ class ChatLoop:
             self._emit(LoopError(f"Could not save the conversation: {exc.message}"))
 
 
-def person_texts(messages: list[dict[str, Any]]) -> list[str]:
+def person_texts(messages: list[JsonObject]) -> list[str]:
     """Every message the person typed, oldest first: the text blocks of user turns (never tool results)."""
     return [
         b.get("text", "")
@@ -438,7 +451,7 @@ def person_texts(messages: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _repair(messages: list[JsonObject]) -> list[JsonObject]:
     """Make the tail valid: tool calls of the last assistant turn all answered, in a turn that begins with them.
 
     A conversation saved by a process that died between a tool call and its result (or

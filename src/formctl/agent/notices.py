@@ -17,10 +17,16 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.forms.evaluate import FILLED
 from formctl.forms.lifecycle import Status
+from formctl.json_types import FieldValue, JsonObject
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.evaluate import Evaluation
+    from formctl.forms.instance import Instance
 
 __all__ = ["NOTICE_PREFIX", "Notice", "describe_changes", "notice_message", "read_notice", "shown_value", "snapshot"]
 
@@ -47,12 +53,12 @@ def read_notice(text: str | None) -> Notice | None:
     return Notice(what.strip(), words.strip() or None)
 
 
-def _digest(value: Any) -> str:
+def _digest(value: FieldValue) -> str:
     text = json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
-def snapshot(compiled: Any, evaluation: Any, instance: Any) -> dict[str, Any]:
+def snapshot(compiled: CompiledForm, evaluation: Evaluation, instance: Instance) -> JsonObject:
     """What the person sees of the instance now: its version, status and each live answer's digest."""
     from formctl.forms.validate import to_jsonable
 
@@ -70,7 +76,9 @@ def snapshot(compiled: Any, evaluation: Any, instance: Any) -> dict[str, Any]:
     }
 
 
-def describe_changes(compiled: Any, evaluation: Any, instance: Any, before: dict[str, Any]) -> list[str]:
+def describe_changes(
+    compiled: CompiledForm, evaluation: Evaluation, instance: Instance, before: JsonObject
+) -> list[str]:
     """What changed since ``before`` (a :func:`snapshot`), as short sentences in the form's words.
 
     Empty when nothing the person would see changed (only the version moved: an executor's
@@ -98,7 +106,7 @@ def describe_changes(compiled: Any, evaluation: Any, instance: Any, before: dict
     return out
 
 
-def shown_value(value: Any) -> str:
+def shown_value(value: FieldValue) -> str:
     """A JSON value as a person reads it: yes/no, 900 not 900.0, text as it is."""
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -109,7 +117,7 @@ def shown_value(value: Any) -> str:
     return str(value)
 
 
-def _status_sentence(status: str, instance: Any) -> str:
+def _status_sentence(status: str, instance: Instance) -> str:
     if status == Status.AWAITING:
         return (
             f'the form is now waiting on the "{instance.blocked_on}" check'

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.notices import read_notice
 from formctl.errors import FormError
@@ -32,9 +32,12 @@ from formctl.forms.messages import plain
 from formctl.forms.quotes import PersonMessage, answer_value, is_yes, value_kind
 from formctl.forms.replies import Confirmation, confirmation
 from formctl.forms.validate import FieldValidator, text_issue
+from formctl.json_types import FieldValue, JsonObject
 from formctl.redact import redact
 
 if TYPE_CHECKING:
+    from formctl.forms.project import FillResult
+    from formctl.forms.provenance import Unconfirmed
     from formctl.forms.runner import FormRunner
 
 __all__ = ["Person", "confirm_ending", "confirm_unconfirmed", "question_for"]
@@ -54,7 +57,7 @@ class Person:
     # Lines a front end sends in the person's place (the chat's opening "Hello."): not their words.
     not_theirs: frozenset[str] = frozenset()
     messages: list[PersonMessage] = field(default_factory=list)
-    answers: list[dict[str, Any]] = field(default_factory=list)  # what formctl asked and what they said
+    answers: list[JsonObject] = field(default_factory=list)  # what formctl asked and what they said
     # Values the front end gave in the person's place (``--seed k=v``, on the lines after its
     # opening line): a host's, never the person's words (docs/engine.md, "Provenance").
     seeds: dict[str, str] = field(default_factory=dict)
@@ -110,7 +113,7 @@ _HOW_TO_TYPE = {
 }
 
 
-def _shown(value: Any, kind: str | None) -> str:
+def _shown(value: FieldValue, kind: str | None) -> str:
     if kind == "date":
         try:
             day = date.fromisoformat(str(value)[:10])
@@ -122,12 +125,12 @@ def _shown(value: Any, kind: str | None) -> str:
     return str(value)
 
 
-def _how_to_type(u: Any) -> str:
+def _how_to_type(u: Unconfirmed) -> str:
     found = value_kind(u.annotation)
     return _HOW_TO_TYPE.get(found.kind if found is not None else "", "it")
 
 
-def question_for(u: Any) -> str:
+def question_for(u: Unconfirmed) -> str:
     """What formctl asks about one unconfirmed value: the person's words (if any), the field and the value."""
     found = value_kind(u.annotation)
     kind = found.kind if found is not None else None
@@ -138,17 +141,19 @@ def question_for(u: Any) -> str:
     return f"{words}{u.label}: {shown}. Is that right? (yes, or type {_HOW_TO_TYPE.get(kind or '', 'it')})"
 
 
-def confirm_unconfirmed(runner: Any, result: Any, person: Person | None, instance_id: str | None) -> dict[str, Any]:
+def confirm_unconfirmed(
+    runner: FormRunner, result: FillResult, person: Person | None, instance_id: str | None
+) -> JsonObject:
     """The tool result of a model's write, after asking the person about each value it held back.
 
     Returns ``result.to_dict()`` with ``asked_person`` (one row per question: confirmed, gave,
     declined or no answer) and the view as it stands after their answers.
     """
-    data: dict[str, Any] = result.to_dict()
+    data: JsonObject = result.to_dict()
     if not result.unconfirmed or person is None or person.ask is None:
         return data
-    rows: list[dict[str, Any]] = []
-    left: list[Any] = []
+    rows: list[JsonObject] = []
+    left: list[Unconfirmed] = []
     last = None
     for u in result.unconfirmed:
         row, written = _ask_one(runner, u, person, instance_id)
@@ -170,7 +175,9 @@ def confirm_unconfirmed(runner: Any, result: Any, person: Person | None, instanc
     return data
 
 
-def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tuple[dict[str, Any], Any]:
+def _ask_one(
+    runner: FormRunner, u: Unconfirmed, person: Person, instance_id: str | None
+) -> tuple[JsonObject, FillResult | None]:
     """Ask about one value until it is settled (or :data:`ASK_ATTEMPTS` answers were refused).
 
     The answer is checked like any other line the person types: text that cannot be stored (a
@@ -219,14 +226,14 @@ def _ask_one(runner: Any, u: Any, person: Person, instance_id: str | None) -> tu
             refused = next((r.message for r in written.rejected if r.field == u.field), "That wasn't accepted.")
             question = f"{refused} {question_for(u)}" if refused.endswith(".") else f"{refused}. {question_for(u)}"
             continue
-        row: dict[str, Any] = {"field": u.field, "outcome": "confirmed" if how == "confirmed" else "gave"}
+        row: JsonObject = {"field": u.field, "outcome": "confirmed" if how == "confirmed" else "gave"}
         if how != "confirmed":
             row["value"] = "[hidden]" if u.sensitive else typed
         return row, written
     return {"field": u.field, "outcome": "no answer", "refused": True}, None
 
 
-def _typed(u: Any, answer: str, reply: Confirmation, at: str | date | None) -> Any:
+def _typed(u: Unconfirmed, answer: str, reply: Confirmation, at: str | date | None) -> FieldValue:
     """The value an answer to "Is that right?" gives: the one shown for a clear yes; the value said
     instead for a correction ("no, it's CD5678", "the correct one is CD5678", "yes but CD5678");
     the answer itself for a value typed in place of the one shown, and for a yes/no field."""
@@ -237,7 +244,7 @@ def _typed(u: Any, answer: str, reply: Confirmation, at: str | date | None) -> A
     return answer_value(reply.value, u.annotation, at)
 
 
-def _read_in_everyday_words(text: str, annotation: Any, typed: Any) -> Any:
+def _read_in_everyday_words(text: str, annotation: object, typed: FieldValue) -> FieldValue:
     """A typed answer the checker's own reading could not use ("12 pounds 40", "forty-one",
     "Monday 9 March 2026"), read by the guided model's value readers; ``typed`` when they cannot."""
     from formctl.agent.models.guided.values import (
@@ -258,7 +265,7 @@ def _read_in_everyday_words(text: str, annotation: Any, typed: Any) -> Any:
     return typed if reading.none else reading.value
 
 
-def _field_of(runner: Any, u: Any, instance_id: str | None) -> Any:
+def _field_of(runner: FormRunner, u: Unconfirmed, instance_id: str | None) -> object:
     """The compiled field ``u`` is about (its label, hint and type, for a refusal said in words)."""
     try:
         return runner.view(instance_id).compiled.field_by_id[u.field]
@@ -266,12 +273,12 @@ def _field_of(runner: Any, u: Any, instance_id: str | None) -> Any:
         return SimpleNamespace(label=u.label, schema=u.annotation, hint=None, ask=None, type=None)
 
 
-def _is_bool(u: Any) -> bool:
+def _is_bool(u: Unconfirmed) -> bool:
     kind = value_kind(u.annotation)
     return kind is not None and kind.kind == "bool"
 
 
-def confirm_ending(runner: Any, data: dict[str, Any], result: Any, person: Person | None) -> dict[str, Any]:
+def confirm_ending(runner: FormRunner, data: JsonObject, result: FillResult, person: Person | None) -> JsonObject:
     """A model's write that ended the form (a routing rule closed it): formctl asks the person to
     confirm the answer that ended it (docs/engine.md, "Host acts", "Closed records").
 
@@ -313,8 +320,8 @@ _STILL_SO = ("held", "held_note", "renamed", "unknown_fields", "unknown_note", "
 
 
 def _taken_back(
-    runner: FormRunner, data: dict[str, Any], result: Any, answer: str, given: dict[str, Any], reason: str
-) -> dict[str, Any]:
+    runner: FormRunner, data: JsonObject, result: FillResult, answer: str, given: dict[str, FieldValue], reason: str
+) -> JsonObject:
     """Reopen and undo in one commit; the tool result saying what was undone (``given``: the values
     as the write left them) and why, or, when it could not be done, that nothing was written and
     the form stays ended (``reason``: why it ended)."""
@@ -333,7 +340,7 @@ def _taken_back(
             "nothing was changed and the form stays ended.",
         }
     hidden = _sensitive(runner, result.view.def_id)
-    out: dict[str, Any] = reverted.to_dict()
+    out: JsonObject = reverted.to_dict()
     out.update({k: data[k] for k in _STILL_SO if k in data})
     out["undone"] = [{"field": f, "value": "[hidden]" if f in hidden else given.get(f)} for f in result.captured]
     out["undone_reason"] = why
@@ -352,12 +359,12 @@ def _sensitive(runner: FormRunner, form_id: str) -> set[str]:
         return set()
 
 
-def _form_labels(runner: Any, form_id: str) -> dict[str, str]:
+def _form_labels(runner: FormRunner, form_id: str) -> dict[str, str]:
     try:
         return {f.id: f.label for f in runner.compiled(form_id).fields}
     except Exception:  # a label is a courtesy: the field id stands without it
         return {}
 
 
-def _as_text(value: Any) -> str:
+def _as_text(value: FieldValue) -> str:
     return value if isinstance(value, str) else str(value)

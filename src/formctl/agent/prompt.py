@@ -9,7 +9,11 @@ is re-sent on every call and this text is cached with it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+
 
 BASE_PROMPT = """\
 You help a person fill in a form by chatting with them in a terminal, using the form_* tools.
@@ -34,7 +38,7 @@ REVIEW_PROMPT = (
 )
 
 
-def system_prompt(form: Any | None = None, *, base: str | None = None) -> str:
+def system_prompt(form: CompiledForm | None = None, *, base: str | None = None) -> str:
     """``base`` (default :data:`BASE_PROMPT`), then the form's name, description and conduct if known."""
     parts = [BASE_PROMPT if base is None else base]
     if form is not None:

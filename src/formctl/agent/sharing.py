@@ -21,15 +21,68 @@ before. With no store, or no instance yet, turns are numbered here, one after an
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 from formctl.agent.models.base import content_blocks
 from formctl.agent.person import Person
 from formctl.errors import FormError
 from formctl.forms.quotes import PersonMessage
+from formctl.json_types import JsonObject
 
-__all__ = ["Sharing"]
+__all__ = ["SavedConversation", "SavedPart", "SavesConversations", "SharesExchanges", "Sharing"]
+
+
+class SavesConversations(Protocol):
+    """A conversation store as a chat sees it: the whole conversation saved under its instance.
+    A host's own store needs only this; formctl's stores share (:class:`SharesExchanges`)."""
+
+    def save(self, instance_id: str, messages: list[JsonObject], *, seen: JsonObject | None = None) -> object: ...
+
+
+@runtime_checkable
+class SharesExchanges(SavesConversations, Protocol):
+    """A store every chat on an instance writes its own exchanges to (formctl.store's folder and
+    PostgreSQL stores): it gives out the turn and exchange numbers, once for all of them."""
+
+    def claim(self, instance_id: str, *, exchange: bool, turn: bool, known: tuple[int, int]) -> tuple[int, int]: ...
+
+    def save_exchange(
+        self,
+        instance_id: str,
+        pos: int,
+        *,
+        chat: str,
+        messages: list[JsonObject],
+        words: list[tuple[int, str]],
+        seen: JsonObject | None = None,
+        model: str | None = None,
+    ) -> object: ...
+
+
+class SavedPart(Protocol):
+    """One exchange of a loaded conversation: its messages and the person's numbered words
+    (None for a conversation saved whole, before exchanges)."""
+
+    @property
+    def messages(self) -> list[JsonObject]: ...
+
+    @property
+    def words(self) -> list[tuple[int, str]] | None: ...
+
+
+class SavedConversation(Protocol):
+    """A conversation as a store loads it (``formctl.store._conversation.Conversation``)."""
+
+    @property
+    def parts(self) -> Sequence[SavedPart]: ...
+
+    @property
+    def exchanges(self) -> int: ...
+
+    @property
+    def messages(self) -> list[JsonObject]: ...
 
 
 @dataclass(slots=True)
@@ -45,14 +98,14 @@ class _Exchange:
 class Sharing:
     """One chat's bookkeeping for a shared conversation (the module's docstring)."""
 
-    store: Any  # a ConversationStore, PostgresConversations, or a host's store with ``save``
+    store: SavesConversations | None  # a ConversationStore, PostgresConversations, or a host's store
     person: Person
     chat: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     model: str | None = None  # which model answers in this chat, recorded with each exchange
     exchanges: int = 0  # the highest exchange number this chat knows of
     current: _Exchange | None = None
 
-    def resume(self, conversation: Any, person_texts: Any) -> None:
+    def resume(self, conversation: SavedConversation, person_texts: Callable[[list[JsonObject]], list[str]]) -> None:
         """Seed the person's words from a loaded conversation: an exchange's recorded turns with
         their numbers, a conversation saved whole by counting its messages as it was counted."""
         for part in conversation.parts:
@@ -64,11 +117,7 @@ class Sharing:
                 self.person.messages.append(PersonMessage(text, turn, None))
         self.exchanges = max(self.exchanges, int(conversation.exchanges))
 
-    @property
-    def shared(self) -> bool:
-        return self.store is not None and hasattr(self.store, "claim")
-
-    def begin(self, messages: list[dict[str, Any]], instance_id: str | None) -> None:
+    def begin(self, messages: list[JsonObject], instance_id: str | None) -> None:
         """The person is about to send a message: a new exchange starts with it."""
         joined = bool(messages) and messages[-1].get("role") == "user"
         start = len(messages) - 1 if joined else len(messages)
@@ -78,23 +127,25 @@ class Sharing:
     def number(self, instance_id: str | None) -> int:
         """The next turn number: the store's, when this exchange has an instance to number it on."""
         known = self._turns()
-        current = self.current
-        if not self.shared or instance_id is None or current is None or current.instance_id != instance_id:
+        current, store = self.current, self.store
+        if not isinstance(store, SharesExchanges) or instance_id is None or current is None:
+            return known + 1
+        if current.instance_id != instance_id:
             return known + 1
         try:
-            pos, turn = self.store.claim(
-                instance_id, exchange=current.pos == 0, turn=True, known=(self.exchanges, known)
-            )
+            pos, turn = store.claim(instance_id, exchange=current.pos == 0, turn=True, known=(self.exchanges, known))
         except FormError:
             return known + 1  # the store is away: the save after this turn says so
         if pos:
             current.pos = self.exchanges = pos
         return int(turn)
 
-    def save(self, instance_id: str, messages: list[dict[str, Any]], seen: dict[str, Any] | None) -> None:
+    def save(self, instance_id: str, messages: list[JsonObject], seen: JsonObject | None) -> None:
         """Save this chat's exchange (or the whole conversation, for a store that cannot share)."""
-        if not self.shared:
-            self.store.save(instance_id, messages, seen=seen)
+        store = self.store
+        if not isinstance(store, SharesExchanges):
+            if store is not None:
+                store.save(instance_id, messages, seen=seen)
             return
         current = self.current
         if current is None:
@@ -102,15 +153,13 @@ class Sharing:
         if current.instance_id != instance_id:  # moved to an instance it started: all of it goes there
             current = self.current = _Exchange(instance_id, 0, 0, 0)
         if current.pos == 0:
-            current.pos, _ = self.store.claim(
-                instance_id, exchange=True, turn=False, known=(self.exchanges, self._turns())
-            )
+            current.pos, _ = store.claim(instance_id, exchange=True, turn=False, known=(self.exchanges, self._turns()))
             self.exchanges = max(self.exchanges, current.pos)
         mine = messages[current.start :]
         if current.prefix and mine:
             mine = [{"role": "user", "content": content_blocks(mine[0].get("content"))[current.prefix :]}, *mine[1:]]
         words = [(m.turn, m.text) for m in self.person.messages[current.first_word :]]
-        self.store.save_exchange(
+        store.save_exchange(
             instance_id, current.pos, chat=self.chat, messages=mine, words=words, seen=seen, model=self.model
         )
 

@@ -1,9 +1,10 @@
 """The model-facing tool surface: ten tools over a :class:`~formctl.forms.runner.FormRunner`.
 
-Each tool is one pydantic model (its arguments, validated strictly) plus one handler; the JSON
-schema the model reads is generated from the same model, so the schema and the validation can
-never disagree. The descriptions are short because the tool list is re-sent with every model
-call (``benchmarks/context.py``); what every tool shares is said once, in the system prompt.
+Each tool is one pydantic model (its arguments, validated strictly: :mod:`.arguments`) plus one
+handler; the JSON schema the model reads is generated from the same model, so the schema and the
+validation can never disagree. The descriptions are short because the tool list is re-sent with
+every model call (``benchmarks/context.py``); what every tool shares is said once, in the system
+prompt.
 Results use one envelope (docs/engine.md, 'Tool results'); the decisions beyond it (malformed
 arguments, ``""`` meaning omitted, ``form_start`` refusing while a form is open, a bug in a
 form returned as data) are in docs/tools.md.
@@ -12,12 +13,26 @@ form returned as data) are in docs/tools.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, Never
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
+from formctl.agent.arguments import (
+    AbandonArgs,
+    FillArgs,
+    HistoryArgs,
+    InspectArgs,
+    NoArgs,
+    ReviseArgs,
+    RunnerT,
+    StartArgs,
+    StatusArgs,
+    Tool,
+    ToolArgs,
+    WithdrawArgs,
+    parse_arguments,
+    person_row,
+    row,
+)
 from formctl.agent.person import Person, confirm_ending, confirm_unconfirmed
 from formctl.errors import (
     FormBlockedError,
@@ -27,9 +42,9 @@ from formctl.errors import (
     NotFoundError,
     ToolSelectionError,  # defined with every other formctl error
 )
-from formctl.forms.instance import INSTANCE_STATUSES
 from formctl.forms.lifecycle import is_closed, is_open
 from formctl.forms.provenance import ModelWrite
+from formctl.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from formctl.forms.compile import CompiledForm
@@ -70,7 +85,7 @@ def _waiting_message(exc: FormBlockedError) -> str:
 ECHO_LIMIT = 200  # characters of any one string a tool result carries back
 
 
-def clipped(node: Any) -> Any:
+def clipped(node: JsonValue) -> JsonValue:
     """``node`` with every string longer than ECHO_LIMIT cut to its first ECHO_LIMIT characters and
     its length: a long value (or a long unknown field name) is never echoed whole to the model.
     A lone surrogate (a model's or a terminal's undecodable byte, echoed in an unknown field id
@@ -96,105 +111,18 @@ def _readable(text: str) -> str:
     return text
 
 
-def success_envelope(data: Any) -> dict[str, Any]:
+def success_envelope(data: JsonValue) -> JsonObject:
     return {"status": "success", "data": data}
 
 
-def error_envelope(message: str, code: str | None) -> dict[str, Any]:
+def error_envelope(message: str, code: str | None) -> JsonObject:
     return {"status": "error", "message": message, "data": {"code": code} if code else None}
-
-
-# --------------------------------------------------------------------------- arguments
-
-
-class _Args(BaseModel):
-    """Strict (no "2" → 2, no 1 → true), closed (an unknown parameter is an error)."""
-
-    # defer_build: each model's validator and schema are built on its first use, not at import.
-    # Building all nine cost ~15 ms of every chat's start-up; a guided turn uses two or three.
-    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _blank_means_omitted(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        out = {}
-        for key, value in data.items():
-            spec = cls.model_fields.get(key)
-            if (
-                spec is not None
-                and not spec.is_required()
-                and (value is None or (isinstance(value, str) and not value.strip()))
-            ):
-                continue
-            out[key] = value
-        return out
-
-
-_ArgsT = TypeVar("_ArgsT", bound=_Args)
-
-
-class _NoArgs(_Args):
-    pass
-
-
-_QUOTES = "{field id: the person's exact words}"
-
-
-class _StartArgs(_Args):
-    form: str = Field(min_length=1, description="Form id, from form_list.")
-    values: dict[str, Any] | None = None  # "seed anything already known": the tool's description
-    quotes: dict[str, Any] | None = None  # as form_fill's
-
-
-class _StatusArgs(_Args):
-    instance_id: str | None = None
-
-
-class _InspectArgs(_Args):
-    scope: Literal["outline", "step", "field"] = "outline"
-    id: str | None = Field(default=None, description="Step id or title, or a field id.")
-    instance_id: str | None = None
-
-
-class _FillArgs(_Args):
-    values: dict[str, Any] = Field(description="{field id: value}")
-    quotes: dict[str, Any] | None = Field(default=None, description=_QUOTES)
-    instance_id: str | None = None
-
-
-class _ReviseArgs(_Args):
-    action: Literal["set", "retract", "undo", "redo"] = "set"
-    field: str | None = Field(default=None, description="Optional for undo/redo.")
-    value: Any = None
-    reason: str | None = None
-    quotes: dict[str, Any] | None = None  # as form_fill's
-    instance_id: str | None = None
-
-
-class _AbandonArgs(_Args):
-    reason: str = Field(min_length=1)
-    instance_id: str | None = None
-
-
-class _WithdrawArgs(_Args):
-    reason: str | None = None  # the person's reason, if they gave one (never invented)
-    instance_id: str | None = None
-
-
-class _HistoryArgs(_Args):
-    form: str | None = None
-    subject: str | None = None
-    status: Literal[INSTANCE_STATUSES] | None = None  # type: ignore[valid-type]
-    instance_id: str | None = None  # one form's answers: the tool's description
-    limit: int = Field(default=10, ge=1, le=50)
 
 
 # --------------------------------------------------------------------------- handlers
 
 
-def _form_list(runner: FormRunner, a: _NoArgs) -> Any:
+def _form_list(runner: FormRunner, a: NoArgs) -> JsonValue:
     return {"forms": runner.list()}
 
 
@@ -204,7 +132,7 @@ def _person_or_host_only(compiled: CompiledForm, name: str) -> bool:
     return field_id is not None and bool(compiled.field_by_id[field_id].source)
 
 
-def _form_start(runner: FormRunner, a: _StartArgs, person: Person | None = None) -> Any:
+def _form_start(runner: FormRunner, a: StartArgs, person: Person | None = None) -> JsonValue:
     compiled = runner.compiled(a.form)
     current = runner.open_instance()
     if current is not None and current.def_id == compiled.id and is_open(current):
@@ -238,27 +166,27 @@ def _form_start(runner: FormRunner, a: _StartArgs, person: Person | None = None)
     return data
 
 
-def _form_status(runner: FormRunner, a: _StatusArgs) -> Any:
+def _form_status(runner: FormRunner, a: StatusArgs) -> JsonValue:
     return runner.status(instance_id=a.instance_id).to_dict()
 
 
-def _form_inspect(runner: FormRunner, a: _InspectArgs) -> Any:
+def _form_inspect(runner: FormRunner, a: InspectArgs) -> JsonValue:
     return runner.inspect(a.scope, a.id, instance_id=a.instance_id).to_dict()
 
 
-def _model_write(quotes: dict[str, Any] | None, person: Person | None) -> ModelWrite:
+def _model_write(quotes: JsonObject | None, person: Person | None) -> ModelWrite:
     """A model's write: its quotes, checked against the person's own messages (docs/engine.md, "Provenance")."""
     if person is None:  # no conversation: nobody's words to check, nobody to ask
         return ModelWrite(quotes or {}, (), enforce=False)
     return ModelWrite(quotes or {}, person.words(), seeds=dict(person.seeds), opened_on=person.opened_on)
 
 
-def _form_fill(runner: FormRunner, a: _FillArgs, person: Person | None = None) -> Any:
+def _form_fill(runner: FormRunner, a: FillArgs, person: Person | None = None) -> JsonValue:
     result = runner.fill(a.values, instance_id=a.instance_id, write=_model_write(a.quotes, person))
     return confirm_ending(runner, confirm_unconfirmed(runner, result, person, a.instance_id), result, person)
 
 
-def _form_revise(runner: FormRunner, a: _ReviseArgs, person: Person | None = None) -> Any:
+def _form_revise(runner: FormRunner, a: ReviseArgs, person: Person | None = None) -> JsonValue:
     if a.action == "undo":
         return runner.undo(a.field, instance_id=a.instance_id).to_dict()
     if a.action == "redo":
@@ -273,22 +201,22 @@ def _form_revise(runner: FormRunner, a: _ReviseArgs, person: Person | None = Non
     return confirm_ending(runner, confirm_unconfirmed(runner, result, person, a.instance_id), result, person)
 
 
-def _form_submit(runner: FormRunner, a: _StatusArgs) -> Any:
+def _form_submit(runner: FormRunner, a: StatusArgs) -> JsonValue:
     return runner.submit(instance_id=a.instance_id).to_dict()
 
 
-def _form_abandon(runner: FormRunner, a: _AbandonArgs) -> Any:
+def _form_abandon(runner: FormRunner, a: AbandonArgs) -> JsonValue:
     instance = runner.abandon(a.reason, instance_id=a.instance_id)
     return {"instance_id": instance.id, "status": instance.status}
 
 
-def _form_withdraw(runner: FormRunner, a: _WithdrawArgs) -> Any:
+def _form_withdraw(runner: FormRunner, a: WithdrawArgs) -> JsonValue:
     """The person takes back the request the form waits on (``runner.withdraw``, recorded like a
     resolution: docs/engine.md, "Host acts"); the answers are editable again."""
     return runner.withdraw(a.instance_id, reason=a.reason).to_dict()
 
 
-def _form_history(runner: FormRunner, a: _HistoryArgs) -> Any:
+def _form_history(runner: FormRunner, a: HistoryArgs) -> JsonValue:
     """One instance (outline + values + held), or a list of the subject's instances.
 
     Read-only, like every runner read: nothing is migrated, recovered or committed.
@@ -319,15 +247,6 @@ def _form_history(runner: FormRunner, a: _HistoryArgs) -> Any:
 # --------------------------------------------------------------------------- the surface
 
 
-@dataclass(frozen=True, slots=True)
-class _Tool:
-    name: str
-    description: str
-    args: type[_Args]
-    handler: Callable[..., Any]
-    person: bool = False  # the handler takes the conversation's Person (a model's write, judged)
-
-
 # Descriptions are cut to what changes the model's behaviour. Each clause is there
 # because a model got it wrong without it (the reference implementation's agentic bench):
 # reading the field list aloud, promising ask=false fields, blanking a field with "".
@@ -335,71 +254,66 @@ class _Tool:
 # waiting for approval takes no writes, so without it the person's "I need to change the
 # total" had no way through the model. "If the person asks": an approval covers what it was
 # asked about, so a model must never take the request back on its own to make a change.
-_TOOLS: tuple[_Tool, ...] = (
-    _Tool("form_list", "Forms that can be started.", _NoArgs, _form_list),
-    _Tool(
+_TOOLS: tuple[Tool[FormRunner], ...] = (
+    row("form_list", "Forms that can be started.", NoArgs, _form_list),
+    person_row(
         "form_start",
         "Start a form, seeding anything known from any step. Don't read the field list aloud.",
-        _StartArgs,
+        StartArgs,
         _form_start,
-        person=True,
     ),
-    _Tool(
+    row(
         "form_status",
         "The open step in full. ask=true: steer toward it now; ask=false: answered, not applicable or later.",
-        _StatusArgs,
+        StatusArgs,
         _form_status,
     ),
-    _Tool(
+    row(
         "form_inspect",
         "Beyond the open step: the outline, a step or a field. ask=false fields may be skipped; don't promise them.",
-        _InspectArgs,
+        InspectArgs,
         _form_inspect,
     ),
-    _Tool(
+    person_row(
         "form_fill",
         "Send every value learned, from any step, in one call. See captured, rejected (fix and resend), "
         "held (kept, not applicable now).",
-        _FillArgs,
+        FillArgs,
         _form_fill,
-        person=True,
     ),
-    _Tool(
+    person_row(
         "form_revise",
         "Correct (set), retract, undo or redo an answer. Nothing is lost. Never blank a field "
         'with "" or 0: retract it.',
-        _ReviseArgs,
+        ReviseArgs,
         _form_revise,
-        person=True,
     ),
-    _Tool(
+    row(
         "form_submit",
         "Send a ready form, once the user confirmed your read-back of every answer.",
-        _StatusArgs,
+        StatusArgs,
         _form_submit,
     ),
-    _Tool(
+    row(
         "form_abandon",
         "Close the form unfinished, when the user wants to stop. Answers are kept.",
-        _AbandonArgs,
+        AbandonArgs,
         _form_abandon,
     ),
-    _Tool(
+    row(
         "form_withdraw",
         "If the person asks: withdraw the awaited approval request, so answers can change.",
-        _WithdrawArgs,
+        WithdrawArgs,
         _form_withdraw,
     ),
-    _Tool(
-        "form_history", "Read-only: earlier forms, or one form's answers by instance_id.", _HistoryArgs, _form_history
-    ),
+    row("form_history", "Read-only: earlier forms, or one form's answers by instance_id.", HistoryArgs, _form_history),
 )
 
 _BY_NAME = {t.name: t for t in _TOOLS}
 TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in _TOOLS)
 
 
-def _compact(node: Any) -> Any:
+def _compact(node: JsonValue) -> JsonValue:
     """pydantic's JSON schema without what the model does not need: titles, ``null`` branches
     of optional parameters (omitting is the way to say nothing), ``default: null``, and
     ``additionalProperties: true`` (the default)."""
@@ -414,7 +328,7 @@ def _compact(node: Any) -> Any:
             merged = {k: v for k, v in node.items() if k != "anyOf"}
             merged.update(rest[0])
             node = merged
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in node.items():
         if key == "title" and isinstance(value, str):
             continue
@@ -429,22 +343,24 @@ def _compact(node: Any) -> Any:
     return out
 
 
-def _schema(args: type[_Args]) -> dict[str, Any]:
-    schema: dict[str, Any] = _compact(args.model_json_schema())
+def _schema(args: type[ToolArgs]) -> JsonObject:
+    schema: JsonObject = _compact(args.model_json_schema())
     schema.pop("description", None)
     schema.setdefault("properties", {})
     return schema
 
 
-_DEFINITIONS: dict[str, dict[str, Any]] = {}
+_DEFINITIONS: dict[str, JsonObject] = {}
 
 
-def _definition(tool: _Tool) -> dict[str, Any]:
+def definition(tool: Tool[Never]) -> JsonObject:
+    """A tool's definition as the model reads it (Anthropic ``tools`` shape): name, description, the
+    compact JSON schema of its arguments. Built once per tool (form or goal tool alike), copied out."""
     cached = _DEFINITIONS.get(tool.name)
     if cached is None:
         cached = {"name": tool.name, "description": tool.description, "input_schema": _schema(tool.args)}
         _DEFINITIONS[tool.name] = cached
-    copy: dict[str, Any] = json.loads(json.dumps(cached))  # a private copy: callers may add cache_control
+    copy: JsonObject = json.loads(json.dumps(cached))  # a private copy: callers may add cache_control
     return copy
 
 
@@ -478,37 +394,9 @@ def select_tools(
     return names
 
 
-def tool_definitions(allow: list[str] | None = None, deny: list[str] | None = None) -> list[dict[str, Any]]:
+def tool_definitions(allow: list[str] | None = None, deny: list[str] | None = None) -> list[JsonObject]:
     """The JSON-schema definitions (Anthropic ``tools`` shape) of the selected tools, in surface order."""
-    return [_definition(_BY_NAME[n]) for n in select_tools(allow, deny)]
-
-
-def parse_arguments(name: str, arguments: Any, args: type[_ArgsT]) -> _ArgsT | dict[str, Any]:
-    """A model's ``arguments`` for tool ``name`` as ``args`` (strict and closed: :class:`_Args`), or
-    the error envelope that says why they are not (nothing is applied). The form tools and the
-    goal tools judge a call's arguments alike, here."""
-    if not isinstance(arguments, dict):
-        return error_envelope(
-            f"Bad arguments for {name}: expected a JSON object, got {type(arguments).__name__}. Nothing was applied.",
-            INVALID_ARGUMENTS,
-        )
-    try:
-        return args.model_validate(arguments)
-    except ValidationError as exc:
-        return error_envelope(_describe_validation(name, exc), INVALID_ARGUMENTS)
-
-
-def _describe_validation(name: str, exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        if err["type"] == "extra_forbidden":
-            parts.append(f"{where}: not a parameter of {name}")
-        elif err["type"] == "missing":
-            parts.append(f"{where}: required")
-        else:
-            parts.append(f"{where}: {err['msg']}")
-    return f"Bad arguments for {name} ({'; '.join(parts)}). Nothing was applied."
+    return [definition(_BY_NAME[n]) for n in select_tools(allow, deny)]
 
 
 class _EverySubject:
@@ -516,8 +404,11 @@ class _EverySubject:
         return "EVERY_SUBJECT"
 
 
-EVERY_SUBJECT: Any = _EverySubject()
+EVERY_SUBJECT: Final = _EverySubject()
 """A tool scope that reaches every subject's instances: for a host's own tooling, never a person's chat."""
+
+# Whose instances the tools may reach: a subject, None (the runner's subject), or EVERY_SUBJECT.
+Scope = str | _EverySubject | None
 
 
 class FormTools:
@@ -539,7 +430,7 @@ class FormTools:
         *,
         allow: list[str] | None = None,
         deny: list[str] | None = None,
-        scope: Any = None,
+        scope: Scope = None,
         person: Person | None = None,
     ) -> None:
         if scope is not None and scope is not EVERY_SUBJECT and (not isinstance(scope, str) or not scope):
@@ -548,16 +439,15 @@ class FormTools:
         self.scope = scope
         self.person = person  # the person's own words, and formctl asking them (formctl.agent.person)
         self.names: list[str] = select_tools(allow, deny)
-        self.definitions: list[dict[str, Any]] = [_definition(_BY_NAME[n]) for n in self.names]
+        self.definitions: list[JsonObject] = [definition(_BY_NAME[n]) for n in self.names]
 
     def _subject(self) -> str | None:
         """The one subject the tools may reach, or None for every subject."""
-        if self.scope is EVERY_SUBJECT:
+        if isinstance(self.scope, _EverySubject):
             return None
-        scope: str = self.scope if self.scope is not None else self.runner.subject
-        return scope
+        return self.scope if self.scope is not None else self.runner.subject
 
-    def _scoped(self, args: Any) -> Any:
+    def _scoped(self, args: ToolArgs) -> ToolArgs | None:
         """``args`` confined to the scope: raises NotFoundError for another subject's instance,
         and points form_history's listing at the scope's subject."""
         subject = self._subject()
@@ -568,47 +458,67 @@ class FormTools:
             instance = self.runner.open_instance(instance_id)
             if instance is None or instance.subject != subject:
                 raise NotFoundError(f'No form instance "{instance_id}".')
-        if isinstance(args, _HistoryArgs) and args.instance_id is None:
+        if isinstance(args, HistoryArgs) and args.instance_id is None:
             if args.subject is not None and args.subject != subject:
                 return None  # another subject's list: there is nothing here for this conversation
             args = args.model_copy(update={"subject": subject})
         return args
 
-    def call(self, name: str, arguments: Any) -> dict[str, Any]:
-        result: dict[str, Any] = clipped(self._call(name, arguments))
+    def call(self, name: str, arguments: JsonValue) -> JsonObject:
+        result: JsonObject = clipped(self._call(name, arguments))
         return result
 
-    def _call(self, name: str, arguments: Any) -> dict[str, Any]:
-        tool = _BY_NAME.get(name) if name in self.names else None
-        if tool is None:
-            return error_envelope(f'No tool "{name}". Tools: {", ".join(self.names)}.', UNKNOWN_TOOL)
-        parsed = parse_arguments(name, arguments, tool.args)
-        if isinstance(parsed, dict):
-            return parsed
+    def _call(self, name: str, arguments: JsonValue) -> JsonObject:
+        found = judged(name, arguments, _BY_NAME, self.names, "Tools")
+        if isinstance(found, dict):
+            return found
+        tool, parsed = found
         try:
             args = self._scoped(parsed)
             if args is None:
                 return success_envelope({"instances": []})
-            if tool.person:
-                return success_envelope(tool.handler(self.runner, args, self.person))
-            return success_envelope(tool.handler(self.runner, args))
+            return success_envelope(tool.run(self.runner, args, self.person))
         except FormError as exc:
             if exc.code == "form_definition_error":
-                _log_fault(name, exc)
+                log_fault(_LOGGER, name, exc)
             if isinstance(exc, FormBlockedError) and "form_withdraw" in self.names:
                 return error_envelope(_waiting_message(exc), exc.code)
             return error_envelope(exc.message, exc.code)
         except Exception as exc:  # a bug in a form's code: tell the model, keep the conversation
-            _log_fault(name, exc)
-            return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
+            return fault_envelope(_LOGGER, name, exc)
 
 
-def _log_fault(tool: str, exc: BaseException) -> None:
-    """A bug in a form's own code, for the host: ``--debug`` prints it with its traceback."""
+_LOGGER = "formctl.agent.tools"
+
+
+def judged(
+    name: str, arguments: JsonValue, table: Mapping[str, Tool[RunnerT]], names: list[str], listed: str
+) -> tuple[Tool[RunnerT], ToolArgs] | JsonObject:
+    """The tool a model's call names (among the selected ``names`` of ``table``) and its arguments
+    judged, or the error envelope that says why not: nothing is applied. ``listed`` heads the list
+    of tools an unknown name is answered with ("Tools", "Goal tools")."""
+    tool = table.get(name) if name in names else None
+    if tool is None:
+        return error_envelope(f'No tool "{name}". {listed}: {", ".join(names)}.', UNKNOWN_TOOL)
+    parsed = parse_arguments(name, arguments, tool.args)
+    if isinstance(parsed, str):
+        return error_envelope(parsed, INVALID_ARGUMENTS)
+    return tool, parsed
+
+
+def log_fault(logger: str, tool: str, exc: BaseException) -> None:
+    """A bug in a form's own code (or a host's hook), for the host: ``--debug`` prints it with its traceback."""
     import logging
 
-    logging.getLogger("formctl.agent.tools").info("%s failed: %s", tool, exc, exc_info=exc)
+    logging.getLogger(logger).info("%s failed: %s", tool, exc, exc_info=exc)
 
 
-def is_error(envelope: dict[str, Any]) -> bool:
+def fault_envelope(logger: str, tool: str, exc: Exception) -> JsonObject:
+    """A handler's own error, not a :class:`FormError`: logged (:func:`log_fault`) and said to the
+    model in one line, so the conversation goes on."""
+    log_fault(logger, tool, exc)
+    return error_envelope(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, None)
+
+
+def is_error(envelope: JsonObject) -> bool:
     return envelope.get("status") == "error"

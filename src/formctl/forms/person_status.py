@@ -9,6 +9,7 @@ instance through a runner.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from formctl.forms.compile import CompiledForm
@@ -18,10 +19,22 @@ from formctl.forms.instance import COMPLETE, READY, Instance
 from formctl.forms.lifecycle import is_awaiting, is_closed
 from formctl.forms.project import failed_checks, held_line, step_line
 
-__all__ = ["failure_text", "status_for", "status_lines"]
+__all__ = ["Asking", "failure_text", "status_for", "status_lines"]
 
 
-def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, stale: bool = False) -> list[str]:
+@dataclass(frozen=True)
+class Asking:
+    """What the chat's model last asked, when it can say (the guided model asks an optional
+    question left behind after the engine has moved on): the person's open-step line is then
+    the step of that question, without the optional fields the person chose to leave out."""
+
+    field: str | None  # the field id the model's last reply asked about
+    left_out: frozenset[str] = frozenset()
+
+
+def status_lines(
+    compiled: CompiledForm, ev: Evaluation, instance: Instance, *, stale: bool = False, asking: Asking | None = None
+) -> list[str]:
     """The person's status, as lines; ``[]`` for a form with nothing to say (complete, closed)."""
     tag = f"[form: {compiled.id}]"
     if stale:
@@ -51,15 +64,16 @@ def status_lines(compiled: CompiledForm, ev: Evaluation, instance: Instance, *, 
         return [line + (f" · optional, unanswered: {', '.join(optional)}" if optional else "")]
     if k is None:
         return [f"{tag} on hold until an answer changes" if held else f"{tag} nothing to answer now", *held]
-    return [*_where(compiled, ev, tag), *held]
+    return [*_where(compiled, ev, tag, asking), *held]
 
 
-def _where(compiled: CompiledForm, ev: Evaluation, tag: str) -> list[str]:
-    """The open step's line and the steps still to come (none when no step is open)."""
+def _where(compiled: CompiledForm, ev: Evaluation, tag: str, asking: Asking | None = None) -> list[str]:
+    """The open step's line (or the step of the question asked) and the steps still to come
+    (none when no step is open)."""
     k = ev.open_step
     if k is None:
         return []
-    lines = [step_line(tag, compiled, ev, k)]
+    lines = [_step_asked(tag, compiled, ev, k, asking)]
     later = [
         f"{s.title} ({s.preview})" if s.preview else s.title
         for s in compiled.steps[k + 1 :]
@@ -70,11 +84,21 @@ def _where(compiled: CompiledForm, ev: Evaluation, tag: str) -> list[str]:
     return lines
 
 
-def status_for(runner: Any, instance_id: str | None) -> str:
+def _step_asked(tag: str, compiled: CompiledForm, ev: Evaluation, k: int, asking: Asking | None) -> str:
+    """The line of step ``k``, or of the step of the question asked (not on a revisit)."""
+    if asking is None:
+        return step_line(tag, compiled, ev, k)
+    field = compiled.field_by_id.get(asking.field) if asking.field else None
+    if field is not None and field.step_index != k and not ev.revisiting:
+        k = field.step_index
+    return step_line(tag, compiled, ev, k, asking.left_out)
+
+
+def status_for(runner: Any, instance_id: str | None, asking: Asking | None = None) -> str:
     """The person's status of an instance (by id, else the runner's open one), as text; "" when
     there is none or it cannot be read."""
     try:
         view = runner.view(instance_id)
     except Exception:
         return ""
-    return "\n".join(status_lines(view.compiled, view.evaluation, view.instance, stale=view.stale))
+    return "\n".join(status_lines(view.compiled, view.evaluation, view.instance, stale=view.stale, asking=asking))

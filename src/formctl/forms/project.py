@@ -518,13 +518,16 @@ def stale_line(def_id: str) -> str:
     return f"[form: {def_id}] stale — the definition changed since this was started; it can't be continued."
 
 
-def step_line(tag: str, compiled: CompiledForm, ev: Evaluation, k: int) -> str:
+def step_line(tag: str, compiled: CompiledForm, ev: Evaluation, k: int, left_out: frozenset[str] = frozenset()) -> str:
     """The line of the open step ``k``: where the form is (back at it, on a revisit) and the
-    labels still pending there. The person's status bar and tier 0 say it alike."""
+    labels still pending there (but the fields in ``left_out``). The person's status bar and tier 0
+    say it alike."""
     steps = compiled.steps
     step = steps[k]
     pending = [
-        f.label for f in step.fields if ev.applicable[f.order] and ev.status[f.order] != FILLED and f.derive is None
+        f.label
+        for f in step.fields
+        if ev.applicable[f.order] and ev.status[f.order] != FILLED and f.derive is None and f.id not in left_out
     ]
     if ev.revisiting:
         head = f'{tag} back at step {step.number}/{len(steps)} "{step.title}" — go through it again'

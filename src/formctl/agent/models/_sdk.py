@@ -21,9 +21,16 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Generic, Protocol, TypedDict, TypeVar
 
 from formctl.errors import KeyRejectedError, ModelCancelledError, ModelError, ModelTimeoutError
+from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    import ssl
+
+    from formctl.agent.models.base import TextSink
 
 __all__ = [
     "DEFAULT_MODEL_TIMEOUT",
@@ -31,6 +38,8 @@ __all__ = [
     "Deadline",
     "Provider",
     "SdkClient",
+    "SdkOptions",
+    "Settings",
     "abandon_client",
     "connection_lost",
     "failed_call",
@@ -55,7 +64,7 @@ __all__ = [
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def sendable(value: Any, _depth: int = 0) -> Any:
+def sendable(value: JsonValue, _depth: int = 0) -> JsonValue:
     """``value`` (a string, or JSON data) with every lone surrogate in its strings as U+FFFD.
 
     Data nested deeper than 200 levels is left as it is (no conversation nests that deep; the
@@ -81,11 +90,11 @@ def trust_env() -> bool:
     return os.environ.get("FORMCTL_TRUST_ENV", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-_contexts: dict[tuple[Any, ...], Any] = {}
+_contexts: dict[tuple[object, ...], ssl.SSLContext] = {}
 _contexts_lock = threading.Lock()
 
 
-def ssl_context(client_class: type, trust_env: bool) -> Any:
+def ssl_context(client_class: type, trust_env: bool) -> ssl.SSLContext | None:
     """The TLS context an SDK client (``client_class``: ``anthropic.DefaultHttpxClient``,
     ``openai.DefaultHttpxClient``) would build for itself, built once per process and shared.
 
@@ -158,7 +167,7 @@ def is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, (ConnectionError, EOFError))
 
 
-def connection_lost(exc: BaseException, sdk: Any) -> bool:
+def connection_lost(exc: BaseException, sdk: ModuleType) -> bool:
     """The connection failed, closed or timed out, however the SDK (the ``anthropic`` or ``openai``
     module) reports it: as its own ``APIConnectionError`` (``APITimeoutError`` is one), or as the
     HTTP library's error let through untyped. SDK releases differ in which of these a stream cut
@@ -206,6 +215,13 @@ DEFAULT_MODEL_TIMEOUT = 120.0
 _TICK = 0.05
 
 T = TypeVar("T")
+C = TypeVar("C")  # an SDK's client class: anthropic.Anthropic, openai.OpenAI
+
+
+class Closable(Protocol):
+    """What is let go of by closing it: an SDK's HTTP client, a reply's stream."""
+
+    def close(self) -> object: ...
 
 
 def model_timeout(given: float | None = None) -> float:
@@ -231,14 +247,14 @@ def model_timeout(given: float | None = None) -> float:
 _sent: ContextVar[list[int] | None] = ContextVar("formctl_model_requests", default=None)
 
 
-def count_request(request: Any) -> None:
+def count_request(request: object) -> None:
     """The HTTP client's ``request`` event hook: one more request of the call under way."""
     counter = _sent.get()
     if counter is not None:
         counter[0] += 1
 
 
-def abandon_client(http: Any) -> None:
+def abandon_client(http: Closable | None) -> None:
     """Close ``http`` (an SDK client's HTTP client, whose call was abandoned) in a thread of its
     own: closing waits for the request still in flight, and the person must not. Its connection
     closes and the call's thread ends; the adapter builds a new client for the next call."""
@@ -246,7 +262,7 @@ def abandon_client(http: Any) -> None:
         threading.Thread(target=_close_quietly, args=(http,), name="formctl-close-client", daemon=True).start()
 
 
-def _close_quietly(http: Any) -> None:
+def _close_quietly(http: Closable) -> None:
     try:
         http.close()
     except Exception:  # an abandoned call's client: nothing is waiting for it
@@ -274,10 +290,7 @@ class Deadline:
         return cls(seconds, stop, abandon, late)
 
 
-_DONE = object()
-
-
-def within_deadline(work: Callable[[Callable[[str], None]], T], deadline: Deadline, on_text: Any) -> T:
+def within_deadline(work: Callable[[Callable[[str], None]], T], deadline: Deadline, on_text: TextSink | None) -> T:
     """``work(push)`` run in a thread of its own, its text (what it ``push``es) handed to
     ``on_text`` in this thread, and its result returned, unless the deadline passes first
     (:class:`ModelTimeoutError` with ``deadline.late``) or ``deadline.stop`` is set
@@ -285,8 +298,8 @@ def within_deadline(work: Callable[[Callable[[str], None]], T], deadline: Deadli
     ``deadline.abandon()`` is called, nothing it pushes later is shown and its result, if one
     comes, is dropped, so nothing from it can be applied. The error or reply carries how many
     HTTP requests the call sent (``attempts``)."""
-    pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    outcome: list[Any] = []
+    pieces: queue.SimpleQueue[str | None] = queue.SimpleQueue()  # None: the work is done
+    outcome: list[T | BaseException] = []
     sent = [0]
 
     def run() -> None:
@@ -296,7 +309,7 @@ def within_deadline(work: Callable[[Callable[[str], None]], T], deadline: Deadli
         except BaseException as exc:  # handed to the waiting thread
             outcome.append(exc)
         finally:
-            pieces.put(_DONE)
+            pieces.put(None)
 
     threading.Thread(target=run, name="formctl-model-call", daemon=True).start()
     ends = time.monotonic() + deadline.seconds
@@ -308,8 +321,8 @@ def within_deadline(work: Callable[[Callable[[str], None]], T], deadline: Deadli
                 piece = pieces.get(timeout=max(0.0, min(_TICK, ends - time.monotonic())))
             except queue.Empty:
                 continue
-            finished = piece is _DONE
-            if not finished and on_text is not None:
+            finished = piece is None
+            if piece is not None and on_text is not None:
                 on_text(piece)
     finally:
         if not finished:
@@ -321,7 +334,7 @@ def within_deadline(work: Callable[[Callable[[str], None]], T], deadline: Deadli
         raise result
     if hasattr(result, "attempts"):
         result.attempts = sent[0]
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def _check(deadline: Deadline, ends: float, sent: int) -> None:
@@ -362,6 +375,45 @@ class Connection:
         return f" after {self.max_retries} retr{'y' if self.max_retries == 1 else 'ies'}"
 
 
+class SdkOptions(TypedDict, total=False):
+    """The keywords an SDK adapter (``AnthropicModel``, ``OpenAIChatModel``) takes after the model's
+    name: the key and the base URL (else the provider's environment variables), the SDK's retries
+    and read timeout, the reply's token limit, and the whole call's deadline (:func:`model_timeout`)."""
+
+    api_key: str | None
+    base_url: str | None
+    max_retries: int
+    timeout: float
+    max_tokens: int
+    deadline: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """An adapter's :class:`SdkOptions` with their defaults and the environment applied."""
+
+    base_url: str
+    api_key: str
+    connection: Connection
+    max_tokens: int
+
+    @classmethod
+    def of(cls, options: SdkOptions, provider: Provider) -> Settings:
+        """``options`` as ``provider``'s adapter reads them; a keyword it does not take is a TypeError,
+        as it would be for a parameter of its own."""
+        unknown = sorted(set(options) - set(SdkOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+        base_url = options.get("base_url") or os.environ.get(provider.url_variable, "").strip() or provider.default_url
+        if provider.strip_slash:
+            base_url = base_url.rstrip("/")
+        given = options.get("api_key")
+        key = given if given is not None else os.environ.get(provider.key_variable, "").strip()
+        timeout = options.get("timeout", 60.0)
+        connection = Connection.of(base_url, options.get("max_retries", 2), timeout, options.get("deadline"))
+        return cls(base_url, key, connection, options.get("max_tokens", 1024))
+
+
 @dataclass(frozen=True, slots=True)
 class Provider:
     """What tells one SDK from another where an adapter builds its client and maps its errors."""
@@ -372,11 +424,15 @@ class Provider:
     log_variable: str  # the SDK's debug-log switch (see quiet_debug_logs)
     no_key: str  # the line when no key is set
     not_installed: str  # the line when the SDK cannot be imported ({exc}: why)
-    options: Callable[[Any], dict[str, Any]]  # more arguments for the client, from the SDK module
+    options: Callable[[ModuleType], JsonObject]  # more arguments for the client, from the SDK module
     key_rejected: Callable[[BaseException], bool]  # the key itself refused: a chat stops
+    key_variable: str  # where the key is read from when none is given: "ANTHROPIC_API_KEY"
+    url_variable: str  # where the base URL is read from: "ANTHROPIC_BASE_URL"
+    default_url: str  # the provider's own API
+    strip_slash: bool = False  # the base URL is kept without a trailing "/" (its paths are appended)
 
 
-class SdkClient:
+class SdkClient(Generic[C]):
     """One adapter's SDK client: built on first use (the SDK imported then), let go when a call
     is abandoned, holding the key (which it scrubs from every line it raises), and turning what
     the SDK raises into one :class:`ModelError` line through the adapter's ``explain``."""
@@ -394,19 +450,19 @@ class SdkClient:
         self.who = who  # who answers, at the start of a line: "The Anthropic API"
         self.__api_key = api_key
         self._explain = explain
-        self._client: Any = None
-        self._http: Any = None  # the client's HTTP client, closed to abandon a call (see abandon)
+        self._client: C | None = None
+        self._http: Closable | None = None  # the client's HTTP client, closed to abandon a call (see abandon)
 
     def __repr__(self) -> str:
         return f"SdkClient({self.provider.module!r}, base_url={self.connection.base_url!r})"
 
-    def call(self, work: Callable[[Any, Callable[[str], None]], T], stop: threading.Event | None, on_text: Any) -> T:
+    def call(self, work: Callable[[C, TextSink], T], stop: threading.Event | None, on_text: TextSink | None) -> T:
         """``work(client, push)`` within the connection's deadline (see :func:`within_deadline`)."""
         client = self.get()
         deadline = Deadline.of_call(self.connection.deadline, self.who, stop, self.abandon)
         return within_deadline(lambda push: work(client, push), deadline, on_text)
 
-    def get(self) -> Any:
+    def get(self) -> C:
         """The SDK's client, built on first use and again after a call was abandoned."""
         if self._client is not None:
             return self._client
@@ -421,7 +477,7 @@ class SdkClient:
         options = provider.options(sdk)
         try:
             http = self._http_client(sdk)
-            client = getattr(sdk, provider.client_class)(
+            client: C = getattr(sdk, provider.client_class)(
                 api_key=self.__api_key,
                 base_url=self.connection.base_url,
                 max_retries=self.connection.max_retries,
@@ -434,14 +490,15 @@ class SdkClient:
         self._client, self._http = client, http
         return client
 
-    def _http_client(self, sdk: Any) -> Any:
+    def _http_client(self, sdk: ModuleType) -> Closable:
         """The SDK's HTTP client: the process's TLS context, proxies only when trusted, requests counted."""
         trust = trust_env()
-        network: dict[str, Any] = {"trust_env": trust, "timeout": self.connection.timeout}
+        network: JsonObject = {"trust_env": trust, "timeout": self.connection.timeout}
         context = ssl_context(sdk.DefaultHttpxClient, trust)  # one per process (see ssl_context)
         if context is not None:
             network["verify"] = context
-        return sdk.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
+        http: Closable = sdk.DefaultHttpxClient(**network, event_hooks={"request": [count_request]})
+        return http
 
     def abandon(self) -> None:
         """Let go of the client under a call that is no longer wanted (see :func:`abandon_client`)."""

@@ -40,12 +40,14 @@ import contextlib
 import inspect
 import json
 import os
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Unpack
 
 from formctl.agent.models._sdk import (
-    Connection,
     Provider,
     SdkClient,
+    SdkOptions,
+    Settings,
     connection_lost,
     failed_call,
     sendable,
@@ -56,10 +58,15 @@ from formctl.agent.models._sdk import is_transport_error as _is_transport_error
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.errors import ModelError
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from anthropic import Anthropic
 
 __all__ = ["AnthropicModel"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+WHO = "The Anthropic API"  # who answers, at the start of a line
 _EPHEMERAL = {"type": "ephemeral"}
 
 
@@ -68,24 +75,13 @@ class AnthropicModel:
 
     provider = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int = 2,
-        timeout: float = 60.0,
-        max_tokens: int = 1024,
-        deadline: float | None = None,
-    ) -> None:
+    def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
         self.model = self.name = model
-        self.max_tokens = max_tokens
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_BASE_URL
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "").strip()
-        connection = Connection.of(self.base_url, max_retries, timeout, deadline)
-        self.max_retries, self.timeout, self.deadline = max_retries, connection.timeout, connection.deadline
-        self._sdk = SdkClient(_PROVIDER, key, connection, self._explain, "The Anthropic API")
+        settings = Settings.of(options, _PROVIDER)
+        connection = settings.connection
+        self.base_url, self.max_tokens = settings.base_url, settings.max_tokens
+        self.max_retries, self.timeout, self.deadline = connection.max_retries, connection.timeout, connection.deadline
+        self._sdk: SdkClient[Anthropic] = SdkClient(_PROVIDER, settings.api_key, connection, self._explain, WHO)
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
@@ -96,20 +92,21 @@ class AnthropicModel:
         params = self.request_params(request)
         return self._sdk.call(lambda client, push: self._stream(client, params, push), request.stop, on_text)
 
-    def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
+    def _stream(self, client: Anthropic, params: JsonObject, push: TextSink) -> ModelReply:
         """The call itself, in :func:`within_deadline`'s thread: text goes to ``push`` as it arrives."""
         with contextlib.ExitStack() as stack:
             with self._sdk.errors():
                 stream = stack.enter_context(client.messages.stream(**params))
                 events = iter(stream)
             for event in self._sdk.each(events):
-                if getattr(event, "type", None) == "text" and event.text:
-                    push(event.text)
+                text = getattr(event, "text", None) if getattr(event, "type", None) == "text" else None
+                if text:
+                    push(text)
             with self._sdk.errors(mid_reply=True):
                 message = stream.get_final_message()
         return self._reply(message)
 
-    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+    def request_params(self, request: ModelRequest) -> JsonObject:
         """The keyword arguments for ``messages.stream``: the request in wire shape, with cache breakpoints.
 
         Two breakpoints, where a cache read pays:
@@ -124,7 +121,7 @@ class AnthropicModel:
           message and the form's state after it), so the conversation so far is read from the
           cache instead of being processed again.
         """
-        params: dict[str, Any] = {
+        params: JsonObject = {
             "model": self.model,
             "max_tokens": request.max_tokens or self.max_tokens,
             "messages": sendable(_wire_messages(request.messages)),
@@ -137,13 +134,13 @@ class AnthropicModel:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _reply(self, message: Any) -> ModelReply:
+    def _reply(self, message: object) -> ModelReply:
         stop_reason = getattr(message, "stop_reason", None)
         if not stop_reason:
             raise ModelError(
                 "The Anthropic API's reply ended before it was complete; nothing from it was applied. Send again."
             )
-        content: list[dict[str, Any]] = []
+        content: list[JsonObject] = []
         for block in getattr(message, "content", None) or []:
             kind = getattr(block, "type", None)
             if kind == "text":
@@ -173,8 +170,8 @@ class AnthropicModel:
         if isinstance(exc, anthropic.APIStatusError):
             detail = getattr(exc, "api_message", None) or _body_message(exc)
             kind = _error_type(exc)
-            code: Any = exc.status_code
-            if code < 400:  # an error event inside a 200 stream: the SDK neither types nor retries those
+            code: int | str = exc.status_code
+            if exc.status_code < 400:  # an error event inside a 200 stream: the SDK neither types nor retries those
                 code, retried = kind or "error", ""
             for class_name, error_type, line in _STATUS_ERRORS:
                 cls = getattr(anthropic, class_name, None)  # newer SDKs type more statuses
@@ -199,9 +196,9 @@ class AnthropicModel:
         return f"The Anthropic API call failed {failed_call(exc)}."
 
 
-def _client_options(anthropic: Any) -> dict[str, Any]:
+def _client_options(anthropic: ModuleType) -> JsonObject:
     """What this SDK's client is given beyond the key, the base URL and the network settings."""
-    options: dict[str, Any] = {}
+    options: JsonObject = {}
     if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
         options["open_telemetry"] = False  # SDKs that trace would read the OTEL_* variables
     custom = _custom_header_names()
@@ -271,10 +268,13 @@ _PROVIDER = Provider(
     not_installed="The anthropic package is not installed ({exc}).",
     options=_client_options,
     key_rejected=_key_rejected,
+    key_variable="ANTHROPIC_API_KEY",
+    url_variable="ANTHROPIC_BASE_URL",
+    default_url=DEFAULT_BASE_URL,
 )
 
 
-def _body_message(exc: Any) -> str:
+def _body_message(exc: BaseException) -> str:
     """The ``error.message`` of an error body (SDKs before ``api_message`` keep only the body), or ""."""
     body = getattr(exc, "body", None)
     error = body.get("error") if isinstance(body, dict) else None
@@ -282,7 +282,7 @@ def _body_message(exc: Any) -> str:
     return message if isinstance(message, str) else ""
 
 
-def _error_type(exc: Any) -> str:
+def _error_type(exc: BaseException) -> str:
     """The ``error.type`` of an error body (``overloaded_error``, ``api_error``, ...), or ""."""
     kind = getattr(exc, "type", None)
     if isinstance(kind, str):
@@ -293,9 +293,9 @@ def _error_type(exc: Any) -> str:
     return kind if isinstance(kind, str) else ""
 
 
-def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _wire_messages(messages: list[JsonObject]) -> list[JsonObject]:
     """The messages as the API wants them: no empty text blocks, one cache breakpoint at the newest assistant turn."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for message in messages:
         blocks = []
         for block in content_blocks(message.get("content")):

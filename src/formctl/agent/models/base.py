@@ -17,16 +17,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from formctl.errors import ModelError  # defined with every other formctl error
+from formctl.json_types import JsonObject, JsonValue
 
 __all__ = ["ChatModel", "ModelError", "ModelReply", "ModelRequest", "SaysWhatItAsked", "TextSink", "content_blocks"]
 
 TextSink = Callable[[str], None]
 
 
-def content_blocks(content: Any) -> list[dict[str, Any]]:
+def content_blocks(content: JsonValue) -> list[JsonObject]:
     """A message's ``content`` as a list of blocks: a plain string is one text block (none when
     empty), and anything in a list that is not a block is left out."""
     if isinstance(content, str):
@@ -37,8 +38,8 @@ def content_blocks(content: Any) -> list[dict[str, Any]]:
 @dataclass(slots=True)
 class ModelRequest:
     system: str
-    tools: list[dict[str, Any]]
-    messages: list[dict[str, Any]]
+    tools: list[JsonObject]
+    messages: list[JsonObject]
     max_tokens: int = 1024
     # Set when the caller no longer wants the reply (Ctrl-C): a model that waits on a network
     # abandons the request at once and raises ModelCancelledError (docs/chat.md, "Ctrl-C").
@@ -47,7 +48,7 @@ class ModelRequest:
 
 @dataclass(slots=True)
 class ModelReply:
-    content: list[dict[str, Any]]
+    content: list[JsonObject]
     stop_reason: str = "end_turn"  # end_turn | tool_use | max_tokens | stop_sequence | refusal
     usage: dict[str, int] = field(default_factory=dict)
     # How many HTTP requests the reply took, the SDK's retries included (0 for a model that sends
@@ -59,7 +60,7 @@ class ModelReply:
         return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
 
     @property
-    def tool_calls(self) -> list[dict[str, Any]]:
+    def tool_calls(self) -> list[JsonObject]:
         return [b for b in self.content if b.get("type") == "tool_use"]
 
 

@@ -18,11 +18,14 @@ so a transcript of it reads like one of a real model.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.goals.evaluate import is_asked
 from formctl.goals.state import COMPLETED, DECLINED, DEFERRED, Disposition
+
+if TYPE_CHECKING:
+    from formctl.goals.runner import GoalRunner
 
 __all__ = ["GuidedGoalModel", "answer_disposition", "question"]
 
@@ -57,7 +60,7 @@ class GuidedGoalModel:
 
     name = "guided"
 
-    def __init__(self, goals: Any) -> None:
+    def __init__(self, goals: GoalRunner) -> None:
         self.goals = goals  # the conversation's GoalRunner (reads only; writes go through the tools)
         self.asking: tuple[str, str] | None = None  # (goal, item) last asked about
         self.asking_label = ""
@@ -73,6 +76,8 @@ class GuidedGoalModel:
                     return f.goal, f.item, f"{f.label} (deferred: {f.reason})" if f.reason else f.label
             return None
         goal = status.goal(status.active_goal)
+        if goal is None:  # the program changed under the chat: nothing of it to ask about
+            return None
         for item in goal.items:
             if is_asked(item):
                 return goal.key, item.key, item.label
@@ -93,6 +98,8 @@ class GuidedGoalModel:
         if disposition is None:
             return self._say(f"Please answer done, later, or not needed. {question(self.asking_label)}", on_text)
         status = self.goals.inspect()
+        if status is None:  # the program cannot be read now: say so, as when nothing is left
+            return self._say(self._ask_next(), on_text)
         if status.active_goal is None:
             self.asked_owed.add((goal, item))
         call = {

@@ -48,13 +48,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 from formctl.agent.models._sdk import (
-    Connection,
+    Closable,
     Provider,
     SdkClient,
+    SdkOptions,
+    Settings,
     connection_lost,
     failed_call,
     is_malformed,
@@ -65,6 +67,10 @@ from formctl.agent.models._sdk import (
 )
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.errors import ModelError
+from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 __all__ = ["DEFAULT_BASE_URL", "LOCAL_KEY", "OpenAIChatModel"]
 
@@ -81,26 +87,14 @@ class OpenAIChatModel:
 
     provider = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int = 2,
-        timeout: float = 60.0,
-        max_tokens: int = 1024,
-        deadline: float | None = None,
-    ) -> None:
+    def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
         self.model = self.name = model
-        self.max_tokens = max_tokens
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "").strip()
-        connection = Connection.of(self.base_url, max_retries, timeout, deadline)
-        self.max_retries, self.timeout, self.deadline = max_retries, connection.timeout, connection.deadline
-        self._sdk = SdkClient(
-            _PROVIDER, key or (LOCAL_KEY if not self.is_openai else ""), connection, self._explain, self._who
-        )
+        settings = Settings.of(options, _PROVIDER)
+        connection = settings.connection
+        self.base_url, self.max_tokens = settings.base_url, settings.max_tokens
+        self.max_retries, self.timeout, self.deadline = connection.max_retries, connection.timeout, connection.deadline
+        key = settings.api_key or (LOCAL_KEY if not self.is_openai else "")
+        self._sdk: SdkClient[OpenAI] = SdkClient(_PROVIDER, key, connection, self._explain, self._who)
         self._ask_usage = True  # off once a server refuses stream_options (see _create)
 
     def __repr__(self) -> str:
@@ -127,7 +121,7 @@ class OpenAIChatModel:
         params = self.request_params(request)
         return self._sdk.call(lambda client, push: self._stream(client, params, push), request.stop, on_text)
 
-    def _stream(self, client: Any, params: dict[str, Any], push: TextSink) -> ModelReply:
+    def _stream(self, client: OpenAI, params: JsonObject, push: TextSink) -> ModelReply:
         """The call itself, in :func:`within_deadline`'s thread: text goes to ``push`` as it arrives."""
         reply = _Assembly()
         with contextlib.ExitStack() as stack:
@@ -142,32 +136,32 @@ class OpenAIChatModel:
                     push(shown)
         return self._reply(reply)
 
-    def _create(self, client: Any, params: dict[str, Any]) -> Any:
+    def _create(self, client: OpenAI, params: JsonObject) -> _ChunkStream:
         """``chat.completions.create``; a server that refuses ``stream_options`` (a 400 naming it: some
         compatible servers do not know it) is asked again without it, and never asked for usage again."""
         if not self._ask_usage:
             params = {k: v for k, v in params.items() if k != "stream_options"}
         try:
-            return client.chat.completions.create(**params)
+            return _open_stream(client, params)
         except Exception as exc:
             if "stream_options" not in params or getattr(exc, "status_code", None) not in (400, 422):
                 raise
             if "stream_options" not in _api_message(exc) + str(exc):
                 raise
         self._ask_usage = False
-        return client.chat.completions.create(**{k: v for k, v in params.items() if k != "stream_options"})
+        return _open_stream(client, {k: v for k, v in params.items() if k != "stream_options"})
 
-    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+    def request_params(self, request: ModelRequest) -> JsonObject:
         """The keyword arguments for ``chat.completions.create``: the request in wire shape.
 
         The token limit is ``max_completion_tokens`` on OpenAI's own API (its newer models
         refuse ``max_tokens``) and ``max_tokens`` elsewhere (what every local server reads).
         """
-        messages: list[dict[str, Any]] = []
+        messages: list[JsonObject] = []
         if request.system:
             messages.append({"role": "system", "content": _sendable(request.system)})
         messages.extend(wire_messages(request.messages))
-        params: dict[str, Any] = {
+        params: JsonObject = {
             "model": self.model,
             "messages": messages,
             "stream": True,
@@ -186,7 +180,7 @@ class OpenAIChatModel:
             raise ModelError(
                 f"The reply from {self._where} ended before it was complete; nothing from it was applied. Send again."
             )
-        content: list[dict[str, Any]] = []
+        content: list[JsonObject] = []
         text = "".join(reply.text)
         if text:
             content.append({"type": "text", "text": text})
@@ -265,7 +259,24 @@ _PROVIDER = Provider(
     not_installed="The openai package is not installed: pip install 'formctl[openai]', or pick another model.",
     options=lambda openai: {},
     key_rejected=lambda exc: getattr(exc, "status_code", None) in (401, 403),
+    key_variable="OPENAI_API_KEY",
+    url_variable="OPENAI_BASE_URL",
+    default_url=DEFAULT_BASE_URL,
+    strip_slash=True,
 )
+
+
+def _open_stream(client: OpenAI, params: JsonObject) -> _ChunkStream:
+    """``chat.completions.create`` for a streamed reply (``params`` always ask for one: request_params)."""
+    rest = {k: v for k, v in params.items() if k != "stream"}
+    stream: _ChunkStream = client.chat.completions.create(stream=True, **rest)
+    return stream
+
+
+class _ChunkStream(Closable, Protocol):
+    """A streamed reply as the SDK hands it over: its chunks, and closing it."""
+
+    def __iter__(self) -> Iterator[object]: ...
 
 
 class _Assembly:
@@ -274,11 +285,11 @@ class _Assembly:
     def __init__(self) -> None:
         self.text: list[str] = []
         self.refusal: list[str] = []
-        self.calls: dict[int, dict[str, Any]] = {}
+        self.calls: dict[int, dict[str, str]] = {}
         self.finish: str | None = None
         self.usage: dict[str, int] = {}
 
-    def add(self, chunk: Any) -> str:
+    def add(self, chunk: object) -> str:
         """Take one chunk in; returns its text (to show as it arrives), or ""."""
         usage = getattr(chunk, "usage", None)
         if usage is not None:
@@ -303,7 +314,7 @@ class _Assembly:
                 self.finish = str(finish)
         return shown
 
-    def _call_delta(self, call: Any) -> None:
+    def _call_delta(self, call: object) -> None:
         index = getattr(call, "index", None)
         call_id = getattr(call, "id", None) or ""
         if not isinstance(index, int):
@@ -322,9 +333,9 @@ class _Assembly:
             if isinstance(arguments, str):
                 slot["arguments"] += arguments
 
-    def tool_blocks(self) -> list[dict[str, Any]]:
+    def tool_blocks(self) -> list[JsonObject]:
         """The calls as ``tool_use`` blocks, in the model's order, each with an id unique in the reply."""
-        blocks: list[dict[str, Any]] = []
+        blocks: list[JsonObject] = []
         seen: set[str] = set()
         for n, index in enumerate(sorted(self.calls), 1):
             slot = self.calls[index]
@@ -336,7 +347,7 @@ class _Assembly:
         return blocks
 
 
-def parse_arguments(slot: dict[str, Any]) -> Any:
+def parse_arguments(slot: dict[str, str]) -> JsonValue:
     """A call's arguments: the JSON object they spell, ``{}`` for none, else the text as it was.
 
     Text that is not a JSON object goes to the tools as it is: they refuse anything but an
@@ -353,11 +364,11 @@ def parse_arguments(slot: dict[str, Any]) -> Any:
     return value if isinstance(value, dict) else text
 
 
-def wire_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def wire_tools(tools: list[JsonObject]) -> list[JsonObject]:
     """The loop's tool definitions (Messages shape) as Chat Completions functions, in the same order."""
     out = []
     for tool in tools:
-        function: dict[str, Any] = {"name": tool["name"]}
+        function: JsonObject = {"name": tool["name"]}
         if tool.get("description"):
             function["description"] = tool["description"]
         function["parameters"] = tool.get("input_schema") or {"type": "object", "properties": {}}
@@ -365,7 +376,7 @@ def wire_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def wire_messages(messages: list[JsonObject]) -> list[JsonObject]:
     """The conversation (Messages shape) as Chat Completions messages.
 
     A user turn's ``tool_result`` blocks become ``tool`` messages first (they answer the
@@ -374,7 +385,7 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     message: its text, and its ``tool_use`` blocks as ``tool_calls`` with the arguments as
     compact JSON (or the text the model sent, when that was not JSON).
     """
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for message in messages:
         blocks = content_blocks(message.get("content"))
         if message.get("role") == "assistant":
@@ -393,7 +404,7 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ]
             if not text and not calls:
                 continue
-            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+            wire: JsonObject = {"role": "assistant", "content": text or None}
             if calls:
                 wire["tool_calls"] = calls
             out.append(wire)
@@ -413,7 +424,7 @@ def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _arguments_text(value: Any) -> str:
+def _arguments_text(value: JsonValue) -> str:
     if isinstance(value, str):
         return _sendable(value)  # what the model sent, when it was not a JSON object
     try:
@@ -425,7 +436,7 @@ def _arguments_text(value: Any) -> str:
         return "{}"
 
 
-def _result_text(content: Any) -> str:
+def _result_text(content: JsonValue) -> str:
     if isinstance(content, str):
         return _sendable(content)
     return _sendable("".join(b.get("text", "") for b in content_blocks(content) if b.get("type") == "text"))
@@ -436,7 +447,7 @@ def _sendable(text: str) -> str:
     return str(sendable(text))
 
 
-def _usage(raw: Any) -> dict[str, int]:
+def _usage(raw: object) -> dict[str, int]:
     prompt = getattr(raw, "prompt_tokens", None)
     completion = getattr(raw, "completion_tokens", None)
     details = getattr(raw, "prompt_tokens_details", None)
@@ -452,12 +463,12 @@ def _usage(raw: Any) -> dict[str, int]:
     return usage
 
 
-def _close(stream: Any) -> None:
+def _close(stream: Closable) -> None:
     with contextlib.suppress(Exception):
         stream.close()
 
 
-def _api_message(exc: Any) -> str:
+def _api_message(exc: BaseException) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         error = body.get("error", body)
@@ -467,7 +478,7 @@ def _api_message(exc: Any) -> str:
     return message if isinstance(message, str) else ""
 
 
-def _error_code(exc: Any) -> str:
+def _error_code(exc: BaseException) -> str:
     for attribute in ("code", "type"):
         value = getattr(exc, attribute, None)
         if isinstance(value, str) and value:

@@ -11,31 +11,41 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from formctl.cli import render
 from formctl.cli.workspace import default_subject
 from formctl.errors import FormError, InvalidArgumentError, NotFoundError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
+    from rich.table import Table
+
+    from formctl.agent.models.base import ChatModel
+    from formctl.cli.chat.opening import ChatRecorder
+    from formctl.cli.chat.options import ChatOptions
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.runner import FormRunner
 
 
 class CommandHost(Protocol):
     """What a ``/command`` uses of the chat session."""
 
     @property
-    def person(self) -> Any: ...  # the FormRunner acting as the person (actor="person")
+    def person(self) -> FormRunner: ...  # the runner acting as the person (actor="person")
     @property
-    def compiled(self) -> Any: ...  # the chat's compiled form
+    def compiled(self) -> CompiledForm: ...  # the chat's compiled form
     @property
-    def options(self) -> Any: ...  # the ChatOptions (``as_host``)
+    def options(self) -> ChatOptions: ...  # ``as_host``
     @property
-    def recorder(self) -> Any: ...  # the transcript recorder, or None
+    def recorder(self) -> ChatRecorder | None: ...  # the transcript recorder, or None
     @property
-    def model(self) -> Any: ...
+    def model(self) -> ChatModel: ...
     @property
     def instance_id(self) -> str | None: ...
     def usage_line(self) -> str | None: ...
     def labels(self, def_id: str | None = None) -> dict[str, str]: ...
-    def status_lines(self, runner: Any = None) -> list[str]: ...
+    def status_lines(self, runner: FormRunner | None = None) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,8 @@ class Call:
 
     host: CommandHost
     rest: str
-    out: Any
-    err: Any
+    out: Console
+    err: Console
 
     def instance_id(self) -> str:
         if self.host.instance_id is None:
@@ -56,7 +66,7 @@ class Call:
     def said(self, line: str) -> None:
         self.out.print(line, style="dim", markup=False, highlight=False)
 
-    def host_write(self, action: str, result: Any, **args: Any) -> None:
+    def host_write(self, action: str, result: object, **args: str | None) -> None:
         """A host write made from the chat goes into the transcript being recorded, if any."""
         if self.host.recorder is not None:
             self.host.recorder.host(action, result=result, **args)
@@ -93,6 +103,8 @@ def _history(call: Call) -> None:
         histories = [person.history(call.rest, instance_id=instance_id).to_dict()]
     else:
         instance = person.open_instance(instance_id)
+        if instance is None:
+            raise NotFoundError(f'No form instance "{instance_id}".')
         histories = [
             person.history(f.id, instance_id=instance_id).to_dict()
             for f in call.host.compiled.fields
@@ -189,7 +201,7 @@ _BY_NAME: dict[str, Command] = {name: command for command in COMMANDS for name i
 HELP = tuple((command.usage, command.what) for command in COMMANDS)
 
 
-def help_table() -> Any:
+def help_table() -> Table:
     """The ``/commands`` as a rich table: one column for the command, one for what it does."""
     from rich.table import Table
 
@@ -207,7 +219,7 @@ class ChatCommands:
     def __init__(self, host: CommandHost) -> None:
         self.host = host
 
-    def run(self, line: str, out: Any, err: Any = None) -> bool:
+    def run(self, line: str, out: Console, err: Console | None = None) -> bool:
         """Run a ``/command``, printing to ``out`` (a rich console) and its errors to ``err``
         (another, stderr in a pipe; ``out`` if not given). Returns False to leave."""
         err = err or out

@@ -16,13 +16,14 @@ together; the session itself opens nothing. If any step fails, the store is clos
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
+from formctl.agent import sharing
 from formctl.cli.chat.options import CHAT_SOURCE, ChatOptions, seed_lines
 from formctl.cli.chat.poller import StatusPoller
-from formctl.cli.chat.seen import OwnCommits
+from formctl.cli.chat.seen import OwnCommits, Snapshot, as_snapshot, snapshot_of
 from formctl.cli.chat.subject import chosen_subject, confirm_continuing
 from formctl.cli.workspace import (
     default_subject,
@@ -43,15 +44,98 @@ from formctl.errors import (
 )
 from formctl.forms.lifecycle import is_closed
 from formctl.forms.reading import DefaultInstance
+from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:  # pragma: no cover
+    from formctl.agent.events import Event
+    from formctl.agent.models.base import ChatModel
     from formctl.forms.adapter import FormAdapter
     from formctl.forms.compile import CompiledForm
     from formctl.forms.instance import Instance
     from formctl.forms.registry import FormRegistry
     from formctl.forms.runner import FormRunner
 
-__all__ = ["Opening", "open_chat"]
+__all__ = [
+    "ChatRecorder",
+    "ChatRunners",
+    "Choice",
+    "Conversations",
+    "Opening",
+    "Saved",
+    "SavedConversation",
+    "open_chat",
+]
+
+
+class SavedConversation(sharing.SavedConversation, Protocol):
+    """A conversation as the conversation store loads it (``store/_conversation.py``), which the
+    chat loop resumes (:class:`formctl.agent.sharing.SavedConversation`), with what the person's
+    status line had seen when it was saved."""
+
+    @property
+    def seen(self) -> JsonObject | None: ...
+
+
+class Conversations(sharing.SavesConversations, Protocol):
+    """Where a chat's conversations are kept (``workspace.open_conversations``: a folder's
+    ``ConversationStore`` or the database's): opened here, saved by the chat loop."""
+
+    def open(self, instance_id: str) -> tuple[SavedConversation, str | None]: ...
+
+
+class ChatRecorder(Protocol):
+    """What a chat writes its transcript through: a :class:`~formctl.transcripts.record.Recorder`
+    (``--record``), or one walk's :class:`~formctl.cli.chat.program_record.ProgramRecording`."""
+
+    def person(self, text: str) -> object: ...
+    def answer(self, text: str) -> None: ...
+    def event(self, ev: Event) -> None: ...
+    def host(self, action: str, *, result: object = None, error: str | None = None, **args: object) -> object: ...
+    def finish(self, runner: FormRunner | None = None, instance_id: str | None = None) -> object: ...
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which form the chat fills, for whom, and which instance it continues (None: a new one)."""
+
+    form_id: str
+    subject: str
+    compiled: CompiledForm
+    pinned: str | None
+
+
+@dataclass(frozen=True)
+class ChatRunners:
+    """Makes the chat's runners, over one conversation's instance (``default``): over the
+    chat's own adapter they report their commits to ``own``; over the poller's, they only read."""
+
+    adapter: FormAdapter  # the chat's store, shared by its runners; closed with the session
+    registry: FormRegistry
+    subject: str
+    default: DefaultInstance  # the conversation's instance, shared by its runners
+    own: OwnCommits  # every commit the runners make, until the person is shown the form
+
+    def over(self, adapter: FormAdapter, actor: str = "agent") -> FormRunner:
+        from formctl.forms.runner import FormRunner
+
+        return FormRunner(
+            adapter,
+            registry=self.registry,
+            subject=self.subject,
+            actor=actor,
+            source=CHAT_SOURCE,
+            default=self.default,
+            on_commit=self.own.record if adapter is self.adapter else None,
+        )
+
+
+@dataclass
+class Saved:
+    """The saved conversation a chat continues, and what the person was last shown of it."""
+
+    messages: list[JsonObject] = field(default_factory=list)  # empty for a new conversation
+    conversation: SavedConversation | None = None  # as every chat that took part saved it
+    seen: Snapshot | None = None
 
 
 @dataclass
@@ -61,21 +145,14 @@ class Opening:
     options: ChatOptions
     seed_lines: list[str]  # ``--seed`` as the ``k: v`` lines of the opening message
     store_dir: Path  # input history (and conversations, in a folder store)
-    registry: FormRegistry
-    adapter: FormAdapter  # the chat's store, shared by its runners; closed with the session
-    form_id: str
-    subject: str
-    compiled: CompiledForm
-    default: DefaultInstance  # the conversation's instance, shared by its runners
-    own: OwnCommits  # every commit the runners make, until the person is shown the form
+    choice: Choice
+    runners: ChatRunners
     agent: FormRunner  # the model's runner (actor "agent")
     person: FormRunner  # the person's /commands (actor "person")
-    conversations: Any  # a folder's ConversationStore or the database's (workspace.open_conversations)
-    messages: list[dict[str, Any]]  # the saved conversation, empty for a new one
-    conversation: Any  # the same, as every chat that took part saved it (store/_conversation.py), or None
-    seen: dict[str, Any] | None  # what the person was last shown of the instance
-    model: Any  # a ChatModel (agent/models)
-    recorder: Any  # a transcripts Recorder with --record, else None
+    conversations: Conversations  # a folder's ConversationStore or the database's (workspace.open_conversations)
+    saved: Saved
+    model: ChatModel
+    recorder: ChatRecorder | None  # a transcripts Recorder with --record, else None
     poller: StatusPoller
     notes: list[str]  # lines for the face to print before the chat starts
 
@@ -96,25 +173,56 @@ def open_chat(options: ChatOptions) -> Opening:
 def _open(
     options: ChatOptions, lines: list[str], store_dir: Path, registry: FormRegistry, adapter: FormAdapter
 ) -> Opening:
-    from formctl.agent.models import pick_model
+    notes: list[str] = []
+    choice = _choose(options, lines, registry, adapter, notes)
+    adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
+    # Calls without an instance id act on the conversation's instance (not on whatever the
+    # subject touched last), and the model's form_start moves it.
+    runners = ChatRunners(adapter, registry, choice.subject, DefaultInstance(choice.pinned), OwnCommits())
+    agent, person = runners.over(adapter, "agent"), runners.over(adapter, "person")
+    conversations: Conversations = open_conversations(options.store, adapter, choice.subject)
+    saved = Saved()
+    if choice.pinned is not None:
+        _bring_up_to_date(agent, person, choice.pinned, notes)
+        saved = _saved(conversations, agent, choice.pinned, runners.own, notes)
+    model = _model(options, agent, choice.form_id)
+    recorder = _recorder(options, choice, model, agent, notes)
+    # The status bar reads through an adapter of its own (see poller.py), opened on first use.
+    poller = StatusPoller(lambda: open_store(options.store), runners.over)
+    return Opening(
+        options=options,
+        seed_lines=lines,
+        store_dir=store_dir,
+        choice=choice,
+        runners=runners,
+        agent=agent,
+        person=person,
+        conversations=conversations,
+        saved=saved,
+        model=model,
+        recorder=recorder,
+        poller=poller,
+        notes=notes,
+    )
+
+
+def _choose(
+    options: ChatOptions, lines: list[str], registry: FormRegistry, adapter: FormAdapter, notes: list[str]
+) -> Choice:
+    """The form, the subject and the instance to continue: the one resumed by id, or the
+    runner's ``continuation`` for the subject (whose it is said, and asked, when the subject
+    was not given)."""
     from formctl.forms.runner import FormRunner
 
-    notes: list[str] = []
     if options.instance_id is not None:
         resumed = _resumable(adapter, registry, options)
-        form_id, subject = resumed.def_id, resumed.subject
-        given = True
+        form_id, subject, given = resumed.def_id, resumed.subject, True
     else:
         assert options.form is not None
         form_id = options.form
         subject, given = chosen_subject(options, registry.registration(form_id))
     compiled = registry.load(form_id)  # an unknown or broken form fails here, in one line
-    for line in lines:  # a mistyped --seed would otherwise reach the model as chat and vanish
-        key = line.partition(":")[0]
-        if compiled.resolve_field(key) is None:
-            raise InvalidArgumentError(
-                f"--seed {key}: no such field on {form_id} (formctl check {form_id} lists them)."
-            )
+    _check_seeds(lines, compiled, form_id)
     reads = FormRunner(adapter, registry=registry, subject=subject)
     pinned = options.instance_id or _continued(reads, form_id, options, notes)
     if pinned is not None and not given:  # the login name's open form: whose it is is said, and asked
@@ -124,41 +232,41 @@ def _open(
             subject, notes[:] = other, []
             reads = FormRunner(adapter, registry=registry, subject=subject)
             pinned = _continued(reads, form_id, options, notes)
-    adapter.ensure_writable()  # a store that cannot be written fails here, before the person types
-    # Calls without an instance id act on the conversation's instance (not on whatever the
-    # subject touched last), and the model's form_start moves it.
-    default = DefaultInstance(pinned)
-    own = OwnCommits()
+    return Choice(form_id, subject, compiled, pinned)
 
-    def runner(actor: str, over: FormAdapter) -> FormRunner:
-        return FormRunner(
-            over,
-            registry=registry,
-            subject=subject,
-            actor=actor,
-            source=CHAT_SOURCE,
-            default=default,
-            on_commit=own.record if over is adapter else None,
-        )
 
-    agent, person = runner("agent", adapter), runner("person", adapter)
-    conversations = open_conversations(options.store, adapter, subject)
-    messages: list[dict[str, Any]] = []
-    seen: dict[str, Any] | None = None
-    conversation: Any = None
-    if pinned is not None:
-        _bring_up_to_date(agent, person, pinned, notes)
-        conversation, set_aside = conversations.open(pinned)
-        if set_aside is not None:
-            notes.append(set_aside)
-        messages = conversation.messages
-        # What the person was last shown of the instance (formctl.agent.notices): kept with the
-        # conversation, so a resumed chat can say what changed while it was away. A chat with no
-        # record of showing the answers shows them as they are now, in its opening turn, and a
-        # write made elsewhere while that runs is said after it (seen.py).
-        seen = conversation.seen if messages else None
-        if seen is None:
-            seen = _as_shown_now(agent, pinned, own)
+def _check_seeds(lines: list[str], compiled: CompiledForm, form_id: str) -> None:
+    """Each ``--seed`` names a field of the form: a mistyped one would otherwise reach the model
+    as chat and vanish."""
+    for line in lines:
+        key = line.partition(":")[0]
+        if compiled.resolve_field(key) is None:
+            raise InvalidArgumentError(
+                f"--seed {key}: no such field on {form_id} (formctl check {form_id} lists them)."
+            )
+
+
+def _saved(
+    conversations: Conversations, agent: FormRunner, instance_id: str, own: OwnCommits, notes: list[str]
+) -> Saved:
+    """The instance's saved conversation (one set aside when damaged is said in ``notes``)."""
+    conversation, set_aside = conversations.open(instance_id)
+    if set_aside is not None:
+        notes.append(set_aside)
+    messages = conversation.messages
+    # What the person was last shown of the instance (formctl.agent.notices): kept with the
+    # conversation, so a resumed chat can say what changed while it was away. A chat with no
+    # record of showing the answers shows them as they are now, in its opening turn, and a
+    # write made elsewhere while that runs is said after it (seen.py).
+    stored = conversation.seen if messages else None
+    seen = as_snapshot(stored) if stored is not None else _as_shown_now(agent, instance_id, own)
+    return Saved(messages, conversation, seen)
+
+
+def _model(options: ChatOptions, agent: FormRunner, form_id: str) -> ChatModel:
+    from formctl.agent.models import pick_model
+    from formctl.agent.models.guided import GuidedModel
+
     model = pick_model(
         agent,
         model_name=options.model,
@@ -167,33 +275,9 @@ def _open(
         timeout=options.model_timeout,
         locale=options.locale,
     )
-    if options.as_host and model.name == "guided":  # its waiting message then names /resolve
-        model.state.host_here = True  # type: ignore[attr-defined]
-    recorder = _recorder(options, form_id, compiled, subject, model, agent, notes)
-    # The status bar reads through an adapter of its own (see poller.py), opened on first use.
-    poller = StatusPoller(lambda: open_store(options.store), lambda over: runner("agent", over))
-    return Opening(
-        options=options,
-        seed_lines=lines,
-        store_dir=store_dir,
-        registry=registry,
-        adapter=adapter,
-        form_id=form_id,
-        subject=subject,
-        compiled=compiled,
-        default=default,
-        own=own,
-        agent=agent,
-        person=person,
-        conversations=conversations,
-        messages=messages,
-        conversation=conversation,
-        seen=seen,
-        model=model,
-        recorder=recorder,
-        poller=poller,
-        notes=notes,
-    )
+    if options.as_host and isinstance(model, GuidedModel):  # its waiting message then names /resolve
+        model.state.host_here = True
+    return model
 
 
 def _resumable(adapter: FormAdapter, registry: FormRegistry, options: ChatOptions) -> Instance:
@@ -255,27 +339,19 @@ def _bring_up_to_date(agent: FormRunner, person: FormRunner, instance_id: str, n
         notes.append(exc.message)
 
 
-def _as_shown_now(agent: FormRunner, instance_id: str, own: OwnCommits) -> dict[str, Any] | None:
+def _as_shown_now(agent: FormRunner, instance_id: str, own: OwnCommits) -> Snapshot | None:
     """The instance as it is now, as the person will be shown it (None when it cannot be read)."""
-    from formctl.agent.notices import snapshot
-
     try:
         view = agent.view(instance_id)
     except FormError:
         return None
     own.take()  # the recovery just made is part of what is shown
-    return snapshot(view.compiled, view.evaluation, view.instance)
+    return snapshot_of(view.compiled, view.evaluation, view.instance)
 
 
 def _recorder(
-    options: ChatOptions,
-    form_id: str,
-    compiled: CompiledForm,
-    subject: str,
-    model: Any,
-    agent: FormRunner,
-    notes: list[str],
-) -> Any:
+    options: ChatOptions, choice: Choice, model: ChatModel, agent: FormRunner, notes: list[str]
+) -> ChatRecorder | None:
     if not options.record:
         return None
     from formctl.agent.models import model_label
@@ -289,10 +365,10 @@ def _recorder(
         )
     recorder = Recorder(
         path,
-        form_id=form_id,
-        form_version=compiled.version,
+        form_id=choice.form_id,
+        form_version=choice.compiled.version,
         model=model_label(model),  # PROVIDER:NAME, as --model takes it
-        subject=subject,
+        subject=choice.subject,
         runner=agent,
     )
     if recorder.transcript.resumed:

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
+from formctl.agent.events import Event, LoopError, ModelTurn, TextDelta, ToolResult
 from formctl.agent.models.base import content_blocks
 from formctl.cli import collector, render
 from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 # Said when a line is not text (bytes that are not UTF-8); the line is not sent, the chat goes on.
 UNREADABLE = "That line has characters that could not be read; please type it again."
@@ -115,7 +120,7 @@ class Face:
     def __init__(self, session: ChatSession) -> None:
         self.session = session
         self.out = render.console()
-        self.err: Any = None  # where a /command's errors go (None: with the rest, on ``out``)
+        self.err: Console | None = None  # where a /command's errors go (None: with the rest, on ``out``)
         self._open_text = False
         self._wrap = WordWrap(self._width())
         session.on_event = self._event
@@ -132,18 +137,18 @@ class Face:
         """The columns to wrap the model's words at: the terminal's, or None when output is not one."""
         return self.out.width if self.out.is_terminal else None
 
-    def _event(self, ev: Any) -> None:
-        if ev.kind == "text_delta":
+    def _event(self, ev: Event) -> None:
+        if isinstance(ev, TextDelta):
             self._text(self._wrap.feed(ev.text))
             self._open_text = not ev.text.endswith("\n")
-        elif ev.kind == "model_turn":
+        elif isinstance(ev, ModelTurn):
             self._end_text()
-        elif ev.kind == "tool_result":
+        elif isinstance(ev, ToolResult):
             line = self.session.activity(ev)
             if line:
                 self._end_text()
                 self._line(line, "dim")
-        elif ev.kind == "loop_error" and ev.code != "key_rejected":  # that one ends the chat: run_chat says it
+        elif isinstance(ev, LoopError) and ev.code != "key_rejected":  # that one ends the chat: run_chat says it
             self._end_text()
             self._line(ev.message, "yellow")
 
@@ -295,7 +300,7 @@ def _wrapped(text: str, width: int | None) -> str:
     return wrap.feed(text) + wrap.flush()
 
 
-def _last_said(messages: list[dict[str, Any]]) -> str:
+def _last_said(messages: list[JsonObject]) -> str:
     """The model's last words of a saved conversation, so a resumed chat shows what was asked."""
     for message in reversed(messages):
         if message.get("role") != "assistant":

@@ -19,12 +19,21 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
-from formctl.cli.chat.plain import PlainChat
+from formctl.cli.chat.plain import Face, PlainChat
 from formctl.cli.chat.session import CHAT_SOURCE, OPENER, ChatOptions, ChatSession
 from formctl.cli.chat.terminal import TerminalChat
 from formctl.goals.evaluate import is_asked, is_pending, is_settled
+from formctl.json_types import JsonValue
+
+if TYPE_CHECKING:  # pragma: no cover
+    from formctl.agent.events import Event
+    from formctl.agent.goal_tools import GoalTools
+    from formctl.agent.models.base import ChatModel
+    from formctl.cli.chat.program_record import ProgramRecording
+    from formctl.forms.runner import FormRunner
+    from formctl.goals.runner import GoalRunner
 
 __all__ = ["run_program_chat"]
 
@@ -33,11 +42,11 @@ class ProgramChatSession(ChatSession):
     """A form's chat serving one program item: the goal tools are offered beside the form tools,
     and the goals line joins the status lines."""
 
-    goal_tools: Any
+    goal_tools: GoalTools
     served_item: tuple[str, str]
 
     @classmethod
-    def for_item(cls, options: ChatOptions, goal_tools: Any, goal: str, item: str) -> ProgramChatSession:
+    def for_item(cls, options: ChatOptions, goal_tools: GoalTools, goal: str, item: str) -> ProgramChatSession:
         """Open the form's chat (:meth:`ChatSession.open`) for ``goal``'s ``item``."""
         session = cls.open(options)
         session.goal_tools = goal_tools
@@ -45,7 +54,7 @@ class ProgramChatSession(ChatSession):
         session.loop.attach_goals(goal_tools)  # before the first request: the prefix stays byte-identical
         return session
 
-    def status_lines(self, runner: Any = None) -> list[str]:
+    def status_lines(self, runner: FormRunner | None = None) -> list[str]:
         lines = super().status_lines(runner)
         goals = self.goal_tools.line()
         return [lines[0], goals, *lines[1:]] if goals else lines
@@ -66,24 +75,33 @@ class ProgramChatSession(ChatSession):
         return item is None or is_settled(item)
 
 
-def _until_served(session: Any, lines: Iterator[str]) -> Iterator[str]:
-    """A face's lines, stopping once the chat's program item is settled (checked after each turn)."""
-    if session.served():
+def _until_served(served: Callable[[], bool], lines: Iterator[str]) -> Iterator[str]:
+    """A face's lines, stopping once the chat's program item is ``served()`` (checked after each turn)."""
+    if served():
         return
     for line in lines:
         yield line
-        if session.served():
+        if served():
             return
 
 
-class _PlainUntilServed(PlainChat):
+class _UntilServed(Face):
+    """A face (mixed in before it) whose lines stop once the chat's program item is settled."""
+
+    def __init__(self, session: ProgramChatSession) -> None:
+        super().__init__(session)
+        self.served = session.served
+
     def _lines(self) -> Iterator[str]:
-        return _until_served(self.session, super()._lines())
+        return _until_served(self.served, super()._lines())
 
 
-class _TerminalUntilServed(TerminalChat):
-    def _lines(self) -> Iterator[str]:
-        return _until_served(self.session, super()._lines())
+class _PlainUntilServed(_UntilServed, PlainChat):
+    pass
+
+
+class _TerminalUntilServed(_UntilServed, TerminalChat):
+    pass
 
 
 def _terminal() -> bool:
@@ -100,7 +118,7 @@ def _read_line() -> str | None:
         except EOFError:
             return None
     stream = getattr(sys.stdin, "buffer", None)
-    raw: Any = stream.readline() if stream is not None else sys.stdin.readline()
+    raw: bytes | str = stream.readline() if stream is not None else sys.stdin.readline()
     if not raw:
         return None
     return (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).strip()
@@ -144,13 +162,13 @@ class _Walk:
     """What every chat of one walk shares."""
 
     options: ChatOptions
-    goals: Any
-    forms: Any
-    tools: Any
-    recording: Any  # a ProgramRecording with --record, else None
+    goals: GoalRunner
+    forms: FormRunner
+    tools: GoalTools
+    recording: ProgramRecording | None  # with --record
 
 
-def _recording(options: ChatOptions, goals: Any) -> Any:
+def _recording(options: ChatOptions, goals: GoalRunner) -> ProgramRecording | None:
     if not options.record:
         return None
     from formctl.agent.models import choose_model
@@ -183,6 +201,7 @@ def _walk(w: _Walk, owed: set[tuple[str, str]]) -> int:
                 return code
             continue
         item = pending[0]
+        assert item.form is not None  # an item no form answers is asked (settled above)
         _say(f"· {goal.title}: {item.label} (form {item.form})")
         session = ProgramChatSession.for_item(
             dataclasses.replace(options, form=item.form, record=None), tools, goal.key, item.key
@@ -209,16 +228,18 @@ def _finish(w: _Walk, owed: set[tuple[str, str]]) -> None:
     ("The documents came in"), each asked once; work deferred during the walk is not asked again."""
     goals = w.goals
     status = goals.inspect()
+    assert status is not None  # the walk found the program complete
     asking = [(f.goal, f.item) for f in status.follow_ups if (f.goal, f.item) in owed]
-    answered: set[tuple[str, str]] = set()
     if not asking:
         _say(status.line)
     else:
         _say(f"Program {status.program.key} is complete; deferred work is still owed.")
-        if not _goal_chat(w, lambda: any(k not in answered for k in asking), answered):
+        chat = _GoalChat(w)
+        if not chat.run(lambda: any(k not in chat.answered for k in asking)):
             scope = goals.scope
             _say(f"Saved. Carry on with: formctl run --program {scope.key} --subject {scope.subject}")
         status = goals.inspect()
+        assert status is not None
     if status.follow_ups:
         still = ", ".join(f"{f.label} ({f.reason})" if f.reason else f.label for f in status.follow_ups)
         _say(f"Program {status.program.key} is complete. Still owed: {still}.")
@@ -235,70 +256,79 @@ def _settle_items(w: _Walk, goal_key: str) -> bool:
         if status is None or status.active_goal != goal_key:
             return False
         goal = status.goal(goal_key)
-        return any(is_asked(i) for i in goal.items)
+        return goal is not None and any(is_asked(i) for i in goal.items)
 
-    return _goal_chat(w, unsettled, set())
+    return _GoalChat(w).run(unsettled)
 
 
-def _goal_chat(w: _Walk, unsettled: Callable[[], bool], answered: set[tuple[str, str]]) -> bool:
-    """A chat with the goal tools until ``unsettled()`` is False (True) or the person leaves
-    (False). Every item a ``goal_update`` that went through names is added to ``answered``."""
-    from formctl.agent.events import ToolCall, ToolResult
-    from formctl.agent.loop import ChatLoop
-    from formctl.agent.models import choose_model, pick_model
-    from formctl.agent.models.guided_goals import GuidedGoalModel
+class _GoalChat:
+    """A chat with the goal tools (:meth:`run`). ``answered`` holds every item a ``goal_update``
+    that went through named."""
 
-    options, goals, forms, tools, recording = w.options, w.goals, w.forms, w.tools, w.recording
-    if recording is not None:
-        recording.segment = "goals"
-    model: Any
-    if choose_model(options.model, offline=options.offline).provider == "guided":
-        model = GuidedGoalModel(goals)
-    else:
-        model = pick_model(
-            forms,
-            model_name=options.model,
-            offline=options.offline,
-            timeout=options.model_timeout,
-            locale=options.locale,
-        )
-    calls: dict[str, Any] = {}
+    def __init__(self, w: _Walk) -> None:
+        from formctl.agent.loop import ChatLoop
 
-    def event(ev: Any) -> None:
-        if recording is not None:
-            recording.event(ev)
-        if isinstance(ev, ToolCall) and ev.name == "goal_update":
-            calls[ev.id] = ev.input
-        if isinstance(ev, ToolResult) and ev.name == "goal_update":
-            if ev.is_error:
-                _say(f"· not saved: {ev.result.get('message')}")
-                return
-            answered.update(_named(calls.get(ev.id)))
-            _say(f"· saved · {tools.line()}")
+        self.tools, self.recording = w.tools, w.recording
+        self.answered: set[tuple[str, str]] = set()
+        self._calls: dict[str, JsonValue] = {}  # a goal_update's arguments, by call id, until its result
+        if self.recording is not None:
+            self.recording.segment = "goals"
+        self.loop = ChatLoop(w.forms, _goal_model(w), goals=w.tools, on_event=self._event)
 
-    loop = ChatLoop(forms, model, goals=tools, on_event=event)
+    def run(self, unsettled: Callable[[], bool]) -> bool:
+        """Talk until ``unsettled()`` is False (True) or the person leaves (False)."""
+        _say(self.tools.line())
+        self._turn(OPENER)
+        while unsettled():
+            line = _read_line()
+            if line is None or line in ("/quit", "/exit"):
+                return False
+            if line:
+                self._turn(line)
+        return True
 
-    def turn(text: str) -> None:
-        if recording is not None:
-            recording.person(text)
-        result = loop.send(text)
+    def _turn(self, text: str) -> None:
+        if self.recording is not None:
+            self.recording.person(text)
+        result = self.loop.send(text)
         if result.text:
             _say(result.text)
         if result.error:
             _say(f"· {result.error}")
 
-    _say(tools.line())
-    turn(OPENER)
-    while unsettled():
-        line = _read_line()
-        if line is None or line in ("/quit", "/exit"):
-            return False
-        if line:
-            turn(line)
-    return True
+    def _event(self, ev: Event) -> None:
+        from formctl.agent.events import ToolCall, ToolResult
+
+        if self.recording is not None:
+            self.recording.event(ev)
+        if isinstance(ev, ToolCall) and ev.name == "goal_update":
+            self._calls[ev.id] = ev.input
+        if isinstance(ev, ToolResult) and ev.name == "goal_update":
+            if ev.is_error:
+                _say(f"· not saved: {ev.result.get('message')}")
+                return
+            self.answered.update(_named(self._calls.get(ev.id)))
+            _say(f"· saved · {self.tools.line()}")
 
 
-def _named(arguments: Any) -> set[tuple[str, str]]:
+def _goal_model(w: _Walk) -> ChatModel:
+    """The goal chat's model: offline, the guided goal model; else the one --model names."""
+    from formctl.agent.models import choose_model, pick_model
+    from formctl.agent.models.guided_goals import GuidedGoalModel
+
+    options = w.options
+    if choose_model(options.model, offline=options.offline).provider == "guided":
+        return GuidedGoalModel(w.goals)
+    return pick_model(
+        w.forms,
+        model_name=options.model,
+        offline=options.offline,
+        timeout=options.model_timeout,
+        locale=options.locale,
+    )
+
+
+def _named(arguments: JsonValue) -> set[tuple[str, str]]:
     """The (goal, item) keys a goal_update's arguments name."""
     if not isinstance(arguments, dict) or not isinstance(arguments.get("goal"), str):
         return set()

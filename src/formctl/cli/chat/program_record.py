@@ -10,11 +10,14 @@ when the walk began is kept (``program_state``) and its end state (``[expect] pr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from formctl.agent.events import Event
+    from formctl.forms.runner import FormRunner
     from formctl.goals.runner import GoalRunner
     from formctl.goals.view import GoalStatus
+    from formctl.transcripts.format import Turn
 
 __all__ = ["ProgramRecording"]
 
@@ -41,7 +44,7 @@ class ProgramRecording:
 
     # What a form's ChatSession calls on its recorder, and the goal chats too.
 
-    def person(self, text: str) -> Any:
+    def person(self, text: str) -> Turn:
         turn = self.recorder.person(text)
         turn.segment = self.segment
         return turn
@@ -49,13 +52,13 @@ class ProgramRecording:
     def answer(self, text: str) -> None:
         self.recorder.answer(text)
 
-    def event(self, ev: Any) -> None:
+    def event(self, ev: Event) -> None:
         self.recorder.event(ev)
 
-    def host(self, action: str, **kwargs: Any) -> Any:
-        return self.recorder.host(action, **kwargs)
+    def host(self, action: str, *, result: object = None, error: str | None = None, **args: object) -> Turn:
+        return self.recorder.host(action, result=result, error=error, **args)
 
-    def finish(self, *_: Any) -> None:
+    def finish(self, runner: FormRunner | None = None, instance_id: str | None = None) -> None:
         """A form's chat ended: the walk goes on (the end state is written by :meth:`end`)."""
         self.recorder.flush()
 

@@ -28,20 +28,54 @@ once, and each should know (docs/chat.md, "Two chats on one instance").
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Final, NotRequired, TypedDict
 
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import Evaluation, evaluate
 from formctl.forms.instance import Instance
+from formctl.json_types import JsonObject
 
-__all__ = ["REPLACED", "OwnCommits", "shown_after"]
+__all__ = ["REPLACED", "OwnCommits", "Snapshot", "as_snapshot", "shown_after", "snapshot_of"]
 
 # Under this key of ``seen``: the sentences for answers given elsewhere that this chat's own
 # commits replaced in the same turn. The store no longer holds them, so comparing it with what
 # was shown cannot find them; they are said with the next notice (session.changes).
-REPLACED = "replaced_elsewhere"
+REPLACED: Final = "replaced_elsewhere"
 
-Snapshot = dict[str, Any]
+
+class Snapshot(TypedDict):
+    """What the person was shown of an instance (:func:`~formctl.agent.notices.snapshot`), as it
+    is saved with the conversation (``seen``)."""
+
+    instance: str
+    version: int | None  # None: the form before its first commit
+    status: str | None
+    blocked_on: str | None
+    answers: dict[str, str]  # field id → a digest of the value shown
+    replaced_elsewhere: NotRequired[list[str]]  # REPLACED
+
+
+def as_snapshot(data: JsonObject) -> Snapshot:
+    """A snapshot as :func:`~formctl.agent.notices.snapshot` made it or a conversation kept it."""
+    shown = Snapshot(
+        instance=data.get("instance", ""),
+        version=data.get("version"),
+        status=data.get("status"),
+        blocked_on=data.get("blocked_on"),
+        answers=data.get("answers") or {},
+    )
+    if REPLACED in data:
+        shown[REPLACED] = data[REPLACED]
+    return shown
+
+
+def snapshot_of(compiled: CompiledForm, evaluation: Evaluation, instance: Instance) -> Snapshot:
+    """The instance as the person is shown it now."""
+    from formctl.agent.notices import snapshot
+
+    return as_snapshot(snapshot(compiled, evaluation, instance))
+
+
 Commit = tuple[Instance | None, Instance]  # (the instance it was made over, or None for a start; what it produced)
 
 
@@ -80,9 +114,7 @@ def shown_after(
     Otherwise ``seen`` with what the own commits changed applied to it, and the version before
     the first change made elsewhere, so a notice compares the stored state with it and says the
     rest."""
-    from formctl.agent.notices import snapshot
-
-    now = snapshot(compiled, evaluation, instance)
+    now = snapshot_of(compiled, evaluation, instance)
     chain = [(before, after) for before, after in commits if after.id == instance.id]
     start = _starting_point(seen, chain, compiled, instance)
     if start is None:
@@ -171,10 +203,8 @@ def _replaced(compiled: CompiledForm, before: Instance, field_id: str) -> str:
 
 
 def _snap(compiled: CompiledForm, instance: Instance) -> Snapshot:
-    from formctl.agent.notices import snapshot
-
-    return snapshot(compiled, evaluate(compiled, instance), instance)
+    return snapshot_of(compiled, evaluate(compiled, instance), instance)
 
 
 def _empty(instance_id: str) -> Snapshot:
-    return {"instance": instance_id, "version": None, "status": None, "blocked_on": None, "answers": {}}
+    return Snapshot(instance=instance_id, version=None, status=None, blocked_on=None, answers={})

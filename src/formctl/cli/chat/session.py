@@ -9,21 +9,31 @@ docs/chat.md.
 
 from __future__ import annotations
 
-import re
 import sys
-from typing import Any, Callable, Self
+from typing import TYPE_CHECKING, Callable, Self
 
 from formctl.agent.models.base import SaysWhatItAsked
 from formctl.cli import render
 from formctl.cli.chat.commands import ChatCommands
 from formctl.cli.chat.opening import Opening, open_chat
 from formctl.cli.chat.options import CHAT_SOURCE, OPENER, ChatOptions
-from formctl.cli.chat.seen import REPLACED, shown_after
+from formctl.cli.chat.seen import REPLACED, Snapshot, shown_after, snapshot_of
 from formctl.errors import FormError, StoreError
 from formctl.forms.adapter import Interruptible, ReportsWaits
-from formctl.forms.evaluate import FILLED
 from formctl.forms.lifecycle import is_awaiting, is_closed, is_complete, is_continuable, is_ready, is_stale
-from formctl.forms.person_status import status_for
+from formctl.forms.person_status import Asking, status_for
+
+if TYPE_CHECKING:  # pragma: no cover
+    import threading
+
+    from rich.console import Console
+
+    from formctl.agent.events import Event, ToolCall, ToolResult
+    from formctl.agent.loop import Turn
+    from formctl.forms.instance import Instance
+    from formctl.forms.project import MigrateResult
+    from formctl.forms.reading import InstanceView, Stamp
+    from formctl.forms.runner import FormRunner
 
 __all__ = ["CHAT_SOURCE", "OPENER", "ChatOptions", "ChatSession"]
 
@@ -49,18 +59,18 @@ class ChatSession:
         self.options = opening.options
         self.seed_lines = opening.seed_lines
         self.store_dir = opening.store_dir
-        self.registry = opening.registry
-        self.adapter = opening.adapter
-        self.form_id, self.subject, self.compiled = opening.form_id, opening.subject, opening.compiled
-        self.default = opening.default
-        self.own = opening.own  # this chat's commits, until the person is shown the form (seen.py)
+        choice, runners, saved = opening.choice, opening.runners, opening.saved
+        self.registry, self.adapter = runners.registry, runners.adapter
+        self.form_id, self.subject, self.compiled = choice.form_id, choice.subject, choice.compiled
+        self.default = runners.default
+        self.own = runners.own  # this chat's commits, until the person is shown the form (seen.py)
         self.agent, self.person = opening.agent, opening.person
         self.conversations = opening.conversations
         self.model = opening.model
         self.recorder = opening.recorder
         self.poller = opening.poller
         self.notes = opening.notes  # lines for the face to print before the chat starts
-        self.resumed = bool(opening.messages)
+        self.resumed = bool(saved.messages)
         self.failed = False  # a turn failed (the model, or starting the form): see run_chat's status
         self.unwritten: str | None = None  # why some of the person's answers could not be written (the store)
         self.stopped: str | None = None  # why the chat cannot go on (the API refused the key)
@@ -68,28 +78,28 @@ class ChatSession:
         # person, so the form is not marked as seen, and the face says it and asks again.
         self.interrupted = False
         self.cancelled = False  # the last turn was stopped (``interrupted`` is reset once it is said)
-        self.on_event: Callable[[Any], None] | None = None
+        self.on_event: Callable[[Event], None] | None = None
         # formctl's own questions to the person (a model's value their words don't hold): the face
         # sets ``asker`` (print the question, read their answer line); without one nothing is asked.
         self.asker: Callable[[str], str | None] | None = None
         # The model reaches this conversation's subject and nobody else's (README, "Who may do what").
+        # The loop resumes the saved conversation (its messages, the person's numbered words).
         self.loop = ChatLoop(
             self.agent,
             self.model,
             form_id=self.form_id,
             on_event=self._event,
-            messages=opening.messages,
-            conversation=opening.conversation,
+            conversation=saved.conversation,
             conversation_store=self.conversations,
             scope=self.subject,
             person=Person(ask=self._ask_person, not_theirs=frozenset({OPENER})),
         )
         # What the person was last shown of the instance (formctl.agent.notices), saved with the
         # conversation: a resumed chat says what changed while it was away.
-        self.seen: dict[str, Any] | None = opening.seen
-        self.loop.seen = self.seen
+        self.seen: Snapshot | None = saved.seen
+        self._tell_loop_seen()
         self._labels: dict[str, dict[str, str]] = {}
-        self.calls: dict[str, Any] = {}
+        self.calls: dict[str, ToolCall] = {}
         self.commands = ChatCommands(self)  # the /commands (commands.py): a table, run against this session
         # The face's "waiting for the database…" line: said once a turn, when the store starts
         # waiting for its server (formctl.forms.adapter.ReportsWaits; from the waiting thread).
@@ -99,7 +109,7 @@ class ChatSession:
         if isinstance(self.adapter, ReportsWaits):
             self.adapter.on_wait = self._store_waits
 
-    def command(self, line: str, out: Any, err: Any = None) -> bool:
+    def command(self, line: str, out: Console, err: Console | None = None) -> bool:
         """Run a ``/command`` (see :class:`ChatCommands`); False means leave the chat."""
         return self.commands.run(line, out, err)
 
@@ -111,19 +121,19 @@ class ChatSession:
 
     # -- the instance --------------------------------------------------------------------
 
-    def stale_instance(self) -> Any:
+    def stale_instance(self) -> Instance | None:
         """The instance this chat continues, if it is stale (formctl.cli.drift offers to move it)."""
         instance_id = self.instance_id
         instance = self.agent.open_instance(instance_id) if instance_id is not None else None
         return instance if instance is not None and self._stale(instance) else None
 
-    def migrate(self) -> Any:
+    def migrate(self) -> MigrateResult:
         """Move this chat's instance to the registered version of its form (the person's choice)."""
         result = self.person.migrate(self.instance_id)
         self.notes = [n for n in self.notes if "can't be continued" not in n]  # it can now
         return result
 
-    def _stale(self, instance: Any) -> bool:
+    def _stale(self, instance: Instance) -> bool:
         """A continuable instance started on another version of the form, which has no migrate."""
         return is_continuable(instance) and is_stale(self.compiled, instance)
 
@@ -157,20 +167,18 @@ class ChatSession:
                 self._labels[def_id] = {}
         return self._labels[def_id]
 
-    def status_lines(self, runner: Any = None) -> list[str]:
+    def status_lines(self, runner: FormRunner | None = None) -> list[str]:
         """Tier 0 as lines, or, when it is empty (complete, abandoned, not started), what the form is."""
         lines = self._status_lines(runner or self.agent)
         if self.options.as_host:
             lines[0] = f"[as host] {lines[0]}"
         return lines
 
-    def _status_lines(self, runner: Any) -> list[str]:
+    def _status_lines(self, runner: FormRunner) -> list[str]:
         # The person's status line, not the model's tier 0 (forms/person_status.py).
-        text: str = status_for(runner, self.instance_id) if self.instance_id is not None else ""
+        text = status_for(runner, self.instance_id, self._asking()) if self.instance_id is not None else ""
         if text:
-            lines = text.splitlines()
-            lines[0] = self._as_asked(lines[0], runner)
-            return lines
+            return text.splitlines()
         tag = f"[form: {self.form_id}]"
         if self.instance_id is None:
             return [f"{tag} not started"]
@@ -181,45 +189,16 @@ class ChatSession:
             return [f"{tag} abandoned — {instance.closed_reason or 'closed'}"]
         return [f"{tag} {instance.status}"]
 
-    def _as_asked(self, line: str, runner: Any) -> str:
-        """Tier 0's step line as the person sees the chat: the step of the question the model
-        asked last (the guided model asks optional questions left behind after the engine has
-        moved on), and without the optional fields the person chose to leave out."""
-        if (
-            not isinstance(self.model, SaysWhatItAsked)
-            or self.instance_id is None
-            or " · pending: " not in line
-            and "step " not in line
-        ):
-            return line
-        asked, skipped = self.model.asking()
-        try:
-            view = runner.view(self.instance_id)
-        except FormError:
-            return line
-        compiled, ev = view.compiled, view.evaluation
-        if ev.open_step is None:
-            return line
-        head = line.split(" · pending: ")[0]
-        k = ev.open_step
-        field = compiled.field_by_id.get(asked) if asked else None
-        if field is not None and field.step_index != k and not ev.revisiting:
-            k = field.step_index
-            step = compiled.steps[k]
-            head = re.sub(
-                r'step \d+/\d+ "[^"]*"',
-                lambda _: f'step {step.number}/{len(compiled.steps)} "{step.title}"',
-                head,
-                count=1,
-            )
-        pending = [
-            f.label
-            for f in compiled.steps[k].fields
-            if ev.applicable[f.order] and ev.status[f.order] != FILLED and f.id not in skipped
-        ]
-        return head + (" · pending: " + ", ".join(pending) if pending else "")
+    def _asking(self) -> Asking | None:
+        """What the model asked last, when it can say (the guided model): the status line is then
+        the step of the question it asked (it asks optional questions left behind after the engine
+        has moved on), without the optional fields the person chose to leave out."""
+        if not isinstance(self.model, SaysWhatItAsked):
+            return None
+        asked, left_out = self.model.asking()
+        return Asking(asked, left_out)
 
-    def poll(self) -> tuple[Any, list[str]] | None:
+    def poll(self) -> tuple[Stamp, list[str]] | None:
         """For the status poller (another thread): (a change stamp, the status lines), read through
         the poller's own adapter so it never shares file state with a turn in progress."""
         instance_id = self.instance_id
@@ -230,20 +209,20 @@ class ChatSession:
             return None
         return stamp, self.status_lines(self.poller.runner)
 
-    def wait_for_change(self, timeout: float, stop: Any) -> bool:
+    def wait_for_change(self, timeout: float, stop: threading.Event) -> bool:
         """For the status poller: block up to ``timeout`` seconds (or until ``stop`` is set) and say
         whether the instance may have changed elsewhere, so that :meth:`poll` is worth a read
         (see :meth:`StatusPoller.wait_for_change <formctl.cli.chat.poller.StatusPoller.wait_for_change>`)."""
         return self.poller.wait_for_change(self.instance_id, timeout, stop)
 
-    def stamp(self) -> Any:
+    def stamp(self) -> Stamp | None:
         """The change stamp of the instance as this chat last wrote it (see :meth:`poll`)."""
         instance_id = self.instance_id
         return self.agent.stamp(instance_id) if instance_id is not None else None
 
     # -- what the person was last shown (docs/chat.md: the chat always knows what it asked)
 
-    def _view(self) -> Any:
+    def _view(self) -> InstanceView | None:
         instance_id = self.instance_id
         if instance_id is None:
             return None
@@ -261,17 +240,19 @@ class ChatSession:
             self.seen = shown_after(self.seen, commits, view.compiled, view.instance, view.evaluation)
         else:
             self.seen = None
-        self.loop.seen = self.seen
+        self._tell_loop_seen()
 
-    def _shown(self, view: Any) -> None:
+    def _shown(self, view: InstanceView) -> None:
         """The person is being shown ``view`` whole (a notice says what changed up to it)."""
-        from formctl.agent.notices import snapshot
-
         self.own.take()  # what they did is part of what is shown now
-        self.seen = snapshot(view.compiled, view.evaluation, view.instance)
-        self.loop.seen = self.seen
+        self.seen = snapshot_of(view.compiled, view.evaluation, view.instance)
+        self._tell_loop_seen()
 
-    def seen_version(self) -> Any:
+    def _tell_loop_seen(self) -> None:
+        """The loop saves what the person was shown with the conversation, after every turn."""
+        self.loop.seen = dict(self.seen) if self.seen is not None else None
+
+    def seen_version(self) -> tuple[str, int | None] | None:
         return (self.seen["instance"], self.seen["version"]) if self.seen else None
 
     def changes(self, by: str, words: str | None = None) -> str | None:
@@ -287,7 +268,10 @@ class ChatSession:
         view = self._view()
         if view is None or view.instance.version == seen.get("version"):
             return None
-        sentences = [*describe_changes(view.compiled, view.evaluation, view.instance, seen), *seen.get(REPLACED, ())]
+        sentences = [
+            *describe_changes(view.compiled, view.evaluation, view.instance, dict(seen)),
+            *seen.get(REPLACED, ()),
+        ]
         self._shown(view)  # the notice says it all; or only the version moved (an executor's record)
         if not sentences:
             return None
@@ -317,35 +301,29 @@ class ChatSession:
             return False
         return True
 
-    def send(self, text: str) -> Any:
+    def send(self, text: str) -> Turn:
         self._said_waiting = self.store_failed = False
         if self.recorder is not None:
             self.recorder.person(text)
         return self.loop.send(text)
 
-    def _event(self, ev: Any) -> None:
-        if ev.kind == "turn_end":
+    def _event(self, ev: Event) -> None:
+        from formctl.agent.events import LoopError, ToolCall, ToolResult, TurnEnd
+
+        if isinstance(ev, TurnEnd):
             self.interrupted = self.cancelled = ev.stop_reason == "cancelled"
             if not self.interrupted:
                 self.mark_seen()  # before the loop's last save of the turn, which keeps it
-        if ev.kind == "tool_call":
+        elif isinstance(ev, ToolCall):
             self.calls[ev.id] = ev
-        if ev.kind == "loop_error" and ev.code in ("store_error", "store_damaged"):
-            self.store_failed = True  # the store failed under the turn (the model's reads included)
-        if ev.kind == "loop_error" and ev.code == "key_rejected":
-            self.stopped = ev.message  # every further line would be refused the same way
-        if ev.kind == "tool_result" and isinstance(ev.result, dict) and ev.result.get("status") == "error":
-            code = (ev.result.get("data") or {}).get("code") if isinstance(ev.result.get("data"), dict) else None
-            if code in ("store_damaged", "store_error"):  # the person's answers were not written
-                self.unwritten = str(ev.result.get("message") or code)
-                self.store_failed = True
-        if ev.kind == "loop_error" or (
-            ev.kind == "tool_result"
-            and ev.name == "form_start"
-            and isinstance(ev.result, dict)
-            and ev.result.get("status") == "error"
-        ):
+        elif isinstance(ev, LoopError):
+            if ev.code in ("store_error", "store_damaged"):
+                self.store_failed = True  # the store failed under the turn (the model's reads included)
+            if ev.code == "key_rejected":
+                self.stopped = ev.message  # every further line would be refused the same way
             self.failed = True
+        elif isinstance(ev, ToolResult):
+            self._tool_result(ev)
         if self.recorder is not None:
             try:
                 self.recorder.event(ev)
@@ -357,7 +335,20 @@ class ChatSession:
         if self.on_event is not None:
             self.on_event(ev)
 
-    def activity(self, ev: Any) -> str:
+    def _tool_result(self, ev: ToolResult) -> None:
+        """A store that refused the person's answers is said at the end; a form that could not be
+        started fails the chat."""
+        if not isinstance(ev.result, dict) or ev.result.get("status") != "error":
+            return
+        data = ev.result.get("data")
+        code = data.get("code") if isinstance(data, dict) else None
+        if code in ("store_damaged", "store_error"):  # the person's answers were not written
+            self.unwritten = str(ev.result.get("message") or code)
+            self.store_failed = True
+        if ev.name == "form_start":
+            self.failed = True
+
+    def activity(self, ev: ToolResult) -> str:
         """The dim line for a tool result (empty for reads)."""
         call = self.calls.pop(ev.id, None)
         data = ev.result.get("data") if isinstance(ev.result, dict) else None

@@ -11,13 +11,25 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from formctl.cli.chat.plain import ELSEWHERE, UNREADABLE, Face, _last_said, readable
 from formctl.cli.chat.session import ChatSession
 from formctl.errors import FormError
 
-_CHANGED = object()  # the prompt's result when it was left because the form changed elsewhere
+if TYPE_CHECKING:  # pragma: no cover
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.key_binding.key_processor import KeyPressEvent
+    from rich.console import Console
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    from formctl.agent.events import Event
+    from formctl.cli.chat.history import MaskedFileHistory
+    from formctl.forms.reading import Stamp
+
 # The longest line the prompt takes (characters). A paste without bracketed-paste mode arrives
 # one key press at a time; past this the characters are counted, not kept, and the line is
 # refused when Enter comes, so a paste of any size costs bounded memory and time.
@@ -44,11 +56,12 @@ class TerminalChat(Face):
     def __init__(self, session: ChatSession) -> None:
         super().__init__(session)
         self._status: list[str] = []
-        self._stamp: Any = None
-        self._left_for: Any = None  # the stamp the prompt was last left for (see _poll)
+        self._stamp: Stamp | None = None
+        self._left_for: Stamp | None = None  # the stamp the prompt was last left for (see _poll)
         self._busy = threading.Event()
         self._stop = threading.Event()
-        self._prompt: Any = None
+        self._prompt: PromptSession[str] | None = None
+        self._changed = False  # the prompt was left because the form changed elsewhere (see _poll)
         self._held = ""  # the text to put back at the prompt (typed before a change elsewhere)
         self._dropped = 0  # characters of the line being typed beyond LINE_LIMIT (not kept)
         self._spinner = _Spinner(self.out)
@@ -82,7 +95,7 @@ class TerminalChat(Face):
     def _line(self, text: str, style: str | None = None, *, mark: bool = True) -> None:
         self.out.print(f"{self.MARK if mark else ''}{text}", style=style, markup=False, highlight=False)
 
-    def _event(self, ev: Any) -> None:
+    def _event(self, ev: Event) -> None:
         if ev.kind == "model_call":
             self._spinner.call_started()
         elif ev.kind in ("text_delta", "model_turn", "turn_end", "loop_error"):
@@ -93,7 +106,7 @@ class TerminalChat(Face):
 
     # -- the status bar ----------------------------------------------------------------
 
-    def _toolbar(self) -> Any:
+    def _toolbar(self) -> str:
         from prompt_toolkit.application import get_app_or_none
 
         lines = self._status or ["[form] …"]
@@ -139,31 +152,35 @@ class TerminalChat(Face):
                 unsaid = self._behind(stamp)
                 continue  # a turn or a command is running: it refreshes when it ends
             unsaid = False
-            if not self._busy.is_set() and self._behind(stamp) and stamp != self._left_for:
+            loop = app.loop  # set while the application runs
+            if loop is not None and not self._busy.is_set() and self._behind(stamp) and stamp != self._left_for:
                 # Changed elsewhere while the person is at the prompt: leave the prompt (what they
                 # typed so far is kept) so the chat says what changed and asks again, unprompted.
                 # Asked of what the person was shown, not of the stamp last drawn: a commit made
                 # elsewhere just before this chat's own refresh is in that stamp, and unsaid.
                 self._left_for = stamp  # once per stamp: a notice that cannot be built is not retried each second
-                app.loop.call_soon_threadsafe(self._leave_prompt, app)
+                loop.call_soon_threadsafe(self._leave_prompt, app)
             if fresh:
                 app.invalidate()
 
-    def _behind(self, stamp: Any) -> bool:
+    def _behind(self, stamp: Stamp) -> bool:
         """Whether the stored instance (``stamp``) holds a change the person has not been shown."""
         seen = self.session.seen_version()
         return seen is not None and seen[0] == stamp[0] and seen[1] != stamp[1]
 
-    def _leave_prompt(self, app: Any) -> None:
+    def _leave_prompt(self, app: Application[str]) -> None:
         if app.is_running and not app.is_done:
             self._held = app.current_buffer.text
-            app.exit(result=_CHANGED)
+            self._changed = True
+            app.exit(result="")
 
     # -- the flow ----------------------------------------------------------------------
 
     def _lines(self) -> Iterator[str]:
         while True:
             held, self._held = self._held, ""
+            assert self._prompt is not None  # made by run()
+            self._changed = False  # set by _leave_prompt, for this prompt only
             try:
                 line = self._prompt.prompt("you › ", default=held)
             except KeyboardInterrupt:
@@ -171,7 +188,8 @@ class TerminalChat(Face):
                 continue  # Ctrl-C at the prompt clears the line, like a shell
             except EOFError:
                 return
-            if line is _CHANGED:
+            if self._changed:
+                self._changed = False
                 self._catch_up(ELSEWHERE)
                 if self.session.stopped:
                     return
@@ -211,18 +229,7 @@ class TerminalChat(Face):
 
     def _run_turn(self, text: str) -> None:
         self._busy.set()
-        error: list[BaseException] = []
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                self.session.send(text)
-            except BaseException as exc:  # shown below, on the main thread
-                error.append(exc)
-            finally:
-                done.set()
-
-        worker = threading.Thread(target=work, name="formctl-turn", daemon=True)
+        worker = _TurnWorker(self.session.send, text)
         stopping = False
         # Python runs the Ctrl-C handler at its next safe point in this thread: on a busy machine
         # the worker can be well into the turn before this thread gets back from start(), so the
@@ -232,9 +239,9 @@ class TerminalChat(Face):
         # came back in the middle of the turn.
         while True:
             try:
-                if worker.ident is None and not stopping:
-                    worker.start()
-                while not done.wait(0.1):
+                if worker.thread.ident is None and not stopping:
+                    worker.thread.start()
+                while not worker.done.wait(0.1):
                     if self._waiting:
                         self._spinner.call_ended()
                         self._end_text()
@@ -254,10 +261,10 @@ class TerminalChat(Face):
         self._end_text()
         self._busy.clear()
         self._refresh()
-        if error:
-            if not isinstance(error[0], FormError):
-                raise error[0]
-            self._line(f"error: {error[0].message}", "red", mark=False)
+        if worker.error is not None:
+            if not isinstance(worker.error, FormError):
+                raise worker.error
+            self._line(f"error: {worker.error.message}", "red", mark=False)
 
     def run(self) -> None:
         from prompt_toolkit import PromptSession
@@ -278,7 +285,7 @@ class TerminalChat(Face):
             poller.join(timeout=2 * self.session.options.poll_seconds)  # before the session closes the poller's adapter
             self._history.flush()
 
-    def _bounded_typing(self) -> Any:
+    def _bounded_typing(self) -> KeyBindings:
         """Typing and pasting key by key with the line held to :data:`LINE_LIMIT` characters.
 
         The key press that would take the line past the limit empties it (its undo states too),
@@ -294,10 +301,10 @@ class TerminalChat(Face):
         def overflowing() -> bool:
             return self._dropped > 0
 
-        def worth_an_undo_state(event: Any) -> bool:
+        def worth_an_undo_state(event: KeyPressEvent) -> bool:
             return len(event.current_buffer.text) < _UNDO_LIMIT and not event.is_repeat
 
-        def take(event: Any, data: str) -> None:
+        def take(event: KeyPressEvent, data: str) -> None:
             buffer = event.current_buffer
             if self._dropped or len(buffer.text) + len(data) > LINE_LIMIT:
                 self._dropped += len(buffer.text) + len(data) if not self._dropped else len(data)
@@ -307,20 +314,38 @@ class TerminalChat(Face):
             buffer.insert_text(data)
 
         @bindings.add(Keys.Any, filter=overflowing)
-        def _count(event: Any) -> None:
+        def _count(event: KeyPressEvent) -> None:
             self._dropped += len(event.data) * event.arg
 
         @bindings.add(
             Keys.Any, filter=~overflowing & (emacs_insert_mode | vi_insert_mode), save_before=worth_an_undo_state
         )
-        def _insert(event: Any) -> None:
+        def _insert(event: KeyPressEvent) -> None:
             take(event, event.data * event.arg)
 
         @bindings.add(Keys.BracketedPaste)
-        def _paste(event: Any) -> None:
+        def _paste(event: KeyPressEvent) -> None:
             take(event, event.data.replace("\r\n", "\n").replace("\r", "\n"))
 
         return bindings
+
+
+class _TurnWorker:
+    """One turn, run in a thread of its own: what it raised (shown on the main thread), and when
+    it is done."""
+
+    def __init__(self, send: Callable[[str], object], text: str) -> None:
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._work, args=(send, text), name="formctl-turn", daemon=True)
+
+    def _work(self, send: Callable[[str], object], text: str) -> None:
+        try:
+            send(text)
+        except BaseException as exc:  # shown by the main thread
+            self.error = exc
+        finally:
+            self.done.set()
 
 
 class _Spinner:
@@ -335,11 +360,11 @@ class _Spinner:
 
     DELAY = 0.3
 
-    def __init__(self, console: Any) -> None:
+    def __init__(self, console: Console) -> None:
         self.console = console
         self._lock = threading.Lock()
         self._since: float | None = None
-        self._live: Any = None
+        self._live: Live | None = None
 
     def call_started(self) -> None:
         with self._lock:
@@ -371,7 +396,7 @@ class _Thinking:
         self.since = since
         self.spinner = Spinner("dots", style="cyan")
 
-    def __rich__(self) -> Any:
+    def __rich__(self) -> Spinner:
         from rich.text import Text
 
         seconds = int(time.monotonic() - self.since)
@@ -385,37 +410,11 @@ def _fit(line: str, columns: int) -> str:
     return line if len(line) < columns else line[: max(columns - 2, 1)] + "…"
 
 
-def _masked_history(path: Path, mask: Callable[[str], str]) -> Any:
-    """prompt-toolkit's file history, but a line reaches the file only after its turn has run,
-    masked: a value given to a ``sensitive=True`` field, or a secret (formctl.redact), never
-    lands in the history file.
+def _masked_history(path: Path, mask: Callable[[str], str]) -> MaskedFileHistory:
+    """The chat's input history in ``path``, each line masked before it is written (history.py)."""
+    from formctl.cli.chat.history import MaskedFileHistory
 
-    (The line is held back because when it is typed, nobody yet knows it holds a value for a
-    sensitive field; after the turn the value is in the store, and the masks know it. The
-    up-arrow still recalls the line as typed, from memory, for the rest of this run.)
-    """
-    from prompt_toolkit.history import FileHistory
-
-    class MaskedFileHistory(FileHistory):
-        def __init__(self, filename: str) -> None:
-            super().__init__(filename)
-            self._pending: list[str] = []
-
-        def store_string(self, string: str) -> None:
-            self._pending.append(string)
-
-        def discard(self) -> None:
-            """Forget the lines not yet written (a line that is not text could not be)."""
-            self._pending.clear()
-
-        def flush(self) -> None:
-            pending, self._pending = self._pending, []
-            from formctl.redact import redact
-
-            for line in pending:
-                super().store_string(redact(mask(line)))  # and a key pasted into the chat never
-
-    return MaskedFileHistory(str(path))
+    return MaskedFileHistory(str(path), mask)
 
 
 def _history_file(store_dir: Path) -> Path:

@@ -29,7 +29,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 import mcp_types as types
@@ -41,13 +41,22 @@ from mcp.shared.exceptions import MCPError
 from formctl.agent.tools import error_envelope
 from formctl.cli.mcp.state import PROGRAM_URI, TIER0_URI, FormService, Outcome, form_uri, instance_uri
 from formctl.errors import FormError
+from formctl.json_types import JsonObject
+
+Lifespan: TypeAlias = dict[str, object]  # what the server's lifespan yields to its handlers (nothing)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.session import ServerSession
+
+    _Context: TypeAlias = ServerRequestContext[Lifespan, object]  # a request handler's context
 
 __all__ = ["ASK_TIMEOUT", "POLL_SECONDS", "build_server", "serve_stdio"]
 
 ASK_TIMEOUT = 600.0  # seconds a call waits for the person's answer before it goes on without one
 POLL_SECONDS = 0.25  # how often the watcher reads the subject's instances' versions
 RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
-ANSWER_SCHEMA: dict[str, Any] = {
+ANSWER_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"answer": {"type": "string", "title": "Your answer", "description": "yes, no, or the right value"}},
     "required": ["answer"],
@@ -57,11 +66,11 @@ ANSWER_SCHEMA: dict[str, Any] = {
 class _Call:
     """One tool call, run in its own thread; it may stop to ask the person a question.
 
-    The thread reports ``("ask", question)`` or ``("done", outcome)`` on ``events`` and, after
-    an ask, waits for :meth:`answer`."""
+    The thread reports a question (a ``str``) or its :class:`Outcome` on ``events`` and, after
+    a question, waits for :meth:`answer`."""
 
-    def __init__(self, service: FormService, name: str, arguments: Any, *, can_ask: bool) -> None:
-        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    def __init__(self, service: FormService, name: str, arguments: JsonObject, *, can_ask: bool) -> None:
+        self.events: queue.Queue[str | Outcome] = queue.Queue()
         self._answers: queue.Queue[str | None] = queue.Queue()
         self._service, self._name, self._arguments, self._can_ask = service, name, arguments, can_ask
         threading.Thread(target=self._run, name=f"formctl-mcp-{name[:20]}", daemon=True).start()
@@ -71,10 +80,10 @@ class _Call:
             outcome = self._service.call(self._name, self._arguments, ask=self._ask if self._can_ask else None)
         except BaseException as exc:  # FormTools.call never raises; this is the last line of defence
             outcome = Outcome(error_envelope(f"{type(exc).__name__}: {exc}", None), "")
-        self.events.put(("done", outcome))
+        self.events.put(outcome)
 
     def _ask(self, question: str) -> str | None:
-        self.events.put(("ask", question))
+        self.events.put(question)
         try:
             return self._answers.get(timeout=ASK_TIMEOUT)
         except queue.Empty:
@@ -83,11 +92,11 @@ class _Call:
     def answer(self, text: str | None) -> None:
         self._answers.put(text)
 
-    async def next(self) -> tuple[str, Any]:
+    async def next(self) -> str | Outcome:
         return await anyio.to_thread.run_sync(self.events.get, abandon_on_cancel=True)
 
 
-def _answer_text(result: Any) -> str | None:
+def _answer_text(result: object) -> str | None:
     """An elicitation's result as the answer line the chat would have read: accept → the text,
     decline → "no", cancel (or anything else) → None."""
     if isinstance(result, dict):
@@ -112,7 +121,7 @@ def _tool_result(outcome: Outcome) -> types.CallToolResult:
     return types.CallToolResult(content=content, is_error=outcome.is_error)
 
 
-def _can_elicit(ctx: Any) -> bool:
+def _can_elicit(ctx: _Context) -> bool:
     capabilities = ctx.session.client_capabilities
     return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
 
@@ -126,11 +135,11 @@ class _Handlers:
         self.poll_seconds = poll_seconds
         self.pending: dict[str, _Call] = {}  # request_state token → the call waiting for the person's answer
         self.bus = InMemorySubscriptionBus()
-        self.subscribed: dict[str, set[Any]] = {}  # URI → handshake-era sessions that subscribed to it
+        self.subscribed: dict[str, set[ServerSession]] = {}  # URI → handshake-era sessions that subscribed to it
 
     # ------------------------------------------------------------------ tools
 
-    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(self, ctx: _Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
@@ -138,7 +147,9 @@ class _Handlers:
             ]
         )
 
-    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+    async def call_tool(
+        self, ctx: _Context, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
         token = params.request_state
         if token is None:
             return await self._drive(
@@ -152,16 +163,17 @@ class _Handlers:
         call.answer(_answer_text((params.input_responses or {}).get("answer")))
         return await self._drive(ctx, call)
 
-    async def _drive(self, ctx: Any, call: _Call) -> Any:
+    async def _drive(self, ctx: _Context, call: _Call) -> types.CallToolResult | types.InputRequiredResult:
         """Run ``call`` until it is done, asking the person over the back channel when there is one,
         else returning the question with a one-time token the client's retry resumes."""
         while True:
-            kind, value = await call.next()
-            if kind == "done":
-                return _tool_result(value)
+            question = await call.next()
+            if isinstance(question, Outcome):
+                return _tool_result(question)
             if ctx.session.can_send_request:  # a back channel: ask now, and go on
+                result: types.ElicitResult | None
                 try:
-                    result = await ctx.session.elicit_form(value, ANSWER_SCHEMA, related_request_id=ctx.request_id)
+                    result = await ctx.session.elicit_form(question, ANSWER_SCHEMA, related_request_id=ctx.request_id)
                 except Exception:
                     result = None
                 call.answer(_answer_text(result))
@@ -171,7 +183,7 @@ class _Handlers:
             return types.InputRequiredResult(
                 input_requests={
                     "answer": types.ElicitRequest(
-                        params=types.ElicitRequestFormParams(message=value, requested_schema=ANSWER_SCHEMA)
+                        params=types.ElicitRequestFormParams(message=question, requested_schema=ANSWER_SCHEMA)
                     )
                 },
                 request_state=token,
@@ -179,7 +191,9 @@ class _Handlers:
 
     # ------------------------------------------------------------------ resources
 
-    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+    async def list_resources(
+        self, ctx: _Context, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         forms = await anyio.to_thread.run_sync(self.service.forms)
         instances = await anyio.to_thread.run_sync(self.service.instances)
         tier0 = types.Resource(
@@ -222,7 +236,7 @@ class _Handlers:
             )
         return types.ListResourcesResult(resources=[tier0, *program, *outlines, *records])
 
-    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(self, ctx: _Context, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
             if uri == TIER0_URI:
@@ -242,17 +256,17 @@ class _Handlers:
             raise MCPError(RESOURCE_NOT_FOUND, exc.message) from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=mime, text=text)])
 
-    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    async def subscribe(self, ctx: _Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
         self.subscribed.setdefault(str(params.uri), set()).add(ctx.session)
         return types.EmptyResult()
 
-    async def unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    async def unsubscribe(self, ctx: _Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         self.subscribed.get(str(params.uri), set()).discard(ctx.session)
         return types.EmptyResult()
 
     # ------------------------------------------------------------------ prompts
 
-    async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+    async def list_prompts(self, ctx: _Context, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         forms = await anyio.to_thread.run_sync(self.service.forms)
         return types.ListPromptsResult(
             prompts=[
@@ -265,7 +279,7 @@ class _Handlers:
             ]
         )
 
-    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(self, ctx: _Context, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         try:
             text = await anyio.to_thread.run_sync(self.service.prompt, params.name)
         except FormError as exc:
@@ -309,7 +323,7 @@ class _Handlers:
             before, program = now, program_now
 
     @asynccontextmanager
-    async def lifespan(self, _: Any) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(self, _: Server[Lifespan]) -> AsyncIterator[Lifespan]:
         async with anyio.create_task_group() as group:
             group.start_soon(self.watch)
             try:
@@ -318,7 +332,7 @@ class _Handlers:
                 group.cancel_scope.cancel()
 
 
-def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) -> Server[Any]:
+def build_server(service: FormService, *, poll_seconds: float = POLL_SECONDS) -> Server[Lifespan]:
     """The MCP server for ``service``: its handlers, the listen bus and the change watcher."""
     handlers = _Handlers(service, poll_seconds)
     return Server(
@@ -354,7 +368,7 @@ def _version() -> str:
     return __version__
 
 
-async def _serve(server: Server[Any]) -> None:
+async def _serve(server: Server[Lifespan]) -> None:
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

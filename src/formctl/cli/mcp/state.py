@@ -39,7 +39,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,6 +47,7 @@ from formctl.agent.person import Person
 from formctl.agent.prompt import system_prompt
 from formctl.agent.tools import FormTools, clipped, error_envelope, is_error, success_envelope
 from formctl.errors import FormError, NotFoundError
+from formctl.json_types import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from formctl.agent.goal_tools import GoalTools
@@ -77,6 +78,7 @@ def instance_uri(instance_id: str) -> str:
     return f"formctl://instances/{instance_id}"
 
 
+# form_resolve's arguments, checked as FormTools checks its own (strict, nothing extra).
 class _ResolveArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     instance_id: str | None = Field(None, description="Omit for the open form.")
@@ -84,7 +86,7 @@ class _ResolveArgs(BaseModel):
     reason: str | None = Field(None, description="Why it is approved (kept with the decision).")
 
 
-_RESOLVE_DEFINITION: dict[str, Any] = {
+_RESOLVE_DEFINITION: JsonObject = {
     "name": RESOLVE_TOOL,
     "description": "Host only: answer the checkpoint the form waits on (approve, or reject with fail).",
     "input_schema": _ResolveArgs.model_json_schema(),
@@ -96,7 +98,7 @@ class Outcome:
     """One tool call's result: the envelope (the chat's JSON), the tier-0 line after it, and the
     goals line when a program is served."""
 
-    envelope: dict[str, Any]
+    envelope: JsonObject
     tier0: str
     goals: str = ""
 
@@ -128,7 +130,7 @@ class FormService:
         self.host_name = host_name
         self.lock = threading.Lock()
         base = FormTools(runner)  # the chat model's tools; the scope is the runner's subject
-        self.definitions: list[dict[str, Any]] = list(base.definitions)
+        self.definitions: list[JsonObject] = list(base.definitions)
         if goals is not None:
             self.definitions += goals.definitions
         if host_runner is not None:
@@ -137,7 +139,7 @@ class FormService:
 
     # ------------------------------------------------------------------ tools
 
-    def call(self, name: str, arguments: Any, ask: Callable[[str], str | None] | None = None) -> Outcome:
+    def call(self, name: str, arguments: JsonValue, ask: Callable[[str], str | None] | None = None) -> Outcome:
         """Run one tool as the chat's model would (never raises). ``ask`` puts a question to the
         person and returns their answer, or None; it is called without the lock held."""
         with self.lock:
@@ -166,25 +168,26 @@ class FormService:
 
         return asking
 
-    def _resolve(self, host: FormRunner, arguments: Any) -> dict[str, Any]:
+    def _resolve(self, host: FormRunner, arguments: JsonValue) -> JsonObject:
         """The host's answer to a checkpoint of one of the subject's instances (only with --as-host)."""
         if not isinstance(arguments, dict):
             return error_envelope(f"Bad arguments for {RESOLVE_TOOL}: expected a JSON object.", "invalid_arguments")
         try:
-            args = _ResolveArgs.model_validate(arguments)
+            args = _ResolveArgs.model_validate(arguments).model_dump()
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in first["loc"]) or "arguments"
             return error_envelope(f"Bad arguments for {RESOLVE_TOOL} ({where}: {first['msg']}).", "invalid_arguments")
         try:
-            instance = self.runner.open_instance(args.instance_id)
+            instance_id: str | None = args["instance_id"]
+            instance = self.runner.open_instance(instance_id)
             if instance is None or instance.subject != self.subject:  # the scope, as FormTools keeps it
-                raise NotFoundError(f'No form instance "{args.instance_id}".' if args.instance_id else "No open form.")
+                raise NotFoundError(f'No form instance "{instance_id}".' if instance_id else "No open form.")
             from formctl.cli.host import Decision, resolve_as  # the role checks of formctl resolve (cli/host.py)
 
             # Started --as-host: the server's operator said so explicitly, as a chat opened
             # --as-host does; deciding their own subject's request is then recorded as such.
-            decision = Decision(self.host_name, fail=args.fail, reason=args.reason, playing_host=True)
+            decision = Decision(self.host_name, fail=args["fail"], reason=args["reason"], playing_host=True)
             result = resolve_as(host, instance.id, decision)
         except FormError as exc:
             return error_envelope(exc.message, exc.code)
@@ -202,7 +205,7 @@ class FormService:
         with self.lock:
             return self._tier0()
 
-    def program(self) -> dict[str, Any]:
+    def program(self) -> JsonObject:
         """The served program as program show --json prints it; NotFoundError without --program."""
         with self.lock:
             status = self.goals.runner.inspect() if self.goals is not None else None
@@ -220,7 +223,7 @@ class FormService:
         with self.lock:
             return list(self.runner.list())
 
-    def instances(self) -> list[dict[str, Any]]:
+    def instances(self) -> list[JsonObject]:
         """The subject's instances, most recently updated first (summaries)."""
         with self.lock:
             return [row.to_dict(subject=False) for row in self.runner.instances(subject=self.subject)]
@@ -231,7 +234,7 @@ class FormService:
             stamps = (self.runner.stamp(row.instance_id) for row in self.runner.instances(subject=self.subject))
             return {stamp[0]: stamp[1] for stamp in stamps if stamp is not None}
 
-    def outline(self, form_id: str) -> dict[str, Any]:
+    def outline(self, form_id: str) -> JsonObject:
         """A registered form's outline: its steps and fields, as ``form_inspect`` shows an empty instance."""
         with self.lock:
             view = self.runner.outline(form_id).to_dict()
@@ -239,7 +242,7 @@ class FormService:
             view.pop(key, None)
         return dict(view)
 
-    def instance(self, instance_id: str) -> dict[str, Any]:
+    def instance(self, instance_id: str) -> JsonObject:
         """One of the subject's instances: its status view and its answers (``form_history``).
         Raises NotFoundError for an id that is not the subject's, exactly as for one that does not exist."""
         with self.lock:
@@ -256,7 +259,7 @@ class FormService:
             return system_prompt(self.runner.compiled(form_id))
 
 
-def _quotes(arguments: Any) -> list[str]:
+def _quotes(arguments: JsonValue) -> list[str]:
     quotes = arguments.get("quotes") if isinstance(arguments, dict) else None
     if not isinstance(quotes, dict):
         return []

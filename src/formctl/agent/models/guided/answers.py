@@ -11,7 +11,7 @@ must reject would only add an invalid revision to the log. Day/month order is ne
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.guided.values import (
     Kind,
@@ -23,6 +23,10 @@ from formctl.agent.models.guided.values import (
 )
 from formctl.agent.models.guided.values.choices import or_list
 from formctl.agent.notices import shown_value
+from formctl.json_types import FieldValue, JsonValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
 
 __all__ = [
     "NONE_WORDS",
@@ -62,7 +66,7 @@ def declines(text: str) -> bool:
     return _DECLINES.search(text) is not None and not any(ch.isdigit() for ch in text) and "@" not in text
 
 
-def convert_answer(schema: Any, text: str, ctx: ReadingContext | None = None) -> Any:
+def convert_answer(schema: object, text: str, ctx: ReadingContext | None = None) -> JsonValue:
     """The JSON value a person's words mean for a field with this schema (annotation).
 
     ``convert_answer(Annotated[int, Field(ge=1)] | None, "40 miles") == 40``. Raises
@@ -73,7 +77,7 @@ def convert_answer(schema: Any, text: str, ctx: ReadingContext | None = None) ->
 
 
 def reading_context(
-    locale: str | None, compiled: Any, values: dict[str, Any], field_id: str, started: str | None = None
+    locale: str | None, compiled: CompiledForm, values: dict[str, FieldValue], field_id: str, started: str | None = None
 ) -> ReadingContext:
     """The context a field's answer is read in: the locale, the date given just before it (the
     nearest date field before ``field_id`` in the form that has an answer), so "the next day" or
@@ -103,7 +107,7 @@ def reading_context(
 format_value = shown_value  # the same words as the chat's notices use for a value
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: FieldValue) -> JsonValue:
     from formctl.forms.validate import to_jsonable
 
     return to_jsonable(value)

@@ -9,14 +9,17 @@ fails. Each check's sentence is said once per wording; the question is asked eve
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.guided.answers import format_value, jsonable
 from formctl.agent.models.guided.state import GuidedState, Snapshot
 from formctl.forms.evaluate import FILLED
 
+if TYPE_CHECKING:
+    from formctl.forms.project import FormView
 
-def held_by_check(view: Any) -> bool:
+
+def held_by_check(view: FormView | None) -> bool:
     """A check of the form's fails on the answers as they are: the conversation is held on it."""
     return bool(view is not None and view.checks_failed)
 

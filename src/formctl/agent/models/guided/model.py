@@ -13,7 +13,7 @@ person's words into a plan, :mod:`.phrasing` says what the plan's tools did and 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.agent.models.guided.phrasing import (
@@ -30,6 +30,10 @@ from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.agent.models.guided.words import Turn, generic_kind, read_turn
 from formctl.errors import ModelError, StoreError
 from formctl.forms.evaluate import FILLED
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from formctl.forms.runner import FormRunner
 
 
 class GuidedModel:
@@ -41,10 +45,12 @@ class GuidedModel:
 
     name = "guided"
 
-    def __init__(self, runner: Any, *, form_id: str | None = None, locale: str | None = None) -> None:
+    def __init__(self, runner: FormRunner | None, *, form_id: str | None = None, locale: str | None = None) -> None:
         from formctl.agent.models.guided.values.context import locale_from_env, normalise_locale
 
-        self.runner = runner
+        if runner is None:  # a model built to play the person (formctl eval) drives no form
+            raise ModelError("The guided model interviews over a form's runner; it has none here.")
+        self.runner: FormRunner = runner
         self.state = GuidedState(form_id=form_id, locale=normalise_locale(locale) or locale_from_env())
 
     @property
@@ -89,7 +95,7 @@ class GuidedModel:
         state.plan = None
         return self._text_reply(self._after_tools(turn, plan))
 
-    def _plan(self, turn: Turn, messages: list[dict[str, Any]]) -> tuple[Plan, Snapshot | None]:
+    def _plan(self, turn: Turn, messages: list[JsonObject]) -> tuple[Plan, Snapshot | None]:
         """The person's words into a plan, over the conversation's instance (or a new one)."""
         words = (turn.words or "").strip()
         snap = self._read(turn.instance_id)
@@ -171,7 +177,7 @@ class GuidedModel:
         return Snapshot(view.compiled, view.instance, ev, step_view(view.compiled, ev, view.instance), view.stale)
 
 
-def _last_reply_asked_to_send(messages: list[dict[str, Any]]) -> bool:
+def _last_reply_asked_to_send(messages: list[JsonObject]) -> bool:
     """Did the conversation's last reply (before this model spoke) read the answers back for sending?"""
     for message in reversed(messages):
         if message.get("role") == "assistant":

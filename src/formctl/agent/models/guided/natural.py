@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from formctl.agent.models.guided.values.kinds import Kind
+
 
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # A comma that separates parts of a line, not the thousands separator of "1,200".
@@ -44,7 +48,7 @@ def split_labels(segment: str, labels: dict[str, str]) -> list[str]:
 
 
 def place(
-    text: str, asked: str, kinds: dict[str, Any], others: frozenset[str] = frozenset(), *, alone: bool = True
+    text: str, asked: str, kinds: dict[str, Kind], others: frozenset[str] = frozenset(), *, alone: bool = True
 ) -> Placed | None:
     """The values in ``text`` that fit a field for sure: the token fitting the asked field's
     pattern or type, and tokens whose shape fits exactly one other open field (``kinds``: open
@@ -235,7 +239,7 @@ def _has_words(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
 
-def _is_free_text(kind: Any) -> bool:
+def _is_free_text(kind: Kind | None) -> bool:
     return kind is not None and kind.name == "text" and not getattr(kind, "pattern", None)
 
 
@@ -254,7 +258,7 @@ def _tokens(part: str) -> list[str]:
     return list(out)
 
 
-def _fit(token: str, asked: str, kinds: dict[str, Any], taken: dict[str, str]) -> str | None:
+def _fit(token: str, asked: str, kinds: dict[str, Kind], taken: dict[str, str]) -> str | None:
     """The one field ``token``'s shape fits (the asked field first), or None."""
     asked_kind = kinds.get(asked)
     if asked not in taken and asked_kind is not None and _fits(token, asked_kind):
@@ -265,12 +269,12 @@ def _fit(token: str, asked: str, kinds: dict[str, Any], taken: dict[str, str]) -
     return others[0] if len(others) == 1 else None
 
 
-def _distinct(kind: Any) -> bool:
+def _distinct(kind: Kind) -> bool:
     """A kind whose shape is telling enough to place a value in a field that was not asked."""
     return kind.name == "email" or bool(getattr(kind, "pattern", None))
 
 
-def _fits(token: str, kind: Any) -> bool:
+def _fits(token: str, kind: Kind) -> bool:
     pattern = getattr(kind, "pattern", None)
     if pattern:
         try:

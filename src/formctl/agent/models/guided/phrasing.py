@@ -14,7 +14,7 @@ said: the question asked, the step announced, the failures shown, the version re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.guided.answers import format_value, jsonable, or_list
 from formctl.agent.models.guided.held import held_paragraphs
@@ -25,6 +25,11 @@ from formctl.forms.evaluate import FILLED, HELD
 from formctl.forms.executors import COULD_NOT_CHECK
 from formctl.forms.lifecycle import Status, is_closed
 from formctl.forms.messages import said_by
+from formctl.json_types import JsonObject
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledField, CompiledForm
+    from formctl.forms.history import MoveTarget
 
 HELP_TEXT = (
     "Answer each question in your own words, or give any answer directly as "
@@ -99,8 +104,8 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
     if plan.kind == "withdraw" and not errors:
         paragraphs.append("I've withdrawn the request for approval, so your answers can be changed.")
     paragraphs.extend(plan.notes)
-    if plan.kind == "skip" and plan.target is not None:
-        paragraphs.append(f"Skipped {labels.get(plan.target, plan.target)}.")
+    if plan.kind == "skip" and plan.skipped is not None:
+        paragraphs.append(f"Skipped {labels.get(plan.skipped, plan.skipped)}.")
     paragraphs.extend(problem_paragraphs(state, snap, plan))
     if plan.kind == "submit" and not errors and snap.instance.status == Status.COMPLETE:
         state.summarised = (snap.instance.id, snap.instance.version)
@@ -116,10 +121,10 @@ def speak(state: GuidedState, snap: Snapshot, turn: Turn, plan: Plan) -> list[st
 
 def fill_report(
     state: GuidedState,
-    data: dict[str, Any],
+    data: JsonObject,
     labels: dict[str, str],
     snap: Snapshot,
-    replaced: dict[str, Any] | None = None,
+    replaced: JsonObject | None = None,
 ) -> list[str]:
     """What a write's result says: saved, held, refused (``replaced``: the answers the refused
     corrections were meant to replace, now set aside), and fields that don't exist."""
@@ -131,7 +136,7 @@ def fill_report(
         for field_id in captured:
             value = values.get(field_id)
             if field_id not in values:
-                value = snap.ev.values.get(field_id) if snap.ev is not None else None
+                value = snap.ev.values.get(field_id) if snap.maybe_ev is not None else None
             shown = "(hidden)" if _sensitive(snap, field_id) else format_value(jsonable(value))
             parts.append(f"{labels.get(field_id, field_id)}: {shown}")
         out.append(sentence("Got it — " + "; ".join(parts)))  # a value ending its own sentence gets no second dot
@@ -205,7 +210,7 @@ def explain(state: GuidedState, snap: Snapshot, field_id: str, why: bool) -> str
     return text if field.required else text + ' It\'s optional: say "skip" to leave it out.'
 
 
-def _why(snap: Snapshot, field: Any) -> str:
+def _why(snap: Snapshot, field: CompiledField) -> str:
     if field.required:
         return f"The {snap.compiled.name} needs your {_lower_first(field.label)} to go ahead."
     return f'{field.label} is optional: it helps with the {snap.compiled.name}, and "skip" leaves it out.'
@@ -332,7 +337,7 @@ def question(state: GuidedState, snap: Snapshot, field_id: str) -> list[str]:
 # ------------------------------------------------------------------ texts
 
 
-def welcome(compiled: Any, *, new: bool, snap: Snapshot | None = None) -> str:
+def welcome(compiled: CompiledForm, *, new: bool, snap: Snapshot | None = None) -> str:
     if new:
         text = f"Let's fill in the {compiled.name}."
         if compiled.description:
@@ -386,14 +391,14 @@ def what_else_text(turn: Turn, snap: Snapshot, skipped: set[str]) -> str:
             parts.append(f"In this step ({step.title}) I still need: {', '.join(pending)}.")
     later, omitted = [], False
     for summary in outline.get("steps") or []:
-        step = compiled.step_by_id.get(summary.get("id"))
-        if step is None or summary.get("complete"):
+        upcoming = compiled.step_by_id.get(summary.get("id"))
+        if upcoming is None or summary.get("complete"):
             continue
-        k = step.index
+        k = upcoming.index
         if open_k is not None and k <= open_k:
             continue
         # Don't promise a step none of whose questions apply given the answers so far.
-        if not any(ev.applicable[f.order] for f in step.fields):
+        if not any(ev.applicable[f.order] for f in upcoming.fields):
             omitted = True
             continue
         collects = summary.get("collects")
@@ -517,7 +522,7 @@ def error_text(result: Result, instance_id: str) -> str:
 
 
 def list_text(turn: Turn) -> str:
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     for result in turn.results.values():
         if result.ok and isinstance(result.data, dict):
             rows = result.data.get("forms") or []
@@ -529,7 +534,7 @@ def list_text(turn: Turn) -> str:
     return "\n".join(lines)
 
 
-def move_text(kind: str, target: Any, sensitive: bool = False) -> str:
+def move_text(kind: str, target: MoveTarget, sensitive: bool = False) -> str:
     verb = "Redone" if kind == "redo" else "Undone"
     if target.empties:
         return f"{verb}: {target.label} is empty again."
@@ -546,7 +551,7 @@ def _sensitive(snap: Snapshot, field_id: str) -> bool:
     return bool(field is not None and field.sensitive)
 
 
-def _failure_text(compiled: Any, hook_id: str, message: str) -> str:
+def _failure_text(compiled: CompiledForm, hook_id: str, message: str) -> str:
     """A failed executor in words: a fault as "… couldn't be checked just now." (the engine never
     passes on the exception), a form's own ``Fail`` reason as written, with what it was about."""
     kind, _, name = hook_id.partition(":")

@@ -16,11 +16,12 @@ a field to ask first, a revisit's answers kept).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.guided.answers import (
     NONE_WORDS,
     SAME_WORDS,
+    Kind,
     UnreadableAnswer,
     declines,
     format_value,
@@ -39,12 +40,16 @@ from formctl.agent.models.guided.questions import (
 from formctl.agent.models.guided.revisit import SKIPPED, Revisit
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot, ToolCall
 from formctl.agent.models.guided.understand import Bare, names_a_field, read_bare, reads_as
-from formctl.agent.models.guided.values import read_value
+from formctl.agent.models.guided.values import Reading, ReadingContext, read_value
 from formctl.agent.models.guided.values.numbers import says_none
 from formctl.agent.models.guided.words import COMMANDS, LABELLED, Turn, command_key, segments
 from formctl.agent.notices import read_notice
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
 from formctl.forms.lifecycle import Status, is_closed
+from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledField, CompiledForm
 
 # At the read-back of a form ready to send: the words that send it, and those that hold it back.
 _SEND_WORDS = {
@@ -108,6 +113,15 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
             return say([], then_state=True)
         words = notice.words
     command = COMMANDS.get(command_key(words)) if words else None
+    plan = _plan_command(state, snap, turn, words, command)
+    if plan is not None:
+        return plan
+    return _plan_words(state, snap, words, command)
+
+
+def _plan_command(state: GuidedState, snap: Snapshot, turn: Turn, words: str, command: str | None) -> Plan | None:
+    """A command (help, status, undo, skip …), a greeting, or words that cannot be answers now
+    (a closed form, a question that moved on); None when the words are answers to read."""
     if command == "help":
         return say([HELP_TEXT])
     if command == "quit":
@@ -140,6 +154,11 @@ def plan_turn(state: GuidedState, snap: Snapshot, turn: Turn) -> Plan:
         return plan_skip(state, snap)
     if asked_moved_on(state, snap):
         return plan_moved_on(state, snap, words)
+    return None
+
+
+def _plan_words(state: GuidedState, snap: Snapshot, words: str, command: str | None) -> Plan:
+    """The person's words as answers: the read-back's yes or no, then the answers read and written."""
     asked = current_question(state, snap)
     if snap.instance.status == Status.READY and asked is None and command is None:
         review = plan_review(state, snap, words)
@@ -185,12 +204,12 @@ def plan_moved_on(state: GuidedState, snap: Snapshot, words: str) -> Plan:
     return _local(plan, plan.notes)
 
 
-def plan_start(state: GuidedState, words: str, form_id: str | None, compiled: Any) -> Plan:
+def plan_start(state: GuidedState, words: str, form_id: str | None, compiled: CompiledForm | None) -> Plan:
     """Start the form (``form_id``, its ``compiled`` form when it could be read; None when the
     words named no form: list them), with the labelled answers that came with the first words."""
     if form_id is None:
         return calling(Plan("list"), [("form_list", {})])
-    tool_input: dict[str, Any] = {"form": form_id}
+    tool_input: JsonObject = {"form": form_id}
     plan = Plan("start")
     if compiled is not None and words:
         values, corrections, plan = read_answers(state, Snapshot(compiled, None, None, None), words, bare_allowed=False)
@@ -211,7 +230,7 @@ def plan_start(state: GuidedState, words: str, form_id: str | None, compiled: An
     return calling(plan, [("form_start", tool_input)])
 
 
-def form_named(words: str, forms: list[dict[str, Any]]) -> str | None:
+def form_named(words: str, forms: list[JsonObject]) -> str | None:
     """The id of the form among ``forms`` (the runner's listing) that ``words`` name, or None."""
     from formctl.forms.compile import normalise
 
@@ -305,12 +324,10 @@ def plan_skip(state: GuidedState, snap: Snapshot) -> Plan:
     state.skipped.add(field_id)
     if state.focus == field_id:
         state.focus = None
-    return calling(Plan("skip", target=field_id), [("form_status", {})])
+    return calling(Plan("skip", skipped=field_id), [("form_status", {})])
 
 
-def plan_revisit(
-    state: GuidedState, plan: Plan, values: dict[str, Any], corrections: dict[str, Any], words: str = ""
-) -> Plan:
+def plan_revisit(state: GuidedState, plan: Plan, values: JsonObject, corrections: JsonObject, words: str = "") -> Plan:
     """An answer for the step being gone over is written as it is given (read_answers); the
     answers kept ("same") are written only when nothing else was, after the step's last field,
     to end the engine's revisit, each quoted with the line it was read from (revisit.py)."""
@@ -329,17 +346,17 @@ def plan_revisit(
 
 def plan_answers(
     plan: Plan,
-    values: dict[str, Any],
-    corrections: dict[str, Any],
+    values: JsonObject,
+    corrections: JsonObject,
     words: str = "",
     quotes: dict[str, str] | None = None,
 ) -> Plan:
     """Write the answers read: new values in one ``form_fill``, corrections as ``form_revise``."""
     # Each value is quoted with the person's line it was read from, so its provenance is "said"
     # when the line holds it (and formctl asks the person when it does not).
-    calls: list[tuple[str, dict[str, Any]]] = []
+    calls: list[ToolCall] = []
     if values:
-        fill: dict[str, Any] = {"values": values}
+        fill: JsonObject = {"values": values}
         if words or quotes:
             fill["quotes"] = {f: (quotes or {}).get(f, words) for f in values}
         calls.append(("form_fill", fill))
@@ -356,150 +373,220 @@ def plan_answers(
 
 def read_answers(
     state: GuidedState, snap: Snapshot, words: str, *, bare_allowed: bool, gathering: bool = True
-) -> tuple[dict[str, Any], dict[str, Any], Plan]:
+) -> tuple[JsonObject, JsonObject, Plan]:
     """Split the person's words into new values, corrections of answered fields, and problems."""
-    compiled = snap.compiled
-    plan = Plan("answers")
-    first = current_question(state, snap) if bare_allowed and snap.instance is not None else None
-    first_kind = state.kind(compiled, first).name if first is not None else "text"
-    # (segment index, field id or unknown key, words, sent key); bare segments get their field below.
-    labelled: list[tuple[int, str, str, str]] = []
-    bare: list[tuple[int, str]] = []
-    names = {name.lower(): f.id for f in compiled.fields for name in (f.id, f.label)}
-    pieces = [piece for segment in segments(words) for piece in split_labels(segment, names)]
-    for index, segment in enumerate(pieces):
-        m = LABELLED.match(segment)
-        if m:
+    return _AnswerReader(state, snap, words, bare_allowed=bare_allowed, gathering=gathering).read()
+
+
+# A part of the line that names its field: (part index, field id or "" for an unknown key, its
+# words, the key as sent). Bare parts are (part index, words) until they are given a field.
+_Labelled = tuple[int, str, str, str]
+_Bare = tuple[int, str]
+
+
+class _AnswerReader:
+    """One reading of one line: which part answers which field, then each answer read in its
+    field's type, into ``values`` (new answers), ``corrections`` (answers given before) and
+    ``plan`` (problems, notes, fields left out). The steps share the line and what it found."""
+
+    def __init__(self, state: GuidedState, snap: Snapshot, words: str, *, bare_allowed: bool, gathering: bool) -> None:
+        self.state, self.snap, self.words = state, snap, words
+        self.bare_allowed, self.gathering = bare_allowed, gathering
+        self.compiled = snap.compiled
+        self.plan = Plan("answers")
+        self.first = current_question(state, snap) if bare_allowed and snap.maybe_instance is not None else None
+        self.first_kind = state.kind(self.compiled, self.first).name if self.first is not None else "text"
+        self.revisit: Revisit | None = None
+        self.values: JsonObject = {}
+        self.corrections: JsonObject = {}
+
+    def read(self) -> tuple[JsonObject, JsonObject, Plan]:
+        labelled, bare = self._parts()
+        named = {fid for _, fid, _, _ in labelled if fid}
+        if bare:
+            # What the person is doing (a question back, "I don't know"), then the answers the line
+            # gives, each to the field it is about (understand.py).
+            found = Bare(self.first, bare, labelled, named, self.plan, self.gathering, self.words)
+            bare = read_bare(self.state, self.snap, found)
+        self.revisit = revisit_now(self.state, self.snap) if self.snap.maybe_instance is not None else None
+        pairs = self._placed(labelled, bare, self._targets(bare, named))
+        dates = _dates_given(self.state, self.snap, [(fid, text) for _, fid, text, _ in pairs if fid])
+        for _, field_id, text, key in pairs:
+            if not field_id:
+                self.values[key] = text.strip()  # let the engine report it, with its suggestions
+            elif text.strip():  # "Phone:" with nothing after it: nothing to write
+                self._answer(self.compiled.field_by_id[field_id], text.strip(), dates)
+        return self.values, self.corrections, self.plan
+
+    # ------------------------------------------------------------ which part answers which field
+
+    def _parts(self) -> tuple[list[_Labelled], list[_Bare]]:
+        """The line's parts: those a label names (a field, or a key the engine will report), and
+        the bare ones (their field is found next)."""
+        compiled = self.compiled
+        labelled: list[_Labelled] = []
+        bare: list[_Bare] = []
+        names = {name.lower(): f.id for f in compiled.fields for name in (f.id, f.label)}
+        pieces = [piece for segment in segments(self.words) for piece in split_labels(segment, names)]
+        for index, segment in enumerate(pieces):
+            m = LABELLED.match(segment)
+            if m is None:
+                bare.append((index, segment))
+                continue
             key, value = m.group(1).strip(), m.group(2)
             field_id = compiled.resolve_field(key)
             if field_id is not None:
                 labelled.append((index, field_id, value, key))
-                continue
-            if names_a_field(state, snap, key) and (len(key.split()) > 2 or not compiled.did_you_mean(key)):
+            elif names_a_field(self.state, self.snap, key) and (len(key.split()) > 2 or not compiled.did_you_mean(key)):
                 # "Wait, the return date's wrong: I came back on …", "FLIGHT REF: ZX91QP": a field
                 # named in everyday words, read as the person's words (understand.py), not as a label.
                 bare.append((index, segment))
-                continue
-            if not any(ch.isdigit() for ch in key) and compiled.did_you_mean(key):
+            elif not any(ch.isdigit() for ch in key) and compiled.did_you_mean(key):
                 labelled.append((index, "", value, key))  # let the engine report it, with its suggestions
-                continue
-            if first_kind not in ("text", "json") and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", key):
+            elif self.first_kind not in ("text", "json") and re.fullmatch(r"[A-Za-z][A-Za-z _-]{0,40}", key):
                 # "Emial: x@y.org" is not an email address: it names a question that doesn't exist.
-                plan.unknown.append(key)
-                continue
-        bare.append((index, segment))
-    named = {fid for _, fid, _, _ in labelled if fid}
-    if bare:
-        # What the person is doing (a question back, "I don't know"), then the answers the line
-        # gives, each to the field it is about (understand.py).
-        bare = read_bare(state, snap, Bare(first, bare, labelled, named, plan, gathering, words))
-    targets: list[str] = []
-    revisit = revisit_now(state, snap) if snap.instance is not None else None
-    if bare and first is not None and revisit is not None and first in revisit.fields:
-        targets = [f for f in [first, *revisit.rest(first)] if f not in named]
-    elif bare and first is not None:
-        if first not in named:
-            targets.append(first)
-        if compiled.field_by_id[first].step_id == (snap.view.step.id if snap.view.step else None):
+                self.plan.unknown.append(key)
+            else:
+                bare.append((index, segment))
+        return labelled, bare
+
+    def _targets(self, bare: list[_Bare], named: set[str]) -> list[str]:
+        """The fields the bare parts answer, in order: the question asked, then the rest of the
+        step gone over, or the open step's other questions."""
+        first, revisit, snap = self.first, self.revisit, self.snap
+        if not bare or first is None:
+            return []
+        if revisit is not None and first in revisit.fields:
+            return [f for f in [first, *revisit.rest(first)] if f not in named]
+        targets = [first] if first not in named else []
+        if self.compiled.field_by_id[first].step_id == (snap.view.step.id if snap.view.step else None):
             # Several bare answers fill the open step's questions in order; a leftover
             # question from an earlier step takes one answer.
             for row in snap.view.fields:
-                if row.ask and row.id not in named and row.id not in targets and row.id not in state.skipped:
+                if row.ask and row.id not in named and row.id not in targets and row.id not in self.state.skipped:
                     targets.append(row.id)
-    pairs = [(i, fid, text, key) for i, fid, text, key in labelled]
-    for n, (index, segment) in enumerate(bare):
-        if n < len(targets):
-            pairs.append((index, targets[n], segment, ""))
-        elif bare_allowed:
-            plan.unplaced.append(segment)
-    pairs.sort(key=lambda p: p[0])
-    values: dict[str, Any] = {}
-    corrections: dict[str, Any] = {}
-    dates = _dates_given(state, snap, [(fid, text) for _, fid, text, _ in pairs if fid])
-    for _, field_id, text, key in pairs:
-        if not field_id:
-            values[key] = text.strip()
-            continue
-        field = compiled.field_by_id[field_id]
-        cleaned = text.strip()
-        if not cleaned:
-            continue  # "Phone:" with nothing after it: nothing to write
-        status = snap.ev.status[field.order] if snap.ev is not None else EMPTY
-        going_over = revisit if revisit is not None and field_id in revisit.fields else None
-        if command_key(cleaned) in SAME_WORDS and status == FILLED and snap.ev is not None:
-            if going_over is not None:
-                _keep(plan, going_over, field, jsonable(snap.ev.values[field_id]), words)
-                continue
-            corrections[field_id] = jsonable(snap.ev.values[field_id])
-            continue
-        if command_key(cleaned) in SAME_WORDS and status == EMPTY and going_over is not None and not field.required:
-            # "same" for an optional question gone over that had no answer: it stays without one.
-            going_over.answers[field_id] = SKIPPED
-            plan.revisited = True
-            plan.notes.append(f"Left out {field.label}.")
-            continue
-        kind = state.kind(compiled, field_id)
+        return targets
+
+    def _placed(self, labelled: list[_Labelled], bare: list[_Bare], targets: list[str]) -> list[_Labelled]:
+        """Every part with its field, in the line's order; a bare part no field is left for is said back."""
+        pairs = list(labelled)
+        for n, (index, segment) in enumerate(bare):
+            if n < len(targets):
+                pairs.append((index, targets[n], segment, ""))
+            elif self.bare_allowed:
+                self.plan.unplaced.append(segment)
+        pairs.sort(key=lambda p: p[0])
+        return pairs
+
+    # ------------------------------------------------------------ one answer
+
+    def _answer(self, field: CompiledField, cleaned: str, dates: JsonObject) -> None:
+        """Read one part as ``field``'s answer: the same answer kept, a field left out, or a value."""
+        snap, field_id = self.snap, field.id
+        status = snap.ev.status[field.order] if snap.maybe_ev is not None else EMPTY
+        going_over = self.revisit if self.revisit is not None and field_id in self.revisit.fields else None
+        if self._same(field, cleaned, status, going_over):
+            return
+        kind = self.state.kind(self.compiled, field_id)
         # "I'd rather not give a phone number.": a refusal, not a value ("no thanks" at a yes/no
         # question is its answer, though).
         declined = declines(cleaned) and not reads_as(kind, cleaned)
-        means_none = cleaned.lower() in NONE_WORDS or command_key(cleaned) in NONE_WORDS | {"n a"}
-        # "nope, no hotel", "I stayed with friends, so nothing": no amount (values/numbers.py)
-        means_none = means_none or (kind.name in ("integer", "number") and says_none(cleaned))
-        if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
-            means_none = False  # "none" can be an option of its own
         if declined and field.required:
-            plan.notes.append(f"I understand, but {field.label} is required, so I can't leave it out.")
-            state.focus = field_id
-            continue
-        if not field.required and (declined or (kind.name != "boolean" and means_none)):
-            if status != EMPTY:
-                # An answer is in force: "Left out" is true only once it is withdrawn (a
-                # retraction, which undo takes back), so it is written now.
-                plan.retract.append(field_id)
-            if going_over is not None and status != EMPTY:
-                _written(plan, going_over, field_id, SKIPPED, words)
-            elif going_over is not None:
-                going_over.answers[field_id] = SKIPPED
-                plan.revisited = True
+            self.plan.notes.append(f"I understand, but {field.label} is required, so I can't leave it out.")
+            self.state.focus = field_id
+            return
+        if not field.required and (declined or (kind.name != "boolean" and _means_none(kind, cleaned))):
+            self._left_out(field, status, going_over)
+            return
+        reading = self._reading(field, kind, cleaned, dates)
+        if reading is None:
+            return
+        value = reading.value
+        if going_over is not None:
+            # Going over a step, an answer is written as it is given, on every form, so what the
+            # chat acknowledges is stored even if the conversation ends here (revisit.py).
+            _written(self.plan, going_over, field_id, value, self.words)
+        if status in (FILLED, HELD):
+            self.corrections[field_id] = value  # a change to an answer given: a revision
+            if status == FILLED and snap.maybe_ev is not None and field_id in snap.ev.values:
+                self.plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
+        else:
+            self.values[field_id] = value
+
+    def _same(self, field: CompiledField, cleaned: str, status: str, going_over: Revisit | None) -> bool:
+        """ "same": the answer in force stays (kept, on a step gone over; else written again as a
+        correction), or an optional question gone over without an answer stays without one."""
+        ev = self.snap.maybe_ev
+        if command_key(cleaned) not in SAME_WORDS:
+            return False
+        if status == FILLED and ev is not None:
+            if going_over is not None:
+                _keep(self.plan, going_over, field, jsonable(ev.values[field.id]), self.words)
             else:
-                state.skipped.add(field_id)
-                if state.focus == field_id:
-                    state.focus = None  # asked again after a refused answer: left out now, not asked again
-            plan.notes.append(f"Left out {field.label}.")
-            continue
+                self.corrections[field.id] = jsonable(ev.values[field.id])
+            return True
+        if status == EMPTY and going_over is not None and not field.required:
+            going_over.answers[field.id] = SKIPPED
+            self.plan.revisited = True
+            self.plan.notes.append(f"Left out {field.label}.")
+            return True
+        return False
+
+    def _left_out(self, field: CompiledField, status: str, going_over: Revisit | None) -> None:
+        """An optional question the person leaves out ("none", "I'd rather not")."""
+        plan, state = self.plan, self.state
+        if status != EMPTY:
+            # An answer is in force: "Left out" is true only once it is withdrawn (a
+            # retraction, which undo takes back), so it is written now.
+            plan.retract.append(field.id)
+        if going_over is not None and status != EMPTY:
+            _written(plan, going_over, field.id, SKIPPED, self.words)
+        elif going_over is not None:
+            going_over.answers[field.id] = SKIPPED
+            plan.revisited = True
+        else:
+            state.skipped.add(field.id)
+            if state.focus == field.id:
+                state.focus = None  # asked again after a refused answer: left out now, not asked again
+        plan.notes.append(f"Left out {field.label}.")
+
+    def _reading(self, field: CompiledField, kind: Kind, cleaned: str, dates: JsonObject) -> Reading | None:
+        """The value the words give in the field's type, or None when they give none (the
+        problem is in the plan, and the field is asked again)."""
         try:
             if kind.name in ("text", "email") and not any(ch.isalnum() for ch in cleaned):
                 # "...", "?", "!!!": no letters or digits is not an answer to write (and a
                 # rejection would only add an invalid revision to the log).
                 raise UnreadableAnswer('that has no letters or numbers in it. Say "help" if you\'re stuck.')
-            reading = read_value(kind, cleaned, _context(state, snap, field_id, {**dates, **values, **corrections}))
+            given = {**dates, **self.values, **self.corrections}
+            reading = read_value(kind, cleaned, _context(self.state, self.snap, field.id, given))
             if reading.none:  # "nothing" for a required amount
                 raise UnreadableAnswer(f"{field.label} is required: I need the amount, like 40 or 1,200.")
-            value = reading.value
-            plan.unplaced.extend(reading.rest)  # what else the line said is said back, never dropped
-            if reading.note:
-                plan.notes.append(reading.note)  # 'I read "the next day" as Friday 20 March 2026.'
         except UnreadableAnswer as exc:
-            plan.problems.append((field_id, cleaned, str(exc)))
-            state.focus = field_id
-            continue
-        if going_over is not None:
-            # Going over a step, an answer is written as it is given, on every form, so what the
-            # chat acknowledges is stored even if the conversation ends here (revisit.py).
-            _written(plan, going_over, field_id, value, words)
-        if status in (FILLED, HELD):
-            corrections[field_id] = value  # a change to an answer given: a revision
-            if status == FILLED and snap.ev is not None and field_id in snap.ev.values:
-                plan.replaced[field_id] = jsonable(snap.ev.values[field_id])
-        else:
-            values[field_id] = value
-    return values, corrections, plan
+            self.plan.problems.append((field.id, cleaned, str(exc)))
+            self.state.focus = field.id
+            return None
+        self.plan.unplaced.extend(reading.rest)  # what else the line said is said back, never dropped
+        if reading.note:
+            self.plan.notes.append(reading.note)  # 'I read "the next day" as Friday 20 March 2026.'
+        return reading
 
 
-def _dates_given(state: GuidedState, snap: Snapshot, answers: list[tuple[str, str]]) -> dict[str, Any]:
+def _means_none(kind: Kind, cleaned: str) -> bool:
+    """Do the words say there is no answer ("none", "n/a", "nope, no hotel")? Not when "none"
+    is one of a choice's own options."""
+    means_none = cleaned.lower() in NONE_WORDS or command_key(cleaned) in NONE_WORDS | {"n a"}
+    # "nope, no hotel", "I stayed with friends, so nothing": no amount (values/numbers.py)
+    means_none = means_none or (kind.name in ("integer", "number") and says_none(cleaned))
+    if means_none and kind.name == "choice" and any(str(o).lower() == cleaned.lower() for o in kind.options):
+        return False  # "none" can be an option of its own
+    return means_none
+
+
+def _dates_given(state: GuidedState, snap: Snapshot, answers: list[tuple[str, str]]) -> JsonObject:
     """The dates a line gives whole, by field, so a date said from another in the same line
     ("home the day after", "back the same day") is read from it, whichever is read first."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for field_id, text in answers:
         kind = state.kind(snap.compiled, field_id)
         if kind.name != "date":
@@ -511,15 +598,15 @@ def _dates_given(state: GuidedState, snap: Snapshot, answers: list[tuple[str, st
     return out
 
 
-def _context(state: GuidedState, snap: Snapshot, field_id: str, given: dict[str, Any]) -> Any:
+def _context(state: GuidedState, snap: Snapshot, field_id: str, given: JsonObject) -> ReadingContext:
     """How a field's answer is read: the locale, and the date given before it (values/), in
     the form or earlier in the same line ("left on 12 March 2026, back the following day")."""
-    values = {**(snap.ev.values if snap.ev is not None else {}), **given}
-    started = getattr(snap.instance, "created_at", None) if snap.instance is not None else None
+    values = {**(snap.ev.values if snap.maybe_ev is not None else {}), **given}
+    started = snap.instance.created_at if snap.maybe_instance is not None else None
     return reading_context(state.locale, snap.compiled, values, field_id, started)
 
 
-def _keep(plan: Plan, revisit: Revisit, field: Any, value: Any, said: str) -> None:
+def _keep(plan: Plan, revisit: Revisit, field: CompiledField, value: JsonValue, said: str) -> None:
     """ "same" for a field of the step gone over: the answer in force stays (nothing to write)."""
     revisit.answers[field.id] = value
     revisit.quotes[field.id] = said
@@ -529,7 +616,7 @@ def _keep(plan: Plan, revisit: Revisit, field: Any, value: Any, said: str) -> No
     plan.notes.append(f"Kept — {field.label}: {shown}.")
 
 
-def _written(plan: Plan, revisit: Revisit, field_id: str, value: Any, said: str) -> None:
+def _written(plan: Plan, revisit: Revisit, field_id: str, value: JsonValue, said: str) -> None:
     """An answer for the step gone over that this turn writes (the write's report says it); the
     rest of the step is still asked after the write ends the engine's revisit (revisit.py)."""
     revisit.answers[field_id] = value

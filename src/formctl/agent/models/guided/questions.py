@@ -7,17 +7,22 @@ again first, a revisit in its own order) are in docs/guided.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.agent.models.guided.revisit import Revisit, revisit_of
 from formctl.agent.models.guided.state import GuidedState, Snapshot
 from formctl.forms.evaluate import EMPTY, INVALID
 from formctl.forms.lifecycle import Status, is_closed
 
+if TYPE_CHECKING:
+    from formctl.forms.failures import Failure
+    from formctl.forms.instance import Instance
+    from formctl.forms.project import FormView
+
 
 def revisit_now(state: GuidedState, snap: Snapshot) -> Revisit | None:
     """The revisit under way (a step the engine went back to), kept in the state; or None."""
-    state.revisit = revisit_of(state.revisit, snap)
+    state.revisit = revisit_of(state.revisit, snap.compiled, snap.maybe_ev, snap.maybe_instance)
     return state.revisit
 
 
@@ -42,7 +47,7 @@ def current_question(state: GuidedState, snap: Snapshot) -> str | None:
     return next_question(state, snap)
 
 
-def asks_nothing(instance: Any) -> bool:
+def asks_nothing(instance: Instance) -> bool:
     """Nothing is asked of the person: the instance is closed, or waits for the host's decision."""
     return is_closed(instance) or instance.status == Status.AWAITING
 
@@ -108,7 +113,7 @@ def next_question(state: GuidedState, snap: Snapshot) -> str | None:
     return None
 
 
-def failed_step_check(view: Any) -> Any:
+def failed_step_check(view: FormView | None) -> Failure | None:
     """The open failure of a step's own check (the answers disagree), if any: the conversation
     is held on it, asking which answer should change, before it moves on."""
     if view is None:

@@ -10,15 +10,15 @@ fields the conversation left out ("Skipped X.", "Left out X.") stay left out.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from formctl.agent.models.base import content_blocks
 from formctl.agent.models.guided.phrasing import KEEP_OFFER
 from formctl.agent.models.guided.questions import askable
 from formctl.agent.models.guided.state import GuidedState, Snapshot
+from formctl.json_types import JsonObject
 
 
-def assistant_texts(messages: list[dict[str, Any]]) -> list[str]:
+def assistant_texts(messages: list[JsonObject]) -> list[str]:
     """The text of every assistant turn, oldest first."""
     out = []
     for message in messages:
@@ -55,7 +55,7 @@ def left_out_in(texts: list[str], snap: Snapshot) -> set[str]:
     return out
 
 
-def restore(state: GuidedState, messages: list[dict[str, Any]], snap: Snapshot) -> None:
+def restore(state: GuidedState, messages: list[JsonObject], snap: Snapshot) -> None:
     """Take up a restored conversation: the question its last reply asked becomes the one asked
     (at the instance's version now), and what it left out stays left out. A conversation whose
     last reply asked no question (a read-back, a wait) is left to the form's own order."""

@@ -23,7 +23,15 @@ after a write takes up the question its last reply asked, then the form's own or
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.evaluate import Evaluation
+    from formctl.forms.instance import Instance
+
 
 SKIPPED = object()  # an optional field the person left out during the revisit
 
@@ -35,7 +43,7 @@ class Revisit:
     instance_id: str
     step_id: str
     fields: list[str]
-    answers: dict[str, Any] = field(default_factory=dict)
+    answers: dict[str, JsonValue] = field(default_factory=dict)
     quotes: dict[str, str] = field(default_factory=dict)  # field id -> the person's line it came from
     kept: set[str] = field(default_factory=set)  # answered "same": the value in force stays
     wrote: bool = False  # something was written during the revisit (the engine's revisit ended)
@@ -48,7 +56,7 @@ class Revisit:
         """The fields still to ask after ``after``, in order (for several bare answers in one line)."""
         return [f for f in self.fields if f not in self.answers and f != after]
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> JsonObject:
         """What is still to write after the last field: the kept answers when nothing was written
         during the revisit (one write to the step ends it), else nothing; answers written as they
         were given and answers left out are never written again."""
@@ -57,17 +65,18 @@ class Revisit:
         return {f: v for f, v in self.answers.items() if v is not SKIPPED and f in self.kept}
 
 
-def revisit_of(current: Revisit | None, snap: Any) -> Revisit | None:
-    """The revisit under way for ``snap``: the current one while the engine still revisits its
+def revisit_of(
+    current: Revisit | None, compiled: CompiledForm, ev: Evaluation | None, instance: Instance | None
+) -> Revisit | None:
+    """The revisit under way for the instance: the current one while the engine still revisits its
     step, a new one when the engine has just gone back to a step, else None."""
-    ev, instance = snap.ev, snap.instance
     if current is not None and instance is not None and current.instance_id == instance.id and current.wrote:
         # An answer written as it was given ended the engine's revisit: the rest of the step is
         # still gone over, until every field has its answer.
         return current if current.next() is not None else None
     if ev is None or instance is None or not ev.revisiting or ev.open_step is None:
         return None
-    step = snap.compiled.steps[ev.open_step]
+    step = compiled.steps[ev.open_step]
     if current is not None and current.instance_id == instance.id and current.step_id == step.id:
         return current
     asked = [f.id for f in step.fields if ev.applicable[f.order]]

@@ -10,26 +10,60 @@ back to the form's own order (docs/guided.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from formctl.agent.models.guided.answers import Kind, field_kind
 from formctl.agent.models.guided.revisit import Revisit
+from formctl.json_types import JsonObject, JsonValue
 
-ToolCall = tuple[str, dict[str, Any]]
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
+    from formctl.forms.evaluate import Evaluation
+    from formctl.forms.history import MoveTarget
+    from formctl.forms.instance import Instance
+    from formctl.forms.project import FormView
+
+ToolCall = tuple[str, JsonObject]
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
 class Snapshot:
     """The instance as stored, read without writing: compiled form, instance, evaluation, open-step view.
 
-    ``instance``, ``ev`` and ``view`` are None while planning the start of a form (only the
-    compiled form is known then)."""
+    While planning the start of a form only the compiled form is known: ``maybe_instance``,
+    ``maybe_ev`` and ``maybe_view`` are None, and the code that serves that case (reading the
+    first words' answers) asks them. Everything else reads ``instance``, ``ev`` and ``view``,
+    which are never None (typed so): a snapshot read from the store always has all three."""
 
-    compiled: Any
-    instance: Any
-    ev: Any
-    view: Any
+    compiled: CompiledForm
+    maybe_instance: Instance | None
+    maybe_ev: Evaluation | None
+    maybe_view: FormView | None
     stale: bool = False
+
+    @property
+    def instance(self) -> Instance:
+        """The instance as stored (the snapshot of a form not started yet has none)."""
+        return _there(self.maybe_instance)
+
+    @property
+    def ev(self) -> Evaluation:
+        """The instance's evaluation (the snapshot of a form not started yet has none)."""
+        return _there(self.maybe_ev)
+
+    @property
+    def view(self) -> FormView:
+        """The open step's view (the snapshot of a form not started yet has none)."""
+        return _there(self.maybe_view)
+
+
+def _there(part: _T | None) -> _T:
+    """A part of the stored instance, read where one is known to exist: asked of a form not
+    started yet, it is the guided model's own mistake (the model says it could not answer)."""
+    if part is None:
+        raise LookupError("the form has not started: there is no instance to read")
+    return part
 
 
 @dataclass(slots=True)
@@ -47,11 +81,12 @@ class Plan:
     problems: list[tuple[str, str, str]] = field(default_factory=list)  # (field id, words, reason)
     unplaced: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # labels that name no question
-    target: Any = None  # undo/back/redo: the MoveTarget; skip: the field id
+    target: MoveTarget | None = None  # undo/back/redo: the move
+    skipped: str | None = None  # skip: the field left out
     notes: list[str] = field(default_factory=list)
     revisited: bool = False  # answers were kept for the step being gone over (see revisit.py)
     retract: list[str] = field(default_factory=list)  # optional answers in force the person left out ("none")
-    replaced: dict[str, Any] = field(default_factory=dict)  # corrections: field id -> the answer in force before
+    replaced: dict[str, JsonValue] = field(default_factory=dict)  # corrections: field id -> the answer in force before
     in_force: frozenset[str] = frozenset()  # the fields that had an answer in force when the turn was planned
     asked_back: tuple[str, bool] | None = None  # a question back about a field (its id, whether it asked why)
     needed: str | None = None  # a required field the person did not give: say why it is needed
@@ -87,7 +122,7 @@ class GuidedState:
     host_here: bool = False  # the person at the keyboard plays the host (formctl run --as-host): /resolve works
     locale: str | None = None  # the conventions the person's words are read by (en-GB; values/context.py)
 
-    def kind(self, compiled: Any, field_id: str) -> Kind:
+    def kind(self, compiled: CompiledForm, field_id: str) -> Kind:
         """The kind of a field's answer (read once per form version): its schema, a phone number
         when its label says so, its author's aliases for a choice."""
         key = (compiled.id, compiled.version, field_id)

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from formctl.agent.models.guided.answers import UnreadableAnswer, convert
+from formctl.agent.models.guided.answers import Kind, UnreadableAnswer, convert
 from formctl.agent.models.guided.gather import Gathered, Slot, everyday_names, gather
 from formctl.agent.models.guided.intent import ASIDE, ASK, DEFER, REFUSE, UNKNOWN, named_field, read_act
 from formctl.agent.models.guided.natural import place
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
+from formctl.json_types import FieldValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledForm
 
 # A line that changes an answer given: an apology, "actually", "wrong", "I meant", "not the 4th".
 _CORRECTING = re.compile(
@@ -75,7 +79,7 @@ class Bare:
 def slots_of(state: GuidedState, snap: Snapshot, *, answered: bool) -> list[Slot]:
     """The fields a line may answer: applicable and open (every field before the form starts),
     and the answered ones too when ``answered`` (the line corrects something)."""
-    compiled, ev = snap.compiled, snap.ev
+    compiled, ev = snap.compiled, snap.maybe_ev
     out = []
     for f in compiled.fields:
         if f.source == "host":
@@ -180,13 +184,13 @@ def _answers_given(state: GuidedState, snap: Snapshot, bare: Bare, rest: str) ->
     return found, correcting
 
 
-def _answers(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
+def _answers(state: GuidedState, compiled: CompiledForm, field_id: str, text: str) -> bool:
     """Do the words answer a yes/no or a choice question as they are ("no thanks", "No, this is
     my first time")?"""
     return reads_as(state.kind(compiled, field_id), text)
 
 
-def reads_as(kind: Any, text: str) -> bool:
+def reads_as(kind: Kind, text: str) -> bool:
     """Do ``text``'s words answer a yes/no or a choice question as they are ("no thanks")?"""
     if kind.name not in ("boolean", "choice"):
         return False
@@ -197,7 +201,9 @@ def reads_as(kind: Any, text: str) -> bool:
     return True
 
 
-def _choices_named(state: GuidedState, compiled: Any, first: str | None, slots: list[Slot], found: Gathered) -> None:
+def _choices_named(
+    state: GuidedState, compiled: CompiledForm, first: str | None, slots: list[Slot], found: Gathered
+) -> None:
     """A clause that names an option of exactly one other open choice ("drove", "I flew to
     Edinburgh on …", "I've not been here before", by the option or the author's aliases, word
     for word: a near miss is read only at its own question) answers that choice. A clause that
@@ -216,7 +222,7 @@ def _choices_named(state: GuidedState, compiled: Any, first: str | None, slots: 
                 found.rest.remove(clause)
 
 
-def _names_option(kind: Any, clause: str) -> bool:
+def _names_option(kind: Kind, clause: str) -> bool:
     """Does ``clause`` hold an option of ``kind``, or one of its aliases, as whole words?"""
     names = [str(o) for o in kind.options] + [a for _, aliases in getattr(kind, "aliases", ()) for a in aliases]
     words = _folded(clause)
@@ -232,14 +238,14 @@ def _folded(text: str) -> str:
     return " " + " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("'", "").replace("\u2019", ""))) + " "
 
 
-def _asks_if_changed(state: GuidedState, compiled: Any, field_id: str) -> bool:
+def _asks_if_changed(state: GuidedState, compiled: CompiledForm, field_id: str) -> bool:
     """Is this a yes/no question about whether something changed ("Details changed")?"""
     f = compiled.field_by_id[field_id]
     about = f"{f.label} {f.ask or ''}".lower()
     return state.kind(compiled, field_id).name == "boolean" and "chang" in about
 
 
-def _other_option(state: GuidedState, compiled: Any, field_id: str, text: str) -> bool:
+def _other_option(state: GuidedState, compiled: CompiledForm, field_id: str, text: str) -> bool:
     """A choice with an "other" option, answered with words that name none of the others ("Citizens
     Advice sent me here" for a referral): the answer is "other", said back with the words."""
     kind = state.kind(compiled, field_id)
@@ -254,7 +260,7 @@ def _not_given(state: GuidedState, snap: Snapshot, plan: Plan, field_id: str, ac
     """Not knowing, refusing or putting off: an optional question is left out (an answer in force
     is retracted); a required one is put off (asked after the others), or said to be needed."""
     field = snap.compiled.field_by_id[field_id]
-    status = snap.ev.status[field.order] if snap.ev is not None else EMPTY
+    status = snap.ev.status[field.order] if snap.maybe_ev is not None else EMPTY
     if not field.required:
         if status != EMPTY:
             plan.retract.append(field_id)
@@ -273,7 +279,7 @@ def _not_given(state: GuidedState, snap: Snapshot, plan: Plan, field_id: str, ac
 
 def _others_open(state: GuidedState, snap: Snapshot, field_id: str) -> bool:
     """Is another question of the open step still to ask (so one can be put off)?"""
-    if snap.view is None:
+    if snap.maybe_view is None:
         return False
     return any(r.ask and r.id != field_id and r.id not in state.skipped for r in snap.view.fields)
 
@@ -281,7 +287,7 @@ def _others_open(state: GuidedState, snap: Snapshot, field_id: str) -> bool:
 def _drop_unchanged(snap: Snapshot, found: Gathered) -> None:
     """A value given again for an answered field, as it stands, is no correction: its clause
     goes back to the question asked."""
-    if snap.ev is None:
+    if snap.maybe_ev is None:
         return
     for field_id in list(found.values):
         f = snap.compiled.field_by_id[field_id]
@@ -294,7 +300,7 @@ def _drop_unchanged(snap: Snapshot, found: Gathered) -> None:
             del found.values[field_id]
 
 
-def _same_reading(held: Any, raw: str) -> bool:
+def _same_reading(held: FieldValue, raw: str) -> bool:
     try:
         from datetime import date
 
@@ -308,12 +314,11 @@ def _same_reading(held: Any, raw: str) -> bool:
 
 
 def convert_date(raw: str) -> str:
-    from formctl.agent.models.guided.answers import Kind
 
     return str(convert(Kind("date"), raw))
 
 
-def _describes(state: GuidedState, compiled: Any, field_id: str) -> bool:
+def _describes(state: GuidedState, compiled: CompiledForm, field_id: str) -> bool:
     """A free-text question about something to describe (needs, a purpose), not a name or a place."""
     kind = state.kind(compiled, field_id)
     if kind.name != "text" or kind.pattern:
@@ -352,7 +357,7 @@ def _asked_reads(
     field for sure is placed, a name or a place takes the plain part, the rest is said back."""
     if not parts:
         return []
-    ev, compiled, plan = snap.ev, snap.compiled, bare.plan
+    ev, compiled, plan = snap.maybe_ev, snap.compiled, bare.plan
     if ev is None:
         return parts
     kinds = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from formctl.agent.models.base import content_blocks
+from formctl.json_types import JsonObject, JsonValue
 
 TIER0_PREFIX = "[form: "
 GOALS_PREFIX = "[goals: "  # a goal program's line, after tier 0 (docs/goals.md)
@@ -61,7 +61,7 @@ COMMANDS: dict[str, str] = {
 LABELLED = re.compile(r"^\s*([^:=\n]{1,60}?)\s*[:=]\s*(.*?)\s*$", re.S)
 
 
-def person_words(message: dict[str, Any]) -> str | None:
+def person_words(message: JsonObject) -> str | None:
     """The person's words in a user turn, or None for a turn of tool results.
 
     The loop appends tier 0 (``[form: ...``) as the last text block of the newest user
@@ -85,7 +85,7 @@ def person_words(message: dict[str, Any]) -> str | None:
 @dataclass(slots=True)
 class Result:
     ok: bool
-    data: Any = None
+    data: JsonValue = None
     message: str = ""
     code: str | None = None
 
@@ -95,13 +95,13 @@ class Turn:
     """The newest person turn of a request and the tool calls and results since."""
 
     words: str | None
-    calls: list[dict[str, Any]]
+    calls: list[JsonObject]
     results: dict[str, Result]
     conversation_started: bool  # an assistant turn came before the person's words
     instance_id: str | None  # the newest instance id any tool result named
 
 
-def parse_result(block: dict[str, Any]) -> Result:
+def parse_result(block: JsonObject) -> Result:
     content = block.get("content")
     if isinstance(content, list):  # Anthropic also allows a list of text blocks
         content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
@@ -118,14 +118,14 @@ def parse_result(block: dict[str, Any]) -> Result:
     return Result(False, data=data, message=str(envelope.get("message") or ""), code=code)
 
 
-def read_turn(messages: list[dict[str, Any]]) -> Turn:
+def read_turn(messages: list[JsonObject]) -> Turn:
     start = None
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].get("role") == "user" and person_words(messages[i]) is not None:
             start = i
             break
     words = person_words(messages[start]) if start is not None else None
-    calls: list[dict[str, Any]] = []
+    calls: list[JsonObject] = []
     results: dict[str, Result] = {}
     for message in messages[(start + 1) if start is not None else 0 :]:
         for block in content_blocks(message.get("content")):
@@ -156,7 +156,7 @@ def command_key(words: str) -> str:
     return " ".join(text.split())
 
 
-def generic_kind(calls: list[dict[str, Any]]) -> str:
+def generic_kind(calls: list[JsonObject]) -> str:
     names = {c.get("name") for c in calls}
     if "form_start" in names:
         return "start"

@@ -37,13 +37,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
 
 from formctl.agent.models.guided.values.context import ReadingContext, locale_from_env, normalise_locale
 from formctl.agent.models.guided.values.kinds import Kind, UnreadableAnswer, field_kind, kind_of
 from formctl.agent.models.guided.values.reading import Reading, around, telling
 from formctl.agent.models.guided.values.shapes import find_by_shape
 from formctl.forms.replies import Confirmation, confirmation, yes_no
+from formctl.json_types import JsonValue
 
 __all__ = [
     "Confirmation",
@@ -137,6 +137,6 @@ def _strip_quotes(text: str) -> str:
     return text
 
 
-def convert(kind: Kind, text: str, ctx: ReadingContext | None = None) -> Any:
+def convert(kind: Kind, text: str, ctx: ReadingContext | None = None) -> JsonValue:
     """``read_value(kind, text, ctx).value``: the JSON value alone."""
     return read_value(kind, text, ctx).value

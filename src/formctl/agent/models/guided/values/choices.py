@@ -10,11 +10,11 @@ option or alias it is close to. Two options named, or none, and the question is 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from formctl.agent.models.guided.values.context import ReadingContext
 from formctl.agent.models.guided.values.kinds import Kind, UnreadableAnswer
 from formctl.agent.models.guided.values.reading import Reading, around
+from formctl.json_types import JsonValue
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _NEGATION = frozenset({"not", "no", "never", "didn't", "didnt", "wasn't", "wasnt", "haven't", "havent"})
@@ -28,9 +28,9 @@ def or_list(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " or " + items[-1]
 
 
-def _names(kind: Kind) -> list[tuple[tuple[str, ...], Any]]:
+def _names(kind: Kind) -> list[tuple[tuple[str, ...], JsonValue]]:
     """Every name of every option as a tuple of words, longest first: (words, option)."""
-    pairs: list[tuple[tuple[str, ...], Any]] = []
+    pairs: list[tuple[tuple[str, ...], JsonValue]] = []
     for option in kind.options:
         pairs.append((tuple(_WORD.findall(str(option).lower().replace("_", " "))), option))
     for option, aliases in kind.aliases:
@@ -42,7 +42,7 @@ def _words(text: str) -> list[re.Match[str]]:
     return list(_WORD.finditer(text.lower().replace("’", "'")))
 
 
-def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
+def _named(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
     """The options ``text`` names (not after "not"), each with the span of its words."""
     words = _words(text)
     tokens = [m.group(0) for m in words]
@@ -50,7 +50,7 @@ def _named(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
     for i, token in enumerate(tokens):
         at.setdefault(token, []).append(i)
     taken = [False] * len(tokens)
-    found: list[tuple[Any, tuple[int, int]]] = []
+    found: list[tuple[JsonValue, tuple[int, int]]] = []
     for name, option in _names(kind):
         for i in at.get(name[0], ()):
             where = _spread(tokens, taken, name, i)
@@ -79,14 +79,14 @@ def _spread(tokens: list[str], taken: list[bool], name: tuple[str, ...], i: int)
     return None if any(taken[j] for j in where) else where
 
 
-def _fuzzy(kind: Kind, text: str) -> list[tuple[Any, tuple[int, int]]]:
+def _fuzzy(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
     """Options named by a misspelt word ("trian"): each distinct word of four letters or more
     matched once, with rapidfuzz, to the one option whose names it is close to."""
     from rapidfuzz import fuzz, process
 
     single = [(name[0], option) for name, option in _names(kind) if len(name) == 1 and len(name[0]) >= 4]
     names = [name for name, _ in single]
-    close: dict[str, set[Any]] = {}
+    close: dict[str, set[JsonValue]] = {}
     found = []
     for m in _words(text):
         word = m.group(0)

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+from formctl.json_types import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledField
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +27,9 @@ class Kind:
     """
 
     name: str
-    options: tuple[Any, ...] = ()
+    options: tuple[JsonValue, ...] = ()
     pattern: str | None = None  # text that must match this (a Staff ID's ^[A-Z]{2}\d{4}$)
-    aliases: tuple[tuple[Any, tuple[str, ...]], ...] = ()
+    aliases: tuple[tuple[JsonValue, tuple[str, ...]], ...] = ()
 
 
 class UnreadableAnswer(ValueError):
@@ -35,7 +40,7 @@ _PHONE_WORDS = re.compile(r"\b(?:phone|mobile|cell|telephone|tel|landline)\b", r
 _REFERENCE_WORDS = re.compile(r"\b(?:ref|reference|booking|confirmation number)\b", re.IGNORECASE)
 
 
-def field_kind(field: Any) -> Kind:
+def field_kind(field: CompiledField) -> Kind:
     """The kind of a compiled field's answer: its schema's kind, a phone number when its label or
     id names one, and its author's aliases for a choice."""
     kind = kind_of(field.schema)
@@ -51,7 +56,7 @@ def field_kind(field: Any) -> Kind:
     return kind
 
 
-def kind_of(schema: Any) -> Kind:
+def kind_of(schema: object) -> Kind:
     from formctl.forms.validate import adapter_for
 
     try:
@@ -62,7 +67,7 @@ def kind_of(schema: Any) -> Kind:
     return _kind_of_node(node, defs)
 
 
-def _kind_of_node(node: Any, defs: dict[str, Any]) -> Kind:
+def _kind_of_node(node: JsonValue, defs: JsonObject) -> Kind:
     if not isinstance(node, dict):
         return Kind("json")
     ref = node.get("$ref")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+
+from formctl.json_types import JsonValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +19,7 @@ class Reading:
     value was reached when that is worth saying ('I read "the next day" as Friday 20 March 2026.').
     """
 
-    value: Any
+    value: JsonValue
     span: tuple[int, int]
     said_as: str
     rest: tuple[str, ...] = ()
