@@ -367,7 +367,7 @@ class _Pass:
 
         (The guard before it, "is ``token`` being answered already?", is written out in each of
         the four questions rather than called: they are asked some 80,000 times in
-        benchmarks/engine.py's medium pass, and the call cost 3% of its instructions.)"""
+        benchmarks/engine.py's medium pass, and the call cost 1% of its instructions.)"""
         fallbacks = self._fallbacks
         if len(fallbacks) == mark:  # the common case: nothing fell back at all
             return True
