@@ -268,3 +268,58 @@ def test_a_subject_may_be_a_function_called_on_each_use(adapter, registry):
     current["subject"] = "alice"
     assert r.open_instance().id == alice
     assert r.open_instance(bob).subject == "bob"
+
+
+# --------------------------------------------------------------------------- transitions (formctl.forms.lifecycle)
+
+
+def test_move_to_reads_a_clock_only_when_it_completes_the_form():
+    from formctl.forms.instance import UNSET, Commit, Status
+    from formctl.forms.lifecycle import move_to
+
+    asked: list[str] = []
+
+    def clock() -> str:
+        asked.append("now")
+        return "2026-01-02T03:04:05.000000Z"
+
+    ready = Commit()
+    move_to(ready, Status.READY, clock)
+    assert (ready.status, ready.completed_at, asked) == (Status.READY, UNSET, [])
+
+    done = Commit()
+    move_to(done, Status.COMPLETE, clock)
+    assert (done.status, done.completed_at, asked) == (Status.COMPLETE, "2026-01-02T03:04:05.000000Z", ["now"])
+
+    again = Commit()
+    move_to(again, Status.COMPLETE, "2026-02-01T00:00:00.000000Z", completed_at="2026-01-01T00:00:00.000000Z")
+    assert (again.status, again.completed_at) == (Status.COMPLETE, UNSET)  # the earlier stamp is kept
+
+
+def test_await_host_writes_only_what_changes_on_an_instance_already_waiting(runner):
+    from formctl.forms.instance import UNSET, Commit, Status
+    from formctl.forms.lifecycle import await_host
+
+    instance = runner().open_instance(runner().start("basic").instance_id)
+    fresh = Commit()
+    await_host(fresh, "cp", instance)
+    assert (fresh.status, fresh.blocked_on) == (Status.AWAITING, "cp")
+
+    instance.status, instance.blocked_on = Status.AWAITING, "cp"
+    same = Commit()
+    await_host(same, "cp", instance)
+    assert (same.status, same.blocked_on) == (UNSET, UNSET)
+
+
+def test_a_host_reopen_settles_an_abandoned_form_from_its_answers_and_records_where_it_went(runner):
+    r = runner()
+    iid = r.start("basic", seed={"name": "Dana"}).instance_id
+    r.abandon("by mistake", instance_id=iid)
+
+    view = r.reopen(iid, reason="it was not a mistake after all")
+
+    stored = r.open_instance(iid)
+    assert stored.status == "active" and stored.closed_reason is None
+    assert view.to_dict()["status"] == "active"
+    acts = [d for d in stored.dispatches.values() if d.hook_id == "act:reopen"]
+    assert [a.detail for a in acts] == ["abandoned → active"]

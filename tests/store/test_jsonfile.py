@@ -165,7 +165,7 @@ def test_reads_return_copies(adapter):
     assert values(again) == {"name": "Ada"} and again.occurrences == {} and again.status == "active"
     listed = adapter.find_instances(subject="alice")[0]
     listed.entries.clear()
-    assert values(adapter.find_open_instance("alice")) == {"name": "Ada"}
+    assert values(adapter.find_latest_unclosed("alice")) == {"name": "Ada"}
 
 
 def test_record_dispatch_does_not_bump_the_version_or_break_a_commit(adapter):
@@ -215,14 +215,14 @@ def test_find_filters_orders_most_recent_first_and_limits_last(adapter):
 def test_the_open_form_is_the_most_recent_one_not_abandoned(adapter):
     first = adapter.create_instance("travel", 1, "alice", prov())
     second = adapter.create_instance("travel", 1, "alice", prov())
-    assert adapter.find_open_instance("alice").id == second.id
+    assert adapter.find_latest_unclosed("alice").id == second.id
     adapter.commit_instance(second.id, Commit(status="abandoned"), if_version=1, provenance=prov())
-    assert adapter.find_open_instance("alice").id == first.id
+    assert adapter.find_latest_unclosed("alice").id == first.id
     adapter.commit_instance(first.id, Commit(status="complete"), if_version=1, provenance=prov())
-    assert adapter.find_open_instance("alice").id == first.id  # complete is not abandoned
+    assert adapter.find_latest_unclosed("alice").id == first.id  # complete is not abandoned
     adapter.commit_instance(first.id, Commit(status="abandoned"), if_version=2, provenance=prov())
-    assert adapter.find_open_instance("alice") is None
-    assert adapter.find_open_instance("bob") is None
+    assert adapter.find_latest_unclosed("alice") is None
+    assert adapter.find_latest_unclosed("bob") is None
 
 
 # --------------------------------------------------------------------------- the durable store itself
@@ -287,7 +287,7 @@ def test_a_reader_sees_other_adapters_commits_and_compactions(store):
         seen = reader.get_instance(inst.id)
         assert seen.version == inst.version and values(seen) == {"n": n}
         assert len(seen.entries["n"].revisions) == n + 1
-    assert reader.find_open_instance("alice").version == 11
+    assert reader.find_latest_unclosed("alice").version == 11
 
 
 def test_the_commit_codec_round_trips():
@@ -334,7 +334,7 @@ def test_a_truncated_instance_file_is_reported_by_name_and_left_alone(store):
     with pytest.raises(StoreError):
         fill(fresh, bad, "name", "Ada")
     with pytest.raises(StoreError):
-        fresh.find_open_instance("alice")  # never answers with an older form, or none
+        fresh.find_latest_unclosed("alice")  # never answers with an older form, or none
     # Other instances keep working, and listings leave the damaged one out.
     assert values(fill(fresh, good, "name", "Bob")) == {"name": "Bob"}
     assert [i.id for i in fresh.find_instances()] == [good.id]
@@ -580,7 +580,7 @@ def test_an_fsync_error_during_a_commit_keeps_the_previous_version(store, monkey
     monkeypatch.undo()
     assert values(JsonFileAdapter(store).get_instance(inst.id)) == {"name": "Ada"}
     assert a.get_instance(inst.id).version == 2
-    assert JsonFileAdapter(store).find_open_instance("alice").version == 2
+    assert JsonFileAdapter(store).find_latest_unclosed("alice").version == 2
 
 
 def test_a_full_disk_while_creating_leaves_no_instance(store, monkeypatch):
@@ -599,8 +599,8 @@ def test_a_full_disk_while_creating_leaves_no_instance(store, monkeypatch):
         a.create_instance("travel", 1, "alice", prov())
     monkeypatch.undo()
     assert files_of(store) == before  # no half-written instance, no temporary file
-    assert a.find_open_instance("alice") is None
-    assert JsonFileAdapter(store).find_open_instance("alice") is None
+    assert a.find_latest_unclosed("alice") is None
+    assert JsonFileAdapter(store).find_latest_unclosed("alice") is None
     assert JsonFileAdapter(store).check().ok
 
 
@@ -660,7 +660,7 @@ def test_a_read_only_store_gives_a_clear_error_and_still_reads(store, monkeypatc
     monkeypatch.setattr(_durable, "open_private", read_only)
     fresh = JsonFileAdapter(store)
     assert values(fresh.get_instance(inst.id)) == {"name": "Ada"}
-    assert fresh.find_open_instance("alice").id == inst.id
+    assert fresh.find_latest_unclosed("alice").id == inst.id
     for write in (
         lambda: fresh.create_instance("travel", 1, "bob", prov()),
         lambda: fill(fresh, inst, "name", "Bob"),
@@ -677,7 +677,7 @@ def test_a_store_folder_that_does_not_exist_reads_as_empty_and_is_created_on_fir
     store = tmp_path / "a" / "b"
     a = JsonFileAdapter(store)
     assert a.get_instance("form_1_abcdef") is None
-    assert a.find_instances() == [] and a.find_open_instance("alice") is None
+    assert a.find_instances() == [] and a.find_latest_unclosed("alice") is None
     assert not store.exists()
     a.create_instance("travel", 1, "alice", prov())
     assert stat.S_IMODE(os.stat(store).st_mode) == 0o700
@@ -704,7 +704,7 @@ def _answers(a):
     return (
         [i.id for i in a.find_instances()],
         [i.id for i in a.find_instances(status="abandoned")],
-        {s: getattr(a.find_open_instance(s), "id", None) for s in ("s0", "s1", "s2", "s9")},
+        {s: getattr(a.find_latest_unclosed(s), "id", None) for s in ("s0", "s1", "s2", "s9")},
     )
 
 
@@ -747,7 +747,7 @@ def test_a_writer_that_died_between_commit_and_index_row_is_repaired(store):
     reader = JsonFileAdapter(store)
     assert victim.id in [i.id for i in reader.find_instances(status="abandoned")]
     assert victim.id not in [i.id for i in JsonFileAdapter(store).find_instances(status="active")]
-    assert JsonFileAdapter(store).find_open_instance(victim.subject).id == made[4].id
+    assert JsonFileAdapter(store).find_latest_unclosed(victim.subject).id == made[4].id
     fill(reader, reader.get_instance(made[2].id), "name", "x")  # the next write, to any instance, repairs it
     repaired = json.loads(_bytes(index_path).splitlines()[-3])
     assert repaired[0] == victim.id and repaired[3] == "abandoned"
@@ -799,7 +799,7 @@ def test_the_index_log_is_compacted_as_it_grows(store):
         inst = fill(a, inst, "n", n)
     lines = _bytes(_index(store)).count(b"\n")
     assert lines < 600
-    assert JsonFileAdapter(store).find_open_instance("alice").version == 701
+    assert JsonFileAdapter(store).find_latest_unclosed("alice").version == 701
 
 
 def test_threads_sharing_one_adapter_lose_no_revision(store):
@@ -862,7 +862,7 @@ def test_the_next_write_settles_the_marker_a_dead_writer_left(store):
         f.write(before + json.dumps([victim.id, "s2"]).encode() + b"\n")
     fill(JsonFileAdapter(store), later, "name", "later")
     fresh = JsonFileAdapter(store)
-    assert fresh.find_open_instance("s2").id == made[5].id
+    assert fresh.find_latest_unclosed("s2").id == made[5].id
     assert victim.id in [i.id for i in fresh.find_instances(status="abandoned")]
     assert victim.id in [i.id for i in fresh.find_instances(subject="s2", status="abandoned")]
 
@@ -884,10 +884,10 @@ def test_a_new_process_finds_each_subjects_open_form_whatever_the_subject_holds(
     a = JsonFileAdapter(store)
     made = {s: a.create_instance("travel", 1, s, prov()).id for s in subjects}
     for s in subjects:  # a fresh adapter per lookup: the byte search over the index, not a parsed copy
-        assert JsonFileAdapter(store).find_open_instance(s).id == made[s]
+        assert JsonFileAdapter(store).find_latest_unclosed(s).id == made[s]
         assert [i.id for i in JsonFileAdapter(store).find_instances(subject=s)] == [made[s]]
     made.update({f"p{n}": a.create_instance("travel", 1, f"p{n}", prov()).id for n in range(20)})
     many = JsonFileAdapter(store)  # one adapter asked about many subjects parses the index instead
     for _ in range(2):
-        assert {s: many.find_open_instance(s).id for s in made} == made
+        assert {s: many.find_latest_unclosed(s).id for s in made} == made
     assert many.index._parsed is not None

@@ -83,7 +83,7 @@ def test_a_wrong_password_is_one_line_naming_the_host_never_the_password(pg_serv
 def test_an_unreachable_server_is_one_line_naming_the_host():
     adapter = PostgresAdapter("postgresql://ann:pw@127.0.0.1:1/forms", connect_timeout=3)
     with pytest.raises(StoreError) as caught:
-        adapter.find_open_instance("alice")
+        adapter.find_latest_unclosed("alice")
     assert caught.value.message == (
         "Cannot connect to the PostgreSQL store at 127.0.0.1:1: no server is running there (connection refused)."
     )
@@ -164,7 +164,7 @@ def test_compare_and_set_and_fresh_reads_hold_between_two_adapters(pg_dsn):
     assert b.get_instance(inst.id).in_force_values() == {"name": "Ada"}  # b's cached copy was refreshed
     a.record_dispatch(inst.id, "k", DispatchState("h", "ok", 1, now_iso()), prov())
     assert b.get_instance(inst.id).dispatches["k"].status == "ok"  # a dispatch is seen too (no version bump)
-    assert b.find_open_instance("alice").dispatches["k"].status == "ok"
+    assert b.find_latest_unclosed("alice").dispatches["k"].status == "ok"
 
 
 # --------------------------------------------------------------------------- damage
@@ -180,7 +180,7 @@ def test_an_instance_missing_answers_is_reported_and_never_stands_in_silently(pg
     with pytest.raises(StoreError, match=f"instance {bad.id}: field 'name' has revision 1 where 0 was due"):
         fresh.get_instance(bad.id)
     with pytest.raises(StoreError):
-        fresh.find_open_instance("bob")  # never an older one, or none, in its place
+        fresh.find_latest_unclosed("bob")  # never an older one, or none, in its place
     damaged: list = []
     assert [i.id for i in fresh.find_instances(damaged=damaged)] == [good.id]
     assert len(damaged) == 1 and bad.id in damaged[0].message

@@ -58,7 +58,7 @@ def test_a_read_that_meets_a_journal_line_half_written_waits_for_the_write_and_l
     seen: dict[str, object] = {}
 
     def read() -> None:
-        seen["open"] = reader.find_open_instance("race")
+        seen["open"] = reader.find_latest_unclosed("race")
         seen["listed"] = reader.find_instances(subject="race")
 
     reading = threading.Thread(target=read)

@@ -99,8 +99,14 @@ class FormAdapter(Protocol):
         """
         ...
 
-    def find_open_instance(self, subject: str) -> Instance | None:
-        """The subject's most recently updated instance that is not abandoned, or None."""
+    def find_latest_unclosed(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not closed, or None.
+
+        Not closed as :func:`formctl.forms.lifecycle.is_closed` says (not abandoned): a complete
+        or stale instance counts, unlike :func:`~formctl.forms.lifecycle.is_open`, which asks
+        whether a status is under way. It is what the runner calls the subject's open form
+        (docs/engine.md, "Completion and closing").
+        """
         ...
 
     def commit_instance(self, instance_id: str, commit: Commit, *, if_version: int, provenance: Provenance) -> Instance:

@@ -12,11 +12,12 @@ cursors of ``fields`` move back one, and when the instance is closed the same co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.forms.acts import act_dispatch, moved_detail
 from formctl.forms.history import cursor_move
-from formctl.forms.instance import ABANDONED, ACTIVE, Instance
+from formctl.forms.instance import Commit, Instance
+from formctl.forms.lifecycle import is_closed, open_again
 
 if TYPE_CHECKING:
     from formctl.forms.staging import Staged
@@ -35,18 +36,17 @@ def revert_ending(write: Write, instance: Instance, fields: list[str], *, reason
     def plan(inst: Instance) -> tuple[list[Staged], dict[str, int]]:
         return [], {field_id: cursor_move(inst, field_id, -1)[1] for field_id in fields}
 
-    def record(inst: Instance) -> dict[str, Any]:
+    def record(inst: Instance, commit: Commit) -> None:
         at = write.prov.timestamp
         details = [moved_detail(f, inst.entries[f], cursor_move(inst, f, -1)[1]) for f in fields]
         dispatches = act_dispatch(inst, "undo", actor=actor, at=at, reason=reason, detail="; ".join(details))
-        extra: dict[str, Any] = {"dispatches": dispatches}
-        if inst.status == ABANDONED:
+        if is_closed(inst):
             # Opened at "active" here; the commit cycle then settles it from the answers left.
             dispatches.update(
                 act_dispatch(inst, "reopen", actor=actor, at=at, reason=reason, detail=f"{inst.status} → open")
             )
-            extra.update(status=ACTIVE, closed_reason=None)
-        return extra
+            open_again(commit)
+        commit.dispatches = dispatches
 
-    committed, _ = write.cycle(instance, plan, extra=record, reopens=True)
+    committed, _ = write.cycle(instance, plan, amend=record, reopens=True)
     return committed

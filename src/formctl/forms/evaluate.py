@@ -309,7 +309,7 @@ class _Pass:
         token = ("step", step_index)
         if token in self._busy:
             self._fallbacks.append(token)
-            return False
+            return False  # re-entrant: pessimistic fallback, not memoised
         mark = len(self._fallbacks)
         self._busy.add(token)
         try:
@@ -348,7 +348,7 @@ class _Pass:
         token = ("form",)
         if token in self._busy:
             self._fallbacks.append(token)
-            return False
+            return False  # re-entrant: pessimistic fallback, not memoised
         mark = len(self._fallbacks)
         self._busy.add(token)
         try:
@@ -363,7 +363,11 @@ class _Pass:
         return result
 
     def _settled(self, mark: int, token: Any) -> bool:
-        """No question other than ``token`` itself fell back while ``token`` was being answered."""
+        """No question other than ``token`` itself fell back while ``token`` was being answered.
+
+        (The guard before it, "is ``token`` being answered already?", is written out in each of
+        the four questions rather than called: they are asked some 80,000 times in
+        benchmarks/engine.py's medium pass, and the call cost 1% of its instructions.)"""
         fallbacks = self._fallbacks
         if len(fallbacks) == mark:  # the common case: nothing fell back at all
             return True
@@ -562,21 +566,33 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
     depend on which question is asked first, and the same instance must always mean the
     same thing (and the incremental path must match the full one).
     """
+    current, excluded = _liveness(ev, occurrences)
+    ev._final = current
+    _field_statuses(ev, current, excluded, visit)
     compiled = ev.compiled
-    fields = compiled.fields
-    in_force = ev._in_force
-    valid = ev._valid
-    values = ev._base_values
+    for k in range(len(compiled.steps)):
+        ev.step_complete[k] = current.step_done(k)
+    ev.complete = current.form_complete()
+    if compiled.checks:
+        ev.failed_checks = [c for c in compiled.checks if not current.check_holds(c)]
+    if compiled.derived and not ev.as_written:
+        _derived_due(ev, current)
+    _step_and_checkpoint_gates(ev, current)
+    _choose_open_step(ev, instance.open_step_override)
 
-    # Liveness fixpoint (docs/engine.md, 'Liveness and applicability'): start with everything
-    # live, drop what its gate rejects, repeat until the set stops shrinking. Shrink-only,
-    # so it always ends.
+
+def _liveness(ev: Evaluation, occurrences: dict[str, int]) -> tuple[_Pass, set[int]]:
+    """The liveness fixpoint (docs/engine.md, 'Liveness and applicability'): start with everything
+    live, drop what its gate rejects, repeat until the set stops shrinking. Shrink-only, so it
+    always ends. The final pass, and the fields it excluded."""
+    fields = ev.compiled.fields
+    values = ev._base_values
     excluded: set[int] = set()
     current = _Pass(ev, excluded, occurrences, values)
     ev.passes = 1
     cap = len(fields) + 1
-    gated = compiled.gated_positions
-    gated_answered = sorted(i for i in in_force if i in gated)
+    gated = ev.compiled.gated_positions
+    gated_answered = sorted(i for i in ev._in_force if i in gated)
     while gated_answered:
         newly = [i for i in gated_answered if i not in excluded and not current.field_applicable(i)]
         if not newly:
@@ -589,16 +605,18 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
         dropped = {fields[i].id for i in newly}
         values = {k: v for k, v in values.items() if k not in dropped}
         current = _Pass(ev, excluded, occurrences, values)
-    ev._final = current
+    return current, excluded
 
-    status = ev.status
-    applicable_list = ev.applicable
+
+def _field_statuses(ev: Evaluation, current: _Pass, excluded: set[int], visit: list[int] | None) -> None:
+    """Each visited field's applicability and status: held (an answer its gate excludes), filled
+    (a valid live answer) or invalid, with its error in words."""
+    fields = ev.compiled.fields
+    gated = ev.compiled.gated_positions
+    in_force, valid, status, applicable_list = ev._in_force, ev._valid, ev.status, ev.applicable
     for i in range(len(fields)) if visit is None else visit:
         field = fields[i]
-        if i in gated:
-            applicable = current.field_applicable(i)
-        else:
-            applicable = i not in excluded
+        applicable = current.field_applicable(i) if i in gated else i not in excluded
         applicable_list[i] = applicable
         entry = in_force.get(i)
         if entry is None:
@@ -617,15 +635,11 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
             written = ev._written_errors.get(i)
             ev.errors[field.id] = written or field_error(field, parse_entry(field, entry)) or "invalid"
 
-    for k in range(len(compiled.steps)):
-        ev.step_complete[k] = current.step_done(k)
-    ev.complete = current.form_complete()
-    if compiled.checks:
-        ev.failed_checks = [c for c in compiled.checks if not current.check_holds(c)]
-    if compiled.derived and not ev.as_written:
-        _derived_due(ev, current)
 
-    for step in compiled.steps:
+def _step_and_checkpoint_gates(ev: Evaluation, current: _Pass) -> None:
+    """Which steps are open and which checkpoints active, over the final pass's values; a gate
+    that raises counts as true, and is a defect."""
+    for step in ev.compiled.steps:
         k = step.index
         if step.when is None:
             ev.step_open[k] = True
@@ -635,15 +649,12 @@ def _settle(ev: Evaluation, instance: Instance, occurrences: dict[str, int], vis
         except Exception as exc:
             ev._defect(f'gate "step-gate:{step.id}" threw: {_message(exc)}')
             ev.step_open[k] = True
-
-    for checkpoint in compiled.checkpoints:
+    for checkpoint in ev.compiled.checkpoints:
         try:
             ev.checkpoint_active[checkpoint.index] = bool(checkpoint.when(current.values, current.state))
         except Exception as exc:
             ev._defect(f'gate "{checkpoint.id}" threw: {_message(exc)}')
             ev.checkpoint_active[checkpoint.index] = True
-
-    _choose_open_step(ev, instance.open_step_override)
 
 
 def _derived_due(ev: Evaluation, final: _Pass) -> None:

@@ -8,14 +8,23 @@ words, so a new status (or a changed rule) is one edit:
   ``complete``, ``abandoned``; ``stale`` only in stores older formctl versions wrote);
 - the **status as read** (:func:`read_status`) adds ``stale``, computed on every read from the
   registered form and never stored (:func:`is_stale`);
-- the **transitions** are :func:`settle` (the status a settled round lands in),
-  :func:`complete` and :func:`close`, which set a commit's fields; the runner commits them.
+- the **transitions** are the only code that writes a status onto a commit: :func:`settle`
+  decides the status a settled round lands in and :func:`move_to` writes it; :func:`complete`,
+  :func:`close`, :func:`await_host`, :func:`reopen`, :func:`open_again` and :func:`clear_stale`
+  are the named moves. Every writer (the commit cycle, staging, the runner, recovery) calls
+  them; ``tests/architecture/test_status_transitions.py`` fails on a status set anywhere else.
+
+Two senses of "open" are kept apart. :func:`is_open` asks a *status*: under way (active,
+ready or awaiting). "The open form of a subject" is an *instance*: the subject's most recently
+updated one that is not closed (:func:`is_closed`), complete and stale ones included, so a sent
+form stays reachable for corrections; the store answers it (``find_latest_unclosed``).
 
 Everything here is pure: no clock (the time of a transition is passed in), no store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from formctl.errors import CheckFailedError, InstanceClosedError, NotReadyError
@@ -29,10 +38,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Status",
+    "await_host",
     "check_closable",
     "check_open_for_writes",
     "check_ready_to_send",
     "close",
+    "clear_stale",
     "closed_message",
     "complete",
     "complete_flag",
@@ -40,6 +51,7 @@ __all__ = [
     "is_awaiting",
     "is_closed",
     "is_closed_record",
+    "is_closed_status",
     "is_complete",
     "is_continuable",
     "is_ended",
@@ -48,7 +60,10 @@ __all__ = [
     "is_open_status",
     "is_ready",
     "is_stale",
+    "move_to",
+    "open_again",
     "read_status",
+    "reopen",
     "settle",
 ]
 
@@ -84,6 +99,11 @@ def is_open(instance: _HasStatus) -> bool:
 def is_open_status(status: str) -> bool:
     """:func:`is_open` for a status word already read (an index row, a listing's ``status``)."""
     return status in _OPEN
+
+
+def is_closed_status(status: str) -> bool:
+    """:func:`is_closed` for a status word already read (an index row)."""
+    return status == ABANDONED
 
 
 def is_awaiting(instance: _HasStatus) -> bool:
@@ -200,6 +220,61 @@ def settle(
     if check_failure_open(compiled, ev, instance):
         return ACTIVE
     return READY
+
+
+def move_to(
+    commit: Commit, status: Status | str, now: str | Callable[[], str], *, completed_at: str | None = None
+) -> None:
+    """Write on ``commit`` the status :func:`settle` decided: into complete by :func:`complete`
+    (stamped ``now`` unless ``completed_at`` keeps an earlier stamp), else the status itself.
+    ``now`` may be a clock, read only when the move completes the form."""
+    if status == COMPLETE:
+        complete(commit, now if isinstance(now, str) else now(), completed_at=completed_at)
+    else:
+        commit.status = Status(status)
+
+
+def await_host(commit: Commit, checkpoint_id: str, instance: Instance | None = None) -> None:
+    """Hold on ``commit`` at a blocking checkpoint until a host resolves it: ``awaiting``, with
+    ``blocked_on`` naming it. Given ``instance`` (as stored), only what changes is written."""
+    if instance is None or instance.blocked_on != checkpoint_id:
+        commit.blocked_on = checkpoint_id
+    if instance is None or instance.status != AWAITING:
+        commit.status = AWAITING
+
+
+def open_again(commit: Commit) -> None:
+    """Open a closed instance on ``commit`` at ``active``, its closing reason cleared, in a commit
+    whose round then settles it from its answers (a write that takes back an ending)."""
+    commit.status = ACTIVE
+    commit.closed_reason = None
+
+
+def clear_stale(commit: Commit) -> None:
+    """A ``stale`` status an older formctl committed becomes ``active`` on ``commit`` (a migration
+    carries the instance forward); the round then settles it."""
+    commit.status = ACTIVE
+
+
+def reopen(commit: Commit, compiled: CompiledForm, ev: Evaluation, instance: Instance, now: str) -> Status:
+    """A host's reopen on ``commit`` (docs/engine.md, "Host acts"); the status it lands in.
+
+    An abandoned instance opens at the status its answers give (active, ready or complete, a
+    completion stamped ``now`` unless it had a stamp), its closing reason cleared; a complete one
+    whose answers no longer complete it goes back to active. A forced completion is undone.
+    """
+    commit.forced_complete = False
+    status = Status(instance.status)
+    if status == ABANDONED:
+        status = settle(compiled, ev, instance, False)
+        commit.closed_reason = None
+        if status == COMPLETE:
+            complete(commit, now, completed_at=instance.completed_at)
+            return status
+    elif status == COMPLETE and not ev.complete:
+        status = ACTIVE
+    commit.status = status
+    return status
 
 
 def complete(commit: Commit, now: str, *, completed_at: str | None = None) -> None:

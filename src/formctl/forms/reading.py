@@ -137,6 +137,25 @@ class Continuation:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """Which instances a listing takes (``find_instances``, ``runner.instances``): those matching
+    every filter given (None: any), most recently updated first, at most ``limit`` of them."""
+
+    subject: str | None = None
+    def_id: str | None = None
+    status: str | None = None
+    limit: int | None = None
+
+    def admits(self, instance: Instance) -> bool:
+        """The instance matches every filter given (the limit aside)."""
+        return (
+            (self.subject is None or instance.subject == self.subject)
+            and (self.def_id is None or instance.def_id == self.def_id)
+            and (self.status is None or instance.status == self.status)
+        )
+
+
 @dataclass
 class Scope:
     """Which instances a read across the store takes (``formctl stats``, ``export``): one form's,

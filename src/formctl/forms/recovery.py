@@ -9,13 +9,12 @@ both before it commits. Both drive a :class:`~formctl.forms.write.Write` the run
 
 from __future__ import annotations
 
-from typing import Any
-
 from formctl.forms.acts import act_dispatch
 from formctl.forms.executors import HookRound, hook_for
-from formctl.forms.instance import ACTIVE, DISPATCH_FAILED, STALE, DispatchState, Instance
+from formctl.forms.instance import DISPATCH_FAILED, STALE, Commit, DispatchState, Instance
+from formctl.forms.lifecycle import clear_stale
 from formctl.forms.project import MigrateResult, WriteReport
-from formctl.forms.staging import plan_migration
+from formctl.forms.staging import RoundEnd, plan_migration
 from formctl.forms.write import Write
 
 __all__ = ["migrate", "recover"]
@@ -49,7 +48,7 @@ def recover(write: Write, instance: Instance) -> tuple[Instance, list[str]]:
         if effects.terminate is not None:
             break
     instance = write.reload(instance.id)
-    instance = write.finish_round(instance, effects, appended_fields=[], set_completed_now=False)
+    instance = write.finish_round(instance, RoundEnd(effects, [], set_completed_now=False))
     return instance, rerun
 
 
@@ -64,11 +63,11 @@ def migrate(
     items, rejected, dropped = plan_migration(compiled, instance)
     from_version, new_version = instance.def_version, compiled.version
 
-    def extra(inst: Instance) -> dict[str, Any]:
-        out: dict[str, Any] = {"def_version": new_version}
+    def amend(inst: Instance, commit: Commit) -> None:
+        commit.def_version = new_version
         if inst.status == STALE:  # committed by an older formctl, whose reads marked it
-            out["status"] = ACTIVE
-        out["dispatches"] = act_dispatch(
+            clear_stale(commit)
+        commit.dispatches = act_dispatch(
             inst,
             "migrate",
             actor=write.prov.actor,
@@ -77,9 +76,8 @@ def migrate(
             detail=f"version {inst.def_version} → {new_version}",
             override=override,
         )
-        return out
 
-    instance, _ = write.cycle(instance, lambda inst: (items, {}), extra=extra)
+    instance, _ = write.cycle(instance, lambda inst: (items, {}), amend=amend)
     return instance, write.result(
         instance,
         WriteReport(rejected=rejected),

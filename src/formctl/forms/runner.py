@@ -33,7 +33,7 @@ from formctl.forms.contention import serialised
 from formctl.forms.evaluate import Evaluation
 from formctl.forms.executors import Dispatcher
 from formctl.forms.history import FieldHistory, cursor_move
-from formctl.forms.instance import ABANDONED, ACTIVE, AWAITING, COMPLETE, Commit, Instance, Provenance, now_iso
+from formctl.forms.instance import ABANDONED, AWAITING, COMPLETE, Commit, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import (
     check_closable,
     check_open_for_writes,
@@ -44,13 +44,14 @@ from formctl.forms.lifecycle import (
     is_closed,
     is_complete,
     is_open,
-    settle,
+    reopen,
 )
 from formctl.forms.project import FillResult, FormView, MigrateResult, RecoverResult, WriteReport, step_view
-from formctl.forms.reading import Continuation, DefaultInstance, InstanceSummary, InstanceView, Stamp
+from formctl.forms.reading import Continuation, DefaultInstance, InstanceSummary, InstanceView, Listing, Stamp
 from formctl.forms.registry import FormRegistry
 from formctl.forms.runner_reads import Reads
 from formctl.forms.staging import (
+    Decision,
     Staged,
     check_writable,
     derived_refusal,
@@ -59,7 +60,7 @@ from formctl.forms.staging import (
     stage,
 )
 from formctl.forms.validate import text_issue
-from formctl.forms.write import Evaluations, OnCommit, Write, result_of
+from formctl.forms.write import Evaluations, OnCommit, Outcome, Write, WriteContext, result_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -161,17 +162,16 @@ class FormRunner:
         self.conflict_retries += 1
 
     def _begin(self, compiled: CompiledForm, prov: Provenance) -> Write:
-        return Write(
+        context = WriteContext(
             self.adapter,
             self._dispatcher,
             self._evaluations,
-            compiled,
-            prov,
-            clock=self.clock,
+            self.clock,
             on_conflict=self._count_conflict,
             reopening=self.reopening,
             on_commit=self._committed,
         )
+        return Write(context, compiled, prov)
 
     def _committed(self, before: Instance | None, after: Instance) -> None:
         """Every commit this runner lands: ``on_commit`` is told, and a commit that completed the
@@ -207,7 +207,7 @@ class FormRunner:
         damaged: list[StoreError] | None = None,
     ) -> list[InstanceSummary]:
         """Stored instances, most recently updated first, with the status a reader sees (see :meth:`Reads.instances`)."""
-        return self.reads.instances(subject, form_id, status, limit, damaged=damaged)
+        return self.reads.instances(Listing(subject, form_id, status, limit), damaged=damaged)
 
     def view(self, instance_id: str | None = None) -> InstanceView:
         """A read-only view of any instance, stale ones included (see :meth:`Reads.view`)."""
@@ -419,27 +419,12 @@ class FormRunner:
             if field_id is None:
                 return self._result_only(compiled, instance, report)
             refuse_derived(compiled, field_id)
-        skip = compiled.derived_ids
-        moved = cursor_move(instance, field_id, step, skip)[0]  # raises "nothing to undo" before any work
-
-        def plan(inst: Instance) -> tuple[list[Staged], dict[str, int]]:
-            nonlocal moved
-            moved, cursor = cursor_move(inst, field_id, step, skip)
-            return [], {moved: cursor}
-
-        word = "undo" if step < 0 else "redo"
+        cursor_move(instance, field_id, step, compiled.derived_ids)  # raises "nothing to undo" before any work
         with self._lock:
-            write = self._begin(compiled, self._provenance(word))
-
-            def record(inst: Instance) -> dict[str, Any]:
-                target, cursor = cursor_move(inst, field_id, step, skip)
-                log = inst.entries[target]
-                detail = moved_detail(target, log, cursor)
-                act = act_dispatch(inst, word, actor=self.actor, at=write.prov.timestamp, reason=reason, detail=detail)
-                return {"dispatches": act}
-
-            instance, staged_ids = write.cycle(instance, plan, extra=record)
-            return write.result(instance, report, staged_ids, moved=moved)
+            write = self._begin(compiled, self._provenance("undo" if step < 0 else "redo"))
+            move = _CursorMove(field_id, step, compiled.derived_ids, self.actor, write.prov, reason)
+            instance, staged_ids = write.cycle(instance, move.plan, amend=move.record)
+            return write.result(instance, report, staged_ids, moved=move.moved)
 
     def revert_ending(
         self, fields: Sequence[str], instance_id: str | None = None, *, reason: str | None = None
@@ -474,15 +459,12 @@ class FormRunner:
                 check_ready_to_send(compiled, inst, write.evaluation(inst))
                 commit = Commit()
                 complete(commit, write.prov.timestamp)
-                commit.dispatches = act_dispatch(
-                    inst, "submit", actor=self.actor, at=write.prov.timestamp, reason=reason,
-                    detail=f"{inst.status} → complete",
-                )  # fmt: skip
+                commit.dispatches = self._status_act(inst, "submit", write, reason, COMPLETE)
                 return commit
 
             instance = write.commit_retrying(instance, build)
             instance = write.fire_completion(instance)
-            return write.result(instance, sent=True)
+            return write.sent(instance)
 
     def abandon(self, reason: str, instance_id: str | None = None) -> Instance:
         """Close the instance without finishing; every answer is kept."""
@@ -498,10 +480,7 @@ class FormRunner:
             check_closable(compiled, inst)  # closed by another process since it was read
             commit = Commit()
             close(commit, reason)
-            commit.dispatches = act_dispatch(
-                inst, "abandon", actor=self.actor, at=write.prov.timestamp, reason=reason,
-                detail=f"{inst.status} → abandoned",
-            )  # fmt: skip
+            commit.dispatches = self._status_act(inst, "abandon", write, reason, ABANDONED)
             return commit
 
         return write.commit_retrying(instance, build)
@@ -518,21 +497,9 @@ class FormRunner:
         write = self._begin(compiled, self._provenance("reopened"))
 
         def build(inst: Instance) -> Commit:
-            status = inst.status
-            commit = Commit(forced_complete=False)
-            ev = write.evaluation(inst)
-            if status == ABANDONED:
-                status = settle(compiled, ev, inst, False)
-                if status == COMPLETE and not inst.completed_at:
-                    commit.completed_at = write.prov.timestamp
-                commit.closed_reason = None
-            elif status == COMPLETE and not ev.complete:
-                status = ACTIVE
-            commit.status = status
-            commit.dispatches = act_dispatch(
-                inst, "reopen", actor=self.actor, at=write.prov.timestamp, reason=reason,
-                detail=f"{inst.status} → {status}",
-            )  # fmt: skip
+            commit = Commit()
+            status = reopen(commit, compiled, write.evaluation(inst), inst, write.prov.timestamp)
+            commit.dispatches = self._status_act(inst, "reopen", write, reason, status)
             return commit
 
         instance = write.commit_retrying(instance, build)
@@ -623,13 +590,12 @@ class FormRunner:
             write = self._begin(compiled, self._provenance("approval request withdrawn", "host"))
             at = write.prov.timestamp
 
+            decision = Decision(cp_id, fail, self.actor, reason, at, override="withdrawn")
+
             def build(inst: Instance) -> Commit:
                 if inst.status != AWAITING or inst.blocked_on != cp_id:
                     raise NotWaitingError(f'Form instance "{inst.id}" is not waiting for an approval.')
-                ev = write.evaluation(inst)
-                commit = resolution_commit(
-                    compiled, inst, ev, cp_id, fail, who=self.actor, why=reason, now=at, override="withdrawn"
-                )
+                commit = resolution_commit(compiled, inst, write.evaluation(inst), decision)
                 act = act_dispatch(
                     inst, "withdraw", actor=self.actor, at=at, reason=reason, detail=f"{cp_id}: awaiting → active"
                 )
@@ -677,15 +643,13 @@ class FormRunner:
             self.source, who, self.clock(), "checkpoint rejected" if fail else "checkpoint resolved", "host"
         )
         why = (reason or None) if not fail else fail
+        decision = Decision(cp_id, fail, who, why, prov.timestamp, override)
         staged, report = stage(compiled, values or {})
         with self._lock:
             write = self._begin(compiled, prov)
 
             def build(inst: Instance) -> Commit:
-                ev = write.evaluation(inst)
-                return resolution_commit(
-                    compiled, inst, ev, cp_id, fail, who=who, why=why, now=prov.timestamp, override=override
-                )
+                return resolution_commit(compiled, inst, write.evaluation(inst), decision)
 
             was = instance.status
             instance = write.commit_retrying(instance, build)
@@ -730,7 +694,13 @@ class FormRunner:
         **extra: Any,
     ) -> R:
         """The result of an operation that wrote nothing: the instance as it is, the failures still open."""
-        return result_of(compiled, self._evaluations.of(compiled, instance), instance, report, kind=kind, **extra)
+        outcome = Outcome(report=report)
+        return result_of(compiled, self._evaluations.of(compiled, instance), instance, outcome, kind=kind, **extra)
+
+    def _status_act(self, inst: Instance, word: str, write: Write, reason: str | None, to: str) -> dict[str, Any]:
+        """The act recording a host's (or the person's) move of ``inst`` into ``to``: who, when, why."""
+        at = write.prov.timestamp
+        return act_dispatch(inst, word, actor=self.actor, at=at, reason=reason, detail=f"{inst.status} → {to}")
 
     def _writable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
         compiled, instance = self._resolve(instance_id)
@@ -777,6 +747,33 @@ class FormRunner:
     def list(self) -> list[dict[str, str]]:
         """The registered forms, ``[{id, name, description}]``, without loading any of them."""
         return self.reads.forms()
+
+
+class _CursorMove:
+    """An undo's or redo's plan and its act, over the instance as read at each attempt; ``moved``
+    names the field the latest attempt moved (the one that landed, once the write is done)."""
+
+    __slots__ = ("actor", "at", "field_id", "moved", "reason", "skip", "step", "word")
+
+    def __init__(
+        self, field_id: str | None, step: int, skip: frozenset[str], actor: str, prov: Provenance, reason: str | None
+    ) -> None:
+        self.field_id, self.step, self.skip, self.actor, self.reason = field_id, step, skip, actor, reason
+        self.word = "undo" if step < 0 else "redo"
+        self.at = prov.timestamp
+        self.moved = ""
+
+    def plan(self, inst: Instance) -> tuple[list[Staged], dict[str, int]]:
+        self.moved, cursor = cursor_move(inst, self.field_id, self.step, self.skip)
+        return [], {self.moved: cursor}
+
+    def record(self, inst: Instance, commit: Commit) -> None:
+        """The act, on the write's main commit (who, when, why, what it moved: :mod:`formctl.forms.acts`)."""
+        target, cursor = cursor_move(inst, self.field_id, self.step, self.skip)
+        detail = moved_detail(target, inst.entries[target], cursor)
+        commit.dispatches = act_dispatch(
+            inst, self.word, actor=self.actor, at=self.at, reason=self.reason, detail=detail
+        )
 
 
 def refuse_derived(compiled: CompiledForm, field_id: str) -> None:

@@ -25,6 +25,7 @@ from formctl.forms.reading import (
     DefaultInstance,
     InstanceSummary,
     InstanceView,
+    Listing,
     Stamp,
     stamp_of,
     summarise,
@@ -68,27 +69,20 @@ class Reads:
             return self.adapter.get_instance(instance_id)
         return self.find_open()
 
-    def instances(
-        self,
-        subject: str | None = None,
-        form_id: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-        *,
-        damaged: list[StoreError] | None = None,
-    ) -> list[InstanceSummary]:
+    def instances(self, listing: Listing, *, damaged: list[StoreError] | None = None) -> list[InstanceSummary]:
         """Stored instances, most recently updated first, with the status a reader sees (``stale`` included).
 
-        ``subject=None`` lists every subject's. ``status`` filters on the status as read, so
-        ``status="stale"`` finds stale instances without opening them. ``damaged``, when the
-        store supports it, collects the errors of instances it had to leave out.
+        ``listing.subject=None`` lists every subject's. ``listing.status`` filters on the status as
+        read, so ``status="stale"`` finds stale instances without opening them. ``damaged``, when
+        the store supports it, collects the errors of instances it had to leave out.
         """
+        status, limit = listing.status, listing.limit
         # Abandoned and complete are never stale, and no status but stale is ever read differently
         # from the stored one unless the stored one is stale or the instance drifted: filter after reading.
         exact = status is None or status in (ABANDONED, COMPLETE)
         found = self.adapter.find_instances(
-            subject=subject,
-            def_id=form_id,
+            subject=listing.subject,
+            def_id=listing.def_id,
             status=status if exact else None,
             limit=limit if exact else None,
             damaged=damaged,
@@ -215,10 +209,11 @@ class Reads:
 
     def find_open(self, subject: str | None = None) -> Instance | None:
         """What ``instance_id=None`` means: the conversation's instance when the runner has a
-        ``default`` (while it is not abandoned), else the subject's open form."""
+        ``default`` (while it is not closed), else the subject's open form: its latest instance
+        that is not closed, complete included (not :func:`~formctl.forms.lifecycle.is_open`)."""
         subject = subject or self.subject
         if self.default is None:
-            return self.adapter.find_open_instance(subject)
+            return self.adapter.find_latest_unclosed(subject)
         if self.default.instance_id is None:
             return None
         instance = self.adapter.get_instance(self.default.instance_id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from formctl.errors import FormBlockedError, MigrationError
 from formctl.forms.binding import bound_fields, rebound
@@ -38,7 +38,7 @@ from formctl.forms.instance import (
     Provenance,
     failed_hook_ids,
 )
-from formctl.forms.lifecycle import check_open_for_writes, close, complete, is_closed, settle
+from formctl.forms.lifecycle import await_host, check_open_for_writes, close, is_closed, move_to, settle
 from formctl.forms.messages import rejection
 from formctl.forms.project import Rejected, Unknown, WriteReport
 from formctl.forms.resolutions import resolution_key
@@ -130,38 +130,55 @@ def derived_refusal(label: str) -> str:
     return f"{label} is worked out from other answers; it can't be set, it follows them."
 
 
+@dataclass(slots=True)
+class Projection:
+    """What a write does to the entries (:func:`project_write`): the entry changes its commit
+    carries, the instance as it would be after them, and the revisions it appends."""
+
+    changes: dict[str, EntryCommit]
+    instance: Instance
+    appended: list[Entry]
+
+    def extend(self, more: Projection) -> None:
+        """Add a further projection over :attr:`instance` (the derived values it implies) to this one."""
+        for field_id, change in more.changes.items():
+            prior = self.changes.get(field_id)
+            self.changes[field_id] = change if prior is None else EntryCommit(append=prior.append + change.append)
+        self.appended.extend(more.appended)
+        self.instance = more.instance
+
+
 def follow_derived(
-    compiled: CompiledForm,
-    after: Evaluation,
-    projected: Instance,
-    changes: dict[str, EntryCommit],
-    appended: list[Entry],
-    prov: Provenance,
-    fired: dict[str, int],
-) -> tuple[Instance, Evaluation]:
-    """Write, into the write's own commit (``changes`` and ``appended`` grow), what the derived
-    fields' functions give the live values, until they agree (a derived value may feed another).
-    Each is an engine revision: provenance ``derived``, naming the inputs' revisions in force."""
+    compiled: CompiledForm, after: Evaluation, projection: Projection, prov: Provenance, fired: dict[str, int]
+) -> Evaluation:
+    """Write, into the write's own commit (``projection`` grows), what the derived fields'
+    functions give the live values, until they agree (a derived value may feed another); the
+    evaluation of the instance they give. Each is an engine revision: provenance ``derived``,
+    naming the inputs' revisions in force."""
     for _ in range(len(compiled.derived) + 1):
         if not after.derived_due or after.defects:
-            return projected, after
-        staged = []
-        for field_id, (value, inputs) in after.derived_due.items():
-            validator = compiled.field_by_id[field_id].validator
-            named = ", ".join(f"{i}@{seq}" for i in inputs if (seq := _seq_in_force(projected, i)) is not None)
-            how = {"kind": "derived", "inputs": named or None}
-            if value is None:
-                staged.append(Staged(field_id, None, retract=True, how=how))
-            else:
-                staged.append(Staged(field_id, value, validator.validate(value), validator, how=how))
-        more, projected, new = project_write(projected, staged, {}, prov)
-        for field_id, change in more.items():
-            prior = changes.get(field_id)
-            changes[field_id] = change if prior is None else EntryCommit(append=prior.append + change.append)
-        appended.extend(new)
-        after = evaluate_change(compiled, after, projected, more, fired=fired)
+            return after
+        staged = [
+            _derived_value(compiled, projection.instance, field_id, due) for field_id, due in after.derived_due.items()
+        ]
+        more = project_write(projection.instance, staged, {}, prov)
+        projection.extend(more)
+        after = evaluate_change(compiled, after, projection.instance, more.changes, fired=fired)
     after.defects.append(f"the derived fields did not settle after {len(compiled.derived) + 1} rounds")
-    return projected, after
+    return after
+
+
+def _derived_value(
+    compiled: CompiledForm, projected: Instance, field_id: str, due: tuple[Any, tuple[str, ...]]
+) -> Staged:
+    """A derived field's new value (None: withdrawn) as an engine revision naming its inputs."""
+    value, inputs = due
+    validator = compiled.field_by_id[field_id].validator
+    named = ", ".join(f"{i}@{seq}" for i in inputs if (seq := _seq_in_force(projected, i)) is not None)
+    how = {"kind": "derived", "inputs": named or None}
+    if value is None:
+        return Staged(field_id, None, retract=True, how=how)
+    return Staged(field_id, value, validator.validate(value), validator, how=how)
 
 
 def _seq_in_force(instance: Instance, field_id: str) -> int | None:
@@ -181,9 +198,7 @@ def resolve_or_report(compiled: CompiledForm, sent: Any, result: WriteReport) ->
     return field_id
 
 
-def project_write(
-    instance: Instance, staged: list[Staged], moves: dict[str, int], prov: Provenance
-) -> tuple[dict[str, EntryCommit], Instance, list[Entry]]:
+def project_write(instance: Instance, staged: list[Staged], moves: dict[str, int], prov: Provenance) -> Projection:
     """The entry changes of a write, the instance as it would be after them, and the revisions appended."""
     projected = instance.copy()
     changes: dict[str, EntryCommit] = {}
@@ -206,7 +221,7 @@ def project_write(
         changes[field_id] = change
         projected.entries[field_id] = apply_entry_commit(projected.entries.get(field_id), change)
     projected.revision_seq = seq
-    return changes, projected, appended
+    return Projection(changes, projected, appended)
 
 
 def stage_patch(
@@ -262,71 +277,98 @@ def rising_edges(
     ``changed`` names the fields the write appended to or moved. The form's own edge is the
     status moving into complete; the cycle adds it.
     """
-    stored = instance.occurrences
-    bumped: dict[str, int] = {}
-    queue: list[Hook] = []
+    edges = _Edges(compiled, instance, before, after, changed)
+    edges.of_fields()
+    edges.of_steps()
+    edges.of_checkpoints()
+    return edges.queue, edges.bumped
 
-    def bump(key: str) -> int:
-        n = stored.get(key, 0) + 1
-        bumped[key] = n
+
+class _Edges:
+    """The rising edges of one write, found in the fixed order: the hooks queued and the counters bumped."""
+
+    __slots__ = ("after", "before", "bumped", "changed", "compiled", "instance", "queue", "_failed")
+
+    def __init__(
+        self,
+        compiled: CompiledForm,
+        instance: Instance,
+        before: Evaluation,
+        after: Evaluation,
+        changed: Collection[str],
+    ) -> None:
+        self.compiled, self.instance, self.before, self.after, self.changed = compiled, instance, before, after, changed
+        self.bumped: dict[str, int] = {}
+        self.queue: list[Hook] = []
+        # The failed hooks are read from the dispatch log only when some hook could run again.
+        self._failed: frozenset[str] | None = None
+
+    def bump(self, key: str) -> int:
+        n = self.instance.occurrences.get(key, 0) + 1
+        self.bumped[key] = n
         return n
 
-    before_live = before.live
-    reruns = compiled.reruns
-    # A check that failed runs again when what it checked is answered again (docs/engine.md,
-    # "Staging and rising edges"): otherwise a step's on_complete that said "the return date
-    # is before the departure" would stay failed after the person corrected the date.
-    # The failed hooks are read from the dispatch log only when some hook could run again.
-    failed: frozenset[str] | None = None
+    def failed_last(self, key: str) -> bool:
+        """A check that failed runs again when what it checked is answered again (docs/engine.md,
+        "Staging and rising edges"): otherwise a step's on_complete that said "the return date
+        is before the departure" would stay failed after the person corrected the date."""
+        if self._failed is None:
+            self._failed = _failed_hooks(self.compiled, self.instance, self.before)
+        return key in self._failed
 
-    def failed_last(key: str) -> bool:
-        nonlocal failed
-        if failed is None:
-            failed = _failed_hooks(compiled, instance, before)
-        return key in failed
+    def of_fields(self) -> None:
+        before, after, changed, reruns = self.before, self.after, self.changed, self.compiled.reruns
+        before_live = before.live
+        for field in self.compiled.fields:
+            fid = field.id
+            if fid in after.live and (
+                fid not in before_live
+                or (field.on_fill is not None and fid in changed and self.failed_last(f"field:{fid}"))
+                or (reruns and field.rerun is not None and fid in changed and _changed_value(before, after, fid))
+            ):
+                n = self.bump(f"field:{fid}")
+                if field.on_fill is not None:
+                    self.queue.append(Hook(f"field:{fid}", field.on_fill, n))
 
-    for field in compiled.fields:
-        fid = field.id
-        if fid in after.live and (
-            fid not in before_live
-            or (field.on_fill is not None and fid in changed and failed_last(f"field:{fid}"))
-            or (reruns and field.rerun is not None and fid in changed and _changed_value(before, after, fid))
-        ):
-            n = bump(f"field:{fid}")
-            if field.on_fill is not None:
-                queue.append(Hook(f"field:{fid}", field.on_fill, n))
-    for step in compiled.steps:
-        k = step.index
-        if after.step_complete[k] and (
-            not before.step_complete[k]
-            or (
-                step.on_complete is not None
-                and any(f.id in changed for f in step.fields)
-                and failed_last(f"step:{step.id}")
-            )
-            or (
-                reruns
-                and step.rerun is not None
-                and any(
-                    f.id in changed and f.id in after.live and _changed_value(before, after, f.id) for f in step.fields
+    def of_steps(self) -> None:
+        before, after, changed, reruns = self.before, self.after, self.changed, self.compiled.reruns
+        for step in self.compiled.steps:
+            k = step.index
+            if not after.step_complete[k]:
+                continue
+            if (
+                not before.step_complete[k]
+                or (
+                    step.on_complete is not None
+                    and any(f.id in changed for f in step.fields)
+                    and self.failed_last(f"step:{step.id}")
                 )
-            )
-        ):
-            n = bump(f"step:{step.id}")
-            if step.on_complete is not None:
-                queue.append(Hook(f"step:{step.id}", step.on_complete, n))
-    for cp in compiled.checkpoints:
-        if not after.checkpoint_active[cp.index]:
-            continue
-        # A firing is bound to what it decided on: a change to a value its condition read (or
-        # that it watches) while the condition holds is a new occurrence (docs/engine.md,
-        # "Checkpoints and waits").
-        if not before.checkpoint_active[cp.index] or (
-            stored.get(f"checkpoint:{cp.id}", 0) > 0 and rebound(compiled, cp, before, after, stored)
-        ):
-            n = bump(f"checkpoint:{cp.id}")
-            queue.append(Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
-    return queue, bumped
+                or (
+                    reruns
+                    and step.rerun is not None
+                    and any(
+                        f.id in changed and f.id in after.live and _changed_value(before, after, f.id)
+                        for f in step.fields
+                    )
+                )
+            ):
+                n = self.bump(f"step:{step.id}")
+                if step.on_complete is not None:
+                    self.queue.append(Hook(f"step:{step.id}", step.on_complete, n))
+
+    def of_checkpoints(self) -> None:
+        before, after, stored = self.before, self.after, self.instance.occurrences
+        for cp in self.compiled.checkpoints:
+            if not after.checkpoint_active[cp.index]:
+                continue
+            # A firing is bound to what it decided on: a change to a value its condition read (or
+            # that it watches) while the condition holds is a new occurrence (docs/engine.md,
+            # "Checkpoints and waits").
+            if not before.checkpoint_active[cp.index] or (
+                stored.get(f"checkpoint:{cp.id}", 0) > 0 and rebound(self.compiled, cp, before, after, stored)
+            ):
+                n = self.bump(f"checkpoint:{cp.id}")
+                self.queue.append(Hook(f"checkpoint:{cp.id}", cp.run, n, cp))
 
 
 def _changed_value(before: Evaluation, after: Evaluation, field_id: str) -> bool:
@@ -348,127 +390,150 @@ def _failed_hooks(compiled: CompiledForm, instance: Instance, ev: Evaluation) ->
     )
 
 
+# RoundEnd and Settling are NamedTuples, built on every round: see formctl.forms.write's WriteContext.
+class RoundEnd(NamedTuple):
+    """What a round leaves to its closing commit (:func:`closing_commit`): what its hooks asked
+    for (``effects``), the fields it appended to (a step jumped to is released once one of them
+    is answered), and whether its own commit stamped a completion (a Terminate then unstamps it)."""
+
+    effects: RoundEffects
+    appended_fields: list[str]
+    set_completed_now: bool
+
+
 def closing_commit(
     compiled: CompiledForm,
     inst: Instance,
-    effects: RoundEffects,
+    end: RoundEnd,
     evaluation: Callable[[Instance], Evaluation],
-    *,
-    appended_fields: list[str],
-    set_completed_now: bool,
     clock: Callable[[], str],
 ) -> Commit:
     """The closing commit of a round over ``inst``: unblock, jump or release the override, settle
     the status (a completion stamped with ``clock()``, read only then: most rounds complete
     nothing, and reading the clock on every round showed in benchmarks/engine.py's per-operation
     median)."""
+    effects = end.effects
     commit = Commit()
     if effects.waiting_on is not None:
-        if inst.blocked_on != effects.waiting_on:
-            commit.blocked_on = effects.waiting_on
-        if inst.status != AWAITING:
-            commit.status = AWAITING
+        await_host(commit, effects.waiting_on, inst)
     elif inst.blocked_on is not None and inst.blocked_on in effects.checkpoints_run:
         commit.blocked_on = None
     # A host wait begun by an earlier round (seen here from its patch round) holds until resolved.
     still_waiting = effects.waiting_on is None and inst.blocked_on is not None and commit.blocked_on is UNSET
-    if effects.jump is not None:
-        if inst.open_step_override != effects.jump:
-            commit.open_step_override = effects.jump
-    elif inst.open_step_override is not None:
-        override_step = inst.open_step_override
-        if any(compiled.field_by_id[f].step_id == override_step for f in appended_fields if f in compiled.field_by_id):
-            commit.open_step_override = None
+    _steer(compiled, inst, end, commit)
     if effects.terminate is not None:
-        close(commit, effects.terminate)
-        if inst.open_step_override is not None or effects.jump is not None:
-            commit.open_step_override = None
-        if inst.blocked_on is None:
-            commit.blocked_on = UNSET  # nothing to release: the commit stays as small as it was
-        if set_completed_now and inst.completed_at is not None:
-            commit.completed_at = None  # a terminated form never completed
-        if inst.forced_complete:
-            commit.forced_complete = False
+        _terminate(inst, end, commit, effects.terminate)
         return commit
     if effects.complete and not inst.forced_complete:
         commit.forced_complete = True  # kept while waiting, so it lands when the host resolves
     if effects.waiting_on is not None or still_waiting:
         return commit
-    ev = evaluation(inst)
     forced = effects.complete or inst.forced_complete
-    status = settle(compiled, ev, inst, forced)
+    status = settle(compiled, evaluation(inst), inst, forced)
     if inst.status != status and not is_closed(inst):
-        if status == COMPLETE:
-            complete(commit, clock(), completed_at=inst.completed_at)
-        else:
-            commit.status = status
+        move_to(commit, status, clock, completed_at=inst.completed_at)
     return commit
 
 
-def settle_status(
-    commit: Commit,
-    compiled: CompiledForm,
-    instance: Instance,
-    queue: list[Hook],
-    after: Evaluation,
-    projected: Instance,
-    stored_status: str,
-    forced_after: bool,
-    now: str,
-    *,
-    changes_answers: bool = False,
-) -> None:
+def _steer(compiled: CompiledForm, inst: Instance, end: RoundEnd, commit: Commit) -> None:
+    """The open step a hook's Jump asked for, or the override released once the round answered
+    a field of the step it named."""
+    jump = end.effects.jump
+    if jump is not None:
+        if inst.open_step_override != jump:
+            commit.open_step_override = jump
+    elif inst.open_step_override is not None:
+        override_step = inst.open_step_override
+        fields = compiled.field_by_id
+        if any(fields[f].step_id == override_step for f in end.appended_fields if f in fields):
+            commit.open_step_override = None
+
+
+def _terminate(inst: Instance, end: RoundEnd, commit: Commit, reason: str) -> None:
+    """A hook's Terminate: closed, the override and any wait released, a completion this round
+    stamped taken back (a terminated form never completed), a forced completion undone."""
+    close(commit, reason)
+    if inst.open_step_override is not None or end.effects.jump is not None:
+        commit.open_step_override = None
+    if inst.blocked_on is None:
+        commit.blocked_on = UNSET  # nothing to release: the commit stays as small as it was
+    if end.set_completed_now and inst.completed_at is not None:
+        commit.completed_at = None
+    if inst.forced_complete:
+        commit.forced_complete = False
+
+
+class Settling(NamedTuple):
+    """What settles the status of a round's main commit (:func:`settle_status`).
+
+    ``instance``: as stored; ``stored_status``: its status as the commit starts from (an
+    operation may reopen it in the same commit); ``projected`` and ``after``: the instance after
+    the write and its evaluation; ``queue``: the hooks its edges queued; ``forced_after``: a
+    forced completion that survives the write; ``changes_answers``: the write changes the
+    answers of a form already sent (not a hook's patch), so it needs sending again.
+    """
+
+    instance: Instance
+    stored_status: str
+    projected: Instance
+    after: Evaluation
+    queue: list[Hook]
+    forced_after: bool
+    changes_answers: bool = False
+
+
+def settle_status(commit: Commit, compiled: CompiledForm, round_: Settling, now: str) -> None:
     """Set on ``commit`` the status a write's main commit lands in: awaiting a blocking checkpoint
     its edges activated, complete (or ready, under review) when it completes the form, active
-    again when it undoes that. ``changes_answers``: the write is a change to the answers of a
-    form already sent (not a hook's patch), so it needs sending again."""
-    blocking = next((h.checkpoint for h in queue if h.checkpoint is not None and h.checkpoint.blocking), None)
-    target = settle(compiled, after, projected, forced_after, sent=stored_status == COMPLETE and not changes_answers)
-    if stored_status == AWAITING and instance.blocked_on:
+    again when it undoes that."""
+    stored_status = round_.stored_status
+    blocking = next((h.checkpoint for h in round_.queue if h.checkpoint is not None and h.checkpoint.blocking), None)
+    sent = stored_status == COMPLETE and not round_.changes_answers
+    target = settle(compiled, round_.after, round_.projected, round_.forced_after, sent=sent)
+    if stored_status == AWAITING and round_.instance.blocked_on:
         # A patch round (or a recovery) written while a checkpoint waits for the host:
         # the wait holds, and the status with it, until resolve_checkpoint settles it.
         pass
     elif blocking is not None:
-        commit.status = AWAITING
-        commit.blocked_on = blocking.id
+        await_host(commit, blocking.id)
     elif stored_status == ABANDONED:
         pass
     elif target != stored_status:
         # Into complete (with completed_at), into or out of ready, back to active after a
         # correction, a wait without a checkpoint released, or a stale status written by an
         # older formctl settled again.
-        if target == COMPLETE:
-            complete(commit, now)
-        else:
-            commit.status = target
+        move_to(commit, target, now)
 
 
-def resolution_commit(
-    compiled: CompiledForm,
-    inst: Instance,
-    ev: Evaluation,
-    cp_id: str,
-    fail: str | None,
-    *,
-    who: str,
-    why: str | None,
-    now: str,
-    override: str | None = None,
-) -> Commit:
-    """The host's answer to checkpoint ``cp_id`` as a commit: a record of its own (ok, or failed
-    with the reason; who and why), the wait released, and the status settled if the answer settles it."""
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A host's answer to one checkpoint: approved (``fail`` None) or rejected with ``fail``; who
+    decided, why, when, and the rule they set aside to decide (``override``), if any."""
+
+    checkpoint: str
+    fail: str | None
+    who: str
+    why: str | None
+    at: str
+    override: str | None = None
+
+
+def resolution_commit(compiled: CompiledForm, inst: Instance, ev: Evaluation, decision: Decision) -> Commit:
+    """The host's answer to a checkpoint as a commit: a record of its own (ok, or failed with the
+    reason; who and why), the wait released, and the status settled if the answer settles it."""
+    cp_id, fail = decision.checkpoint, decision.fail
     key = resolution_key(inst, cp_id)
     covers = bound_fields(compiled, compiled.checkpoint_by_id[cp_id], ev, inst.occurrences)
     record = DispatchState(
         f"checkpoint:{cp_id}",
         DISPATCH_FAILED if fail else DISPATCH_OK,
         1,
-        now,
+        decision.at,
         fail if fail else None,
-        actor=who,
-        reason=why,
+        actor=decision.who,
+        reason=decision.why,
         covers=covers,
-        override=override,
+        override=decision.override,
     )
     commit = Commit(dispatches={key: record})
     if inst.blocked_on == cp_id:
@@ -477,10 +542,8 @@ def resolution_commit(
         projected = inst.copy()
         projected.put_dispatches({key: record})
         status = settle(compiled, ev, projected, inst.forced_complete)
-        if status == COMPLETE and inst.status != COMPLETE:
-            complete(commit, now, completed_at=inst.completed_at)
-        elif status != inst.status:
-            commit.status = status
+        if status != inst.status:
+            move_to(commit, status, decision.at, completed_at=inst.completed_at)
     return commit
 
 
@@ -492,36 +555,16 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
     version still has); carried values the new version accepts are staged, the rest withdrawn
     and reported in ``rejected``; old answers nothing carried are withdrawn and listed in ``dropped``.
     """
-    old_version = instance.def_version
     old_values = instance.in_force_values()
     rejected: list[Rejected] = []
-    dropped: dict[str, Any] = {}
-    if compiled.migrate is not None:
-        try:
-            carried = compiled.migrate(dict(old_values), old_version)
-        except Exception as exc:
-            raise MigrationError(
-                f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
-            ) from exc
-        if not isinstance(carried, dict):
-            raise MigrationError(
-                f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
-            )
-    else:
-        carried = {key: value for key, value in old_values.items() if key in compiled.field_by_id}
     staged: dict[str, Staged] = {}
     kept: set[str] = set()
     refused: set[str] = set()
-    for key, value in carried.items():
+    for key, value in _carried(compiled, instance.def_version, old_values).items():
         field_id = compiled.resolve_field(key)
         if field_id is None:
             continue
-        try:
-            value = json_data(value)
-        except ValueError as exc:
-            raise MigrationError(
-                f'migrate() for "{compiled.id}" returned a value for "{key}" that is not JSON data ({exc}).',
-            ) from None
+        value = _carried_data(compiled, key, value)
         if is_blank(value):
             continue
         field = compiled.field_by_id[field_id]
@@ -531,17 +574,43 @@ def plan_migration(compiled: CompiledForm, instance: Instance) -> tuple[list[Sta
         outcome = field.validator.validate(value)
         if not outcome.ok:
             refused.add(field_id)
-            for issue in outcome.issues:
-                rejected.append(Rejected(field_id, *rejection(field, issue, value)))
+            rejected.extend(Rejected(field_id, *rejection(field, issue, value)) for issue in outcome.issues)
             continue
         kept.add(field_id)
-        if field_id in old_values and old_values[field_id] == value:
-            continue
-        staged[field_id] = Staged(field_id, value, outcome, field.validator)
+        if field_id not in old_values or old_values[field_id] != value:
+            staged[field_id] = Staged(field_id, value, outcome, field.validator)
     kept.update(compiled.derived_ids.intersection(old_values))  # recomputed by the commit, never withdrawn
+    dropped: dict[str, Any] = {}
     for field_id, value in old_values.items():
         if field_id not in kept:
             staged[field_id] = Staged(field_id, None, retract=True)
             if field_id not in refused:
                 dropped[field_id] = value
     return list(staged.values()), rejected, dropped
+
+
+def _carried(compiled: CompiledForm, old_version: int, old_values: dict[str, Any]) -> dict[str, Any]:
+    """The answers the new version is given: what the form's ``migrate`` returns, else every
+    answer to a field the new version still has."""
+    if compiled.migrate is None:
+        return {key: value for key, value in old_values.items() if key in compiled.field_by_id}
+    try:
+        carried = compiled.migrate(dict(old_values), old_version)
+    except Exception as exc:
+        raise MigrationError(
+            f'Migrating "{compiled.id}" from version {old_version} to {compiled.version} failed: {exc}',
+        ) from exc
+    if not isinstance(carried, dict):
+        raise MigrationError(
+            f'migrate() for "{compiled.id}" must return a dict of values, not {type(carried).__name__}.',
+        )
+    return carried
+
+
+def _carried_data(compiled: CompiledForm, key: str, value: Any) -> Any:
+    try:
+        return json_data(value)
+    except ValueError as exc:
+        raise MigrationError(
+            f'migrate() for "{compiled.id}" returned a value for "{key}" that is not JSON data ({exc}).',
+        ) from None

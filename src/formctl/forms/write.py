@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from formctl.errors import ConflictError, FormDefinitionError, NeedsReopenError, NotFoundError
 from formctl.forms.acts import act_dispatch
@@ -40,6 +40,9 @@ from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
 from formctl.forms.lifecycle import check_open_for_writes, is_closed, is_closed_record
 from formctl.forms.project import FieldRow, FillResult, WriteReport, field_row, step_view
 from formctl.forms.staging import (
+    Projection,
+    RoundEnd,
+    Settling,
     Staged,
     closing_commit,
     follow_derived,
@@ -50,7 +53,7 @@ from formctl.forms.staging import (
     stage_patch,
 )
 
-__all__ = ["MAX_ROUNDS", "Evaluations", "OnCommit", "Plan", "Write", "result_of"]
+__all__ = ["MAX_ROUNDS", "Amend", "Evaluations", "OnCommit", "Outcome", "Plan", "Write", "WriteContext", "result_of"]
 
 MAX_ROUNDS = 8
 EVALUATIONS_KEPT = 64
@@ -92,50 +95,156 @@ class Evaluations:
         self._cache[instance.id] = (instance.version, compiled, ev)
 
 
+Amend = Callable[[Instance, Commit], None]
+"""What an operation adds to its round's main commit, decided over the instance as it is read
+(again, after a conflict): its act, a new version, a reopening (by a transition of
+:mod:`formctl.forms.lifecycle`, never a status set by hand)."""
+
+
+def _nothing() -> None:
+    return None
+
+
+# WriteContext, and Outcome below, are NamedTuples rather than frozen dataclasses (as
+# formctl.forms.validate's Outcome is): one of each is built on every write, and a frozen
+# dataclass's __init__ showed in benchmarks/engine.py's instruction count.
+class WriteContext(NamedTuple):
+    """What a runner hands each of its writes: the store, the dispatcher, the evaluations it
+    shares with its reads, its clock, and what it is told (a conflict retried, a commit landed).
+
+    ``reopening``: may the write take a complete instance back to ready or active (docs/engine.md,
+    "Host acts")? None: yes (a model, the person, the API); False: refused (a host command
+    without --reopen); True: yes, on the host's explicit word, recorded as such.
+    """
+
+    adapter: FormAdapter
+    dispatcher: Dispatcher
+    evaluations: Evaluations
+    clock: Callable[[], str]
+    on_conflict: Callable[[], None] = _nothing
+    reopening: bool | None = None
+    on_commit: OnCommit | None = None
+
+
 @dataclass(slots=True)
 class _Round:
     """The attempt of a round's main commit that landed: what the rest of the round needs."""
 
-    staged: list[Staged]
+    staged_ids: list[str]
     queue: list[Hook]
     after: Evaluation
     fired_before: dict[str, int]
-    commit: Commit
+    stamped_completion: bool  # the main commit stamped completed_at (a Terminate then unstamps it)
+
+
+class _MainCommit:
+    """A round's main commit, built afresh over the instance as read at each attempt
+    (:meth:`Write.commit_retrying`). It keeps what the attempt that landed decided and, when no
+    hook runs, the closing commit made under the same hold of the store's lock."""
+
+    __slots__ = ("amend", "closed", "is_start", "landed", "plan", "reopens", "round_no", "write")
+
+    def __init__(
+        self, write: Write, plan: Plan, *, is_start: bool, amend: Amend | None, round_no: int, reopens: bool
+    ) -> None:
+        self.write, self.plan, self.is_start, self.amend = write, plan, is_start, amend
+        self.round_no, self.reopens = round_no, reopens
+        self.landed: _Round | None = None
+        self.closed: Instance | None = None
+
+    def build(self, inst: Instance) -> Commit:
+        write, compiled = self.write, self.write.compiled
+        if not self.reopens:
+            check_open_for_writes(inst)  # closed under us (read again after a conflict): nothing more may be written
+        staged, moves = self.plan(inst)
+        before, after, projection = self.project(inst, staged, moves)
+        queue, occurrences = rising_edges(compiled, inst, before, after, projection.changes)
+        commit = Commit(entries=projection.changes or None, occurrences=occurrences or None)
+        if projection.appended:
+            commit.revision_seq = inst.revision_seq + len(projection.appended)
+        forced_after = inst.forced_complete and not required_invalid(compiled, after)
+        if inst.forced_complete and not forced_after:
+            commit.forced_complete = False
+        if self.amend is not None:
+            self.amend(inst, commit)
+        changes_answers = self.round_no == 0 and bool(projection.changes)
+        stored_status = inst.status if commit.status is UNSET else commit.status  # reopened by the amendment
+        settling = Settling(inst, stored_status, projection.instance, after, queue, forced_after, changes_answers)
+        settle_status(commit, compiled, settling, write.prov.timestamp)
+        if self.round_no == 0:
+            write.check_reopening(inst, commit)
+        self.form_edge(inst, commit, queue)
+        stamped = commit.completed_at is not UNSET
+        self.landed = _Round([s.field_id for s in staged], queue, after, inst.occurrences, stamped)
+        return commit
+
+    def project(
+        self, inst: Instance, staged: list[Staged], moves: dict[str, int]
+    ) -> tuple[Evaluation, Evaluation, Projection]:
+        """The evaluations before and after the write, and what it does to the entries (derived
+        values followed); a definition that cannot be evaluated is refused."""
+        compiled, prov = self.write.compiled, self.write.prov
+        before = Evaluation(compiled) if self.is_start else self.write.evaluations.of(compiled, inst)
+        projection = project_write(inst, staged, moves, prov)
+        fired = inst.occurrences
+        if self.is_start:
+            after = evaluate(compiled, projection.instance, fired=fired)
+        else:
+            after = evaluate_change(compiled, before, projection.instance, projection.changes, fired=fired)
+        if after.derived_due:
+            after = follow_derived(compiled, after, projection, prov, fired)
+        if after.defects:
+            raise FormDefinitionError(
+                f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects
+            )
+        return before, after, projection
+
+    def form_edge(self, inst: Instance, commit: Commit, queue: list[Hook]) -> None:
+        """The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
+        person, or held by a rejected blocking checkpoint, completes (and announces it) only once
+        it really is complete, and a forced completion is announced exactly once."""
+        if commit.status != COMPLETE or inst.status == COMPLETE:
+            return
+        n = inst.occurrences.get("form", 0) + 1
+        commit.occurrences = {**(commit.occurrences or {}), "form": n}
+        on_complete = self.write.compiled.on_complete
+        if on_complete is not None:
+            queue.append(Hook("form", on_complete, n))
+
+    def then(self, committed: Instance) -> None:
+        """Right after the main commit lands, inside the same hold."""
+        done = self.landed
+        if done is None:  # pragma: no cover - it lands only what build built
+            return
+        if not done.after.read_fired:
+            self.write.evaluations.remember(committed, self.write.compiled, done.after)
+        # With no hook to run, nothing comes between this round's main commit and its closing
+        # commit: it is made under the same hold of the store's lock, over the instance the
+        # main commit produced, which nobody can have changed since (no re-read, no second
+        # lock; on PostgreSQL, two round trips fewer).
+        if not done.queue:
+            end = RoundEnd(RoundEffects(), done.staged_ids, done.stamped_completion)
+            self.closed = self.write.close_round(committed, end, held=True)
 
 
 class Write:
     """One operation's commits, with everything they need. Not reused across operations."""
 
-    def __init__(
-        self,
-        adapter: FormAdapter,
-        dispatcher: Dispatcher,
-        evaluations: Evaluations,
-        compiled: CompiledForm,
-        prov: Provenance,
-        *,
-        clock: Callable[[], str],
-        on_conflict: Callable[[], None] = lambda: None,
-        reopening: bool | None = None,
-        on_commit: OnCommit | None = None,
-    ) -> None:
-        self.adapter = adapter
-        self.exclusive = exclusive_of(adapter)  # the lock each commit attempt holds, if the store has one
-        self.dispatcher = dispatcher
-        self.evaluations = evaluations
+    def __init__(self, context: WriteContext, compiled: CompiledForm, prov: Provenance) -> None:
+        self.adapter = context.adapter
+        self.exclusive = exclusive_of(context.adapter)  # the lock each commit attempt holds, if the store has one
+        self.dispatcher = context.dispatcher
+        self.evaluations = context.evaluations
         self.compiled = compiled
         self.prov = prov
-        self.clock = clock
-        self.on_conflict = on_conflict  # the runner counts the retries (``conflict_retries``)
+        self.clock = context.clock
+        self.on_conflict = context.on_conflict  # the runner counts the retries (``conflict_retries``)
         self.failures: list[Failure] = []  # what the hooks run by this write reported
-        # May this write take a complete instance back to ready or active (docs/engine.md, "Host
-        # acts")? None: yes (a model, the person, the API); False: refused (a host command
-        # without --reopen); True: yes, on the host's explicit word, recorded as such.
-        self.reopening = reopening
-        self.on_commit = on_commit
+        self.reopening = context.reopening  # see :class:`WriteContext`
+        self.on_commit = context.on_commit
         # The evaluation of an instance (cached per version), asked on every attempt of every
         # round: a partial, so the call adds no Python frame of its own.
-        self.evaluation: Callable[[Instance], Evaluation] = partial(evaluations.of, compiled)
+        self.evaluation: Callable[[Instance], Evaluation] = partial(context.evaluations.of, compiled)
 
     # ------------------------------------------------------------------ reading
 
@@ -197,116 +306,29 @@ class Write:
         plan: Plan,
         *,
         is_start: bool = False,
-        extra: Callable[[Instance], dict[str, Any]] | None = None,
+        amend: Amend | None = None,
         round_no: int = 0,
         reopens: bool = False,
     ) -> tuple[Instance, list[str]]:
         """One commit round and the rounds its patches cause. Returns the final instance and the
-        ids of the fields the first round staged. ``reopens``: ``extra`` opens a closed instance
-        in the same commit (:mod:`formctl.forms.ending`), so a closed one is not refused."""
-        compiled, prov = self.compiled, self.prov
-        evaluation_of = self.evaluations.of  # called on every attempt of every round: one call, not two
-        landed: list[_Round] = []
-
-        def build(inst: Instance) -> Commit:
-            if not reopens:
-                check_open_for_writes(
-                    inst
-                )  # closed under us (read again after a conflict): nothing more may be written
-            staged, moves = plan(inst)
-            before = Evaluation(compiled) if is_start else evaluation_of(compiled, inst)
-            entries_commit, projected, appended = project_write(inst, staged, moves, prov)
-            fired_before = inst.occurrences
-            if is_start:
-                after = evaluate(compiled, projected, fired=fired_before)
-            else:
-                after = evaluate_change(compiled, before, projected, entries_commit, fired=fired_before)
-            if after.derived_due:
-                projected, after = follow_derived(
-                    compiled, after, projected, entries_commit, appended, prov, fired_before
-                )
-            if after.defects:
-                raise FormDefinitionError(
-                    f'Form "{compiled.id}" cannot be evaluated: {"; ".join(after.defects)}.', after.defects
-                )
-            queue, occurrences = rising_edges(compiled, inst, before, after, entries_commit)
-            commit = Commit(entries=entries_commit or None, occurrences=occurrences or None)
-            if appended:
-                commit.revision_seq = inst.revision_seq + len(appended)
-            forced_after = inst.forced_complete and not required_invalid(compiled, after)
-            if inst.forced_complete and not forced_after:
-                commit.forced_complete = False
-            stored_status = inst.status
-            extra_fields = extra(inst) if extra is not None else {}
-            if extra_fields.get("status") is not None:
-                stored_status = extra_fields["status"]
-            for name, value in extra_fields.items():
-                setattr(commit, name, value)
-            settle_status(
-                commit,
-                compiled,
-                inst,
-                queue,
-                after,
-                projected,
-                stored_status,
-                forced_after,
-                prov.timestamp,
-                changes_answers=round_no == 0 and bool(entries_commit),
-            )
-            if round_no == 0:
-                self.check_reopening(inst, commit)
-            # The form's on_complete fires on the rising edge of the *status*: so a form waiting on a
-            # person, or held by a rejected blocking checkpoint, completes (and announces it) only
-            # once it really is complete, and a forced completion is announced exactly once.
-            if commit.status == COMPLETE and inst.status != COMPLETE:
-                n = inst.occurrences.get("form", 0) + 1
-                commit.occurrences = {**(commit.occurrences or {}), "form": n}
-                if compiled.on_complete is not None:
-                    queue.append(Hook("form", compiled.on_complete, n))
-            landed[:] = [_Round(staged, queue, after, fired_before, commit)]
-            return commit
-
-        closed: list[Instance] = []
-
-        def landed_now(committed: Instance) -> None:
-            done = landed[0]
-            if not done.after.read_fired:
-                self.evaluations.remember(committed, compiled, done.after)
-            # With no hook to run, nothing comes between this round's main commit and its closing
-            # commit: it is made under the same hold of the store's lock, over the instance the
-            # main commit produced, which nobody can have changed since (no re-read, no second
-            # lock; on PostgreSQL, two round trips fewer).
-            if not done.queue:
-                closed.append(
-                    self.close_round(
-                        committed,
-                        RoundEffects(),
-                        appended_fields=[s.field_id for s in done.staged],
-                        set_completed_now=done.commit.completed_at is not UNSET,
-                        held=True,
-                    )
-                )
-
-        committed = self.commit_retrying(instance, build, skip_empty=False, then=landed_now)
-        done = landed[0]
-        staged_ids = [s.field_id for s in done.staged]
+        ids of the fields the first round staged. ``amend`` adds the operation's own fields to the
+        main commit. ``reopens``: ``amend`` opens a closed instance in the same commit
+        (:mod:`formctl.forms.ending`), so a closed one is not refused."""
+        main = _MainCommit(self, plan, is_start=is_start, amend=amend, round_no=round_no, reopens=reopens)
+        committed = self.commit_retrying(instance, main.build, skip_empty=False, then=main.then)
+        done = main.landed
+        if done is None:  # pragma: no cover - commit_retrying lands a built commit or raises
+            raise RuntimeError("the round's main commit did not land")
         effects = self.dispatcher.dispatch(
-            compiled, committed, done.queue, done.after, done.fired_before, self.failures
+            self.compiled, committed, done.queue, done.after, done.fired_before, self.failures
         )
         if done.queue:
             # Re-read, so the closing commit and the result see the dispatch
             # records (written outside compare-and-set, without a version bump).
             committed = self.reload(committed.id)
-        committed = self.finish_round(
-            committed,
-            effects,
-            appended_fields=staged_ids,
-            set_completed_now=done.commit.completed_at is not UNSET,
-            round_no=round_no,
-            closed=closed[0] if closed else None,
-        )
-        return committed, staged_ids
+        end = RoundEnd(effects, done.staged_ids, done.stamped_completion)
+        committed = self.finish_round(committed, end, round_no=round_no, closed=main.closed)
+        return committed, done.staged_ids
 
     def check_reopening(self, instance: Instance, commit: Commit) -> None:
         """A commit that takes a complete instance back to ready or active: refused unless this
@@ -335,52 +357,23 @@ class Write:
         )
         commit.dispatches = {**(commit.dispatches or {}), **act}
 
-    def close_round(
-        self,
-        committed: Instance,
-        effects: RoundEffects,
-        *,
-        appended_fields: list[str],
-        set_completed_now: bool,
-        held: bool = False,
-    ) -> Instance:
+    def close_round(self, committed: Instance, end: RoundEnd, *, held: bool = False) -> Instance:
         """The round's closing commit: unblock, jump or release the override, settle the status
         (:func:`~formctl.forms.staging.closing_commit`); ``held`` as in :meth:`commit_retrying`."""
         compiled = self.compiled
 
         def build(inst: Instance) -> Commit:
-            return closing_commit(
-                compiled,
-                inst,
-                effects,
-                self.evaluation,
-                appended_fields=appended_fields,
-                set_completed_now=set_completed_now,
-                clock=self.clock,
-            )
+            return closing_commit(compiled, inst, end, self.evaluation, self.clock)
 
         return self.commit_retrying(committed, build, held=held)
 
     def finish_round(
-        self,
-        committed: Instance,
-        effects: RoundEffects,
-        *,
-        appended_fields: list[str],
-        set_completed_now: bool,
-        round_no: int = 0,
-        closed: Instance | None = None,
+        self, committed: Instance, end: RoundEnd, *, round_no: int = 0, closed: Instance | None = None
     ) -> Instance:
         """Close the round (unless ``closed``: the closing commit made already, see :meth:`cycle`),
         announce a completion the closing causes, then write the hooks' patches as the next round."""
-        compiled = self.compiled
         was = committed.status
-        if closed is not None:
-            instance = closed
-        else:
-            instance = self.close_round(
-                committed, effects, appended_fields=appended_fields, set_completed_now=set_completed_now
-            )
+        instance = closed if closed is not None else self.close_round(committed, end)
         if instance.status == COMPLETE and was != COMPLETE:
             instance = self.fire_completion(instance)
         # A hook may have closed the form meanwhile (the on_complete just fired, or a round it
@@ -388,8 +381,9 @@ class Write:
         # write that caused all this reports the close (docs/engine.md "Patch rounds").
         if is_closed(instance):
             return instance
+        effects = end.effects
         if effects.terminate is None and effects.patch and round_no < MAX_ROUNDS:
-            staged = stage_patch(compiled, effects.patch, effects.patched_by)
+            staged = stage_patch(self.compiled, effects.patch, effects.patched_by)
             if staged:
                 instance, _ = self.cycle(instance, lambda inst: (staged, {}), round_no=round_no + 1)
         return instance
@@ -411,7 +405,7 @@ class Write:
         instance = self.reload(instance.id)
         # set_completed_now: the status has just risen into complete, so a Terminate from the
         # on_complete leaves the form never completed, as in the main round.
-        return self.finish_round(instance, effects, appended_fields=[], set_completed_now=True)
+        return self.finish_round(instance, RoundEnd(effects, [], set_completed_now=True))
 
     # ------------------------------------------------------------------ the result
 
@@ -422,45 +416,49 @@ class Write:
         staged_ids: list[str] | None = None,
         *,
         moved: str | None = None,
-        sent: bool = False,
         kind: type[R] = FillResult,  # type: ignore[assignment]  # the default is the bound itself
         **extra: Any,
     ) -> R:
         """The result of this write over the final instance (see :func:`result_of`)."""
-        return result_of(
-            self.compiled,
-            self.evaluation(instance),
-            instance,
-            report,
-            staged_ids,
-            failures=self.failures,
-            moved=moved,
-            sent=sent,
-            kind=kind,
-            **extra,
-        )
+        outcome = Outcome(report, staged_ids, self.failures, moved)
+        return result_of(self.compiled, self.evaluation(instance), instance, outcome, kind=kind, **extra)
+
+    def sent(self, instance: Instance) -> FillResult:
+        """The result of a submit: what was sent is what was read back, so its view shows no step."""
+        return result_of(self.compiled, self.evaluation(instance), instance, Outcome(failures=self.failures, sent=True))
+
+
+class Outcome(NamedTuple):
+    """What a write did, for its result (:func:`result_of`): what checking the values found
+    (``report``), the fields it staged, the failures its hooks reported, the field an undo, redo
+    or retract moved, and whether it was a submit (``sent``)."""
+
+    report: WriteReport | None = None
+    staged_ids: list[str] | None = None
+    failures: list[Failure] | None = None
+    moved: str | None = None
+    sent: bool = False
+
+
+NOTHING_WRITTEN = Outcome()
 
 
 def result_of(
     compiled: CompiledForm,
     ev: Evaluation,
     instance: Instance,
-    report: WriteReport | None = None,
-    staged_ids: list[str] | None = None,
+    outcome: Outcome = NOTHING_WRITTEN,
     *,
-    failures: list[Failure] | None = None,
-    moved: str | None = None,
-    sent: bool = False,
     kind: type[R] = FillResult,  # type: ignore[assignment]  # the default is the bound itself
     **extra: Any,
 ) -> R:
     """A write's result, built once over the final instance: the view (the open step, or the first
     staged field's step when none is open), what the staged fields amount to, what checking the
-    values found (``report``), the failures the write's hooks reported (else those still open),
-    and what a moved field (undo, redo, retract) holds now. ``sent``: a submit's result, whose
-    view shows no step (what was sent is what was read back)."""
-    staged_ids = staged_ids or []
-    report = report or WriteReport()
+    values found, the failures the write's hooks reported (else those still open), and what a
+    moved field (undo, redo, retract) holds now. A submit's (``outcome.sent``) view shows no step
+    (what was sent is what was read back)."""
+    staged_ids = outcome.staged_ids or []
+    report = outcome.report or WriteReport()
     captured: list[str] = []
     held: list[str] = []
     for field_id in dict.fromkeys(staged_ids):
@@ -469,7 +467,7 @@ def result_of(
             captured.append(field_id)
         elif status == HELD:
             held.append(field_id)
-    if sent:
+    if outcome.sent:
         view = step_view(compiled, ev, instance)
         view.step, view.fields = None, []
     elif ev.open_step is None and staged_ids:
@@ -484,9 +482,9 @@ def result_of(
         unknown=report.unknown,
         rejected=report.rejected,
         ignored=report.ignored,
-        failures=failures or list(view.failures),  # the view's header asked open_failures already
+        failures=outcome.failures or list(view.failures),  # the view's header asked open_failures already
         unconfirmed=report.unconfirmed,
-        moved=_moved_row(compiled, ev, instance, moved),
+        moved=_moved_row(compiled, ev, instance, outcome.moved),
         **extra,
     )
 

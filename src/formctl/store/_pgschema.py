@@ -76,7 +76,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX formctl_instances_recent ON formctl_instances (updated_at DESC, id DESC)",
         "CREATE INDEX formctl_instances_subject ON formctl_instances (subject, updated_at DESC, id DESC)",
         "CREATE INDEX formctl_instances_form ON formctl_instances (def_id, updated_at DESC, id DESC)",
-        # The open-form lookup (find_open_instance): one index probe, abandoned ones never visited.
+        # The open-form lookup (find_latest_unclosed): one index probe, abandoned ones never visited.
         """CREATE INDEX formctl_instances_open ON formctl_instances (subject, updated_at DESC, id DESC)
             WHERE status <> 'abandoned'""",
         """CREATE TABLE formctl_revisions (

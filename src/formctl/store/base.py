@@ -6,16 +6,19 @@ of a commit is :mod:`formctl.forms.commit`; both are re-exported here for the st
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
-from formctl.errors import ConflictError, InvalidArgumentError, NotFoundError, ProvenanceError
+from formctl.errors import ConflictError, InvalidArgumentError, NotFoundError, ProvenanceError, StoreError
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.commit import apply_commit, apply_dispatch, apply_entry_commit
-from formctl.forms.instance import ACTIVE, FieldLog, Instance, Provenance, highest_seq
+from formctl.forms.instance import ACTIVE, FieldLog, Instance, Provenance, highest_seq, now_iso
+from formctl.forms.reading import Listing
 
 __all__ = [
     "ConflictError",
     "FormAdapter",
+    "InstanceStore",
     "apply_commit",
     "apply_dispatch",
     "apply_entry_commit",
@@ -93,3 +96,47 @@ def sort_recent_first(instances: list[Instance]) -> list[Instance]:
 
 def missing(instance_id: str) -> NotFoundError:
     return NotFoundError(f'No form instance "{instance_id}".')
+
+
+class InstanceStore(ABC):
+    """What every store does alike on two calls of :class:`~formctl.forms.adapter.FormAdapter`,
+    written once: ``create_instance`` refuses a write that does not say who made it and builds
+    the new instance (:func:`new_instance`), and ``find_instances`` takes its filters as one
+    :class:`~formctl.forms.reading.Listing`. A store says how it keeps a new instance
+    (:meth:`_insert`) and how it finds a listing (:meth:`_find`)."""
+
+    def create_instance(
+        self,
+        def_id: str,
+        def_version: int,
+        subject: str,
+        provenance: Provenance,
+        *,
+        entries: dict[str, FieldLog] | None = None,
+        status: str = ACTIVE,
+    ) -> Instance:
+        """Assign an id; version 1; created_at = updated_at = now; revision_seq = highest seq given."""
+        check_provenance(provenance)
+        return self._insert(new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso()))
+
+    def find_instances(
+        self,
+        *,
+        subject: str | None = None,
+        def_id: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        strict: bool = False,
+        damaged: list[StoreError] | None = None,
+    ) -> list[Instance]:
+        """Instances matching every given filter, most recently updated first, ``limit`` applied
+        last; ``strict`` and ``damaged`` as :meth:`FormAdapter.find_instances` says."""
+        return self._find(Listing(subject, def_id, status, limit), strict=strict, damaged=damaged)
+
+    @abstractmethod
+    def _insert(self, instance: Instance) -> Instance:
+        """Keep the new ``instance`` (a new id if its own is taken); a snapshot of what was kept."""
+
+    @abstractmethod
+    def _find(self, listing: Listing, *, strict: bool, damaged: list[StoreError] | None) -> list[Instance]:
+        """The instances ``listing`` takes, most recently updated first."""

@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
-from formctl.forms.lifecycle import is_closed, is_open_status
-from formctl.forms.reading import Scope
+from formctl.forms.instance import Commit, DispatchState, Instance, Provenance, now_iso
+from formctl.forms.lifecycle import is_closed, is_closed_status, is_open_status
+from formctl.forms.reading import Listing, Scope
 from formctl.forms.search import SearchHit, SearchQuery, hits_of, values_in_force
 from formctl.store import _durable, maintenance
 from formctl.store._index import Index, IndexDamaged, Row
 from formctl.store._index import rows_recent_first as _recent_rows
 from formctl.store._journal import frame
-from formctl.store.base import check_provenance, missing, new_instance, sort_recent_first
+from formctl.store.base import InstanceStore, check_provenance, missing, sort_recent_first
 from formctl.store.codec import FORMAT, commit_from_json, commit_to_json, snapshot_bytes
 from formctl.store.conversations import ConversationStore
 from formctl.store.damage import Damage, assess
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class JsonFileAdapter:
+class JsonFileAdapter(InstanceStore):
     """One JSON snapshot (plus a journal of later commits) per instance, in ``directory``.
 
     Implements the :class:`~formctl.store.base.FormAdapter` protocol, plus ``check()`` and
@@ -121,18 +121,8 @@ class JsonFileAdapter:
 
     # ------------------------------------------------------------------ protocol: writes
 
-    def create_instance(
-        self,
-        def_id: str,
-        def_version: int,
-        subject: str,
-        provenance: Provenance,
-        *,
-        entries: dict[str, FieldLog] | None = None,
-        status: str = ACTIVE,
-    ) -> Instance:
-        check_provenance(provenance)
-        instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
+    def _insert(self, instance: Instance) -> Instance:
+        subject = instance.subject
         data = encoded(lambda: snapshot_bytes(instance, 0))
         with self._writing():
             while os.path.lexists(self.files.paths(instance.id)[0]):  # two ids in one ms, equal random tails
@@ -341,39 +331,36 @@ class JsonFileAdapter:
             pass  # no record of what was acknowledged: only a corrupt journal shows
         return assess(iid, loaded, acknowledged, *self.files.paths(iid))
 
-    def find_instances(
-        self,
-        *,
-        subject: str | None = None,
-        def_id: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-        strict: bool = False,
-        damaged: list[StoreError] | None = None,
-    ) -> list[Instance]:
-        """Instances matching every filter, most recent first. An instance whose file is
-        corrupt is left out of a listing (``get_instance`` and ``check()`` report it), and
-        its error appended to ``damaged`` when given (``formctl instances`` warns with it).
+    def _find(self, listing: Listing, *, strict: bool, damaged: list[StoreError] | None) -> list[Instance]:
+        """The instances ``listing`` takes, most recent first. An instance whose file is corrupt
+        is left out of a listing (``get_instance`` and ``check()`` report it), and its error
+        appended to ``damaged`` when given (``formctl instances`` warns with it).
 
         ``strict``: a corrupt file that the index last saw open (active or awaiting) raises
         :class:`StoreError` instead. ``formctl run`` asks this way: left out, the person's
         half-filled form would look absent and a new one would quietly start in its place.
         """
+        limit = listing.limit
 
         def run() -> list[Instance]:
-            if subject is not None:
-                rows, pending = self.index.rows_for_subject(subject)
+            if listing.subject is not None:
+                rows, pending = self.index.rows_for_subject(listing.subject)
             else:
                 rows, pending = list(self.index.rows().values()), self.index.pending()
-            matching = [r for r in rows if (def_id is None or r[2] == def_id) and (status is None or r[3] == status)]
+            matching = [
+                r
+                for r in rows
+                if (listing.def_id is None or r[2] == listing.def_id)
+                and (listing.status is None or r[3] == listing.status)
+            ]
             # A row a dead writer left pending may be out of date: its instance is read whatever it says.
             known = {r[0] for r in matching}
             out: list[Instance] = []
             listed = 0
             for iid in sorted(pending - known):
-                self._list_one(iid, None, out, subject, def_id, status, strict, damaged)
+                self._list_one(iid, None, out, listing, strict, damaged)
             for row in _recent_rows(matching):
-                if self._list_one(row[0], row[3], out, subject, def_id, status, strict, damaged):
+                if self._list_one(row[0], row[3], out, listing, strict, damaged):
                     listed += 1
                     if limit and listed >= limit:
                         break
@@ -387,9 +374,7 @@ class JsonFileAdapter:
         iid: str,
         indexed_status: str | None,
         out: list[Instance],
-        subject: str | None,
-        def_id: str | None,
-        status: str | None,
+        listing: Listing,
         strict: bool,
         damaged: list[StoreError] | None,
     ) -> bool:
@@ -402,17 +387,10 @@ class JsonFileAdapter:
             if damaged is not None:
                 damaged.append(exc)
             return False
-        if loaded is None:
+        if loaded is None or not listing.admits(loaded.instance):
             return False
-        i = loaded.instance
-        if (
-            (subject is None or i.subject == subject)
-            and (def_id is None or i.def_id == def_id)
-            and (status is None or i.status == status)
-        ):
-            out.append(i.copy())
-            return True
-        return False
+        out.append(loaded.instance.copy())
+        return True
 
     def iter_instances(self, scope: Scope) -> Iterator[Instance]:
         """The instances in ``scope``, oldest first, one at a time (``formctl stats`` and ``export``
@@ -478,8 +456,8 @@ class JsonFileAdapter:
             return {}
         return values_in_force(loaded.instance if loaded is not None else None, hit.fields)
 
-    def find_open_instance(self, subject: str) -> Instance | None:
-        """The subject's most recently updated instance that is not abandoned.
+    def find_latest_unclosed(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not closed (complete ones count).
 
         Raises :class:`StoreError` if that instance's snapshot cannot be read, rather than
         quietly answering with an older instance (or none, which would start a new form).
@@ -492,7 +470,7 @@ class JsonFileAdapter:
             if pending:  # a writer died half way: its row may be out of date, so read them all
                 return self._open_by_reading(subject, rows, pending)
             for row in _recent_rows(rows):
-                if row[3] == ABANDONED:  # the index row's status (is_closed asks an instance)
+                if is_closed_status(row[3]):  # the index row's status word
                     continue
                 loaded = self.files.read(row[0])
                 if loaded is None:

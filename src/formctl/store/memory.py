@@ -9,6 +9,9 @@ and PostgreSQL stores do: threads sharing one adapter are the only writers that 
 and without it two threads could both find no open instance of a form and both start one
 (docs/store.md, "Two starts at once"). One lock serves every key, the one commits already
 take: work under it is in memory, so nothing is gained by locking keys apart.
+
+``create_instance`` and ``find_instances`` are :class:`~formctl.store.base.InstanceStore`'s, as
+in every store: a store keeps a new instance (``_insert``) and finds a listing (``_find``).
 """
 
 from __future__ import annotations
@@ -20,23 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 from formctl.errors import StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.instance import Commit, DispatchState, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_closed
-from formctl.store.base import (
-    check_provenance,
-    missing,
-    new_instance,
-    sort_recent_first,
-)
+from formctl.store.base import InstanceStore, check_provenance, missing, sort_recent_first
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from formctl.forms.reading import InstanceSummary
+    from formctl.forms.reading import InstanceSummary, Listing
     from formctl.store.goals_memory import MemoryGoalStore
 
 
-class MemoryAdapter:
+class MemoryAdapter(InstanceStore):
     """Keeps instances in a dict for the life of the process."""
 
     def __init__(self, identifier: str | None = None) -> None:
@@ -45,18 +43,7 @@ class MemoryAdapter:
         self._lock = threading.RLock()  # commits from threads sharing the adapter land one at a time
         self._goals: MemoryGoalStore | None = None
 
-    def create_instance(
-        self,
-        def_id: str,
-        def_version: int,
-        subject: str,
-        provenance: Provenance,
-        *,
-        entries: dict[str, FieldLog] | None = None,
-        status: str = ACTIVE,
-    ) -> Instance:
-        check_provenance(provenance)
-        instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
+    def _insert(self, instance: Instance) -> Instance:
         self._instances[instance.id] = instance
         return instance.copy()
 
@@ -64,28 +51,12 @@ class MemoryAdapter:
         stored = self._instances.get(instance_id)
         return stored.copy() if stored is not None else None
 
-    def find_instances(
-        self,
-        *,
-        subject: str | None = None,
-        def_id: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-        strict: bool = False,
-        damaged: list[StoreError] | None = None,
-    ) -> list[Instance]:
-        """Every instance matching the filters, most recent first. ``strict`` and ``damaged`` ask
+    def _find(self, listing: Listing, *, strict: bool, damaged: list[StoreError] | None) -> list[Instance]:
+        """Every instance ``listing`` takes, most recent first. ``strict`` and ``damaged`` ask
         about instances that cannot be read back; a dict never loses one, so neither ever applies."""
-        rows = [
-            i
-            for i in self._instances.values()
-            if (subject is None or i.subject == subject)
-            and (def_id is None or i.def_id == def_id)
-            and (status is None or i.status == status)
-        ]
-        rows = sort_recent_first(rows)
-        if limit:
-            rows = rows[:limit]
+        rows = sort_recent_first([i for i in self._instances.values() if listing.admits(i)])
+        if listing.limit:
+            rows = rows[: listing.limit]
         return [i.copy() for i in rows]
 
     def ensure_writable(self) -> None:
@@ -94,7 +65,8 @@ class MemoryAdapter:
     def close(self) -> None:
         """Nothing to release: the instances stay readable until the adapter is dropped."""
 
-    def find_open_instance(self, subject: str) -> Instance | None:
+    def find_latest_unclosed(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not closed (complete ones count)."""
         rows = [i for i in self._instances.values() if i.subject == subject and not is_closed(i)]
         if not rows:
             return None

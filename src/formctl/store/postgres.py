@@ -54,9 +54,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from formctl.errors import ConflictError, StoreError
 from formctl.forms.commit import apply_commit, apply_dispatch
-from formctl.forms.instance import ABANDONED, ACTIVE, Commit, DispatchState, FieldLog, Instance, Provenance, now_iso
+from formctl.forms.instance import ABANDONED, Commit, DispatchState, Instance, Provenance, now_iso
 from formctl.forms.lifecycle import is_open
-from formctl.forms.reading import Scope
+from formctl.forms.reading import Listing, Scope
 from formctl.forms.search import SearchHit, SearchQuery, hits_of, terms_of
 from formctl.forms.stats import FormFacts
 from formctl.store import _pgconversations, _pgschema
@@ -84,7 +84,7 @@ from formctl.store._pgconn import (
 )
 from formctl.store._pgconversations import PostgresConversations
 from formctl.store._pglisten import Watcher
-from formctl.store.base import check_provenance, missing, new_instance
+from formctl.store.base import InstanceStore, check_provenance, missing
 from formctl.store.ids import is_instance_id, new_instance_id
 from formctl.store.maintenance import StoreProblem, StoreReport
 
@@ -173,7 +173,7 @@ class _Cached:
     instance: Instance
 
 
-class PostgresAdapter:
+class PostgresAdapter(InstanceStore):
     """Instances in PostgreSQL tables; implements :class:`~formctl.store.base.FormAdapter`.
 
     ``dsn`` is a libpq connection string (``postgresql://user@host/db``); what it leaves out
@@ -249,18 +249,7 @@ class PostgresAdapter:
 
     # ------------------------------------------------------------------ protocol: writes
 
-    def create_instance(
-        self,
-        def_id: str,
-        def_version: int,
-        subject: str,
-        provenance: Provenance,
-        *,
-        entries: dict[str, FieldLog] | None = None,
-        status: str = ACTIVE,
-    ) -> Instance:
-        check_provenance(provenance)
-        instance = new_instance(def_id, def_version, subject, entries=entries, status=status, now=now_iso())
+    def _insert(self, instance: Instance) -> Instance:
         rows = list(revision_rows(instance.id, instance.entries, {}, version=1))
 
         def write(cur: Any) -> None:
@@ -398,29 +387,21 @@ class PostgresAdapter:
         found = self._select("WHERE id = %s", (instance_id,))
         return found[0] if found else None
 
-    def find_instances(
-        self,
-        *,
-        subject: str | None = None,
-        def_id: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-        strict: bool = False,
-        damaged: list[StoreError] | None = None,
-    ) -> list[Instance]:
-        """Instances matching every filter, most recent first. An instance whose stored rows do not
+    def _find(self, listing: Listing, *, strict: bool, damaged: list[StoreError] | None) -> list[Instance]:
+        """The instances ``listing`` takes, most recent first. An instance whose stored rows do not
         add up is left out (appended to ``damaged`` when given), or raises when ``strict`` and it is
         open (``formctl run`` asks this way, rather than start a second form beside it)."""
-        if any("\x00" in v for v in (subject, def_id, status) if isinstance(v, str)):
+        filters = (("subject", listing.subject), ("def_id", listing.def_id), ("status", listing.status))
+        if any("\x00" in v for _, v in filters if isinstance(v, str)):
             return []  # no stored text holds a NUL (PostgreSQL text cannot): nothing matches
         clauses, params = [], []
-        for column, value in (("subject", subject), ("def_id", def_id), ("status", status)):
+        for column, value in filters:
             if value is not None:
                 clauses.append(f"{column} = %s")
                 params.append(value)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        if limit:
-            where += f" ORDER BY updated_at DESC, id DESC LIMIT {int(limit)}"
+        if listing.limit:
+            where += f" ORDER BY updated_at DESC, id DESC LIMIT {int(listing.limit)}"
         else:
             where += " ORDER BY updated_at DESC, id DESC"
 
@@ -432,9 +413,9 @@ class PostgresAdapter:
 
         return self._select(where, tuple(params), on_damage=on_damage)
 
-    def find_open_instance(self, subject: str) -> Instance | None:
-        """The subject's most recently updated instance that is not abandoned (one probe of a
-        partial index). A damaged one raises rather than let an older one stand in for it."""
+    def find_latest_unclosed(self, subject: str) -> Instance | None:
+        """The subject's most recently updated instance that is not closed, complete ones included
+        (one probe of a partial index). A damaged one raises rather than let an older one stand in for it."""
         if "\x00" in subject:
             return None  # no stored subject holds a NUL
         found = self._select(
