@@ -9,7 +9,7 @@ both before it commits. Both drive a :class:`~formctl.forms.write.Write` the run
 
 from __future__ import annotations
 
-from formctl.forms.acts import act_dispatch
+from formctl.forms.acts import Act, act_dispatch
 from formctl.forms.executors import HookRound, hook_for
 from formctl.forms.instance import DISPATCH_FAILED, STALE, Commit, DispatchState, Instance
 from formctl.forms.lifecycle import clear_stale
@@ -67,14 +67,9 @@ def migrate(
         commit.def_version = new_version
         if inst.status == STALE:  # committed by an older formctl, whose reads marked it
             clear_stale(commit)
+        detail = f"version {inst.def_version} → {new_version}"
         commit.dispatches = act_dispatch(
-            inst,
-            "migrate",
-            actor=write.prov.actor,
-            at=write.prov.timestamp,
-            reason=reason,
-            detail=f"version {inst.def_version} → {new_version}",
-            override=override,
+            inst, Act("migrate", write.prov.actor, write.prov.timestamp, reason, detail, override)
         )
 
     instance, _ = write.cycle(instance, lambda inst: (items, {}), amend=amend)

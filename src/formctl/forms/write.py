@@ -29,7 +29,7 @@ from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from formctl.errors import ConflictError, FormDefinitionError, NeedsReopenError, NotFoundError
-from formctl.forms.acts import act_dispatch
+from formctl.forms.acts import Act, act_dispatch
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import Attempts, exclusive_of
@@ -348,12 +348,14 @@ class Write:
         head, sep, rest = (note or "").partition(": ")
         act = act_dispatch(
             instance,
-            "reopen",
-            actor=self.prov.actor,
-            at=at,
-            reason=(rest or None) if sep else None,
-            detail=f"complete → {commit.status} ({head or 'a change'})",
-            override="--reopen" if self.reopening else None,
+            Act(
+                "reopen",
+                self.prov.actor,
+                at,
+                reason=(rest or None) if sep else None,
+                detail=f"complete → {commit.status} ({head or 'a change'})",
+                override="--reopen" if self.reopening else None,
+            ),
         )
         commit.dispatches = {**(commit.dispatches or {}), **act}
 
