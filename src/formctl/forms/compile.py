@@ -9,8 +9,9 @@ costs microseconds per field rather than a pydantic build per field.
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from formctl.errors import FormDefinitionError
 from formctl.forms.definition import CheckDef, CheckpointDef, FieldDef, FormDef, StepDef
@@ -320,19 +321,15 @@ def _refuse_duplicates(compiled: CompiledForm, what: str, duplicates: list[str],
 
 def _compile_steps_and_fields(compiled: CompiledForm, definition: FormDef) -> None:
     """Index the steps and their fields in declaration order; ids are unique across the form."""
-    duplicate_steps: list[str] = []
+    step_defs, duplicate_steps = _first_of_each(definition.steps)
     duplicate_fields: list[str] = []
-    for step_def in definition.steps:
-        if step_def.id in compiled.step_by_id:
-            duplicate_steps.append(step_def.id)
-            continue
+    for step_def in step_defs:
         step = CompiledStep(step_def, len(compiled.steps))
         compiled.steps.append(step)
         compiled.step_by_id[step.id] = step
-        for field_def in step_def.fields:
-            if field_def.id in compiled.field_by_id:
-                duplicate_fields.append(field_def.id)
-                continue
+        field_defs, repeated = _first_of_each(step_def.fields, compiled.field_by_id)
+        duplicate_fields += repeated
+        for field_def in field_defs:
             field = CompiledField(field_def, step.id, step.index, len(compiled.fields))
             step.fields.append(field)
             compiled.fields.append(field)
@@ -342,6 +339,29 @@ def _compile_steps_and_fields(compiled: CompiledForm, definition: FormDef) -> No
         compiled, "field", duplicate_fields, " Field ids are unique across the whole form, not per step."
     )
     _refuse_duplicates(compiled, "step", duplicate_steps)
+
+
+class _Declared(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_D = TypeVar("_D", bound=_Declared)
+
+
+def _first_of_each(declared: Iterable[_D], taken: Container[str] = ()) -> tuple[list[_D], list[str]]:
+    """The declarations whose id is new (not in ``taken``, not earlier in ``declared``), in order,
+    and the ids declared again (once per repeat, for :func:`_refuse_duplicates`)."""
+    kept: list[_D] = []
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for item in declared:
+        if item.id in seen or item.id in taken:
+            repeated.append(item.id)
+        else:
+            seen.add(item.id)
+            kept.append(item)
+    return kept, repeated
 
 
 def _compile_aliases(compiled: CompiledForm) -> None:
@@ -367,11 +387,8 @@ def _aliases_told_apart(compiled: CompiledForm, what: str, candidates: list[tupl
 
 def _compile_checkpoints(compiled: CompiledForm, definition: FormDef) -> None:
     """Index the checkpoints, their watched fields resolved."""
-    duplicates: list[str] = []
-    for cp_def in definition.checkpoints:
-        if cp_def.id in compiled.checkpoint_by_id:
-            duplicates.append(cp_def.id)
-            continue
+    cp_defs, duplicates = _first_of_each(definition.checkpoints)
+    for cp_def in cp_defs:
         checkpoint = CompiledCheckpoint(cp_def, len(compiled.checkpoints))
         compiled.checkpoints.append(checkpoint)
         compiled.checkpoint_by_id[checkpoint.id] = checkpoint
