@@ -27,8 +27,6 @@ from time import gmtime, strftime, time_ns
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from formctl.forms.jsonkeys import set_keys
-
 
 class Status(StrEnum):
     """An instance's status. Members are strings, so they store and compare as the plain words.
@@ -132,15 +130,19 @@ class Provenance:
 
     def extras(self) -> dict[str, Any]:
         """The how-it-arrived part, only the keys that are set."""
-        return set_keys(
-            kind=self.kind,
-            quote=self.quote,
-            turn=self.turn,
-            message=self.message,
-            hook=self.hook,
-            moment=self.moment,
-            inputs=self.inputs,
-        )
+        return {
+            k: v
+            for k, v in (
+                ("kind", self.kind),
+                ("quote", self.quote),
+                ("turn", self.turn),
+                ("message", self.message),
+                ("hook", self.hook),
+                ("moment", self.moment),
+                ("inputs", self.inputs),
+            )
+            if v is not None
+        }
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"source": self.source, "actor": self.actor, "timestamp": self.timestamp}
@@ -297,21 +299,22 @@ class DispatchState:
         return self.status == DISPATCH_RUNNING
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "hook_id": self.hook_id,
-            "status": self.status,
-            "attempts": self.attempts,
-            "at": self.at,
-            **set_keys(
-                error=self.error,
-                owner=self.owner,
-                actor=self.actor,
-                reason=self.reason,
-                covers=None if self.covers is None else dict(self.covers),
-                detail=self.detail,
-                override=self.override,
-            ),
-        }
+        d: dict[str, Any] = {"hook_id": self.hook_id, "status": self.status, "attempts": self.attempts, "at": self.at}
+        if self.error is not None:
+            d["error"] = self.error
+        if self.owner is not None:
+            d["owner"] = self.owner
+        if self.actor is not None:
+            d["actor"] = self.actor
+        if self.reason is not None:
+            d["reason"] = self.reason
+        if self.covers is not None:
+            d["covers"] = dict(self.covers)
+        if self.detail is not None:
+            d["detail"] = self.detail
+        if self.override is not None:
+            d["override"] = self.override
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DispatchState:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from formctl.forms.instance import Instance
-from formctl.forms.jsonkeys import set_keys
 
 MARK = ":resolved"
 
@@ -55,16 +54,17 @@ class Resolution:
     override: str | None = None  # the rule the host set aside to decide (their own request)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "checkpoint": self.checkpoint,
-            **set_keys(occurrence=self.occurrence),
-            "outcome": self.outcome,
-            "actor": self.actor,
-            "at": self.at,
-            **set_keys(
-                reason=self.reason, covers=None if self.covers is None else dict(self.covers), override=self.override
-            ),
-        }
+        d: dict[str, Any] = {"checkpoint": self.checkpoint}
+        if self.occurrence is not None:
+            d["occurrence"] = self.occurrence
+        d.update(outcome=self.outcome, actor=self.actor, at=self.at)
+        if self.reason is not None:
+            d["reason"] = self.reason
+        if self.covers is not None:
+            d["covers"] = dict(self.covers)
+        if self.override is not None:
+            d["override"] = self.override
+        return d
 
     def text(self) -> str:
         """``policy-cap approved by sam at 2026-…: within budget``."""

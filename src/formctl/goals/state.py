@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from formctl.errors import InvalidArgumentError
-from formctl.forms.jsonkeys import set_keys
 from formctl.goals.definition import Program, program_from_json, program_to_json
 from formctl.json_types import JsonObject
 
@@ -114,14 +113,18 @@ class ItemProgress:
     instance: str | None = None
 
     def to_json(self) -> JsonObject:
-        return {
+        out: JsonObject = {
             "disposition": self.disposition,
             "action": self.action,
             "version": self.version,
             "at": self.at,
             "actor": self.actor,
-            **set_keys(reason=self.reason, instance=self.instance),
         }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.instance is not None:
+            out["instance"] = self.instance
+        return out
 
     @classmethod
     def from_json(cls, data: JsonObject) -> ItemProgress:
