@@ -37,6 +37,8 @@ PUBLIC_API = frozenset(
         ("src/formctl/forms/runner.py", "FormRunner.__init__"),
         ("src/formctl/forms/runner.py", "FormRunner.resolve_checkpoint"),
         ("src/formctl/agent/loop.py", "ChatLoop.__init__"),
+        ("src/formctl/goals/runner.py", "GoalRunner.__init__"),
+        ("src/formctl/goals/runner.py", "GoalRunner.update"),
     }
 )
 

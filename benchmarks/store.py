@@ -9,7 +9,7 @@
 2. The floor: one bare ``write + fsync + os.replace + fsync(dir)`` of the same bytes on the
    same disk: the instance file's bytes (what rewriting the file on every commit would
    cost at each log size) and one journal record's bytes.
-3. ``find_open_instance`` with 10, 1,000 and 10,000 instances in the store: warm (an
+3. ``find_latest_unclosed`` with 10, 1,000 and 10,000 instances in the store: warm (an
    adapter that has looked before, as in a chat session), cold (a new adapter in this
    process) and cold in a new process (as in one ``formctl`` command: the figure is the
    lookup itself, timed inside a fresh ``python`` that has imported the store, so the
@@ -174,14 +174,14 @@ def bench_lookup(folder: str, count: int, rounds: int) -> dict:
     for _ in range(rounds):
         subject = rng.choice(subjects)
         t0 = time.perf_counter()
-        adapter.find_open_instance(subject)
+        adapter.find_latest_unclosed(subject)
         warm.append(time.perf_counter() - t0)
     cold = []
     for _ in range(15):
         fresh = JsonFileAdapter(store)
         subject = rng.choice(subjects)
         t0 = time.perf_counter()
-        fresh.find_open_instance(subject)
+        fresh.find_latest_unclosed(subject)
         cold.append(time.perf_counter() - t0)
         fresh.close()
     cold_listings = []
@@ -220,7 +220,7 @@ from formctl.store.jsonfile import JsonFileAdapter
 adapter = JsonFileAdapter(sys.argv[2])
 t0 = time.perf_counter()
 if sys.argv[3] == "open":
-    adapter.find_open_instance(sys.argv[4])
+    adapter.find_latest_unclosed(sys.argv[4])
 else:
     adapter.find_instances(status="abandoned", limit=20)
 print(time.perf_counter() - t0)
@@ -258,7 +258,7 @@ def main() -> None:
     try:
         bench_commits(folder, 3 if args.quick else args.rounds, 40)
         print()
-        print("Open-form lookup (find_open_instance), and a listing by status (find_instances, limit 20), in ms:")
+        print("Open-form lookup (find_latest_unclosed), and a listing by status (find_instances, limit 20), in ms:")
         print("warm = the same adapter again; cold = a new adapter; process = a new adapter in a new process")
         print(
             f"{'instances':>9} {'warm med':>9} {'warm p99':>9} {'cold med':>9} {'cold max':>9}"

@@ -15,7 +15,7 @@ rate, so both see the same load on the disk and the CPU.
    flush: what is left is formctl's work and the round trips), and the commit as it was
    before it became one statement (the locked path, still taken when the adapter's copy is
    stale), so "commit / bare durable transaction" is printed before and after, same run.
-3. ``find_open_instance`` with 10,000 instances (a quarter of the subjects' newest one
+3. ``find_latest_unclosed`` with 10,000 instances (a quarter of the subjects' newest one
    abandoned): warm (an adapter that has looked before, as in a chat), and cold (a new
    adapter; for PostgreSQL that includes opening the connection, given apart).
 4. Four processes filling through ``FormRunner``: on one instance (they queue on its lock),
@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "helpers"))
 
 import pg_cluster  # noqa: E402
 
+from formctl.forms.exchange import ExchangeSave  # noqa: E402
 from formctl.forms.instance import Commit, Entry, EntryCommit, Provenance, now_iso  # noqa: E402
 from formctl.store.jsonfile import JsonFileAdapter  # noqa: E402
 from formctl.store.postgres import PostgresAdapter  # noqa: E402
@@ -210,12 +211,12 @@ def bench_lookup(folder: str, dsn: str, count: int, rounds: int) -> None:
     rows = []
     for name, make in (("JSON store", lambda: JsonFileAdapter(store)), ("PostgreSQL", lambda: PostgresAdapter(dsn))):
         adapter = make()
-        adapter.find_open_instance(subjects[0])
+        adapter.find_latest_unclosed(subjects[0])
         warm = []
         for _ in range(rounds):
             s = rng.choice(subjects)
             t = time.perf_counter()
-            adapter.find_open_instance(s)
+            adapter.find_latest_unclosed(s)
             warm.append(time.perf_counter() - t)
         adapter.close()
         cold, connect = [], []
@@ -226,12 +227,12 @@ def bench_lookup(folder: str, dsn: str, count: int, rounds: int) -> None:
                 fresh._run(lambda cur: None)  # open the connection: timed apart
                 connect.append(time.perf_counter() - t)
                 t = time.perf_counter()
-            fresh.find_open_instance(rng.choice(subjects))
+            fresh.find_latest_unclosed(rng.choice(subjects))
             cold.append(time.perf_counter() - t)
             fresh.close()
         rows.append((name, warm, cold, connect))
     print(
-        f"3. find_open_instance with {count:,} instances ({rounds} warm lookups, 20 cold;"
+        f"3. find_latest_unclosed with {count:,} instances ({rounds} warm lookups, 20 cold;"
         f" seeding took {t1 - t0:.1f} s for JSON without fsync, {t2 - t1:.1f} s for PostgreSQL)"
     )
     print(f"{'':>12} {'warm median ms':>15} {'warm p95 ms':>12} {'cold median ms':>15} {'connect ms':>11}")
@@ -312,7 +313,7 @@ def bench_conversations(dsn: str, saves: int) -> None:
     answer = {"role": "assistant", "content": [{"type": "text", "text": "Thanks, Dana. Your work email?"}]}
     claims, saving, trips_claim, trips_save = [], [], 0, 0
     store.claim(instance.id, exchange=True, turn=True, known=(0, 0))  # the connection opened, not counted
-    store.save_exchange(instance.id, 1, chat="bench", messages=[said, answer], words=[(1, "Dana Reeve, AB1234")])
+    store.save_exchange(instance.id, ExchangeSave(1, "bench", [said, answer], [(1, "Dana Reeve, AB1234")]))
     for n in range(2, saves + 2):
         t0 = time.perf_counter()
         trips_claim += round_trips(
@@ -322,7 +323,7 @@ def bench_conversations(dsn: str, saves: int) -> None:
         trips_save += round_trips(
             adapter,
             lambda: store.save_exchange(
-                instance.id, n, chat="bench", messages=[said, answer], words=[(n, "Dana Reeve, AB1234")]
+                instance.id, ExchangeSave(n, "bench", [said, answer], [(n, "Dana Reeve, AB1234")])
             ),
         )
         t2 = time.perf_counter()

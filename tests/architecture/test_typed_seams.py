@@ -5,49 +5,40 @@ method break every call site through it unseen. Above the engine (``forms/``) an
 (``store/``), the runner is :class:`~formctl.forms.runner.FormRunner`, the model
 :class:`~formctl.agent.models.base.ChatModel`, the store a protocol of ``forms/adapter.py``, each
 imported under ``TYPE_CHECKING`` (no start-up cost; a CLI module without
-``from __future__ import annotations`` quotes the annotation). ``Any`` stays for values that
-really are arbitrary JSON.
+``from __future__ import annotations`` quotes the annotation). Data of no fixed shape is
+:mod:`formctl.json_types`'s ``JsonValue`` / ``JsonObject`` / ``FieldValue``, the one module
+allowed to say ``Any``.
 
-Two rules, read from the syntax tree of every module of ``src/formctl``:
+mypy enforces it (``disallow_any_explicit`` for the packages above the engine, pyproject.toml);
+these tests keep that promise from being loosened quietly, and fail without running mypy:
 
 - **No seam typed ``Any``**: a parameter named ``runner``, ``model``, ``store``, ``adapter``,
   ``person`` or ``conversation_store`` (or ending in ``_runner`` / ``_model``) is not annotated
   ``Any`` (``Any | None`` and ``Optional[Any]`` included), outside ``forms/`` and ``store/``.
-  :data:`NOT_TYPED_YET` lists the ones that were still ``Any`` when this test was written, in
-  modules whose owners were busy elsewhere; it may only shrink: typing one fails this test
-  until its line here is deleted, so the list says what is left.
-- **A ratchet on ``Any``**: the annotations that mention ``Any`` in each package above the
-  engine number no more than :data:`ANY_CEILING` (measured when this test was written). Lower
-  a ceiling when a change brings its count down.
+- **No annotation above the engine mentions ``Any``**, and no module there imports it.
+- **mypy is told so**: every module of those packages falls under a ``[[tool.mypy.overrides]]``
+  block of pyproject.toml that sets ``disallow_any_explicit = true``, and no block turns it off
+  for any of them.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import tomllib
 from collections import Counter
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import formctl
 
 SRC = Path(formctl.__file__).resolve().parent
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 SEAM_NAMES = frozenset({"runner", "model", "store", "adapter", "person", "conversation_store"})
 BELOW_THE_SEAMS = ("forms/", "store/")
-
-# (module, function, parameter) still typed Any. Shrink only: type one, then delete its line.
-# cli/workspace.py's and cli/mcp's ``store`` is the --store folder (``str | None``), not a store.
-NOT_TYPED_YET = frozenset(
-    {
-        ("goals/runner.py", "goal_store_of", "adapter"),
-        ("goals/runner.py", "__init__", "adapter"),
-    }
-)
-
-# The annotations mentioning Any in each package above the engine: no more than this. Measured on
-# main once the fourth round's features were merged (the interviewer's readers, the support desk,
-# goal programs in the chat, MCP and transcripts added about 90, most of them JSON data): lower a
-# number when you type something, never raise it without saying why in the commit.
-ANY_CEILING = {"agent": 0, "cli": 0, "eval": 0, "transcripts": 0, "goals": 41}
+# The layers above the engine (pyproject's import-linter contract: cli > eval > transcripts > agent
+# > store > goals > forms; the store is the engine's other half).
+TYPED_LAYERS = ("goals", "agent", "transcripts", "eval", "cli")
 
 
 @functools.cache
@@ -131,27 +122,51 @@ def _any_annotations() -> Counter[str]:
 
 
 def test_no_seam_above_the_engine_is_typed_any():
-    found = _seams_typed_any()
-    new = sorted(
-        f"src/formctl/{m}:{line} {f}({p}: Any)" for (m, f, p), line in found.items() if (m, f, p) not in NOT_TYPED_YET
-    )
-    assert not new, (
+    found = sorted(f"src/formctl/{m}:{line} {f}({p}: Any)" for (m, f, p), line in _seams_typed_any().items())
+    assert not found, (
         "A runner, model, store, adapter or person typed Any: use FormRunner, ChatModel or the store's "
-        "protocol (imported under TYPE_CHECKING):\n" + "\n".join(new)
+        "protocol (imported under TYPE_CHECKING):\n" + "\n".join(found)
     )
 
 
-def test_the_list_of_seams_not_typed_yet_only_shrinks():
-    typed_since = sorted(f"{m} {f}({p})" for m, f, p in NOT_TYPED_YET - set(_seams_typed_any()))
-    assert not typed_since, "Typed now (or gone): delete these lines from NOT_TYPED_YET:\n" + "\n".join(typed_since)
-
-
-def test_the_any_annotations_of_each_package_above_the_engine_do_not_grow():
+def test_no_annotation_above_the_engine_mentions_any():
     counts = _any_annotations()
-    grown = {p: (counts[p], most) for p, most in ANY_CEILING.items() if counts[p] > most}
-    assert not grown, (
-        "More annotations mention Any than before (package: now, ceiling); type the new ones "
-        f"(Any only for arbitrary JSON): {grown}"
+    found = {p: counts[p] for p in TYPED_LAYERS if counts[p]}
+    assert not found, f"Annotations that mention Any (package: how many); use json_types or a real type: {found}"
+    importing = sorted(m for m, tree in _modules().items() if m.split("/")[0] in TYPED_LAYERS and _imports_any(tree))
+    assert not importing, f"Modules above the engine that import Any: {importing}"
+
+
+def _module_name(path: str) -> str:
+    dotted = "formctl." + path.removesuffix(".py").replace("/", ".")
+    return dotted.removesuffix(".__init__")
+
+
+def _covers(pattern: str, module: str) -> bool:
+    """mypy's override patterns: ``a.b`` is that module, ``a.b.*`` it and everything under it."""
+    if pattern.endswith(".*"):
+        return module == pattern[:-2] or fnmatchcase(module, pattern)
+    return module == pattern
+
+
+def test_mypy_refuses_explicit_any_in_every_module_above_the_engine():
+    overrides = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["mypy"]["overrides"]
+    on = [o["module"] for o in overrides if o.get("disallow_any_explicit") is True]
+    off = [o["module"] for o in overrides if o.get("disallow_any_explicit") is False]
+    patterns_on = [p for m in on for p in ([m] if isinstance(m, str) else m)]
+    patterns_off = [p for m in off for p in ([m] if isinstance(m, str) else m)]
+    modules = [_module_name(m) for m in _modules() if m.split("/")[0] in TYPED_LAYERS]
+    assert len(modules) > 100  # every module of the five packages, read from the tree
+    unchecked = [m for m in modules if not any(_covers(p, m) for p in patterns_on)]
+    exempt = [m for m in modules if any(_covers(p, m) for p in patterns_off)]
+    assert not unchecked, f"Not checked with disallow_any_explicit: {unchecked}"
+    assert not exempt, f"Exempted from disallow_any_explicit: {exempt}"
+
+
+def _imports_any(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.ImportFrom) and node.module == "typing" and any(a.name == "Any" for a in node.names)
+        for node in ast.walk(tree)
     )
 
 
@@ -165,3 +180,7 @@ def test_the_checks_see_what_they_look_for():
     bare = [p.arg for p in _parameters(function) if _is_seam(p.arg) and _is_bare_any(p.annotation)]
     assert bare == ["runner", "model", "store", "goal_runner"]
     assert sum(_mentions_any(p.annotation) for p in _parameters(function)) + _mentions_any(function.returns) == 6
+    assert _imports_any(ast.parse("from typing import TYPE_CHECKING, Any\n"))
+    assert not _imports_any(ast.parse("from formctl.json_types import JsonValue\n"))
+    assert _covers("formctl.cli.*", "formctl.cli") and _covers("formctl.cli.*", "formctl.cli.chat.session")
+    assert not _covers("formctl.cli.*", "formctl.client") and not _covers("formctl.cli", "formctl.cli.app")

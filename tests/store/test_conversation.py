@@ -9,6 +9,7 @@ import stat
 import pytest
 
 from formctl.errors import InvalidArgumentError, StoreError
+from formctl.forms.exchange import ExchangeSave
 from formctl.store.conversations import ConversationStore
 
 MESSAGES = [
@@ -33,8 +34,8 @@ def test_conversation_files_are_private_and_a_later_save_of_an_exchange_replaces
     store = ConversationStore(tmp_path)
     pos, turn = store.claim("form_abc_123456", exchange=True, turn=True, known=(0, 0))
     assert (pos, turn) == (1, 1)
-    store.save_exchange("form_abc_123456", pos, chat="a", messages=MESSAGES[:1], words=[(1, "Hi")])
-    store.save_exchange("form_abc_123456", pos, chat="a", messages=MESSAGES, words=[(1, "Hi")])
+    store.save_exchange("form_abc_123456", ExchangeSave(pos, "a", MESSAGES[:1], [(1, "Hi")]))
+    store.save_exchange("form_abc_123456", ExchangeSave(pos, "a", MESSAGES, [(1, "Hi")]))
     path = tmp_path / "conversations" / "form_abc_123456.jsonl"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert os.listdir(tmp_path / "conversations") == ["form_abc_123456.jsonl"]
@@ -48,8 +49,8 @@ def test_two_chats_on_one_instance_each_keep_every_exchange_and_turn_numbers_are
     b, tb = two.claim("form_abc_123456", exchange=True, turn=True, known=(0, 0))
     assert (a, ta, b, tb) == (1, 1, 2, 2)
     said_b = {"role": "user", "content": [{"type": "text", "text": "from b"}]}
-    two.save_exchange("form_abc_123456", b, chat="b", messages=[said_b], words=[(tb, "from b")])
-    one.save_exchange("form_abc_123456", a, chat="a", messages=MESSAGES, words=[(ta, "Hi")])
+    two.save_exchange("form_abc_123456", ExchangeSave(b, "b", [said_b], [(tb, "from b")]))
+    one.save_exchange("form_abc_123456", ExchangeSave(a, "a", MESSAGES, [(ta, "Hi")]))
     conversation = one.conversation("form_abc_123456")
     assert [(p.pos, p.chat, p.words) for p in conversation.parts] == [(1, "a", [(1, "Hi")]), (2, "b", [(2, "from b")])]
     # joined as a model accepts it: the user message after the tool results is one user turn

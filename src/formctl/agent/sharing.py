@@ -28,6 +28,7 @@ from typing import Protocol, runtime_checkable
 from formctl.agent.models.base import content_blocks
 from formctl.agent.person import Person
 from formctl.errors import FormError
+from formctl.forms.exchange import ExchangeSave
 from formctl.forms.quotes import PersonMessage
 from formctl.json_types import JsonObject
 
@@ -48,17 +49,7 @@ class SharesExchanges(SavesConversations, Protocol):
 
     def claim(self, instance_id: str, *, exchange: bool, turn: bool, known: tuple[int, int]) -> tuple[int, int]: ...
 
-    def save_exchange(
-        self,
-        instance_id: str,
-        pos: int,
-        *,
-        chat: str,
-        messages: list[JsonObject],
-        words: list[tuple[int, str]],
-        seen: JsonObject | None = None,
-        model: str | None = None,
-    ) -> object: ...
+    def save_exchange(self, instance_id: str, save: ExchangeSave) -> object: ...
 
 
 class SavedPart(Protocol):
@@ -159,9 +150,7 @@ class Sharing:
         if current.prefix and mine:
             mine = [{"role": "user", "content": content_blocks(mine[0].get("content"))[current.prefix :]}, *mine[1:]]
         words = [(m.turn, m.text) for m in self.person.messages[current.first_word :]]
-        store.save_exchange(
-            instance_id, current.pos, chat=self.chat, messages=mine, words=words, seen=seen, model=self.model
-        )
+        store.save_exchange(instance_id, ExchangeSave(current.pos, self.chat, mine, words, seen, self.model))
 
     def _turns(self) -> int:
         return max((m.turn for m in self.person.messages), default=0)

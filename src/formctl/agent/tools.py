@@ -37,12 +37,11 @@ from formctl.agent.person import Person, confirm_ending, confirm_unconfirmed
 from formctl.errors import (
     FormBlockedError,
     FormError,
-    FormOpenError,
     InvalidArgumentError,
     NotFoundError,
     ToolSelectionError,  # defined with every other formctl error
 )
-from formctl.forms.lifecycle import is_closed, is_open
+from formctl.forms.lifecycle import is_closed
 from formctl.forms.provenance import ModelWrite
 from formctl.json_types import JsonObject, JsonValue
 
@@ -133,13 +132,9 @@ def _person_or_host_only(compiled: CompiledForm, name: str) -> bool:
 
 
 def _form_start(runner: FormRunner, a: StartArgs, person: Person | None = None) -> JsonValue:
+    # A second open instance of the form is the runner's to refuse (FormRunner.start: any open
+    # instance of the subject's, not only the conversation's own), with form_open.
     compiled = runner.compiled(a.form)
-    current = runner.open_instance()
-    if current is not None and current.def_id == compiled.id and is_open(current):
-        raise FormOpenError(
-            f'Form "{compiled.id}" is already open (instance {current.id}): continue it, '
-            "or form_abandon it before starting again."
-        )
     seed = dict(a.values or {})
     # A model's seed for a field only the person (or a host) may give is judged like any model
     # write: after the start, as a fill with no quotes (so the person is asked, or it is refused).

@@ -58,21 +58,20 @@ def is_act(key: str) -> bool:
     return MARK in key
 
 
-def act_dispatch(
-    instance: Instance,
-    verb: str,
-    *,
-    actor: str,
-    at: str,
-    reason: str | None = None,
-    detail: str | None = None,
-    override: str | None = None,
-) -> dict[str, DispatchState]:
-    """The record of one act on ``instance``, as the ``dispatches`` of the commit that makes it."""
-    stem = f"{instance.id}{MARK}{verb}:"
+def act_dispatch(instance: Instance, act: Act) -> dict[str, DispatchState]:
+    """The record of ``act`` on ``instance`` (its verb, who, when, why, what it moved, the rule
+    set aside), as the ``dispatches`` of the commit that makes it."""
+    stem = f"{instance.id}{MARK}{act.act}:"
     n = _next_number(instance.dispatches, stem)
     record = DispatchState(
-        f"act:{verb}", DISPATCH_OK, 1, at, actor=actor, reason=reason or None, detail=detail, override=override
+        f"act:{act.act}",
+        DISPATCH_OK,
+        1,
+        act.at,
+        actor=act.actor,
+        reason=act.reason or None,
+        detail=act.detail,
+        override=act.override,
     )
     return {f"{stem}{n}": record}
 

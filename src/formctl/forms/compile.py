@@ -297,12 +297,29 @@ def compile_form(definition: FormDef) -> CompiledForm:
     """Check a definition and build its index, raising ``FormDefinitionError`` with the offending ids."""
     if not definition.id:
         raise FormDefinitionError("A form definition needs an id.")
-    form_id = definition.id
     version = definition.version
     if not isinstance(version, int) or isinstance(version, bool):
-        raise FormDefinitionError(f'Form "{form_id}" needs an integer version — instances pin it at start.')
-
+        raise FormDefinitionError(f'Form "{definition.id}" needs an integer version — instances pin it at start.')
     compiled = CompiledForm(definition)
+    _compile_steps_and_fields(compiled, definition)
+    _compile_aliases(compiled)
+    _compile_checkpoints(compiled, definition)
+    if not compiled.fields:
+        raise FormDefinitionError(f'Form "{compiled.id}" declares no fields.', [compiled.id])
+    _compile_checks(compiled, definition)
+    _compile_derived(compiled)
+    return compiled
+
+
+def _refuse_duplicates(compiled: CompiledForm, what: str, duplicates: list[str], why: str = "") -> None:
+    """Refuse the ids of ``what`` (fields, steps, checkpoints) declared more than once, each named once."""
+    if duplicates:
+        ids = _unique_in_order(duplicates)
+        raise FormDefinitionError(f'Form "{compiled.id}" declares duplicate {what} ids: {", ".join(ids)}.{why}', ids)
+
+
+def _compile_steps_and_fields(compiled: CompiledForm, definition: FormDef) -> None:
+    """Index the steps and their fields in declaration order; ids are unique across the form."""
     duplicate_steps: list[str] = []
     duplicate_fields: list[str] = []
     for step_def in definition.steps:
@@ -321,63 +338,59 @@ def compile_form(definition: FormDef) -> CompiledForm:
             compiled.fields.append(field)
             compiled.field_by_id[field.id] = field
             compiled.field_position[field.id] = field.order
+    _refuse_duplicates(
+        compiled, "field", duplicate_fields, " Field ids are unique across the whole form, not per step."
+    )
+    _refuse_duplicates(compiled, "step", duplicate_steps)
 
-    if duplicate_fields:
-        ids = _unique_in_order(duplicate_fields)
-        raise FormDefinitionError(
-            f'Form "{form_id}" declares duplicate field ids: {", ".join(ids)}. '
-            "Field ids are unique across the whole form, not per step.",
-            ids,
-        )
-    if duplicate_steps:
-        ids = _unique_in_order(duplicate_steps)
-        raise FormDefinitionError(f'Form "{form_id}" declares duplicate step ids: {", ".join(ids)}.', ids)
 
-    compiled.aliases, clashes = _index_aliases(form_id, [(f.id, [f.id, f.label]) for f in compiled.fields])
+def _compile_aliases(compiled: CompiledForm) -> None:
+    """The forgiving names of fields and steps (inspect and Jump resolve steps too), which must
+    be told apart once case and punctuation are ignored."""
+    fields = [(f.id, [f.id, f.label]) for f in compiled.fields]
+    steps = [(s.id, [s.id, s.title]) for s in compiled.steps]
+    compiled.aliases = _aliases_told_apart(compiled, "fields", fields)
+    compiled.step_aliases = _aliases_told_apart(compiled, "steps", steps)
+
+
+def _aliases_told_apart(compiled: CompiledForm, what: str, candidates: list[tuple[str, list[str]]]) -> dict[str, str]:
+    index, clashes = _index_aliases(compiled.id, candidates)
     if clashes:
         raise FormDefinitionError(
-            f'Form "{form_id}" has fields that can\'t be told apart once case and punctuation are ignored: '
+            f'Form "{compiled.id}" has {what} that can\'t be told apart once case and punctuation are ignored: '
             + "; ".join(clashes)
             + ".",
             clashes,
         )
-    # Steps resolve forgivingly too (inspect and Jump), so they must be distinguishable.
-    compiled.step_aliases, step_clashes = _index_aliases(form_id, [(s.id, [s.id, s.title]) for s in compiled.steps])
-    if step_clashes:
-        raise FormDefinitionError(
-            f'Form "{form_id}" has steps that can\'t be told apart once case and punctuation are ignored: '
-            + "; ".join(step_clashes)
-            + ".",
-            step_clashes,
-        )
+    return index
 
-    duplicate_checkpoints: list[str] = []
+
+def _compile_checkpoints(compiled: CompiledForm, definition: FormDef) -> None:
+    """Index the checkpoints, their watched fields resolved."""
+    duplicates: list[str] = []
     for cp_def in definition.checkpoints:
         if cp_def.id in compiled.checkpoint_by_id:
-            duplicate_checkpoints.append(cp_def.id)
+            duplicates.append(cp_def.id)
             continue
         checkpoint = CompiledCheckpoint(cp_def, len(compiled.checkpoints))
         compiled.checkpoints.append(checkpoint)
         compiled.checkpoint_by_id[checkpoint.id] = checkpoint
     for checkpoint in compiled.checkpoints:
-        resolved = [(w, compiled.resolve_field(w)) for w in checkpoint.watch]
-        unknown = [w for w, field_id in resolved if field_id is None]
-        if unknown:
-            raise FormDefinitionError(
-                f'Form "{form_id}": checkpoint "{checkpoint.id}" watches {", ".join(unknown)}, '
-                "which the form does not declare.",
-                [checkpoint.id, *unknown],
-            )
-        checkpoint.watch = tuple(dict.fromkeys(field_id for _, field_id in resolved if field_id is not None))
-    if duplicate_checkpoints:
-        ids = _unique_in_order(duplicate_checkpoints)
-        raise FormDefinitionError(f'Form "{form_id}" declares duplicate checkpoint ids: {", ".join(ids)}.', ids)
+        checkpoint.watch = _resolve_fields(
+            compiled, f'checkpoint "{checkpoint.id}" watches', checkpoint.id, checkpoint.watch
+        )
+    _refuse_duplicates(compiled, "checkpoint", duplicates)
 
-    if not compiled.fields:
-        raise FormDefinitionError(f'Form "{form_id}" declares no fields.', [form_id])
-    _compile_checks(compiled, definition)
-    _compile_derived(compiled)
-    return compiled
+
+def _resolve_fields(compiled: CompiledForm, who: str, owner: str, sent: tuple[str, ...]) -> tuple[str, ...]:
+    """The field ids ``sent`` names (forgivingly, each once), refusing a name the form does not declare."""
+    resolved = [(name, compiled.resolve_field(name)) for name in sent]
+    unknown = [name for name, field_id in resolved if field_id is None]
+    if unknown:
+        raise FormDefinitionError(
+            f'Form "{compiled.id}": {who} {", ".join(unknown)}, which the form does not declare.', [owner, *unknown]
+        )
+    return tuple(dict.fromkeys(field_id for _, field_id in resolved if field_id is not None))
 
 
 def _compile_checks(compiled: CompiledForm, definition: FormDef) -> None:
@@ -396,14 +409,7 @@ def _compile_checks(compiled: CompiledForm, definition: FormDef) -> None:
             raise FormDefinitionError(f'Form "{form_id}" declares duplicate check ids: {check_def.id}.', [check_def.id])
         seen.add(check_def.id)
         check = CompiledCheck(check_def, step_index, len(compiled.checks))
-        resolved = [(f, compiled.resolve_field(f)) for f in check.fields]
-        unknown = [f for f, field_id in resolved if field_id is None]
-        if unknown:
-            raise FormDefinitionError(
-                f'Form "{form_id}": check "{check.id}" reads {", ".join(unknown)}, which the form does not declare.',
-                [check.id, *unknown],
-            )
-        check.fields = tuple(dict.fromkeys(field_id for _, field_id in resolved if field_id is not None))
+        check.fields = _resolve_fields(compiled, f'check "{check.id}" reads', check.id, check.fields)
         check.required = tuple(compiled.field_by_id[f].order for f in check.fields if compiled.field_by_id[f].required)
         compiled.checks.append(check)
         if step_index is None:

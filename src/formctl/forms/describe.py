@@ -17,8 +17,9 @@ import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from formctl.forms.validate import adapter_for
 
@@ -275,20 +276,27 @@ def _js_number(value: int | float) -> str:
 # --------------------------------------------------------------------------- pydantic adaptation
 
 
+_R = TypeVar("_R")
+
+
+def _per_annotation(fn: Callable[[Any], _R]) -> Callable[[Any], _R]:
+    """``fn`` remembered per annotation (the last 4096); an unhashable annotation, which nothing
+    can be remembered by, is worked out on every call."""
+    remembered = functools.lru_cache(maxsize=4096)(fn)
+
+    @functools.wraps(fn)
+    def call(annotation: Any) -> _R:
+        try:
+            return remembered(annotation)
+        except TypeError:  # unhashable annotation: nothing to cache on
+            return fn(annotation)
+
+    return call
+
+
+@_per_annotation
 def type_string(annotation: Any) -> str:
     """The type string for a field annotation, rendered from its non-``None`` part."""
-    try:
-        return _cached_type_string(annotation)
-    except TypeError:  # unhashable annotation: nothing to cache on
-        return _type_string(annotation)
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_type_string(annotation: Any) -> str:
-    return _type_string(annotation)
-
-
-def _type_string(annotation: Any) -> str:
     try:
         schema = adapter_for(annotation).json_schema(mode="validation")
         return render_schema(_without_top_level_null(_resolve_refs(schema)))
@@ -351,24 +359,13 @@ def field_type_string(annotation: Any, words: str | None = None) -> str:
     return text
 
 
+@_per_annotation
 def accepts_none(annotation: Any) -> bool:
     """True iff the annotation accepts JSON ``null`` under strict validation: the field is optional.
 
     This is the only source of requiredness (there is no ``required=`` flag); see
     docs/engine.md, 'What a form is'.
     """
-    try:
-        return _cached_accepts_none(annotation)
-    except TypeError:  # unhashable annotation
-        return _accepts_none(annotation)
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_accepts_none(annotation: Any) -> bool:
-    return _accepts_none(annotation)
-
-
-def _accepts_none(annotation: Any) -> bool:
     try:
         adapter_for(annotation).validate_json("null", strict=True)
     except Exception:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from formctl.forms.acts import act_dispatch, moved_detail
+from formctl.forms.acts import Act, act_dispatch, moved_detail
 from formctl.forms.history import cursor_move
 from formctl.forms.instance import Commit, Instance
 from formctl.forms.lifecycle import is_closed, open_again
@@ -39,12 +39,10 @@ def revert_ending(write: Write, instance: Instance, fields: list[str], *, reason
     def record(inst: Instance, commit: Commit) -> None:
         at = write.prov.timestamp
         details = [moved_detail(f, inst.entries[f], cursor_move(inst, f, -1)[1]) for f in fields]
-        dispatches = act_dispatch(inst, "undo", actor=actor, at=at, reason=reason, detail="; ".join(details))
+        dispatches = act_dispatch(inst, Act("undo", actor, at, reason, "; ".join(details)))
         if is_closed(inst):
             # Opened at "active" here; the commit cycle then settles it from the answers left.
-            dispatches.update(
-                act_dispatch(inst, "reopen", actor=actor, at=at, reason=reason, detail=f"{inst.status} → open")
-            )
+            dispatches.update(act_dispatch(inst, Act("reopen", actor, at, reason, f"{inst.status} → open")))
             open_again(commit)
         commit.dispatches = dispatches
 

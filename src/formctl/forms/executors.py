@@ -94,6 +94,25 @@ class RoundEffects:
     checkpoints_run: set[str] = dc_field(default_factory=set)  # dispatched this round
 
 
+@dataclass(slots=True)
+class HookRound:
+    """What the hooks of one round share: the form, the values and the state their ``ctx`` reads
+    (as of the round's evaluation), and where their effects and failures gather."""
+
+    compiled: CompiledForm
+    values: Values
+    state: GateState
+    failures: list[Failure]
+    effects: RoundEffects = dc_field(default_factory=RoundEffects)
+
+    @classmethod
+    def of(
+        cls, compiled: CompiledForm, evaluation: Evaluation, fired: dict[str, int], failures: list[Failure]
+    ) -> HookRound:
+        """A round read from ``evaluation``, the checkpoints' occurrences ``fired`` as its state says."""
+        return cls(compiled, evaluation.gate_values(), evaluation.frozen_state(fired), failures)
+
+
 class Dispatcher:
     """Runs hooks under their idempotency keys and records each run; one per runner."""
 
@@ -126,30 +145,22 @@ class Dispatcher:
         fired_before: dict[str, int],
         failures: list[Failure],
     ) -> RoundEffects:
-        effects = RoundEffects()
         if not queue:
-            return effects
-        state = after.frozen_state(fired_before)
-        values = after.gate_values()
+            return RoundEffects()
+        round_ = HookRound.of(compiled, after, fired_before, failures)
         snapshot = committed
         for hook in queue:
-            if effects.terminate is not None:
+            if round_.effects.terminate is not None:
                 break  # once a hook terminates, no later hook of the round runs
-            self.run_hook(compiled, snapshot, hook, values, state, effects, failures)
+            self.run_hook(snapshot, hook, round_)
             if hook is not queue[-1]:
                 snapshot = self.adapter.get_instance(committed.id) or snapshot
-        return effects
+        return round_.effects
 
-    def run_hook(
-        self,
-        compiled: CompiledForm,
-        snapshot: Instance,
-        hook: Hook,
-        values: Any,
-        state: Any,
-        effects: RoundEffects,
-        failures: list[Failure],
-    ) -> None:
+    def run_hook(self, snapshot: Instance, hook: Hook, round_: HookRound) -> None:
+        """Run ``hook`` on ``snapshot`` under its idempotency key, unless a run of it succeeded
+        already; its effects or its failure go to ``round_``."""
+        compiled, effects = round_.compiled, round_.effects
         iid = snapshot.id
         checkpoint = hook.checkpoint
         if checkpoint is not None:
@@ -169,7 +180,7 @@ class Dispatcher:
         )
         self.in_flight.add(key)
         try:
-            ctx = ExecutorContext(values, state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
+            ctx = ExecutorContext(round_.values, round_.state, snapshot, hook.hook_id, key, compiled.id, self.replaying)
             error, items, detail = call_executor(hook.fn, ctx)
         finally:
             self.in_flight.discard(key)
@@ -180,7 +191,7 @@ class Dispatcher:
                 _log("%s (%s) broke the executor contract: %s", hook.hook_id, key, detail)
         at = self.clock()
         if error is not None:
-            failures.append(Failure(hook.hook_id, error, at))
+            round_.failures.append(Failure(hook.hook_id, error, at))
         else:
             apply_effects(compiled, items, effects, hook.hook_id)
             if checkpoint is not None and checkpoint.waits_for_host and not items and effects.waiting_on is None:

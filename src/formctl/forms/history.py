@@ -121,9 +121,7 @@ def undo_target(
         field_id = max(cursor_seq, key=cursor_seq.__getitem__) if cursor_seq else None
     else:
         field_id = last_touched(instance, skip)
-    if field_id is None:
-        return None
-    return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], -1))
+    return _move_target(instance, labels, field_id, -1)
 
 
 def redo_target(
@@ -134,9 +132,14 @@ def redo_target(
         field_id = min(redo_seq, key=redo_seq.__getitem__) if redo_seq else None
     else:
         field_id = next_redo(instance, skip)
+    return _move_target(instance, labels, field_id, +1)
+
+
+def _move_target(instance: Instance, labels: dict[str, str], field_id: str | None, step: int) -> MoveTarget | None:
+    """What moving ``field_id``'s cursor by ``step`` (-1 undo, +1 redo) would do; None for no field."""
     if field_id is None:
         return None
-    return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], +1))
+    return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], step))
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,10 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from formctl.forms.compile import CompiledField, CompiledForm
 
 MAX_TRIES = 4096
 _ROLES = {"check": "the test of ", "derived field": "the function of "}
@@ -143,6 +146,80 @@ def _const_str(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+class _Reader:
+    """Reads one gate ``(v, s)`` or executor ``(ctx)``: which names stand for the values and the
+    state, and what each node of its body reads (:func:`_reads`)."""
+
+    def __init__(self, fn: Callable[..., Any], params: list[str], *, executor: bool) -> None:
+        self.values_name = None if executor else (params[0] if params else None)
+        self.state_name = None if executor else (params[1] if len(params) > 1 else None)
+        self.ctx_name = params[0] if executor and params else None
+        self.globals: dict[str, Any] = getattr(fn, "__globals__", {})
+        self.used: set[int] = set()  # the value and state names read in a way we follow
+
+    def is_values(self, n: ast.AST) -> bool:
+        """``v`` of a gate, ``ctx.values`` of an executor."""
+        if self.values_name is not None and isinstance(n, ast.Name) and n.id == self.values_name:
+            return True
+        return (
+            self.ctx_name is not None
+            and isinstance(n, ast.Attribute)
+            and n.attr == "values"
+            and isinstance(n.value, ast.Name)
+            and n.value.id == self.ctx_name
+        )
+
+    def read_names(self, n: ast.AST, out: _Reads) -> None:
+        """``v["x"]``, ``v.get("x")``, ``s.step_complete("x")``, ``s.checkpoint_fired("x")``."""
+        if isinstance(n, ast.Subscript) and self.is_values(n.value):
+            key = _const_str(n.slice)
+            if key is not None:
+                out.fields.append((key, n.lineno))
+                self.used.add(id(n.value))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            target, attr, first = n.func.value, n.func.attr, _const_str(n.args[0]) if n.args else None
+            if self.is_values(target) and attr == "get" and first is not None:
+                out.fields.append((first, n.lineno))
+                self.used.add(id(target))
+            elif self.is_state(target) and attr in _STATE_READS:
+                if first is not None:
+                    (out.steps if attr == "step_complete" else out.checkpoints).append((first, n.lineno))
+                self.used.add(id(target))
+
+    def is_state(self, n: ast.AST) -> bool:
+        return bool(self.state_name) and isinstance(n, ast.Name) and n.id == self.state_name
+
+    def read_constant(self, n: ast.AST, out: _Reads) -> None:
+        """A literal, or a module-level name bound to one: a value the gate compares with."""
+        if isinstance(n, ast.Constant) and _is_plain_constant(n.value):
+            out.constants.append(n.value)
+        elif isinstance(n, ast.Name) and _is_plain_constant(self.globals.get(n.id)):
+            out.constants.append(self.globals[n.id])
+
+    def is_opaque(self, n: ast.AST) -> bool:
+        """The values or the state used any other way: passed on, iterated, ..."""
+        if isinstance(n, ast.Name) and n.id in (self.values_name, self.state_name):
+            return id(n) not in self.used
+        return bool(self.ctx_name) and self.is_values(n) and id(n) not in self.used
+
+
+def _is_plain_constant(value: object) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _read_effects(n: ast.AST, out: _Reads) -> None:
+    """``Patch({"x": ...})``, ``Patch(dict(x=...))`` and ``Jump("step")``."""
+    if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args):
+        return
+    name, first = n.func.id, n.args[0]
+    if name == "Patch" and isinstance(first, ast.Dict):
+        out.patches.extend((k, n.lineno) for k in map(_const_str, first.keys) if k is not None)
+    elif name == "Patch" and isinstance(first, ast.Call) and getattr(first.func, "id", "") == "dict":
+        out.patches.extend((kw.arg, n.lineno) for kw in first.keywords if kw.arg)
+    elif name == "Jump" and (target_step := _const_str(first)) is not None:
+        out.jumps.append((target_step, n.lineno))
+
+
 def _reads(fn: Callable[..., Any], *, executor: bool = False) -> _Reads:
     """What a gate ``(v, s)`` or an executor ``(ctx)`` reads, from its source."""
     node, _ = _function_node(fn)
@@ -150,66 +227,13 @@ def _reads(fn: Callable[..., Any], *, executor: bool = False) -> _Reads:
     if node is None:
         out.opaque = True
         return out
-    params = [a.arg for a in node.args.args]
-    values_name = None if executor else (params[0] if params else None)
-    state_name = None if executor else (params[1] if len(params) > 1 else None)
-    ctx_name = params[0] if executor and params else None
-    globals_ = getattr(fn, "__globals__", {})
-
-    def is_values(n: ast.AST) -> bool:
-        if values_name is not None and isinstance(n, ast.Name) and n.id == values_name:
-            return True
-        return (
-            ctx_name is not None
-            and isinstance(n, ast.Attribute)
-            and n.attr == "values"
-            and isinstance(n.value, ast.Name)
-            and n.value.id == ctx_name
-        )
-
-    used: set[int] = set()
+    reader = _Reader(fn, [a.arg for a in node.args.args], executor=executor)
     body = node.body if isinstance(node, ast.Lambda) else node
     for n in ast.walk(body):
-        if isinstance(n, ast.Subscript) and is_values(n.value):
-            key = _const_str(n.slice)
-            if key is not None:
-                out.fields.append((key, n.lineno))
-                used.add(id(n.value))
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
-            target, attr, first = n.func.value, n.func.attr, _const_str(n.args[0]) if n.args else None
-            if is_values(target) and attr == "get" and first is not None:
-                out.fields.append((first, n.lineno))
-                used.add(id(target))
-            elif state_name and isinstance(target, ast.Name) and target.id == state_name and attr in _STATE_READS:
-                if first is not None:
-                    (out.steps if attr == "step_complete" else out.checkpoints).append((first, n.lineno))
-                used.add(id(target))
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
-            name = n.func.id
-            if name == "Patch" and n.args and isinstance(n.args[0], ast.Dict):
-                out.patches.extend((k, n.lineno) for k in map(_const_str, n.args[0].keys) if k is not None)
-            elif (
-                name == "Patch"
-                and n.args
-                and isinstance(n.args[0], ast.Call)
-                and getattr(n.args[0].func, "id", "") == "dict"
-            ):
-                out.patches.extend((kw.arg, n.lineno) for kw in n.args[0].keywords if kw.arg)
-            elif name == "Jump" and n.args and (target_step := _const_str(n.args[0])) is not None:
-                out.jumps.append((target_step, n.lineno))
-        if isinstance(n, ast.Constant) and isinstance(n.value, (str, int, float)) and not isinstance(n.value, bool):
-            out.constants.append(n.value)
-        elif (
-            isinstance(n, ast.Name)
-            and isinstance(globals_.get(n.id), (str, int, float))
-            and not isinstance(globals_.get(n.id), bool)
-        ):
-            out.constants.append(globals_[n.id])
-    for n in ast.walk(body):  # the values or state used any other way: passed on, iterated, ...
-        if isinstance(n, ast.Name) and n.id in (values_name, state_name) and id(n) not in used:
-            out.opaque = True
-        elif ctx_name and is_values(n) and id(n) not in used:
-            out.opaque = True
+        reader.read_names(n, out)
+        _read_effects(n, out)
+        reader.read_constant(n, out)
+    out.opaque = any(reader.is_opaque(n) for n in ast.walk(body))
     return out
 
 
@@ -241,7 +265,7 @@ def _maskable(annotation: Any) -> bool:
     return schema.get("type") == "string" and schema.get("format") not in ("date", "date-time", "time", "duration")
 
 
-def _candidates(f: Any, constants: Iterable[Any]) -> list[Any]:
+def _candidates(f: CompiledField, constants: Iterable[Any]) -> list[Any]:
     """Values to try for a field a gate reads: its choices, or the gate's own constants and the type's edges."""
     schema = _schema(f.schema)
     raw: list[Any] = [None]
@@ -283,7 +307,7 @@ class _State:
         return self._answers.get(f"checkpoint:{checkpoint_id}", False)
 
 
-def _can_open(compiled: Any, gate: Callable[..., Any], reads: _Reads) -> bool | None:
+def _can_open(compiled: CompiledForm, gate: Callable[..., Any], reads: _Reads) -> bool | None:
     """True if some try opens the gate, False if none does, None if no try could be judged."""
     from formctl.forms.evaluate import GateValues
 
@@ -325,7 +349,7 @@ def _declaration_lines(filename: str | None) -> dict[tuple[str, str], int]:
     return out
 
 
-def _module_file(compiled: Any) -> str | None:
+def _module_file(compiled: CompiledForm) -> str | None:
     """The file the form was defined in, as its gates and executors say."""
     for fn in _callables(compiled):
         code = getattr(fn[2], "__code__", None)
@@ -334,7 +358,7 @@ def _module_file(compiled: Any) -> str | None:
     return None
 
 
-def _callables(compiled: Any) -> list[tuple[str, str, Callable[..., Any], bool]]:
+def _callables(compiled: CompiledForm) -> list[tuple[str, str, Callable[..., Any], bool]]:
     """Every gate and executor: (kind, id, callable, is_executor)."""
     out: list[tuple[str, str, Callable[..., Any], bool]] = []
     for s in compiled.steps:
@@ -396,7 +420,7 @@ def _is_values_of(name: ast.Name, body: ast.AST) -> bool:
     return any(isinstance(n, ast.Attribute) and n.value is name and n.attr == "values" for n in ast.walk(body))
 
 
-def _pattern_unexplained(f: Any) -> bool:
+def _pattern_unexplained(f: CompiledField) -> bool:
     from formctl.forms.describe import field_schema, pattern_example
     from formctl.forms.messages import pattern_words
 
@@ -406,116 +430,125 @@ def _pattern_unexplained(f: Any) -> bool:
     return pattern_example(f.schema, f.ask) is None and pattern_words(pattern) is None
 
 
-def lint(compiled: Any, *, path: str | None = None) -> list[Finding]:
+def lint(compiled: CompiledForm, *, path: str | None = None) -> list[Finding]:
     """Every finding for a compiled form, in the order of the definition's lines.
 
     ``path`` is the form's module file (default: where its gates and executors were defined).
     """
-    from formctl.forms.describe import FALLBACK
-    from formctl.forms.quotes import value_kind
-
-    path = path or _module_file(compiled)
-    lines = _declaration_lines(path)
-    fields = {f.id for f in compiled.fields}
-    steps = {s.id for s in compiled.steps}
-    checkpoints = {cp.id for cp in compiled.checkpoints}
-    findings: list[Finding] = []
-
-    def add(code: str, message: str, line: int | None, where: str | None = None) -> None:
-        findings.append(Finding(code, message, where or path, line))
-
+    linter = _Linter(compiled, path or _module_file(compiled))
     for kind, owner, fn, executor in _callables(compiled):
+        linter.check_callable(kind, owner, fn, executor)
+    for f in compiled.fields:
+        linter.check_field(f)
+    linter.findings.sort(key=lambda x: (x.line is None, x.line or 0))
+    return linter.findings
+
+
+class _Linter:
+    """The findings for one form as they are found, with what every check looks names up in."""
+
+    def __init__(self, compiled: CompiledForm, path: str | None) -> None:
+        self.compiled = compiled
+        self.path = path
+        self.lines = _declaration_lines(path)
+        self.fields = {f.id for f in compiled.fields}
+        self.steps = {s.id for s in compiled.steps}
+        self.checkpoints = {cp.id for cp in compiled.checkpoints}
+        self.findings: list[Finding] = []
+
+    def add(self, code: str, message: str, line: int | None) -> None:
+        self.findings.append(Finding(code, message, self.path, line))
+
+    def check_callable(self, kind: str, owner: str, fn: Callable[..., Any], executor: bool) -> None:
+        """The findings about one gate or executor: the names it reads, and what it does."""
         reads = _reads(fn, executor=executor)
         role = "the executor of " if executor else _ROLES.get(kind, "the gate of ")
         what = role + (f'{kind} "{owner}"' if kind != "form" else "the form")
-        for name, line in reads.fields:
-            if name not in fields:
-                add("unknown-field", f'{what} reads field "{name}", which the form does not declare', line)
-        for name, line in reads.patches:
-            if name not in fields:
-                add("unknown-field", f'{what} patches field "{name}", which the form does not declare', line)
-        for name, line in reads.steps:
-            if name not in steps:
-                add("unknown-step", f'{what} asks whether step "{name}" is complete; the form has no such step', line)
-        for name, line in reads.jumps:
-            if name not in steps and compiled.resolve_step(name) is None:
-                add("unknown-step", f'{what} jumps to step "{name}"; the form has no such step', line)
-        for name, line in reads.checkpoints:
-            if name not in checkpoints:
-                add(
-                    "unknown-checkpoint",
-                    f'{what} asks whether checkpoint "{name}" fired; the form has no such checkpoint',
-                    line,
-                )
-        at = (reads.node.lineno if reads.node is not None else None) or lines.get((kind, owner))
+        self.check_names(what, reads)
+        at = (reads.node.lineno if reads.node is not None else None) or self.lines.get((kind, owner))
         effect = _only_a_rule(reads.node) if executor and kind in ("field", "step", "form") else None
         if effect is not None:
             instead = {"Fail": "a .check(...)", "Patch": "a derived field (derive=...)"}.get(
                 effect, "a check or a derive"
             )
-            add(
+            self.add(
                 "executor-is-a-rule",
                 f"{what} only returns {effect} from the values: it runs when its answer first comes in, "
                 f"so a later correction leaves it standing; {instead} follows every correction",
                 at,
             )
-        if (
-            kind == "checkpoint"
-            and not executor
-            and reads.node is not None
-            and not reads.opaque
-            and not reads.fields
-            and not reads.steps
-            and not reads.checkpoints
-        ):
-            add(
+        if executor or reads.node is None or reads.opaque:
+            return
+        if kind == "checkpoint" and not reads.fields and not reads.steps and not reads.checkpoints:
+            self.add(
                 "checkpoint-reads-nothing",
                 f'checkpoint "{owner}" has a condition that reads no field, so it is the same in every conversation',
                 at,
             )
-        if (
-            kind == "step"
-            and not executor
-            and reads.node is not None
-            and not reads.opaque
-            and all(name in fields for name, _ in reads.fields)
-        ):
-            if _can_open(compiled, fn, reads) is False:
-                add(
+        if kind == "step" and all(name in self.fields for name, _ in reads.fields):
+            if _can_open(self.compiled, fn, reads) is False:
+                self.add(
                     "step-never-opens",
                     f'step "{owner}" can never open: no value of what its gate reads '
                     f"({', '.join(n for n, _ in reads.fields + reads.steps) or 'nothing'}) makes it true",
                     at,
                 )
-    for f in compiled.fields:
-        at = lines.get(("field", f.id))
+
+    def check_names(self, what: str, reads: _Reads) -> None:
+        """A field, step or checkpoint a gate or executor names that the form does not declare."""
+        for name, line in reads.fields:
+            if name not in self.fields:
+                self.add("unknown-field", f'{what} reads field "{name}", which the form does not declare', line)
+        for name, line in reads.patches:
+            if name not in self.fields:
+                self.add("unknown-field", f'{what} patches field "{name}", which the form does not declare', line)
+        for name, line in reads.steps:
+            if name not in self.steps:
+                self.add(
+                    "unknown-step", f'{what} asks whether step "{name}" is complete; the form has no such step', line
+                )
+        for name, line in reads.jumps:
+            if name not in self.steps and self.compiled.resolve_step(name) is None:
+                self.add("unknown-step", f'{what} jumps to step "{name}"; the form has no such step', line)
+        for name, line in reads.checkpoints:
+            if name not in self.checkpoints:
+                self.add(
+                    "unknown-checkpoint",
+                    f'{what} asks whether checkpoint "{name}" fired; the form has no such checkpoint',
+                    line,
+                )
+
+    def check_field(self, f: CompiledField) -> None:
+        """The findings about one field's declaration: its type, its pattern, who gives it."""
+        from formctl.forms.describe import FALLBACK
+        from formctl.forms.quotes import value_kind
+
+        at = self.lines.get(("field", f.id))
         if f.sensitive and not _maskable(f.schema):
-            add(
+            self.add(
                 "sensitive-unmaskable",
                 f'field "{f.id}" is sensitive, but its type ({f.type}) has no stand-in of the '
                 "same shape: transcripts can only blank it out",
                 at,
             )
         if getattr(f, "source", None) == "person" and value_kind(f.schema) is None:
-            add(
+            self.add(
                 "person-unchecked",
                 f'field "{f.id}" must come from the person, but its type ({f.type}) is not one the '
                 "quote checker can read: every value the model gives it will be asked about",
                 at,
             )
         if f.type == FALLBACK:
-            add(
+            self.add(
                 "type-undescribed",
                 f'field "{f.id}": the model cannot be told its type (it reads "{FALLBACK}"); '
                 "use a pydantic-describable type",
                 at,
             )
         if _pattern_unexplained(f):
-            add(
+            self.add(
                 "pattern-unexplained",
                 f'field "{f.id}": a rejected answer cannot say what its pattern wants; give it a '
                 'hint ("Two letters and four digits, like AB1234.") or Field(examples=[...])',
                 at,
             )
-    findings.sort(key=lambda x: (x.line is None, x.line or 0))
-    return findings

@@ -122,26 +122,31 @@ def held_line(check: FailedCheck) -> str:
 
 
 @dataclass(slots=True)
-class StepBlock:
+class _StepPlace:
+    """A step and its place in the form's order, as every view of a step shows it."""
+
     id: str
     title: str
     number: int  # 1-based, as shown: "2/4"
     of: int
+
+    def _placed(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "position": f"{self.number}/{self.of}"}
+
+
+@dataclass(slots=True)
+class StepBlock(_StepPlace):
     ask: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.number}/{self.of}"}
+        d = self._placed()
         if self.ask:
             d["ask"] = self.ask
         return d
 
 
 @dataclass(slots=True)
-class StepSummary:
-    id: str
-    title: str
-    number: int  # 1-based, as shown: "2/4"
-    of: int
+class StepSummary(_StepPlace):
     preview: str | None
     required: int
     filled: int
@@ -149,7 +154,7 @@ class StepSummary:
     open: bool
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "title": self.title, "position": f"{self.number}/{self.of}"}
+        d = self._placed()
         if self.preview:
             d["collects"] = self.preview
         d["progress"] = f"{self.filled}/{self.required}"

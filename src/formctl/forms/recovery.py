@@ -9,8 +9,8 @@ both before it commits. Both drive a :class:`~formctl.forms.write.Write` the run
 
 from __future__ import annotations
 
-from formctl.forms.acts import act_dispatch
-from formctl.forms.executors import RoundEffects, hook_for
+from formctl.forms.acts import Act, act_dispatch
+from formctl.forms.executors import HookRound, hook_for
 from formctl.forms.instance import DISPATCH_FAILED, STALE, Commit, DispatchState, Instance
 from formctl.forms.lifecycle import clear_stale
 from formctl.forms.project import MigrateResult, WriteReport
@@ -29,7 +29,8 @@ def recover(write: Write, instance: Instance) -> tuple[Instance, list[str]]:
     compiled = write.compiled
     ev = write.evaluation(instance)
     rerun: list[str] = []
-    effects = RoundEffects()
+    round_ = HookRound.of(compiled, ev, instance.occurrences, write.failures)
+    effects = round_.effects
     for key, record in orphans:
         hook = hook_for(compiled, record.hook_id, key)
         if hook is None:
@@ -43,9 +44,7 @@ def recover(write: Write, instance: Instance) -> tuple[Instance, list[str]]:
             write.dispatcher.record(instance.id, key, gone, write.prov)
             continue
         rerun.append(key)
-        write.dispatcher.run_hook(
-            compiled, instance, hook, ev.gate_values(), ev.frozen_state(instance.occurrences), effects, write.failures
-        )
+        write.dispatcher.run_hook(instance, hook, round_)
         if effects.terminate is not None:
             break
     instance = write.reload(instance.id)
@@ -68,14 +67,9 @@ def migrate(
         commit.def_version = new_version
         if inst.status == STALE:  # committed by an older formctl, whose reads marked it
             clear_stale(commit)
+        detail = f"version {inst.def_version} → {new_version}"
         commit.dispatches = act_dispatch(
-            inst,
-            "migrate",
-            actor=write.prov.actor,
-            at=write.prov.timestamp,
-            reason=reason,
-            detail=f"version {inst.def_version} → {new_version}",
-            override=override,
+            inst, Act("migrate", write.prov.actor, write.prov.timestamp, reason, detail, override)
         )
 
     instance, _ = write.cycle(instance, lambda inst: (items, {}), amend=amend)

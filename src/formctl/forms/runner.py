@@ -26,7 +26,7 @@ from formctl.errors import (
     NotWaitingError,
     StoreError,
 )
-from formctl.forms.acts import act_dispatch, moved_detail
+from formctl.forms.acts import Act, act_dispatch, moved_detail
 from formctl.forms.adapter import DamageReport, FormAdapter, KeepsPrograms, Watchable, Watcher
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import serialised
@@ -596,9 +596,7 @@ class FormRunner:
                 if inst.status != AWAITING or inst.blocked_on != cp_id:
                     raise NotWaitingError(f'Form instance "{inst.id}" is not waiting for an approval.')
                 commit = resolution_commit(compiled, inst, write.evaluation(inst), decision)
-                act = act_dispatch(
-                    inst, "withdraw", actor=self.actor, at=at, reason=reason, detail=f"{cp_id}: awaiting → active"
-                )
+                act = act_dispatch(inst, Act("withdraw", self.actor, at, reason, f"{cp_id}: awaiting → active"))
                 commit.dispatches = {**(commit.dispatches or {}), **act}
                 return commit
 
@@ -700,7 +698,7 @@ class FormRunner:
     def _status_act(self, inst: Instance, word: str, write: Write, reason: str | None, to: str) -> dict[str, Any]:
         """The act recording a host's (or the person's) move of ``inst`` into ``to``: who, when, why."""
         at = write.prov.timestamp
-        return act_dispatch(inst, word, actor=self.actor, at=at, reason=reason, detail=f"{inst.status} → {to}")
+        return act_dispatch(inst, Act(word, self.actor, at, reason, f"{inst.status} → {to}"))
 
     def _writable(self, instance_id: str | None) -> tuple[CompiledForm, Instance]:
         compiled, instance = self._resolve(instance_id)
@@ -771,9 +769,7 @@ class _CursorMove:
         """The act, on the write's main commit (who, when, why, what it moved: :mod:`formctl.forms.acts`)."""
         target, cursor = cursor_move(inst, self.field_id, self.step, self.skip)
         detail = moved_detail(target, inst.entries[target], cursor)
-        commit.dispatches = act_dispatch(
-            inst, self.word, actor=self.actor, at=self.at, reason=self.reason, detail=detail
-        )
+        commit.dispatches = act_dispatch(inst, Act(self.word, self.actor, self.at, self.reason, detail))
 
 
 def refuse_derived(compiled: CompiledForm, field_id: str) -> None:

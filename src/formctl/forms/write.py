@@ -29,12 +29,12 @@ from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from formctl.errors import ConflictError, FormDefinitionError, NeedsReopenError, NotFoundError
-from formctl.forms.acts import act_dispatch
+from formctl.forms.acts import Act, act_dispatch
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.compile import CompiledForm
 from formctl.forms.contention import Attempts, exclusive_of
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation, evaluate, evaluate_change
-from formctl.forms.executors import Dispatcher, Hook, RoundEffects
+from formctl.forms.executors import Dispatcher, Hook, HookRound, RoundEffects
 from formctl.forms.failures import Failure
 from formctl.forms.instance import COMPLETE, UNSET, Commit, Instance, Provenance
 from formctl.forms.lifecycle import check_open_for_writes, is_closed, is_closed_record
@@ -348,12 +348,14 @@ class Write:
         head, sep, rest = (note or "").partition(": ")
         act = act_dispatch(
             instance,
-            "reopen",
-            actor=self.prov.actor,
-            at=at,
-            reason=(rest or None) if sep else None,
-            detail=f"complete → {commit.status} ({head or 'a change'})",
-            override="--reopen" if self.reopening else None,
+            Act(
+                "reopen",
+                self.prov.actor,
+                at,
+                reason=(rest or None) if sep else None,
+                detail=f"complete → {commit.status} ({head or 'a change'})",
+                override="--reopen" if self.reopening else None,
+            ),
         )
         commit.dispatches = {**(commit.dispatches or {}), **act}
 
@@ -399,16 +401,9 @@ class Write:
             return instance
         occurrence = instance.occurrences["form"]
         ev = self.evaluation(instance)
-        effects = RoundEffects()
-        self.dispatcher.run_hook(
-            compiled,
-            instance,
-            Hook("form", compiled.on_complete, occurrence),
-            ev.gate_values(),
-            ev.frozen_state(instance.occurrences),
-            effects,
-            self.failures,
-        )
+        round_ = HookRound.of(compiled, ev, instance.occurrences, self.failures)
+        self.dispatcher.run_hook(instance, Hook("form", compiled.on_complete, occurrence), round_)
+        effects = round_.effects
         instance = self.reload(instance.id)
         # set_completed_now: the status has just risen into complete, so a Terminate from the
         # on_complete leaves the form never completed, as in the main round.

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from formctl.errors import InvalidArgumentError
+from formctl.json_types import JsonObject, JsonValue
 
 __all__ = ["Goal", "Item", "Program", "define_program", "program_from_json", "program_to_json", "program_digest"]
 
@@ -77,14 +77,7 @@ class Goal:
         _check_text(self.title, f'Goal "{self.key}" title', required=True)
         _check_text(self.objective, f'Goal "{self.key}" objective', required=False)
         items = tuple(self.items)
-        for item in items:
-            if not isinstance(item, Item):
-                raise InvalidArgumentError(f'Goal "{self.key}": items must be Item(...), not {type(item).__name__}.')
-        seen: set[str] = set()
-        for item in items:
-            if item.key in seen:
-                raise InvalidArgumentError(f'Goal "{self.key}" has two items keyed "{item.key}".')
-            seen.add(item.key)
+        _check_members(items, Item, (f'Goal "{self.key}"', f'Goal "{self.key}"'), "item")
         object.__setattr__(self, "items", items)
 
     def item(self, key: str) -> Item | None:
@@ -112,27 +105,37 @@ def define_program(key: str, goals: Iterable[Goal] = ()) -> Program:
     """A program from its key and ordered goals; raises InvalidArgumentError on a malformed one
     (a bad key, a goal that is not a Goal, two goals with one key)."""
     _check_key(key, "Program")
-    listed = list(goals)
-    for goal in listed:
-        if not isinstance(goal, Goal):
-            raise InvalidArgumentError(f"Program {key!r}: goals must be Goal(...), not {type(goal).__name__}.")
+    listed = tuple(goals)
+    _check_members(listed, Goal, (f"Program {key!r}", f'Program "{key}"'), "goal")
+    return Program(key, listed)
+
+
+def _check_members(members: Sequence[object], kind: type[Goal] | type[Item], owner: tuple[str, str], noun: str) -> None:
+    """Refuse a member of a program or a goal that is not a ``kind`` (``owner[0]`` names the
+    whole in that message), then two members with one key (``owner[1]`` in that one)."""
+    keys: list[str] = []
+    for member in members:
+        if not isinstance(member, kind):
+            raise InvalidArgumentError(
+                f"{owner[0]}: {noun}s must be {kind.__name__}(...), not {type(member).__name__}."
+            )
+        keys.append(member.key)
     seen: set[str] = set()
-    for goal in listed:
-        if goal.key in seen:
-            raise InvalidArgumentError(f'Program "{key}" has two goals keyed "{goal.key}".')
-        seen.add(goal.key)
-    return Program(key, tuple(listed))
+    for key in keys:
+        if key in seen:
+            raise InvalidArgumentError(f'{owner[1]} has two {noun}s keyed "{key}".')
+        seen.add(key)
 
 
 # --------------------------------------------------------------------------- JSON
 
 
-def program_to_json(program: Program) -> dict[str, Any]:
+def program_to_json(program: Program) -> JsonObject:
     """The definition as plain JSON data; defaults are left out, so a file a host writes by
     hand and the stored form look alike."""
 
-    def item(i: Item) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": i.key, "label": i.label}
+    def item(i: Item) -> JsonObject:
+        out: JsonObject = {"key": i.key, "label": i.label}
         if i.form is not None:
             out["form"] = i.form
         if i.locked:
@@ -141,8 +144,8 @@ def program_to_json(program: Program) -> dict[str, Any]:
             out["retired"] = True
         return out
 
-    def goal(g: Goal) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": g.key, "title": g.title}
+    def goal(g: Goal) -> JsonObject:
+        out: JsonObject = {"key": g.key, "title": g.title}
         if g.objective:
             out["objective"] = g.objective
         if g.locked:
@@ -159,14 +162,14 @@ _GOAL_FIELDS = {"key", "title", "objective", "items", "locked", "retired"}
 _ITEM_FIELDS = {"key", "label", "locked", "retired", "form"}
 
 
-def _flag(data: Mapping[str, Any], name: str, where: str) -> bool:
+def _flag(data: Mapping[str, JsonValue], name: str, where: str) -> bool:
     value = data.get(name, False)
     if not isinstance(value, bool):
         raise InvalidArgumentError(f"{where}: {name} must be true or false.")
     return value
 
 
-def program_from_json(data: Any) -> Program:
+def program_from_json(data: JsonValue) -> Program:
     """The inverse of :func:`program_to_json`, checking every field: a malformed file is one
     clear InvalidArgumentError naming where, never a half-read program."""
     if not isinstance(data, Mapping):
@@ -177,45 +180,48 @@ def program_from_json(data: Any) -> Program:
     goals_data = data.get("goals", [])
     if not isinstance(goals_data, list):
         raise InvalidArgumentError("A program's goals are a list.")
-    goals = []
-    for n, g in enumerate(goals_data, 1):
-        if not isinstance(g, Mapping):
-            raise InvalidArgumentError(f"Goal {n} is not an object.")
-        where = f'Goal "{g.get("key", n)}"'
-        unknown = set(g) - _GOAL_FIELDS
-        if unknown:
-            raise InvalidArgumentError(f"{where} has no {', '.join(sorted(unknown))}.")
-        items_data = g.get("items", [])
-        if not isinstance(items_data, list):
-            raise InvalidArgumentError(f"{where}: items are a list.")
-        items = []
-        for m, i in enumerate(items_data, 1):
-            if not isinstance(i, Mapping):
-                raise InvalidArgumentError(f"{where}, item {m} is not an object.")
-            iwhere = f'{where}, item "{i.get("key", m)}"'
-            unknown = set(i) - _ITEM_FIELDS
-            if unknown:
-                raise InvalidArgumentError(f"{iwhere} has no {', '.join(sorted(unknown))}.")
-            items.append(
-                Item(
-                    i.get("key"),  # type: ignore[arg-type]  # checked by Item
-                    label=i.get("label", ""),
-                    locked=_flag(i, "locked", iwhere),
-                    retired=_flag(i, "retired", iwhere),
-                    form=i.get("form"),
-                )
-            )
-        goals.append(
-            Goal(
-                g.get("key"),  # type: ignore[arg-type]  # checked by Goal
-                title=g.get("title", ""),
-                objective=g.get("objective", ""),
-                items=tuple(items),
-                locked=_flag(g, "locked", where),
-                retired=_flag(g, "retired", where),
-            )
-        )
+    goals = [_goal_from_json(n, g) for n, g in enumerate(goals_data, 1)]
     return define_program(data.get("key"), goals)  # type: ignore[arg-type]  # checked by define_program
+
+
+def _goal_from_json(n: int, g: JsonValue) -> Goal:
+    """Goal ``n`` (from 1) of a program read from JSON."""
+    if not isinstance(g, Mapping):
+        raise InvalidArgumentError(f"Goal {n} is not an object.")
+    where = f'Goal "{g.get("key", n)}"'
+    _refuse_unknown(g, _GOAL_FIELDS, where)
+    items_data = g.get("items", [])
+    if not isinstance(items_data, list):
+        raise InvalidArgumentError(f"{where}: items are a list.")
+    return Goal(
+        g.get("key"),  # type: ignore[arg-type]  # checked by Goal
+        title=g.get("title", ""),
+        objective=g.get("objective", ""),
+        items=tuple(_item_from_json(where, m, i) for m, i in enumerate(items_data, 1)),
+        locked=_flag(g, "locked", where),
+        retired=_flag(g, "retired", where),
+    )
+
+
+def _item_from_json(where: str, m: int, i: JsonValue) -> Item:
+    """Item ``m`` (from 1) of the goal ``where`` names, read from JSON."""
+    if not isinstance(i, Mapping):
+        raise InvalidArgumentError(f"{where}, item {m} is not an object.")
+    iwhere = f'{where}, item "{i.get("key", m)}"'
+    _refuse_unknown(i, _ITEM_FIELDS, iwhere)
+    return Item(
+        i.get("key"),  # type: ignore[arg-type]  # checked by Item
+        label=i.get("label", ""),
+        locked=_flag(i, "locked", iwhere),
+        retired=_flag(i, "retired", iwhere),
+        form=i.get("form"),
+    )
+
+
+def _refuse_unknown(data: Mapping[str, JsonValue], known: set[str], where: str) -> None:
+    unknown = set(data) - known
+    if unknown:
+        raise InvalidArgumentError(f"{where} has no {', '.join(sorted(unknown))}.")
 
 
 def program_digest(program: Program) -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "FollowUp",
     "GoalEval",
     "ItemEval",
+    "ItemUpdate",
     "apply_update",
     "check_revision",
     "evaluate",
@@ -230,32 +231,58 @@ def _keys(value: Iterable[str] | str, name: str) -> list[str]:
     return keys
 
 
-def apply_update(
-    program: Program,
-    progress: Progress,
-    goal: str,
-    *,
-    completed: Iterable[str] = (),
-    deferred: Iterable[str] = (),
-    declined: Iterable[str] = (),
-    reopened: Iterable[str] = (),
-    stamp: Stamp,
-    instances: Mapping[str, str] | None = None,
-    reasons: Mapping[str, str | None] | None = None,
-) -> tuple[dict[tuple[str, str], ItemProgress], list[str]]:
-    """The progress after settling or reopening items of ``goal``, and the keys that changed.
+@dataclass(frozen=True, slots=True)
+class ItemUpdate:
+    """What one update asks of the items of ``goal``: the keys it completes, defers, declines and
+    reopens, and the reason ``reasons`` gives an item of its own (item key -> reason). Each list
+    is kept as given (a string too, which :meth:`asked` refuses in words)."""
 
-    Each item keeps its own reason (:func:`item_reason`): the one ``reasons`` gives it, else the
-    change's (``stamp.reason``), which explains the exceptions of an update that has some: a
-    completed item is given it only when the update defers or declines nothing.
+    goal: str
+    completed: Iterable[str] = ()
+    deferred: Iterable[str] = ()
+    declined: Iterable[str] = ()
+    reopened: Iterable[str] = ()
+    reasons: Mapping[str, str | None] | None = None
+
+    @classmethod
+    def listed(
+        cls,
+        goal: str,
+        dispositions: tuple[Iterable[str], Iterable[str], Iterable[str], Iterable[str]],
+        reasons: Mapping[str, str | None] | None,
+    ) -> ItemUpdate:
+        """The update with each of ``(completed, deferred, declined, reopened)`` read once into a
+        list, so a retried update reads the same keys again (a generator is read once)."""
+        completed, deferred, declined, reopened = (x if isinstance(x, str) else list(x) for x in dispositions)
+        return cls(goal, completed, deferred, declined, reopened, reasons)
+
+    def asked(self) -> list[tuple[str, str]]:
+        """Every (item key, action) the update names, in that order; refused when it names none,
+        or one twice (:func:`_asked`)."""
+        return _asked(self.completed, self.deferred, self.declined, self.reopened)
+
+    def named(self) -> list[str]:
+        """The item keys the update names (a string given for a list names none)."""
+        lists = (self.completed, self.deferred, self.declined, self.reopened)
+        return [k for x in lists if not isinstance(x, str) for k in x]
+
+
+def apply_update(
+    program: Program, progress: Progress, update: ItemUpdate, stamp: Stamp
+) -> tuple[dict[tuple[str, str], ItemProgress], list[str]]:
+    """The progress after settling or reopening items of ``update.goal``, and the keys that changed.
+
+    Each item keeps its own reason (:func:`item_reason`): the one ``update.reasons`` gives it,
+    else the change's (``stamp.reason``), which explains the exceptions of an update that has
+    some: a completed item is given it only when the update defers or declines nothing.
 
     The whole update is refused (InvalidArgumentError, nothing applied) when a key is unknown
     or named twice. A disposition an item already has is a no-op. The items an update may
     name are the goal's defined items, and, to settle a follow-up, a deferred item whose
     definition was removed or retired (complete or decline it); reopening needs a live item
-    ("restore retired definitions before reopening them"). ``instances`` records which form
-    instance completed an item."""
-    asked = _asked(completed, deferred, declined, reopened)
+    ("restore retired definitions before reopening them")."""
+    asked = update.asked()
+    goal = update.goal
     g = program.goal(goal)
     if g is None and not any(gk == goal for gk, _ in progress):
         known = ", ".join(x.key for x in program.goals) or "none"
@@ -268,15 +295,8 @@ def apply_update(
         disposition = PENDING if action == REOPENED else action
         if _disposition(current) == disposition:
             continue  # a repeated disposition is a no-op
-        new[(goal, key)] = ItemProgress(
-            disposition,
-            action,
-            stamp.version,
-            stamp.at,
-            stamp.actor,
-            item_reason(key, action, asked, stamp.reason, reasons),
-            (instances or {}).get(key) if action == COMPLETED else None,
-        )
+        reason = item_reason(key, action, asked, stamp.reason, update.reasons)
+        new[(goal, key)] = ItemProgress(disposition, action, stamp.version, stamp.at, stamp.actor, reason)
         changed.append(key)
     return new, changed
 

@@ -17,7 +17,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from formctl.errors import InvalidArgumentError
 from formctl.forms.executors import _run_awaitable, fault_text, owner
@@ -64,10 +63,14 @@ class HookOutcome:
     error: str | None = None
 
 
-Hooks = Mapping[str, Callable[[GoalEvent], Any]]
+Hook = Callable[[GoalEvent], object]
+"""A goal hook: called with the event; what it returns is ignored, unless it is awaitable (an
+``async def`` hook), which is awaited."""
+Hooks = Mapping[str, Hook]
+"""The host's hooks by name: ``on_enter``, ``on_complete``, ``on_reopen``."""
 
 
-def check_hooks(hooks: Any) -> dict[str, Callable[[GoalEvent], Any]]:
+def check_hooks(hooks: Hooks | object | None) -> dict[str, Hook]:
     """The host's hooks as a dict keyed ``on_enter|on_complete|on_reopen``; from a mapping or an
     object with those attributes. Anything else is refused at construction, not at the first
     transition."""
@@ -78,13 +81,15 @@ def check_hooks(hooks: Any) -> dict[str, Callable[[GoalEvent], Any]]:
         unknown = set(hooks) - names
         if unknown:
             raise InvalidArgumentError(f"Unknown goal hooks: {', '.join(sorted(unknown))} (hooks are {sorted(names)}).")
-        found = dict(hooks)
+        found: dict[str, object] = dict(hooks)
     else:
         found = {n: getattr(hooks, n) for n in names if getattr(hooks, n, None) is not None}
+    checked: dict[str, Hook] = {}
     for name, fn in found.items():
         if not callable(fn):
             raise InvalidArgumentError(f"The goal hook {name} is not callable.")
-    return found
+        checked[name] = fn
+    return checked
 
 
 def _goal_of(program: Program | None, key: str) -> Goal:
@@ -95,7 +100,7 @@ def _goal_of(program: Program | None, key: str) -> Goal:
 def run_receipts(
     store: GoalStore,
     scope: GoalScope,
-    hooks: Mapping[str, Callable[[GoalEvent], Any]],
+    hooks: Hooks,
     receipts: list[Receipt],
     programs: Callable[[int], Program | None],
     *,

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from formctl.errors import NotFoundError, RegistryError
 from formctl.forms.registry import module_loader, read_registry
@@ -31,8 +30,8 @@ class ProgramRegistration:
     key: str
     name: str
     description: str
-    load: Callable[[], Any]
-    hooks: Callable[[], Any] | None = None  # loads the host's goal hooks, when registered
+    load: Callable[[], object]  # a Program, or a function that returns one (checked by ProgramRegistry.load)
+    hooks: Callable[[], object] | None = None  # loads the host's goal hooks, when registered
 
     def to_dict(self) -> dict[str, str]:
         return {"key": self.key, "name": self.name, "description": self.description}
@@ -48,13 +47,13 @@ class ProgramRegistry:
         *,
         name: str,
         description: str = "",
-        load: Callable[[], Any],
-        hooks: Callable[[], Any] | None = None,
+        load: Callable[[], object],
+        hooks: Callable[[], object] | None = None,
     ) -> ProgramRegistry:
         self._entries[key] = ProgramRegistration(key, name, description, load, hooks)
         return self
 
-    def hooks(self, key: str) -> Any:
+    def hooks(self, key: str) -> object:
         """The goal hooks registered with program ``key`` (``hooks = "module:attribute"``: a mapping
         or an object with on_enter/on_complete/on_reopen), or None when none are registered."""
         entry = self._entries.get(key)

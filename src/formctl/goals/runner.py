@@ -19,18 +19,21 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from formctl.errors import GoalConflictError, InvalidArgumentError, NotFoundError
 from formctl.forms.adapter import FormAdapter
 from formctl.forms.instance import now_iso
 from formctl.forms.lifecycle import Status, is_open
 from formctl.goals.definition import Program, program_digest
-from formctl.goals.evaluate import Stamp, apply_update, check_revision, evaluate, transitions
-from formctl.goals.hooks import DEFAULT_LEASE, HookOutcome, check_hooks, run_receipts
+from formctl.goals.evaluate import ItemUpdate, Stamp, apply_update, check_revision, evaluate, transitions
+from formctl.goals.hooks import DEFAULT_LEASE, HookOutcome, Hooks, check_hooks, run_receipts
 from formctl.goals.state import COMPLETED, GoalScope, GoalState, ItemProgress
 from formctl.goals.store import GoalStore, HasGoalStore
 from formctl.goals.view import GoalStatus, status_of
+
+if TYPE_CHECKING:
+    from formctl.forms.instance import Instance
 
 __all__ = ["GoalChange", "GoalRunner", "goal_store_of"]
 
@@ -49,7 +52,7 @@ class GoalChange:
     reason: str | None
 
 
-def goal_store_of(adapter: Any) -> GoalStore:
+def goal_store_of(adapter: HasGoalStore | GoalStore | FormAdapter) -> GoalStore:
     """The goal store of a forms adapter (:class:`HasGoalStore`), or ``adapter`` itself when it is one."""
     if isinstance(adapter, HasGoalStore):
         return adapter.goal_store()
@@ -63,13 +66,13 @@ class GoalRunner:
 
     def __init__(
         self,
-        adapter: Any,
+        adapter: HasGoalStore | GoalStore | FormAdapter,
         *,
         scope: GoalScope,
         actor: str = "host",
         source: str | None = None,
-        hooks: Any = None,
-        validate_change: Callable[[GoalChange], Any] | None = None,
+        hooks: Hooks | object | None = None,
+        validate_change: Callable[[GoalChange], object] | None = None,
         lease_seconds: float = DEFAULT_LEASE,
     ) -> None:
         if not isinstance(scope, GoalScope):
@@ -151,41 +154,16 @@ class GoalRunner:
         as long as the writes in between touched neither these items nor the definitions."""
         if not isinstance(goal, str) or not goal:
             raise InvalidArgumentError("update() needs goal=, the goal's key.")
-        completed, deferred, declined, reopened = (
-            x if isinstance(x, str) else list(x) for x in (completed, deferred, declined, reopened)
-        )
-        named = [k for x in (completed, deferred, declined, reopened) if not isinstance(x, str) for k in x]
+        update = ItemUpdate.listed(goal, (completed, deferred, declined, reopened), reasons)
         first: GoalState | None = None
         for attempt in range(MAX_ATTEMPTS):
             current = self._head()
             if if_version is not None and current.version != if_version:
                 raise GoalConflictError(if_version, current.version)
-            if first is None:
-                first = current
-            at = now_iso()
-            stamp = Stamp(current.version + 1, at, self.actor, reason)
-            progress, changed = apply_update(
-                current.program,
-                current.progress,
-                goal,
-                completed=completed,
-                deferred=deferred,
-                declined=declined,
-                reopened=reopened,
-                stamp=stamp,
-                reasons=reasons,
-            )
-            if first is not current and not self._disjoint(first, current, goal, named):
-                raise GoalConflictError(
-                    first.version,
-                    current.version,
-                    f"Another write changed the same items or the definitions (version {first.version} → "
-                    f"{current.version}). Read the status and reconsider.",
-                )
-            progress = self._with_forms(current.program, progress, version=current.version + 1, at=at)
-            if progress == current.progress:
+            first = current if first is None else first
+            state = self._updated(first, current, update, reason)
+            if state is None:
                 return status_of(current, self._open_instances(current.program))  # repeated dispositions
-            state = self._next(current, current.program, progress, "update", reason, at)
             try:
                 return self._commit(current, state, "update", reason)
             except GoalConflictError:
@@ -193,6 +171,27 @@ class GoalRunner:
                     raise
                 time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
         raise GoalConflictError(None, None, "The goal program kept changing under the update; try again.")
+
+    def _updated(
+        self, first: GoalState, current: GoalState, update: ItemUpdate, reason: str | None
+    ) -> GoalState | None:
+        """The state ``update`` makes of ``current`` (an update read at ``first`` and retried on a
+        newer head: refused unless the writes between touched neither its items nor the
+        definitions); None when it changes nothing."""
+        at = now_iso()
+        stamp = Stamp(current.version + 1, at, self.actor, reason)
+        progress, _ = apply_update(current.program, current.progress, update, stamp)
+        if first is not current and not self._disjoint(first, current, update.goal, update.named()):
+            raise GoalConflictError(
+                first.version,
+                current.version,
+                f"Another write changed the same items or the definitions (version {first.version} → "
+                f"{current.version}). Read the status and reconsider.",
+            )
+        progress = self._with_forms(current.program, progress, version=current.version + 1, at=at)
+        if progress == current.progress:
+            return None
+        return self._next(current, current.program, progress, "update", reason, at)
 
     def revise(self, program: Program, *, if_version: int, reason: str | None = None) -> GoalStatus:
         """Replace the definitions with ``program`` (the whole ordered program). Progress is kept
@@ -328,7 +327,7 @@ class GoalRunner:
         if self.forms is None:
             return {}
         found: dict[tuple[str, str], tuple[str, str]] = {}
-        cache: dict[str, list[Any]] = {}
+        cache: dict[str, list[Instance]] = {}
         for goal in program.goals:
             if goal.retired:
                 continue

@@ -8,12 +8,13 @@ completed, the subject's open instance of the form.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from formctl.forms.lifecycle import is_open_status
 from formctl.goals.definition import Program
 from formctl.goals.state import COMPLETED
 from formctl.goals.store import GoalStore
+from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
     from formctl.forms.adapter import FormAdapter
@@ -22,10 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["items_served", "items_served_each", "settle_bound"]
 
 
-def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, status: str) -> list[dict[str, Any]]:
+def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, status: str) -> list[JsonObject]:
     """``[{"program", "scope", "goal", "item", "label"}]`` for every live item of the subject's
     programs that ``instance_id`` (of form ``def_id``, in ``status``) serves."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for scope in store.scopes(subject):
         state = store.get(scope)
         if state is None:
@@ -52,7 +53,7 @@ def items_served(store: GoalStore, subject: str, def_id: str, instance_id: str, 
     return out
 
 
-def items_served_each(store: GoalStore, instances: Sequence[InstanceSummary]) -> list[list[dict[str, Any]]]:
+def items_served_each(store: GoalStore, instances: Sequence[InstanceSummary]) -> list[list[JsonObject]]:
     """:func:`items_served` for each listed instance, in order; one look for any program at all
     first, so a store that keeps none costs one read for the whole listing, not one per row."""
     if not instances or not store.scopes():

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from formctl.errors import InvalidArgumentError
 from formctl.goals.definition import Program, program_from_json, program_to_json
+from formctl.json_types import JsonObject
 
 __all__ = [
     "COMPLETED",
@@ -88,11 +88,11 @@ class GoalScope:
         text = json.dumps([self.subject, self.key, self.agent], ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"subject": self.subject, "key": self.key, "agent": self.agent}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GoalScope:
+    def from_json(cls, data: JsonObject) -> GoalScope:
         return cls(data["subject"], data["key"], data.get("agent"))
 
     def __str__(self) -> str:
@@ -112,8 +112,8 @@ class ItemProgress:
     reason: str | None = None
     instance: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
             "disposition": self.disposition,
             "action": self.action,
             "version": self.version,
@@ -127,7 +127,7 @@ class ItemProgress:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ItemProgress:
+    def from_json(cls, data: JsonObject) -> ItemProgress:
         return cls(
             data["disposition"],
             data["action"],
@@ -153,7 +153,7 @@ class Transition:
     version: int
     reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "key": self.key,
             "goal": self.goal,
@@ -164,7 +164,7 @@ class Transition:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Transition:
+    def from_json(cls, data: JsonObject) -> Transition:
         return cls(data["key"], data["goal"], data["kind"], data["status"], int(data["version"]), data.get("reason"))
 
 
@@ -189,8 +189,8 @@ class GoalState:
     transitions: tuple[Transition, ...] = field(default_factory=tuple)
 
 
-def state_to_json(state: GoalState, *, with_program: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def state_to_json(state: GoalState, *, with_program: bool = True) -> JsonObject:
+    out: JsonObject = {
         "scope": state.scope.to_json(),
         "version": state.version,
         "created_at": state.created_at,
@@ -207,7 +207,7 @@ def state_to_json(state: GoalState, *, with_program: bool = True) -> dict[str, A
     return out
 
 
-def state_from_json(data: dict[str, Any], program: Program | None = None) -> GoalState:
+def state_from_json(data: JsonObject, program: Program | None = None) -> GoalState:
     """A snapshot from its JSON; ``program`` when the JSON was stored without its definition."""
     if program is None:
         program = program_from_json(data["program"])
@@ -240,7 +240,7 @@ class Receipt:
     at: str | None = None
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "key": self.key,
             "transition": self.transition.to_json(),
@@ -253,7 +253,7 @@ class Receipt:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Receipt:
+    def from_json(cls, data: JsonObject) -> Receipt:
         return cls(
             data["key"],
             Transition.from_json(data["transition"]),

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from formctl.goals.definition import Goal, Program, program_to_json
 from formctl.goals.evaluate import Evaluation, FollowUp, evaluate, goals_line
 from formctl.goals.state import COMPLETED, GoalScope, GoalState, ItemProgress, Transition
+from formctl.json_types import JsonObject
 
 __all__ = ["GoalStatus", "GoalView", "ItemView", "status_of"]
 
@@ -30,8 +30,8 @@ class ItemView:
     reason: str | None
     action: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": self.key, "label": self.label, "disposition": self.disposition}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"key": self.key, "label": self.label, "disposition": self.disposition}
         if self.retired:
             out["retired"] = True
         if self.form is not None:
@@ -52,8 +52,8 @@ class GoalView:
     items: tuple[ItemView, ...]
     definition: Goal
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": self.key, "title": self.title, "status": self.status}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {"key": self.key, "title": self.title, "status": self.status}
         if self.objective:
             out["objective"] = self.objective
         out["items"] = [i.to_dict() for i in self.items]
@@ -93,9 +93,9 @@ class GoalStatus:
         g = self.goal(goal)
         return next((i for i in g.items if i.key == key), None) if g is not None else None
 
-    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, full: bool = False) -> JsonObject:
         """The status as JSON. ``full`` adds the definition, provenance and transitions (the CLI's ``--json``)."""
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "program": self.program.key,
             "version": self.version,
             "active_goal": self.active_goal,

@@ -114,49 +114,16 @@ def _damaged(display: str, instance_id: str, reason: str) -> StoreError:
 
 def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | None, display: str) -> Instance:
     """Assemble an instance from its row, the revisions newer than ``base`` (by field) and ``base``."""
-    entries: dict[str, FieldLog] = {}
     try:
         listed = [(str(f), int(length), int(cursor)) for f, length, cursor in row.fields]
     except (TypeError, ValueError) as exc:
         raise _damaged(display, row.id, f"its field list is malformed ({exc}); left as it is.") from None
+    entries: dict[str, FieldLog] = {}
     for field, length, cursor in listed:
         old = base.entries[field].revisions if base is not None and field in base.entries else ()
-        new: list[Entry] = []
-        for rev in fresh.get(field, ()):
-            _, _, pos, _, seq, at, source, actor, note, value, error, retracted, how = rev
-            how = how or {}
-            if pos != len(old) + len(new):
-                raise _damaged(
-                    display,
-                    row.id,
-                    f"field {field!r} has revision {pos} where {len(old) + len(new)} "
-                    "was due: an answer is missing; left as it is.",
-                )
-            prov = Provenance(
-                source,
-                actor,
-                at,
-                note,
-                how.get("kind"),
-                how.get("quote"),
-                how.get("turn"),
-                how.get("message"),
-                how.get("hook"),
-                how.get("moment"),
-                how.get("inputs"),
-            )
-            new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
-        revisions = old + tuple(new)
-        if len(revisions) != length:
-            raise _damaged(
-                display,
-                row.id,
-                f"field {field!r} should hold {length} revision(s) at version "
-                f"{row.version} but {len(revisions)} are stored: answers are missing; left as they are.",
-            )
-        if not -1 <= cursor < max(length, 0) or (length == 0 and cursor != -1):
-            raise _damaged(display, row.id, f"field {field!r} has cursor {cursor} outside its {length} revision(s).")
-        entries[field] = FieldLog(revisions, cursor)
+        log = FieldLog(old + _fresh_entries(display, row, field, old, fresh.get(field, ())), cursor)
+        _check_log(display, row, field, log, length)
+        entries[field] = log
     strays = set(fresh) - {f for f, _, _ in listed}
     if strays:
         raise _damaged(display, row.id, f"answers stored for field(s) the instance does not list: {sorted(strays)}.")
@@ -179,6 +146,56 @@ def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | Non
         updated_at=row.updated_at,
         completed_at=row.completed_at,
     )
+
+
+def _fresh_entries(
+    display: str, row: Any, field: str, old: tuple[Entry, ...], fresh: Iterable[RevisionRow]
+) -> tuple[Entry, ...]:
+    """The revisions of ``field`` stored since ``old``, each at the position due next."""
+    new: list[Entry] = []
+    for rev in fresh:
+        _, _, pos, _, seq, at, source, actor, note, value, error, retracted, how = rev
+        if pos != len(old) + len(new):
+            raise _damaged(
+                display,
+                row.id,
+                f"field {field!r} has revision {pos} where {len(old) + len(new)} "
+                "was due: an answer is missing; left as it is.",
+            )
+        prov = _provenance(source, actor, at, note, how or {})
+        new.append(Entry(seq, None, prov, retracted=True) if retracted else Entry(seq, value, prov, error=error))
+    return tuple(new)
+
+
+def _provenance(source: str, actor: str, at: str, note: str | None, how: dict[str, Any]) -> Provenance:
+    """A revision's provenance from its columns and its ``how`` (:meth:`Provenance.extras`)."""
+    return Provenance(
+        source,
+        actor,
+        at,
+        note,
+        how.get("kind"),
+        how.get("quote"),
+        how.get("turn"),
+        how.get("message"),
+        how.get("hook"),
+        how.get("moment"),
+        how.get("inputs"),
+    )
+
+
+def _check_log(display: str, row: Any, field: str, log: FieldLog, length: int) -> None:
+    """The revisions add up to the count the instance row lists, and the cursor is among them."""
+    if len(log.revisions) != length:
+        raise _damaged(
+            display,
+            row.id,
+            f"field {field!r} should hold {length} revision(s) at version "
+            f"{row.version} but {len(log.revisions)} are stored: answers are missing; left as they are.",
+        )
+    cursor = log.cursor
+    if not -1 <= cursor < max(length, 0) or (length == 0 and cursor != -1):
+        raise _damaged(display, row.id, f"field {field!r} has cursor {cursor} outside its {length} revision(s).")
 
 
 def revision_arrays(rows: list[RevisionRow]) -> list[list[Any]]:

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from formctl.errors import StoreError
+from formctl.forms.exchange import ExchangeSave
 from formctl.store._conversation import (
     Conversation,
     Part,
@@ -177,31 +178,20 @@ class PostgresConversations:
             )
         return (row[0] if exchange else 0), (row[1] if turn else 0)
 
-    def save_exchange(
-        self,
-        instance_id: str,
-        pos: int,
-        *,
-        chat: str,
-        messages: list[dict[str, Any]],
-        words: list[tuple[int, str]],
-        seen: dict[str, Any] | None = None,
-        model: str | None = None,
-    ) -> str:
+    def save_exchange(self, instance_id: str, save: ExchangeSave) -> str:
         """Write this save of one exchange in one statement; returns where it went. Refused (a
         :class:`StoreError`) for an instance that is not this subject's, or an exchange number
         another chat holds."""
-        exchange = Part(pos, chat, messages, words)
         params = {
             "id": instance_id,
             "subject": self.subject,
-            "pos": exchange.pos,
-            "chat": exchange.chat,
-            "at": exchange.saved_at or _now(),
-            "messages": _text(bounded(exchange.messages), instance_id),
-            "words": _text([[n, w] for n, w in exchange.words or []], instance_id),
-            "seen": _text(seen, instance_id) if seen is not None else None,
-            "model": model,  # which model answered (formctl stats counts by it)
+            "pos": save.pos,
+            "chat": save.chat,
+            "at": _now(),
+            "messages": _text(bounded(save.messages), instance_id),
+            "words": _text([[n, w] for n, w in save.words], instance_id),
+            "seen": _text(save.seen, instance_id) if save.seen is not None else None,
+            "model": save.model,  # which model answered (formctl stats counts by it)
         }
 
         def write(cur: Any) -> int:
@@ -219,7 +209,7 @@ class PostgresConversations:
         if not is_instance_id(instance_id):
             raise StoreError(f"Not an instance id: {instance_id!r}.")
         pos, _ = self.claim(instance_id, exchange=True, turn=False, known=(0, 0))
-        return self.save_exchange(instance_id, pos, chat="host", messages=messages, words=[], seen=seen)
+        return self.save_exchange(instance_id, ExchangeSave(pos, "host", messages, [], seen))
 
     def delete(self, instance_id: str) -> None:
         if not is_instance_id(instance_id):

@@ -42,6 +42,7 @@ from typing import Any
 
 from formctl.errors import InvalidArgumentError, StoreError
 from formctl.files import replace_text
+from formctl.forms.exchange import ExchangeSave
 from formctl.store._conversation import (
     Conversation,
     Part,
@@ -288,22 +289,10 @@ class ConversationStore:
             _append(fd, json.dumps({"claim": [exchanges, turns]}))
         return (exchanges if exchange else 0), (turns if turn else 0)
 
-    def save_exchange(
-        self,
-        instance_id: str,
-        pos: int,
-        *,
-        chat: str,
-        messages: list[dict[str, Any]],
-        words: list[tuple[int, str]],
-        seen: dict[str, Any] | None = None,
-        model: str | None = None,
-    ) -> Path:
+    def save_exchange(self, instance_id: str, save: ExchangeSave) -> Path:
         """Append this save of one exchange (the last save of each exchange is the one read);
-        returns the file's path. No other chat's exchange is touched. ``model``: which model
-        answered (``formctl stats`` counts by it)."""
-        exchange = Part(pos, chat, messages, words)
-        record = _record(exchange, seen, model)
+        returns the file's path. No other chat's exchange is touched."""
+        record = _record(Part(save.pos, save.chat, save.messages, save.words), save.seen, save.model)
         with self._locked(instance_id) as fd:
             _append(fd, record)
         return self.log(instance_id)
@@ -311,7 +300,7 @@ class ConversationStore:
     def save(self, instance_id: str, messages: list[dict[str, Any]], *, seen: dict[str, Any] | None = None) -> Path:
         """Add ``messages`` as one new exchange (a host's program saving a conversation of its own)."""
         pos, _ = self.claim(instance_id, exchange=True, turn=False, known=(0, 0))
-        return self.save_exchange(instance_id, pos, chat="host", messages=messages, words=[], seen=seen)
+        return self.save_exchange(instance_id, ExchangeSave(pos, "host", messages, [], seen))
 
     def delete(self, instance_id: str) -> None:
         for path in (self.path(instance_id), self.log(instance_id)):

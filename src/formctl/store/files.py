@@ -171,7 +171,7 @@ class InstanceFiles:
         except OSError as exc:
             raise _durable.os_error(exc, f"read {jpath}", writing=False) from None
         loaded.jour_ino = jst.st_ino
-        return self._replay(iid, jpath, loaded, jdata, start=0, size=jst.st_size, mtime=jst.st_mtime_ns)
+        return self._replay(iid, jpath, loaded, jdata, start=0, seen=jst)
 
     def _catch_up(self, iid: str, jpath: str, cached: Loaded) -> Loaded:
         try:
@@ -184,12 +184,11 @@ class InstanceFiles:
         if jst.st_ino != cached.jour_ino:  # replaced between stat and open: read it all again
             return self._load(iid, *self.paths(iid))
         loaded = dataclasses.replace(cached)
-        return self._replay(iid, jpath, loaded, data, start=cached.jour_valid, size=jst.st_size, mtime=jst.st_mtime_ns)
+        return self._replay(iid, jpath, loaded, data, start=cached.jour_valid, seen=jst)
 
-    def _replay(
-        self, iid: str, jpath: str, loaded: Loaded, data: bytes, *, start: int, size: int, mtime: int
-    ) -> Loaded:
-        """Apply journal bytes (starting at offset ``start``) to ``loaded``; returns it updated.
+    def _replay(self, iid: str, jpath: str, loaded: Loaded, data: bytes, *, start: int, seen: os.stat_result) -> Loaded:
+        """Apply journal bytes (starting at offset ``start``) to ``loaded``; returns it updated,
+        with the journal's size and time as ``seen`` when it was read.
 
         A damaged record with records after it stops the replay there: ``loaded.corrupt`` says
         what is wrong, and the instance reads as of the record before it."""
@@ -228,8 +227,8 @@ class InstanceFiles:
         loaded.instance = instance
         loaded.jour_lines += data[: found.valid_end - start].count(b"\n")
         loaded.jour_valid = found.valid_end
-        loaded.jour_size = size
-        loaded.jour_mtime = mtime
+        loaded.jour_size = seen.st_size
+        loaded.jour_mtime = seen.st_mtime_ns
         return loaded
 
     # ------------------------------------------------------------------ writing

@@ -147,45 +147,23 @@ class PostgresGoalStore:
     def commit(self, scope: GoalScope, state: GoalState, *, if_version: int | None) -> GoalState:
         digest = program_digest(state.program)
         head = state_to_json(state)
+        values = (state.version, digest, _dumps(head), state.updated_at)
 
         def write(cur: Any) -> None:
             if state.version != (if_version or 0) + 1:
                 raise GoalConflictError(if_version, state.version - 1)
             if if_version is None:
-                cur.execute(
-                    "INSERT INTO formctl_goal_heads (scope_id, subject, key, agent, version, digest, state, updated_at) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope_id) DO NOTHING",
-                    (scope.id, scope.subject, scope.key, scope.agent, 1, digest, _dumps(head), state.updated_at),
-                )
+                cur.execute(f"{_INSERT_HEAD} ON CONFLICT (scope_id) DO NOTHING", (*_scope_columns(scope), *values))
                 if cur.rowcount != 1:
                     cur.execute("SELECT version FROM formctl_goal_heads WHERE scope_id = %s", (scope.id,))
                     row = cur.fetchone()
                     raise GoalConflictError(None, row[0] if row else None)
             else:
-                cur.execute("SELECT version FROM formctl_goal_heads WHERE scope_id = %s FOR UPDATE", (scope.id,))
-                row = cur.fetchone()
-                if row is None or row[0] != if_version:
-                    raise GoalConflictError(if_version, row[0] if row else None)
-                cur.execute(
-                    "UPDATE formctl_goal_heads SET version = %s, digest = %s, state = %s, updated_at = %s "
-                    "WHERE scope_id = %s",
-                    (state.version, digest, _dumps(head), state.updated_at, scope.id),
-                )
-            cur.execute(
-                "INSERT INTO formctl_goal_programs (scope_id, digest, definition) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (scope.id, digest, _dumps(program_to_json(state.program))),
-            )
-            cur.execute(
-                "INSERT INTO formctl_goal_history (scope_id, version, digest, state) VALUES (%s, %s, %s, %s)",
-                (scope.id, state.version, digest, _dumps(state_to_json(state, with_program=False))),
-            )
-            for n, t in enumerate(state.transitions):
-                cur.execute(
-                    "INSERT INTO formctl_goal_receipts (scope_id, key, ord, receipt) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    (scope.id, t.key, state.version * 1000 + n, _dumps(Receipt(t.key, t).to_json())),
-                )
+                found = _locked_head_version(cur, scope)
+                if found != if_version:
+                    raise GoalConflictError(if_version, found)
+                cur.execute(_UPDATE_HEAD, (*values, scope.id))
+            _append_version(cur, scope, state, digest)
 
         self._run(write, write=True)
         return state_from_json(head)
@@ -269,45 +247,21 @@ class PostgresGoalStore:
         head is still at ``if_version``."""
         if any(st.version != (if_version or 0) + n + 1 for n, st in enumerate(states)):
             raise GoalConflictError(if_version, states[0].version - 1 if states else None)
-        order = {t.key: st.version * 1000 + n for st in states for n, t in enumerate(st.transitions)}
+        order = {t.key: _receipt_order(st, n) for st in states for n, t in enumerate(st.transitions)}
 
         def write(cur: Any) -> None:
-            cur.execute("SELECT version FROM formctl_goal_heads WHERE scope_id = %s FOR UPDATE", (scope.id,))
-            row = cur.fetchone()
-            if (row[0] if row else None) != if_version:
-                raise GoalConflictError(if_version, row[0] if row else None)
+            found = _locked_head_version(cur, scope)
+            if found != if_version:
+                raise GoalConflictError(if_version, found)
             if states:
                 last = states[-1]
                 values = (last.version, program_digest(last.program), _dumps(state_to_json(last)), last.updated_at)
-                if row is None:
-                    cur.execute(
-                        "INSERT INTO formctl_goal_heads (scope_id, subject, key, agent, version, digest, state, "
-                        "updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                        (scope.id, scope.subject, scope.key, scope.agent, *values),
-                    )
+                if found is None:
+                    cur.execute(_INSERT_HEAD, (*_scope_columns(scope), *values))
                 else:
-                    cur.execute(
-                        "UPDATE formctl_goal_heads SET version = %s, digest = %s, state = %s, updated_at = %s "
-                        "WHERE scope_id = %s",
-                        (*values, scope.id),
-                    )
+                    cur.execute(_UPDATE_HEAD, (*values, scope.id))
             for state in states:
-                digest = program_digest(state.program)
-                cur.execute(
-                    "INSERT INTO formctl_goal_programs (scope_id, digest, definition) VALUES (%s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    (scope.id, digest, _dumps(program_to_json(state.program))),
-                )
-                cur.execute(
-                    "INSERT INTO formctl_goal_history (scope_id, version, digest, state) VALUES (%s, %s, %s, %s)",
-                    (scope.id, state.version, digest, _dumps(state_to_json(state, with_program=False))),
-                )
-                for t in state.transitions:
-                    cur.execute(
-                        "INSERT INTO formctl_goal_receipts (scope_id, key, ord, receipt) VALUES (%s, %s, %s, %s) "
-                        "ON CONFLICT DO NOTHING",
-                        (scope.id, t.key, order[t.key], _dumps(Receipt(t.key, t).to_json())),
-                    )
+                _append_version(cur, scope, state, program_digest(state.program))
             for receipt in receipts:
                 cur.execute(
                     "INSERT INTO formctl_goal_receipts (scope_id, key, ord, receipt) VALUES (%s, %s, %s, %s) "
@@ -322,3 +276,47 @@ class PostgresGoalStore:
 
         if states or receipts:
             self._run(write, write=True)
+
+
+_INSERT_HEAD = (
+    "INSERT INTO formctl_goal_heads (scope_id, subject, key, agent, version, digest, state, updated_at) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_UPDATE_HEAD = (
+    "UPDATE formctl_goal_heads SET version = %s, digest = %s, state = %s, updated_at = %s WHERE scope_id = %s"
+)
+
+
+def _scope_columns(scope: GoalScope) -> tuple[str, str, str, str | None]:
+    return (scope.id, scope.subject, scope.key, scope.agent)
+
+
+def _locked_head_version(cur: Any, scope: GoalScope) -> int | None:
+    """The head's version, its row locked until the transaction ends; None when the scope has none."""
+    cur.execute("SELECT version FROM formctl_goal_heads WHERE scope_id = %s FOR UPDATE", (scope.id,))
+    row = cur.fetchone()
+    return row[0] if row else None
+
+
+def _receipt_order(state: GoalState, n: int) -> int:
+    """Where the receipt of the ``n``-th transition of ``state`` sorts: by version, then in turn."""
+    return state.version * 1000 + n
+
+
+def _append_version(cur: Any, scope: GoalScope, state: GoalState, digest: str) -> None:
+    """One version's history row, its definition (once per digest) and a pending receipt for
+    each of its transitions (one already there is kept)."""
+    cur.execute(
+        "INSERT INTO formctl_goal_programs (scope_id, digest, definition) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        (scope.id, digest, _dumps(program_to_json(state.program))),
+    )
+    cur.execute(
+        "INSERT INTO formctl_goal_history (scope_id, version, digest, state) VALUES (%s, %s, %s, %s)",
+        (scope.id, state.version, digest, _dumps(state_to_json(state, with_program=False))),
+    )
+    for n, t in enumerate(state.transitions):
+        cur.execute(
+            "INSERT INTO formctl_goal_receipts (scope_id, key, ord, receipt) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (scope.id, t.key, _receipt_order(state, n), _dumps(Receipt(t.key, t).to_json())),
+        )
