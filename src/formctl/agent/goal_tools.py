@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from formctl.agent.arguments import GoalStatusArgs, GoalUpdateArgs, Tool, row
+from formctl.agent.arguments import GoalStatusArgs, GoalUpdateArgs, Tool, ToolArgs, row
 from formctl.agent.tools import (
-    clipped,
+    answered,
     definition,
     error_envelope,
     fault_envelope,
@@ -108,14 +108,10 @@ class GoalTools:
         return status.line if status is not None else ""
 
     def call(self, name: str, arguments: JsonValue) -> JsonObject:
-        envelope: JsonObject = clipped(self._call(name, arguments))
-        return envelope
-
-    def _call(self, name: str, arguments: JsonValue) -> JsonObject:
         found = judged(name, arguments, _BY_NAME, self.names, "Goal tools")
-        if isinstance(found, dict):
-            return found
-        tool, args = found
+        return answered(found, lambda tool, args: self._run(name, tool, args))
+
+    def _run(self, name: str, tool: Tool[GoalRunner], args: ToolArgs) -> JsonObject:
         try:
             return success_envelope(tool.run(self.runner, args, None))
         except FormError as exc:

@@ -13,7 +13,7 @@ form returned as data) are in docs/tools.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, Never
 
 from formctl.agent.arguments import (
@@ -460,14 +460,11 @@ class FormTools:
         return args
 
     def call(self, name: str, arguments: JsonValue) -> JsonObject:
-        result: JsonObject = clipped(self._call(name, arguments))
-        return result
-
-    def _call(self, name: str, arguments: JsonValue) -> JsonObject:
         found = judged(name, arguments, _BY_NAME, self.names, "Tools")
-        if isinstance(found, dict):
-            return found
-        tool, parsed = found
+        return answered(found, lambda tool, parsed: self._run(name, tool, parsed))
+
+    def _run(self, name: str, tool: Tool[FormRunner], parsed: ToolArgs) -> JsonObject:
+        """A judged call run in the scope: its result, or the error the model is told."""
         try:
             args = self._scoped(parsed)
             if args is None:
@@ -499,6 +496,16 @@ def judged(
     if isinstance(parsed, str):
         return error_envelope(parsed, INVALID_ARGUMENTS)
     return tool, parsed
+
+
+def answered(
+    found: tuple[Tool[RunnerT], ToolArgs] | JsonObject, run: Callable[[Tool[RunnerT], ToolArgs], JsonObject]
+) -> JsonObject:
+    """The envelope a model's tool call gets back: what :func:`judged` found, the tool and its
+    arguments handed to ``run`` when they hold, every long string in it clipped (:func:`clipped`)."""
+    envelope = found if isinstance(found, dict) else run(*found)
+    result: JsonObject = clipped(envelope)
+    return result
 
 
 def log_fault(logger: str, tool: str, exc: BaseException) -> None:

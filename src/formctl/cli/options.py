@@ -1,8 +1,11 @@
 """The options and arguments several commands share, as ``Annotated`` aliases, and their shell
-completion (which reads files directly, so completing imports no form module)."""
+completion (which reads files directly, so completing imports no form module); and
+:func:`gathered`, which declares a set of options once for the commands that take them alike."""
 
+import functools
+import inspect
 import os
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional, ParamSpec, Protocol, Sequence
 
 import typer
 
@@ -87,3 +90,43 @@ RecordOpt = Annotated[Optional[str], typer.Option("--record", metavar="PATH", he
 AsHostOpt = Annotated[
     bool, typer.Option("--as-host", help="Play the host: /resolve answers checkpoints (for form authors).")
 ]
+
+
+P = ParamSpec("P")
+OptionValues = dict[str, object]  # a command's options by parameter name, as typer hands them
+
+
+class Command(Protocol):
+    """A command as typer calls it: every parameter by name."""
+
+    def __call__(self, **values: object) -> None: ...
+
+
+def option(name: str, annotation: object, default: object) -> inspect.Parameter:
+    """A command's parameter as typer reads one: ``default`` is its ``typer.Option`` (or, for an
+    ``Annotated`` alias such as :data:`StoreOpt`, its value when not given)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def gathered(
+    name: str, options: Sequence[inspect.Parameter], build: Callable[[OptionValues], object]
+) -> Callable[[Callable[P, None]], Command]:
+    """A decorator for the commands that take ``options`` alike: typer reads them after the
+    command's own parameters (``--help`` lists them there), and the command's parameter ``name``
+    is given ``build(their values)`` (a parameter object) in their place."""
+    names = [o.name for o in options]
+
+    def decorate(command: Callable[P, None]) -> Command:
+        signature = inspect.signature(command)
+        own = [p for p in signature.parameters.values() if p.name != name]
+
+        @functools.wraps(command)
+        def run(**values: object) -> None:
+            values[name] = build({n: values.pop(n) for n in names})
+            bound = signature.bind(**values)
+            command(*bound.args, **bound.kwargs)
+
+        vars(run)["__signature__"] = inspect.Signature([*own, *options])  # what typer reads
+        return run
+
+    return decorate

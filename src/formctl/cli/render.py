@@ -24,6 +24,7 @@ from formctl.forms.instance import Status
 from formctl.json_types import FieldValue, JsonObject
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
     from rich.table import Table
 
     from formctl.forms.compile import CompiledCheck, CompiledForm
@@ -434,24 +435,34 @@ def print_why(data: JsonObject, out: Console | None = None) -> None:
 
 def print_resolutions(rows: list[JsonObject], out: Console | None = None) -> None:
     """The hosts' decisions on checkpoints, oldest first: which, approved or rejected, by whom, when, why."""
+    columns = ("checkpoint", "decision", "by", "at", "on", "reason")
+    _print_section(rows, out, "checkpoint decisions", columns, _resolution_cells)
+
+
+def _resolution_cells(r: JsonObject) -> tuple[RenderableType, ...]:
+    decision = Text(r["outcome"], style="green" if r["outcome"] == "approved" else "red")
+    on = ", ".join(f"{k}={value_text(v)}" for k, v in (r.get("covers") or {}).items())
+    return r["checkpoint"], decision, _decided_by(r), r["at"], on, r.get("reason") or ""
+
+
+def _print_section(
+    rows: list[JsonObject],
+    out: Console | None,
+    title: str,
+    columns: tuple[str, ...],
+    cells: Callable[[JsonObject], tuple[RenderableType, ...]],
+) -> None:
+    """A bold ``title`` on ``out`` and the table under it, ``cells`` a row's; nothing when there are no rows."""
     if not rows:
         return
     out = out or console()
-    table = _section(out, "checkpoint decisions", ("checkpoint", "decision", "by", "at", "on", "reason"))
-    for r in rows:
-        decision = Text(r["outcome"], style="green" if r["outcome"] == "approved" else "red")
-        on = ", ".join(f"{k}={value_text(v)}" for k, v in (r.get("covers") or {}).items())
-        table.add_row(r["checkpoint"], decision, _decided_by(r), r["at"], on, r.get("reason") or "")
-    out.print(table)
-
-
-def _section(out: Console, title: str, columns: tuple[str, ...]) -> Table:
-    """A bold heading line on ``out``, and the table under it with these columns (drawn by the caller)."""
     out.print(Text(title, style="bold"))
     table = _table()
     for name in columns:
         table.add_column(name)
-    return table
+    for r in rows:
+        table.add_row(*cells(r))
+    out.print(table)
 
 
 def _decided_by(row: JsonObject) -> str:
@@ -464,28 +475,23 @@ def _decided_by(row: JsonObject) -> str:
 
 def print_acts(rows: list[JsonObject], out: Console | None = None) -> None:
     """Every act on the instance, oldest first: what, by whom (and on what explicit word), when, why."""
-    if not rows:
-        return
-    out = out or console()
-    table = _section(out, "acts", ("act", "by", "at", "what", "reason"))
-    for r in rows:
-        by = _decided_by(r)
-        what = r.get("detail") or ", ".join(r.get("fields", ()))
-        table.add_row(r["act"], by, r["at"], what, r.get("reason") or "")
-    out.print(table)
+    _print_section(rows, out, "acts", ("act", "by", "at", "what", "reason"), _act_cells)
+
+
+def _act_cells(r: JsonObject) -> tuple[RenderableType, ...]:
+    what = r.get("detail") or ", ".join(r.get("fields", ()))
+    return r["act"], _decided_by(r), r["at"], what, r.get("reason") or ""
 
 
 def print_failed_runs(rows: list[JsonObject], out: Console | None = None) -> None:
     """Executor runs that failed, oldest first: the hook, when, what the person read, and the fault."""
-    if not rows:
-        return
-    out = out or console()
-    table = _section(out, "executor runs that failed", ("hook", "at", "attempt", "said", "fault"))
-    for r in rows:
-        table.add_row(
-            r["hook"], r["at"], str(r["attempts"]), r.get("message") or "", Text(r.get("detail") or "", style="red")
-        )
-    out.print(table)
+    columns = ("hook", "at", "attempt", "said", "fault")
+    _print_section(rows, out, "executor runs that failed", columns, _failed_run_cells)
+
+
+def _failed_run_cells(r: JsonObject) -> tuple[RenderableType, ...]:
+    fault = Text(r.get("detail") or "", style="red")
+    return r["hook"], r["at"], str(r["attempts"]), r.get("message") or "", fault
 
 
 def print_instances(rows: list[JsonObject], out: Console | None = None) -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "Deadline",
     "Provider",
     "SdkClient",
+    "SdkModel",
     "SdkOptions",
     "Settings",
     "abandon_client",
@@ -412,6 +413,32 @@ class Settings:
         timeout = options.get("timeout", 60.0)
         connection = Connection.of(base_url, options.get("max_retries", 2), timeout, options.get("deadline"))
         return cls(base_url, key, connection, options.get("max_tokens", 1024))
+
+
+class SdkModel:
+    """What both SDK adapters keep of their options: the model, where it is served, the most tokens
+    a reply may take, and the connection's retries and limits (see :class:`Settings`)."""
+
+    model: str
+    name: str
+    base_url: str
+    max_tokens: int
+    max_retries: int
+    timeout: float
+    deadline: float
+
+    def _settle(self, model: str, options: SdkOptions, provider: Provider) -> Settings:
+        """``options`` read as ``provider``'s adapter reads them and kept here; the settings, for
+        the adapter's client."""
+        self.model = self.name = model
+        settings = Settings.of(options, provider)
+        connection = settings.connection
+        self.base_url, self.max_tokens = settings.base_url, settings.max_tokens
+        self.max_retries, self.timeout, self.deadline = connection.max_retries, connection.timeout, connection.deadline
+        return settings
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Unpack
 from formctl.agent.models._sdk import (
     Provider,
     SdkClient,
+    SdkModel,
     SdkOptions,
-    Settings,
     connection_lost,
     failed_call,
     sendable,
@@ -70,21 +70,16 @@ WHO = "The Anthropic API"  # who answers, at the start of a line
 _EPHEMERAL = {"type": "ephemeral"}
 
 
-class AnthropicModel:
+class AnthropicModel(SdkModel):
     """A :class:`~formctl.agent.models.base.ChatModel` over the Anthropic Messages API."""
 
     provider = "anthropic"
 
     def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
-        self.model = self.name = model
-        settings = Settings.of(options, _PROVIDER)
-        connection = settings.connection
-        self.base_url, self.max_tokens = settings.base_url, settings.max_tokens
-        self.max_retries, self.timeout, self.deadline = connection.max_retries, connection.timeout, connection.deadline
-        self._sdk: SdkClient[Anthropic] = SdkClient(_PROVIDER, settings.api_key, connection, self._explain, WHO)
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
+        settings = self._settle(model, options, _PROVIDER)
+        self._sdk: SdkClient[Anthropic] = SdkClient(
+            _PROVIDER, settings.api_key, settings.connection, self._explain, WHO
+        )
 
     # ------------------------------------------------------------------ the call
 

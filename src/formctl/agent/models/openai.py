@@ -55,8 +55,8 @@ from formctl.agent.models._sdk import (
     Closable,
     Provider,
     SdkClient,
+    SdkModel,
     SdkOptions,
-    Settings,
     connection_lost,
     failed_call,
     is_malformed,
@@ -82,23 +82,16 @@ LOCAL_KEY = "no-key"
 _FINISH = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(SdkModel):
     """A :class:`~formctl.agent.models.base.ChatModel` over an OpenAI-compatible Chat Completions API."""
 
     provider = "openai"
 
     def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
-        self.model = self.name = model
-        settings = Settings.of(options, _PROVIDER)
-        connection = settings.connection
-        self.base_url, self.max_tokens = settings.base_url, settings.max_tokens
-        self.max_retries, self.timeout, self.deadline = connection.max_retries, connection.timeout, connection.deadline
+        settings = self._settle(model, options, _PROVIDER)
         key = settings.api_key or (LOCAL_KEY if not self.is_openai else "")
-        self._sdk: SdkClient[OpenAI] = SdkClient(_PROVIDER, key, connection, self._explain, self._who)
+        self._sdk: SdkClient[OpenAI] = SdkClient(_PROVIDER, key, settings.connection, self._explain, self._who)
         self._ask_usage = True  # off once a server refuses stream_options (see _create)
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
 
     @property
     def is_openai(self) -> bool:

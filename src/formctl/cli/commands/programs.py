@@ -7,12 +7,14 @@ subject's one scope when ``--key`` is left out. Every write is recorded as ``--a
 (default: the login name) with source ``cli``. Reads take ``--json``.
 """
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, TypeVar
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, app, command_group
-from formctl.cli.options import FormsOpt, JsonOpt, StoreOpt
+from formctl.cli.options import Command, FormsOpt, JsonOpt, OptionValues, P, StoreOpt, gathered, option
 from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -41,6 +43,56 @@ KeyOpt = typer.Option(None, "--key", metavar="K", help="The scope's key [default
 AgentOpt = typer.Option(None, "--agent", metavar="A", help="An agent's own scope [default: none].")
 AsOpt = typer.Option(None, "--as", metavar="NAME", help="Who makes the change [default: your login name].")
 ReasonOpt = typer.Option(None, "--reason", help="Why (kept in the history and given to the hooks).")
+
+
+@dataclass(frozen=True)
+class _ProgramCall:
+    """What a program command is given besides its own arguments (None where it takes no such
+    option): whose program (``--subject``, ``--key``, ``--agent``), why (``--reason``), who writes
+    (``--as``), where (``--store``, ``--forms``) and how it prints (``--json``)."""
+
+    subject: Optional[str]
+    key: Optional[str]
+    agent: Optional[str]
+    reason: Optional[str]
+    by: Optional[str]
+    store: Optional[str]
+    forms: Optional[str]
+    as_json: bool
+
+    @classmethod
+    def given(cls, options: OptionValues) -> "_ProgramCall":
+        """The call from its options as typer hands them (see :func:`_program_options`)."""
+
+        def text(name: str) -> Optional[str]:
+            value = options.get(name)
+            return value if isinstance(value, str) else None
+
+        whose = (text("subject"), text("key"), text("agent"))
+        return cls(*whose, text("reason"), text("by"), text("store"), text("forms"), options.get("as_json") is True)
+
+    @property
+    def whose(self) -> str:
+        """``--subject``, for a command that requires it (typer refuses a call without it)."""
+        return self.subject or ""
+
+
+_OPTIONS = {
+    "subject": option("subject", str, SubjectOpt),
+    "key": option("key", Optional[str], KeyOpt),
+    "agent": option("agent", Optional[str], AgentOpt),
+    "reason": option("reason", Optional[str], ReasonOpt),
+    "by": option("by", Optional[str], AsOpt),
+    "store": option("store", StoreOpt, None),
+    "forms": option("forms", FormsOpt, None),
+    "as_json": option("as_json", JsonOpt, False),
+}
+
+
+def _program_options(*names: str, **worded: inspect.Parameter) -> Callable[[Callable[P, None]], Command]:
+    """The program options ``names``, in this order after the command's own arguments (``worded``:
+    one a command words its own way); the command is given them as its ``call``."""
+    return gathered("call", [worded.get(n, _OPTIONS[n]) for n in names], _ProgramCall.given)
 
 
 def _checked(*pairs: _Checked) -> None:
@@ -170,24 +222,26 @@ def _print_status(status: "GoalStatus", as_json: bool) -> None:
             typer.echo(f"  … {f.label} ({where})" + (f" — {f.reason}" if f.reason else ""))
 
 
+_ONLY_SUBJECT = option(
+    "subject", Optional[str], typer.Option(None, "--subject", metavar="S", help="Only this subject's programs.")
+)
+
+
 @program_app.command(
     "list", cls=_Command, epilog=_example("formctl program list", "formctl program list --subject dana")
 )
-def program_list(
-    subject: Optional[str] = typer.Option(None, "--subject", metavar="S", help="Only this subject's programs."),
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_program_options("subject", "store", "forms", "as_json", subject=_ONLY_SUBJECT)
+def program_list(call: _ProgramCall) -> None:
     """List the registered programs and the programs running in the store."""
     from formctl.cli.workspace import is_database, open_store, registry_path, store_path
     from formctl.errors import RegistryError
     from formctl.goals.registry import ProgramRegistry
     from formctl.goals.runner import goal_store_of
 
+    subject, store = call.subject, call.store
     _checked((subject, "--subject"))
     try:
-        registered = [r.to_dict() for r in ProgramRegistry.from_toml(registry_path(forms)).list()]
+        registered = [r.to_dict() for r in ProgramRegistry.from_toml(registry_path(call.forms)).list()]
     except RegistryError:
         registered = []
     running: List[JsonObject] = []
@@ -210,7 +264,7 @@ def program_list(
                         "updated_at": s.updated_at,
                     }
                 )
-    if as_json:
+    if call.as_json:
         _print_json({"programs": registered, "running": running})
         return
     typer.echo("Programs:" if registered else "No programs are registered.")
@@ -227,21 +281,19 @@ def program_list(
         typer.echo(f"  {where}  {row['program']} v{row['version']} ({progress}{owed})")
 
 
+_START_KEY = option(
+    "key", Optional[str], typer.Option(None, "--key", metavar="K", help="The scope's key [default: PROGRAM].")
+)
+
+
 @program_app.command(
     "start",
     cls=_Command,
     epilog=_example("formctl program start client-intake --subject firm:1/matter:2 --key intake"),
 )
+@_program_options("subject", "key", "agent", "reason", "by", "store", "forms", "as_json", key=_START_KEY)
 def program_start(
-    program: str = typer.Argument(..., metavar="PROGRAM", help="A registered program's key."),
-    subject: str = SubjectOpt,
-    key: Optional[str] = typer.Option(None, "--key", metavar="K", help="The scope's key [default: PROGRAM]."),
-    agent: Optional[str] = AgentOpt,
-    reason: Optional[str] = ReasonOpt,
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
+    call: _ProgramCall, program: str = typer.Argument(..., metavar="PROGRAM", help="A registered program's key.")
 ) -> None:
     """Start a registered program for a subject."""
     from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store, registry_path
@@ -249,16 +301,17 @@ def program_start(
     from formctl.goals.runner import GoalRunner
     from formctl.goals.state import GoalScope
 
-    _check_scope(subject, key, agent, by, (program, "PROGRAM"), (reason, "--reason"))
+    subject, key, agent, forms = call.whose, call.key, call.agent, call.forms
+    _check_scope(subject, key, agent, call.by, (program, "PROGRAM"), (call.reason, "--reason"))
     definition = _checked_program(ProgramRegistry.from_toml(registry_path(forms)).load(program), forms)
-    adapter = open_store(store)
+    adapter = open_store(call.store)
     if key is None:  # never a second program beside the one this name already finds
         scope = _unstarted_scope(adapter, subject, program, agent)
     else:
         scope = GoalScope(subject=subject, key=key, agent=agent)
     hooks = _program_registry(forms).hooks(program)
-    runner = GoalRunner(adapter, scope=scope, actor=by or default_subject(), source=HOST_SOURCE, hooks=hooks)
-    _report(runner, runner.start(definition, reason=reason), as_json)
+    runner = GoalRunner(adapter, scope=scope, actor=call.by or default_subject(), source=HOST_SOURCE, hooks=hooks)
+    _report(runner, runner.start(definition, reason=call.reason), call.as_json)
 
 
 def _checked_program(program: "Program", forms: Optional[str]) -> "Program":
@@ -290,16 +343,11 @@ def _unstarted_scope(adapter: "FormAdapter", subject: str, program: str, agent: 
 
 
 @program_app.command("show", cls=_Command, epilog=_example("formctl program show --subject firm:1/matter:2 --json"))
-def program_show(
-    subject: str = SubjectOpt,
-    key: Optional[str] = KeyOpt,
-    agent: Optional[str] = AgentOpt,
-    store: StoreOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_program_options("subject", "key", "agent", "store", "as_json")
+def program_show(call: _ProgramCall) -> None:
     """Show a subject's program: its goals, items, dispositions and the follow-ups still owed."""
-    runner = _program_runner(store, subject, key, agent, "reader")
-    _report(runner, _started(runner.inspect(), subject), as_json)
+    runner = _program_runner(call.store, call.whose, call.key, call.agent, "reader")
+    _report(runner, _started(runner.inspect(), call.whose), call.as_json)
 
 
 @program_app.command(
@@ -312,7 +360,9 @@ def program_show(
         "--subject firm:1/matter:2",
     ),
 )
+@_program_options("reason", "key", "agent", "by", "store", "forms", "as_json")
 def program_update(
+    call: _ProgramCall,
     goal: str = typer.Argument(..., metavar="GOAL", help="The goal's key (any goal, not only the active one)."),
     subject: str = SubjectOpt,
     completed: Optional[List[str]] = typer.Option(None, "--completed", metavar="ITEM", help="Items done."),
@@ -322,13 +372,6 @@ def program_update(
     if_version: Optional[int] = typer.Option(
         None, "--if-version", min=1, metavar="N", help="Fail if the program moved past version N."
     ),
-    reason: Optional[str] = ReasonOpt,
-    key: Optional[str] = KeyOpt,
-    agent: Optional[str] = AgentOpt,
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Settle or reopen items of one goal.
 
@@ -341,8 +384,8 @@ def program_update(
     """
     named = ((completed, "--completed"), (deferred, "--deferred"), (declined, "--declined"))
     items = [(value, what) for values, what in named for value in values or []]
-    _check_scope(subject, key, agent, by, (goal, "GOAL"), (reason, "--reason"), *items)
-    runner = _runner(store, subject, key, agent, by, forms)
+    _check_scope(subject, call.key, call.agent, call.by, (goal, "GOAL"), (call.reason, "--reason"), *items)
+    runner = _runner(call.store, subject, call.key, call.agent, call.by, call.forms)
     own: Dict[str, Optional[str]] = {}
     status = runner.update(
         goal=goal,
@@ -350,11 +393,11 @@ def program_update(
         deferred=_items(deferred, own),
         declined=_items(declined, own),
         reopened=_items(reopened, own),
-        reason=reason,
+        reason=call.reason,
         if_version=if_version,
         reasons=own,
     )
-    _report(runner, status, as_json)
+    _report(runner, status, call.as_json)
 
 
 def _warn_hooks(runner: "GoalRunner") -> None:
@@ -377,17 +420,12 @@ def _warn_hooks(runner: "GoalRunner") -> None:
         "--subject firm:1/matter:2 --reason 'existing-matter follow-up'"
     ),
 )
+@_program_options("reason", "key", "agent", "by", "store", "forms", "as_json")
 def program_revise(
+    call: _ProgramCall,
     source: str = typer.Option(..., "--from", metavar="FILE", help="The whole program: TOML, or JSON as show --json."),
     if_version: int = typer.Option(..., "--if-version", min=1, metavar="N", help="The version it was made from."),
     subject: str = SubjectOpt,
-    reason: Optional[str] = ReasonOpt,
-    key: Optional[str] = KeyOpt,
-    agent: Optional[str] = AgentOpt,
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Replace a program's definitions with the whole program in FILE.
 
@@ -395,11 +433,11 @@ def program_revise(
     or unlocked, and every item bound to a form must name a registered one (--forms). A JSON
     file may be what show --json prints (its "definition" is used).
     """
-    _check_scope(subject, key, agent, by, (source, "--from"), (reason, "--reason"))
+    _check_scope(subject, call.key, call.agent, call.by, (source, "--from"), (call.reason, "--reason"))
     # A file that is not a program, or that binds an item to a form not registered, is said before the store opens.
-    program = _checked_program(_read_program(source), forms)
-    runner = _runner(store, subject, key, agent, by, forms)
-    _report(runner, runner.revise(program, if_version=if_version, reason=reason), as_json)
+    program = _checked_program(_read_program(source), call.forms)
+    runner = _runner(call.store, subject, call.key, call.agent, call.by, call.forms)
+    _report(runner, runner.revise(program, if_version=if_version, reason=call.reason), call.as_json)
 
 
 def _read_program(source: str) -> "Program":
@@ -409,23 +447,21 @@ def _read_program(source: str) -> "Program":
 
 
 @program_app.command("sync", cls=_Command, epilog=_example("formctl program sync --subject firm:1/matter:2"))
-def program_sync(
-    subject: str = SubjectOpt,
-    key: Optional[str] = KeyOpt,
-    agent: Optional[str] = AgentOpt,
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_program_options("subject", "key", "agent", "by", "store", "forms", "as_json")
+def program_sync(call: _ProgramCall) -> None:
     """Complete the items bound to forms whose instance has completed since.
 
     Every program write does this too; sync is for when a form was completed outside the
     program's chat (formctl run FORM, formctl fill) and nothing else was written since.
     """
-    _check_scope(subject, key, agent, by)
-    runner = _runner(store, subject, key, agent, by, forms)
-    _report(runner, _started(runner.sync(), subject), as_json)
+    _check_scope(call.whose, call.key, call.agent, call.by)
+    runner = _runner(call.store, call.whose, call.key, call.agent, call.by, call.forms)
+    _report(runner, _started(runner.sync(), call.whose), call.as_json)
+
+
+_ONLY_KEY = option(
+    "key", Optional[str], typer.Option(None, "--key", metavar="K", help="Only this program of --subject.")
+)
 
 
 @program_app.command(
@@ -435,14 +471,8 @@ def program_sync(
         "formctl program resume-hooks", "formctl program resume-hooks --subject firm:1/matter:2 --key intake"
     ),
 )
-def program_resume_hooks(
-    subject: Optional[str] = typer.Option(None, "--subject", metavar="S", help="Only this subject's programs."),
-    key: Optional[str] = typer.Option(None, "--key", metavar="K", help="Only this program of --subject."),
-    agent: Optional[str] = AgentOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_program_options("subject", "key", "agent", "store", "forms", "as_json", subject=_ONLY_SUBJECT, key=_ONLY_KEY)
+def program_resume_hooks(call: _ProgramCall) -> None:
     """Run the goal hooks not yet done: failed ones, and ones whose process died mid-run.
 
     Every program of the store (of --subject; --key for one) is looked at. The hooks run are
@@ -453,17 +483,18 @@ def program_resume_hooks(
     from formctl.cli.workspace import HOST_SOURCE, default_subject, open_store
     from formctl.goals.state import RECEIPT_FAILED
 
+    subject, key, agent = call.subject, call.key, call.agent
     _checked((subject, "--subject"), (key, "--key"), (agent, "--agent"))
     if key is not None and subject is None:
         _fail("--key needs --subject (whose program).", 2)
-    adapter = open_store(store)
-    registry = _program_registry(forms)
+    adapter = open_store(call.store)
+    registry = _program_registry(call.forms)
     rows = [
         _resume_scope(adapter, scope, registry, default_subject(), HOST_SOURCE)
         for scope in _scopes(adapter, subject, key, agent)
     ]
     failed = [(row, o) for row in rows for o in row["outcomes"] if o["status"] == RECEIPT_FAILED]
-    if as_json:
+    if call.as_json:
         _print_json({"scopes": rows})
     else:
         for row in rows:
@@ -540,16 +571,11 @@ def _resume_line(row: JsonObject) -> str:
 
 
 @program_app.command("history", cls=_Command, epilog=_example("formctl program history --subject firm:1/matter:2"))
-def program_history(
-    subject: str = SubjectOpt,
-    key: Optional[str] = KeyOpt,
-    agent: Optional[str] = AgentOpt,
-    store: StoreOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_program_options("subject", "key", "agent", "store", "as_json")
+def program_history(call: _ProgramCall) -> None:
     """Every version of a subject's program, oldest first: who changed what, when and why."""
-    history = _started(_program_runner(store, subject, key, agent, "reader").history(), subject)
-    if as_json:
+    history = _started(_program_runner(call.store, call.whose, call.key, call.agent, "reader").history(), call.whose)
+    if call.as_json:
         _print_json({"history": [h.to_dict(full=True) for h in history]})
         return
     for h in history:

@@ -8,13 +8,14 @@ that would take a complete instance back to ready or active is refused unless ``
 (docs/engine.md, "Host acts").
 """
 
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
 from formctl.cli.base import _Command, _example, _fail, _print_json, app
-from formctl.cli.options import FormsOpt, InstanceArg, JsonOpt, StoreOpt
+from formctl.cli.options import Command, FormsOpt, InstanceArg, JsonOpt, OptionValues, P, StoreOpt, gathered, option
 from formctl.json_types import JsonObject
 
 if TYPE_CHECKING:
@@ -34,15 +35,47 @@ class _HostAct:
     (``--as``), why (``--reason``), whether it may reopen (None for an act that cannot reopen
     anything) and how its result is printed (``--json``)."""
 
+    reason: Optional[str]
+    by: Optional[str]
     store: Optional[str]
     forms: Optional[str]
-    by: Optional[str]
-    reason: Optional[str]
-    reopen: Optional[bool]
     as_json: bool
+    reopen: Optional[bool] = None
+
+    @classmethod
+    def given(cls, options: OptionValues) -> "_HostAct":
+        """The act from its options as typer hands them (see :func:`_host_write`)."""
+        reopen = options.get("reopen")
+        return cls(
+            reason=_text(options["reason"]),
+            by=_text(options["by"]),
+            store=_text(options["store"]),
+            forms=_text(options["forms"]),
+            as_json=options["as_json"] is True,
+            reopen=reopen is True if reopen is not None else None,
+        )
 
     def runner(self) -> "FormRunner":
         return _host_runner(self.store, self.forms, self.by, self.reason, self.reopen)
+
+
+def _text(value: object) -> Optional[str]:
+    return value if isinstance(value, str) else None
+
+
+_REASON = option("reason", Optional[str], ReasonOpt)
+_REOPEN = option("reopen", bool, ReopenOpt)
+
+
+def _host_write(
+    reason: inspect.Parameter = _REASON, reopen: Optional[inspect.Parameter] = _REOPEN
+) -> Callable[[Callable[P, None]], Command]:
+    """A host write's options, after its own arguments: ``--reason`` (``reason``, for an act that
+    words it otherwise or needs one), ``--as``, ``--reopen`` (None for an act that cannot reopen
+    anything), ``--store``, ``--forms`` and ``--json``; the command is given them as its ``act``."""
+    who = option("by", Optional[str], AsOpt)
+    where = (option("store", StoreOpt, None), option("forms", FormsOpt, None), option("as_json", JsonOpt, False))
+    return gathered("act", [reason, who, *([reopen] if reopen is not None else []), *where], _HostAct.given)
 
 
 def _host_runner(
@@ -65,6 +98,14 @@ def _host_runner(
     if reopen is not None:
         runner.reopening = reopen
     return runner
+
+
+def _required(act: _HostAct) -> str:
+    """The ``--reason`` an act needs, or the one line saying it is blank (before the store is opened)."""
+    reason = act.reason or ""
+    if not reason.strip():
+        _fail("--reason needs a reason.", 2)
+    return reason
 
 
 def _labels(runner: "FormRunner", def_id: str) -> dict[str, str]:
@@ -103,17 +144,13 @@ def write_outcome(runner: "FormRunner", result: "FillResult", as_json: bool, ver
 
 
 @app.command(cls=_Command, epilog=_example("formctl fill form_lx2k9_ab12cd email=dana@example.org total=812.5"))
+@_host_write()
 def fill(
+    act: _HostAct,
     instance_id: InstanceArg,
     assignments: List[str] = typer.Argument(
         ..., metavar="FIELD=VALUE...", help="Values: JSON when it parses (812.5, true), text otherwise."
     ),
-    reason: Optional[str] = ReasonOpt,
-    by: Optional[str] = AsOpt,
-    reopen: bool = ReopenOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Write values to an instance's fields.
 
@@ -123,13 +160,13 @@ def fill(
     from formctl.cli.args import parse_assignments
 
     parse_assignments(assignments)  # a malformed pair fails before the store is opened
-    runner = _host_runner(store, forms, by, reason, reopen)
+    runner = act.runner()
     compiled, _, before = runner.evaluation(instance_id)
     values = parse_assignments(assignments, compiled)
-    result = runner.fill(values, instance_id=instance_id, reason=reason)
-    if not as_json:
+    result = runner.fill(values, instance_id=instance_id, reason=act.reason)
+    if not act.as_json:
         _say_set_aside(compiled, before, values, result)
-    write_outcome(runner, result, as_json)
+    write_outcome(runner, result, act.as_json)
 
 
 def _say_set_aside(compiled: "CompiledForm", before: "Evaluation", values: JsonObject, result: "FillResult") -> None:
@@ -153,53 +190,39 @@ def _say_set_aside(compiled: "CompiledForm", before: "Evaluation", values: JsonO
 
 
 @app.command(cls=_Command, epilog=_example("formctl undo form_lx2k9_ab12cd email"))
+@_host_write()
 def undo(
+    act: _HostAct,
     instance_id: InstanceArg,
     field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the last one changed]."),
-    reason: Optional[str] = ReasonOpt,
-    by: Optional[str] = AsOpt,
-    reopen: bool = ReopenOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Step a field back to its previous answer.
 
     Nothing is lost: redo brings it back. Recorded with who (--as), when and why (--reason).
     """
-    act = _HostAct(store, forms, by, reason, reopen, as_json)
-    _field_write(act, field, lambda runner: runner.undo(field, instance_id=instance_id, reason=reason), "undid")
+    _field_write(act, field, lambda runner: runner.undo(field, instance_id=instance_id, reason=act.reason), "undid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl redo form_lx2k9_ab12cd email"))
+@_host_write()
 def redo(
+    act: _HostAct,
     instance_id: InstanceArg,
     field: Optional[str] = typer.Argument(None, metavar="[FIELD]", help="Field [default: the oldest undone]."),
-    reason: Optional[str] = ReasonOpt,
-    by: Optional[str] = AsOpt,
-    reopen: bool = ReopenOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Put back an answer that undo stepped back.
 
     Recorded with who (--as), when and why (--reason).
     """
-    act = _HostAct(store, forms, by, reason, reopen, as_json)
-    _field_write(act, field, lambda runner: runner.redo(field, instance_id=instance_id, reason=reason), "redid")
+    _field_write(act, field, lambda runner: runner.redo(field, instance_id=instance_id, reason=act.reason), "redid")
 
 
 @app.command(cls=_Command, epilog=_example("formctl retract form_lx2k9_ab12cd phone --reason 'no longer has one'"))
+@_host_write(option("reason", Optional[str], typer.Option(None, "--reason", help="Why (kept in the history).")))
 def retract(
+    act: _HostAct,
     instance_id: InstanceArg,
     field: str = typer.Argument(..., metavar="FIELD", help="Field id or label."),
-    reason: Optional[str] = typer.Option(None, "--reason", help="Why (kept in the history)."),
-    by: Optional[str] = AsOpt,
-    reopen: bool = ReopenOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Withdraw an answer.
 
@@ -212,29 +235,23 @@ def retract(
         if field_id is not None and not view.stale and view.evaluation.field_status(field_id) == "empty":
             # the engine would log a withdrawal of nothing
             _fail(f"{view.compiled.field_by_id[field_id].label} has no answer to withdraw.")
-        return runner.retract(field, reason=reason, instance_id=instance_id)
+        return runner.retract(field, reason=act.reason, instance_id=instance_id)
 
-    _field_write(_HostAct(store, forms, by, reason, reopen, as_json), field, withdraw_answer, "withdrew")
+    _field_write(act, field, withdraw_answer, "withdrew")
 
 
 @app.command(cls=_Command, epilog=_example("formctl submit form_lx2k9_ab12cd", "formctl instances --status ready"))
-def submit(
-    instance_id: InstanceArg,
-    reason: Optional[str] = ReasonOpt,
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_host_write(reopen=None)
+def submit(act: _HostAct, instance_id: InstanceArg) -> None:
     """Send a form that is ready.
 
     For a form with a review before sending: once every required answer is in it reads
     "ready"; sending makes it complete and runs what the form does on completion. Exits 1
     if it is not ready (the message says what is missing) or was already sent.
     """
-    runner = _host_runner(store, forms, by, reason)
-    result = runner.submit(instance_id, reason=reason)
-    if as_json:
+    runner = act.runner()
+    result = runner.submit(instance_id, reason=act.reason)
+    if act.as_json:
         _print_json(result.to_dict())
         return
     from formctl.cli import render
@@ -244,37 +261,31 @@ def submit(
 
 
 @app.command(cls=_Command, epilog=_example("formctl abandon form_lx2k9_ab12cd --reason 'duplicate claim'"))
-def abandon(
-    instance_id: InstanceArg,
-    reason: str = typer.Option(..., "--reason", help="Why (kept on the instance)."),
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_host_write(option("reason", str, typer.Option(..., "--reason", help="Why (kept on the instance).")), None)
+def abandon(act: _HostAct, instance_id: InstanceArg) -> None:
     """Close an instance without finishing it.
 
     Every answer is kept; formctl reopen takes it back. Recorded with who (--as) and why.
     """
-    instance = _host_runner(store, forms, by, reason).abandon(reason, instance_id=instance_id)
-    if as_json:
+    instance = act.runner().abandon(act.reason or "", instance_id=instance_id)
+    if act.as_json:
         _print_json({"instance_id": instance.id, "status": instance.status, "closed_reason": instance.closed_reason})
     else:
         typer.echo(f"abandoned {instance.id}: {instance.closed_reason}")
 
 
-@app.command(cls=_Command, epilog=_example("formctl migrate form_lx2k9_ab12cd", "formctl instances --status stale"))
-def migrate(
-    instance_id: InstanceArg,
-    reason: Optional[str] = ReasonOpt,
-    by: Optional[str] = AsOpt,
-    reopen: bool = typer.Option(
+_MIGRATE_REOPEN = option(
+    "reopen",
+    bool,
+    typer.Option(
         False, "--reopen", help="Move a complete or abandoned instance too, opening it again if need be (recorded)."
     ),
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+)
+
+
+@app.command(cls=_Command, epilog=_example("formctl migrate form_lx2k9_ab12cd", "formctl instances --status stale"))
+@_host_write(reopen=_MIGRATE_REOPEN)
+def migrate(act: _HostAct, instance_id: InstanceArg) -> None:
     """Move an instance to the registered version of its form.
 
     For an instance started on an older version (it reads "stale"). Every answer the
@@ -285,9 +296,9 @@ def migrate(
     """
     from formctl.cli.drift import migrate_lines
 
-    runner = _host_runner(store, forms, by, reason, reopen)
-    result = runner.migrate(instance_id, reason=reason, reopen=reopen)
-    if as_json:
+    runner = act.runner()
+    result = runner.migrate(instance_id, reason=act.reason, reopen=bool(act.reopen))
+    if act.as_json:
         _print_json(result.to_dict())
         return
     for line in migrate_lines(result, _labels(runner, result.view.def_id)):
@@ -298,14 +309,8 @@ def migrate(
     cls=_Command,
     epilog=_example("formctl reopen form_lx2k9_ab12cd --reason 'age was a typo: 61, not 16'"),
 )
-def reopen(
-    instance_id: InstanceArg,
-    reason: str = typer.Option(..., "--reason", help="Why (recorded with the act)."),
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_host_write(option("reason", str, typer.Option(..., "--reason", help="Why (recorded with the act).")), None)
+def reopen(act: _HostAct, instance_id: InstanceArg) -> None:
     """Open an abandoned or terminated instance again.
 
     Its answers decide what it is then (active, ready or complete); the reason it was closed
@@ -313,13 +318,12 @@ def reopen(
     """
     from formctl.cli.args import check_text
 
-    if not reason.strip():
-        _fail("--reason needs a reason.", 2)
+    reason = _required(act)
     check_text(reason, "--reason")
-    runner = _host_runner(store, forms, by, reason)
+    runner = act.runner()
     before = runner.open_instance(instance_id)
     view = runner.reopen(instance_id, reason=reason)
-    if as_json:
+    if act.as_json:
         _print_json(view.to_dict())
         return
     was = before.status if before is not None else "?"
@@ -330,24 +334,17 @@ def reopen(
     cls=_Command,
     epilog=_example("formctl withdraw form_lx2k9_ab12cd --reason 'the total was wrong'"),
 )
-def withdraw(
-    instance_id: InstanceArg,
-    reason: str = typer.Option(..., "--reason", help="Why (recorded, like a resolution)."),
-    by: Optional[str] = AsOpt,
-    store: StoreOpt = None,
-    forms: FormsOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_host_write(option("reason", str, typer.Option(..., "--reason", help="Why (recorded, like a resolution).")), None)
+def withdraw(act: _HostAct, instance_id: InstanceArg) -> None:
     """Take back a request that waits for approval.
 
     The wait ends and the answers can be corrected; the approval is asked again when the
     answers it covers change while its condition holds. Recorded with who (--as), when and why.
     """
-    if not reason.strip():
-        _fail("--reason needs a reason.", 2)
-    runner = _host_runner(store, forms, by, reason)
+    reason = _required(act)
+    runner = act.runner()
     result = runner.withdraw(instance_id, reason=reason)
-    if as_json:
+    if act.as_json:
         _print_json(result.to_dict())
         return
     typer.echo(f"withdrawn: {instance_id} no longer waits for approval; it is {result.view.status}")
