@@ -180,6 +180,9 @@ def test_install_completion_gives_bash_a_completion_that_offers_form_ids(tmp_pat
     (bin_dir / "formctl").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORMCTL_")}
     env.update(HOME=str(tmp_path), SHELL="/bin/bash", PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}")
+    # typer finds the shell among the process's ancestors (shellingham); a test run started in
+    # the background has none (its parent is init), so name it, as typer's own tests do.
+    env["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
     installed = subprocess.run(
         ["formctl", "--install-completion", "bash"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
     )
