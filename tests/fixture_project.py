@@ -31,3 +31,27 @@ TRANSCRIPTS = ROOT / "transcripts"
 # the edit the transcript tests make to a form to show a regression caught (``str.replace`` arguments).
 MILEAGE_GATE = '"Miles driven",\n           when=lambda v, s: v["mode"] == "car"'
 MILEAGE_GATE_WIDENED = (MILEAGE_GATE, MILEAGE_GATE.replace('== "car"', 'in ("car", "rail")'))
+
+# A goal program of one item bound to the travel claim (completing the claim settles the item).
+CLAIMS_PROGRAM = (
+    'claims = define_program("claims", goals=[Goal("trip", title="Trip", '
+    'items=[Item("claim", label="Travel claim", form="travel-claim")])])\n'
+)
+
+
+def forms_with_program(dest: Path, program_text: str, key: str, module: str) -> Path:
+    """A copy of the example forms at ``dest`` with one more goal program: ``program_text`` (after
+    the import of the goal names) as the module of ``module`` (``file:attribute``), registered
+    under ``key``; an example program already under ``key`` is replaced by it."""
+    shutil.copytree(FORMS, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / f"{module.partition(':')[0]}.py").write_text(
+        "from formctl import Goal, Item, define_program\n" + program_text
+    )
+    registry = dest / "registry.toml"
+    text = registry.read_text()
+    if f"[programs.{key}]" in text:
+        text = text.replace("client_intake_program:client_intake_program", module)
+    else:
+        text += f'\n[programs.{key}]\nname = "{key}"\nmodule = "{module}"\n'
+    registry.write_text(text)
+    return dest

@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from clitools import CLAIMANT_AND_TRIP
+from fixture_project import CLAIMS_PROGRAM, forms_with_program
 
 SUBJECT = "firm:1/matter:2"
 
@@ -124,15 +124,7 @@ def test_a_bound_item_settles_when_a_host_write_completes_the_form(cli):
 
 
 def test_a_plain_chat_that_completes_the_claim_settles_its_item_and_a_reopening_sticks(cli, tmp_path):
-    forms = tmp_path / "forms"
-    shutil.copytree(cli.forms, forms, ignore=shutil.ignore_patterns("__pycache__"))
-    (forms / "claims_program.py").write_text(
-        "from formctl import Goal, Item, define_program\n"
-        'claims = define_program("claims", goals=[Goal("trip", title="Trip", '
-        'items=[Item("claim", label="Travel claim", form="travel-claim")])])\n'
-    )
-    with open(forms / "registry.toml", "a") as f:
-        f.write('\n[programs.claims]\nname = "Claims"\nmodule = "claims_program:claims"\n')
+    forms = forms_with_program(tmp_path / "forms", CLAIMS_PROGRAM, "claims", "claims_program:claims")
     desk = cli.at(forms=forms)
     desk.ok("program", "start", "claims", "--subject", "dana")
 
@@ -149,15 +141,7 @@ def test_a_plain_chat_that_completes_the_claim_settles_its_item_and_a_reopening_
 
 def _desk_with(cli, tmp_path, module_text, key="claims"):
     """A copy of the example forms with one more program module registered under ``key``."""
-    forms = tmp_path / "forms"
-    shutil.copytree(cli.forms, forms, ignore=shutil.ignore_patterns("__pycache__"))
-    (forms / "more_program.py").write_text("from formctl import Goal, Item, define_program\n" + module_text)
-    registry = (forms / "registry.toml").read_text()
-    if f"[programs.{key}]" in registry:
-        registry = registry.replace("client_intake_program:client_intake_program", "more_program:program")
-    else:
-        registry += f'\n[programs.{key}]\nname = "More"\nmodule = "more_program:program"\n'
-    (forms / "registry.toml").write_text(registry)
+    forms = forms_with_program(tmp_path / "forms", module_text, key, "more_program:program")
     return cli.at(forms=forms)
 
 

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from clitools import Cli
-from fixture_project import FORMS
+from fixture_project import CLAIMS_PROGRAM, FORMS, forms_with_program
 from formctl.cli.mcp import open_service
 from formctl.cli.mcp.server import build_server
 
@@ -101,18 +101,9 @@ def test_a_program_not_registered_is_one_line_and_serves_nothing(cli):
 
 def test_a_claim_the_client_completes_settles_its_bound_item_with_no_sync(served, tmp_path):
     """The write that completes a form settles the items bound to it, when the writer is an MCP client."""
-    import shutil
 
     store, _ = served
-    forms = tmp_path / "forms"
-    shutil.copytree(FORMS, forms, ignore=shutil.ignore_patterns("__pycache__"))
-    (forms / "claims_program.py").write_text(
-        "from formctl import Goal, Item, define_program\n"
-        'claims = define_program("claims", goals=[Goal("trip", title="Trip", '
-        'items=[Item("claim", label="Travel claim", form="travel-claim")])])\n'
-    )
-    with open(forms / "registry.toml", "a") as f:
-        f.write('\n[programs.claims]\nname = "Claims"\nmodule = "claims_program:claims"\n')
+    forms = forms_with_program(tmp_path / "forms", CLAIMS_PROGRAM, "claims", "claims_program:claims")
     service = open_service("dana", store=store, forms=forms, program="claims")
     claimant = {"full_name": "Dana Reeve", "staff_id": "AB1234", "email": "dana@example.com"}
     trip = {"destination": "Leeds", "departure_date": "2026-03-02", "return_date": "2026-03-04", "purpose": "Workshop"}
