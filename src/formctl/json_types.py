@@ -12,6 +12,9 @@ reader can tell which kind it is:
   (``str``, ``int``, ``Decimal``, ``date``, a list of them, ``None``…). The form definition decides
   its type, not formctl.
 
+It also holds :func:`present`, how a record whose optional fields may be unset writes its JSON
+object: an unset field is left out, not written as ``null``.
+
 This module is a leaf: it imports nothing from formctl, and every layer may import it.
 """
 
@@ -23,4 +26,10 @@ JsonValue: TypeAlias = Any
 JsonObject: TypeAlias = dict[str, JsonValue]
 FieldValue: TypeAlias = Any
 
-__all__ = ["FieldValue", "JsonObject", "JsonValue"]
+__all__ = ["FieldValue", "JsonObject", "JsonValue", "present"]
+
+
+def present(**values: JsonValue) -> JsonObject:
+    """The values given that are not None, under their names, in the order given: the optional
+    part of a record's JSON object (``{"at": at, **present(reason=reason)}``)."""
+    return {key: value for key, value in values.items() if value is not None}

@@ -692,13 +692,20 @@ def instance_to_json(instance: Instance) -> dict[str, Any]:
 
 
 def instance_from_json(d: dict[str, Any]) -> Instance:
+    return instance_from_fields(d, decode_entries(d.get("entries", {}), d.get("prov", [])))
+
+
+def instance_from_fields(d: Mapping[str, Any], entries: dict[str, FieldLog]) -> Instance:
+    """An instance from its stored fields by name (a JSON document, or a database row as a
+    mapping) and its answers, which each store decodes its own way. Fields an older store did
+    not write take their defaults."""
     return Instance(
         id=d["id"],
         def_id=d["def_id"],
         def_version=d["def_version"],
         subject=d["subject"],
         status=d["status"],
-        entries=decode_entries(d.get("entries", {}), d.get("prov", [])),
+        entries=entries,
         revision_seq=d.get("revision_seq", 0),
         occurrences=dict(d.get("occurrences", {})),
         dispatches={k: DispatchState.from_dict(v) for k, v in d.get("dispatches", {}).items()},

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from formctl.forms.instance import Instance
+from formctl.json_types import present
 
 MARK = ":resolved"
 
@@ -54,17 +55,15 @@ class Resolution:
     override: str | None = None  # the rule the host set aside to decide (their own request)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"checkpoint": self.checkpoint}
-        if self.occurrence is not None:
-            d["occurrence"] = self.occurrence
-        d.update(outcome=self.outcome, actor=self.actor, at=self.at)
-        if self.reason is not None:
-            d["reason"] = self.reason
-        if self.covers is not None:
-            d["covers"] = dict(self.covers)
-        if self.override is not None:
-            d["override"] = self.override
-        return d
+        covers = None if self.covers is None else dict(self.covers)
+        return {
+            "checkpoint": self.checkpoint,
+            **present(occurrence=self.occurrence),
+            "outcome": self.outcome,
+            "actor": self.actor,
+            "at": self.at,
+            **present(reason=self.reason, covers=covers, override=self.override),
+        }
 
     def text(self) -> str:
         """``policy-cap approved by sam at 2026-…: within budget``."""

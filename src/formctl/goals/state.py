@@ -7,13 +7,14 @@ every store keeps the same thing and a snapshot read back is detached from stora
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from formctl.errors import InvalidArgumentError
 from formctl.goals.definition import Program, program_from_json, program_to_json
-from formctl.json_types import JsonObject
+from formctl.json_types import JsonObject, present
 
 __all__ = [
     "COMPLETED",
@@ -113,18 +114,8 @@ class ItemProgress:
     instance: str | None = None
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {
-            "disposition": self.disposition,
-            "action": self.action,
-            "version": self.version,
-            "at": self.at,
-            "actor": self.actor,
-        }
-        if self.reason is not None:
-            out["reason"] = self.reason
-        if self.instance is not None:
-            out["instance"] = self.instance
-        return out
+        """Every field, in order; ``reason`` and ``instance`` only when set."""
+        return present(**dataclasses.asdict(self))
 
     @classmethod
     def from_json(cls, data: JsonObject) -> ItemProgress:

@@ -15,7 +15,7 @@ from typing import Any
 from psycopg.types.json import Json
 
 from formctl.errors import StoreError
-from formctl.forms.instance import DispatchState, Entry, FieldLog, Instance, Provenance
+from formctl.forms.instance import Entry, FieldLog, Instance, Provenance, instance_from_fields
 from formctl.forms.search import terms_of
 
 COLUMNS = (
@@ -127,25 +127,7 @@ def assemble(row: Any, fresh: dict[str, list[RevisionRow]], base: Instance | Non
     strays = set(fresh) - {f for f, _, _ in listed}
     if strays:
         raise _damaged(display, row.id, f"answers stored for field(s) the instance does not list: {sorted(strays)}.")
-    return Instance(
-        id=row.id,
-        def_id=row.def_id,
-        def_version=row.def_version,
-        subject=row.subject,
-        status=row.status,
-        entries=entries,
-        revision_seq=row.revision_seq,
-        occurrences=dict(row.occurrences),
-        dispatches={k: DispatchState.from_dict(v) for k, v in row.dispatches.items()},
-        blocked_on=row.blocked_on,
-        open_step_override=row.open_step_override,
-        closed_reason=row.closed_reason,
-        forced_complete=row.forced_complete,
-        version=row.version,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        completed_at=row.completed_at,
-    )
+    return instance_from_fields(row._asdict(), entries)
 
 
 def _fresh_entries(
