@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +162,25 @@ def test_sync_completes_an_item_whose_form_was_completed_outside_the_program(cli
     item = synced["goals"][1]["items"][0]
     assert (synced["version"], item["disposition"], item["instance"]) == (2, "completed", instance_id)
     assert synced["change"] == "form" and item["reason"] == 'Form "client-intake" completed.'
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (b'{"format": 1, "scope": {"sub', "is corrupt (not JSON: Unterminated string"),
+        (b"\xff\xfe\x00", "is corrupt (not UTF-8 text, byte 0)"),
+        (b"[]", "is not a formctl goal program (format 1)"),
+    ],
+)
+def test_a_damaged_program_file_is_one_line_naming_it_and_is_left_as_it_is(cli, store, damage, message):
+    cli.ok("program", "start", "client-intake", "--subject", SUBJECT)
+    (head,) = (Path(store) / "goals").glob("*[!y].json")  # the head, not a .history.jsonl
+    head.write_bytes(damage)
+
+    for command in ("show", "sync", "history"):
+        result = cli("program", command, "--subject", SUBJECT)
+
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(f"error: The goal program file {head} {message}"), result.stderr
+        assert result.stderr.count("\n") == 1
+        assert head.read_bytes() == damage

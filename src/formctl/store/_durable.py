@@ -1,4 +1,5 @@
-"""Durable file primitives: the only place the JSON store writes, syncs and renames.
+"""Durable file primitives: the only place the JSON store writes, syncs and renames, and where
+it reads a JSON document it saved whole (:func:`read_document`).
 
 Every byte the store puts on disk goes through :func:`write_all`, :func:`sync` or
 :func:`sync_data`, so a test can inject a full disk or an I/O error at exactly the
@@ -11,7 +12,9 @@ form are personal data, and a store folder is normally inside a user's home.
 from __future__ import annotations
 
 import errno
+import json
 import os
+from typing import Any
 
 from formctl.errors import StoreError
 
@@ -129,3 +132,26 @@ def os_error(exc: OSError, what: str, *, writing: bool = True) -> StoreError:
     if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return StoreError(f"The disk is full: cannot {what} ({reason}).{tail}")
     return StoreError(f"Cannot {what}: {reason}.{tail}")
+
+
+def read_document(path: str | os.PathLike[str], kind: str, format: int) -> dict[str, Any] | None:
+    """The JSON document ``path`` holds, one formctl saved whole (a goal program's head; a
+    conversation an earlier formctl saved), or None when there is no such file. A file that cannot
+    be read, is not UTF-8 JSON, or is not a ``kind`` of this ``format`` is a StoreError naming it;
+    the file is left as it is."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise os_error(exc, f"read {path}", writing=False) from None
+    except UnicodeDecodeError as exc:
+        raise StoreError(f"The {kind} file {path} is corrupt (not UTF-8 text, byte {exc.start}).") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"The {kind} file {path} is corrupt (not JSON: {exc.msg}, line {exc.lineno}).") from None
+    if not isinstance(data, dict) or data.get("format") != format:
+        raise StoreError(f"The {kind} file {path} is not a formctl {kind} (format {format}).")
+    return data

@@ -52,6 +52,7 @@ from formctl.store._conversation import (
     from_document,
     settled,
 )
+from formctl.store._durable import read_document
 
 __all__ = ["ConversationStore"]
 
@@ -104,17 +105,11 @@ class ConversationStore:
     def document(self, instance_id: str) -> dict[str, Any] | None:
         """The conversation saved whole by an earlier formctl (format 1), or None."""
         path = self.path(instance_id)
-        text = _read(path)
-        if text is None:
+        data = read_document(path, "conversation", FORMAT)
+        if data is None:
             return None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise StoreError(
-                f"The conversation file {path} is corrupt (not JSON: {exc.msg}, line {exc.lineno})."
-            ) from exc
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("messages"), list):
-            raise StoreError(f"The conversation file {path} is not a formctl conversation (format {FORMAT}).")
+        if not isinstance(data.get("messages"), list):
+            raise StoreError(f"The conversation file {path} holds no messages.")
         check_messages(data["messages"], str(path))
         return data
 

@@ -96,20 +96,7 @@ class FileGoalStore:
         return program
 
     def _read_head(self, path: str) -> dict[str, Any] | None:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise _durable.os_error(exc, f"read {path}", writing=False) from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise StoreError(f"The goal program file {path} is corrupt (not JSON: {exc.msg}).") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise StoreError(f"The goal program file {path} is not a formctl goal program (format {FORMAT}).")
-        return data
+        return _durable.read_document(path, "goal program", FORMAT)
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
