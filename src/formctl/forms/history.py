@@ -113,30 +113,22 @@ class MoveTarget:
         return self.value is _ABSENT
 
 
-def undo_target(
-    instance: Instance, labels: dict[str, str], cursor_seq: dict[str, int] | None = None, skip: Collection[str] = ()
+def move_target(
+    instance: Instance,
+    labels: dict[str, str],
+    step: int,
+    seqs: dict[str, int] | None = None,
+    skip: Collection[str] = (),
 ) -> MoveTarget | None:
-    """What a bare undo would do. ``cursor_seq`` (field -> seq at cursor, from an evaluation) saves a scan."""
-    if cursor_seq is not None:
-        field_id = max(cursor_seq, key=cursor_seq.__getitem__) if cursor_seq else None
+    """What a bare undo (``step=-1``) or redo (``+1``) would do, as :func:`cursor_move` picks the
+    field; None when there is nothing to move. ``seqs``, from an evaluation, saves a scan: for
+    undo each field's seq at its cursor (the highest moves), for redo the seq a redo restores
+    (the lowest moves)."""
+    if seqs is not None:
+        pick = max if step < 0 else min
+        field_id = pick(seqs, key=seqs.__getitem__) if seqs else None
     else:
-        field_id = last_touched(instance, skip)
-    return _move_target(instance, labels, field_id, -1)
-
-
-def redo_target(
-    instance: Instance, labels: dict[str, str], redo_seq: dict[str, int] | None = None, skip: Collection[str] = ()
-) -> MoveTarget | None:
-    """What a bare redo would do. ``redo_seq`` (field -> seq a redo restores, from an evaluation) saves a scan."""
-    if redo_seq is not None:
-        field_id = min(redo_seq, key=redo_seq.__getitem__) if redo_seq else None
-    else:
-        field_id = next_redo(instance, skip)
-    return _move_target(instance, labels, field_id, +1)
-
-
-def _move_target(instance: Instance, labels: dict[str, str], field_id: str | None, step: int) -> MoveTarget | None:
-    """What moving ``field_id``'s cursor by ``step`` (-1 undo, +1 redo) would do; None for no field."""
+        field_id = last_touched(instance, skip) if step < 0 else next_redo(instance, skip)
     if field_id is None:
         return None
     return MoveTarget(field_id, labels.get(field_id, field_id), *becomes_after(instance.entries[field_id], step))

@@ -16,7 +16,7 @@ from typing import Any
 from formctl.forms.compile import CompiledForm
 from formctl.forms.evaluate import FILLED, HELD, INVALID, Evaluation
 from formctl.forms.failures import Failure, check_words, failure_text, open_failures
-from formctl.forms.history import MoveTarget, redo_target, undo_target
+from formctl.forms.history import MoveTarget, move_target
 from formctl.forms.instance import (
     ABANDONED,
     AWAITING,
@@ -305,8 +305,8 @@ def _header(compiled: CompiledForm, ev: Evaluation, instance: Instance, scope: s
         closed_reason=instance.closed_reason or None,
         # A closed record on an older version takes no undo or redo (they would need a move to
         # the registered version first), so it offers none.
-        undo=None if ev.as_written else undo_target(instance, labels, ev.cursor_seq if seqs_known else None, skip),
-        redo=None if ev.as_written else redo_target(instance, labels, ev.redo_seq if seqs_known else None, skip),
+        undo=None if ev.as_written else move_target(instance, labels, -1, ev.cursor_seq if seqs_known else None, skip),
+        redo=None if ev.as_written else move_target(instance, labels, +1, ev.redo_seq if seqs_known else None, skip),
         closed_on_version=instance.def_version if ev.as_written else None,
     )
 
