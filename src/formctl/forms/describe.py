@@ -127,12 +127,9 @@ def _render_string(node: dict[str, Any]) -> str:
         example = _matching_example(pattern, node.get("examples"))
         base = f"text like {example}" if example is not None else f"text matching {pattern}"
     low, high = _number(node.get("minLength")), _number(node.get("maxLength"))
-    if low is not None and high is not None:
-        return f"{base} ({_js_number(low)}–{_js_number(high)} chars)"
-    if low is not None:
-        return f"{base} (min {_js_number(low)} chars)"
-    if high is not None:
-        return f"{base} (max {_js_number(high)} chars)"
+    length = _range_words(low, high, both="({low}–{high} chars)", above="(min {low} chars)", below="(max {high} chars)")
+    if length is not None:
+        return f"{base} {length}"
     if isinstance(fmt, str) and fmt and base == "text":
         return f"text ({fmt})"
     return base
@@ -158,13 +155,22 @@ def _fits(pattern: str, text: str) -> bool:
 def _render_number(node: dict[str, Any], base: str) -> str:
     low, low_exclusive = _bound(node, "exclusiveMinimum", "minimum", -_MAX_SAFE_INTEGER)
     high, high_exclusive = _bound(node, "exclusiveMaximum", "maximum", _MAX_SAFE_INTEGER)
-    if low is not None and high is not None:
-        return f"{base} between {_js_number(low)} and {_js_number(high)}"
-    if low is not None:
-        return f"{base} {'>' if low_exclusive else '>='} {_js_number(low)}"
-    if high is not None:
-        return f"{base} {'<' if high_exclusive else '<='} {_js_number(high)}"
-    return base
+    above = (">" if low_exclusive else ">=") + " {low}"
+    below = ("<" if high_exclusive else "<=") + " {high}"
+    value = _range_words(low, high, both="between {low} and {high}", above=above, below=below)
+    return f"{base} {value}" if value is not None else base
+
+
+def _range_words(low: int | float | None, high: int | float | None, *, both: str, above: str, below: str) -> str | None:
+    """A range in words, either end of it open: ``both`` when it has two ends, ``above`` when it
+    has only a lower one, ``below`` when only an upper one (templates naming ``{low}`` and
+    ``{high}``). None when it has neither."""
+    if low is None and high is None:
+        return None
+    template = both if low is not None and high is not None else above if low is not None else below
+    return template.format(
+        low=_js_number(low) if low is not None else "", high=_js_number(high) if high is not None else ""
+    )
 
 
 def _bound(
