@@ -302,6 +302,35 @@ def test_a_server_that_never_answers_is_a_timeout_line(wire, store):
     assert "did not answer within 0.1s" in loop.send("hi").error
 
 
+def _named(wire: Wire, base_url: str | None = None) -> tuple[str, str, str]:
+    """How each adapter's lines name its service: (name, where a connection failed, what to check)."""
+    if wire.provider == "anthropic":
+        return "the Anthropic API", f"the Anthropic API at {base_url or wire.api.url}", "the connection"
+    name = f"the model server at {base_url or wire.api.base_url}"
+    return name, name, "the connection (and OPENAI_BASE_URL)"
+
+
+def test_what_both_sdks_raise_alike_is_the_same_line_naming_each_service(wire, store):
+    """Both SDKs come from one code generator: a cut-off reply, a timeout and a server out of reach
+    are worded once, for either adapter, naming its own service."""
+    name, _, _ = _named(wire)
+    who = name[0].upper() + name[1:]
+    loop = ChatLoop(make_runner(store), wire.model(max_retries=0, timeout=0.2), form_id="travel-claim")
+    wire.api.drop_mid_stream("Let me")
+    assert loop.send("hi").error == (
+        f"The connection to {name} dropped mid-reply; nothing from that reply was applied. Send again."
+    )
+    wire.api.hang(1.0)
+    assert loop.send("hi").error == f"{who} did not answer within 0.2s. Send again."
+
+    nowhere = "http://127.0.0.1:9/v1"
+    _, reach, check = _named(wire, nowhere)
+    away = ChatLoop(make_runner(store), wire.model(base_url=nowhere, max_retries=0), form_id="travel-claim")
+    error = away.send("hi").error
+    assert error.startswith(f"Could not reach {reach}") and error.endswith(f"Check {check}, then send again.")
+    assert "\n" not in error
+
+
 # --------------------------------------------------------------------------- usage
 
 

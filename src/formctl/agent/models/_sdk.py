@@ -10,6 +10,7 @@ lines a person reads stay in each adapter.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -453,30 +454,45 @@ class Provider:
     not_installed: str  # the line when the SDK cannot be imported ({exc}: why)
     options: Callable[[ModuleType], JsonObject]  # more arguments for the client, from the SDK module
     key_rejected: Callable[[BaseException], bool]  # the key itself refused: a chat stops
+    service: Callable[[str], Service]  # how a line names the service at a base URL
     key_variable: str  # where the key is read from when none is given: "ANTHROPIC_API_KEY"
     url_variable: str  # where the base URL is read from: "ANTHROPIC_BASE_URL"
     default_url: str  # the provider's own API
     strip_slash: bool = False  # the base URL is kept without a trailing "/" (its paths are appended)
 
 
+@dataclass(frozen=True, slots=True)
+class Service:
+    """How a line about a failed call names where it went (see :meth:`SdkClient.explain`)."""
+
+    name: str  # "the Anthropic API", "the model server at http://…"
+    reach: str  # where a connection could not be made: "the Anthropic API at https://…"
+    check: str  # what the person is asked to check then: "the connection"
+
+    @property
+    def who(self) -> str:
+        """The name at the start of a line: "The Anthropic API"."""
+        return self.name[0].upper() + self.name[1:]
+
+
 class SdkClient(Generic[C]):
     """One adapter's SDK client: built on first use (the SDK imported then), let go when a call
     is abandoned, holding the key (which it scrubs from every line it raises), and turning what
-    the SDK raises into one :class:`ModelError` line through the adapter's ``explain``."""
+    the SDK raises into one :class:`ModelError` line (:meth:`explain`; an API's own refusals
+    through the adapter's ``api_error``)."""
 
     def __init__(
         self,
         provider: Provider,
         api_key: str,
         connection: Connection,
-        explain: Callable[[BaseException, bool], str],
-        who: str,
+        api_error: Callable[[BaseException], str | None],
     ) -> None:
         self.provider = provider
         self.connection = connection
-        self.who = who  # who answers, at the start of a line: "The Anthropic API"
+        self.service = provider.service(connection.base_url)  # how a line names where calls go
         self.__api_key = api_key
-        self._explain = explain
+        self._api_error = api_error
         self._client: C | None = None
         self._http: Closable | None = None  # the client's HTTP client, closed to abandon a call (see abandon)
 
@@ -486,7 +502,7 @@ class SdkClient(Generic[C]):
     def call(self, work: Callable[[C, TextSink], T], stop: threading.Event | None, on_text: TextSink | None) -> T:
         """``work(client, push)`` within the connection's deadline (see :func:`within_deadline`)."""
         client = self.get()
-        deadline = Deadline.of_call(self.connection.deadline, self.who, stop, self.abandon)
+        deadline = Deadline.of_call(self.connection.deadline, self.service.who, stop, self.abandon)
         return within_deadline(lambda push: work(client, push), deadline, on_text)
 
     def get(self) -> C:
@@ -543,10 +559,35 @@ class SdkClient(Generic[C]):
         except ModelError:
             raise
         except Exception as exc:
-            line = self.scrub(self._explain(exc, mid_reply))
+            line = self.scrub(self.explain(exc, mid_reply))
             if self.provider.key_rejected(exc):
                 raise KeyRejectedError(line) from None
             raise ModelError(line) from None
+
+    def explain(self, exc: BaseException, mid_reply: bool = False) -> str:
+        """One line for a person: what went wrong and what to do about it. Both SDKs come from one
+        code generator and raise alike, so what is not the API's own refusal (the adapter's
+        ``api_error`` words that) is worded here: a reply cut off, a timeout, a server out of
+        reach, a malformed reply, anything else."""
+        sdk = import_module(self.provider.module)
+        service, retried = self.service, self.connection.retried
+        if mid_reply and connection_lost(exc, sdk):  # whatever this SDK release calls it (see connection_lost)
+            return (
+                f"The connection to {service.name} dropped mid-reply; nothing from that reply was applied. Send again."
+            )
+        line = self._api_error(exc)
+        if line is not None:
+            return line
+        if isinstance(exc, sdk.APITimeoutError):
+            return f"{service.who} did not answer within {self.connection.timeout:g}s{retried}. Send again."
+        if isinstance(exc, sdk.APIConnectionError):
+            why = unreachable_because(exc)
+            return f"Could not reach {service.reach}{why}. Check {service.check}, then send again."
+        if isinstance(exc, (sdk.APIResponseValidationError, json.JSONDecodeError)) or is_malformed(exc):
+            return f"{service.who} sent a malformed reply; nothing from it was applied. Send again."
+        if is_transport_error(exc):  # the HTTP library's own error, before the reply began
+            return f"Could not reach {service.reach}: {exc}. Check {service.check}, then send again."
+        return f"{service.who} call failed {failed_call(exc)}."
 
     def each(self, stream: Iterator[T]) -> Iterator[T]:
         """Each event of a reply's stream, as it arrives; a failure while reading one is mapped as

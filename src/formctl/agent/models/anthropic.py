@@ -38,23 +38,11 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Unpack
 
-from formctl.agent.models._sdk import (
-    Provider,
-    SdkClient,
-    SdkModel,
-    SdkOptions,
-    connection_lost,
-    failed_call,
-    sendable,
-    unreachable_because,
-)
-from formctl.agent.models._sdk import is_malformed as _is_malformed
-from formctl.agent.models._sdk import is_transport_error as _is_transport_error
+from formctl.agent.models._sdk import Provider, SdkClient, SdkModel, SdkOptions, Service, sendable
 from formctl.agent.models._sdk import tail as _tail
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.errors import ModelError
@@ -66,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["AnthropicModel"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-WHO = "The Anthropic API"  # who answers, at the start of a line
 _EPHEMERAL = {"type": "ephemeral"}
 
 
@@ -77,9 +64,7 @@ class AnthropicModel(SdkModel):
 
     def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
         settings = self._settle(model, options, _PROVIDER)
-        self._sdk: SdkClient[Anthropic] = SdkClient(
-            _PROVIDER, settings.api_key, settings.connection, self._explain, WHO
-        )
+        self._sdk: SdkClient[Anthropic] = SdkClient(_PROVIDER, settings.api_key, settings.connection, self._api_error)
 
     # ------------------------------------------------------------------ the call
 
@@ -152,43 +137,26 @@ class AnthropicModel(SdkModel):
                 usage[key] = value
         return ModelReply(content=content, stop_reason=str(stop_reason), usage=usage)
 
-    def _explain(self, exc: BaseException, mid_reply: bool = False) -> str:
-        """One line for a person: what went wrong and what to do about it."""
+    def _api_error(self, exc: BaseException) -> str | None:
+        """The line for the API's own refusal (a status, or an error event inside a stream), or None
+        for a failure :meth:`SdkClient.explain` words alike for both SDKs."""
         import anthropic
 
-        if mid_reply and connection_lost(exc, anthropic):  # whatever this SDK release calls it (see _sdk.py)
-            return (
-                "The connection to the Anthropic API dropped mid-reply; nothing from that reply was applied. "
-                "Send again."
-            )
+        if not isinstance(exc, anthropic.APIStatusError):
+            return None
         retried = self._sdk.connection.retried
-        if isinstance(exc, anthropic.APIStatusError):
-            detail = getattr(exc, "api_message", None) or _body_message(exc)
-            kind = _error_type(exc)
-            code: int | str = exc.status_code
-            if exc.status_code < 400:  # an error event inside a 200 stream: the SDK neither types nor retries those
-                code, retried = kind or "error", ""
-            for class_name, error_type, line in _STATUS_ERRORS:
-                cls = getattr(anthropic, class_name, None)  # newer SDKs type more statuses
-                if (cls is not None and isinstance(exc, cls)) or kind == error_type:
-                    return line.format(
-                        retried=retried, detail=_tail(detail), model=self.model, base_url=self.base_url, status=code
-                    )
-            return f"The Anthropic API rejected the request ({code}){_tail(detail)}"
-        if isinstance(exc, anthropic.APITimeoutError):
-            return f"The Anthropic API did not answer within {self.timeout:g}s{retried}. Send again."
-        if isinstance(exc, anthropic.APIResponseValidationError):
-            return "The Anthropic API sent a malformed reply; nothing from it was applied. Send again."
-        if isinstance(exc, anthropic.APIConnectionError):
-            why = unreachable_because(exc)
-            return f"Could not reach the Anthropic API at {self.base_url}{why}. Check the connection, then send again."
-        if isinstance(exc, json.JSONDecodeError) or _is_malformed(exc):
-            return "The Anthropic API sent a malformed reply; nothing from it was applied. Send again."
-        if _is_transport_error(exc):  # the HTTP library's own error, before the reply began
-            return (
-                f"Could not reach the Anthropic API at {self.base_url}: {exc}. Check the connection, then send again."
-            )
-        return f"The Anthropic API call failed {failed_call(exc)}."
+        detail = getattr(exc, "api_message", None) or _body_message(exc)
+        kind = _error_type(exc)
+        code: int | str = exc.status_code
+        if exc.status_code < 400:  # an error event inside a 200 stream: the SDK neither types nor retries those
+            code, retried = kind or "error", ""
+        for class_name, error_type, line in _STATUS_ERRORS:
+            cls = getattr(anthropic, class_name, None)  # newer SDKs type more statuses
+            if (cls is not None and isinstance(exc, cls)) or kind == error_type:
+                return line.format(
+                    retried=retried, detail=_tail(detail), model=self.model, base_url=self.base_url, status=code
+                )
+        return f"The Anthropic API rejected the request ({code}){_tail(detail)}"
 
 
 def _client_options(anthropic: ModuleType) -> JsonObject:
@@ -263,6 +231,7 @@ _PROVIDER = Provider(
     not_installed="The anthropic package is not installed ({exc}).",
     options=_client_options,
     key_rejected=_key_rejected,
+    service=lambda base_url: Service("the Anthropic API", f"the Anthropic API at {base_url}", "the connection"),
     key_variable="ANTHROPIC_API_KEY",
     url_variable="ANTHROPIC_BASE_URL",
     default_url=DEFAULT_BASE_URL,

@@ -57,13 +57,9 @@ from formctl.agent.models._sdk import (
     SdkClient,
     SdkModel,
     SdkOptions,
-    connection_lost,
-    failed_call,
-    is_malformed,
-    is_transport_error,
+    Service,
     sendable,
     tail,
-    unreachable_because,
 )
 from formctl.agent.models.base import ModelReply, ModelRequest, TextSink, content_blocks
 from formctl.errors import ModelError
@@ -90,7 +86,7 @@ class OpenAIChatModel(SdkModel):
     def __init__(self, model: str, **options: Unpack[SdkOptions]) -> None:
         settings = self._settle(model, options, _PROVIDER)
         key = settings.api_key or (LOCAL_KEY if not self.is_openai else "")
-        self._sdk: SdkClient[OpenAI] = SdkClient(_PROVIDER, key, settings.connection, self._explain, self._who)
+        self._sdk: SdkClient[OpenAI] = SdkClient(_PROVIDER, key, settings.connection, self._api_error)
         self._ask_usage = True  # off once a server refuses stream_options (see _create)
 
     @property
@@ -99,14 +95,9 @@ class OpenAIChatModel(SdkModel):
         return self.base_url == DEFAULT_BASE_URL
 
     @property
-    def _who(self) -> str:
-        """Who answers, at the start of a line: "The OpenAI API", "The model server at http://…"."""
-        return self._where[0].upper() + self._where[1:]
-
-    @property
     def _where(self) -> str:
         """Who answers, as a line names it: "the OpenAI API", "the model server at http://…"."""
-        return "the OpenAI API" if self.is_openai else f"the model server at {self.base_url}"
+        return self._sdk.service.name
 
     # ------------------------------------------------------------------ the call
 
@@ -191,16 +182,12 @@ class OpenAIChatModel(SdkModel):
             stop_reason = "end_turn"  # said tool_calls but sent none
         return ModelReply(content=content, stop_reason=stop_reason, usage=reply.usage)
 
-    def _explain(self, exc: BaseException, mid_reply: bool = False) -> str:
-        """One line for a person: what went wrong and what to do about it."""
+    def _api_error(self, exc: BaseException) -> str | None:
+        """The line for the API's own refusal (a status, or an error event inside a 200 stream), or
+        None for a failure :meth:`SdkClient.explain` words alike for both SDKs."""
         import openai
 
-        where = self._where
-        who = where[0].upper() + where[1:]
-        dropped = f"The connection to {where} dropped mid-reply; nothing from that reply was applied. Send again."
-        retried = self._sdk.connection.retried
-        if mid_reply and connection_lost(exc, openai):  # whatever this SDK release calls it (see _sdk.py)
-            return dropped
+        where, who, retried = self._where, self._sdk.service.who, self._sdk.connection.retried
         if isinstance(exc, openai.APIStatusError):
             code = exc.status_code
             detail = _api_message(exc)
@@ -222,22 +209,20 @@ class OpenAIChatModel(SdkModel):
             if code >= 500:
                 return f"{who} failed ({code}){retried}. Send again."
             return f"{who} rejected the request ({code}){tail(detail)}"
-        if isinstance(exc, openai.APITimeoutError):
-            return f"{who} did not answer within {self.timeout:g}s{retried}. Send again."
-        if isinstance(exc, openai.APIConnectionError):
-            return f"Could not reach {where}{unreachable_because(exc)}. Check the connection (and OPENAI_BASE_URL), then send again."
-        if isinstance(exc, openai.APIResponseValidationError):
-            return f"{who} sent a malformed reply; nothing from it was applied. Send again."
-        if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
+        if isinstance(exc, openai.APIError) and not isinstance(
+            exc, (openai.APIConnectionError, openai.APIResponseValidationError)
+        ):  # an error event inside a 200 stream
             detail = _api_message(exc)
             if _context_exceeded(_error_code(exc), detail):
                 return f"The conversation no longer fits {self.model}'s context window{tail(detail)}"
             return f"{who} reported an error mid-reply; nothing from it was applied{tail(detail)}"
-        if isinstance(exc, json.JSONDecodeError) or is_malformed(exc):
-            return f"{who} sent a malformed reply; nothing from it was applied. Send again."
-        if is_transport_error(exc):  # the HTTP library's own error, before the reply began
-            return f"Could not reach {where}: {exc}. Check the connection (and OPENAI_BASE_URL), then send again."
-        return f"{who} call failed {failed_call(exc)}."
+        return None
+
+
+def _service(base_url: str) -> Service:
+    """How a line names the server: "the OpenAI API", "the model server at http://…"."""
+    name = "the OpenAI API" if base_url == DEFAULT_BASE_URL else f"the model server at {base_url}"
+    return Service(name, name, "the connection (and OPENAI_BASE_URL)")
 
 
 _PROVIDER = Provider(
@@ -251,6 +236,7 @@ _PROVIDER = Provider(
     ),
     not_installed="The openai package is not installed: pip install 'formctl[openai]', or pick another model.",
     options=lambda openai: {},
+    service=_service,
     key_rejected=lambda exc: getattr(exc, "status_code", None) in (401, 403),
     key_variable="OPENAI_API_KEY",
     url_variable="OPENAI_BASE_URL",
