@@ -105,6 +105,14 @@ def check_messages(data: Any, where: str) -> list[dict[str, Any]]:
     return data
 
 
+def stored_part(pos: int, chat: str, messages: Any, words: Any, saved_at: str, where: str) -> Part:
+    """A part as a store read it back, its ``messages`` (and, for an exchange, its ``words``)
+    checked: a :class:`StoreError` naming ``where`` when they are not what a chat saves. A part at
+    ``pos`` 0 is a conversation saved whole, which has no words."""
+    checked = check_messages(messages, where)
+    return Part(pos, chat, checked, None if pos == 0 else check_words(words, where), saved_at)
+
+
 def check_words(data: Any, where: str) -> list[tuple[int, str]]:
     if not isinstance(data, list) or not all(
         isinstance(w, (list, tuple)) and len(w) == 2 and isinstance(w[0], int) and isinstance(w[1], str) for w in data
@@ -140,19 +148,16 @@ def from_document(data: dict[str, Any], where: str) -> Conversation:
         raise StoreError(f"The conversation in {where} is not a formctl conversation (format 1 or {FORMAT}).")
     seen = data.get("seen") if isinstance(data.get("seen"), dict) else None
     if data["format"] == 1:
-        return Conversation([Part(0, "", check_messages(data.get("messages"), where), None)], seen)
+        return Conversation([stored_part(0, "", data.get("messages"), None, "", where)], seen)
     parts = []
     earlier = data.get("earlier")
     if isinstance(earlier, dict):
-        parts.append(
-            Part(0, "", check_messages(earlier.get("messages"), where), None, str(earlier.get("saved_at", "")))
-        )
+        parts.append(stored_part(0, "", earlier.get("messages"), None, str(earlier.get("saved_at", "")), where))
     for item in data.get("exchanges") or []:
         if not isinstance(item, dict) or not isinstance(item.get("pos"), int) or item["pos"] < 1:
             raise StoreError(f"The conversation in {where} is corrupt (an exchange without its number).")
-        words = check_words(item.get("words"), where)
-        messages = check_messages(item.get("messages"), where)
-        parts.append(Part(item["pos"], str(item.get("chat", "")), messages, words, str(item.get("saved_at", ""))))
+        chat, saved_at = str(item.get("chat", "")), str(item.get("saved_at", ""))
+        parts.append(stored_part(item["pos"], chat, item.get("messages"), item.get("words"), saved_at, where))
     counts = data.get("counts")
     exchanges, turns = (int(counts[0] or 0), int(counts[1] or 0)) if isinstance(counts, list) else (0, 0)
     return settled(parts, seen, exchanges, turns)

@@ -28,11 +28,10 @@ from formctl.forms.exchange import ExchangeSave
 from formctl.store._conversation import (
     Conversation,
     Part,
-    check_messages,
-    check_words,
     document,
     from_document,
     settled,
+    stored_part,
 )
 from formctl.store.conversations import bounded
 from formctl.store.ids import is_instance_id
@@ -268,12 +267,12 @@ def _part(row: Any, where: str) -> Part:
     if row.pos == 0:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise StoreError(f"The conversation in {where} is not a formctl conversation (format {FORMAT}).")
-        return Part(0, "", check_messages(data.get("messages"), where), None, row.saved_at)
+        return stored_part(0, "", data.get("messages"), None, row.saved_at, where)
     try:
         words = json.loads(row.words)
     except ValueError as exc:
         raise StoreError(f"The conversation in {where} is corrupt (not JSON: {exc}).") from None
-    return Part(row.pos, row.chat, check_messages(data, where), check_words(words, where), row.saved_at)
+    return stored_part(row.pos, row.chat, data, words, row.saved_at, where)
 
 
 # --------------------------------------------------------------------------- formctl store copy

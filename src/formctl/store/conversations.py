@@ -47,10 +47,10 @@ from formctl.store._conversation import (
     Conversation,
     Part,
     check_messages,
-    check_words,
     document,
     from_document,
     settled,
+    stored_part,
 )
 from formctl.store._durable import read_document
 
@@ -136,13 +136,8 @@ class ConversationStore:
                     exchanges, turns = max(exchanges, int(record["claim"][0])), max(turns, int(record["claim"][1]))
                     continue
                 where = f"{path}, line {number}"
-                part = Part(
-                    int(record["pos"]),
-                    str(record["chat"]),
-                    check_messages(record["messages"], where),
-                    check_words(record["words"], where),
-                    str(record.get("at", "")),
-                )
+                pos, chat, at = int(record["pos"]), str(record["chat"]), str(record.get("at", ""))
+                part = stored_part(pos, chat, record["messages"], record["words"], at, where)
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 if number == len(lines) and number > 1:
                     continue  # the last line, cut short (no newline after it): never acknowledged
