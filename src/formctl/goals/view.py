@@ -19,6 +19,10 @@ __all__ = ["GoalStatus", "GoalView", "ItemView", "status_of"]
 
 @dataclass(frozen=True, slots=True)
 class ItemView:
+    """One item of a goal as the model and the CLI see it: its disposition and whether that is done
+    (only ``completed`` is), whether it is live (defined, and neither it nor its goal retired), the
+    form a form-bound item is answered with, and the reason and action of the progress that set it."""
+
     key: str
     label: str
     disposition: str
@@ -44,6 +48,9 @@ class ItemView:
 
 @dataclass(frozen=True, slots=True)
 class GoalView:
+    """One goal of the program as it stands: its status, whether its definition is locked (a
+    revision may not edit, remove, retire or unlock it), its items' views, and the definition."""
+
     key: str
     title: str
     objective: str
