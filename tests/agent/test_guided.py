@@ -140,6 +140,31 @@ def test_the_same_conversation_gives_the_same_replies_and_tool_calls():
     assert run() == run()
 
 
+@pytest.mark.parametrize("said", ["ab1234", "my staff id is ab1234", "it's Ab1234 I think", "AB 1234", "ab-1234"])
+def test_a_code_in_small_letters_or_in_parts_is_saved_as_its_pattern_takes_it(said):
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+
+    text = chat.say(said)
+
+    assert chat.values()["staff_id"] == "AB1234"
+    assert "Staff ID: AB1234." in text and "wasn't accepted" not in text
+    assert text.endswith("Work email?")
+
+
+@pytest.mark.parametrize("said", ["dana", "ab12", "ab12345"])
+def test_words_no_form_of_which_fits_the_pattern_are_sent_as_written_and_refused(said):
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+
+    text = chat.say(said)
+
+    assert "staff_id" not in chat.values()
+    assert "That wasn't accepted. A Staff ID is two capital letters and four digits" in text
+
+
 # --------------------------------------------------------------------------- travel claim, end to end
 
 

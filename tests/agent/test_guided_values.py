@@ -238,6 +238,36 @@ def test_a_reference_is_taken_out_of_its_sentence(text, ref):
     assert value("reference", text) == ref
 
 
+STAFF_ID = Kind("text", pattern=r"^[A-Z]{2}\d{4}$")
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "read"),
+    [
+        (STAFF_ID, "AB1234", "AB1234"),
+        (STAFF_ID, "ab1234", "AB1234"),
+        (STAFF_ID, "Ab1234", "AB1234"),
+        (STAFF_ID, "AB 1234", "AB1234"),
+        (STAFF_ID, "ab - 1234", "AB1234"),
+        (STAFF_ID, "'ab1234'", "AB1234"),
+        (Kind("text", pattern=r"^[a-z]{3}-\d{2}$"), "ABC-12", "abc-12"),  # the dash is the pattern's own
+    ],
+)
+def test_a_code_is_read_in_the_case_and_without_the_gaps_its_pattern_takes(kind, text, read):
+    assert read_value(kind, text, GB).value == read
+
+
+@pytest.mark.parametrize("text", ["dana", "ab12", "AB 12 34 5", "ab1234 or cd5678"])
+def test_words_no_form_of_which_fits_the_pattern_are_left_as_written(text):
+    assert read_value(STAFF_ID, text, GB).value == text  # the engine refuses them, in the field's words
+
+
+def test_a_word_of_letters_only_is_never_read_as_a_code_in_capitals_but_a_token_with_a_figure_is():
+    fields = {"code": Kind("text", pattern=r"^[A-Z]{4}$"), "staff_id": STAFF_ID}
+    assert find_by_shape("my name is dana", fields, GB) == []
+    assert [(f, r.value) for f, r in find_by_shape("dana, staff id ab1234", fields, GB)] == [("staff_id", "AB1234")]
+
+
 @pytest.mark.parametrize(("text", "reason"), [("not sure", "the reference itself"), ("QX7RTA or QX7RTB", "which")])
 def test_words_that_hold_no_one_reference_are_not_stored_as_one(text, reason):
     with pytest.raises(UnreadableAnswer, match=reason):

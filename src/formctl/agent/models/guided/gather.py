@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from formctl.agent.models.guided.answers import Kind
 from formctl.agent.models.guided.values.numbers import marked
+from formctl.agent.models.guided.values.shapes import token_fitting
 
 # Everyday names for a field, by a word of its label or id. The first names are what a person
 # calls it in a question ("what do you mean by purpose?"); ``_SPOKEN`` adds how a value is led in.
@@ -389,10 +390,7 @@ def _takes(slot: Slot, shape: str, value: str) -> bool:
     """Can a value of this shape be ``slot``'s answer?"""
     kind, pattern = slot.kind.name, getattr(slot.kind, "pattern", None)
     if pattern:
-        try:
-            return bool(re.fullmatch(str(pattern), value.strip()))
-        except re.error:
-            return False
+        return token_fitting(value.strip(), str(pattern)) is not None
     if shape == "email":
         return kind == "email"
     if shape == "date":

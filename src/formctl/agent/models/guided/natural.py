@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from formctl.agent.models.guided.values.shapes import token_fitting
+
 if TYPE_CHECKING:
     from formctl.agent.models.guided.values.kinds import Kind
 
@@ -277,10 +279,7 @@ def _distinct(kind: Kind) -> bool:
 def _fits(token: str, kind: Kind) -> bool:
     pattern = getattr(kind, "pattern", None)
     if pattern:
-        try:
-            return re.fullmatch(pattern, token) is not None
-        except re.error:
-            return False
+        return token_fitting(token, pattern) is not None  # "ab1234" fits ^[A-Z]{2}\d{4}$: read as AB1234
     if kind.name == "email":
         return _EMAIL.fullmatch(token) is not None
     return False

@@ -105,6 +105,12 @@ def _read(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
             return Reading(json.loads(text), whole, text)
         except ValueError:
             return Reading(text, whole, text)
+    if kind.pattern:
+        from formctl.agent.models.guided.values.shapes import fit_pattern
+
+        fitted = fit_pattern(text, kind.pattern)
+        if fitted is not None:
+            return Reading(fitted, whole, fitted)
     return Reading(text, whole, text)
 
 

@@ -18,6 +18,8 @@ from formctl.agent.models.guided.values.reading import Reading
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
 # A token that may be a reference: letters, digits and the joiners references are written with.
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9/_.-]{0,40}[A-Za-z0-9]|[A-Za-z0-9]")
+# What a person writes a code's parts apart with: "AB 1234", "AB-1234".
+_CODE_PARTS = re.compile(r"\s*[\s-]\s*")
 LIMIT = 24  # values of one shape read from one line at most
 _CURRENCY = re.compile(r"[£$€]\s?\d")
 
@@ -27,7 +29,9 @@ def find_emails(text: str) -> list[Reading]:
 
 
 def _pattern_tokens(text: str, pattern: str) -> list[Reading]:
-    """The tokens of ``text`` that fit ``pattern`` whole (a Staff ID, a ticket reference)."""
+    """The tokens of ``text`` that fit ``pattern`` whole (a Staff ID, a ticket reference). A token
+    with a figure in it may be written in the other case ("ab1234" is AB1234); a word of letters
+    only counts only as written in capitals, so that "dana" is never a code."""
     try:
         compiled = re.compile(pattern)
     except re.error:
@@ -37,9 +41,47 @@ def _pattern_tokens(text: str, pattern: str) -> list[Reading]:
         if len(out) >= LIMIT:
             break
         token = m.group(0)
-        if compiled.fullmatch(token) is not None and (any(ch.isdigit() for ch in token) or token.isupper()):
-            out.append(Reading(token, m.span(), token))
+        value = token_fitting(token, compiled) if any(ch.isdigit() for ch in token) or token.isupper() else None
+        if value is not None:
+            out.append(Reading(value, m.span(), value))
     return out
+
+
+def token_fitting(token: str, pattern: str | re.Pattern[str]) -> str | None:
+    """``token`` as ``pattern`` takes it whole, or None: as written, or, when it has a figure in
+    it, in the other case ("ab1234" is AB1234). A word of letters only is taken only as written,
+    so that a name is never read as a code."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return None
+    if any(ch.isdigit() for ch in token):
+        return _in_either_case(token, compiled)
+    return token if compiled.fullmatch(token) is not None else None
+
+
+def fit_pattern(text: str, pattern: str) -> str | None:
+    """A whole answer in the form ``pattern`` takes it: as written, in the other case ("ab1234" for
+    ``^[A-Z]{2}\\d{4}$`` is AB1234), or, for a code a person wrote in parts, without the spaces or
+    dashes between them ("AB 1234", "ab-1234"); None when none of these fits (the engine then
+    says why)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return None
+    text = text.strip()
+    fitted = _in_either_case(text, compiled)
+    parts = _CODE_PARTS.split(text)
+    if fitted is None and 1 < len(parts) <= 3 and any(ch.isdigit() for ch in text):
+        fitted = _in_either_case("".join(parts), compiled)
+    return fitted
+
+
+def _in_either_case(text: str, compiled: re.Pattern[str]) -> str | None:
+    for candidate in (text, text.upper(), text.lower()):
+        if compiled.fullmatch(candidate) is not None:
+            return candidate
+    return None
 
 
 def find_references(text: str) -> list[Reading]:
