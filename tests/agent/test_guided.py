@@ -165,6 +165,43 @@ def test_words_no_form_of_which_fits_the_pattern_are_sent_as_written_and_refused
     assert "That wasn't accepted. A Staff ID is two capital letters and four digits" in text
 
 
+@pytest.mark.parametrize(
+    "said",
+    ["AB1234, no wait, CD5678", "AB1234 sorry I mean CD5678", "AB1234... actually it's CD5678", "it's AB1234 - no, CD5678"],
+)
+def test_a_value_taken_back_in_the_same_line_gives_way_to_the_one_meant(said):
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+
+    text = chat.say(said)
+
+    assert chat.values()["staff_id"] == "CD5678"
+    assert text == "Got it — Staff ID: CD5678.\nWork email?"
+
+
+def test_an_email_taken_back_in_the_same_line_gives_way_to_the_one_meant():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+    chat.say("AB1234")
+
+    chat.say("dana@example.org no wait it's dana.r@example.org")
+
+    assert chat.values()["email"] == "dana.r@example.org"
+
+
+def test_two_values_for_one_field_without_words_taking_one_back_keep_the_first_and_say_the_other_back():
+    chat = Chat("travel-claim")
+    chat.say("hello")
+    chat.say("Dana Reeve")
+
+    text = chat.say("AB1234 or CD5678")
+
+    assert chat.values()["staff_id"] == "AB1234"
+    assert 'I wasn\'t sure which question this answers: "CD5678"' in text
+
+
 # --------------------------------------------------------------------------- travel claim, end to end
 
 

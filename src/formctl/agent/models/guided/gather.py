@@ -217,6 +217,9 @@ class Gathered:
     values: dict[str, str] = field(default_factory=dict)
     rest: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
+    # A second value of the same shape for a field already found ("AB1234, no wait, CD5678"):
+    # the correction when the words between say so (:func:`_amended`), else said back.
+    again: dict[str, str] = field(default_factory=dict)
 
 
 def everyday_names(slots: Iterable[Slot]) -> dict[str, str]:
@@ -256,10 +259,36 @@ def gather(text: str, asked: str | None, slots: list[Slot]) -> Gathered:
         if len(clause) > _LONGEST_CLAUSE or not _claim(clause, asked, by_id, found):
             found.rest.append(clause)  # a clause longer than any answer is read by the question asked
     found.rest.extend(parts[_MOST_CLAUSES:])
+    _amended(found, text)
     _complete_dates(found, by_id)
     _prefer_exact(found, by_id)
     _lone_figure(found, asked, by_id)
     return found
+
+
+# Words that take back what was just said, between a value and the one meant ("AB1234, no wait,
+# CD5678", "dana@example.org sorry I mean dana.r@example.org").
+_AMENDS = re.compile(
+    r"\b(?:no|wait|sorry|i mean|i meant|actually|make (?:that|it)|correction|rather|scratch that|oops|typo"
+    r"|my (?:mistake|bad))\b",
+    re.IGNORECASE,
+)
+_BETWEEN = 80  # the longest a self-correction's words between the two values are
+
+
+def _amended(found: Gathered, text: str) -> None:
+    """A field given twice in one line: the later value when the words between take the earlier
+    one back, else the later one is said back, not dropped (the earlier one stands)."""
+    for field_id, later in found.again.items():
+        earlier = found.values[field_id]
+        start = text.find(earlier)
+        at = text.find(later, start + len(earlier)) if start >= 0 else -1
+        between = text[start + len(earlier) : at] if at >= 0 else ""
+        if at >= 0 and len(between) <= _BETWEEN and _AMENDS.search(between):
+            found.values[field_id] = later
+            found.sources[field_id] = text[at:]
+        else:
+            found.rest.append(later)
 
 
 def _lone_figure(found: Gathered, asked: str | None, slots: dict[str, Slot]) -> None:
@@ -426,21 +455,32 @@ def _claim_shaped(clause: str, asked: str | None, slots: dict[str, Slot], cues: 
         if shape == "number" and _given_up(clause, (start, end)):
             continue  # "roughly 300 in total or 312.75 to be exact": the exact one is the answer
         fits = [s for s in slots.values() if s.id not in found.values and _takes(s, shape, value)]
-        if not fits:
-            continue
-        if shape == "token":  # a reference-like word goes to a reference only when named ("ticket ref TR-1")
-            patterned = [s for s in fits if getattr(s.kind, "pattern", None) or s.id == asked]
-            chosen = _nearest(fits, cues, start, end, shape) or _only_shape(patterned, shape, asked)
-        else:
-            chosen = _nearest(fits, cues, start, end, shape) or _only_shape(fits, shape, asked)
+        chosen = _chosen(fits, cues, (start, end), shape, asked) if fits else None
+        if chosen is None and shape != "number":
+            again = [f for f, v in found.values.items() if v != value and _takes(slots[f], shape, value)]
+            if len(again) == 1:
+                found.again[again[0]] = value  # a second value for a field found already (see _amended)
+                gave = True
+                continue
         if chosen is not None:
             _take(found, slots[chosen], value, clause)
             gave = True
-        elif shape != "number":
+        elif fits and shape != "number":
             unplaced.append(value)  # a date or a reference no field could be told for: said back
     if gave:
         found.rest.extend(unplaced)
     return gave
+
+
+def _chosen(fits: list[Slot], cues: list[_Cue], span: tuple[int, int], shape: str, asked: str | None) -> str | None:
+    """The field among ``fits`` a value of ``shape`` at ``span`` goes to: the one whose cue is
+    nearest, else the one its shape tells (a reference-like word only to a field with a pattern,
+    or the asked one: "ticket ref TR-1" names its field)."""
+    if shape == "token":
+        fits_shape = [s for s in fits if getattr(s.kind, "pattern", None) or s.id == asked]
+    else:
+        fits_shape = fits
+    return _nearest(fits, cues, span[0], span[1], shape) or _only_shape(fits_shape, shape, asked)
 
 
 def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: list[_Cue], found: Gathered) -> bool:
