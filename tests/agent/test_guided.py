@@ -191,6 +191,25 @@ def test_an_email_taken_back_in_the_same_line_gives_way_to_the_one_meant():
     assert chat.values()["email"] == "dana.r@example.org"
 
 
+@pytest.mark.parametrize(
+    ("asked", "said", "field", "saved"),
+    [
+        (1, "Dana Reeve, sorry I mean Dana Rees", "full_name", "Dana Rees"),
+        (1, "Sorry, I mean Dana Reeve", "full_name", "Dana Reeve"),
+        (4, "Leeds, no wait, York", "destination", "York"),
+    ],
+)
+def test_a_name_or_a_place_taken_back_in_the_same_line_gives_way_to_the_one_meant(asked, said, field, saved):
+    chat = Chat("travel-claim")
+    for line in ["hello", "Dana Reeve", "AB1234", "dana@example.org"][:asked]:
+        chat.say(line)
+
+    text = chat.say(said)
+
+    assert chat.values()[field] == saved
+    assert f": {saved}." in text and "wasn't sure" not in text
+
+
 def test_two_values_for_one_field_without_words_taking_one_back_keep_the_first_and_say_the_other_back():
     chat = Chat("travel-claim")
     chat.say("hello")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from formctl.agent.models.guided.answers import Kind, declines
-from formctl.agent.models.guided.natural import place
+from formctl.agent.models.guided.natural import meant, place
 
 KINDS = {"full_name": Kind("text"), "staff_id": Kind("text", pattern=r"^[A-Z]{2}\d{4}$"), "email": Kind("email")}
 OTHERS = frozenset({"staff id", "staff_id", "work email", "email"})
@@ -67,3 +67,32 @@ def test_one_plain_sentence_alone_is_still_the_persons_answer_as_written():
 )
 def test_a_refusal_is_read_as_one_only_when_the_line_gives_nothing_else(words, refuses):
     assert declines(words) is refuses
+
+
+@pytest.mark.parametrize(
+    ("line", "answer"),
+    [
+        ("Leeds, no wait, York", "York"),
+        ("Dana Reeve, sorry I mean Dana Rees", "Dana Rees"),
+        ("5 March 2026 - make that 6 March 2026", "6 March 2026"),
+        ("Leeds, no wait, York, no wait, Bristol", "Bristol"),
+        ("Sorry, I mean Dana Reeve", "Dana Reeve"),
+        ("Correction: York", "York"),
+    ],
+)
+def test_words_that_take_a_value_back_leave_the_one_meant(line, answer):
+    assert meant(line) == answer
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "York",
+        "Leeds, sorry for the wait",  # "sorry" alone takes nothing back
+        "Leeds actually",
+        "I need help with the letter my landlord sent about the arrears, I mean the rent arrears",
+        "Leeds, no wait",  # nothing given after it
+    ],
+)
+def test_a_line_that_takes_nothing_back_is_read_as_it_is(line):
+    assert meant(line) == line

@@ -27,6 +27,17 @@ _PARTS = re.compile(r",(?!\d{3}(?!\d))\s*")
 _EDGE = "\"'()[]<>.,;:!?"
 
 
+# Words that take back what was just said and give what was meant instead: "Leeds, no wait, York",
+# "Dana Reeve, sorry I mean Dana Rees", "5 March 2026 - make that 6 March 2026".
+_TAKEN_BACK = re.compile(
+    r"(?:^|(?<=[\s,;.…–—-]))(?:no,?\s+wait|wait,?\s+no|sorry,?\s+(?:i\s+mean|i\s+meant|no)|no,?\s+sorry"
+    r"|i\s+mean|i\s+meant|make\s+(?:that|it)|or\s+rather|scratch\s+that|correction|oops)\b[\s,:;.…–—-]*",
+    re.IGNORECASE,
+)
+_MEANT_BEFORE = 6  # the most words a value taken back has ("Leeds", "5 March 2026"), not a sentence
+_MEANT_AFTER = 12
+
+
 @dataclass(slots=True)
 class Placed:
     """Values found for fields (raw text, for the field's parser) and the parts left unplaced."""
@@ -47,6 +58,25 @@ def split_labels(segment: str, labels: dict[str, str]) -> list[str]:
     cuts = ([0] if starts[0] != 0 else []) + starts + [len(segment)]
     parts = [segment[a:b].strip().rstrip(",").strip() for a, b in zip(cuts, cuts[1:])]
     return [re.sub(r"\s+and$", "", p) for p in parts if p]
+
+
+def meant(text: str) -> str:
+    """The answer a line gives after taking back what it said first ("Leeds, no wait, York" is
+    York), or the line as it is. Only words that say so take a value back ("no wait", "I mean",
+    "make that", "or rather", "scratch that", "correction", "oops"), and only a value of a few
+    words: a sentence with "I mean" in it is left whole. Such words opening the line are not
+    part of the answer ("Sorry, I mean Dana Reeve")."""
+    last = None
+    for m in _TAKEN_BACK.finditer(text):
+        last = m
+    if last is None:
+        return text
+    before, after = text[: last.start()], text[last.end() :].strip()
+    if not any(ch.isalnum() for ch in after) or len(after.split()) > _MEANT_AFTER:
+        return text
+    if any(ch.isalnum() for ch in before) and len(before.split()) > _MEANT_BEFORE:
+        return text
+    return after  # also when nothing stands before the words: "Sorry, I mean Dana Reeve"
 
 
 def place(

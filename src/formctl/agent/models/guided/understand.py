@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from formctl.agent.models.guided.answers import Kind, UnreadableAnswer, convert
 from formctl.agent.models.guided.gather import Gathered, Slot, everyday_names, gather
 from formctl.agent.models.guided.intent import ASIDE, ASK, DEFER, REFUSE, UNKNOWN, named_field, read_act
-from formctl.agent.models.guided.natural import place
+from formctl.agent.models.guided.natural import meant, place
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
 from formctl.json_types import FieldValue
@@ -367,6 +367,9 @@ def _asked_reads(
     }
     kinds[first] = state.kind(compiled, first)
     index, segment = parts[0]
+    if meant(segment) != segment:  # "Leeds, no wait, York": the answer is York
+        segment = meant(segment)
+        parts = [(index, segment), *parts[1:]]
     if not _describes(state, compiled, first) and kinds[first].name == "text" and not kinds[first].pattern:
         # A name or a place with a remark after a dash or in brackets ("Dana Reeve — but my badge
         # says D. Reeve"): the name, and the remark said back.
