@@ -221,6 +221,17 @@ def test_two_values_for_one_field_without_words_taking_one_back_keep_the_first_a
     assert 'I wasn\'t sure which question this answers: "CD5678"' in text
 
 
+@pytest.mark.parametrize(("said", "client_type"), [("nope", "new"), ("yep", "returning")])
+def test_a_plain_yes_or_no_answers_a_choice_the_form_asks_as_a_yes_no_question(said, client_type):
+    chat = Chat("client-intake")
+    chat.say("hello")  # "Client type — new or returning? Have they used the service before?"
+
+    text = chat.say(said)
+
+    assert chat.values()["client_type"] == client_type
+    assert f"Client type: {client_type}." in text and "required" not in text
+
+
 # --------------------------------------------------------------------------- travel claim, end to end
 
 

@@ -238,6 +238,16 @@ def test_a_reference_is_taken_out_of_its_sentence(text, ref):
     assert value("reference", text) == ref
 
 
+@pytest.mark.parametrize(("text", "option"), [("nope", "new"), ("nah", "new"), ("yep", "returning"), ("Yeah!", "returning")])
+def test_a_plain_yes_or_no_names_the_option_the_author_gave_yes_or_no_as_an_alias(text, option):
+    assert read_value(CLIENT, text, GB).value == option
+
+
+def test_a_plain_yes_or_no_names_nothing_where_no_option_has_yes_or_no_as_an_alias():
+    with pytest.raises(UnreadableAnswer, match="I need one of"):
+        read_value(MODE, "nope", GB)
+
+
 STAFF_ID = Kind("text", pattern=r"^[A-Z]{2}\d{4}$")
 
 

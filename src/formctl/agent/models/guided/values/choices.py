@@ -4,7 +4,8 @@ aliases ("train" for rail, "I drove" for car, "my GP sent me" for doctor), or mi
 An option counts when its name or an alias is among the line's words (the longest phrase
 first, so "not been before" is read before "been before"), and not after "not" ("not by car,
 by train" is rail). A misspelt word ("trian", "rial") is matched with ``rapidfuzz`` to the one
-option or alias it is close to. Two options named, or none, and the question is asked again.
+option or alias it is close to. A plain yes or no ("nope", "yeah") names the option the author
+gave "yes" or "no" as an alias. Two options named, or none, and the question is asked again.
 """
 
 from __future__ import annotations
@@ -100,6 +101,20 @@ def _fuzzy(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
     return found
 
 
+def _said_yes_or_no(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
+    """The option a plain yes or no names when the author made "yes" or "no" an alias of one
+    (a choice that a yes/no question asks: "Have they used the service before?"), said in any
+    everyday way ("nope", "yeah"); nothing otherwise."""
+    from formctl.forms.replies import yes_no
+
+    answer, _ = yes_no(text)
+    if answer is None:
+        return []
+    word = "yes" if answer else "no"
+    options = [option for option, aliases in kind.aliases if any(a.strip().lower() == word for a in aliases)]
+    return [(options[0], (0, len(text)))] if len(options) == 1 else []
+
+
 def read_choice(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
     """The one option ``text`` names; raises UnreadableAnswer (listing the options) otherwise."""
     shown = [str(o) for o in kind.options]
@@ -109,7 +124,7 @@ def read_choice(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
     if exact or len(prefixed) == 1:
         option = (exact or prefixed)[0]
         return Reading(option, (0, len(text)), str(option))
-    found = _named(kind, text) or _fuzzy(kind, text)
+    found = _named(kind, text) or _fuzzy(kind, text) or _said_yes_or_no(kind, text)
     options = list(dict.fromkeys(o for o, _ in found))
     if len(options) == 1:
         spans = [s for _, s in found]
