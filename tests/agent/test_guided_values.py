@@ -248,6 +248,29 @@ def test_a_plain_yes_or_no_names_nothing_where_no_option_has_yes_or_no_as_an_ali
         read_value(MODE, "nope", GB)
 
 
+@pytest.mark.parametrize(
+    ("text", "day", "note"),
+    [
+        ("the third of November", "2026-11-03", 'I read "third of November" as Tuesday 3 November 2026.'),
+        ("november the twenty-first", "2026-11-21", 'I read "november the twenty-first" as Saturday 21 November 2026.'),
+        ("on the thirty first of December 2026", "2026-12-31", None),
+        ("twelfth of March, I think", "2026-03-12", 'I read "twelfth of March" as Thursday 12 March 2026.'),
+    ],
+)
+def test_a_day_said_in_words_is_read_as_its_figure(text, day, note):
+    reading = read_value(Kind("date"), text, STARTED_IN_DECEMBER)
+    assert (reading.value, reading.note) == (day, note)
+
+
+def test_a_day_said_in_words_is_read_from_the_date_before_it():
+    assert read_value(Kind("date"), "the fifth.", AFTER_30_DECEMBER).value == "2027-01-05"
+
+
+def test_an_ordinal_beside_no_month_is_not_a_day():
+    with pytest.raises(UnreadableAnswer, match="I need a date"):
+        read_value(Kind("date"), "my first trip", STARTED_IN_DECEMBER)
+
+
 STAFF_ID = Kind("text", pattern=r"^[A-Z]{2}\d{4}$")
 
 

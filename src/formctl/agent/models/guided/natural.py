@@ -254,8 +254,18 @@ _LEAD_IN = re.compile(
 )
 
 
+# A greeting before the lead-in, with or without a comma: "hi it's Dana Reeve", "hello I'm Sam Lee".
+_GREETING = re.compile(
+    r"^(?:(?:oh|ah|hello|hi|hey|hiya|well|um+|uh|er+m?|hmm|good (?:morning|afternoon|evening))(?:[\s,!.]+|$))+",
+    re.IGNORECASE,
+)
+
+
 def _without_lead_in(text: str) -> str:
-    return _LEAD_IN.sub("", text.replace("\u2019", "'"), count=1).strip(_EDGE + " ")
+    text = text.replace("\u2019", "'")
+    greeted = _GREETING.sub("", text, count=1)
+    text = greeted if any(ch.isalnum() for ch in greeted) else text
+    return _LEAD_IN.sub("", text, count=1).strip(_EDGE + " ")
 
 
 def _other_answer(part: str, others: frozenset[str]) -> bool:

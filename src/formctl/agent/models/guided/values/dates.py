@@ -43,6 +43,19 @@ _DATE = re.compile(
     re.IGNORECASE,
 )
 LIMIT = 12  # date phrases read from one line at most
+# A day said in words ("the third of November", "November the twenty-first"): read as its figure.
+_ORDINAL_WORDS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+).split()
+_ORDINALS = {word: n for n, word in enumerate(_ORDINAL_WORDS, 1)} | {"thirtieth": 30, "thirty-first": 31}
+_ORDINALS |= {f"twenty{joint}{word}": 20 + n for n, word in enumerate(_ORDINAL_WORDS[:9], 1) for joint in (" ", "-")}
+_ORDINALS["thirty first"] = 31
+_SAID_DAY = re.compile(r"\b(?:" + "|".join(sorted(_ORDINALS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+_MONTH_AFTER = re.compile(rf"^\s+(?:of\s+)?(?:{_MONTH_NAMES})\b", re.IGNORECASE)
+_MONTH_BEFORE = re.compile(rf"\b(?:{_MONTH_NAMES})\.?\s+(?:the\s+)?$", re.IGNORECASE)
+_ALONE = re.compile(r"\bthe\s+$", re.IGNORECASE)
+_ENDS = re.compile(r"^\s*(?:[.,!?]|$)")
 _RELATIVE_WORD = re.compile(r"day|week|night|morning|afternoon|evening", re.IGNORECASE)
 _NOT = re.compile(r"\b(?:not|rather than|instead of)\s*(?:on\s+)?$", re.IGNORECASE)
 _CLOCK_WORDS = re.compile(r"^\W*(?:today|tonight|tomorrow|yesterday|now|next week|last week)\W*$", re.IGNORECASE)
@@ -67,8 +80,29 @@ def find_dates(text: str, ctx: ReadingContext) -> list[Reading]:
     return out
 
 
+def said_in_figures(text: str) -> tuple[str, dict[str, str]]:
+    """``text`` with a day said in words written as its figure ("the third of November" is "the 3rd
+    of November", "November the twenty-first" "November the 21st", "the fifth." "the 5th."), and
+    each figure's words, to quote the person back. An ordinal not beside a month (nor "the ..." on
+    its own) is left alone ("my first trip")."""
+    said: dict[str, str] = {}
+
+    def figure(m: re.Match[str]) -> str:
+        before, after = text[max(0, m.start() - 16) : m.start()], text[m.end() : m.end() + 16]
+        if _MONTH_AFTER.match(after) or _MONTH_BEFORE.search(before) or (_ALONE.search(before) and _ENDS.match(after)):
+            n = _ORDINALS[" ".join(m.group(0).lower().split())]
+            written = f"{n}{'th' if 10 < n % 100 < 14 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+            said[written] = m.group(0)
+            return written
+        return m.group(0)
+
+    return (_SAID_DAY.sub(figure, text), said) if len(text) <= 400 else (text, said)
+
+
 def read_date(text: str, ctx: ReadingContext) -> Reading:
-    """The one date ``text`` gives; phrases that agree ("the next day, 20 March") count once."""
+    """The one date ``text`` gives; phrases that agree ("the next day, 20 March") count once. A
+    day said in words is read as its figure (:func:`said_in_figures`)."""
+    text, said = said_in_figures(text)
     if _CLOCK_WORDS.match(text):
         raise UnreadableAnswer("Please give the date itself, like 2026-11-03 or 3 Nov 2026.")
     found = find_dates(text, ctx)
@@ -80,6 +114,8 @@ def read_date(text: str, ctx: ReadingContext) -> Reading:
         raise UnreadableAnswer(f"I can't tell which date you mean: {shown}?")
     spans = [r.span for r in found]
     notes = [r.note for r in found if r.note]
+    for written, words in said.items():  # 'I read "the third of November" as …', in the person's words
+        notes = [note.replace(f"{written}", words) for note in notes]
     first = found[0]
     return Reading(first.value, first.span, first.said_as, around(text, spans), notes[0] if notes else None)
 
