@@ -238,9 +238,29 @@ def test_a_reference_is_taken_out_of_its_sentence(text, ref):
     assert value("reference", text) == ref
 
 
-@pytest.mark.parametrize(("text", "option"), [("nope", "new"), ("nah", "new"), ("yep", "returning"), ("Yeah!", "returning")])
+@pytest.mark.parametrize(
+    ("text", "option"), [("nope", "new"), ("nah", "new"), ("yep", "returning"), ("Yeah!", "returning")]
+)
 def test_a_plain_yes_or_no_names_the_option_the_author_gave_yes_or_no_as_an_alias(text, option):
     assert read_value(CLIENT, text, GB).value == option
+
+
+VISITED = Kind(
+    "choice", ("new", "returning"), aliases=(("new", ("no", "first time")), ("returning", ("yes", "here before")))
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "option"),
+    [("I wasn't here before", "new"), ("it's not my first time", "returning"), ("I was here before", "returning")],
+)
+def test_one_side_of_a_yes_no_choice_said_after_not_names_the_other(text, option):
+    assert read_value(VISITED, text, GB).value == option
+
+
+def test_an_option_said_after_not_names_nothing_in_a_choice_that_is_not_yes_or_no():
+    with pytest.raises(UnreadableAnswer, match="I need one of"):
+        read_value(MODE, "not by car", GB)
 
 
 def test_a_plain_yes_or_no_names_nothing_where_no_option_has_yes_or_no_as_an_alias():

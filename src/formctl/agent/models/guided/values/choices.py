@@ -4,8 +4,9 @@ aliases ("train" for rail, "I drove" for car, "my GP sent me" for doctor), or mi
 An option counts when its name or an alias is among the line's words (the longest phrase
 first, so "not been before" is read before "been before"), and not after "not" ("not by car,
 by train" is rail). A misspelt word ("trian", "rial") is matched with ``rapidfuzz`` to the one
-option or alias it is close to. A plain yes or no ("nope", "yeah") names the option the author
-gave "yes" or "no" as an alias. Two options named, or none, and the question is asked again.
+option or alias it is close to. Where the author gave two options "yes" and "no" as aliases, a
+plain yes or no ("nope", "yeah") names one, and so does the other's name said after "not" ("I
+wasn't here before"). Two options named, or none, and the question is asked again.
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ def _words(text: str) -> list[re.Match[str]]:
     return list(_WORD.finditer(text.lower().replace("’", "'")))
 
 
-def _named(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
-    """The options ``text`` names (not after "not"), each with the span of its words."""
+def _named(
+    kind: Kind, text: str, negated: list[tuple[JsonValue, tuple[int, int]]] | None = None
+) -> list[tuple[JsonValue, tuple[int, int]]]:
+    """The options ``text`` names (not after "not"), each with the span of its words; the options
+    named after a "not" are added to ``negated`` when given."""
     words = _words(text)
     tokens = [m.group(0) for m in words]
     at: dict[str, list[int]] = {}  # word -> where it stands, so each name is looked for only where it starts
@@ -58,6 +62,8 @@ def _named(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
             if where is None:
                 continue
             if any(t in _NEGATION for t in tokens[max(0, i - 2) : i] + tokens[where[-1] + 1 : where[-1] + 2]):
+                if negated is not None:
+                    negated.append((option, (words[i].start(), words[where[-1]].end())))
                 continue  # "not by car", "I have never": not named (its words free for a longer phrase)
             for j in where:
                 taken[j] = True
@@ -102,17 +108,27 @@ def _fuzzy(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
 
 
 def _said_yes_or_no(kind: Kind, text: str) -> list[tuple[JsonValue, tuple[int, int]]]:
-    """The option a plain yes or no names when the author made "yes" or "no" an alias of one
-    (a choice that a yes/no question asks: "Have they used the service before?"), said in any
-    everyday way ("nope", "yeah"); nothing otherwise."""
+    """The option a yes or a no names when the author made "yes" and "no" aliases of two options
+    (a choice that a yes/no question asks: "Have they used the service before?"): a plain yes or
+    no said in any everyday way ("nope", "yeah"), or the words of one of the two options said
+    after a "not" ("I wasn't here before" is the "no" option when "here before" names the "yes"
+    one). Nothing otherwise."""
     from formctl.forms.replies import yes_no
 
-    answer, _ = yes_no(text)
-    if answer is None:
+    sides = {
+        word: [o for o, aliases in kind.aliases if any(a.strip().lower() == word for a in aliases)]
+        for word in ("yes", "no")
+    }
+    if len(sides["yes"]) != 1 or len(sides["no"]) != 1 or sides["yes"] == sides["no"]:
         return []
-    word = "yes" if answer else "no"
-    options = [option for option, aliases in kind.aliases if any(a.strip().lower() == word for a in aliases)]
-    return [(options[0], (0, len(text)))] if len(options) == 1 else []
+    yes, no = sides["yes"][0], sides["no"][0]
+    negated: list[tuple[JsonValue, tuple[int, int]]] = []
+    _named(kind, text, negated)
+    turned = {no if option == yes else yes for option, _ in negated if option in (yes, no)}
+    if turned:  # "it's not my first time" is a yes, though it opens like a no
+        return [(turned.pop(), negated[0][1])] if len(turned) == 1 else []
+    answer, _ = yes_no(text)
+    return [] if answer is None else [(yes if answer else no, (0, len(text)))]
 
 
 def read_choice(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
