@@ -167,7 +167,12 @@ def test_words_no_form_of_which_fits_the_pattern_are_sent_as_written_and_refused
 
 @pytest.mark.parametrize(
     "said",
-    ["AB1234, no wait, CD5678", "AB1234 sorry I mean CD5678", "AB1234... actually it's CD5678", "it's AB1234 - no, CD5678"],
+    [
+        "AB1234, no wait, CD5678",
+        "AB1234 sorry I mean CD5678",
+        "AB1234... actually it's CD5678",
+        "it's AB1234 - no, CD5678",
+    ],
 )
 def test_a_value_taken_back_in_the_same_line_gives_way_to_the_one_meant(said):
     chat = Chat("travel-claim")

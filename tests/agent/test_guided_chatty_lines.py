@@ -98,7 +98,9 @@ def test_a_line_that_takes_nothing_back_is_read_as_it_is(line):
     assert meant(line) == line
 
 
-@pytest.mark.parametrize("line", ["hi it's dana reeve", "hello I'm Dana Reeve", "hey, it's Dana Reeve", "hi its dana reeve"])
+@pytest.mark.parametrize(
+    "line", ["hi it's dana reeve", "hello I'm Dana Reeve", "hey, it's Dana Reeve", "hi its dana reeve"]
+)
 def test_a_greeting_and_a_lead_in_are_not_part_of_the_name(line):
     placed = place(line, "full_name", KINDS, OTHERS)
     assert placed is not None and placed.values["full_name"].lower() == "dana reeve"
