@@ -303,6 +303,8 @@ STAFF_ID = Kind("text", pattern=r"^[A-Z]{2}\d{4}$")
         (STAFF_ID, "AB 1234", "AB1234"),
         (STAFF_ID, "ab - 1234", "AB1234"),
         (STAFF_ID, "'ab1234'", "AB1234"),
+        (STAFF_ID, "my staff id is AB 1234", "AB1234"),
+        (STAFF_ID, "it's ab-1234.", "AB1234"),
         (Kind("text", pattern=r"^[a-z]{3}-\d{2}$"), "ABC-12", "abc-12"),  # the dash is the pattern's own
     ],
 )

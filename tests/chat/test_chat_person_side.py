@@ -317,9 +317,9 @@ def test_a_natural_answer_places_what_fits_for_sure_says_it_back_and_guesses_not
 
 
 def test_free_text_goes_only_to_the_question_asked_and_a_near_miss_still_reaches_the_engine(cli):
-    # At "Staff ID?": "ab1234" fits no field for sure, so it is the Staff ID answer (and rejected
-    # with the field's hint); the email beside the real one is placed by its shape.
-    out = run(cli, ["Dana Reeve", "ab1234", "AB1234 and my email is dana@example.org"])
+    # At "Staff ID?": "ab12" fits no field for sure, in any case, so it is the Staff ID answer (and
+    # rejected with the field's hint); the email beside the real one is placed by its shape.
+    out = run(cli, ["Dana Reeve", "ab12", "AB1234 and my email is dana@example.org"])
     assert out.exit_code == 0, out.stderr
     assert "· rejected Staff ID" in out.stdout
     assert "Got it — Staff ID: AB1234; Work email: dana@example.org." in out.stdout

@@ -40,7 +40,7 @@ def test_after_resume_a_bare_answer_goes_to_the_question_shown_last(cli):
 @pytest.mark.parametrize(
     "line, name, not_used",
     [
-        ("I'm Dana Reeve, staff id ab1234 and my email is dana@example", "Dana Reeve", "staff id ab1234"),
+        ("I'm Dana Reeve, staff id ab12 and my email is dana@example", "Dana Reeve", "staff id ab12"),
         ("I'm Sam Lee, sam.lee@example.org, 07700 900123", "Sam Lee", "07700 900123"),
     ],
 )
@@ -54,6 +54,15 @@ def test_a_sentence_at_full_name_gives_the_name_and_says_the_rest_back(cli, line
         assert got["email"] == "sam.lee@example.org"
     else:
         assert got.get("email") is None and got.get("staff_id") is None
+
+
+@pytest.mark.parametrize("line", ["I'm Dana Reeve, staff id ab1234", "I'm Dana Reeve, staff id AB 1234"])
+def test_a_staff_id_in_small_letters_or_in_parts_beside_the_name_is_saved_as_its_pattern_takes_it(cli, line):
+    out = cli.chat("run", "travel-claim", "--subject", "s", lines=[line])
+
+    assert "Got it — Full name: Dana Reeve; Staff ID: AB1234." in out
+    got = values(cli, instance_id(cli))
+    assert (got["full_name"], got["staff_id"]) == ("Dana Reeve", "AB1234")
 
 
 def test_a_line_of_several_answers_at_destination_gives_what_each_part_names(cli):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from formctl.agent.models.guided.answers import Kind
 from formctl.agent.models.guided.values.numbers import marked
-from formctl.agent.models.guided.values.shapes import token_fitting
+from formctl.agent.models.guided.values.shapes import fit_pattern, token_fitting
 
 # Everyday names for a field, by a word of its label or id. The first names are what a person
 # calls it in a question ("what do you mean by purpose?"); ``_SPOKEN`` adds how a value is led in.
@@ -490,12 +490,18 @@ def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: li
     for cue in cues:
         slot = slots[cue.slot]
         naming = "name" in slot.concepts or "destination" in slot.concepts
-        if (
-            slot.id in found.values
-            or (slot.id == asked and not naming)
-            or (_is_typed(slot) and slot.kind.name != "choice")
-        ):
+        pattern = getattr(slot.kind, "pattern", None)
+        if slot.id in found.values or (slot.id == asked and not naming):
             continue  # the question asked reads what is left of the line, unless a name or place is led in
+        if pattern and slot.id != asked:  # "staff id AB 1234": a code in parts, led in by its name
+            nxt = min([c.start for c in cues if c.start >= cue.end and c.slot != cue.slot] + [len(clause)])
+            code = fit_pattern(_LINK.sub("", clause[cue.end : nxt].strip(), count=1), str(pattern))
+            if code is not None:
+                _take(found, slot, code, clause)
+                gave = True
+            continue
+        if _is_typed(slot) and slot.kind.name != "choice":
+            continue
         if slot.kind.name == "choice":
             if len(clause.split()) <= 8:
                 _take(found, slot, clause, clause)

@@ -18,8 +18,9 @@ from formctl.agent.models.guided.values.reading import Reading
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}")
 # A token that may be a reference: letters, digits and the joiners references are written with.
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9/_.-]{0,40}[A-Za-z0-9]|[A-Za-z0-9]")
-# What a person writes a code's parts apart with: "AB 1234", "AB-1234".
+# What a person writes a code's parts apart with: "AB 1234", "AB-1234"; and what ends a line around it.
 _CODE_PARTS = re.compile(r"\s*[\s-]\s*")
+_EDGE = "\"'()[]<>.,;:!? "
 LIMIT = 24  # values of one shape read from one line at most
 _CURRENCY = re.compile(r"[£$€]\s?\d")
 
@@ -62,18 +63,21 @@ def token_fitting(token: str, pattern: str | re.Pattern[str]) -> str | None:
 
 def fit_pattern(text: str, pattern: str) -> str | None:
     """A whole answer in the form ``pattern`` takes it: as written, in the other case ("ab1234" for
-    ``^[A-Z]{2}\\d{4}$`` is AB1234), or, for a code a person wrote in parts, without the spaces or
-    dashes between them ("AB 1234", "ab-1234"); None when none of these fits (the engine then
-    says why)."""
+    ``^[A-Z]{2}\\d{4}$`` is AB1234), or, for a code a person wrote in parts at the end of the
+    words, without the spaces or dashes between them ("AB 1234", "ab-1234", "my staff id is AB
+    1234"); None when none of these fits (the engine then says why)."""
     try:
         compiled = re.compile(pattern)
     except re.error:
         return None
     text = text.strip()
     fitted = _in_either_case(text, compiled)
-    parts = _CODE_PARTS.split(text)
-    if fitted is None and 1 < len(parts) <= 3 and any(ch.isdigit() for ch in text):
-        fitted = _in_either_case("".join(parts), compiled)
+    parts = [p for p in _CODE_PARTS.split(text.strip(_EDGE)) if p]
+    for size in (3, 2):  # the code at the end of the words, in parts: "my staff id is AB 1234"
+        code, before = parts[-size:], parts[:-size]
+        if fitted is None and len(parts) >= size and any(ch.isdigit() for p in code for ch in p):
+            if not any(ch.isdigit() for p in before for ch in p):
+                fitted = _in_either_case("".join(code), compiled)
     return fitted
 
 
