@@ -237,6 +237,37 @@ def test_a_plain_yes_or_no_answers_a_choice_the_form_asks_as_a_yes_no_question(s
     assert f"Client type: {client_type}." in text and "required" not in text
 
 
+@pytest.mark.parametrize("said", ["yes, new phone 07700 900555", "Yeah, my phone is 07700 900555 now"])
+def test_a_yes_at_a_yes_no_question_answers_it_beside_the_value_the_line_gives(said):
+    chat = Chat("client-intake")
+    for line in ["hello", "returning", "52", "Sam Lee", "sam@example.org", "skip", "C12345"]:
+        chat.say(line)  # now at "Details changed — yes or no?"
+
+    text = chat.say(said)
+
+    assert chat.values()["details_changed"] is True
+    assert chat.values()["phone"] == "07700 900555"
+    assert "Details changed: yes" in text and "yes or no?" not in text
+
+
+@pytest.mark.parametrize(
+    ("said", "back"),
+    [
+        ("I left on Monday 2 November 2026 and came back Wednesday", "2026-11-04"),
+        ("went Monday 2 November 2026, back on the Friday", "2026-11-06"),
+    ],
+)
+def test_a_return_said_as_a_weekday_beside_the_departure_is_read_from_it(said, back):
+    chat = Chat("travel-claim")
+    for line in ["hello", "Dana Reeve", "AB1234", "dana@example.org", "Leeds"]:
+        chat.say(line)
+
+    text = chat.say(said)
+
+    assert (chat.values()["departure_date"], chat.values()["return_date"]) == ("2026-11-02", back)
+    assert "wasn't sure" not in text and text.endswith("Purpose of trip?")
+
+
 # --------------------------------------------------------------------------- travel claim, end to end
 
 

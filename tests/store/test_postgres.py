@@ -301,6 +301,38 @@ def test_another_schemas_write_does_not_end_the_wait_for_a_write_of_ours(pg_dsn,
         ours.close()
 
 
+def test_writes_of_ours_committed_while_the_watcher_sorts_another_stores_are_all_heard(pg_dsn, other_schema_store):
+    # The watcher asks which ids it heard are its store's on its listening connection; a write
+    # of ours whose notification arrives during that question must still be heard (psycopg
+    # before 3.2.4 dropped notifications received outside Connection.notifies()).
+    import threading
+
+    other = other_schema_store
+    ours = PostgresAdapter(pg_dsn)
+    theirs = other.create_instance("travel", 1, "bob", prov())
+    watcher = ours.watch()
+    stop = threading.Event()
+
+    def busy_neighbour() -> None:  # another team's writes, each one a question the watcher asks
+        current = theirs
+        while not stop.is_set():
+            current = fill(other, current, "name", "Bo")
+
+    neighbour = threading.Thread(target=busy_neighbour)
+    try:
+        watcher.wait(0)  # listening now
+        neighbour.start()
+        mine = [ours.create_instance("travel", 1, f"person-{n}", prov()).id for n in range(30)]
+        heard = heard_until(watcher, mine[-1], timeout=20)
+        assert set(mine) <= heard
+    finally:
+        stop.set()
+        if neighbour.is_alive():
+            neighbour.join()
+        watcher.close()
+        ours.close()
+
+
 def test_a_commit_wakes_a_watcher_and_a_refused_one_does_not(pg_dsn):
     writer = PostgresAdapter(pg_dsn)
     inst = writer.create_instance("travel", 1, "alice", prov())

@@ -186,7 +186,8 @@ _DATE = re.compile(
     rf"|(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)\b|(?:the\s+)?(?:next|following)\s+(?:day|morning|afternoon|evening|night)|the\s+day\s+after"
     rf"|(?:the\s+)?same\s+(?:day|evening|night)|that\s+(?:same\s+)?(?:day|evening|night)"
     rf"|(?:a|one|two|three|four|five|six|seven|\d{{1,2}})\s+(?:days?|nights?|weeks?)\s+(?:later|after)"
-    rf"|\d{{1,2}}(?=\s?(?:-|–|to|until|till)\s?(?:the\s)?\d{{1,2}}(?:st|nd|rd|th)?\s{_MONTH}))",
+    rf"|\d{{1,2}}(?=\s?(?:-|–|to|until|till)\s?(?:the\s)?\d{{1,2}}(?:st|nd|rd|th)?\s{_MONTH})"
+    rf"|(?:the\s+)?(?:(?:following|next)\s+)?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b)",  # "came back Wednesday"
     re.IGNORECASE,
 )
 

@@ -24,6 +24,7 @@ from formctl.agent.models.guided.intent import ASIDE, ASK, DEFER, REFUSE, UNKNOW
 from formctl.agent.models.guided.natural import meant, place
 from formctl.agent.models.guided.state import GuidedState, Plan, Snapshot
 from formctl.forms.evaluate import EMPTY, FILLED, HELD, INVALID
+from formctl.forms.replies import yes_no
 from formctl.json_types import FieldValue
 
 if TYPE_CHECKING:
@@ -181,6 +182,11 @@ def _answers_given(state: GuidedState, snap: Snapshot, bare: Bare, rest: str) ->
     for field_id, raw in sorted(found.values.items(), key=lambda kv: compiled.field_by_id[kv[0]].order):
         bare.labelled.append((index, field_id, raw, ""))
         bare.named.add(field_id)
+    opens = yes_no(rest)[0] if found.values and first is not None and first not in bare.named else None
+    if opens is not None and first is not None and state.kind(compiled, first).name == "boolean":
+        # "Yes, new phone 07700 900555" at "Details changed?": the yes answers it, beside the phone.
+        bare.labelled.append((index, first, "yes" if opens else "no", ""))
+        bare.named.add(first)
     return found, correcting
 
 
