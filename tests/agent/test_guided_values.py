@@ -291,6 +291,22 @@ def test_an_ordinal_beside_no_month_is_not_a_day():
         read_value(Kind("date"), "my first trip", STARTED_IN_DECEMBER)
 
 
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("dana at example dot org", "dana@example.org"),
+        ("it's dana dot reeve (at) example (dot) co (dot) uk", "dana.reeve@example.co.uk"),
+    ],
+)
+def test_an_address_said_aloud_is_read_and_said_back(text, address):
+    reading = read_value(Kind("email"), text, GB)
+    assert (reading.value, reading.note) == (address, f'I read "{text}" as {address}.')
+
+
+def test_words_with_at_and_dot_that_make_no_address_are_left_for_the_engine():
+    assert read_value(Kind("email"), "meet me at the station dot", GB).value == "meet me at the station dot"
+
+
 STAFF_ID = Kind("text", pattern=r"^[A-Z]{2}\d{4}$")
 
 

@@ -255,9 +255,15 @@ def test_copying_out_of_a_database_where_no_program_was_started_changes_nothing_
     local = str(tmp_path / "local")
     chat(local, "dana", "Dana Reeve\nAB1234\n")
     ok(copy(local, pg_dsn)[0])
+    # This test's own schema only: other tests, running at the same time, make and drop theirs.
+    ours = (
+        "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relname LIKE 'formctl%'"
+    )
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        before = conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'formctl%'").fetchone()[0]
+        before = conn.execute(ours).fetchone()[0]
+    assert before > 0  # the store's tables are there to count
     ok(copy(pg_dsn, str(tmp_path / "backup"))[0])
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'formctl%'").fetchone()[0] == before
+        assert conn.execute(ours).fetchone()[0] == before
         assert conn.execute("SELECT count(*) FROM formctl_goal_heads").fetchone()[0] == 0

@@ -36,6 +36,7 @@ repetition); ``benchmarks/guided.py`` measures them.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 from formctl.agent.models.guided.values.context import ReadingContext, locale_from_env, normalise_locale
@@ -125,12 +126,23 @@ def _read_boolean(text: str) -> Reading:
     return Reading(answer, (0, len(text) - len(rest)), "yes" if answer else "no", around(rest, []))
 
 
+# An address said aloud: "dana at example dot org", "dana dot reeve (at) example (dot) co (dot) uk".
+_SAID_AT = re.compile(r"\s+[(\[]?at[)\]]?\s+", re.IGNORECASE)
+_SAID_DOT = re.compile(r"\s+[(\[]?dot[)\]]?\s+", re.IGNORECASE)
+
+
 def _read_email(text: str) -> Reading:
     from formctl.agent.models.guided.values.shapes import find_emails
 
     found = find_emails(text)
     if len(found) == 1:
         return found[0]
+    if not found and len(_SAID_AT.findall(text)) == 1 and _SAID_DOT.search(text):
+        written = _SAID_DOT.sub(".", _SAID_AT.sub("@", text.strip()))
+        aloud = find_emails(written)
+        if len(aloud) == 1:
+            address = aloud[0].value
+            return Reading(address, (0, len(text)), address, note=f'I read "{text.strip()}" as {address}.')
     cleaned = text.strip("<>").strip()
     cleaned = cleaned[len("mailto:") :] if cleaned.lower().startswith("mailto:") else cleaned
     return Reading(cleaned, (0, len(text)), cleaned)  # the engine says why it is not an address
