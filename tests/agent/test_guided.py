@@ -268,6 +268,30 @@ def test_a_return_said_as_a_weekday_beside_the_departure_is_read_from_it(said, b
     assert "wasn't sure" not in text and text.endswith("Purpose of trip?")
 
 
+@pytest.mark.parametrize(
+    ("said", "field", "value"),
+    [
+        ("no, the meals were 25", "meals", 25),
+        ("meals 25", "meals", 25),
+        ("the destination was York", "destination", "York"),
+    ],
+)
+def test_at_the_read_back_an_answer_named_in_everyday_words_is_a_correction(said, field, value):
+    chat = Chat("travel-claim")
+    for line in ["hello", "Dana Reeve", "AB1234", "dana@example.org", "Leeds", "3 Nov 2026", "5 Nov 2026"]:
+        chat.say(line)
+    for line in ["client workshop", "train", "TR-1234", "120", "30", "150"]:
+        chat.say(line)  # now at the read-back
+
+    text = chat.say(said)
+
+    assert chat.tools == [
+        ("form_revise", {"action": "set", "field": field, "value": value, "reason": "corrected by the person"})
+    ]
+    assert chat.values()[field] == value
+    assert "Before I send it, please check your answers" in text  # read back again, as changed
+
+
 # --------------------------------------------------------------------------- travel claim, end to end
 
 

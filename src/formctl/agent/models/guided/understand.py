@@ -168,7 +168,9 @@ def _answers_given(state: GuidedState, snap: Snapshot, bare: Bare, rest: str) ->
     changed = (
         first is not None and _asks_if_changed(state, compiled, first) and not _answers(state, compiled, first, rest)
     )
-    correcting = changed or _CORRECTING.search(rest) is not None
+    # No question asked (the read-back, a step held on a check): every value the words give is
+    # a change to an answer given ("the meals were 35"), as after "actually".
+    correcting = changed or first is None or _CORRECTING.search(rest) is not None
     slots = [s for s in slots_of(state, snap, answered=correcting) if s.id not in bare.named]
     found = gather(rest, first, slots)
     _choices_named(state, compiled, first, slots, found)
