@@ -292,6 +292,27 @@ def test_at_the_read_back_an_answer_named_in_everyday_words_is_a_correction(said
     assert "Before I send it, please check your answers" in text  # read back again, as changed
 
 
+@pytest.mark.parametrize(
+    ("said", "changed"),
+    [
+        ("nothing's changed", False),
+        ("same as before", False),
+        ("it hasn't changed", False),
+        ("yes I've moved", True),
+        ("nothing's changed except my phone, it's 07700 900555", True),
+    ],
+)
+def test_words_that_say_nothing_changed_are_a_no_though_they_say_changed(said, changed):
+    chat = Chat("client-intake")
+    for line in ["hello", "returning", "52", "Sam Lee", "sam@example.org", "skip", "C12345"]:
+        chat.say(line)  # now at "Details changed — yes or no?"
+
+    text = chat.say(said)
+
+    assert chat.values()["details_changed"] is changed
+    assert f"Details changed: {'yes' if changed else 'no'}" in text and "wasn't sure" not in text
+
+
 # --------------------------------------------------------------------------- travel claim, end to end
 
 

@@ -115,11 +115,21 @@ def _read(kind: Kind, text: str, ctx: ReadingContext) -> Reading:
     return Reading(text, whole, text)
 
 
+# Words that say nothing changed: a no to "Have their details changed?", though they say "changed".
+_NO_CHANGE = re.compile(
+    r"^\W*(?:nothing(?:'s|\s+has|\s+is)?\s+(?:changed|different|new)|no\s+changes?|not\s+changed"
+    r"|(?:it\s+|they\s+)?(?:has|have|had)\s*n[o']?t\s+changed|(?:it's\s+|they're\s+)?still\s+the\s+same"
+    r"|(?:the\s+)?same\s+as\s+(?:before|last\s+time|ever)|all\s+the\s+same|unchanged)\W*$",
+    re.IGNORECASE,
+)
+
+
 def _read_boolean(text: str) -> Reading:
     answer, rest = yes_no(text)
     if answer is None:
         word = text.strip().strip(".!").lower()
         answer = True if word in _TRUE else False if word in _FALSE else None
+        answer = False if answer is None and _NO_CHANGE.match(text) else answer
         rest = ""
     if answer is None:
         raise UnreadableAnswer("I need a yes or a no.")
