@@ -30,6 +30,21 @@ def claimant_done(chat: Chat) -> None:
     chat.say("dana@example.org")
 
 
+# What a person says to reach a question: the travel claim's read-back (its first lines reach
+# each question before it), and the client intake's "Details changed — yes or no?".
+AT_READ_BACK = ("hello", "Dana Reeve", "AB1234", "dana@example.org", "Leeds", "3 Nov 2026", "5 Nov 2026")
+AT_READ_BACK += ("client workshop", "train", "TR-1234", "120", "30", "150")
+AT_DETAILS_CHANGED = ("hello", "returning", "52", "Sam Lee", "sam@example.org", "skip", "C12345")
+
+
+def chat_after(form_id: str, *lines: str) -> Chat:
+    """A conversation on ``form_id`` after the person said ``lines``, in order."""
+    chat = Chat(form_id)
+    for line in lines:
+        chat.say(line)
+    return chat
+
+
 # --------------------------------------------------------------------------- the interface
 
 
@@ -142,9 +157,7 @@ def test_the_same_conversation_gives_the_same_replies_and_tool_calls():
 
 @pytest.mark.parametrize("said", ["ab1234", "my staff id is ab1234", "it's Ab1234 I think", "AB 1234", "ab-1234"])
 def test_a_code_in_small_letters_or_in_parts_is_saved_as_its_pattern_takes_it(said):
-    chat = Chat("travel-claim")
-    chat.say("hello")
-    chat.say("Dana Reeve")
+    chat = chat_after("travel-claim", "hello", "Dana Reeve")
 
     text = chat.say(said)
 
@@ -155,9 +168,7 @@ def test_a_code_in_small_letters_or_in_parts_is_saved_as_its_pattern_takes_it(sa
 
 @pytest.mark.parametrize("said", ["dana", "ab12", "ab12345"])
 def test_words_no_form_of_which_fits_the_pattern_are_sent_as_written_and_refused(said):
-    chat = Chat("travel-claim")
-    chat.say("hello")
-    chat.say("Dana Reeve")
+    chat = chat_after("travel-claim", "hello", "Dana Reeve")
 
     text = chat.say(said)
 
@@ -175,9 +186,7 @@ def test_words_no_form_of_which_fits_the_pattern_are_sent_as_written_and_refused
     ],
 )
 def test_a_value_taken_back_in_the_same_line_gives_way_to_the_one_meant(said):
-    chat = Chat("travel-claim")
-    chat.say("hello")
-    chat.say("Dana Reeve")
+    chat = chat_after("travel-claim", "hello", "Dana Reeve")
 
     text = chat.say(said)
 
@@ -186,10 +195,7 @@ def test_a_value_taken_back_in_the_same_line_gives_way_to_the_one_meant(said):
 
 
 def test_an_email_taken_back_in_the_same_line_gives_way_to_the_one_meant():
-    chat = Chat("travel-claim")
-    chat.say("hello")
-    chat.say("Dana Reeve")
-    chat.say("AB1234")
+    chat = chat_after("travel-claim", "hello", "Dana Reeve", "AB1234")
 
     chat.say("dana@example.org no wait it's dana.r@example.org")
 
@@ -205,9 +211,7 @@ def test_an_email_taken_back_in_the_same_line_gives_way_to_the_one_meant():
     ],
 )
 def test_a_name_or_a_place_taken_back_in_the_same_line_gives_way_to_the_one_meant(asked, said, field, saved):
-    chat = Chat("travel-claim")
-    for line in ["hello", "Dana Reeve", "AB1234", "dana@example.org"][:asked]:
-        chat.say(line)
+    chat = chat_after("travel-claim", *AT_READ_BACK[:asked])
 
     text = chat.say(said)
 
@@ -216,9 +220,7 @@ def test_a_name_or_a_place_taken_back_in_the_same_line_gives_way_to_the_one_mean
 
 
 def test_two_values_for_one_field_without_words_taking_one_back_keep_the_first_and_say_the_other_back():
-    chat = Chat("travel-claim")
-    chat.say("hello")
-    chat.say("Dana Reeve")
+    chat = chat_after("travel-claim", "hello", "Dana Reeve")
 
     text = chat.say("AB1234 or CD5678")
 
@@ -228,8 +230,7 @@ def test_two_values_for_one_field_without_words_taking_one_back_keep_the_first_a
 
 @pytest.mark.parametrize(("said", "client_type"), [("nope", "new"), ("yep", "returning")])
 def test_a_plain_yes_or_no_answers_a_choice_the_form_asks_as_a_yes_no_question(said, client_type):
-    chat = Chat("client-intake")
-    chat.say("hello")  # "Client type — new or returning? Have they used the service before?"
+    chat = chat_after("client-intake", "hello")  # "Client type — new or returning? Have they used the service before?"
 
     text = chat.say(said)
 
@@ -239,9 +240,7 @@ def test_a_plain_yes_or_no_answers_a_choice_the_form_asks_as_a_yes_no_question(s
 
 @pytest.mark.parametrize("said", ["yes, new phone 07700 900555", "Yeah, my phone is 07700 900555 now"])
 def test_a_yes_at_a_yes_no_question_answers_it_beside_the_value_the_line_gives(said):
-    chat = Chat("client-intake")
-    for line in ["hello", "returning", "52", "Sam Lee", "sam@example.org", "skip", "C12345"]:
-        chat.say(line)  # now at "Details changed — yes or no?"
+    chat = chat_after("client-intake", *AT_DETAILS_CHANGED)
 
     text = chat.say(said)
 
@@ -258,9 +257,7 @@ def test_a_yes_at_a_yes_no_question_answers_it_beside_the_value_the_line_gives(s
     ],
 )
 def test_a_return_said_as_a_weekday_beside_the_departure_is_read_from_it(said, back):
-    chat = Chat("travel-claim")
-    for line in ["hello", "Dana Reeve", "AB1234", "dana@example.org", "Leeds"]:
-        chat.say(line)
+    chat = chat_after("travel-claim", *AT_READ_BACK[:5])
 
     text = chat.say(said)
 
@@ -277,11 +274,7 @@ def test_a_return_said_as_a_weekday_beside_the_departure_is_read_from_it(said, b
     ],
 )
 def test_at_the_read_back_an_answer_named_in_everyday_words_is_a_correction(said, field, value):
-    chat = Chat("travel-claim")
-    for line in ["hello", "Dana Reeve", "AB1234", "dana@example.org", "Leeds", "3 Nov 2026", "5 Nov 2026"]:
-        chat.say(line)
-    for line in ["client workshop", "train", "TR-1234", "120", "30", "150"]:
-        chat.say(line)  # now at the read-back
+    chat = chat_after("travel-claim", *AT_READ_BACK)
 
     text = chat.say(said)
 
@@ -303,9 +296,7 @@ def test_at_the_read_back_an_answer_named_in_everyday_words_is_a_correction(said
     ],
 )
 def test_words_that_say_nothing_changed_are_a_no_though_they_say_changed(said, changed):
-    chat = Chat("client-intake")
-    for line in ["hello", "returning", "52", "Sam Lee", "sam@example.org", "skip", "C12345"]:
-        chat.say(line)  # now at "Details changed — yes or no?"
+    chat = chat_after("client-intake", *AT_DETAILS_CHANGED)
 
     text = chat.say(said)
 
