@@ -494,8 +494,8 @@ def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: li
         pattern = getattr(slot.kind, "pattern", None)
         if slot.id in found.values or (slot.id == asked and not naming):
             continue  # the question asked reads what is left of the line, unless a name or place is led in
+        nxt = min([c.start for c in cues if c.start >= cue.end and c.slot != cue.slot] + [len(clause)])
         if pattern and slot.id != asked:  # "staff id AB 1234": a code in parts, led in by its name
-            nxt = min([c.start for c in cues if c.start >= cue.end and c.slot != cue.slot] + [len(clause)])
             code = fit_pattern(_LINK.sub("", clause[cue.end : nxt].strip(), count=1), str(pattern))
             if code is not None:
                 _take(found, slot, code, clause)
@@ -508,7 +508,6 @@ def _claim_cued(clause: str, asked: str | None, slots: dict[str, Slot], cues: li
                 _take(found, slot, clause, clause)
                 gave = True
             continue
-        nxt = min([c.start for c in cues if c.start >= cue.end and c.slot != cue.slot] + [len(clause)])
         value = _text_after(clause[cue.end : nxt], slot, cue.words)
         if value is not None:
             _take(found, slot, value, clause)

@@ -184,11 +184,11 @@ def _answers_given(state: GuidedState, snap: Snapshot, bare: Bare, rest: str) ->
     for field_id, raw in sorted(found.values.items(), key=lambda kv: compiled.field_by_id[kv[0]].order):
         bare.labelled.append((index, field_id, raw, ""))
         bare.named.add(field_id)
-    opens = yes_no(rest)[0] if found.values and first is not None and first not in bare.named else None
-    if opens is not None and first is not None and state.kind(compiled, first).name == "boolean":
-        # "Yes, new phone 07700 900555" at "Details changed?": the yes answers it, beside the phone.
-        bare.labelled.append((index, first, "yes" if opens else "no", ""))
-        bare.named.add(first)
+    if found.values and first is not None and first not in bare.named and state.kind(compiled, first).name == "boolean":
+        opens = yes_no(rest)[0]  # "Yes, new phone 07700 900555" at "Details changed?": the yes answers it
+        if opens is not None:
+            bare.labelled.append((index, first, "yes" if opens else "no", ""))
+            bare.named.add(first)
     return found, correcting
 
 
@@ -375,8 +375,9 @@ def _asked_reads(
     }
     kinds[first] = state.kind(compiled, first)
     index, segment = parts[0]
-    if meant(segment) != segment:  # "Leeds, no wait, York": the answer is York
-        segment = meant(segment)
+    taken_back = meant(segment)  # "Leeds, no wait, York": the answer is York
+    if taken_back != segment:
+        segment = taken_back
         parts = [(index, segment), *parts[1:]]
     if not _describes(state, compiled, first) and kinds[first].name == "text" and not kinds[first].pattern:
         # A name or a place with a remark after a dash or in brackets ("Dana Reeve — but my badge

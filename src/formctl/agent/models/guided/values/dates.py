@@ -48,9 +48,13 @@ _ORDINAL_WORDS = (
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
     "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
 ).split()
-_ORDINALS = {word: n for n, word in enumerate(_ORDINAL_WORDS, 1)} | {"thirtieth": 30, "thirty-first": 31}
-_ORDINALS |= {f"twenty{joint}{word}": 20 + n for n, word in enumerate(_ORDINAL_WORDS[:9], 1) for joint in (" ", "-")}
-_ORDINALS["thirty first"] = 31
+_ORDINALS = {word: n for n, word in enumerate(_ORDINAL_WORDS, 1)} | {"thirtieth": 30}
+_ORDINALS |= {  # "twenty-first" … "twenty ninth", "thirty-first", with a space or a hyphen
+    f"{tens}{joint}{word}": base + n
+    for tens, base, units in (("twenty", 20, 9), ("thirty", 30, 1))
+    for n, word in enumerate(_ORDINAL_WORDS[:units], 1)
+    for joint in (" ", "-")
+}
 _SAID_DAY = re.compile(r"\b(?:" + "|".join(sorted(_ORDINALS, key=len, reverse=True)) + r")\b", re.IGNORECASE)
 _MONTH_AFTER = re.compile(rf"^\s+(?:of\s+)?(?:{_MONTH_NAMES})\b", re.IGNORECASE)
 _MONTH_BEFORE = re.compile(rf"\b(?:{_MONTH_NAMES})\.?\s+(?:the\s+)?$", re.IGNORECASE)
@@ -115,7 +119,7 @@ def read_date(text: str, ctx: ReadingContext) -> Reading:
     spans = [r.span for r in found]
     notes = [r.note for r in found if r.note]
     for written, words in said.items():  # 'I read "the third of November" as …', in the person's words
-        notes = [note.replace(f"{written}", words) for note in notes]
+        notes = [note.replace(written, words) for note in notes]
     first = found[0]
     return Reading(first.value, first.span, first.said_as, around(text, spans), notes[0] if notes else None)
 

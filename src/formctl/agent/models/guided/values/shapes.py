@@ -72,13 +72,16 @@ def fit_pattern(text: str, pattern: str) -> str | None:
         return None
     text = text.strip()
     fitted = _in_either_case(text, compiled)
+    if fitted is not None:
+        return fitted
     parts = [p for p in _CODE_PARTS.split(text.strip(_EDGE)) if p]
     for size in (3, 2):  # the code at the end of the words, in parts: "my staff id is AB 1234"
-        code, before = parts[-size:], parts[:-size]
-        if fitted is None and len(parts) >= size and any(ch.isdigit() for p in code for ch in p):
-            if not any(ch.isdigit() for p in before for ch in p):
-                fitted = _in_either_case("".join(code), compiled)
-    return fitted
+        code, before = "".join(parts[-size:]), "".join(parts[:-size])
+        if len(parts) >= size and any(ch.isdigit() for ch in code) and not any(ch.isdigit() for ch in before):
+            fitted = _in_either_case(code, compiled)
+            if fitted is not None:
+                return fitted
+    return None
 
 
 def _in_either_case(text: str, compiled: re.Pattern[str]) -> str | None:
