@@ -139,10 +139,21 @@ def test_a_plain_chat_that_completes_the_claim_settles_its_item_and_a_reopening_
     assert items(desk.json("program", "show", "--subject", "dana"))[("trip", "claim")]["disposition"] == "pending"
 
 
-def _desk_with(cli, tmp_path, module_text, key="claims"):
-    """A copy of the example forms with one more program module registered under ``key``."""
+def _desk_with(cli, tmp_path, module_text, key="claims", hooks=None):
+    """A copy of the example forms with one more program module registered under ``key``, and
+    its ``hooks`` (a module's text defining ``hooks``) registered beside it when given."""
     forms = forms_with_program(tmp_path / "forms", module_text, key, "more_program:program")
+    if hooks is not None:
+        (forms / "claims_hooks.py").write_text(hooks)
+        registry = forms / "registry.toml"
+        registry.write_text(registry.read_text() + 'hooks = "claims_hooks:hooks"\n')
     return cli.at(forms=forms)
+
+
+# A program of one goal with one item: the smallest a hook can run for.
+TRIP_PROGRAM = (
+    'program = define_program("claims", goals=[Goal("trip", title="Trip", items=[Item("check", label="Check")])])\n'
+)
 
 
 def test_check_checks_the_program_registered_under_the_forms_key_too(cli):
@@ -282,12 +293,7 @@ def test_each_item_of_an_update_may_keep_its_own_reason(cli):
 
 def test_resume_hooks_runs_the_registered_hooks_not_done_and_leaves_others(cli, tmp_path):
     flag, ledger = tmp_path / "crm-down", tmp_path / "ledger.txt"
-    desk = _desk_with(
-        cli,
-        tmp_path,
-        'program = define_program("claims", goals=[Goal("trip", title="Trip", items=[Item("check", label="Check")])])\n',
-    )
-    (desk.forms / "claims_hooks.py").write_text(
+    hooks = (
         "import os\n"
         "def on_complete(event):\n"
         f"    if os.path.exists({str(flag)!r}):\n"
@@ -296,8 +302,7 @@ def test_resume_hooks_runs_the_registered_hooks_not_done_and_leaves_others(cli, 
         "        f.write(event.idempotency_key + '\\n')\n"
         "hooks = {'on_complete': on_complete}\n"
     )
-    registry = desk.forms / "registry.toml"
-    registry.write_text(registry.read_text() + 'hooks = "claims_hooks:hooks"\n')
+    desk = _desk_with(cli, tmp_path, TRIP_PROGRAM, hooks=hooks)
     flag.touch()
     desk.ok("program", "start", "claims", "--subject", "dana")
     update = desk("program", "update", "trip", "--completed", "check", "--subject", "dana")
@@ -355,19 +360,13 @@ def test_resume_hooks_leaves_the_hooks_of_a_program_that_registers_none(cli, req
 def test_a_write_runs_the_hooks_of_the_forms_folder_named_by_the_flag(cli, tmp_path):
     """``program update --forms DIR`` runs the hooks DIR registers, as FORMCTL_FORMS would."""
     ledger = tmp_path / "ledger.txt"
-    desk = _desk_with(
-        cli,
-        tmp_path,
-        'program = define_program("claims", goals=[Goal("trip", title="Trip", items=[Item("check", label="Check")])])\n',
-    )
-    (desk.forms / "claims_hooks.py").write_text(
+    hooks = (
         "def on_complete(event):\n"
         f"    with open({str(ledger)!r}, 'a') as f:\n"
         "        f.write(event.idempotency_key + '\\n')\n"
         "hooks = {'on_complete': on_complete}\n"
     )
-    registry = desk.forms / "registry.toml"
-    registry.write_text(registry.read_text() + 'hooks = "claims_hooks:hooks"\n')
+    desk = _desk_with(cli, tmp_path, TRIP_PROGRAM, hooks=hooks)
     elsewhere = {"FORMCTL_FORMS": str(cli.forms)}  # the environment names the plain example forms
     flag = ("--forms", str(desk.forms))
     cli.ok("program", "start", "claims", "--subject", "dana", *flag, env=elsewhere)
